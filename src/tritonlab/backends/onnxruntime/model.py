@@ -1,0 +1,132 @@
+"""A Python-based Triton backend named ``onnxruntime``: serves ``<model>/<version>/model.onnx``.
+
+Triton loads this file for every model whose config says ``backend: "onnxruntime"`` when no
+native ``libtriton_onnxruntime.so`` is present, so an unmodified ONNX model repository is served
+by the real tritonserver with its dynamic batcher, instance groups and statistics. On an NGC
+Triton container the native backend takes over and this file is not used.
+
+Config parameters read (same names as the native backend where it has them):
+``intra_op_thread_count``, ``inter_op_thread_count`` (0 = onnxruntime's default),
+``allow_spinning`` ("0"/"1", default "0": spinning pool threads steal CPU from the other
+instances and from the load generator on small machines).
+
+The hot path (``execute``) avoids work per request: one request is run without concatenation,
+names and dtypes are resolved once at load time, and outputs are split as zero-copy views.
+"""
+
+import json
+import os
+
+import numpy as np
+import onnxruntime as ort
+import triton_python_backend_utils as pb_utils
+
+
+def _int_param(params, key, default):
+    value = params.get(key, {}).get("string_value", "")
+    try:
+        return int(value) if value != "" else default
+    except ValueError as exc:
+        raise pb_utils.TritonModelException(
+            f"parameter {key} must be an integer, got {value!r}"
+        ) from exc
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        config = json.loads(args["model_config"])
+        params = config.get("parameters", {})
+        filename = config.get("default_model_filename") or "model.onnx"
+        path = os.path.join(args["model_repository"], args["model_version"], filename)
+        if not os.path.exists(path):
+            raise pb_utils.TritonModelException(f"model file not found: {path}")
+
+        options = ort.SessionOptions()
+        intra = _int_param(params, "intra_op_thread_count", 0)
+        inter = _int_param(params, "inter_op_thread_count", 0)
+        if intra > 0:
+            options.intra_op_num_threads = intra
+        if inter > 0:
+            options.inter_op_num_threads = inter
+        spinning = "1" if _int_param(params, "allow_spinning", 0) else "0"
+        options.add_session_config_entry("session.intra_op.allow_spinning", spinning)
+        options.add_session_config_entry("session.inter_op.allow_spinning", spinning)
+
+        kind = args.get("model_instance_kind", "CPU")
+        if kind == "GPU":
+            if "CUDAExecutionProvider" not in ort.get_available_providers():
+                raise pb_utils.TritonModelException(
+                    "KIND_GPU instance needs onnxruntime-gpu (CUDAExecutionProvider); "
+                    "install onnxruntime-gpu or use KIND_CPU"
+                )
+            device_id = int(args.get("model_instance_device_id", "0"))
+            providers = [
+                ("CUDAExecutionProvider", {"device_id": device_id}),
+                "CPUExecutionProvider",
+            ]
+        else:
+            providers = ["CPUExecutionProvider"]
+        self.session = ort.InferenceSession(path, options, providers=providers)
+
+        session_inputs = {i.name for i in self.session.get_inputs()}
+        session_outputs = {o.name for o in self.session.get_outputs()}
+        self.input_names = [i["name"] for i in config.get("input", [])]
+        self.output_names = [o["name"] for o in config.get("output", [])]
+        missing = [n for n in self.input_names if n not in session_inputs]
+        missing += [n for n in self.output_names if n not in session_outputs]
+        if missing:
+            raise pb_utils.TritonModelException(
+                f"config names tensors the ONNX graph does not have: {', '.join(missing)}"
+            )
+        # Triton has already checked each request's dtypes and shapes against the config; cast
+        # outputs only when the graph's type differs from the configured one.
+        self.output_dtypes = [
+            pb_utils.triton_string_to_numpy(o["data_type"]) for o in config.get("output", [])
+        ]
+        self.batched = int(config.get("max_batch_size", 0)) > 0
+        self.run_options = ort.RunOptions()
+
+    def _run(self, feed):
+        outputs = self.session.run(self.output_names, feed, self.run_options)
+        return [
+            out if out.dtype == dtype else out.astype(dtype)
+            for out, dtype in zip(outputs, self.output_dtypes, strict=True)
+        ]
+
+    def _respond(self, outputs):
+        return pb_utils.InferenceResponse(
+            output_tensors=[
+                pb_utils.Tensor(name, out)
+                for name, out in zip(self.output_names, outputs, strict=True)
+            ]
+        )
+
+    def _one(self, request):
+        try:
+            feed = {t.name(): t.as_numpy() for t in request.inputs()}
+            return self._respond(self._run(feed))
+        except Exception as exc:  # a bad request gets an error response, the model lives on
+            return pb_utils.InferenceResponse(error=pb_utils.TritonError(f"{exc}"))
+
+    def execute(self, requests):
+        if len(requests) == 1 or not self.batched:
+            return [self._one(r) for r in requests]
+        feeds = [{t.name(): t.as_numpy() for t in r.inputs()} for r in requests]
+        try:
+            feed = {
+                name: np.concatenate([f[name] for f in feeds], axis=0)
+                for name in self.input_names
+                if name in feeds[0]
+            }
+            outputs = self._run(feed)
+        except Exception:
+            # Requests that cannot share a batch (or one bad request): run them one by one so
+            # only the bad one fails.
+            return [self._one(r) for r in requests]
+        sizes = [next(iter(f.values())).shape[0] for f in feeds]
+        splits = np.cumsum(sizes)[:-1]
+        parts = [np.split(out, splits, axis=0) for out in outputs]
+        return [self._respond([p[i] for p in parts]) for i in range(len(requests))]
+
+    def finalize(self):
+        self.session = None

@@ -1,0 +1,1 @@
+"""Inference client: one validated request over HTTP or gRPC, checked against onnxruntime."""

@@ -1,0 +1,180 @@
+"""Send one real request through tritonclient and check it against in-process onnxruntime.
+
+Before sending, the server's model metadata is compared with the ONNX graph (names, dtypes,
+shapes), so a repository that drifted from its model file is caught with the tensor named.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from tritonlab.errors import ClientError
+from tritonlab.models.inspect import OnnxModelInfo, TensorSpec
+from tritonlab.server.endpoint import ServerEndpoint
+
+TOLERANCE_ABS = {"TYPE_FP16": 1e-2, "TYPE_FP32": 1e-4, "TYPE_FP64": 1e-9}
+
+
+@dataclass(frozen=True)
+class InferCheck:
+    """One validated request: what was sent, what came back, and how close it was."""
+
+    protocol: str
+    model_name: str
+    input_shapes: dict[str, list[int]]
+    output_shapes: dict[str, list[int]]
+    max_abs_diff: float
+    tolerance_abs: float
+    round_trip_ms: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _concrete_shape(spec: TensorSpec, batch: int | None) -> list[int]:
+    dims = [d if d > 0 else 1 for d in spec.dims]
+    return [batch, *dims] if batch is not None else dims
+
+
+def make_inputs(
+    info: OnnxModelInfo, batch_size: int = 2, seed: int = 0
+) -> dict[str, np.ndarray[Any, Any]]:
+    """Random inputs matching the graph (dynamic non-batch dims set to 1)."""
+    rng = np.random.default_rng(seed)
+    batch = batch_size if info.batched else None
+    out: dict[str, np.ndarray[Any, Any]] = {}
+    for spec in info.inputs:
+        shape = _concrete_shape(spec, batch)
+        if spec.triton_dtype == "TYPE_BOOL":
+            out[spec.name] = rng.random(shape) > 0.5
+        elif spec.is_float:
+            out[spec.name] = rng.standard_normal(shape).astype(spec.numpy_dtype)
+        else:
+            out[spec.name] = rng.integers(0, 8, size=shape).astype(spec.numpy_dtype)
+    return out
+
+
+def _triton_type(spec: TensorSpec) -> str:
+    return spec.triton_dtype.removeprefix("TYPE_").replace("BOOL", "BOOL")
+
+
+def check_metadata(metadata: dict[str, Any], info: OnnxModelInfo, model_name: str) -> None:
+    """Compare the server's view of the model with the ONNX graph; raise on any mismatch."""
+    for kind, specs in (("inputs", info.inputs), ("outputs", info.outputs)):
+        served = {t["name"]: t for t in metadata.get(kind, [])}
+        for spec in specs:
+            tensor = served.get(spec.name)
+            if tensor is None:
+                raise ClientError(
+                    f"model '{model_name}' on the server has no {kind[:-1]} '{spec.name}' "
+                    "that the ONNX graph has; rebuild the repository from this ONNX file"
+                )
+            want_type = _triton_type(spec)
+            if tensor["datatype"] != want_type:
+                raise ClientError(
+                    f"{kind[:-1]} '{spec.name}': server says {tensor['datatype']}, ONNX says "
+                    f"{want_type}; rebuild the repository from this ONNX file"
+                )
+            shape = [int(d) for d in tensor["shape"]]
+            want = ([-1] if info.batched else []) + list(spec.dims)
+            if len(shape) != len(want) or any(
+                w != -1 and s != -1 and w != s for s, w in zip(shape, want, strict=True)
+            ):
+                raise ClientError(
+                    f"{kind[:-1]} '{spec.name}': server shape {shape} does not match ONNX "
+                    f"shape {want}; rebuild the repository from this ONNX file"
+                )
+
+
+def reference_outputs(
+    info: OnnxModelInfo, inputs: dict[str, np.ndarray[Any, Any]]
+) -> dict[str, np.ndarray[Any, Any]]:
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(info.path), providers=["CPUExecutionProvider"])
+    names = [s.name for s in info.outputs]
+    return dict(zip(names, session.run(names, inputs), strict=True))
+
+
+def _client_module(protocol: str) -> Any:
+    if protocol == "grpc":
+        import tritonclient.grpc as grpcclient
+
+        return grpcclient
+    if protocol == "http":
+        import tritonclient.http as httpclient
+
+        return httpclient
+    raise ClientError(f"protocol must be 'http' or 'grpc', got {protocol!r}")
+
+
+def infer_and_check(
+    endpoint: ServerEndpoint,
+    model_name: str,
+    info: OnnxModelInfo,
+    protocol: str = "grpc",
+    batch_size: int = 2,
+) -> InferCheck:
+    """One request over ``protocol``; fails if shapes or values disagree with onnxruntime."""
+    from tritonclient.utils import InferenceServerException
+
+    module = _client_module(protocol)
+    client = module.InferenceServerClient(endpoint.url(protocol))
+    try:
+        metadata = client.get_model_metadata(model_name)
+        if protocol == "grpc":
+            from google.protobuf import json_format
+
+            metadata = json_format.MessageToDict(metadata, preserving_proto_field_name=True)
+        check_metadata(metadata, info, model_name)
+        inputs = make_inputs(info, batch_size)
+        request_inputs = []
+        for spec in info.inputs:
+            tensor = module.InferInput(spec.name, list(inputs[spec.name].shape), _triton_type(spec))
+            tensor.set_data_from_numpy(inputs[spec.name])
+            request_inputs.append(tensor)
+        outputs = [module.InferRequestedOutput(s.name) for s in info.outputs]
+        started = time.perf_counter()
+        result = client.infer(model_name, request_inputs, outputs=outputs)
+        round_trip_ms = (time.perf_counter() - started) * 1e3
+    except InferenceServerException as exc:
+        raise ClientError(f"{protocol} request to '{model_name}' failed: {exc.message()}") from exc
+    finally:
+        client.close()
+
+    expected = reference_outputs(info, inputs)
+    max_diff = 0.0
+    tolerance = 0.0
+    output_shapes: dict[str, list[int]] = {}
+    for spec in info.outputs:
+        got = result.as_numpy(spec.name)
+        want = expected[spec.name]
+        if got is None or got.shape != want.shape:
+            raise ClientError(
+                f"output '{spec.name}' has shape {None if got is None else list(got.shape)}, "
+                f"onnxruntime gives {list(want.shape)}"
+            )
+        output_shapes[spec.name] = list(got.shape)
+        tol = TOLERANCE_ABS.get(spec.triton_dtype, 0.0)
+        tolerance = max(tolerance, tol)
+        if got.size:
+            diff = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
+            if diff > tol:
+                raise ClientError(
+                    f"output '{spec.name}' differs from onnxruntime by {diff:.3g} "
+                    f"(tolerance {tol:g}) over {protocol}"
+                )
+            max_diff = max(max_diff, diff)
+    return InferCheck(
+        protocol=protocol,
+        model_name=model_name,
+        input_shapes={k: list(v.shape) for k, v in inputs.items()},
+        output_shapes=output_shapes,
+        max_abs_diff=max_diff,
+        tolerance_abs=tolerance,
+        round_trip_ms=round_trip_ms,
+    )

@@ -1,0 +1,155 @@
+"""Experiment plans: which serving variants, under which loads, measured how, how many times.
+
+A cell is one variant under one load point in one repeat. The seed's comparison is a plan with
+four variants and one load point (gRPC, batch 1, concurrency 8); sweeps add load points.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from tritonlab.errors import PlanError
+from tritonlab.perf.settings import PROTOCOLS, PerfSettings
+from tritonlab.repository.variants import ServingVariant, seed_comparison_variants
+
+
+@dataclass(frozen=True)
+class LoadPoint:
+    """The client side of a cell: protocol, client batch size, and closed- or open-loop load."""
+
+    protocol: str = "grpc"
+    batch_size: int = 1
+    concurrency: int | None = 8
+    request_rate_per_s: float | None = None
+
+    @property
+    def key(self) -> str:
+        load = (
+            f"r{self.request_rate_per_s:g}"
+            if self.request_rate_per_s is not None
+            else f"c{self.concurrency}"
+        )
+        return f"{self.protocol}_b{self.batch_size}_{load}"
+
+    @property
+    def label(self) -> str:
+        load = (
+            f"{self.request_rate_per_s:g} req/s Poisson"
+            if self.request_rate_per_s is not None
+            else f"concurrency {self.concurrency}"
+        )
+        return f"{self.protocol}, batch {self.batch_size}, {load}"
+
+    def validate(self) -> None:
+        if self.protocol not in PROTOCOLS:
+            raise PlanError(
+                f"protocol must be one of {', '.join(PROTOCOLS)}, got {self.protocol!r}"
+            )
+        if self.batch_size < 1:
+            raise PlanError(f"batch_size must be >= 1, got {self.batch_size}")
+        if self.request_rate_per_s is None and (self.concurrency is None or self.concurrency < 1):
+            raise PlanError(f"concurrency must be >= 1, got {self.concurrency}")
+        if self.request_rate_per_s is not None and self.request_rate_per_s <= 0:
+            raise PlanError(f"request rate must be > 0, got {self.request_rate_per_s}")
+
+
+@dataclass(frozen=True)
+class MeasurementSettings:
+    """How perf_analyzer measures each cell (the same for every cell of a plan)."""
+
+    measurement_interval_ms: int = 2000
+    stability_percentage: float = 25.0
+    max_trials: int = 8
+    retries_when_unstable: int = 1
+
+
+@dataclass(frozen=True)
+class ExperimentPlan:
+    """Variants x load points x repeats, measured interleaved (A B C D A B C D ...)."""
+
+    model_name: str
+    variants: tuple[ServingVariant, ...]
+    loads: tuple[LoadPoint, ...] = (LoadPoint(),)
+    repeats: int = 3
+    measurement: MeasurementSettings = field(default_factory=MeasurementSettings)
+
+    def validate(self, model_batches: bool = True) -> None:
+        if not self.variants:
+            raise PlanError("a plan needs at least one variant")
+        if self.variants[0].name != "baseline":
+            raise PlanError(
+                "the first variant must be named 'baseline' (comparisons are against it)"
+            )
+        names = [v.name for v in self.variants]
+        if len(set(names)) != len(names):
+            raise PlanError(f"variant names must be unique, got {names}")
+        for variant in self.variants:
+            variant.validate(model_batches)
+        if self.repeats < 1:
+            raise PlanError(f"repeats must be >= 1, got {self.repeats}")
+        for load in self.loads:
+            load.validate()
+            smallest = min(v.max_batch_size for v in self.variants)
+            if model_batches and load.batch_size > smallest:
+                raise PlanError(
+                    f"client batch_size {load.batch_size} exceeds max_batch_size {smallest}"
+                )
+
+    def perf_settings(
+        self, load: LoadPoint, model_name: str, url: str, input_shapes: dict[str, tuple[int, ...]]
+    ) -> PerfSettings:
+        m = self.measurement
+        return PerfSettings(
+            model_name=model_name,
+            url=url,
+            protocol=load.protocol,
+            batch_size=load.batch_size,
+            concurrency=None if load.request_rate_per_s is not None else load.concurrency,
+            request_rate_per_s=load.request_rate_per_s,
+            measurement_interval_ms=m.measurement_interval_ms,
+            stability_percentage=m.stability_percentage,
+            max_trials=m.max_trials,
+            input_shapes=input_shapes,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model_name": self.model_name,
+            "variants": [v.to_dict() for v in self.variants],
+            "loads": [vars(load) for load in self.loads],
+            "repeats": self.repeats,
+            "measurement": vars(self.measurement),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ExperimentPlan:
+        return cls(
+            model_name=data["model_name"],
+            variants=tuple(ServingVariant.from_dict(v) for v in data["variants"]),
+            loads=tuple(LoadPoint(**load) for load in data["loads"]),
+            repeats=int(data["repeats"]),
+            measurement=MeasurementSettings(**data["measurement"]),
+        )
+
+
+def seed_comparison_plan(
+    model_name: str,
+    repeats: int = 3,
+    concurrency: int = 8,
+    protocol: str = "grpc",
+    max_batch_size: int = 64,
+    measurement: MeasurementSettings | None = None,
+) -> ExperimentPlan:
+    """The seed's comparison: four variants at one load point (gRPC, batch 1, concurrency 8)."""
+    return ExperimentPlan(
+        model_name=model_name,
+        variants=tuple(seed_comparison_variants(max_batch_size)),
+        loads=(LoadPoint(protocol=protocol, batch_size=1, concurrency=concurrency),),
+        repeats=repeats,
+        measurement=measurement or MeasurementSettings(),
+    )
+
+
+def with_repeats(plan: ExperimentPlan, repeats: int) -> ExperimentPlan:
+    return replace(plan, repeats=repeats)

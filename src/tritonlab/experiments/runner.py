@@ -1,0 +1,246 @@
+"""Run an experiment plan against a real server: one model loaded at a time, cells saved at once.
+
+Repeats are interleaved (every variant once, then again), so slow drift of a shared machine hits
+all variants alike. Each variant is loaded alone (explicit model control), measured under every
+load point, and unloaded, so variants never compete for the CPU. A finished cell's JSON exists
+on disk before the next cell starts; a re-run with the same plan skips finished cells.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tritonlab.client.infer import InferCheck, infer_and_check
+from tritonlab.errors import PerfAnalyzerError, PlanError, ServerError
+from tritonlab.experiments.manifest import build_manifest, utc_now
+from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
+from tritonlab.experiments.store import (
+    RESULTS_DIR,
+    CellResult,
+    cell_path,
+    load_manifest,
+    save_cell,
+    save_manifest,
+    write_json_atomic,
+)
+from tritonlab.models.inspect import OnnxModelInfo
+from tritonlab.perf.locate import PerfAnalyzerInstall, locate_perf_analyzer
+from tritonlab.perf.runner import run_perf
+from tritonlab.repository.layout import RepositoryModel, build_repository
+from tritonlab.server.endpoint import ServerEndpoint
+from tritonlab.server.launch import ServerOptions, running_server
+from tritonlab.server.process import TritonServer
+from tritonlab.server.stats import StatsSnapshot, stats_delta, tree_cpu_seconds
+
+ProgressCallback = Callable[[int, int, str], None]
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What a run did: cells measured now, cells found from an earlier run, and why it stopped."""
+
+    measured: list[str]
+    skipped: list[str]
+    stopped_early: str | None
+    infer_checks: list[InferCheck]
+    wall_s: float
+
+
+def cell_id(variant_name: str, load: LoadPoint, repeat: int) -> str:
+    return f"{variant_name}__{load.key}__r{repeat + 1}"
+
+
+def plan_fingerprint(plan: ExperimentPlan, model_sha256: str) -> str:
+    text = json.dumps({"plan": plan.to_dict(), "model": model_sha256}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def concrete_input_shapes(info: OnnxModelInfo) -> dict[str, tuple[int, ...]]:
+    """perf_analyzer needs a concrete shape for inputs with variable (-1) non-batch dims."""
+    return {s.name: tuple(d if d > 0 else 1 for d in s.dims) for s in info.inputs if -1 in s.dims}
+
+
+def _check_resume(run_dir: Path, fingerprint: str) -> None:
+    manifest_path = run_dir / RESULTS_DIR / "manifest.json"
+    if not manifest_path.exists():
+        return
+    previous = load_manifest(run_dir).get("plan_fingerprint")
+    if previous and previous != fingerprint:
+        raise PlanError(
+            f"{run_dir} holds results of a different plan or model; pass another --out, "
+            "or --fresh to discard them"
+        )
+
+
+def _measure_cell(
+    server: ServerEndpoint,
+    perf_install: PerfAnalyzerInstall,
+    plan: ExperimentPlan,
+    model: RepositoryModel,
+    load: LoadPoint,
+    repeat: int,
+    run_dir: Path,
+    input_shapes: dict[str, tuple[int, ...]],
+) -> CellResult:
+    cid = cell_id(model.variant.name, load, repeat)
+    settings = plan.perf_settings(load, model.model_name, server.url(load.protocol), input_shapes)
+    processes = server.process_tree() if isinstance(server, TritonServer) else []
+    before = StatsSnapshot.from_triton(server.model_statistics(model.model_name))
+    cpu_before = tree_cpu_seconds(processes)
+    started = utc_now()
+    try:
+        perf = run_perf(
+            perf_install,
+            settings,
+            run_dir / "benchmarks" / model.variant.name,
+            f"{load.key}__r{repeat + 1}",
+            retries=plan.measurement.retries_when_unstable,
+        )
+    except PerfAnalyzerError as exc:
+        if isinstance(server, TritonServer) and not server.is_alive():
+            raise ServerError(
+                f"tritonserver died while measuring {cid}; finished cells are kept; "
+                f"log: {server.failure_detail()}"
+            ) from exc
+        raise
+    cpu_after = tree_cpu_seconds(processes)
+    after = StatsSnapshot.from_triton(server.model_statistics(model.model_name))
+    cell = CellResult(
+        cell_id=cid,
+        variant=model.variant,
+        model_name=model.model_name,
+        repeat=repeat + 1,
+        perf=perf,
+        server=stats_delta(before, after),
+        server_cpu_s=cpu_after - cpu_before if processes else 0.0,
+        config_pbtxt=model.config_path.read_text(),
+        started_utc=started,
+        load_key=load.key,
+    )
+    save_cell(run_dir, cell)
+    return cell
+
+
+def run_experiment(
+    plan: ExperimentPlan,
+    info: OnnxModelInfo,
+    run_dir: Path,
+    options: ServerOptions,
+    progress: ProgressCallback | None = None,
+    time_budget_s: float | None = None,
+    perf_analyzer: Path | None = None,
+    extra_manifest: dict[str, object] | None = None,
+) -> RunOutcome:
+    """Measure every cell of ``plan`` not yet on disk; results go under ``run_dir``."""
+    started = time.monotonic()
+    plan.validate(info.batched)
+    if not info.batched:
+        raise PlanError(
+            f"{info.path.name} has no batch dimension; tritonlab compares batching "
+            "configurations, so export the model with a dynamic first axis"
+        )
+    fingerprint = plan_fingerprint(plan, file_sha256(info.path))
+    _check_resume(run_dir, fingerprint)
+    perf_install = locate_perf_analyzer(perf_analyzer)
+    models = build_repository(run_dir / "models", info, plan.model_name, list(plan.variants))
+    input_shapes = concrete_input_shapes(info)
+    todo = [
+        (repeat, model, load)
+        for repeat in range(plan.repeats)
+        for model in models
+        for load in plan.loads
+    ]
+    total = len(todo)
+    measured: list[str] = []
+    skipped = [
+        cell_id(m.variant.name, ld, r)
+        for r, m, ld in todo
+        if cell_path(run_dir, cell_id(m.variant.name, ld, r)).exists()
+    ]
+    checks: list[InferCheck] = []
+    stopped: str | None = None
+    log_path = run_dir / "server" / "tritonserver.log"
+    with running_server(
+        options, run_dir / "models", log_path, explicit_model_control=True
+    ) as server:
+        manifest = build_manifest(
+            plan=plan.to_dict(),
+            plan_fingerprint=fingerprint,
+            model={
+                "name": plan.model_name,
+                "onnx_file": info.path.name,
+                "sha256": file_sha256(info.path),
+                "size_bytes": info.file_size_bytes,
+                "opset": info.opset,
+                "inputs": [vars(s) | {"dims": list(s.dims)} for s in info.inputs],
+                "outputs": [vars(s) | {"dims": list(s.dims)} for s in info.outputs],
+            },
+            server={
+                "source": options.describe,
+                "version": server.server_version(),
+                "command": server.command() if isinstance(server, TritonServer) else None,
+                "http_url": server.http_url,
+                "grpc_url": server.grpc_url,
+            },
+            perf_analyzer={"binary": str(perf_install.binary), "version": perf_install.version},
+            **(extra_manifest or {}),
+        )
+        save_manifest(run_dir, manifest)
+
+        baseline = models[0]
+        server.load_model(baseline.model_name)
+        try:
+            checks = [
+                infer_and_check(server, baseline.model_name, info, protocol)
+                for protocol in ("http", "grpc")
+            ]
+        finally:
+            server.unload_model(baseline.model_name)
+        write_json_atomic(run_dir / RESULTS_DIR / "infer_check.json", [c.to_dict() for c in checks])
+
+        done = len(skipped)
+        for repeat in range(plan.repeats):
+            for model in models:
+                loads = [
+                    ld
+                    for ld in plan.loads
+                    if cell_id(model.variant.name, ld, repeat) not in skipped
+                ]
+                if not loads:
+                    continue
+                if time_budget_s is not None and time.monotonic() - started > time_budget_s:
+                    stopped = f"time budget of {time_budget_s:.0f} s reached"
+                    break
+                server.load_model(model.model_name)
+                try:
+                    for load in loads:
+                        cid = cell_id(model.variant.name, load, repeat)
+                        if progress:
+                            progress(done, total, cid)
+                        _measure_cell(
+                            server, perf_install, plan, model, load, repeat, run_dir, input_shapes
+                        )
+                        measured.append(cid)
+                        done += 1
+                finally:
+                    with contextlib.suppress(Exception):
+                        server.unload_model(model.model_name)
+            if stopped:
+                break
+        if progress:
+            progress(done, total, "done")
+    return RunOutcome(measured, skipped, stopped, checks, time.monotonic() - started)

@@ -1,0 +1,122 @@
+"""The result store: one JSON file per measured cell, written atomically the moment it exists.
+
+Reports read only these files, so a crash, Ctrl-C or a dead server never leaves a half-written
+result, and ``tritonlab report`` can rebuild everything from disk alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tritonlab.perf.runner import PerfRun
+from tritonlab.repository.variants import ServingVariant
+from tritonlab.server.stats import ServerStatsDelta
+
+RESULTS_DIR = "results"
+CELLS_DIR = "cells"
+MANIFEST_FILE = "manifest.json"
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file in the same folder and rename: readers never see half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """One measured cell: a variant at one load, one repeat, with every fact behind it."""
+
+    cell_id: str
+    variant: ServingVariant
+    model_name: str
+    repeat: int
+    perf: PerfRun
+    server: ServerStatsDelta | None
+    server_cpu_s: float
+    config_pbtxt: str
+    started_utc: str
+    load_key: str = ""
+
+    @property
+    def server_cores_used(self) -> float:
+        return self.server_cpu_s / self.perf.wall_s if self.perf.wall_s else 0.0
+
+    @property
+    def perf_analyzer_cores_used(self) -> float:
+        return self.perf.perf_analyzer_cpu_s / self.perf.wall_s if self.perf.wall_s else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cell_id": self.cell_id,
+            "variant": self.variant.to_dict(),
+            "model_name": self.model_name,
+            "repeat": self.repeat,
+            "perf": self.perf.to_dict(),
+            "server": self.server.to_dict() if self.server else None,
+            "server_cpu_s": self.server_cpu_s,
+            "config_pbtxt": self.config_pbtxt,
+            "started_utc": self.started_utc,
+            "load_key": self.load_key,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CellResult:
+        return cls(
+            cell_id=data["cell_id"],
+            variant=ServingVariant.from_dict(data["variant"]),
+            model_name=data["model_name"],
+            repeat=int(data["repeat"]),
+            perf=PerfRun.from_dict(data["perf"]),
+            server=ServerStatsDelta.from_dict(data["server"]) if data.get("server") else None,
+            server_cpu_s=float(data["server_cpu_s"]),
+            config_pbtxt=data["config_pbtxt"],
+            started_utc=data["started_utc"],
+            load_key=data.get("load_key", ""),
+        )
+
+
+def cell_path(run_dir: Path, cell_id: str) -> Path:
+    return run_dir / RESULTS_DIR / CELLS_DIR / f"{cell_id}.json"
+
+
+def save_cell(run_dir: Path, cell: CellResult) -> Path:
+    path = cell_path(run_dir, cell.cell_id)
+    write_json_atomic(path, cell.to_dict())
+    return path
+
+
+def load_cells(run_dir: Path) -> list[CellResult]:
+    folder = run_dir / RESULTS_DIR / CELLS_DIR
+    if not folder.is_dir():
+        return []
+    return [CellResult.from_dict(json.loads(p.read_text())) for p in sorted(folder.glob("*.json"))]
+
+
+def save_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
+    write_json_atomic(run_dir / RESULTS_DIR / MANIFEST_FILE, manifest)
+
+
+def load_manifest(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / RESULTS_DIR / MANIFEST_FILE
+    if not path.exists():
+        from tritonlab.errors import TritonlabError
+
+        raise TritonlabError(f"{path} not found: {run_dir} is not a tritonlab run folder")
+    return dict(json.loads(path.read_text()))

@@ -1,0 +1,1 @@
+"""Models: the built-in demo model, ONNX export and ONNX inspection."""

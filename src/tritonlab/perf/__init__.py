@@ -1,0 +1,1 @@
+"""perf_analyzer: locate it, build its command, run it, and parse what it measured."""

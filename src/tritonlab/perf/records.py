@@ -1,0 +1,141 @@
+"""Typed perf_analyzer results, parsed from its CSV and its console output.
+
+One table maps CSV columns to fields; every time is in microseconds and says so in its name.
+When perf_analyzer cannot stabilise it writes no CSV, so the per-window lines of its ``-v``
+console output are parsed too, and an unstable cell keeps the numbers it did measure.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import statistics
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+# CSV column -> PerfMeasurement field.
+CSV_COLUMNS: dict[str, str] = {
+    "Concurrency": "concurrency",
+    "Request Rate": "request_rate_per_s",
+    "Inferences/Second": "throughput_infer_per_s",
+    "Client Send": "client_send_us",
+    "Network+Server Send/Recv": "network_server_send_recv_us",
+    "Server Queue": "server_queue_us",
+    "Server Compute Input": "server_compute_input_us",
+    "Server Compute Infer": "server_compute_infer_us",
+    "Server Compute Output": "server_compute_output_us",
+    "Client Recv": "client_recv_us",
+    "p50 latency": "latency_p50_us",
+    "p90 latency": "latency_p90_us",
+    "p95 latency": "latency_p95_us",
+    "p99 latency": "latency_p99_us",
+    "Avg latency": "latency_avg_us",
+}
+
+
+@dataclass(frozen=True)
+class PerfMeasurement:
+    """One load level as perf_analyzer measured it (client-side latencies, server breakdown)."""
+
+    concurrency: int | None
+    request_rate_per_s: float | None
+    throughput_infer_per_s: float
+    latency_avg_us: float
+    latency_p50_us: float | None = None
+    latency_p90_us: float | None = None
+    latency_p95_us: float | None = None
+    latency_p99_us: float | None = None
+    client_send_us: float | None = None
+    network_server_send_recv_us: float | None = None
+    server_queue_us: float | None = None
+    server_compute_input_us: float | None = None
+    server_compute_infer_us: float | None = None
+    server_compute_output_us: float | None = None
+    client_recv_us: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PerfMeasurement:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def _number(text: str) -> float | None:
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def parse_perf_csv(text: str) -> list[PerfMeasurement]:
+    """Parse perf_analyzer's ``-f`` CSV; rows are sorted by load (concurrency or rate).
+
+    perf_analyzer writes rows in the order it ran them, which is not always ascending.
+    """
+    rows = []
+    for raw in csv.DictReader(io.StringIO(text)):
+        values: dict[str, Any] = {}
+        for column, name in CSV_COLUMNS.items():
+            if column in raw:
+                values[name] = _number(raw[column] or "")
+        if values.get("throughput_infer_per_s") is None or values.get("latency_avg_us") is None:
+            continue
+        if values.get("concurrency") is not None:
+            values["concurrency"] = int(values["concurrency"])
+        values.setdefault("concurrency", None)
+        values.setdefault("request_rate_per_s", None)
+        rows.append(PerfMeasurement(**values))
+    rows.sort(key=lambda m: (m.concurrency or 0, m.request_rate_per_s or 0.0))
+    return rows
+
+
+_PASS_RE = re.compile(r"Pass \[(\d+)\] throughput: ([\d.]+) infer/sec\. Avg latency: (\d+) usec")
+
+
+@dataclass(frozen=True)
+class WindowTrial:
+    """One measurement window (a "Pass") from perf_analyzer's verbose console output."""
+
+    index: int
+    throughput_infer_per_s: float
+    latency_avg_us: float
+
+
+def parse_trials(console: str) -> list[WindowTrial]:
+    """The windows of the last load level in the console output (errors in a pass skipped)."""
+    blocks = re.split(r"^Request (?:concurrency|Rate): ", console, flags=re.MULTILINE)
+    last = blocks[-1] if blocks else console
+    return [
+        WindowTrial(int(m.group(1)), float(m.group(2)), float(m.group(3)))
+        for m in _PASS_RE.finditer(last)
+    ]
+
+
+def measurement_from_trials(
+    trials: list[WindowTrial],
+    concurrency: int | None,
+    request_rate_per_s: float | None,
+    last_n: int = 3,
+) -> PerfMeasurement | None:
+    """An unstable cell's best estimate: the mean of its last ``last_n`` windows.
+
+    Percentiles and the server breakdown are not printed per window, so they stay empty.
+    """
+    if not trials:
+        return None
+    tail = trials[-last_n:]
+    return PerfMeasurement(
+        concurrency=concurrency,
+        request_rate_per_s=request_rate_per_s,
+        throughput_infer_per_s=statistics.fmean(t.throughput_infer_per_s for t in tail),
+        latency_avg_us=statistics.fmean(t.latency_avg_us for t in tail),
+    )
+
+
+UNSTABLE_MARKER = "Failed to obtain stable measurement"

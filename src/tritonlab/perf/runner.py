@@ -1,0 +1,189 @@
+"""Run perf_analyzer as a subprocess and keep everything it said.
+
+Each attempt's console output is written next to its CSV. "Failed to obtain stable measurement"
+is retried once with a window twice as long; if it still fails, the cell is returned as unstable
+with the per-window numbers perf_analyzer did print, so nothing measured is dropped. The CPU time
+perf_analyzer itself used is read from its rusage, to flag a load generator that ran out of CPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tritonlab.errors import PerfAnalyzerError
+from tritonlab.perf.locate import PerfAnalyzerInstall
+from tritonlab.perf.records import (
+    UNSTABLE_MARKER,
+    PerfMeasurement,
+    measurement_from_trials,
+    parse_perf_csv,
+    parse_trials,
+)
+from tritonlab.perf.settings import PerfSettings
+
+
+@dataclass(frozen=True)
+class PerfRun:
+    """One perf_analyzer cell: what was asked, the exact command, and what came back."""
+
+    settings: PerfSettings
+    command: list[str]
+    measurement: PerfMeasurement | None
+    stable: bool
+    trial_count: int
+    attempts: int
+    wall_s: float
+    perf_analyzer_cpu_s: float
+    console_files: list[str] = field(default_factory=list)
+    csv_file: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "settings": self.settings.to_dict(),
+            "command": self.command,
+            "measurement": self.measurement.to_dict() if self.measurement else None,
+            "stable": self.stable,
+            "trial_count": self.trial_count,
+            "attempts": self.attempts,
+            "wall_s": self.wall_s,
+            "perf_analyzer_cpu_s": self.perf_analyzer_cpu_s,
+            "console_files": self.console_files,
+            "csv_file": self.csv_file,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PerfRun:
+        m = data.get("measurement")
+        return cls(
+            settings=PerfSettings.from_dict(data["settings"]),
+            command=list(data["command"]),
+            measurement=PerfMeasurement.from_dict(m) if m else None,
+            stable=bool(data["stable"]),
+            trial_count=int(data["trial_count"]),
+            attempts=int(data["attempts"]),
+            wall_s=float(data["wall_s"]),
+            perf_analyzer_cpu_s=float(data["perf_analyzer_cpu_s"]),
+            console_files=list(data.get("console_files", [])),
+            csv_file=data.get("csv_file"),
+        )
+
+
+def _run_once(
+    install: PerfAnalyzerInstall, args: list[str], console_path: Path, timeout_s: float
+) -> tuple[int, str, float]:
+    """Run perf_analyzer; return (exit code, console text, CPU seconds it used)."""
+    with open(console_path, "wb") as console:
+        proc = subprocess.Popen(
+            [str(install.binary), *args],
+            stdout=console,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=install.environment(),
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout_s
+        try:
+            while True:
+                pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.monotonic() > deadline:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    pid, status, rusage = os.wait4(proc.pid, 0)
+                    proc.returncode = -9
+                    raise PerfAnalyzerError(
+                        f"perf_analyzer ran past {timeout_s:.0f} s and was stopped; "
+                        f"see {console_path}"
+                    )
+                time.sleep(0.05)
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError, ChildProcessError):
+                os.killpg(proc.pid, signal.SIGKILL)
+                os.wait4(proc.pid, 0)
+            proc.returncode = -9
+            raise
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    text = console_path.read_text(errors="replace")
+    return proc.returncode, text, rusage.ru_utime + rusage.ru_stime
+
+
+def _failure_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "error" in ln.lower() or "failed" in ln.lower()]
+    return (errors or lines or ["no output"])[-1][:300]
+
+
+def run_perf(
+    install: PerfAnalyzerInstall,
+    settings: PerfSettings,
+    out_dir: Path,
+    stem: str,
+    retries: int = 1,
+    timeout_s: float = 300.0,
+    on_start: Callable[[], None] | None = None,
+) -> PerfRun:
+    """Measure one cell; files go to ``out_dir/<stem>.*``. Raises only for real failures."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    csv_path = out_dir / f"{stem}.csv"
+    with contextlib.suppress(FileNotFoundError):
+        csv_path.unlink()
+    started = time.monotonic()
+    attempt_settings = settings
+    console_files: list[str] = []
+    cpu_s = 0.0
+    text = ""
+    command: list[str] = []
+    for attempt in range(retries + 1):
+        console_path = out_dir / f"{stem}.attempt{attempt + 1}.txt"
+        args = attempt_settings.to_args(str(csv_path))
+        command = [str(install.binary), *args]
+        if on_start:
+            on_start()
+        code, text, used = _run_once(install, args, console_path, timeout_s)
+        cpu_s += used
+        console_files.append(console_path.name)
+        trials = parse_trials(text)
+        if code == 0 and csv_path.exists():
+            rows = parse_perf_csv(csv_path.read_text())
+            if not rows:
+                raise PerfAnalyzerError(f"perf_analyzer wrote an empty CSV: {csv_path}")
+            return PerfRun(
+                attempt_settings,
+                command,
+                rows[-1],
+                True,
+                len(trials),
+                attempt + 1,
+                time.monotonic() - started,
+                cpu_s,
+                console_files,
+                csv_path.name,
+            )
+        if UNSTABLE_MARKER not in text:
+            raise PerfAnalyzerError(
+                f"perf_analyzer failed (exit {code}) for model {settings.model_name}: "
+                f"{_failure_line(text)}"
+            )
+        if attempt < retries:
+            attempt_settings = attempt_settings.with_longer_window()
+    trials = parse_trials(text)
+    return PerfRun(
+        attempt_settings,
+        command,
+        measurement_from_trials(trials, settings.concurrency, settings.request_rate_per_s),
+        False,
+        len(trials),
+        retries + 1,
+        time.monotonic() - started,
+        cpu_s,
+        console_files,
+        None,
+    )

@@ -1,0 +1,95 @@
+"""Typed perf_analyzer settings and the exact command line they produce.
+
+Every stored measurement carries these settings, so the input shape, protocol, batch size,
+load, measurement window and stability threshold are always stated next to the numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+PROTOCOLS = ("grpc", "http")
+
+
+@dataclass(frozen=True)
+class PerfSettings:
+    """What perf_analyzer is asked to do; ``to_args`` turns it into its command line."""
+
+    model_name: str
+    url: str
+    protocol: str = "grpc"
+    batch_size: int = 1
+    concurrency: int | None = 8
+    # Open-loop load instead of concurrency: requests per second, Poisson arrivals.
+    request_rate_per_s: float | None = None
+    measurement_mode: str = "time_windows"
+    measurement_interval_ms: int = 2000
+    measurement_request_count: int = 50
+    stability_percentage: float = 25.0
+    max_trials: int = 8
+    # Input name -> full shape without the batch dim, needed for dims that are -1 in the config.
+    input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    async_mode: bool = False
+
+    def with_longer_window(self, factor: int = 2) -> PerfSettings:
+        return replace(
+            self,
+            measurement_interval_ms=self.measurement_interval_ms * factor,
+            measurement_request_count=self.measurement_request_count * factor,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["input_shapes"] = {k: list(v) for k, v in self.input_shapes.items()}
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PerfSettings:
+        data = dict(data)
+        data["input_shapes"] = {k: tuple(v) for k, v in data.get("input_shapes", {}).items()}
+        return cls(**data)
+
+    def load_label(self) -> str:
+        if self.request_rate_per_s is not None:
+            return f"request rate {self.request_rate_per_s:g}/s (Poisson)"
+        return f"concurrency {self.concurrency}"
+
+    def to_args(self, csv_path: str) -> list[str]:
+        """perf_analyzer's arguments (without the binary), writing its CSV to ``csv_path``."""
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {PROTOCOLS}, got {self.protocol!r}")
+        args = [
+            "-m",
+            self.model_name,
+            "-u",
+            self.url,
+            "-i",
+            self.protocol,
+            "-b",
+            str(self.batch_size),
+            "--measurement-mode",
+            self.measurement_mode,
+            "-s",
+            f"{self.stability_percentage:g}",
+            "--max-trials",
+            str(self.max_trials),
+            "-f",
+            csv_path,
+            "--verbose-csv",
+            "-v",
+        ]
+        if self.measurement_mode == "count_windows":
+            args += ["--measurement-request-count", str(self.measurement_request_count)]
+        else:
+            args += ["--measurement-interval", str(self.measurement_interval_ms)]
+        if self.request_rate_per_s is not None:
+            rate = f"{self.request_rate_per_s:g}"
+            args += ["--request-rate-range", rate, "--request-distribution", "poisson"]
+        else:
+            args += ["--concurrency-range", str(self.concurrency or 1)]
+        if self.async_mode:
+            args.append("--async")
+        for name, shape in sorted(self.input_shapes.items()):
+            args += ["--shape", f"{name}:{','.join(str(d) for d in shape)}"]
+        return args

@@ -1,0 +1,1 @@
+"""Model repository: config.pbtxt through protobuf, serving variants, validation, layout."""

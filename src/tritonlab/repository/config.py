@@ -1,0 +1,87 @@
+"""Build, write and read ``config.pbtxt`` through Triton's own protobuf schema.
+
+The configuration is assembled as a plain dict, parsed into ``model_config_pb2.ModelConfig``
+with ``json_format.ParseDict`` (which rejects unknown fields and bad enum values), and written
+with ``text_format``. Nothing here formats protobuf text by hand.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from google.protobuf import json_format, text_format
+from tritonclient.grpc import model_config_pb2
+
+from tritonlab.errors import ConfigError
+from tritonlab.models.inspect import OnnxModelInfo, TensorSpec
+from tritonlab.repository.variants import ServingVariant
+
+ModelConfig = model_config_pb2.ModelConfig
+BACKEND_NAME = "onnxruntime"
+MODEL_FILENAME = "model.onnx"
+
+
+def _tensor(spec: TensorSpec) -> dict[str, Any]:
+    return {"name": spec.name, "data_type": spec.triton_dtype, "dims": list(spec.dims)}
+
+
+def config_dict(info: OnnxModelInfo, variant: ServingVariant, model_name: str) -> dict[str, Any]:
+    """The model configuration as a dict in protobuf's JSON mapping."""
+    variant.validate(model_batches=info.batched)
+    config: dict[str, Any] = {
+        "name": model_name,
+        "backend": BACKEND_NAME,
+        "default_model_filename": MODEL_FILENAME,
+        "max_batch_size": variant.max_batch_size if info.batched else 0,
+        "input": [_tensor(s) for s in info.inputs],
+        "output": [_tensor(s) for s in info.outputs],
+        "instance_group": [{"count": variant.instance_count, "kind": variant.instance_kind}],
+    }
+    if variant.dynamic_batching:
+        batching: dict[str, Any] = {"max_queue_delay_microseconds": variant.max_queue_delay_us}
+        if variant.preferred_batch_sizes:
+            batching["preferred_batch_size"] = list(variant.preferred_batch_sizes)
+        config["dynamic_batching"] = batching
+    parameters = dict(variant.extra_parameters)
+    if variant.intra_op_threads is not None:
+        parameters["intra_op_thread_count"] = str(variant.intra_op_threads)
+    if parameters:
+        config["parameters"] = {k: {"string_value": v} for k, v in sorted(parameters.items())}
+    return config
+
+
+def build_model_config(
+    info: OnnxModelInfo, variant: ServingVariant, model_name: str
+) -> model_config_pb2.ModelConfig:
+    """The validated protobuf ``ModelConfig`` for serving ``info`` as ``variant``."""
+    try:
+        return json_format.ParseDict(config_dict(info, variant, model_name), ModelConfig())
+    except json_format.ParseError as exc:
+        raise ConfigError(f"invalid model configuration for '{model_name}': {exc}") from exc
+
+
+def config_to_text(config: model_config_pb2.ModelConfig) -> str:
+    return str(text_format.MessageToString(config))
+
+
+def write_config(config: model_config_pb2.ModelConfig, path: Path) -> None:
+    """Write ``config.pbtxt`` atomically."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(config_to_text(config))
+    tmp.replace(path)
+
+
+def parse_config_text(text: str, source: str = "config.pbtxt") -> model_config_pb2.ModelConfig:
+    config = ModelConfig()
+    try:
+        text_format.Parse(text, config)
+    except text_format.ParseError as exc:
+        raise ConfigError(f"{source}: {exc}") from exc
+    return config
+
+
+def read_config(path: Path) -> model_config_pb2.ModelConfig:
+    if not path.exists():
+        raise ConfigError(f"{path} not found; every model folder needs a config.pbtxt")
+    return parse_config_text(path.read_text(), str(path))

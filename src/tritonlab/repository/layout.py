@@ -1,0 +1,67 @@
+"""Lay out a Triton model repository: ``<repo>/<model>/config.pbtxt`` and ``1/model.onnx``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from tritonlab.models.inspect import OnnxModelInfo
+from tritonlab.repository.config import MODEL_FILENAME, build_model_config, write_config
+from tritonlab.repository.variants import ServingVariant, variant_model_name
+
+MODEL_VERSION = "1"
+
+
+@dataclass(frozen=True)
+class RepositoryModel:
+    """One model folder in a repository, serving one variant."""
+
+    model_name: str
+    variant: ServingVariant
+    folder: Path
+
+    @property
+    def config_path(self) -> Path:
+        return self.folder / "config.pbtxt"
+
+
+def _place_model_file(source: Path, target: Path) -> None:
+    """Hard-link the ONNX file when possible (large models), else copy it."""
+    if target.exists():
+        if target.stat().st_size == source.stat().st_size and (
+            os.path.samefile(source, target) or target.read_bytes() == source.read_bytes()
+        ):
+            return
+        target.unlink()
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
+def add_model(
+    repo_dir: Path, info: OnnxModelInfo, model_name: str, variant: ServingVariant
+) -> RepositoryModel:
+    """Write one variant of the model into ``repo_dir`` and return where it went."""
+    served_name = variant_model_name(model_name, variant)
+    folder = repo_dir / served_name
+    config = build_model_config(info, variant, served_name)
+    (folder / MODEL_VERSION).mkdir(parents=True, exist_ok=True)
+    _place_model_file(info.path, folder / MODEL_VERSION / MODEL_FILENAME)
+    write_config(config, folder / "config.pbtxt")
+    return RepositoryModel(served_name, variant, folder)
+
+
+def build_repository(
+    repo_dir: Path, info: OnnxModelInfo, model_name: str, variants: list[ServingVariant]
+) -> list[RepositoryModel]:
+    """Write every variant; validation of all happens before any file is written."""
+    for variant in variants:
+        variant.validate(model_batches=info.batched)
+    names = [variant_model_name(model_name, v) for v in variants]
+    if len(set(names)) != len(names):
+        raise ValueError(f"variant names must be unique: {names}")
+    repo_dir.mkdir(parents=True, exist_ok=True)
+    return [add_model(repo_dir, info, model_name, v) for v in variants]

@@ -1,0 +1,131 @@
+"""Serving variants: the configuration knobs tritonlab compares, as plain validated values.
+
+A variant is what one row of the experiment log changes: dynamic batching and its queue delay,
+preferred batch sizes, ``max_batch_size``, and the instance group's count and kind. Validation
+happens here, before any server starts, with a message that names the field to change.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tritonlab.errors import ConfigError
+
+INSTANCE_KINDS = ("KIND_CPU", "KIND_GPU")
+DEFAULT_MAX_BATCH_SIZE = 64
+_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class ServingVariant:
+    """One serving configuration. ``name`` is a slug used in model and file names."""
+
+    name: str
+    description: str
+    dynamic_batching: bool = False
+    max_queue_delay_us: int = 0
+    preferred_batch_sizes: tuple[int, ...] = ()
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE
+    instance_count: int = 1
+    instance_kind: str = "KIND_CPU"
+    # onnxruntime intra-op threads per instance; None leaves onnxruntime's default.
+    intra_op_threads: int | None = 1
+    extra_parameters: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["preferred_batch_sizes"] = list(self.preferred_batch_sizes)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ServingVariant:
+        data = dict(data)
+        data["preferred_batch_sizes"] = tuple(data.get("preferred_batch_sizes", ()))
+        return cls(**data)
+
+    def validate(self, model_batches: bool = True) -> None:
+        """Raise ``ConfigError`` naming the field if Triton would reject this configuration."""
+        where = f"variant '{self.name}'"
+        if not _NAME_RE.match(self.name):
+            raise ConfigError(
+                f"{where}: name must be lower-case letters, digits and '_' "
+                "(it becomes a model name)"
+            )
+        if self.max_batch_size < 0:
+            raise ConfigError(f"{where}: max_batch_size must be >= 0, got {self.max_batch_size}")
+        if not model_batches and self.max_batch_size > 0:
+            raise ConfigError(
+                f"{where}: the model has no batch dimension, so max_batch_size must be 0 "
+                f"(got {self.max_batch_size}); export the model with a dynamic first axis to batch"
+            )
+        if self.dynamic_batching and self.max_batch_size == 0:
+            raise ConfigError(
+                f"{where}: dynamic_batching needs max_batch_size > 0; set max_batch_size or "
+                "turn dynamic_batching off"
+            )
+        if self.max_queue_delay_us < 0:
+            raise ConfigError(
+                f"{where}: max_queue_delay_microseconds must be >= 0, got {self.max_queue_delay_us}"
+            )
+        if not self.dynamic_batching and (self.max_queue_delay_us or self.preferred_batch_sizes):
+            raise ConfigError(
+                f"{where}: max_queue_delay_microseconds and preferred_batch_size only apply "
+                "with dynamic_batching on; enable dynamic_batching or drop them"
+            )
+        for size in self.preferred_batch_sizes:
+            if size < 1 or size > self.max_batch_size:
+                raise ConfigError(
+                    f"{where}: preferred_batch_size {size} must be between 1 and "
+                    f"max_batch_size ({self.max_batch_size})"
+                )
+        if self.instance_count < 1:
+            raise ConfigError(
+                f"{where}: instance_group count must be >= 1, got {self.instance_count}"
+            )
+        if self.instance_kind not in INSTANCE_KINDS:
+            raise ConfigError(
+                f"{where}: instance_group kind must be one of {', '.join(INSTANCE_KINDS)}, "
+                f"got {self.instance_kind!r}"
+            )
+        if self.intra_op_threads is not None and self.intra_op_threads < 0:
+            raise ConfigError(
+                f"{where}: intra_op_thread_count must be >= 0, got {self.intra_op_threads}"
+            )
+
+
+def seed_comparison_variants(max_batch_size: int = DEFAULT_MAX_BATCH_SIZE) -> list[ServingVariant]:
+    """The seed's four configurations: a baseline and three single-variable changes."""
+    return [
+        ServingVariant(
+            "baseline", "baseline (no batching, count=1)", max_batch_size=max_batch_size
+        ),
+        ServingVariant(
+            "batch_5ms_x1",
+            "batching (5 ms, count=1)",
+            dynamic_batching=True,
+            max_queue_delay_us=5000,
+            max_batch_size=max_batch_size,
+        ),
+        ServingVariant(
+            "batch_5ms_x2",
+            "batching (5 ms, count=2)",
+            dynamic_batching=True,
+            max_queue_delay_us=5000,
+            max_batch_size=max_batch_size,
+            instance_count=2,
+        ),
+        ServingVariant(
+            "batch_0ms_x1",
+            "batching (0 ms, count=1)",
+            dynamic_batching=True,
+            max_queue_delay_us=0,
+            max_batch_size=max_batch_size,
+        ),
+    ]
+
+
+def variant_model_name(model_name: str, variant: ServingVariant) -> str:
+    """The Triton model name a variant is served under; the baseline keeps the plain name."""
+    return model_name if variant.name == "baseline" else f"{model_name}__{variant.name}"

@@ -1,0 +1,1 @@
+"""Locating and running tritonserver: prepare, start, wait until ready, stop, logs, statistics."""

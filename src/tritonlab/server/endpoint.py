@@ -1,0 +1,136 @@
+"""A Triton server reachable over HTTP/gRPC, whether tritonlab started it or not.
+
+``TritonServer`` (a child process) and ``RemoteServer`` (``--url``) share this interface:
+readiness, model load/unload in explicit mode, metadata and the statistics extension.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from tritonlab.errors import ServerError
+
+
+class ServerEndpoint:
+    """Addresses of a server (``host:port`` for HTTP and gRPC) and the calls made to it."""
+
+    def __init__(self, http_url: str, grpc_url: str, metrics_url: str | None = None) -> None:
+        self.http_url = http_url
+        self.grpc_url = grpc_url
+        self.metrics_url = metrics_url
+
+    def url(self, protocol: str) -> str:
+        return self.grpc_url if protocol == "grpc" else self.http_url
+
+    def failure_detail(self) -> str:
+        """Log lines that explain a failure; a remote server has none to show."""
+        return ""
+
+    def http_client(self, timeout_s: float = 60.0) -> Any:
+        import tritonclient.http as httpclient
+
+        return httpclient.InferenceServerClient(
+            self.http_url, connection_timeout=timeout_s, network_timeout=timeout_s
+        )
+
+    def server_version(self) -> str:
+        try:
+            return str(self.http_client().get_server_metadata().get("version", "unknown"))
+        except Exception as exc:
+            raise ServerError(f"cannot reach Triton at {self.http_url}: {exc}") from exc
+
+    def load_model(self, model_name: str) -> None:
+        """Load (or reload) a model in explicit model-control mode; fail with the log's reason."""
+        from tritonclient.utils import InferenceServerException
+
+        client = self.http_client(timeout_s=300.0)
+        try:
+            client.load_model(model_name)
+        except InferenceServerException as exc:
+            detail = self.failure_detail()
+            raise ServerError(
+                f"Triton failed to load model '{model_name}': {exc.message()}"
+                + (f" | log: {detail}" if detail else "")
+            ) from exc
+        finally:
+            client.close()
+
+    def unload_model(self, model_name: str, wait_s: float = 30.0) -> None:
+        """Unload a model and wait until its instances are gone, so the next cell runs alone."""
+        client = self.http_client()
+        try:
+            client.unload_model(model_name)
+            deadline = time.monotonic() + wait_s
+            while time.monotonic() < deadline:
+                index = client.get_model_repository_index()
+                states = {m.get("name"): m.get("state") for m in index}
+                if states.get(model_name) in (None, "UNAVAILABLE"):
+                    return
+                time.sleep(0.1)
+        finally:
+            client.close()
+
+    def model_statistics(self, model_name: str) -> dict[str, Any]:
+        """The statistics extension's record for ``model_name`` (cumulative since load)."""
+        client = self.http_client()
+        try:
+            stats = client.get_inference_statistics(model_name)
+        finally:
+            client.close()
+        for entry in stats.get("model_stats", []):
+            if entry.get("name") == model_name:
+                return dict(entry)
+        raise ServerError(f"Triton returned no statistics for model '{model_name}'")
+
+    def model_metadata(self, model_name: str) -> dict[str, Any]:
+        client = self.http_client()
+        try:
+            return dict(client.get_model_metadata(model_name))
+        finally:
+            client.close()
+
+
+class RemoteServer(ServerEndpoint):
+    """A server someone else runs (``--url host:port`` for HTTP; gRPC given or port + 1)."""
+
+    def __init__(self, http_url: str, grpc_url: str | None = None) -> None:
+        http_url = http_url.removeprefix("http://").rstrip("/")
+        if grpc_url is None:
+            host, _, port = http_url.rpartition(":")
+            if not port.isdigit():
+                raise ServerError(f"--url {http_url} needs a port, e.g. 127.0.0.1:8000")
+            grpc_url = f"{host}:{int(port) + 1}"
+        super().__init__(http_url, grpc_url)
+
+    def wait_ready(self, timeout_s: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        last_error = "no answer"
+        while time.monotonic() < deadline:
+            try:
+                client = self.http_client(timeout_s=2.0)
+                try:
+                    if client.is_server_ready():
+                        return
+                finally:
+                    client.close()
+            except Exception as exc:
+                last_error = str(exc)
+            time.sleep(0.5)
+        raise ServerError(
+            f"Triton at {self.http_url} is not ready after {timeout_s:.0f} s ({last_error}); "
+            "check --url and that the server is running"
+        )
+
+    def load_model(self, model_name: str) -> None:
+        """A remote server keeps its own models: use one that is ready, else ask it to load."""
+        client = self.http_client()
+        try:
+            ready = client.is_model_ready(model_name)
+        finally:
+            client.close()
+        if not ready:
+            super().load_model(model_name)
+
+    def unload_model(self, model_name: str, wait_s: float = 30.0) -> None:
+        """Never unload from a server tritonlab does not own."""

@@ -1,0 +1,75 @@
+"""One way to get a server for a command: the bundled binary, an external one, or a remote URL."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from tritonlab.server.endpoint import RemoteServer, ServerEndpoint
+from tritonlab.server.locate import external_server, prepare_bundled_server
+from tritonlab.server.process import ServerPorts, TritonServer
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """Where the server comes from and where it listens.
+
+    ``url`` selects a server someone else runs (nothing is started; its repository must already
+    hold the models). ``server_bin`` selects an external tritonserver (e.g. an NGC container's),
+    which then uses its own native backends unless ``backend_dir`` is given.
+    """
+
+    url: str | None = None
+    grpc_url: str | None = None
+    server_bin: Path | None = None
+    backend_dir: Path | None = None
+    host: str = "127.0.0.1"
+    http_port: int = 0
+    grpc_port: int = 0
+    metrics_port: int = 0
+    ready_timeout_s: float = 120.0
+
+    @property
+    def describe(self) -> str:
+        if self.url:
+            return f"remote server at {self.url}"
+        if self.server_bin:
+            return f"external tritonserver {self.server_bin}"
+        return "bundled tritonserver 2.51.0 (nvidia-pytriton)"
+
+
+def make_server(
+    options: ServerOptions, repository: Path, log_path: Path, explicit_model_control: bool
+) -> ServerEndpoint:
+    """Build (not start) the server described by ``options``."""
+    if options.url:
+        return RemoteServer(options.url, options.grpc_url)
+    install = (
+        external_server(options.server_bin, options.backend_dir)
+        if options.server_bin
+        else prepare_bundled_server()
+    )
+    ports = ServerPorts.resolve(
+        options.http_port, options.grpc_port, options.metrics_port, options.host
+    )
+    return TritonServer(install, repository, log_path, ports, options.host, explicit_model_control)
+
+
+@contextlib.contextmanager
+def running_server(
+    options: ServerOptions,
+    repository: Path,
+    log_path: Path,
+    explicit_model_control: bool = False,
+) -> Iterator[ServerEndpoint]:
+    """Start (or reach) a server, yield it ready, and always stop what was started."""
+    server = make_server(options, repository, log_path, explicit_model_control)
+    if isinstance(server, TritonServer):
+        with server.start(options.ready_timeout_s):
+            yield server
+    else:
+        assert isinstance(server, RemoteServer)
+        server.wait_ready(options.ready_timeout_s)
+        yield server

@@ -1,0 +1,231 @@
+"""Run tritonserver as a child process: start on free loopback ports, wait, stop, no orphans.
+
+The server runs in its own process group and is told to die with its parent
+(``PR_SET_PDEATHSIG``), so a crash or ``kill -9`` of tritonlab takes the server and its Python
+backend stubs down with it. ``stop()`` sends SIGINT (Triton's graceful shutdown), waits, then
+kills the whole group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+import psutil
+
+from tritonlab.errors import ServerError
+from tritonlab.server.endpoint import ServerEndpoint
+from tritonlab.server.locate import ServerInstall
+from tritonlab.server.ports import ensure_port_free, find_free_ports
+
+_PR_SET_PDEATHSIG = 1
+STOP_GRACE_S = 15.0
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+@dataclass(frozen=True)
+class ServerPorts:
+    http: int
+    grpc: int
+    metrics: int
+
+    @classmethod
+    def resolve(
+        cls, http: int = 0, grpc: int = 0, metrics: int = 0, host: str = "127.0.0.1"
+    ) -> ServerPorts:
+        """Use the ports asked for (checking they are free); pick free ones for any left at 0."""
+        free = iter(find_free_ports(3, host))
+        chosen = []
+        for port, flag in (
+            (http, "--http-port"),
+            (grpc, "--grpc-port"),
+            (metrics, "--metrics-port"),
+        ):
+            if port:
+                ensure_port_free(port, host, flag)
+                chosen.append(port)
+            else:
+                chosen.append(next(free))
+        return cls(*chosen)
+
+
+def relevant_log_lines(log_text: str, limit: int = 6) -> list[str]:
+    """The lines of a Triton log that explain a failure (errors first, else the last lines)."""
+    lines = [ln.rstrip() for ln in log_text.splitlines() if ln.strip()]
+    markers = ("error", "failed", "exception", "unable", "modulenotfound", "traceback")
+    picked = [ln for ln in lines if ln.startswith("E") or any(m in ln.lower() for m in markers)]
+    return (picked or lines)[-limit:]
+
+
+class TritonServer(ServerEndpoint):
+    """A tritonserver child process serving one model repository."""
+
+    def __init__(
+        self,
+        install: ServerInstall,
+        repository: Path,
+        log_path: Path,
+        ports: ServerPorts | None = None,
+        host: str = "127.0.0.1",
+        explicit_model_control: bool = False,
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
+        self.install = install
+        self.repository = repository.resolve()
+        self.log_path = log_path
+        self.host = host
+        self.ports = ports or ServerPorts.resolve(host=host)
+        self.explicit_model_control = explicit_model_control
+        self.extra_args = extra_args
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log_file: object | None = None
+        connect_host = "127.0.0.1" if host in ("0.0.0.0", "") else host
+        super().__init__(
+            http_url=f"{connect_host}:{self.ports.http}",
+            grpc_url=f"{connect_host}:{self.ports.grpc}",
+            metrics_url=f"http://{connect_host}:{self.ports.metrics}/metrics",
+        )
+
+    def command(self) -> list[str]:
+        """The exact command line, as a list (never passed through a shell)."""
+        cmd = [
+            str(self.install.binary),
+            f"--model-repository={self.repository}",
+            f"--backend-directory={self.install.backend_dir}",
+            f"--http-address={self.host}",
+            f"--http-port={self.ports.http}",
+            f"--grpc-address={self.host}",
+            f"--grpc-port={self.ports.grpc}",
+            f"--metrics-address={self.host}",
+            f"--metrics-port={self.ports.metrics}",
+            "--allow-metrics=true",
+            "--log-verbose=0",
+            "--exit-timeout-secs=10",
+        ]
+        if self.install.cache_dir is not None:
+            cmd.append(f"--cache-directory={self.install.cache_dir}")
+        if self.explicit_model_control:
+            cmd.append("--model-control-mode=explicit")
+        return cmd + list(self.extra_args)
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    def start(self, ready_timeout_s: float = 120.0) -> TritonServer:
+        if self._process is not None:
+            raise ServerError("server already started")
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self._log_file = log
+        try:
+            self._process = subprocess.Popen(
+                self.command(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=self.install.environment(),
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+        except OSError as exc:
+            log.close()
+            raise ServerError(f"cannot start {self.install.binary}: {exc}") from exc
+        try:
+            self.wait_ready(ready_timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def failure_detail(self) -> str:
+        return " | ".join(relevant_log_lines(self.log_text()))
+
+    def is_alive(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Poll ``/v2/health/ready`` until 200, the process dies, or the deadline passes."""
+        deadline = time.monotonic() + timeout_s
+        url = f"http://{self.http_url}/v2/health/ready"
+        while time.monotonic() < deadline:
+            if not self.is_alive():
+                code = self._process.returncode if self._process else None
+                raise ServerError(
+                    f"tritonserver exited (code {code}) before it was ready; "
+                    f"log {self.log_path}: {self.failure_detail()}"
+                )
+            with (
+                contextlib.suppress(urllib.error.URLError, OSError),
+                urllib.request.urlopen(url, timeout=1.0) as resp,
+            ):
+                if resp.status == 200:
+                    return
+            time.sleep(0.2)
+        raise ServerError(
+            f"tritonserver not ready after {timeout_s:.0f} s; log {self.log_path}: "
+            f"{self.failure_detail()}"
+        )
+
+    def process_tree(self) -> list[psutil.Process]:
+        """The server and its children (the Python backend stubs), for CPU accounting."""
+        if not self.is_alive() or self.pid is None:
+            return []
+        try:
+            root = psutil.Process(self.pid)
+            return [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return []
+
+    def stop(self) -> None:
+        """SIGINT, wait up to ``STOP_GRACE_S``, then SIGKILL the whole process group."""
+        proc = self._process
+        if proc is not None:
+            pgid = proc.pid
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGINT)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=STOP_GRACE_S)
+            # The stubs share the group; take down anything left, including the server.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
+            self._process = None
+        if self._log_file is not None:
+            with contextlib.suppress(Exception):
+                self._log_file.close()  # type: ignore[attr-defined]
+            self._log_file = None
+
+    def __enter__(self) -> TritonServer:
+        if self._process is None:
+            self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
