@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Set up tritonlab on a fresh Debian/Ubuntu x86_64 machine: system library, virtualenv, packages.
+# Idempotent: re-running only installs what is missing. Usage: bash scripts/setup.sh [VENV]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV="${1:-.venv}"
+PYTHON="${PYTHON:-python3}"
+
+need_apt=()
+# perf_analyzer (from tritonclient 2.51.0) links against libb64.
+ldconfig -p 2>/dev/null | grep -q 'libb64.so.0d' || need_apt+=(libb64-0d)
+if [ "${TRITONLAB_HTML_TESTS:-0}" = 1 ] && ! command -v chromium >/dev/null; then
+  need_apt+=(chromium)
+fi
+if [ ${#need_apt[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  echo "setup: installing ${need_apt[*]} with apt-get"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+stamp="$VENV/.tritonlab-installed"
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+  # torch==2.13.0 is only for exporting the demo model (a CPU build where one is on disk).
+  "$VENV/bin/python" -m pip install -q -e '.[demo,dev]'
+  touch "$stamp"
+fi
+echo "setup: ready ($("$VENV/bin/python" --version), $VENV)"

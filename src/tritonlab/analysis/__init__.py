@@ -1,0 +1,1 @@
+"""Analysis: summaries over repeats, noise-aware verdicts, named explanation rules."""

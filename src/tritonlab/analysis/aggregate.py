@@ -1,0 +1,174 @@
+"""Group stored cells by (variant, load point) and summarise every figure over the repeats."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from tritonlab.analysis.summary import Summary
+from tritonlab.experiments.store import CellResult
+from tritonlab.perf.settings import PerfSettings
+from tritonlab.repository.variants import ServingVariant
+
+LITTLE_TOLERANCE = 0.2  # |throughput x latency / in-flight - 1| above this flags a cell
+
+
+@dataclass(frozen=True)
+class VariantSummary:
+    """One variant at one load point, over its repeats."""
+
+    variant: ServingVariant
+    model_name: str
+    load_key: str
+    settings: PerfSettings
+    cells: tuple[CellResult, ...]
+
+    def _perf(self, name: str) -> Summary:
+        return Summary.of(
+            [getattr(c.perf.measurement, name) if c.perf.measurement else None for c in self.cells]
+        )
+
+    def _server(self, name: str) -> Summary:
+        return Summary.of([getattr(c.server, name) if c.server else None for c in self.cells])
+
+    @property
+    def throughput(self) -> Summary:
+        return self._perf("throughput_infer_per_s")
+
+    @property
+    def latency_avg(self) -> Summary:
+        return self._perf("latency_avg_us")
+
+    @property
+    def latency_p95(self) -> Summary:
+        return self._perf("latency_p95_us")
+
+    @property
+    def latency_p99(self) -> Summary:
+        return self._perf("latency_p99_us")
+
+    @property
+    def queue_us(self) -> Summary:
+        return self._server("queue_us_per_request")
+
+    @property
+    def compute_input_us(self) -> Summary:
+        return self._server("compute_input_us_per_request")
+
+    @property
+    def compute_infer_us(self) -> Summary:
+        return self._server("compute_infer_us_per_request")
+
+    @property
+    def compute_output_us(self) -> Summary:
+        return self._server("compute_output_us_per_request")
+
+    @property
+    def overhead_us(self) -> Summary:
+        return self._server("overhead_us_per_request")
+
+    @property
+    def compute_per_inference_us(self) -> Summary:
+        return self._server("compute_us_per_inference")
+
+    @property
+    def mean_batch(self) -> Summary:
+        return self._server("mean_batch_size")
+
+    @property
+    def perf_queue_us(self) -> Summary:
+        """perf_analyzer's own server-queue column, to cross-check the statistics deltas."""
+        return self._perf("server_queue_us")
+
+    @property
+    def server_cores(self) -> Summary:
+        return Summary.of([c.server_cores_used if c.server_cpu_s else None for c in self.cells])
+
+    @property
+    def perf_analyzer_cores(self) -> Summary:
+        return Summary.of([c.perf_analyzer_cores_used for c in self.cells])
+
+    @property
+    def batch_distribution(self) -> dict[int, int]:
+        """Executions per batch size, summed over the repeats."""
+        total: Counter[int] = Counter()
+        for cell in self.cells:
+            if cell.server:
+                total.update(cell.server.batch_size_executions)
+        return dict(sorted(total.items()))
+
+    @property
+    def stable_count(self) -> int:
+        return sum(1 for c in self.cells if c.perf.stable)
+
+    @property
+    def trial_counts(self) -> list[int]:
+        return [c.perf.trial_count for c in self.cells]
+
+    @property
+    def in_flight(self) -> float | None:
+        """Requests in flight for closed-loop load (concurrency); None for request-rate load."""
+        return float(self.settings.concurrency) if self.settings.concurrency else None
+
+    @property
+    def littles_law_ratio(self) -> float | None:
+        """throughput (req/s) x avg latency (s) / concurrency: near 1 when the cell is sound."""
+        tput, lat = self.throughput.median, self.latency_avg.median
+        if self.in_flight is None or not tput or not lat:
+            return None
+        requests_per_s = tput / self.settings.batch_size
+        return requests_per_s * lat * 1e-6 / self.in_flight
+
+    @property
+    def littles_law_ok(self) -> bool | None:
+        ratio = self.littles_law_ratio
+        return None if ratio is None else abs(ratio - 1.0) <= LITTLE_TOLERANCE
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "variant": self.variant.to_dict(),
+            "model_name": self.model_name,
+            "load_key": self.load_key,
+            "settings": self.settings.to_dict(),
+            "repeats": len(self.cells),
+            "stable_repeats": self.stable_count,
+            "trial_counts": self.trial_counts,
+            "throughput_infer_per_s": self.throughput.to_dict(),
+            "latency_avg_us": self.latency_avg.to_dict(),
+            "latency_p95_us": self.latency_p95.to_dict(),
+            "latency_p99_us": self.latency_p99.to_dict(),
+            "queue_us_per_request": self.queue_us.to_dict(),
+            "compute_input_us_per_request": self.compute_input_us.to_dict(),
+            "compute_infer_us_per_request": self.compute_infer_us.to_dict(),
+            "compute_output_us_per_request": self.compute_output_us.to_dict(),
+            "overhead_us_per_request": self.overhead_us.to_dict(),
+            "compute_us_per_inference": self.compute_per_inference_us.to_dict(),
+            "mean_batch_size": self.mean_batch.to_dict(),
+            "batch_size_executions": {str(k): v for k, v in self.batch_distribution.items()},
+            "server_cores_used": self.server_cores.to_dict(),
+            "perf_analyzer_cores_used": self.perf_analyzer_cores.to_dict(),
+            "littles_law_ratio": self.littles_law_ratio,
+        }
+
+
+def summarise(
+    cells: list[CellResult], variant_order: list[str] | None = None
+) -> list[VariantSummary]:
+    """One summary per (variant, load point), variants in plan order, loads as measured."""
+    order = {name: i for i, name in enumerate(variant_order or [])}
+    groups: dict[tuple[str, str], list[CellResult]] = {}
+    for cell in sorted(
+        cells, key=lambda c: (order.get(c.variant.name, len(order)), c.repeat, c.started_utc)
+    ):
+        groups.setdefault((cell.variant.name, cell.load_key), []).append(cell)
+    return [
+        VariantSummary(
+            variant=group[0].variant,
+            model_name=group[0].model_name,
+            load_key=key[1],
+            settings=group[0].perf.settings,
+            cells=tuple(sorted(group, key=lambda c: c.repeat)),
+        )
+        for key, group in groups.items()
+    ]

@@ -1,0 +1,274 @@
+"""The three layers for every variant: background, action, result and explanation.
+
+Each variant is compared with the baseline (the table's verdicts) and with its closest earlier
+variant (the one that differs in the fewest fields), which is what makes "change one variable"
+hold even for the seed's ``batching, count=2`` row. Sentences come from measured figures and
+from the named rules in ``rules.py``; nothing here is a canned conclusion.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tritonlab.analysis.aggregate import VariantSummary
+from tritonlab.analysis.rules import Finding, RuleContext, apply_rules, changed_fields
+from tritonlab.analysis.summary import Summary
+from tritonlab.analysis.verdicts import HIGHER, LOWER, NO_CLEAR, Verdict, compare
+from tritonlab.repository.variants import ServingVariant
+
+FIGURES = {
+    "throughput": "throughput",
+    "latency_avg": "avg latency",
+    "latency_p95": "p95",
+    "latency_p99": "p99",
+}
+
+
+@dataclass(frozen=True)
+class VariantReport:
+    summary: VariantSummary
+    reference: str | None
+    changed: list[str]
+    verdicts: dict[str, Verdict]
+    reference_verdicts: dict[str, Verdict]
+    findings: list[Finding]
+    background: str
+    action: str
+    result: str
+    note: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "variant": self.summary.variant.name,
+            "reference": self.reference,
+            "changed": self.changed,
+            "verdicts_vs_baseline": {k: v.to_dict() for k, v in self.verdicts.items()},
+            "verdicts_vs_reference": {k: v.to_dict() for k, v in self.reference_verdicts.items()},
+            "findings": [f.to_dict() for f in self.findings],
+            "background": self.background,
+            "action": self.action,
+            "result": self.result,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Everything the experiment log says about one load point."""
+
+    load_key: str
+    cores: int
+    reports: list[VariantReport] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "load_key": self.load_key,
+            "cores": self.cores,
+            "variants": [
+                {"summary": r.summary.to_dict(), "report": r.to_dict()} for r in self.reports
+            ],
+        }
+
+
+def _verdicts(ref: VariantSummary, sub: VariantSummary) -> dict[str, Verdict]:
+    return {
+        key: compare(label, getattr(ref, key), getattr(sub, key)) for key, label in FIGURES.items()
+    }
+
+
+def choose_reference(subject: ServingVariant, earlier: list[VariantSummary]) -> VariantSummary:
+    """The earlier variant that differs from ``subject`` in the fewest fields (ties: earliest)."""
+    return min(earlier, key=lambda e: len(changed_fields(e.variant, subject)))
+
+
+def describe_change(field_name: str, before: ServingVariant, after: ServingVariant) -> str:
+    if field_name == "dynamic_batching":
+        if after.dynamic_batching:
+            preferred = (
+                f" and preferred_batch_size = {list(after.preferred_batch_sizes)}"
+                if after.preferred_batch_sizes
+                else ""
+            )
+            return (
+                "enabled dynamic_batching with max_queue_delay_microseconds = "
+                f"{after.max_queue_delay_us}{preferred}"
+            )
+        return "disabled dynamic_batching"
+    if field_name == "max_queue_delay_us":
+        return (
+            f"max_queue_delay_microseconds {before.max_queue_delay_us} -> "
+            f"{after.max_queue_delay_us}"
+        )
+    if field_name == "instance_count":
+        return f"instance_group count {before.instance_count} -> {after.instance_count}"
+    if field_name == "preferred_batch_sizes":
+        return f"preferred_batch_size = {list(after.preferred_batch_sizes) or 'none'}"
+    if field_name == "max_batch_size":
+        return f"max_batch_size {before.max_batch_size} -> {after.max_batch_size}"
+    if field_name == "instance_kind":
+        return f"instance_group kind {before.instance_kind} -> {after.instance_kind}"
+    if field_name == "intra_op_threads":
+        return f"intra_op_thread_count {before.intra_op_threads} -> {after.intra_op_threads}"
+    return f"{field_name} changed"
+
+
+def _background(
+    changed: list[str], before: ServingVariant, after: ServingVariant, cores: int
+) -> str:
+    if changed and changed[0] == "dynamic_batching" and after.dynamic_batching:
+        return (
+            "Does server-side dynamic batching raise throughput, and does tail latency get "
+            "clearly worse while requests wait to be batched?"
+        )
+    if changed == ["instance_count"]:
+        return (
+            f"Does running {after.instance_count} model instances instead of "
+            f"{before.instance_count} add throughput on a machine with {cores} cores, where "
+            "client and server share the CPU?"
+        )
+    if changed == ["max_queue_delay_us"]:
+        direction = "less" if after.max_queue_delay_us < before.max_queue_delay_us else "longer"
+        return (
+            f"Does waiting {direction} for a batch ({before.max_queue_delay_us} -> "
+            f"{after.max_queue_delay_us} µs) trade throughput for latency?"
+        )
+    if changed == ["preferred_batch_sizes"]:
+        return "Does telling the batcher which batch size to form stop it from waiting?"
+    if changed == ["max_batch_size"]:
+        return "Does a different batch ceiling change what the batcher forms?"
+    return "What do these configuration changes do together: " + ", ".join(changed) + "?"
+
+
+def _fmt_summary(s: Summary, unit: str) -> str:
+    if s.median is None:
+        return "n/a"
+    text = f"{s.median:,.0f} {unit}"
+    interval = s.interval95
+    if interval:
+        text += f" [95% CI {interval[0]:,.0f}–{interval[1]:,.0f}]"
+    return text
+
+
+def _judgement(tput: Verdict, p99: Verdict) -> str:
+    pair = (tput.word, p99.word)
+    table = {
+        (HIGHER, LOWER): "a clear win at this load: more throughput and a shorter tail",
+        (HIGHER, NO_CLEAR): "more throughput at no clear cost in tail latency",
+        (HIGHER, HIGHER): "a trade: more throughput for a longer tail",
+        (NO_CLEAR, LOWER): "a shorter tail at the same throughput",
+        (NO_CLEAR, NO_CLEAR): "no measurable effect at this load",
+        (NO_CLEAR, HIGHER): "a longer tail for no throughput gain: avoid at this load",
+        (LOWER, LOWER): "a shorter tail, paid for with throughput",
+        (LOWER, NO_CLEAR): "less throughput for no latency gain: avoid at this load",
+        (LOWER, HIGHER): "worse on both throughput and tail latency: avoid at this load",
+    }
+    return table[pair]
+
+
+def _note(verdicts: dict[str, Verdict], findings: list[Finding]) -> str:
+    labels = {
+        "queue-delay-trap": "queue-delay trap",
+        "batching-raised-throughput": "batching pays",
+        "saturated-server": "instance saturated",
+        "cpu-bound": "CPU-bound",
+        "unstable": "unstable",
+        "littles-law": "inconsistent",
+    }
+    parts = [f"tput {verdicts['throughput'].phrase()}, p99 {verdicts['latency_p99'].phrase()}"]
+    parts += [labels[f.rule] for f in findings if f.rule in labels]
+    return "; ".join(parts)
+
+
+def explain_variant(
+    subject: VariantSummary,
+    earlier: list[VariantSummary],
+    others: list[VariantSummary],
+    cores: int,
+) -> VariantReport:
+    baseline = earlier[0] if earlier else subject
+    reference = choose_reference(subject.variant, earlier) if earlier else subject
+    changed = changed_fields(reference.variant, subject.variant)
+    ctx = RuleContext(subject, baseline, reference, cores, tuple(others))
+    findings = apply_rules(ctx)
+    verdicts = _verdicts(baseline, subject)
+    if not earlier:
+        return VariantReport(
+            subject,
+            None,
+            [],
+            verdicts,
+            {},
+            findings,
+            background="The reference point: how does the model serve with no batching and "
+            "one instance?",
+            action="Nothing changed: this is the baseline every other row is compared with.",
+            result=_baseline_result(subject, findings),
+            note="baseline"
+            + "".join(
+                f"; {f.rule}" for f in findings if f.kind == "flag" or f.rule == "saturated-server"
+            ),
+        )
+    ref_verdicts = _verdicts(reference, subject)
+    action = ("Changed only " if len(changed) == 1 else "Changed ") + "; ".join(
+        describe_change(c, reference.variant, subject.variant) for c in changed
+    )
+    action += f" relative to '{reference.variant.description}'."
+    tput, p99 = ref_verdicts["throughput"], ref_verdicts["latency_p99"]
+    lines = [
+        f"Throughput {tput.phrase()}: {_fmt_summary(subject.throughput, 'infer/s')} against "
+        f"{_fmt_summary(reference.throughput, 'infer/s')}.",
+        f"p99 {p99.phrase()}: {_fmt_summary(subject.latency_p99, 'µs')} against "
+        f"{_fmt_summary(reference.latency_p99, 'µs')}.",
+        _server_sentence(subject),
+    ]
+    if reference is not baseline:
+        lines.append(
+            f"Against the baseline: throughput {verdicts['throughput'].phrase()}, "
+            f"p99 {verdicts['latency_p99'].phrase()}."
+        )
+    lines += [f.text for f in findings]
+    lines.append(f"Judgement: {_judgement(tput, p99)}.")
+    return VariantReport(
+        subject,
+        reference.variant.name,
+        changed,
+        verdicts,
+        ref_verdicts,
+        findings,
+        background=_background(changed, reference.variant, subject.variant, cores),
+        action=action,
+        result=" ".join(lines),
+        note=_note(verdicts, findings),
+    )
+
+
+def _server_sentence(s: VariantSummary) -> str:
+    q, c, b = s.queue_us.median, s.compute_infer_us.median, s.mean_batch.median
+    if q is None or c is None or b is None:
+        return "The server reported no statistics for this variant."
+    return (
+        f"In the server each request queued {q:,.0f} µs and computed {c:,.0f} µs "
+        f"(compute infer, per request); Triton formed batches of {b:.1f} on average."
+    )
+
+
+def _baseline_result(s: VariantSummary, findings: list[Finding]) -> str:
+    lines = [
+        f"Throughput {_fmt_summary(s.throughput, 'infer/s')}; p99 "
+        f"{_fmt_summary(s.latency_p99, 'µs')}.",
+        _server_sentence(s),
+    ]
+    return " ".join(lines + [f.text for f in findings])
+
+
+def analyse(summaries: list[VariantSummary], cores: int) -> list[Analysis]:
+    """One ``Analysis`` per load point, variants in the order given (baseline first)."""
+    by_load: dict[str, list[VariantSummary]] = {}
+    for s in summaries:
+        by_load.setdefault(s.load_key, []).append(s)
+    out = []
+    for load_key, group in by_load.items():
+        reports = [explain_variant(s, group[:i], group, cores) for i, s in enumerate(group)]
+        out.append(Analysis(load_key, cores, reports))
+    return out

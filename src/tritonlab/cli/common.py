@@ -1,0 +1,149 @@
+"""Shared CLI pieces: the app, option types, error handling, progress and result printing.
+
+Library errors become one line on stderr and exit code 2 (the traceback only with ``--debug``);
+Ctrl-C becomes exit code 130 after the servers and perf_analyzer have been stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from tritonlab import __version__
+from tritonlab.errors import TritonlabError
+from tritonlab.server.launch import ServerOptions
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="From an ONNX file to a served, measured and explained Triton deployment.",
+)
+err = Console(stderr=True)
+out = Console()
+_state = {"debug": False}
+
+UrlOpt = Annotated[
+    Optional[str],  # noqa: UP045 - typer needs Optional on Python 3.10
+    typer.Option("--url", help="Use a running Triton at HOST:PORT (HTTP) instead of starting one."),
+]
+GrpcUrlOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--grpc-url", help="gRPC HOST:PORT of --url (default: its port + 1)."),
+]
+ServerBinOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option("--server-bin", help="External tritonserver binary (e.g. an NGC container's)."),
+]
+BackendDirOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option("--backend-dir", help="Backend folder for --server-bin."),
+]
+HostOpt = Annotated[str, typer.Option("--host", help="Address the server binds to.")]
+RepeatsOpt = Annotated[int, typer.Option("--repeats", min=1, help="Repeats per configuration.")]
+ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", min=1, help="Requests in flight.")]
+ProtocolOpt = Annotated[str, typer.Option("--protocol", help="grpc or http.")]
+WindowOpt = Annotated[
+    int, typer.Option("--window-ms", min=200, help="perf_analyzer measurement window (ms).")
+]
+StabilityOpt = Annotated[
+    float, typer.Option("--stability", min=1.0, help="perf_analyzer stability threshold (%).")
+]
+FreshOpt = Annotated[bool, typer.Option("--fresh", help="Discard earlier results in --out.")]
+MaxBatchOpt = Annotated[int, typer.Option("--max-batch-size", min=1, help="Triton max_batch_size.")]
+NameOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--name", help="Model name in Triton (default: the file's stem)."),
+]
+
+
+@app.callback()
+def _main(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+    version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False,
+) -> None:
+    """tritonlab: deploy an ONNX model on real Triton, measure it, and explain the results."""
+    _state["debug"] = debug
+    if version:
+        out.print(f"tritonlab {__version__}")
+        raise typer.Exit()
+
+
+@contextlib.contextmanager
+def user_errors(hint: str = "") -> Iterator[None]:
+    """Library errors -> one line and exit 2; Ctrl-C -> one line and exit 130."""
+    try:
+        yield
+    except TritonlabError as exc:
+        if _state["debug"]:
+            raise
+        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True, markup=True)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        if _state["debug"]:
+            raise
+        err.print(f"interrupted{': ' + hint if hint else ''}", highlight=False, soft_wrap=True)
+        raise typer.Exit(130) from None
+
+
+def server_options(
+    url: str | None = None,
+    grpc_url: str | None = None,
+    server_bin: Path | None = None,
+    backend_dir: Path | None = None,
+    host: str = "127.0.0.1",
+    http_port: int = 0,
+    grpc_port: int = 0,
+    metrics_port: int = 0,
+) -> ServerOptions:
+    return ServerOptions(
+        url=url,
+        grpc_url=grpc_url,
+        server_bin=server_bin,
+        backend_dir=backend_dir,
+        host=host,
+        http_port=http_port,
+        grpc_port=grpc_port,
+        metrics_port=metrics_port,
+    )
+
+
+def progress_printer() -> Callable[[int, int, str], None]:
+    """Progress lines with elapsed time and ETA, on stderr (plain text: logs stay readable)."""
+    started = time.monotonic()
+
+    def report(done: int, total: int, cell: str) -> None:
+        elapsed = time.monotonic() - started
+        eta = f", ~{elapsed / done * (total - done):.0f} s left" if 0 < done < total else ""
+        label = "finished" if cell == "done" else f"measuring {cell}"
+        err.print(f"[{done}/{total}] {label} ({elapsed:.0f} s{eta})", highlight=False)
+
+    return report
+
+
+def print_results(run_dir: Path) -> None:
+    from tritonlab.report.build import analyse_run
+
+    _, analyses = analyse_run(run_dir)
+    for analysis in analyses:
+        table = Table(title=f"{run_dir} · {analysis.load_key} (medians over repeats)")
+        for col in ("config", "infer/s", "p99 µs", "queue µs", "mean batch", "notes"):
+            table.add_column(col, overflow="fold")
+        for r in analysis.reports:
+            s = r.summary
+            table.add_row(
+                s.variant.description,
+                f"{s.throughput.median or 0:,.0f}",
+                f"{s.latency_p99.median or 0:,.0f}",
+                f"{s.queue_us.median or 0:,.0f}",
+                f"{s.mean_batch.median or 0:.1f}",
+                r.note,
+            )
+        out.print(table)

@@ -1,0 +1,242 @@
+"""Single-step commands: ``serve``, ``infer`` and ``perf``."""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from tritonlab.cli.common import (
+    BackendDirOpt,
+    ConcurrencyOpt,
+    GrpcUrlOpt,
+    HostOpt,
+    MaxBatchOpt,
+    NameOpt,
+    ProtocolOpt,
+    ServerBinOpt,
+    StabilityOpt,
+    UrlOpt,
+    WindowOpt,
+    app,
+    out,
+    server_options,
+    user_errors,
+)
+from tritonlab.errors import ServerError, TritonlabError
+from tritonlab.models.inspect import OnnxModelInfo
+from tritonlab.repository.variants import ServingVariant
+from tritonlab.server.endpoint import ServerEndpoint
+from tritonlab.server.launch import ServerOptions, running_server
+from tritonlab.server.process import TritonServer
+
+BatchingOpt = Annotated[
+    bool, typer.Option("--dynamic-batching/--no-dynamic-batching", help="Triton dynamic batching.")
+]
+DelayOpt = Annotated[
+    int, typer.Option("--max-queue-delay-us", min=0, help="dynamic_batching queue delay (µs).")
+]
+InstancesOpt = Annotated[int, typer.Option("--instances", min=1, help="instance_group count.")]
+KindOpt = Annotated[str, typer.Option("--kind", help="instance_group kind: KIND_CPU or KIND_GPU.")]
+
+
+def _variant(
+    batching: bool, delay_us: int, instances: int, kind: str, max_batch: int
+) -> ServingVariant:
+    parts = [f"batching {delay_us} µs" if batching else "no batching", f"count={instances}"]
+    return ServingVariant(
+        "baseline",
+        ", ".join(parts),
+        dynamic_batching=batching,
+        max_queue_delay_us=delay_us if batching else 0,
+        instance_count=instances,
+        instance_kind=kind,
+        max_batch_size=max_batch,
+    )
+
+
+@contextlib.contextmanager
+def _served_model(
+    model: Path,
+    name: str | None,
+    variant: ServingVariant,
+    options: ServerOptions,
+    repo: Path | None,
+) -> Iterator[tuple[ServerEndpoint, str, OnnxModelInfo]]:
+    """Serve one ONNX file as ``variant`` (or reach --url): yields (server, name, info)."""
+    from tritonlab.pipeline import check_model_name, load_model_info
+    from tritonlab.repository.layout import add_model
+
+    info = load_model_info(model)
+    model_name = check_model_name(name or model.stem)
+    with contextlib.ExitStack() as stack:
+        folder = repo or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tritonlab-")))
+        if not options.url:
+            add_model(folder / "models", info, model_name, variant)
+        server = stack.enter_context(
+            running_server(options, folder / "models", folder / "tritonserver.log")
+        )
+        if options.url:
+            server.load_model(model_name)
+        yield server, model_name, info
+
+
+@app.command()
+def serve(
+    model: Annotated[Path, typer.Argument(help="An ONNX file, or a model repository folder.")],
+    repo: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--repo", help="Where to write the repository for an ONNX file."),
+    ] = None,
+    name: NameOpt = None,
+    http_port: Annotated[int, typer.Option("--http-port", help="0 picks a free port.")] = 8000,
+    grpc_port: Annotated[int, typer.Option("--grpc-port", help="0 picks a free port.")] = 8001,
+    metrics_port: Annotated[int, typer.Option("--metrics-port", help="0: free port.")] = 8002,
+    dynamic_batching: BatchingOpt = False,
+    max_queue_delay_us: DelayOpt = 0,
+    instances: InstancesOpt = 1,
+    kind: KindOpt = "KIND_CPU",
+    max_batch_size: MaxBatchOpt = 64,
+    server_bin: ServerBinOpt = None,
+    backend_dir: BackendDirOpt = None,
+    host: HostOpt = "127.0.0.1",
+) -> None:
+    """Serve an ONNX model (or a whole repository) on Triton until Ctrl-C.
+
+    Example: tritonlab serve model.onnx --dynamic-batching --instances 2
+    """
+    with user_errors("server stopped"):
+        options = server_options(
+            None, None, server_bin, backend_dir, host, http_port, grpc_port, metrics_port
+        )
+        with contextlib.ExitStack() as stack:
+            if model.is_dir():
+                log = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "triton.log"
+                server = stack.enter_context(running_server(options, model, log))
+            else:
+                variant = _variant(
+                    dynamic_batching, max_queue_delay_us, instances, kind, max_batch_size
+                )
+                server, _, _ = stack.enter_context(
+                    _served_model(model, name, variant, options, repo)
+                )
+            assert isinstance(server, TritonServer)
+            out.print(
+                f"Triton ready: HTTP {server.http_url}, gRPC {server.grpc_url}, metrics "
+                f"{server.metrics_url}; log {server.log_path}; Ctrl-C stops it",
+                highlight=False,
+            )
+            while server.is_alive():
+                time.sleep(0.5)
+            raise ServerError(f"tritonserver exited unexpectedly: {server.failure_detail()}")
+
+
+@app.command()
+def infer(
+    model: Annotated[Path, typer.Argument(help="The ONNX model file (also the reference).")],
+    name: NameOpt = None,
+    protocol: Annotated[str, typer.Option("--protocol", help="http, grpc or both.")] = "both",
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 2,
+    url: UrlOpt = None,
+    grpc_url: GrpcUrlOpt = None,
+    server_bin: ServerBinOpt = None,
+    backend_dir: BackendDirOpt = None,
+) -> None:
+    """Send one validated request and compare the output with onnxruntime.
+
+    Starts a server on free loopback ports unless --url is given.
+    Example: tritonlab infer model.onnx --protocol both
+    """
+    from tritonlab.client.infer import infer_and_check
+
+    with user_errors():
+        if protocol not in ("http", "grpc", "both"):
+            raise TritonlabError(f"--protocol must be http, grpc or both, got {protocol!r}")
+        protocols = ("http", "grpc") if protocol == "both" else (protocol,)
+        options = server_options(url, grpc_url, server_bin, backend_dir)
+        variant = _variant(False, 0, 1, "KIND_CPU", 64)
+        with _served_model(model, name, variant, options, None) as (server, model_name, info):
+            for proto in protocols:
+                check = infer_and_check(server, model_name, info, proto, batch_size)
+                out.print(
+                    f"{proto}: {check.input_shapes} -> {check.output_shapes}, max abs diff vs "
+                    f"onnxruntime {check.max_abs_diff:.3g} (tolerance {check.tolerance_abs:g}), "
+                    f"{check.round_trip_ms:.1f} ms",
+                    highlight=False,
+                )
+
+
+@app.command()
+def perf(
+    model: Annotated[Path, typer.Argument(help="The ONNX model file.")],
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Folder for raw perf_analyzer output.")
+    ] = Path("perf-out"),
+    name: NameOpt = None,
+    concurrency: ConcurrencyOpt = 8,
+    request_rate: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option("--request-rate", help="Open-loop load in req/s (Poisson)."),
+    ] = None,
+    protocol: ProtocolOpt = "grpc",
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 1,
+    window_ms: WindowOpt = 2000,
+    stability: StabilityOpt = 25.0,
+    dynamic_batching: BatchingOpt = False,
+    max_queue_delay_us: DelayOpt = 0,
+    instances: InstancesOpt = 1,
+    kind: KindOpt = "KIND_CPU",
+    max_batch_size: MaxBatchOpt = 64,
+    url: UrlOpt = None,
+    grpc_url: GrpcUrlOpt = None,
+    server_bin: ServerBinOpt = None,
+    backend_dir: BackendDirOpt = None,
+) -> None:
+    """Measure one configuration with perf_analyzer; print what it and the server saw.
+
+    Example: tritonlab perf model.onnx --dynamic-batching --concurrency 16
+    """
+    from tritonlab.experiments.runner import concrete_input_shapes
+    from tritonlab.perf.locate import locate_perf_analyzer
+    from tritonlab.perf.runner import run_perf
+    from tritonlab.perf.settings import PerfSettings
+    from tritonlab.server.stats import StatsSnapshot, stats_delta
+
+    with user_errors():
+        perf_install = locate_perf_analyzer()
+        options = server_options(url, grpc_url, server_bin, backend_dir)
+        variant = _variant(dynamic_batching, max_queue_delay_us, instances, kind, max_batch_size)
+        with _served_model(model, name, variant, options, None) as (server, model_name, info):
+            settings = PerfSettings(
+                model_name=model_name,
+                url=server.url(protocol),
+                protocol=protocol,
+                batch_size=batch_size,
+                concurrency=None if request_rate else concurrency,
+                request_rate_per_s=request_rate,
+                measurement_interval_ms=window_ms,
+                stability_percentage=stability,
+                input_shapes=concrete_input_shapes(info),
+            )
+            before = StatsSnapshot.from_triton(server.model_statistics(model_name))
+            result = run_perf(perf_install, settings, out_dir, model_name)
+            after = StatsSnapshot.from_triton(server.model_statistics(model_name))
+        delta = stats_delta(before, after)
+        m = result.measurement
+        out.print("command: " + " ".join(result.command), highlight=False, soft_wrap=True)
+        if m is None:
+            raise TritonlabError(f"perf_analyzer measured nothing; see {out_dir}")
+        out.print(
+            f"{'stable' if result.stable else 'UNSTABLE'} after {result.trial_count} windows: "
+            f"{m.throughput_infer_per_s:,.0f} infer/s, avg {m.latency_avg_us:,.0f} µs, "
+            f"p95 {m.latency_p95_us or 0:,.0f} µs, p99 {m.latency_p99_us or 0:,.0f} µs; server: "
+            f"queue {delta.queue_us_per_request:,.0f} µs, compute infer "
+            f"{delta.compute_infer_us_per_request:,.0f} µs, mean batch "
+            f"{delta.mean_batch_size:.1f}; raw output in {out_dir}",
+            highlight=False,
+        )

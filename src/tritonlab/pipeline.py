@@ -1,0 +1,105 @@
+"""The one-command pipeline: ONNX file -> repository -> server -> checks -> measurements -> docs.
+
+``run_project`` is what ``tritonlab run`` and ``tritonlab demo`` call; every stage it uses is a
+library function of its own subpackage, and measuring and reporting meet only through files.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from tritonlab.errors import ConfigError
+from tritonlab.experiments.plan import ExperimentPlan
+from tritonlab.experiments.runner import (
+    ProgressCallback,
+    RunOutcome,
+    concrete_input_shapes,
+    run_experiment,
+)
+from tritonlab.experiments.store import write_text_atomic
+from tritonlab.models.inspect import OnnxModelInfo, check_with_onnxruntime, inspect_onnx
+from tritonlab.perf.locate import locate_perf_analyzer
+from tritonlab.report.build import BuiltReport, analyse_run, build_report
+from tritonlab.report.project import (
+    export_script_demo,
+    export_script_user,
+    project_readme,
+    write_project_files,
+)
+from tritonlab.server.launch import ServerOptions
+from tritonlab.server.locate import external_server, prepare_bundled_server
+
+MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+@dataclass(frozen=True)
+class ProjectResult:
+    outcome: RunOutcome
+    report: BuiltReport
+
+
+def check_model_name(name: str) -> str:
+    if not MODEL_NAME_RE.match(name) or "__" in name:
+        raise ConfigError(
+            f"model name {name!r}: use letters, digits, '_', '.', '-' (no '__'); pass --name"
+        )
+    return name
+
+
+def load_model_info(onnx_path: Path) -> OnnxModelInfo:
+    """Inspect the graph and make sure onnxruntime can run it, before any server starts."""
+    info = inspect_onnx(onnx_path)
+    check_with_onnxruntime(onnx_path)
+    return info
+
+
+def write_report(run_dir: Path) -> BuiltReport:
+    """Rebuild docs/experiment_log.md, results/summary.json and README.md from stored files."""
+    report = build_report(run_dir)
+    manifest, analyses = analyse_run(run_dir)
+    write_text_atomic(run_dir / "README.md", project_readme(manifest, analyses))
+    return report
+
+
+def run_project(
+    onnx_path: Path,
+    run_dir: Path,
+    plan: ExperimentPlan,
+    options: ServerOptions,
+    progress: ProgressCallback | None = None,
+    fresh: bool = False,
+    demo: bool = False,
+    time_budget_s: float | None = None,
+) -> ProjectResult:
+    """Deploy, check, measure and explain ``onnx_path`` into the project folder ``run_dir``."""
+    check_model_name(plan.model_name)
+    info = load_model_info(onnx_path)
+    if fresh:
+        for sub in ("results", "benchmarks", "models", "server", "docs"):
+            shutil.rmtree(run_dir / sub, ignore_errors=True)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    outcome = run_experiment(plan, info, run_dir, options, progress, time_budget_s)
+
+    perf_install = locate_perf_analyzer()
+    server_install = None
+    if not options.url:
+        server_install = (
+            external_server(options.server_bin, options.backend_dir)
+            if options.server_bin
+            else prepare_bundled_server()
+        )
+    baseline_settings = plan.perf_settings(
+        plan.loads[0], plan.model_name, "URL", concrete_input_shapes(info)
+    )
+    write_project_files(
+        run_dir,
+        plan.model_name,
+        server_install,
+        perf_install,
+        baseline_settings,
+        export_script_demo() if demo else export_script_user(onnx_path.resolve(), plan.model_name),
+    )
+    return ProjectResult(outcome, write_report(run_dir))

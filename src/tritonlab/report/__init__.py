@@ -1,0 +1,1 @@
+"""Reports: the experiment log (markdown), summaries, plots and the project folder."""

@@ -1,0 +1,194 @@
+"""Render ``docs/experiment_log.md`` from stored results only.
+
+The log opens with the measurement conditions (model, input shape, protocol, load, window,
+stability, repeats, machine, versions, exact commands), then the seed's table with intervals
+and verdicts, then the three layers per configuration, then the method. It is a pure function
+of the files in the run folder, so ``tritonlab report`` rebuilds it byte for byte.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tritonlab.analysis.explain import Analysis, VariantReport
+from tritonlab.analysis.rules import (
+    CPU_BOUND_SHARE,
+    SATURATED_QUEUE_SHARE,
+    TRAP_BATCH_SHARE_OF_IN_FLIGHT,
+    TRAP_QUEUE_SHARE_OF_DELAY,
+)
+from tritonlab.analysis.summary import Summary
+from tritonlab.analysis.verdicts import MIN_EFFECT_PCT, SINGLE_RUN_EFFECT_PCT
+
+_PROTOCOL_NAMES = {"grpc": "gRPC", "http": "HTTP"}
+
+
+def _cell(s: Summary, digits: int = 0) -> str:
+    if s.median is None:
+        return "n/a"
+    text = f"{s.median:,.{digits}f}"
+    interval = s.interval95
+    if interval:
+        text += f" ({interval[0]:,.{digits}f}–{interval[1]:,.{digits}f})"
+    return text
+
+
+def _plain(value: float | None, digits: int = 0) -> str:
+    return "n/a" if value is None else f"{value:,.{digits}f}"
+
+
+def _conditions(manifest: dict[str, Any], analysis: Analysis) -> list[str]:
+    plan = manifest["plan"]
+    model = manifest["model"]
+    machine = manifest["machine"]
+    packages = manifest.get("packages", {})
+    first = analysis.reports[0].summary.settings
+    inputs = ", ".join(
+        f"`{i['name']}` {i['triton_dtype'].removeprefix('TYPE_')} "
+        f"[{', '.join(['batch', *[str(d) for d in i['dims']]])}]"
+        for i in model["inputs"]
+    )
+    load = (
+        f"concurrency {first.concurrency}"
+        if first.concurrency
+        else f"request rate {first.request_rate_per_s:g}/s (Poisson)"
+    )
+    measurement = plan["measurement"]
+    server = manifest["server"]
+    return [
+        "## Conditions",
+        "",
+        f"- Model: `{model['name']}` from `{model['onnx_file']}` (opset {model['opset']}, "
+        f"sha256 `{model['sha256'][:12]}`); inputs: {inputs}.",
+        f"- Load: {_PROTOCOL_NAMES[first.protocol]}, client batch size {first.batch_size}, {load}, "
+        f"{'async' if first.async_mode else 'sync'} requests from perf_analyzer on the same "
+        "machine.",
+        f"- Measurement: perf_analyzer {measurement['measurement_interval_ms']} ms time windows, "
+        f"stability threshold {measurement['stability_percentage']:g}%, at most "
+        f"{measurement['max_trials']} windows; an unstable cell is retried with a window twice "
+        f"as long. {plan['repeats']} repeat{'s' if plan['repeats'] != 1 else ''} per "
+        "configuration, interleaved (every "
+        "configuration once, then again), one configuration loaded at a time.",
+        f"- Machine: {machine['cpu_model']}, {machine['cpu_affinity_count']} cores available, "
+        f"{machine['memory_gib']} GiB, {machine['os']}"
+        + (f", GPUs: {', '.join(machine['gpus'])}" if machine.get("gpus") else ", no GPU")
+        + ".",
+        f"- Software: Triton {server['version']} ({server['source']}), perf_analyzer "
+        f"{manifest['perf_analyzer']['version']}, tritonclient "
+        f"{packages.get('tritonclient', '?')}, "
+        f"onnxruntime {packages.get('onnxruntime', '?')}, tritonlab "
+        f"{manifest['tool']['version']} (commit {manifest['tool']['commit'] or 'unknown'}).",
+        f"- Date (UTC): {manifest['created_utc']}.",
+        "",
+    ]
+
+
+def _table(analysis: Analysis) -> list[str]:
+    lines = [
+        "| config | conc. | infer/s | avg µs | p95 µs | p99 µs | queue µs | compute infer µs "
+        "| mean batch | server / client cores | notes |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in analysis.reports:
+        s = r.summary
+        conc = (
+            str(s.settings.concurrency)
+            if s.settings.concurrency
+            else (f"{s.settings.request_rate_per_s:g}/s")
+        )
+        lines.append(
+            f"| {s.variant.description} | {conc} | {_cell(s.throughput)} | "
+            f"{_cell(s.latency_avg)} | {_cell(s.latency_p95)} | {_cell(s.latency_p99)} | "
+            f"{_plain(s.queue_us.median)} | {_plain(s.compute_infer_us.median)} | "
+            f"{_plain(s.mean_batch.median, 1)} | {_plain(s.server_cores.median, 2)} / "
+            f"{_plain(s.perf_analyzer_cores.median, 2)} | {r.note} |"
+        )
+    return lines
+
+
+def _variant_section(r: VariantReport) -> list[str]:
+    s = r.summary
+    dist = ", ".join(f"{size}: {count}" for size, count in s.batch_distribution.items())
+    trials = ", ".join(str(t) for t in s.trial_counts)
+    return [
+        f"### {s.variant.description}",
+        "",
+        f"- **Background.** {r.background}",
+        f"- **Action.** {r.action}",
+        f"- **Result and explanation.** {r.result}",
+        "",
+        f"Evidence: batch sizes Triton executed (size: executions, all repeats): {dist or 'n/a'}; "
+        f"per request in the server: queue {_plain(s.queue_us.median)} µs, compute input "
+        f"{_plain(s.compute_input_us.median)} µs, infer {_plain(s.compute_infer_us.median)} µs, "
+        f"output {_plain(s.compute_output_us.median)} µs, overhead "
+        f"{_plain(s.overhead_us.median)} µs; compute per inference "
+        f"{_plain(s.compute_per_inference_us.median)} µs; Little's law ratio "
+        f"{_plain(s.littles_law_ratio, 2)}; perf_analyzer windows per repeat: {trials} "
+        f"({s.stable_count}/{len(s.cells)} stable). Raw output: "
+        f"`benchmarks/{s.variant.name}/`; config: `models/{s.model_name}/config.pbtxt`.",
+        "",
+    ]
+
+
+def _method() -> list[str]:
+    return [
+        "## Method",
+        "",
+        "- Each figure is the median over the repeats; brackets give the 95% Student-t "
+        "interval of the mean (wide with 3 repeats, by design: it shows how far one number "
+        "could move on this machine).",
+        f'- Verdicts ("higher", "lower", "no clear difference"): a difference is clear '
+        "only when every repeat of one configuration lies beyond every repeat of the other "
+        f"(complete separation; for 3 against 3 the exact rank-sum p = 0.1) and the medians "
+        f"differ by at least {MIN_EFFECT_PCT:g}%. With one repeat the medians must differ by "
+        f"{SINGLE_RUN_EFFECT_PCT:g}%.",
+        "- Queue, compute and batch sizes come from Triton's statistics extension (the "
+        "difference between snapshots taken just before and just after each perf_analyzer "
+        "run), not from estimates; CPU is the user + system time of the server's process tree "
+        "and of perf_analyzer over the same run, divided by its wall time.",
+        f"- Rules: queue-delay trap when queue >= {TRAP_QUEUE_SHARE_OF_DELAY:.0%} of the delay "
+        f"and mean batch >= {TRAP_BATCH_SHARE_OF_IN_FLIGHT:.0%} of the inferences in flight, "
+        "with fewer in flight than the batch target; saturated when queue >= "
+        f"{SATURATED_QUEUE_SHARE:.0%} of server time; CPU-bound when server + client use >= "
+        f"{CPU_BOUND_SHARE:.0%} of the cores; Little's law flags throughput x latency / "
+        "concurrency outside 0.8–1.2.",
+        "",
+    ]
+
+
+def render_experiment_log(
+    manifest: dict[str, Any], analyses: list[Analysis], infer_checks: list[dict[str, Any]]
+) -> str:
+    model_name = manifest["model"]["name"]
+    lines = [f"# Experiment log: {model_name} on Triton", ""]
+    lines += _conditions(manifest, analyses[0]) if analyses else []
+    if infer_checks:
+        lines += ["## Correctness check", ""]
+        for check in infer_checks:
+            lines.append(
+                f"- {_PROTOCOL_NAMES[check['protocol']]}: one request of shape "
+                f"{check['input_shapes']} -> {check['output_shapes']}; max abs diff against "
+                f"onnxruntime {check['max_abs_diff']:.3g} (tolerance {check['tolerance_abs']:g})."
+            )
+        lines.append("")
+    for analysis in analyses:
+        lines += [f"## Results: {analysis.load_key}", ""]
+        lines += _table(analysis)
+        lines += [
+            "",
+            "Figures are medians over the repeats, with the 95% interval in brackets; "
+            "latencies are client-side, queue and compute are per request in the server.",
+            "",
+        ]
+        lines += [ln for r in analysis.reports for ln in _variant_section(r)]
+    lines += _method()
+    lines += [
+        "## Reproduce",
+        "",
+        "- Server command: `" + " ".join(manifest["server"].get("command") or ["(remote)"]) + "`",
+        "- perf_analyzer command per cell: in `results/cells/*.json` (`perf.command`), raw "
+        "console output and CSV in `benchmarks/`.",
+        "- Rebuild this file from the stored results: `tritonlab report <this folder>`.",
+        "",
+    ]
+    return "\n".join(lines)

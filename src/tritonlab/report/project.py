@@ -1,0 +1,214 @@
+"""Write the user's project folder around a run: scripts, client, README.
+
+The folder follows the seed's layout (``models/``, ``scripts/``, ``client/``, ``benchmarks/``,
+``docs/``, ``README.md``). The scripts hold the exact commands tritonlab ran, with every path
+quoted, and run on their own without tritonlab's CLI.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from tritonlab.analysis.explain import Analysis
+from tritonlab.experiments.store import write_text_atomic
+from tritonlab.perf.locate import PerfAnalyzerInstall
+from tritonlab.perf.settings import PerfSettings
+from tritonlab.server.locate import ServerInstall
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def _q(value: object) -> str:
+    return shlex.quote(str(value))
+
+
+def start_server_script(install: ServerInstall) -> str:
+    """A standalone start script: all variants loaded, loopback only, ports from the env."""
+    libs = ":".join(str(p) for p in install.library_path)
+    prepare = (
+        f'[ -x "$TRITONSERVER" ] || {_q(sys.executable)} -c '
+        '"from tritonlab.server.locate import prepare_bundled_server; prepare_bundled_server()"\n'
+        if install.bundled
+        else ""
+    )
+    cache = f"  --cache-directory={_q(install.cache_dir)} \\\n" if install.cache_dir else ""
+    return (
+        "#!/usr/bin/env bash\n"
+        "# Start Triton on this project's model repository (every variant loaded), bound to\n"
+        "# 127.0.0.1. Ready when `curl -sf localhost:$HTTP_PORT/v2/health/ready` succeeds.\n"
+        "# Stop with Ctrl-C.\n"
+        "set -euo pipefail\n"
+        'cd "$(dirname "$0")/.."\n'
+        'HTTP_PORT="${HTTP_PORT:-8000}" GRPC_PORT="${GRPC_PORT:-8001}" '
+        'METRICS_PORT="${METRICS_PORT:-8002}"\n'
+        f"TRITONSERVER={_q(install.binary)}\n"
+        + prepare
+        + (
+            f'export LD_LIBRARY_PATH={_q(libs)}"${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"\n'
+            if libs
+            else ""
+        )
+        # The Python backend stub imports onnxruntime from the environment first on PATH.
+        + f'export PATH={_q(Path(sys.executable).parent)}:"$PATH"\n'
+        'exec "$TRITONSERVER" \\\n'
+        '  --model-repository="$PWD/models" \\\n'
+        f"  --backend-directory={_q(install.backend_dir)} \\\n"
+        + cache
+        + '  --http-address=127.0.0.1 --http-port="$HTTP_PORT" \\\n'
+        '  --grpc-address=127.0.0.1 --grpc-port="$GRPC_PORT" \\\n'
+        '  --metrics-address=127.0.0.1 --metrics-port="$METRICS_PORT"\n'
+    )
+
+
+def run_perf_script(perf: PerfAnalyzerInstall, settings: PerfSettings) -> str:
+    """The baseline perf_analyzer command, with the model swappable from the command line."""
+    libs = ":".join(str(p) for p in perf.library_path)
+    args = settings.to_args("CSV")
+    fixed = [
+        a
+        for i, a in enumerate(args)
+        if a not in ("-m", "-u", "-f", "-v") and args[i - 1] not in ("-m", "-u", "-f")
+    ]
+    url = "$GRPC_URL" if settings.protocol == "grpc" else "$HTTP_URL"
+    return (
+        "#!/usr/bin/env bash\n"
+        "# The fixed perf_analyzer baseline used in docs/experiment_log.md.\n"
+        "# Usage: bash scripts/run_perf.sh [MODEL] (default: the baseline); the server from\n"
+        "# scripts/start_server.sh must be running. Raw output goes to benchmarks/manual/.\n"
+        "set -euo pipefail\n"
+        'cd "$(dirname "$0")/.."\n'
+        f'MODEL="${{1:-{settings.model_name}}}"\n'
+        'GRPC_URL="${GRPC_URL:-127.0.0.1:${GRPC_PORT:-8001}}"\n'
+        'HTTP_URL="${HTTP_URL:-127.0.0.1:${HTTP_PORT:-8000}}"\n'
+        "mkdir -p benchmarks/manual\n"
+        + (
+            f'export LD_LIBRARY_PATH={_q(libs)}"${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"\n'
+            if libs
+            else ""
+        )
+        + f'{_q(perf.binary)} -m "$MODEL" -u "{url}" \\\n  '
+        + " ".join(_q(a) for a in fixed)
+        + ' \\\n  -f "benchmarks/manual/$MODEL.csv" | tee "benchmarks/manual/$MODEL.txt"\n'
+    )
+
+
+def export_script_demo() -> str:
+    return (
+        "#!/usr/bin/env python3\n"
+        '"""Re-export the demo model (PyTorch, fixed seed) to models/*/1/model.onnx."""\n'
+        "from pathlib import Path\n\n"
+        "from tritonlab.models.demo import export_simple_mlp\n\n"
+        "here = Path(__file__).resolve().parent.parent\n"
+        "check = export_simple_mlp(here / 'simple_mlp.onnx')\n"
+        "print(f'exported {check.onnx_path}; max abs diff vs PyTorch {check.max_abs_diff:.3g}')\n"
+        "print('rebuild the repository with: tritonlab run simple_mlp.onnx --out .')\n"
+    )
+
+
+def export_script_user(onnx_source: Path, model_name: str) -> str:
+    return (
+        "#!/usr/bin/env python3\n"
+        f'"""Rebuild models/ from {onnx_source.name}: read its graph, write every variant."""\n'
+        "from pathlib import Path\n\n"
+        "from tritonlab.models.inspect import inspect_onnx\n"
+        "from tritonlab.repository.layout import build_repository\n"
+        "from tritonlab.repository.variants import seed_comparison_variants\n\n"
+        "here = Path(__file__).resolve().parent.parent\n"
+        f"info = inspect_onnx(Path({str(onnx_source)!r}))\n"
+        f"for m in build_repository(here / 'models', info, {model_name!r}, "
+        "seed_comparison_variants()):\n"
+        "    print('wrote', m.config_path)\n"
+    )
+
+
+def client_script(model_name: str) -> str:
+    return (TEMPLATES / "infer_client.py").read_text().replace("__MODEL_NAME__", model_name)
+
+
+def project_readme(manifest: dict[str, Any], analyses: list[Analysis]) -> str:
+    model = manifest["model"]["name"]
+    machine = manifest["machine"]
+    lines = [
+        f"# {model} on NVIDIA Triton Inference Server",
+        "",
+        "## What this is",
+        "",
+        f"An ONNX model (`{model}`) deployed on a real Triton {manifest['server']['version']}, "
+        "called by a client that validates shapes and values, measured with a fixed "
+        "perf_analyzer baseline, and compared across serving configurations (dynamic batching, "
+        "instance count). Every number below was measured by tritonlab on "
+        f"{machine['cpu_model']} ({machine['cpu_affinity_count']} cores) on "
+        f"{manifest['created_utc'][:10]}.",
+        "",
+        "## Layout",
+        "",
+        "- `models/` the Triton model repository: one folder per configuration "
+        "(`config.pbtxt` + `1/model.onnx`).",
+        "- `scripts/start_server.sh` starts Triton on it; `scripts/run_perf.sh [MODEL]` runs the "
+        "baseline perf_analyzer command; `scripts/export_model.py` rebuilds the model/repository.",
+        "- `client/infer_client.py` sends one validated request.",
+        "- `benchmarks/<config>/` raw perf_analyzer output and CSV per repeat.",
+        "- `docs/experiment_log.md` the explained results; `results/` the machine-readable "
+        "cells, manifest and summary.",
+        "",
+        "## Reproduce",
+        "",
+        "```bash",
+        "bash scripts/start_server.sh &   # ready: curl -sf localhost:8000/v2/health/ready",
+        "python client/infer_client.py    # one checked request over gRPC",
+        f"bash scripts/run_perf.sh {model}  # the fixed baseline",
+        "tritonlab report .               # rebuild docs/ from results/",
+        "```",
+        "",
+        "## Key results",
+        "",
+    ]
+    for analysis in analyses:
+        lines.append(f"Load point `{analysis.load_key}`:")
+        lines.append("")
+        for report in analysis.reports:
+            s = report.summary
+            tput, p99 = s.throughput.median, s.latency_p99.median
+            lines.append(
+                f"- **{s.variant.description}**: "
+                f"{tput:,.0f} infer/s, p99 {p99:,.0f} µs ({report.note})."
+                if tput is not None and p99 is not None
+                else f"- **{s.variant.description}**: not measured."
+            )
+        lines.append("")
+    lines.append("Why each number moved is explained in `docs/experiment_log.md`.")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def write_project_files(
+    run_dir: Path,
+    model_name: str,
+    server_install: ServerInstall | None,
+    perf_install: PerfAnalyzerInstall,
+    baseline_settings: PerfSettings,
+    export_script: str,
+) -> None:
+    """Write scripts and client (the README is written by the report step)."""
+    if server_install is not None:
+        write_text_atomic(
+            run_dir / "scripts" / "start_server.sh", start_server_script(server_install)
+        )
+    write_text_atomic(
+        run_dir / "scripts" / "run_perf.sh",
+        run_perf_script(perf_install, baseline_settings),
+    )
+    write_text_atomic(run_dir / "scripts" / "export_model.py", export_script)
+    write_text_atomic(run_dir / "client" / "infer_client.py", client_script(model_name))
+    for script in (
+        "scripts/start_server.sh",
+        "scripts/run_perf.sh",
+        "scripts/export_model.py",
+        "client/infer_client.py",
+    ):
+        path = run_dir / script
+        if path.exists():
+            path.chmod(0o755)
