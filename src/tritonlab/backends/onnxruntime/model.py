@@ -12,10 +12,16 @@ instances and from the load generator on small machines).
 
 The hot path (``execute``) avoids work per request: one request is run without concatenation,
 names and dtypes are resolved once at load time, and outputs are split as zero-copy views.
+
+With ``TRITONLAB_ADAPTER_PROFILE=1`` in the server's environment, each instance times its three
+phases (read inputs, onnxruntime run, build responses) and prints the means to the server log
+when it is unloaded; the adapter benchmark (benchmarks/adapter_overhead.py) reads them.
 """
 
 import json
 import os
+import sys
+import time
 
 import numpy as np
 import onnxruntime as ort
@@ -84,10 +90,13 @@ class TritonPythonModel:
             pb_utils.triton_string_to_numpy(o["data_type"]) for o in config.get("output", [])
         ]
         self.batched = int(config.get("max_batch_size", 0)) > 0
-        self.run_options = ort.RunOptions()
+        self.profile = {} if os.environ.get("TRITONLAB_ADAPTER_PROFILE") == "1" else None
+        if self.profile is not None:
+            self.execute = self._profiled_execute
+        self.name = args["model_instance_name"]
 
     def _run(self, feed):
-        outputs = self.session.run(self.output_names, feed, self.run_options)
+        outputs = self.session.run(self.output_names, feed)
         return [
             out if out.dtype == dtype else out.astype(dtype)
             for out, dtype in zip(outputs, self.output_dtypes, strict=True)
@@ -128,5 +137,32 @@ class TritonPythonModel:
         parts = [np.split(out, splits, axis=0) for out in outputs]
         return [self._respond([p[i] for p in parts]) for i in range(len(requests))]
 
+    def _profiled_execute(self, requests):
+        """``execute`` for one request at a time, with its phases timed (benchmark only)."""
+        if len(requests) != 1:
+            return TritonPythonModel.execute(self, requests)
+        t0 = time.perf_counter_ns()
+        feed = {t.name(): t.as_numpy() for t in requests[0].inputs()}
+        t1 = time.perf_counter_ns()
+        outputs = self._run(feed)
+        t2 = time.perf_counter_ns()
+        response = self._respond(outputs)
+        t3 = time.perf_counter_ns()
+        batch = next(iter(feed.values())).shape[0] if feed and self.batched else 0
+        p = self.profile.setdefault(batch, [0, 0, 0, 0])
+        p[0] += 1
+        p[1] += t1 - t0
+        p[2] += t2 - t1
+        p[3] += t3 - t2
+        return [response]
+
     def finalize(self):
+        for batch, (n, read, run, respond) in sorted((self.profile or {}).items()):
+            print(
+                f"tritonlab-adapter-profile instance={self.name} batch={batch} executions={n} "
+                f"read_inputs_us={read / n / 1e3:.2f} onnxruntime_run_us={run / n / 1e3:.2f} "
+                f"build_responses_us={respond / n / 1e3:.2f}",
+                file=sys.stderr,
+                flush=True,
+            )
         self.session = None
