@@ -1,15 +1,20 @@
 # Quick start: `make demo` (set up + run the loop on the demo model), `make test` (set up + tests).
 VENV ?= .venv
 OUT ?= demo-out
+SWEEP_OUT ?= sweep-out
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo test unit lint adapter-bench clean
+.PHONY: setup demo test unit lint adapter-bench clean sweep
 
 setup:
 	bash scripts/setup.sh $(VENV)
 
 demo: setup
 	$(VENV)/bin/tritonlab demo --out $(OUT)
+
+# The default sweep of the demo model (about 15 minutes on 2 cores; re-run to resume).
+sweep: setup
+	$(VENV)/bin/tritonlab sweep demo --out $(SWEEP_OUT)
 
 test: setup
 	$(PY) -m pytest tests
@@ -23,4 +28,4 @@ lint: setup
 	$(PY) -m mypy src
 
 clean:
-	rm -rf $(OUT) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(OUT) $(SWEEP_OUT) .pytest_cache .mypy_cache .ruff_cache

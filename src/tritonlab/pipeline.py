@@ -11,16 +11,24 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from tritonlab.analysis.operators import profile_operators
 from tritonlab.errors import ConfigError
 from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.experiments.runner import (
+    OpenLoopRates,
     ProgressCallback,
     RunOutcome,
     concrete_input_shapes,
     run_experiment,
 )
-from tritonlab.experiments.store import write_text_atomic
+from tritonlab.experiments.store import (
+    OPERATORS_FILE,
+    RESULTS_DIR,
+    write_json_atomic,
+    write_text_atomic,
+)
 from tritonlab.models.inspect import OnnxModelInfo, check_with_onnxruntime, inspect_onnx
+from tritonlab.perf.in_process import time_in_process
 from tritonlab.perf.locate import locate_perf_analyzer
 from tritonlab.report.build import BuiltReport, analyse_run, build_report
 from tritonlab.report.project import (
@@ -29,6 +37,7 @@ from tritonlab.report.project import (
     project_readme,
     write_project_files,
 )
+from tritonlab.server.gpu import check_gpu_variants
 from tritonlab.server.launch import ServerOptions
 from tritonlab.server.locate import external_server, prepare_bundled_server
 
@@ -57,11 +66,29 @@ def load_model_info(onnx_path: Path) -> OnnxModelInfo:
 
 
 def write_report(run_dir: Path) -> BuiltReport:
-    """Rebuild docs/experiment_log.md, results/summary.json and README.md from stored files."""
+    """Rebuild docs/, plots/, report.html, results/summary.json and README.md from stored files."""
     report = build_report(run_dir)
     manifest, analyses = analyse_run(run_dir)
     write_text_atomic(run_dir / "README.md", project_readme(manifest, analyses))
     return report
+
+
+def record_operator_profile(run_dir: Path, info: OnnxModelInfo, plan: ExperimentPlan) -> None:
+    """Profile the heavy operators and time in-process runs once; kept across resumes."""
+    path = run_dir / RESULTS_DIR / OPERATORS_FILE
+    if path.exists():
+        return
+    largest = min(v.max_batch_size for v in plan.variants) if info.batched else 1
+    batches = [b for b in (1, 2, 4, 8, 16, 32, 64) if b <= max(1, largest)]
+    write_json_atomic(
+        path,
+        {
+            "profile": profile_operators(info.path).to_dict(),
+            "in_process_us_per_execution": {
+                str(b): t for b, t in time_in_process(info, batches).items()
+            },
+        },
+    )
 
 
 def run_project(
@@ -73,15 +100,29 @@ def run_project(
     fresh: bool = False,
     demo: bool = False,
     time_budget_s: float | None = None,
+    extra_manifest: dict[str, object] | None = None,
+    open_loop_rates: OpenLoopRates | None = None,
 ) -> ProjectResult:
     """Deploy, check, measure and explain ``onnx_path`` into the project folder ``run_dir``."""
     check_model_name(plan.model_name)
+    check_gpu_variants(plan.variants, remote=bool(options.url))
     info = load_model_info(onnx_path)
     if fresh:
         for sub in ("results", "benchmarks", "models", "server", "docs"):
             shutil.rmtree(run_dir / sub, ignore_errors=True)
     run_dir.mkdir(parents=True, exist_ok=True)
-    outcome = run_experiment(plan, info, run_dir, options, progress, time_budget_s)
+    outcome = run_experiment(
+        plan,
+        info,
+        run_dir,
+        options,
+        progress,
+        time_budget_s,
+        extra_manifest=extra_manifest,
+        open_loop_rates=open_loop_rates,
+    )
+
+    record_operator_profile(run_dir, info, plan)
 
     perf_install = locate_perf_analyzer()
     server_install = None

@@ -1,10 +1,21 @@
 """The command line: a thin typer layer over the library (one module per group of commands)."""
 
-from tritonlab.cli import project_cmds, step_cmds  # noqa: F401  (registers the commands)
+import signal
+from types import FrameType
+
+from tritonlab.cli import project_cmds, step_cmds, sweep_cmd  # noqa: F401  (registers the commands)
 from tritonlab.cli.common import app
 
 
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main() -> None:
+    # SIGTERM (and SIGINT even when a non-interactive shell started us in the background with
+    # it ignored) take the same path as Ctrl-C: servers and perf_analyzer are stopped cleanly.
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     app(prog_name="tritonlab")
 
 

@@ -14,6 +14,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from tritonlab import __version__
@@ -64,16 +65,25 @@ NameOpt = Annotated[
 ]
 
 
+def _print_version(value: bool) -> None:
+    # Eager: runs while parsing, so `tritonlab --version` needs no command.
+    if value:
+        out.print(f"tritonlab {__version__}", highlight=False)
+        raise typer.Exit()
+
+
 @app.callback()
 def _main(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
-    version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version."
+        ),
+    ] = False,
 ) -> None:
     """tritonlab: deploy an ONNX model on real Triton, measure it, and explain the results."""
     _state["debug"] = debug
-    if version:
-        out.print(f"tritonlab {__version__}")
-        raise typer.Exit()
 
 
 @contextlib.contextmanager
@@ -84,12 +94,17 @@ def user_errors(hint: str = "") -> Iterator[None]:
     except TritonlabError as exc:
         if _state["debug"]:
             raise
-        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True, markup=True)
+        # escape: messages quote user paths, and "[...]" in a path is not rich markup.
+        err.print(
+            f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True, markup=True
+        )
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         if _state["debug"]:
             raise
-        err.print(f"interrupted{': ' + hint if hint else ''}", highlight=False, soft_wrap=True)
+        err.print(
+            f"interrupted{': ' + escape(hint) if hint else ''}", highlight=False, soft_wrap=True
+        )
         raise typer.Exit(130) from None
 
 

@@ -163,7 +163,9 @@ def run(
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A folder written by run, demo or sweep.")],
 ) -> None:
-    """Rebuild docs/experiment_log.md, results/summary.json and README.md from stored results.
+    """Rebuild docs/experiment_log.md, plots/, report.html, results/summary.json and README.md.
+
+    Everything is rebuilt from the stored results alone; nothing is measured.
 
     Example: tritonlab report demo-out
     """
@@ -172,4 +174,4 @@ def report(
 
         built = write_report(run_dir)
         print_results(run_dir)
-        out.print(f"wrote {built.experiment_log}", highlight=False)
+        out.print(f"wrote {built.experiment_log} and {built.html_report}", highlight=False)

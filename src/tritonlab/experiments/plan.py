@@ -16,29 +16,47 @@ from tritonlab.repository.variants import ServingVariant, seed_comparison_varian
 
 @dataclass(frozen=True)
 class LoadPoint:
-    """The client side of a cell: protocol, client batch size, and closed- or open-loop load."""
+    """The client side of a cell: protocol, client batch size, and closed- or open-loop load.
+
+    Open-loop load is either a fixed ``request_rate_per_s`` or ``peak_fraction``: a share of the
+    peak throughput each variant reached in the plan's closed-loop cells at the same protocol and
+    batch size. Its key names the fraction (``grpc_b1_p70``), so a variant's open-loop cells line
+    up with the other variants' at the same relative load; the runner fills in the absolute rate.
+    """
 
     protocol: str = "grpc"
     batch_size: int = 1
     concurrency: int | None = 8
     request_rate_per_s: float | None = None
+    peak_fraction: float | None = None
+
+    @property
+    def open_loop(self) -> bool:
+        return self.request_rate_per_s is not None or self.peak_fraction is not None
 
     @property
     def key(self) -> str:
-        load = (
-            f"r{self.request_rate_per_s:g}"
-            if self.request_rate_per_s is not None
-            else f"c{self.concurrency}"
-        )
+        if self.peak_fraction is not None:
+            load = f"p{100 * self.peak_fraction:g}"
+        elif self.request_rate_per_s is not None:
+            load = f"r{self.request_rate_per_s:g}"
+        else:
+            load = f"c{self.concurrency}"
         return f"{self.protocol}_b{self.batch_size}_{load}"
 
     @property
     def label(self) -> str:
-        load = (
-            f"{self.request_rate_per_s:g} req/s Poisson"
-            if self.request_rate_per_s is not None
-            else f"concurrency {self.concurrency}"
-        )
+        if self.peak_fraction is not None:
+            rate = (
+                f" = {self.request_rate_per_s:g} req/s"
+                if self.request_rate_per_s is not None
+                else ""
+            )
+            load = f"{100 * self.peak_fraction:g}% of peak{rate}, Poisson"
+        elif self.request_rate_per_s is not None:
+            load = f"{self.request_rate_per_s:g} req/s Poisson"
+        else:
+            load = f"concurrency {self.concurrency}"
         return f"{self.protocol}, batch {self.batch_size}, {load}"
 
     def validate(self) -> None:
@@ -48,10 +66,18 @@ class LoadPoint:
             )
         if self.batch_size < 1:
             raise PlanError(f"batch_size must be >= 1, got {self.batch_size}")
-        if self.request_rate_per_s is None and (self.concurrency is None or self.concurrency < 1):
+        if not self.open_loop and (self.concurrency is None or self.concurrency < 1):
             raise PlanError(f"concurrency must be >= 1, got {self.concurrency}")
         if self.request_rate_per_s is not None and self.request_rate_per_s <= 0:
             raise PlanError(f"request rate must be > 0, got {self.request_rate_per_s}")
+        if self.peak_fraction is not None and not 0 < self.peak_fraction <= 2:
+            raise PlanError(f"peak fraction must be in (0, 2], got {self.peak_fraction}")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dict(vars(self))
+        if data["peak_fraction"] is None:  # plans without it keep their old fingerprint
+            del data["peak_fraction"]
+        return data
 
 
 @dataclass(frozen=True)
@@ -111,13 +137,16 @@ class ExperimentPlan:
             stability_percentage=m.stability_percentage,
             max_trials=m.max_trials,
             input_shapes=input_shapes,
+            # Open loop needs async requests: sync worker threads cannot keep a Poisson schedule
+            # ("Perf Analyzer was not able to keep up with the desired request rate").
+            async_mode=load.open_loop,
         )
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "model_name": self.model_name,
             "variants": [v.to_dict() for v in self.variants],
-            "loads": [vars(load) for load in self.loads],
+            "loads": [load.to_dict() for load in self.loads],
             "repeats": self.repeats,
             "measurement": vars(self.measurement),
         }

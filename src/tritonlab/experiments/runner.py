@@ -4,6 +4,11 @@ Repeats are interleaved (every variant once, then again), so slow drift of a sha
 all variants alike. Each variant is loaded alone (explicit model control), measured under every
 load point, and unloaded, so variants never compete for the CPU. A finished cell's JSON exists
 on disk before the next cell starts; a re-run with the same plan skips finished cells.
+
+Loads at a fraction of the measured peak (``LoadPoint.peak_fraction``) are measured in a second
+pass, after every closed-loop cell: ``open_loop_rates`` is then called once to turn the stored
+closed-loop cells into a request rate per (variant, load key). The plan, and so its fingerprint,
+is the same for both passes, so an interrupted sweep resumes wherever it stopped.
 """
 
 from __future__ import annotations
@@ -12,8 +17,8 @@ import contextlib
 import hashlib
 import json
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tritonlab.client.infer import InferCheck, infer_and_check
@@ -39,6 +44,8 @@ from tritonlab.server.process import TritonServer
 from tritonlab.server.stats import StatsSnapshot, stats_delta, tree_cpu_seconds
 
 ProgressCallback = Callable[[int, int, str], None]
+# Called after the closed-loop pass: (variant name, load key) -> request rate (req/s).
+OpenLoopRates = Callable[[], Mapping[tuple[str, str], float]]
 
 
 @dataclass(frozen=True)
@@ -50,6 +57,8 @@ class RunOutcome:
     stopped_early: str | None
     infer_checks: list[InferCheck]
     wall_s: float
+    # Open-loop cells that could not be measured: no peak was measured to derive their rate.
+    without_rate: list[str] = field(default_factory=list)
 
 
 def cell_id(variant_name: str, load: LoadPoint, repeat: int) -> str:
@@ -144,10 +153,22 @@ def run_experiment(
     time_budget_s: float | None = None,
     perf_analyzer: Path | None = None,
     extra_manifest: dict[str, object] | None = None,
+    open_loop_rates: OpenLoopRates | None = None,
 ) -> RunOutcome:
-    """Measure every cell of ``plan`` not yet on disk; results go under ``run_dir``."""
+    """Measure every cell of ``plan`` not yet on disk; results go under ``run_dir``.
+
+    Closed-loop and fixed-rate loads are measured first; loads at a fraction of the peak then
+    get their rates from ``open_loop_rates`` (required when the plan has such loads).
+    """
     started = time.monotonic()
     plan.validate(info.batched)
+    derived_loads = [ld for ld in plan.loads if ld.peak_fraction is not None]
+    direct_loads = [ld for ld in plan.loads if ld.peak_fraction is None]
+    if derived_loads and open_loop_rates is None:
+        raise PlanError(
+            "loads at a fraction of the measured peak need the peak first: run them with "
+            "`tritonlab sweep`"
+        )
     if not info.batched:
         raise PlanError(
             f"{info.path.name} has no batch dimension; tritonlab compares batching "
@@ -171,6 +192,7 @@ def run_experiment(
         for r, m, ld in todo
         if cell_path(run_dir, cell_id(m.variant.name, ld, r)).exists()
     ]
+    finished = set(skipped)
     checks: list[InferCheck] = []
     stopped: str | None = None
     log_path = run_dir / "server" / "tritonserver.log"
@@ -213,34 +235,69 @@ def run_experiment(
         write_json_atomic(run_dir / RESULTS_DIR / "infer_check.json", [c.to_dict() for c in checks])
 
         done = len(skipped)
-        for repeat in range(plan.repeats):
-            for model in models:
-                loads = [
-                    ld
-                    for ld in plan.loads
-                    if cell_id(model.variant.name, ld, repeat) not in skipped
+        without_rate: list[str] = []
+
+        def over_budget() -> bool:
+            return time_budget_s is not None and time.monotonic() - started > time_budget_s
+
+        def measure_pass(loads_of: Callable[[RepositoryModel], list[LoadPoint]]) -> str | None:
+            nonlocal done
+            for repeat in range(plan.repeats):
+                for model in models:
+                    loads = [
+                        ld
+                        for ld in loads_of(model)
+                        if cell_id(model.variant.name, ld, repeat) not in finished
+                    ]
+                    if not loads:
+                        continue
+                    if over_budget():
+                        return f"time budget of {time_budget_s:.0f} s reached"
+                    server.load_model(model.model_name)
+                    try:
+                        for load in loads:
+                            if over_budget():
+                                return f"time budget of {time_budget_s:.0f} s reached"
+                            cid = cell_id(model.variant.name, load, repeat)
+                            if progress:
+                                progress(done, total, cid)
+                            _measure_cell(
+                                server,
+                                perf_install,
+                                plan,
+                                model,
+                                load,
+                                repeat,
+                                run_dir,
+                                input_shapes,
+                            )
+                            measured.append(cid)
+                            done += 1
+                    finally:
+                        with contextlib.suppress(Exception):
+                            server.unload_model(model.model_name)
+            return None
+
+        stopped = measure_pass(lambda model: direct_loads)
+        if stopped is None and derived_loads and open_loop_rates is not None:
+            rates = open_loop_rates()
+
+            def rated_loads(model: RepositoryModel) -> list[LoadPoint]:
+                name = model.variant.name
+                return [
+                    replace(ld, request_rate_per_s=rates[(name, ld.key)])
+                    for ld in derived_loads
+                    if (name, ld.key) in rates
                 ]
-                if not loads:
-                    continue
-                if time_budget_s is not None and time.monotonic() - started > time_budget_s:
-                    stopped = f"time budget of {time_budget_s:.0f} s reached"
-                    break
-                server.load_model(model.model_name)
-                try:
-                    for load in loads:
-                        cid = cell_id(model.variant.name, load, repeat)
-                        if progress:
-                            progress(done, total, cid)
-                        _measure_cell(
-                            server, perf_install, plan, model, load, repeat, run_dir, input_shapes
-                        )
-                        measured.append(cid)
-                        done += 1
-                finally:
-                    with contextlib.suppress(Exception):
-                        server.unload_model(model.model_name)
-            if stopped:
-                break
+
+            without_rate = [
+                cell_id(m.variant.name, ld, r)
+                for r, m, ld in todo
+                if ld.peak_fraction is not None
+                and (m.variant.name, ld.key) not in rates
+                and cell_id(m.variant.name, ld, r) not in finished
+            ]
+            stopped = measure_pass(rated_loads)
         if progress:
             progress(done, total, "done")
-    return RunOutcome(measured, skipped, stopped, checks, time.monotonic() - started)
+    return RunOutcome(measured, skipped, stopped, checks, time.monotonic() - started, without_rate)

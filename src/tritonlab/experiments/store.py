@@ -20,6 +20,7 @@ from tritonlab.server.stats import ServerStatsDelta
 RESULTS_DIR = "results"
 CELLS_DIR = "cells"
 MANIFEST_FILE = "manifest.json"
+OPERATORS_FILE = "operators.json"
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -109,7 +109,10 @@ class WindowTrial:
 
 def parse_trials(console: str) -> list[WindowTrial]:
     """The windows of the last load level in the console output (errors in a pass skipped)."""
-    blocks = re.split(r"^Request (?:concurrency|Rate): ", console, flags=re.MULTILINE)
+    # The closing summary line "Request Rate: 2290.00, throughput: ..." is not a block header.
+    blocks = re.split(
+        r"^Request (?:concurrency|Rate): (?![^\n]*throughput:)", console, flags=re.MULTILINE
+    )
     last = blocks[-1] if blocks else console
     return [
         WindowTrial(int(m.group(1)), float(m.group(2)), float(m.group(3)))

@@ -11,6 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from tritonlab.analysis.explain import Analysis, VariantReport
+from tritonlab.analysis.operators import (
+    OperatorCost,
+    OperatorProfile,
+    Roofline,
+    intensity_sentence,
+)
+from tritonlab.analysis.recommend import Recommendations
 from tritonlab.analysis.rules import (
     CPU_BOUND_SHARE,
     SATURATED_QUEUE_SHARE,
@@ -19,6 +26,7 @@ from tritonlab.analysis.rules import (
 )
 from tritonlab.analysis.summary import Summary
 from tritonlab.analysis.verdicts import MIN_EFFECT_PCT, SINGLE_RUN_EFFECT_PCT
+from tritonlab.report.recommend_section import recommendations_section
 
 _PROTOCOL_NAMES = {"grpc": "gRPC", "http": "HTTP"}
 
@@ -156,8 +164,47 @@ def _method() -> list[str]:
     ]
 
 
+def _operators_section(operators: dict[str, Any], analyses: list[Analysis]) -> list[str]:
+    """Serving behaviour next to the operators' arithmetic intensity and in-process timings."""
+    profile = OperatorProfile(tuple(OperatorCost(**o) for o in operators["profile"]["operators"]))
+    mean_batches = {
+        r.summary.variant.description: r.summary.mean_batch.median or 0.0
+        for a in analyses[:1]
+        for r in a.reports
+    }
+    timings = {int(b): us for b, us in operators["in_process_us_per_execution"].items()}
+    roofline = Roofline.from_timings(profile, timings)
+    lines = [
+        "## Operators and batching",
+        "",
+        intensity_sentence(profile, mean_batches, roofline),
+        "",
+        "In-process onnxruntime (one thread, hot loop, no Triton) for the same model:",
+        "",
+        "| batch | µs per execution | µs per sample | FLOP/byte | weight bytes / time |",
+        "|---|---|---|---|---|",
+    ]
+    for batch, us in sorted(timings.items()):
+        gbps = profile.weight_bytes / (us * 1e-6) / 1e9 if us else 0.0
+        lines.append(
+            f"| {batch} | {us:,.1f} | {us / batch:,.1f} | {profile.intensity(batch):.2f} "
+            f"| {gbps:,.1f} GB/s |"
+        )
+    lines += [
+        "",
+        "Compare the µs per sample with the compute per inference Triton reported above: the "
+        "gap is what serving (the Python backend, copies, scheduling) adds to the bare run.",
+        "",
+    ]
+    return lines
+
+
 def render_experiment_log(
-    manifest: dict[str, Any], analyses: list[Analysis], infer_checks: list[dict[str, Any]]
+    manifest: dict[str, Any],
+    analyses: list[Analysis],
+    infer_checks: list[dict[str, Any]],
+    operators: dict[str, Any] | None = None,
+    recommendations: Recommendations | None = None,
 ) -> str:
     model_name = manifest["model"]["name"]
     lines = [f"# Experiment log: {model_name} on Triton", ""]
@@ -171,6 +218,9 @@ def render_experiment_log(
                 f"onnxruntime {check['max_abs_diff']:.3g} (tolerance {check['tolerance_abs']:g})."
             )
         lines.append("")
+    if recommendations is not None:  # sweeps: the conclusion before the tables behind it
+        summaries = [r.summary for a in analyses for r in a.reports]
+        lines += recommendations_section(recommendations, summaries)
     for analysis in analyses:
         lines += [f"## Results: {analysis.load_key}", ""]
         lines += _table(analysis)
@@ -181,6 +231,8 @@ def render_experiment_log(
             "",
         ]
         lines += [ln for r in analysis.reports for ln in _variant_section(r)]
+    if operators and analyses:
+        lines += _operators_section(operators, analyses)
     lines += _method()
     lines += [
         "## Reproduce",

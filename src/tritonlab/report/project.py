@@ -153,6 +153,8 @@ def project_readme(manifest: dict[str, Any], analyses: list[Analysis]) -> str:
         "- `benchmarks/<config>/` raw perf_analyzer output and CSV per repeat.",
         "- `docs/experiment_log.md` the explained results; `results/` the machine-readable "
         "cells, manifest and summary.",
+        "- `report.html` the whole report on one self-contained page (tables, explanations, "
+        "plots embedded; opens offline); `plots/*.png` the plots on their own.",
         "",
         "## Reproduce",
         "",
@@ -160,7 +162,7 @@ def project_readme(manifest: dict[str, Any], analyses: list[Analysis]) -> str:
         "bash scripts/start_server.sh &   # ready: curl -sf localhost:8000/v2/health/ready",
         "python client/infer_client.py    # one checked request over gRPC",
         f"bash scripts/run_perf.sh {model}  # the fixed baseline",
-        "tritonlab report .               # rebuild docs/ from results/",
+        "tritonlab report .               # rebuild docs/, plots/, report.html from results/",
         "```",
         "",
         "## Key results",

@@ -11,6 +11,14 @@ from typing import Any
 
 from tritonlab.errors import ServerError
 
+# A URL where nothing answers at all is wrong, not slow: fail after this, not the full timeout.
+UNREACHABLE_TIMEOUT_S = 10.0
+
+
+def one_line(message: str) -> str:
+    """A server message on one line, without the traceback the Python backend appends."""
+    return " ".join(message.split("\n\nAt:")[0].split())
+
 
 class ServerEndpoint:
     """Addresses of a server (``host:port`` for HTTP and gRPC) and the calls made to it."""
@@ -50,7 +58,7 @@ class ServerEndpoint:
         except InferenceServerException as exc:
             detail = self.failure_detail()
             raise ServerError(
-                f"Triton failed to load model '{model_name}': {exc.message()}"
+                f"Triton failed to load model '{model_name}': {one_line(exc.message())}"
                 + (f" | log: {detail}" if detail else "")
             ) from exc
         finally:
@@ -104,22 +112,29 @@ class RemoteServer(ServerEndpoint):
         super().__init__(http_url, grpc_url)
 
     def wait_ready(self, timeout_s: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout_s
+        """Wait for readiness; give up early if nothing ever answers at the URL (a wrong --url)."""
+        started = time.monotonic()
+        deadline = started + timeout_s
+        unreachable_deadline = started + min(timeout_s, UNREACHABLE_TIMEOUT_S)
         last_error = "no answer"
+        answered = False
         while time.monotonic() < deadline:
             try:
                 client = self.http_client(timeout_s=2.0)
                 try:
                     if client.is_server_ready():
                         return
+                    answered = True
                 finally:
                     client.close()
             except Exception as exc:
                 last_error = str(exc)
+            if not answered and time.monotonic() > unreachable_deadline:
+                break
             time.sleep(0.5)
         raise ServerError(
-            f"Triton at {self.http_url} is not ready after {timeout_s:.0f} s ({last_error}); "
-            "check --url and that the server is running"
+            f"Triton at {self.http_url} is not ready after {time.monotonic() - started:.0f} s "
+            f"({last_error}); check --url and that the server is running"
         )
 
     def load_model(self, model_name: str) -> None:

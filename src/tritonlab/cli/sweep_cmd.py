@@ -1,0 +1,254 @@
+"""``tritonlab sweep``: run a YAML sweep plan (or the built-in demo plan), resumably.
+
+Progress goes to stderr: a live bar with an ETA on a terminal, one plain line per cell
+otherwise, nothing with ``--no-progress``. The ETA is the mean time of the cells measured in
+this session times the cells left (cells found on disk from an earlier run cost nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from tritonlab.cli.common import (
+    BackendDirOpt,
+    FreshOpt,
+    GrpcUrlOpt,
+    HostOpt,
+    ServerBinOpt,
+    UrlOpt,
+    app,
+    err,
+    out,
+    server_options,
+    user_errors,
+)
+from tritonlab.errors import PlanError
+
+DEMO_ARGUMENT = "demo"
+
+
+def _say(console: Console, text: str) -> None:
+    """Plain text (no markup, no highlighting, no hard wraps: logs stay greppable)."""
+    console.print(text, highlight=False, markup=False, soft_wrap=True)
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+class SweepProgress:
+    """A progress callback for ``run_experiment``: "rich" (live bar), "plain" lines or "off"."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.started = time.monotonic()
+        self._last: float | None = None
+        self._durations: list[float] = []
+        self._progress: Progress | None = None
+        self._task: TaskID | None = None
+
+    def __enter__(self) -> SweepProgress:
+        if self.mode == "rich":
+            self._progress = Progress(
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("ETA {task.fields[eta]}"),
+                console=err,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task("starting the server", total=None, eta="--")
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+    def eta_s(self, done: int, total: int) -> float | None:
+        if not self._durations:
+            return None
+        return statistics.fmean(self._durations) * (total - done)
+
+    def __call__(self, done: int, total: int, cell: str) -> None:
+        now = time.monotonic()
+        if self._last is not None:
+            self._durations.append(now - self._last)
+        self._last = None if cell == "done" else now
+        eta = self.eta_s(done, total)
+        eta_text = "--" if eta is None else _duration(eta)
+        if self._progress is not None and self._task is not None:
+            label = "finished" if cell == "done" else cell
+            self._progress.update(
+                self._task, description=label, completed=done, total=total, eta=eta_text
+            )
+        elif self.mode == "plain":
+            label = "finished" if cell == "done" else f"measuring {cell}"
+            _say(
+                err,
+                f"[{done}/{total}] {label} (elapsed {_duration(now - self.started)}, "
+                f"ETA {eta_text})",
+            )
+
+
+def progress_mode(no_progress: bool, is_terminal: bool) -> str:
+    if no_progress:
+        return "off"
+    return "rich" if is_terminal else "plain"
+
+
+def _print_outcome(run_dir: Path, measured: int, reused: int, wall_s: float) -> None:
+    from tritonlab.analysis.recommend import RECOMMENDATIONS_FILE
+    from tritonlab.experiments.store import RESULTS_DIR
+
+    _say(out, f"measured {measured} cells, reused {reused}, in {_duration(wall_s)} (m:ss)")
+    recs_path = run_dir / RESULTS_DIR / RECOMMENDATIONS_FILE
+    if recs_path.exists():
+        recs = json.loads(recs_path.read_text())
+        for key in ("throughput_pick", "latency_pick"):
+            pick = recs.get(key)
+            if pick:
+                point = pick["point"]
+                _say(
+                    out,
+                    f"{pick['kind']}: {point['description']} at {point['load_key']}: "
+                    f"{point['throughput_infer_per_s']:,.0f} infer/s, "
+                    f"p99 {point['latency_p99_us']:,.0f} µs",
+                )
+        _say(out, recs["summary_line"])
+    _say(
+        out,
+        f"explained in {run_dir / 'docs' / 'experiment_log.md'}; recommendations in {recs_path}",
+    )
+
+
+@app.command()
+def sweep(
+    plan: Annotated[
+        Optional[str],  # noqa: UP045 - typer needs Optional on Python 3.10
+        typer.Argument(help="A YAML sweep plan, or 'demo' for the built-in plan of the demo MLP."),
+    ] = None,
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Project folder to write (re-run to resume).")
+    ] = Path("sweep-out"),
+    demo: Annotated[bool, typer.Option("--demo", help="Run the built-in demo plan.")] = False,
+    time_budget_s: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option(
+            "--time-budget-s",
+            min=1.0,
+            help="Stop cleanly (between cells) after this many seconds; re-run to continue.",
+        ),
+    ] = None,
+    fresh: FreshOpt = False,
+    no_progress: Annotated[
+        bool, typer.Option("--no-progress", help="No progress display on stderr.")
+    ] = False,
+    latency_budget_us: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option(
+            "--latency-budget-us",
+            min=1.0,
+            help="p99 budget for the recommendations (overrides the plan's).",
+        ),
+    ] = None,
+    target_load: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option(
+            "--target-load",
+            min=1.0,
+            help="Load (infer/s) the latency-first pick must carry (overrides the plan's).",
+        ),
+    ] = None,
+    url: UrlOpt = None,
+    grpc_url: GrpcUrlOpt = None,
+    server_bin: ServerBinOpt = None,
+    backend_dir: BackendDirOpt = None,
+    host: HostOpt = "127.0.0.1",
+) -> None:
+    """Sweep configurations and loads from a YAML plan, then recommend configurations.
+
+    Closed-loop cells first, then open-loop cells at fractions of each measured peak.
+
+    Every cell is saved at once: re-run the same command to resume (Ctrl-C, --time-budget-s).
+
+    Plan format: docs/sweeps.md. Example: tritonlab sweep demo --out sweep-out
+    """
+    hint = f"finished cells are kept in {out_dir}; run the same command to resume"
+    with user_errors(hint):
+        from tritonlab.experiments.plan_file import load_demo_plan, load_plan
+        from tritonlab.experiments.sweep import run_sweep
+
+        if demo or plan == DEMO_ARGUMENT:
+            if demo and plan not in (None, DEMO_ARGUMENT):
+                raise PlanError(f"give either a plan file or --demo, not both ({plan})")
+            sweep_plan = load_demo_plan()
+        elif plan is None:
+            raise PlanError("give a plan file (see docs/sweeps.md), or 'demo' for the demo plan")
+        else:
+            sweep_plan = load_plan(Path(plan))
+        sweep_plan = sweep_plan.with_recommend(latency_budget_us, target_load)
+
+        out_dir.mkdir(parents=True, exist_ok=True)
+        if sweep_plan.model_path is None:
+            from tritonlab.models.demo import DEMO_MODEL_NAME, export_simple_mlp
+
+            onnx_path = export_simple_mlp(out_dir / f"{DEMO_MODEL_NAME}.onnx").onnx_path
+        else:
+            onnx_path = sweep_plan.model_path
+
+        exp = sweep_plan.experiment
+        cells = len(exp.variants) * len(exp.loads) * exp.repeats
+        _say(
+            err,
+            f"sweep {sweep_plan.source}: {len(exp.variants)} configurations x "
+            f"{len(exp.loads)} loads x {exp.repeats} repeats = {cells} cells -> {out_dir}",
+        )
+        started = time.monotonic()
+        mode = progress_mode(no_progress, err.is_terminal)
+        with SweepProgress(mode) as progress:
+            result = run_sweep(
+                sweep_plan,
+                onnx_path,
+                out_dir,
+                server_options(url, grpc_url, server_bin, backend_dir, host),
+                progress,
+                fresh=fresh,
+                time_budget_s=time_budget_s,
+            )
+        outcome = result.outcome
+        if outcome.stopped_early:
+            _say(err, f"stopped early: {outcome.stopped_early}; {hint}")
+        if outcome.without_rate:
+            _say(
+                err,
+                f"{len(outcome.without_rate)} open-loop cells had no measured peak to derive "
+                "their rate from (add the protocol/batch size to the closed-loop loads)",
+            )
+        _print_outcome(
+            out_dir, len(outcome.measured), len(outcome.skipped), time.monotonic() - started
+        )

@@ -1,0 +1,488 @@
+"""Sweep plans from YAML: load, validate (naming the offending key), and expand into an
+``ExperimentPlan``.
+
+Design: one factor at a time around a reference, plus an explicit list of combined variants.
+A full factorial of every axis would multiply the cost (5 delays x 3 batch sizes x 2 instance
+counts x 2 kinds = 60 configurations before any load point), and a cell that differs from every
+other cell in three knobs cannot be explained. So:
+
+- ``baseline`` is the reference configuration every verdict is measured against (variant
+  ``baseline``).
+- ``anchor`` (optional) is the point the axes vary from, written as changes to the baseline
+  (e.g. ``dynamic_batching: true``); it is measured as its own variant. Without it the axes vary
+  from the baseline.
+- ``axes`` lists values per knob; each value is one variant: the anchor with exactly that knob
+  changed. A batcher knob (``max_queue_delay_microseconds``, ``preferred_batch_size``) applied to
+  a reference without dynamic batching also turns batching on, which the explanations count as one
+  change ("enabled dynamic_batching with max_queue_delay_microseconds = X").
+- ``combined`` (optional) lists explicit variants as several changes to the anchor (e.g. the
+  queue-delay trap's fix: a 5 ms delay with ``preferred_batch_size: [8]``). Each is explained
+  against the earlier variant it differs from least, so it still reads as one change when a
+  matching axis variant exists.
+
+Loads follow the same rule: the concurrency curve is measured at the reference protocol and
+client batch size (the first of each list); every other protocol and batch size at the reference
+concurrency only; open-loop load (Poisson arrivals, perf_analyzer ``--request-rate-range``) at
+fractions of each variant's measured closed-loop peak. Every variant is measured at every load
+point. The full schema, with defaults, is in ``docs/sweeps.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tritonlab.errors import ConfigError, PlanError
+from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
+from tritonlab.perf.settings import PROTOCOLS
+from tritonlab.repository.variants import DEFAULT_MAX_BATCH_SIZE, INSTANCE_KINDS, ServingVariant
+
+DEMO_MODEL = "demo"
+DEMO_PLAN_NAME = "demo_sweep.yaml"
+
+TOP_KEYS = (
+    "model",
+    "name",
+    "baseline",
+    "anchor",
+    "axes",
+    "combined",
+    "loads",
+    "repeats",
+    "measurement",
+    "recommend",
+)
+# YAML knob name -> ServingVariant field.
+KNOBS = {
+    "dynamic_batching": "dynamic_batching",
+    "max_queue_delay_microseconds": "max_queue_delay_us",
+    "preferred_batch_size": "preferred_batch_sizes",
+    "max_batch_size": "max_batch_size",
+    "instance_count": "instance_count",
+    "instance_kind": "instance_kind",
+    "intra_op_thread_count": "intra_op_threads",
+}
+BATCHER_KNOBS = ("max_queue_delay_microseconds", "preferred_batch_size")
+LOAD_KEYS = ("protocol", "batch_size", "concurrency", "reference_concurrency", "open_loop")
+OPEN_LOOP_KEYS = ("peak_fractions", "protocol")
+RANGE_KEYS = ("start", "stop", "factor", "step")
+COMBINED_KEYS = ("name", "description", "changes")
+RECOMMEND_KEYS = ("latency_budget_p99_us", "target_load_infer_per_s")
+MEASUREMENT_KEYS = (
+    "measurement_interval_ms",
+    "stability_percentage",
+    "max_trials",
+    "retries_when_unstable",
+)
+DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16)
+DEFAULT_REFERENCE_CONCURRENCY = 8
+DEFAULT_REPEATS = 3
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """A loaded plan file: the model to serve, the expanded plan, and what to recommend for."""
+
+    source: str
+    model: str  # DEMO_MODEL or the ONNX path as written in the plan
+    model_path: Path | None  # resolved ONNX path; None for the demo model
+    experiment: ExperimentPlan
+    latency_budget_p99_us: float | None = None
+    target_load_infer_per_s: float | None = None
+
+    @property
+    def is_demo(self) -> bool:
+        return self.model_path is None
+
+    def with_recommend(
+        self, latency_budget_p99_us: float | None, target_load_infer_per_s: float | None
+    ) -> SweepPlan:
+        """Command-line overrides of the recommendation settings (None keeps the plan's)."""
+        return replace(
+            self,
+            latency_budget_p99_us=latency_budget_p99_us or self.latency_budget_p99_us,
+            target_load_infer_per_s=target_load_infer_per_s or self.target_load_infer_per_s,
+        )
+
+    def manifest_entry(self) -> dict[str, Any]:
+        """What the run folder's manifest records under ``sweep`` (read by the report)."""
+        return {
+            "plan_file": self.source,
+            "model": self.model,
+            "latency_budget_p99_us": self.latency_budget_p99_us,
+            "target_load_infer_per_s": self.target_load_infer_per_s,
+        }
+
+
+class _Checker:
+    """Type checks that name the plan file and the key path in every error."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, path: str, message: str) -> PlanError:
+        return PlanError(f"{self.source}: {path}: {message}")
+
+    def mapping(self, value: Any, path: str, allowed: tuple[str, ...]) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(path or "(top)", f"must be a mapping, got {value!r}")
+        for key in value:
+            if key not in allowed:
+                raise self.fail(
+                    f"{path}.{key}" if path else str(key),
+                    f"unknown key; allowed: {', '.join(allowed)}",
+                )
+        return value
+
+    def integer(self, value: Any, path: str, minimum: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise self.fail(path, f"must be an integer >= {minimum}, got {value!r}")
+        return value
+
+    def number(self, value: Any, path: str, positive: bool = True) -> float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not ok or not math.isfinite(value) or (positive and value <= 0):
+            raise self.fail(path, f"must be a number > 0, got {value!r}")
+        return float(value)
+
+    def boolean(self, value: Any, path: str) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(path, f"must be true or false, got {value!r}")
+        return value
+
+    def choice(self, value: Any, path: str, choices: tuple[str, ...]) -> str:
+        if value not in choices:
+            raise self.fail(path, f"must be one of {', '.join(choices)}, got {value!r}")
+        return str(value)
+
+    def items(self, value: Any, path: str) -> list[Any]:
+        """A non-empty list; a single scalar is read as a list of one."""
+        items = value if isinstance(value, list) else [value]
+        if not items:
+            raise self.fail(path, "must not be empty")
+        return items
+
+    def knob(self, name: str, value: Any, path: str) -> Any:
+        """One configuration knob's value, as the ServingVariant field wants it."""
+        if name == "dynamic_batching":
+            return self.boolean(value, path)
+        if name == "max_queue_delay_microseconds":
+            return self.integer(value, path, 0)
+        if name == "preferred_batch_size":
+            sizes = value if isinstance(value, list) else [value]
+            return tuple(self.integer(v, f"{path}[{i}]", 1) for i, v in enumerate(sizes))
+        if name in ("max_batch_size", "instance_count"):
+            return self.integer(value, path, 1)
+        if name == "instance_kind":
+            return self.choice(value, path, INSTANCE_KINDS)
+        if name == "intra_op_thread_count":
+            return None if value is None else self.integer(value, path, 0)
+        raise self.fail(path, f"unknown knob; allowed: {', '.join(KNOBS)}")  # pragma: no cover
+
+    def changes(self, value: Any, path: str) -> dict[str, Any]:
+        data = self.mapping(value, path, tuple(KNOBS))
+        return {KNOBS[k]: self.knob(k, v, f"{path}.{k}") for k, v in data.items()}
+
+
+def _fmt_delay(delay_us: int) -> str:
+    return f"{delay_us // 1000} ms" if delay_us and delay_us % 1000 == 0 else f"{delay_us} µs"
+
+
+def variant_name(v: ServingVariant, baseline: ServingVariant) -> str:
+    """A slug from what the variant sets: ``batch_0us``, ``batch_5000us_pref8``, ``nobatch_x2``."""
+    parts = [f"batch_{v.max_queue_delay_us}us" if v.dynamic_batching else "nobatch"]
+    if v.preferred_batch_sizes:
+        parts.append("pref" + "_".join(str(s) for s in v.preferred_batch_sizes))
+    if v.max_batch_size != baseline.max_batch_size:
+        parts.append(f"max{v.max_batch_size}")
+    if v.instance_count != baseline.instance_count or v.instance_count > 1:
+        parts.append(f"x{v.instance_count}")
+    if v.instance_kind != baseline.instance_kind:
+        parts.append(v.instance_kind.removeprefix("KIND_").lower())
+    if v.intra_op_threads != baseline.intra_op_threads:
+        parts.append(f"t{v.intra_op_threads if v.intra_op_threads is not None else 'auto'}")
+    return "_".join(parts)
+
+
+def variant_description(v: ServingVariant, baseline: ServingVariant) -> str:
+    """The seed's wording: ``batching (5 ms, count=2)``, plus any other knob that differs."""
+    head = (
+        f"batching ({_fmt_delay(v.max_queue_delay_us)}, count={v.instance_count})"
+        if v.dynamic_batching
+        else f"no batching, count={v.instance_count}"
+    )
+    extra = []
+    if v.preferred_batch_sizes:
+        extra.append(f"preferred {list(v.preferred_batch_sizes)}")
+    if v.max_batch_size != baseline.max_batch_size:
+        extra.append(f"max_batch_size {v.max_batch_size}")
+    if v.instance_kind != baseline.instance_kind:
+        extra.append(v.instance_kind)
+    if v.intra_op_threads != baseline.intra_op_threads:
+        extra.append(f"{v.intra_op_threads or 'default'} ORT threads")
+    return head + "".join(f", {e}" for e in extra)
+
+
+def _same_config(a: ServingVariant, b: ServingVariant) -> bool:
+    return replace(a, name="", description="") == replace(b, name="", description="")
+
+
+def _apply(reference: ServingVariant, changes: dict[str, Any]) -> ServingVariant:
+    """``reference`` with ``changes``; a batcher setting on a non-batching reference enables it."""
+    batcher = {"max_queue_delay_us", "preferred_batch_sizes"}
+    if batcher & changes.keys() and "dynamic_batching" not in changes:
+        changes = {"dynamic_batching": True, **changes}
+    variant = replace(reference, **changes)
+    if not variant.dynamic_batching and not batcher & changes.keys():
+        # Switching batching off drops the reference's batcher settings with it.
+        variant = replace(variant, max_queue_delay_us=0, preferred_batch_sizes=())
+    return variant
+
+
+def _variants(check: _Checker, data: dict[str, Any]) -> tuple[list[ServingVariant], list[str]]:
+    """All variants (baseline first) and the plan path each came from."""
+    base_changes = check.changes(data.get("baseline", {}), "baseline")
+    baseline = _apply(
+        ServingVariant("baseline", "", max_batch_size=DEFAULT_MAX_BATCH_SIZE), base_changes
+    )
+    baseline = replace(
+        baseline, description=f"baseline ({variant_description(baseline, baseline)})"
+    )
+    found: list[tuple[ServingVariant, str]] = [(baseline, "baseline")]
+
+    def add(variant: ServingVariant, path: str, named: bool = False) -> None:
+        if not named:
+            variant = replace(
+                variant,
+                name=variant_name(variant, baseline),
+                description=variant_description(variant, baseline),
+            )
+        for other, other_path in found:
+            if _same_config(other, variant):
+                if named:
+                    raise check.fail(path, f"same configuration as {other_path} ({other.name})")
+                return  # an axis value equal to its reference adds nothing
+            if other.name == variant.name:
+                raise check.fail(path, f"variant name {variant.name!r} is already used")
+        found.append((variant, path))
+
+    anchor = baseline
+    if "anchor" in data:
+        anchor = _apply(baseline, check.changes(data["anchor"], "anchor"))
+        add(anchor, "anchor")
+    axes = check.mapping(data.get("axes", {}), "axes", tuple(KNOBS))
+    for knob, values in axes.items():
+        for i, value in enumerate(check.items(values, f"axes.{knob}")):
+            path = f"axes.{knob}[{i}]"
+            add(_apply(anchor, {KNOBS[knob]: check.knob(knob, value, path)}), path)
+    combined = data.get("combined", [])
+    if not isinstance(combined, list):
+        raise check.fail("combined", f"must be a list of variants, got {combined!r}")
+    for i, entry in enumerate(combined):
+        path = f"combined[{i}]"
+        item = check.mapping(entry, path, COMBINED_KEYS)
+        if "changes" not in item:
+            raise check.fail(f"{path}.changes", "missing: list the knobs this variant changes")
+        variant = _apply(anchor, check.changes(item["changes"], f"{path}.changes"))
+        name = item.get("name", variant_name(variant, baseline))
+        if not isinstance(name, str):
+            raise check.fail(f"{path}.name", f"must be a string, got {name!r}")
+        description = item.get("description", variant_description(variant, baseline))
+        add(replace(variant, name=name, description=str(description)), path, named=True)
+    for variant, path in found:
+        try:
+            variant.validate(model_batches=True)
+        except ConfigError as exc:
+            raise check.fail(path, str(exc)) from None
+    return [v for v, _ in found], [p for _, p in found]
+
+
+def _concurrency(check: _Checker, value: Any) -> list[int]:
+    path = "loads.concurrency"
+    if isinstance(value, dict):
+        spec = check.mapping(value, path, RANGE_KEYS)
+        start = check.integer(spec.get("start", 1), f"{path}.start", 1)
+        stop = check.integer(spec.get("stop"), f"{path}.stop", start)
+        if "factor" in spec and "step" in spec:
+            raise check.fail(path, "give either factor (1, 2, 4, ...) or step (1, 3, 5, ...)")
+        if "step" in spec:
+            step = check.integer(spec["step"], f"{path}.step", 1)
+            return list(range(start, stop + 1, step))
+        factor = check.integer(spec.get("factor", 2), f"{path}.factor", 2)
+        levels = [start]
+        while levels[-1] * factor <= stop:
+            levels.append(levels[-1] * factor)
+        return levels
+    levels = [check.integer(v, f"{path}[{i}]", 1) for i, v in enumerate(check.items(value, path))]
+    if len(set(levels)) != len(levels):
+        raise check.fail(path, f"levels must be distinct, got {levels}")
+    return sorted(levels)
+
+
+def _loads(check: _Checker, value: Any) -> list[LoadPoint]:
+    data = check.mapping(value, "loads", LOAD_KEYS)
+    protocols = [
+        check.choice(p, f"loads.protocol[{i}]", PROTOCOLS)
+        for i, p in enumerate(check.items(data.get("protocol", "grpc"), "loads.protocol"))
+    ]
+    batches = [
+        check.integer(b, f"loads.batch_size[{i}]", 1)
+        for i, b in enumerate(check.items(data.get("batch_size", 1), "loads.batch_size"))
+    ]
+    for path, items in (("loads.protocol", protocols), ("loads.batch_size", batches)):
+        if len(set(items)) != len(items):
+            raise check.fail(path, f"values must be distinct, got {items}")
+    levels = _concurrency(check, data.get("concurrency", list(DEFAULT_CONCURRENCY)))
+    default_ref = (
+        DEFAULT_REFERENCE_CONCURRENCY
+        if DEFAULT_REFERENCE_CONCURRENCY in levels
+        else levels[len(levels) // 2]
+    )
+    ref_conc = check.integer(
+        data.get("reference_concurrency", default_ref), "loads.reference_concurrency", 1
+    )
+    if ref_conc not in levels:
+        raise check.fail(
+            "loads.reference_concurrency", f"must be one of loads.concurrency {levels}"
+        )
+    ref_protocol, ref_batch = protocols[0], batches[0]
+    # The reference load first: the project's scripts use plan.loads[0] as "the" baseline.
+    loads = [LoadPoint(ref_protocol, ref_batch, ref_conc)]
+    loads += [LoadPoint(ref_protocol, ref_batch, c) for c in levels if c != ref_conc]
+    loads += [LoadPoint(p, ref_batch, ref_conc) for p in protocols[1:]]
+    loads += [LoadPoint(ref_protocol, b, ref_conc) for b in batches[1:]]
+    if "open_loop" in data:
+        spec = check.mapping(data["open_loop"], "loads.open_loop", OPEN_LOOP_KEYS)
+        if "peak_fractions" not in spec:
+            raise check.fail("loads.open_loop.peak_fractions", "missing: e.g. [0.5, 0.7, 0.9]")
+        path = "loads.open_loop.peak_fractions"
+        fractions = []
+        for i, f in enumerate(check.items(spec["peak_fractions"], path)):
+            fraction = check.number(f, f"{path}[{i}]")
+            if fraction > 2:
+                raise check.fail(f"{path}[{i}]", f"must be at most 2 (200% of peak), got {f!r}")
+            fractions.append(fraction)
+        open_protocols = [
+            check.choice(p, f"loads.open_loop.protocol[{i}]", tuple(protocols))
+            for i, p in enumerate(
+                check.items(spec.get("protocol", ref_protocol), "loads.open_loop.protocol")
+            )
+        ]
+        loads += [
+            LoadPoint(p, ref_batch, None, peak_fraction=f)
+            for p in open_protocols
+            for f in sorted(set(fractions))
+        ]
+    return loads
+
+
+def _measurement(check: _Checker, value: Any) -> MeasurementSettings:
+    data = check.mapping(value, "measurement", MEASUREMENT_KEYS)
+    default = MeasurementSettings(measurement_interval_ms=1000)
+    interval = data.get("measurement_interval_ms", default.measurement_interval_ms)
+    return MeasurementSettings(
+        measurement_interval_ms=check.integer(interval, "measurement.measurement_interval_ms", 100),
+        stability_percentage=check.number(
+            data.get("stability_percentage", default.stability_percentage),
+            "measurement.stability_percentage",
+        ),
+        max_trials=check.integer(
+            data.get("max_trials", default.max_trials), "measurement.max_trials", 3
+        ),
+        retries_when_unstable=check.integer(
+            data.get("retries_when_unstable", default.retries_when_unstable),
+            "measurement.retries_when_unstable",
+            0,
+        ),
+    )
+
+
+def parse_plan(data: Any, source: str, base_dir: Path) -> SweepPlan:
+    """Validate a plan already read from YAML; ONNX paths are relative to ``base_dir``."""
+    check = _Checker(source)
+    if data is None:
+        raise check.fail("(top)", "the plan is empty; start from docs/sweeps.md")
+    data = check.mapping(data, "", TOP_KEYS)
+    if "model" not in data:
+        raise check.fail("model", f"missing: an ONNX path relative to the plan, or {DEMO_MODEL!r}")
+    model = data["model"]
+    if not isinstance(model, str) or not model.strip():
+        raise check.fail("model", f"must be an ONNX path or {DEMO_MODEL!r}, got {model!r}")
+    model_path = None if model == DEMO_MODEL else (base_dir / model).resolve()
+    if model_path is not None and not model_path.is_file():
+        raise check.fail("model", f"{model_path} does not exist (paths are relative to the plan)")
+    default_name = "simple_mlp" if model_path is None else model_path.stem
+    name = data.get("name", default_name)
+    if not isinstance(name, str) or not name:
+        raise check.fail("name", f"must be a model name, got {name!r}")
+
+    variants, origins = _variants(check, data)
+    loads = _loads(check, data.get("loads", {}))
+    for load in loads:
+        for variant, origin in zip(variants, origins, strict=True):
+            if load.batch_size > variant.max_batch_size:
+                raise check.fail(
+                    "loads.batch_size",
+                    f"client batch size {load.batch_size} exceeds max_batch_size "
+                    f"{variant.max_batch_size} of {origin} ({variant.name})",
+                )
+    repeats = check.integer(data.get("repeats", DEFAULT_REPEATS), "repeats", 1)
+    recommend = check.mapping(data.get("recommend", {}), "recommend", RECOMMEND_KEYS)
+    budget = recommend.get("latency_budget_p99_us")
+    target = recommend.get("target_load_infer_per_s")
+    experiment = ExperimentPlan(
+        model_name=name,
+        variants=tuple(variants),
+        loads=tuple(loads),
+        repeats=repeats,
+        measurement=_measurement(check, data.get("measurement", {})),
+    )
+    try:
+        experiment.validate(model_batches=True)
+    except (PlanError, ConfigError) as exc:
+        raise PlanError(f"{source}: {exc}") from None
+    return SweepPlan(
+        source=source,
+        model=model,
+        model_path=model_path,
+        experiment=experiment,
+        latency_budget_p99_us=None
+        if budget is None
+        else check.number(budget, "recommend.latency_budget_p99_us"),
+        target_load_infer_per_s=None
+        if target is None
+        else check.number(target, "recommend.target_load_infer_per_s"),
+    )
+
+
+def load_plan(path: Path) -> SweepPlan:
+    """Read and validate a YAML plan file."""
+    source = str(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise PlanError(f"{source}: cannot read the plan: {exc.strerror or exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise PlanError(f"{source}: not valid YAML{where}: {problem}") from None
+    return parse_plan(data, source, path.resolve().parent)
+
+
+def demo_plan_path() -> Path:
+    """The default sweep plan for the demo model, shipped with the package."""
+    return Path(str(resources.files("tritonlab.experiments") / "plans" / DEMO_PLAN_NAME))
+
+
+def load_demo_plan() -> SweepPlan:
+    path = demo_plan_path()
+    plan = load_plan(path)
+    return replace(plan, source=DEMO_PLAN_NAME)

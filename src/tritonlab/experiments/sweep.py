@@ -1,0 +1,115 @@
+"""Run a sweep plan: closed-loop cells first, then open-loop cells at fractions of the peak.
+
+The peak of a variant is the highest median throughput (over repeats) of its closed-loop cells
+at the protocol and client batch size of the open-loop load. It is read from the STORED cells,
+so a resumed sweep derives exactly the rates the interrupted one used, and ``tritonlab report``
+can say where every rate came from.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tritonlab.experiments.plan import ExperimentPlan
+from tritonlab.experiments.plan_file import SweepPlan
+from tritonlab.experiments.runner import ProgressCallback
+from tritonlab.experiments.store import CellResult, load_cells
+from tritonlab.pipeline import ProjectResult, run_project
+from tritonlab.server.launch import ServerOptions
+
+
+@dataclass(frozen=True)
+class PeakRate:
+    """Where one open-loop rate came from."""
+
+    variant: str
+    load_key: str
+    peak_infer_per_s: float
+    peak_load_key: str
+    request_rate_per_s: float
+
+
+def _median_throughput(cells: Iterable[CellResult]) -> float | None:
+    values = [
+        c.perf.measurement.throughput_infer_per_s
+        for c in cells
+        if c.perf.measurement and c.perf.measurement.throughput_infer_per_s > 0
+    ]
+    return statistics.median(values) if values else None
+
+
+def peak_rates(plan: ExperimentPlan, cells: list[CellResult]) -> list[PeakRate]:
+    """The request rate of every (variant, fraction-of-peak load), from stored closed-loop cells.
+
+    rate (req/s) = fraction x peak throughput (infer/s) / client batch size, rounded to a whole
+    request per second (at least 1). A variant without a closed-loop cell at that protocol and
+    batch size gets no rate.
+    """
+    closed = {ld.key: ld for ld in plan.loads if not ld.open_loop}
+    groups: dict[tuple[str, str], list[CellResult]] = defaultdict(list)
+    for cell in cells:
+        if cell.load_key in closed:
+            groups[(cell.variant.name, cell.load_key)].append(cell)
+    out = []
+    for variant in plan.variants:
+        for load in plan.loads:
+            if load.peak_fraction is None:
+                continue
+            best: tuple[float, str] | None = None
+            for key, closed_load in closed.items():
+                if (closed_load.protocol, closed_load.batch_size) != (
+                    load.protocol,
+                    load.batch_size,
+                ):
+                    continue
+                tput = _median_throughput(groups.get((variant.name, key), []))
+                if tput is not None and (best is None or tput > best[0]):
+                    best = (tput, key)
+            if best is None:
+                continue
+            rate = max(1.0, float(round(load.peak_fraction * best[0] / load.batch_size)))
+            out.append(PeakRate(variant.name, load.key, best[0], best[1], rate))
+    return out
+
+
+def open_loop_rates(plan: ExperimentPlan, run_dir: Path) -> dict[tuple[str, str], float]:
+    """``peak_rates`` of the cells stored in ``run_dir``, keyed as the runner wants them."""
+    return {
+        (p.variant, p.load_key): p.request_rate_per_s for p in peak_rates(plan, load_cells(run_dir))
+    }
+
+
+def count_cells(plan: ExperimentPlan) -> tuple[int, int]:
+    """(closed-loop cells, open-loop cells) of the plan."""
+    per_load = len(plan.variants) * plan.repeats
+    open_loads = sum(1 for ld in plan.loads if ld.open_loop)
+    return (len(plan.loads) - open_loads) * per_load, open_loads * per_load
+
+
+def run_sweep(
+    sweep: SweepPlan,
+    onnx_path: Path,
+    run_dir: Path,
+    options: ServerOptions,
+    progress: ProgressCallback | None = None,
+    fresh: bool = False,
+    time_budget_s: float | None = None,
+) -> ProjectResult:
+    """Measure every cell of the sweep not yet in ``run_dir``, then rebuild its reports."""
+    plan = sweep.experiment
+    return run_project(
+        onnx_path,
+        run_dir,
+        plan,
+        options,
+        progress,
+        fresh=fresh,
+        demo=sweep.is_demo,
+        time_budget_s=time_budget_s,
+        extra_manifest={"sweep": sweep.manifest_entry()},
+        open_loop_rates=lambda: open_loop_rates(plan, run_dir),
+    )

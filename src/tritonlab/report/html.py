@@ -1,0 +1,454 @@
+"""A self-contained HTML report (``report.html``) of a run folder, from its stored files only.
+
+One page: the recommendations (when a sweep produced them), the results tables with 95%
+intervals and verdicts next to the plots, the three-layer explanation of every configuration,
+and the conditions (machine, versions, date, exact commands). Plots are embedded as base64
+data URIs and the CSS is inline, so the file opens anywhere with no network. All text is
+escaped. A tiny inline script records on load how many images decoded
+(``<body data-images-loaded="N/M">``), which the headless-browser test reads.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+import shlex
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tritonlab.analysis.explain import Analysis, VariantReport
+from tritonlab.analysis.summary import Summary
+from tritonlab.analysis.verdicts import HIGHER, LOWER, Verdict
+from tritonlab.experiments.store import write_text_atomic
+from tritonlab.report.experiment_log import _method as method_lines
+from tritonlab.report.plot_support import PROTOCOL_NAMES, context_line, load_text
+
+if TYPE_CHECKING:
+    from tritonlab.analysis.recommend import Pick, Recommendations
+
+REPORT_FILE = "report.html"
+
+CAPTIONS = {
+    "throughput_vs_p99": "Each point is one configuration at one load: median over the repeats, "
+    "bars the 95% interval. Up and to the left is better.",
+    "concurrency_curves": "Closed-loop load: more requests in flight raise throughput until the "
+    "server saturates; beyond that only the tail grows.",
+    "latency_breakdown": "Per request in the server (Triton's statistics, medians): time queued, "
+    "then compute input / infer / output. The black tick is the client-side average latency; the "
+    "gap is network, serialisation and the client.",
+    "p99_vs_queue_delay": "Batching variants only: how long the batcher may wait for a batch "
+    "against the tail latency and the throughput it buys. Dotted (one load only): no batching.",
+    "http_vs_grpc": "The same configuration under the same load, over each protocol.",
+    "batch_sizes": "Share of executions per batch size Triton formed (all repeats).",
+}
+
+CSS_FILE = Path(__file__).parent / "templates" / "report.css"
+
+SCRIPT = """
+window.addEventListener("load", function () {
+  var images = Array.prototype.slice.call(document.images);
+  var loaded = images.filter(function (i) { return i.complete && i.naturalWidth > 0; });
+  document.body.dataset.imagesLoaded = loaded.length + "/" + images.length;
+});
+"""
+
+_CODE = re.compile(r"`([^`]+)`")
+_BOLD = re.compile(r"\*\*([^*]+)\*\*")
+
+
+def esc(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def inline_markdown(text: str) -> str:
+    """Escape ``text``, then turn `code` and **bold** into tags (the log's only markup)."""
+    out = _CODE.sub(r"<code>\1</code>", esc(text))
+    return _BOLD.sub(r"<strong>\1</strong>", out)
+
+
+def _num(value: float | None, digits: int = 0) -> str:
+    return "n/a" if value is None else f"{value:,.{digits}f}"
+
+
+def _summary_cell(s: Summary, digits: int = 0) -> str:
+    interval = s.interval95
+    ci = (
+        f'<span class="ci">{_num(interval[0], digits)}–{_num(interval[1], digits)}</span>'
+        if interval
+        else ""
+    )
+    return f'<td class="num">{_num(s.median, digits)}{ci}</td>'
+
+
+def _verdict_cell(v: Verdict | None, better: str) -> str:
+    if v is None:
+        return "<td>n/a</td>"
+    css = "" if not v.clear else (' class="good"' if v.word == better else ' class="bad"')
+    return f"<td{css}>{esc(v.phrase())}</td>"
+
+
+def _findings_note(r: VariantReport) -> str:
+    """The row's note without the verdicts (they have their own columns)."""
+    parts = r.note.split("; ")
+    return "; ".join(p for p in parts if p != "baseline" and not p.startswith("tput ")) or "–"
+
+
+COLUMNS = (
+    "configuration",
+    "infer/s<br>(95% CI)",
+    "avg µs",
+    "p95 µs",
+    "p99 µs<br>(95% CI)",
+    "queue µs",
+    "compute infer µs",
+    "mean batch",
+    "server / client cores",
+    "throughput vs baseline",
+    "p99 vs baseline",
+    "notes",
+)
+
+
+def _result_row(r: VariantReport) -> str:
+    s = r.summary
+    verdicts = (
+        '<td class="muted">baseline</td><td class="muted">baseline</td>'
+        if r.reference is None
+        else _verdict_cell(r.verdicts.get("throughput"), HIGHER)
+        + _verdict_cell(r.verdicts.get("latency_p99"), LOWER)
+    )
+    return (
+        f"<tr><td>{esc(s.variant.description)}</td>"
+        + _summary_cell(s.throughput)
+        + _summary_cell(s.latency_avg)
+        + _summary_cell(s.latency_p95)
+        + _summary_cell(s.latency_p99)
+        + f'<td class="num">{_num(s.queue_us.median)}</td>'
+        + f'<td class="num">{_num(s.compute_infer_us.median)}</td>'
+        + f'<td class="num">{_num(s.mean_batch.median, 1)}</td>'
+        + f'<td class="num">{_num(s.server_cores.median, 2)} / '
+        f"{_num(s.perf_analyzer_cores.median, 2)}</td>"
+        + verdicts
+        + f"<td>{esc(_findings_note(r))}</td></tr>"
+    )
+
+
+def results_table(analyses: list[Analysis]) -> str:
+    """The seed's table for every load point: one group of rows per load, baseline first."""
+    head = "<tr>" + "".join(f"<th>{c}</th>" for c in COLUMNS) + "</tr>"
+    body = []
+    for analysis in analyses:
+        first = analysis.reports[0].summary
+        label = f"{load_text([first])} ({analysis.load_key})"
+        body.append(f'<tr class="group"><th colspan="{len(COLUMNS)}">{esc(label)}</th></tr>')
+        body += [_result_row(r) for r in analysis.reports]
+    return (
+        f'<div class="table-wrap"><table><thead>{head}</thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def figure(name: str, plots: dict[str, Path], alt: str) -> str:
+    path = plots.get(name)
+    if path is None:
+        return ""
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    caption = CAPTIONS.get(name, "")
+    return (
+        f'<figure id="plot-{esc(name)}"><img src="data:image/png;base64,{data}" '
+        f'alt="{esc(alt)}"><figcaption>{esc(caption)} File: <code>plots/{esc(path.name)}'
+        "</code></figcaption></figure>"
+    )
+
+
+def _pick_card(pick: Pick) -> str:
+    p = pick.point
+    load = (
+        f"{p.request_rate_per_s:g} req/s Poisson"
+        if p.request_rate_per_s is not None
+        else f"concurrency {p.concurrency}"
+    )
+    verdicts = "".join(
+        f"<li>{esc(v.figure)}: {esc(v.phrase())} <span class='evidence'>({esc(v.method)})"
+        "</span></li>"
+        for v in pick.verdicts.values()
+    )
+    return (
+        f'<div class="card"><h3>{esc(pick.kind)}: {esc(p.description)}</h3>'
+        f"<p>{esc(PROTOCOL_NAMES.get(p.protocol, p.protocol))}, client batch {p.batch_size}, "
+        f"{esc(load)}: <strong>{p.throughput_infer_per_s:,.0f} infer/s</strong>, "
+        f"p99 <strong>{p.latency_p99_us:,.0f} µs</strong>.</p>"
+        f"<p>{esc(pick.justification)}</p>"
+        + (f"<ul>{verdicts}</ul>" if verdicts else "")
+        + "</div>"
+    )
+
+
+def _curve_label(key: str, descriptions: dict[str, str]) -> str:
+    """``baseline/grpc/b1`` (analysis.recommend's curve key) -> 'baseline (...) · gRPC, batch 1'."""
+    parts = key.split("/")
+    if len(parts) != 3 or not parts[2].startswith("b"):
+        return key
+    variant, protocol, batch = parts
+    name = descriptions.get(variant, variant)
+    return f"{name} · {PROTOCOL_NAMES.get(protocol, protocol)}, batch {batch[1:]}"
+
+
+def _key_value_table(
+    title: str, unit: str, values: dict[str, float], descriptions: dict[str, str]
+) -> str:
+    if not values:
+        return ""
+    rows = "".join(
+        f'<tr><td>{esc(_curve_label(k, descriptions))}</td><td class="num">{v:,.0f}</td></tr>'
+        for k, v in values.items()
+    )
+    return (
+        f"<h3>{esc(title)}</h3><div class='table-wrap'><table class='compact'><thead><tr>"
+        f"<th>configuration</th><th>{esc(unit)}</th></tr></thead><tbody>{rows}</tbody></table>"
+        "</div>"
+    )
+
+
+def recommendations_section(recs: Recommendations, plots: dict[str, Path]) -> str:
+    target = (
+        f", target load {recs.target_load_infer_per_s:,.0f} infer/s"
+        if recs.target_load_infer_per_s is not None
+        else ""
+    )
+    cards = [_pick_card(p) for p in (recs.throughput_pick, recs.latency_pick) if p is not None]
+    descriptions = {p.variant: p.description for p in recs.points}
+    frontier = "".join(
+        f"<tr><td>{esc(p.description)}</td><td>{esc(p.load_key)}</td>"
+        f'<td class="num">{p.throughput_infer_per_s:,.0f}</td>'
+        f'<td class="num">{p.latency_p99_us:,.0f}</td></tr>'
+        for p in recs.frontier
+    )
+    return (
+        '<section id="recommendations"><h2>Recommendations</h2>'
+        f'<p class="summary-line">{esc(recs.summary_line)}</p>'
+        f"<p>Latency budget: p99 ≤ {recs.latency_budget_p99_us:,.0f} µs{esc(target)}; "
+        f"{len(recs.points)} operating points measured, {len(recs.frontier)} on the Pareto "
+        "frontier.</p>"
+        + (f'<div class="cards">{"".join(cards)}</div>' if cards else "")
+        + figure("throughput_vs_p99", plots, "throughput against p99 latency, picks marked")
+        + (
+            "<h3>Pareto frontier</h3><div class='table-wrap'><table class='compact'><thead><tr>"
+            "<th>configuration</th><th>load</th><th>infer/s</th><th>p99 µs</th></tr></thead>"
+            f"<tbody>{frontier}</tbody></table></div>"
+            if frontier
+            else ""
+        )
+        + _key_value_table(
+            "Knee of each concurrency curve",
+            "concurrency",
+            {k: float(v) for k, v in recs.knees.items()},
+            descriptions,
+        )
+        + _key_value_table(
+            "Highest request rate within the p99 budget (open loop)",
+            "req/s",
+            recs.max_rate_within_budget,
+            descriptions,
+        )
+        + "</section>"
+    )
+
+
+def _variant_block(r: VariantReport) -> str:
+    s = r.summary
+    dist = ", ".join(f"{size}: {count:,}" for size, count in s.batch_distribution.items())
+    trials = ", ".join(str(t) for t in s.trial_counts)
+    evidence = (
+        f"Batch sizes executed (size: executions): {dist or 'n/a'}. Per request in the server: "
+        f"queue {_num(s.queue_us.median)} µs, compute input {_num(s.compute_input_us.median)} "
+        f"µs, infer {_num(s.compute_infer_us.median)} µs, output "
+        f"{_num(s.compute_output_us.median)} µs, overhead {_num(s.overhead_us.median)} µs. "
+        f"Little's law ratio {_num(s.littles_law_ratio, 2)}. perf_analyzer windows per "
+        f"repeat: {trials} ({s.stable_count}/{len(s.cells)} stable)."
+    )
+    return (
+        f'<div class="variant"><h3>{esc(s.variant.description)}</h3><dl class="layers">'
+        f"<dt>Background</dt><dd>{esc(r.background)}</dd>"
+        f"<dt>Action</dt><dd>{esc(r.action)}</dd>"
+        f"<dt>Result and explanation</dt><dd>{esc(r.result)}</dd></dl>"
+        f'<p class="evidence">{esc(evidence)} Config: <code>models/{esc(s.model_name)}/'
+        f"config.pbtxt</code>; raw output: <code>benchmarks/{esc(s.variant.name)}/</code>.</p>"
+        "</div>"
+    )
+
+
+def _commands(analyses: Iterable[Analysis]) -> list[tuple[str, list[str]]]:
+    out = []
+    for analysis in analyses:
+        for r in analysis.reports[:1]:
+            if r.summary.cells:
+                out.append((analysis.load_key, list(r.summary.cells[0].perf.command)))
+    return out
+
+
+def _shapes(shapes: dict[str, list[int]]) -> str:
+    return ", ".join(f"{name} [{', '.join(str(d) for d in dims)}]" for name, dims in shapes.items())
+
+
+def conditions_section(
+    manifest: dict[str, Any], analyses: list[Analysis], checks: list[dict[str, Any]]
+) -> str:
+    model, machine, plan = manifest["model"], manifest["machine"], manifest["plan"]
+    packages = manifest.get("packages", {})
+    server, tool = manifest["server"], manifest["tool"]
+    m = plan["measurement"]
+    inputs = "; ".join(
+        f"{i['name']} {i['triton_dtype'].removeprefix('TYPE_')} "
+        f"[{', '.join(['batch', *[str(d) for d in i['dims']]])}]"
+        for i in model["inputs"]
+    )
+    summaries = [r.summary for a in analyses for r in a.reports]
+    items = [
+        (
+            "Model",
+            f"{model['name']} from {model['onnx_file']} (opset {model['opset']}, sha256 "
+            f"{model['sha256'][:12]}); inputs: {inputs}",
+        ),
+        ("Load", f"{load_text(summaries)}; perf_analyzer on the same machine"),
+        (
+            "Measurement",
+            f"{m['measurement_interval_ms']} ms windows, stability "
+            f"{m['stability_percentage']:g}%, at most {m['max_trials']} windows; "
+            f"{plan['repeats']} interleaved repeat(s) per configuration",
+        ),
+        (
+            "Machine",
+            f"{machine['cpu_model']}, {machine['cpu_affinity_count']} cores available, "
+            f"{machine['memory_gib']} GiB, {machine['os']}, "
+            + (", ".join(machine["gpus"]) if machine.get("gpus") else "no GPU"),
+        ),
+        (
+            "Software",
+            f"Triton {server['version']} ({server['source']}), perf_analyzer "
+            f"{manifest['perf_analyzer']['version']}, "
+            + ", ".join(f"{k} {v}" for k, v in sorted(packages.items()))
+            + f", tritonlab {tool['version']} (commit {tool.get('commit') or 'unknown'})",
+        ),
+        ("Date (UTC)", str(manifest["created_utc"])),
+    ]
+    rows = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items)
+    commands = "".join(
+        f"<h3>perf_analyzer, load {esc(key)} (first cell)</h3><pre>{esc(shlex.join(cmd))}</pre>"
+        for key, cmd in _commands(analyses)
+    )
+    server_cmd = shlex.join(server.get("command") or ["(remote server)"])
+    check_items = "".join(
+        f"<li>{esc(PROTOCOL_NAMES.get(c['protocol'], c['protocol']))}: one request "
+        f"{esc(_shapes(c['input_shapes']))} → {esc(_shapes(c['output_shapes']))}; max abs diff "
+        f"against onnxruntime {c['max_abs_diff']:.3g} (tolerance {c['tolerance_abs']:g})</li>"
+        for c in checks
+    )
+    return (
+        '<section id="conditions"><h2>Conditions</h2>'
+        f'<dl class="layers">{rows}</dl>'
+        + (f"<h3>Correctness check</h3><ul>{check_items}</ul>" if check_items else "")
+        + f"<h3>Server command</h3><pre>{esc(server_cmd)}</pre>"
+        + commands
+        + "<p>Rebuild this page, the plots and the experiment log from the stored results: "
+        "<code>tritonlab report &lt;this folder&gt;</code>.</p></section>"
+    )
+
+
+def _load_rank(analysis: Analysis) -> tuple[bool, bool, int, float]:
+    st = analysis.reports[0].summary.settings
+    level = st.request_rate_per_s if st.request_rate_per_s is not None else st.concurrency
+    return (st.request_rate_per_s is not None, st.protocol != "grpc", st.batch_size, level or 0)
+
+
+def render_html_report(
+    manifest: dict[str, Any],
+    analyses: list[Analysis],
+    checks: list[dict[str, Any]],
+    plots: dict[str, Path],
+    recommendations: Recommendations | None = None,
+) -> str:
+    """The whole page as one string (a pure function of its arguments and the PNG bytes)."""
+    model = manifest["model"]["name"]
+    analyses = sorted(analyses, key=_load_rank)  # closed loop, gRPC first, by level
+    summaries = [r.summary for a in analyses for r in a.reports]
+    sections: list[str] = []
+    nav = []
+    if recommendations is not None:
+        sections.append(recommendations_section(recommendations, plots))
+        nav.append(("recommendations", "Recommendations"))
+    sections.append(
+        '<section id="results"><h2>Results</h2>'
+        + results_table(analyses)
+        + "<p class='evidence'>Medians over the repeats; small grey figures are the 95% "
+        "interval. Latencies are client-side; queue and compute are per request in the "
+        "server. Verdicts are against the baseline at the same load.</p></section>"
+    )
+    nav.append(("results", "Results"))
+    if recommendations is None:
+        sections.append(
+            '<section id="overview"><h2>Throughput against latency</h2>'
+            + figure("throughput_vs_p99", plots, "throughput against p99 latency")
+            + "</section>"
+        )
+        nav.append(("overview", "Throughput vs p99"))
+    where = [
+        figure("latency_breakdown", plots, "latency breakdown per configuration"),
+        figure("batch_sizes", plots, "batch sizes formed by Triton"),
+    ]
+    sections.append(
+        '<section id="time"><h2>Where the time goes</h2>' + "".join(where) + "</section>"
+    )
+    nav.append(("time", "Where the time goes"))
+    sweeps = [
+        figure("concurrency_curves", plots, "throughput and p99 against concurrency"),
+        figure("p99_vs_queue_delay", plots, "p99 against max_queue_delay_microseconds"),
+        figure("http_vs_grpc", plots, "HTTP against gRPC"),
+    ]
+    if any(sweeps):
+        sections.append('<section id="sweeps"><h2>Sweeps</h2>' + "".join(sweeps) + "</section>")
+        nav.append(("sweeps", "Sweeps"))
+    explained = "".join(
+        (f"<h3>Load {esc(a.load_key)}</h3>" if len(analyses) > 1 else "")
+        + "".join(_variant_block(r) for r in a.reports)
+        for a in analyses
+    )
+    sections.append(
+        '<section id="explanations"><h2>What each change did, and why</h2>'
+        + explained
+        + "</section>"
+    )
+    nav.append(("explanations", "Explanations"))
+    sections.append(conditions_section(manifest, analyses, checks))
+    nav.append(("conditions", "Conditions"))
+    method = "".join(
+        f"<li>{inline_markdown(line[2:])}</li>" for line in method_lines() if line.startswith("- ")
+    )
+    sections.append(f'<section id="method"><h2>Method</h2><ul>{method}</ul></section>')
+    nav.append(("method", "Method"))
+    links = "".join(f'<a href="#{a}">{esc(t)}</a>' for a, t in nav if t)
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{esc(model)} on Triton: experiment report</title>\n"
+        f"<style>\n{CSS_FILE.read_text(encoding='utf-8')}</style>\n</head>\n<body>\n"
+        f"<header><h1>{esc(model)} on NVIDIA Triton: experiment report</h1>"
+        f"<p>{esc(context_line(manifest, summaries))}</p></header>\n"
+        f"<nav>{links}</nav>\n<main>\n" + "\n".join(sections) + "\n</main>\n"
+        f"<script>{SCRIPT}</script>\n</body>\n</html>\n"
+    )
+
+
+def write_html_report(
+    run_dir: Path,
+    manifest: dict[str, Any],
+    analyses: list[Analysis],
+    checks: list[dict[str, Any]],
+    plots: dict[str, Path],
+    recommendations: Recommendations | None = None,
+) -> Path:
+    path = run_dir / REPORT_FILE
+    write_text_atomic(path, render_html_report(manifest, analyses, checks, plots, recommendations))
+    return path

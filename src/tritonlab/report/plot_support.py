@@ -1,0 +1,287 @@
+"""What every plot of ``report/plots.py`` shares: the data, labels, colours, figure and saving.
+
+matplotlib is imported lazily (inside functions) and used through its object API with the Agg
+renderer, so importing tritonlab never loads it and no global pyplot state is touched. Figure
+size, dpi, fonts and PNG metadata are fixed, so the same results give the same bytes.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tritonlab.analysis.aggregate import VariantSummary
+from tritonlab.analysis.summary import Summary
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from tritonlab.analysis.recommend import Recommendations
+
+DPI = 100
+MAX_ROWS = 30  # per-configuration plots fall back to the reference load beyond this
+PROTOCOL_NAMES = {"grpc": "gRPC", "http": "HTTP"}
+PROTOCOL_MARKERS = {"grpc": "o", "http": "s"}
+PROTOCOL_LINES: dict[str, Any] = {"grpc": "-", "http": "--"}
+PALETTE = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
+_RC: dict[Any, Any] = {
+    "font.family": "DejaVu Sans",  # ships with matplotlib: the same glyphs on every machine
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "legend.fontsize": 8,
+    "svg.hashsalt": "tritonlab",
+    "path.simplify": False,
+}
+
+
+@dataclass(frozen=True)
+class PlotData:
+    """What every plot draws from: the manifest, the summaries, the picks if there are any."""
+
+    manifest: dict[str, Any]
+    summaries: list[VariantSummary]
+    recommendations: Recommendations | None = None
+
+    def variant_index(self, variant_name: str) -> int:
+        names = list(dict.fromkeys(s.variant.name for s in self.summaries))
+        return names.index(variant_name) if variant_name in names else len(names)
+
+    def colour(self, variant_name: str) -> str:
+        """One colour per variant, in plan order, the same in every plot."""
+        return PALETTE[self.variant_index(variant_name) % len(PALETTE)]
+
+
+def load_short(s: VariantSummary) -> str:
+    """'c8' for closed-loop concurrency 8, 'r400/s' for an open-loop rate of 400 req/s."""
+    st = s.settings
+    if st.request_rate_per_s is not None:
+        return f"r{st.request_rate_per_s:g}/s"
+    return f"c{st.concurrency}"
+
+
+def load_text(summaries: Iterable[VariantSummary]) -> str:
+    """The load of a set of summaries in words: 'gRPC, batch 1, concurrency 8'."""
+    settings = [s.settings for s in summaries]
+    if not settings:
+        return "no load"
+    protocols = "+".join(
+        PROTOCOL_NAMES[p] for p in sorted({st.protocol for st in settings}, reverse=True)
+    )
+    batches = sorted({st.batch_size for st in settings})
+    parts = [protocols, "batch " + ",".join(str(b) for b in batches)]
+    conc = sorted(
+        {st.concurrency for st in settings if st.request_rate_per_s is None and st.concurrency}
+    )
+    rates = sorted({st.request_rate_per_s for st in settings if st.request_rate_per_s})
+    if conc:
+        parts.append(
+            f"concurrency {conc[0]}" if len(conc) == 1 else f"concurrency {conc[0]}–{conc[-1]}"
+        )
+    if rates:
+        low, high = rates[0], rates[-1]
+        parts.append(
+            f"{low:g} req/s Poisson" if len(rates) == 1 else f"{low:g}–{high:g} req/s Poisson"
+        )
+    return ", ".join(parts)
+
+
+def context_line(manifest: dict[str, Any], summaries: Iterable[VariantSummary]) -> str:
+    """'model · load · CPU, N cores · date': the second line of every title."""
+    machine = manifest.get("machine", {})
+    cores = machine.get("cpu_affinity_count") or machine.get("cpu_count_logical") or "?"
+    return (
+        f"{manifest['model']['name']} · {load_text(summaries)} · "
+        f"{machine.get('cpu_model', 'unknown CPU')}, {cores} cores · "
+        f"{str(manifest.get('created_utc', ''))[:10]}"
+    )
+
+
+def has_figures(s: VariantSummary) -> bool:
+    return s.throughput.median is not None and s.latency_p99.median is not None
+
+
+def error_bars(summaries: list[Summary], scale: float = 1.0) -> list[list[float]] | None:
+    """matplotlib's [lower, upper] distances from the medians to the 95% intervals.
+
+    None when no summary has an interval (single repeats): no zero-length bars are drawn.
+    """
+    pairs = []
+    for s in summaries:
+        interval, median = s.interval95, s.median
+        if interval is None or median is None:
+            pairs.append((0.0, 0.0))
+        else:
+            pairs.append(
+                (max(0.0, median - interval[0]) * scale, max(0.0, interval[1] - median) * scale)
+            )
+    if not any(low or high for low, high in pairs):
+        return None
+    return [[low for low, _ in pairs], [high for _, high in pairs]]
+
+
+def load_order(data: PlotData) -> Callable[[VariantSummary], tuple[Any, ...]]:
+    """Sort key: closed loop first, gRPC before HTTP, client batch, load level, plan order."""
+
+    def key(s: VariantSummary) -> tuple[Any, ...]:
+        st = s.settings
+        level = st.request_rate_per_s if st.request_rate_per_s is not None else st.concurrency
+        return (
+            st.request_rate_per_s is not None,
+            st.protocol != "grpc",
+            st.batch_size,
+            level or 0,
+            data.variant_index(s.variant.name),
+        )
+
+    return key
+
+
+def reference_load(data: PlotData) -> str:
+    """The plan's first load point if it was measured, else the most measured one."""
+    keys = [s.load_key for s in data.summaries]
+    loads = data.manifest.get("plan", {}).get("loads", [])
+    if loads:
+        first = loads[0]
+        rate = first.get("request_rate_per_s")
+        load = f"r{rate:g}" if rate is not None else f"c{first.get('concurrency')}"
+        key = f"{first.get('protocol')}_b{first.get('batch_size')}_{load}"
+        if key in keys:
+            return key
+    return max(dict.fromkeys(keys), key=keys.count)
+
+
+def per_configuration_rows(
+    data: PlotData, keep: Callable[[VariantSummary], bool]
+) -> list[VariantSummary]:
+    """Summaries for one-row-per-configuration plots, grouped by load; capped at MAX_ROWS."""
+    rows = sorted((s for s in data.summaries if keep(s)), key=load_order(data))
+    if len(rows) > MAX_ROWS:
+        ref = reference_load(data)
+        rows = [s for s in rows if s.load_key == ref]
+    return rows
+
+
+def row_label(s: VariantSummary, rows: list[VariantSummary]) -> str:
+    if len({r.load_key for r in rows}) == 1:
+        return s.variant.description
+    proto = PROTOCOL_NAMES[s.settings.protocol]
+    return f"{s.variant.description} · {proto} b{s.settings.batch_size} {load_short(s)}"
+
+
+def curves(
+    summaries: Iterable[VariantSummary],
+) -> dict[tuple[str, str, int, bool], list[VariantSummary]]:
+    """Summaries grouped into curves (variant, protocol, client batch, open loop), by level."""
+    groups: dict[tuple[str, str, int, bool], list[VariantSummary]] = {}
+    for s in summaries:
+        st = s.settings
+        key = (s.variant.name, st.protocol, st.batch_size, st.request_rate_per_s is not None)
+        groups.setdefault(key, []).append(s)
+    for members in groups.values():
+        members.sort(key=lambda m: m.settings.request_rate_per_s or m.settings.concurrency or 0)
+    return groups
+
+
+@contextmanager
+def new_figure(width_in: float, height_in: float) -> Iterator[Figure]:
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context(_RC):
+        yield Figure(figsize=(width_in, height_in), dpi=DPI, layout="constrained")
+
+
+def save_png(
+    fig: Figure, path: Path, title: str, data: PlotData, shown: list[VariantSummary]
+) -> Path:
+    """Title the figure with its context line and write it atomically, without metadata."""
+    fig.suptitle(f"{title}\n{context_line(data.manifest, shown)}", fontsize=10)
+    buffer = io.BytesIO()
+    # No 'Software' text chunk (it carries the matplotlib version) and no date: stable bytes.
+    fig.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(buffer.getvalue())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def variant_legend(ax: Axes, data: PlotData, summaries: list[VariantSummary]) -> None:
+    """Colour = variant; marker and line style = protocol; hollow marker = open loop."""
+    from matplotlib.lines import Line2D
+
+    handles: list[Any] = [
+        Line2D([], [], color=data.colour(s.variant.name), marker="o", label=s.variant.description)
+        for s in dict((s.variant.name, s) for s in summaries).values()
+    ]
+    protocols = sorted({s.settings.protocol for s in summaries}, reverse=True)
+    if len(protocols) > 1:
+        handles += [
+            Line2D(
+                [],
+                [],
+                color="black",
+                marker=PROTOCOL_MARKERS[p],
+                linestyle=PROTOCOL_LINES[p],
+                label=PROTOCOL_NAMES[p],
+            )
+            for p in protocols
+        ]
+    if any(s.settings.request_rate_per_s is not None for s in summaries):
+        handles.append(
+            Line2D([], [], color="black", marker="o", fillstyle="none", label="open loop (rate)")
+        )
+    ax.legend(handles=handles, loc="best")
+
+
+def annotate_points(
+    ax: Axes, labelled: list[tuple[float, float, str]], fontsize: int, log_x: bool = False
+) -> None:
+    """Label points; labels of points that nearly coincide are stacked, not overprinted."""
+    if not labelled:
+        return
+
+    def pos_x(x: float) -> float:
+        return math.log10(max(x, 1e-9)) if log_x else x
+
+    xs = [pos_x(x) for x, _, _ in labelled]
+    span_x = (max(xs) - min(xs)) if log_x else max(xs)
+    span_y = max(y for _, y, _ in labelled) or 1.0
+    placed: list[tuple[float, float]] = []
+    for (x, y, text), px_here in zip(labelled, xs, strict=True):
+        near = sum(
+            1
+            for px, py in placed
+            if abs(px - px_here) < 0.04 * (span_x or 1.0) and abs(py - y) < 0.04 * span_y
+        )
+        placed.append((px_here, y))
+        ax.annotate(
+            text, (x, y), xytext=(6, 4 - 11 * near), textcoords="offset points", fontsize=fontsize
+        )

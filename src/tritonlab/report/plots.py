@@ -1,0 +1,444 @@
+"""PNG plots of a run, drawn from its stored results only.
+
+Each plot function takes the summaries of a run folder (``analysis.aggregate.summarise`` over
+``load_cells``) and returns the written path, or ``None`` when the run has no such dimension
+(a seed run has one concurrency and one protocol, so it has no concurrency curve and no HTTP
+against gRPC). ``write_plots`` writes every plot that applies to ``<run>/plots/<name>.png`` and
+removes the ones that no longer apply. Rebuilding from the same results writes the same bytes
+(see ``plot_support``).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tritonlab.analysis.aggregate import VariantSummary
+from tritonlab.report.plot_support import (
+    PALETTE,
+    PROTOCOL_LINES,
+    PROTOCOL_MARKERS,
+    PROTOCOL_NAMES,
+    PlotData,
+    annotate_points,
+    context_line,
+    curves,
+    error_bars,
+    has_figures,
+    load_order,
+    load_short,
+    load_text,
+    new_figure,
+    per_configuration_rows,
+    row_label,
+    save_png,
+    variant_legend,
+)
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from tritonlab.analysis.recommend import Recommendations
+
+__all__ = ["PLOTS", "PLOTS_DIR", "PlotData", "batch_bins", "context_line", "load_text"]
+
+PLOTS_DIR = "plots"
+LOG_X_SPAN = 20.0  # p99 spanning more than this factor is drawn on a log axis
+BREAKDOWN_PARTS = (
+    ("queue_us", "queue", "#d62728"),
+    ("compute_input_us", "compute input", "#9467bd"),
+    ("compute_infer_us", "compute infer", "#1f77b4"),
+    ("compute_output_us", "compute output", "#17becf"),
+    ("overhead_us", "overhead", "#7f7f7f"),
+)
+
+
+def plot_throughput_vs_p99(data: PlotData, path: Path) -> Path | None:
+    """Throughput against p99 per configuration, with the frontier and the picks if known."""
+    points = sorted((s for s in data.summaries if has_figures(s)), key=load_order(data))
+    if not points:
+        return None
+    p99_ms = [(s.latency_p99.median or 0.0) / 1000 for s in points]
+    log_x = min(p99_ms) > 0 and max(p99_ms) / min(p99_ms) > LOG_X_SPAN
+    with new_figure(9.0, 6.0) as fig:
+        ax = fig.add_subplot()
+        label_variants = len(points) <= 8 and len({s.load_key for s in points}) == 1
+        labelled: list[tuple[float, float, str]] = []
+        for (name, protocol, _batch, open_loop), members in curves(points).items():
+            xs = [(m.latency_p99.median or 0.0) / 1000 for m in members]
+            ys = [m.throughput.median or 0.0 for m in members]
+            ax.errorbar(
+                xs,
+                ys,
+                xerr=error_bars([m.latency_p99 for m in members], 1e-3),
+                yerr=error_bars([m.throughput for m in members]),
+                color=data.colour(name),
+                marker=PROTOCOL_MARKERS[protocol],
+                linestyle=PROTOCOL_LINES[protocol] if len(members) > 1 else "none",
+                fillstyle="none" if open_loop else "full",
+                markersize=7,
+                capsize=3,
+                linewidth=1.2,
+                elinewidth=0.8,
+            )
+            for m, x, y in zip(members, xs, ys, strict=True):
+                labelled.append((x, y, m.variant.description if label_variants else load_short(m)))
+        annotate_points(ax, labelled, 7 if label_variants else 6, log_x)
+        variant_legend(ax, data, points)
+        mark_recommendations(ax, data.recommendations)
+        if log_x:
+            from matplotlib.ticker import LogLocator
+
+            ax.set_xscale("log")
+            ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            ax.xaxis.set_major_formatter("{x:g}")
+            ax.set_xlabel("p99 latency, client side (ms, log scale)")
+        else:
+            ax.set_xlim(left=0)
+            ax.set_xlabel("p99 latency, client side (ms)")
+        ax.set_ylabel("throughput (inferences/s)")
+        ax.set_ylim(bottom=0)
+        return save_png(fig, path, "Throughput against p99 latency", data, points)
+
+
+def mark_recommendations(ax: Axes, recs: Recommendations | None) -> None:
+    """The Pareto frontier, the budget and target lines, and the two picks, in a 2nd legend."""
+    if recs is None:
+        return
+    extra: list[Any] = []
+    frontier = sorted(recs.frontier, key=lambda p: p.latency_p99_us)
+    if frontier:
+        (line,) = ax.plot(
+            [p.latency_p99_us / 1000 for p in frontier],
+            [p.throughput_infer_per_s for p in frontier],
+            color="black",
+            linestyle=":",
+            linewidth=1.5,
+            marker="o",
+            markersize=13,
+            markerfacecolor="none",
+            drawstyle="steps-post",
+            label="Pareto frontier",
+            zorder=1,
+        )
+        extra.append(line)
+    extra.append(
+        ax.axvline(
+            recs.latency_budget_p99_us / 1000,
+            color="#d62728",
+            linestyle="--",
+            linewidth=1,
+            label=f"p99 budget {recs.latency_budget_p99_us / 1000:g} ms",
+        )
+    )
+    if recs.target_load_infer_per_s is not None:
+        extra.append(
+            ax.axhline(
+                recs.target_load_infer_per_s,
+                color="#2ca02c",
+                linestyle="--",
+                linewidth=1,
+                label=f"target load {recs.target_load_infer_per_s:,.0f} infer/s",
+            )
+        )
+    # The latency-first mark is a ring drawn around the star, so one point can carry both.
+    for pick, marker, size, face, edge, zorder in (
+        (recs.latency_pick, "D", 19, "none", "#008080", 5),
+        (recs.throughput_pick, "*", 16, "#ffbf00", "black", 6),
+    ):
+        if pick is None:
+            continue
+        (mark,) = ax.plot(
+            [pick.point.latency_p99_us / 1000],
+            [pick.point.throughput_infer_per_s],
+            marker=marker,
+            markersize=size,
+            markerfacecolor=face,
+            markeredgecolor=edge,
+            markeredgewidth=2.0 if face == "none" else 1.0,
+            linestyle="none",
+            label=f"{pick.kind}: {pick.point.description} ({pick.point.load_key})",
+            zorder=zorder,
+        )
+        extra.append(mark)
+    legend = ax.get_legend()
+    if legend is not None:
+        ax.add_artist(legend)
+    ax.legend(handles=extra, loc="lower right", markerscale=0.6)
+
+
+def plot_concurrency_curves(data: PlotData, path: Path) -> Path | None:
+    """Throughput and p99 against concurrency: one line per variant and protocol."""
+    closed = [s for s in data.summaries if s.settings.request_rate_per_s is None and has_figures(s)]
+    groups = curves(sorted(closed, key=load_order(data)))
+    if not any(len({m.settings.concurrency for m in g}) > 1 for g in groups.values()):
+        return None
+    batches = {k[2] for k in groups}
+    knees = data.recommendations.knees if data.recommendations else {}
+    with new_figure(12.0, 5.0) as fig:
+        ax_tput, ax_p99 = fig.subplots(1, 2)
+        knee_drawn = False
+        for (name, protocol, batch, _open), members in groups.items():
+            xs = [m.settings.concurrency or 0 for m in members]
+            style = {
+                "color": data.colour(name),
+                "marker": PROTOCOL_MARKERS[protocol],
+                "linestyle": PROTOCOL_LINES[protocol],
+                "capsize": 3,
+                "markersize": 5,
+            }
+            label = f"{members[0].variant.description} · {PROTOCOL_NAMES[protocol]}"
+            label += f" b{batch}" if len(batches) > 1 else ""
+            tputs = [m.throughput.median or 0.0 for m in members]
+            ax_tput.errorbar(
+                xs, tputs, yerr=error_bars([m.throughput for m in members]), label=label, **style
+            )
+            ax_p99.errorbar(
+                xs,
+                [(m.latency_p99.median or 0.0) / 1000 for m in members],
+                yerr=error_bars([m.latency_p99 for m in members], 1e-3),
+                **style,
+            )
+            knee = knees.get(f"{name}/{protocol}/b{batch}")  # analysis.recommend's curve key
+            if knee is not None and knee in xs:
+                y = tputs[xs.index(knee)]
+                ax_tput.plot([knee], [y], marker="v", color="black", markersize=9, zorder=5)
+                knee_drawn = True
+        if knee_drawn:
+            ax_tput.plot([], [], marker="v", color="black", linestyle="none", label="knee")
+        for ax in (ax_tput, ax_p99):
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("concurrency (requests in flight, log scale)")
+            ax.xaxis.set_major_formatter("{x:g}")
+            ax.set_ylim(bottom=0)
+        ax_tput.set_ylabel("throughput (inferences/s)")
+        ax_p99.set_ylabel("p99 latency, client side (ms)")
+        ax_tput.legend(loc="best")
+        ax_tput.set_title("throughput")
+        ax_p99.set_title("p99 latency")
+        return save_png(fig, path, "Throughput and p99 against concurrency", data, closed)
+
+
+def plot_latency_breakdown(data: PlotData, path: Path) -> Path | None:
+    """Where a request's time goes in the server: stacked medians per configuration."""
+    rows = per_configuration_rows(data, lambda s: s.queue_us.median is not None)
+    if not rows:
+        return None
+    with new_figure(10.0, 1.8 + 0.45 * len(rows)) as fig:
+        ax = fig.add_subplot()
+        ys = list(range(len(rows)))[::-1]
+        left = [0.0] * len(rows)
+        for attr, label, colour in BREAKDOWN_PARTS:
+            widths = [(getattr(s, attr).median or 0.0) / 1000 for s in rows]
+            ax.barh(ys, widths, left=left, color=colour, label=label, height=0.6)
+            left = [a + b for a, b in zip(left, widths, strict=True)]
+        ax.plot(
+            [(s.latency_avg.median or 0.0) / 1000 for s in rows],
+            ys,
+            marker="|",
+            markersize=18,
+            markeredgewidth=2.5,
+            color="black",
+            linestyle="none",
+            label="client avg latency",
+        )
+        ax.set_yticks(ys, [row_label(s, rows) for s in rows])
+        ax.set_xlabel("time per request (ms; server statistics, median over repeats)")
+        ax.set_xlim(left=0)
+        ax.grid(axis="y", visible=False)
+        fig.legend(loc="outside lower center", ncols=6)
+        return save_png(fig, path, "Latency breakdown in the server", data, rows)
+
+
+def plot_p99_vs_queue_delay(data: PlotData, path: Path) -> Path | None:
+    """p99 and throughput against max_queue_delay_microseconds, for the batching variants."""
+    batching = [s for s in data.summaries if s.variant.dynamic_batching and has_figures(s)]
+    names = ("load", "count", "kind", "max_batch", "preferred", "threads")
+    series: dict[tuple[Any, ...], list[VariantSummary]] = {}
+    for s in sorted(batching, key=load_order(data)):
+        v = s.variant
+        key = (
+            s.load_key,
+            v.instance_count,
+            v.instance_kind,
+            v.max_batch_size,
+            v.preferred_batch_sizes,
+            v.intra_op_threads,
+        )
+        series.setdefault(key, []).append(s)
+    if not any(len({m.variant.max_queue_delay_us for m in g}) > 1 for g in series.values()):
+        return None
+    levels = sorted({s.variant.max_queue_delay_us for s in batching})
+    keys = list(series)
+    differs = [i for i in range(len(names)) if len({k[i] for k in keys}) > 1]
+    loads = {k[0] for k in keys}
+    baseline = next(
+        (s for s in data.summaries if s.variant.name == "baseline" and s.load_key in loads), None
+    )
+    with new_figure(12.0, 5.0) as fig:
+        ax_p99, ax_tput = fig.subplots(1, 2)
+        for i, (key, members) in enumerate(series.items()):
+            members.sort(key=lambda m: m.variant.max_queue_delay_us)
+            shift = (i - (len(series) - 1) / 2) * 0.06  # keep coinciding series apart
+            xs = [levels.index(m.variant.max_queue_delay_us) + shift for m in members]
+            label = ", ".join(f"{names[j]}={key[j]}" for j in differs) or "dynamic batching"
+            style = {"color": PALETTE[i % len(PALETTE)], "marker": "o", "capsize": 3}
+            ax_p99.errorbar(
+                xs,
+                [(m.latency_p99.median or 0.0) / 1000 for m in members],
+                yerr=error_bars([m.latency_p99 for m in members], 1e-3),
+                label=label,
+                **style,
+            )
+            ax_tput.errorbar(
+                xs,
+                [m.throughput.median or 0.0 for m in members],
+                yerr=error_bars([m.throughput for m in members]),
+                **style,
+            )
+        if baseline is not None and len(loads) == 1:
+            ax_p99.axhline(
+                (baseline.latency_p99.median or 0.0) / 1000,
+                color="grey",
+                linestyle=":",
+                label="no batching (baseline)",
+            )
+            ax_tput.axhline(baseline.throughput.median or 0.0, color="grey", linestyle=":")
+        for ax in (ax_p99, ax_tput):
+            ax.set_xticks(range(len(levels)), [f"{level:g}" for level in levels])
+            ax.set_xlabel("max_queue_delay_microseconds (µs; measured levels)")
+            ax.set_ylim(bottom=0)
+        ax_p99.set_ylabel("p99 latency, client side (ms)")
+        ax_tput.set_ylabel("throughput (inferences/s)")
+        ax_p99.set_title("p99 latency")
+        ax_tput.set_title("throughput")
+        ax_p99.legend(loc="best")
+        return save_png(fig, path, "Dynamic batching: queue delay against latency", data, batching)
+
+
+def plot_http_vs_grpc(data: PlotData, path: Path) -> Path | None:
+    """The same variant under the same load over HTTP and over gRPC, side by side."""
+    by_key: dict[tuple[Any, ...], dict[str, VariantSummary]] = {}
+    for s in sorted(data.summaries, key=load_order(data)):
+        if has_figures(s):
+            st = s.settings
+            key = (s.variant.name, st.batch_size, st.concurrency, st.request_rate_per_s)
+            by_key.setdefault(key, {})[st.protocol] = s
+    pairs = [p for p in by_key.values() if {"grpc", "http"} <= set(p)]
+    if not pairs:
+        return None
+    shown = [s for p in pairs for s in p.values()]
+    one_load = len({(p["grpc"].settings.batch_size, load_short(p["grpc"])) for p in pairs}) == 1
+    labels = [
+        textwrap.fill(p["grpc"].variant.description, 20)
+        + ("" if one_load else f"\nb{p['grpc'].settings.batch_size} {load_short(p['grpc'])}")
+        for p in pairs
+    ]
+    with new_figure(max(10.0, min(24.0, 2.0 + 2.2 * len(pairs))), 5.5) as fig:
+        ax_tput, ax_p99 = fig.subplots(1, 2)
+        xs = list(range(len(pairs)))
+        for offset, protocol, colour in ((-0.2, "grpc", "#1f77b4"), (0.2, "http", "#ff7f0e")):
+            members = [p[protocol] for p in pairs]
+            at = [x + offset for x in xs]
+            ax_tput.bar(
+                at,
+                [m.throughput.median or 0.0 for m in members],
+                width=0.4,
+                color=colour,
+                label=PROTOCOL_NAMES[protocol],
+                yerr=error_bars([m.throughput for m in members]),
+                capsize=3,
+            )
+            ax_p99.bar(
+                at,
+                [(m.latency_p99.median or 0.0) / 1000 for m in members],
+                width=0.4,
+                color=colour,
+                yerr=error_bars([m.latency_p99 for m in members], 1e-3),
+                capsize=3,
+            )
+        for ax in (ax_tput, ax_p99):
+            ax.set_xticks(xs, labels, fontsize=8)
+            ax.grid(axis="x", visible=False)
+        ax_tput.set_ylabel("throughput (inferences/s)")
+        ax_p99.set_ylabel("p99 latency, client side (ms)")
+        ax_tput.set_title("throughput")
+        ax_p99.set_title("p99 latency")
+        ax_tput.legend(loc="best")
+        return save_png(fig, path, "HTTP against gRPC (same variant, same load)", data, shown)
+
+
+def batch_bins(largest: int) -> list[tuple[int, int]]:
+    """Power-of-two bins covering 1..largest: (1,1), (2,2), (3,4), (5,8), ..."""
+    bins = [(1, 1)]
+    high = 1
+    while high < largest:
+        bins.append((high + 1, high * 2))
+        high *= 2
+    return bins
+
+
+def plot_batch_sizes(data: PlotData, path: Path) -> Path | None:
+    """Which batch sizes Triton executed, as shares of executions per configuration."""
+    rows = per_configuration_rows(data, lambda s: bool(s.batch_distribution))
+    if not any(len(s.batch_distribution) > 1 for s in rows):
+        return None
+    bins = batch_bins(max(max(s.batch_distribution) for s in rows))
+    shares = [
+        [
+            100.0
+            * sum(n for size, n in s.batch_distribution.items() if lo <= size <= hi)
+            / sum(s.batch_distribution.values())
+            for lo, hi in bins
+        ]
+        for s in rows
+    ]
+    labels = [f"{row_label(s, rows)} (mean {s.mean_batch.median or 0:.1f})" for s in rows]
+    with new_figure(max(8.0, 4.5 + 0.7 * len(bins)), 1.8 + 0.45 * len(rows)) as fig:
+        ax = fig.add_subplot()
+        image = ax.imshow(shares, cmap="Blues", vmin=0, vmax=100, aspect="auto")
+        for r, row in enumerate(shares):
+            for c, value in enumerate(row):
+                if value >= 0.5:
+                    colour = "white" if value > 60 else "black"
+                    ax.text(c, r, f"{value:.0f}%", ha="center", va="center", color=colour)
+        ax.set_xticks(range(len(bins)), [str(lo) if lo == hi else f"{lo}–{hi}" for lo, hi in bins])
+        ax.set_yticks(range(len(rows)), labels)
+        ax.set_xlabel("batch size Triton executed (inferences per execution)")
+        ax.grid(visible=False)
+        fig.colorbar(image, ax=ax, label="share of executions (%)", shrink=0.9)
+        return save_png(fig, path, "Batch sizes formed by Triton", data, rows)
+
+
+PLOTS: dict[str, Callable[[PlotData, Path], Path | None]] = {
+    "throughput_vs_p99": plot_throughput_vs_p99,
+    "concurrency_curves": plot_concurrency_curves,
+    "latency_breakdown": plot_latency_breakdown,
+    "p99_vs_queue_delay": plot_p99_vs_queue_delay,
+    "http_vs_grpc": plot_http_vs_grpc,
+    "batch_sizes": plot_batch_sizes,
+}
+
+
+def write_plots(
+    run_dir: Path,
+    manifest: dict[str, Any],
+    summaries: list[VariantSummary],
+    recommendations: Recommendations | None = None,
+) -> dict[str, Path]:
+    """Write every plot that applies to ``run_dir/plots/<name>.png``; remove stale ones.
+
+    Returns the written files by plot name, in the fixed order of ``PLOTS``.
+    """
+    data = PlotData(manifest, summaries, recommendations)
+    written: dict[str, Path] = {}
+    for name, draw in PLOTS.items():
+        path = run_dir / PLOTS_DIR / f"{name}.png"
+        result = draw(data, path)
+        if result is None:
+            path.unlink(missing_ok=True)
+        else:
+            written[name] = result
+    return written

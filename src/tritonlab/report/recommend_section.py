@@ -1,0 +1,127 @@
+"""The "Recommendations" section of the experiment log (sweeps only), in markdown.
+
+It restates ``results/recommendations.json`` for a reader: the project line, the two picks with
+their justification and verdicts, the Pareto frontier, the knee of every concurrency curve, the
+highest open-loop rate within the budget, and any saturation found going up a curve. The rules
+behind each item are quoted from ``analysis.recommend`` so the section can be checked by hand.
+"""
+
+from __future__ import annotations
+
+from tritonlab.analysis.aggregate import VariantSummary
+from tritonlab.analysis.recommend import (
+    KNEE_GAIN_PER_DOUBLING_PCT,
+    SATURATION_QUEUE_GROWTH_PCT,
+    OperatingPoint,
+    Pick,
+    Recommendations,
+    saturation_findings,
+)
+
+
+def _load(p: OperatingPoint) -> str:
+    if p.request_rate_per_s is not None:
+        return f"{p.protocol}, b{p.batch_size}, {p.request_rate_per_s:g} req/s (Poisson)"
+    return f"{p.protocol}, b{p.batch_size}, concurrency {p.concurrency}"
+
+
+def _pick(title: str, pick: Pick | None, missing: str) -> list[str]:
+    if pick is None:
+        return [f"**{title}.** {missing}", ""]
+    verdicts = "; ".join(f"{k}: {v.phrase()}" for k, v in pick.verdicts.items())
+    return [
+        f"**{title}: {pick.point.description}** ({_load(pick.point)}).",
+        "",
+        pick.justification,
+        "",
+        f"Verdicts against the baseline at the same load: {verdicts or 'n/a'}.",
+        "",
+    ]
+
+
+def recommendations_section(recs: Recommendations, summaries: list[VariantSummary]) -> list[str]:
+    """Markdown lines for ``docs/experiment_log.md``."""
+    budget = f"{recs.latency_budget_p99_us:,.0f} µs"
+    target = (
+        f"{recs.target_load_infer_per_s:,.0f} infer/s"
+        if recs.target_load_infer_per_s is not None
+        else "none given"
+    )
+    lines = [
+        "## Recommendations",
+        "",
+        f"Latency budget (p99): {budget}; target load: {target}. From "
+        f"{len(recs.points)} measured operating points (medians over repeats); machine-readable "
+        "in `results/recommendations.json`.",
+        "",
+        f"> {recs.summary_line}",
+        "",
+    ]
+    lines += _pick(
+        "Throughput-first",
+        recs.throughput_pick,
+        f"No operating point kept p99 within {budget}; raise the budget or lower the load.",
+    )
+    lines += _pick(
+        "Latency-first",
+        recs.latency_pick,
+        "No target load was given (`recommend.target_load_infer_per_s` or `--target-load`)."
+        if recs.target_load_infer_per_s is None
+        else f"No operating point carried {target}.",
+    )
+    lines += [
+        "### Pareto frontier (throughput against p99)",
+        "",
+        "| config | load | infer/s | p99 µs |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {p.description} | {_load(p)} | {p.throughput_infer_per_s:,.0f} | "
+        f"{p.latency_p99_us:,.0f} |"
+        for p in recs.frontier
+    ]
+    lines.append("")
+    if recs.knees:
+        lines += [
+            "### Knee of each concurrency curve",
+            "",
+            "The smallest concurrency after which the next level brings no clear throughput "
+            f'gain (verdict not "higher", or under {KNEE_GAIN_PER_DOUBLING_PCT:g}% per doubling); '
+            "the largest level measured when every step still gained.",
+            "",
+            "| variant / protocol / client batch | knee (concurrency) |",
+            "|---|---|",
+        ]
+        lines += [f"| {curve} | {knee} |" for curve, knee in recs.knees.items()]
+        lines.append("")
+    open_loop = sorted({p.curve_key for p in recs.points if p.request_rate_per_s is not None})
+    if open_loop:
+        lines += [
+            "### Highest open-loop rate within the budget (MLPerf Server question)",
+            "",
+            "| variant / protocol / client batch | req/s with p99 <= budget |",
+            "|---|---|",
+        ]
+        lines += [
+            f"| {key} | "
+            + (
+                f"{recs.max_rate_within_budget[key]:,.0f}"
+                if key in recs.max_rate_within_budget
+                else "none of the measured rates"
+            )
+            + " |"
+            for key in open_loop
+        ]
+        lines.append("")
+    saturations = saturation_findings(summaries)
+    if saturations:
+        lines += [
+            "### Saturation over concurrency",
+            "",
+            f"Queue time up by at least {SATURATION_QUEUE_GROWTH_PCT:g}% (and clearly higher) "
+            "from one concurrency level to the next while throughput shows no clear gain:",
+            "",
+        ]
+        lines += [f"- `{s.curve}`: {s.text}" for s in saturations]
+        lines.append("")
+    return lines

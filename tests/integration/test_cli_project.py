@@ -1,0 +1,180 @@
+"""The CLI's project commands end to end: Ctrl-C and resume, and a model no other test saw."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from integration_support import (
+    SHORT_RUN_FLAGS,
+    StartServer,
+    cli_env,
+    describe,
+    kill_tree,
+    names,
+    process_tree,
+    tritonlab_command,
+    wait_gone,
+    write_two_input_model,
+)
+
+from tritonlab.experiments.store import CellResult
+from tritonlab.repository.variants import seed_comparison_variants
+
+pytestmark = pytest.mark.integration
+
+SEED_CELLS = {f"{v.name}__grpc_b1_c8__r1" for v in seed_comparison_variants()}
+SUMMARY_RE = re.compile(r"measured (\d+) cells, reused (\d+)")
+
+
+def _start_cli(args: list[str], cwd: Path, tag: str) -> tuple[subprocess.Popen[str], Path, Path]:
+    """Start ``tritonlab ARGS`` in its own session; output goes to files (never a full pipe)."""
+    stdout_path, stderr_path = cwd / f"{tag}.stdout", cwd / f"{tag}.stderr"
+    with open(stdout_path, "w") as stdout, open(stderr_path, "w") as stderr:
+        proc = subprocess.Popen(
+            [*tritonlab_command(), *args],
+            cwd=cwd,
+            env=cli_env(),
+            stdout=stdout,
+            stderr=stderr,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
+    return proc, stdout_path, stderr_path
+
+
+def _run_cli(args: list[str], cwd: Path, tag: str, timeout_s: float) -> tuple[int, str, str]:
+    proc, stdout_path, stderr_path = _start_cli(args, cwd, tag)
+    try:
+        code = proc.wait(timeout=timeout_s)
+    finally:
+        if proc.poll() is None:
+            kill_tree(proc)
+    return code, stdout_path.read_text(), stderr_path.read_text()
+
+
+def _cells(out_dir: Path) -> list[Path]:
+    return sorted((out_dir / "results" / "cells").glob("*.json"))
+
+
+@pytest.mark.timeout(420)
+def test_ctrl_c_stops_everything_keeps_cells_and_resumes(demo_onnx: Path, tmp_path: Path) -> None:
+    out_dir = tmp_path / "project"
+    args = ["run", str(demo_onnx), "--out", str(out_dir), *SHORT_RUN_FLAGS]
+    proc, stdout_path, stderr_path = _start_cli(args, tmp_path, "interrupted")
+    try:
+        deadline = time.monotonic() + 180
+        while not _cells(out_dir):
+            assert proc.poll() is None, f"exited early: {stderr_path.read_text()}"
+            assert time.monotonic() < deadline, "no cell finished within 180 s"
+            time.sleep(0.2)
+        # Interrupt while the next cell is measured, if it starts soon: then the server,
+        # its backend stubs and perf_analyzer all run below the CLI.
+        tree = process_tree(proc.pid)
+        until = time.monotonic() + 20
+        while "perf_analyzer" not in names(tree) and time.monotonic() < until:
+            time.sleep(0.1)
+            tree = process_tree(proc.pid)
+        assert "tritonserver" in names(tree), describe(tree)
+        assert any("python_backend_stub" in n for n in names(tree)), describe(tree)
+
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=40)
+    finally:
+        if proc.poll() is None:
+            kill_tree(proc)
+    stderr = stderr_path.read_text()
+    assert code == 130, f"exit {code}; stderr: {stderr}"
+    assert "interrupted" in stderr
+    assert "Traceback" not in stderr
+    leftover = wait_gone(tree, timeout_s=5)
+    assert not leftover, f"left running after Ctrl-C: {describe(leftover)}"
+
+    finished = _cells(out_dir)
+    assert 1 <= len(finished) < len(SEED_CELLS), stdout_path.read_text()
+    for path in finished:
+        cell = CellResult.from_dict(json.loads(path.read_text()))
+        assert cell.cell_id == path.stem
+        assert cell.perf.measurement is not None
+
+    code, stdout, stderr = _run_cli(args, tmp_path, "resumed", timeout_s=300)
+    assert code == 0, stderr
+    summary = SUMMARY_RE.search(stdout)
+    assert summary, stdout
+    measured, reused = int(summary.group(1)), int(summary.group(2))
+    assert reused == len(finished) >= 1
+    assert measured == len(SEED_CELLS) - reused
+    assert {p.stem for p in _cells(out_dir)} == SEED_CELLS
+    # The cells kept from the interrupted run are the same files, not re-measured ones.
+    for path in finished:
+        assert CellResult.from_dict(json.loads(path.read_text())).cell_id == path.stem
+    assert (out_dir / "docs" / "experiment_log.md").exists()
+
+
+def _results_rows(experiment_log: str) -> list[list[str]]:
+    """The cells of the first results table (header and separator dropped)."""
+    lines = experiment_log.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("| config |"))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip("|").split("|")])
+    return rows
+
+
+@pytest.mark.timeout(360)
+def test_run_on_an_unseen_two_input_model(start_server: StartServer, tmp_path: Path) -> None:
+    model = tmp_path / "twin.onnx"
+    write_two_input_model(model)
+    out_dir = tmp_path / "twin-project"
+    code, stdout, stderr = _run_cli(
+        ["run", str(model), "--out", str(out_dir), *SHORT_RUN_FLAGS], tmp_path, "twin", 300
+    )
+    assert code == 0, f"stdout: {stdout}\nstderr: {stderr}"
+    assert "measured 4 cells, reused 0" in stdout
+
+    log = (out_dir / "docs" / "experiment_log.md").read_text()
+    rows = _results_rows(log)
+    assert [r[0] for r in rows] == [v.description for v in seed_comparison_variants()]
+    for row in rows:
+        throughput = float(row[2].replace(",", "").split()[0])
+        assert throughput > 0, row
+    assert "`x`" in log and "`y`" in log
+
+    for relative in (
+        "README.md",
+        "scripts/start_server.sh",
+        "scripts/run_perf.sh",
+        "client/infer_client.py",
+        "models/twin/config.pbtxt",
+        "models/twin/1/model.onnx",
+    ):
+        assert (out_dir / relative).is_file(), relative
+    for script in ("scripts/start_server.sh", "scripts/run_perf.sh"):
+        check = subprocess.run(["bash", "-n", str(out_dir / script)], capture_output=True)
+        assert check.returncode == 0, check.stderr
+    assert "twin" in (out_dir / "README.md").read_text()
+
+    # The generated client works against a server on the project's own repository.
+    server = start_server(out_dir / "models", explicit_model_control=True)
+    server.load_model("twin")
+    client = out_dir / "client" / "infer_client.py"
+    for protocol, url in (("grpc", server.grpc_url), ("http", server.http_url)):
+        result = subprocess.run(
+            [sys.executable, str(client), "--protocol", protocol, "--url", url, "--model", "twin"],
+            cwd=out_dir,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "OK" in result.stdout, result.stdout
+        assert "output out: shape [2, 8]" in result.stdout, result.stdout

@@ -1,0 +1,42 @@
+"""Unit-tier fixtures: the recorded seed run, loaded and summarised (read-only, shared)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tritonlab.analysis.aggregate import VariantSummary, summarise
+from tritonlab.experiments.store import CellResult, load_cells
+
+
+@pytest.fixture(scope="session")
+def seed_manifest(seed_run_dir: Path) -> dict[str, object]:
+    return dict(json.loads((seed_run_dir / "results" / "manifest.json").read_text()))
+
+
+@pytest.fixture(scope="session")
+def plan_order(seed_manifest: dict[str, object]) -> list[str]:
+    """Variant names in the recorded plan's order (baseline first)."""
+    plan = seed_manifest["plan"]
+    assert isinstance(plan, dict)
+    return [v["name"] for v in plan["variants"]]
+
+
+@pytest.fixture(scope="session")
+def seed_cells(seed_run_dir: Path) -> list[CellResult]:
+    cells = load_cells(seed_run_dir)
+    assert len(cells) == 12, "the recorded seed run has 4 variants x 3 repeats"
+    return cells
+
+
+@pytest.fixture(scope="session")
+def seed_summaries(seed_cells: list[CellResult], plan_order: list[str]) -> list[VariantSummary]:
+    return summarise(seed_cells, plan_order)
+
+
+@pytest.fixture(scope="session")
+def by_name(seed_summaries: list[VariantSummary]) -> dict[str, VariantSummary]:
+    """The recorded summaries by variant name: baseline, batch_5ms_x1, batch_5ms_x2, ..."""
+    return {s.variant.name: s for s in seed_summaries}

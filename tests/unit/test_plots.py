@@ -1,0 +1,166 @@
+"""report/plots.py: PNGs from stored results only; plots without their dimension are skipped."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from tritonlab.analysis.aggregate import VariantSummary
+from tritonlab.analysis.recommend import recommend
+from tritonlab.report.build import analyse_run
+from tritonlab.report.plots import (
+    PLOTS,
+    PlotData,
+    batch_bins,
+    context_line,
+    load_text,
+    plot_concurrency_curves,
+    plot_http_vs_grpc,
+    plot_p99_vs_queue_delay,
+    write_plots,
+)
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+SEED_PLOTS = {"throughput_vs_p99", "latency_breakdown", "p99_vs_queue_delay", "batch_sizes"}
+SWEEP_RUN = Path(__file__).parent.parent / "fixtures" / "sweep_run"
+needs_sweep = pytest.mark.skipif(
+    not (SWEEP_RUN / "results" / "manifest.json").exists(),
+    reason="the recorded sweep fixture tests/fixtures/sweep_run is not present",
+)
+
+
+def assert_real_png(path: Path) -> None:
+    """A PNG with a plausible size and real content (not a blank canvas)."""
+    data = path.read_bytes()
+    assert data[:8] == PNG_SIGNATURE, path
+    assert len(data) > 10_000, f"{path} is only {len(data)} bytes"
+    with Image.open(path) as image:
+        width, height = image.size
+        assert 600 <= width <= 2500 and 250 <= height <= 2500, image.size
+        colours = image.convert("RGB").getcolors(maxcolors=1 << 20)
+        assert colours is not None and len(colours) > 50, "looks blank"
+
+
+@pytest.fixture(scope="module")
+def seed_written(
+    seed_manifest: dict[str, Any],
+    seed_summaries: list[VariantSummary],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, Path]:
+    return write_plots(tmp_path_factory.mktemp("plots"), seed_manifest, seed_summaries)
+
+
+def test_seed_run_writes_the_plots_that_apply(seed_written: dict[str, Path]) -> None:
+    # One load point, one protocol: no concurrency curve and no HTTP against gRPC; the two
+    # batching delays (0 and 5000 µs at count=1) do make a queue-delay plot.
+    assert set(seed_written) == SEED_PLOTS
+    assert list(seed_written) == [name for name in PLOTS if name in SEED_PLOTS]
+    for name, path in seed_written.items():
+        assert path.name == f"{name}.png" and path.parent.name == "plots"
+        assert_real_png(path)
+    folder = next(iter(seed_written.values())).parent
+    assert sorted(p.name for p in folder.iterdir()) == sorted(f"{n}.png" for n in SEED_PLOTS)
+
+
+def test_plots_without_their_dimension_return_none(
+    seed_manifest: dict[str, Any], seed_summaries: list[VariantSummary], tmp_path: Path
+) -> None:
+    data = PlotData(seed_manifest, seed_summaries)
+    for draw in (plot_concurrency_curves, plot_http_vs_grpc):
+        path = tmp_path / f"{draw.__name__}.png"
+        assert draw(data, path) is None
+        assert not path.exists()
+    # Without the 0 µs variant only one delay level is left: no queue-delay plot.
+    one_level = [s for s in seed_summaries if s.variant.name != "batch_0ms_x1"]
+    path = tmp_path / "delay.png"
+    assert plot_p99_vs_queue_delay(PlotData(seed_manifest, one_level), path) is None
+    assert not path.exists()
+
+
+def test_no_summaries_gives_no_plots(seed_manifest: dict[str, Any], tmp_path: Path) -> None:
+    assert write_plots(tmp_path, seed_manifest, []) == {}
+    assert not list((tmp_path).rglob("*.png"))
+
+
+def test_stale_plots_are_removed(
+    seed_manifest: dict[str, Any], seed_summaries: list[VariantSummary], tmp_path: Path
+) -> None:
+    stale = tmp_path / "plots" / "concurrency_curves.png"
+    stale.parent.mkdir()
+    stale.write_bytes(PNG_SIGNATURE)
+    written = write_plots(tmp_path, seed_manifest, seed_summaries)
+    assert "concurrency_curves" not in written
+    assert not stale.exists()
+
+
+def test_rebuilding_writes_identical_bytes(
+    seed_manifest: dict[str, Any],
+    seed_summaries: list[VariantSummary],
+    seed_written: dict[str, Path],
+    tmp_path: Path,
+) -> None:
+    again = write_plots(tmp_path, seed_manifest, seed_summaries)
+    for name, path in seed_written.items():
+        assert again[name].read_bytes() == path.read_bytes(), name
+
+
+def test_recommendations_are_drawn_on_throughput_vs_p99(
+    seed_manifest: dict[str, Any],
+    seed_summaries: list[VariantSummary],
+    seed_written: dict[str, Path],
+    tmp_path: Path,
+) -> None:
+    recs = recommend(seed_summaries, latency_budget_p99_us=8000, target_load_infer_per_s=2000)
+    assert recs.throughput_pick is not None and recs.latency_pick is not None
+    written = write_plots(tmp_path, seed_manifest, seed_summaries, recs)
+    assert set(written) == SEED_PLOTS
+    assert_real_png(written["throughput_vs_p99"])
+    # Frontier, budget line and pick markers change the picture; the other plots do not.
+    plain = seed_written["throughput_vs_p99"].read_bytes()
+    assert written["throughput_vs_p99"].read_bytes() != plain
+    assert written["batch_sizes"].read_bytes() == seed_written["batch_sizes"].read_bytes()
+
+
+def test_titles_carry_model_load_machine_and_date(
+    seed_manifest: dict[str, Any], seed_summaries: list[VariantSummary]
+) -> None:
+    line = context_line(seed_manifest, seed_summaries)
+    assert line == "simple_mlp · gRPC, batch 1, concurrency 8 · AMD EPYC, 2 cores · 2026-11-30"
+    assert load_text([]) == "no load"
+
+
+def test_batch_bins_cover_every_size() -> None:
+    assert batch_bins(1) == [(1, 1)]
+    assert batch_bins(8) == [(1, 1), (2, 2), (3, 4), (5, 8)]
+    bins = batch_bins(50)
+    assert bins[-1] == (33, 64)
+    covered = [size for lo, hi in bins for size in range(lo, hi + 1)]
+    assert covered == list(range(1, 65))
+
+
+@pytest.fixture(scope="module")
+def sweep_written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, dict[str, Path]]:
+    manifest, analyses = analyse_run(SWEEP_RUN)
+    summaries = [r.summary for a in analyses for r in a.reports]
+    return summaries, write_plots(tmp_path_factory.mktemp("sweep"), dict(manifest), summaries)
+
+
+@needs_sweep
+def test_sweep_run_draws_its_dimensions(sweep_written: tuple[Any, dict[str, Path]]) -> None:
+    summaries, written = sweep_written
+    protocols = {s.settings.protocol for s in summaries}
+    levels = {s.settings.concurrency for s in summaries if s.settings.request_rate_per_s is None}
+    expected: dict[str, Callable[[], bool]] = {
+        "throughput_vs_p99": lambda: True,
+        "concurrency_curves": lambda: len(levels) > 1,
+        "http_vs_grpc": lambda: protocols == {"grpc", "http"},
+        "latency_breakdown": lambda: True,
+    }
+    for name, applies in expected.items():
+        if applies():
+            assert name in written, name
+            assert_real_png(written[name])

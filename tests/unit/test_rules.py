@@ -1,0 +1,554 @@
+"""analysis/rules.py on the recorded seed run: each rule fires where it should and nowhere else.
+
+Negative and edge cases are built from the recorded cells with ``dataclasses.replace`` (on the
+CellResult, its PerfRun/PerfMeasurement, its ServerStatsDelta, or the variant), so every case
+starts from real measurements and changes exactly one thing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tritonlab.analysis.aggregate import VariantSummary
+from tritonlab.analysis.rules import (
+    CPU_BOUND_SHARE,
+    QUEUE_CROSS_CHECK_TOLERANCE,
+    SATURATED_QUEUE_SHARE,
+    TRAP_BATCH_SHARE_OF_IN_FLIGHT,
+    TRAP_QUEUE_SHARE_OF_DELAY,
+    RuleContext,
+    apply_rules,
+    batch_target,
+    batching_raised_throughput,
+    changed_fields,
+    cpu_bound,
+    instances_effect,
+    littles_law,
+    queue_cross_check,
+    queue_delay_trap,
+    saturated_server,
+    unstable_measurement,
+)
+from tritonlab.analysis.verdicts import compare
+from tritonlab.experiments.store import CellResult
+
+Names = dict[str, VariantSummary]
+CORES = 2  # the recorded run's machine
+
+
+# --- helpers: change one thing in every cell of a recorded summary ---------------------------
+
+
+def map_cells(s: VariantSummary, fn: Callable[[CellResult], CellResult]) -> VariantSummary:
+    return dataclasses.replace(s, cells=tuple(fn(c) for c in s.cells))
+
+
+def with_server(s: VariantSummary, **changes: Any) -> VariantSummary:
+    def fn(c: CellResult) -> CellResult:
+        assert c.server is not None
+        return dataclasses.replace(c, server=dataclasses.replace(c.server, **changes))
+
+    return map_cells(s, fn)
+
+
+def scale_perf(s: VariantSummary, **factors: float) -> VariantSummary:
+    def fn(c: CellResult) -> CellResult:
+        m = c.perf.measurement
+        assert m is not None
+        changed = {k: getattr(m, k) * f for k, f in factors.items()}
+        perf = dataclasses.replace(c.perf, measurement=dataclasses.replace(m, **changed))
+        return dataclasses.replace(c, perf=perf)
+
+    return map_cells(s, fn)
+
+
+def set_perf(s: VariantSummary, **values: Any) -> VariantSummary:
+    def fn(c: CellResult) -> CellResult:
+        m = c.perf.measurement
+        assert m is not None
+        perf = dataclasses.replace(c.perf, measurement=dataclasses.replace(m, **values))
+        return dataclasses.replace(c, perf=perf)
+
+    return map_cells(s, fn)
+
+
+def with_cpu(s: VariantSummary, server_cores: float, client_cores: float) -> VariantSummary:
+    def fn(c: CellResult) -> CellResult:
+        perf = dataclasses.replace(c.perf, perf_analyzer_cpu_s=client_cores * c.perf.wall_s)
+        return dataclasses.replace(c, perf=perf, server_cpu_s=server_cores * c.perf.wall_s)
+
+    return map_cells(s, fn)
+
+
+def with_variant(s: VariantSummary, **changes: Any) -> VariantSummary:
+    variant = dataclasses.replace(s.variant, **changes)
+    s = map_cells(s, lambda c: dataclasses.replace(c, variant=variant))
+    return dataclasses.replace(s, variant=variant)
+
+
+def with_settings(s: VariantSummary, **changes: Any) -> VariantSummary:
+    return dataclasses.replace(s, settings=dataclasses.replace(s.settings, **changes))
+
+
+def ctx(
+    subject: VariantSummary,
+    names: Names,
+    reference: VariantSummary | None = None,
+    cores: int = CORES,
+) -> RuleContext:
+    baseline = names["baseline"]
+    return RuleContext(subject, baseline, reference or baseline, cores, (*names.values(), subject))
+
+
+# --- the recorded run as a whole ------------------------------------------------------------
+
+
+def _explain_contexts(names: Names) -> dict[str, RuleContext]:
+    """The contexts explain.py builds: batch_5ms_x2's reference is batch_5ms_x1."""
+    return {
+        "baseline": ctx(names["baseline"], names),
+        "batch_5ms_x1": ctx(names["batch_5ms_x1"], names),
+        "batch_5ms_x2": ctx(names["batch_5ms_x2"], names, names["batch_5ms_x1"]),
+        "batch_0ms_x1": ctx(names["batch_0ms_x1"], names),
+    }
+
+
+def test_recorded_run_fires_exactly_the_expected_rules(by_name: Names) -> None:
+    fired = {
+        name: sorted(f.rule for f in apply_rules(c))
+        for name, c in _explain_contexts(by_name).items()
+    }
+    assert fired == {
+        "baseline": ["saturated-server"],
+        "batch_5ms_x1": ["queue-delay-trap"],
+        "batch_5ms_x2": ["instances-effect", "queue-delay-trap"],
+        "batch_0ms_x1": ["batching-raised-throughput"],
+    }
+    for name, c in _explain_contexts(by_name).items():
+        for finding in apply_rules(c):
+            assert finding.variant == name
+            assert finding.kind == "explanation"  # the recorded run raises no flags
+
+
+def test_changed_fields(by_name: Names) -> None:
+    base, b5, b5x2, b0 = (by_name[n].variant for n in by_name)
+    assert changed_fields(base, base) == []
+    # Switching batching on carries its delay: one change, not two.
+    assert changed_fields(base, b5) == ["dynamic_batching"]
+    assert changed_fields(b5, b5x2) == ["instance_count"]
+    assert changed_fields(b5, b0) == ["max_queue_delay_us"]
+    assert changed_fields(base, b5x2) == ["dynamic_batching", "instance_count"]
+
+
+def test_batch_target(by_name: Names) -> None:
+    v = by_name["batch_5ms_x1"].variant
+    assert batch_target(v) == (64, "max_batch_size")
+    assert batch_target(dataclasses.replace(v, preferred_batch_sizes=(16, 4))) == (
+        4,
+        "preferred_batch_size",
+    )
+
+
+# --- queue-delay trap -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["batch_5ms_x1", "batch_5ms_x2"])
+def test_trap_fires_on_both_5ms_variants(by_name: Names, name: str) -> None:
+    s = by_name[name]
+    finding = queue_delay_trap(ctx(s, by_name))
+    assert finding is not None
+    assert finding.rule == "queue-delay-trap"
+    assert finding.variant == name
+    assert finding.figures["queue_us"] == round(s.queue_us.median or 0)
+    assert 4000 < finding.figures["queue_us"] < 5000
+    assert finding.figures["max_queue_delay_us"] == 5000
+    assert finding.figures["mean_batch_size"] == round(s.mean_batch.median or 0, 2)
+    assert finding.figures["mean_batch_size"] == pytest.approx(8.0, abs=0.05)
+    assert finding.figures["in_flight"] == 8
+    assert finding.figures["batch_target"] == 64
+    assert finding.figures["batch_target_field"] == "max_batch_size"
+    text = finding.text
+    assert text.startswith("Queue-delay trap")
+    assert f"queue {finding.figures['queue_us']:.0f} µs" in text
+    assert "delay of 5000 µs" in text
+    # The 0 µs variant of the same run is quoted as evidence for the fix.
+    b0 = by_name["batch_0ms_x1"]
+    assert f"formed batches of {b0.mean_batch.median:.1f}" in text
+    assert f"{b0.queue_us.median:.0f} µs of queueing" in text
+
+
+@pytest.mark.parametrize("name", ["baseline", "batch_0ms_x1"])
+def test_trap_does_not_fire_without_a_delay(by_name: Names, name: str) -> None:
+    assert queue_delay_trap(ctx(by_name[name], by_name)) is None
+
+
+def test_trap_without_zero_delay_variant_has_no_evidence(by_name: Names) -> None:
+    s = by_name["batch_5ms_x1"]
+    lone = RuleContext(s, by_name["baseline"], by_name["baseline"], CORES, (s,))
+    finding = queue_delay_trap(lone)
+    assert finding is not None
+    assert "0 µs variant" not in finding.text
+
+
+def test_no_trap_when_preferred_batch_equals_in_flight(by_name: Names) -> None:
+    s = with_variant(by_name["batch_5ms_x1"], preferred_batch_sizes=(8,))
+    assert queue_delay_trap(ctx(s, by_name)) is None
+
+
+def test_trap_names_preferred_batch_size_when_it_is_the_target(by_name: Names) -> None:
+    s = with_variant(by_name["batch_5ms_x1"], preferred_batch_sizes=(16,))
+    finding = queue_delay_trap(ctx(s, by_name))
+    assert finding is not None
+    assert finding.figures["batch_target"] == 16
+    assert finding.figures["batch_target_field"] == "preferred_batch_size"
+
+
+def test_no_trap_when_max_batch_size_is_reachable(by_name: Names) -> None:
+    s = with_variant(by_name["batch_5ms_x1"], max_batch_size=8)
+    assert queue_delay_trap(ctx(s, by_name)) is None
+
+
+def test_no_trap_when_concurrency_reaches_max_batch_size(by_name: Names) -> None:
+    s = with_settings(by_name["batch_5ms_x1"], concurrency=64)
+    assert queue_delay_trap(ctx(s, by_name)) is None
+
+
+def test_client_batch_counts_towards_in_flight(by_name: Names) -> None:
+    # 8 requests of 8 inferences each: 64 inferences in flight reach max_batch_size.
+    s = with_settings(by_name["batch_5ms_x1"], batch_size=8)
+    assert queue_delay_trap(ctx(s, by_name)) is None
+
+
+def test_no_trap_for_request_rate_load(by_name: Names) -> None:
+    s = with_settings(by_name["batch_5ms_x1"], concurrency=None, request_rate_per_s=1000.0)
+    assert queue_delay_trap(ctx(s, by_name)) is None
+
+
+def test_no_trap_when_queue_is_well_below_the_delay(by_name: Names) -> None:
+    s = with_server(by_name["batch_5ms_x1"], queue_us_per_request=1000.0)
+    assert s.queue_us.median == 1000.0
+    assert queue_delay_trap(ctx(s, by_name)) is None
+
+
+def test_trap_queue_threshold_boundary(by_name: Names) -> None:
+    threshold = TRAP_QUEUE_SHARE_OF_DELAY * 5000
+    at = with_server(by_name["batch_5ms_x1"], queue_us_per_request=threshold)
+    below = with_server(by_name["batch_5ms_x1"], queue_us_per_request=threshold - 1)
+    assert queue_delay_trap(ctx(at, by_name)) is not None
+    assert queue_delay_trap(ctx(below, by_name)) is None
+
+
+def test_no_trap_when_batches_stay_small(by_name: Names) -> None:
+    # Mean batch 2 of 8 in flight: requests are not all piling into one waiting batch.
+    def halve_batches(c: CellResult) -> CellResult:
+        assert c.server is not None
+        server = dataclasses.replace(c.server, execution_count=c.server.inference_count // 2)
+        return dataclasses.replace(c, server=server)
+
+    s = map_cells(by_name["batch_5ms_x1"], halve_batches)
+    assert (s.mean_batch.median or 0) < TRAP_BATCH_SHARE_OF_IN_FLIGHT * 8
+    assert queue_delay_trap(ctx(s, by_name)) is None
+
+
+def test_no_trap_without_server_statistics(by_name: Names) -> None:
+    s = map_cells(by_name["batch_5ms_x1"], lambda c: dataclasses.replace(c, server=None))
+    assert queue_delay_trap(ctx(s, by_name)) is None
+
+
+# --- batching raised throughput ---------------------------------------------------------------
+
+
+def test_batching_raised_throughput_on_zero_delay(by_name: Names) -> None:
+    base, s = by_name["baseline"], by_name["batch_0ms_x1"]
+    finding = batching_raised_throughput(ctx(s, by_name))
+    assert finding is not None
+    assert finding.rule == "batching-raised-throughput"
+    verdict = compare("throughput", base.throughput, s.throughput)
+    assert finding.figures["throughput_change_pct"] == round(verdict.change_pct or 0, 1)
+    assert finding.figures["throughput_change_pct"] > 10
+    assert finding.figures["mean_batch_before"] == 1.0
+    assert finding.figures["mean_batch_after"] == round(s.mean_batch.median or 0, 2)
+    assert finding.figures["mean_batch_after"] > 3
+    before = finding.figures["compute_us_per_inference_before"]
+    after = finding.figures["compute_us_per_inference_after"]
+    assert before == round(base.compute_per_inference_us.median or 0)
+    assert after == round(s.compute_per_inference_us.median or 0)
+    assert after < before
+    assert f"from 1.0 to {s.mean_batch.median:.1f}" in finding.text
+    assert verdict.phrase() in finding.text
+
+
+@pytest.mark.parametrize("name", ["baseline", "batch_5ms_x1"])
+def test_no_batching_finding_where_throughput_did_not_rise(by_name: Names, name: str) -> None:
+    assert batching_raised_throughput(ctx(by_name[name], by_name)) is None
+
+
+def test_no_batching_finding_against_a_batching_reference(by_name: Names) -> None:
+    s = by_name["batch_0ms_x1"]
+    assert batching_raised_throughput(ctx(s, by_name, by_name["batch_5ms_x1"])) is None
+
+
+def test_no_batching_finding_when_throughput_not_higher(by_name: Names) -> None:
+    base = by_name["baseline"]
+    b0 = by_name["batch_0ms_x1"]
+    # Give the batching variant exactly the baseline's throughput, repeat by repeat.
+    factors = [
+        bc.perf.measurement.throughput_infer_per_s / c.perf.measurement.throughput_infer_per_s
+        for bc, c in zip(base.cells, b0.cells, strict=True)
+        if bc.perf.measurement and c.perf.measurement
+    ]
+    cells = [
+        scale_perf(dataclasses.replace(b0, cells=(c,)), throughput_infer_per_s=f).cells[0]
+        for c, f in zip(b0.cells, factors, strict=True)
+    ]
+    same = dataclasses.replace(b0, cells=tuple(cells))
+    assert same.throughput.values == base.throughput.values
+    assert batching_raised_throughput(ctx(same, by_name)) is None
+
+
+def test_no_batching_finding_when_compute_per_inference_did_not_fall(by_name: Names) -> None:
+    s = with_server(by_name["batch_0ms_x1"], compute_us_per_inference=500.0)
+    assert batching_raised_throughput(ctx(s, by_name)) is None
+
+
+def test_no_batching_finding_when_batches_did_not_grow(by_name: Names) -> None:
+    def batch_of_one(c: CellResult) -> CellResult:
+        assert c.server is not None
+        server = dataclasses.replace(c.server, execution_count=c.server.inference_count)
+        return dataclasses.replace(c, server=server)
+
+    s = map_cells(by_name["batch_0ms_x1"], batch_of_one)
+    assert batching_raised_throughput(ctx(s, by_name)) is None
+
+
+# --- instances effect -----------------------------------------------------------------------
+
+
+def test_instances_effect_on_recorded_x2_blames_the_batcher(by_name: Names) -> None:
+    s, ref = by_name["batch_5ms_x2"], by_name["batch_5ms_x1"]
+    finding = instances_effect(ctx(s, by_name, ref))
+    assert finding is not None
+    assert finding.rule == "instances-effect"
+    assert finding.kind == "explanation"
+    assert finding.figures["instances_before"] == 1
+    assert finding.figures["instances_after"] == 2
+    assert finding.figures["cores"] == CORES
+    assert finding.figures["server_cores_used"] == round(s.server_cores.median or 0, 2)
+    assert finding.figures["server_cores_used_before"] == round(ref.server_cores.median or 0, 2)
+    verdict = compare("throughput", ref.throughput, s.throughput)
+    assert finding.figures["throughput_change_pct"] == round(verdict.change_pct or 0, 1)
+    assert finding.text.startswith("1 -> 2 instances: throughput no clear difference")
+    assert "the batcher, not the instances, sets the pace" in finding.text
+    assert f"used only {s.server_cores.median:.2f} of 2 cores" in finding.text
+
+
+@pytest.mark.parametrize(
+    ("name", "reference"),
+    [
+        ("batch_5ms_x1", "baseline"),
+        ("batch_0ms_x1", "baseline"),
+        ("baseline", "baseline"),
+        ("batch_5ms_x2", "baseline"),  # two fields changed: not an instance-only comparison
+    ],
+)
+def test_instances_effect_only_for_instance_only_changes(
+    by_name: Names, name: str, reference: str
+) -> None:
+    assert instances_effect(ctx(by_name[name], by_name, by_name[reference])) is None
+
+
+def test_instances_effect_that_helped(by_name: Names) -> None:
+    ref = by_name["batch_5ms_x1"]
+    s = scale_perf(by_name["batch_5ms_x2"], throughput_infer_per_s=1.5)
+    finding = instances_effect(ctx(s, by_name, ref))
+    assert finding is not None
+    assert finding.text.startswith("1 -> 2 instances: throughput higher (+")
+    assert "the extra instance ran executions in parallel" in finding.text
+    assert f"used {s.server_cores.median:.2f} cores (was {ref.server_cores.median:.2f})" in (
+        finding.text
+    )
+    assert "batcher" not in finding.text
+    assert finding.figures["throughput_change_pct"] == pytest.approx(50, abs=3)
+
+
+def _baseline_x2(names: Names) -> VariantSummary:
+    return with_variant(names["baseline"], name="baseline_x2", instance_count=2)
+
+
+def test_instances_effect_not_the_bottleneck(by_name: Names) -> None:
+    s = _baseline_x2(by_name)
+    finding = instances_effect(ctx(s, by_name))
+    assert finding is not None
+    assert "throughput no clear difference" in finding.text
+    assert "the single instance was not the bottleneck" in finding.text
+    assert f"(the server used {s.server_cores.median:.2f} of 2 cores)" in finding.text
+
+
+def test_instances_effect_no_spare_cpu(by_name: Names) -> None:
+    s = _baseline_x2(by_name)
+    # Same run, but on one core server + perf_analyzer (about 1.5 cores) exceed 90% of it.
+    finding = instances_effect(ctx(s, by_name, cores=1))
+    assert finding is not None
+    assert "no spare CPU" in finding.text
+    assert f"perf_analyzer {s.perf_analyzer_cores.median:.2f} of 1 cores" in finding.text
+    # And on two cores with the CPU figures pushed up.
+    busy = with_cpu(s, server_cores=1.6, client_cores=0.3)
+    finding2 = instances_effect(ctx(busy, by_name))
+    assert finding2 is not None
+    assert "no spare CPU: the server used 1.60 and perf_analyzer 0.30 of 2 cores" in finding2.text
+
+
+# --- saturated server -----------------------------------------------------------------------
+
+
+def test_saturated_baseline(by_name: Names) -> None:
+    s = by_name["baseline"]
+    finding = saturated_server(ctx(s, by_name))
+    assert finding is not None
+    queue = s.queue_us.median or 0
+    compute = sum(
+        x.median or 0 for x in (s.compute_input_us, s.compute_infer_us, s.compute_output_us)
+    )
+    assert finding.figures == {
+        "queue_us": round(queue),
+        "compute_us": round(compute),
+        "queue_share": round(queue / (queue + compute), 2),
+    }
+    assert finding.figures["queue_share"] > 0.8
+    assert "the 1 instance is busy all the time" in finding.text
+
+
+def test_saturated_wording_for_several_instances(by_name: Names) -> None:
+    finding = saturated_server(ctx(_baseline_x2(by_name), by_name))
+    assert finding is not None
+    assert "the 2 instances are busy" in finding.text
+
+
+def test_trap_is_not_called_saturation(by_name: Names) -> None:
+    s = by_name["batch_5ms_x1"]
+    queue = s.queue_us.median or 0
+    compute = sum(
+        x.median or 0 for x in (s.compute_input_us, s.compute_infer_us, s.compute_output_us)
+    )
+    assert queue / (queue + compute) >= SATURATED_QUEUE_SHARE  # would qualify on its own
+    assert saturated_server(ctx(s, by_name)) is None
+
+
+def test_not_saturated(by_name: Names) -> None:
+    assert saturated_server(ctx(by_name["batch_0ms_x1"], by_name)) is None
+    short_queue = with_server(by_name["baseline"], queue_us_per_request=100.0)
+    assert saturated_server(ctx(short_queue, by_name)) is None
+
+
+# --- flags: cpu-bound, Little's law, unstable, queue cross-check ------------------------------
+
+
+@pytest.mark.parametrize("rule", [cpu_bound, littles_law, unstable_measurement, queue_cross_check])
+def test_no_flags_on_the_recorded_run(
+    by_name: Names, rule: Callable[[RuleContext], object]
+) -> None:
+    for c in _explain_contexts(by_name).values():
+        assert rule(c) is None
+
+
+def test_cpu_bound_when_cpu_figures_are_high(by_name: Names) -> None:
+    s = with_cpu(by_name["batch_0ms_x1"], server_cores=1.5, client_cores=0.4)
+    finding = cpu_bound(ctx(s, by_name))
+    assert finding is not None
+    assert finding.kind == "flag"
+    assert finding.rule == "cpu-bound"
+    assert finding.figures == {
+        "server_cores_used": 1.5,
+        "perf_analyzer_cores_used": 0.4,
+        "cores": 2,
+    }
+    assert "server used 1.50 and perf_analyzer 0.40 of 2 cores" in finding.text
+
+
+def test_cpu_bound_threshold(by_name: Names) -> None:
+    limit = CPU_BOUND_SHARE * CORES
+    just_below = with_cpu(by_name["baseline"], server_cores=limit - 0.5 - 0.01, client_cores=0.5)
+    assert cpu_bound(ctx(just_below, by_name)) is None
+    at = with_cpu(by_name["baseline"], server_cores=limit - 0.5, client_cores=0.5)
+    assert cpu_bound(ctx(at, by_name)) is not None
+    # The recorded baseline (about 1.5 cores in all) is CPU-bound on a one-core machine.
+    assert cpu_bound(ctx(by_name["baseline"], by_name, cores=1)) is not None
+
+
+@pytest.mark.parametrize("factor", [1.5, 0.7])
+def test_littles_law_flags_perturbed_latency(by_name: Names, factor: float) -> None:
+    s = scale_perf(by_name["batch_0ms_x1"], latency_avg_us=factor)
+    finding = littles_law(ctx(s, by_name))
+    assert finding is not None
+    assert finding.kind == "flag"
+    assert finding.figures["ratio"] == round(s.littles_law_ratio or 0, 2)
+    assert finding.figures["ratio"] == pytest.approx(factor, abs=0.02)
+    assert f"= {s.littles_law_ratio:.2f}" in finding.text
+
+
+def test_littles_law_tolerates_small_deviation(by_name: Names) -> None:
+    s = scale_perf(by_name["batch_0ms_x1"], latency_avg_us=1.1)
+    assert littles_law(ctx(s, by_name)) is None
+
+
+def test_littles_law_divides_throughput_by_client_batch(by_name: Names) -> None:
+    # Batch 2 per request doubles inferences/s for the same requests in flight: still sound.
+    s = with_settings(scale_perf(by_name["baseline"], throughput_infer_per_s=2.0), batch_size=2)
+    assert littles_law(ctx(s, by_name)) is None
+    doubled_only = scale_perf(by_name["baseline"], throughput_infer_per_s=2.0)
+    assert littles_law(ctx(doubled_only, by_name)) is not None
+
+
+def test_littles_law_does_not_apply_to_request_rate_load(by_name: Names) -> None:
+    # Open loop: no fixed number in flight, so there is nothing to check against.
+    s = with_settings(
+        scale_perf(by_name["baseline"], latency_avg_us=3.0),
+        concurrency=None,
+        request_rate_per_s=2000.0,
+    )
+    assert littles_law(ctx(s, by_name)) is None
+
+
+def test_unstable_flag(by_name: Names) -> None:
+    s = by_name["batch_5ms_x1"]
+    first = dataclasses.replace(s.cells[0], perf=dataclasses.replace(s.cells[0].perf, stable=False))
+    s = dataclasses.replace(s, cells=(first, *s.cells[1:]))
+    finding = unstable_measurement(ctx(s, by_name))
+    assert finding is not None
+    assert finding.kind == "flag"
+    assert finding.rule == "unstable"
+    assert finding.figures == {"unstable_repeats": 1}
+    assert finding.text.startswith("1 of 3 repeats did not stabilise")
+
+
+def test_queue_cross_check_flags_disagreement(by_name: Names) -> None:
+    s = scale_perf(by_name["baseline"], server_queue_us=2.0)
+    finding = queue_cross_check(ctx(s, by_name))
+    assert finding is not None
+    assert finding.kind == "flag"
+    assert finding.figures["stats_queue_us"] == round(s.queue_us.median or 0)
+    assert finding.figures["perf_analyzer_queue_us"] == round(s.perf_queue_us.median or 0)
+
+
+def test_queue_cross_check_tolerance_and_floor(by_name: Names) -> None:
+    within = scale_perf(by_name["baseline"], server_queue_us=1 + QUEUE_CROSS_CHECK_TOLERANCE / 2)
+    assert queue_cross_check(ctx(within, by_name)) is None
+    # Both below 100 µs: too small to matter even when they disagree by 2x.
+    tiny = set_perf(
+        with_server(by_name["baseline"], queue_us_per_request=90.0), server_queue_us=45.0
+    )
+    assert queue_cross_check(ctx(tiny, by_name)) is None
+
+
+def test_finding_to_dict(by_name: Names) -> None:
+    finding = queue_delay_trap(ctx(by_name["batch_5ms_x1"], by_name))
+    assert finding is not None
+    data = finding.to_dict()
+    assert data["rule"] == "queue-delay-trap"
+    assert data["variant"] == "batch_5ms_x1"
+    assert data["kind"] == "explanation"
+    assert data["figures"]["max_queue_delay_us"] == 5000
