@@ -85,6 +85,7 @@ def test_ctrl_c_stops_everything_keeps_cells_and_resumes(demo_onnx: Path, tmp_pa
         assert "tritonserver" in names(tree), describe(tree)
         assert any("python_backend_stub" in n for n in names(tree)), describe(tree)
 
+        print(f"process tree at SIGINT: {describe(tree)}")
         proc.send_signal(signal.SIGINT)
         code = proc.wait(timeout=40)
     finally:

@@ -43,7 +43,14 @@ def test_summary_even_count_median_and_interval() -> None:
     assert s.median == 2.5
     sd = statistics.stdev([1.0, 2.0, 3.0, 10.0])
     half = 3.182 * sd / 2.0  # df=3, sqrt(4) = 2
-    assert s.interval95 == pytest.approx((4.0 - half, 4.0 + half))
+    assert 4.0 - half < 0  # the raw t interval would go negative ...
+    assert s.interval95 == pytest.approx((0.0, 4.0 + half))  # ... so its lower end is clamped
+
+
+def test_summary_interval_not_clamped_when_positive() -> None:
+    s = Summary.of([100.0, 104.0, 98.0])
+    half = 4.303 * statistics.stdev([100.0, 104.0, 98.0]) / 3**0.5
+    assert s.interval95 == pytest.approx((s.mean - half, s.mean + half))
 
 
 def test_summary_single_value_has_no_interval() -> None:

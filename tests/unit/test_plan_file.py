@@ -61,7 +61,7 @@ def test_demo_plan_expands_to_one_change_variants() -> None:
         "grpc_b1_p50",
         "grpc_b1_p80",
     ]
-    assert plan.latency_budget_p99_us == 5000.0
+    assert plan.latency_budget_p99_us == 10000.0
     assert plan.target_load_infer_per_s == 2000.0
     # Sized for the 15-minute target: variants x loads x repeats.
     assert len(exp.variants) * len(exp.loads) * exp.repeats <= 90

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +9,9 @@ import pytest
 from PIL import Image
 
 from tritonlab.analysis.aggregate import VariantSummary
-from tritonlab.analysis.recommend import recommend
+from tritonlab.analysis.recommend import recommend, recommendations_from_manifest
 from tritonlab.report.build import analyse_run
+from tritonlab.report.plot_support import MAX_ROWS, per_configuration_rows, reference_load
 from tritonlab.report.plots import (
     PLOTS,
     PlotData,
@@ -21,6 +21,7 @@ from tritonlab.report.plots import (
     plot_concurrency_curves,
     plot_http_vs_grpc,
     plot_p99_vs_queue_delay,
+    plot_throughput_vs_p99,
     write_plots,
 )
 
@@ -143,24 +144,49 @@ def test_batch_bins_cover_every_size() -> None:
 
 
 @pytest.fixture(scope="module")
-def sweep_written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, dict[str, Path]]:
+def sweep_data() -> PlotData:
     manifest, analyses = analyse_run(SWEEP_RUN)
     summaries = [r.summary for a in analyses for r in a.reports]
-    return summaries, write_plots(tmp_path_factory.mktemp("sweep"), dict(manifest), summaries)
+    return PlotData(dict(manifest), summaries, recommendations_from_manifest(manifest, summaries))
 
 
 @needs_sweep
-def test_sweep_run_draws_its_dimensions(sweep_written: tuple[Any, dict[str, Path]]) -> None:
-    summaries, written = sweep_written
-    protocols = {s.settings.protocol for s in summaries}
-    levels = {s.settings.concurrency for s in summaries if s.settings.request_rate_per_s is None}
-    expected: dict[str, Callable[[], bool]] = {
-        "throughput_vs_p99": lambda: True,
-        "concurrency_curves": lambda: len(levels) > 1,
-        "http_vs_grpc": lambda: protocols == {"grpc", "http"},
-        "latency_breakdown": lambda: True,
+def test_sweep_run_draws_every_plot(sweep_data: PlotData, tmp_path: Path) -> None:
+    # Several concurrencies, HTTP and gRPC at the same load, three delay levels at count=1.
+    levels = {s.settings.concurrency for s in sweep_data.summaries}
+    assert {s.settings.protocol for s in sweep_data.summaries} == {"grpc", "http"}
+    assert len(levels - {None}) > 1
+    assert sweep_data.recommendations is not None
+    written = write_plots(
+        tmp_path, sweep_data.manifest, sweep_data.summaries, sweep_data.recommendations
+    )
+    assert list(written) == list(PLOTS)
+    for path in written.values():
+        assert_real_png(path)
+    again = write_plots(
+        tmp_path / "again", sweep_data.manifest, sweep_data.summaries, sweep_data.recommendations
+    )
+    assert {n: p.read_bytes() for n, p in again.items()} == {
+        n: p.read_bytes() for n, p in written.items()
     }
-    for name, applies in expected.items():
-        if applies():
-            assert name in written, name
-            assert_real_png(written[name])
+
+
+@needs_sweep
+def test_sweep_knees_and_picks_change_the_pictures(sweep_data: PlotData, tmp_path: Path) -> None:
+    bare = PlotData(sweep_data.manifest, sweep_data.summaries)
+    for draw in (plot_throughput_vs_p99, plot_concurrency_curves):
+        with_recs = draw(sweep_data, tmp_path / f"{draw.__name__}_recs.png")
+        without = draw(bare, tmp_path / f"{draw.__name__}.png")
+        assert with_recs is not None and without is not None
+        assert with_recs.read_bytes() != without.read_bytes(), draw.__name__
+
+
+@needs_sweep
+def test_sweep_per_configuration_plots_cap_their_rows(sweep_data: PlotData) -> None:
+    # 42 (variant, load) summaries are too many bars: the reference load's rows are drawn.
+    assert len(sweep_data.summaries) > MAX_ROWS
+    rows = per_configuration_rows(sweep_data, lambda s: True)
+    assert {s.load_key for s in rows} == {reference_load(sweep_data)}
+    assert [s.variant.name for s in rows] == list(
+        dict.fromkeys(s.variant.name for s in sweep_data.summaries)
+    )

@@ -329,7 +329,10 @@ def test_summary_line_states_action_result_and_judgement() -> None:
         line
     )
     assert "for latency-first use (p99 2,500 µs while carrying 1,500 infer/s" in line
-    assert line.endswith("here one configuration serves both goals, at different load levels.")
+    assert line.endswith(
+        "here one server configuration serves both goals; what differs is the load it is run "
+        "at, so the operating point (concurrency or rate) must be chosen for the scenario."
+    )
     other = recommend(summaries(_two_config_sweep()), 2700, target_load_infer_per_s=1100)
     assert other.throughput_pick is not None and other.latency_pick is not None
     nothing = recommend(summaries(_two_config_sweep()), 100)

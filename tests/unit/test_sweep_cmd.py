@@ -60,8 +60,7 @@ def test_eta_counts_only_cells_measured_in_this_session(monkeypatch: pytest.Monk
     buffer = io.StringIO()
     monkeypatch.setattr(sweep_cmd, "err", Console(file=buffer, width=200))
     clock = iter([0.0, 0.0, 10.0, 16.0, 30.0])
-    monkeypatch.setattr(sweep_cmd.time, "monotonic", lambda: next(clock))
-    progress = SweepProgress("plain")  # started at t=0
+    progress = SweepProgress("plain", clock=lambda: next(clock))  # started at t=0
     progress(40, 50, "a__grpc_b1_c8__r1")  # 40 cells found on disk: no estimate yet
     progress(41, 50, "b__grpc_b1_c8__r1")  # the first measured cell took 10 s
     progress(42, 50, "c__grpc_b1_c8__r1")  # the second 6 s: mean 8 s x 8 left

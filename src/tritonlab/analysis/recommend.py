@@ -337,12 +337,12 @@ class _Picker:
         if verdict.word == NO_CLEAR:
             return (
                 f"Its lead over the runner-up, {_fmt_point(runner)}, is not clear given the "
-                f"noise ({figure} {verdict.phrase()}, {verdict.method}): either is a sound "
+                f"noise ({figure} {verdict.phrase()}; rule: {verdict.method}): either is a sound "
                 "choice; re-measure with more repeats to separate them."
             )
         return (
             f"It beats the runner-up, {_fmt_point(runner)}, on {figure}: {verdict.phrase()} "
-            f"({verdict.method})."
+            f"(rule: {verdict.method})."
         )
 
     def baseline_sentence(self, p: OperatingPoint, verdicts: dict[str, Verdict]) -> str:
@@ -505,17 +505,17 @@ def summary_line(
         )
     if not choices:
         return action + "; no configuration met the latency budget or the target load."
-    same = (
-        throughput_pick is not None
-        and latency_pick is not None
-        and _config_of(throughput_pick.point) == _config_of(latency_pick.point)
-    )
-    judgement = (
-        "here one configuration serves both goals, at different load levels"
-        if same
-        else "maximum throughput and low latency are different optima, so the configuration "
-        "must be chosen for the scenario"
-    )
+    tp, lp = throughput_pick, latency_pick
+    if tp is not None and lp is not None and tp.point.variant == lp.point.variant:
+        judgement = (
+            "here one server configuration serves both goals; what differs is the load it is "
+            "run at, so the operating point (concurrency or rate) must be chosen for the scenario"
+        )
+    else:
+        judgement = (
+            "maximum throughput and low latency are different optima, so the configuration "
+            "must be chosen for the scenario"
+        )
     return f"{action}; chose {' and '.join(choices)}: {judgement}."
 
 

@@ -1,7 +1,8 @@
 """A figure measured several times: its values, median, and a 95% interval.
 
-The interval is Student's t interval for the mean (``mean ± t(0.975, n-1) · s/√n``): with the
-three repeats tritonlab takes by default it is wide, on purpose. It says how far a single
+The interval is Student's t interval for the mean (``mean ± t(0.975, n-1) · s/√n``, its lower
+end clamped at 0 since every figure here is non-negative): with the three repeats tritonlab
+takes by default it is wide, on purpose. It says how far a single
 number could move on this machine. A figure measured once has no interval.
 """
 
@@ -66,7 +67,8 @@ class Summary:
             return None
         mean = statistics.fmean(self.values)
         half = t_quantile_975(self.n - 1) * statistics.stdev(self.values) / math.sqrt(self.n)
-        return (mean - half, mean + half)
+        # Every figure tritonlab summarises (rates, times, batch sizes) is non-negative.
+        return (max(0.0, mean - half), mean + half)
 
     @property
     def spread_pct(self) -> float | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Annotated, Optional
@@ -57,9 +58,10 @@ def _duration(seconds: float) -> str:
 class SweepProgress:
     """A progress callback for ``run_experiment``: "rich" (live bar), "plain" lines or "off"."""
 
-    def __init__(self, mode: str) -> None:
+    def __init__(self, mode: str, clock: Callable[[], float] = time.monotonic) -> None:
         self.mode = mode
-        self.started = time.monotonic()
+        self.clock = clock
+        self.started = clock()
         self._last: float | None = None
         self._durations: list[float] = []
         self._progress: Progress | None = None
@@ -95,7 +97,7 @@ class SweepProgress:
         return statistics.fmean(self._durations) * (total - done)
 
     def __call__(self, done: int, total: int, cell: str) -> None:
-        now = time.monotonic()
+        now = self.clock()
         if self._last is not None:
             self._durations.append(now - self._last)
         self._last = None if cell == "done" else now

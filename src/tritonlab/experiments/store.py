@@ -17,6 +17,9 @@ from tritonlab.perf.runner import PerfRun
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.server.stats import ServerStatsDelta
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
 RESULTS_DIR = "results"
 CELLS_DIR = "cells"
 MANIFEST_FILE = "manifest.json"
@@ -30,6 +33,7 @@ def write_text_atomic(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w") as handle:
             handle.write(text)
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp creates 0600; results are for sharing
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 REPORT_FILE = "report.html"
 
 CAPTIONS = {
-    "throughput_vs_p99": "Each point is one configuration at one load: median over the repeats, "
-    "bars the 95% interval. Up and to the left is better.",
+    "throughput_vs_p99": "Each point is one configuration at one load: median over the repeats; "
+    "light bars are the 95% interval (cut at the plot's edge when wider). Up and to the left "
+    "is better. Lines join the load levels of one configuration.",
     "concurrency_curves": "Closed-loop load: more requests in flight raise throughput until the "
     "server saturates; beyond that only the tail grows.",
     "latency_breakdown": "Per request in the server (Triton's statistics, medians): time queued, "
@@ -74,8 +75,11 @@ def _num(value: float | None, digits: int = 0) -> str:
 
 def _summary_cell(s: Summary, digits: int = 0) -> str:
     interval = s.interval95
+    # Throughput and latency cannot be negative; with two repeats the t-interval of the mean
+    # often reaches below zero, which says no more than "from 0".
     ci = (
-        f'<span class="ci">{_num(interval[0], digits)}–{_num(interval[1], digits)}</span>'
+        f'<span class="ci">{_num(max(0.0, interval[0]), digits)}–<wbr>'
+        f"{_num(interval[1], digits)}</span>"
         if interval
         else ""
     )
@@ -383,8 +387,9 @@ def render_html_report(
         '<section id="results"><h2>Results</h2>'
         + results_table(analyses)
         + "<p class='evidence'>Medians over the repeats; small grey figures are the 95% "
-        "interval. Latencies are client-side; queue and compute are per request in the "
-        "server. Verdicts are against the baseline at the same load.</p></section>"
+        "interval (from 0 where it reaches below zero). Latencies are client-side; queue and "
+        "compute are per request in the server. Verdicts are against the baseline at the same "
+        "load.</p></section>"
     )
     nav.append(("results", "Results"))
     if recommendations is None:

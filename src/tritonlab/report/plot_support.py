@@ -125,6 +125,8 @@ def error_bars(summaries: list[Summary], scale: float = 1.0) -> list[list[float]
     """matplotlib's [lower, upper] distances from the medians to the 95% intervals.
 
     None when no summary has an interval (single repeats): no zero-length bars are drawn.
+    Lower ends stop at zero (throughput and latency cannot be negative; with two repeats the
+    t-interval of the mean often reaches below it).
     """
     pairs = []
     for s in summaries:
@@ -132,9 +134,8 @@ def error_bars(summaries: list[Summary], scale: float = 1.0) -> list[list[float]
         if interval is None or median is None:
             pairs.append((0.0, 0.0))
         else:
-            pairs.append(
-                (max(0.0, median - interval[0]) * scale, max(0.0, interval[1] - median) * scale)
-            )
+            low = min(median, max(0.0, median - interval[0]))
+            pairs.append((low * scale, max(0.0, interval[1] - median) * scale))
     if not any(low or high for low, high in pairs):
         return None
     return [[low for low, _ in pairs], [high for _, high in pairs]]
@@ -216,7 +217,8 @@ def save_png(
     fig: Figure, path: Path, title: str, data: PlotData, shown: list[VariantSummary]
 ) -> Path:
     """Title the figure with its context line and write it atomically, without metadata."""
-    fig.suptitle(f"{title}\n{context_line(data.manifest, shown)}", fontsize=10)
+    # Left-aligned, so a legend beside the axes never runs under it.
+    fig.suptitle(f"{title}\n{context_line(data.manifest, shown)}", fontsize=10, x=0.01, ha="left")
     buffer = io.BytesIO()
     # No 'Software' text chunk (it carries the matplotlib version) and no date: stable bytes.
     fig.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
@@ -233,8 +235,8 @@ def save_png(
     return path
 
 
-def variant_legend(ax: Axes, data: PlotData, summaries: list[VariantSummary]) -> None:
-    """Colour = variant; marker and line style = protocol; hollow marker = open loop."""
+def variant_legend(fig: Figure, data: PlotData, summaries: list[VariantSummary]) -> None:
+    """Beside the axes: colour = variant; marker and line style = protocol; hollow = open loop."""
     from matplotlib.lines import Line2D
 
     handles: list[Any] = [
@@ -258,7 +260,7 @@ def variant_legend(ax: Axes, data: PlotData, summaries: list[VariantSummary]) ->
         handles.append(
             Line2D([], [], color="black", marker="o", fillstyle="none", label="open loop (rate)")
         )
-    ax.legend(handles=handles, loc="best")
+    fig.legend(handles=handles, loc="outside right upper")
 
 
 def annotate_points(
@@ -285,3 +287,25 @@ def annotate_points(
         ax.annotate(
             text, (x, y), xytext=(6, 4 - 11 * near), textcoords="offset points", fontsize=fontsize
         )
+
+
+def fade_error_bars(container: Any, alpha: float = 0.4) -> None:
+    """Draw an errorbar container's interval lines light, so medians stay readable."""
+    for lines in container.lines[1:]:
+        for line in lines:
+            line.set_alpha(alpha)
+
+
+def limits_from_medians(
+    ax: Axes, xs: list[float] | None, ys: list[float], log_x: bool = False, x_pad: float = 1.12
+) -> None:
+    """Fit the axes to the medians, not to the intervals: wide bars are cut at the edge."""
+    top = max(ys, default=0.0)
+    ax.set_ylim(0, top * 1.15 if top > 0 else 1.0)
+    if not xs:
+        return
+    low, high = min(xs), max(xs)
+    if log_x:
+        ax.set_xlim(low / 1.6, high * 1.6)
+    else:
+        ax.set_xlim(0, high * x_pad if high > 0 else 1.0)

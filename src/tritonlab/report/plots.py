@@ -26,7 +26,9 @@ from tritonlab.report.plot_support import (
     context_line,
     curves,
     error_bars,
+    fade_error_bars,
     has_figures,
+    limits_from_medians,
     load_order,
     load_short,
     load_text,
@@ -39,6 +41,7 @@ from tritonlab.report.plot_support import (
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
     from tritonlab.analysis.recommend import Recommendations
 
@@ -62,14 +65,16 @@ def plot_throughput_vs_p99(data: PlotData, path: Path) -> Path | None:
         return None
     p99_ms = [(s.latency_p99.median or 0.0) / 1000 for s in points]
     log_x = min(p99_ms) > 0 and max(p99_ms) / min(p99_ms) > LOG_X_SPAN
-    with new_figure(9.0, 6.0) as fig:
+    recs = data.recommendations
+    on_frontier = {(p.variant, p.load_key) for p in recs.frontier} if recs else set()
+    label_variants = len(points) <= 8 and len({s.load_key for s in points}) == 1
+    with new_figure(12.0, 6.5) as fig:
         ax = fig.add_subplot()
-        label_variants = len(points) <= 8 and len({s.load_key for s in points}) == 1
         labelled: list[tuple[float, float, str]] = []
         for (name, protocol, _batch, open_loop), members in curves(points).items():
             xs = [(m.latency_p99.median or 0.0) / 1000 for m in members]
             ys = [m.throughput.median or 0.0 for m in members]
-            ax.errorbar(
+            bars = ax.errorbar(
                 xs,
                 ys,
                 xerr=error_bars([m.latency_p99 for m in members], 1e-3),
@@ -79,15 +84,20 @@ def plot_throughput_vs_p99(data: PlotData, path: Path) -> Path | None:
                 linestyle=PROTOCOL_LINES[protocol] if len(members) > 1 else "none",
                 fillstyle="none" if open_loop else "full",
                 markersize=7,
-                capsize=3,
+                capsize=2,
                 linewidth=1.2,
                 elinewidth=0.8,
             )
+            fade_error_bars(bars, 0.4 if len(points) <= 16 else 0.2)
             for m, x, y in zip(members, xs, ys, strict=True):
-                labelled.append((x, y, m.variant.description if label_variants else load_short(m)))
+                # A sweep has too many points to name them all: name the frontier's.
+                if label_variants:
+                    labelled.append((x, y, m.variant.description))
+                elif len(points) <= 16 or (m.variant.name, m.load_key) in on_frontier:
+                    labelled.append((x, y, load_short(m)))
         annotate_points(ax, labelled, 7 if label_variants else 6, log_x)
-        variant_legend(ax, data, points)
-        mark_recommendations(ax, data.recommendations)
+        variant_legend(fig, data, points)
+        mark_recommendations(fig, ax, recs)
         if log_x:
             from matplotlib.ticker import LogLocator
 
@@ -96,14 +106,15 @@ def plot_throughput_vs_p99(data: PlotData, path: Path) -> Path | None:
             ax.xaxis.set_major_formatter("{x:g}")
             ax.set_xlabel("p99 latency, client side (ms, log scale)")
         else:
-            ax.set_xlim(left=0)
             ax.set_xlabel("p99 latency, client side (ms)")
         ax.set_ylabel("throughput (inferences/s)")
-        ax.set_ylim(bottom=0)
+        tputs = [s.throughput.median or 0.0 for s in points]
+        # Room on the right for the names of the rightmost points.
+        limits_from_medians(ax, p99_ms, tputs, log_x, 1.35 if label_variants else 1.12)
         return save_png(fig, path, "Throughput against p99 latency", data, points)
 
 
-def mark_recommendations(ax: Axes, recs: Recommendations | None) -> None:
+def mark_recommendations(fig: Figure, ax: Axes, recs: Recommendations | None) -> None:
     """The Pareto frontier, the budget and target lines, and the two picks, in a 2nd legend."""
     if recs is None:
         return
@@ -159,14 +170,11 @@ def mark_recommendations(ax: Axes, recs: Recommendations | None) -> None:
             markeredgecolor=edge,
             markeredgewidth=2.0 if face == "none" else 1.0,
             linestyle="none",
-            label=f"{pick.kind}: {pick.point.description} ({pick.point.load_key})",
+            label=f"{pick.kind}:\n{pick.point.description}\n{pick.point.load_key}",
             zorder=zorder,
         )
         extra.append(mark)
-    legend = ax.get_legend()
-    if legend is not None:
-        ax.add_artist(legend)
-    ax.legend(handles=extra, loc="lower right", markerscale=0.6)
+    fig.legend(handles=extra, loc="outside right lower", markerscale=0.6)
 
 
 def plot_concurrency_curves(data: PlotData, path: Path) -> Path | None:
@@ -177,7 +185,7 @@ def plot_concurrency_curves(data: PlotData, path: Path) -> Path | None:
         return None
     batches = {k[2] for k in groups}
     knees = data.recommendations.knees if data.recommendations else {}
-    with new_figure(12.0, 5.0) as fig:
+    with new_figure(13.0, 5.2) as fig:
         ax_tput, ax_p99 = fig.subplots(1, 2)
         knee_drawn = False
         for (name, protocol, batch, _open), members in groups.items():
@@ -186,38 +194,47 @@ def plot_concurrency_curves(data: PlotData, path: Path) -> Path | None:
                 "color": data.colour(name),
                 "marker": PROTOCOL_MARKERS[protocol],
                 "linestyle": PROTOCOL_LINES[protocol],
-                "capsize": 3,
+                "capsize": 2,
                 "markersize": 5,
             }
-            label = f"{members[0].variant.description} · {PROTOCOL_NAMES[protocol]}"
-            label += f" b{batch}" if len(batches) > 1 else ""
+            label = f"{members[0].variant.description} · {PROTOCOL_NAMES[protocol]} b{batch}"
             tputs = [m.throughput.median or 0.0 for m in members]
-            ax_tput.errorbar(
-                xs, tputs, yerr=error_bars([m.throughput for m in members]), label=label, **style
+            fade_error_bars(
+                ax_tput.errorbar(
+                    xs,
+                    tputs,
+                    yerr=error_bars([m.throughput for m in members]),
+                    label=label,
+                    **style,
+                )
             )
-            ax_p99.errorbar(
-                xs,
-                [(m.latency_p99.median or 0.0) / 1000 for m in members],
-                yerr=error_bars([m.latency_p99 for m in members], 1e-3),
-                **style,
+            fade_error_bars(
+                ax_p99.errorbar(
+                    xs,
+                    [(m.latency_p99.median or 0.0) / 1000 for m in members],
+                    yerr=error_bars([m.latency_p99 for m in members], 1e-3),
+                    **style,
+                )
             )
             knee = knees.get(f"{name}/{protocol}/b{batch}")  # analysis.recommend's curve key
             if knee is not None and knee in xs:
                 y = tputs[xs.index(knee)]
                 ax_tput.plot([knee], [y], marker="v", color="black", markersize=9, zorder=5)
                 knee_drawn = True
-        if knee_drawn:
-            ax_tput.plot([], [], marker="v", color="black", linestyle="none", label="knee")
         for ax in (ax_tput, ax_p99):
             ax.set_xscale("log", base=2)
             ax.set_xlabel("concurrency (requests in flight, log scale)")
             ax.xaxis.set_major_formatter("{x:g}")
-            ax.set_ylim(bottom=0)
+        limits_from_medians(ax_tput, None, [m.throughput.median or 0.0 for m in closed])
+        limits_from_medians(ax_p99, None, [(m.latency_p99.median or 0.0) / 1000 for m in closed])
         ax_tput.set_ylabel("throughput (inferences/s)")
         ax_p99.set_ylabel("p99 latency, client side (ms)")
-        ax_tput.legend(loc="best")
-        ax_tput.set_title("throughput")
+        ax_tput.set_title("throughput" + (" (▼ knee)" if knee_drawn else ""))
         ax_p99.set_title("p99 latency")
+        if len(batches) > 1:
+            fig.legend(loc="outside right upper")
+        else:
+            variant_legend(fig, data, closed)
         return save_png(fig, path, "Throughput and p99 against concurrency", data, closed)
 
 
@@ -252,70 +269,93 @@ def plot_latency_breakdown(data: PlotData, path: Path) -> Path | None:
         return save_png(fig, path, "Latency breakdown in the server", data, rows)
 
 
-def plot_p99_vs_queue_delay(data: PlotData, path: Path) -> Path | None:
-    """p99 and throughput against max_queue_delay_microseconds, for the batching variants."""
-    batching = [s for s in data.summaries if s.variant.dynamic_batching and has_figures(s)]
-    names = ("load", "count", "kind", "max_batch", "preferred", "threads")
-    series: dict[tuple[Any, ...], list[VariantSummary]] = {}
-    for s in sorted(batching, key=load_order(data)):
-        v = s.variant
-        key = (
-            s.load_key,
-            v.instance_count,
-            v.instance_kind,
-            v.max_batch_size,
-            v.preferred_batch_sizes,
-            v.intra_op_threads,
-        )
-        series.setdefault(key, []).append(s)
-    if not any(len({m.variant.max_queue_delay_us for m in g}) > 1 for g in series.values()):
-        return None
-    levels = sorted({s.variant.max_queue_delay_us for s in batching})
-    keys = list(series)
-    differs = [i for i in range(len(names)) if len({k[i] for k in keys}) > 1]
-    loads = {k[0] for k in keys}
-    baseline = next(
-        (s for s in data.summaries if s.variant.name == "baseline" and s.load_key in loads), None
+def _knobs(s: VariantSummary) -> tuple[Any, ...]:
+    """Every batching setting but the delay."""
+    v = s.variant
+    return (
+        v.instance_count,
+        v.instance_kind,
+        v.max_batch_size,
+        v.preferred_batch_sizes,
+        v.intra_op_threads,
     )
-    with new_figure(12.0, 5.0) as fig:
+
+
+def plot_p99_vs_queue_delay(data: PlotData, path: Path) -> Path | None:
+    """p99 and throughput against max_queue_delay_microseconds, one line per load point.
+
+    The delay sweep is the largest set of batching variants that differ only in their delay;
+    the no-batching variant with the same instances, if measured, is drawn as the "off" level.
+    """
+    batching = [s for s in data.summaries if s.variant.dynamic_batching and has_figures(s)]
+    families: dict[tuple[Any, ...], set[int]] = {}
+    for s in batching:
+        families.setdefault(_knobs(s), set()).add(s.variant.max_queue_delay_us)
+    if not families:
+        return None
+    family, delays = max(families.items(), key=lambda item: len(item[1]))
+    if len(delays) < 2:
+        return None
+    count, kind, max_batch, preferred, threads = family
+    off = [
+        s
+        for s in data.summaries
+        if not s.variant.dynamic_batching
+        and has_figures(s)
+        and (s.variant.instance_count, s.variant.instance_kind, s.variant.intra_op_threads)
+        == (count, kind, threads)
+    ]
+    ticks = (["no batching"] if off else []) + [f"{d:g}" for d in sorted(delays)]
+    position = {d: i + (1 if off else 0) for i, d in enumerate(sorted(delays))}
+    by_load: dict[str, list[tuple[int, VariantSummary]]] = {}
+    for s in sorted([*batching, *off], key=load_order(data)):
+        if s.variant.dynamic_batching and _knobs(s) != family:
+            continue
+        x = position[s.variant.max_queue_delay_us] if s.variant.dynamic_batching else 0
+        by_load.setdefault(s.load_key, []).append((x, s))
+    loads = [k for k, pts in by_load.items() if any(s.variant.dynamic_batching for _, s in pts)]
+    loads = loads[: len(PALETTE)]
+    shown = [s for k in loads for _, s in by_load[k]]
+    with new_figure(13.0, 5.2) as fig:
         ax_p99, ax_tput = fig.subplots(1, 2)
-        for i, (key, members) in enumerate(series.items()):
-            members.sort(key=lambda m: m.variant.max_queue_delay_us)
-            shift = (i - (len(series) - 1) / 2) * 0.06  # keep coinciding series apart
-            xs = [levels.index(m.variant.max_queue_delay_us) + shift for m in members]
-            label = ", ".join(f"{names[j]}={key[j]}" for j in differs) or "dynamic batching"
-            style = {"color": PALETTE[i % len(PALETTE)], "marker": "o", "capsize": 3}
-            ax_p99.errorbar(
-                xs,
-                [(m.latency_p99.median or 0.0) / 1000 for m in members],
-                yerr=error_bars([m.latency_p99 for m in members], 1e-3),
-                label=label,
-                **style,
+        for i, key in enumerate(loads):
+            pts = sorted(by_load[key], key=lambda pair: pair[0])
+            xs = [x for x, _ in pts]
+            members = [m for _, m in pts]
+            first = members[0].settings
+            label = f"{PROTOCOL_NAMES[first.protocol]} b{first.batch_size} {load_short(members[0])}"
+            style = {"color": PALETTE[i], "marker": "o", "capsize": 2, "markersize": 5}
+            fade_error_bars(
+                ax_p99.errorbar(
+                    xs,
+                    [(m.latency_p99.median or 0.0) / 1000 for m in members],
+                    yerr=error_bars([m.latency_p99 for m in members], 1e-3),
+                    label=label,
+                    **style,
+                )
             )
-            ax_tput.errorbar(
-                xs,
-                [m.throughput.median or 0.0 for m in members],
-                yerr=error_bars([m.throughput for m in members]),
-                **style,
+            fade_error_bars(
+                ax_tput.errorbar(
+                    xs,
+                    [m.throughput.median or 0.0 for m in members],
+                    yerr=error_bars([m.throughput for m in members]),
+                    **style,
+                )
             )
-        if baseline is not None and len(loads) == 1:
-            ax_p99.axhline(
-                (baseline.latency_p99.median or 0.0) / 1000,
-                color="grey",
-                linestyle=":",
-                label="no batching (baseline)",
-            )
-            ax_tput.axhline(baseline.throughput.median or 0.0, color="grey", linestyle=":")
         for ax in (ax_p99, ax_tput):
-            ax.set_xticks(range(len(levels)), [f"{level:g}" for level in levels])
+            ax.set_xticks(range(len(ticks)), ticks)
             ax.set_xlabel("max_queue_delay_microseconds (µs; measured levels)")
-            ax.set_ylim(bottom=0)
+        limits_from_medians(ax_p99, None, [(m.latency_p99.median or 0.0) / 1000 for m in shown])
+        limits_from_medians(ax_tput, None, [m.throughput.median or 0.0 for m in shown])
         ax_p99.set_ylabel("p99 latency, client side (ms)")
         ax_tput.set_ylabel("throughput (inferences/s)")
         ax_p99.set_title("p99 latency")
         ax_tput.set_title("throughput")
-        ax_p99.legend(loc="best")
-        return save_png(fig, path, "Dynamic batching: queue delay against latency", data, batching)
+        fig.legend(loc="outside right upper", title="load")
+        knobs = f"count={count}, max_batch_size {max_batch}"
+        knobs += f", preferred {list(preferred)}" if preferred else ""
+        title = f"Dynamic batching: queue delay against latency ({knobs})"
+        return save_png(fig, path, title, data, shown)
 
 
 def plot_http_vs_grpc(data: PlotData, path: Path) -> Path | None:
@@ -350,6 +390,7 @@ def plot_http_vs_grpc(data: PlotData, path: Path) -> Path | None:
                 label=PROTOCOL_NAMES[protocol],
                 yerr=error_bars([m.throughput for m in members]),
                 capsize=3,
+                error_kw={"alpha": 0.5},
             )
             ax_p99.bar(
                 at,
@@ -358,10 +399,13 @@ def plot_http_vs_grpc(data: PlotData, path: Path) -> Path | None:
                 color=colour,
                 yerr=error_bars([m.latency_p99 for m in members], 1e-3),
                 capsize=3,
+                error_kw={"alpha": 0.5},
             )
         for ax in (ax_tput, ax_p99):
             ax.set_xticks(xs, labels, fontsize=8)
             ax.grid(axis="x", visible=False)
+        limits_from_medians(ax_tput, None, [m.throughput.median or 0.0 for m in shown])
+        limits_from_medians(ax_p99, None, [(m.latency_p99.median or 0.0) / 1000 for m in shown])
         ax_tput.set_ylabel("throughput (inferences/s)")
         ax_p99.set_ylabel("p99 latency, client side (ms)")
         ax_tput.set_title("throughput")

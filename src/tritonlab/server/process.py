@@ -64,10 +64,17 @@ class ServerPorts:
 
 def relevant_log_lines(log_text: str, limit: int = 6) -> list[str]:
     """The lines of a Triton log that explain a failure (errors first, else the last lines)."""
-    lines = [ln.rstrip() for ln in log_text.splitlines() if ln.strip()]
+    # Every GPU-less host logs NVML/DCGM start-up failures; they never explain a failure here.
+    noise = ("nvml", "dcgm")
+    lines = [
+        ln.rstrip()
+        for ln in log_text.splitlines()
+        if ln.strip() and not any(n in ln.lower() for n in noise)
+    ]
     markers = ("error", "failed", "exception", "unable", "modulenotfound", "traceback")
     picked = [ln for ln in lines if ln.startswith("E") or any(m in ln.lower() for m in markers)]
-    return (picked or lines)[-limit:]
+    unique = list(dict.fromkeys(picked or lines))
+    return unique[-limit:]
 
 
 class TritonServer(ServerEndpoint):
