@@ -323,7 +323,9 @@ def test_summary_line_states_action_result_and_judgement() -> None:
     recs = recommend(summaries(_two_config_sweep()), 5000, target_load_infer_per_s=1100)
     line = recs.summary_line
     assert line.startswith("Deployed the ONNX model simple_mlp on NVIDIA Triton")
-    assert "swept 3 serving configurations" in line and "concurrency 4–8" in line
+    # Only the knobs the sweep varied are named (the synthetic variants differ in batching).
+    assert "swept 3 serving configurations (dynamic_batching) with perf_analyzer" in line
+    assert "concurrency 4–8" in line
     assert "3 interleaved repeats per cell" in line
     assert "'batching (0 µs, count=1)' for throughput-first use (2,400 infer/s, higher (+100%)" in (
         line

@@ -39,6 +39,16 @@ from tritonlab.analysis.verdicts import HIGHER, LOWER, NO_CLEAR, Verdict, compar
 
 BASELINE = "baseline"  # ExperimentPlan.validate makes the first variant the baseline
 KNEE_GAIN_PER_DOUBLING_PCT = 10.0  # less than this per doubling of concurrency is "flat"
+# ServingVariant field -> how the project line names it when the sweep varied it.
+KNOB_LABELS = {
+    "dynamic_batching": "dynamic_batching",
+    "max_queue_delay_us": "max_queue_delay",
+    "preferred_batch_sizes": "preferred_batch_size",
+    "max_batch_size": "max_batch_size",
+    "instance_count": "instance_group count",
+    "instance_kind": "instance_group kind",
+    "intra_op_threads": "intra-op threads",
+}
 RATE_KEPT_UP_SHARE = 0.9  # an open-loop rate counts only if >= 90% of it was served
 SATURATION_QUEUE_GROWTH_PCT = 50.0  # queue time up by at least this much ...
 
@@ -478,10 +488,17 @@ def summary_line(
     )
     open_loop = any(s.settings.request_rate_per_s is not None for s in summaries)
     repeats = max(len(s.cells) for s in summaries)
+    configs = {s.variant.name: s.variant for s in summaries}.values()
+    varied = [
+        label
+        for name, label in KNOB_LABELS.items()
+        if len({repr(getattr(v, name)) for v in configs}) > 1
+    ]
     action = (
         f"Deployed the ONNX model {model} on NVIDIA Triton Inference Server and swept "
-        f"{len(variants)} serving configurations (dynamic_batching, max_queue_delay, "
-        f"instance_group) with perf_analyzer over "
+        f"{len(variants)} serving configuration{'s' if len(variants) != 1 else ''}"
+        + (f" ({', '.join(varied)})" if varied else "")
+        + " with perf_analyzer over "
         + (f"concurrency {levels[0]}–{levels[-1]}" if levels else "open-loop load")
         + f", {'/'.join(p.upper() if p == 'http' else 'gRPC' for p in protocols)}"
         + (" and Poisson open-loop load" if open_loop else "")
