@@ -16,6 +16,7 @@ from tritonlab.perf.records import (
     measurement_from_trials,
     parse_perf_csv,
     parse_trials,
+    parse_warnings,
 )
 from tritonlab.perf.runner import PerfRun
 from tritonlab.perf.settings import PerfSettings
@@ -280,3 +281,21 @@ def test_perf_run_round_trip() -> None:
     assert back == unstable
     assert back.measurement is None
     assert back.csv_file is None
+
+
+def test_parse_warnings_from_an_overloaded_open_loop_run() -> None:
+    console = (
+        "Request Rate: 1603 inference requests per seconds\n"
+        "  Pass [1] throughput: 1561.81 infer/sec. Avg latency: 4629 usec (std 5408 usec). \n"
+        "Warning: Request latency is not stabilizing. Please try lowering the request rate.\n"
+        "  Client: \n"
+        "    [WARNING] Perf Analyzer was not able to keep up with the desired request rate. "
+        "7.92% of the requests were delayed. \n"
+        "Warning: Request latency is not stabilizing. Please try lowering the request rate.\n"
+    )
+    assert parse_warnings(console) == [
+        "Request latency is not stabilizing. Please try lowering the request rate.",
+        "Perf Analyzer was not able to keep up with the desired request rate. "
+        "7.92% of the requests were delayed.",
+    ]
+    assert parse_warnings("  Pass [1] throughput: 1 infer/sec. Avg latency: 2 usec\n") == []

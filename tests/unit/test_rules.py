@@ -28,6 +28,7 @@ from tritonlab.analysis.rules import (
     cpu_bound,
     instances_effect,
     littles_law,
+    perf_analyzer_warnings,
     queue_cross_check,
     queue_delay_trap,
     saturated_server,
@@ -552,3 +553,28 @@ def test_finding_to_dict(by_name: Names) -> None:
     assert data["variant"] == "batch_5ms_x1"
     assert data["kind"] == "explanation"
     assert data["figures"]["max_queue_delay_us"] == 5000
+
+
+# --- perf_analyzer's own warnings ---------------------------------------------------------------
+
+OVERLOAD = (
+    "Perf Analyzer was not able to keep up with the desired request rate. "
+    "7.92% of the requests were delayed."
+)
+
+
+def test_no_warning_flag_on_the_recorded_run(by_name: Names) -> None:
+    for s in by_name.values():
+        assert perf_analyzer_warnings(ctx(s, by_name)) is None
+
+
+def test_warning_flag_names_the_warning_and_the_repeats(by_name: Names) -> None:
+    s = by_name["baseline"]
+    first = s.cells[0]
+    warned = dataclasses.replace(first, perf=dataclasses.replace(first.perf, warnings=[OVERLOAD]))
+    subject = dataclasses.replace(s, cells=(warned, *s.cells[1:]))
+    finding = perf_analyzer_warnings(ctx(subject, by_name))
+    assert finding is not None and finding.kind == "flag"
+    assert finding.figures["warned_repeats"] == 1
+    assert "7.92% of the requests were delayed" in finding.text
+    assert f"1 of {len(s.cells)} repeats" in finding.text

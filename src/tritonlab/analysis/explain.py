@@ -174,6 +174,7 @@ def _note(verdicts: dict[str, Verdict], findings: list[Finding]) -> str:
         "cpu-bound": "CPU-bound",
         "unstable": "unstable",
         "littles-law": "inconsistent",
+        "perf-warnings": "perf_analyzer warned",
     }
     parts = [f"tput {verdicts['throughput'].phrase()}, p99 {verdicts['latency_p99'].phrase()}"]
     parts += [labels[f.rule] for f in findings if f.rule in labels]

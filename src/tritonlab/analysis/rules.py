@@ -317,6 +317,27 @@ def queue_cross_check(ctx: RuleContext) -> Finding | None:
     )
 
 
+def perf_analyzer_warnings(ctx: RuleContext) -> Finding | None:
+    """Flag cells where perf_analyzer itself warned, e.g. it could not keep up an open-loop rate."""
+    s = ctx.subject
+    warned = [c for c in s.cells if c.perf.warnings]
+    if not warned:
+        return None
+    messages = list(dict.fromkeys(w for c in warned for w in c.perf.warnings))
+    text = (
+        f"perf_analyzer warned in {len(warned)} of {len(s.cells)} repeats: "
+        + "; ".join(m.rstrip(".") for m in messages)
+        + ". The load it offered or its latencies are less trustworthy here."
+    )
+    return Finding(
+        "perf-warnings",
+        s.variant.name,
+        text,
+        {"warned_repeats": len(warned), "warnings": messages},
+        kind="flag",
+    )
+
+
 RULES: tuple[Callable[[RuleContext], Finding | None], ...] = (
     batching_raised_throughput,
     queue_delay_trap,
@@ -326,6 +347,7 @@ RULES: tuple[Callable[[RuleContext], Finding | None], ...] = (
     littles_law,
     unstable_measurement,
     queue_cross_check,
+    perf_analyzer_warnings,
 )
 
 

@@ -142,3 +142,9 @@ def measurement_from_trials(
 
 
 UNSTABLE_MARKER = "Failed to obtain stable measurement"
+_WARNING_RE = re.compile(r"^\s*(?:Warning:|\[WARNING\])\s*(.+?)\s*$", re.MULTILINE)
+
+
+def parse_warnings(console: str) -> list[str]:
+    """perf_analyzer's warnings (e.g. it fell behind an open-loop rate), each once, in order."""
+    return list(dict.fromkeys(m.group(1) for m in _WARNING_RE.finditer(console)))

@@ -26,6 +26,7 @@ from tritonlab.perf.records import (
     measurement_from_trials,
     parse_perf_csv,
     parse_trials,
+    parse_warnings,
 )
 from tritonlab.perf.settings import PerfSettings
 
@@ -44,6 +45,8 @@ class PerfRun:
     perf_analyzer_cpu_s: float
     console_files: list[str] = field(default_factory=list)
     csv_file: str | None = None
+    # perf_analyzer's own warnings about the final attempt (overload, requests delayed, ...)
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -57,6 +60,7 @@ class PerfRun:
             "perf_analyzer_cpu_s": self.perf_analyzer_cpu_s,
             "console_files": self.console_files,
             "csv_file": self.csv_file,
+            "warnings": self.warnings,
         }
 
     @classmethod
@@ -73,6 +77,7 @@ class PerfRun:
             perf_analyzer_cpu_s=float(data["perf_analyzer_cpu_s"]),
             console_files=list(data.get("console_files", [])),
             csv_file=data.get("csv_file"),
+            warnings=list(data.get("warnings", [])),
         )
 
 
@@ -166,6 +171,7 @@ def run_perf(
                 cpu_s,
                 console_files,
                 csv_path.name,
+                parse_warnings(text),
             )
         if UNSTABLE_MARKER not in text:
             raise PerfAnalyzerError(
@@ -186,4 +192,5 @@ def run_perf(
         cpu_s,
         console_files,
         None,
+        parse_warnings(text),
     )
