@@ -16,6 +16,10 @@ demo: setup
 sweep: setup
 	$(VENV)/bin/tritonlab sweep demo --out $(SWEEP_OUT)
 
+# The onnxruntime adapter's cost per execution (benchmarks/results/adapter_overhead.{json,md}).
+adapter-bench: setup
+	$(PY) benchmarks/adapter_overhead.py --out benchmarks/results
+
 test: setup
 	$(PY) -m pytest tests
 

@@ -67,8 +67,8 @@ def test_5ms_x1_enables_batching_and_hits_the_trap(
     assert r.reference == "baseline"
     assert r.changed == ["dynamic_batching"]
     assert r.action == (
-        "Changed only enabled dynamic_batching with max_queue_delay_microseconds = 5000 "
-        "relative to 'baseline (no batching, count=1)'."
+        "One change from 'baseline (no batching, count=1)': enabled dynamic_batching with "
+        "max_queue_delay_microseconds = 5000."
     )
     assert "dynamic batching raise throughput" in r.background
     assert r.verdicts["throughput"].word == LOWER
@@ -87,7 +87,7 @@ def test_5ms_x2_reference_is_5ms_x1(reports: dict[str, VariantReport]) -> None:
     assert r.reference == "batch_5ms_x1"
     assert r.changed == ["instance_count"]
     assert r.action == (
-        "Changed only instance_group count 1 -> 2 relative to 'batching (5 ms, count=1)'."
+        "One change from 'batching (5 ms, count=1)': instance_group count 1 -> 2."
     )
     assert "running 2 model instances instead of 1" in r.background
     assert "2 cores" in r.background
@@ -104,7 +104,7 @@ def test_0ms_batching_pays(reports: dict[str, VariantReport]) -> None:
     # Ties (baseline and batch_5ms_x1 both differ in one field) go to the earliest: baseline.
     assert r.reference == "baseline"
     assert r.changed == ["dynamic_batching"]
-    assert "max_queue_delay_microseconds = 0 " in r.action
+    assert r.action.endswith("max_queue_delay_microseconds = 0.")
     assert r.verdicts["throughput"].word == HIGHER
     assert "Batching raised throughput" in r.result
     assert "batching pays" in r.note
@@ -182,7 +182,8 @@ def test_delay_only_change_background(by_name: Names) -> None:
     r = analysis.reports[2]
     assert r.reference == "batch_5ms_x2"
     assert r.changed == ["max_queue_delay_us"]
-    assert "Changed only max_queue_delay_microseconds 5000 -> 0" in r.action
+    assert r.action.endswith(": max_queue_delay_microseconds 5000 -> 0.")
+    assert r.action.startswith("One change from")
     assert "Does waiting less for a batch (5000 -> 0 µs)" in r.background
     assert r.reference_verdicts["throughput"].word == HIGHER
 

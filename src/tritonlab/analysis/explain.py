@@ -211,10 +211,11 @@ def explain_variant(
             ),
         )
     ref_verdicts = _verdicts(reference, subject)
-    action = ("Changed only " if len(changed) == 1 else "Changed ") + "; ".join(
-        describe_change(c, reference.variant, subject.variant) for c in changed
+    action = ("One change" if len(changed) == 1 else f"{len(changed)} changes") + (
+        f" from '{reference.variant.description}': "
     )
-    action += f" relative to '{reference.variant.description}'."
+    action += "; ".join(describe_change(c, reference.variant, subject.variant) for c in changed)
+    action += "."
     tput, p99 = ref_verdicts["throughput"], ref_verdicts["latency_p99"]
     lines = [
         f"Throughput {tput.phrase()}: {_fmt_summary(subject.throughput, 'infer/s')} against "
