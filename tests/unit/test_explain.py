@@ -86,9 +86,7 @@ def test_5ms_x2_reference_is_5ms_x1(reports: dict[str, VariantReport]) -> None:
     r = reports["batch_5ms_x2"]
     assert r.reference == "batch_5ms_x1"
     assert r.changed == ["instance_count"]
-    assert r.action == (
-        "One change from 'batching (5 ms, count=1)': instance_group count 1 -> 2."
-    )
+    assert r.action == ("One change from 'batching (5 ms, count=1)': instance_group count 1 -> 2.")
     assert "running 2 model instances instead of 1" in r.background
     assert "2 cores" in r.background
     # Against its reference: no clear difference; against the baseline: the trap's loss.
