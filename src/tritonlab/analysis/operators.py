@@ -16,9 +16,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-# A CPU core does on the order of 10-50 FLOP per byte of DRAM bandwidth; below ~10 an operator
-# is waiting on memory. The threshold only labels; the numbers are reported as they are.
-MEMORY_BOUND_BELOW_FLOP_PER_BYTE = 10.0
 _HEAVY = ("MatMul", "Gemm", "Conv")
 
 
@@ -130,71 +127,100 @@ def profile_operators(onnx_path: Path) -> OperatorProfile:
 
 
 @dataclass(frozen=True)
-class Roofline:
-    """This machine's ridge point, estimated from the model's own in-process timings.
+class ExecutionCostFit:
+    """In-process time per execution fitted as ``fixed_us + per_sample_us x batch``.
 
-    Bandwidth: weight bytes / time at the smallest batch (all weight reads, an upper bound on
-    what the run needed). Compute rate: FLOPs / time at the largest batch. Their ratio is the
-    intensity above which the operators are limited by arithmetic rather than by memory.
+    Least squares over the measured batch sizes. The fixed part is what one execution costs
+    whatever its size (reading the weights, the call itself); the per-sample part grows with the
+    batch. Batching can only save the fixed part, which is why its share at batch 1 bounds what
+    server-side batching can gain in compute.
     """
 
-    bandwidth_gb_per_s: float
-    compute_gflop_per_s: float
+    fixed_us: float
+    per_sample_us: float
 
-    @property
-    def ridge_flop_per_byte(self) -> float:
-        return self.compute_gflop_per_s / self.bandwidth_gb_per_s
+    max_relative_error: float = 0.0
 
     @classmethod
-    def from_timings(
-        cls, profile: OperatorProfile, us_per_execution: dict[int, float]
-    ) -> Roofline | None:
-        timed = {b: t for b, t in us_per_execution.items() if t > 0}
-        if len(timed) < 2 or not profile.weight_bytes:
+    def fit(cls, us_per_execution: dict[int, float]) -> ExecutionCostFit | None:
+        """Weighted least squares (weights 1/t², i.e. on relative error) over the batches."""
+        points = sorted((b, t) for b, t in us_per_execution.items() if t > 0)
+        if len(points) < 2:
             return None
-        small, large = min(timed), max(timed)
-        bandwidth = profile.weight_bytes / (timed[small] * 1e-6) / 1e9
-        compute = profile.flops_per_sample * large / (timed[large] * 1e-6) / 1e9
-        return cls(bandwidth, compute)
+        weights = [1.0 / (t * t) for _, t in points]
+        total = sum(weights)
+        mean_b = sum(w * b for w, (b, _) in zip(weights, points, strict=True)) / total
+        mean_t = sum(w * t for w, (_, t) in zip(weights, points, strict=True)) / total
+        var_b = sum(w * (b - mean_b) ** 2 for w, (b, _) in zip(weights, points, strict=True))
+        cov = sum(
+            w * (b - mean_b) * (t - mean_t) for w, (b, t) in zip(weights, points, strict=True)
+        )
+        slope = max(0.0, cov / var_b) if var_b else 0.0
+        fixed = max(0.0, mean_t - slope * mean_b)
+        worst = max(abs(fixed + slope * b - t) / t for b, t in points)
+        return cls(fixed, slope, worst)
+
+    def per_sample_at(self, batch: float) -> float:
+        return self.fixed_us / batch + self.per_sample_us
+
+    @property
+    def fixed_share_at_batch_1(self) -> float:
+        total = self.fixed_us + self.per_sample_us
+        return self.fixed_us / total if total else 0.0
 
 
-def intensity_sentence(
-    profile: OperatorProfile, mean_batches: dict[str, float], roofline: Roofline | None = None
+def operator_paragraph(
+    profile: OperatorProfile,
+    mean_batches: dict[str, float],
+    us_per_execution: dict[int, float] | None = None,
 ) -> str:
-    """One paragraph tying the batch sizes Triton formed to the operators' intensity."""
+    """Tie the batch sizes Triton formed to the operators' bytes, intensity and timings."""
     if not profile.operators:
         return "The graph has no MatMul, Gemm or Conv operators to profile."
-    ridge = roofline.ridge_flop_per_byte if roofline else MEMORY_BOUND_BELOW_FLOP_PER_BYTE
-    at_one = profile.intensity(1.0)
-    bound = "memory-bound" if at_one < ridge else "compute-bound"
     hot = ", ".join(
-        f"{o.op_type} `{o.name}` ({o.flops_per_sample / 1e6:.2f} MFLOP, "
-        f"{o.weight_bytes / 1e6:.2f} MB of weights)"
+        f"{o.op_type} `{o.name}` ({o.flops_per_sample / 1e6:.2f} MFLOP per sample, "
+        f"{o.weight_bytes / 1e6:.3g} MB of weights)"
         for o in profile.hottest()
     )
-    where = (
-        f"this machine's ridge of {ridge:.1f} FLOP/byte ({roofline.compute_gflop_per_s:.0f} "
-        f"GFLOP/s over {roofline.bandwidth_gb_per_s:.0f} GB/s, estimated from the in-process "
-        "runs below)"
-        if roofline
-        else f"about {ridge:g} FLOP/byte, a typical CPU ridge (no timings to estimate this one)"
-    )
+    weights, acts = profile.weight_bytes, profile.activation_bytes_per_sample
+    weight_share = weights / (weights + acts) if weights + acts else 0.0
     parts = [
         f"Hot operators: {hot}. Per sample the model does {profile.flops_per_sample / 1e6:.2f} "
-        f"MFLOP and each execution reads {profile.weight_bytes / 1e6:.2f} MB of weights: at "
-        f"batch 1 that is {at_one:.2f} FLOP/byte against {where}, so a batch-1 execution is "
-        f"{bound}."
+        f"MFLOP; each execution reads {weights / 1e6:.3g} MB of weights once and moves "
+        f"{acts / 1e3:.3g} KB of activations per sample, so at batch 1 weights are "
+        f"{weight_share:.0%} of the bytes and the intensity is "
+        f"{profile.intensity(1):.2f} FLOP/byte."
     ]
-    batched = {k: v for k, v in mean_batches.items() if v and v > 1.05}
-    if batched:
-        listed = "; ".join(
-            f"{name}: mean batch {b:.1f} -> {profile.intensity(b):.2f} FLOP/byte"
-            f" ({'below' if profile.intensity(b) < ridge else 'at or above'} the ridge)"
-            for name, b in batched.items()
-        )
+    if weight_share >= 0.5:
         parts.append(
-            "Weights are read once per execution, so the batches Triton formed raise the "
-            f"intensity ({listed}); that is why compute per inference falls with batching, "
-            "until the ridge is reached."
+            "Because the weights are read once per execution however many samples it carries, "
+            f"batching raises the intensity (batch 8: {profile.intensity(8):.2f} FLOP/byte, "
+            f"batch 64: {profile.intensity(64):.2f})."
         )
+    else:
+        parts.append(
+            "Activations dominate the bytes, so batching barely raises the intensity "
+            f"(batch 64: {profile.intensity(64):.2f} FLOP/byte); it can only amortise the fixed "
+            "cost of each call."
+        )
+    fit = ExecutionCostFit.fit(us_per_execution or {})
+    if fit is not None:
+        parts.append(
+            f"Measured in-process, an execution costs {fit.fixed_us:.1f} µs fixed + "
+            f"{fit.per_sample_us:.1f} µs per sample (fitted over the batch sizes below, within "
+            f"{fit.max_relative_error:.0%} of each): "
+            f"the fixed part is {fit.fixed_share_at_batch_1:.0%} of a batch-1 run, and that is "
+            "all batching can save in compute."
+        )
+        batched = {k: v for k, v in mean_batches.items() if v and v > 1.05}
+        if batched:
+            listed = "; ".join(
+                f"{name}: mean batch {b:.1f} -> {fit.per_sample_at(b):.1f} µs per sample "
+                f"({profile.intensity(b):.2f} FLOP/byte)"
+                for name, b in batched.items()
+            )
+            parts.append(
+                f"At the batches Triton formed ({listed}) against {fit.per_sample_at(1):.1f} µs "
+                "at batch 1."
+            )
     return " ".join(parts)

@@ -14,8 +14,7 @@ from tritonlab.analysis.explain import Analysis, VariantReport
 from tritonlab.analysis.operators import (
     OperatorCost,
     OperatorProfile,
-    Roofline,
-    intensity_sentence,
+    operator_paragraph,
 )
 from tritonlab.analysis.recommend import Recommendations
 from tritonlab.analysis.rules import (
@@ -173,22 +172,19 @@ def _operators_section(operators: dict[str, Any], analyses: list[Analysis]) -> l
         for r in a.reports
     }
     timings = {int(b): us for b, us in operators["in_process_us_per_execution"].items()}
-    roofline = Roofline.from_timings(profile, timings)
     lines = [
         "## Operators and batching",
         "",
-        intensity_sentence(profile, mean_batches, roofline),
+        operator_paragraph(profile, mean_batches, timings),
         "",
         "In-process onnxruntime (one thread, hot loop, no Triton) for the same model:",
         "",
-        "| batch | µs per execution | µs per sample | FLOP/byte | weight bytes / time |",
-        "|---|---|---|---|---|",
+        "| batch | µs per execution | µs per sample | FLOP/byte |",
+        "|---|---|---|---|",
     ]
     for batch, us in sorted(timings.items()):
-        gbps = profile.weight_bytes / (us * 1e-6) / 1e9 if us else 0.0
         lines.append(
-            f"| {batch} | {us:,.1f} | {us / batch:,.1f} | {profile.intensity(batch):.2f} "
-            f"| {gbps:,.1f} GB/s |"
+            f"| {batch} | {us:,.1f} | {us / batch:,.1f} | {profile.intensity(batch):.2f} |"
         )
     lines += [
         "",
