@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import os
 import re
 import shutil
 import subprocess
@@ -12,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tritonlab.errors import PerfAnalyzerError
+from tritonlab.procenv import environment_with_libraries
 
 _MISSING_LIB_HINTS = {
     "libb64.so.0d": "apt-get install libb64-0d",
@@ -26,13 +26,7 @@ class PerfAnalyzerInstall:
     version: str
 
     def environment(self) -> dict[str, str]:
-        env = dict(os.environ)
-        libs = [str(p) for p in self.library_path]
-        if env.get("LD_LIBRARY_PATH"):
-            libs.append(env["LD_LIBRARY_PATH"])
-        if libs:
-            env["LD_LIBRARY_PATH"] = os.pathsep.join(libs)
-        return env
+        return environment_with_libraries(self.library_path)
 
 
 def _cuda_runtime_lib() -> tuple[Path, ...]:

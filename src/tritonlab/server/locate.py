@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tritonlab.backends import BACKENDS_DIR
 from tritonlab.errors import ServerError
+from tritonlab.procenv import environment_with_libraries
 
 SERVED_BACKENDS = ("onnxruntime", "identity")
 PYTRITON_HINT = "pip install nvidia-pytriton==0.7.0 (it ships tritonserver 2.51.0)"
@@ -37,12 +38,7 @@ class ServerInstall:
         The Python backend stub imports packages (onnxruntime, numpy) from the environment
         first on PATH, not from PYTHONPATH, so the running interpreter's environment goes first.
         """
-        env = dict(os.environ)
-        libs = [str(p) for p in self.library_path]
-        if env.get("LD_LIBRARY_PATH"):
-            libs.append(env["LD_LIBRARY_PATH"])
-        if libs:
-            env["LD_LIBRARY_PATH"] = os.pathsep.join(libs)
+        env = environment_with_libraries(self.library_path)
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
         env.pop("PYTHONHOME", None)
         return env
