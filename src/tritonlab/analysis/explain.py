@@ -166,18 +166,26 @@ def _judgement(tput: Verdict, p99: Verdict) -> str:
     return table[pair]
 
 
-def _note(verdicts: dict[str, Verdict], findings: list[Finding]) -> str:
-    labels = {
-        "queue-delay-trap": "queue-delay trap",
-        "batching-raised-throughput": "batching pays",
-        "saturated-server": "instance saturated",
-        "cpu-bound": "CPU-bound",
-        "unstable": "unstable",
-        "littles-law": "inconsistent",
-        "perf-warnings": "perf_analyzer warned",
-    }
-    parts = [f"tput {verdicts['throughput'].phrase()}, p99 {verdicts['latency_p99'].phrase()}"]
-    parts += [labels[f.rule] for f in findings if f.rule in labels]
+_NOTE_LABELS = {
+    "queue-delay-trap": "queue-delay trap",
+    "batching-raised-throughput": "batching pays",
+    "saturated-server": "instance saturated",
+    "cpu-bound": "CPU-bound",
+    "unstable": "unstable",
+    "littles-law": "inconsistent",
+    "perf-warnings": "perf_analyzer warned",
+    "queue-cross-check": "queue times disagree",
+}
+
+
+def _note(verdicts: dict[str, Verdict] | None, findings: list[Finding]) -> str:
+    """The table's short note: verdicts against the baseline, then the rules that fired."""
+    parts = (
+        [f"tput {verdicts['throughput'].phrase()}, p99 {verdicts['latency_p99'].phrase()}"]
+        if verdicts
+        else ["baseline"]
+    )
+    parts += [_NOTE_LABELS[f.rule] for f in findings if f.rule in _NOTE_LABELS]
     return "; ".join(parts)
 
 
@@ -205,10 +213,7 @@ def explain_variant(
             "one instance?",
             action="Nothing changed: this is the baseline every other row is compared with.",
             result=_baseline_result(subject, findings),
-            note="baseline"
-            + "".join(
-                f"; {f.rule}" for f in findings if f.kind == "flag" or f.rule == "saturated-server"
-            ),
+            note=_note(None, findings),
         )
     ref_verdicts = _verdicts(reference, subject)
     action = ("One change" if len(changed) == 1 else f"{len(changed)} changes") + (
