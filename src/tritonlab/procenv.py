@@ -1,10 +1,16 @@
-"""The environment for the binaries tritonlab starts (tritonserver, perf_analyzer)."""
+"""How tritonlab starts binaries (tritonserver, perf_analyzer): environment, lifetime."""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
+import signal
 from collections.abc import Iterable
 from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1
+_PARENT_PID = os.getpid()  # read in the child after fork: still the parent's pid
 
 
 def environment_with_libraries(library_path: Iterable[Path]) -> dict[str, str]:
@@ -16,3 +22,13 @@ def environment_with_libraries(library_path: Iterable[Path]) -> dict[str, str]:
     if libs:
         env["LD_LIBRARY_PATH"] = os.pathsep.join(libs)
     return env
+
+
+def die_with_parent() -> None:
+    """``preexec_fn``: the child gets SIGKILL when tritonlab dies, however it dies."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    # The parent may have died before prctl took effect: then do not run at all. (Comparing
+    # with the pid recorded in the parent, not with 1, keeps this right when tritonlab is PID 1.)
+    if os.getppid() != _PARENT_PID:
+        os._exit(1)

@@ -150,9 +150,19 @@ def test_sweep_interrupt_resume_rates_and_report(
 
     # 4. The reports: recommendations with both picks, and the experiment log section.
     recs = json.loads((out_dir / "results" / "recommendations.json").read_text())
-    assert recs["throughput_pick"]["point"]["variant"] in ("baseline", "batch_0us")
+    budget = recs["latency_budget_p99_us"]
+    within = [p for p in recs["points"] if p["latency_p99_us"] <= budget]
+    best = max(within, key=lambda p: p["throughput_infer_per_s"])
+    pick = recs["throughput_pick"]["point"]
+    assert (pick["variant"], pick["load_key"]) == (best["variant"], best["load_key"])
     assert recs["latency_pick"] is not None
-    assert set(recs["max_rate_within_budget"]) == {"baseline/grpc/b1", "batch_0us/grpc/b1"}
+    # every open-loop curve has a rate within the (huge) budget unless perf_analyzer itself
+    # said it could not keep up that rate, in which case the rate must not count
+    for variant in ("baseline", "batch_0us"):
+        fell_behind = any(
+            "not able to keep up" in w for w in cells[f"{variant}__grpc_b1_p50__r1"].perf.warnings
+        )
+        assert (f"{variant}/grpc/b1" in recs["max_rate_within_budget"]) is not fell_behind
     assert set(recs["knees"]) == {"baseline/grpc/b1", "batch_0us/grpc/b1"}
     log = (out_dir / "docs" / "experiment_log.md").read_text()
     assert "## Recommendations" in log and recs["summary_line"] in log

@@ -52,7 +52,7 @@ def test_baseline_report(reports: dict[str, VariantReport]) -> None:
     assert r.changed == []
     assert r.reference_verdicts == {}
     assert r.action.startswith("Nothing changed")
-    assert "no batching and one instance" in r.background
+    assert "no batching and 1 instance" in r.background
     assert r.note.startswith("baseline")
     assert r.note == "baseline; instance saturated"
     assert "Saturated:" in r.result
@@ -194,3 +194,42 @@ def test_one_analysis_per_load_point(by_name: Names) -> None:
     assert len(analyses[0].reports) == 2
     assert len(analyses[1].reports) == 1
     assert analyses[1].reports[0].reference is None
+
+
+def test_open_loop_at_different_offered_rates_compares_tails_only(by_name: Names) -> None:
+    from dataclasses import replace
+
+    def at_rate(s: VariantSummary, rate: float) -> VariantSummary:
+        return replace(
+            s,
+            load_key="grpc_b1_p50",
+            settings=replace(s.settings, concurrency=None, request_rate_per_s=rate),
+        )
+
+    base = at_rate(by_name["baseline"], 1100.0)
+    zero = at_rate(by_name["batch_0ms_x1"], 1900.0)
+    (analysis,) = analyse([base, zero], cores=2)
+    r = analysis.reports[1]
+    assert r.reference_verdicts["throughput"].method == "not comparable: different offered rates"
+    assert r.reference_verdicts["throughput"].word == "no clear difference"
+    assert "batching-raised-throughput" not in [f.rule for f in r.findings]
+    assert "same share of its own peak" in r.result
+
+
+def test_reference_prefers_the_variant_with_fewer_raw_changes(by_name: Names) -> None:
+    from dataclasses import replace
+
+    five = by_name["batch_5ms_x1"]
+    pref8 = replace(
+        five,
+        variant=replace(
+            five.variant,
+            name="batch_5ms_pref8",
+            description="5 ms, preferred [8]",
+            preferred_batch_sizes=(8,),
+        ),
+    )
+    (analysis,) = analyse([by_name["baseline"], five, pref8], cores=2)
+    r = analysis.reports[2]
+    assert r.reference == "batch_5ms_x1"
+    assert r.changed == ["preferred_batch_sizes"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -420,3 +421,45 @@ def test_on_the_recorded_sweep(sweep_run_dir: Path) -> None:
     levels = {p.concurrency for p in recs.points if p.concurrency is not None}
     assert recs.knees and set(recs.knees.values()) <= levels
     assert recs.max_rate_within_budget
+
+
+# --- review fixes: knees see later gains, flat means flat, warned rates do not count ----------
+
+
+def test_knee_is_not_hidden_by_one_noisy_flat_step() -> None:
+    cells = _curve(
+        "baseline",
+        {1: [1000, 1005, 995], 4: [1100, 1500, 900], 16: [3000, 3010, 2990]},
+    )
+    # 1 -> 4 is "no clear difference", but 16 clearly beats both lower levels
+    assert knee_concurrency(summaries(cells)) == 16
+
+
+def test_no_saturation_when_throughput_gain_is_large_but_noisy() -> None:
+    cells = _queue_curve(
+        {
+            4: ([2000, 2600, 1500], [400, 420, 380]),
+            8: ([2600, 3200, 1900], [1500, 1550, 1450]),  # +30% median, overlapping repeats
+        }
+    )
+    assert saturation_over_concurrency(summaries(cells)) is None
+
+
+def test_rates_perf_analyzer_could_not_keep_up_do_not_count() -> None:
+    warned = [
+        dataclasses.replace(
+            c,
+            perf=dataclasses.replace(
+                c.perf,
+                warnings=["Perf Analyzer was not able to keep up with the desired request rate."],
+            ),
+        )
+        for c in repeats("baseline", [2500, 2490], [2000, 2100], rate=2500.0, concurrency=None)
+    ]
+    cells = [
+        *repeats("baseline", [1500, 1495], [1200, 1300], rate=1500.0, concurrency=None),
+        *warned,
+    ]
+    recs = recommend(summaries(cells), 5000)
+    assert recs.max_rate_within_budget == {"baseline/grpc/b1": 1500.0}
+    assert [p.load_generator_fell_behind for p in recs.points] == [False, True]

@@ -368,7 +368,7 @@ def test_instances_effect_that_helped(by_name: Names) -> None:
     finding = instances_effect(ctx(s, by_name, ref))
     assert finding is not None
     assert finding.text.startswith("1 -> 2 instances: throughput higher (+")
-    assert "the extra instance ran executions in parallel" in finding.text
+    assert "the added instances ran executions in parallel" in finding.text
     assert f"used {s.server_cores.median:.2f} cores (was {ref.server_cores.median:.2f})" in (
         finding.text
     )
@@ -385,7 +385,7 @@ def test_instances_effect_not_the_bottleneck(by_name: Names) -> None:
     finding = instances_effect(ctx(s, by_name))
     assert finding is not None
     assert "throughput no clear difference" in finding.text
-    assert "the single instance was not the bottleneck" in finding.text
+    assert "1 instance was not the bottleneck" in finding.text
     assert f"(the server used {s.server_cores.median:.2f} of 2 cores)" in finding.text
 
 
@@ -420,13 +420,28 @@ def test_saturated_baseline(by_name: Names) -> None:
         "queue_share": round(queue / (queue + compute), 2),
     }
     assert finding.figures["queue_share"] > 0.8
-    assert "the 1 instance is busy all the time" in finding.text
+    assert "the 1 instance is kept busy (the server used 1.06 of 2 cores)" in finding.text
 
 
 def test_saturated_wording_for_several_instances(by_name: Names) -> None:
-    finding = saturated_server(ctx(_baseline_x2(by_name), by_name))
+    busy = with_cpu(_baseline_x2(by_name), server_cores=1.7, client_cores=0.3)
+    finding = saturated_server(ctx(busy, by_name))
     assert finding is not None
-    assert "the 2 instances are busy" in finding.text
+    assert "the 2 instances are kept busy" in finding.text
+
+
+def test_no_saturation_without_busy_instances(by_name: Names) -> None:
+    # two instances but the server used about one core: queueing is not the instances' doing
+    assert saturated_server(ctx(_baseline_x2(by_name), by_name)) is None
+    idle = with_cpu(by_name["baseline"], server_cores=0.3, client_cores=0.2)
+    assert saturated_server(ctx(idle, by_name)) is None
+
+
+def test_batcher_delay_is_not_saturation(by_name: Names) -> None:
+    # a batching variant whose queue is within its own delay and is not the trap (open loop)
+    s = with_settings(by_name["batch_5ms_x1"], concurrency=None, request_rate_per_s=1000.0)
+    s = with_cpu(s, server_cores=1.5, client_cores=0.3)
+    assert saturated_server(ctx(s, by_name)) is None
 
 
 def test_trap_is_not_called_saturation(by_name: Names) -> None:

@@ -172,3 +172,13 @@ def summarise(
         )
         for key, group in groups.items()
     ]
+
+
+def same_offered_load(a: VariantSummary, b: VariantSummary, tolerance: float = 0.02) -> bool:
+    """Closed loop at one concurrency, or open loop at (nearly) the same request rate."""
+    ra, rb = a.settings.request_rate_per_s, b.settings.request_rate_per_s
+    if ra is None and rb is None:
+        return a.settings.concurrency == b.settings.concurrency
+    if ra is None or rb is None:
+        return False
+    return abs(ra - rb) <= tolerance * max(ra, rb)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tritonlab.analysis.aggregate import VariantSummary
+from tritonlab.analysis.aggregate import VariantSummary, same_offered_load
 from tritonlab.analysis.rules import Finding, RuleContext, apply_rules, changed_fields
 from tritonlab.analysis.summary import Summary
 from tritonlab.analysis.verdicts import HIGHER, LOWER, NO_CLEAR, Verdict, compare
@@ -71,15 +71,49 @@ class Analysis:
         }
 
 
+NOT_COMPARABLE = "not comparable: different offered rates"
+
+
 def _verdicts(ref: VariantSummary, sub: VariantSummary) -> dict[str, Verdict]:
-    return {
+    verdicts = {
         key: compare(label, getattr(ref, key), getattr(sub, key)) for key, label in FIGURES.items()
     }
+    if not same_offered_load(ref, sub):
+        # Open-loop cells at a fraction of each configuration's own peak: throughput follows
+        # the offered rate, so it says nothing about the configuration.
+        t = verdicts["throughput"]
+        verdicts["throughput"] = Verdict(
+            t.figure, NO_CLEAR, None, t.reference_median, t.variant_median, NOT_COMPARABLE
+        )
+    return verdicts
+
+
+def _raw_changes(a: ServingVariant, b: ServingVariant) -> int:
+    return sum(
+        getattr(a, k) != getattr(b, k)
+        for k in (
+            "dynamic_batching",
+            "max_queue_delay_us",
+            "preferred_batch_sizes",
+            "max_batch_size",
+            "instance_count",
+            "instance_kind",
+            "intra_op_threads",
+        )
+    )
 
 
 def choose_reference(subject: ServingVariant, earlier: list[VariantSummary]) -> VariantSummary:
-    """The earlier variant that differs from ``subject`` in the fewest fields (ties: earliest)."""
-    return min(earlier, key=lambda e: len(changed_fields(e.variant, subject)))
+    """The earlier variant that differs from ``subject`` in the fewest fields.
+
+    Ties go to the one with fewer raw field differences (so 5 ms + preferred [8] is explained
+    against 5 ms, not against the baseline it also differs from by "enabling batching"), then to
+    the earliest.
+    """
+    return min(
+        earlier,
+        key=lambda e: (len(changed_fields(e.variant, subject)), _raw_changes(e.variant, subject)),
+    )
 
 
 def describe_change(field_name: str, before: ServingVariant, after: ServingVariant) -> str:
@@ -151,6 +185,13 @@ def _fmt_summary(s: Summary, unit: str) -> str:
 
 
 def _judgement(tput: Verdict, p99: Verdict) -> str:
+    if p99.reference_median is None or p99.variant_median is None:
+        return "p99 was not measured (unstable cells), so only throughput can be judged"
+    if tput.method == NOT_COMPARABLE:
+        return {
+            LOWER: "a shorter tail at the same share of its own peak",
+            HIGHER: "a longer tail at the same share of its own peak",
+        }.get(p99.word, "no clear difference in the tail at the same share of its own peak")
     pair = (tput.word, p99.word)
     table = {
         (HIGHER, LOWER): "a clear win at this load: more throughput and a shorter tail",
@@ -209,9 +250,8 @@ def explain_variant(
             verdicts,
             {},
             findings,
-            background="The reference point: how does the model serve with no batching and "
-            "one instance?",
-            action="Nothing changed: this is the baseline every other row is compared with.",
+            background=_reference_background(subject.variant),
+            action="Nothing changed: this is the reference every other row is compared with.",
             result=_baseline_result(subject, findings),
             note=_note(None, findings),
         )
@@ -247,6 +287,19 @@ def explain_variant(
         action=action,
         result=" ".join(lines),
         note=_note(verdicts, findings),
+    )
+
+
+def _reference_background(v: ServingVariant) -> str:
+    batching = (
+        f"dynamic batching (max_queue_delay_microseconds = {v.max_queue_delay_us})"
+        if v.dynamic_batching
+        else "no batching"
+    )
+    n = v.instance_count
+    return (
+        f"The reference point: how does the model serve with {batching} and {n} "
+        f"{'instance' if n == 1 else 'instances'}?"
     )
 
 

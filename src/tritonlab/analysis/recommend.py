@@ -15,14 +15,15 @@ Rules, stated so a reader can re-check them against the tables:
   batch size; another concurrency of the same configuration is not an alternative). When the
   verdict between the pick and the runner-up is "no clear difference", the justification says so.
 - Knee of a closed-loop curve (one variant, protocol and client batch size, concurrency sorted):
-  the smallest concurrency after which the next measured level brings no clear throughput gain,
-  i.e. the verdict is not "higher" or the gain is under ``KNEE_GAIN_PER_DOUBLING_PCT`` per
-  doubling of concurrency. If every step still gains, the knee is the largest level measured.
+  the smallest concurrency that no higher measured level clearly beats, where "clearly" means
+  the verdict is "higher" and the gain is at least ``KNEE_GAIN_PER_DOUBLING_PCT`` per doubling
+  of concurrency. If every level is beaten by a later one, the knee is the largest measured.
 - Highest rate within budget (MLPerf "Server"): the highest open-loop request rate (req/s,
   Poisson arrivals) whose p99 <= the budget, per variant, protocol and client batch size, among
   the rates the server kept up with (served >= ``RATE_KEPT_UP_SHARE`` of the offered load).
 - Saturation over concurrency (``saturation_over_concurrency``): going up the curve, queue time
-  grows clearly while throughput shows no clear gain: the added requests only wait.
+  grows clearly while throughput shows no gain (not "higher", median change under 5%): the
+  added requests only wait.
 """
 
 from __future__ import annotations
@@ -34,8 +35,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tritonlab.analysis.aggregate import VariantSummary
-from tritonlab.analysis.verdicts import HIGHER, LOWER, NO_CLEAR, Verdict, compare
+from tritonlab.analysis.aggregate import VariantSummary, same_offered_load
+from tritonlab.analysis.verdicts import (
+    HIGHER,
+    LOWER,
+    MIN_EFFECT_PCT,
+    NO_CLEAR,
+    Verdict,
+    compare,
+)
 
 BASELINE = "baseline"  # ExperimentPlan.validate makes the first variant the baseline
 KNEE_GAIN_PER_DOUBLING_PCT = 10.0  # less than this per doubling of concurrency is "flat"
@@ -66,6 +74,8 @@ class OperatingPoint:
     request_rate_per_s: float | None
     throughput_infer_per_s: float  # median over repeats
     latency_p99_us: float  # median over repeats
+    # perf_analyzer warned it could not keep up the open-loop rate in some repeat
+    load_generator_fell_behind: bool = False
 
     @property
     def curve_key(self) -> str:
@@ -89,6 +99,7 @@ class OperatingPoint:
             "request_rate_per_s": self.request_rate_per_s,
             "throughput_infer_per_s": self.throughput_infer_per_s,
             "latency_p99_us": self.latency_p99_us,
+            "load_generator_fell_behind": self.load_generator_fell_behind,
         }
 
 
@@ -156,10 +167,9 @@ class Recommendations:
             "max_rate_within_budget": dict(self.max_rate_within_budget),
             "summary_line": self.summary_line,
             "method": {
-                "knee": "smallest concurrency after which the next level brings no clear "
-                "throughput gain (verdict not 'higher', or under "
-                f"{KNEE_GAIN_PER_DOUBLING_PCT:g}% per doubling); the largest level if every "
-                "step still gains",
+                "knee": "smallest concurrency that no higher level clearly beats (verdict "
+                f"'higher' and at least {KNEE_GAIN_PER_DOUBLING_PCT:g}% per doubling); the "
+                "largest level if every level is beaten",
                 "frontier": "no other point has throughput >= and p99 <= with one strictly better",
                 "figures": "medians over repeats; verdicts as in the experiment log",
             },
@@ -181,6 +191,9 @@ def operating_point(s: VariantSummary) -> OperatingPoint | None:
         request_rate_per_s=s.settings.request_rate_per_s,
         throughput_infer_per_s=tput,
         latency_p99_us=p99,
+        load_generator_fell_behind=any(
+            "not able to keep up" in w for c in s.cells for w in c.perf.warnings
+        ),
     )
 
 
@@ -218,16 +231,25 @@ def closed_loop_curves(summaries: list[VariantSummary]) -> dict[str, list[Varian
 
 
 def knee_concurrency(curve: list[VariantSummary]) -> int | None:
-    """The knee of one closed-loop curve (rule in the module docstring); None below 2 levels."""
+    """The knee of one closed-loop curve (rule in the module docstring); None below 2 levels.
+
+    A level is the knee when no higher level is clearly above it (verdict "higher" and at least
+    ``KNEE_GAIN_PER_DOUBLING_PCT`` per doubling), so one noisy flat step does not hide a later
+    gain.
+    """
     if len(curve) < 2:
         return None
-    for lower, upper in itertools.pairwise(curve):
-        c0, c1 = lower.settings.concurrency or 1, upper.settings.concurrency or 1
-        verdict = compare("throughput", lower.throughput, upper.throughput)
-        t0, t1 = lower.throughput.median or 0.0, upper.throughput.median or 0.0
-        if verdict.word != HIGHER or _gain_per_doubling_pct(t0, t1, c0, c1) < (
-            KNEE_GAIN_PER_DOUBLING_PCT
-        ):
+    for i, lower in enumerate(curve):
+        c0, t0 = lower.settings.concurrency or 1, lower.throughput.median or 0.0
+        gains_later = any(
+            compare("throughput", lower.throughput, upper.throughput).word == HIGHER
+            and _gain_per_doubling_pct(
+                t0, upper.throughput.median or 0.0, c0, upper.settings.concurrency or 1
+            )
+            >= KNEE_GAIN_PER_DOUBLING_PCT
+            for upper in curve[i + 1 :]
+        )
+        if not gains_later:
             return c0
     return curve[-1].settings.concurrency
 
@@ -245,14 +267,15 @@ def saturation_over_concurrency(curve: list[VariantSummary]) -> Saturation | Non
         queue = compare("queue", lower.queue_us, upper.queue_us)
         tput = compare("throughput", lower.throughput, upper.throughput)
         grew = queue.word == HIGHER and q1 >= q0 * (1 + SATURATION_QUEUE_GROWTH_PCT / 100)
-        if not grew or tput.word == HIGHER:
+        flat = tput.word != HIGHER and (tput.change_pct or 0.0) < MIN_EFFECT_PCT
+        if not grew or not flat:
             continue
         c0, c1 = lower.settings.concurrency or 0, upper.settings.concurrency or 0
         st = lower.settings
         curve_key = f"{lower.variant.name}/{st.protocol}/b{st.batch_size}"
         text = (
             f"Saturated from concurrency {c0}: going to {c1}, queue time rose from {q0:,.0f} "
-            f"to {q1:,.0f} µs per request while throughput showed {tput.phrase()}; the extra "
+            f"to {q1:,.0f} µs per request with no throughput gain ({tput.phrase()}): the extra "
             "requests in flight only wait, so more concurrency adds latency, not throughput."
         )
         return Saturation(curve_key, c0, c1, q0, q1, tput, text)
@@ -266,6 +289,8 @@ def _max_rates(points: list[OperatingPoint], budget_us: float) -> dict[str, floa
             continue
         if p.throughput_infer_per_s < RATE_KEPT_UP_SHARE * p.request_rate_per_s * p.batch_size:
             continue  # the server fell behind the offered rate: its p99 is not of that load
+        if p.load_generator_fell_behind:
+            continue  # perf_analyzer delayed requests: the offered rate was not really offered
         best[p.curve_key] = max(best.get(p.curve_key, 0.0), p.request_rate_per_s)
     return dict(sorted(best.items()))
 
@@ -289,7 +314,12 @@ def _result(p: OperatingPoint) -> str:
     return f"{p.throughput_infer_per_s:,.0f} infer/s at p99 {p.latency_p99_us:,.0f} µs"
 
 
-def _judgement(p: OperatingPoint, verdicts: dict[str, Verdict], goal: str) -> str:
+def _judgement(
+    p: OperatingPoint,
+    verdicts: dict[str, Verdict],
+    goal: str,
+    baseline_over_budget: bool | None = None,
+) -> str:
     """What the pick means against the baseline, in the verdicts' words."""
     if p.variant == BASELINE:
         return "no server-side change beats the baseline for this goal; keep it."
@@ -301,9 +331,14 @@ def _judgement(p: OperatingPoint, verdicts: dict[str, Verdict], goal: str) -> st
             cost = "a longer tail" if p99 == HIGHER else "no clear cost in tail latency"
             cost = "a shorter tail as well" if p99 == LOWER else cost
             return f"the change pays: more throughput than the baseline, with {cost}."
+        if baseline_over_budget:
+            return (
+                "its throughput is not clearly above the baseline's at this load; its edge is "
+                "that it stays within the budget where the baseline does not."
+            )
         return (
-            "its throughput is not clearly above the baseline's at this load, so its edge "
-            "comes from staying within the budget where others do not."
+            "its throughput is not clearly above the baseline's at this load: the difference "
+            "is within the noise, so the baseline is as good a choice here."
         )
     if p99 == LOWER:
         return "the change pays: a clearly shorter tail than the baseline at the same load."
@@ -327,13 +362,30 @@ class _Picker:
     def of(self, p: OperatingPoint) -> VariantSummary:
         return self.summary[(p.variant, p.load_key)]
 
+    def baseline_over_budget(self, p: OperatingPoint, budget_us: float) -> bool | None:
+        ref = self.summary.get((self.baseline, p.load_key))
+        p99 = ref.latency_p99.median if ref else None
+        return None if p99 is None else p99 > budget_us
+
     def baseline_verdicts(self, p: OperatingPoint) -> dict[str, Verdict]:
         ref = self.summary.get((self.baseline, p.load_key))
         if ref is None:
             return {}
         s = self.of(p)
+        throughput = compare("throughput", ref.throughput, s.throughput)
+        if not same_offered_load(ref, s):
+            # Open-loop cells at a fraction of each configuration's own peak: throughput follows
+            # the offered rate, so only the tails can be compared.
+            throughput = Verdict(
+                "throughput",
+                NO_CLEAR,
+                None,
+                throughput.reference_median,
+                throughput.variant_median,
+                "not comparable: different offered rates",
+            )
         return {
-            "throughput": compare("throughput", ref.throughput, s.throughput),
+            "throughput": throughput,
             "latency_p99": compare("p99", ref.latency_p99, s.latency_p99),
         }
 
@@ -361,6 +413,13 @@ class _Picker:
         if not verdicts:
             return "The baseline was not measured at this load, so there is no verdict against it."
         ref = self.summary[(self.baseline, p.load_key)]
+        if not same_offered_load(ref, self.of(p)):
+            return (
+                f"Against the baseline at the same fraction of its own peak (offered "
+                f"{ref.settings.request_rate_per_s or 0:,.0f} against "
+                f"{p.request_rate_per_s or 0:,.0f} req/s, so throughput is not compared): p99 "
+                f"{ref.latency_p99.median or 0:,.0f} µs, {verdicts['latency_p99'].phrase()}."
+            )
         return (
             f"Against the baseline at the same load ({ref.throughput.median or 0:,.0f} infer/s, "
             f"p99 {ref.latency_p99.median or 0:,.0f} µs): throughput "
@@ -404,7 +463,7 @@ def recommend(
             f"{budget:,.0f} µs budget ({len(within)} qualified). "
             + picker.baseline_sentence(best, verdicts)
             + " Judgement: "
-            + _judgement(best, verdicts, "throughput")
+            + _judgement(best, verdicts, "throughput", picker.baseline_over_budget(best, budget))
             + " "
             + picker.runner_up_sentence(best, runner, "throughput")
         )

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tritonlab.analysis.aggregate import VariantSummary
+from tritonlab.analysis.aggregate import VariantSummary, same_offered_load
 from tritonlab.analysis.verdicts import HIGHER, compare
 from tritonlab.repository.variants import ServingVariant
 
@@ -19,6 +19,7 @@ from tritonlab.repository.variants import ServingVariant
 TRAP_QUEUE_SHARE_OF_DELAY = 0.6  # queue time >= 60% of max_queue_delay
 TRAP_BATCH_SHARE_OF_IN_FLIGHT = 0.75  # mean batch >= 75% of the requests in flight
 SATURATED_QUEUE_SHARE = 0.5  # queue >= half of the time a request spends in the server
+SATURATED_MIN_CORES_PER_INSTANCE = 0.8  # a busy single-threaded instance uses about a core
 CPU_BOUND_SHARE = 0.9  # server + perf_analyzer CPU >= 90% of the cores
 QUEUE_CROSS_CHECK_TOLERANCE = 0.25  # stats-extension vs perf_analyzer queue time
 
@@ -146,6 +147,8 @@ def batching_raised_throughput(ctx: RuleContext) -> Finding | None:
     s, r = ctx.subject, ctx.reference
     if not s.variant.dynamic_batching or r.variant.dynamic_batching:
         return None
+    if changed_fields(r.variant, s.variant) != ["dynamic_batching"] or not same_offered_load(r, s):
+        return None  # another knob changed too, or the loads differ: batching alone is not why
     verdict = compare("throughput", r.throughput, s.throughput)
     b0, b1 = r.mean_batch.median, s.mean_batch.median
     c0, c1 = r.compute_per_inference_us.median, s.compute_per_inference_us.median
@@ -176,7 +179,7 @@ def batching_raised_throughput(ctx: RuleContext) -> Finding | None:
 def instances_effect(ctx: RuleContext) -> Finding | None:
     """More (or fewer) instances: did it help, given the cores and the CPU actually used?"""
     s, r = ctx.subject, ctx.reference
-    if changed_fields(r.variant, s.variant) != ["instance_count"]:
+    if changed_fields(r.variant, s.variant) != ["instance_count"] or not same_offered_load(r, s):
         return None
     verdict = compare("throughput", r.throughput, s.throughput)
     used, used_before = s.server_cores.median, r.server_cores.median
@@ -192,19 +195,30 @@ def instances_effect(ctx: RuleContext) -> Finding | None:
         "throughput_change_pct": _r(verdict.change_pct, 1),
     }
     head = f"{n0} -> {n1} instances: throughput {verdict.phrase()}"
+    more = n1 > n0
     if verdict.word == HIGHER:
         why = (
-            f"the extra instance ran executions in parallel; the server used {used:.2f} "
-            f"cores (was {used_before:.2f}) of {ctx.cores}"
-            if used and used_before
-            else "the extra instance ran executions in parallel"
+            "the added instances ran executions in parallel"
+            if more
+            else "fewer instances competed for the cores"
         )
+        if used and used_before:
+            why += f"; the server used {used:.2f} cores (was {used_before:.2f}) of {ctx.cores}"
+        return Finding("instances-effect", s.variant.name, f"{head}: {why}.", figures)
+    if not more:
+        why = "removing instances cost no clear throughput at this load" + (
+            f" (the server used {used:.2f} of {ctx.cores} cores)" if used else ""
+        )
+        if verdict.word != HIGHER and verdict.word != "no clear difference":
+            why = "the remaining instances could not keep up" + (
+                f" (the server used {used:.2f} of {ctx.cores} cores)" if used else ""
+            )
         return Finding("instances-effect", s.variant.name, f"{head}: {why}.", figures)
     trap = queue_delay_trap(RuleContext(s, ctx.baseline, r, ctx.cores, ctx.others))
     if trap is not None:
         why = (
             "the batcher, not the instances, sets the pace: every batch waits out the queue "
-            "delay, so a second instance has nothing more to execute"
+            "delay, so the added instances have nothing more to execute"
             + (f" (the server used only {used:.2f} of {ctx.cores} cores)" if used else "")
         )
     elif used is not None and client is not None and used + client >= CPU_BOUND_SHARE * ctx.cores:
@@ -213,7 +227,7 @@ def instances_effect(ctx: RuleContext) -> Finding | None:
             f"{ctx.cores} cores, so another instance only competes for the same cores"
         )
     else:
-        why = "the single instance was not the bottleneck" + (
+        why = f"{n0} instance{'s were' if n0 > 1 else ' was'} not the bottleneck" + (
             f" (the server used {used:.2f} of {ctx.cores} cores)" if used else ""
         )
     return Finding("instances-effect", s.variant.name, f"{head}: {why}.", figures)
@@ -231,12 +245,20 @@ def saturated_server(ctx: RuleContext) -> Finding | None:
     share = queue / (queue + compute)
     if share < SATURATED_QUEUE_SHARE or queue_delay_trap(ctx) is not None:
         return None
-    n = s.variant.instance_count
+    v = s.variant
+    if v.dynamic_batching and v.max_queue_delay_us > 0 and queue <= 1.2 * v.max_queue_delay_us:
+        return None  # the wait can be the batcher's own delay, not a busy instance
+    n = v.instance_count
+    used = s.server_cores.median
+    busy_cores = min(n, ctx.cores) * SATURATED_MIN_CORES_PER_INSTANCE
+    if used is not None and used < busy_cores:
+        return None  # the server was not busy enough for its instances to be the queue's cause
+    evidence = f" (the server used {used:.2f} of {ctx.cores} cores)" if used is not None else ""
     text = (
         f"Saturated: requests spend {share:.0%} of their server time queued ({queue:.0f} µs) "
         f"against {compute:.0f} µs of compute; the {n} instance{'s' if n > 1 else ''} "
-        f"{'are' if n > 1 else 'is'} busy all the time and the other requests in flight wait "
-        "behind it."
+        f"{'are' if n > 1 else 'is'} kept busy{evidence} and the other requests in flight "
+        "wait behind it."
     )
     return Finding(
         "saturated-server",
@@ -306,7 +328,8 @@ def queue_cross_check(ctx: RuleContext) -> Finding | None:
         return None
     text = (
         f"Queue time disagrees: statistics extension {ours:.0f} µs over the whole run, "
-        f"perf_analyzer {theirs:.0f} µs over its last window; the load changed during the run."
+        f"perf_analyzer {theirs:.0f} µs over its last window; the queue was not steady over the "
+        "run (a backlog that grew or drained), so read the queue figures with care."
     )
     return Finding(
         "queue-cross-check",

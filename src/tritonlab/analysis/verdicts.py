@@ -12,6 +12,7 @@ Method (stated in every experiment log):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +58,11 @@ class Verdict:
         }
 
 
+def separation_p_value(n: int, m: int) -> float:
+    """Two-sided chance that n and m exchangeable repeats separate completely: 2 / C(n+m, n)."""
+    return min(1.0, 2.0 / math.comb(n + m, n))
+
+
 def compare(figure: str, reference: Summary, variant: Summary) -> Verdict:
     ref, var = reference.median, variant.median
     if ref is None or var is None or ref == 0:
@@ -68,7 +74,11 @@ def compare(figure: str, reference: Summary, variant: Summary) -> Verdict:
             reference.values
         )
         clear = separated and abs(change) >= MIN_EFFECT_PCT
-        method = f"repeats separated and |change| >= {MIN_EFFECT_PCT:g}%"
+        p = separation_p_value(reference.n, variant.n)
+        method = (
+            f"repeats separated ({reference.n} vs {variant.n}: p = {p:.2g} by chance) and "
+            f"|change| >= {MIN_EFFECT_PCT:g}%"
+        )
     else:
         clear = abs(change) >= SINGLE_RUN_EFFECT_PCT
         method = f"single run: |change| >= {SINGLE_RUN_EFFECT_PCT:g}%, no noise estimate"

@@ -163,7 +163,7 @@ def infer_and_check(
         tolerance = max(tolerance, tol)
         if got.size:
             diff = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
-            if diff > tol:
+            if not diff <= tol:  # NaN fails too
                 raise ClientError(
                     f"output '{spec.name}' differs from onnxruntime by {diff:.3g} "
                     f"(tolerance {tol:g}) over {protocol}"

@@ -29,6 +29,7 @@ from tritonlab.perf.records import (
     parse_warnings,
 )
 from tritonlab.perf.settings import PerfSettings
+from tritonlab.procenv import die_with_parent
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,7 @@ def _run_once(
             stdin=subprocess.DEVNULL,
             env=install.environment(),
             start_new_session=True,
+            preexec_fn=die_with_parent,
         )
         deadline = time.monotonic() + timeout_s
         try:

@@ -24,7 +24,12 @@ from tritonlab.analysis.rules import (
     TRAP_QUEUE_SHARE_OF_DELAY,
 )
 from tritonlab.analysis.summary import Summary
-from tritonlab.analysis.verdicts import MIN_EFFECT_PCT, SINGLE_RUN_EFFECT_PCT
+from tritonlab.analysis.verdicts import (
+    MIN_EFFECT_PCT,
+    SINGLE_RUN_EFFECT_PCT,
+    separation_p_value,
+)
+from tritonlab.perf.settings import PerfSettings
 from tritonlab.report.recommend_section import recommendations_section
 
 _PROTOCOL_NAMES = {"grpc": "gRPC", "http": "HTTP"}
@@ -44,21 +49,48 @@ def _plain(value: float | None, digits: int = 0) -> str:
     return "n/a" if value is None else f"{value:,.{digits}f}"
 
 
-def _conditions(manifest: dict[str, Any], analysis: Analysis) -> list[str]:
+def _load_line(settings: list[PerfSettings], load_points: int) -> str:
+    """One load point in full; several as the values each dimension took."""
+    if load_points == 1:
+        s = settings[0]
+        load = (
+            f"concurrency {s.concurrency}"
+            if s.concurrency
+            else f"request rate {s.request_rate_per_s:g}/s (Poisson)"
+        )
+        mode = "async" if s.async_mode else "sync"
+        return (
+            f"- Load: {_PROTOCOL_NAMES[s.protocol]}, client batch size {s.batch_size}, {load}, "
+            f"{mode} requests from perf_analyzer on the same machine."
+        )
+    protocols = sorted({_PROTOCOL_NAMES[s.protocol] for s in settings})
+    batches = sorted({s.batch_size for s in settings})
+    levels = sorted({s.concurrency for s in settings if s.concurrency})
+    rates = sorted({s.request_rate_per_s for s in settings if s.request_rate_per_s})
+    parts = [
+        f"{load_points} load points: {' and '.join(protocols)}",
+        f"client batch size {', '.join(str(b) for b in batches)}",
+    ]
+    if levels:
+        parts.append(f"concurrency {', '.join(str(c) for c in levels)} (sync requests)")
+    if rates:
+        parts.append(
+            f"open-loop Poisson rates from {rates[0]:,.0f} to {rates[-1]:,.0f} req/s "
+            "(async requests, a fraction of each configuration's own peak)"
+        )
+    return "- Load: " + "; ".join(parts) + "; perf_analyzer on the same machine."
+
+
+def _conditions(manifest: dict[str, Any], analyses: list[Analysis]) -> list[str]:
     plan = manifest["plan"]
     model = manifest["model"]
     machine = manifest["machine"]
     packages = manifest.get("packages", {})
-    first = analysis.reports[0].summary.settings
+    settings = [r.summary.settings for a in analyses for r in a.reports]
     inputs = ", ".join(
         f"`{i['name']}` {i['triton_dtype'].removeprefix('TYPE_')} "
         f"[{', '.join(['batch', *[str(d) for d in i['dims']]])}]"
         for i in model["inputs"]
-    )
-    load = (
-        f"concurrency {first.concurrency}"
-        if first.concurrency
-        else f"request rate {first.request_rate_per_s:g}/s (Poisson)"
     )
     measurement = plan["measurement"]
     server = manifest["server"]
@@ -67,9 +99,7 @@ def _conditions(manifest: dict[str, Any], analysis: Analysis) -> list[str]:
         "",
         f"- Model: `{model['name']}` from `{model['onnx_file']}` (opset {model['opset']}, "
         f"sha256 `{model['sha256'][:12]}`); inputs: {inputs}.",
-        f"- Load: {_PROTOCOL_NAMES[first.protocol]}, client batch size {first.batch_size}, {load}, "
-        f"{'async' if first.async_mode else 'sync'} requests from perf_analyzer on the same "
-        "machine.",
+        _load_line(settings, len(analyses)),
         f"- Measurement: perf_analyzer {measurement['measurement_interval_ms']} ms time windows, "
         f"stability threshold {measurement['stability_percentage']:g}%, at most "
         f"{measurement['max_trials']} windows; an unstable cell is retried with a window twice "
@@ -137,16 +167,18 @@ def _variant_section(r: VariantReport) -> list[str]:
     ]
 
 
-def _method() -> list[str]:
+def method_lines(repeats: int = 3) -> list[str]:
+    p = separation_p_value(repeats, repeats)
     return [
         "## Method",
         "",
         "- Each figure is the median over the repeats; brackets give the 95% Student-t "
-        "interval of the mean (wide with 3 repeats, by design: it shows how far one number "
-        "could move on this machine).",
+        f"interval of the mean (wide with {repeats} repeats, by design: it shows how far one "
+        "number could move on this machine).",
         f'- Verdicts ("higher", "lower", "no clear difference"): a difference is clear '
         "only when every repeat of one configuration lies beyond every repeat of the other "
-        f"(complete separation; for 3 against 3 the exact rank-sum p = 0.1) and the medians "
+        f"(complete separation; for {repeats} against {repeats} that happens by chance with "
+        f"p = {p:.2g}, the exact rank-sum test) and the medians "
         f"differ by at least {MIN_EFFECT_PCT:g}%. With one repeat the medians must differ by "
         f"{SINGLE_RUN_EFFECT_PCT:g}%.",
         "- Queue, compute and batch sizes come from Triton's statistics extension (the "
@@ -204,7 +236,7 @@ def render_experiment_log(
 ) -> str:
     model_name = manifest["model"]["name"]
     lines = [f"# Experiment log: {model_name} on Triton", ""]
-    lines += _conditions(manifest, analyses[0]) if analyses else []
+    lines += _conditions(manifest, analyses) if analyses else []
     if infer_checks:
         lines += ["## Correctness check", ""]
         for check in infer_checks:
@@ -229,7 +261,7 @@ def render_experiment_log(
         lines += [ln for r in analysis.reports for ln in _variant_section(r)]
     if operators and analyses:
         lines += _operators_section(operators, analyses)
-    lines += _method()
+    lines += method_lines(int(manifest["plan"]["repeats"]))
     lines += [
         "## Reproduce",
         "",

@@ -22,7 +22,7 @@ from tritonlab.analysis.explain import Analysis, VariantReport
 from tritonlab.analysis.summary import Summary
 from tritonlab.analysis.verdicts import HIGHER, LOWER, Verdict
 from tritonlab.experiments.store import write_text_atomic
-from tritonlab.report.experiment_log import _method as method_lines
+from tritonlab.report.experiment_log import method_lines
 from tritonlab.report.plot_support import PROTOCOL_NAMES, context_line, load_text
 
 if TYPE_CHECKING:
@@ -429,7 +429,9 @@ def render_html_report(
     sections.append(conditions_section(manifest, analyses, checks))
     nav.append(("conditions", "Conditions"))
     method = "".join(
-        f"<li>{inline_markdown(line[2:])}</li>" for line in method_lines() if line.startswith("- ")
+        f"<li>{inline_markdown(line[2:])}</li>"
+        for line in method_lines(int(manifest["plan"]["repeats"]))
+        if line.startswith("- ")
     )
     sections.append(f'<section id="method"><h2>Method</h2><ul>{method}</ul></section>')
     nav.append(("method", "Method"))

@@ -85,9 +85,9 @@ def recommendations_section(recs: Recommendations, summaries: list[VariantSummar
         lines += [
             "### Knee of each concurrency curve",
             "",
-            "The smallest concurrency after which the next level brings no clear throughput "
-            f'gain (verdict not "higher", or under {KNEE_GAIN_PER_DOUBLING_PCT:g}% per doubling); '
-            "the largest level measured when every step still gained.",
+            "The smallest concurrency that no higher measured level clearly beats (verdict "
+            f'"higher" and at least {KNEE_GAIN_PER_DOUBLING_PCT:g}% per doubling of concurrency); '
+            "the largest level measured when every level is beaten by a later one.",
             "",
             "| variant / protocol / client batch | knee (concurrency) |",
             "|---|---|",
@@ -119,7 +119,8 @@ def recommendations_section(recs: Recommendations, summaries: list[VariantSummar
             "### Saturation over concurrency",
             "",
             f"Queue time up by at least {SATURATION_QUEUE_GROWTH_PCT:g}% (and clearly higher) "
-            "from one concurrency level to the next while throughput shows no clear gain:",
+            "from one concurrency level to the next while throughput shows no gain (not "
+            '"higher", median change under 5%):',
             "",
         ]
         lines += [f"- `{s.curve}`: {s.text}" for s in saturations]

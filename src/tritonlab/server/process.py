@@ -9,7 +9,6 @@ kills the whole group.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import subprocess
@@ -23,17 +22,12 @@ from types import TracebackType
 import psutil
 
 from tritonlab.errors import ServerError
+from tritonlab.procenv import die_with_parent
 from tritonlab.server.endpoint import ServerEndpoint
 from tritonlab.server.locate import ServerInstall
 from tritonlab.server.ports import ensure_port_free, find_free_ports
 
-_PR_SET_PDEATHSIG = 1
 STOP_GRACE_S = 15.0
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 @dataclass(frozen=True)
@@ -136,7 +130,7 @@ class TritonServer(ServerEndpoint):
         if self._process is not None:
             raise ServerError("server already started")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop(); a resume appends
         self._log_file = log
         try:
             self._process = subprocess.Popen(
@@ -146,7 +140,7 @@ class TritonServer(ServerEndpoint):
                 stdin=subprocess.DEVNULL,
                 env=self.install.environment(),
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
         except OSError as exc:
             log.close()
