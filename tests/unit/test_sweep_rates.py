@@ -89,7 +89,8 @@ def test_rates_come_from_the_stored_cells(tmp_path: Path) -> None:
 def test_count_cells_of_the_demo_plan() -> None:
     plan = load_demo_plan().experiment
     closed, open_loop = count_cells(plan)
-    assert (closed, open_loop) == (6 * 5 * 2, 6 * 2 * 2)
+    assert (closed, open_loop) == (6 * 5 * plan.repeats, 6 * 2 * plan.repeats)
+    assert plan.repeats == 3
 
 
 def test_fraction_of_peak_loads_need_a_rate_resolver(tmp_path: Path) -> None:
@@ -105,7 +106,7 @@ def test_resume_accepts_the_same_sweep_and_refuses_another(tmp_path: Path) -> No
     _check_resume(tmp_path, fingerprint)  # nothing there yet
     save_manifest(tmp_path, {"plan": plan.to_dict(), "plan_fingerprint": fingerprint})
     _check_resume(tmp_path, plan_fingerprint(load_demo_plan().experiment, "sha"))
-    other = ExperimentPlan.from_dict({**plan.to_dict(), "repeats": 3})
+    other = ExperimentPlan.from_dict({**plan.to_dict(), "repeats": plan.repeats + 1})
     with pytest.raises(PlanError, match="different plan or model"):
         _check_resume(tmp_path, plan_fingerprint(other, "sha"))
     with pytest.raises(PlanError, match="different plan or model"):
