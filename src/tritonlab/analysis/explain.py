@@ -12,7 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tritonlab.analysis.aggregate import VariantSummary, same_offered_load
-from tritonlab.analysis.rules import Finding, RuleContext, apply_rules, changed_fields
+from tritonlab.analysis.rules import (
+    Finding,
+    RuleContext,
+    apply_rules,
+    changed_fields,
+    raw_changed_fields,
+)
 from tritonlab.analysis.summary import Summary
 from tritonlab.analysis.verdicts import HIGHER, LOWER, NO_CLEAR, Verdict, compare
 from tritonlab.repository.variants import ServingVariant
@@ -88,21 +94,6 @@ def _verdicts(ref: VariantSummary, sub: VariantSummary) -> dict[str, Verdict]:
     return verdicts
 
 
-def _raw_changes(a: ServingVariant, b: ServingVariant) -> int:
-    return sum(
-        getattr(a, k) != getattr(b, k)
-        for k in (
-            "dynamic_batching",
-            "max_queue_delay_us",
-            "preferred_batch_sizes",
-            "max_batch_size",
-            "instance_count",
-            "instance_kind",
-            "intra_op_threads",
-        )
-    )
-
-
 def choose_reference(subject: ServingVariant, earlier: list[VariantSummary]) -> VariantSummary:
     """The earlier variant that differs from ``subject`` in the fewest fields.
 
@@ -112,7 +103,10 @@ def choose_reference(subject: ServingVariant, earlier: list[VariantSummary]) -> 
     """
     return min(
         earlier,
-        key=lambda e: (len(changed_fields(e.variant, subject)), _raw_changes(e.variant, subject)),
+        key=lambda e: (
+            len(changed_fields(e.variant, subject)),
+            len(raw_changed_fields(e.variant, subject)),
+        ),
     )
 
 

@@ -55,19 +55,26 @@ class RuleContext:
     others: tuple[VariantSummary, ...] = ()
 
 
+CONFIG_FIELDS = (
+    "dynamic_batching",
+    "max_queue_delay_us",
+    "preferred_batch_sizes",
+    "max_batch_size",
+    "instance_count",
+    "instance_kind",
+    "intra_op_threads",
+    "extra_parameters",
+)
+
+
+def raw_changed_fields(a: ServingVariant, b: ServingVariant) -> list[str]:
+    """Every configuration field that differs, batcher settings included."""
+    return [k for k in CONFIG_FIELDS if getattr(a, k) != getattr(b, k)]
+
+
 def changed_fields(a: ServingVariant, b: ServingVariant) -> list[str]:
-    """The configuration fields that differ between two variants."""
-    keys = (
-        "dynamic_batching",
-        "max_queue_delay_us",
-        "preferred_batch_sizes",
-        "max_batch_size",
-        "instance_count",
-        "instance_kind",
-        "intra_op_threads",
-        "extra_parameters",
-    )
-    changed = [k for k in keys if getattr(a, k) != getattr(b, k)]
+    """The configuration changes between two variants, as a reader counts them."""
+    changed = raw_changed_fields(a, b)
     if "dynamic_batching" in changed:  # switching batching on or off carries its settings
         changed = [k for k in changed if k not in ("max_queue_delay_us", "preferred_batch_sizes")]
     return changed
