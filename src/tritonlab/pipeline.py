@@ -25,16 +25,14 @@ from tritonlab.experiments.store import (
     OPERATORS_FILE,
     RESULTS_DIR,
     write_json_atomic,
-    write_text_atomic,
 )
 from tritonlab.models.inspect import OnnxModelInfo, check_with_onnxruntime, inspect_onnx
 from tritonlab.perf.in_process import time_in_process
 from tritonlab.perf.locate import locate_perf_analyzer
-from tritonlab.report.build import BuiltReport, analyse_run, build_report
+from tritonlab.report.build import BuiltReport, build_report
 from tritonlab.report.project import (
     export_script_demo,
     export_script_user,
-    project_readme,
     write_project_files,
 )
 from tritonlab.server.gpu import check_gpu_variants
@@ -63,14 +61,6 @@ def load_model_info(onnx_path: Path) -> OnnxModelInfo:
     info = inspect_onnx(onnx_path)
     check_with_onnxruntime(onnx_path)
     return info
-
-
-def write_report(run_dir: Path) -> BuiltReport:
-    """Rebuild docs/, plots/, report.html, results/summary.json and README.md from stored files."""
-    report = build_report(run_dir)
-    manifest, analyses = analyse_run(run_dir)
-    write_text_atomic(run_dir / "README.md", project_readme(manifest, analyses))
-    return report
 
 
 def record_operator_profile(run_dir: Path, info: OnnxModelInfo, plan: ExperimentPlan) -> None:
@@ -143,4 +133,4 @@ def run_project(
         baseline_settings,
         export_script_demo() if demo else export_script_user(onnx_path.resolve(), plan.model_name),
     )
-    return ProjectResult(outcome, write_report(run_dir))
+    return ProjectResult(outcome, build_report(run_dir))

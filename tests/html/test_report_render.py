@@ -25,8 +25,7 @@ import pytest
 from PIL import Image
 
 from tritonlab.analysis.recommend import recommend
-from tritonlab.pipeline import write_report
-from tritonlab.report.build import analyse_run
+from tritonlab.report.build import analyse_run, build_report
 from tritonlab.report.html import render_html_report
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -59,7 +58,7 @@ class BuiltRun:
 def build_copy(name: str, target: Path) -> BuiltRun:
     run_dir = target / name
     shutil.copytree(FIXTURES / name, run_dir)
-    built = write_report(run_dir)
+    built = build_report(run_dir)
     assert built.html_report == run_dir / "report.html"
     return BuiltRun(run_dir, built.html_report, built.html_report.read_text(), built.plots)
 
@@ -164,7 +163,7 @@ def test_rebuilding_gives_identical_files(built: BuiltRun) -> None:
             *built.plots.values(),
         ]
     }
-    again = write_report(built.run_dir)
+    again = build_report(built.run_dir)
     assert set(again.plots.values()) == set(built.plots.values())
     for path, content in before.items():
         assert path.read_bytes() == content, path
@@ -182,7 +181,7 @@ def test_all_text_is_escaped(tmp_path: Path) -> None:
     manifest = json.loads(manifest_path.read_text())
     manifest["machine"]["cpu_model"] = "<script>alert('cpu')</script>"
     manifest_path.write_text(json.dumps(manifest))
-    page = write_report(run_dir).html_report.read_text()  # type: ignore[union-attr]
+    page = build_report(run_dir).html_report.read_text()  # type: ignore[union-attr]
     assert hostile not in page and "<script>alert" not in page
     assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt; &amp; co" in page
     assert "&lt;script&gt;alert(&#x27;cpu&#x27;)&lt;/script&gt;" in page

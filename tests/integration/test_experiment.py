@@ -23,7 +23,7 @@ from tritonlab.experiments.runner import run_experiment
 from tritonlab.experiments.store import load_cells, load_manifest
 from tritonlab.models.demo import DEMO_MODEL_NAME
 from tritonlab.models.inspect import OnnxModelInfo
-from tritonlab.pipeline import write_report
+from tritonlab.report.build import build_report
 from tritonlab.server.launch import ServerOptions
 
 pytestmark = pytest.mark.integration
@@ -93,7 +93,7 @@ def test_run_experiment_stores_cells_resumes_and_reports(
     after = {p.name: p.read_bytes() for p in (results / "cells").glob("*.json")}
     assert after == before, "a resumed run rewrote finished cells"
 
-    report = write_report(run_dir)
+    report = build_report(run_dir)
     log = run_dir / "docs" / "experiment_log.md"
     assert report.experiment_log == log
     text = log.read_text()

@@ -1,4 +1,4 @@
-"""report/ and pipeline.write_report: rebuilt from a copy of the recorded run, byte for byte."""
+"""report/ and report.build.build_report: rebuilt from a copy of the recorded run, byte for byte."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import pytest
 
 from tritonlab.analysis.aggregate import VariantSummary
 from tritonlab.errors import TritonlabError
-from tritonlab.pipeline import write_report
 from tritonlab.report.build import BuiltReport, analyse_run, build_report
 
 TABLE_HEADER = (
@@ -50,7 +49,7 @@ def built(seed_run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Built
     run_dir = tmp_path_factory.mktemp("report") / "run"
     shutil.copytree(seed_run_dir, run_dir)
     cells_before = _files(run_dir / "results" / "cells")
-    first = write_report(run_dir)
+    first = build_report(run_dir)
     first_log = first.experiment_log.read_bytes()
     first_summary = first.summary_json.read_bytes()
     first_readme = (run_dir / "README.md").read_bytes()
@@ -129,7 +128,7 @@ def test_rebuilt_summary_agrees_with_recorded_medians(built: Built, seed_run_dir
     assert _medians(json.loads(built.first_summary)) == _medians(recorded)
 
 
-def test_write_report_writes_readme(built: Built, seed_summaries: list[VariantSummary]) -> None:
+def test_build_report_writes_readme(built: Built, seed_summaries: list[VariantSummary]) -> None:
     readme = built.first_readme.decode()
     assert readme.startswith("# simple_mlp on NVIDIA Triton Inference Server")
     assert "## Key results" in readme

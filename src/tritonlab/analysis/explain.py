@@ -168,14 +168,8 @@ def _background(
     return "What do these configuration changes do together: " + ", ".join(changed) + "?"
 
 
-def _fmt_summary(s: Summary, unit: str) -> str:
-    if s.median is None:
-        return "n/a"
-    text = f"{s.median:,.0f} {unit}"
-    interval = s.interval95
-    if interval:
-        text += f" [95% CI {interval[0]:,.0f}–{interval[1]:,.0f}]"
-    return text
+def _ci(s: Summary, unit: str) -> str:
+    return s.text(unit=unit, interval_label="95% CI ", brackets="[]")
 
 
 def _judgement(tput: Verdict, p99: Verdict) -> str:
@@ -257,10 +251,10 @@ def explain_variant(
     action += "."
     tput, p99 = ref_verdicts["throughput"], ref_verdicts["latency_p99"]
     lines = [
-        f"Throughput {tput.phrase()}: {_fmt_summary(subject.throughput, 'infer/s')} against "
-        f"{_fmt_summary(reference.throughput, 'infer/s')}.",
-        f"p99 {p99.phrase()}: {_fmt_summary(subject.latency_p99, 'µs')} against "
-        f"{_fmt_summary(reference.latency_p99, 'µs')}.",
+        f"Throughput {tput.phrase()}: {_ci(subject.throughput, 'infer/s')} against "
+        f"{_ci(reference.throughput, 'infer/s')}.",
+        f"p99 {p99.phrase()}: {_ci(subject.latency_p99, 'µs')} against "
+        f"{_ci(reference.latency_p99, 'µs')}.",
         _server_sentence(subject),
     ]
     if reference is not baseline:
@@ -309,8 +303,7 @@ def _server_sentence(s: VariantSummary) -> str:
 
 def _baseline_result(s: VariantSummary, findings: list[Finding]) -> str:
     lines = [
-        f"Throughput {_fmt_summary(s.throughput, 'infer/s')}; p99 "
-        f"{_fmt_summary(s.latency_p99, 'µs')}.",
+        f"Throughput {_ci(s.throughput, 'infer/s')}; p99 {_ci(s.latency_p99, 'µs')}.",
         _server_sentence(s),
     ]
     return " ".join(lines + [f.text for f in findings])

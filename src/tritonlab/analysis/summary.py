@@ -77,6 +77,20 @@ class Summary:
             return None
         return 100.0 * (max(self.values) - min(self.values)) / self.median
 
+    def text(
+        self, digits: int = 0, unit: str = "", interval_label: str = "", brackets: str = "()"
+    ) -> str:
+        """The median with its interval, e.g. ``2,133 (1,834–2,431)``; "n/a" when unmeasured."""
+        if self.median is None:
+            return "n/a"
+        text = f"{self.median:,.{digits}f}" + (f" {unit}" if unit else "")
+        interval = self.interval95
+        if interval:
+            low, high = interval
+            opening, closing = brackets[0], brackets[1]
+            text += f" {opening}{interval_label}{low:,.{digits}f}–{high:,.{digits}f}{closing}"
+        return text
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "values": list(self.values),

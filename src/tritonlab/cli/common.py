@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tritonlab import __version__
+from tritonlab.analysis.explain import Analysis
 from tritonlab.errors import TritonlabError
 from tritonlab.server.launch import ServerOptions
 
@@ -143,10 +144,7 @@ def progress_printer() -> Callable[[int, int, str], None]:
     return report
 
 
-def print_results(run_dir: Path) -> None:
-    from tritonlab.report.build import analyse_run
-
-    _, analyses = analyse_run(run_dir)
+def print_results(run_dir: Path, analyses: list[Analysis]) -> None:
     for analysis in analyses:
         table = Table(title=f"{run_dir} · {analysis.load_key} (medians over repeats)")
         for col in ("config", "infer/s", "p99 µs", "queue µs", "mean batch", "notes"):

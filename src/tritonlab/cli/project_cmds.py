@@ -66,7 +66,7 @@ def _run_pipeline(
     result = run_project(
         onnx_path, out_dir, plan, options, progress_printer(), fresh=fresh, demo=demo
     )
-    print_results(out_dir)
+    print_results(out_dir, result.report.analyses)
     outcome = result.outcome
     out.print(
         f"measured {len(outcome.measured)} cells, reused {len(outcome.skipped)}, in "
@@ -170,8 +170,8 @@ def report(
     Example: tritonlab report demo-out
     """
     with user_errors():
-        from tritonlab.pipeline import write_report
+        from tritonlab.report.build import build_report
 
-        built = write_report(run_dir)
-        print_results(run_dir)
+        built = build_report(run_dir)
+        print_results(run_dir, built.analyses)
         out.print(f"wrote {built.experiment_log} and {built.html_report}", highlight=False)

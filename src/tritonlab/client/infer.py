@@ -59,7 +59,7 @@ def make_inputs(
 
 
 def _triton_type(spec: TensorSpec) -> str:
-    return spec.triton_dtype.removeprefix("TYPE_").replace("BOOL", "BOOL")
+    return spec.triton_dtype.removeprefix("TYPE_")
 
 
 def check_metadata(metadata: dict[str, Any], info: OnnxModelInfo, model_name: str) -> None:

@@ -21,6 +21,7 @@ from tritonlab.experiments.store import (
 from tritonlab.report.experiment_log import render_experiment_log
 from tritonlab.report.html import write_html_report
 from tritonlab.report.plots import write_plots
+from tritonlab.report.project import project_readme
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,10 @@ def analyse_run(run_dir: Path) -> tuple[dict[str, object], list[Analysis]]:
 
 
 def build_report(run_dir: Path) -> BuiltReport:
+    """Rebuild docs/, plots/, report.html, results/summary.json and README.md from stored files.
+
+    Reads the cells and the manifest once; every output is a function of them alone.
+    """
     manifest, analyses = analyse_run(run_dir)
     checks_path = run_dir / RESULTS_DIR / "infer_check.json"
     checks = json.loads(checks_path.read_text()) if checks_path.exists() else []
@@ -61,4 +66,5 @@ def build_report(run_dir: Path) -> BuiltReport:
     write_json_atomic(summary_path, {"analyses": [a.to_dict() for a in analyses]})
     plots = write_plots(run_dir, manifest, summaries, recs)
     html_path = write_html_report(run_dir, manifest, analyses, checks, plots, recs)
+    write_text_atomic(run_dir / "README.md", project_readme(manifest, analyses))
     return BuiltReport(log_path, summary_path, analyses, plots, html_path)

@@ -23,7 +23,6 @@ from tritonlab.analysis.rules import (
     TRAP_BATCH_SHARE_OF_IN_FLIGHT,
     TRAP_QUEUE_SHARE_OF_DELAY,
 )
-from tritonlab.analysis.summary import Summary
 from tritonlab.analysis.verdicts import (
     MIN_EFFECT_PCT,
     SINGLE_RUN_EFFECT_PCT,
@@ -33,16 +32,6 @@ from tritonlab.perf.settings import PerfSettings
 from tritonlab.report.recommend_section import recommendations_section
 
 _PROTOCOL_NAMES = {"grpc": "gRPC", "http": "HTTP"}
-
-
-def _cell(s: Summary, digits: int = 0) -> str:
-    if s.median is None:
-        return "n/a"
-    text = f"{s.median:,.{digits}f}"
-    interval = s.interval95
-    if interval:
-        text += f" ({interval[0]:,.{digits}f}–{interval[1]:,.{digits}f})"
-    return text
 
 
 def _plain(value: float | None, digits: int = 0) -> str:
@@ -134,8 +123,8 @@ def _table(analysis: Analysis) -> list[str]:
             else (f"{s.settings.request_rate_per_s:g}/s")
         )
         lines.append(
-            f"| {s.variant.description} | {conc} | {_cell(s.throughput)} | "
-            f"{_cell(s.latency_avg)} | {_cell(s.latency_p95)} | {_cell(s.latency_p99)} | "
+            f"| {s.variant.description} | {conc} | {s.throughput.text()} | "
+            f"{s.latency_avg.text()} | {s.latency_p95.text()} | {s.latency_p99.text()} | "
             f"{_plain(s.queue_us.median)} | {_plain(s.compute_infer_us.median)} | "
             f"{_plain(s.mean_batch.median, 1)} | {_plain(s.server_cores.median, 2)} / "
             f"{_plain(s.perf_analyzer_cores.median, 2)} | {r.note} |"
