@@ -15,7 +15,6 @@ from tritonlab.experiments.plan import (
     LoadPoint,
     MeasurementSettings,
     seed_comparison_plan,
-    with_repeats,
 )
 from tritonlab.experiments.runner import cell_id, concrete_input_shapes, plan_fingerprint
 from tritonlab.experiments.store import (
@@ -154,7 +153,7 @@ def test_plan_fingerprint() -> None:
     fp = plan_fingerprint(plan, SHA)
     assert len(fp) == 16
     assert fp == plan_fingerprint(seed_comparison_plan("m"), SHA)
-    assert fp != plan_fingerprint(with_repeats(plan, 5), SHA)
+    assert fp != plan_fingerprint(dataclasses.replace(plan, repeats=5), SHA)
     assert fp != plan_fingerprint(seed_comparison_plan("m", concurrency=16), SHA)
     assert fp != plan_fingerprint(seed_comparison_plan("other"), SHA)
     assert fp != plan_fingerprint(plan, "1" * 64)

@@ -6,7 +6,7 @@ four variants and one load point (gRPC, batch 1, concurrency 8); sweeps add load
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from tritonlab.errors import PlanError
@@ -178,7 +178,3 @@ def seed_comparison_plan(
         repeats=repeats,
         measurement=measurement or MeasurementSettings(),
     )
-
-
-def with_repeats(plan: ExperimentPlan, repeats: int) -> ExperimentPlan:
-    return replace(plan, repeats=repeats)

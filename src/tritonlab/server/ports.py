@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import socket
 
 from tritonlab.errors import PortInUseError
@@ -33,9 +32,3 @@ def ensure_port_free(port: int, host: str, flag: str) -> None:
                 f"port {port} on {host} is in use; pass {flag} with a free port "
                 "(or 0 to pick one) or stop the process holding it"
             ) from exc
-
-
-def port_is_open(host: str, port: int, timeout_s: float = 0.2) -> bool:
-    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=timeout_s):
-        return True
-    return False
