@@ -11,13 +11,17 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from tritonlab.analysis.adaptive import undecided_project
 from tritonlab.analysis.operators import profile_operators
 from tritonlab.errors import ConfigError
+from tritonlab.experiments.manifest import machine_info
 from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.experiments.runner import (
+    AdaptiveRepeats,
     OpenLoopRates,
     ProgressCallback,
     RunOutcome,
+    UndecidedCells,
     concrete_input_shapes,
     run_experiment,
 )
@@ -92,8 +96,14 @@ def run_project(
     time_budget_s: float | None = None,
     extra_manifest: dict[str, object] | None = None,
     open_loop_rates: OpenLoopRates | None = None,
+    max_repeats: int | None = None,
+    undecided: UndecidedCells | None = None,
 ) -> ProjectResult:
-    """Deploy, check, measure and explain ``onnx_path`` into the project folder ``run_dir``."""
+    """Deploy, check, measure and explain ``onnx_path`` into the project folder ``run_dir``.
+
+    With ``max_repeats`` above the plan's repeats, rounds are added while a verdict that the
+    explanations (or, with ``undecided`` given, the sweep's picks) rest on is undecided.
+    """
     check_model_name(plan.model_name)
     check_gpu_variants(plan.variants, remote=bool(options.url))
     info = load_model_info(onnx_path)
@@ -101,6 +111,18 @@ def run_project(
         for sub in ("results", "benchmarks", "models", "server", "docs"):
             shutil.rmtree(run_dir / sub, ignore_errors=True)
     run_dir.mkdir(parents=True, exist_ok=True)
+    adaptive = None
+    if max_repeats is not None and max_repeats > plan.repeats:
+        order = [v.name for v in plan.variants]
+        cores = int(machine_info().get("cpu_affinity_count") or 1)
+        adaptive = AdaptiveRepeats(
+            max_repeats,
+            undecided or (lambda: undecided_project(run_dir, order, cores)),
+        )
+        extra_manifest = {
+            **(extra_manifest or {}),
+            "adaptive": {"max_repeats": max_repeats, "time_budget_s": time_budget_s},
+        }
     outcome = run_experiment(
         plan,
         info,
@@ -110,6 +132,7 @@ def run_project(
         time_budget_s,
         extra_manifest=extra_manifest,
         open_loop_rates=open_loop_rates,
+        adaptive=adaptive,
     )
 
     record_operator_profile(run_dir, info, plan)

@@ -7,11 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from tritonlab.analysis.summary import Summary
+from tritonlab.analysis.verdicts import Verdict, compare, not_comparable
 from tritonlab.experiments.store import CellResult
 from tritonlab.perf.settings import PerfSettings
 from tritonlab.repository.variants import ServingVariant
 
 LITTLE_TOLERANCE = 0.2  # |throughput x latency / in-flight - 1| above this flags a cell
+FELL_BEHIND = "not able to keep up"  # perf_analyzer's warning for an open-loop rate it missed
 
 
 @dataclass(frozen=True)
@@ -24,13 +26,25 @@ class VariantSummary:
     settings: PerfSettings
     cells: tuple[CellResult, ...]
 
+    @property
+    def rounds(self) -> list[int]:
+        return [c.repeat for c in self.cells]
+
     def _perf(self, name: str) -> Summary:
         return Summary.of(
-            [getattr(c.perf.measurement, name) if c.perf.measurement else None for c in self.cells]
+            [getattr(c.perf.measurement, name) if c.perf.measurement else None for c in self.cells],
+            self.rounds,
         )
 
     def _server(self, name: str) -> Summary:
-        return Summary.of([getattr(c.server, name) if c.server else None for c in self.cells])
+        return Summary.of(
+            [getattr(c.server, name) if c.server else None for c in self.cells], self.rounds
+        )
+
+    @property
+    def load_generator_fell_behind(self) -> bool:
+        """perf_analyzer said, in some repeat, that it could not keep up the requested rate."""
+        return any(FELL_BEHIND in w for c in self.cells for w in c.perf.warnings)
 
     @property
     def throughput(self) -> Summary:
@@ -83,11 +97,13 @@ class VariantSummary:
 
     @property
     def server_cores(self) -> Summary:
-        return Summary.of([c.server_cores_used if c.server_cpu_s else None for c in self.cells])
+        return Summary.of(
+            [c.server_cores_used if c.server_cpu_s else None for c in self.cells], self.rounds
+        )
 
     @property
     def perf_analyzer_cores(self) -> Summary:
-        return Summary.of([c.perf_analyzer_cores_used for c in self.cells])
+        return Summary.of([c.perf_analyzer_cores_used for c in self.cells], self.rounds)
 
     @property
     def batch_distribution(self) -> dict[int, int]:
@@ -182,3 +198,22 @@ def same_offered_load(a: VariantSummary, b: VariantSummary, tolerance: float = 0
     if ra is None or rb is None:
         return False
     return abs(ra - rb) <= tolerance * max(ra, rb)
+
+
+def why_not_comparable(a: VariantSummary, b: VariantSummary) -> str | None:
+    """Why two summaries' figures cannot be compared, or None when they can."""
+    if not same_offered_load(a, b):
+        return "different offered loads"
+    if a.load_generator_fell_behind or b.load_generator_fell_behind:
+        return "perf_analyzer did not keep up the offered rate"
+    return None
+
+
+def compare_figure(
+    figure: str, attr: str, reference: VariantSummary, subject: VariantSummary
+) -> Verdict:
+    """The verdict on one figure (``attr`` of ``VariantSummary``), "not comparable" when the
+    loads differ or one was not really offered."""
+    ref, sub = getattr(reference, attr), getattr(subject, attr)
+    why = why_not_comparable(reference, subject)
+    return not_comparable(figure, ref, sub, why) if why else compare(figure, ref, sub)

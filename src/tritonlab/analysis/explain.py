@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tritonlab.analysis.aggregate import VariantSummary, same_offered_load
+from tritonlab.analysis.aggregate import VariantSummary, compare_figure
+from tritonlab.analysis.cost_model import CostModel
 from tritonlab.analysis.rules import (
     Finding,
     RuleContext,
@@ -20,7 +21,7 @@ from tritonlab.analysis.rules import (
     raw_changed_fields,
 )
 from tritonlab.analysis.summary import Summary
-from tritonlab.analysis.verdicts import HIGHER, LOWER, NO_CLEAR, Verdict, compare
+from tritonlab.analysis.verdicts import HIGHER, LOWER, NO_CLEAR, NOT_COMPARABLE, Verdict
 from tritonlab.repository.variants import ServingVariant
 
 FIGURES = {
@@ -28,6 +29,12 @@ FIGURES = {
     "latency_avg": "avg latency",
     "latency_p95": "p95",
     "latency_p99": "p99",
+}
+# Server-side figures: a judgement never says "no effect" while one of these separates.
+SERVER_FIGURES = {
+    "queue_us": "queue per request",
+    "mean_batch": "mean batch",
+    "compute_per_inference_us": "compute per inference",
 }
 
 
@@ -77,21 +84,11 @@ class Analysis:
         }
 
 
-NOT_COMPARABLE = "not comparable: different offered rates"
-
-
-def _verdicts(ref: VariantSummary, sub: VariantSummary) -> dict[str, Verdict]:
-    verdicts = {
-        key: compare(label, getattr(ref, key), getattr(sub, key)) for key, label in FIGURES.items()
-    }
-    if not same_offered_load(ref, sub):
-        # Open-loop cells at a fraction of each configuration's own peak: throughput follows
-        # the offered rate, so it says nothing about the configuration.
-        t = verdicts["throughput"]
-        verdicts["throughput"] = Verdict(
-            t.figure, NO_CLEAR, None, t.reference_median, t.variant_median, NOT_COMPARABLE
-        )
-    return verdicts
+def _verdicts(
+    ref: VariantSummary, sub: VariantSummary, figures: dict[str, str] = FIGURES
+) -> dict[str, Verdict]:
+    """Every figure compared, "not comparable" when the offered loads differ."""
+    return {key: compare_figure(label, key, ref, sub) for key, label in figures.items()}
 
 
 def choose_reference(subject: ServingVariant, earlier: list[VariantSummary]) -> VariantSummary:
@@ -169,18 +166,27 @@ def _background(
 
 
 def _ci(s: Summary, unit: str) -> str:
-    return s.text(unit=unit, interval_label="95% CI ", brackets="[]")
+    return s.text(unit=unit)
 
 
-def _judgement(tput: Verdict, p99: Verdict) -> str:
+def _judgement(tput: Verdict, p99: Verdict, server: dict[str, Verdict] | None = None) -> str:
+    if tput.word == NOT_COMPARABLE:
+        return (
+            f"not comparable with the reference ({tput.method}): each configuration is judged "
+            "on its own figures at its own load"
+        )
     if p99.reference_median is None or p99.variant_median is None:
         return "p99 was not measured (unstable cells), so only throughput can be judged"
-    if tput.method == NOT_COMPARABLE:
-        return {
-            LOWER: "a shorter tail at the same share of its own peak",
-            HIGHER: "a longer tail at the same share of its own peak",
-        }.get(p99.word, "no clear difference in the tail at the same share of its own peak")
     pair = (tput.word, p99.word)
+    if pair == (NO_CLEAR, NO_CLEAR):
+        moved = [v for v in (server or {}).values() if v.clear]
+        if moved:
+            listed = ", ".join(f"{v.figure} {v.phrase()}" for v in moved)
+            return (
+                "no clear change in throughput or p99 at this load, although the server's own "
+                f"figures separated ({listed}): the change is real inside the server but did "
+                "not show in the client-side figures beyond the noise"
+            )
     table = {
         (HIGHER, LOWER): "a clear win at this load: more throughput and a shorter tail",
         (HIGHER, NO_CLEAR): "more throughput at no clear cost in tail latency",
@@ -197,7 +203,7 @@ def _judgement(tput: Verdict, p99: Verdict) -> str:
 
 _NOTE_LABELS = {
     "queue-delay-trap": "queue-delay trap",
-    "batching-raised-throughput": "batching pays",
+    "batching-amortised": "batching amortises fixed cost",
     "saturated-server": "instance saturated",
     "cpu-bound": "CPU-bound",
     "unstable": "unstable",
@@ -223,11 +229,12 @@ def explain_variant(
     earlier: list[VariantSummary],
     others: list[VariantSummary],
     cores: int,
+    cost_model: CostModel | None = None,
 ) -> VariantReport:
     baseline = earlier[0] if earlier else subject
     reference = choose_reference(subject.variant, earlier) if earlier else subject
     changed = changed_fields(reference.variant, subject.variant)
-    ctx = RuleContext(subject, baseline, reference, cores, tuple(others))
+    ctx = RuleContext(subject, baseline, reference, cores, tuple(others), cost_model)
     findings = apply_rules(ctx)
     verdicts = _verdicts(baseline, subject)
     if not earlier:
@@ -263,7 +270,8 @@ def explain_variant(
             f"p99 {verdicts['latency_p99'].phrase()}."
         )
     lines += [f.text for f in findings]
-    lines.append(f"Judgement: {_judgement(tput, p99)}.")
+    server_verdicts = _verdicts(reference, subject, SERVER_FIGURES)
+    lines.append(f"Judgement: {_judgement(tput, p99, server_verdicts)}.")
     return VariantReport(
         subject,
         reference.variant.name,
@@ -309,13 +317,17 @@ def _baseline_result(s: VariantSummary, findings: list[Finding]) -> str:
     return " ".join(lines + [f.text for f in findings])
 
 
-def analyse(summaries: list[VariantSummary], cores: int) -> list[Analysis]:
+def analyse(
+    summaries: list[VariantSummary], cores: int, cost_model: CostModel | None = None
+) -> list[Analysis]:
     """One ``Analysis`` per load point, variants in the order given (baseline first)."""
     by_load: dict[str, list[VariantSummary]] = {}
     for s in summaries:
         by_load.setdefault(s.load_key, []).append(s)
     out = []
     for load_key, group in by_load.items():
-        reports = [explain_variant(s, group[:i], group, cores) for i, s in enumerate(group)]
+        reports = [
+            explain_variant(s, group[:i], group, cores, cost_model) for i, s in enumerate(group)
+        ]
         out.append(Analysis(load_key, cores, reports))
     return out

@@ -11,16 +11,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tritonlab.analysis.aggregate import VariantSummary, same_offered_load
-from tritonlab.analysis.verdicts import HIGHER, compare
+from tritonlab.analysis.aggregate import VariantSummary, compare_figure, same_offered_load
+from tritonlab.analysis.cost_model import CostModel
+from tritonlab.analysis.verdicts import HIGHER, LOWER
 from tritonlab.repository.variants import ServingVariant
 
 # Thresholds, named so the docs and tests can quote them.
-TRAP_QUEUE_SHARE_OF_DELAY = 0.6  # queue time >= 60% of max_queue_delay
+TRAP_QUEUE_SHARE_OF_DELAY = 0.6  # queue time >= 60% of max_queue_delay ...
+TRAP_QUEUE_MAX_SHARE_OF_DELAY = 1.2  # ... and not above it: longer waits are a busy instance
 TRAP_BATCH_SHARE_OF_IN_FLIGHT = 0.75  # mean batch >= 75% of the requests in flight
 SATURATED_QUEUE_SHARE = 0.5  # queue >= half of the time a request spends in the server
 SATURATED_MIN_CORES_PER_INSTANCE = 0.8  # a busy single-threaded instance uses about a core
 CPU_BOUND_SHARE = 0.9  # server + perf_analyzer CPU >= 90% of the cores
+CONTENTION_SHARE = 0.75  # instances contend: CPU >= 75% of the cores and executions slower ...
+CONTENTION_EXCESS = 0.25  # ... by over 25% than the cost model predicts at that batch
 QUEUE_CROSS_CHECK_TOLERANCE = 0.25  # stats-extension vs perf_analyzer queue time
 
 
@@ -53,6 +57,7 @@ class RuleContext:
     reference: VariantSummary
     cores: int
     others: tuple[VariantSummary, ...] = ()
+    cost_model: CostModel | None = None
 
 
 CONFIG_FIELDS = (
@@ -91,6 +96,12 @@ def batch_target(variant: ServingVariant) -> tuple[int, str]:
     return variant.max_batch_size, "max_batch_size"
 
 
+def execution_us(s: VariantSummary) -> float | None:
+    """Measured compute per execution: compute per inference x inferences per execution."""
+    per, batch = s.compute_per_inference_us.median, s.mean_batch.median
+    return per * batch if per and batch else None
+
+
 def in_flight_inferences(s: VariantSummary) -> float | None:
     return None if s.in_flight is None else s.in_flight * s.settings.batch_size
 
@@ -107,9 +118,13 @@ def queue_delay_trap(ctx: RuleContext) -> Finding | None:
         return None
     if (
         queue < TRAP_QUEUE_SHARE_OF_DELAY * v.max_queue_delay_us
+        or queue > TRAP_QUEUE_MAX_SHARE_OF_DELAY * v.max_queue_delay_us
         or batch < TRAP_BATCH_SHARE_OF_IN_FLIGHT * in_flight
     ):
-        return None
+        return None  # not waiting for the delay (or waiting longer: behind a busy instance)
+    execution = execution_us(s)
+    if execution is not None and execution >= v.max_queue_delay_us:
+        return None  # an instance busy longer than the delay: saturation, not the batcher
     zero_delay = [
         o
         for o in ctx.others
@@ -145,99 +160,187 @@ def queue_delay_trap(ctx: RuleContext) -> Finding | None:
             "in_flight": in_flight,
             "batch_target": target,
             "batch_target_field": source,
+            "execution_us": _r(execution),
         },
     )
 
 
-def batching_raised_throughput(ctx: RuleContext) -> Finding | None:
-    """Batching paid off: bigger batches made each inference cheaper, so throughput rose."""
+def batching_amortised(ctx: RuleContext) -> Finding | None:
+    """Batching spread each execution's fixed cost over more requests (cost model terms cited).
+
+    Fires when batching alone was switched on, the batches grew and compute per inference fell
+    clearly; the throughput verdict is reported as it is (it may be unclear at this load).
+    """
     s, r = ctx.subject, ctx.reference
     if not s.variant.dynamic_batching or r.variant.dynamic_batching:
         return None
     if changed_fields(r.variant, s.variant) != ["dynamic_batching"] or not same_offered_load(r, s):
         return None  # another knob changed too, or the loads differ: batching alone is not why
-    verdict = compare("throughput", r.throughput, s.throughput)
     b0, b1 = r.mean_batch.median, s.mean_batch.median
     c0, c1 = r.compute_per_inference_us.median, s.compute_per_inference_us.median
-    if verdict.word != HIGHER or None in (b0, b1, c0, c1):
+    if b0 is None or b1 is None or c0 is None or c1 is None or b1 <= 1.05 * b0:
         return None
-    assert b0 is not None and b1 is not None and c0 is not None and c1 is not None
-    if b1 <= b0 or c1 >= c0:
+    per_inference = compare_figure("compute per inference", "compute_per_inference_us", r, s)
+    if per_inference.word != LOWER:
         return None
+    throughput = compare_figure("throughput", "throughput", r, s)
+    k = s.settings.batch_size
+    figures: dict[str, Any] = {
+        "throughput_change_pct": _r(throughput.change_pct, 1),
+        "throughput_word": throughput.word.value,
+        "mean_batch_before": _r(b0, 2),
+        "mean_batch_after": _r(b1, 2),
+        "compute_us_per_inference_before": _r(c0),
+        "compute_us_per_inference_after": _r(c1),
+    }
     text = (
-        f"Batching raised throughput ({verdict.phrase()}) because the mean batch rose from "
-        f"{b0:.1f} to {b1:.1f} while compute per inference fell from {c0:.0f} µs to {c1:.0f} µs: "
-        f"one execution now serves {b1:.1f} requests."
+        f"Batching formed batches of {b1:.1f} (was {b0:.1f}) and compute per inference fell "
+        f"from {c0:.0f} to {c1:.0f} µs ({per_inference.phrase()})."
     )
-    return Finding(
-        "batching-raised-throughput",
-        s.variant.name,
-        text,
-        {
-            "throughput_change_pct": _r(verdict.change_pct, 1),
-            "mean_batch_before": _r(b0, 2),
-            "mean_batch_after": _r(b1, 2),
-            "compute_us_per_inference_before": _r(c0),
-            "compute_us_per_inference_after": _r(c1),
-        },
-    )
+    model = ctx.cost_model
+    if model is not None:
+        requests = b1 / k
+        one = model.execution_us(1, k)
+        predicted = model.execution_us(requests, k) / (requests * k)
+        fixed = model.serving_fixed_us + model.model_fixed_us
+        figures |= {
+            "model_execution_us_batch1": _r(one),
+            "serving_fixed_us": _r(model.serving_fixed_us),
+            "model_fixed_us": _r(model.model_fixed_us, 1),
+            "predicted_compute_us_per_inference": _r(predicted),
+        }
+        text += (
+            f" The cost model says why: of about {one:.0f} µs per execution of one request, "
+            f"{model.serving_fixed_us:.0f} µs is the serving path's fixed cost (the identity "
+            f"model in the same run) and {model.model_fixed_us:.0f} µs the model's own; "
+            f"batches of {requests:.1f} requests spread those {fixed:.0f} µs over "
+            f"{requests:.1f} requests (predicted {predicted:.0f} µs per inference, measured "
+            f"{c1:.0f} µs), while each request still pays "
+            f"{model.serving_per_request_us:.0f} µs of serving path and "
+            f"{model.model_per_sample_us * k:.1f} µs of model work."
+        )
+    text += f" Throughput {throughput.phrase()}."
+    return Finding("batching-amortised", s.variant.name, text, figures)
+
+
+def _change(label: str, before: float | None, after: float | None, unit: str = "") -> str:
+    if before is None or after is None:
+        return f"{label} n/a"
+    digits = 1 if unit == "" else 0
+    return f"{label} {before:,.{digits}f} -> {after:,.{digits}f}{unit}"
+
+
+def _slower_executions(ctx: RuleContext) -> str | None:
+    """Evidence that executions took longer than their batch explains, or None.
+
+    With the cost model: the measured execution is over 25% above the model's prediction at
+    the batch actually formed. Without it: executions got slower although batches did not grow.
+    """
+    s, r = ctx.subject, ctx.reference
+    after, before = execution_us(s), execution_us(r)
+    b0, b1 = r.mean_batch.median, s.mean_batch.median
+    if after is None or b1 is None:
+        return None
+    k = s.settings.batch_size
+    if ctx.cost_model is not None:
+        predicted = ctx.cost_model.execution_us(b1 / k, k)
+        if after > (1 + CONTENTION_EXCESS) * predicted:
+            return (
+                f"an execution of {b1:.1f} inferences took {after:,.0f} µs where the cost "
+                f"model predicts {predicted:,.0f} µs"
+            )
+        return None
+    if before is not None and b0 is not None and b1 <= b0 and after > 1.1 * before:
+        return (
+            f"an execution took {after:,.0f} µs (was {before:,.0f}) although batches did not grow"
+        )
+    return None
 
 
 def instances_effect(ctx: RuleContext) -> Finding | None:
-    """More (or fewer) instances: did it help, given the cores and the CPU actually used?"""
+    """More (or fewer) instances: explained from what changed in the server and the CPU."""
     s, r = ctx.subject, ctx.reference
     if changed_fields(r.variant, s.variant) != ["instance_count"] or not same_offered_load(r, s):
         return None
-    verdict = compare("throughput", r.throughput, s.throughput)
+    verdict = compare_figure("throughput", "throughput", r, s)
+    per_inference = compare_figure("compute per inference", "compute_per_inference_us", r, s)
+    batch = compare_figure("mean batch", "mean_batch", r, s)
     used, used_before = s.server_cores.median, r.server_cores.median
-    client = s.perf_analyzer_cores.median
+    client, client_before = s.perf_analyzer_cores.median, r.perf_analyzer_cores.median
+    total = None if used is None or client is None else used + client
+    total_before = (
+        None if used_before is None or client_before is None else used_before + client_before
+    )
     n0, n1 = r.variant.instance_count, s.variant.instance_count
     figures = {
         "instances_before": n0,
         "instances_after": n1,
         "cores": ctx.cores,
+        "mean_batch_before": _r(r.mean_batch.median, 2),
+        "mean_batch_after": _r(s.mean_batch.median, 2),
+        "compute_us_per_inference_before": _r(r.compute_per_inference_us.median),
+        "compute_us_per_inference_after": _r(s.compute_per_inference_us.median),
         "server_cores_used": _r(used, 2),
         "server_cores_used_before": _r(used_before, 2),
         "perf_analyzer_cores_used": _r(client, 2),
         "throughput_change_pct": _r(verdict.change_pct, 1),
     }
-    head = f"{n0} -> {n1} instances: throughput {verdict.phrase()}"
-    more = n1 > n0
-    if verdict.word == HIGHER:
-        why = (
-            "the added instances ran executions in parallel"
-            if more
-            else "fewer instances competed for the cores"
-        )
-        if used and used_before:
-            why += f"; the server used {used:.2f} cores (was {used_before:.2f}) of {ctx.cores}"
-        return Finding("instances-effect", s.variant.name, f"{head}: {why}.", figures)
-    if not more:
-        why = "removing instances cost no clear throughput at this load" + (
-            f" (the server used {used:.2f} of {ctx.cores} cores)" if used else ""
-        )
-        if verdict.word != HIGHER and verdict.word != "no clear difference":
-            why = "the remaining instances could not keep up" + (
-                f" (the server used {used:.2f} of {ctx.cores} cores)" if used else ""
+    changed = "; ".join(
+        [
+            _change("mean batch", r.mean_batch.median, s.mean_batch.median) + f" ({batch.word})",
+            _change(
+                "compute per inference",
+                r.compute_per_inference_us.median,
+                s.compute_per_inference_us.median,
+                " µs",
             )
-        return Finding("instances-effect", s.variant.name, f"{head}: {why}.", figures)
+            + f" ({per_inference.word})",
+            _change("server + client CPU", total_before, total, "") + f" of {ctx.cores} cores",
+        ]
+    )
+    head = f"{n0} -> {n1} instances: throughput {verdict.phrase()}. What changed: {changed}"
     trap = queue_delay_trap(RuleContext(s, ctx.baseline, r, ctx.cores, ctx.others))
-    if trap is not None:
-        why = (
+    causes: list[str] = []
+    if trap is not None and n1 > n0 and verdict.word != HIGHER:
+        causes.append(
             "the batcher, not the instances, sets the pace: every batch waits out the queue "
             "delay, so the added instances have nothing more to execute"
-            + (f" (the server used only {used:.2f} of {ctx.cores} cores)" if used else "")
-        )
-    elif used is not None and client is not None and used + client >= CPU_BOUND_SHARE * ctx.cores:
-        why = (
-            f"no spare CPU: the server used {used:.2f} and perf_analyzer {client:.2f} of "
-            f"{ctx.cores} cores, so another instance only competes for the same cores"
         )
     else:
-        why = f"{n0} instance{'s were' if n0 > 1 else ' was'} not the bottleneck" + (
-            f" (the server used {used:.2f} of {ctx.cores} cores)" if used else ""
+        if n1 > n0 and batch.word == LOWER:
+            causes.append(
+                "the instances split the waiting requests into smaller batches, so each request "
+                "carries more of an execution's fixed cost"
+            )
+        slower = _slower_executions(ctx)
+        if slower and total is not None and total >= CONTENTION_SHARE * ctx.cores:
+            causes.append(
+                f"the instances contend for the cores: {slower} (server and perf_analyzer "
+                f"together used {total:.2f} of {ctx.cores})"
+            )
+        elif total is not None and total >= CPU_BOUND_SHARE * ctx.cores and verdict.word != HIGHER:
+            causes.append(
+                f"no spare CPU: server and perf_analyzer used {total:.2f} of {ctx.cores} cores"
+            )
+        if verdict.word == HIGHER and n1 > n0:
+            causes.append(
+                "executions ran in parallel"
+                + (
+                    f": the server used {used:.2f} cores (was {used_before:.2f})"
+                    if used and used_before
+                    else ""
+                )
+            )
+    if not causes:
+        causes.append(
+            "no server figure moved clearly (batch, compute per inference), so the instance "
+            "count was not what limited this load"
+            if batch.word not in (HIGHER, LOWER) and per_inference.word not in (HIGHER, LOWER)
+            else "the server figures moved as listed, but not enough to change throughput "
+            "beyond the noise"
         )
-    return Finding("instances-effect", s.variant.name, f"{head}: {why}.", figures)
+    text = f"{head}. Why: {'; and '.join(causes)}."
+    return Finding("instances-effect", s.variant.name, text, figures)
 
 
 def saturated_server(ctx: RuleContext) -> Finding | None:
@@ -253,7 +356,13 @@ def saturated_server(ctx: RuleContext) -> Finding | None:
     if share < SATURATED_QUEUE_SHARE or queue_delay_trap(ctx) is not None:
         return None
     v = s.variant
-    if v.dynamic_batching and v.max_queue_delay_us > 0 and queue <= 1.2 * v.max_queue_delay_us:
+    execution = execution_us(s)
+    if (
+        v.dynamic_batching
+        and v.max_queue_delay_us > 0
+        and queue <= TRAP_QUEUE_MAX_SHARE_OF_DELAY * v.max_queue_delay_us
+        and (execution is None or execution < v.max_queue_delay_us)
+    ):
         return None  # the wait can be the batcher's own delay, not a busy instance
     n = v.instance_count
     used = s.server_cores.median
@@ -369,7 +478,7 @@ def perf_analyzer_warnings(ctx: RuleContext) -> Finding | None:
 
 
 RULES: tuple[Callable[[RuleContext], Finding | None], ...] = (
-    batching_raised_throughput,
+    batching_amortised,
     queue_delay_trap,
     instances_effect,
     saturated_server,

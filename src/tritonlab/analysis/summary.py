@@ -1,9 +1,9 @@
-"""A figure measured several times: its values, median, and a 95% interval.
+"""A figure measured several times: its values, the round each came from, median and range.
 
-The interval is Student's t interval for the mean (``mean ± t(0.975, n-1) · s/√n``, its lower
-end clamped at 0 since every figure here is non-negative): with the three repeats tritonlab
-takes by default it is wide, on purpose. It says how far a single
-number could move on this machine. A figure measured once has no interval.
+The spread shown next to a figure is the range of its repeats (min–max): what the data
+supports with three to five repeats, never negative and never clamped. Intervals for a
+*difference* between two configurations live in ``verdicts.py``, which pairs repeats by the
+round they were measured in. A figure measured once has no spread.
 """
 
 from __future__ import annotations
@@ -13,41 +13,22 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-# Two-sided 95% Student t quantiles by degrees of freedom.
-_T_975 = {
-    1: 12.706,
-    2: 4.303,
-    3: 3.182,
-    4: 2.776,
-    5: 2.571,
-    6: 2.447,
-    7: 2.365,
-    8: 2.306,
-    9: 2.262,
-    10: 2.228,
-    12: 2.179,
-    15: 2.131,
-    20: 2.086,
-    30: 2.042,
-}
-
-
-def t_quantile_975(df: int) -> float:
-    """The 97.5% Student t quantile; between table rows the next smaller df is used."""
-    if df >= 30:
-        return 1.96 if df > 120 else _T_975[30]
-    return _T_975[max(k for k in _T_975 if k <= df)]
-
 
 @dataclass(frozen=True)
 class Summary:
-    """Repeated measurements of one figure."""
+    """Repeated measurements of one figure; ``rounds[i]`` is the round of ``values[i]``."""
 
     values: tuple[float, ...]
+    rounds: tuple[int, ...] = ()
 
     @classmethod
-    def of(cls, values: list[float | None]) -> Summary:
-        return cls(tuple(float(v) for v in values if v is not None and math.isfinite(v)))
+    def of(cls, values: list[float | None], rounds: list[int] | None = None) -> Summary:
+        keep = [
+            (float(v), r)
+            for v, r in zip(values, rounds or range(1, len(values) + 1), strict=False)
+            if v is not None and math.isfinite(v)
+        ]
+        return cls(tuple(v for v, _ in keep), tuple(r for _, r in keep))
 
     @property
     def n(self) -> int:
@@ -62,13 +43,19 @@ class Summary:
         return statistics.fmean(self.values) if self.values else None
 
     @property
-    def interval95(self) -> tuple[float, float] | None:
+    def low(self) -> float | None:
+        return min(self.values) if self.values else None
+
+    @property
+    def high(self) -> float | None:
+        return max(self.values) if self.values else None
+
+    @property
+    def range(self) -> tuple[float, float] | None:
+        """(min, max) of the repeats; None below two repeats."""
         if self.n < 2:
             return None
-        mean = statistics.fmean(self.values)
-        half = t_quantile_975(self.n - 1) * statistics.stdev(self.values) / math.sqrt(self.n)
-        # Every figure tritonlab summarises (rates, times, batch sizes) is non-negative.
-        return (max(0.0, mean - half), mean + half)
+        return (min(self.values), max(self.values))
 
     @property
     def spread_pct(self) -> float | None:
@@ -77,25 +64,25 @@ class Summary:
             return None
         return 100.0 * (max(self.values) - min(self.values)) / self.median
 
-    def text(
-        self, digits: int = 0, unit: str = "", interval_label: str = "", brackets: str = "()"
-    ) -> str:
-        """The median with its interval, e.g. ``2,133 (1,834–2,431)``; "n/a" when unmeasured."""
+    def by_round(self) -> dict[int, float]:
+        return dict(zip(self.rounds, self.values, strict=False))
+
+    def text(self, digits: int = 0, unit: str = "") -> str:
+        """The median with the range of the repeats, e.g. ``2,133 (1,834–2,431)``."""
         if self.median is None:
             return "n/a"
         text = f"{self.median:,.{digits}f}" + (f" {unit}" if unit else "")
-        interval = self.interval95
-        if interval:
-            low, high = interval
-            opening, closing = brackets[0], brackets[1]
-            text += f" {opening}{interval_label}{low:,.{digits}f}–{high:,.{digits}f}{closing}"
+        spread = self.range
+        if spread:
+            text += f" ({spread[0]:,.{digits}f}–{spread[1]:,.{digits}f})"
         return text
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "values": list(self.values),
+            "rounds": list(self.rounds),
             "median": self.median,
-            "mean": self.mean,
-            "interval95": list(self.interval95) if self.interval95 else None,
+            "min": self.low,
+            "max": self.high,
             "spread_pct": self.spread_pct,
         }

@@ -1,29 +1,58 @@
-"""Noise-aware verdicts: "higher", "lower" or "no clear difference" against a reference.
+"""Noise-aware verdicts: how a figure of a configuration compares with a reference's.
 
 Method (stated in every experiment log):
-- With at least two repeats on each side, a difference is clear only if the two sets of repeats
-  do not overlap at all (every repeat of one above every repeat of the other) and the medians
-  differ by at least ``MIN_EFFECT_PCT``. For 3 against 3 interleaved repeats, complete
-  separation is the exact rank-sum (Mann-Whitney) test at U = 0: two-sided p = 0.1 when nothing
-  differs; the minimum effect keeps a tiny but consistent shift from being called a change.
-- With a single repeat on either side there is no noise estimate: the medians must differ by
-  ``SINGLE_RUN_EFFECT_PCT``, and the verdict says it rests on one run.
+- Repeats are measured in interleaved rounds (every configuration once, then again), so the
+  repeats of two configurations from the same round shared the machine's state. A comparison
+  pairs them by round and works on the log-ratios ``ln(variant / reference)``, one per round:
+  their mean, with a two-sided 95% Student-t confidence interval (``scipy.stats``), is the
+  change, and ``exp`` turns both back into percentages. Ratios, not differences, because the
+  noise here is multiplicative (a slow round slows every figure by a factor).
+- Without at least two rounds in common (e.g. extra repeats of one side only) the two sides'
+  log values are compared unpaired (Welch's interval); with one repeat on either side there is
+  no interval and no word beyond "no clear difference".
+- The word follows the interval, so the two can never disagree: "higher" or "lower" when the
+  interval excludes no change, "no clear difference" when it includes it, "not comparable" when
+  the two were measured under different offered loads (or a load perf_analyzer did not keep up),
+  where no figure can be compared.
+- A verdict is *decided* when it is clear, not comparable, or its interval lies within
+  ±``MIN_EFFECT_PCT`` (no difference worth acting on either way); adaptive repeats measure
+  more rounds while a verdict that a recommendation or an explanation rests on is undecided.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
+
+from scipy import stats
 
 from tritonlab.analysis.summary import Summary
 
+CONFIDENCE = 0.95
 MIN_EFFECT_PCT = 5.0
-SINGLE_RUN_EFFECT_PCT = 15.0
 
-HIGHER = "higher"
-LOWER = "lower"
-NO_CLEAR = "no clear difference"
+
+class Word(str, Enum):
+    """The verdict's word; its value is how the log spells it."""
+
+    HIGHER = "higher"
+    LOWER = "lower"
+    NO_CLEAR = "no clear difference"
+    NOT_COMPARABLE = "not comparable"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+HIGHER, LOWER, NO_CLEAR, NOT_COMPARABLE = (
+    Word.HIGHER,
+    Word.LOWER,
+    Word.NO_CLEAR,
+    Word.NOT_COMPARABLE,
+)
 
 
 @dataclass(frozen=True)
@@ -31,55 +60,150 @@ class Verdict:
     """How a figure of a variant compares with the same figure of a reference."""
 
     figure: str
-    word: str
-    change_pct: float | None
+    word: Word
+    change_pct: float | None  # point estimate of the change (geometric mean of the ratios)
     reference_median: float | None
     variant_median: float | None
     method: str
+    low_pct: float | None = None  # the 95% confidence interval of the change, in percent
+    high_pct: float | None = None
+    pairs: int = 0  # rounds paired (0 when unpaired or undecidable)
+    p_value: float | None = None  # two-sided, for "no change"
 
     @property
     def clear(self) -> bool:
-        return self.word != NO_CLEAR
+        return self.word in (HIGHER, LOWER)
+
+    @property
+    def comparable(self) -> bool:
+        return self.word != NOT_COMPARABLE
+
+    @property
+    def has_interval(self) -> bool:
+        return self.low_pct is not None and self.high_pct is not None
+
+    @property
+    def decided(self) -> bool:
+        """Clear, not comparable, or shown to be within ±MIN_EFFECT_PCT."""
+        if self.clear or not self.comparable:
+            return True
+        if self.low_pct is None or self.high_pct is None:
+            return False
+        return self.low_pct >= -MIN_EFFECT_PCT and self.high_pct <= MIN_EFFECT_PCT
+
+    def interval_text(self) -> str:
+        if self.low_pct is None or self.high_pct is None:
+            return ""
+        return f"CI {self.low_pct:+.0f}% to {self.high_pct:+.0f}%"
 
     def phrase(self) -> str:
-        """e.g. 'higher (+62%)' or 'no clear difference (-3%)'."""
+        """e.g. 'higher (+35%, CI +12% to +61%)' or 'no clear difference (+3%, CI -9% to +17%)'."""
+        if self.word == NOT_COMPARABLE:
+            return f"{self.word} ({self.method})"
         if self.change_pct is None:
-            return self.word
-        return f"{self.word} ({self.change_pct:+.0f}%)"
+            return str(self.word)
+        interval = self.interval_text()
+        detail = f"{self.change_pct:+.0f}%" + (f", {interval}" if interval else ", one repeat")
+        return f"{self.word} ({detail})"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "figure": self.figure,
-            "word": self.word,
+            "word": self.word.value,
             "change_pct": self.change_pct,
+            "ci95_change_pct": [self.low_pct, self.high_pct] if self.has_interval else None,
+            "pairs": self.pairs,
+            "p_value": self.p_value,
             "reference_median": self.reference_median,
             "variant_median": self.variant_median,
             "method": self.method,
+            "decided": self.decided,
         }
 
 
-def separation_p_value(n: int, m: int) -> float:
-    """Two-sided chance that n and m exchangeable repeats separate completely: 2 / C(n+m, n)."""
-    return min(1.0, 2.0 / math.comb(n + m, n))
+def _pct(log_ratio: float) -> float:
+    return 100.0 * (math.exp(log_ratio) - 1.0)
+
+
+def _word(low: float, high: float) -> Word:
+    if low > 0:
+        return HIGHER
+    if high < 0:
+        return LOWER
+    return NO_CLEAR
+
+
+def not_comparable(figure: str, reference: Summary, variant: Summary, why: str) -> Verdict:
+    return Verdict(figure, NOT_COMPARABLE, None, reference.median, variant.median, why)
+
+
+def paired_log_ratios(reference: Summary, variant: Summary) -> list[float]:
+    """ln(variant / reference) for every round both were measured in (positive values only)."""
+    ref = reference.by_round()
+    return [
+        math.log(v / ref[r])
+        for r, v in variant.by_round().items()
+        if r in ref and v > 0 and ref[r] > 0
+    ]
 
 
 def compare(figure: str, reference: Summary, variant: Summary) -> Verdict:
-    ref, var = reference.median, variant.median
-    if ref is None or var is None or ref == 0:
-        return Verdict(figure, NO_CLEAR, None, ref, var, "missing data")
-    change = 100.0 * (var - ref) / ref
-    word = HIGHER if change > 0 else LOWER
-    if reference.n >= 2 and variant.n >= 2:
-        separated = min(variant.values) > max(reference.values) or max(variant.values) < min(
-            reference.values
+    """The verdict on ``variant`` against ``reference`` (method in the module docstring)."""
+    ref_med, var_med = reference.median, variant.median
+    if ref_med is None or var_med is None or ref_med <= 0 or var_med <= 0:
+        return Verdict(figure, NO_CLEAR, None, ref_med, var_med, "missing data")
+    quantile = 0.5 + CONFIDENCE / 2
+    logs = paired_log_ratios(reference, variant)
+    if len(logs) >= 2:
+        n = len(logs)
+        mean = statistics.fmean(logs)
+        sd = statistics.stdev(logs)
+        if sd == 0.0:
+            low = high = mean
+            p = 1.0 if mean == 0.0 else 0.0
+        else:
+            half = float(stats.t.ppf(quantile, n - 1)) * sd / math.sqrt(n)
+            low, high = mean - half, mean + half
+            p = float(stats.ttest_1samp(logs, 0.0).pvalue)
+        return Verdict(
+            figure,
+            _word(low, high),
+            _pct(mean),
+            ref_med,
+            var_med,
+            f"paired by round ({n} rounds): 95% t-interval of the mean log-ratio, two-sided",
+            _pct(low),
+            _pct(high),
+            n,
+            p,
         )
-        clear = separated and abs(change) >= MIN_EFFECT_PCT
-        p = separation_p_value(reference.n, variant.n)
-        method = (
-            f"repeats separated ({reference.n} vs {variant.n}: p = {p:.2g} by chance) and "
-            f"|change| >= {MIN_EFFECT_PCT:g}%"
+    ref_logs = [math.log(v) for v in reference.values if v > 0]
+    var_logs = [math.log(v) for v in variant.values if v > 0]
+    if len(ref_logs) >= 2 and len(var_logs) >= 2:
+        result = stats.ttest_ind(var_logs, ref_logs, equal_var=False)
+        diff = statistics.fmean(var_logs) - statistics.fmean(ref_logs)
+        interval = result.confidence_interval(CONFIDENCE)
+        low, high = float(interval.low), float(interval.high)
+        if not (math.isfinite(low) and math.isfinite(high)):  # both sides constant
+            low = high = diff
+        return Verdict(
+            figure,
+            _word(low, high),
+            _pct(diff),
+            ref_med,
+            var_med,
+            f"unpaired ({len(var_logs)} vs {len(ref_logs)} repeats, no common rounds): "
+            "Welch 95% interval of the log-ratio, two-sided",
+            _pct(low),
+            _pct(high),
+            0,
+            float(result.pvalue) if math.isfinite(result.pvalue) else None,
         )
-    else:
-        clear = abs(change) >= SINGLE_RUN_EFFECT_PCT
-        method = f"single run: |change| >= {SINGLE_RUN_EFFECT_PCT:g}%, no noise estimate"
-    return Verdict(figure, word if clear else NO_CLEAR, change, ref, var, method)
+    return Verdict(
+        figure,
+        NO_CLEAR,
+        100.0 * (var_med - ref_med) / ref_med,
+        ref_med,
+        var_med,
+        "one repeat: no interval, so no verdict",
+    )

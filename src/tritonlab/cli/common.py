@@ -50,6 +50,15 @@ BackendDirOpt = Annotated[
 ]
 HostOpt = Annotated[str, typer.Option("--host", help="Address the server binds to.")]
 RepeatsOpt = Annotated[int, typer.Option("--repeats", min=1, help="Repeats per configuration.")]
+MaxRepeatsOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-repeats",
+        min=1,
+        help="Measure more interleaved rounds, up to this many, while a verdict the "
+        "explanations or picks rest on is undecided (= --repeats turns it off).",
+    ),
+]
 ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", min=1, help="Requests in flight.")]
 ProtocolOpt = Annotated[str, typer.Option("--protocol", help="grpc or http.")]
 WindowOpt = Annotated[

@@ -15,6 +15,7 @@ from tritonlab.cli.common import (
     GrpcUrlOpt,
     HostOpt,
     MaxBatchOpt,
+    MaxRepeatsOpt,
     NameOpt,
     ProtocolOpt,
     RepeatsOpt,
@@ -48,6 +49,7 @@ def _run_pipeline(
     max_batch_size: int,
     fresh: bool,
     options: ServerOptions,
+    max_repeats: int,
 ) -> None:
     from tritonlab.experiments.plan import MeasurementSettings, seed_comparison_plan
     from tritonlab.pipeline import run_project
@@ -64,7 +66,14 @@ def _run_pipeline(
     )
     started = time.monotonic()
     result = run_project(
-        onnx_path, out_dir, plan, options, progress_printer(), fresh=fresh, demo=demo
+        onnx_path,
+        out_dir,
+        plan,
+        options,
+        progress_printer(),
+        fresh=fresh,
+        demo=demo,
+        max_repeats=max(max_repeats, repeats),
     )
     print_results(out_dir, result.report.analyses)
     outcome = result.outcome
@@ -79,6 +88,7 @@ def _run_pipeline(
 def demo(
     out_dir: OutOpt = Path("demo-out"),
     repeats: RepeatsOpt = 3,
+    max_repeats: MaxRepeatsOpt = 5,
     concurrency: ConcurrencyOpt = 8,
     protocol: ProtocolOpt = "grpc",
     window_ms: WindowOpt = 2000,
@@ -117,6 +127,7 @@ def demo(
             max_batch_size,
             fresh,
             server_options(url, grpc_url, server_bin, backend_dir, host),
+            max_repeats,
         )
 
 
@@ -126,6 +137,7 @@ def run(
     out_dir: OutOpt,
     name: NameOpt = None,
     repeats: RepeatsOpt = 3,
+    max_repeats: MaxRepeatsOpt = 5,
     concurrency: ConcurrencyOpt = 8,
     protocol: ProtocolOpt = "grpc",
     window_ms: WindowOpt = 2000,
@@ -156,6 +168,7 @@ def run(
             max_batch_size,
             fresh,
             server_options(url, grpc_url, server_bin, backend_dir, host),
+            max_repeats,
         )
 
 

@@ -32,6 +32,7 @@ from tritonlab.cli.common import (
     FreshOpt,
     GrpcUrlOpt,
     HostOpt,
+    MaxRepeatsOpt,
     ServerBinOpt,
     UrlOpt,
     app,
@@ -167,6 +168,7 @@ def sweep(
         ),
     ] = None,
     fresh: FreshOpt = False,
+    max_repeats: MaxRepeatsOpt = 5,
     no_progress: Annotated[
         bool, typer.Option("--no-progress", help="No progress display on stderr.")
     ] = False,
@@ -241,6 +243,7 @@ def sweep(
                 progress,
                 fresh=fresh,
                 time_budget_s=time_budget_s,
+                max_repeats=max_repeats,
             )
         outcome = result.outcome
         if outcome.stopped_early:

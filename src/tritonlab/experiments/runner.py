@@ -25,8 +25,17 @@ from tritonlab.client.infer import InferCheck, infer_and_check
 from tritonlab.errors import PerfAnalyzerError, PlanError, ServerError
 from tritonlab.experiments.manifest import build_manifest, utc_now
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
+from tritonlab.experiments.serving_path import (
+    add_identity_model,
+    probe_load,
+    probe_variants,
+    probes_done,
+)
 from tritonlab.experiments.store import (
+    ADAPTIVE_FILE,
+    CELLS_DIR,
     RESULTS_DIR,
+    SERVING_PATH_DIR,
     CellResult,
     cell_path,
     load_manifest,
@@ -44,6 +53,18 @@ from tritonlab.server.process import TritonServer
 from tritonlab.server.stats import StatsSnapshot, stats_delta, tree_cpu_seconds
 
 ProgressCallback = Callable[[int, int, str], None]
+# After the planned rounds: which (variant name, load key) cells need another round, and why.
+UndecidedCells = Callable[[], tuple[list[tuple[str, str]], list[str]]]
+
+
+@dataclass(frozen=True)
+class AdaptiveRepeats:
+    """Measure more interleaved rounds of the cells ``undecided`` names, up to ``max_repeats``."""
+
+    max_repeats: int
+    undecided: UndecidedCells
+
+
 # Called after the closed-loop pass: (variant name, load key) -> request rate (req/s).
 OpenLoopRates = Callable[[], Mapping[tuple[str, str], float]]
 
@@ -104,6 +125,7 @@ def _measure_cell(
     repeat: int,
     run_dir: Path,
     input_shapes: dict[str, tuple[int, ...]],
+    folder: str = CELLS_DIR,
 ) -> CellResult:
     cid = cell_id(model.variant.name, load, repeat)
     settings = plan.perf_settings(load, model.model_name, server.url(load.protocol), input_shapes)
@@ -140,7 +162,7 @@ def _measure_cell(
         started_utc=started,
         load_key=load.key,
     )
-    save_cell(run_dir, cell)
+    save_cell(run_dir, cell, folder)
     return cell
 
 
@@ -154,6 +176,7 @@ def run_experiment(
     perf_analyzer: Path | None = None,
     extra_manifest: dict[str, object] | None = None,
     open_loop_rates: OpenLoopRates | None = None,
+    adaptive: AdaptiveRepeats | None = None,
 ) -> RunOutcome:
     """Measure every cell of ``plan`` not yet on disk; results go under ``run_dir``.
 
@@ -298,6 +321,131 @@ def run_experiment(
                 and cell_id(m.variant.name, ld, r) not in finished
             ]
             stopped = measure_pass(rated_loads)
+        if stopped is None and isinstance(server, TritonServer):
+            _measure_serving_path(server, perf_install, plan, info, run_dir, input_shapes)
+        if stopped is None and adaptive is not None:
+            loads_by_key = {ld.key: ld for ld in direct_loads}
+            rates = open_loop_rates() if derived_loads and open_loop_rates is not None else {}
+
+            def extra_round() -> bool:
+                """One more round of the undecided cells; False when there is nothing to do."""
+                nonlocal done
+                targets, reasons = adaptive.undecided()
+                cells = _load_cells_index(run_dir)
+                todo_now: list[tuple[RepositoryModel, LoadPoint, int]] = []
+                for model in models:
+                    for key in sorted({k for name, k in targets if name == model.variant.name}):
+                        load = loads_by_key.get(key)
+                        derived = next((ld for ld in derived_loads if ld.key == key), None)
+                        if (
+                            load is None
+                            and derived is not None
+                            and (model.variant.name, key) in rates
+                        ):
+                            load = replace(
+                                derived, request_rate_per_s=rates[(model.variant.name, key)]
+                            )
+                        if load is None:
+                            continue
+                        repeat = cells.get((model.variant.name, key), 0)
+                        if repeat < adaptive.max_repeats:
+                            todo_now.append((model, load, repeat))
+                if not todo_now:
+                    return False
+                round_cells: list[str] = []
+                for model in models:
+                    mine = [(ld, r) for m, ld, r in todo_now if m is model]
+                    if not mine:
+                        continue
+                    server.load_model(model.model_name)
+                    try:
+                        for load, repeat in mine:
+                            if over_budget():
+                                return False
+                            cid = cell_id(model.variant.name, load, repeat)
+                            if progress:
+                                progress(done, total, cid + " (adaptive)")
+                            _measure_cell(
+                                server,
+                                perf_install,
+                                plan,
+                                model,
+                                load,
+                                repeat,
+                                run_dir,
+                                input_shapes,
+                            )
+                            measured.append(cid)
+                            round_cells.append(cid)
+                            done += 1
+                    finally:
+                        with contextlib.suppress(Exception):
+                            server.unload_model(model.model_name)
+                _append_adaptive(
+                    run_dir,
+                    {
+                        "round": max(r for _, _, r in todo_now) + 1,
+                        "reasons": reasons,
+                        "cells": round_cells,
+                    },
+                )
+                return True
+
+            while not over_budget() and extra_round():
+                pass
+            if over_budget():
+                stopped = f"time budget of {time_budget_s:.0f} s reached"
         if progress:
             progress(done, total, "done")
     return RunOutcome(measured, skipped, stopped, checks, time.monotonic() - started, without_rate)
+
+
+def _load_cells_index(run_dir: Path) -> dict[tuple[str, str], int]:
+    """(variant, load key) -> the highest repeat stored."""
+    index: dict[tuple[str, str], int] = {}
+    folder = run_dir / RESULTS_DIR / CELLS_DIR
+    for path in folder.glob("*.json"):
+        name, key, rep = path.stem.rsplit("__", 2)
+        index[(name, key)] = max(index.get((name, key), 0), int(rep.removeprefix("r")))
+    return index
+
+
+def _append_adaptive(run_dir: Path, record: dict[str, object]) -> None:
+    path = run_dir / RESULTS_DIR / ADAPTIVE_FILE
+    rounds = json.loads(path.read_text()) if path.exists() else []
+    rounds.append(record)
+    write_json_atomic(path, rounds)
+
+
+def _measure_serving_path(
+    server: TritonServer,
+    perf_install: PerfAnalyzerInstall,
+    plan: ExperimentPlan,
+    info: OnnxModelInfo,
+    run_dir: Path,
+    input_shapes: dict[str, tuple[int, ...]],
+) -> None:
+    """The identity-model cells the cost model needs (once per run; kept across resumes).
+
+    A server that cannot load the identity backend (an external binary without tritonlab's
+    backends) leaves the run without them; the log then says the cost model is unavailable.
+    """
+    load = probe_load(list(plan.loads))
+    if load is None or not info.batched:
+        return
+    variants = probe_variants(load, min(v.max_batch_size for v in plan.variants))
+    if probes_done(run_dir, load, variants):
+        return
+    for variant in variants:
+        model = add_identity_model(run_dir / "models", info, plan.model_name, variant)
+        try:
+            server.load_model(model.model_name)
+        except ServerError:
+            return
+        try:
+            _measure_cell(
+                server, perf_install, plan, model, load, 0, run_dir, input_shapes, SERVING_PATH_DIR
+            )
+        finally:
+            with contextlib.suppress(Exception):
+                server.unload_model(model.model_name)

@@ -22,6 +22,8 @@ os.umask(_UMASK)
 
 RESULTS_DIR = "results"
 CELLS_DIR = "cells"
+SERVING_PATH_DIR = "serving_path"  # identity-model cells behind the cost model
+ADAPTIVE_FILE = "adaptive.json"  # the extra rounds adaptive repeats measured, and why
 MANIFEST_FILE = "manifest.json"
 OPERATORS_FILE = "operators.json"
 
@@ -97,18 +99,18 @@ class CellResult:
         )
 
 
-def cell_path(run_dir: Path, cell_id: str) -> Path:
-    return run_dir / RESULTS_DIR / CELLS_DIR / f"{cell_id}.json"
+def cell_path(run_dir: Path, cell_id: str, folder: str = CELLS_DIR) -> Path:
+    return run_dir / RESULTS_DIR / folder / f"{cell_id}.json"
 
 
-def save_cell(run_dir: Path, cell: CellResult) -> Path:
-    path = cell_path(run_dir, cell.cell_id)
+def save_cell(run_dir: Path, cell: CellResult, folder: str = CELLS_DIR) -> Path:
+    path = cell_path(run_dir, cell.cell_id, folder)
     write_json_atomic(path, cell.to_dict())
     return path
 
 
-def load_cells(run_dir: Path) -> list[CellResult]:
-    folder = run_dir / RESULTS_DIR / CELLS_DIR
+def load_cells(run_dir: Path, folder_name: str = CELLS_DIR) -> list[CellResult]:
+    folder = run_dir / RESULTS_DIR / folder_name
     if not folder.is_dir():
         return []
     return [CellResult.from_dict(json.loads(p.read_text())) for p in sorted(folder.glob("*.json"))]

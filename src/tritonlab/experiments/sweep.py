@@ -98,9 +98,19 @@ def run_sweep(
     progress: ProgressCallback | None = None,
     fresh: bool = False,
     time_budget_s: float | None = None,
+    max_repeats: int | None = None,
 ) -> ProjectResult:
-    """Measure every cell of the sweep not yet in ``run_dir``, then rebuild its reports."""
+    """Measure every cell of the sweep not yet in ``run_dir``, then rebuild its reports.
+
+    With ``max_repeats`` above the plan's repeats, the picks' cells (and the baseline's at the
+    same loads) get more rounds while a verdict behind a pick is undecided.
+    """
+    from tritonlab.analysis.adaptive import undecided_sweep
+
     plan = sweep.experiment
+    order = [v.name for v in plan.variants]
+    budget = sweep.manifest_entry().get("latency_budget_p99_us")
+    target = sweep.manifest_entry().get("target_load_infer_per_s")
     return run_project(
         onnx_path,
         run_dir,
@@ -112,4 +122,11 @@ def run_sweep(
         time_budget_s=time_budget_s,
         extra_manifest={"sweep": sweep.manifest_entry()},
         open_loop_rates=lambda: open_loop_rates(plan, run_dir),
+        max_repeats=max_repeats if budget else None,
+        undecided=lambda: undecided_sweep(
+            run_dir,
+            order,
+            float(budget or 0.0),
+            None if target is None else float(target),
+        ),
     )

@@ -5,14 +5,18 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tritonlab.analysis.aggregate import summarise
+from tritonlab.analysis.cost_model import CostModel, ServingPathPoint
 from tritonlab.analysis.explain import Analysis, analyse
 from tritonlab.analysis.recommend import RECOMMENDATIONS_FILE, recommendations_from_manifest
 from tritonlab.errors import TritonlabError
 from tritonlab.experiments.store import (
+    ADAPTIVE_FILE,
     OPERATORS_FILE,
     RESULTS_DIR,
+    SERVING_PATH_DIR,
     load_cells,
     load_manifest,
     write_json_atomic,
@@ -33,14 +37,35 @@ class BuiltReport:
     html_report: Path | None = None
 
 
-def analyse_run(run_dir: Path) -> tuple[dict[str, object], list[Analysis]]:
+COST_MODEL_FILE = "cost_model.json"
+
+
+def _json_or(path: Path, default: Any) -> Any:
+    return json.loads(path.read_text()) if path.exists() else default
+
+
+def fit_cost_model(run_dir: Path, cores: int) -> CostModel | None:
+    """The run's cost model: identity-model cells + in-process timings, both from disk."""
+    operators = _json_or(run_dir / RESULTS_DIR / OPERATORS_FILE, None)
+    if not operators:
+        return None
+    groups: dict[str, list[Any]] = {}
+    for cell in load_cells(run_dir, SERVING_PATH_DIR):
+        groups.setdefault(cell.variant.name, []).append(cell)
+    points = [p for cells in groups.values() if (p := ServingPathPoint.from_cells(cells))]
+    timings = {int(b): float(t) for b, t in operators["in_process_us_per_execution"].items()}
+    return CostModel.fit(points, timings, cores)
+
+
+def analyse_run(run_dir: Path) -> tuple[dict[str, Any], list[Analysis], CostModel | None]:
     manifest = load_manifest(run_dir)
     cells = load_cells(run_dir)
     if not cells:
         raise TritonlabError(f"{run_dir} has no measured cells yet; run the experiment first")
     order = [v["name"] for v in manifest["plan"]["variants"]]
     cores = int(manifest["machine"].get("cpu_affinity_count") or 1)
-    return manifest, analyse(summarise(cells, order), cores)
+    model = fit_cost_model(run_dir, cores)
+    return manifest, analyse(summarise(cells, order), cores, model), model
 
 
 def build_report(run_dir: Path) -> BuiltReport:
@@ -48,21 +73,35 @@ def build_report(run_dir: Path) -> BuiltReport:
 
     Reads the cells and the manifest once; every output is a function of them alone.
     """
-    manifest, analyses = analyse_run(run_dir)
-    checks_path = run_dir / RESULTS_DIR / "infer_check.json"
-    checks = json.loads(checks_path.read_text()) if checks_path.exists() else []
+    manifest, analyses, model = analyse_run(run_dir)
+    results = run_dir / RESULTS_DIR
+    checks = _json_or(results / "infer_check.json", [])
     log_path = run_dir / "docs" / "experiment_log.md"
-    operators_path = run_dir / RESULTS_DIR / OPERATORS_FILE
-    operators = json.loads(operators_path.read_text()) if operators_path.exists() else None
+    operators = _json_or(results / OPERATORS_FILE, None)
+    adaptive_rounds = _json_or(results / ADAPTIVE_FILE, [])
     summaries = [r.summary for a in analyses for r in a.reports]
+    predictions = [model.predict(s) for s in summaries] if model else []
+    cost_path = results / COST_MODEL_FILE
+    if model is not None:
+        write_json_atomic(
+            cost_path,
+            {"terms": model.to_dict(), "predictions": [p.to_dict() for p in predictions]},
+        )
+    else:
+        cost_path.unlink(missing_ok=True)
     recs = recommendations_from_manifest(manifest, summaries)  # sweeps name a latency budget
-    recs_path = run_dir / RESULTS_DIR / RECOMMENDATIONS_FILE
+    recs_path = results / RECOMMENDATIONS_FILE
     if recs is not None:
         write_json_atomic(recs_path, recs.to_dict())
     else:
         recs_path.unlink(missing_ok=True)
-    write_text_atomic(log_path, render_experiment_log(manifest, analyses, checks, operators, recs))
-    summary_path = run_dir / RESULTS_DIR / "summary.json"
+    write_text_atomic(
+        log_path,
+        render_experiment_log(
+            manifest, analyses, checks, operators, recs, model, predictions, adaptive_rounds
+        ),
+    )
+    summary_path = results / "summary.json"
     write_json_atomic(summary_path, {"analyses": [a.to_dict() for a in analyses]})
     plots = write_plots(run_dir, manifest, summaries, recs)
     html_path = write_html_report(run_dir, manifest, analyses, checks, plots, recs)

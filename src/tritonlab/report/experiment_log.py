@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tritonlab.analysis.cost_model import MODEL_FAILS_PCT, CostModel, Prediction
 from tritonlab.analysis.explain import Analysis, VariantReport
 from tritonlab.analysis.operators import (
     OperatorCost,
@@ -21,13 +22,10 @@ from tritonlab.analysis.rules import (
     CPU_BOUND_SHARE,
     SATURATED_QUEUE_SHARE,
     TRAP_BATCH_SHARE_OF_IN_FLIGHT,
+    TRAP_QUEUE_MAX_SHARE_OF_DELAY,
     TRAP_QUEUE_SHARE_OF_DELAY,
 )
-from tritonlab.analysis.verdicts import (
-    MIN_EFFECT_PCT,
-    SINGLE_RUN_EFFECT_PCT,
-    separation_p_value,
-)
+from tritonlab.analysis.verdicts import CONFIDENCE, MIN_EFFECT_PCT
 from tritonlab.perf.settings import PerfSettings
 from tritonlab.report.recommend_section import recommendations_section
 
@@ -156,35 +154,86 @@ def _variant_section(r: VariantReport) -> list[str]:
     ]
 
 
-def method_lines(repeats: int = 3) -> list[str]:
-    p = separation_p_value(repeats, repeats)
+def count_verdicts(analyses: list[Analysis]) -> int:
+    """Throughput and p99 verdicts the log states: against the baseline, and against the
+    closest earlier configuration where that is another one."""
+    total = 0
+    for analysis in analyses:
+        for r in analysis.reports[1:]:
+            total += 2
+            if r.reference and r.reference != analysis.reports[0].summary.variant.name:
+                total += 2
+    return total
+
+
+def method_lines(verdicts: int = 0) -> list[str]:
+    level = f"{CONFIDENCE:.0%}"
     return [
         "## Method",
         "",
-        "- Each figure is the median over the repeats; brackets give the 95% Student-t "
-        f"interval of the mean (wide with {repeats} repeats, by design: it shows how far one "
-        "number could move on this machine).",
-        f'- Verdicts ("higher", "lower", "no clear difference"): a difference is clear '
-        "only when every repeat of one configuration lies beyond every repeat of the other "
-        f"(complete separation; for {repeats} against {repeats} that happens by chance with "
-        f"p = {p:.2g}, the exact rank-sum test) and the medians "
-        f"differ by at least {MIN_EFFECT_PCT:g}%. With one repeat the medians must differ by "
-        f"{SINGLE_RUN_EFFECT_PCT:g}%.",
+        "- Each figure is the median over the repeats; brackets give the range of the "
+        "repeats (min–max), what a handful of repeats can support, never an extrapolated "
+        "interval.",
+        "- Repeats are measured in interleaved rounds (every configuration once, then again), "
+        'so a verdict ("higher", "lower", "no clear difference") pairs the two configurations\' '
+        "repeats by round and takes the log-ratio of each pair: the change shown is their mean "
+        f"(as a percentage) with a two-sided {level} Student-t confidence interval (scipy.stats). "
+        "The word follows the interval: higher or lower only when the interval excludes no "
+        "change, so a word can never contradict its numbers. Configurations under different "
+        'offered loads, or a load perf_analyzer did not keep up, are "not comparable"; with '
+        "a single repeat there is no interval and no verdict.",
+        f"- Multiplicity: this log states {verdicts} throughput and p99 verdicts, each at "
+        f"{level} two-sided, with no correction: if nothing differed at all, about "
+        f"{verdicts * (1 - CONFIDENCE):.1f} of them would still read higher or lower by chance. "
+        "Verdicts that a recommendation or an explanation rests on are measured further "
+        f"(adaptive repeats) until their interval excludes no change or lies within "
+        f"±{MIN_EFFECT_PCT:g}%.",
         "- Queue, compute and batch sizes come from Triton's statistics extension (the "
         "difference between snapshots taken just before and just after each perf_analyzer "
         "run), not from estimates; CPU is the user + system time of the server's process tree "
         "and of perf_analyzer over the same run, divided by its wall time.",
-        f"- Rules: queue-delay trap when queue >= {TRAP_QUEUE_SHARE_OF_DELAY:.0%} of the delay "
-        f"and mean batch >= {TRAP_BATCH_SHARE_OF_IN_FLIGHT:.0%} of the inferences in flight, "
-        "with fewer in flight than the batch target; saturated when queue >= "
-        f"{SATURATED_QUEUE_SHARE:.0%} of server time; CPU-bound when server + client use >= "
-        f"{CPU_BOUND_SHARE:.0%} of the cores; Little's law flags throughput x latency / "
-        "concurrency outside 0.8–1.2.",
+        f"- Rules: queue-delay trap when {TRAP_QUEUE_SHARE_OF_DELAY:.0%}–"
+        f"{TRAP_QUEUE_MAX_SHARE_OF_DELAY:.0%} of the delay is spent queued, an execution takes "
+        f"less than the delay and mean batch >= {TRAP_BATCH_SHARE_OF_IN_FLIGHT:.0%} of the "
+        "inferences in flight, with fewer in flight than the batch target (a longer wait, or "
+        "an execution longer than the delay, is a busy instance); saturated when queue >= "
+        f"{SATURATED_QUEUE_SHARE:.0%} of server time with the instances busy; CPU-bound when "
+        f"server + client use >= {CPU_BOUND_SHARE:.0%} of the cores; Little's law flags "
+        "throughput x latency / concurrency outside 0.8–1.2.",
         "",
     ]
 
 
-def _operators_section(operators: dict[str, Any], analyses: list[Analysis]) -> list[str]:
+def _adaptive_lines(manifest: dict[str, Any], rounds: list[dict[str, Any]]) -> list[str]:
+    adaptive = manifest.get("adaptive")
+    if not isinstance(adaptive, dict):
+        return []
+    planned = int(manifest["plan"]["repeats"])
+    head = (
+        f"- Adaptive repeats: {planned} rounds planned, at most {adaptive['max_repeats']}"
+        + (f" within {adaptive['time_budget_s']:.0f} s" if adaptive.get("time_budget_s") else "")
+        + "."
+    )
+    if not rounds:
+        return [
+            head + " Every verdict the explanations and picks rest on was decided after "
+            "the planned rounds."
+        ]
+    lines = [head]
+    for record in rounds:
+        reasons = "; ".join(record["reasons"][:4]) + (
+            f"; and {len(record['reasons']) - 4} more" if len(record["reasons"]) > 4 else ""
+        )
+        lines.append(
+            f"- Round {record['round']}: {len(record['cells'])} cells re-measured because "
+            f"these verdicts were undecided: {reasons}."
+        )
+    return lines
+
+
+def _operators_section(
+    operators: dict[str, Any], analyses: list[Analysis], model: CostModel | None
+) -> list[str]:
     """Serving behaviour next to the operators' arithmetic intensity and in-process timings."""
     profile = OperatorProfile(tuple(OperatorCost(**o) for o in operators["profile"]["operators"]))
     mean_batches = {
@@ -193,9 +242,36 @@ def _operators_section(operators: dict[str, Any], analyses: list[Analysis]) -> l
         for r in a.reports
     }
     timings = {int(b): us for b, us in operators["in_process_us_per_execution"].items()}
-    lines = [
-        "## Operators and batching",
-        "",
+    lines = ["## Operators and batching", ""]
+    if model is not None:
+        share1 = model.serving_share(1)
+        share8 = model.serving_share(8)
+        dominated = share1 >= 0.5
+        lines += [
+            (
+                f"Which cost does batching spread? By the cost model above, one execution of "
+                f"one request costs {model.execution_us(1):,.0f} µs, of which "
+                f"{model.serving_us(1):,.0f} µs ({share1:.0%}) is the serving path (Triton and "
+                f"the Python backend, measured on the identity model) and "
+                f"{model.model_us(1):,.1f} µs the model itself (in-process fit); at 8 requests "
+                f"per execution the serving path is still {share8:.0%}. "
+                + (
+                    "Here the serving path dominates: what batching amortises is mostly "
+                    "the serving path's fixed cost per execution, and the operators' "
+                    "arithmetic intensity below barely matters for serving throughput. It "
+                    "would matter where the model's own compute dominates an execution "
+                    "(CNNs, encoders and larger models, or a GPU where per-execution "
+                    "launches and weight reads are the fixed cost)."
+                    if dominated
+                    else "Here the model's own compute dominates an execution, so the "
+                    "operators' character below decides what batching can gain: "
+                    "weight-bound operators get cheaper per sample with batch size, "
+                    "activation-bound ones barely do."
+                )
+            ),
+            "",
+        ]
+    lines += [
         operator_paragraph(profile, mean_batches, timings),
         "",
         "In-process onnxruntime (one thread, hot loop, no Triton) for the same model:",
@@ -207,12 +283,81 @@ def _operators_section(operators: dict[str, Any], analyses: list[Analysis]) -> l
         lines.append(
             f"| {batch} | {us:,.1f} | {us / batch:,.1f} | {profile.intensity(batch):.2f} |"
         )
+    lines.append("")
+    return lines
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.0f}%"
+
+
+def cost_model_section(model: CostModel | None, predictions: list[Prediction]) -> list[str]:
+    """The fitted terms, predicted against measured per configuration and load, and misses."""
+    lines = ["## Serving cost model: predicted against measured", ""]
+    if model is None:
+        return [
+            *lines,
+            "Not available for this run: it needs the identity-model cells measured in the "
+            "same server run (`results/serving_path/`; a remote or external server without "
+            "tritonlab's backends has none) and the in-process timings (`operators.json`).",
+            "",
+        ]
+    points = ", ".join(
+        f"{p.requests_per_execution:.1f} requests per execution: "
+        f"{p.compute_us_per_execution:,.0f} µs"
+        for p in model.serving_points
+    )
     lines += [
+        "One execution carrying r requests of k samples is modelled as "
+        "T(r) = S_exec + S_req·r + F + P·r·k, each term measured in this run "
+        "(the model and its assumptions: `tritonlab.analysis.cost_model`):",
         "",
-        "Compare the µs per sample with the compute per inference Triton reported above: the "
-        "gap is what serving (the Python backend, copies, scheduling) adds to the bare run.",
+        "| term | µs | measured by |",
+        "|---|---|---|",
+        f"| S_exec: serving path, fixed per execution | {model.serving_fixed_us:,.0f} | identity "
+        f"model in the same server ({points}) |",
+        f"| S_req: serving path, per request | {model.serving_per_request_us:,.1f} | the same "
+        "two identity cells |",
+        f"| F: model, fixed per execution | {model.model_fixed_us:,.1f} | in-process "
+        "onnxruntime fit (1 thread, hot loop) |",
+        f"| P: model, per sample | {model.model_per_sample_us:,.1f} | the same fit |",
+        f"| L0: client round trip outside the server | {model.client_overhead_us:,.0f} | "
+        "identity model: client latency minus server time |",
         "",
+        f"With {model.cores} cores, the instance count and perf_analyzer's measured CPU, it "
+        "predicts each configuration's batch, execution cost, throughput and queue:",
+        "",
+        "| config | load | regime | requests / execution (pred / meas) | µs per execution "
+        "(pred / meas) | infer/s (pred / meas) | error | queue µs (pred / meas) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
+    for p in predictions:
+        lines.append(
+            f"| {p.description} | {p.load_key} | {p.regime} | "
+            f"{p.requests_per_execution:.1f} / {_plain(p.measured_requests_per_execution, 1)} | "
+            f"{p.execution_us:,.0f} / {_plain(p.measured_execution_us)} | "
+            f"{p.throughput_infer_per_s:,.0f} / {_plain(p.measured_throughput_infer_per_s)} | "
+            f"{_pct(p.throughput_error_pct)} | {_plain(p.queue_us)} / "
+            f"{_plain(p.measured_queue_us)} |"
+        )
+    errors = [abs(e) for p in predictions if (e := p.throughput_error_pct) is not None]
+    failures = [p for p in predictions if p.fails]
+    lines.append("")
+    if errors:
+        lines.append(
+            f"Throughput error: median {sorted(errors)[len(errors) // 2]:.0f}%, worst "
+            f"{max(errors):.0f}% over {len(errors)} configurations and loads; "
+            f"{len(failures)} miss by more than {MODEL_FAILS_PCT:g}%."
+        )
+        lines.append("")
+    if failures:
+        lines += [f"Where the model fails (|error| > {MODEL_FAILS_PCT:g}%):", ""]
+        lines += [
+            f"- {p.description} at {p.load_key}: predicted {p.throughput_infer_per_s:,.0f}, "
+            f"measured {_plain(p.measured_throughput_infer_per_s)} infer/s: {p.failure()}."
+            for p in failures
+        ]
+        lines.append("")
     return lines
 
 
@@ -222,6 +367,9 @@ def render_experiment_log(
     infer_checks: list[dict[str, Any]],
     operators: dict[str, Any] | None = None,
     recommendations: Recommendations | None = None,
+    cost_model: CostModel | None = None,
+    predictions: list[Prediction] | None = None,
+    adaptive_rounds: list[dict[str, Any]] | None = None,
 ) -> str:
     model_name = manifest["model"]["name"]
     lines = [f"# Experiment log: {model_name} on Triton", ""]
@@ -243,14 +391,19 @@ def render_experiment_log(
         lines += _table(analysis)
         lines += [
             "",
-            "Figures are medians over the repeats, with the 95% interval in brackets; "
+            "Figures are medians over the repeats, with the range of the repeats (min–max) in "
+            "brackets; verdicts in the notes carry the 95% interval of the change; "
             "latencies are client-side, queue and compute are per request in the server.",
             "",
         ]
         lines += [ln for r in analysis.reports for ln in _variant_section(r)]
+    lines += cost_model_section(cost_model, predictions or [])
     if operators and analyses:
-        lines += _operators_section(operators, analyses)
-    lines += method_lines(int(manifest["plan"]["repeats"]))
+        lines += _operators_section(operators, analyses, cost_model)
+    lines += method_lines(count_verdicts(analyses))
+    adaptive = _adaptive_lines(manifest, adaptive_rounds or [])
+    if adaptive:
+        lines[-1:-1] = adaptive
     lines += [
         "## Reproduce",
         "",

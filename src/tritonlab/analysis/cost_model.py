@@ -1,0 +1,306 @@
+"""A serving cost model fitted from the run's own measurements, and what it predicts.
+
+One execution that carries ``r`` requests of ``k`` samples each costs
+
+    T(r) = S_exec + S_req * r  +  F + P * r * k
+
+- ``S_exec``, ``S_req``: the serving path (Triton, the Python backend's stub and IPC, tensor
+  wrapping, one response per request), measured in the same server run on an ``identity`` model
+  with the same inputs (it echoes them), once without batching and once with batches formed by
+  the dynamic batcher: two (requests per execution, compute per execution) points give a fixed
+  and a per-request cost.
+- ``F``, ``P``: the model's own fixed and per-sample cost, fitted on in-process onnxruntime runs
+  at the backend's thread count (``operators.json``; a hot loop, so a lower bound).
+
+With the instance count ``N``, the cores left to the server ``M = min(N, cores - client cores)``
+and the client's own round trip outside the server ``L0`` (client latency minus server time on
+the identity model), it predicts for a closed loop of ``c`` requests in flight:
+
+- no batching: ``r = 1``, throughput ``min(M / T(1), c / (T(1) + L0))``;
+- dynamic batching with no delay: requests already waiting form the batch; with ``N`` instances
+  busy and one batch waiting, ``r = c / (N + 1)`` (at least 1, at most the batch target);
+- dynamic batching with a delay ``D`` longer than one execution and fewer than the batch target
+  in flight (the queue-delay trap): every batch waits out ``D`` and takes all ``c`` requests,
+  throughput ``c / (D + T(c) + L0)``; with ``c`` at or above the target, batches of the target
+  leave at once;
+- queue per request from Little's law: ``c / X - T(r) - L0``.
+
+Open-loop (Poisson) loads at rate ``λ``: throughput is the offered rate below capacity; queue
+from the M/D/1 formula ``ρ / (2 (1 - ρ)) · T`` for ``ρ = λ T / M``, plus, with a delay, the wait
+for the batch (``r = min(target, 1 + λ D)``).
+
+Every term is a measured figure from the same run; the log prints predicted against measured
+for every configuration and load, and names the term that was off where the error is large.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from tritonlab.analysis.aggregate import VariantSummary
+from tritonlab.analysis.operators import ExecutionCostFit
+from tritonlab.experiments.store import CellResult
+
+MODEL_FAILS_PCT = 25.0  # |predicted / measured - 1| above this: the log says the model failed
+SERVING_PATH_PREFIX = "serving_path"  # identity-model probes: variant names start with this
+
+
+@dataclass(frozen=True)
+class ServingPathPoint:
+    """One identity-model measurement: requests per execution and what an execution cost."""
+
+    requests_per_execution: float
+    compute_us_per_execution: float
+    client_overhead_us: float
+
+    @classmethod
+    def from_cells(cls, cells: list[CellResult]) -> ServingPathPoint | None:
+        points = [p for c in cells if (p := _point(c)) is not None]
+        if not points:
+            return None
+        return cls(
+            statistics.median(p[0] for p in points),
+            statistics.median(p[1] for p in points),
+            statistics.median(p[2] for p in points),
+        )
+
+
+def _point(cell: CellResult) -> tuple[float, float, float] | None:
+    s, m = cell.server, cell.perf.measurement
+    if s is None or m is None or not s.execution_count or not s.request_count:
+        return None
+    requests = s.request_count / s.execution_count
+    per_execution = s.compute_us_per_inference * s.mean_batch_size
+    client = max(0.0, m.latency_avg_us - s.request_us_per_request)
+    return requests, per_execution, client
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The cost model's figures for one configuration at one load, next to the measured ones."""
+
+    variant: str
+    description: str
+    load_key: str
+    regime: str
+    requests_per_execution: float
+    execution_us: float
+    throughput_infer_per_s: float
+    queue_us: float | None
+    measured_requests_per_execution: float | None
+    measured_execution_us: float | None
+    measured_throughput_infer_per_s: float | None
+    measured_queue_us: float | None
+
+    @property
+    def throughput_error_pct(self) -> float | None:
+        m = self.measured_throughput_infer_per_s
+        return None if not m else 100.0 * (self.throughput_infer_per_s / m - 1.0)
+
+    @property
+    def execution_error_pct(self) -> float | None:
+        m = self.measured_execution_us
+        return None if not m else 100.0 * (self.execution_us / m - 1.0)
+
+    @property
+    def batch_error_pct(self) -> float | None:
+        m = self.measured_requests_per_execution
+        return None if not m else 100.0 * (self.requests_per_execution / m - 1.0)
+
+    @property
+    def fails(self) -> bool:
+        err = self.throughput_error_pct
+        return err is not None and abs(err) > MODEL_FAILS_PCT
+
+    def failure(self) -> str | None:
+        """Which term was off when the throughput prediction missed by more than 25%."""
+        if not self.fails:
+            return None
+        reasons = []
+        batch, execution = self.batch_error_pct, self.execution_error_pct
+        if batch is not None and abs(batch) > MODEL_FAILS_PCT:
+            reasons.append(
+                f"batches formed differently ({self.measured_requests_per_execution:.1f} "
+                f"requests per execution measured, {self.requests_per_execution:.1f} predicted)"
+            )
+        if execution is not None and abs(execution) > MODEL_FAILS_PCT:
+            reasons.append(
+                f"an execution cost {self.measured_execution_us:,.0f} µs, not "
+                f"{self.execution_us:,.0f} µs (instances contending for the cores, or the "
+                "model running colder than in-process)"
+            )
+        if not reasons:
+            reasons.append(
+                "execution cost and batch size were as predicted, so the error is in the "
+                "parallelism or the client's round trip (the CPU the server could really use)"
+            )
+        return "; ".join(reasons)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "variant": self.variant,
+            "load_key": self.load_key,
+            "regime": self.regime,
+            "requests_per_execution": self.requests_per_execution,
+            "execution_us": self.execution_us,
+            "throughput_infer_per_s": self.throughput_infer_per_s,
+            "queue_us": self.queue_us,
+            "measured_requests_per_execution": self.measured_requests_per_execution,
+            "measured_execution_us": self.measured_execution_us,
+            "measured_throughput_infer_per_s": self.measured_throughput_infer_per_s,
+            "measured_queue_us": self.measured_queue_us,
+            "throughput_error_pct": self.throughput_error_pct,
+            "failure": self.failure(),
+        }
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """The fitted terms (µs) and the machine's cores."""
+
+    serving_fixed_us: float
+    serving_per_request_us: float
+    model_fixed_us: float
+    model_per_sample_us: float
+    client_overhead_us: float
+    cores: int
+    serving_points: tuple[ServingPathPoint, ...] = ()
+
+    @classmethod
+    def fit(
+        cls,
+        serving_points: Iterable[ServingPathPoint],
+        in_process_us_per_execution: dict[int, float],
+        cores: int,
+    ) -> CostModel | None:
+        """Fit the terms; None without a serving-path measurement or an in-process fit."""
+        points = sorted(serving_points, key=lambda p: p.requests_per_execution)
+        model = ExecutionCostFit.fit(in_process_us_per_execution)
+        if not points or model is None:
+            return None
+        low, high = points[0], points[-1]
+        span = high.requests_per_execution - low.requests_per_execution
+        per_request = (
+            max(0.0, (high.compute_us_per_execution - low.compute_us_per_execution) / span)
+            if span > 0.5
+            else 0.0
+        )
+        fixed = max(0.0, low.compute_us_per_execution - per_request * low.requests_per_execution)
+        return cls(
+            serving_fixed_us=fixed,
+            serving_per_request_us=per_request,
+            model_fixed_us=model.fixed_us,
+            model_per_sample_us=model.per_sample_us,
+            client_overhead_us=low.client_overhead_us,
+            cores=cores,
+            serving_points=tuple(points),
+        )
+
+    def serving_us(self, requests: float) -> float:
+        return self.serving_fixed_us + self.serving_per_request_us * requests
+
+    def model_us(self, samples: float) -> float:
+        return self.model_fixed_us + self.model_per_sample_us * samples
+
+    def execution_us(self, requests: float, samples_per_request: int = 1) -> float:
+        return self.serving_us(requests) + self.model_us(requests * samples_per_request)
+
+    def serving_share(self, requests: float, samples_per_request: int = 1) -> float:
+        """The serving path's share of one execution's cost."""
+        total = self.execution_us(requests, samples_per_request)
+        return self.serving_us(requests) / total if total else 0.0
+
+    def predict(self, s: VariantSummary) -> Prediction:
+        """Predicted batch, execution cost, throughput and queue for one measured summary."""
+        v, st = s.variant, s.settings
+        k = st.batch_size
+        client_cores = s.perf_analyzer_cores.median or 0.0
+        parallel = max(0.25, min(float(v.instance_count), self.cores - client_cores))
+        target = _batch_target_requests(s)
+        if st.request_rate_per_s is not None:
+            regime, requests, throughput, queue = self._open_loop(s, parallel, target)
+        else:
+            regime, requests, throughput, queue = self._closed_loop(s, parallel, target)
+        measured_exec = (
+            s.compute_per_inference_us.median * s.mean_batch.median
+            if s.compute_per_inference_us.median and s.mean_batch.median
+            else None
+        )
+        measured_requests = s.mean_batch.median / k if s.mean_batch.median else None
+        return Prediction(
+            variant=v.name,
+            description=v.description,
+            load_key=s.load_key,
+            regime=regime,
+            requests_per_execution=requests,
+            execution_us=self.execution_us(requests, k),
+            throughput_infer_per_s=throughput * k,
+            queue_us=queue,
+            measured_requests_per_execution=measured_requests,
+            measured_execution_us=measured_exec,
+            measured_throughput_infer_per_s=s.throughput.median,
+            measured_queue_us=s.queue_us.median,
+        )
+
+    def _closed_loop(
+        self, s: VariantSummary, parallel: float, target: float
+    ) -> tuple[str, float, float, float]:
+        v, k = s.variant, s.settings.batch_size
+        c = float(s.settings.concurrency or 1)
+        l0 = self.client_overhead_us
+        if not v.dynamic_batching:
+            regime, r = "no batching", 1.0
+        else:
+            r = min(max(1.0, c / (v.instance_count + 1)), target, c)
+            delay = float(v.max_queue_delay_us)
+            if c >= target:
+                regime, r = "batches of the target leave at once", target
+            elif delay > 0 and delay >= self.execution_us(r, k):
+                t_full = self.execution_us(c, k)
+                x = c / (delay + t_full + l0)
+                queue = max(0.0, c / x - t_full - l0)
+                return "queue-delay trap: every batch waits out the delay", c, x * 1e6, queue
+            else:
+                regime = "requests already waiting form the batch"
+        t = self.execution_us(r, k)
+        x = min(parallel * r / t, c / (t + l0))
+        return regime, r, x * 1e6, max(0.0, c / x - t - l0)
+
+    def _open_loop(
+        self, s: VariantSummary, parallel: float, target: float
+    ) -> tuple[str, float, float, float | None]:
+        v, k = s.variant, s.settings.batch_size
+        rate = float(s.settings.request_rate_per_s or 0.0) / 1e6  # requests per µs
+        delay = float(v.max_queue_delay_us) if v.dynamic_batching else 0.0
+        r = min(target, 1.0 + rate * delay) if v.dynamic_batching else 1.0
+        t = self.execution_us(r, k)
+        capacity = parallel * r / t
+        if rate >= capacity:
+            return "overloaded: offered rate above capacity", r, capacity * 1e6 * 1.0, None
+        rho = rate * t / (parallel * r)
+        wait = rho / (2.0 * (1.0 - rho)) * t
+        if delay > 0 and r > 1:
+            fill = min(delay, (r - 1) / rate)
+            wait += (fill + (r - 1) * fill / 2) / r
+        return "open loop below capacity", r, rate * 1e6, wait
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "serving_fixed_us": self.serving_fixed_us,
+            "serving_per_request_us": self.serving_per_request_us,
+            "model_fixed_us": self.model_fixed_us,
+            "model_per_sample_us": self.model_per_sample_us,
+            "client_overhead_us": self.client_overhead_us,
+            "cores": self.cores,
+            "serving_points": [vars(p) for p in self.serving_points],
+        }
+
+
+def _batch_target_requests(s: VariantSummary) -> float:
+    """The batch the dynamic batcher waits for, in requests (its sizes count samples)."""
+    v = s.variant
+    samples = min(v.preferred_batch_sizes) if v.preferred_batch_sizes else v.max_batch_size
+    return max(1.0, samples / max(1, s.settings.batch_size))
