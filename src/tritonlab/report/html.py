@@ -1,7 +1,7 @@
 """A self-contained HTML report (``report.html``) of a run folder, from its stored files only.
 
-One page: the recommendations (when a sweep produced them), the results tables with 95%
-intervals and verdicts next to the plots, the three-layer explanation of every configuration,
+One page: the recommendations (when a sweep produced them), the results tables with the range
+of the repeats and verdicts next to the plots, the three-layer explanation of every configuration,
 and the conditions (machine, versions, date, exact commands). Plots are embedded as base64
 data URIs and the CSS is inline, so the file opens anywhere with no network. All text is
 escaped. A tiny inline script records on load how many images decoded
@@ -32,8 +32,8 @@ REPORT_FILE = "report.html"
 
 CAPTIONS = {
     "throughput_vs_p99": "Each point is one configuration at one load: median over the repeats; "
-    "light bars are the 95% interval (cut at the plot's edge when wider). Up and to the left "
-    "is better. Lines join the load levels of one configuration.",
+    "light bars are the range of the repeats, min–max (cut at the plot's edge when wider). "
+    "Up and to the left is better. Lines join the load levels of one configuration.",
     "concurrency_curves": "Closed-loop load: more requests in flight raise throughput until the "
     "server saturates; beyond that only the tail grows.",
     "latency_breakdown": "Per request in the server (Triton's statistics, medians): time queued, "
@@ -74,13 +74,10 @@ def _num(value: float | None, digits: int = 0) -> str:
 
 
 def _summary_cell(s: Summary, digits: int = 0) -> str:
-    interval = s.interval95
-    # Throughput and latency cannot be negative; with two repeats the t-interval of the mean
-    # often reaches below zero, which says no more than "from 0".
+    spread = s.range  # min–max of the repeats
     ci = (
-        f'<span class="ci">{_num(max(0.0, interval[0]), digits)}–<wbr>'
-        f"{_num(interval[1], digits)}</span>"
-        if interval
+        f'<span class="ci">{_num(spread[0], digits)}–<wbr>{_num(spread[1], digits)}</span>'
+        if spread
         else ""
     )
     return f'<td class="num">{_num(s.median, digits)}{ci}</td>'
@@ -101,10 +98,10 @@ def _findings_note(r: VariantReport) -> str:
 
 COLUMNS = (
     "configuration",
-    "infer/s<br>(95% CI)",
+    "infer/s<br>(min–max)",
     "avg µs",
     "p95 µs",
-    "p99 µs<br>(95% CI)",
+    "p99 µs<br>(min–max)",
     "queue µs",
     "compute infer µs",
     "mean batch",
@@ -386,10 +383,10 @@ def render_html_report(
     sections.append(
         '<section id="results"><h2>Results</h2>'
         + results_table(analyses)
-        + "<p class='evidence'>Medians over the repeats; small grey figures are the 95% "
-        "interval (from 0 where it reaches below zero). Latencies are client-side; queue and "
-        "compute are per request in the server. Verdicts are against the baseline at the same "
-        "load.</p></section>"
+        + "<p class='evidence'>Medians over the repeats; small grey figures are the "
+        "range of the repeats (min–max); verdicts carry the 95% interval of the change. "
+        "Latencies are client-side; queue and compute are per request in the server. "
+        "Verdicts are against the baseline at the same load.</p></section>"
     )
     nav.append(("results", "Results"))
     if recommendations is None:

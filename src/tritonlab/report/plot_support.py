@@ -122,20 +122,17 @@ def has_figures(s: VariantSummary) -> bool:
 
 
 def error_bars(summaries: list[Summary], scale: float = 1.0) -> list[list[float]] | None:
-    """matplotlib's [lower, upper] distances from the medians to the 95% intervals.
+    """matplotlib's [lower, upper] distances from the medians to the range of the repeats.
 
-    None when no summary has an interval (single repeats): no zero-length bars are drawn.
-    Lower ends stop at zero (throughput and latency cannot be negative; with two repeats the
-    t-interval of the mean often reaches below it).
+    None when no summary has a range (single repeats): no zero-length bars are drawn.
     """
     pairs = []
     for s in summaries:
-        interval, median = s.interval95, s.median
-        if interval is None or median is None:
+        spread, median = s.range, s.median
+        if spread is None or median is None:
             pairs.append((0.0, 0.0))
         else:
-            low = min(median, max(0.0, median - interval[0]))
-            pairs.append((low * scale, max(0.0, interval[1] - median) * scale))
+            pairs.append(((median - spread[0]) * scale, (spread[1] - median) * scale))
     if not any(low or high for low, high in pairs):
         return None
     return [[low for low, _ in pairs], [high for _, high in pairs]]
