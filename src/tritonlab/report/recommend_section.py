@@ -3,7 +3,9 @@
 It restates ``results/recommendations.json`` for a reader: the project line, the two picks with
 their justification and verdicts, the Pareto frontier, the knee of every concurrency curve, the
 highest open-loop rate within the budget, and any saturation found going up a curve. The rules
-behind each item are quoted from ``analysis.recommend`` so the section can be checked by hand.
+behind each item are quoted from ``analysis.recommend`` (``RULES``) so the section can be
+checked by hand: every repeat's p99 within the budget, the points excluded because perf_analyzer
+could not keep up the requested rate, and the tie-break among points within each other's noise.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from tritonlab.analysis.aggregate import VariantSummary
 from tritonlab.analysis.recommend import (
     KNEE_GAIN_PER_DOUBLING_PCT,
+    RULES,
     SATURATION_QUEUE_GROWTH_PCT,
     OperatingPoint,
     Pick,
@@ -29,14 +32,27 @@ def _pick(title: str, pick: Pick | None, missing: str) -> list[str]:
     if pick is None:
         return [f"**{title}.** {missing}", ""]
     verdicts = "; ".join(f"{k}: {v.phrase()}" for k, v in pick.verdicts.items())
-    return [
-        f"**{title}: {pick.point.description}** ({_load(pick.point)}).",
+    p = pick.point
+    tie = pick.tie_break
+    lines = [
+        f"**{title}: {p.description}** ({_load(p)}; median p99 {p.latency_p99_us:,.0f} µs, "
+        f"worst repeat {p.worst_p99_us:,.0f} µs, {p.instance_count} instance"
+        f"{'' if p.instance_count == 1 else 's'}).",
         "",
         pick.justification,
         "",
         f"Verdicts against the baseline at the same load: {verdicts or 'n/a'}.",
         "",
     ]
+    if tie is not None and tie.applied:
+        lines[-1:-1] = [
+            f"Tie-break applied on {tie.figure}: {len(tie.tied)} other point"
+            f"{'' if len(tie.tied) == 1 else 's'} within the noise of the best median "
+            f"({tie.best_by_median.variant} at {tie.best_by_median.load_key}); decided by "
+            f"{tie.decided_by}.",
+            "",
+        ]
+    return lines
 
 
 def recommendations_section(recs: Recommendations, summaries: list[VariantSummary]) -> list[str]:
@@ -51,16 +67,31 @@ def recommendations_section(recs: Recommendations, summaries: list[VariantSummar
         "## Recommendations",
         "",
         f"Latency budget (p99): {budget}; target load: {target}. From "
-        f"{len(recs.points)} measured operating points (medians over repeats); machine-readable "
-        "in `results/recommendations.json`.",
+        f"{len(recs.points)} measured operating points (medians over repeats), "
+        f"{len(recs.excluded)} of them excluded; machine-readable in "
+        "`results/recommendations.json`.",
         "",
         f"> {recs.summary_line}",
+        "",
+        "Rules (from `analysis.recommend`):",
+        "",
+        f"- Budget: {RULES['budget']} (the highest repeat, not the median).",
+        f"- Excluded: {RULES['excluded']}. "
+        + (recs.exclusion_note or "No point was excluded in this sweep."),
+        f"- Throughput-first: {RULES['throughput_first']}; latency-first: "
+        f"{RULES['latency_first']}.",
+        f"- Tie-break: {RULES['tie_break']}. Two closed-loop points are compared even at "
+        "different concurrencies; points under different offered rates are not comparable and "
+        "are not tied.",
+        f"- Runner-up: {RULES['runner_up']}.",
+        f"- Different optima: {RULES['different_optima']}.",
         "",
     ]
     lines += _pick(
         "Throughput-first",
         recs.throughput_pick,
-        f"No operating point kept p99 within {budget}; raise the budget or lower the load.",
+        f"No operating point kept every repeat's p99 within {budget}; raise the budget or "
+        "lower the load.",
     )
     lines += _pick(
         "Latency-first",
@@ -72,12 +103,14 @@ def recommendations_section(recs: Recommendations, summaries: list[VariantSummar
     lines += [
         "### Pareto frontier (throughput against p99)",
         "",
-        "| config | load | infer/s | p99 µs |",
-        "|---|---|---|---|",
+        f"Rule: {RULES['frontier']}.",
+        "",
+        "| config | load | infer/s | p99 µs | worst repeat's p99 µs |",
+        "|---|---|---|---|---|",
     ]
     lines += [
         f"| {p.description} | {_load(p)} | {p.throughput_infer_per_s:,.0f} | "
-        f"{p.latency_p99_us:,.0f} |"
+        f"{p.latency_p99_us:,.0f} | {p.worst_p99_us:,.0f} |"
         for p in recs.frontier
     ]
     lines.append("")
@@ -99,7 +132,9 @@ def recommendations_section(recs: Recommendations, summaries: list[VariantSummar
         lines += [
             "### Highest open-loop rate within the budget (MLPerf Server question)",
             "",
-            "| variant / protocol / client batch | req/s with p99 <= budget |",
+            f"Rule: {RULES['max_rate']}.",
+            "",
+            "| variant / protocol / client batch | req/s with every repeat's p99 <= budget |",
             "|---|---|",
         ]
         lines += [
