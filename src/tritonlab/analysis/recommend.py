@@ -23,12 +23,12 @@ Rules, stated so a reader can re-check them against the tables:
 - Latency-first pick: among the points whose median throughput >= the target load, the lowest
   median p99; then the tie-break below on p99.
 - Tie-break: the points whose pick figure shows "no clear difference" against the best median
-  one, with a median change within ``TIE_MARGIN_PCT``, are tied with it within the noise;
-  among them prefer fewer instances (``instance_count``), then the shorter tail (lower
-  median p99), then higher median throughput, then plan order, and the justification says so. Two closed-loop points are
-  compared with ``compare`` even at different concurrencies (they are different operating
-  points of a curve); any other pair with ``compare_figure``, where different offered rates are
-  "not comparable" and such a point is not tied (it cannot displace the best one).
+  one, with a median change within ``TIE_MARGIN_PCT``, are tied with it within the noise; among
+  them prefer fewer instances (``instance_count``), then the shorter tail (lower median p99),
+  then higher median throughput, then plan order, and the justification says so. Two closed-loop
+  points are compared with ``compare`` even at different concurrencies (they are different
+  operating points of a curve); any other pair with ``compare_figure``, where different offered
+  rates are "not comparable" and such a point is not tied (it cannot displace the best one).
 - Runner-up: the best qualifying point (by median) of another configuration (variant, protocol
   or client batch size; another concurrency of the same configuration is not an alternative).
   The justification gives the verdict between the pick and the runner-up, and says when the
