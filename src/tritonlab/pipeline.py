@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tritonlab.analysis.adaptive import undecided_project
@@ -25,6 +25,7 @@ from tritonlab.experiments.runner import (
     concrete_input_shapes,
     run_experiment,
 )
+from tritonlab.experiments.serving_path import NULL_MODEL_PATH
 from tritonlab.experiments.store import (
     OPERATORS_FILE,
     RESULTS_DIR,
@@ -74,15 +75,21 @@ def record_operator_profile(run_dir: Path, info: OnnxModelInfo, plan: Experiment
         return
     largest = min(v.max_batch_size for v in plan.variants) if info.batched else 1
     batches = [b for b in (1, 2, 4, 8, 16, 32, 64) if b <= max(1, largest)]
-    write_json_atomic(
-        path,
-        {
-            "profile": profile_operators(info.path).to_dict(),
-            "in_process_us_per_execution": {
-                str(b): t for b, t in time_in_process(info, batches).items()
-            },
+    record: dict[str, object] = {
+        "profile": profile_operators(info.path).to_dict(),
+        "in_process_us_per_execution": {
+            str(b): t for b, t in time_in_process(info, batches).items()
         },
-    )
+    }
+    null_path = run_dir / NULL_MODEL_PATH
+    if null_path.exists():
+        # The serving-path cells already contain an empty onnxruntime call; the cost model
+        # subtracts its in-process time so the model's own terms do not count it twice.
+        null_info = replace(info, path=null_path)
+        record["null_in_process_us_per_execution"] = {
+            str(b): t for b, t in time_in_process(null_info, batches).items()
+        }
+    write_json_atomic(path, record)
 
 
 def run_project(
@@ -154,6 +161,10 @@ def run_project(
         server_install,
         perf_install,
         baseline_settings,
-        export_script_demo() if demo else export_script_user(onnx_path.resolve(), plan.model_name),
+        (
+            export_script_demo()
+            if demo
+            else export_script_user(onnx_path.resolve(), plan.model_name, run_dir)
+        ),
     )
     return ProjectResult(outcome, build_report(run_dir))

@@ -4,21 +4,33 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
+from pathlib import Path
 
 import pytest
 
-from tritonlab.analysis.aggregate import VariantSummary
+from tritonlab.analysis.aggregate import VariantSummary, compare_figure, summarise
 from tritonlab.analysis.explain import (
+    SERVER_FIGURES,
     Analysis,
     VariantReport,
     analyse,
     choose_reference,
     describe_change,
 )
-from tritonlab.analysis.verdicts import HIGHER, LOWER, NO_CLEAR
+from tritonlab.analysis.verdicts import HIGHER, LOWER, NO_CLEAR, NOT_COMPARABLE
+from tritonlab.experiments.store import load_cells
 from tritonlab.repository.variants import ServingVariant
 
 Names = dict[str, VariantSummary]
+SWEEP_RUN = Path(__file__).resolve().parent.parent / "fixtures" / "sweep_run"
+NO_EFFECT = "no measurable effect"
+
+
+def judgement(r: VariantReport) -> str:
+    found = re.search(r"Judgement: (.*)\.$", r.result)
+    assert found, r.result
+    return found.group(1)
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +68,9 @@ def test_baseline_report(reports: dict[str, VariantReport]) -> None:
     assert r.note.startswith("baseline")
     assert r.note == "baseline; instance saturated"
     assert "Saturated:" in r.result
-    # Compared with itself, nothing is a clear difference.
+    # Compared with itself, nothing is a clear difference, and that is decided (exactly 0%).
     assert all(v.word == NO_CLEAR for v in r.verdicts.values())
+    assert all(v.change_pct == 0.0 and v.decided for v in r.verdicts.values())
 
 
 def test_5ms_x1_enables_batching_and_hits_the_trap(
@@ -72,10 +85,17 @@ def test_5ms_x1_enables_batching_and_hits_the_trap(
     )
     assert "dynamic batching raise throughput" in r.background
     assert r.verdicts["throughput"].word == LOWER
-    assert r.verdicts["latency_p99"].word == HIGHER
-    assert [f.rule for f in r.findings] == ["queue-delay-trap"]
+    # Average latency clearly rose; over three rounds the p99's interval still reaches just
+    # below no change, so its word is "no clear difference" and the judgement follows it.
+    assert r.verdicts["latency_avg"].word == HIGHER
+    p99 = r.verdicts["latency_p99"]
+    assert p99.word == NO_CLEAR
+    assert p99.low_pct is not None and p99.high_pct is not None
+    assert p99.low_pct < 0 < p99.high_pct
+    assert not p99.decided
+    assert "queue-delay-trap" in [f.rule for f in r.findings]
     assert "Queue-delay trap" in r.result
-    assert "Judgement: worse on both throughput and tail latency" in r.result
+    assert "Judgement: less throughput for no latency gain" in r.result
     assert "queue-delay trap" in r.note
     s = by_name["batch_5ms_x1"]
     assert f"queued {s.queue_us.median:,.0f} µs" in r.result
@@ -104,19 +124,34 @@ def test_0ms_batching_pays(reports: dict[str, VariantReport]) -> None:
     assert r.changed == ["dynamic_batching"]
     assert r.action.endswith("max_queue_delay_microseconds = 0.")
     assert r.verdicts["throughput"].word == HIGHER
-    assert "Batching raised throughput" in r.result
-    assert "batching pays" in r.note
+    assert "batching-amortised" in [f.rule for f in r.findings]
+    assert "Batching formed batches of 4.0 (was 1.0)" in r.result
+    assert "batching amortises fixed cost" in r.note
     assert r.note.startswith(f"tput {r.verdicts['throughput'].phrase()}")
     assert "Against the baseline" not in r.result  # the reference is the baseline
 
 
-def test_result_quotes_medians_and_intervals(
+def test_result_quotes_medians_with_ranges_and_change_intervals(
     reports: dict[str, VariantReport], by_name: Names
 ) -> None:
-    s = by_name["batch_0ms_x1"]
-    low, high = s.throughput.interval95 or (0.0, 0.0)
-    expected = f"{s.throughput.median:,.0f} infer/s [95% CI {low:,.0f}–{high:,.0f}]"
-    assert expected in reports["batch_0ms_x1"].result
+    s, base = by_name["batch_0ms_x1"], by_name["baseline"]
+    r = reports["batch_0ms_x1"]
+    low, high = s.throughput.range or (0.0, 0.0)
+    expected = f"{s.throughput.median:,.0f} infer/s ({low:,.0f}–{high:,.0f})"
+    assert expected == s.throughput.text(unit="infer/s")
+    assert f"{expected} against {base.throughput.text(unit='infer/s')}" in r.result
+    assert f"p99 {r.reference_verdicts['latency_p99'].phrase()}: " in r.result
+    tput = r.reference_verdicts["throughput"]
+    assert f"Throughput {tput.phrase()}: " in r.result
+    assert tput.phrase().startswith("higher (+31%, CI +")
+    assert "[95% CI" not in r.result  # the medians carry ranges, not extrapolated intervals
+
+
+def test_verdicts_pair_the_recorded_rounds(reports: dict[str, VariantReport]) -> None:
+    for r in list(reports.values())[1:]:
+        for v in [*r.verdicts.values(), *r.reference_verdicts.values()]:
+            assert v.pairs == 3
+            assert v.has_interval
 
 
 def test_report_to_dict_is_json(analyses: list[Analysis]) -> None:
@@ -196,7 +231,7 @@ def test_one_analysis_per_load_point(by_name: Names) -> None:
     assert analyses[1].reports[0].reference is None
 
 
-def test_open_loop_at_different_offered_rates_compares_tails_only(by_name: Names) -> None:
+def test_open_loop_at_different_offered_rates_is_not_comparable(by_name: Names) -> None:
     from dataclasses import replace
 
     def at_rate(s: VariantSummary, rate: float) -> VariantSummary:
@@ -210,10 +245,18 @@ def test_open_loop_at_different_offered_rates_compares_tails_only(by_name: Names
     zero = at_rate(by_name["batch_0ms_x1"], 1900.0)
     (analysis,) = analyse([base, zero], cores=2)
     r = analysis.reports[1]
-    assert r.reference_verdicts["throughput"].method == "not comparable: different offered rates"
-    assert r.reference_verdicts["throughput"].word == "no clear difference"
-    assert "batching-raised-throughput" not in [f.rule for f in r.findings]
-    assert "same share of its own peak" in r.result
+    for v in r.reference_verdicts.values():
+        assert v.word == NOT_COMPARABLE
+        assert v.method == "different offered loads"
+    assert r.verdicts["latency_p99"].word == NOT_COMPARABLE
+    assert "batching-amortised" not in [f.rule for f in r.findings]
+    assert "Throughput not comparable (different offered loads)" in r.result
+    assert judgement(r).startswith("not comparable with the reference (different offered loads)")
+    assert NO_EFFECT not in r.result
+    assert r.note == (
+        "tput not comparable (different offered loads), p99 not comparable (different offered "
+        "loads)"
+    )
 
 
 def test_reference_prefers_the_variant_with_fewer_raw_changes(by_name: Names) -> None:
@@ -233,3 +276,119 @@ def test_reference_prefers_the_variant_with_fewer_raw_changes(by_name: Names) ->
     r = analysis.reports[2]
     assert r.reference == "batch_5ms_x1"
     assert r.changed == ["preferred_batch_sizes"]
+
+
+# --- the judgement names the server figures that separated -----------------------------------
+
+
+def _client_figures_of(subject: VariantSummary, donor: VariantSummary) -> VariantSummary:
+    """``subject`` with ``donor``'s perf_analyzer figures, round by round, throughput scaled by
+    an inconsistent few percent: the client sees no clear change, the server keeps its own."""
+    factors = {1: 1.06, 2: 0.95, 3: 1.02}
+    donors = {c.repeat: c for c in donor.cells}
+    cells = []
+    for cell in subject.cells:
+        perf = donors[cell.repeat].perf
+        assert perf.measurement is not None
+        measurement = dataclasses.replace(
+            perf.measurement,
+            throughput_infer_per_s=perf.measurement.throughput_infer_per_s * factors[cell.repeat],
+        )
+        cells.append(
+            dataclasses.replace(cell, perf=dataclasses.replace(perf, measurement=measurement))
+        )
+    return dataclasses.replace(subject, cells=tuple(cells))
+
+
+def test_recorded_0ms_batching_judgement_is_not_no_effect(
+    reports: dict[str, VariantReport],
+) -> None:
+    r = reports["batch_0ms_x1"]
+    assert NO_EFFECT not in judgement(r)
+    assert judgement(r) == "more throughput at no clear cost in tail latency"
+
+
+def test_server_figures_that_separated_are_named_when_client_figures_do_not(
+    by_name: Names,
+) -> None:
+    # The recorded 0 ms variant: queue fell and mean batch rose (and compute per inference
+    # fell) in every round. With client figures that show no clear change, the judgement
+    # must not call that "no measurable effect": it names the server figures.
+    base = by_name["baseline"]
+    quiet = _client_figures_of(by_name["batch_0ms_x1"], base)
+    (analysis,) = analyse([base, quiet], cores=2)
+    r = analysis.reports[1]
+    assert r.reference_verdicts["throughput"].word == NO_CLEAR
+    assert r.reference_verdicts["latency_p99"].word == NO_CLEAR
+    text = judgement(r)
+    assert NO_EFFECT not in text
+    assert text.startswith(
+        "no clear change in throughput or p99 at this load, although the "
+        "server's own figures separated ("
+    )
+    assert "queue per request lower (-7" in text
+    assert "mean batch higher (+" in text
+    assert "compute per inference lower (-3" in text
+    assert "the change is real inside the server" in text
+
+
+def test_nothing_separated_is_no_measurable_effect(by_name: Names) -> None:
+    # A second instance that changed nothing: the baseline's own cells under another name,
+    # every figure a few percent off, inconsistently, round by round.
+    base = by_name["baseline"]
+    variant = dataclasses.replace(base.variant, name="baseline_x2", instance_count=2)
+    factors = {1: 1.04, 2: 0.97, 3: 1.01}
+    cells = []
+    for c in base.cells:
+        assert c.server is not None and c.perf.measurement is not None
+        f = factors[c.repeat]
+        m = dataclasses.replace(
+            c.perf.measurement,
+            throughput_infer_per_s=c.perf.measurement.throughput_infer_per_s * f,
+            latency_p99_us=(c.perf.measurement.latency_p99_us or 0.0) / f,
+        )
+        server = dataclasses.replace(
+            c.server,
+            queue_us_per_request=c.server.queue_us_per_request / f,
+            compute_us_per_inference=c.server.compute_us_per_inference * (2.0 - f),
+        )
+        cells.append(
+            dataclasses.replace(
+                c, variant=variant, perf=dataclasses.replace(c.perf, measurement=m), server=server
+            )
+        )
+    twin = dataclasses.replace(base, variant=variant, cells=tuple(cells))
+    (analysis,) = analyse([base, twin], cores=2)
+    r = analysis.reports[1]
+    assert r.reference_verdicts["throughput"].word == NO_CLEAR
+    assert r.reference_verdicts["latency_p99"].word == NO_CLEAR
+    for attr in SERVER_FIGURES:
+        assert compare_figure(attr, attr, base, twin).word == NO_CLEAR
+    assert judgement(r) == "no measurable effect at this load"
+    assert "server's own figures separated" not in r.result
+
+
+def test_recorded_second_instance_in_the_trap_is_no_measurable_effect(
+    reports: dict[str, VariantReport],
+) -> None:
+    # batch_5ms_x2 against batch_5ms_x1: neither the client's nor the server's figures moved.
+    r = reports["batch_5ms_x2"]
+    assert judgement(r) == "no measurable effect at this load"
+    assert "although the server's own figures separated" not in r.result
+
+
+@pytest.mark.skipif(
+    not (SWEEP_RUN / "results" / "manifest.json").exists(),
+    reason="the recorded sweep fixture tests/fixtures/sweep_run is not present",
+)
+def test_recorded_sweep_0us_batching_names_the_queue() -> None:
+    manifest = json.loads((SWEEP_RUN / "results" / "manifest.json").read_text())
+    order = [v["name"] for v in manifest["plan"]["variants"]]
+    analyses = {a.load_key: a for a in analyse(summarise(load_cells(SWEEP_RUN), order), cores=2)}
+    r = next(r for r in analyses["grpc_b1_c8"].reports if r.summary.variant.name == "batch_0us")
+    assert r.reference == "baseline"
+    assert r.reference_verdicts["throughput"].word == NO_CLEAR
+    assert r.reference_verdicts["latency_p99"].word == NO_CLEAR
+    text = judgement(r)
+    assert NO_EFFECT not in text
+    assert "queue per request lower" in text

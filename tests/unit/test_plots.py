@@ -145,7 +145,7 @@ def test_batch_bins_cover_every_size() -> None:
 
 @pytest.fixture(scope="module")
 def sweep_data() -> PlotData:
-    manifest, analyses = analyse_run(SWEEP_RUN)
+    manifest, analyses, _model = analyse_run(SWEEP_RUN)
     summaries = [r.summary for a in analyses for r in a.reports]
     return PlotData(dict(manifest), summaries, recommendations_from_manifest(manifest, summaries))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from dataclasses import dataclass
@@ -11,8 +12,19 @@ from typing import Any
 import pytest
 
 from tritonlab.analysis.aggregate import VariantSummary
+from tritonlab.analysis.verdicts import CONFIDENCE
 from tritonlab.errors import TritonlabError
-from tritonlab.report.build import BuiltReport, analyse_run, build_report
+from tritonlab.experiments.store import (
+    ADAPTIVE_FILE,
+    OPERATORS_FILE,
+    RESULTS_DIR,
+    SERVING_PATH_DIR,
+    load_cells,
+    save_cell,
+    write_json_atomic,
+)
+from tritonlab.report.build import COST_MODEL_FILE, BuiltReport, analyse_run, build_report
+from tritonlab.report.experiment_log import count_verdicts, method_lines, render_experiment_log
 
 TABLE_HEADER = (
     "| config | conc. | infer/s | avg µs | p95 µs | p99 µs | queue µs | compute infer µs "
@@ -80,11 +92,19 @@ def test_experiment_log_content(built: Built, seed_summaries: list[VariantSummar
     assert "## Method" in text
     assert "## Reproduce" in text
     assert "concurrency 8" in text
-    # One table row per variant, in plan order, with its median throughput.
+    # One table row per variant, in plan order: medians with the range of the repeats.
     header = lines.index(TABLE_HEADER)
     rows = lines[header + 2 : header + 2 + len(seed_summaries)]
     for row, s in zip(rows, seed_summaries, strict=True):
         assert row.startswith(f"| {s.variant.description} | 8 | {s.throughput.median:,.0f} (")
+        low, high = s.throughput.range or (0.0, 0.0)
+        assert row.startswith(
+            f"| {s.variant.description} | 8 | {s.throughput.median:,.0f} "
+            f"({low:,.0f}–{high:,.0f}) | {s.latency_avg.text()} | {s.latency_p95.text()} | "
+            f"{s.latency_p99.text()} | "
+        )
+    assert "the range of the repeats (min–max) in brackets" in text
+    assert "[95% CI" not in text  # medians carry ranges now, not extrapolated intervals
     # The three layers for every variant, inside its own section, in plan order.
     sections = text.split("\n### ")[1:]
     titles = [sec.splitlines()[0] for sec in sections]
@@ -94,6 +114,129 @@ def test_experiment_log_content(built: Built, seed_summaries: list[VariantSummar
         assert "- **Action.** " in section
         assert "- **Result and explanation.** " in section
         assert "Evidence: batch sizes Triton executed" in section
+
+
+def test_experiment_log_verdicts_and_method(built: Built) -> None:
+    text = built.first_log.decode()
+    method = text.split("## Method\n", 1)[1].split("\n## ", 1)[0]
+    assert "brackets give the range of the repeats (min–max)" in method
+    assert "pairs the two configurations' repeats by round" in method
+    assert "two-sided 95% Student-t confidence interval (scipy.stats)" in method
+    assert "The word follows the interval" in method
+    assert '"not comparable"' in method
+    # 3 configurations against the baseline, and batch_5ms_x2 also against batch_5ms_x1.
+    assert count_verdicts(built.first.analyses) == 8
+    assert "this log states 8 throughput and p99 verdicts" in method
+    assert f"about {8 * (1 - CONFIDENCE):.1f} of them" in method
+    assert "Adaptive repeats" not in text  # the recorded run planned none
+    # The notes carry the verdicts with the interval of the change, worded by it.
+    assert "tput higher (+31%, CI +16% to +49%)" in text
+    assert "p99 no clear difference (+59%, CI -2% to +159%)" in text
+    # Without identity-model cells and operators.json there is no cost model, and the log
+    # says why instead of printing one.
+    assert "## Serving cost model: predicted against measured" in text
+    assert "Not available for this run" in text
+    assert not (built.run_dir / RESULTS_DIR / COST_MODEL_FILE).exists()
+
+
+def test_method_lines_count_the_verdicts() -> None:
+    assert "this log states 0 throughput and p99 verdicts" in "\n".join(method_lines())
+    lines = method_lines(20)
+    assert lines[:2] == ["## Method", ""]
+    assert "about 1.0 of them would still read higher or lower by chance" in "\n".join(lines)
+
+
+def test_analyse_run_returns_manifest_analyses_and_cost_model(run_copy: Path) -> None:
+    manifest, analyses, model = analyse_run(run_copy)
+    assert manifest["model"]["name"] == "simple_mlp"
+    assert [a.load_key for a in analyses] == ["grpc_b1_c8"]
+    assert analyses[0].cores == 2
+    assert model is None  # the recorded seed run has no serving-path cells or operators.json
+
+
+def _with_adaptive(manifest: dict[str, Any]) -> dict[str, Any]:
+    return {**manifest, "adaptive": {"max_repeats": 6, "time_budget_s": 600.0}}
+
+
+def test_adaptive_lines_in_the_method(run_copy: Path) -> None:
+    manifest, analyses, _ = analyse_run(run_copy)
+    decided = render_experiment_log(_with_adaptive(manifest), analyses, [], adaptive_rounds=[])
+    method = decided.split("## Method\n", 1)[1].split("\n## ", 1)[0]
+    assert "- Adaptive repeats: 3 rounds planned, at most 6 within 600 s." in method
+    assert "was decided after the planned rounds" in method
+    record = {
+        "round": 4,
+        "cells": [["baseline", "grpc_b1_c8"], ["batch_0ms_x1", "grpc_b1_c8"]],
+        "reasons": [f"reason {i}" for i in range(1, 7)],
+    }
+    text = render_experiment_log(_with_adaptive(manifest), analyses, [], adaptive_rounds=[record])
+    method = text.split("## Method\n", 1)[1].split("\n## ", 1)[0]
+    assert (
+        "- Round 4: 2 cells re-measured because these verdicts were undecided: reason 1; "
+        "reason 2; reason 3; reason 4; and 2 more." in method
+    )
+    assert method.endswith("\n")  # the section still ends before ## Reproduce
+    assert "\n## Reproduce" in text
+
+
+def test_build_report_with_a_cost_model(run_copy: Path) -> None:
+    # Stand-ins for the identity probes (the baseline's cells: one request per execution; the
+    # 0 ms batcher's: about four) and an operators.json with in-process timings.
+    for cell in load_cells(run_copy):
+        if cell.variant.name in ("baseline", "batch_0ms_x1"):
+            name = f"serving_path_{cell.variant.name}"
+            variant = dataclasses.replace(cell.variant, name=name)
+            save_cell(
+                run_copy,
+                dataclasses.replace(cell, variant=variant, cell_id=f"{name}__r{cell.repeat}"),
+                SERVING_PATH_DIR,
+            )
+    operator = {
+        "name": "fc1",
+        "op_type": "Gemm",
+        "flops_per_sample": 2 * 256 * 128,
+        "weight_bytes": 256 * 128 * 4,
+        "activation_bytes_per_sample": (256 + 128) * 4,
+    }
+    operators = {
+        "profile": {"operators": [operator]},
+        "in_process_us_per_execution": {"1": 35.3, "8": 79.4},
+    }
+    write_json_atomic(run_copy / RESULTS_DIR / OPERATORS_FILE, operators)
+    built = build_report(run_copy)
+    _, _, model = analyse_run(run_copy)
+    assert model is not None
+    assert model.model_fixed_us == pytest.approx(29.0)
+    assert model.model_per_sample_us == pytest.approx(6.3)
+    data = json.loads((run_copy / RESULTS_DIR / COST_MODEL_FILE).read_text())
+    assert data["terms"] == json.loads(json.dumps(model.to_dict()))
+    assert [p["variant"] for p in data["predictions"]] == [
+        "baseline",
+        "batch_5ms_x1",
+        "batch_5ms_x2",
+        "batch_0ms_x1",
+    ]
+    assert data["predictions"][0]["regime"] == "no batching"
+    text = built.experiment_log.read_text()
+    assert "| S_exec: serving path, fixed per execution |" in text
+    assert "Not available for this run" not in text
+    assert "## Operators and batching" in text
+    assert "Which cost does batching spread?" in text
+    # Without operators.json the model and its file go away again.
+    (run_copy / RESULTS_DIR / OPERATORS_FILE).unlink()
+    build_report(run_copy)
+    assert not (run_copy / RESULTS_DIR / COST_MODEL_FILE).exists()
+
+
+def test_build_report_reads_adaptive_rounds(run_copy: Path) -> None:
+    manifest = json.loads((run_copy / RESULTS_DIR / "manifest.json").read_text())
+    write_json_atomic(run_copy / RESULTS_DIR / "manifest.json", _with_adaptive(manifest))
+    record = {"round": 4, "cells": [["baseline", "grpc_b1_c8"]], "reasons": ["only reason"]}
+    write_json_atomic(run_copy / RESULTS_DIR / ADAPTIVE_FILE, [record])
+    text = build_report(run_copy).experiment_log.read_text()
+    assert "- Round 4: 1 cells re-measured because these verdicts were undecided: only reason." in (
+        text
+    )
 
 
 def test_summary_json_matches_analysis(built: Built) -> None:

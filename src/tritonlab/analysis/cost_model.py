@@ -35,6 +35,7 @@ for every configuration and load, and names the term that was off where the erro
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -176,31 +177,51 @@ class CostModel:
         in_process_us_per_execution: dict[int, float],
         cores: int,
     ) -> CostModel | None:
-        """Fit the terms; None without a serving-path measurement or an in-process fit."""
+        """Fit the terms; None without a serving-path measurement or an in-process fit.
+
+        ``serving_fixed_us`` and ``serving_per_request_us`` are the least-squares line through
+        the serving-path points (what the explanations cite); predictions interpolate between
+        the measured points themselves (``serving_us``), since the serving path is not linear
+        in the batch on every machine.
+        """
         points = sorted(serving_points, key=lambda p: p.requests_per_execution)
         model = ExecutionCostFit.fit(in_process_us_per_execution)
         if not points or model is None:
             return None
-        low, high = points[0], points[-1]
-        span = high.requests_per_execution - low.requests_per_execution
-        per_request = (
-            max(0.0, (high.compute_us_per_execution - low.compute_us_per_execution) / span)
-            if span > 0.5
-            else 0.0
-        )
-        fixed = max(0.0, low.compute_us_per_execution - per_request * low.requests_per_execution)
+        xs = [p.requests_per_execution for p in points]
+        ys = [p.compute_us_per_execution for p in points]
+        span = xs[-1] - xs[0]
+        if span > 0.5:
+            mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
+            slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / sum(
+                (x - mean_x) ** 2 for x in xs
+            )
+            per_request = max(0.0, slope)
+            fixed = max(0.0, mean_y - per_request * mean_x)
+        else:
+            per_request, fixed = 0.0, ys[0]
         return cls(
             serving_fixed_us=fixed,
             serving_per_request_us=per_request,
             model_fixed_us=model.fixed_us,
             model_per_sample_us=model.per_sample_us,
-            client_overhead_us=low.client_overhead_us,
+            client_overhead_us=points[0].client_overhead_us,
             cores=cores,
             serving_points=tuple(points),
         )
 
     def serving_us(self, requests: float) -> float:
-        return self.serving_fixed_us + self.serving_per_request_us * requests
+        """The serving path for one execution of ``requests``: between the measured points,
+        linear interpolation; outside them, the nearest segment (or the fitted line)."""
+        pts = [(p.requests_per_execution, p.compute_us_per_execution) for p in self.serving_points]
+        if len(pts) < 2 or pts[-1][0] - pts[0][0] <= 0.5:
+            return self.serving_fixed_us + self.serving_per_request_us * requests
+        segments = list(itertools.pairwise(pts))
+        # the segment that holds ``requests``, or the nearest end segment to extrapolate from
+        (x0, y0), (x1, y1) = next((seg for seg in segments if requests <= seg[1][0]), segments[-1])
+        if x1 - x0 <= 1e-9:
+            return y1
+        return max(0.0, y0 + (y1 - y0) * (requests - x0) / (x1 - x0))
 
     def model_us(self, samples: float) -> float:
         return self.model_fixed_us + self.model_per_sample_us * samples
@@ -256,7 +277,7 @@ class CostModel:
         else:
             r = min(max(1.0, c / (v.instance_count + 1)), target, c)
             delay = float(v.max_queue_delay_us)
-            if c >= target:
+            if delay > 0 and c >= target:
                 regime, r = "batches of the target leave at once", target
             elif delay > 0 and delay >= self.execution_us(r, k):
                 t_full = self.execution_us(c, k)

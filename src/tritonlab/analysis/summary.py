@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,10 +23,11 @@ class Summary:
     rounds: tuple[int, ...] = ()
 
     @classmethod
-    def of(cls, values: list[float | None], rounds: list[int] | None = None) -> Summary:
+    def of(cls, values: Sequence[float | None], rounds: Sequence[int] | None = None) -> Summary:
+        numbered = rounds if rounds is not None else range(1, len(values) + 1)
         keep = [
             (float(v), r)
-            for v, r in zip(values, rounds or range(1, len(values) + 1), strict=False)
+            for v, r in zip(values, numbered, strict=True)
             if v is not None and math.isfinite(v)
         ]
         return cls(tuple(v for v, _ in keep), tuple(r for _, r in keep))

@@ -158,7 +158,7 @@ def compare(figure: str, reference: Summary, variant: Summary) -> Verdict:
         n = len(logs)
         mean = statistics.fmean(logs)
         sd = statistics.stdev(logs)
-        if sd == 0.0:
+        if sd <= 1e-12 * max(1.0, abs(mean)):  # constant ratios (up to rounding)
             low = high = mean
             p = 1.0 if mean == 0.0 else 0.0
         else:

@@ -27,9 +27,10 @@ from tritonlab.experiments.manifest import build_manifest, utc_now
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.serving_path import (
     add_identity_model,
+    add_null_model,
+    probe_done,
     probe_load,
     probe_variants,
-    probes_done,
 )
 from tritonlab.experiments.store import (
     ADAPTIVE_FILE,
@@ -44,6 +45,7 @@ from tritonlab.experiments.store import (
     write_json_atomic,
 )
 from tritonlab.models.inspect import OnnxModelInfo
+from tritonlab.paths import portable_command, portable_file, portable_path
 from tritonlab.perf.locate import PerfAnalyzerInstall, locate_perf_analyzer
 from tritonlab.perf.runner import run_perf
 from tritonlab.repository.layout import RepositoryModel, build_repository
@@ -150,6 +152,8 @@ def _measure_cell(
         raise
     cpu_after = tree_cpu_seconds(processes)
     after = StatsSnapshot.from_triton(server.model_statistics(model.model_name))
+    # The exact command, written portably (run folder relative, cache and venv as variables).
+    perf = replace(perf, command=portable_command(perf.command, run_dir, cwd=Path.cwd()))
     cell = CellResult(
         cell_id=cid,
         variant=model.variant,
@@ -237,11 +241,18 @@ def run_experiment(
             server={
                 "source": options.describe,
                 "version": server.server_version(),
-                "command": server.command() if isinstance(server, TritonServer) else None,
+                "command": (
+                    portable_command(server.command(), run_dir)
+                    if isinstance(server, TritonServer)
+                    else None
+                ),
                 "http_url": server.http_url,
                 "grpc_url": server.grpc_url,
             },
-            perf_analyzer={"binary": str(perf_install.binary), "version": perf_install.version},
+            perf_analyzer={
+                "binary": portable_path(perf_install.binary, run_dir),
+                "version": perf_install.version,
+            },
             **(extra_manifest or {}),
         )
         save_manifest(run_dir, manifest)
@@ -397,6 +408,7 @@ def run_experiment(
                 stopped = f"time budget of {time_budget_s:.0f} s reached"
         if progress:
             progress(done, total, "done")
+    portable_file(log_path, run_dir)  # the server log names the repository and the cache
     return RunOutcome(measured, skipped, stopped, checks, time.monotonic() - started, without_rate)
 
 
@@ -425,27 +437,42 @@ def _measure_serving_path(
     run_dir: Path,
     input_shapes: dict[str, tuple[int, ...]],
 ) -> None:
-    """The identity-model cells the cost model needs (once per run; kept across resumes).
+    """The null-model cells the cost model needs: every probe once per planned round.
 
-    A server that cannot load the identity backend (an external binary without tritonlab's
-    backends) leaves the run without them; the log then says the cost model is unavailable.
+    Kept across resumes. A server that cannot load the probe (an external binary without
+    tritonlab's backends) leaves the run without them; the log then says the cost model is
+    unavailable.
     """
     load = probe_load(list(plan.loads))
     if load is None or not info.batched:
         return
     variants = probe_variants(load, min(v.max_batch_size for v in plan.variants))
-    if probes_done(run_dir, load, variants):
-        return
-    for variant in variants:
-        model = add_identity_model(run_dir / "models", info, plan.model_name, variant)
-        try:
-            server.load_model(model.model_name)
-        except ServerError:
-            return
-        try:
-            _measure_cell(
-                server, perf_install, plan, model, load, 0, run_dir, input_shapes, SERVING_PATH_DIR
-            )
-        finally:
-            with contextlib.suppress(Exception):
-                server.unload_model(model.model_name)
+    repo = run_dir / "models"
+    models = [
+        add_null_model(repo, info, plan.model_name, v)
+        or add_identity_model(repo, info, plan.model_name, v)
+        for v in variants
+    ]
+    for repeat in range(plan.repeats):
+        for model in models:
+            if probe_done(run_dir, model.variant, load, repeat):
+                continue
+            try:
+                server.load_model(model.model_name)
+            except ServerError:
+                return
+            try:
+                _measure_cell(
+                    server,
+                    perf_install,
+                    plan,
+                    model,
+                    load,
+                    repeat,
+                    run_dir,
+                    input_shapes,
+                    SERVING_PATH_DIR,
+                )
+            finally:
+                with contextlib.suppress(Exception):
+                    server.unload_model(model.model_name)

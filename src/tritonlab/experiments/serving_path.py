@@ -1,17 +1,23 @@
-"""The serving path's own cost, measured in the same server run: an identity model.
+"""The serving path's own cost, measured in the same server run: a null model.
 
-The ``identity`` Python-based backend echoes every input as an output, so an execution of it
-costs what Triton, the Python backend's stub, its IPC and one response per request cost, with no
-model run. Two cells at the run's first closed-loop load give the cost model its serving terms:
-one without batching (one request per execution) and one whose dynamic batcher waits for as
-many requests as are in flight (a long delay with that preferred size, so batches fill). They
-are stored apart from the plan's cells (``results/serving_path/``) and measured once per run.
+The null model has the model's inputs and outputs (names, types, shapes) and a graph that does
+nothing but fill the outputs with zeros. Served through the same ``onnxruntime`` backend, an
+execution of it costs what Triton, the Python backend's stub and IPC, the adapter (reading,
+concatenating, splitting, one response per request) and an empty onnxruntime call cost: the
+serving path, without the model's compute. (An ``identity`` echo model, the fallback where no
+null graph can be built, misses the adapter's own work: measured here at ~60 µs per execution.)
+
+Three cells per planned round at the run's first closed-loop load give the cost model its
+serving curve: no batching (one request per execution) and dynamic batchers waiting for half
+and for all of the requests in flight (a long delay with that preferred size, so batches fill).
+They are stored apart from the plan's cells (``results/serving_path/``).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from google.protobuf import json_format
 
@@ -19,12 +25,12 @@ from tritonlab.experiments.plan import LoadPoint
 from tritonlab.experiments.store import SERVING_PATH_DIR, cell_path
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.repository.config import ModelConfig, config_dict, write_config
-from tritonlab.repository.layout import MODEL_VERSION, RepositoryModel
+from tritonlab.repository.layout import MODEL_VERSION, RepositoryModel, add_model
 from tritonlab.repository.variants import ServingVariant, variant_model_name
 
 PROBE_DELAY_US = 100_000  # long enough that a batch always fills to the preferred size
-UNBATCHED = "serving_path"
-BATCHED = "serving_path_batched"
+PREFIX = "serving_path"
+NULL_MODEL_PATH = "serving_path/null_model.onnx"  # relative to the run folder
 
 
 def probe_load(loads: list[LoadPoint]) -> LoadPoint | None:
@@ -36,25 +42,96 @@ def probe_load(loads: list[LoadPoint]) -> LoadPoint | None:
 
 
 def probe_variants(load: LoadPoint, max_batch_size: int) -> list[ServingVariant]:
+    """No batching, then batches of half and of all the requests in flight."""
     in_flight = (load.concurrency or 2) * load.batch_size
     ceiling = max(max_batch_size, in_flight)
+    sizes = sorted({max(2, in_flight // 2), in_flight})
     return [
         ServingVariant(
-            UNBATCHED,
-            "identity model, no batching",
-            max_batch_size=ceiling,
-            intra_op_threads=None,
+            f"{PREFIX}_r1", "null model, no batching", max_batch_size=ceiling, intra_op_threads=1
         ),
-        ServingVariant(
-            BATCHED,
-            f"identity model, batches of {in_flight}",
-            dynamic_batching=True,
-            max_queue_delay_us=PROBE_DELAY_US,
-            preferred_batch_sizes=(in_flight,),
-            max_batch_size=ceiling,
-            intra_op_threads=None,
+        *(
+            ServingVariant(
+                f"{PREFIX}_r{size}",
+                f"null model, batches of {size}",
+                dynamic_batching=True,
+                max_queue_delay_us=PROBE_DELAY_US,
+                preferred_batch_sizes=(size,),
+                max_batch_size=ceiling,
+                intra_op_threads=1,
+            )
+            for size in sizes
         ),
     ]
+
+
+_ONNX_TYPES = {
+    "TYPE_BOOL": "BOOL",
+    "TYPE_UINT8": "UINT8",
+    "TYPE_INT8": "INT8",
+    "TYPE_INT16": "INT16",
+    "TYPE_INT32": "INT32",
+    "TYPE_INT64": "INT64",
+    "TYPE_FP16": "FLOAT16",
+    "TYPE_FP32": "FLOAT",
+    "TYPE_FP64": "DOUBLE",
+}
+
+
+def write_null_model(info: OnnxModelInfo, path: Path) -> bool:
+    """A graph with ``info``'s inputs and outputs that only fills the outputs with zeros.
+
+    Each output is ``ConstantOfShape([batch, *dims])`` with the batch taken from the first
+    input (dynamic non-batch dims become 1). False when a type has no ONNX constant.
+    """
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    if not info.batched or any(o.triton_dtype not in _ONNX_TYPES for o in info.outputs):
+        return False
+
+    def value_info(spec: Any, batch: str = "batch") -> Any:
+        elem = getattr(TensorProto, _ONNX_TYPES[spec.triton_dtype])
+        dims = [batch, *[d if d > 0 else f"{spec.name}_d{i}" for i, d in enumerate(spec.dims)]]
+        return helper.make_tensor_value_info(spec.name, elem, dims)
+
+    nodes = [helper.make_node("Shape", [info.inputs[0].name], ["null_batch"], end=1)]
+    initializers = []
+    for i, out in enumerate(info.outputs):
+        dims = numpy_helper.from_array(
+            np.array([d if d > 0 else 1 for d in out.dims], dtype=np.int64), f"null_dims_{i}"
+        )
+        initializers.append(dims)
+        zero = numpy_helper.from_array(np.zeros(1, dtype=out.numpy_dtype), f"null_zero_{i}")
+        nodes += [
+            helper.make_node("Concat", ["null_batch", dims.name], [f"null_shape_{i}"], axis=0),
+            helper.make_node("ConstantOfShape", [f"null_shape_{i}"], [out.name], value=zero),
+        ]
+    graph = helper.make_graph(
+        nodes,
+        "tritonlab_null",
+        [value_info(s) for s in info.inputs],
+        [value_info(s) for s in info.outputs],
+        initializer=initializers,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(path))
+    return True
+
+
+def add_null_model(
+    repo_dir: Path, info: OnnxModelInfo, model_name: str, variant: ServingVariant
+) -> RepositoryModel | None:
+    """The null model of ``info`` as ``variant`` (served by the onnxruntime backend), or None."""
+    null_path = repo_dir.parent / NULL_MODEL_PATH
+    if not null_path.exists() and not write_null_model(info, null_path):
+        return None
+    null_info = replace(info, path=null_path, file_size_bytes=null_path.stat().st_size)
+    return add_model(repo_dir, null_info, model_name, variant)
 
 
 def add_identity_model(
@@ -72,11 +149,9 @@ def add_identity_model(
     return RepositoryModel(served, variant, folder)
 
 
-def probe_cell_id(variant: ServingVariant, load: LoadPoint) -> str:
-    return f"{variant.name}__{load.key}__r1"
+def probe_cell_id(variant: ServingVariant, load: LoadPoint, repeat: int) -> str:
+    return f"{variant.name}__{load.key}__r{repeat + 1}"
 
 
-def probes_done(run_dir: Path, load: LoadPoint, variants: list[ServingVariant]) -> bool:
-    return all(
-        cell_path(run_dir, probe_cell_id(v, load), SERVING_PATH_DIR).exists() for v in variants
-    )
+def probe_done(run_dir: Path, variant: ServingVariant, load: LoadPoint, repeat: int) -> bool:
+    return cell_path(run_dir, probe_cell_id(variant, load, repeat), SERVING_PATH_DIR).exists()

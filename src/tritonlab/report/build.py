@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +17,13 @@ from tritonlab.experiments.store import (
     OPERATORS_FILE,
     RESULTS_DIR,
     SERVING_PATH_DIR,
+    CellResult,
     load_cells,
     load_manifest,
     write_json_atomic,
     write_text_atomic,
 )
+from tritonlab.paths import portable_command, portable_path, recorded_run_dir
 from tritonlab.report.experiment_log import render_experiment_log
 from tritonlab.report.html import write_html_report
 from tritonlab.report.plots import write_plots
@@ -54,12 +56,35 @@ def fit_cost_model(run_dir: Path, cores: int) -> CostModel | None:
         groups.setdefault(cell.variant.name, []).append(cell)
     points = [p for cells in groups.values() if (p := ServingPathPoint.from_cells(cells))]
     timings = {int(b): float(t) for b, t in operators["in_process_us_per_execution"].items()}
+    empty = operators.get("null_in_process_us_per_execution") or {}
+    timings = {b: max(0.0, t - float(empty.get(str(b), 0.0))) for b, t in timings.items()}
     return CostModel.fit(points, timings, cores)
+
+
+def portable_records(
+    run_dir: Path, manifest: dict[str, Any], cells: list[CellResult]
+) -> list[CellResult]:
+    """Rewrite the stored commands portably for display (``manifest`` in place).
+
+    Runs stored before commands were written portably hold absolute paths: of the run folder
+    they were measured in (read from the server command), of the cache and the virtualenv.
+    """
+    server = manifest.get("server") or {}
+    roots = tuple(d for d in (recorded_run_dir(server.get("command")), run_dir) if d)
+    if server.get("command"):
+        server["command"] = portable_command(server["command"], roots)
+    perf_analyzer = manifest.get("perf_analyzer") or {}
+    if perf_analyzer.get("binary"):
+        perf_analyzer["binary"] = portable_path(perf_analyzer["binary"], roots)
+    return [
+        replace(c, perf=replace(c.perf, command=portable_command(c.perf.command, roots)))
+        for c in cells
+    ]
 
 
 def analyse_run(run_dir: Path) -> tuple[dict[str, Any], list[Analysis], CostModel | None]:
     manifest = load_manifest(run_dir)
-    cells = load_cells(run_dir)
+    cells = portable_records(run_dir, manifest, load_cells(run_dir))
     if not cells:
         raise TritonlabError(f"{run_dir} has no measured cells yet; run the experiment first")
     order = [v["name"] for v in manifest["plan"]["variants"]]

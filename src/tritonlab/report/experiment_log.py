@@ -26,6 +26,7 @@ from tritonlab.analysis.rules import (
     TRAP_QUEUE_SHARE_OF_DELAY,
 )
 from tritonlab.analysis.verdicts import CONFIDENCE, MIN_EFFECT_PCT
+from tritonlab.paths import PATHS_NOTE, shell_join
 from tritonlab.perf.settings import PerfSettings
 from tritonlab.report.recommend_section import recommendations_section
 
@@ -166,7 +167,7 @@ def count_verdicts(analyses: list[Analysis]) -> int:
     return total
 
 
-def method_lines(verdicts: int = 0) -> list[str]:
+def method_lines(verdicts: int = 0, adaptive: bool = False) -> list[str]:
     level = f"{CONFIDENCE:.0%}"
     return [
         "## Method",
@@ -184,10 +185,14 @@ def method_lines(verdicts: int = 0) -> list[str]:
         "a single repeat there is no interval and no verdict.",
         f"- Multiplicity: this log states {verdicts} throughput and p99 verdicts, each at "
         f"{level} two-sided, with no correction: if nothing differed at all, about "
-        f"{verdicts * (1 - CONFIDENCE):.1f} of them would still read higher or lower by chance. "
-        "Verdicts that a recommendation or an explanation rests on are measured further "
-        f"(adaptive repeats) until their interval excludes no change or lies within "
-        f"±{MIN_EFFECT_PCT:g}%.",
+        f"{verdicts * (1 - CONFIDENCE):.1f} of them would still read higher or lower by chance."
+        + (
+            " Verdicts that a recommendation or an explanation rests on are measured further "
+            "(adaptive repeats) until their interval excludes no change or lies within "
+            f"±{MIN_EFFECT_PCT:g}%, or the round limit is reached."
+            if adaptive
+            else ""
+        ),
         "- Queue, compute and batch sizes come from Triton's statistics extension (the "
         "difference between snapshots taken just before and just after each perf_analyzer "
         "run), not from estimates; CPU is the user + system time of the server's process tree "
@@ -400,14 +405,21 @@ def render_experiment_log(
     lines += cost_model_section(cost_model, predictions or [])
     if operators and analyses:
         lines += _operators_section(operators, analyses, cost_model)
-    lines += method_lines(count_verdicts(analyses))
+    lines += method_lines(count_verdicts(analyses), isinstance(manifest.get("adaptive"), dict))
     adaptive = _adaptive_lines(manifest, adaptive_rounds or [])
     if adaptive:
         lines[-1:-1] = adaptive
     lines += [
         "## Reproduce",
         "",
-        "- Server command: `" + " ".join(manifest["server"].get("command") or ["(remote)"]) + "`",
+        "- Server command: `"
+        + (
+            shell_join(manifest["server"]["command"])
+            if manifest["server"].get("command")
+            else "(remote)"
+        )
+        + "`",
+        f"- {PATHS_NOTE}",
         "- perf_analyzer command per cell: in `results/cells/*.json` (`perf.command`), raw "
         "console output and CSV in `benchmarks/`.",
         "- Rebuild this file from the stored results: `tritonlab report <this folder>`.",

@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import html
 import re
-import shlex
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +21,8 @@ from tritonlab.analysis.explain import Analysis, VariantReport
 from tritonlab.analysis.summary import Summary
 from tritonlab.analysis.verdicts import HIGHER, LOWER, Verdict
 from tritonlab.experiments.store import write_text_atomic
-from tritonlab.report.experiment_log import method_lines
+from tritonlab.paths import PATHS_NOTE, shell_join
+from tritonlab.report.experiment_log import count_verdicts, method_lines
 from tritonlab.report.plot_support import PROTOCOL_NAMES, context_line, load_text
 
 if TYPE_CHECKING:
@@ -180,7 +180,8 @@ def _pick_card(pick: Pick) -> str:
         f'<div class="card"><h3>{esc(pick.kind)}: {esc(p.description)}</h3>'
         f"<p>{esc(PROTOCOL_NAMES.get(p.protocol, p.protocol))}, client batch {p.batch_size}, "
         f"{esc(load)}: <strong>{p.throughput_infer_per_s:,.0f} infer/s</strong>, "
-        f"p99 <strong>{p.latency_p99_us:,.0f} µs</strong>.</p>"
+        f"p99 <strong>{p.latency_p99_us:,.0f} µs</strong> (medians; worst repeat's p99 "
+        f"{p.worst_p99_us:,.0f} µs).</p>"
         f"<p>{esc(pick.justification)}</p>"
         + (f"<ul>{verdicts}</ul>" if verdicts else "")
         + "</div>"
@@ -337,10 +338,10 @@ def conditions_section(
     ]
     rows = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items)
     commands = "".join(
-        f"<h3>perf_analyzer, load {esc(key)} (first cell)</h3><pre>{esc(shlex.join(cmd))}</pre>"
+        f"<h3>perf_analyzer, load {esc(key)} (first cell)</h3><pre>{esc(shell_join(cmd))}</pre>"
         for key, cmd in _commands(analyses)
     )
-    server_cmd = shlex.join(server.get("command") or ["(remote server)"])
+    server_cmd = shell_join(server["command"]) if server.get("command") else "(remote server)"
     check_items = "".join(
         f"<li>{esc(PROTOCOL_NAMES.get(c['protocol'], c['protocol']))}: one request "
         f"{esc(_shapes(c['input_shapes']))} → {esc(_shapes(c['output_shapes']))}; max abs diff "
@@ -353,6 +354,7 @@ def conditions_section(
         + (f"<h3>Correctness check</h3><ul>{check_items}</ul>" if check_items else "")
         + f"<h3>Server command</h3><pre>{esc(server_cmd)}</pre>"
         + commands
+        + f"<p>{inline_markdown(PATHS_NOTE)}</p>"
         + "<p>Rebuild this page, the plots and the experiment log from the stored results: "
         "<code>tritonlab report &lt;this folder&gt;</code>.</p></section>"
     )
@@ -427,7 +429,9 @@ def render_html_report(
     nav.append(("conditions", "Conditions"))
     method = "".join(
         f"<li>{inline_markdown(line[2:])}</li>"
-        for line in method_lines(int(manifest["plan"]["repeats"]))
+        for line in method_lines(
+            count_verdicts(analyses), isinstance(manifest.get("adaptive"), dict)
+        )
         if line.startswith("- ")
     )
     sections.append(f'<section id="method"><h2>Method</h2><ul>{method}</ul></section>')
