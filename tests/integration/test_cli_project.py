@@ -26,11 +26,13 @@ from integration_support import (
 
 from tritonlab.experiments.store import CellResult
 from tritonlab.repository.variants import seed_comparison_variants
+from tritonlab.server.locate import default_cache_root
 
 pytestmark = pytest.mark.integration
 
 SEED_CELLS = {f"{v.name}__grpc_b1_c8__r1" for v in seed_comparison_variants()}
 SUMMARY_RE = re.compile(r"measured (\d+) cells, reused (\d+)")
+TEXT_SUFFIXES = (".sh", ".py", ".json", ".md", ".html", ".log", ".txt")
 
 
 def _start_cli(args: list[str], cwd: Path, tag: str) -> tuple[subprocess.Popen[str], Path, Path]:
@@ -163,6 +165,17 @@ def test_run_on_an_unseen_two_input_model(start_server: StartServer, tmp_path: P
         check = subprocess.run(["bash", "-n", str(out_dir / script)], capture_output=True)
         assert check.returncode == 0, check.stderr
     assert "twin" in (out_dir / "README.md").read_text()
+
+    # Nothing written names this machine's folders: the run folder, the ONNX file's folder,
+    # the virtualenv or tritonlab's cache (they are relative paths or named variables).
+    machine_paths = (str(tmp_path), sys.prefix, str(default_cache_root()))
+    for path in out_dir.rglob("*"):
+        if path.is_file() and path.suffix in TEXT_SUFFIXES:
+            text = path.read_text(errors="replace")
+            assert not [p for p in machine_paths if p in text], path
+    manifest = json.loads((out_dir / "results" / "manifest.json").read_text())
+    assert "--model-repository=models" in manifest["server"]["command"]
+    assert manifest["server"]["command"][0].startswith("$TRITONLAB_CACHE/")
 
     # The generated client works against a server on the project's own repository.
     server = start_server(out_dir / "models", explicit_model_control=True)

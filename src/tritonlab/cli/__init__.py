@@ -3,7 +3,12 @@
 import signal
 from types import FrameType
 
-from tritonlab.cli import project_cmds, step_cmds, sweep_cmd  # noqa: F401  (registers the commands)
+from tritonlab.cli import (  # noqa: F401  (registers the commands)
+    locate_cmd,
+    project_cmds,
+    step_cmds,
+    sweep_cmd,
+)
 from tritonlab.cli.common import app
 
 

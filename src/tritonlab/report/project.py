@@ -8,12 +8,12 @@ quoted, and run on their own without tritonlab's CLI.
 from __future__ import annotations
 
 import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
 from tritonlab.analysis.explain import Analysis
 from tritonlab.experiments.store import write_text_atomic
+from tritonlab.paths import portable_path
 from tritonlab.perf.locate import PerfAnalyzerInstall
 from tritonlab.perf.settings import PerfSettings
 from tritonlab.server.locate import ServerInstall
@@ -25,16 +25,52 @@ def _q(value: object) -> str:
     return shlex.quote(str(value))
 
 
-def start_server_script(install: ServerInstall) -> str:
-    """A standalone start script: all variants loaded, loopback only, ports from the env."""
-    libs = ":".join(str(p) for p in install.library_path)
-    prepare = (
-        f'[ -x "$TRITONSERVER" ] || {_q(sys.executable)} -c '
-        '"from tritonlab.server.locate import prepare_bundled_server; prepare_bundled_server()"\n'
-        if install.bundled
-        else ""
+def _find_tritonlab(script: str) -> str:
+    """Shell lines that set LOCATE to the installed tritonlab's locate command, or fail."""
+    return (
+        "# tritonlab, installed in the Python environment the script runs in, says where the\n"
+        "# binaries are on this machine (see `python3 -m tritonlab.locate --help`).\n"
+        'PYTHON="${TRITONLAB_PYTHON:-python3}"\n'
+        'if command -v "$PYTHON" >/dev/null 2>&1 && "$PYTHON" -c "import tritonlab" '
+        ">/dev/null 2>&1; then\n"
+        '  LOCATE=("$PYTHON" -m tritonlab.locate)\n'
+        "elif command -v tritonlab >/dev/null 2>&1; then\n"
+        "  LOCATE=(tritonlab locate)\n"
+        "else\n"
+        f'  echo "{script}: tritonlab not found: activate the Python environment where '
+        'tritonlab is installed (or set TRITONLAB_PYTHON)" >&2\n'
+        "  exit 1\n"
+        "fi\n"
     )
-    cache = f"  --cache-directory={_q(install.cache_dir)} \\\n" if install.cache_dir else ""
+
+
+def start_server_script(install: ServerInstall) -> str:
+    """A standalone start script: all variants loaded, loopback only, ports from the env.
+
+    It holds no path of this machine: the installed tritonlab finds (and, for the bundled
+    server, prepares) tritonserver at run time and sets the environment it needs, including
+    the Python environment's ``bin`` first on PATH for the Python backend stub. An external
+    ``--server-bin`` is the user's own path: written as given, and checked through tritonlab
+    when it is installed.
+    """
+    if install.bundled:
+        locate = (
+            _find_tritonlab("start_server.sh")
+            + 'LOCATED="$("${LOCATE[@]}" server --shell)"\n'
+            + 'eval "$LOCATED"\n'
+        )
+    else:
+        given = f"--server-bin {_q(install.binary)} --backend-dir {_q(install.backend_dir)}"
+        locate = (
+            f"TRITONSERVER={_q(install.binary)} BACKEND_DIR={_q(install.backend_dir)} "
+            'CACHE_DIR=""\n'
+            "# With tritonlab installed, it checks the binary and sets its environment.\n"
+            'PYTHON="${TRITONLAB_PYTHON:-python3}"\n'
+            'if "$PYTHON" -c "import tritonlab" >/dev/null 2>&1; then\n'
+            f'  LOCATED="$("$PYTHON" -m tritonlab.locate server {given} --shell)"\n'
+            '  eval "$LOCATED"\n'
+            "fi\n"
+        )
     return (
         "#!/usr/bin/env bash\n"
         "# Start Triton on this project's model repository (every variant loaded), bound to\n"
@@ -43,29 +79,23 @@ def start_server_script(install: ServerInstall) -> str:
         "set -euo pipefail\n"
         'cd "$(dirname "$0")/.."\n'
         'HTTP_PORT="${HTTP_PORT:-8000}" GRPC_PORT="${GRPC_PORT:-8001}" '
-        'METRICS_PORT="${METRICS_PORT:-8002}"\n'
-        f"TRITONSERVER={_q(install.binary)}\n"
-        + prepare
-        + (
-            f'export LD_LIBRARY_PATH={_q(libs)}"${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"\n'
-            if libs
-            else ""
-        )
-        # The Python backend stub imports onnxruntime from the environment first on PATH.
-        + f'export PATH={_q(Path(sys.executable).parent)}:"$PATH"\n'
-        'exec "$TRITONSERVER" \\\n'
+        'METRICS_PORT="${METRICS_PORT:-8002}"\n' + locate + 'exec "$TRITONSERVER" \\\n'
         '  --model-repository="$PWD/models" \\\n'
-        f"  --backend-directory={_q(install.backend_dir)} \\\n"
-        + cache
-        + '  --http-address=127.0.0.1 --http-port="$HTTP_PORT" \\\n'
+        '  --backend-directory="$BACKEND_DIR" \\\n'
+        '  ${CACHE_DIR:+"--cache-directory=$CACHE_DIR"} \\\n'
+        '  --http-address=127.0.0.1 --http-port="$HTTP_PORT" \\\n'
         '  --grpc-address=127.0.0.1 --grpc-port="$GRPC_PORT" \\\n'
         '  --metrics-address=127.0.0.1 --metrics-port="$METRICS_PORT"\n'
     )
 
 
 def run_perf_script(perf: PerfAnalyzerInstall, settings: PerfSettings) -> str:
-    """The baseline perf_analyzer command, with the model swappable from the command line."""
-    libs = ":".join(str(p) for p in perf.library_path)
+    """The baseline perf_analyzer command, with the model swappable from the command line.
+
+    perf_analyzer and its libraries are found at run time through the installed tritonlab
+    (``perf`` is only the install this run used; none of its paths is written).
+    """
+    del perf  # found again at run time, wherever the project folder runs
     args = settings.to_args("CSV")
     fixed = [
         a
@@ -83,13 +113,11 @@ def run_perf_script(perf: PerfAnalyzerInstall, settings: PerfSettings) -> str:
         f'MODEL="${{1:-{settings.model_name}}}"\n'
         'GRPC_URL="${GRPC_URL:-127.0.0.1:${GRPC_PORT:-8001}}"\n'
         'HTTP_URL="${HTTP_URL:-127.0.0.1:${HTTP_PORT:-8000}}"\n'
+        + _find_tritonlab("run_perf.sh")
+        + 'LOCATED="$("${LOCATE[@]}" perf --shell)"\n'
+        'eval "$LOCATED"\n'
         "mkdir -p benchmarks/manual\n"
-        + (
-            f'export LD_LIBRARY_PATH={_q(libs)}"${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"\n'
-            if libs
-            else ""
-        )
-        + f'{_q(perf.binary)} -m "$MODEL" -u "{url}" \\\n  '
+        f'"$PERF_ANALYZER" -m "$MODEL" -u "{url}" \\\n  '
         + " ".join(_q(a) for a in fixed)
         + ' \\\n  -f "benchmarks/manual/$MODEL.csv" | tee "benchmarks/manual/$MODEL.txt"\n'
     )
@@ -108,16 +136,27 @@ def export_script_demo() -> str:
     )
 
 
-def export_script_user(onnx_source: Path, model_name: str) -> str:
+def export_script_user(onnx_source: Path, model_name: str, run_dir: Path | None = None) -> str:
+    """Rebuild ``models/`` from the ONNX file: the one given on the command line, else the
+    file's place inside the project folder (no path outside the project is written)."""
+    inside = portable_path(onnx_source.resolve(), run_dir.resolve()) if run_dir else None
+    relative = inside if inside and not inside.startswith(("/", "$")) else onnx_source.name
     return (
         "#!/usr/bin/env python3\n"
-        f'"""Rebuild models/ from {onnx_source.name}: read its graph, write every variant."""\n'
+        f'"""Rebuild models/ from {onnx_source.name}: read its graph, write every variant.\n\n'
+        f"Usage: python scripts/export_model.py [ONNX] (default: {relative} in the project).\n"
+        '"""\n'
+        "import sys\n"
         "from pathlib import Path\n\n"
         "from tritonlab.models.inspect import inspect_onnx\n"
         "from tritonlab.repository.layout import build_repository\n"
         "from tritonlab.repository.variants import seed_comparison_variants\n\n"
         "here = Path(__file__).resolve().parent.parent\n"
-        f"info = inspect_onnx(Path({str(onnx_source)!r}))\n"
+        f"onnx = Path(sys.argv[1]) if len(sys.argv) > 1 else here / {relative!r}\n"
+        "if not onnx.is_file():\n"
+        f"    sys.exit(f'{{onnx}} not found: pass the ONNX file, "
+        "python scripts/export_model.py PATH')\n"
+        "info = inspect_onnx(onnx)\n"
         f"for m in build_repository(here / 'models', info, {model_name!r}, "
         "seed_comparison_variants()):\n"
         "    print('wrote', m.config_path)\n"
@@ -159,6 +198,7 @@ def project_readme(manifest: dict[str, Any], analyses: list[Analysis]) -> str:
         "## Reproduce",
         "",
         "```bash",
+        "# with the Python environment where tritonlab is installed active:",
         "bash scripts/start_server.sh &   # ready: curl -sf localhost:8000/v2/health/ready",
         "python client/infer_client.py    # one checked request over gRPC",
         f"bash scripts/run_perf.sh {model}  # the fixed baseline",

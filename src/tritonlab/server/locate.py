@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tritonlab.backends import BACKENDS_DIR
 from tritonlab.errors import ServerError
+from tritonlab.paths import cache_root as _cache_root
 from tritonlab.procenv import environment_with_libraries
 
 SERVED_BACKENDS = ("onnxruntime", "identity")
@@ -60,8 +61,8 @@ def _sources_digest() -> str:
 
 
 def default_cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "tritonlab"
+    """Where prepared servers live: ``$TRITONLAB_CACHE``, else ``~/.cache/tritonlab``."""
+    return _cache_root()
 
 
 def prepare_bundled_server(cache_root: Path | None = None) -> ServerInstall:
