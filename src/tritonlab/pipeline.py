@@ -105,6 +105,7 @@ def run_project(
     open_loop_rates: OpenLoopRates | None = None,
     max_repeats: int | None = None,
     undecided: UndecidedCells | None = None,
+    adaptive_budget_s: float | None = None,
 ) -> ProjectResult:
     """Deploy, check, measure and explain ``onnx_path`` into the project folder ``run_dir``.
 
@@ -125,10 +126,11 @@ def run_project(
         adaptive = AdaptiveRepeats(
             max_repeats,
             undecided or (lambda: undecided_project(run_dir, order, cores)),
+            adaptive_budget_s,
         )
         extra_manifest = {
             **(extra_manifest or {}),
-            "adaptive": {"max_repeats": max_repeats, "time_budget_s": time_budget_s},
+            "adaptive": {"max_repeats": max_repeats, "budget_s": adaptive_budget_s},
         }
     outcome = run_experiment(
         plan,

@@ -50,6 +50,14 @@ BackendDirOpt = Annotated[
 ]
 HostOpt = Annotated[str, typer.Option("--host", help="Address the server binds to.")]
 RepeatsOpt = Annotated[int, typer.Option("--repeats", min=1, help="Repeats per configuration.")]
+AdaptiveBudgetOpt = Annotated[
+    float,
+    typer.Option(
+        "--adaptive-budget-s",
+        min=0.0,
+        help="Seconds the extra (adaptive) rounds may take in all; a round starts only if it fits.",
+    ),
+]
 MaxRepeatsOpt = Annotated[
     int,
     typer.Option(

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from tritonlab.cli.common import (
+    AdaptiveBudgetOpt,
     BackendDirOpt,
     ConcurrencyOpt,
     FreshOpt,
@@ -50,6 +51,7 @@ def _run_pipeline(
     fresh: bool,
     options: ServerOptions,
     max_repeats: int,
+    adaptive_budget_s: float,
 ) -> None:
     from tritonlab.experiments.plan import MeasurementSettings, seed_comparison_plan
     from tritonlab.pipeline import run_project
@@ -74,6 +76,7 @@ def _run_pipeline(
         fresh=fresh,
         demo=demo,
         max_repeats=max(max_repeats, repeats),
+        adaptive_budget_s=adaptive_budget_s,
     )
     print_results(out_dir, result.report.analyses)
     outcome = result.outcome
@@ -89,6 +92,7 @@ def demo(
     out_dir: OutOpt = Path("demo-out"),
     repeats: RepeatsOpt = 3,
     max_repeats: MaxRepeatsOpt = 5,
+    adaptive_budget_s: AdaptiveBudgetOpt = 60.0,
     concurrency: ConcurrencyOpt = 8,
     protocol: ProtocolOpt = "grpc",
     window_ms: WindowOpt = 2000,
@@ -128,6 +132,7 @@ def demo(
             fresh,
             server_options(url, grpc_url, server_bin, backend_dir, host),
             max_repeats,
+            adaptive_budget_s,
         )
 
 
@@ -138,6 +143,7 @@ def run(
     name: NameOpt = None,
     repeats: RepeatsOpt = 3,
     max_repeats: MaxRepeatsOpt = 5,
+    adaptive_budget_s: AdaptiveBudgetOpt = 60.0,
     concurrency: ConcurrencyOpt = 8,
     protocol: ProtocolOpt = "grpc",
     window_ms: WindowOpt = 2000,
@@ -169,6 +175,7 @@ def run(
             fresh,
             server_options(url, grpc_url, server_bin, backend_dir, host),
             max_repeats,
+            adaptive_budget_s,
         )
 
 

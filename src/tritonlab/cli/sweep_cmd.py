@@ -28,6 +28,7 @@ from rich.progress import (
 )
 
 from tritonlab.cli.common import (
+    AdaptiveBudgetOpt,
     BackendDirOpt,
     FreshOpt,
     GrpcUrlOpt,
@@ -169,6 +170,7 @@ def sweep(
     ] = None,
     fresh: FreshOpt = False,
     max_repeats: MaxRepeatsOpt = 5,
+    adaptive_budget_s: AdaptiveBudgetOpt = 120.0,
     no_progress: Annotated[
         bool, typer.Option("--no-progress", help="No progress display on stderr.")
     ] = False,
@@ -244,6 +246,7 @@ def sweep(
                 fresh=fresh,
                 time_budget_s=time_budget_s,
                 max_repeats=max_repeats,
+                adaptive_budget_s=adaptive_budget_s,
             )
         outcome = result.outcome
         if outcome.stopped_early:

@@ -26,6 +26,7 @@ from tritonlab.errors import PerfAnalyzerError, PlanError, ServerError
 from tritonlab.experiments.manifest import build_manifest, utc_now
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.serving_path import (
+    PROBE_REPEATS,
     add_identity_model,
     add_null_model,
     probe_done,
@@ -65,6 +66,9 @@ class AdaptiveRepeats:
 
     max_repeats: int
     undecided: UndecidedCells
+    # Seconds the extra rounds may take in all; a round starts only if it is expected to fit
+    # (its cells times the mean cell time of this run). None: no limit but ``max_repeats``.
+    budget_s: float | None = None
 
 
 # Called after the closed-loop pass: (variant name, load key) -> request rate (req/s).
@@ -363,6 +367,11 @@ def run_experiment(
                             todo_now.append((model, load, repeat))
                 if not todo_now:
                     return False
+                if adaptive.budget_s is not None and measured:
+                    mean_cell_s = (time.monotonic() - started) / max(1, len(measured))
+                    spent = time.monotonic() - adaptive_started
+                    if spent + len(todo_now) * mean_cell_s > adaptive.budget_s:
+                        return False
                 round_cells: list[str] = []
                 for model in models:
                     mine = [(ld, r) for m, ld, r in todo_now if m is model]
@@ -402,6 +411,7 @@ def run_experiment(
                 )
                 return True
 
+            adaptive_started = time.monotonic()
             while not over_budget() and extra_round():
                 pass
             if over_budget():
@@ -437,7 +447,7 @@ def _measure_serving_path(
     run_dir: Path,
     input_shapes: dict[str, tuple[int, ...]],
 ) -> None:
-    """The null-model cells the cost model needs: every probe once per planned round.
+    """The null-model cells the cost model needs (``PROBE_REPEATS`` of each probe).
 
     Kept across resumes. A server that cannot load the probe (an external binary without
     tritonlab's backends) leaves the run without them; the log then says the cost model is
@@ -453,7 +463,7 @@ def _measure_serving_path(
         or add_identity_model(repo, info, plan.model_name, v)
         for v in variants
     ]
-    for repeat in range(plan.repeats):
+    for repeat in range(PROBE_REPEATS):
         for model in models:
             if probe_done(run_dir, model.variant, load, repeat):
                 continue

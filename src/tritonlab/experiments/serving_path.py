@@ -7,10 +7,10 @@ concatenating, splitting, one response per request) and an empty onnxruntime cal
 serving path, without the model's compute. (An ``identity`` echo model, the fallback where no
 null graph can be built, misses the adapter's own work: measured here at ~60 µs per execution.)
 
-Three cells per planned round at the run's first closed-loop load give the cost model its
-serving curve: no batching (one request per execution) and dynamic batchers waiting for half
-and for all of the requests in flight (a long delay with that preferred size, so batches fill).
-They are stored apart from the plan's cells (``results/serving_path/``).
+Three cells, measured once after the planned rounds at the run's first closed-loop load, give
+the cost model its serving curve: no batching (one request per execution) and dynamic batchers
+waiting for half and for all of the requests in flight (a long delay with that preferred size,
+so batches fill). They are stored apart from the plan's cells (``results/serving_path/``).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from tritonlab.repository.config import ModelConfig, config_dict, write_config
 from tritonlab.repository.layout import MODEL_VERSION, RepositoryModel, add_model
 from tritonlab.repository.variants import ServingVariant, variant_model_name
 
+PROBE_REPEATS = 1  # once per run: three cells, ~40 s on 2 cores; resumes keep them
 PROBE_DELAY_US = 100_000  # long enough that a batch always fills to the preferred size
 PREFIX = "serving_path"
 NULL_MODEL_PATH = "serving_path/null_model.onnx"  # relative to the run folder

@@ -99,6 +99,7 @@ def run_sweep(
     fresh: bool = False,
     time_budget_s: float | None = None,
     max_repeats: int | None = None,
+    adaptive_budget_s: float | None = None,
 ) -> ProjectResult:
     """Measure every cell of the sweep not yet in ``run_dir``, then rebuild its reports.
 
@@ -123,6 +124,7 @@ def run_sweep(
         extra_manifest={"sweep": sweep.manifest_entry()},
         open_loop_rates=lambda: open_loop_rates(plan, run_dir),
         max_repeats=max_repeats if budget else None,
+        adaptive_budget_s=adaptive_budget_s,
         undecided=lambda: undecided_sweep(
             run_dir,
             order,

@@ -216,7 +216,11 @@ def _adaptive_lines(manifest: dict[str, Any], rounds: list[dict[str, Any]]) -> l
     planned = int(manifest["plan"]["repeats"])
     head = (
         f"- Adaptive repeats: {planned} rounds planned, at most {adaptive['max_repeats']}"
-        + (f" within {adaptive['time_budget_s']:.0f} s" if adaptive.get("time_budget_s") else "")
+        + (
+            f", extra rounds within {adaptive['budget_s']:.0f} s"
+            if adaptive.get("budget_s")
+            else ""
+        )
         + "."
     )
     if not rounds:
