@@ -4,17 +4,20 @@ One execution that carries ``r`` requests of ``k`` samples each costs
 
     T(r) = S_exec + S_req * r  +  F + P * r * k
 
-- ``S_exec``, ``S_req``: the serving path (Triton, the Python backend's stub and IPC, tensor
-  wrapping, one response per request), measured in the same server run on an ``identity`` model
-  with the same inputs (it echoes them), once without batching and once with batches formed by
-  the dynamic batcher: two (requests per execution, compute per execution) points give a fixed
-  and a per-request cost.
+- ``S_exec``, ``S_req``: the serving path (Triton, the Python backend's stub and IPC, the
+  adapter's reading, concatenating and splitting, one response per request, an empty
+  onnxruntime call), measured in the same server run on a null model with the model's inputs
+  and outputs (``experiments/serving_path.py``) without batching and with batches of half and
+  of all the requests in flight. The explanations cite the least-squares line through those
+  (requests per execution, compute per execution) points; predictions interpolate between the
+  points themselves.
 - ``F``, ``P``: the model's own fixed and per-sample cost, fitted on in-process onnxruntime runs
-  at the backend's thread count (``operators.json``; a hot loop, so a lower bound).
+  at the backend's thread count (``operators.json``; a hot loop, so a lower bound), less the
+  null model's in-process time so the empty call is not counted twice.
 
 With the instance count ``N``, the cores left to the server ``M = min(N, cores - client cores)``
 and the client's own round trip outside the server ``L0`` (client latency minus server time on
-the identity model), it predicts for a closed loop of ``c`` requests in flight:
+the null model without batching), it predicts for a closed loop of ``c`` requests in flight:
 
 - no batching: ``r = 1``, throughput ``min(M / T(1), c / (T(1) + L0))``;
 - dynamic batching with no delay: requests already waiting form the batch; with ``N`` instances
@@ -46,12 +49,12 @@ from tritonlab.analysis.operators import ExecutionCostFit
 from tritonlab.experiments.store import CellResult
 
 MODEL_FAILS_PCT = 25.0  # |predicted / measured - 1| above this: the log says the model failed
-SERVING_PATH_PREFIX = "serving_path"  # identity-model probes: variant names start with this
+SERVING_PATH_PREFIX = "serving_path"  # serving-path probes: variant names start with this
 
 
 @dataclass(frozen=True)
 class ServingPathPoint:
-    """One identity-model measurement: requests per execution and what an execution cost."""
+    """One serving-path probe: requests per execution and what an execution cost."""
 
     requests_per_execution: float
     compute_us_per_execution: float

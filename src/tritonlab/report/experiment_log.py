@@ -261,7 +261,7 @@ def _operators_section(
                 f"Which cost does batching spread? By the cost model above, one execution of "
                 f"one request costs {model.execution_us(1):,.0f} µs, of which "
                 f"{model.serving_us(1):,.0f} µs ({share1:.0%}) is the serving path (Triton and "
-                f"the Python backend, measured on the identity model) and "
+                f"the Python backend and its adapter, measured on the null model) and "
                 f"{model.model_us(1):,.1f} µs the model itself (in-process fit); at 8 requests "
                 f"per execution the serving path is still {share8:.0%}. "
                 + (
@@ -306,7 +306,7 @@ def cost_model_section(model: CostModel | None, predictions: list[Prediction]) -
     if model is None:
         return [
             *lines,
-            "Not available for this run: it needs the identity-model cells measured in the "
+            "Not available for this run: it needs the serving-path cells measured in the "
             "same server run (`results/serving_path/`; a remote or external server without "
             "tritonlab's backends has none) and the in-process timings (`operators.json`).",
             "",
@@ -323,15 +323,16 @@ def cost_model_section(model: CostModel | None, predictions: list[Prediction]) -
         "",
         "| term | µs | measured by |",
         "|---|---|---|",
-        f"| S_exec: serving path, fixed per execution | {model.serving_fixed_us:,.0f} | identity "
-        f"model in the same server ({points}) |",
+        f"| S_exec: serving path, fixed per execution | {model.serving_fixed_us:,.0f} | null "
+        f"model (the model's inputs and outputs, zeros) through the same backend in the same "
+        f"server ({points}) |",
         f"| S_req: serving path, per request | {model.serving_per_request_us:,.1f} | the same "
-        "two identity cells |",
+        "cells: least-squares line (predictions interpolate between the measured points) |",
         f"| F: model, fixed per execution | {model.model_fixed_us:,.1f} | in-process "
         "onnxruntime fit (1 thread, hot loop) |",
         f"| P: model, per sample | {model.model_per_sample_us:,.1f} | the same fit |",
         f"| L0: client round trip outside the server | {model.client_overhead_us:,.0f} | "
-        "identity model: client latency minus server time |",
+        "null model without batching: client latency minus server time |",
         "",
         f"With {model.cores} cores, the instance count and perf_analyzer's measured CPU, it "
         "predicts each configuration's batch, execution cost, throughput and queue:",
