@@ -212,7 +212,8 @@ def batching_amortised(ctx: RuleContext) -> Finding | None:
         text += (
             f" The cost model says why: of about {one:.0f} µs per execution of one request, "
             f"{model.serving_fixed_us:.0f} µs is the serving path's fixed cost (a null model "
-            f"through the same backend in the same run) and {model.model_fixed_us:.0f} µs the model's own; "
+            f"through the same backend in the same run) and {model.model_fixed_us:.0f} µs "
+            "the model's own; "
             f"batches of {requests:.1f} requests spread those {fixed:.0f} µs over "
             f"{requests:.1f} requests (predicted {predicted:.0f} µs per inference, measured "
             f"{c1:.0f} µs), while each request still pays "
