@@ -28,8 +28,17 @@ from tritonlab.server.process import TritonServer
 WINDOW_MS = 800
 STABILITY_PCT = 60.0
 MAX_TRIALS = 6
-# The flags every CLI run in these tests uses (one repeat, short windows).
-SHORT_RUN_FLAGS = ["--repeats", "1", "--window-ms", str(WINDOW_MS), "--stability", "60"]
+# The flags every CLI run in these tests uses (one repeat, no adaptive rounds, short windows).
+SHORT_RUN_FLAGS = [
+    "--repeats",
+    "1",
+    "--max-repeats",
+    "1",
+    "--window-ms",
+    str(WINDOW_MS),
+    "--stability",
+    "60",
+]
 SERVED_PROCESS_NAMES = ("tritonserver", "perf_analyzer", "triton_python_backend_stub")
 
 BASELINE = ServingVariant("baseline", "baseline (no batching, count=1)", max_batch_size=64)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from integration_support import (
     SHORT_RUN_FLAGS,
+    WINDOW_MS,
     StartServer,
     cli_env,
     describe,
@@ -152,6 +153,16 @@ def test_run_on_an_unseen_two_input_model(start_server: StartServer, tmp_path: P
         assert throughput > 0, row
     assert "`x`" in log and "`y`" in log
 
+    # The serving cost model: a null model with both inputs ran through the same backend, and
+    # the log sets its prediction against every configuration's measurement.
+    probes = sorted(p.stem for p in (out_dir / "results" / "serving_path").glob("*.json"))
+    assert len(probes) == 3, probes
+    assert (out_dir / "serving_path" / "null_model.onnx").is_file()
+    costs = json.loads((out_dir / "results" / "cost_model.json").read_text())
+    assert len(costs["predictions"]) == 4
+    assert all(p["measured_throughput_infer_per_s"] for p in costs["predictions"])
+    assert "## Serving cost model: predicted against measured" in log
+
     for relative in (
         "README.md",
         "scripts/start_server.sh",
@@ -192,3 +203,54 @@ def test_run_on_an_unseen_two_input_model(start_server: StartServer, tmp_path: P
         assert result.returncode == 0, result.stdout + result.stderr
         assert "OK" in result.stdout, result.stdout
         assert "output out: shape [2, 8]" in result.stdout, result.stdout
+
+
+@pytest.mark.timeout(600)
+def test_adaptive_repeats_measure_more_rounds_only_where_undecided(
+    demo_onnx: Path, tmp_path: Path
+) -> None:
+    """Two planned rounds, at most three: a third round is measured only while a headline
+    verdict is undecided, it re-measures every configuration (pairs stay paired), and the
+    log says how many rounds it took and why."""
+    out_dir = tmp_path / "adaptive"
+    args = [
+        "run",
+        str(demo_onnx),
+        "--out",
+        str(out_dir),
+        "--repeats",
+        "2",
+        "--max-repeats",
+        "3",
+        "--adaptive-budget-s",
+        "300",
+        "--window-ms",
+        str(WINDOW_MS),
+        "--stability",
+        "60",
+    ]
+    code, stdout, stderr = _run_cli(args, tmp_path, "adaptive", timeout_s=540)
+    assert code == 0, f"stdout: {stdout}\nstderr: {stderr}"
+    cells = {p.stem for p in _cells(out_dir)}
+    planned = {c.replace("__r1", f"__r{r}") for c in SEED_CELLS for r in (1, 2)}
+    assert planned <= cells
+    extra = cells - planned
+    log = (out_dir / "docs" / "experiment_log.md").read_text()
+    manifest = json.loads((out_dir / "results" / "manifest.json").read_text())
+    assert manifest["adaptive"]["max_repeats"] == 3
+    rounds_path = out_dir / "results" / "adaptive.json"
+    if extra:
+        rounds = json.loads(rounds_path.read_text())
+        assert [r["round"] for r in rounds] == [3]
+        assert set(rounds[0]["cells"]) == extra
+        assert {c.rsplit("__", 1)[0] for c in extra} == {
+            c.rsplit("__", 1)[0] for c in SEED_CELLS
+        }  # every configuration, so round 3 pairs with round 3
+        assert rounds[0]["reasons"] and all(
+            "no clear difference" in r for r in rounds[0]["reasons"]
+        )
+        assert "Round 3: 4 cells re-measured because these verdicts were undecided" in log
+    else:
+        assert not rounds_path.exists()
+        assert "decided after the planned rounds" in log
+    assert not any(c.endswith("__r4") for c in cells)

@@ -97,7 +97,7 @@ def test_sweep_interrupt_resume_rates_and_report(
     plan_path.write_text(PLAN)
     out_dir = tmp_path / "sweep"
     logs_on_failure.append(out_dir / "server" / "tritonserver.log")
-    args = ["sweep", str(plan_path), "--out", str(out_dir)]
+    args = ["sweep", str(plan_path), "--out", str(out_dir), "--max-repeats", "1"]
 
     # 1. Interrupt after the first finished cell: everything below the CLI stops.
     proc, _, stderr_path = _start(args, tmp_path, "interrupted")
