@@ -224,10 +224,11 @@ def batching_amortised(ctx: RuleContext) -> Finding | None:
     return Finding("batching-amortised", s.variant.name, text, figures)
 
 
-def _change(label: str, before: float | None, after: float | None, unit: str = "") -> str:
+def _change(
+    label: str, before: float | None, after: float | None, unit: str = "", digits: int = 1
+) -> str:
     if before is None or after is None:
         return f"{label} n/a"
-    digits = 1 if unit == "" else 0
     return f"{label} {before:,.{digits}f} -> {after:,.{digits}f}{unit}"
 
 
@@ -294,9 +295,11 @@ def instances_effect(ctx: RuleContext) -> Finding | None:
                 r.compute_per_inference_us.median,
                 s.compute_per_inference_us.median,
                 " µs",
+                digits=0,
             )
             + f" ({per_inference.word})",
-            _change("server + client CPU", total_before, total, "") + f" of {ctx.cores} cores",
+            _change("server + client CPU", total_before, total, digits=2)
+            + f" of {ctx.cores} cores",
         ]
     )
     head = f"{n0} -> {n1} instances: throughput {verdict.phrase()}. What changed: {changed}"
