@@ -14,7 +14,7 @@ from pathlib import Path
 from tritonlab.analysis.adaptive import undecided_project
 from tritonlab.analysis.operators import profile_operators
 from tritonlab.errors import ConfigError
-from tritonlab.experiments.manifest import machine_info
+from tritonlab.experiments.manifest import SweepEntry, machine_info
 from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.experiments.runner import (
     AdaptiveRepeats,
@@ -101,7 +101,7 @@ def run_project(
     fresh: bool = False,
     demo: bool = False,
     time_budget_s: float | None = None,
-    extra_manifest: dict[str, object] | None = None,
+    sweep: SweepEntry | None = None,
     open_loop_rates: OpenLoopRates | None = None,
     max_repeats: int | None = None,
     undecided: UndecidedCells | None = None,
@@ -128,10 +128,6 @@ def run_project(
             undecided or (lambda: undecided_project(run_dir, order, cores)),
             adaptive_budget_s,
         )
-        extra_manifest = {
-            **(extra_manifest or {}),
-            "adaptive": {"max_repeats": max_repeats, "budget_s": adaptive_budget_s},
-        }
     outcome = run_experiment(
         plan,
         info,
@@ -139,7 +135,7 @@ def run_project(
         options,
         progress,
         time_budget_s,
-        extra_manifest=extra_manifest,
+        sweep=sweep,
         open_loop_rates=open_loop_rates,
         adaptive=adaptive,
     )

@@ -8,20 +8,19 @@ from pathlib import Path
 import pytest
 
 from tritonlab.analysis.aggregate import VariantSummary, summarise
+from tritonlab.experiments.manifest import Manifest
 from tritonlab.experiments.store import CellResult, load_cells
 
 
 @pytest.fixture(scope="session")
-def seed_manifest(seed_run_dir: Path) -> dict[str, object]:
-    return dict(json.loads((seed_run_dir / "results" / "manifest.json").read_text()))
+def seed_manifest(seed_run_dir: Path) -> Manifest:
+    return Manifest.from_dict(json.loads((seed_run_dir / "results" / "manifest.json").read_text()))
 
 
 @pytest.fixture(scope="session")
-def plan_order(seed_manifest: dict[str, object]) -> list[str]:
+def plan_order(seed_manifest: Manifest) -> list[str]:
     """Variant names in the recorded plan's order (baseline first)."""
-    plan = seed_manifest["plan"]
-    assert isinstance(plan, dict)
-    return [v["name"] for v in plan["variants"]]
+    return seed_manifest.variant_order
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tritonlab import locate
+from tritonlab.experiments.manifest import Manifest
 from tritonlab.experiments.store import load_cells, load_manifest
 from tritonlab.paths import (
     cache_root,
@@ -173,12 +174,12 @@ def _old_machine(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_old_runs_are_shown_portably(seed_run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _old_machine(monkeypatch)
-    manifest = load_manifest(seed_run_dir)
-    cells = portable_records(seed_run_dir, manifest, load_cells(seed_run_dir))
-    text = json.dumps([manifest, [c.perf.command for c in cells]])
+    stored = Manifest.from_dict(load_manifest(seed_run_dir))
+    manifest, cells = portable_records(seed_run_dir, stored, load_cells(seed_run_dir))
+    text = json.dumps([manifest.to_dict(), [c.perf.command for c in cells]])
     assert "/root/" not in text and "/work/" not in text and "/tmp/demo1" not in text
-    assert "--model-repository=models" in manifest["server"]["command"]
-    assert manifest["perf_analyzer"]["binary"] == "$VIRTUAL_ENV/bin/perf_analyzer"
+    assert manifest.server.command and "--model-repository=models" in manifest.server.command
+    assert manifest.perf_analyzer.binary == "$VIRTUAL_ENV/bin/perf_analyzer"
     assert cells[0].perf.command[0] == "$VIRTUAL_ENV/bin/perf_analyzer"
 
 

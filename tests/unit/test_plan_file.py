@@ -337,7 +337,7 @@ def test_command_line_overrides_of_the_recommendation_settings() -> None:
     assert plan.with_recommend(None, None).latency_budget_p99_us == 5000.0
     changed = plan.with_recommend(2000.0, 1500.0)
     assert (changed.latency_budget_p99_us, changed.target_load_infer_per_s) == (2000.0, 1500.0)
-    assert changed.manifest_entry()["latency_budget_p99_us"] == 2000.0
+    assert changed.manifest_entry().latency_budget_p99_us == 2000.0
 
 
 def test_peak_fraction_load_point() -> None:

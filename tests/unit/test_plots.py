@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from PIL import Image
 
 from tritonlab.analysis.aggregate import VariantSummary
-from tritonlab.analysis.recommend import recommend, recommendations_from_manifest
-from tritonlab.report.build import analyse_run
+from tritonlab.analysis.recommend import recommend
+from tritonlab.experiments.manifest import Manifest
+from tritonlab.report.build import load_run
 from tritonlab.report.plot_support import MAX_ROWS, per_configuration_rows, reference_load
 from tritonlab.report.plots import (
     PLOTS,
@@ -48,11 +48,11 @@ def assert_real_png(path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def seed_written(
-    seed_manifest: dict[str, Any],
+    seed_manifest: Manifest,
     seed_summaries: list[VariantSummary],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> dict[str, Path]:
-    return write_plots(tmp_path_factory.mktemp("plots"), seed_manifest, seed_summaries)
+    return write_plots(tmp_path_factory.mktemp("plots"), PlotData(seed_manifest, seed_summaries))
 
 
 def test_seed_run_writes_the_plots_that_apply(seed_written: dict[str, Path]) -> None:
@@ -68,7 +68,7 @@ def test_seed_run_writes_the_plots_that_apply(seed_written: dict[str, Path]) -> 
 
 
 def test_plots_without_their_dimension_return_none(
-    seed_manifest: dict[str, Any], seed_summaries: list[VariantSummary], tmp_path: Path
+    seed_manifest: Manifest, seed_summaries: list[VariantSummary], tmp_path: Path
 ) -> None:
     data = PlotData(seed_manifest, seed_summaries)
     for draw in (plot_concurrency_curves, plot_http_vs_grpc):
@@ -82,42 +82,42 @@ def test_plots_without_their_dimension_return_none(
     assert not path.exists()
 
 
-def test_no_summaries_gives_no_plots(seed_manifest: dict[str, Any], tmp_path: Path) -> None:
-    assert write_plots(tmp_path, seed_manifest, []) == {}
+def test_no_summaries_gives_no_plots(seed_manifest: Manifest, tmp_path: Path) -> None:
+    assert write_plots(tmp_path, PlotData(seed_manifest, [])) == {}
     assert not list((tmp_path).rglob("*.png"))
 
 
 def test_stale_plots_are_removed(
-    seed_manifest: dict[str, Any], seed_summaries: list[VariantSummary], tmp_path: Path
+    seed_manifest: Manifest, seed_summaries: list[VariantSummary], tmp_path: Path
 ) -> None:
     stale = tmp_path / "plots" / "concurrency_curves.png"
     stale.parent.mkdir()
     stale.write_bytes(PNG_SIGNATURE)
-    written = write_plots(tmp_path, seed_manifest, seed_summaries)
+    written = write_plots(tmp_path, PlotData(seed_manifest, seed_summaries))
     assert "concurrency_curves" not in written
     assert not stale.exists()
 
 
 def test_rebuilding_writes_identical_bytes(
-    seed_manifest: dict[str, Any],
+    seed_manifest: Manifest,
     seed_summaries: list[VariantSummary],
     seed_written: dict[str, Path],
     tmp_path: Path,
 ) -> None:
-    again = write_plots(tmp_path, seed_manifest, seed_summaries)
+    again = write_plots(tmp_path, PlotData(seed_manifest, seed_summaries))
     for name, path in seed_written.items():
         assert again[name].read_bytes() == path.read_bytes(), name
 
 
 def test_recommendations_are_drawn_on_throughput_vs_p99(
-    seed_manifest: dict[str, Any],
+    seed_manifest: Manifest,
     seed_summaries: list[VariantSummary],
     seed_written: dict[str, Path],
     tmp_path: Path,
 ) -> None:
     recs = recommend(seed_summaries, latency_budget_p99_us=8000, target_load_infer_per_s=2000)
     assert recs.throughput_pick is not None and recs.latency_pick is not None
-    written = write_plots(tmp_path, seed_manifest, seed_summaries, recs)
+    written = write_plots(tmp_path, PlotData(seed_manifest, seed_summaries, recs))
     assert set(written) == SEED_PLOTS
     assert_real_png(written["throughput_vs_p99"])
     # Frontier, budget line and pick markers change the picture; the other plots do not.
@@ -127,7 +127,7 @@ def test_recommendations_are_drawn_on_throughput_vs_p99(
 
 
 def test_titles_carry_model_load_machine_and_date(
-    seed_manifest: dict[str, Any], seed_summaries: list[VariantSummary]
+    seed_manifest: Manifest, seed_summaries: list[VariantSummary]
 ) -> None:
     line = context_line(seed_manifest, seed_summaries)
     assert line == "simple_mlp · gRPC, batch 1, concurrency 8 · AMD EPYC, 2 cores · 2026-11-30"
@@ -145,9 +145,7 @@ def test_batch_bins_cover_every_size() -> None:
 
 @pytest.fixture(scope="module")
 def sweep_data() -> PlotData:
-    manifest, analyses, _model = analyse_run(SWEEP_RUN)
-    summaries = [r.summary for a in analyses for r in a.reports]
-    return PlotData(dict(manifest), summaries, recommendations_from_manifest(manifest, summaries))
+    return PlotData.of(load_run(SWEEP_RUN))
 
 
 @needs_sweep
@@ -157,15 +155,11 @@ def test_sweep_run_draws_every_plot(sweep_data: PlotData, tmp_path: Path) -> Non
     assert {s.settings.protocol for s in sweep_data.summaries} == {"grpc", "http"}
     assert len(levels - {None}) > 1
     assert sweep_data.recommendations is not None
-    written = write_plots(
-        tmp_path, sweep_data.manifest, sweep_data.summaries, sweep_data.recommendations
-    )
+    written = write_plots(tmp_path, sweep_data)
     assert list(written) == list(PLOTS)
     for path in written.values():
         assert_real_png(path)
-    again = write_plots(
-        tmp_path / "again", sweep_data.manifest, sweep_data.summaries, sweep_data.recommendations
-    )
+    again = write_plots(tmp_path / "again", sweep_data)
     assert {n: p.read_bytes() for n, p in again.items()} == {
         n: p.read_bytes() for n, p in written.items()
     }

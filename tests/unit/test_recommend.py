@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tritonlab.analysis.aggregate import FELL_BEHIND, VariantSummary, summarise
+from tritonlab.analysis.config_key import ConfigKey
 from tritonlab.analysis.recommend import (
     RULES,
     OperatingPoint,
@@ -25,6 +26,7 @@ from tritonlab.analysis.recommend import (
     saturation_findings,
     saturation_over_concurrency,
 )
+from tritonlab.experiments.manifest import Manifest, SweepEntry
 from tritonlab.experiments.store import CellResult, load_cells
 from tritonlab.report.recommend_section import recommendations_section
 
@@ -132,7 +134,8 @@ def test_operating_point_takes_medians_the_worst_p99_and_skips_cells_without_p99
         8,
         None,
     )
-    assert p.curve_key == "batch_0us_x2/grpc/b1"
+    assert p.curve_key == ConfigKey("batch_0us_x2", "grpc", 1)
+    assert str(p.curve_key) == "batch_0us_x2/grpc/b1"
     assert p.within(900) and not p.within(899)
     assert p.to_dict()["latency_p99_max_us"] == 900.0
     [unstable] = summaries([cell("baseline", 100, None)])  # unstable: no percentiles
@@ -210,10 +213,13 @@ def test_max_rate_counts_a_rate_only_when_every_repeat_is_within_budget() -> Non
         *_open("batch_0us", [2480, 2500, 2490], [2000, 2100, 2050], rate=2500.0),
     ]
     recs = recommend(summaries(cells), 5000)
-    assert recs.max_rate_within_budget == {"baseline/grpc/b1": 1000.0, "batch_0us/grpc/b1": 2500.0}
+    assert recs.max_rate_within_budget == {
+        ConfigKey("baseline", "grpc", 1): 1000.0,
+        ConfigKey("batch_0us", "grpc", 1): 2500.0,
+    }
     # Every repeat of 1,600 req/s within a wider budget: it counts.
     wide = recommend(summaries(cells), 9000).max_rate_within_budget
-    assert wide["baseline/grpc/b1"] == 1600.0
+    assert wide[ConfigKey("baseline", "grpc", 1)] == 1600.0
     p = next(p for p in recs.points if p.request_rate_per_s == 2000.0)
     assert p.concurrency is None and p.load_key == "grpc_b1_r2000"
     assert recs.knees == {}
@@ -249,7 +255,7 @@ def test_fell_behind_points_are_excluded_from_frontier_picks_runner_ups_and_rate
     assert tp.point.variant == "baseline" and lp.point.variant == "baseline"
     assert tp.runner_up is not None and tp.runner_up.variant == "batch_5000us"
     assert lp.runner_up is not None and lp.runner_up.variant == "batch_5000us"
-    assert "batch_0us/grpc/b1" not in recs.max_rate_within_budget
+    assert ConfigKey("batch_0us", "grpc", 1) not in recs.max_rate_within_budget
     note = (
         "1 operating point (batch_0us at grpc_b1_r3000) was excluded from the frontier, the "
         "picks, the runner-ups and the rate table: perf_analyzer could not keep up"
@@ -270,7 +276,7 @@ def test_the_same_points_count_when_perf_analyzer_kept_up() -> None:
     assert recs.throughput_pick.point.variant == "batch_0us"
     assert recs.latency_pick.point.variant == "batch_0us"
     assert [p.variant for p in recs.frontier] == ["batch_0us"]
-    assert recs.max_rate_within_budget["batch_0us/grpc/b1"] == 3000.0
+    assert recs.max_rate_within_budget[ConfigKey("batch_0us", "grpc", 1)] == 3000.0
     assert "excluded" not in recs.summary_line
 
 
@@ -280,7 +286,7 @@ def test_rates_perf_analyzer_could_not_keep_up_do_not_count() -> None:
         *_open("baseline", [2500, 2490], [2000, 2100], rate=2500.0, fell_behind=True),
     ]
     recs = recommend(summaries(cells), 5000)
-    assert recs.max_rate_within_budget == {"baseline/grpc/b1": 1500.0}
+    assert recs.max_rate_within_budget == {ConfigKey("baseline", "grpc", 1): 1500.0}
     assert [p.load_generator_fell_behind for p in recs.points] == [False, True]
     assert recs.throughput_pick is not None
     assert recs.throughput_pick.point.request_rate_per_s == 1500.0
@@ -616,7 +622,7 @@ def test_knee_is_where_the_next_level_stops_paying() -> None:
         {1: [1000, 1010, 990], 2: [1800, 1810, 1790], 4: [2600, 2610, 2590], 8: [2650, 2700, 2600]},
     )
     recs = recommend(summaries(cells), 5000)
-    assert recs.knees == {"baseline/grpc/b1": 4}
+    assert recs.knees == {ConfigKey("baseline", "grpc", 1): 4}
 
 
 def test_knee_when_every_step_gains_and_with_one_level() -> None:
@@ -645,7 +651,7 @@ def test_knees_per_protocol_and_batch() -> None:
         for c in repeats("baseline", [t, t + 5], [1000, 1000], concurrency=conc, protocol="http")
     ]
     recs = recommend(summaries(cells), 5000)
-    assert recs.knees == {"baseline/grpc/b1": 1, "baseline/http/b1": 4}
+    assert recs.knees == {ConfigKey("baseline", "grpc", 1): 1, ConfigKey("baseline", "http", 1): 4}
 
 
 def test_knee_is_not_hidden_by_one_noisy_flat_step() -> None:
@@ -678,11 +684,17 @@ def test_saturation_when_queue_grows_and_throughput_is_flat() -> None:
     )
     sat = saturation_over_concurrency(summaries(cells))
     assert sat is not None
-    assert (sat.curve, sat.concurrency_before, sat.concurrency_after) == ("baseline/grpc/b1", 4, 8)
+    assert (sat.curve, sat.concurrency_before, sat.concurrency_after) == (
+        ConfigKey("baseline", "grpc", 1),
+        4,
+        8,
+    )
     assert (sat.queue_us_before, sat.queue_us_after) == (400, 1500)
     assert sat.throughput_verdict.word == "no clear difference"
     assert "queue time rose from 400 to 1,500 µs" in sat.text
-    assert [s.curve for s in saturation_findings(summaries(cells))] == ["baseline/grpc/b1"]
+    assert [s.curve for s in saturation_findings(summaries(cells))] == [
+        ConfigKey("baseline", "grpc", 1)
+    ]
 
 
 def test_no_saturation_while_throughput_rises_or_queue_barely_moves() -> None:
@@ -759,10 +771,14 @@ def test_log_section_states_the_rules() -> None:
 
 def test_recommendations_only_for_runs_with_a_latency_budget() -> None:
     s = summaries(_two_config_sweep())
-    assert recommendations_from_manifest({}, s) is None
-    assert recommendations_from_manifest({"sweep": {"latency_budget_p99_us": None}}, s) is None
+    manifest = Manifest.from_dict(
+        json.loads((FIXTURES / "seed_run" / "results" / "manifest.json").read_text())
+    )
+    assert recommendations_from_manifest(manifest, s) is None
+    no_budget = dataclasses.replace(manifest, sweep=SweepEntry("plan.yaml", "demo"))
+    assert recommendations_from_manifest(no_budget, s) is None
     recs = recommendations_from_manifest(
-        {"sweep": {"latency_budget_p99_us": 5000, "target_load_infer_per_s": 1100}}, s
+        dataclasses.replace(manifest, sweep=SweepEntry("plan.yaml", "demo", 5000.0, 1100.0)), s
     )
     assert recs is not None and recs.target_load_infer_per_s == 1100.0
 
@@ -806,8 +822,10 @@ def _check_pick_rules(recs: Recommendations) -> None:
 
 def test_on_the_recorded_sweep(sweep_run_dir: Path) -> None:
     """Real sweep cells: every pick respects its rules, knees lie on measured levels."""
-    manifest = json.loads((sweep_run_dir / "results" / "manifest.json").read_text())
-    order = [v["name"] for v in manifest["plan"]["variants"]]
+    manifest = Manifest.from_dict(
+        json.loads((sweep_run_dir / "results" / "manifest.json").read_text())
+    )
+    order = manifest.variant_order
     s = summarise(load_cells(sweep_run_dir), order)
     recs = recommendations_from_manifest(manifest, s)
     assert recs is not None

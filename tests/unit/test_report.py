@@ -14,6 +14,7 @@ import pytest
 from tritonlab.analysis.aggregate import VariantSummary
 from tritonlab.analysis.verdicts import CONFIDENCE
 from tritonlab.errors import TritonlabError
+from tritonlab.experiments.manifest import AdaptiveEntry
 from tritonlab.experiments.store import (
     ADAPTIVE_FILE,
     OPERATORS_FILE,
@@ -23,8 +24,9 @@ from tritonlab.experiments.store import (
     save_cell,
     write_json_atomic,
 )
-from tritonlab.report.build import COST_MODEL_FILE, BuiltReport, analyse_run, build_report
+from tritonlab.report.build import COST_MODEL_FILE, BuiltReport, build_report, load_run
 from tritonlab.report.experiment_log import count_verdicts, method_lines, render_experiment_log
+from tritonlab.report.run_data import RunData
 
 TABLE_HEADER = (
     "| config | conc. | infer/s | avg µs | p95 µs | p99 µs | queue µs | compute infer µs "
@@ -146,30 +148,37 @@ def test_method_lines_count_the_verdicts() -> None:
     assert "about 1.0 of them would still read higher or lower by chance" in "\n".join(lines)
 
 
-def test_analyse_run_returns_manifest_analyses_and_cost_model(run_copy: Path) -> None:
-    manifest, analyses, model = analyse_run(run_copy)
-    assert manifest["model"]["name"] == "simple_mlp"
-    assert [a.load_key for a in analyses] == ["grpc_b1_c8"]
-    assert analyses[0].cores == 2
-    assert model is None  # the recorded seed run has no serving-path cells or operators.json
+def test_load_run_reads_the_folder_once_into_records(run_copy: Path) -> None:
+    run = load_run(run_copy)
+    assert run.manifest.model.name == "simple_mlp"
+    assert run.manifest.schema_version == 1  # recorded before the schema version was written
+    assert [a.load_key for a in run.analyses] == ["grpc_b1_c8"]
+    assert run.analyses[0].cores == 2
+    assert len(run.cells) == 12 and len(run.summaries) == 4
+    assert [c.protocol for c in run.infer_checks] == ["http", "grpc"]
+    assert run.cost_model is None  # the recorded seed run has no serving-path cells or operators
+    assert run.predictions == [] and run.recommendations is None and run.operators is None
+    assert run.paths.experiment_log == run_copy / "docs" / "experiment_log.md"
+    assert run.paths.cells == run_copy / "results" / "cells"
 
 
-def _with_adaptive(manifest: dict[str, Any]) -> dict[str, Any]:
-    return {**manifest, "adaptive": {"max_repeats": 6, "time_budget_s": 600.0}}
+def _with_adaptive(run: RunData, rounds: list[dict[str, Any]]) -> RunData:
+    manifest = dataclasses.replace(run.manifest, adaptive=AdaptiveEntry(6, 600.0))
+    return dataclasses.replace(run, manifest=manifest, infer_checks=[], adaptive_rounds=rounds)
 
 
 def test_adaptive_lines_in_the_method(run_copy: Path) -> None:
-    manifest, analyses, _ = analyse_run(run_copy)
-    decided = render_experiment_log(_with_adaptive(manifest), analyses, [], adaptive_rounds=[])
+    run = load_run(run_copy)
+    decided = render_experiment_log(_with_adaptive(run, []))
     method = decided.split("## Method\n", 1)[1].split("\n## ", 1)[0]
-    assert "- Adaptive repeats: 3 rounds planned, at most 6 within 600 s." in method
+    assert "- Adaptive repeats: 3 rounds planned, at most 6, extra rounds within 600 s." in method
     assert "was decided after the planned rounds" in method
     record = {
         "round": 4,
         "cells": [["baseline", "grpc_b1_c8"], ["batch_0ms_x1", "grpc_b1_c8"]],
         "reasons": [f"reason {i}" for i in range(1, 7)],
     }
-    text = render_experiment_log(_with_adaptive(manifest), analyses, [], adaptive_rounds=[record])
+    text = render_experiment_log(_with_adaptive(run, [record]))
     method = text.split("## Method\n", 1)[1].split("\n## ", 1)[0]
     assert (
         "- Round 4: 2 cells re-measured because these verdicts were undecided: reason 1; "
@@ -204,7 +213,7 @@ def test_build_report_with_a_cost_model(run_copy: Path) -> None:
     }
     write_json_atomic(run_copy / RESULTS_DIR / OPERATORS_FILE, operators)
     built = build_report(run_copy)
-    _, _, model = analyse_run(run_copy)
+    model = load_run(run_copy).cost_model
     assert model is not None
     assert model.model_fixed_us == pytest.approx(29.0)
     assert model.model_per_sample_us == pytest.approx(6.3)
@@ -230,7 +239,8 @@ def test_build_report_with_a_cost_model(run_copy: Path) -> None:
 
 def test_build_report_reads_adaptive_rounds(run_copy: Path) -> None:
     manifest = json.loads((run_copy / RESULTS_DIR / "manifest.json").read_text())
-    write_json_atomic(run_copy / RESULTS_DIR / "manifest.json", _with_adaptive(manifest))
+    manifest["adaptive"] = {"max_repeats": 6, "budget_s": 600.0}
+    write_json_atomic(run_copy / RESULTS_DIR / "manifest.json", manifest)
     record = {"round": 4, "cells": [["baseline", "grpc_b1_c8"]], "reasons": ["only reason"]}
     write_json_atomic(run_copy / RESULTS_DIR / ADAPTIVE_FILE, [record])
     text = build_report(run_copy).experiment_log.read_text()
@@ -282,7 +292,7 @@ def test_build_report_writes_readme(built: Built, seed_summaries: list[VariantSu
 
 def test_analyse_run_needs_a_manifest(tmp_path: Path) -> None:
     with pytest.raises(TritonlabError, match="not a tritonlab run folder"):
-        analyse_run(tmp_path)
+        load_run(tmp_path)
 
 
 def test_analyse_run_needs_cells(run_copy: Path) -> None:

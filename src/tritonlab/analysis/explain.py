@@ -50,6 +50,7 @@ class VariantReport:
     action: str
     result: str
     note: str
+    labels: list[str] = field(default_factory=list)  # the rules that fired, as the note names them
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -220,8 +221,12 @@ def _note(verdicts: dict[str, Verdict] | None, findings: list[Finding]) -> str:
         if verdicts
         else ["baseline"]
     )
-    parts += [_NOTE_LABELS[f.rule] for f in findings if f.rule in _NOTE_LABELS]
-    return "; ".join(parts)
+    return "; ".join(parts + _labels(findings))
+
+
+def _labels(findings: list[Finding]) -> list[str]:
+    """The short names of the rules that fired, for the table's notes."""
+    return [_NOTE_LABELS[f.rule] for f in findings if f.rule in _NOTE_LABELS]
 
 
 def explain_variant(
@@ -249,6 +254,7 @@ def explain_variant(
             action="Nothing changed: this is the reference every other row is compared with.",
             result=_baseline_result(subject, findings),
             note=_note(None, findings),
+            labels=_labels(findings),
         )
     ref_verdicts = _verdicts(reference, subject)
     action = ("One change" if len(changed) == 1 else f"{len(changed)} changes") + (
@@ -283,6 +289,7 @@ def explain_variant(
         action=action,
         result=" ".join(lines),
         note=_note(verdicts, findings),
+        labels=_labels(findings),
     )
 
 

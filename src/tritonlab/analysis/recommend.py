@@ -60,11 +60,12 @@ import dataclasses
 import itertools
 import math
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritonlab.analysis.aggregate import VariantSummary, compare_figure, same_offered_load
+from tritonlab.analysis.config_key import ConfigKey
 from tritonlab.analysis.verdicts import (
     HIGHER,
     LOWER,
@@ -74,6 +75,9 @@ from tritonlab.analysis.verdicts import (
     Verdict,
     compare,
 )
+
+if TYPE_CHECKING:
+    from tritonlab.experiments.manifest import Manifest
 
 BASELINE = "baseline"  # ExperimentPlan.validate makes the first variant the baseline
 KNEE_GAIN_PER_DOUBLING_PCT = 10.0  # less than this per doubling of concurrency is "flat"
@@ -154,9 +158,9 @@ class OperatingPoint:
         return self.request_rate_per_s is None
 
     @property
-    def curve_key(self) -> str:
-        """``<variant>/<protocol>/b<batch>``: the configuration, without the load level."""
-        return f"{self.variant}/{self.protocol}/b{self.batch_size}"
+    def curve_key(self) -> ConfigKey:
+        """The configuration, without the load level."""
+        return ConfigKey(self.variant, self.protocol, self.batch_size)
 
     @property
     def load_label(self) -> str:
@@ -252,7 +256,7 @@ class Pick:
 class Saturation:
     """A step up a concurrency curve where the extra requests only queued."""
 
-    curve: str
+    curve: ConfigKey
     concurrency_before: int
     concurrency_after: int
     queue_us_before: float
@@ -262,7 +266,7 @@ class Saturation:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "curve": self.curve,
+            "curve": str(self.curve),
             "concurrency_before": self.concurrency_before,
             "concurrency_after": self.concurrency_after,
             "queue_us_before": self.queue_us_before,
@@ -280,8 +284,8 @@ class Recommendations:
     frontier: list[OperatingPoint]  # sorted by throughput, excluded points left out
     throughput_pick: Pick | None
     latency_pick: Pick | None
-    knees: dict[str, int]
-    max_rate_within_budget: dict[str, float]
+    knees: dict[ConfigKey, int]
+    max_rate_within_budget: dict[ConfigKey, float]
     summary_line: str
     excluded: list[OperatingPoint] = dataclasses.field(default_factory=list)
     unmeasured: list[str] = dataclasses.field(default_factory=list)  # "variant at load_key"
@@ -307,8 +311,8 @@ class Recommendations:
             "frontier": [p.to_dict() for p in self.frontier],
             "throughput_pick": self.throughput_pick.to_dict() if self.throughput_pick else None,
             "latency_pick": self.latency_pick.to_dict() if self.latency_pick else None,
-            "knees": dict(self.knees),
-            "max_rate_within_budget": dict(self.max_rate_within_budget),
+            "knees": {str(k): v for k, v in self.knees.items()},
+            "max_rate_within_budget": {str(k): v for k, v in self.max_rate_within_budget.items()},
             "summary_line": self.summary_line,
             "method": {
                 **RULES,
@@ -367,13 +371,13 @@ def _gain_per_doubling_pct(t0: float, t1: float, c0: int, c1: int) -> float:
     return 100.0 * ((t1 / t0) ** (1.0 / doublings) - 1.0) if t0 > 0 and doublings > 0 else 0.0
 
 
-def closed_loop_curves(summaries: list[VariantSummary]) -> dict[str, list[VariantSummary]]:
-    """``<variant>/<protocol>/b<batch>`` -> its closed-loop summaries, by concurrency."""
-    curves: dict[str, list[VariantSummary]] = defaultdict(list)
+def closed_loop_curves(summaries: list[VariantSummary]) -> dict[ConfigKey, list[VariantSummary]]:
+    """Each configuration -> its closed-loop summaries, by concurrency."""
+    curves: dict[ConfigKey, list[VariantSummary]] = defaultdict(list)
     for s in summaries:
         st = s.settings
         if st.request_rate_per_s is None and st.concurrency and s.throughput.median is not None:
-            curves[f"{s.variant.name}/{st.protocol}/b{st.batch_size}"].append(s)
+            curves[ConfigKey.of(s)].append(s)
     return {k: sorted(v, key=lambda s: s.settings.concurrency or 0) for k, v in curves.items()}
 
 
@@ -418,8 +422,7 @@ def saturation_over_concurrency(curve: list[VariantSummary]) -> Saturation | Non
         if not grew or not flat:
             continue
         c0, c1 = lower.settings.concurrency or 0, upper.settings.concurrency or 0
-        st = lower.settings
-        curve_key = f"{lower.variant.name}/{st.protocol}/b{st.batch_size}"
+        curve_key = ConfigKey.of(lower)
         text = (
             f"Saturated from concurrency {c0}: going to {c1}, queue time rose from {q0:,.0f} "
             f"to {q1:,.0f} µs per request with no throughput gain ({tput.phrase()}): the extra "
@@ -429,8 +432,8 @@ def saturation_over_concurrency(curve: list[VariantSummary]) -> Saturation | Non
     return None
 
 
-def _max_rates(points: list[OperatingPoint], budget_us: float) -> dict[str, float]:
-    best: dict[str, float] = {}
+def _max_rates(points: list[OperatingPoint], budget_us: float) -> dict[ConfigKey, float]:
+    best: dict[ConfigKey, float] = {}
     for p in points:
         if p.request_rate_per_s is None or not p.within(budget_us):
             continue  # closed loop, or some repeat's p99 over the budget
@@ -439,7 +442,7 @@ def _max_rates(points: list[OperatingPoint], budget_us: float) -> dict[str, floa
         if p.throughput_infer_per_s < RATE_KEPT_UP_SHARE * p.request_rate_per_s * p.batch_size:
             continue  # the server fell behind the offered rate: its p99 is not of that load
         best[p.curve_key] = max(best.get(p.curve_key, 0.0), p.request_rate_per_s)
-    return dict(sorted(best.items()))
+    return dict(sorted(best.items(), key=lambda kv: str(kv[0])))
 
 
 def _fmt_point(p: OperatingPoint) -> str:
@@ -804,7 +807,11 @@ def recommend(
             latency_pick = Pick("latency-first", best, text, verdicts, runner, runner_verdict, tb)
 
     curves = closed_loop_curves(summaries)
-    knees = {key: k for key, curve in sorted(curves.items()) if (k := knee_concurrency(curve))}
+    knees = {
+        key: k
+        for key, curve in sorted(curves.items(), key=lambda kv: str(kv[0]))
+        if (k := knee_concurrency(curve))
+    }
     return Recommendations(
         latency_budget_p99_us=budget,
         target_load_infer_per_s=target_load_infer_per_s,
@@ -959,15 +966,10 @@ RECOMMENDATIONS_FILE = "recommendations.json"
 
 
 def recommendations_from_manifest(
-    manifest: Mapping[str, Any], summaries: list[VariantSummary]
+    manifest: Manifest, summaries: list[VariantSummary]
 ) -> Recommendations | None:
     """The run's recommendations when its manifest names a latency budget (sweeps do)."""
-    sweep = manifest.get("sweep")
-    if not isinstance(sweep, Mapping) or not sweep.get("latency_budget_p99_us"):
+    sweep = manifest.sweep
+    if sweep is None or not sweep.latency_budget_p99_us:
         return None
-    target = sweep.get("target_load_infer_per_s")
-    return recommend(
-        summaries,
-        float(sweep["latency_budget_p99_us"]),
-        None if target is None else float(target),
-    )
+    return recommend(summaries, sweep.latency_budget_p99_us, sweep.target_load_infer_per_s)

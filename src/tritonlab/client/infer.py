@@ -34,6 +34,18 @@ class InferCheck:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> InferCheck:
+        return cls(
+            protocol=data["protocol"],
+            model_name=data["model_name"],
+            input_shapes={k: list(v) for k, v in data["input_shapes"].items()},
+            output_shapes={k: list(v) for k, v in data["output_shapes"].items()},
+            max_abs_diff=float(data["max_abs_diff"]),
+            tolerance_abs=float(data["tolerance_abs"]),
+            round_trip_ms=float(data["round_trip_ms"]),
+        )
+
 
 def _concrete_shape(spec: TensorSpec, batch: int | None) -> list[int]:
     dims = [d if d > 0 else 1 for d in spec.dims]

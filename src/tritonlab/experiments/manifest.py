@@ -1,4 +1,9 @@
-"""What produced a result: tool, server and library versions, machine, OS, commit, date."""
+"""What produced a result: tool, server and library versions, machine, OS, commit, date.
+
+``Manifest`` is the typed face of ``results/manifest.json``: written once by the runner, read
+once by the report. ``to_dict`` writes the same keys as before plus ``schema_version``;
+``from_dict`` reads older manifests (without ``schema_version``, counted as version 1).
+"""
 
 from __future__ import annotations
 
@@ -8,10 +13,13 @@ import importlib.metadata
 import os
 import platform
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import tritonlab
+from tritonlab.experiments.plan import ExperimentPlan
+from tritonlab.models.inspect import TensorSpec
 
 _PACKAGES = ("tritonclient", "nvidia-pytriton", "onnxruntime", "onnx", "numpy", "torch")
 
@@ -87,12 +95,265 @@ def machine_info() -> dict[str, Any]:
     }
 
 
-def build_manifest(**extra: Any) -> dict[str, Any]:
-    """The reproducibility manifest, with ``extra`` (server command, plan, ...) merged in."""
-    return {
-        "tool": {"name": "tritonlab", "version": tritonlab.__version__, "commit": _tool_commit()},
-        "packages": package_versions(),
-        "machine": machine_info(),
-        "created_utc": utc_now(),
-        **extra,
-    }
+SCHEMA_VERSION = 2
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+    name: str
+    version: str
+    commit: str | None
+
+    @classmethod
+    def current(cls) -> ToolInfo:
+        return cls("tritonlab", tritonlab.__version__, _tool_commit())
+
+
+@dataclass(frozen=True)
+class MachineInfo:
+    cpu_model: str
+    cpu_count_logical: int | None
+    cpu_affinity_count: int | None
+    memory_gib: float | None
+    gpus: tuple[str, ...]
+    os: str
+    python: str
+
+    @property
+    def cores(self) -> int:
+        """The cores this process may run on (at least 1)."""
+        return int(self.cpu_affinity_count or self.cpu_count_logical or 1)
+
+    @classmethod
+    def current(cls) -> MachineInfo:
+        return cls.from_dict(machine_info())
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MachineInfo:
+        return cls(
+            cpu_model=str(data.get("cpu_model", "unknown CPU")),
+            cpu_count_logical=data.get("cpu_count_logical"),
+            cpu_affinity_count=data.get("cpu_affinity_count"),
+            memory_gib=data.get("memory_gib"),
+            gpus=tuple(data.get("gpus") or ()),
+            os=str(data.get("os", "")),
+            python=str(data.get("python", "")),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cpu_model": self.cpu_model,
+            "cpu_count_logical": self.cpu_count_logical,
+            "cpu_affinity_count": self.cpu_affinity_count,
+            "memory_gib": self.memory_gib,
+            "gpus": list(self.gpus),
+            "os": self.os,
+            "python": self.python,
+        }
+
+
+def _tensor(data: dict[str, Any]) -> TensorSpec:
+    return TensorSpec(data["name"], data["triton_dtype"], tuple(data["dims"]))
+
+
+def _tensor_dict(spec: TensorSpec) -> dict[str, Any]:
+    return {"name": spec.name, "triton_dtype": spec.triton_dtype, "dims": list(spec.dims)}
+
+
+@dataclass(frozen=True)
+class ModelRecord:
+    """The ONNX file that was served."""
+
+    name: str
+    onnx_file: str
+    sha256: str
+    size_bytes: int
+    opset: int | None
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+
+    @property
+    def input_shapes(self) -> dict[str, list[int]]:
+        return {t.name: list(t.dims) for t in self.inputs}
+
+    @property
+    def output_shapes(self) -> dict[str, list[int]]:
+        return {t.name: list(t.dims) for t in self.outputs}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelRecord:
+        return cls(
+            name=data["name"],
+            onnx_file=data.get("onnx_file", ""),
+            sha256=data.get("sha256", ""),
+            size_bytes=int(data.get("size_bytes", 0)),
+            opset=data.get("opset"),
+            inputs=tuple(_tensor(t) for t in data.get("inputs", [])),
+            outputs=tuple(_tensor(t) for t in data.get("outputs", [])),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "onnx_file": self.onnx_file,
+            "sha256": self.sha256,
+            "size_bytes": self.size_bytes,
+            "opset": self.opset,
+            "inputs": [_tensor_dict(t) for t in self.inputs],
+            "outputs": [_tensor_dict(t) for t in self.outputs],
+        }
+
+
+@dataclass(frozen=True)
+class ServerRecord:
+    """The tritonserver measured: where it came from, its version, its exact command."""
+
+    source: str
+    version: str
+    command: tuple[str, ...] | None  # None: a remote server tritonlab did not start
+    http_url: str
+    grpc_url: str
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ServerRecord:
+        command = data.get("command")
+        return cls(
+            source=str(data.get("source", "")),
+            version=str(data.get("version", "")),
+            command=tuple(command) if command else None,
+            http_url=str(data.get("http_url", "")),
+            grpc_url=str(data.get("grpc_url", "")),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "version": self.version,
+            "command": list(self.command) if self.command is not None else None,
+            "http_url": self.http_url,
+            "grpc_url": self.grpc_url,
+        }
+
+
+@dataclass(frozen=True)
+class PerfAnalyzerRecord:
+    binary: str
+    version: str
+
+
+@dataclass(frozen=True)
+class SweepEntry:
+    """What a sweep recorded: its plan file and what the report recommends for."""
+
+    plan_file: str
+    model: str
+    latency_budget_p99_us: float | None = None
+    target_load_infer_per_s: float | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SweepEntry:
+        budget, target = data.get("latency_budget_p99_us"), data.get("target_load_infer_per_s")
+        return cls(
+            plan_file=str(data.get("plan_file", "")),
+            model=str(data.get("model", "")),
+            latency_budget_p99_us=None if budget is None else float(budget),
+            target_load_infer_per_s=None if target is None else float(target),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "plan_file": self.plan_file,
+            "model": self.model,
+            "latency_budget_p99_us": self.latency_budget_p99_us,
+            "target_load_infer_per_s": self.target_load_infer_per_s,
+        }
+
+
+@dataclass(frozen=True)
+class AdaptiveEntry:
+    """Adaptive repeats: at most ``max_repeats`` rounds, extra rounds within ``budget_s``."""
+
+    max_repeats: int
+    budget_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """``results/manifest.json``: everything that produced a run's results."""
+
+    tool: ToolInfo
+    packages: dict[str, str]
+    machine: MachineInfo
+    created_utc: str
+    plan: ExperimentPlan
+    plan_fingerprint: str
+    model: ModelRecord
+    server: ServerRecord
+    perf_analyzer: PerfAnalyzerRecord
+    sweep: SweepEntry | None = None
+    adaptive: AdaptiveEntry | None = None
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def variant_order(self) -> list[str]:
+        return [v.name for v in self.plan.variants]
+
+    @property
+    def descriptions(self) -> dict[str, str]:
+        """Variant name -> its description, in plan order."""
+        return {v.name: v.description for v in self.plan.variants}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Manifest:
+        tool = data.get("tool") or {}
+        sweep, adaptive = data.get("sweep"), data.get("adaptive")
+        return cls(
+            tool=ToolInfo(
+                str(tool.get("name", "tritonlab")), str(tool.get("version", "")), tool.get("commit")
+            ),
+            packages=dict(data.get("packages") or {}),
+            machine=MachineInfo.from_dict(data.get("machine") or {}),
+            created_utc=str(data.get("created_utc", "")),
+            plan=ExperimentPlan.from_dict(data["plan"]),
+            plan_fingerprint=str(data.get("plan_fingerprint", "")),
+            model=ModelRecord.from_dict(data["model"]),
+            server=ServerRecord.from_dict(data.get("server") or {}),
+            perf_analyzer=PerfAnalyzerRecord(
+                str((data.get("perf_analyzer") or {}).get("binary", "")),
+                str((data.get("perf_analyzer") or {}).get("version", "")),
+            ),
+            sweep=SweepEntry.from_dict(sweep) if isinstance(sweep, dict) else None,
+            adaptive=AdaptiveEntry(int(adaptive["max_repeats"]), adaptive.get("budget_s"))
+            if isinstance(adaptive, dict)
+            else None,
+            schema_version=int(data.get("schema_version", 1)),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "schema_version": self.schema_version,
+            "tool": {
+                "name": self.tool.name,
+                "version": self.tool.version,
+                "commit": self.tool.commit,
+            },
+            "packages": dict(self.packages),
+            "machine": self.machine.to_dict(),
+            "created_utc": self.created_utc,
+            "plan": self.plan.to_dict(),
+            "plan_fingerprint": self.plan_fingerprint,
+            "model": self.model.to_dict(),
+            "server": self.server.to_dict(),
+            "perf_analyzer": {
+                "binary": self.perf_analyzer.binary,
+                "version": self.perf_analyzer.version,
+            },
+        }
+        if self.sweep is not None:
+            data["sweep"] = self.sweep.to_dict()
+        if self.adaptive is not None:
+            data["adaptive"] = {
+                "max_repeats": self.adaptive.max_repeats,
+                "budget_s": self.adaptive.budget_s,
+            }
+        return data

@@ -38,6 +38,7 @@ from typing import Any
 import yaml
 
 from tritonlab.errors import ConfigError, PlanError
+from tritonlab.experiments.manifest import SweepEntry
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
 from tritonlab.perf.settings import PROTOCOLS
 from tritonlab.repository.variants import DEFAULT_MAX_BATCH_SIZE, INSTANCE_KINDS, ServingVariant
@@ -109,14 +110,11 @@ class SweepPlan:
             target_load_infer_per_s=target_load_infer_per_s or self.target_load_infer_per_s,
         )
 
-    def manifest_entry(self) -> dict[str, Any]:
+    def manifest_entry(self) -> SweepEntry:
         """What the run folder's manifest records under ``sweep`` (read by the report)."""
-        return {
-            "plan_file": self.source,
-            "model": self.model,
-            "latency_budget_p99_us": self.latency_budget_p99_us,
-            "target_load_infer_per_s": self.target_load_infer_per_s,
-        }
+        return SweepEntry(
+            self.source, self.model, self.latency_budget_p99_us, self.target_load_infer_per_s
+        )
 
 
 class _Checker:

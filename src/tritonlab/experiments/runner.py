@@ -23,7 +23,18 @@ from pathlib import Path
 
 from tritonlab.client.infer import InferCheck, infer_and_check
 from tritonlab.errors import PerfAnalyzerError, PlanError, ServerError
-from tritonlab.experiments.manifest import build_manifest, utc_now
+from tritonlab.experiments.manifest import (
+    AdaptiveEntry,
+    MachineInfo,
+    Manifest,
+    ModelRecord,
+    PerfAnalyzerRecord,
+    ServerRecord,
+    SweepEntry,
+    ToolInfo,
+    package_versions,
+    utc_now,
+)
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.serving_path import (
     PROBE_REPEATS,
@@ -182,7 +193,7 @@ def run_experiment(
     progress: ProgressCallback | None = None,
     time_budget_s: float | None = None,
     perf_analyzer: Path | None = None,
-    extra_manifest: dict[str, object] | None = None,
+    sweep: SweepEntry | None = None,
     open_loop_rates: OpenLoopRates | None = None,
     adaptive: AdaptiveRepeats | None = None,
 ) -> RunOutcome:
@@ -230,36 +241,41 @@ def run_experiment(
     with running_server(
         options, run_dir / "models", log_path, explicit_model_control=True
     ) as server:
-        manifest = build_manifest(
-            plan=plan.to_dict(),
+        manifest = Manifest(
+            tool=ToolInfo.current(),
+            packages=package_versions(),
+            machine=MachineInfo.current(),
+            created_utc=utc_now(),
+            plan=plan,
             plan_fingerprint=fingerprint,
-            model={
-                "name": plan.model_name,
-                "onnx_file": info.path.name,
-                "sha256": file_sha256(info.path),
-                "size_bytes": info.file_size_bytes,
-                "opset": info.opset,
-                "inputs": [vars(s) | {"dims": list(s.dims)} for s in info.inputs],
-                "outputs": [vars(s) | {"dims": list(s.dims)} for s in info.outputs],
-            },
-            server={
-                "source": options.describe,
-                "version": server.server_version(),
-                "command": (
-                    portable_command(server.command(), run_dir)
+            model=ModelRecord(
+                name=plan.model_name,
+                onnx_file=info.path.name,
+                sha256=file_sha256(info.path),
+                size_bytes=info.file_size_bytes,
+                opset=info.opset,
+                inputs=tuple(info.inputs),
+                outputs=tuple(info.outputs),
+            ),
+            server=ServerRecord(
+                source=options.describe,
+                version=server.server_version(),
+                command=(
+                    tuple(portable_command(server.command(), run_dir))
                     if isinstance(server, TritonServer)
                     else None
                 ),
-                "http_url": server.http_url,
-                "grpc_url": server.grpc_url,
-            },
-            perf_analyzer={
-                "binary": portable_path(perf_install.binary, run_dir),
-                "version": perf_install.version,
-            },
-            **(extra_manifest or {}),
+                http_url=server.http_url,
+                grpc_url=server.grpc_url,
+            ),
+            perf_analyzer=PerfAnalyzerRecord(
+                binary=portable_path(perf_install.binary, run_dir),
+                version=perf_install.version,
+            ),
+            sweep=sweep,
+            adaptive=AdaptiveEntry(adaptive.max_repeats, adaptive.budget_s) if adaptive else None,
         )
-        save_manifest(run_dir, manifest)
+        save_manifest(run_dir, manifest.to_dict())
 
         baseline = models[0]
         server.load_model(baseline.model_name)

@@ -110,8 +110,8 @@ def run_sweep(
 
     plan = sweep.experiment
     order = [v.name for v in plan.variants]
-    budget = sweep.manifest_entry().get("latency_budget_p99_us")
-    target = sweep.manifest_entry().get("target_load_infer_per_s")
+    budget = sweep.latency_budget_p99_us
+    target = sweep.target_load_infer_per_s
     return run_project(
         onnx_path,
         run_dir,
@@ -121,7 +121,7 @@ def run_sweep(
         fresh=fresh,
         demo=sweep.is_demo,
         time_budget_s=time_budget_s,
-        extra_manifest={"sweep": sweep.manifest_entry()},
+        sweep=sweep.manifest_entry(),
         open_loop_rates=lambda: open_loop_rates(plan, run_dir),
         max_repeats=max_repeats if budget else None,
         adaptive_budget_s=adaptive_budget_s,

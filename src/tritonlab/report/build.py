@@ -2,32 +2,32 @@
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from tritonlab.analysis.aggregate import summarise
-from tritonlab.analysis.cost_model import CostModel, ServingPathPoint
-from tritonlab.analysis.explain import Analysis, analyse
-from tritonlab.analysis.recommend import RECOMMENDATIONS_FILE, recommendations_from_manifest
-from tritonlab.errors import TritonlabError
-from tritonlab.experiments.store import (
-    ADAPTIVE_FILE,
-    OPERATORS_FILE,
-    RESULTS_DIR,
-    SERVING_PATH_DIR,
-    CellResult,
-    load_cells,
-    load_manifest,
-    write_json_atomic,
-    write_text_atomic,
-)
-from tritonlab.paths import portable_command, portable_path, recorded_run_dir
+from tritonlab.analysis.explain import Analysis
+from tritonlab.experiments.store import write_json_atomic, write_text_atomic
 from tritonlab.report.experiment_log import render_experiment_log
 from tritonlab.report.html import write_html_report
-from tritonlab.report.plots import write_plots
+from tritonlab.report.plots import PlotData, write_plots
 from tritonlab.report.project import project_readme
+from tritonlab.report.run_data import (
+    COST_MODEL_FILE,
+    RunData,
+    fit_cost_model,
+    load_run,
+    portable_records,
+)
+
+__all__ = [
+    "COST_MODEL_FILE",
+    "BuiltReport",
+    "build_report",
+    "fit_cost_model",
+    "load_run",
+    "portable_records",
+    "write_report",
+]
 
 
 @dataclass(frozen=True)
@@ -39,96 +39,34 @@ class BuiltReport:
     html_report: Path | None = None
 
 
-COST_MODEL_FILE = "cost_model.json"
-
-
-def _json_or(path: Path, default: Any) -> Any:
-    return json.loads(path.read_text()) if path.exists() else default
-
-
-def fit_cost_model(run_dir: Path, cores: int) -> CostModel | None:
-    """The run's cost model: identity-model cells + in-process timings, both from disk."""
-    operators = _json_or(run_dir / RESULTS_DIR / OPERATORS_FILE, None)
-    if not operators:
-        return None
-    groups: dict[str, list[Any]] = {}
-    for cell in load_cells(run_dir, SERVING_PATH_DIR):
-        groups.setdefault(cell.variant.name, []).append(cell)
-    points = [p for cells in groups.values() if (p := ServingPathPoint.from_cells(cells))]
-    timings = {int(b): float(t) for b, t in operators["in_process_us_per_execution"].items()}
-    empty = operators.get("null_in_process_us_per_execution") or {}
-    timings = {b: max(0.0, t - float(empty.get(str(b), 0.0))) for b, t in timings.items()}
-    return CostModel.fit(points, timings, cores)
-
-
-def portable_records(
-    run_dir: Path, manifest: dict[str, Any], cells: list[CellResult]
-) -> list[CellResult]:
-    """Rewrite the stored commands portably for display (``manifest`` in place).
-
-    Runs stored before commands were written portably hold absolute paths: of the run folder
-    they were measured in (read from the server command), of the cache and the virtualenv.
-    """
-    server = manifest.get("server") or {}
-    roots = tuple(d for d in (recorded_run_dir(server.get("command")), run_dir) if d)
-    if server.get("command"):
-        server["command"] = portable_command(server["command"], roots)
-    perf_analyzer = manifest.get("perf_analyzer") or {}
-    if perf_analyzer.get("binary"):
-        perf_analyzer["binary"] = portable_path(perf_analyzer["binary"], roots)
-    return [
-        replace(c, perf=replace(c.perf, command=portable_command(c.perf.command, roots)))
-        for c in cells
-    ]
-
-
-def analyse_run(run_dir: Path) -> tuple[dict[str, Any], list[Analysis], CostModel | None]:
-    manifest = load_manifest(run_dir)
-    cells = portable_records(run_dir, manifest, load_cells(run_dir))
-    if not cells:
-        raise TritonlabError(f"{run_dir} has no measured cells yet; run the experiment first")
-    order = [v["name"] for v in manifest["plan"]["variants"]]
-    cores = int(manifest["machine"].get("cpu_affinity_count") or 1)
-    model = fit_cost_model(run_dir, cores)
-    return manifest, analyse(summarise(cells, order), cores, model), model
+def write_report(run: RunData) -> BuiltReport:
+    """Write docs/, plots/, report.html, results/*.json and README.md from ``run``."""
+    paths = run.paths
+    if run.cost_model is not None:
+        write_json_atomic(
+            paths.cost_model,
+            {
+                "terms": run.cost_model.to_dict(),
+                "predictions": [p.to_dict() for p in run.predictions],
+            },
+        )
+    else:
+        paths.cost_model.unlink(missing_ok=True)
+    if run.recommendations is not None:  # sweeps name a latency budget
+        write_json_atomic(paths.recommendations, run.recommendations.to_dict())
+    else:
+        paths.recommendations.unlink(missing_ok=True)
+    write_text_atomic(paths.experiment_log, render_experiment_log(run))
+    write_json_atomic(paths.summary, {"analyses": [a.to_dict() for a in run.analyses]})
+    plots = write_plots(paths.root, PlotData.of(run))
+    html_path = write_html_report(run, plots)
+    write_text_atomic(paths.readme, project_readme(run))
+    return BuiltReport(paths.experiment_log, paths.summary, run.analyses, plots, html_path)
 
 
 def build_report(run_dir: Path) -> BuiltReport:
     """Rebuild docs/, plots/, report.html, results/summary.json and README.md from stored files.
 
-    Reads the cells and the manifest once; every output is a function of them alone.
+    Loads the run folder once (``load_run``); every output is a function of that record alone.
     """
-    manifest, analyses, model = analyse_run(run_dir)
-    results = run_dir / RESULTS_DIR
-    checks = _json_or(results / "infer_check.json", [])
-    log_path = run_dir / "docs" / "experiment_log.md"
-    operators = _json_or(results / OPERATORS_FILE, None)
-    adaptive_rounds = _json_or(results / ADAPTIVE_FILE, [])
-    summaries = [r.summary for a in analyses for r in a.reports]
-    predictions = [model.predict(s) for s in summaries] if model else []
-    cost_path = results / COST_MODEL_FILE
-    if model is not None:
-        write_json_atomic(
-            cost_path,
-            {"terms": model.to_dict(), "predictions": [p.to_dict() for p in predictions]},
-        )
-    else:
-        cost_path.unlink(missing_ok=True)
-    recs = recommendations_from_manifest(manifest, summaries)  # sweeps name a latency budget
-    recs_path = results / RECOMMENDATIONS_FILE
-    if recs is not None:
-        write_json_atomic(recs_path, recs.to_dict())
-    else:
-        recs_path.unlink(missing_ok=True)
-    write_text_atomic(
-        log_path,
-        render_experiment_log(
-            manifest, analyses, checks, operators, recs, model, predictions, adaptive_rounds
-        ),
-    )
-    summary_path = results / "summary.json"
-    write_json_atomic(summary_path, {"analyses": [a.to_dict() for a in analyses]})
-    plots = write_plots(run_dir, manifest, summaries, recs)
-    html_path = write_html_report(run_dir, manifest, analyses, checks, plots, recs)
-    write_text_atomic(run_dir / "README.md", project_readme(manifest, analyses))
-    return BuiltReport(log_path, summary_path, analyses, plots, html_path)
+    return write_report(load_run(run_dir))

@@ -8,7 +8,7 @@ of the files in the run folder, so ``tritonlab report`` rebuilds it byte for byt
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritonlab.analysis.cost_model import MODEL_FAILS_PCT, CostModel, Prediction
 from tritonlab.analysis.explain import Analysis, VariantReport
@@ -17,7 +17,6 @@ from tritonlab.analysis.operators import (
     OperatorProfile,
     operator_paragraph,
 )
-from tritonlab.analysis.recommend import Recommendations
 from tritonlab.analysis.rules import (
     CPU_BOUND_SHARE,
     SATURATED_QUEUE_SHARE,
@@ -28,6 +27,10 @@ from tritonlab.analysis.rules import (
 from tritonlab.analysis.verdicts import CONFIDENCE, MIN_EFFECT_PCT
 from tritonlab.paths import PATHS_NOTE, shell_join
 from tritonlab.perf.settings import PerfSettings
+
+if TYPE_CHECKING:
+    from tritonlab.experiments.manifest import Manifest
+    from tritonlab.report.run_data import RunData
 from tritonlab.report.recommend_section import recommendations_section
 
 _PROTOCOL_NAMES = {"grpc": "gRPC", "http": "HTTP"}
@@ -69,41 +72,39 @@ def _load_line(settings: list[PerfSettings], load_points: int) -> str:
     return "- Load: " + "; ".join(parts) + "; perf_analyzer on the same machine."
 
 
-def _conditions(manifest: dict[str, Any], analyses: list[Analysis]) -> list[str]:
-    plan = manifest["plan"]
-    model = manifest["model"]
-    machine = manifest["machine"]
-    packages = manifest.get("packages", {})
+def _conditions(manifest: Manifest, analyses: list[Analysis]) -> list[str]:
+    plan, model, machine = manifest.plan, manifest.model, manifest.machine
+    packages = manifest.packages
     settings = [r.summary.settings for a in analyses for r in a.reports]
     inputs = ", ".join(
-        f"`{i['name']}` {i['triton_dtype'].removeprefix('TYPE_')} "
-        f"[{', '.join(['batch', *[str(d) for d in i['dims']]])}]"
-        for i in model["inputs"]
+        f"`{i.name}` {i.triton_dtype.removeprefix('TYPE_')} "
+        f"[{', '.join(['batch', *[str(d) for d in i.dims]])}]"
+        for i in model.inputs
     )
-    measurement = plan["measurement"]
-    server = manifest["server"]
+    measurement = plan.measurement
+    server = manifest.server
     return [
         "## Conditions",
         "",
-        f"- Model: `{model['name']}` from `{model['onnx_file']}` (opset {model['opset']}, "
-        f"sha256 `{model['sha256'][:12]}`); inputs: {inputs}.",
+        f"- Model: `{model.name}` from `{model.onnx_file}` (opset {model.opset}, "
+        f"sha256 `{model.sha256[:12]}`); inputs: {inputs}.",
         _load_line(settings, len(analyses)),
-        f"- Measurement: perf_analyzer {measurement['measurement_interval_ms']} ms time windows, "
-        f"stability threshold {measurement['stability_percentage']:g}%, at most "
-        f"{measurement['max_trials']} windows; an unstable cell is retried with a window twice "
-        f"as long. {plan['repeats']} repeat{'s' if plan['repeats'] != 1 else ''} per "
+        f"- Measurement: perf_analyzer {measurement.measurement_interval_ms} ms time windows, "
+        f"stability threshold {measurement.stability_percentage:g}%, at most "
+        f"{measurement.max_trials} windows; an unstable cell is retried with a window twice "
+        f"as long. {plan.repeats} repeat{'s' if plan.repeats != 1 else ''} per "
         "configuration, interleaved (every "
         "configuration once, then again), one configuration loaded at a time.",
-        f"- Machine: {machine['cpu_model']}, {machine['cpu_affinity_count']} cores available, "
-        f"{machine['memory_gib']} GiB, {machine['os']}"
-        + (f", GPUs: {', '.join(machine['gpus'])}" if machine.get("gpus") else ", no GPU")
+        f"- Machine: {machine.cpu_model}, {machine.cpu_affinity_count} cores available, "
+        f"{machine.memory_gib} GiB, {machine.os}"
+        + (f", GPUs: {', '.join(machine.gpus)}" if machine.gpus else ", no GPU")
         + ".",
-        f"- Software: Triton {server['version']} ({server['source']}), perf_analyzer "
-        f"{manifest['perf_analyzer']['version']}, tritonclient "
+        f"- Software: Triton {server.version} ({server.source}), perf_analyzer "
+        f"{manifest.perf_analyzer.version}, tritonclient "
         f"{packages.get('tritonclient', '?')}, "
         f"onnxruntime {packages.get('onnxruntime', '?')}, tritonlab "
-        f"{manifest['tool']['version']} (commit {manifest['tool']['commit'] or 'unknown'}).",
-        f"- Date (UTC): {manifest['created_utc']}.",
+        f"{manifest.tool.version} (commit {manifest.tool.commit or 'unknown'}).",
+        f"- Date (UTC): {manifest.created_utc}.",
         "",
     ]
 
@@ -209,18 +210,14 @@ def method_lines(verdicts: int = 0, adaptive: bool = False) -> list[str]:
     ]
 
 
-def _adaptive_lines(manifest: dict[str, Any], rounds: list[dict[str, Any]]) -> list[str]:
-    adaptive = manifest.get("adaptive")
-    if not isinstance(adaptive, dict):
+def _adaptive_lines(manifest: Manifest, rounds: list[dict[str, Any]]) -> list[str]:
+    adaptive = manifest.adaptive
+    if adaptive is None:
         return []
-    planned = int(manifest["plan"]["repeats"])
+    planned = manifest.plan.repeats
     head = (
-        f"- Adaptive repeats: {planned} rounds planned, at most {adaptive['max_repeats']}"
-        + (
-            f", extra rounds within {adaptive['budget_s']:.0f} s"
-            if adaptive.get("budget_s")
-            else ""
-        )
+        f"- Adaptive repeats: {planned} rounds planned, at most {adaptive.max_repeats}"
+        + (f", extra rounds within {adaptive.budget_s:.0f} s" if adaptive.budget_s else "")
         + "."
     )
     if not rounds:
@@ -371,26 +368,19 @@ def cost_model_section(model: CostModel | None, predictions: list[Prediction]) -
     return lines
 
 
-def render_experiment_log(
-    manifest: dict[str, Any],
-    analyses: list[Analysis],
-    infer_checks: list[dict[str, Any]],
-    operators: dict[str, Any] | None = None,
-    recommendations: Recommendations | None = None,
-    cost_model: CostModel | None = None,
-    predictions: list[Prediction] | None = None,
-    adaptive_rounds: list[dict[str, Any]] | None = None,
-) -> str:
-    model_name = manifest["model"]["name"]
+def render_experiment_log(run: RunData) -> str:
+    manifest, analyses, recommendations = run.manifest, run.analyses, run.recommendations
+    operators, cost_model = run.operators, run.cost_model
+    model_name = manifest.model.name
     lines = [f"# Experiment log: {model_name} on Triton", ""]
     lines += _conditions(manifest, analyses) if analyses else []
-    if infer_checks:
+    if run.infer_checks:
         lines += ["## Correctness check", ""]
-        for check in infer_checks:
+        for check in run.infer_checks:
             lines.append(
-                f"- {_PROTOCOL_NAMES[check['protocol']]}: one request of shape "
-                f"{check['input_shapes']} -> {check['output_shapes']}; max abs diff against "
-                f"onnxruntime {check['max_abs_diff']:.3g} (tolerance {check['tolerance_abs']:g})."
+                f"- {_PROTOCOL_NAMES[check.protocol]}: one request of shape "
+                f"{check.input_shapes} -> {check.output_shapes}; max abs diff against "
+                f"onnxruntime {check.max_abs_diff:.3g} (tolerance {check.tolerance_abs:g})."
             )
         lines.append("")
     if recommendations is not None:  # sweeps: the conclusion before the tables behind it
@@ -407,22 +397,18 @@ def render_experiment_log(
             "",
         ]
         lines += [ln for r in analysis.reports for ln in _variant_section(r)]
-    lines += cost_model_section(cost_model, predictions or [])
+    lines += cost_model_section(cost_model, run.predictions)
     if operators and analyses:
         lines += _operators_section(operators, analyses, cost_model)
-    lines += method_lines(count_verdicts(analyses), isinstance(manifest.get("adaptive"), dict))
-    adaptive = _adaptive_lines(manifest, adaptive_rounds or [])
+    lines += method_lines(count_verdicts(analyses), manifest.adaptive is not None)
+    adaptive = _adaptive_lines(manifest, run.adaptive_rounds)
     if adaptive:
         lines[-1:-1] = adaptive
     lines += [
         "## Reproduce",
         "",
         "- Server command: `"
-        + (
-            shell_join(manifest["server"]["command"])
-            if manifest["server"].get("command")
-            else "(remote)"
-        )
+        + (shell_join(manifest.server.command) if manifest.server.command else "(remote)")
         + "`",
         f"- {PATHS_NOTE}",
         "- perf_analyzer command per cell: in `results/cells/*.json` (`perf.command`), raw "

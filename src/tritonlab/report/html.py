@@ -15,8 +15,9 @@ import html
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from tritonlab.analysis.config_key import ConfigKey
 from tritonlab.analysis.explain import Analysis, VariantReport
 from tritonlab.analysis.summary import Summary
 from tritonlab.analysis.verdicts import HIGHER, LOWER, Verdict
@@ -27,6 +28,9 @@ from tritonlab.report.plot_support import PROTOCOL_NAMES, context_line, load_tex
 
 if TYPE_CHECKING:
     from tritonlab.analysis.recommend import Pick, Recommendations
+    from tritonlab.client.infer import InferCheck
+    from tritonlab.experiments.manifest import Manifest
+    from tritonlab.report.run_data import RunData
 
 REPORT_FILE = "report.html"
 
@@ -92,8 +96,7 @@ def _verdict_cell(v: Verdict | None, better: str) -> str:
 
 def _findings_note(r: VariantReport) -> str:
     """The row's note without the verdicts (they have their own columns)."""
-    parts = r.note.split("; ")
-    return "; ".join(p for p in parts if p != "baseline" and not p.startswith("tput ")) or "–"
+    return "; ".join(r.labels) or "–"
 
 
 COLUMNS = (
@@ -188,18 +191,14 @@ def _pick_card(pick: Pick) -> str:
     )
 
 
-def _curve_label(key: str, descriptions: dict[str, str]) -> str:
-    """``baseline/grpc/b1`` (analysis.recommend's curve key) -> 'baseline (...) · gRPC, batch 1'."""
-    parts = key.split("/")
-    if len(parts) != 3 or not parts[2].startswith("b"):
-        return key
-    variant, protocol, batch = parts
-    name = descriptions.get(variant, variant)
-    return f"{name} · {PROTOCOL_NAMES.get(protocol, protocol)}, batch {batch[1:]}"
+def _curve_label(key: ConfigKey, descriptions: dict[str, str]) -> str:
+    """A configuration in words: 'baseline (...) · gRPC, batch 1'."""
+    name = descriptions.get(key.variant, key.variant)
+    return f"{name} · {PROTOCOL_NAMES.get(key.protocol, key.protocol)}, batch {key.batch_size}"
 
 
 def _key_value_table(
-    title: str, unit: str, values: dict[str, float], descriptions: dict[str, str]
+    title: str, unit: str, values: dict[ConfigKey, float], descriptions: dict[str, str]
 ) -> str:
     if not values:
         return ""
@@ -296,56 +295,56 @@ def _shapes(shapes: dict[str, list[int]]) -> str:
 
 
 def conditions_section(
-    manifest: dict[str, Any], analyses: list[Analysis], checks: list[dict[str, Any]]
+    manifest: Manifest, analyses: list[Analysis], checks: list[InferCheck]
 ) -> str:
-    model, machine, plan = manifest["model"], manifest["machine"], manifest["plan"]
-    packages = manifest.get("packages", {})
-    server, tool = manifest["server"], manifest["tool"]
-    m = plan["measurement"]
+    model, machine, plan = manifest.model, manifest.machine, manifest.plan
+    packages = manifest.packages
+    server, tool = manifest.server, manifest.tool
+    m = plan.measurement
     inputs = "; ".join(
-        f"{i['name']} {i['triton_dtype'].removeprefix('TYPE_')} "
-        f"[{', '.join(['batch', *[str(d) for d in i['dims']]])}]"
-        for i in model["inputs"]
+        f"{i.name} {i.triton_dtype.removeprefix('TYPE_')} "
+        f"[{', '.join(['batch', *[str(d) for d in i.dims]])}]"
+        for i in model.inputs
     )
     summaries = [r.summary for a in analyses for r in a.reports]
     items = [
         (
             "Model",
-            f"{model['name']} from {model['onnx_file']} (opset {model['opset']}, sha256 "
-            f"{model['sha256'][:12]}); inputs: {inputs}",
+            f"{model.name} from {model.onnx_file} (opset {model.opset}, sha256 "
+            f"{model.sha256[:12]}); inputs: {inputs}",
         ),
         ("Load", f"{load_text(summaries)}; perf_analyzer on the same machine"),
         (
             "Measurement",
-            f"{m['measurement_interval_ms']} ms windows, stability "
-            f"{m['stability_percentage']:g}%, at most {m['max_trials']} windows; "
-            f"{plan['repeats']} interleaved repeat(s) per configuration",
+            f"{m.measurement_interval_ms} ms windows, stability "
+            f"{m.stability_percentage:g}%, at most {m.max_trials} windows; "
+            f"{plan.repeats} interleaved repeat(s) per configuration",
         ),
         (
             "Machine",
-            f"{machine['cpu_model']}, {machine['cpu_affinity_count']} cores available, "
-            f"{machine['memory_gib']} GiB, {machine['os']}, "
-            + (", ".join(machine["gpus"]) if machine.get("gpus") else "no GPU"),
+            f"{machine.cpu_model}, {machine.cpu_affinity_count} cores available, "
+            f"{machine.memory_gib} GiB, {machine.os}, "
+            + (", ".join(machine.gpus) if machine.gpus else "no GPU"),
         ),
         (
             "Software",
-            f"Triton {server['version']} ({server['source']}), perf_analyzer "
-            f"{manifest['perf_analyzer']['version']}, "
+            f"Triton {server.version} ({server.source}), perf_analyzer "
+            f"{manifest.perf_analyzer.version}, "
             + ", ".join(f"{k} {v}" for k, v in sorted(packages.items()))
-            + f", tritonlab {tool['version']} (commit {tool.get('commit') or 'unknown'})",
+            + f", tritonlab {tool.version} (commit {tool.commit or 'unknown'})",
         ),
-        ("Date (UTC)", str(manifest["created_utc"])),
+        ("Date (UTC)", manifest.created_utc),
     ]
     rows = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items)
     commands = "".join(
         f"<h3>perf_analyzer, load {esc(key)} (first cell)</h3><pre>{esc(shell_join(cmd))}</pre>"
         for key, cmd in _commands(analyses)
     )
-    server_cmd = shell_join(server["command"]) if server.get("command") else "(remote server)"
+    server_cmd = shell_join(server.command) if server.command else "(remote server)"
     check_items = "".join(
-        f"<li>{esc(PROTOCOL_NAMES.get(c['protocol'], c['protocol']))}: one request "
-        f"{esc(_shapes(c['input_shapes']))} → {esc(_shapes(c['output_shapes']))}; max abs diff "
-        f"against onnxruntime {c['max_abs_diff']:.3g} (tolerance {c['tolerance_abs']:g})</li>"
+        f"<li>{esc(PROTOCOL_NAMES.get(c.protocol, c.protocol))}: one request "
+        f"{esc(_shapes(c.input_shapes))} → {esc(_shapes(c.output_shapes))}; max abs diff "
+        f"against onnxruntime {c.max_abs_diff:.3g} (tolerance {c.tolerance_abs:g})</li>"
         for c in checks
     )
     return (
@@ -366,16 +365,11 @@ def _load_rank(analysis: Analysis) -> tuple[bool, bool, int, float]:
     return (st.request_rate_per_s is not None, st.protocol != "grpc", st.batch_size, level or 0)
 
 
-def render_html_report(
-    manifest: dict[str, Any],
-    analyses: list[Analysis],
-    checks: list[dict[str, Any]],
-    plots: dict[str, Path],
-    recommendations: Recommendations | None = None,
-) -> str:
+def render_html_report(run: RunData, plots: dict[str, Path]) -> str:
     """The whole page as one string (a pure function of its arguments and the PNG bytes)."""
-    model = manifest["model"]["name"]
-    analyses = sorted(analyses, key=_load_rank)  # closed loop, gRPC first, by level
+    manifest, recommendations = run.manifest, run.recommendations
+    model = manifest.model.name
+    analyses = sorted(run.analyses, key=_load_rank)  # closed loop, gRPC first, by level
     summaries = [r.summary for a in analyses for r in a.reports]
     sections: list[str] = []
     nav = []
@@ -425,13 +419,11 @@ def render_html_report(
         + "</section>"
     )
     nav.append(("explanations", "Explanations"))
-    sections.append(conditions_section(manifest, analyses, checks))
+    sections.append(conditions_section(manifest, analyses, run.infer_checks))
     nav.append(("conditions", "Conditions"))
     method = "".join(
         f"<li>{inline_markdown(line[2:])}</li>"
-        for line in method_lines(
-            count_verdicts(analyses), isinstance(manifest.get("adaptive"), dict)
-        )
+        for line in method_lines(count_verdicts(analyses), manifest.adaptive is not None)
         if line.startswith("- ")
     )
     sections.append(f'<section id="method"><h2>Method</h2><ul>{method}</ul></section>')
@@ -449,14 +441,7 @@ def render_html_report(
     )
 
 
-def write_html_report(
-    run_dir: Path,
-    manifest: dict[str, Any],
-    analyses: list[Analysis],
-    checks: list[dict[str, Any]],
-    plots: dict[str, Path],
-    recommendations: Recommendations | None = None,
-) -> Path:
-    path = run_dir / REPORT_FILE
-    write_text_atomic(path, render_html_report(manifest, analyses, checks, plots, recommendations))
+def write_html_report(run: RunData, plots: dict[str, Path]) -> Path:
+    path = run.paths.root / REPORT_FILE
+    write_text_atomic(path, render_html_report(run, plots))
     return path

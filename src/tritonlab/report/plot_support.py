@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tritonlab.analysis.aggregate import VariantSummary
+from tritonlab.analysis.config_key import ConfigKey
 from tritonlab.analysis.summary import Summary
 
 if TYPE_CHECKING:
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from tritonlab.analysis.recommend import Recommendations
+    from tritonlab.experiments.manifest import Manifest
+    from tritonlab.report.run_data import RunData
 
 DPI = 100
 MAX_ROWS = 30  # per-configuration plots fall back to the reference load beyond this
@@ -59,9 +62,13 @@ _RC: dict[Any, Any] = {
 class PlotData:
     """What every plot draws from: the manifest, the summaries, the picks if there are any."""
 
-    manifest: dict[str, Any]
+    manifest: Manifest
     summaries: list[VariantSummary]
     recommendations: Recommendations | None = None
+
+    @classmethod
+    def of(cls, run: RunData) -> PlotData:
+        return cls(run.manifest, run.summaries, run.recommendations)
 
     def variant_index(self, variant_name: str) -> int:
         names = list(dict.fromkeys(s.variant.name for s in self.summaries))
@@ -106,14 +113,13 @@ def load_text(summaries: Iterable[VariantSummary]) -> str:
     return ", ".join(parts)
 
 
-def context_line(manifest: dict[str, Any], summaries: Iterable[VariantSummary]) -> str:
+def context_line(manifest: Manifest, summaries: Iterable[VariantSummary]) -> str:
     """'model · load · CPU, N cores · date': the second line of every title."""
-    machine = manifest.get("machine", {})
-    cores = machine.get("cpu_affinity_count") or machine.get("cpu_count_logical") or "?"
+    machine = manifest.machine
+    cores = machine.cpu_affinity_count or machine.cpu_count_logical or "?"
     return (
-        f"{manifest['model']['name']} · {load_text(summaries)} · "
-        f"{machine.get('cpu_model', 'unknown CPU')}, {cores} cores · "
-        f"{str(manifest.get('created_utc', ''))[:10]}"
+        f"{manifest.model.name} · {load_text(summaries)} · "
+        f"{machine.cpu_model}, {cores} cores · {manifest.created_utc[:10]}"
     )
 
 
@@ -158,14 +164,9 @@ def load_order(data: PlotData) -> Callable[[VariantSummary], tuple[Any, ...]]:
 def reference_load(data: PlotData) -> str:
     """The plan's first load point if it was measured, else the most measured one."""
     keys = [s.load_key for s in data.summaries]
-    loads = data.manifest.get("plan", {}).get("loads", [])
-    if loads:
-        first = loads[0]
-        rate = first.get("request_rate_per_s")
-        load = f"r{rate:g}" if rate is not None else f"c{first.get('concurrency')}"
-        key = f"{first.get('protocol')}_b{first.get('batch_size')}_{load}"
-        if key in keys:
-            return key
+    loads = data.manifest.plan.loads
+    if loads and loads[0].key in keys:
+        return loads[0].key
     return max(dict.fromkeys(keys), key=keys.count)
 
 
@@ -189,12 +190,11 @@ def row_label(s: VariantSummary, rows: list[VariantSummary]) -> str:
 
 def curves(
     summaries: Iterable[VariantSummary],
-) -> dict[tuple[str, str, int, bool], list[VariantSummary]]:
-    """Summaries grouped into curves (variant, protocol, client batch, open loop), by level."""
-    groups: dict[tuple[str, str, int, bool], list[VariantSummary]] = {}
+) -> dict[tuple[ConfigKey, bool], list[VariantSummary]]:
+    """Summaries grouped into curves (configuration, open loop), by level."""
+    groups: dict[tuple[ConfigKey, bool], list[VariantSummary]] = {}
     for s in summaries:
-        st = s.settings
-        key = (s.variant.name, st.protocol, st.batch_size, st.request_rate_per_s is not None)
+        key = (ConfigKey.of(s), s.settings.request_rate_per_s is not None)
         groups.setdefault(key, []).append(s)
     for members in groups.values():
         members.sort(key=lambda m: m.settings.request_rate_per_s or m.settings.concurrency or 0)

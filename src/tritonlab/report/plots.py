@@ -71,7 +71,8 @@ def plot_throughput_vs_p99(data: PlotData, path: Path) -> Path | None:
     with new_figure(12.0, 6.5) as fig:
         ax = fig.add_subplot()
         labelled: list[tuple[float, float, str]] = []
-        for (name, protocol, _batch, open_loop), members in curves(points).items():
+        for (key, open_loop), members in curves(points).items():
+            name, protocol = key.variant, key.protocol
             xs = [(m.latency_p99.median or 0.0) / 1000 for m in members]
             ys = [m.throughput.median or 0.0 for m in members]
             bars = ax.errorbar(
@@ -183,12 +184,13 @@ def plot_concurrency_curves(data: PlotData, path: Path) -> Path | None:
     groups = curves(sorted(closed, key=load_order(data)))
     if not any(len({m.settings.concurrency for m in g}) > 1 for g in groups.values()):
         return None
-    batches = {k[2] for k in groups}
+    batches = {key.batch_size for key, _open in groups}
     knees = data.recommendations.knees if data.recommendations else {}
     with new_figure(13.0, 5.2) as fig:
         ax_tput, ax_p99 = fig.subplots(1, 2)
         knee_drawn = False
-        for (name, protocol, batch, _open), members in groups.items():
+        for (key, _open), members in groups.items():
+            name, protocol, batch = key.variant, key.protocol, key.batch_size
             xs = [m.settings.concurrency or 0 for m in members]
             style = {
                 "color": data.colour(name),
@@ -216,7 +218,7 @@ def plot_concurrency_curves(data: PlotData, path: Path) -> Path | None:
                     **style,
                 )
             )
-            knee = knees.get(f"{name}/{protocol}/b{batch}")  # analysis.recommend's curve key
+            knee = knees.get(key)
             if knee is not None and knee in xs:
                 y = tputs[xs.index(knee)]
                 ax_tput.plot([knee], [y], marker="v", color="black", markersize=9, zorder=5)
@@ -466,17 +468,12 @@ PLOTS: dict[str, Callable[[PlotData, Path], Path | None]] = {
 }
 
 
-def write_plots(
-    run_dir: Path,
-    manifest: dict[str, Any],
-    summaries: list[VariantSummary],
-    recommendations: Recommendations | None = None,
-) -> dict[str, Path]:
+def write_plots(run_dir: Path, data: PlotData) -> dict[str, Path]:
     """Write every plot that applies to ``run_dir/plots/<name>.png``; remove stale ones.
 
-    Returns the written files by plot name, in the fixed order of ``PLOTS``.
+    ``data`` is usually ``PlotData.of(run)``. Returns the written files by plot name, in the
+    fixed order of ``PLOTS``.
     """
-    data = PlotData(manifest, summaries, recommendations)
     written: dict[str, Path] = {}
     for name, draw in PLOTS.items():
         path = run_dir / PLOTS_DIR / f"{name}.png"

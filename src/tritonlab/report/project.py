@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from tritonlab.analysis.explain import Analysis
 from tritonlab.experiments.store import write_text_atomic
 from tritonlab.paths import portable_path
 from tritonlab.perf.locate import PerfAnalyzerInstall
 from tritonlab.perf.settings import PerfSettings
 from tritonlab.server.locate import ServerInstall
+
+if TYPE_CHECKING:
+    from tritonlab.report.run_data import RunData
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -167,20 +169,21 @@ def client_script(model_name: str) -> str:
     return (TEMPLATES / "infer_client.py").read_text().replace("__MODEL_NAME__", model_name)
 
 
-def project_readme(manifest: dict[str, Any], analyses: list[Analysis]) -> str:
-    model = manifest["model"]["name"]
-    machine = manifest["machine"]
+def project_readme(run: RunData) -> str:
+    manifest, analyses = run.manifest, run.analyses
+    model = manifest.model.name
+    machine = manifest.machine
     lines = [
         f"# {model} on NVIDIA Triton Inference Server",
         "",
         "## What this is",
         "",
-        f"An ONNX model (`{model}`) deployed on a real Triton {manifest['server']['version']}, "
+        f"An ONNX model (`{model}`) deployed on a real Triton {manifest.server.version}, "
         "called by a client that validates shapes and values, measured with a fixed "
         "perf_analyzer baseline, and compared across serving configurations (dynamic batching, "
         "instance count). Every number below was measured by tritonlab on "
-        f"{machine['cpu_model']} ({machine['cpu_affinity_count']} cores) on "
-        f"{manifest['created_utc'][:10]}.",
+        f"{machine.cpu_model} ({machine.cpu_affinity_count} cores) on "
+        f"{manifest.created_utc[:10]}.",
         "",
         "## Layout",
         "",

@@ -127,7 +127,9 @@ def recommendations_section(recs: Recommendations, summaries: list[VariantSummar
         ]
         lines += [f"| {curve} | {knee} |" for curve, knee in recs.knees.items()]
         lines.append("")
-    open_loop = sorted({p.curve_key for p in recs.points if p.request_rate_per_s is not None})
+    open_loop = sorted(
+        {p.curve_key for p in recs.points if p.request_rate_per_s is not None}, key=str
+    )
     if open_loop:
         lines += [
             "### Highest open-loop rate within the budget (MLPerf Server question)",

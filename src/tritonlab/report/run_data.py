@@ -1,0 +1,192 @@
+"""A run folder's typed face: where its files are, and everything the reports draw from.
+
+``load_run`` reads the stored files once (manifest, cells, checks, operator timings, adaptive
+rounds), and derives the analyses, the cost model with its predictions and the picks; every
+renderer takes the resulting ``RunData`` and reads no file of its own.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from tritonlab.analysis.aggregate import VariantSummary, summarise
+from tritonlab.analysis.cost_model import CostModel, Prediction, ServingPathPoint
+from tritonlab.analysis.explain import Analysis, analyse
+from tritonlab.analysis.recommend import (
+    RECOMMENDATIONS_FILE,
+    Recommendations,
+    recommendations_from_manifest,
+)
+from tritonlab.client.infer import InferCheck
+from tritonlab.errors import TritonlabError
+from tritonlab.experiments.manifest import Manifest
+from tritonlab.experiments.store import (
+    ADAPTIVE_FILE,
+    CELLS_DIR,
+    MANIFEST_FILE,
+    OPERATORS_FILE,
+    RESULTS_DIR,
+    SERVING_PATH_DIR,
+    CellResult,
+    load_cells,
+    load_manifest,
+)
+from tritonlab.paths import portable_command, portable_path, recorded_run_dir
+
+COST_MODEL_FILE = "cost_model.json"
+INFER_CHECK_FILE = "infer_check.json"
+SUMMARY_FILE = "summary.json"
+PLOTS_DIR = "plots"
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """Where a run folder keeps what it measured and what the report writes."""
+
+    root: Path
+
+    @property
+    def results(self) -> Path:
+        return self.root / RESULTS_DIR
+
+    @property
+    def cells(self) -> Path:
+        return self.results / CELLS_DIR
+
+    @property
+    def manifest(self) -> Path:
+        return self.results / MANIFEST_FILE
+
+    @property
+    def infer_check(self) -> Path:
+        return self.results / INFER_CHECK_FILE
+
+    @property
+    def operators(self) -> Path:
+        return self.results / OPERATORS_FILE
+
+    @property
+    def adaptive(self) -> Path:
+        return self.results / ADAPTIVE_FILE
+
+    @property
+    def summary(self) -> Path:
+        return self.results / SUMMARY_FILE
+
+    @property
+    def cost_model(self) -> Path:
+        return self.results / COST_MODEL_FILE
+
+    @property
+    def recommendations(self) -> Path:
+        return self.results / RECOMMENDATIONS_FILE
+
+    @property
+    def docs(self) -> Path:
+        return self.root / "docs"
+
+    @property
+    def experiment_log(self) -> Path:
+        return self.docs / "experiment_log.md"
+
+    @property
+    def plots(self) -> Path:
+        return self.root / PLOTS_DIR
+
+    @property
+    def html_report(self) -> Path:
+        return self.root / "report.html"
+
+    @property
+    def readme(self) -> Path:
+        return self.root / "README.md"
+
+
+@dataclass(frozen=True)
+class RunData:
+    """A run folder, loaded once: what was measured and what the analysis made of it."""
+
+    paths: RunPaths
+    manifest: Manifest  # commands shown portably
+    cells: list[CellResult]  # commands shown portably
+    infer_checks: list[InferCheck]
+    operators: dict[str, Any] | None
+    adaptive_rounds: list[dict[str, Any]]
+    analyses: list[Analysis]
+    cost_model: CostModel | None
+    predictions: list[Prediction]
+    recommendations: Recommendations | None
+
+    @property
+    def summaries(self) -> list[VariantSummary]:
+        return [r.summary for a in self.analyses for r in a.reports]
+
+
+def _json_or(path: Path, default: Any) -> Any:
+    return json.loads(path.read_text()) if path.exists() else default
+
+
+def fit_cost_model(run_dir: Path, cores: int) -> CostModel | None:
+    """The run's cost model: identity-model cells + in-process timings, both from disk."""
+    operators = _json_or(RunPaths(run_dir).operators, None)
+    if not operators:
+        return None
+    groups: dict[str, list[Any]] = {}
+    for cell in load_cells(run_dir, SERVING_PATH_DIR):
+        groups.setdefault(cell.variant.name, []).append(cell)
+    points = [p for cells in groups.values() if (p := ServingPathPoint.from_cells(cells))]
+    timings = {int(b): float(t) for b, t in operators["in_process_us_per_execution"].items()}
+    empty = operators.get("null_in_process_us_per_execution") or {}
+    timings = {b: max(0.0, t - float(empty.get(str(b), 0.0))) for b, t in timings.items()}
+    return CostModel.fit(points, timings, cores)
+
+
+def portable_records(
+    run_dir: Path, manifest: Manifest, cells: list[CellResult]
+) -> tuple[Manifest, list[CellResult]]:
+    """The manifest and cells with their stored commands rewritten portably for display.
+
+    Runs stored before commands were written portably hold absolute paths: of the run folder
+    they were measured in (read from the server command), of the cache and the virtualenv.
+    """
+    server = manifest.server
+    roots = tuple(d for d in (recorded_run_dir(server.command), run_dir) if d)
+    if server.command:
+        server = replace(server, command=tuple(portable_command(server.command, roots)))
+    perf_analyzer = manifest.perf_analyzer
+    if perf_analyzer.binary:
+        perf_analyzer = replace(perf_analyzer, binary=portable_path(perf_analyzer.binary, roots))
+    cells = [
+        replace(c, perf=replace(c.perf, command=portable_command(c.perf.command, roots)))
+        for c in cells
+    ]
+    return replace(manifest, server=server, perf_analyzer=perf_analyzer), cells
+
+
+def load_run(run_dir: Path) -> RunData:
+    """Read ``run_dir``'s stored files once and derive everything the reports show."""
+    paths = RunPaths(run_dir)
+    manifest, cells = portable_records(
+        run_dir, Manifest.from_dict(load_manifest(run_dir)), load_cells(run_dir)
+    )
+    if not cells:
+        raise TritonlabError(f"{run_dir} has no measured cells yet; run the experiment first")
+    cores = manifest.machine.cpu_affinity_count or 1
+    model = fit_cost_model(run_dir, cores)
+    analyses = analyse(summarise(cells, manifest.variant_order), cores, model)
+    summaries = [r.summary for a in analyses for r in a.reports]
+    return RunData(
+        paths=paths,
+        manifest=manifest,
+        cells=cells,
+        infer_checks=[InferCheck.from_dict(c) for c in _json_or(paths.infer_check, [])],
+        operators=_json_or(paths.operators, None),
+        adaptive_rounds=_json_or(paths.adaptive, []),
+        analyses=analyses,
+        cost_model=model,
+        predictions=[model.predict(s) for s in summaries] if model else [],
+        recommendations=recommendations_from_manifest(manifest, summaries),
+    )
