@@ -116,7 +116,7 @@ def run_project(
     check_gpu_variants(plan.variants, remote=bool(options.url))
     info = load_model_info(onnx_path)
     if fresh:
-        for sub in ("results", "benchmarks", "models", "server", "docs"):
+        for sub in ("results", "benchmarks", "models", "server", "docs", "serving_path"):
             shutil.rmtree(run_dir / sub, ignore_errors=True)
     run_dir.mkdir(parents=True, exist_ok=True)
     adaptive = None
