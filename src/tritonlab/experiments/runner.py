@@ -294,8 +294,37 @@ def run_experiment(
         def over_budget() -> bool:
             return time_budget_s is not None and time.monotonic() - started > time_budget_s
 
-        def measure_pass(loads_of: Callable[[RepositoryModel], list[LoadPoint]]) -> str | None:
+        def measure_model(
+            model: RepositoryModel,
+            cells: list[tuple[LoadPoint, int]],
+            ids: list[str],
+            note: str = "",
+        ) -> bool:
+            """Load ``model``, measure its (load, repeat) cells into ``ids``, unload it; False
+            when the time budget ran out first (the cells measured until then are kept)."""
             nonlocal done
+            if over_budget():
+                return False
+            server.load_model(model.model_name)
+            try:
+                for load, repeat in cells:
+                    if over_budget():
+                        return False
+                    cid = cell_id(model.variant.name, load, repeat)
+                    if progress:
+                        progress(done, total, cid + note)
+                    _measure_cell(
+                        server, perf_install, plan, model, load, repeat, run_dir, input_shapes
+                    )
+                    measured.append(cid)
+                    ids.append(cid)
+                    done += 1
+            finally:
+                with contextlib.suppress(Exception):
+                    server.unload_model(model.model_name)
+            return True
+
+        def measure_pass(loads_of: Callable[[RepositoryModel], list[LoadPoint]]) -> str | None:
             for repeat in range(plan.repeats):
                 for model in models:
                     loads = [
@@ -303,33 +332,9 @@ def run_experiment(
                         for ld in loads_of(model)
                         if cell_id(model.variant.name, ld, repeat) not in finished
                     ]
-                    if not loads:
-                        continue
-                    if over_budget():
+                    cells = [(ld, repeat) for ld in loads]
+                    if loads and not measure_model(model, cells, []):
                         return f"time budget of {time_budget_s:.0f} s reached"
-                    server.load_model(model.model_name)
-                    try:
-                        for load in loads:
-                            if over_budget():
-                                return f"time budget of {time_budget_s:.0f} s reached"
-                            cid = cell_id(model.variant.name, load, repeat)
-                            if progress:
-                                progress(done, total, cid)
-                            _measure_cell(
-                                server,
-                                perf_install,
-                                plan,
-                                model,
-                                load,
-                                repeat,
-                                run_dir,
-                                input_shapes,
-                            )
-                            measured.append(cid)
-                            done += 1
-                    finally:
-                        with contextlib.suppress(Exception):
-                            server.unload_model(model.model_name)
             return None
 
         stopped = measure_pass(lambda model: direct_loads)
@@ -360,7 +365,6 @@ def run_experiment(
 
             def extra_round() -> bool:
                 """One more round of the undecided cells; False when there is nothing to do."""
-                nonlocal done
                 targets, reasons = adaptive.undecided()
                 cells = _load_cells_index(run_dir)
                 todo_now: list[tuple[RepositoryModel, LoadPoint, int]] = []
@@ -389,43 +393,21 @@ def run_experiment(
                     if spent + len(todo_now) * mean_cell_s > adaptive.budget_s:
                         return False
                 round_cells: list[str] = []
+                complete = True
                 for model in models:
                     mine = [(ld, r) for m, ld, r in todo_now if m is model]
-                    if not mine:
-                        continue
-                    server.load_model(model.model_name)
-                    try:
-                        for load, repeat in mine:
-                            if over_budget():
-                                return False
-                            cid = cell_id(model.variant.name, load, repeat)
-                            if progress:
-                                progress(done, total, cid + " (adaptive)")
-                            _measure_cell(
-                                server,
-                                perf_install,
-                                plan,
-                                model,
-                                load,
-                                repeat,
-                                run_dir,
-                                input_shapes,
-                            )
-                            measured.append(cid)
-                            round_cells.append(cid)
-                            done += 1
-                    finally:
-                        with contextlib.suppress(Exception):
-                            server.unload_model(model.model_name)
-                _append_adaptive(
-                    run_dir,
-                    {
-                        "round": max(r for _, _, r in todo_now) + 1,
-                        "reasons": reasons,
-                        "cells": round_cells,
-                    },
-                )
-                return True
+                    if mine and complete:
+                        complete = measure_model(model, mine, round_cells, " (adaptive)")
+                if round_cells:
+                    _append_adaptive(
+                        run_dir,
+                        {
+                            "round": max(r for _, _, r in todo_now) + 1,
+                            "reasons": reasons,
+                            "cells": round_cells,
+                        },
+                    )
+                return complete
 
             adaptive_started = time.monotonic()
             while not over_budget() and extra_round():
