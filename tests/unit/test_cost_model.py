@@ -74,6 +74,7 @@ def test_fit_from_two_serving_points_and_in_process_timings() -> None:
         "requests_per_execution": 4.0,
         "compute_us_per_execution": 1260.0,
         "client_overhead_us": 450.0,
+        "gap_us": 0.0,
     }
 
 
@@ -136,9 +137,36 @@ def test_serving_path_point_from_cells(by_name: Names) -> None:
         point.client_overhead_us,
     ) == pytest.approx(_by_hand(cells))
     assert 3.5 < point.requests_per_execution < 4.5  # the 0 ms batcher's batches of about 4
+    # The gap: one instance's cycle (requests per execution / requests per second) less its
+    # compute, by hand for every cell, then the median.
+    gaps = []
+    for c in cells:
+        assert c.server is not None and c.perf.measurement is not None
+        r = c.server.request_count / c.server.execution_count
+        cycle = r / c.perf.measurement.throughput_infer_per_s * 1e6
+        gaps.append(max(0.0, cycle - c.server.compute_us_per_inference * c.server.mean_batch_size))
+    assert point.gap_us == pytest.approx(statistics.median(gaps))
     # Cells without server statistics carry no point.
     assert ServingPathPoint.from_cells([dataclasses.replace(c, server=None) for c in cells]) is None
     assert ServingPathPoint.from_cells([]) is None
+
+
+def test_gap_slows_a_busy_instance_and_leaves_out_the_all_in_flight_probe(by_name: Names) -> None:
+    points = [
+        ServingPathPoint(1.0, 250.0, 500.0, 10.0),
+        ServingPathPoint(4.0, 600.0, 500.0, 150.0),
+        ServingPathPoint(8.0, 650.0, 500.0, 600.0),  # its gap holds the clients' round trip
+    ]
+    fitted = CostModel.fit(points, IN_PROCESS, cores=2)
+    assert fitted is not None
+    assert fitted.gap_us(1.0) == 10.0
+    assert fitted.gap_us(2.5) == pytest.approx(80.0)  # interpolated between 1 and 4
+    assert fitted.gap_us(8.0) == 150.0  # held beyond the last probe used
+    base = fitted.predict(by_name["baseline"])
+    t1 = fitted.execution_us(1.0)
+    assert base.throughput_infer_per_s == pytest.approx(1e6 / (t1 + 10.0))
+    without = dataclasses.replace(fitted, serving_points=())
+    assert without.gap_us(4.0) == 0.0
 
 
 def test_fit_cost_model_reads_the_run_folder(

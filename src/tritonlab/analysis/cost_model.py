@@ -19,7 +19,9 @@ With the instance count ``N``, the cores left to the server ``M = min(N, cores -
 and the client's own round trip outside the server ``L0`` (client latency minus server time on
 the null model without batching), it predicts for a closed loop of ``c`` requests in flight:
 
-- no batching: ``r = 1``, throughput ``min(M / T(1), c / (T(1) + L0))``;
+- no batching: ``r = 1``, throughput ``min(M / (T(1) + G(1)), c / (T(1) + L0))``, where
+  ``G(r)`` is the hand-off between executions of a busy instance that Triton's compute timers
+  miss, measured on the same null-model cells (cycle time minus compute);
 - dynamic batching with no delay: requests already waiting form the batch; with ``N`` instances
   busy and one batch waiting, ``r = c / (N + 1)`` (at least 1, at most the batch target);
 - dynamic batching with a delay ``D`` longer than one execution and fewer than the batch target
@@ -59,27 +61,30 @@ class ServingPathPoint:
     requests_per_execution: float
     compute_us_per_execution: float
     client_overhead_us: float
+    # One instance's cycle (requests per execution / requests per second) minus its compute:
+    # the hand-off between executions that Triton's compute timers do not see.
+    gap_us: float = 0.0
 
     @classmethod
     def from_cells(cls, cells: list[CellResult]) -> ServingPathPoint | None:
         points = [p for c in cells if (p := _point(c)) is not None]
         if not points:
             return None
-        return cls(
-            statistics.median(p[0] for p in points),
-            statistics.median(p[1] for p in points),
-            statistics.median(p[2] for p in points),
-        )
+        return cls(*(statistics.median(p[i] for p in points) for i in range(4)))
 
 
-def _point(cell: CellResult) -> tuple[float, float, float] | None:
+def _point(cell: CellResult) -> tuple[float, float, float, float] | None:
     s, m = cell.server, cell.perf.measurement
     if s is None or m is None or not s.execution_count or not s.request_count:
+        return None
+    if not m.throughput_infer_per_s:
         return None
     requests = s.request_count / s.execution_count
     per_execution = s.compute_us_per_inference * s.mean_batch_size
     client = max(0.0, m.latency_avg_us - s.request_us_per_request)
-    return requests, per_execution, client
+    requests_per_s = m.throughput_infer_per_s / cell.perf.settings.batch_size
+    cycle = requests / requests_per_s * 1e6 / max(1, cell.variant.instance_count)
+    return requests, per_execution, client, max(0.0, cycle - per_execution)
 
 
 @dataclass(frozen=True)
@@ -226,6 +231,25 @@ class CostModel:
             return y1
         return max(0.0, y0 + (y1 - y0) * (requests - x0) / (x1 - x0))
 
+    def gap_us(self, requests: float) -> float:
+        """The hand-off between one execution and the next in a busy instance.
+
+        Measured on the probes whose batches were already waiting when an instance freed up:
+        every probe but the one that takes all the requests in flight (its gap also holds the
+        clients' round trip), interpolated in the batch size and held beyond the last one.
+        """
+        pts = [(p.requests_per_execution, p.gap_us) for p in self.serving_points]
+        if len(pts) >= 3:
+            pts = pts[:-1]
+        if not pts:
+            return 0.0
+        if requests <= pts[0][0] or len(pts) == 1:
+            return pts[0][1]
+        for (x0, y0), (x1, y1) in itertools.pairwise(pts):
+            if requests <= x1 and x1 - x0 > 1e-9:
+                return y0 + (y1 - y0) * (requests - x0) / (x1 - x0)
+        return pts[-1][1]
+
     def model_us(self, samples: float) -> float:
         return self.model_fixed_us + self.model_per_sample_us * samples
 
@@ -290,7 +314,7 @@ class CostModel:
             else:
                 regime = "requests already waiting form the batch"
         t = self.execution_us(r, k)
-        x = min(parallel * r / t, c / (t + l0))
+        x = min(parallel * r / (t + self.gap_us(r)), c / (t + l0))
         return regime, r, x * 1e6, max(0.0, c / x - t - l0)
 
     def _open_loop(
@@ -301,7 +325,7 @@ class CostModel:
         delay = float(v.max_queue_delay_us) if v.dynamic_batching else 0.0
         r = min(target, 1.0 + rate * delay) if v.dynamic_batching else 1.0
         t = self.execution_us(r, k)
-        capacity = parallel * r / t
+        capacity = parallel * r / (t + self.gap_us(r))
         if rate >= capacity:
             return "overloaded: offered rate above capacity", r, capacity * 1e6 * 1.0, None
         rho = rate * t / (parallel * r)
@@ -318,6 +342,7 @@ class CostModel:
             "model_fixed_us": self.model_fixed_us,
             "model_per_sample_us": self.model_per_sample_us,
             "client_overhead_us": self.client_overhead_us,
+            "gap_us_at_1": self.gap_us(1.0),
             "cores": self.cores,
             "serving_points": [vars(p) for p in self.serving_points],
         }

@@ -315,7 +315,8 @@ def cost_model_section(model: CostModel | None, predictions: list[Prediction]) -
     )
     lines += [
         "One execution carrying r requests of k samples is modelled as "
-        "T(r) = S_exec + S_req·r + F + P·r·k, each term measured in this run "
+        "T(r) = S_exec + S_req·r + F + P·r·k, and a busy instance takes T(r) + G(r) per "
+        "execution; each term measured in this run "
         "(the model and its assumptions: `tritonlab.analysis.cost_model`):",
         "",
         "| term | µs | measured by |",
@@ -328,6 +329,14 @@ def cost_model_section(model: CostModel | None, predictions: list[Prediction]) -
         f"| F: model, fixed per execution | {model.model_fixed_us:,.1f} | in-process "
         "onnxruntime fit (1 thread, hot loop) |",
         f"| P: model, per sample | {model.model_per_sample_us:,.1f} | the same fit |",
+        "| G: hand-off between executions of a busy instance | "
+        + ", ".join(
+            f"{model.gap_us(p.requests_per_execution):,.0f} at {p.requests_per_execution:.1f}"
+            for p in model.serving_points[:-1] or model.serving_points
+        )
+        + " | null model: one instance's cycle (requests per execution / requests per second) "
+        "minus its compute; the probe that takes every request in flight is left out (its gap "
+        "holds the clients' round trip) |",
         f"| L0: client round trip outside the server | {model.client_overhead_us:,.0f} | "
         "null model without batching: client latency minus server time |",
         "",
