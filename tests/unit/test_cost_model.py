@@ -433,3 +433,19 @@ def test_cost_model_section(model: CostModel, seed_summaries: list[VariantSummar
     assert "- baseline (no batching, count=1) at grpc_b1_c8: predicted 1,574" in text
     missing = "\n".join(cost_model_section(None, []))
     assert "Not available for this run" in missing
+
+
+def test_a_right_total_for_a_wrong_reason_is_listed_apart(model: CostModel) -> None:
+    # The queue-delay trap's throughput is set by the delay, so a slow execution barely moves
+    # it: the total is within 25%, the execution term is not, and the log says so.
+    p = _prediction(measured_execution_us=2600.0)
+    assert not p.fails and p.failure() is None
+    assert p.term_misses() == [
+        "an execution cost 2,600 µs, not 1,300 µs (instances contending for the cores, or the "
+        "model running colder than in-process)"
+    ]
+    text = "\n".join(cost_model_section(model, [p, _prediction()]))
+    assert "the right total for a partly wrong reason" in text
+    assert "- v at grpc_b1_c8: an execution cost 2,600 µs" in text
+    assert "Where the model fails" not in text
+    assert p.to_dict()["term_misses"] == p.term_misses()

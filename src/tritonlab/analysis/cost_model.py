@@ -124,10 +124,8 @@ class Prediction:
         err = self.throughput_error_pct
         return err is not None and abs(err) > MODEL_FAILS_PCT
 
-    def failure(self) -> str | None:
-        """Which term was off when the throughput prediction missed by more than 25%."""
-        if not self.fails:
-            return None
+    def term_misses(self) -> list[str]:
+        """The predicted terms (batch, execution cost) that missed by more than 25%."""
         reasons = []
         batch, execution = self.batch_error_pct, self.execution_error_pct
         if batch is not None and abs(batch) > MODEL_FAILS_PCT:
@@ -141,6 +139,13 @@ class Prediction:
                 f"{self.execution_us:,.0f} µs (instances contending for the cores, or the "
                 "model running colder than in-process)"
             )
+        return reasons
+
+    def failure(self) -> str | None:
+        """Which term was off when the throughput prediction missed by more than 25%."""
+        if not self.fails:
+            return None
+        reasons = self.term_misses()
         if not reasons:
             reasons.append(
                 "execution cost and batch size were as predicted, so the error is in the "
@@ -163,6 +168,7 @@ class Prediction:
             "measured_queue_us": self.measured_queue_us,
             "throughput_error_pct": self.throughput_error_pct,
             "failure": self.failure(),
+            "term_misses": self.term_misses(),
         }
 
 

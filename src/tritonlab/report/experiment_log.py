@@ -374,6 +374,17 @@ def cost_model_section(model: CostModel | None, predictions: list[Prediction]) -
             for p in failures
         ]
         lines.append("")
+    partial = [p for p in predictions if not p.fails and p.term_misses()]
+    if partial:
+        lines += [
+            f"Throughput within {MODEL_FAILS_PCT:g}%, but a term off by more than "
+            f"{MODEL_FAILS_PCT:g}% (the right total for a partly wrong reason):",
+            "",
+        ]
+        lines += [
+            f"- {p.description} at {p.load_key}: {'; '.join(p.term_misses())}." for p in partial
+        ]
+        lines.append("")
     return lines
 
 
