@@ -916,7 +916,8 @@ def summary_line(
         if s.settings.request_rate_per_s is None and s.settings.concurrency
     )
     open_loop = any(s.settings.request_rate_per_s is not None for s in summaries)
-    repeats = max(len(s.cells) for s in summaries)
+    repeats = min(len(s.cells) for s in summaries)
+    most = max(len(s.cells) for s in summaries)
     configs = {s.variant.name: s.variant for s in summaries}.values()
     varied = [
         label
@@ -931,7 +932,9 @@ def summary_line(
         + (f"concurrency {levels[0]}–{levels[-1]}" if levels else "open-loop load")
         + f", {'/'.join(p.upper() if p == 'http' else 'gRPC' for p in protocols)}"
         + (" and Poisson open-loop load" if open_loop else "")
-        + f", {repeats} interleaved repeat{'s' if repeats != 1 else ''} per cell, recording "
+        + f", {repeats} interleaved repeat{'s' if repeats != 1 else ''} per cell"
+        + (f" (up to {most} where adaptive repeats measured more)" if most > repeats else "")
+        + ", recording "
         "throughput and p95/p99"
         + (
             f"; excluded {_n(excluded, 'operating point')} where perf_analyzer could not keep "
