@@ -765,7 +765,11 @@ def test_log_section_states_the_rules() -> None:
     ]
     recs = recommend(summaries(tied), 5000)
     text = "\n".join(recommendations_section(recs, summaries(tied)))
-    assert "Tie-break applied on throughput: 1 other point within the noise" in text
+    assert (
+        "Tie-break applied on throughput: tied within the noise: batch_0us at grpc_b1_c8, "
+        "batch_0us_x2 at grpc_b1_c8; best by median batch_0us_x2 at grpc_b1_c8; chose "
+        "batch_0us at grpc_b1_c8, decided by fewer instances"
+    ) in text
     assert "No point was excluded in this sweep." in text
 
 

@@ -46,10 +46,11 @@ def _pick(title: str, pick: Pick | None, missing: str) -> list[str]:
     ]
     if tie is not None and tie.applied:
         lines[-1:-1] = [
-            f"Tie-break applied on {tie.figure}: {len(tie.tied)} other point"
-            f"{'' if len(tie.tied) == 1 else 's'} within the noise of the best median "
-            f"({tie.best_by_median.variant} at {tie.best_by_median.load_key}); decided by "
-            f"{tie.decided_by}.",
+            f"Tie-break applied on {tie.figure}: tied within the noise: "
+            + ", ".join(f"{p.variant} at {p.load_key}" for p in [tie.chosen, *tie.tied])
+            + f"; best by median {tie.best_by_median.variant} at "
+            f"{tie.best_by_median.load_key}; chose {tie.chosen.variant} at "
+            f"{tie.chosen.load_key}, decided by {tie.decided_by}.",
             "",
         ]
     return lines
