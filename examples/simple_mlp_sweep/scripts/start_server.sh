@@ -5,14 +5,23 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HTTP_PORT="${HTTP_PORT:-8000}" GRPC_PORT="${GRPC_PORT:-8001}" METRICS_PORT="${METRICS_PORT:-8002}"
-TRITONSERVER=/root/.cache/tritonlab/tritonserver-2.51.0-py3.11-0ebba0eded3e/bin/tritonserver
-[ -x "$TRITONSERVER" ] || /work/main/.venv/bin/python3 -c "from tritonlab.server.locate import prepare_bundled_server; prepare_bundled_server()"
-export LD_LIBRARY_PATH=/work/main/.venv/lib/python3.11/site-packages/nvidia_pytriton.libs"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export PATH=/work/main/.venv/bin:"$PATH"
+# tritonlab, installed in the Python environment the script runs in, says where the
+# binaries are on this machine (see `python3 -m tritonlab.locate --help`).
+PYTHON="${TRITONLAB_PYTHON:-python3}"
+if command -v "$PYTHON" >/dev/null 2>&1 && "$PYTHON" -c "import tritonlab" >/dev/null 2>&1; then
+  LOCATE=("$PYTHON" -m tritonlab.locate)
+elif command -v tritonlab >/dev/null 2>&1; then
+  LOCATE=(tritonlab locate)
+else
+  echo "start_server.sh: tritonlab not found: activate the Python environment where tritonlab is installed (or set TRITONLAB_PYTHON)" >&2
+  exit 1
+fi
+LOCATED="$("${LOCATE[@]}" server --shell)"
+eval "$LOCATED"
 exec "$TRITONSERVER" \
   --model-repository="$PWD/models" \
-  --backend-directory=/root/.cache/tritonlab/tritonserver-2.51.0-py3.11-0ebba0eded3e/backends \
-  --cache-directory=/root/.cache/tritonlab/tritonserver-2.51.0-py3.11-0ebba0eded3e/caches \
+  --backend-directory="$BACKEND_DIR" \
+  ${CACHE_DIR:+"--cache-directory=$CACHE_DIR"} \
   --http-address=127.0.0.1 --http-port="$HTTP_PORT" \
   --grpc-address=127.0.0.1 --grpc-port="$GRPC_PORT" \
   --metrics-address=127.0.0.1 --metrics-port="$METRICS_PORT"
