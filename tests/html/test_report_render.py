@@ -10,6 +10,7 @@ skip when ``chromium`` is not on PATH; with ``CI=true`` or ``TRITONLAB_HTML_TEST
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 import json
 import os
@@ -25,8 +26,9 @@ import pytest
 from PIL import Image
 
 from tritonlab.analysis.recommend import recommend
-from tritonlab.report.build import analyse_run, build_report
+from tritonlab.report.build import build_report
 from tritonlab.report.html import render_html_report
+from tritonlab.report.run_data import load_run
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO_ROOT / "test-artifacts"
@@ -129,7 +131,8 @@ def test_page_is_self_contained(built: BuiltRun) -> None:
 
 
 def test_page_carries_tables_explanations_and_conditions(built: BuiltRun) -> None:
-    manifest, analyses = analyse_run(built.run_dir)
+    run = load_run(built.run_dir)
+    manifest, analyses = run.manifest, run.analyses
     page = built.page
     for analysis in analyses:
         for report in analysis.reports:
@@ -137,19 +140,18 @@ def test_page_carries_tables_explanations_and_conditions(built: BuiltRun) -> Non
             assert s.variant.description in page
             assert f"{s.throughput.median:,.0f}" in page
             assert f"{s.latency_p99.median:,.0f}" in page
-            interval = s.throughput.interval95
-            if interval:
-                assert f"{interval[0]:,.0f}–{interval[1]:,.0f}" in page
+            spread = s.throughput.range  # the range of the repeats, as the table shows it
+            if spread:
+                assert f"{spread[0]:,.0f}–<wbr>{spread[1]:,.0f}" in page
             for verdict in report.verdicts.values():
                 if report.reference is not None and verdict.figure in ("throughput", "p99"):
                     assert verdict.phrase() in page
             for text in (report.background, report.action, report.result):
                 assert html.escape(text) in page
     assert page.count("<dt>Background</dt>") == sum(len(a.reports) for a in analyses)
-    machine = manifest["machine"]
-    assert isinstance(machine, dict)
-    assert f"{machine['cpu_model']}, {machine['cpu_affinity_count']} cores" in page
-    assert str(manifest["created_utc"]) in page
+    machine = manifest.machine
+    assert f"{machine.cpu_model}, {machine.cores} cores" in page
+    assert manifest.created_utc in page
     assert "--model-control-mode=explicit" in page
     assert "perf_analyzer</h3>" in page or "perf_analyzer, load" in page
 
@@ -189,10 +191,9 @@ def test_all_text_is_escaped(tmp_path: Path) -> None:
 
 
 def test_recommendations_are_rendered(tmp_path: Path) -> None:
-    manifest, analyses = analyse_run(FIXTURES / "seed_run")
-    summaries = [r.summary for a in analyses for r in a.reports]
-    recs = recommend(summaries, latency_budget_p99_us=8000, target_load_infer_per_s=2000)
-    page = render_html_report(dict(manifest), analyses, [], {}, recs)
+    run = load_run(FIXTURES / "seed_run")
+    recs = recommend(run.summaries, latency_budget_p99_us=8000, target_load_infer_per_s=2000)
+    page = render_html_report(dataclasses.replace(run, recommendations=recs), {})
     assert parse(page).errors == []
     assert '<section id="recommendations">' in page
     assert recs.throughput_pick is not None and recs.latency_pick is not None
