@@ -457,6 +457,13 @@ def test_instances_effect_names_split_batches_and_contention(by_name: Names) -> 
     assert "split the waiting requests into smaller batches" in finding.text
     assert "contend for the cores" in finding.text and "1.74 of 2" in finding.text
     assert "not the bottleneck" not in finding.text
+    # The cost model's prediction for both configurations is cited with its terms.
+    before, after = model.predict(by_name["batch_0ms_x1"]), model.predict(s)
+    assert (
+        f"The cost model predicts {before.throughput_infer_per_s:,.0f} -> "
+        f"{after.throughput_infer_per_s:,.0f} infer/s"
+    ) in finding.text
+    assert finding.figures["predicted_throughput_after"] == round(after.throughput_infer_per_s)
     # Counter-example: executions as fast as the model predicts: no contention claimed.
     quick = CostModel(600.0, 250.0, 29.0, 6.3, 500.0, CORES)
     fine = instances_effect(dataclasses.replace(c, cost_model=quick))

@@ -344,6 +344,19 @@ def instances_effect(ctx: RuleContext) -> Finding | None:
             "beyond the noise"
         )
     text = f"{head}. Why: {'; and '.join(causes)}."
+    if ctx.cost_model is not None:
+        before, after = ctx.cost_model.predict(r), ctx.cost_model.predict(s)
+        figures |= {
+            "predicted_throughput_before": _r(before.throughput_infer_per_s),
+            "predicted_throughput_after": _r(after.throughput_infer_per_s),
+        }
+        text += (
+            f" The cost model predicts {before.throughput_infer_per_s:,.0f} -> "
+            f"{after.throughput_infer_per_s:,.0f} infer/s ({after.regime}; batches of "
+            f"{before.requests_per_execution:.1f} -> {after.requests_per_execution:.1f} "
+            f"requests, {before.execution_us:,.0f} -> {after.execution_us:,.0f} µs per "
+            "execution, instances limited by the cores perf_analyzer leaves free)."
+        )
     return Finding("instances-effect", s.variant.name, text, figures)
 
 
