@@ -231,10 +231,18 @@ def test_build_report_with_a_cost_model(run_copy: Path) -> None:
     assert "Not available for this run" not in text
     assert "## Operators and batching" in text
     assert "Which cost does batching spread?" in text
+    # The HTML report carries the same section, its tables rendered and its text escaped.
+    assert built.html_report is not None
+    page = built.html_report.read_text()
+    assert '<section id="cost-model">' in page and '<a href="#cost-model">' in page
+    assert "<td>S_exec: serving path, fixed per execution</td>" in page
+    assert page.count("<td>grpc_b1_c8</td>") == 4  # one predicted-against-measured row each
+    assert "| S_exec" not in page  # no raw markdown left
     # Without operators.json the model and its file go away again.
     (run_copy / RESULTS_DIR / OPERATORS_FILE).unlink()
-    build_report(run_copy)
+    page = build_report(run_copy).html_report.read_text()  # type: ignore[union-attr]
     assert not (run_copy / RESULTS_DIR / COST_MODEL_FILE).exists()
+    assert "Not available for this run" in page
 
 
 def test_build_report_reads_adaptive_rounds(run_copy: Path) -> None:

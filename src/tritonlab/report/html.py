@@ -17,13 +17,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from markdown_it import MarkdownIt
+
 from tritonlab.analysis.config_key import ConfigKey
 from tritonlab.analysis.explain import Analysis, VariantReport
 from tritonlab.analysis.summary import Summary
 from tritonlab.analysis.verdicts import HIGHER, LOWER, Verdict
 from tritonlab.experiments.store import write_text_atomic
 from tritonlab.paths import PATHS_NOTE, shell_join
-from tritonlab.report.experiment_log import count_verdicts, method_lines
+from tritonlab.report.experiment_log import cost_model_section, count_verdicts, method_lines
 from tritonlab.report.plot_support import PROTOCOL_NAMES, context_line, load_text
 
 if TYPE_CHECKING:
@@ -294,6 +296,18 @@ def _shapes(shapes: dict[str, list[int]]) -> str:
     return ", ".join(f"{name} [{', '.join(str(d) for d in dims)}]" for name, dims in shapes.items())
 
 
+def cost_model_html(run: RunData) -> str:
+    """The log's "Serving cost model" section (terms, predicted against measured, misses),
+    rendered from the same markdown by markdown-it with raw HTML disabled (all text escaped)."""
+    lines = cost_model_section(run.cost_model, run.predictions)[2:]  # without its "## " title
+    renderer = MarkdownIt("commonmark", {"html": False}).enable("table")
+    body = renderer.render("\n".join(lines))
+    return (
+        '<section id="cost-model"><h2>Serving cost model: predicted against measured</h2>'
+        f'<div class="markdown">{body}</div></section>'
+    )
+
+
 def conditions_section(
     manifest: Manifest, analyses: list[Analysis], checks: list[InferCheck]
 ) -> str:
@@ -419,6 +433,8 @@ def render_html_report(run: RunData, plots: dict[str, Path]) -> str:
         + "</section>"
     )
     nav.append(("explanations", "Explanations"))
+    sections.append(cost_model_html(run))
+    nav.append(("cost-model", "Cost model"))
     sections.append(conditions_section(manifest, analyses, run.infer_checks))
     nav.append(("conditions", "Conditions"))
     method = "".join(
