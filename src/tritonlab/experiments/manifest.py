@@ -52,6 +52,11 @@ def gpu_names() -> list[str]:
 
 
 def _tool_commit() -> str | None:
+    """The checkout's commit, "-dirty" when tritonlab's own sources differ from it.
+
+    Only the package's sources count: a run that writes into a tracked folder of the same
+    checkout (the committed examples) does not make the code that measured it dirty.
+    """
     source = Path(tritonlab.__file__).resolve().parent
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         out = subprocess.run(
@@ -62,7 +67,16 @@ def _tool_commit() -> str | None:
         )
         if out.returncode == 0:
             dirty = subprocess.run(
-                ["git", "-C", str(source), "status", "--porcelain", "--untracked-files=no"],
+                [
+                    "git",
+                    "-C",
+                    str(source),
+                    "status",
+                    "--porcelain",
+                    "--untracked-files=no",
+                    "--",
+                    ".",
+                ],
                 capture_output=True,
                 text=True,
                 timeout=5,
