@@ -449,3 +449,11 @@ def test_a_right_total_for_a_wrong_reason_is_listed_apart(model: CostModel) -> N
     assert "- v at grpc_b1_c8: an execution cost 2,600 µs" in text
     assert "Where the model fails" not in text
     assert p.to_dict()["term_misses"] == p.term_misses()
+
+
+def test_an_execution_cheaper_than_predicted_is_not_blamed_on_contention() -> None:
+    p = _prediction(measured_execution_us=600.0)
+    assert p.term_misses() == [
+        "an execution cost 600 µs, not 1,300 µs (cheaper than on the serving-path probes, "
+        "which ran at another load or protocol)"
+    ]

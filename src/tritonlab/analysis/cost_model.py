@@ -134,10 +134,15 @@ class Prediction:
                 f"requests per execution measured, {self.requests_per_execution:.1f} predicted)"
             )
         if execution is not None and abs(execution) > MODEL_FAILS_PCT:
+            why = (
+                "instances contending for the cores, or the model running colder than in-process"
+                if execution < 0
+                else "cheaper than on the serving-path probes, which ran at another load or "
+                "protocol"
+            )
             reasons.append(
                 f"an execution cost {self.measured_execution_us:,.0f} µs, not "
-                f"{self.execution_us:,.0f} µs (instances contending for the cores, or the "
-                "model running colder than in-process)"
+                f"{self.execution_us:,.0f} µs ({why})"
             )
         return reasons
 
