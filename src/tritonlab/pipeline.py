@@ -14,7 +14,7 @@ from pathlib import Path
 from tritonlab.analysis.adaptive import undecided_project
 from tritonlab.analysis.operators import profile_operators
 from tritonlab.errors import ConfigError
-from tritonlab.experiments.manifest import SweepEntry, machine_info
+from tritonlab.experiments.manifest import SweepEntry, available_cores
 from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.experiments.runner import (
     AdaptiveRepeats,
@@ -122,7 +122,7 @@ def run_project(
     adaptive = None
     if max_repeats is not None and max_repeats > plan.repeats:
         order = [v.name for v in plan.variants]
-        cores = int(machine_info().get("cpu_affinity_count") or 1)
+        cores = available_cores()
         adaptive = AdaptiveRepeats(
             max_repeats,
             undecided or (lambda: undecided_project(run_dir, order, cores)),

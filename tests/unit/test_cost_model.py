@@ -457,3 +457,15 @@ def test_an_execution_cheaper_than_predicted_is_not_blamed_on_contention() -> No
         "an execution cost 600 µs, not 1,300 µs (cheaper than on the serving-path probes, "
         "which ran at another load or protocol)"
     ]
+
+
+def test_execution_time_is_one_figure_per_repeat(by_name: Names) -> None:
+    # One definition (ServerStatsDelta.compute_us_per_execution) behind the rules, the cost
+    # model's measured column and its serving-path points.
+    s = by_name["batch_0ms_x1"]
+    by_hand = []
+    for c in s.cells:
+        assert c.server is not None
+        by_hand.append(c.server.compute_us_per_inference * c.server.mean_batch_size)
+    assert s.execution_us.values == pytest.approx(tuple(by_hand))
+    assert s.execution_us.rounds == tuple(c.repeat for c in s.cells)

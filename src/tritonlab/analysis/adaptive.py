@@ -82,13 +82,8 @@ def undecided_sweep(
         found = _undecided(
             f"{pick.kind} pick {p.variant} at {p.load_key} vs baseline:", pick.verdicts
         )
-        runner_verdict = getattr(pick, "runner_up_verdict", None)
-        runner = getattr(pick, "runner_up", None)
-        if (
-            isinstance(runner_verdict, Verdict)
-            and runner is not None
-            and not runner_verdict.decided
-        ):
+        runner, runner_verdict = pick.runner_up, pick.runner_up_verdict
+        if runner is not None and runner_verdict is not None and not runner_verdict.decided:
             found.append(
                 f"{pick.kind} pick vs runner-up {runner.variant} at {runner.load_key}: "
                 f"{runner_verdict.figure} {runner_verdict.phrase()}"

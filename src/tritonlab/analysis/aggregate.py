@@ -87,6 +87,11 @@ class VariantSummary:
         return self._server("compute_us_per_inference")
 
     @property
+    def execution_us(self) -> Summary:
+        """Compute per execution (Triton's batch statistics), one value per repeat."""
+        return self._server("compute_us_per_execution")
+
+    @property
     def mean_batch(self) -> Summary:
         return self._server("mean_batch_size")
 

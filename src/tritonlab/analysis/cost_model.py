@@ -49,9 +49,9 @@ from typing import Any
 from tritonlab.analysis.aggregate import VariantSummary
 from tritonlab.analysis.operators import ExecutionCostFit
 from tritonlab.experiments.store import CellResult
+from tritonlab.repository.variants import batch_target
 
 MODEL_FAILS_PCT = 25.0  # |predicted / measured - 1| above this: the log says the model failed
-SERVING_PATH_PREFIX = "serving_path"  # serving-path probes: variant names start with this
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def _point(cell: CellResult) -> tuple[float, float, float, float] | None:
     if not m.throughput_infer_per_s:
         return None
     requests = s.request_count / s.execution_count
-    per_execution = s.compute_us_per_inference * s.mean_batch_size
+    per_execution = s.compute_us_per_execution
     client = max(0.0, m.latency_avg_us - s.request_us_per_request)
     requests_per_s = m.throughput_infer_per_s / cell.perf.settings.batch_size
     cycle = requests / requests_per_s * 1e6 / max(1, cell.variant.instance_count)
@@ -283,11 +283,7 @@ class CostModel:
             regime, requests, throughput, queue = self._open_loop(s, parallel, target)
         else:
             regime, requests, throughput, queue = self._closed_loop(s, parallel, target)
-        measured_exec = (
-            s.compute_per_inference_us.median * s.mean_batch.median
-            if s.compute_per_inference_us.median and s.mean_batch.median
-            else None
-        )
+        measured_exec = s.execution_us.median
         measured_requests = s.mean_batch.median / k if s.mean_batch.median else None
         return Prediction(
             variant=v.name,
@@ -361,6 +357,5 @@ class CostModel:
 
 def _batch_target_requests(s: VariantSummary) -> float:
     """The batch the dynamic batcher waits for, in requests (its sizes count samples)."""
-    v = s.variant
-    samples = min(v.preferred_batch_sizes) if v.preferred_batch_sizes else v.max_batch_size
+    samples, _ = batch_target(s.variant)
     return max(1.0, samples / max(1, s.settings.batch_size))

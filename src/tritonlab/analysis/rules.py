@@ -14,7 +14,7 @@ from typing import Any
 from tritonlab.analysis.aggregate import VariantSummary, compare_figure, same_offered_load
 from tritonlab.analysis.cost_model import CostModel
 from tritonlab.analysis.verdicts import HIGHER, LOWER
-from tritonlab.repository.variants import ServingVariant
+from tritonlab.repository.variants import ServingVariant, batch_target
 
 # Thresholds, named so the docs and tests can quote them.
 TRAP_QUEUE_SHARE_OF_DELAY = 0.6  # queue time >= 60% of max_queue_delay ...
@@ -89,17 +89,9 @@ def _r(value: float | None, digits: int = 0) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def batch_target(variant: ServingVariant) -> tuple[int, str]:
-    """The batch size the dynamic batcher waits for, and which field sets it."""
-    if variant.preferred_batch_sizes:
-        return min(variant.preferred_batch_sizes), "preferred_batch_size"
-    return variant.max_batch_size, "max_batch_size"
-
-
 def execution_us(s: VariantSummary) -> float | None:
-    """Measured compute per execution: compute per inference x inferences per execution."""
-    per, batch = s.compute_per_inference_us.median, s.mean_batch.median
-    return per * batch if per and batch else None
+    """Measured compute per execution (median over the repeats)."""
+    return s.execution_us.median
 
 
 def in_flight_inferences(s: VariantSummary) -> float | None:

@@ -95,13 +95,18 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity), what the cost model counts."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def machine_info() -> dict[str, Any]:
     return {
         "cpu_model": cpu_model(),
         "cpu_count_logical": os.cpu_count(),
-        "cpu_affinity_count": len(os.sched_getaffinity(0))
-        if hasattr(os, "sched_getaffinity")
-        else os.cpu_count(),
+        "cpu_affinity_count": available_cores(),
         "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
         "gpus": gpu_names(),
         "os": platform.platform(),

@@ -366,7 +366,6 @@ def run_experiment(
             def extra_round() -> bool:
                 """One more round of the undecided cells; False when there is nothing to do."""
                 targets, reasons = adaptive.undecided()
-                cells = _load_cells_index(run_dir)
                 todo_now: list[tuple[RepositoryModel, LoadPoint, int]] = []
                 for model in models:
                     for key in sorted({k for name, k in targets if name == model.variant.name}):
@@ -382,7 +381,7 @@ def run_experiment(
                             )
                         if load is None:
                             continue
-                        repeat = cells.get((model.variant.name, key), 0)
+                        repeat = _next_repeat(run_dir, model.variant.name, load)
                         if repeat < adaptive.max_repeats:
                             todo_now.append((model, load, repeat))
                 if not todo_now:
@@ -420,14 +419,12 @@ def run_experiment(
     return RunOutcome(measured, skipped, stopped, checks, time.monotonic() - started, without_rate)
 
 
-def _load_cells_index(run_dir: Path) -> dict[tuple[str, str], int]:
-    """(variant, load key) -> the highest repeat stored."""
-    index: dict[tuple[str, str], int] = {}
-    folder = run_dir / RESULTS_DIR / CELLS_DIR
-    for path in folder.glob("*.json"):
-        name, key, rep = path.stem.rsplit("__", 2)
-        index[(name, key)] = max(index.get((name, key), 0), int(rep.removeprefix("r")))
-    return index
+def _next_repeat(run_dir: Path, variant_name: str, load: LoadPoint) -> int:
+    """The first repeat (0-based) of (variant, load) not yet stored."""
+    repeat = 0
+    while cell_path(run_dir, cell_id(variant_name, load, repeat)).exists():
+        repeat += 1
+    return repeat
 
 
 def _append_adaptive(run_dir: Path, record: dict[str, object]) -> None:

@@ -130,7 +130,7 @@ def _json_or(path: Path, default: Any) -> Any:
 
 
 def fit_cost_model(run_dir: Path, cores: int) -> CostModel | None:
-    """The run's cost model: identity-model cells + in-process timings, both from disk."""
+    """The run's cost model: serving-path cells + in-process timings, both from disk."""
     operators = _json_or(RunPaths(run_dir).operators, None)
     if not operators:
         return None

@@ -126,6 +126,13 @@ def seed_comparison_variants(max_batch_size: int = DEFAULT_MAX_BATCH_SIZE) -> li
     ]
 
 
+def batch_target(variant: ServingVariant) -> tuple[int, str]:
+    """The batch size (in samples) the dynamic batcher waits for, and which field sets it."""
+    if variant.preferred_batch_sizes:
+        return min(variant.preferred_batch_sizes), "preferred_batch_size"
+    return variant.max_batch_size, "max_batch_size"
+
+
 def variant_model_name(model_name: str, variant: ServingVariant) -> str:
     """The Triton model name a variant is served under; the baseline keeps the plain name."""
     return model_name if variant.name == "baseline" else f"{model_name}__{variant.name}"

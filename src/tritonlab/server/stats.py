@@ -74,6 +74,11 @@ class ServerStatsDelta:
         return self.inference_count / self.execution_count if self.execution_count else 0.0
 
     @property
+    def compute_us_per_execution(self) -> float:
+        """Compute (input + infer + output) of one execution, whatever batch it carried."""
+        return self.compute_us_per_inference * self.mean_batch_size
+
+    @property
     def request_us_per_request(self) -> float:
         return (
             self.queue_us_per_request
