@@ -15,14 +15,20 @@ from tritonlab.analysis.adaptive import undecided_project
 from tritonlab.analysis.operators import profile_operators
 from tritonlab.errors import ConfigError
 from tritonlab.experiments.manifest import SweepEntry, available_cores
-from tritonlab.experiments.plan import ExperimentPlan
+from tritonlab.experiments.plan import (
+    ExperimentPlan,
+    MeasurementSettings,
+    compute_plan,
+    for_unbatched_model,
+    seed_comparison_plan,
+)
 from tritonlab.experiments.runner import (
     AdaptiveRepeats,
+    InputFiles,
     OpenLoopRates,
     ProgressCallback,
     RunOutcome,
     UndecidedCells,
-    concrete_input_shapes,
     run_experiment,
 )
 from tritonlab.experiments.serving_path import NULL_MODEL_PATH
@@ -31,8 +37,10 @@ from tritonlab.experiments.store import (
     RESULTS_DIR,
     write_json_atomic,
 )
+from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo, check_with_onnxruntime, inspect_onnx
-from tritonlab.perf.in_process import time_in_process
+from tritonlab.paths import portable_path
+from tritonlab.perf.in_process import in_process_ceiling, time_in_process
 from tritonlab.perf.locate import locate_perf_analyzer
 from tritonlab.report.build import BuiltReport, build_report
 from tritonlab.report.project import (
@@ -68,7 +76,63 @@ def load_model_info(onnx_path: Path) -> OnnxModelInfo:
     return info
 
 
-def record_operator_profile(run_dir: Path, info: OnnxModelInfo, plan: ExperimentPlan) -> None:
+CONFIG_SETS = ("auto", "seed", "compute")
+# Above this in-process time per batch-1 execution the model's own compute dwarfs the serving
+# path (~0.1 ms per request here), so threads x instances is the question, not batching.
+COMPUTE_BOUND_US = 1000.0
+
+
+def default_plan(
+    info: OnnxModelInfo,
+    inputs: ModelInputs,
+    model_name: str,
+    configs: str = "auto",
+    repeats: int = 3,
+    concurrency: int | None = None,
+    protocol: str = "grpc",
+    max_batch_size: int = 64,
+    measurement: MeasurementSettings | None = None,
+) -> ExperimentPlan:
+    """The configurations ``run`` and ``demo`` compare, adapted to the model.
+
+    ``seed``: the seed's four (batching and instances); ``compute``: threads x instances;
+    ``auto`` times one batch-1 execution in-process and picks ``compute`` above
+    ``COMPUTE_BOUND_US``. A model without a batch axis loses its batching variants.
+    """
+    if configs not in CONFIG_SETS:
+        raise ConfigError(f"--configs must be one of {', '.join(CONFIG_SETS)}, got {configs!r}")
+    cores = available_cores()
+    notes: list[str] = []
+    if configs == "auto":
+        batch1_us = time_in_process(info, [1], iterations=5, inputs=inputs)[1]
+        configs = "compute" if batch1_us > COMPUTE_BOUND_US else "seed"
+        notes.append(
+            f"Configuration set `{configs}` chosen automatically: one batch-1 execution took "
+            f"{batch1_us / 1e3:.2f} ms in-process (median of 5), "
+            + ("above" if configs == "compute" else "below")
+            + f" the {COMPUTE_BOUND_US / 1e3:g} ms where the model's own compute, not the "
+            "serving path, dominates a request"
+            + (
+                ", so threads x instances are compared."
+                if configs == "compute"
+                else ", so batching and instance counts are compared (the seed's four)."
+            )
+        )
+    if configs == "compute":
+        plan = compute_plan(
+            model_name, cores, repeats, concurrency, protocol, max_batch_size, measurement
+        )
+    else:
+        plan = seed_comparison_plan(
+            model_name, repeats, concurrency or 8, protocol, max_batch_size, measurement
+        )
+    plan = replace(plan, notes=tuple(notes))
+    return plan if info.batched else for_unbatched_model(plan, cores)
+
+
+def record_operator_profile(
+    run_dir: Path, info: OnnxModelInfo, plan: ExperimentPlan, inputs: ModelInputs
+) -> None:
     """Profile the heavy operators and time in-process runs once; kept across resumes."""
     path = run_dir / RESULTS_DIR / OPERATORS_FILE
     if path.exists():
@@ -76,18 +140,30 @@ def record_operator_profile(run_dir: Path, info: OnnxModelInfo, plan: Experiment
     largest = min(v.max_batch_size for v in plan.variants) if info.batched else 1
     batches = [b for b in (1, 2, 4, 8, 16, 32, 64) if b <= max(1, largest)]
     record: dict[str, object] = {
-        "profile": profile_operators(info.path).to_dict(),
+        "profile": profile_operators(info.path, inputs.shapes, info.batched).to_dict(),
         "in_process_us_per_execution": {
-            str(b): t for b, t in time_in_process(info, batches).items()
+            str(b): t for b, t in time_in_process(info, batches, inputs=inputs).items()
         },
     }
+    client_batch = plan.loads[0].batch_size if info.batched else 1
+    parallelism = sorted(
+        {
+            (v.instance_count, v.intra_op_threads or 0)
+            for v in plan.variants
+            if v.instance_kind == "KIND_CPU"
+        }
+    )
+    record["in_process_ceilings"] = [
+        in_process_ceiling(info, instances, threads, client_batch, inputs).to_dict()
+        for instances, threads in parallelism
+    ]
     null_path = run_dir / NULL_MODEL_PATH
     if null_path.exists():
         # The serving-path cells already contain an empty onnxruntime call; the cost model
         # subtracts its in-process time so the model's own terms do not count it twice.
         null_info = replace(info, path=null_path)
         record["null_in_process_us_per_execution"] = {
-            str(b): t for b, t in time_in_process(null_info, batches).items()
+            str(b): t for b, t in time_in_process(null_info, batches, inputs=inputs).items()
         }
     write_json_atomic(path, record)
 
@@ -99,13 +175,14 @@ def run_project(
     options: ServerOptions,
     progress: ProgressCallback | None = None,
     fresh: bool = False,
-    demo: bool = False,
+    demo: str | None = None,
     time_budget_s: float | None = None,
     sweep: SweepEntry | None = None,
     open_loop_rates: OpenLoopRates | None = None,
     max_repeats: int | None = None,
     undecided: UndecidedCells | None = None,
     adaptive_budget_s: float | None = None,
+    inputs: ModelInputs | None = None,
 ) -> ProjectResult:
     """Deploy, check, measure and explain ``onnx_path`` into the project folder ``run_dir``.
 
@@ -115,6 +192,7 @@ def run_project(
     check_model_name(plan.model_name)
     check_gpu_variants(plan.variants, remote=bool(options.url))
     info = load_model_info(onnx_path)
+    inputs = inputs or derive_inputs(info)
     if fresh:
         for sub in ("results", "benchmarks", "models", "server", "docs", "serving_path"):
             shutil.rmtree(run_dir / sub, ignore_errors=True)
@@ -138,9 +216,10 @@ def run_project(
         sweep=sweep,
         open_loop_rates=open_loop_rates,
         adaptive=adaptive,
+        inputs=inputs,
     )
 
-    record_operator_profile(run_dir, info, plan)
+    record_operator_profile(run_dir, info, plan, inputs)
 
     perf_install = locate_perf_analyzer()
     server_install = None
@@ -150,8 +229,13 @@ def run_project(
             if options.server_bin
             else prepare_bundled_server()
         )
+    load_inputs = InputFiles(inputs, info, run_dir).for_load(plan.loads[0])
     baseline_settings = plan.perf_settings(
-        plan.loads[0], plan.model_name, "URL", concrete_input_shapes(info)
+        plan.loads[0],
+        plan.model_name,
+        "URL",
+        load_inputs.shapes,
+        portable_path(Path(load_inputs.data_file), run_dir) if load_inputs.data_file else None,
     )
     write_project_files(
         run_dir,
@@ -160,7 +244,7 @@ def run_project(
         perf_install,
         baseline_settings,
         (
-            export_script_demo()
+            export_script_demo(demo)
             if demo
             else export_script_user(onnx_path.resolve(), plan.model_name, run_dir)
         ),

@@ -16,7 +16,7 @@ from tritonlab.experiments.plan import (
     MeasurementSettings,
     seed_comparison_plan,
 )
-from tritonlab.experiments.runner import cell_id, concrete_input_shapes, plan_fingerprint
+from tritonlab.experiments.runner import cell_id, plan_fingerprint
 from tritonlab.experiments.store import (
     CellResult,
     cell_path,
@@ -27,7 +27,6 @@ from tritonlab.experiments.store import (
     write_json_atomic,
     write_text_atomic,
 )
-from tritonlab.models.inspect import OnnxModelInfo, TensorSpec
 from tritonlab.repository.variants import ServingVariant, seed_comparison_variants
 
 SHA = "0" * 64
@@ -157,21 +156,6 @@ def test_plan_fingerprint() -> None:
     assert fp != plan_fingerprint(seed_comparison_plan("m", concurrency=16), SHA)
     assert fp != plan_fingerprint(seed_comparison_plan("other"), SHA)
     assert fp != plan_fingerprint(plan, "1" * 64)
-
-
-def test_concrete_input_shapes() -> None:
-    info = OnnxModelInfo(
-        path=Path("m.onnx"),
-        inputs=(
-            TensorSpec("fixed", "TYPE_FP32", (4,)),
-            TensorSpec("seq", "TYPE_INT64", (-1, 8)),
-        ),
-        outputs=(TensorSpec("y", "TYPE_FP32", (2,)),),
-        batched=True,
-        opset=17,
-        file_size_bytes=1,
-    )
-    assert concrete_input_shapes(info) == {"seq": (1, 8)}
 
 
 # --- store ----------------------------------------------------------------------------------

@@ -171,7 +171,7 @@ def test_write_config_is_atomic_and_readable(tmp_path: Path) -> None:
         ({"max_queue_delay_us": 100}, True, "dynamic_batching"),
         ({"preferred_batch_sizes": (4,)}, True, "dynamic_batching"),
         ({"dynamic_batching": True, "max_batch_size": 0}, True, "max_batch_size > 0"),
-        ({"max_batch_size": 8}, False, "max_batch_size must be 0"),
+        ({"dynamic_batching": True}, False, "cannot batch its requests"),
         ({"max_batch_size": -1}, True, "max_batch_size must be >= 0"),
         ({"name": "Bad-Name"}, True, "name"),
         ({"name": "_leading"}, True, "name"),

@@ -83,11 +83,28 @@ def _elem_bytes(elem_type: int) -> int:
     return int(onnx.helper.tensor_dtype_to_np_dtype(elem_type).itemsize)
 
 
-def profile_operators(onnx_path: Path) -> OperatorProfile:
-    """Inspect the heavy operators of an ONNX model (symbolic batch dims count as 1)."""
+def profile_operators(
+    onnx_path: Path, input_shapes: dict[str, tuple[int, ...]] | None = None, batched: bool = True
+) -> OperatorProfile:
+    """Inspect the heavy operators of an ONNX model.
+
+    ``input_shapes`` (non-batch dims, as sent) fixes dynamic dims such as a sequence length
+    before shape inference; the batch dim counts as 1, so figures are per sample.
+    """
     import onnx
 
-    model = onnx.shape_inference.infer_shapes(onnx.load(str(onnx_path)))
+    raw = onnx.load(str(onnx_path))
+    for vi in raw.graph.input:
+        sent = (input_shapes or {}).get(vi.name)
+        if sent is None:
+            continue
+        full = (1, *sent) if batched else sent
+        dims = vi.type.tensor_type.shape.dim
+        if len(dims) == len(full):
+            for dim, size in zip(dims, full, strict=True):
+                dim.Clear()
+                dim.dim_value = int(size)
+    model = onnx.shape_inference.infer_shapes(raw)
     graph = model.graph
     shapes: dict[str, tuple[list[int], int]] = {}
     for vi in [*graph.input, *graph.value_info, *graph.output]:

@@ -67,7 +67,22 @@ MaxRepeatsOpt = Annotated[
         "explanations or picks rest on is undecided (= --repeats turns it off).",
     ),
 ]
-ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", min=1, help="Requests in flight.")]
+ConcurrencyOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option(
+        "--concurrency",
+        min=1,
+        help="Requests in flight (default: 8; 2 per core for threads x instances).",
+    ),
+]
+ConfigsOpt = Annotated[
+    str,
+    typer.Option(
+        "--configs",
+        help="auto, seed (batching and instances) or compute (threads x instances); auto "
+        "picks compute when one execution takes over 1 ms in-process.",
+    ),
+]
 ProtocolOpt = Annotated[str, typer.Option("--protocol", help="grpc or http.")]
 WindowOpt = Annotated[
     int, typer.Option("--window-ms", min=200, help="perf_analyzer measurement window (ms).")
@@ -77,6 +92,22 @@ StabilityOpt = Annotated[
 ]
 FreshOpt = Annotated[bool, typer.Option("--fresh", help="Discard earlier results in --out.")]
 MaxBatchOpt = Annotated[int, typer.Option("--max-batch-size", min=1, help="Triton max_batch_size.")]
+ShapeOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Option(
+        "--shape",
+        help="NAME:D1,D2,... sets an input's dims without the batch dim (repeatable); dynamic "
+        "dims default to 128.",
+    ),
+]
+InputDataOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option(
+        "--input-data",
+        help="Send your own samples: an .npz (one array per input, samples on the first axis) "
+        "or perf_analyzer's JSON file.",
+    ),
+]
 NameOpt = Annotated[
     Optional[str],  # noqa: UP045
     typer.Option("--name", help="Model name in Triton (default: the file's stem)."),

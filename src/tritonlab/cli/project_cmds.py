@@ -12,15 +12,18 @@ from tritonlab.cli.common import (
     AdaptiveBudgetOpt,
     BackendDirOpt,
     ConcurrencyOpt,
+    ConfigsOpt,
     FreshOpt,
     GrpcUrlOpt,
     HostOpt,
+    InputDataOpt,
     MaxBatchOpt,
     MaxRepeatsOpt,
     NameOpt,
     ProtocolOpt,
     RepeatsOpt,
     ServerBinOpt,
+    ShapeOpt,
     StabilityOpt,
     UrlOpt,
     WindowOpt,
@@ -41,9 +44,9 @@ def _run_pipeline(
     onnx_path: Path,
     out_dir: Path,
     model_name: str,
-    demo: bool,
+    demo: str | None,
     repeats: int,
-    concurrency: int,
+    concurrency: int | None,
     protocol: str,
     window_ms: int,
     stability: float,
@@ -52,12 +55,21 @@ def _run_pipeline(
     options: ServerOptions,
     max_repeats: int,
     adaptive_budget_s: float,
+    configs: str = "auto",
+    shape: list[str] | None = None,
+    input_data: Path | None = None,
 ) -> None:
-    from tritonlab.experiments.plan import MeasurementSettings, seed_comparison_plan
-    from tritonlab.pipeline import run_project
+    from tritonlab.experiments.plan import MeasurementSettings
+    from tritonlab.models.inputs import derive_inputs, parse_shape_args
+    from tritonlab.pipeline import default_plan, load_model_info, run_project
 
-    plan = seed_comparison_plan(
+    info = load_model_info(onnx_path)
+    inputs = derive_inputs(info, parse_shape_args(shape or []), input_data=input_data)
+    plan = default_plan(
+        info,
+        inputs,
         model_name,
+        configs,
         repeats=repeats,
         concurrency=concurrency,
         protocol=protocol,
@@ -66,6 +78,8 @@ def _run_pipeline(
             measurement_interval_ms=window_ms, stability_percentage=stability
         ),
     )
+    for note in plan.notes:
+        err.print(note, highlight=False, soft_wrap=True)
     started = time.monotonic()
     result = run_project(
         onnx_path,
@@ -77,6 +91,7 @@ def _run_pipeline(
         demo=demo,
         max_repeats=max(max_repeats, repeats),
         adaptive_budget_s=adaptive_budget_s,
+        inputs=inputs,
     )
     print_results(out_dir, result.report.analyses)
     outcome = result.outcome
@@ -90,14 +105,19 @@ def _run_pipeline(
 @app.command()
 def demo(
     out_dir: OutOpt = Path("demo-out"),
+    model: Annotated[
+        str,
+        typer.Option("--model", help="Built-in model: simple_mlp, resnet18_cnn or bert_encoder."),
+    ] = "simple_mlp",
     repeats: RepeatsOpt = 3,
     max_repeats: MaxRepeatsOpt = 5,
     adaptive_budget_s: AdaptiveBudgetOpt = 60.0,
-    concurrency: ConcurrencyOpt = 8,
+    concurrency: ConcurrencyOpt = None,
     protocol: ProtocolOpt = "grpc",
     window_ms: WindowOpt = 2000,
     stability: StabilityOpt = 25.0,
     max_batch_size: MaxBatchOpt = 64,
+    configs: ConfigsOpt = "auto",
     fresh: FreshOpt = False,
     url: UrlOpt = None,
     grpc_url: GrpcUrlOpt = None,
@@ -105,24 +125,27 @@ def demo(
     backend_dir: BackendDirOpt = None,
     host: HostOpt = "127.0.0.1",
 ) -> None:
-    """Export the demo MLP (256 -> 1024 -> 10) and run the whole loop on it.
+    """Export a built-in model (default: the MLP 256 -> 1024 -> 10) and run the whole loop on it.
 
-    Example: tritonlab demo --out demo-out
+    Example: tritonlab demo --out demo-out;  tritonlab demo --model resnet18_cnn --out cnn-out
     """
     with user_errors(f"finished cells are kept in {out_dir}; run the same command to resume"):
-        from tritonlab.models.demo import DEMO_MODEL_NAME, export_simple_mlp
+        from tritonlab.models.zoo import builtin_model
 
+        builtin = builtin_model(model)
         out_dir.mkdir(parents=True, exist_ok=True)
-        check = export_simple_mlp(out_dir / f"{DEMO_MODEL_NAME}.onnx")
+        check = builtin.export(out_dir / f"{builtin.name}.onnx")
         err.print(
-            f"exported {check.onnx_path} (max abs diff vs PyTorch {check.max_abs_diff:.2g})",
+            f"exported {check.onnx_path}: {builtin.summary} "
+            f"(max abs diff vs PyTorch {check.max_abs_diff:.2g})",
             highlight=False,
+            soft_wrap=True,
         )
         _run_pipeline(
             check.onnx_path,
             out_dir,
-            DEMO_MODEL_NAME,
-            True,
+            builtin.name,
+            builtin.name,
             repeats,
             concurrency,
             protocol,
@@ -133,6 +156,7 @@ def demo(
             server_options(url, grpc_url, server_bin, backend_dir, host),
             max_repeats,
             adaptive_budget_s,
+            configs,
         )
 
 
@@ -144,11 +168,14 @@ def run(
     repeats: RepeatsOpt = 3,
     max_repeats: MaxRepeatsOpt = 5,
     adaptive_budget_s: AdaptiveBudgetOpt = 60.0,
-    concurrency: ConcurrencyOpt = 8,
+    concurrency: ConcurrencyOpt = None,
     protocol: ProtocolOpt = "grpc",
     window_ms: WindowOpt = 2000,
     stability: StabilityOpt = 25.0,
     max_batch_size: MaxBatchOpt = 64,
+    configs: ConfigsOpt = "auto",
+    shape: ShapeOpt = None,
+    input_data: InputDataOpt = None,
     fresh: FreshOpt = False,
     url: UrlOpt = None,
     grpc_url: GrpcUrlOpt = None,
@@ -156,16 +183,19 @@ def run(
     backend_dir: BackendDirOpt = None,
     host: HostOpt = "127.0.0.1",
 ) -> None:
-    """Deploy, check, measure and explain your ONNX model (the seed's four configurations).
+    """Deploy, check, measure and explain your ONNX model.
 
-    Example: tritonlab run model.onnx --out my-project
+    The configurations compared fit the model (--configs auto): batching and instance counts for
+    a model whose requests are cheap, threads x instances for a compute-bound one; a model
+    without a batch axis is compared without batching.
+    Example: tritonlab run model.onnx --out my-project --shape input_ids:256
     """
     with user_errors(f"finished cells are kept in {out_dir}; run the same command to resume"):
         _run_pipeline(
             model,
             out_dir,
             name or model.stem,
-            False,
+            None,
             repeats,
             concurrency,
             protocol,
@@ -176,6 +206,9 @@ def run(
             server_options(url, grpc_url, server_bin, backend_dir, host),
             max_repeats,
             adaptive_budget_s,
+            configs,
+            shape,
+            input_data,
         )
 
 

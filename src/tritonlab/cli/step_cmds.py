@@ -16,10 +16,12 @@ from tritonlab.cli.common import (
     ConcurrencyOpt,
     GrpcUrlOpt,
     HostOpt,
+    InputDataOpt,
     MaxBatchOpt,
     NameOpt,
     ProtocolOpt,
     ServerBinOpt,
+    ShapeOpt,
     StabilityOpt,
     UrlOpt,
     WindowOpt,
@@ -71,8 +73,10 @@ def _served_model(
     """Serve one ONNX file as ``variant`` (or reach --url): yields (server, name, info)."""
     from tritonlab.pipeline import check_model_name, load_model_info
     from tritonlab.repository.layout import add_model
+    from tritonlab.repository.variants import for_model
 
     info = load_model_info(model)
+    variant = for_model(variant, info.batched)
     model_name = check_model_name(name or model.stem)
     with contextlib.ExitStack() as stack:
         folder = repo or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tritonlab-")))
@@ -146,6 +150,8 @@ def infer(
     grpc_url: GrpcUrlOpt = None,
     server_bin: ServerBinOpt = None,
     backend_dir: BackendDirOpt = None,
+    shape: ShapeOpt = None,
+    input_data: InputDataOpt = None,
 ) -> None:
     """Send one validated request and compare the output with onnxruntime.
 
@@ -153,6 +159,7 @@ def infer(
     Example: tritonlab infer model.onnx --protocol both
     """
     from tritonlab.client.infer import infer_and_check
+    from tritonlab.models.inputs import derive_inputs, parse_shape_args
 
     with user_errors():
         if protocol not in ("http", "grpc", "both"):
@@ -161,8 +168,11 @@ def infer(
         options = server_options(url, grpc_url, server_bin, backend_dir)
         variant = _variant(False, 0, 1, "KIND_CPU", 64)
         with _served_model(model, name, variant, options, None) as (server, model_name, info):
+            inputs = derive_inputs(info, parse_shape_args(shape or []), input_data=input_data)
+            for line in inputs.describe():
+                out.print(f"input {line}", highlight=False, soft_wrap=True)
             for proto in protocols:
-                check = infer_and_check(server, model_name, info, proto, batch_size)
+                check = infer_and_check(server, model_name, info, proto, batch_size, inputs)
                 out.print(
                     f"{proto}: {check.input_shapes} -> {check.output_shapes}, max abs diff vs "
                     f"onnxruntime {check.max_abs_diff:.3g} (tolerance {check.tolerance_abs:g}), "
@@ -196,12 +206,14 @@ def perf(
     grpc_url: GrpcUrlOpt = None,
     server_bin: ServerBinOpt = None,
     backend_dir: BackendDirOpt = None,
+    shape: ShapeOpt = None,
+    input_data: InputDataOpt = None,
 ) -> None:
     """Measure one configuration with perf_analyzer; print what it and the server saw.
 
     Example: tritonlab perf model.onnx --dynamic-batching --concurrency 16
     """
-    from tritonlab.experiments.runner import concrete_input_shapes
+    from tritonlab.models.inputs import derive_inputs, parse_shape_args
     from tritonlab.perf.locate import locate_perf_analyzer
     from tritonlab.perf.runner import run_perf
     from tritonlab.perf.settings import PerfSettings
@@ -212,6 +224,9 @@ def perf(
         options = server_options(url, grpc_url, server_bin, backend_dir)
         variant = _variant(dynamic_batching, max_queue_delay_us, instances, kind, max_batch_size)
         with _served_model(model, name, variant, options, None) as (server, model_name, info):
+            inputs = derive_inputs(info, parse_shape_args(shape or []), input_data=input_data)
+            data_file = inputs.write_perf_data(out_dir / f"{model_name}.input_data.json")
+            dynamic = {s.name for s in info.inputs if -1 in s.dims}
             settings = PerfSettings(
                 model_name=model_name,
                 url=server.url(protocol),
@@ -221,7 +236,8 @@ def perf(
                 request_rate_per_s=request_rate,
                 measurement_interval_ms=window_ms,
                 stability_percentage=stability,
-                input_shapes=concrete_input_shapes(info),
+                input_shapes={k: v for k, v in inputs.shapes.items() if k in dynamic},
+                input_data=str(data_file),
             )
             before = StatsSnapshot.from_triton(server.model_statistics(model_name))
             result = run_perf(perf_install, settings, out_dir, model_name)

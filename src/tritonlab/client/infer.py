@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from tritonlab.errors import ClientError
+from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo, TensorSpec
 from tritonlab.server.endpoint import ServerEndpoint
 
@@ -47,29 +48,6 @@ class InferCheck:
         )
 
 
-def _concrete_shape(spec: TensorSpec, batch: int | None) -> list[int]:
-    dims = [d if d > 0 else 1 for d in spec.dims]
-    return [batch, *dims] if batch is not None else dims
-
-
-def make_inputs(
-    info: OnnxModelInfo, batch_size: int = 2, seed: int = 0
-) -> dict[str, np.ndarray[Any, Any]]:
-    """Random inputs matching the graph (dynamic non-batch dims set to 1)."""
-    rng = np.random.default_rng(seed)
-    batch = batch_size if info.batched else None
-    out: dict[str, np.ndarray[Any, Any]] = {}
-    for spec in info.inputs:
-        shape = _concrete_shape(spec, batch)
-        if spec.triton_dtype == "TYPE_BOOL":
-            out[spec.name] = rng.random(shape) > 0.5
-        elif spec.is_float:
-            out[spec.name] = rng.standard_normal(shape).astype(spec.numpy_dtype)
-        else:
-            out[spec.name] = rng.integers(0, 8, size=shape).astype(spec.numpy_dtype)
-    return out
-
-
 def _triton_type(spec: TensorSpec) -> str:
     return spec.triton_dtype.removeprefix("TYPE_")
 
@@ -92,7 +70,8 @@ def check_metadata(metadata: dict[str, Any], info: OnnxModelInfo, model_name: st
                     f"{want_type}; rebuild the repository from this ONNX file"
                 )
             shape = [int(d) for d in tensor["shape"]]
-            want = ([-1] if info.batched else []) + list(spec.dims)
+            # A per-sample scalar is declared [1] to Triton (reshaped to the graph's []).
+            want = ([-1] if info.batched else []) + (list(spec.dims) or [1])
             if len(shape) != len(want) or any(
                 w != -1 and s != -1 and w != s for s, w in zip(shape, want, strict=True)
             ):
@@ -130,8 +109,13 @@ def infer_and_check(
     info: OnnxModelInfo,
     protocol: str = "grpc",
     batch_size: int = 2,
+    inputs: ModelInputs | None = None,
 ) -> InferCheck:
-    """One request over ``protocol``; fails if shapes or values disagree with onnxruntime."""
+    """One request over ``protocol``; fails if shapes or values disagree with onnxruntime.
+
+    ``inputs`` says what to send (default: derived from the graph); a model without a batch
+    axis gets one request of its fixed shape.
+    """
     from tritonclient.utils import InferenceServerException
 
     module = _client_module(protocol)
@@ -143,11 +127,14 @@ def infer_and_check(
 
             metadata = json_format.MessageToDict(metadata, preserving_proto_field_name=True)
         check_metadata(metadata, info, model_name)
-        inputs = make_inputs(info, batch_size)
+        arrays = (inputs or derive_inputs(info)).batch(batch_size)
         request_inputs = []
         for spec in info.inputs:
-            tensor = module.InferInput(spec.name, list(inputs[spec.name].shape), _triton_type(spec))
-            tensor.set_data_from_numpy(inputs[spec.name])
+            array = arrays[spec.name]
+            if not spec.dims:  # a per-sample scalar is declared [1] to Triton
+                array = array.reshape((*array.shape, 1))
+            tensor = module.InferInput(spec.name, list(array.shape), _triton_type(spec))
+            tensor.set_data_from_numpy(array)
             request_inputs.append(tensor)
         outputs = [module.InferRequestedOutput(s.name) for s in info.outputs]
         started = time.perf_counter()
@@ -158,13 +145,15 @@ def infer_and_check(
     finally:
         client.close()
 
-    expected = reference_outputs(info, inputs)
+    expected = reference_outputs(info, arrays)
     max_diff = 0.0
     tolerance = 0.0
     output_shapes: dict[str, list[int]] = {}
     for spec in info.outputs:
         got = result.as_numpy(spec.name)
         want = expected[spec.name]
+        if got is not None and not spec.dims and got.size == want.size:
+            got = got.reshape(want.shape)  # served as [batch, 1], the graph says [batch]
         if got is None or got.shape != want.shape:
             raise ClientError(
                 f"output '{spec.name}' has shape {None if got is None else list(got.shape)}, "
@@ -184,7 +173,7 @@ def infer_and_check(
     return InferCheck(
         protocol=protocol,
         model_name=model_name,
-        input_shapes={k: list(v.shape) for k, v in inputs.items()},
+        input_shapes={k: list(v.shape) for k, v in arrays.items()},
         output_shapes=output_shapes,
         max_abs_diff=max_diff,
         tolerance_abs=tolerance,

@@ -19,6 +19,7 @@ from typing import Any
 
 import tritonlab
 from tritonlab.experiments.plan import ExperimentPlan
+from tritonlab.models.inputs import ModelInputs
 from tritonlab.models.inspect import TensorSpec
 
 _PACKAGES = ("tritonclient", "nvidia-pytriton", "onnxruntime", "onnx", "numpy", "torch")
@@ -311,6 +312,8 @@ class Manifest:
     perf_analyzer: PerfAnalyzerRecord
     sweep: SweepEntry | None = None
     adaptive: AdaptiveEntry | None = None
+    # What every request carried (shapes and value rules); None in runs before it was recorded.
+    inputs: ModelInputs | None = None
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -345,6 +348,9 @@ class Manifest:
             adaptive=AdaptiveEntry(int(adaptive["max_repeats"]), adaptive.get("budget_s"))
             if isinstance(adaptive, dict)
             else None,
+            inputs=ModelInputs.from_dict(data["inputs"])
+            if isinstance(data.get("inputs"), dict)
+            else None,
             schema_version=int(data.get("schema_version", 1)),
         )
 
@@ -370,6 +376,8 @@ class Manifest:
         }
         if self.sweep is not None:
             data["sweep"] = self.sweep.to_dict()
+        if self.inputs is not None:
+            data["inputs"] = self.inputs.to_dict()
         if self.adaptive is not None:
             data["adaptive"] = {
                 "max_repeats": self.adaptive.max_repeats,

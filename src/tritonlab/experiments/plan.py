@@ -6,7 +6,7 @@ four variants and one load point (gRPC, batch 1, concurrency 8); sweeps add load
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tritonlab.errors import PlanError
@@ -29,6 +29,8 @@ class LoadPoint:
     concurrency: int | None = 8
     request_rate_per_s: float | None = None
     peak_fraction: float | None = None
+    # Every dynamic non-batch dim of every input at this length (a transformer's sequence axis).
+    sequence_length: int | None = None
 
     @property
     def open_loop(self) -> bool:
@@ -42,7 +44,8 @@ class LoadPoint:
             load = f"r{self.request_rate_per_s:g}"
         else:
             load = f"c{self.concurrency}"
-        return f"{self.protocol}_b{self.batch_size}_{load}"
+        seq = f"_s{self.sequence_length}" if self.sequence_length is not None else ""
+        return f"{self.protocol}_b{self.batch_size}_{load}{seq}"
 
     @property
     def label(self) -> str:
@@ -57,7 +60,8 @@ class LoadPoint:
             load = f"{self.request_rate_per_s:g} req/s Poisson"
         else:
             load = f"concurrency {self.concurrency}"
-        return f"{self.protocol}, batch {self.batch_size}, {load}"
+        seq = f", sequence {self.sequence_length}" if self.sequence_length is not None else ""
+        return f"{self.protocol}, batch {self.batch_size}{seq}, {load}"
 
     def validate(self) -> None:
         if self.protocol not in PROTOCOLS:
@@ -72,11 +76,14 @@ class LoadPoint:
             raise PlanError(f"request rate must be > 0, got {self.request_rate_per_s}")
         if self.peak_fraction is not None and not 0 < self.peak_fraction <= 2:
             raise PlanError(f"peak fraction must be in (0, 2], got {self.peak_fraction}")
+        if self.sequence_length is not None and self.sequence_length < 1:
+            raise PlanError(f"sequence length must be >= 1, got {self.sequence_length}")
 
     def to_dict(self) -> dict[str, Any]:
         data = dict(vars(self))
-        if data["peak_fraction"] is None:  # plans without it keep their old fingerprint
-            del data["peak_fraction"]
+        for key in ("peak_fraction", "sequence_length"):
+            if data[key] is None:  # plans without it keep their old fingerprint
+                del data[key]
         return data
 
 
@@ -99,6 +106,9 @@ class ExperimentPlan:
     loads: tuple[LoadPoint, ...] = (LoadPoint(),)
     repeats: int = 3
     measurement: MeasurementSettings = field(default_factory=MeasurementSettings)
+    # Why the plan is what it is (variants dropped for this model, the configuration set chosen);
+    # the experiment log states them. Not part of the fingerprint.
+    notes: tuple[str, ...] = ()
 
     def validate(self, model_batches: bool = True) -> None:
         if not self.variants:
@@ -123,7 +133,12 @@ class ExperimentPlan:
                 )
 
     def perf_settings(
-        self, load: LoadPoint, model_name: str, url: str, input_shapes: dict[str, tuple[int, ...]]
+        self,
+        load: LoadPoint,
+        model_name: str,
+        url: str,
+        input_shapes: dict[str, tuple[int, ...]],
+        input_data: str | None = None,
     ) -> PerfSettings:
         m = self.measurement
         return PerfSettings(
@@ -137,19 +152,23 @@ class ExperimentPlan:
             stability_percentage=m.stability_percentage,
             max_trials=m.max_trials,
             input_shapes=input_shapes,
+            input_data=input_data,
             # Open loop needs async requests: sync worker threads cannot keep a Poisson schedule
             # ("Perf Analyzer was not able to keep up with the desired request rate").
             async_mode=load.open_loop,
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    def to_dict(self, with_notes: bool = True) -> dict[str, Any]:
+        data: dict[str, Any] = {
             "model_name": self.model_name,
             "variants": [v.to_dict() for v in self.variants],
             "loads": [load.to_dict() for load in self.loads],
             "repeats": self.repeats,
             "measurement": vars(self.measurement),
         }
+        if self.notes and with_notes:
+            data["notes"] = list(self.notes)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ExperimentPlan:
@@ -159,6 +178,7 @@ class ExperimentPlan:
             loads=tuple(LoadPoint(**load) for load in data["loads"]),
             repeats=int(data["repeats"]),
             measurement=MeasurementSettings(**data["measurement"]),
+            notes=tuple(data.get("notes", ())),
         )
 
 
@@ -178,3 +198,84 @@ def seed_comparison_plan(
         repeats=repeats,
         measurement=measurement or MeasurementSettings(),
     )
+
+
+def compute_plan(
+    model_name: str,
+    cores: int,
+    repeats: int = 3,
+    concurrency: int | None = None,
+    protocol: str = "grpc",
+    max_batch_size: int = 64,
+    measurement: MeasurementSettings | None = None,
+) -> ExperimentPlan:
+    """Threads x instances for a compute-bound model, each one change from the baseline.
+
+    The baseline is one instance with one onnxruntime thread; the others give the machine's
+    ``cores`` to one instance as threads, or to as many instances with one thread each, or keep
+    one thread and batch (0 ms delay). The load keeps two requests per core in flight, so every
+    instance has one waiting while another runs.
+    """
+    n = max(2, cores)
+    variants = [
+        ServingVariant(
+            "baseline", "baseline (1 instance x 1 thread)", max_batch_size=max_batch_size
+        ),
+        ServingVariant(
+            f"threads_{n}",
+            f"1 instance x {n} threads",
+            max_batch_size=max_batch_size,
+            intra_op_threads=n,
+        ),
+        ServingVariant(
+            f"instances_{n}",
+            f"{n} instances x 1 thread",
+            max_batch_size=max_batch_size,
+            instance_count=n,
+        ),
+        ServingVariant(
+            "batch_0ms_x1",
+            "batching (0 ms, 1 instance x 1 thread)",
+            dynamic_batching=True,
+            max_queue_delay_us=0,
+            max_batch_size=max_batch_size,
+        ),
+    ]
+    return ExperimentPlan(
+        model_name=model_name,
+        variants=tuple(variants),
+        loads=(LoadPoint(protocol=protocol, batch_size=1, concurrency=concurrency or 2 * n),),
+        repeats=repeats,
+        measurement=measurement or MeasurementSettings(),
+    )
+
+
+def for_unbatched_model(plan: ExperimentPlan, cores: int) -> ExperimentPlan:
+    """``plan`` for a model without a batch axis: Triton cannot batch it, so batching variants
+    are dropped and every variant is served with ``max_batch_size: 0``; with only the baseline
+    left, an instance-count variant is added so there is still a comparison to explain."""
+    kept = [
+        replace(v, max_batch_size=0, description=v.description)
+        for v in plan.variants
+        if not v.dynamic_batching
+    ]
+    dropped = [v.name for v in plan.variants if v.dynamic_batching]
+    if len(kept) == 1:
+        n = max(2, cores)
+        kept.append(
+            ServingVariant(
+                f"instances_{n}", f"no batching, count={n}", max_batch_size=0, instance_count=n
+            )
+        )
+    note = (
+        "The model has no batch axis (its first dim is fixed), so Triton cannot batch its "
+        "requests: it is served with max_batch_size 0"
+        + (
+            f", and the batching configurations ({', '.join(dropped)}) were dropped"
+            if dropped
+            else ""
+        )
+        + "; instance counts and threads are still compared."
+    )
+    loads = tuple(replace(ld, batch_size=1) for ld in plan.loads)
+    return replace(plan, variants=tuple(kept), loads=loads, notes=(*plan.notes, note))

@@ -47,6 +47,7 @@ from tritonlab.experiments.serving_path import (
 from tritonlab.experiments.store import (
     ADAPTIVE_FILE,
     CELLS_DIR,
+    INPUTS_DIR,
     RESULTS_DIR,
     SERVING_PATH_DIR,
     CellResult,
@@ -56,6 +57,7 @@ from tritonlab.experiments.store import (
     save_manifest,
     write_json_atomic,
 )
+from tritonlab.models.inputs import ModelInputs, derive_inputs, with_dynamic_dim
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.paths import portable_command, portable_file, portable_path
 from tritonlab.perf.locate import PerfAnalyzerInstall, locate_perf_analyzer
@@ -103,8 +105,13 @@ def cell_id(variant_name: str, load: LoadPoint, repeat: int) -> str:
     return f"{variant_name}__{load.key}__r{repeat + 1}"
 
 
-def plan_fingerprint(plan: ExperimentPlan, model_sha256: str) -> str:
-    text = json.dumps({"plan": plan.to_dict(), "model": model_sha256}, sort_keys=True)
+def plan_fingerprint(
+    plan: ExperimentPlan, model_sha256: str, inputs: ModelInputs | None = None
+) -> str:
+    record: dict[str, object] = {"plan": plan.to_dict(with_notes=False), "model": model_sha256}
+    if inputs is not None:
+        record["inputs"] = inputs.fingerprint_dict()
+    text = json.dumps(record, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -116,9 +123,33 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def concrete_input_shapes(info: OnnxModelInfo) -> dict[str, tuple[int, ...]]:
-    """perf_analyzer needs a concrete shape for inputs with variable (-1) non-batch dims."""
-    return {s.name: tuple(d if d > 0 else 1 for d in s.dims) for s in info.inputs if -1 in s.dims}
+@dataclass(frozen=True)
+class LoadInputs:
+    """What perf_analyzer sends under one load: shapes for dynamic dims and its data file."""
+
+    shapes: dict[str, tuple[int, ...]]
+    data_file: str | None
+
+
+class InputFiles:
+    """perf_analyzer's JSON data files under ``run_dir/inputs``, one per sequence length."""
+
+    def __init__(self, inputs: ModelInputs, info: OnnxModelInfo, run_dir: Path) -> None:
+        self.inputs, self.info, self.run_dir = inputs, info, run_dir
+        self._made: dict[int | None, LoadInputs] = {}
+
+    def for_load(self, load: LoadPoint) -> LoadInputs:
+        length = load.sequence_length
+        if length not in self._made:
+            inputs = (
+                self.inputs if length is None else with_dynamic_dim(self.inputs, self.info, length)
+            )
+            name = "perf_data.json" if length is None else f"perf_data_s{length}.json"
+            path = inputs.write_perf_data(self.run_dir / INPUTS_DIR / name)
+            dynamic = {s.name for s in self.info.inputs if -1 in s.dims}
+            shapes = {k: v for k, v in inputs.shapes.items() if k in dynamic}
+            self._made[length] = LoadInputs(shapes, str(path))
+        return self._made[length]
 
 
 def _check_resume(run_dir: Path, fingerprint: str) -> None:
@@ -141,11 +172,17 @@ def _measure_cell(
     load: LoadPoint,
     repeat: int,
     run_dir: Path,
-    input_shapes: dict[str, tuple[int, ...]],
+    load_inputs: LoadInputs,
     folder: str = CELLS_DIR,
 ) -> CellResult:
     cid = cell_id(model.variant.name, load, repeat)
-    settings = plan.perf_settings(load, model.model_name, server.url(load.protocol), input_shapes)
+    settings = plan.perf_settings(
+        load,
+        model.model_name,
+        server.url(load.protocol),
+        load_inputs.shapes,
+        load_inputs.data_file,
+    )
     processes = server.process_tree() if isinstance(server, TritonServer) else []
     before = StatsSnapshot.from_triton(server.model_statistics(model.model_name))
     cpu_before = tree_cpu_seconds(processes)
@@ -196,8 +233,11 @@ def run_experiment(
     sweep: SweepEntry | None = None,
     open_loop_rates: OpenLoopRates | None = None,
     adaptive: AdaptiveRepeats | None = None,
+    inputs: ModelInputs | None = None,
 ) -> RunOutcome:
     """Measure every cell of ``plan`` not yet on disk; results go under ``run_dir``.
+
+    ``inputs`` says what every request carries (default: derived from the graph).
 
     Closed-loop and fixed-rate loads are measured first; loads at a fraction of the peak then
     get their rates from ``open_loop_rates`` (required when the plan has such loads).
@@ -211,16 +251,12 @@ def run_experiment(
             "loads at a fraction of the measured peak need the peak first: run them with "
             "`tritonlab sweep`"
         )
-    if not info.batched:
-        raise PlanError(
-            f"{info.path.name} has no batch dimension; tritonlab compares batching "
-            "configurations, so export the model with a dynamic first axis"
-        )
-    fingerprint = plan_fingerprint(plan, file_sha256(info.path))
+    inputs = inputs or derive_inputs(info)
+    fingerprint = plan_fingerprint(plan, file_sha256(info.path), inputs)
     _check_resume(run_dir, fingerprint)
     perf_install = locate_perf_analyzer(perf_analyzer)
     models = build_repository(run_dir / "models", info, plan.model_name, list(plan.variants))
-    input_shapes = concrete_input_shapes(info)
+    input_files = InputFiles(inputs, info, run_dir)
     todo = [
         (repeat, model, load)
         for repeat in range(plan.repeats)
@@ -274,6 +310,7 @@ def run_experiment(
             ),
             sweep=sweep,
             adaptive=AdaptiveEntry(adaptive.max_repeats, adaptive.budget_s) if adaptive else None,
+            inputs=inputs,
         )
         save_manifest(run_dir, manifest.to_dict())
 
@@ -281,7 +318,7 @@ def run_experiment(
         server.load_model(baseline.model_name)
         try:
             checks = [
-                infer_and_check(server, baseline.model_name, info, protocol)
+                infer_and_check(server, baseline.model_name, info, protocol, inputs=inputs)
                 for protocol in ("http", "grpc")
             ]
         finally:
@@ -314,7 +351,14 @@ def run_experiment(
                     if progress:
                         progress(done, total, cid + note)
                     _measure_cell(
-                        server, perf_install, plan, model, load, repeat, run_dir, input_shapes
+                        server,
+                        perf_install,
+                        plan,
+                        model,
+                        load,
+                        repeat,
+                        run_dir,
+                        input_files.for_load(load),
                     )
                     measured.append(cid)
                     ids.append(cid)
@@ -358,7 +402,7 @@ def run_experiment(
             ]
             stopped = measure_pass(rated_loads)
         if stopped is None and isinstance(server, TritonServer):
-            _measure_serving_path(server, perf_install, plan, info, run_dir, input_shapes)
+            _measure_serving_path(server, perf_install, plan, info, run_dir, input_files)
         if stopped is None and adaptive is not None:
             loads_by_key = {ld.key: ld for ld in direct_loads}
             rates = open_loop_rates() if derived_loads and open_loop_rates is not None else {}
@@ -440,7 +484,7 @@ def _measure_serving_path(
     plan: ExperimentPlan,
     info: OnnxModelInfo,
     run_dir: Path,
-    input_shapes: dict[str, tuple[int, ...]],
+    input_files: InputFiles,
 ) -> None:
     """The null-model cells the cost model needs (``PROBE_REPEATS`` of each probe).
 
@@ -475,7 +519,7 @@ def _measure_serving_path(
                     load,
                     repeat,
                     run_dir,
-                    input_shapes,
+                    input_files.for_load(load),
                     SERVING_PATH_DIR,
                 )
             finally:

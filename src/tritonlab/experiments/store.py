@@ -22,6 +22,7 @@ os.umask(_UMASK)
 
 RESULTS_DIR = "results"
 CELLS_DIR = "cells"
+INPUTS_DIR = "inputs"  # perf_analyzer's JSON --input-data files (regenerated on a resume)
 SERVING_PATH_DIR = "serving_path"  # identity-model cells behind the cost model
 ADAPTIVE_FILE = "adaptive.json"  # the extra rounds adaptive repeats measured, and why
 MANIFEST_FILE = "manifest.json"

@@ -77,6 +77,17 @@ def _spec(value_info: object, batched: bool, kind: str) -> TensorSpec:
 
         type_name = onnx.TensorProto.DataType.Name(elem_type)
         supported = ", ".join(t.removeprefix("TYPE_") for t, _ in _ONNX_TO_TRITON.values())
+        if type_name == "STRING":
+            raise ModelError(
+                f"{kind} '{name}' is a STRING tensor, which tritonlab cannot generate valid data "
+                "for or measure; tokenize outside the graph and export it with int64 token ids"
+            )
+        if type_name == "BFLOAT16":
+            raise ModelError(
+                f"{kind} '{name}' is BFLOAT16, which the served backend's numpy path cannot "
+                "carry (numpy has no bfloat16); export the model with FP16 or FP32 inputs and "
+                "outputs (casts inside the graph are fine)"
+            )
         raise ModelError(
             f"{kind} '{name}' has element type {type_name}, which tritonlab cannot serve; "
             f"convert it to one of {supported}"

@@ -31,6 +31,8 @@ class PerfSettings:
     # Input name -> full shape without the batch dim, needed for dims that are -1 in the config.
     input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     async_mode: bool = False
+    # perf_analyzer's JSON --input-data file (values every input accepts), None: its random data.
+    input_data: str | None = None
 
     def with_longer_window(self, factor: int = 2) -> PerfSettings:
         return replace(
@@ -42,6 +44,8 @@ class PerfSettings:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["input_shapes"] = {k: list(v) for k, v in self.input_shapes.items()}
+        if data["input_data"] is None:  # records from before it existed stay byte-identical
+            del data["input_data"]
         return data
 
     @classmethod
@@ -90,6 +94,8 @@ class PerfSettings:
             args += ["--concurrency-range", str(self.concurrency or 1)]
         if self.async_mode:
             args.append("--async")
+        if self.input_data is not None:
+            args += ["--input-data", self.input_data]
         for name, shape in sorted(self.input_shapes.items()):
             args += ["--shape", f"{name}:{','.join(str(d) for d in shape)}"]
         return args

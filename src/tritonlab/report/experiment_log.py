@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tritonlab.analysis.cost_model import MODEL_FAILS_PCT, CostModel, Prediction
+from tritonlab.analysis.efficiency import efficiency_section
 from tritonlab.analysis.explain import Analysis, VariantReport
 from tritonlab.analysis.operators import (
     OperatorCost,
@@ -72,6 +73,23 @@ def _load_line(settings: list[PerfSettings], load_points: int) -> str:
     return "- Load: " + "; ".join(parts) + "; perf_analyzer on the same machine."
 
 
+def _sent_lines(manifest: Manifest) -> list[str]:
+    """What every request carried: shape and values per input, and where the dims came from."""
+    sent = manifest.inputs
+    if sent is None:
+        return []
+    lines = ["- Data sent (the correctness check, in-process timing and perf_analyzer alike):"]
+    lines += [f"  - {line}" for line in sent.describe()]
+    if sent.dims_note:
+        lines.append(f"  - Shapes: {sent.dims_note}.")
+    if not sent.batched:
+        lines.append(
+            "  - The model has no batch axis, so it is served with `max_batch_size: 0` and "
+            "every request carries exactly these shapes."
+        )
+    return lines
+
+
 def _conditions(manifest: Manifest, analyses: list[Analysis]) -> list[str]:
     plan, model, machine = manifest.plan, manifest.model, manifest.machine
     packages = manifest.packages
@@ -88,6 +106,8 @@ def _conditions(manifest: Manifest, analyses: list[Analysis]) -> list[str]:
         "",
         f"- Model: `{model.name}` from `{model.onnx_file}` (opset {model.opset}, "
         f"sha256 `{model.sha256[:12]}`); inputs: {inputs}.",
+        *_sent_lines(manifest),
+        *(f"- Configurations: {note}" for note in plan.notes),
         _load_line(settings, len(analyses)),
         f"- Measurement: perf_analyzer {measurement.measurement_interval_ms} ms time windows, "
         f"stability threshold {measurement.stability_percentage:g}%, at most "
@@ -417,6 +437,7 @@ def render_experiment_log(run: RunData) -> str:
             "",
         ]
         lines += [ln for r in analysis.reports for ln in _variant_section(r)]
+    lines += efficiency_section(run.efficiencies)
     lines += cost_model_section(cost_model, run.predictions)
     if operators and analyses:
         lines += _operators_section(operators, analyses, cost_model)

@@ -327,6 +327,23 @@ def conditions_section(
             f"{model.name} from {model.onnx_file} (opset {model.opset}, sha256 "
             f"{model.sha256[:12]}); inputs: {inputs}",
         ),
+        *(
+            [
+                (
+                    "Data sent",
+                    "; ".join(manifest.inputs.describe())
+                    + (
+                        f"; shapes: {manifest.inputs.dims_note}"
+                        if manifest.inputs.dims_note
+                        else ""
+                    )
+                    + ("" if manifest.inputs.batched else "; no batch axis (max_batch_size 0)"),
+                )
+            ]
+            if manifest.inputs is not None
+            else []
+        ),
+        *(("Configurations", note) for note in manifest.plan.notes),
         ("Load", f"{load_text(summaries)}; perf_analyzer on the same machine"),
         (
             "Measurement",

@@ -125,16 +125,17 @@ def run_perf_script(perf: PerfAnalyzerInstall, settings: PerfSettings) -> str:
     )
 
 
-def export_script_demo() -> str:
+def export_script_demo(name: str = "simple_mlp") -> str:
+    """Re-export built-in model ``name`` (fixed seed) into the project folder."""
     return (
         "#!/usr/bin/env python3\n"
-        '"""Re-export the demo model (PyTorch, fixed seed) to models/*/1/model.onnx."""\n'
+        f'"""Re-export the built-in model {name} (PyTorch, fixed seed) into this folder."""\n'
         "from pathlib import Path\n\n"
-        "from tritonlab.models.demo import export_simple_mlp\n\n"
+        "from tritonlab.models.zoo import export_builtin\n\n"
         "here = Path(__file__).resolve().parent.parent\n"
-        "check = export_simple_mlp(here / 'simple_mlp.onnx')\n"
+        f"check = export_builtin({name!r}, here / '{name}.onnx')\n"
         "print(f'exported {check.onnx_path}; max abs diff vs PyTorch {check.max_abs_diff:.3g}')\n"
-        "print('rebuild the repository with: tritonlab run simple_mlp.onnx --out .')\n"
+        f"print('rebuild the repository with: tritonlab run {name}.onnx --out .')\n"
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from tritonlab.analysis.aggregate import VariantSummary, summarise
 from tritonlab.analysis.cost_model import CostModel, Prediction, ServingPathPoint
+from tritonlab.analysis.efficiency import Efficiency, parse_ceilings, serving_efficiency
 from tritonlab.analysis.explain import Analysis, analyse
 from tritonlab.analysis.recommend import (
     RECOMMENDATIONS_FILE,
@@ -119,6 +120,7 @@ class RunData:
     cost_model: CostModel | None
     predictions: list[Prediction]
     recommendations: Recommendations | None
+    efficiencies: list[Efficiency]
 
     @property
     def summaries(self) -> list[VariantSummary]:
@@ -189,4 +191,5 @@ def load_run(run_dir: Path) -> RunData:
         cost_model=model,
         predictions=[model.predict(s) for s in summaries] if model else [],
         recommendations=recommendations_from_manifest(manifest, summaries),
+        efficiencies=serving_efficiency(summaries, parse_ceilings(_json_or(paths.operators, None))),
     )

@@ -23,6 +23,15 @@ MODEL_FILENAME = "model.onnx"
 
 
 def _tensor(spec: TensorSpec) -> dict[str, Any]:
+    if not spec.dims:
+        # One value per sample ([batch] in the graph): Triton needs at least one dim, so the
+        # tensor is declared [1] and reshaped to the graph's [] (the standard Triton idiom).
+        return {
+            "name": spec.name,
+            "data_type": spec.triton_dtype,
+            "dims": [1],
+            "reshape": {"shape": []},
+        }
     return {"name": spec.name, "data_type": spec.triton_dtype, "dims": list(spec.dims)}
 
 

@@ -8,7 +8,7 @@ happens here, before any server starts, with a message that names the field to c
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from tritonlab.errors import ConfigError
@@ -55,10 +55,10 @@ class ServingVariant:
             )
         if self.max_batch_size < 0:
             raise ConfigError(f"{where}: max_batch_size must be >= 0, got {self.max_batch_size}")
-        if not model_batches and self.max_batch_size > 0:
+        if not model_batches and self.dynamic_batching:
             raise ConfigError(
-                f"{where}: the model has no batch dimension, so max_batch_size must be 0 "
-                f"(got {self.max_batch_size}); export the model with a dynamic first axis to batch"
+                f"{where}: the model has no batch axis, so Triton cannot batch its requests; "
+                "turn dynamic_batching off, or export the model with a dynamic first axis"
             )
         if self.dynamic_batching and self.max_batch_size == 0:
             raise ConfigError(
@@ -124,6 +124,11 @@ def seed_comparison_variants(max_batch_size: int = DEFAULT_MAX_BATCH_SIZE) -> li
             max_batch_size=max_batch_size,
         ),
     ]
+
+
+def for_model(variant: ServingVariant, model_batches: bool) -> ServingVariant:
+    """``variant`` as served: a model without a batch axis is served with max_batch_size 0."""
+    return variant if model_batches else replace(variant, max_batch_size=0)
 
 
 def batch_target(variant: ServingVariant) -> tuple[int, str]:

@@ -122,8 +122,8 @@ class TritonPythonModel:
     def execute(self, requests):
         if len(requests) == 1 or not self.batched:
             return [self._one(r) for r in requests]
-        feeds = [{t.name(): t.as_numpy() for t in r.inputs()} for r in requests]
         try:
+            feeds = [{t.name(): t.as_numpy() for t in r.inputs()} for r in requests]
             feed = {
                 name: np.concatenate([f[name] for f in feeds], axis=0)
                 for name in self.input_names
