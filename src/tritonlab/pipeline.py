@@ -37,7 +37,7 @@ from tritonlab.experiments.store import (
     RESULTS_DIR,
     write_json_atomic,
 )
-from tritonlab.models.inputs import ModelInputs, derive_inputs
+from tritonlab.models.inputs import ModelInputs, derive_inputs, with_dynamic_dim
 from tritonlab.models.inspect import OnnxModelInfo, check_with_onnxruntime, inspect_onnx
 from tritonlab.paths import portable_path
 from tritonlab.perf.in_process import in_process_ceiling, time_in_process
@@ -193,6 +193,9 @@ def run_project(
     check_gpu_variants(plan.variants, remote=bool(options.url))
     info = load_model_info(onnx_path)
     inputs = inputs or derive_inputs(info)
+    if plan.loads and plan.loads[0].sequence_length is not None:
+        # the reference load's length is what the profile, timings and check use too
+        inputs = with_dynamic_dim(inputs, info, plan.loads[0].sequence_length)
     if fresh:
         for sub in ("results", "benchmarks", "models", "server", "docs", "serving_path"):
             shutil.rmtree(run_dir / sub, ignore_errors=True)

@@ -380,3 +380,23 @@ def test_fingerprint_depends_on_the_plan_not_on_the_recommendation_settings() ->
         json.loads(json.dumps(load_demo_plan().experiment.to_dict()))
     )
     assert round_trip == load_demo_plan().experiment
+
+
+def test_sequence_lengths_are_a_load_axis_at_the_reference() -> None:
+    plan = _parse({**BASE, "loads": {"concurrency": [1, 8], "sequence_length": [128, 32, 512]}})
+    keys = [ld.key for ld in plan.experiment.loads]
+    assert keys == ["grpc_b1_c8_s128", "grpc_b1_c1_s128", "grpc_b1_c8_s32", "grpc_b1_c8_s512"]
+    with pytest.raises(PlanError, match="distinct"):
+        _parse({**BASE, "loads": {"sequence_length": [32, 32]}})
+    with pytest.raises(PlanError, match=r"sequence_length\[0\]"):
+        _parse({**BASE, "loads": {"sequence_length": [0]}})
+
+
+@pytest.mark.parametrize(
+    ("model", "builtin"),
+    [("demo", "simple_mlp"), ("bert_encoder", "bert_encoder"), ("resnet18_cnn", "resnet18_cnn")],
+)
+def test_built_in_models_by_name(model: str, builtin: str) -> None:
+    plan = parse_plan({"model": model}, "plan.yaml", Path("."))
+    assert plan.builtin == builtin and plan.model_path is None
+    assert plan.experiment.model_name == builtin

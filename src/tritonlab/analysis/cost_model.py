@@ -188,6 +188,9 @@ class CostModel:
     client_overhead_us: float
     cores: int
     serving_points: tuple[ServingPathPoint, ...] = ()
+    # onnxruntime intra-op threads -> how many times faster one execution runs than on one
+    # thread (in-process, batch 1, from the run's ceilings); threads not measured count as 1.
+    thread_speedup: tuple[tuple[int, float], ...] = ()
 
     @classmethod
     def fit(
@@ -195,6 +198,7 @@ class CostModel:
         serving_points: Iterable[ServingPathPoint],
         in_process_us_per_execution: dict[int, float],
         cores: int,
+        thread_speedup: dict[int, float] | None = None,
     ) -> CostModel | None:
         """Fit the terms; None without a serving-path measurement or an in-process fit.
 
@@ -227,6 +231,7 @@ class CostModel:
             client_overhead_us=points[0].client_overhead_us,
             cores=cores,
             serving_points=tuple(points),
+            thread_speedup=tuple(sorted((thread_speedup or {}).items())),
         )
 
     def serving_us(self, requests: float) -> float:
@@ -261,11 +266,17 @@ class CostModel:
                 return y0 + (y1 - y0) * (requests - x0) / (x1 - x0)
         return pts[-1][1]
 
-    def model_us(self, samples: float) -> float:
-        return self.model_fixed_us + self.model_per_sample_us * samples
+    def speedup(self, threads: int | None) -> float:
+        """In-process speedup of one execution on ``threads`` intra-op threads (1: none)."""
+        return dict(self.thread_speedup).get(threads or 0, 1.0) if threads != 1 else 1.0
 
-    def execution_us(self, requests: float, samples_per_request: int = 1) -> float:
-        return self.serving_us(requests) + self.model_us(requests * samples_per_request)
+    def model_us(self, samples: float, threads: int | None = 1) -> float:
+        return (self.model_fixed_us + self.model_per_sample_us * samples) / self.speedup(threads)
+
+    def execution_us(
+        self, requests: float, samples_per_request: int = 1, threads: int | None = 1
+    ) -> float:
+        return self.serving_us(requests) + self.model_us(requests * samples_per_request, threads)
 
     def serving_share(self, requests: float, samples_per_request: int = 1) -> float:
         """The serving path's share of one execution's cost."""
@@ -277,7 +288,13 @@ class CostModel:
         v, st = s.variant, s.settings
         k = st.batch_size
         client_cores = s.perf_analyzer_cores.median or 0.0
-        parallel = max(0.25, min(float(v.instance_count), self.cores - client_cores))
+        # an instance whose threads run it faster occupies that many cores
+        per_instance = (
+            max(1, v.intra_op_threads or 1) if self.speedup(v.intra_op_threads) > 1 else 1
+        )
+        parallel = max(
+            0.25, min(float(v.instance_count), (self.cores - client_cores) / per_instance)
+        )
         target = _batch_target_requests(s)
         if st.request_rate_per_s is not None:
             regime, requests, throughput, queue = self._open_loop(s, parallel, target)
@@ -291,7 +308,7 @@ class CostModel:
             load_key=s.load_key,
             regime=regime,
             requests_per_execution=requests,
-            execution_us=self.execution_us(requests, k),
+            execution_us=self.execution_us(requests, k, v.intra_op_threads),
             throughput_infer_per_s=throughput * k,
             queue_us=queue,
             measured_requests_per_execution=measured_requests,
@@ -313,14 +330,14 @@ class CostModel:
             delay = float(v.max_queue_delay_us)
             if delay > 0 and c >= target:
                 regime, r = "batches of the target leave at once", target
-            elif delay > 0 and delay >= self.execution_us(r, k):
-                t_full = self.execution_us(c, k)
+            elif delay > 0 and delay >= self.execution_us(r, k, v.intra_op_threads):
+                t_full = self.execution_us(c, k, v.intra_op_threads)
                 x = c / (delay + t_full + l0)
                 queue = max(0.0, c / x - t_full - l0)
                 return "queue-delay trap: every batch waits out the delay", c, x * 1e6, queue
             else:
                 regime = "requests already waiting form the batch"
-        t = self.execution_us(r, k)
+        t = self.execution_us(r, k, v.intra_op_threads)
         x = min(parallel * r / (t + self.gap_us(r)), c / (t + l0))
         return regime, r, x * 1e6, max(0.0, c / x - t - l0)
 
@@ -331,7 +348,7 @@ class CostModel:
         rate = float(s.settings.request_rate_per_s or 0.0) / 1e6  # requests per µs
         delay = float(v.max_queue_delay_us) if v.dynamic_batching else 0.0
         r = min(target, 1.0 + rate * delay) if v.dynamic_batching else 1.0
-        t = self.execution_us(r, k)
+        t = self.execution_us(r, k, v.intra_op_threads)
         capacity = parallel * r / (t + self.gap_us(r))
         if rate >= capacity:
             return "overloaded: offered rate above capacity", r, capacity * 1e6 * 1.0, None
@@ -351,6 +368,7 @@ class CostModel:
             "client_overhead_us": self.client_overhead_us,
             "gap_us_at_1": self.gap_us(1.0),
             "cores": self.cores,
+            "thread_speedup": {str(t): x for t, x in self.thread_speedup},
             "serving_points": [vars(p) for p in self.serving_points],
         }
 

@@ -38,6 +38,15 @@ def parse_ceilings(operators: dict[str, Any] | None) -> list[Ceiling]:
     return [Ceiling.from_dict(c) for c in (operators or {}).get("in_process_ceilings", [])]
 
 
+def thread_speedup(ceilings: list[Ceiling]) -> dict[int, float]:
+    """Intra-op threads -> in-process speedup of one instance over one thread (0: default)."""
+    single = {c.threads: c.infer_per_s for c in ceilings if c.instances == 1}
+    base = single.get(1)
+    if not base:
+        return {}
+    return {t: x / base for t, x in single.items() if t != 1 and x > 0}
+
+
 def serving_efficiency(
     summaries: list[VariantSummary], ceilings: list[Ceiling]
 ) -> list[Efficiency]:

@@ -211,6 +211,8 @@ _NOTE_LABELS = {
     "littles-law": "inconsistent",
     "perf-warnings": "perf_analyzer warned",
     "queue-cross-check": "queue times disagree",
+    "batching-compute-bound": "compute-bound: batching buys little",
+    "threads-effect": "threads",
 }
 
 

@@ -173,8 +173,8 @@ def batching_amortised(ctx: RuleContext) -> Finding | None:
     if b0 is None or b1 is None or c0 is None or c1 is None or b1 <= 1.05 * b0:
         return None
     per_inference = compare_figure("compute per inference", "compute_per_inference_us", r, s)
-    if per_inference.word != LOWER:
-        return None
+    if per_inference.word != LOWER or batching_compute_bound(ctx) is not None:
+        return None  # a small saving on a compute-bound model is batching_compute_bound's case
     throughput = compare_figure("throughput", "throughput", r, s)
     k = s.settings.batch_size
     figures: dict[str, Any] = {
@@ -192,8 +192,9 @@ def batching_amortised(ctx: RuleContext) -> Finding | None:
     model = ctx.cost_model
     if model is not None:
         requests = b1 / k
-        one = model.execution_us(1, k)
-        predicted = model.execution_us(requests, k) / (requests * k)
+        th = s.variant.intra_op_threads
+        one = model.execution_us(1, k, th)
+        predicted = model.execution_us(requests, k, th) / (requests * k)
         fixed = model.serving_fixed_us + model.model_fixed_us
         figures |= {
             "model_execution_us_batch1": _r(one),
@@ -237,7 +238,7 @@ def _slower_executions(ctx: RuleContext) -> str | None:
         return None
     k = s.settings.batch_size
     if ctx.cost_model is not None:
-        predicted = ctx.cost_model.execution_us(b1 / k, k)
+        predicted = ctx.cost_model.execution_us(b1 / k, k, s.variant.intra_op_threads)
         if after > (1 + CONTENTION_EXCESS) * predicted:
             return (
                 f"an execution of {b1:.1f} inferences took {after:,.0f} µs where the cost "
@@ -486,10 +487,122 @@ def perf_analyzer_warnings(ctx: RuleContext) -> Finding | None:
     )
 
 
+# Batching cannot buy much when the model's own per-sample work is most of an execution.
+COMPUTE_BOUND_MODEL_SHARE = 0.5  # model work >= 50% of a batch-1 execution (cost model)
+BATCHING_LITTLE_GAIN = 0.10  # compute per inference fell by less than 10%
+
+
+def batching_compute_bound(ctx: RuleContext) -> Finding | None:
+    """Batching formed batches but per-inference compute barely fell: the model's per-sample
+    work dominates each execution, and only the fixed part of an execution can be shared.
+
+    Needs the cost model (its in-process fit splits an execution into fixed and per-sample
+    work); the counter-example is a model whose serving path dominates, where
+    ``batching_amortised`` applies instead.
+    """
+    s, r, model = ctx.subject, ctx.reference, ctx.cost_model
+    if model is None or not s.variant.dynamic_batching or r.variant.dynamic_batching:
+        return None
+    if changed_fields(r.variant, s.variant) != ["dynamic_batching"] or not same_offered_load(r, s):
+        return None
+    b0, b1 = r.mean_batch.median, s.mean_batch.median
+    c0, c1 = r.compute_per_inference_us.median, s.compute_per_inference_us.median
+    if b0 is None or b1 is None or c0 is None or c1 is None or b1 <= 1.05 * b0 or not c0:
+        return None
+    k, th = s.settings.batch_size, s.variant.intra_op_threads
+    one = model.execution_us(1, k, th)
+    model_share = model.model_us(k, th) / one if one else 0.0
+    if model_share < COMPUTE_BOUND_MODEL_SHARE or (c0 - c1) / c0 >= BATCHING_LITTLE_GAIN:
+        return None
+    per_inference = compare_figure("compute per inference", "compute_per_inference_us", r, s)
+    throughput = compare_figure("throughput", "throughput", r, s)
+    fixed = model.model_fixed_us + model.serving_fixed_us
+    bound = fixed / one if one else 0.0
+    figures = {
+        "mean_batch_before": _r(b0, 2),
+        "mean_batch_after": _r(b1, 2),
+        "compute_us_per_inference_before": _r(c0),
+        "compute_us_per_inference_after": _r(c1),
+        "model_share_of_execution": _r(model_share, 3),
+        "model_per_sample_us": _r(model.model_per_sample_us, 1),
+        "fixed_us_per_execution": _r(fixed, 1),
+        "throughput_change_pct": _r(throughput.change_pct, 1),
+    }
+    text = (
+        f"Batching formed batches of {b1:.1f} (was {b0:.1f}), yet compute per inference went "
+        f"only from {c0:,.0f} to {c1:,.0f} µs ({per_inference.phrase()}). Why: the model's own "
+        f"work is {model_share:.0%} of a {one:,.0f} µs batch-1 execution "
+        f"({model.model_per_sample_us:,.0f} µs per sample in-process), and batching can share "
+        f"only the fixed {fixed:,.0f} µs per execution (serving path and the model's fixed "
+        f"part), at most {bound:.0%} of a request's cost. Throughput {throughput.phrase()}."
+    )
+    return Finding("batching-compute-bound", s.variant.name, text, figures)
+
+
+def threads_effect(ctx: RuleContext) -> Finding | None:
+    """More (or fewer) onnxruntime threads per instance: how much faster one execution ran,
+    against the in-process speedup, and what an instance-count change did at the same cores."""
+    s, r = ctx.subject, ctx.reference
+    if changed_fields(r.variant, s.variant) != ["intra_op_threads"] or not same_offered_load(r, s):
+        return None
+    t0, t1 = r.variant.intra_op_threads, s.variant.intra_op_threads
+    e0, e1 = execution_us(r), execution_us(s)
+    if e0 is None or e1 is None or not e1:
+        return None
+    verdict = compare_figure("throughput", "throughput", r, s)
+    execution = compare_figure("compute per execution", "execution_us", r, s)
+    speedup = e0 / e1
+    names = {None: "default", 0: "default"}
+    label0, label1 = names.get(t0, str(t0)), names.get(t1, str(t1))
+    figures: dict[str, Any] = {
+        "threads_before": t0,
+        "threads_after": t1,
+        "execution_us_before": _r(e0),
+        "execution_us_after": _r(e1),
+        "served_speedup": _r(speedup, 2),
+        "server_cores_used_before": _r(r.server_cores.median, 2),
+        "server_cores_used_after": _r(s.server_cores.median, 2),
+        "throughput_change_pct": _r(verdict.change_pct, 1),
+    }
+    text = (
+        f"{label0} -> {label1} onnxruntime threads per instance: throughput {verdict.phrase()}. "
+        f"One execution took {e0:,.0f} -> {e1:,.0f} µs ({execution.phrase()}), "
+        f"{speedup:.2f}x faster"
+    )
+    if ctx.cost_model is not None and ctx.cost_model.speedup(t1) != 1.0:
+        in_process = ctx.cost_model.speedup(t1) / ctx.cost_model.speedup(t0)
+        figures["in_process_speedup"] = _r(in_process, 2)
+        text += f", where the same threads run it {in_process:.2f}x faster in-process"
+    text += (
+        f"; the server used {r.server_cores.median or 0:.2f} -> {s.server_cores.median or 0:.2f} "
+        f"cores of {ctx.cores}."
+    )
+    rivals = [
+        o
+        for o in ctx.others
+        if changed_fields(r.variant, o.variant) == ["instance_count"]
+        and o.variant.instance_count == (t1 or ctx.cores)
+        and same_offered_load(o, s)
+    ]
+    if rivals:
+        rival = rivals[0]
+        versus = compare_figure("throughput", "throughput", rival, s)
+        figures["instances_rival"] = rival.variant.name
+        figures["versus_instances_change_pct"] = _r(versus.change_pct, 1)
+        text += (
+            f" Against {rival.variant.instance_count} instances x {label0} thread (the same "
+            f"cores as instances: whole executions in parallel, no synchronisation inside one), "
+            f"throughput {versus.phrase()}."
+        )
+    return Finding("threads-effect", s.variant.name, text, figures)
+
+
 RULES: tuple[Callable[[RuleContext], Finding | None], ...] = (
     batching_amortised,
+    batching_compute_bound,
     queue_delay_trap,
     instances_effect,
+    threads_effect,
     saturated_server,
     cpu_bound,
     littles_law,

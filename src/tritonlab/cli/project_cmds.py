@@ -79,7 +79,7 @@ def _run_pipeline(
         ),
     )
     for note in plan.notes:
-        err.print(note, highlight=False, soft_wrap=True)
+        err.print(note, highlight=False, soft_wrap=True, markup=False)
     started = time.monotonic()
     result = run_project(
         onnx_path,
@@ -140,6 +140,7 @@ def demo(
             f"(max abs diff vs PyTorch {check.max_abs_diff:.2g})",
             highlight=False,
             soft_wrap=True,
+            markup=False,
         )
         _run_pipeline(
             check.onnx_path,

@@ -220,11 +220,13 @@ def sweep(
         sweep_plan = sweep_plan.with_recommend(latency_budget_us, target_load)
 
         out_dir.mkdir(parents=True, exist_ok=True)
-        if sweep_plan.model_path is None:
-            from tritonlab.models.demo import DEMO_MODEL_NAME, export_simple_mlp
+        if sweep_plan.builtin is not None:
+            from tritonlab.models.zoo import export_builtin
 
-            onnx_path = export_simple_mlp(out_dir / f"{DEMO_MODEL_NAME}.onnx").onnx_path
+            name = sweep_plan.builtin
+            onnx_path = export_builtin(name, out_dir / f"{name}.onnx").onnx_path
         else:
+            assert sweep_plan.model_path is not None
             onnx_path = sweep_plan.model_path
 
         exp = sweep_plan.experiment

@@ -40,10 +40,20 @@ import yaml
 from tritonlab.errors import ConfigError, PlanError
 from tritonlab.experiments.manifest import SweepEntry
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
+from tritonlab.models.zoo import BUILTIN_MODELS, DEFAULT_MODEL
 from tritonlab.perf.settings import PROTOCOLS
 from tritonlab.repository.variants import DEFAULT_MAX_BATCH_SIZE, INSTANCE_KINDS, ServingVariant
 
 DEMO_MODEL = "demo"
+
+
+def builtin_name(model: str) -> str | None:
+    """``model`` as a built-in model name (``demo`` means the default MLP), or None."""
+    if model == DEMO_MODEL:
+        return DEFAULT_MODEL
+    return model if model in BUILTIN_MODELS else None
+
+
 DEMO_PLAN_NAME = "demo_sweep.yaml"
 
 TOP_KEYS = (
@@ -69,7 +79,14 @@ KNOBS = {
     "intra_op_thread_count": "intra_op_threads",
 }
 BATCHER_KNOBS = ("max_queue_delay_microseconds", "preferred_batch_size")
-LOAD_KEYS = ("protocol", "batch_size", "concurrency", "reference_concurrency", "open_loop")
+LOAD_KEYS = (
+    "protocol",
+    "batch_size",
+    "concurrency",
+    "reference_concurrency",
+    "open_loop",
+    "sequence_length",
+)
 OPEN_LOOP_KEYS = ("peak_fractions", "protocol")
 RANGE_KEYS = ("start", "stop", "factor", "step")
 COMBINED_KEYS = ("name", "description", "changes")
@@ -99,6 +116,11 @@ class SweepPlan:
     @property
     def is_demo(self) -> bool:
         return self.model_path is None
+
+    @property
+    def builtin(self) -> str | None:
+        """The built-in model the plan names (``demo`` is the MLP), None for an ONNX file."""
+        return builtin_name(self.model) if self.model_path is None else None
 
     def with_recommend(
         self, latency_budget_p99_us: float | None, target_load_infer_per_s: float | None
@@ -376,6 +398,19 @@ def _loads(check: _Checker, value: Any) -> list[LoadPoint]:
             for p in open_protocols
             for f in sorted(set(fractions))
         ]
+    if "sequence_length" in data:
+        # The first length is the reference every other load is measured at; the others are
+        # measured at the reference protocol, batch size and concurrency.
+        lengths = [
+            check.integer(n, f"loads.sequence_length[{i}]", 1)
+            for i, n in enumerate(check.items(data["sequence_length"], "loads.sequence_length"))
+        ]
+        if len(set(lengths)) != len(lengths):
+            raise check.fail("loads.sequence_length", f"values must be distinct, got {lengths}")
+        loads = [replace(ld, sequence_length=lengths[0]) for ld in loads]
+        loads += [
+            LoadPoint(ref_protocol, ref_batch, ref_conc, sequence_length=n) for n in lengths[1:]
+        ]
     return loads
 
 
@@ -411,10 +446,15 @@ def parse_plan(data: Any, source: str, base_dir: Path) -> SweepPlan:
     model = data["model"]
     if not isinstance(model, str) or not model.strip():
         raise check.fail("model", f"must be an ONNX path or {DEMO_MODEL!r}, got {model!r}")
-    model_path = None if model == DEMO_MODEL else (base_dir / model).resolve()
+    builtin = builtin_name(model)
+    model_path = None if builtin else (base_dir / model).resolve()
     if model_path is not None and not model_path.is_file():
-        raise check.fail("model", f"{model_path} does not exist (paths are relative to the plan)")
-    default_name = "simple_mlp" if model_path is None else model_path.stem
+        raise check.fail(
+            "model",
+            f"{model_path} does not exist (paths are relative to the plan; built-in models: "
+            f"{', '.join([DEMO_MODEL, *BUILTIN_MODELS])})",
+        )
+    default_name = builtin or (model_path.stem if model_path else "model")
     name = data.get("name", default_name)
     if not isinstance(name, str) or not name:
         raise check.fail("name", f"must be a model name, got {name!r}")

@@ -205,7 +205,12 @@ def _measure_cell(
     cpu_after = tree_cpu_seconds(processes)
     after = StatsSnapshot.from_triton(server.model_statistics(model.model_name))
     # The exact command, written portably (run folder relative, cache and venv as variables).
-    perf = replace(perf, command=portable_command(perf.command, run_dir, cwd=Path.cwd()))
+    settings = perf.settings
+    if settings.input_data is not None:
+        settings = replace(settings, input_data=portable_path(settings.input_data, run_dir))
+    perf = replace(
+        perf, command=portable_command(perf.command, run_dir, cwd=Path.cwd()), settings=settings
+    )
     cell = CellResult(
         cell_id=cid,
         variant=model.variant,

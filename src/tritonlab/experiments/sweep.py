@@ -18,7 +18,6 @@ from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.experiments.plan_file import SweepPlan
 from tritonlab.experiments.runner import ProgressCallback
 from tritonlab.experiments.store import CellResult, load_cells
-from tritonlab.models.demo import DEMO_MODEL_NAME
 from tritonlab.pipeline import ProjectResult, run_project
 from tritonlab.server.launch import ServerOptions
 
@@ -120,7 +119,7 @@ def run_sweep(
         options,
         progress,
         fresh=fresh,
-        demo=DEMO_MODEL_NAME if sweep.is_demo else None,
+        demo=sweep.builtin,
         time_budget_s=time_budget_s,
         sweep=sweep.manifest_entry(),
         open_loop_rates=lambda: open_loop_rates(plan, run_dir),

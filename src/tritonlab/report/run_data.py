@@ -14,7 +14,12 @@ from typing import Any
 
 from tritonlab.analysis.aggregate import VariantSummary, summarise
 from tritonlab.analysis.cost_model import CostModel, Prediction, ServingPathPoint
-from tritonlab.analysis.efficiency import Efficiency, parse_ceilings, serving_efficiency
+from tritonlab.analysis.efficiency import (
+    Efficiency,
+    parse_ceilings,
+    serving_efficiency,
+    thread_speedup,
+)
 from tritonlab.analysis.explain import Analysis, analyse
 from tritonlab.analysis.recommend import (
     RECOMMENDATIONS_FILE,
@@ -143,7 +148,7 @@ def fit_cost_model(run_dir: Path, cores: int) -> CostModel | None:
     timings = {int(b): float(t) for b, t in operators["in_process_us_per_execution"].items()}
     empty = operators.get("null_in_process_us_per_execution") or {}
     timings = {b: max(0.0, t - float(empty.get(str(b), 0.0))) for b, t in timings.items()}
-    return CostModel.fit(points, timings, cores)
+    return CostModel.fit(points, timings, cores, thread_speedup(parse_ceilings(operators)))
 
 
 def portable_records(

@@ -1,0 +1,133 @@
+"""Models users bring, served and measured on the real server: token ids with several int64
+inputs and a dynamic sequence axis, no batch axis, FP16, several outputs, mixed dtypes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import onnx_factory as factory
+import pytest
+from integration_support import SHORT_RUN_FLAGS, cli_env, tritonlab_command
+
+pytestmark = pytest.mark.integration
+
+
+def _cli(args: list[str], cwd: Path, timeout_s: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*tritonlab_command(), *args],
+        cwd=cwd,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def _cells(out_dir: Path) -> list[dict[str, object]]:
+    return [json.loads(p.read_text()) for p in sorted((out_dir / "results/cells").glob("*.json"))]
+
+
+@pytest.mark.timeout(360)
+def test_token_id_model_with_three_int64_inputs(tmp_path: Path) -> None:
+    model = factory.token_classifier(tmp_path / "tokens.onnx")
+    out_dir = tmp_path / "tokens"
+    result = _cli(
+        [
+            "run",
+            str(model),
+            "--out",
+            str(out_dir),
+            "--shape",
+            "input_ids:32",
+            "--configs",
+            "seed",
+            *SHORT_RUN_FLAGS,
+        ],
+        tmp_path,
+        300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "measured 4 cells, reused 0" in result.stdout
+
+    # perf_analyzer sent the derived data: valid ids, ones for the mask, the sequence set.
+    data = json.loads((out_dir / "inputs" / "perf_data.json").read_text())["data"]
+    assert {e["input_ids"]["shape"][0] for e in data} == {32}
+    for cell in _cells(out_dir):
+        command = cell["perf"]["command"]  # type: ignore[index]
+        assert command[command.index("--input-data") + 1] == "inputs/perf_data.json"
+        assert "input_ids:32" in command and "attention_mask:32" in command
+        assert cell["perf"]["stable"] or cell["perf"]["measurement"]  # type: ignore[index]
+        assert cell["server"]["request_count"] > 0  # type: ignore[index]
+
+    log = (out_dir / "docs" / "experiment_log.md").read_text()
+    assert "`input_ids` INT64 [batch, 32]: ints in [0, 1000)" in log
+    assert "`attention_mask` INT64 [batch, 32]: all ones" in log
+    assert "`token_type_ids` INT64 [batch, 32]: all zeros" in log
+    assert "sequence = 32" in log
+    check = json.loads((out_dir / "results" / "infer_check.json").read_text())
+    assert check[0]["input_shapes"]["input_ids"] == [2, 32]
+    operators = json.loads((out_dir / "results" / "operators.json").read_text())
+    assert operators["in_process_ceilings"], "the in-process ceiling was measured"
+    assert "## Serving efficiency" in log
+
+
+@pytest.mark.timeout(300)
+def test_model_without_a_batch_axis(tmp_path: Path) -> None:
+    model = factory.no_batch_axis(tmp_path / "fixed.onnx")
+    out_dir = tmp_path / "fixed"
+    result = _cli(["run", str(model), "--out", str(out_dir), *SHORT_RUN_FLAGS], tmp_path, 240)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "measured 2 cells, reused 0" in result.stdout
+    assert "cannot batch" in result.stderr
+    config = (out_dir / "models" / "fixed" / "config.pbtxt").read_text()
+    assert "max_batch_size" not in config  # 0, protobuf's default, is not written
+    assert "dynamic_batching" not in config
+    log = (out_dir / "docs" / "experiment_log.md").read_text()
+    assert "no batch axis" in log and "`x` FP32 [3, 8]: standard normal" in log
+    assert "count=2" in log, "instance counts are still compared"
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize(
+    ("builder", "outputs"),
+    [
+        (factory.fp16_mlp, ["y"]),
+        (factory.multi_output, ["y", "argmax", "norm"]),
+        (factory.mixed_dtypes, ["out"]),
+    ],
+)
+def test_infer_checks_dtypes_and_outputs(
+    tmp_path: Path, builder: Callable[[Path], Path], outputs: list[str]
+) -> None:
+    model = builder(tmp_path / "m.onnx")
+    result = _cli(["infer", str(model), "--protocol", "both"], tmp_path, 200)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for protocol in ("http", "grpc"):
+        line = next(ln for ln in result.stdout.splitlines() if ln.startswith(f"{protocol}:"))
+        assert all(f"'{name}'" in line for name in outputs), line
+
+
+@pytest.mark.timeout(200)
+def test_user_samples_are_sent_and_bad_ones_refused(tmp_path: Path) -> None:
+    model = factory.token_classifier(tmp_path / "tokens.onnx")
+    ids = np.arange(2 * 12, dtype=np.int64).reshape(2, 12)
+    np.savez(
+        tmp_path / "samples.npz",
+        input_ids=ids,
+        attention_mask=np.ones_like(ids),
+        token_type_ids=np.zeros_like(ids),
+    )
+    good = _cli(["infer", str(model), "--input-data", str(tmp_path / "samples.npz")], tmp_path, 150)
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert "the user's samples (min 0, max 23)" in good.stdout
+    assert "'input_ids': [2, 12]" in good.stdout
+
+    np.savez(tmp_path / "bad.npz", input_ids=ids)
+    bad = _cli(["infer", str(model), "--input-data", str(tmp_path / "bad.npz")], tmp_path, 60)
+    assert bad.returncode == 2
+    assert bad.stderr.count("\n") == 1 and "no array for input" in bad.stderr

@@ -1,0 +1,138 @@
+"""Compute-bound models: the recorded ResNet-18-shaped CNN run (threads x instances).
+
+Its rules (threads vs instances, batching that buys little), its serving efficiency and the cost
+model's thread speedup, each checked against a counter-example where they must not fire.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tritonlab.analysis.aggregate import VariantSummary
+from tritonlab.analysis.efficiency import efficiency_section, parse_ceilings, thread_speedup
+from tritonlab.analysis.rules import (
+    RuleContext,
+    apply_rules,
+    batching_amortised,
+    batching_compute_bound,
+    threads_effect,
+)
+from tritonlab.report.run_data import RunData, load_run
+
+CORES = 2
+
+
+@pytest.fixture(scope="module")
+def cnn(fixtures_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> RunData:
+    target = tmp_path_factory.mktemp("cnn") / "run"
+    shutil.copytree(fixtures_dir / "cnn_run", target)
+    return load_run(target)
+
+
+def _by_name(run: RunData) -> dict[str, VariantSummary]:
+    return {s.variant.name: s for s in run.summaries}
+
+
+def _ctx(run: RunData, name: str, model: object = "run") -> RuleContext:
+    names = _by_name(run)
+    cost_model = run.cost_model if model == "run" else model
+    return RuleContext(
+        names[name],
+        names["baseline"],
+        names["baseline"],
+        CORES,
+        tuple(names.values()),
+        cost_model,  # type: ignore[arg-type]
+    )
+
+
+def test_the_recorded_run_fires_the_compute_bound_rules(cnn: RunData) -> None:
+    fired = {
+        name: sorted(f.rule for f in apply_rules(_ctx(cnn, name)) if f.kind == "explanation")
+        for name in _by_name(cnn)
+    }
+    assert "threads-effect" in fired["threads_2"]
+    assert "instances-effect" in fired["instances_2"]
+    assert "batching-compute-bound" in fired["batch_0ms_x1"]
+    assert "batching-amortised" not in fired["batch_0ms_x1"], "a 3% saving is not 'amortised'"
+
+
+def test_batching_buys_little_when_the_model_dominates(cnn: RunData) -> None:
+    finding = batching_compute_bound(_ctx(cnn, "batch_0ms_x1"))
+    assert finding is not None
+    assert finding.figures["model_share_of_execution"] > 0.9
+    assert finding.figures["mean_batch_after"] > 1.5
+    saved = 1 - (
+        finding.figures["compute_us_per_inference_after"]
+        / finding.figures["compute_us_per_inference_before"]
+    )
+    assert saved < 0.10
+    assert "at most 2% of a request's cost" in finding.text
+
+
+def test_not_compute_bound_when_the_serving_path_dominates(cnn: RunData) -> None:
+    """Counter-example: the same cells with a cost model whose model work is small."""
+    assert cnn.cost_model is not None
+    light = dataclasses.replace(cnn.cost_model, model_fixed_us=5.0, model_per_sample_us=20.0)
+    assert batching_compute_bound(_ctx(cnn, "batch_0ms_x1", light)) is None
+    assert batching_compute_bound(_ctx(cnn, "batch_0ms_x1", None)) is None
+
+
+def test_seed_mlp_batching_is_amortised_not_compute_bound(
+    cnn: RunData, by_name: dict[str, VariantSummary]
+) -> None:
+    """Counter-example on the recorded MLP run: batching cut compute per inference by far more
+    than 10%, so even a compute-heavy cost model does not call it compute-bound."""
+    names = by_name
+    ctx = RuleContext(
+        names["batch_0ms_x1"],
+        names["baseline"],
+        names["baseline"],
+        CORES,
+        tuple(names.values()),
+        cnn.cost_model,
+    )
+    assert batching_compute_bound(ctx) is None
+    assert batching_amortised(ctx) is not None
+
+
+def test_threads_against_instances(cnn: RunData) -> None:
+    finding = threads_effect(_ctx(cnn, "threads_2"))
+    assert finding is not None
+    assert finding.figures["threads_before"] == 1 and finding.figures["threads_after"] == 2
+    assert 1.5 < finding.figures["served_speedup"] < 2.0
+    assert 1.5 < finding.figures["in_process_speedup"] <= 2.0
+    assert finding.figures["instances_rival"] == "instances_2"
+    assert "Against 2 instances x 1 thread" in finding.text
+    # counter-example: an instance-count change is not a threads change
+    assert threads_effect(_ctx(cnn, "instances_2")) is None
+
+
+def test_cost_model_runs_threaded_instances_faster(cnn: RunData) -> None:
+    model = cnn.cost_model
+    assert model is not None
+    speedups = thread_speedup(parse_ceilings(cnn.operators))
+    assert set(speedups) == {2} and 1.5 < speedups[2] <= 2.0
+    assert model.speedup(2) == speedups[2] and model.speedup(1) == 1.0
+    assert model.execution_us(1, 1, 2) < 0.6 * model.execution_us(1, 1, 1)
+    by_variant = {p.variant: p for p in cnn.predictions}
+    for name in ("baseline", "threads_2", "instances_2"):
+        error = by_variant[name].throughput_error_pct
+        assert error is not None and abs(error) < 15, (name, error)
+
+
+def test_serving_efficiency_of_each_configuration(cnn: RunData) -> None:
+    by_variant = {e.variant_name: e for e in cnn.efficiencies}
+    assert set(by_variant) == {"baseline", "threads_2", "instances_2", "batch_0ms_x1"}
+    best = by_variant["instances_2"]
+    assert best.ceiling.instances == 2 and best.ceiling.threads == 1
+    assert best.best == best.ceiling, "two single-thread sessions are the machine's best here"
+    assert 0.85 < (best.efficiency.median or 0) < 1.05
+    assert by_variant["baseline"].ceiling.instances == 1
+    lines = "\n".join(efficiency_section(cnn.efficiencies))
+    assert "## Serving efficiency" in lines and "(2 x 1 thread)" in lines
+    assert efficiency_section([]) == []
