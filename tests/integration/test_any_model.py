@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import onnx_factory as factory
 import pytest
-from integration_support import SHORT_RUN_FLAGS, cli_env, tritonlab_command
+from integration_support import SHORT_RUN_FLAGS, StartServer, cli_env, tritonlab_command
 
 pytestmark = pytest.mark.integration
 
@@ -33,7 +34,7 @@ def _cells(out_dir: Path) -> list[dict[str, object]]:
 
 
 @pytest.mark.timeout(360)
-def test_token_id_model_with_three_int64_inputs(tmp_path: Path) -> None:
+def test_token_id_model_with_three_int64_inputs(start_server: StartServer, tmp_path: Path) -> None:
     model = factory.token_classifier(tmp_path / "tokens.onnx")
     out_dir = tmp_path / "tokens"
     result = _cli(
@@ -74,6 +75,19 @@ def test_token_id_model_with_three_int64_inputs(tmp_path: Path) -> None:
     operators = json.loads((out_dir / "results" / "operators.json").read_text())
     assert operators["in_process_ceilings"], "the in-process ceiling was measured"
     assert "## Serving efficiency" in log
+
+    # The project's own client sends the samples perf_analyzer sent (valid ids) and checks them.
+    server = start_server(out_dir / "models", explicit_model_control=True)
+    server.load_model("tokens")
+    client = subprocess.run(
+        [sys.executable, "client/infer_client.py", "--url", server.grpc_url, "--model", "tokens"],
+        cwd=out_dir,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert client.returncode == 0, client.stdout + client.stderr
+    assert "OK" in client.stdout and "output logits: shape [2, 4]" in client.stdout
 
 
 @pytest.mark.timeout(300)

@@ -440,6 +440,8 @@ def run_experiment(
                     spent = time.monotonic() - adaptive_started
                     if spent + len(todo_now) * mean_cell_s > adaptive.budget_s:
                         return False
+                nonlocal total
+                total += len(todo_now)  # progress counts the added cells
                 round_cells: list[str] = []
                 complete = True
                 for model in models:

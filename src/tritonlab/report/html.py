@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from markdown_it import MarkdownIt
 
 from tritonlab.analysis.config_key import ConfigKey
+from tritonlab.analysis.efficiency import efficiency_section
 from tritonlab.analysis.explain import Analysis, VariantReport
 from tritonlab.analysis.summary import Summary
 from tritonlab.analysis.verdicts import HIGHER, LOWER, Verdict
@@ -296,16 +297,26 @@ def _shapes(shapes: dict[str, list[int]]) -> str:
     return ", ".join(f"{name} [{', '.join(str(d) for d in dims)}]" for name, dims in shapes.items())
 
 
-def cost_model_html(run: RunData) -> str:
-    """The log's "Serving cost model" section (terms, predicted against measured, misses),
-    rendered from the same markdown by markdown-it with raw HTML disabled (all text escaped)."""
-    lines = cost_model_section(run.cost_model, run.predictions)[2:]  # without its "## " title
+def _markdown_section(anchor: str, lines: list[str]) -> str:
+    """A log section (title first) rendered by markdown-it with raw HTML disabled (all text
+    escaped), so the page and the log say the same thing."""
     renderer = MarkdownIt("commonmark", {"html": False}).enable("table")
-    body = renderer.render("\n".join(lines))
+    body = renderer.render("\n".join(lines[2:]))  # without its "## " title
     return (
-        '<section id="cost-model"><h2>Serving cost model: predicted against measured</h2>'
+        f'<section id="{anchor}"><h2>{esc(lines[0].removeprefix("## "))}</h2>'
         f'<div class="markdown">{body}</div></section>'
     )
+
+
+def cost_model_html(run: RunData) -> str:
+    """The log's "Serving cost model" section (terms, predicted against measured, misses)."""
+    return _markdown_section("cost-model", cost_model_section(run.cost_model, run.predictions))
+
+
+def efficiency_html(run: RunData) -> str:
+    """The log's "Serving efficiency" section, or nothing without in-process ceilings."""
+    lines = efficiency_section(run.efficiencies)
+    return _markdown_section("efficiency", lines) if lines else ""
 
 
 def conditions_section(
@@ -450,6 +461,9 @@ def render_html_report(run: RunData, plots: dict[str, Path]) -> str:
         + "</section>"
     )
     nav.append(("explanations", "Explanations"))
+    if run.efficiencies:
+        sections.append(efficiency_html(run))
+        nav.append(("efficiency", "Serving efficiency"))
     sections.append(cost_model_html(run))
     nav.append(("cost-model", "Cost model"))
     sections.append(conditions_section(manifest, analyses, run.infer_checks))
