@@ -145,3 +145,35 @@ def test_user_samples_are_sent_and_bad_ones_refused(tmp_path: Path) -> None:
     bad = _cli(["infer", str(model), "--input-data", str(tmp_path / "bad.npz")], tmp_path, 60)
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1 and "no array for input" in bad.stderr
+
+
+@pytest.mark.timeout(300)
+def test_sequence_length_is_a_sweep_axis(tmp_path: Path) -> None:
+    factory.token_classifier(tmp_path / "tokens.onnx")
+    (tmp_path / "plan.yaml").write_text(
+        "model: tokens.onnx\n"
+        "axes: {instance_count: [2]}\n"
+        "loads: {concurrency: [2], sequence_length: [16, 64]}\n"
+        "repeats: 1\n"
+        "measurement: {measurement_interval_ms: 800, stability_percentage: 60, max_trials: 6}\n"
+    )
+    out_dir = tmp_path / "seq"
+    result = _cli(
+        ["sweep", "plan.yaml", "--out", str(out_dir), "--max-repeats", "1", "--no-progress"],
+        tmp_path,
+        260,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    keys = {c["load_key"] for c in _cells(out_dir)}
+    assert keys == {"grpc_b1_c2_s16", "grpc_b1_c2_s64"}
+    for cell in _cells(out_dir):
+        command = cell["perf"]["command"]  # type: ignore[index]
+        length = cell["load_key"].rsplit("_s", 1)[1]  # type: ignore[union-attr]
+        assert f"input_ids:{length}" in command
+        data_file = command[command.index("--input-data") + 1]
+        assert data_file == f"inputs/perf_data_s{length}.json"
+        assert cell["server"]["request_count"] > 0  # type: ignore[index]
+    data = json.loads((out_dir / "inputs" / "perf_data_s64.json").read_text())["data"]
+    assert {e["input_ids"]["shape"][0] for e in data} == {64}
+    check = json.loads((out_dir / "results" / "infer_check.json").read_text())
+    assert check[0]["input_shapes"]["input_ids"] == [2, 16], "the reference length is checked"

@@ -133,6 +133,8 @@ def test_serving_efficiency_of_each_configuration(cnn: RunData) -> None:
     assert best.best == best.ceiling, "two single-thread sessions are the machine's best here"
     assert 0.85 < (best.efficiency.median or 0) < 1.05
     assert by_variant["baseline"].ceiling.instances == 1
-    lines = "\n".join(efficiency_section(cnn.efficiencies))
+    lines = "\n".join(efficiency_section(cnn.efficiencies, cnn.summaries))
     assert "## Serving efficiency" in lines and "(2 x 1 thread)" in lines
+    assert "Most served throughput: 2 instances x 1 thread at grpc_b1_c4, 0.94" in lines
+    assert "against the next, 1 instance x 2 threads, throughput higher" in lines
     assert efficiency_section([]) == []

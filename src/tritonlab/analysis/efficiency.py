@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tritonlab.analysis.aggregate import VariantSummary
+from tritonlab.analysis.aggregate import VariantSummary, compare_figure
 from tritonlab.analysis.summary import Summary
 from tritonlab.perf.in_process import Ceiling
 
@@ -88,7 +88,31 @@ def _ratio(summary: Summary) -> str:
     return text
 
 
-def efficiency_section(efficiencies: list[Efficiency]) -> list[str]:
+def best_line(efficiencies: list[Efficiency], summaries: list[VariantSummary]) -> str:
+    """Which configuration served the most, its efficiency, and whether its lead is clear."""
+    by_key = {(s.variant.name, s.load_key): s for s in summaries}
+    ranked = sorted(efficiencies, key=lambda e: -(e.served.median or 0.0))
+    top = ranked[0]
+    text = (
+        f"Most served throughput: {top.description} at {top.load_key}, "
+        f"{_ratio(top.efficiency)} of its own ceiling and {_ratio(top.of_best)} of the "
+        "machine's best in-process figure"
+    )
+    rivals = [e for e in ranked[1:] if e.load_key == top.load_key]
+    if rivals:
+        first, second = (
+            by_key.get((top.variant_name, top.load_key)),
+            by_key.get((rivals[0].variant_name, rivals[0].load_key)),
+        )
+        if first is not None and second is not None:
+            verdict = compare_figure("throughput", "throughput", second, first)
+            text += f"; against the next, {rivals[0].description}, throughput {verdict.phrase()}"
+    return text + "."
+
+
+def efficiency_section(
+    efficiencies: list[Efficiency], summaries: list[VariantSummary] | None = None
+) -> list[str]:
     """The experiment log's table of efficiencies, with what the ceilings are."""
     if not efficiencies:
         return []
@@ -115,6 +139,8 @@ def efficiency_section(efficiencies: list[Efficiency]) -> list[str]:
             f"{_threads(e.ceiling.threads)}) | {_ratio(e.efficiency)} | {_ratio(e.of_best)} |"
         )
     lines.append("")
+    if summaries:
+        lines += [best_line(efficiencies, summaries), ""]
     return lines
 
 

@@ -437,7 +437,7 @@ def render_experiment_log(run: RunData) -> str:
             "",
         ]
         lines += [ln for r in analysis.reports for ln in _variant_section(r)]
-    lines += efficiency_section(run.efficiencies)
+    lines += efficiency_section(run.efficiencies, run.summaries)
     lines += cost_model_section(cost_model, run.predictions)
     if operators and analyses:
         lines += _operators_section(operators, analyses, cost_model)

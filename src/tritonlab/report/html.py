@@ -315,7 +315,7 @@ def cost_model_html(run: RunData) -> str:
 
 def efficiency_html(run: RunData) -> str:
     """The log's "Serving efficiency" section, or nothing without in-process ceilings."""
-    lines = efficiency_section(run.efficiencies)
+    lines = efficiency_section(run.efficiencies, run.summaries)
     return _markdown_section("efficiency", lines) if lines else ""
 
 

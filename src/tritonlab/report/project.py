@@ -126,16 +126,22 @@ def run_perf_script(perf: PerfAnalyzerInstall, settings: PerfSettings) -> str:
 
 
 def export_script_demo(name: str = "simple_mlp") -> str:
-    """Re-export built-in model ``name`` (fixed seed) into the project folder."""
+    """Re-export built-in model ``name`` (fixed seed) into the project folder and its
+    configurations' ``models/*/1/model.onnx`` (large examples are committed without them)."""
     return (
         "#!/usr/bin/env python3\n"
         f'"""Re-export the built-in model {name} (PyTorch, fixed seed) into this folder."""\n'
+        "import shutil\n"
         "from pathlib import Path\n\n"
         "from tritonlab.models.zoo import export_builtin\n\n"
         "here = Path(__file__).resolve().parent.parent\n"
         f"check = export_builtin({name!r}, here / '{name}.onnx')\n"
         "print(f'exported {check.onnx_path}; max abs diff vs PyTorch {check.max_abs_diff:.3g}')\n"
-        f"print('rebuild the repository with: tritonlab run {name}.onnx --out .')\n"
+        f"for folder in sorted((here / 'models').glob('{name}*')):\n"
+        "    if '__serving_path_' not in folder.name:  # probes serve the null model\n"
+        "        (folder / '1').mkdir(parents=True, exist_ok=True)\n"
+        "        shutil.copyfile(check.onnx_path, folder / '1' / 'model.onnx')\n"
+        "        print(f'copied to {folder.name}/1/model.onnx')\n"
     )
 
 
