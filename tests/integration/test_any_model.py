@@ -106,24 +106,34 @@ def test_model_without_a_batch_axis(tmp_path: Path) -> None:
     assert "count=2" in log, "instance counts are still compared"
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize(
-    ("builder", "outputs"),
+    ("builder", "outputs", "sent"),
     [
-        (factory.fp16_mlp, ["y"]),
-        (factory.multi_output, ["y", "argmax", "norm"]),
-        (factory.mixed_dtypes, ["out"]),
+        (factory.fp16_mlp, ["y"], "`x` FP16 [batch, 32]: standard normal"),
+        (factory.multi_output, ["y", "argmax", "norm"], "`x` FP32 [batch, 16]: standard normal"),
+        (factory.mixed_dtypes, ["out"], "`count` INT32 [batch, 4]: ints in [0, 8)"),
     ],
 )
-def test_infer_checks_dtypes_and_outputs(
-    tmp_path: Path, builder: Callable[[Path], Path], outputs: list[str]
+def test_run_on_dtypes_and_several_outputs(
+    tmp_path: Path, builder: Callable[[Path], Path], outputs: list[str], sent: str
 ) -> None:
     model = builder(tmp_path / "m.onnx")
-    result = _cli(["infer", str(model), "--protocol", "both"], tmp_path, 200)
+    out_dir = tmp_path / "project"
+    result = _cli(
+        ["run", str(model), "--out", str(out_dir), "--configs", "seed", *SHORT_RUN_FLAGS],
+        tmp_path,
+        260,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
-    for protocol in ("http", "grpc"):
-        line = next(ln for ln in result.stdout.splitlines() if ln.startswith(f"{protocol}:"))
-        assert all(f"'{name}'" in line for name in outputs), line
+    assert "measured 4 cells, reused 0" in result.stdout
+    check = json.loads((out_dir / "results" / "infer_check.json").read_text())
+    for protocol in check:
+        assert sorted(protocol["output_shapes"]) == sorted(outputs)
+    log = (out_dir / "docs" / "experiment_log.md").read_text()
+    assert sent in log
+    for cell in _cells(out_dir):
+        assert cell["server"]["request_count"] > 0  # type: ignore[index]
 
 
 @pytest.mark.timeout(200)

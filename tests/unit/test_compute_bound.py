@@ -71,7 +71,20 @@ def test_batching_buys_little_when_the_model_dominates(cnn: RunData) -> None:
         / finding.figures["compute_us_per_inference_before"]
     )
     assert saved < 0.10
-    assert "at most 2% of a request's cost" in finding.text
+    assert "754 µs (serving path and the model's fixed part in the in-process fit), 2% of" in (
+        finding.text
+    )
+    assert "larger than that" not in finding.text  # the 2% saved is within what the fit shares
+
+
+def test_a_saving_beyond_the_fit_is_said_not_hidden(cnn: RunData) -> None:
+    """With no fixed cost in the fit, the measured 2% saving exceeds it: the text says so."""
+    assert cnn.cost_model is not None
+    no_fixed = dataclasses.replace(cnn.cost_model, model_fixed_us=0.0)
+    finding = batching_compute_bound(_ctx(cnn, "batch_0ms_x1", no_fixed))
+    assert finding is not None
+    assert "The measured saving (2%) is larger than that" in finding.text
+    assert finding.figures["measured_saving_share"] > finding.figures["fixed_share_of_request"]
 
 
 def test_not_compute_bound_when_the_serving_path_dominates(cnn: RunData) -> None:
