@@ -37,3 +37,7 @@ class PerfAnalyzerError(TritonlabError):
 
 class PlanError(TritonlabError):
     """An experiment plan is invalid; the message names the offending key."""
+
+
+class ResultFileError(TritonlabError):
+    """A stored result file is truncated, corrupt or from a newer schema; the message names it."""

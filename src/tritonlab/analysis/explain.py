@@ -213,6 +213,7 @@ _NOTE_LABELS = {
     "queue-cross-check": "queue times disagree",
     "batching-compute-bound": "compute-bound: batching buys little",
     "threads-effect": "threads",
+    "backend-fallback": "backend ran requests one by one",
 }
 
 

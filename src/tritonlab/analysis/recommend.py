@@ -56,9 +56,11 @@ Rules, stated so a reader can re-check them against the tables:
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import itertools
 import math
+import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -726,12 +728,42 @@ def _best_other(
     return min(others, key=rank) if others else None
 
 
+_SEQUENCE_RE = re.compile(r"_s(\d+)$")
+
+
+def sequence_length_of(load_key: str) -> int | None:
+    match = _SEQUENCE_RE.search(load_key)
+    return int(match.group(1)) if match else None
+
+
+def _at_reference_length(
+    summaries: list[VariantSummary],
+) -> tuple[list[VariantSummary], str]:
+    """The summaries at the reference sequence length (the one most loads use), and a note."""
+    lengths = collections.Counter(sequence_length_of(s.load_key) for s in summaries)
+    if len(lengths) < 2:
+        return summaries, ""
+    reference = lengths.most_common(1)[0][0]
+    others = sorted(str(n) for n in lengths if n != reference and n is not None)
+    note = (
+        f" Only load points at the reference sequence length {reference} are ranked; "
+        f"lengths {', '.join(others)} do different work per inference and are compared in "
+        "their own result tables."
+    )
+    return [s for s in summaries if sequence_length_of(s.load_key) == reference], note
+
+
 def recommend(
     summaries: list[VariantSummary],
     latency_budget_p99_us: float,
     target_load_infer_per_s: float | None = None,
 ) -> Recommendations:
-    """Frontier, picks, knees and rates within budget from a sweep's summaries."""
+    """Frontier, picks, knees and rates within budget from a sweep's summaries.
+
+    With several sequence lengths, only the reference length's load points are ranked: a
+    shorter sequence is less work per inference, not a better configuration.
+    """
+    summaries, length_note = _at_reference_length(summaries)
     pairs = [(p, s) for s in summaries if (p := operating_point(s)) is not None]
     points = [p for p, _ in pairs]
     unmeasured = [
@@ -743,6 +775,7 @@ def recommend(
     budget = latency_budget_p99_us
     note = _exclusion_note(excluded, unmeasured)
     note = f" {note}" if note else ""
+    note += length_note
 
     throughput_pick = None
     within = [p for p in eligible if p.within(budget)]

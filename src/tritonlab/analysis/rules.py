@@ -444,6 +444,22 @@ def unstable_measurement(ctx: RuleContext) -> Finding | None:
     return Finding("unstable", s.variant.name, text, {"unstable_repeats": unstable}, kind="flag")
 
 
+def backend_fallback(ctx: RuleContext) -> Finding | None:
+    """The backend ran batches request by request (a batch failed): say so, with the count."""
+    s = ctx.subject
+    fallbacks = sum(c.backend_fallbacks for c in s.cells)
+    if not fallbacks:
+        return None
+    text = (
+        f"The onnxruntime backend ran {fallbacks} batch(es) request by request because they "
+        "failed as one batch (server log, `tritonlab-adapter-fallback`); those executions did "
+        "not batch, so this row does not show what batching does."
+    )
+    return Finding(
+        "backend-fallback", s.variant.name, text, {"backend_fallbacks": fallbacks}, kind="flag"
+    )
+
+
 def queue_cross_check(ctx: RuleContext) -> Finding | None:
     """Flag a disagreement between the statistics deltas and perf_analyzer's server columns."""
     s = ctx.subject
@@ -621,6 +637,7 @@ RULES: tuple[Callable[[RuleContext], Finding | None], ...] = (
     unstable_measurement,
     queue_cross_check,
     perf_analyzer_warnings,
+    backend_fallback,
 )
 
 

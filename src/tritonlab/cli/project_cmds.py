@@ -93,8 +93,10 @@ def _run_pipeline(
         adaptive_budget_s=adaptive_budget_s,
         inputs=inputs,
     )
-    print_results(out_dir, result.report.analyses)
     outcome = result.outcome
+    for line in outcome.quarantined:
+        err.print(f"warning: {line}", highlight=False, soft_wrap=True, markup=False)
+    print_results(out_dir, result.report.analyses)
     out.print(
         f"measured {len(outcome.measured)} cells, reused {len(outcome.skipped)}, in "
         f"{time.monotonic() - started:.0f} s; explained in {result.report.experiment_log}",

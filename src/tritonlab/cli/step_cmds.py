@@ -129,7 +129,8 @@ def serve(
                 server, _, _ = stack.enter_context(
                     _served_model(model, name, variant, options, repo)
                 )
-            assert isinstance(server, TritonServer)
+            if not isinstance(server, TritonServer):  # serve never takes --url
+                raise ServerError("serve starts its own tritonserver; it cannot serve a --url")
             out.print(
                 f"Triton ready: HTTP {server.http_url}, gRPC {server.grpc_url}, metrics "
                 f"{server.metrics_url}; log {server.log_path}; Ctrl-C stops it",
@@ -216,10 +217,14 @@ def perf(
     from tritonlab.models.inputs import derive_inputs, parse_shape_args
     from tritonlab.perf.locate import locate_perf_analyzer
     from tritonlab.perf.runner import run_perf
-    from tritonlab.perf.settings import PerfSettings
+    from tritonlab.perf.settings import PROTOCOLS, PerfSettings
     from tritonlab.server.stats import StatsSnapshot, stats_delta
 
     with user_errors():
+        if protocol not in PROTOCOLS:  # before any server starts
+            raise TritonlabError(
+                f"--protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}"
+            )
         perf_install = locate_perf_analyzer()
         options = server_options(url, grpc_url, server_bin, backend_dir)
         variant = _variant(dynamic_batching, max_queue_delay_us, instances, kind, max_batch_size)

@@ -225,9 +225,10 @@ def sweep(
 
             name = sweep_plan.builtin
             onnx_path = export_builtin(name, out_dir / f"{name}.onnx").onnx_path
-        else:
-            assert sweep_plan.model_path is not None
+        elif sweep_plan.model_path is not None:
             onnx_path = sweep_plan.model_path
+        else:  # pragma: no cover - parse_plan sets one of the two
+            raise PlanError(f"{sweep_plan.source}: model: neither a built-in model nor a file")
 
         exp = sweep_plan.experiment
         cells = len(exp.variants) * len(exp.loads) * exp.repeats
@@ -253,6 +254,8 @@ def sweep(
         outcome = result.outcome
         if outcome.stopped_early:
             _say(err, f"stopped early: {outcome.stopped_early}; {hint}")
+        for line in outcome.quarantined:
+            _say(err, f"warning: {line}")
         if outcome.without_rate:
             _say(
                 err,

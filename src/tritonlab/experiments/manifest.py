@@ -314,6 +314,8 @@ class Manifest:
     adaptive: AdaptiveEntry | None = None
     # What every request carried (shapes and value rules); None in runs before it was recorded.
     inputs: ModelInputs | None = None
+    # Faults met during the run and what was done (results/faults.json holds the same).
+    faults: tuple[dict[str, Any], ...] = ()
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -351,6 +353,7 @@ class Manifest:
             inputs=ModelInputs.from_dict(data["inputs"])
             if isinstance(data.get("inputs"), dict)
             else None,
+            faults=tuple(data.get("faults") or ()),
             schema_version=int(data.get("schema_version", 1)),
         )
 
@@ -378,6 +381,8 @@ class Manifest:
             data["sweep"] = self.sweep.to_dict()
         if self.inputs is not None:
             data["inputs"] = self.inputs.to_dict()
+        if self.faults:
+            data["faults"] = list(self.faults)
         if self.adaptive is not None:
             data["adaptive"] = {
                 "max_repeats": self.adaptive.max_repeats,

@@ -36,6 +36,7 @@ from tritonlab.experiments.manifest import (
     utc_now,
 )
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
+from tritonlab.experiments.recovery import ATTEMPTS_PER_CELL, Recovery, load_faults
 from tritonlab.experiments.serving_path import (
     PROBE_REPEATS,
     add_identity_model,
@@ -52,7 +53,9 @@ from tritonlab.experiments.store import (
     SERVING_PATH_DIR,
     CellResult,
     cell_path,
+    cell_problem,
     load_manifest,
+    quarantine,
     save_cell,
     save_manifest,
     write_json_atomic,
@@ -99,6 +102,11 @@ class RunOutcome:
     wall_s: float
     # Open-loop cells that could not be measured: no peak was measured to derive their rate.
     without_rate: list[str] = field(default_factory=list)
+    # Unusable cell files found on resume, moved aside (``*.json.corrupt``) and re-measured.
+    quarantined: list[str] = field(default_factory=list)
+    # Cells given up on after repeated faults (results/faults.json says why), and restarts.
+    failed: list[str] = field(default_factory=list)
+    server_restarts: int = 0
 
 
 def cell_id(variant_name: str, load: LoadPoint, repeat: int) -> str:
@@ -152,6 +160,13 @@ class InputFiles:
         return self._made[length]
 
 
+def perf_deadline_s(plan: ExperimentPlan) -> float:
+    """How long one perf_analyzer attempt may run before it is taken as hung and killed:
+    every window it may open, at twice the length (a retry's), three times over, plus 30 s."""
+    m = plan.measurement
+    return 30.0 + 3 * m.max_trials * 2 * m.measurement_interval_ms / 1000
+
+
 def _check_resume(run_dir: Path, fingerprint: str) -> None:
     manifest_path = run_dir / RESULTS_DIR / "manifest.json"
     if not manifest_path.exists():
@@ -184,6 +199,7 @@ def _measure_cell(
         load_inputs.data_file,
     )
     processes = server.process_tree() if isinstance(server, TritonServer) else []
+    log_offset = _log_size(server)
     before = StatsSnapshot.from_triton(server.model_statistics(model.model_name))
     cpu_before = tree_cpu_seconds(processes)
     started = utc_now()
@@ -194,6 +210,7 @@ def _measure_cell(
             run_dir / "benchmarks" / model.variant.name,
             f"{load.key}__r{repeat + 1}",
             retries=plan.measurement.retries_when_unstable,
+            timeout_s=perf_deadline_s(plan),
         )
     except PerfAnalyzerError as exc:
         if isinstance(server, TritonServer) and not server.is_alive():
@@ -222,6 +239,7 @@ def _measure_cell(
         config_pbtxt=model.config_path.read_text(),
         started_utc=started,
         load_key=load.key,
+        backend_fallbacks=_fallbacks_since(server, log_offset),
     )
     save_cell(run_dir, cell, folder)
     return cell
@@ -262,6 +280,7 @@ def run_experiment(
     perf_install = locate_perf_analyzer(perf_analyzer)
     models = build_repository(run_dir / "models", info, plan.model_name, list(plan.variants))
     input_files = InputFiles(inputs, info, run_dir)
+    quarantined = _quarantine_unusable(run_dir)
     todo = [
         (repeat, model, load)
         for repeat in range(plan.repeats)
@@ -316,8 +335,17 @@ def run_experiment(
             sweep=sweep,
             adaptive=AdaptiveEntry(adaptive.max_repeats, adaptive.budget_s) if adaptive else None,
             inputs=inputs,
+            faults=tuple(f.to_dict() for f in load_faults(run_dir)),
         )
         save_manifest(run_dir, manifest.to_dict())
+        recovery = Recovery(
+            server,
+            run_dir,
+            options.ready_timeout_s,
+            on_fault=lambda faults: save_manifest(
+                run_dir, replace(manifest, faults=tuple(f.to_dict() for f in faults)).to_dict()
+            ),
+        )
 
         baseline = models[0]
         server.load_model(baseline.model_name)
@@ -347,30 +375,44 @@ def run_experiment(
             nonlocal done
             if over_budget():
                 return False
-            server.load_model(model.model_name)
+            _load_recovering(server, recovery, model.model_name)
+            finished = False
             try:
                 for load, repeat in cells:
                     if over_budget():
+                        finished = True
                         return False
                     cid = cell_id(model.variant.name, load, repeat)
                     if progress:
                         progress(done, total, cid + note)
-                    _measure_cell(
-                        server,
-                        perf_install,
-                        plan,
-                        model,
-                        load,
-                        repeat,
-                        run_dir,
-                        input_files.for_load(load),
-                    )
-                    measured.append(cid)
-                    ids.append(cid)
+                    for attempt in range(1, ATTEMPTS_PER_CELL + 1):
+                        try:
+                            _measure_cell(
+                                server,
+                                perf_install,
+                                plan,
+                                model,
+                                load,
+                                repeat,
+                                run_dir,
+                                input_files.for_load(load),
+                            )
+                        except (ServerError, PerfAnalyzerError) as exc:
+                            if not recovery.recoverable(exc):
+                                raise
+                            recovery.handle(cid, exc, last_attempt=attempt == ATTEMPTS_PER_CELL)
+                            _load_recovering(server, recovery, model.model_name)
+                            continue
+                        measured.append(cid)
+                        ids.append(cid)
+                        break
                     done += 1
+                finished = True
             finally:
-                with contextlib.suppress(Exception):
-                    server.unload_model(model.model_name)
+                if finished:
+                    server.unload_model(model.model_name)  # a failed unload stops the run
+                else:
+                    _unload_quietly(server, model.model_name)  # the first error is the one shown
             return True
 
         def measure_pass(loads_of: Callable[[RepositoryModel], list[LoadPoint]]) -> str | None:
@@ -467,7 +509,64 @@ def run_experiment(
         if progress:
             progress(done, total, "done")
     portable_file(log_path, run_dir)  # the server log names the repository and the cache
-    return RunOutcome(measured, skipped, stopped, checks, time.monotonic() - started, without_rate)
+    return RunOutcome(
+        measured,
+        skipped,
+        stopped,
+        checks,
+        time.monotonic() - started,
+        without_rate,
+        quarantined,
+        recovery.failed_cells,
+        recovery.restarts,
+    )
+
+
+FALLBACK_MARKER = "tritonlab-adapter-fallback"  # backends/onnxruntime/model.py prints it
+
+
+def _log_size(server: ServerEndpoint) -> int:
+    if isinstance(server, TritonServer) and server.log_path.exists():
+        return server.log_path.stat().st_size
+    return 0
+
+
+def _fallbacks_since(server: ServerEndpoint, offset: int) -> int:
+    """Backend fallback lines the server log gained since ``offset`` (0 for a remote server)."""
+    if not isinstance(server, TritonServer) or not server.log_path.exists():
+        return 0
+    with open(server.log_path, "rb") as log:
+        log.seek(offset)
+        return log.read().count(FALLBACK_MARKER.encode())
+
+
+def _quarantine_unusable(run_dir: Path) -> list[str]:
+    """Move truncated or corrupt cell files aside so a resume measures their cells again."""
+    moved = []
+    for folder in (CELLS_DIR, SERVING_PATH_DIR):
+        for path in sorted((run_dir / RESULTS_DIR / folder).glob("*.json")):
+            problem = cell_problem(path)
+            if problem is not None:
+                target = quarantine(path)
+                moved.append(f"{problem.split(';')[0]}; kept as {target.name}, re-measuring it")
+    return moved
+
+
+def _load_recovering(server: ServerEndpoint, recovery: Recovery, model_name: str) -> None:
+    """Load a configuration; a server that dies while loading is restarted once and retried."""
+    try:
+        server.load_model(model_name)
+    except ServerError as exc:
+        if not recovery.server_died():
+            raise
+        recovery.handle(f"loading {model_name}", exc, last_attempt=False)
+        server.load_model(model_name)
+
+
+def _unload_quietly(server: ServerEndpoint, model_name: str) -> None:
+    """Unload while another error is already on its way up (that error is the one to show)."""
+    with contextlib.suppress(Exception):
+        server.unload_model(model_name)
 
 
 def _next_repeat(run_dir: Path, variant_name: str, load: LoadPoint) -> int:
@@ -529,6 +628,7 @@ def _measure_serving_path(
                     input_files.for_load(load),
                     SERVING_PATH_DIR,
                 )
-            finally:
-                with contextlib.suppress(Exception):
-                    server.unload_model(model.model_name)
+            except BaseException:
+                _unload_quietly(server, model.model_name)
+                raise
+            server.unload_model(model.model_name)

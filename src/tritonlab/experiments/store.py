@@ -27,6 +27,9 @@ SERVING_PATH_DIR = "serving_path"  # identity-model cells behind the cost model
 ADAPTIVE_FILE = "adaptive.json"  # the extra rounds adaptive repeats measured, and why
 MANIFEST_FILE = "manifest.json"
 OPERATORS_FILE = "operators.json"
+# Cell files: 1 = written before the version was stored (still read), 2 = versioned.
+CELL_SCHEMA_VERSION = 2
+CORRUPT_SUFFIX = ".corrupt"
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -61,6 +64,10 @@ class CellResult:
     config_pbtxt: str
     started_utc: str
     load_key: str = ""
+    schema_version: int = CELL_SCHEMA_VERSION
+    # Executions the onnxruntime backend ran request by request because a batch failed (its
+    # log lines during this cell); 0 when none, or for a server whose log tritonlab cannot read.
+    backend_fallbacks: int = 0
 
     @property
     def server_cores_used(self) -> float:
@@ -71,7 +78,10 @@ class CellResult:
         return self.perf.perf_analyzer_cpu_s / self.perf.wall_s if self.perf.wall_s else 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {} if self.schema_version < 2 else {"schema_version": 2}
+        if self.backend_fallbacks:
+            data["backend_fallbacks"] = self.backend_fallbacks
+        return data | {
             "cell_id": self.cell_id,
             "variant": self.variant.to_dict(),
             "model_name": self.model_name,
@@ -97,6 +107,8 @@ class CellResult:
             config_pbtxt=data["config_pbtxt"],
             started_utc=data["started_utc"],
             load_key=data.get("load_key", ""),
+            schema_version=int(data.get("schema_version", 1)),
+            backend_fallbacks=int(data.get("backend_fallbacks", 0)),
         )
 
 
@@ -110,11 +122,55 @@ def save_cell(run_dir: Path, cell: CellResult, folder: str = CELLS_DIR) -> Path:
     return path
 
 
+def read_cell(path: Path) -> CellResult:
+    """One cell file; a truncated, corrupt or newer-schema file is a one-line error naming it."""
+    from tritonlab.errors import ResultFileError
+
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ResultFileError(
+            f"{path} is unreadable ({type(exc).__name__}: {exc}); delete it and run the same "
+            "command again to re-measure that cell"
+        ) from exc
+    version = data.get("schema_version", 1) if isinstance(data, dict) else None
+    if not isinstance(version, int) or version > CELL_SCHEMA_VERSION:
+        raise ResultFileError(
+            f"{path} has cell schema {version!r}, this tritonlab reads up to "
+            f"{CELL_SCHEMA_VERSION}; upgrade tritonlab, or delete the file to re-measure that cell"
+        )
+    try:
+        return CellResult.from_dict(data)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ResultFileError(
+            f"{path} is not a complete cell record (missing or bad {exc}); delete it and run the "
+            "same command again to re-measure that cell"
+        ) from exc
+
+
+def cell_problem(path: Path) -> str | None:
+    """Why the cell file at ``path`` cannot be used, or None when it reads."""
+    from tritonlab.errors import ResultFileError
+
+    try:
+        read_cell(path)
+    except ResultFileError as exc:
+        return str(exc)
+    return None
+
+
+def quarantine(path: Path) -> Path:
+    """Move an unusable cell file aside (kept, never deleted) so its cell is measured again."""
+    target = path.with_name(path.name + CORRUPT_SUFFIX)
+    os.replace(path, target)
+    return target
+
+
 def load_cells(run_dir: Path, folder_name: str = CELLS_DIR) -> list[CellResult]:
     folder = run_dir / RESULTS_DIR / folder_name
     if not folder.is_dir():
         return []
-    return [CellResult.from_dict(json.loads(p.read_text())) for p in sorted(folder.glob("*.json"))]
+    return [read_cell(p) for p in sorted(folder.glob("*.json"))]
 
 
 def save_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:

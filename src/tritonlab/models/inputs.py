@@ -227,8 +227,10 @@ def _generate(
     if rule.kind == "random_bool":
         return rng.random(shape) > 0.5
     if rule.kind == "int_range":
-        assert rule.low is not None and rule.high is not None
-        return rng.integers(int(rule.low), int(rule.high), size=shape).astype(dtype)
+        low, high = (
+            SAFE_INT_RANGE if rule.low is None or rule.high is None else (rule.low, rule.high)
+        )
+        return rng.integers(int(low), int(high), size=shape).astype(dtype)
     return rng.standard_normal(shape).astype(dtype)
 
 

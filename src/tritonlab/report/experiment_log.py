@@ -26,6 +26,7 @@ from tritonlab.analysis.rules import (
     TRAP_QUEUE_SHARE_OF_DELAY,
 )
 from tritonlab.analysis.verdicts import CONFIDENCE, MIN_EFFECT_PCT
+from tritonlab.experiments.recovery import FaultRecord
 from tritonlab.paths import PATHS_NOTE, shell_join
 from tritonlab.perf.settings import PerfSettings
 
@@ -313,6 +314,27 @@ def _operators_section(
     return lines
 
 
+def faults_section(faults: list[FaultRecord]) -> list[str]:
+    """Every fault the run met (a server that died, a perf_analyzer that hung) and what was done."""
+    if not faults:
+        return []
+    lines = [
+        "## Faults and recoveries",
+        "",
+        "A server that dies is restarted on the same ports and the cell measured again; a cell "
+        "that fails twice is given up on and the run goes on (`results/faults.json`).",
+        "",
+        "| when (UTC) | cell | what happened | action | server log |",
+        "|---|---|---|---|---|",
+    ]
+    for f in faults:
+        log = " / ".join(f.log_lines[-2:]).replace("|", "\\|")
+        what = f.what.replace("|", "\\|")
+        lines.append(f"| {f.utc} | {f.cell} | {what[:160]} | {f.action} | {log[:200]} |")
+    lines.append("")
+    return lines
+
+
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:+.0f}%"
 
@@ -437,6 +459,7 @@ def render_experiment_log(run: RunData) -> str:
             "",
         ]
         lines += [ln for r in analysis.reports for ln in _variant_section(r)]
+    lines += faults_section(run.faults)
     lines += efficiency_section(run.efficiencies, run.summaries)
     lines += cost_model_section(cost_model, run.predictions)
     if operators and analyses:

@@ -29,6 +29,7 @@ from tritonlab.analysis.recommend import (
 from tritonlab.client.infer import InferCheck
 from tritonlab.errors import TritonlabError
 from tritonlab.experiments.manifest import Manifest
+from tritonlab.experiments.recovery import FaultRecord, load_faults
 from tritonlab.experiments.store import (
     ADAPTIVE_FILE,
     CELLS_DIR,
@@ -126,6 +127,7 @@ class RunData:
     predictions: list[Prediction]
     recommendations: Recommendations | None
     efficiencies: list[Efficiency]
+    faults: list[FaultRecord]
 
     @property
     def summaries(self) -> list[VariantSummary]:
@@ -197,4 +199,5 @@ def load_run(run_dir: Path) -> RunData:
         predictions=[model.predict(s) for s in summaries] if model else [],
         recommendations=recommendations_from_manifest(manifest, summaries),
         efficiencies=serving_efficiency(summaries, parse_ceilings(_json_or(paths.operators, None))),
+        faults=load_faults(run_dir),
     )

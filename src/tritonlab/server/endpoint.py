@@ -6,7 +6,9 @@ readiness, model load/unload in explicit mode, metadata and the statistics exten
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from tritonlab.errors import ServerError
@@ -35,6 +37,29 @@ class ServerEndpoint:
         """Log lines that explain a failure; a remote server has none to show."""
         return ""
 
+    @contextlib.contextmanager
+    def _calling(self, what: str) -> Iterator[None]:
+        """Turn a failed call (refused connection, server error, timeout) into one line."""
+        from tritonclient.utils import InferenceServerException
+
+        try:
+            yield
+        except InferenceServerException as exc:
+            raise self._failed(what, one_line(exc.message() or str(exc))) from exc
+        except (OSError, TimeoutError) as exc:
+            raise self._failed(what, f"{type(exc).__name__}: {exc}") from exc
+        except Exception as exc:
+            # geventhttpclient raises its own types for resets and timeouts
+            if type(exc).__module__.startswith(("gevent", "geventhttpclient", "grpc")):
+                raise self._failed(what, f"{type(exc).__name__}: {exc}") from exc
+            raise
+
+    def _failed(self, what: str, reason: str) -> ServerError:
+        detail = self.failure_detail()
+        return ServerError(
+            f"{what} at {self.http_url} failed: {reason}" + (f" | log: {detail}" if detail else "")
+        )
+
     def http_client(self, timeout_s: float = 60.0) -> Any:
         import tritonclient.http as httpclient
 
@@ -54,13 +79,15 @@ class ServerEndpoint:
 
         client = self.http_client(timeout_s=300.0)
         try:
-            client.load_model(model_name)
-        except InferenceServerException as exc:
-            detail = self.failure_detail()
-            raise ServerError(
-                f"Triton failed to load model '{model_name}': {one_line(exc.message())}"
-                + (f" | log: {detail}" if detail else "")
-            ) from exc
+            with self._calling(f"loading model '{model_name}'"):
+                try:
+                    client.load_model(model_name)
+                except InferenceServerException as exc:
+                    detail = self.failure_detail()
+                    raise ServerError(
+                        f"Triton failed to load model '{model_name}': {one_line(exc.message())}"
+                        + (f" | log: {detail}" if detail else "")
+                    ) from exc
         finally:
             client.close()
 
@@ -68,22 +95,27 @@ class ServerEndpoint:
         """Unload a model and wait until its instances are gone, so the next cell runs alone."""
         client = self.http_client()
         try:
-            client.unload_model(model_name)
-            deadline = time.monotonic() + wait_s
-            while time.monotonic() < deadline:
-                index = client.get_model_repository_index()
-                states = {m.get("name"): m.get("state") for m in index}
-                if states.get(model_name) in (None, "UNAVAILABLE"):
-                    return
-                time.sleep(0.1)
+            with self._calling(f"unloading model '{model_name}'"):
+                client.unload_model(model_name)
+                deadline = time.monotonic() + wait_s
+                while time.monotonic() < deadline:
+                    index = client.get_model_repository_index()
+                    states = {m.get("name"): m.get("state") for m in index}
+                    if states.get(model_name) in (None, "UNAVAILABLE"):
+                        return
+                    time.sleep(0.1)
         finally:
             client.close()
+        # Another configuration must not run beside this one: a model that will not unload
+        # stops the run instead of being measured against.
+        raise self._failed(f"unloading model '{model_name}'", f"still loaded after {wait_s:.0f} s")
 
     def model_statistics(self, model_name: str) -> dict[str, Any]:
         """The statistics extension's record for ``model_name`` (cumulative since load)."""
         client = self.http_client()
         try:
-            stats = client.get_inference_statistics(model_name)
+            with self._calling(f"reading statistics of model '{model_name}'"):
+                stats = client.get_inference_statistics(model_name)
         finally:
             client.close()
         for entry in stats.get("model_stats", []):
@@ -94,7 +126,8 @@ class ServerEndpoint:
     def model_metadata(self, model_name: str) -> dict[str, Any]:
         client = self.http_client()
         try:
-            return dict(client.get_model_metadata(model_name))
+            with self._calling(f"reading metadata of model '{model_name}'"):
+                return dict(client.get_model_metadata(model_name))
         finally:
             client.close()
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tritonlab.errors import ServerError
 from tritonlab.server.endpoint import RemoteServer, ServerEndpoint
 from tritonlab.server.locate import external_server, prepare_bundled_server
 from tritonlab.server.process import ServerPorts, TritonServer
@@ -69,7 +70,8 @@ def running_server(
     if isinstance(server, TritonServer):
         with server.start(options.ready_timeout_s):
             yield server
-    else:
-        assert isinstance(server, RemoteServer)
+    elif isinstance(server, RemoteServer):
         server.wait_ready(options.ready_timeout_s)
         yield server
+    else:  # pragma: no cover - make_server returns one of the two
+        raise ServerError(f"cannot run a server of type {type(server).__name__}")

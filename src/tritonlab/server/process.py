@@ -12,9 +12,11 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -28,6 +30,8 @@ from tritonlab.server.locate import ServerInstall
 from tritonlab.server.ports import ensure_port_free, find_free_ports
 
 STOP_GRACE_S = 15.0
+# A model load that takes longer than this is treated as hung (the server is then restarted).
+LOAD_DEADLINE_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -217,6 +221,61 @@ class TritonServer(ServerEndpoint):
             with contextlib.suppress(Exception):
                 self._log_file.close()  # type: ignore[attr-defined]
             self._log_file = None
+
+    def restart(self, ready_timeout_s: float = 120.0) -> None:
+        """Stop whatever is left of the server (stubs included) and start it again, ready."""
+        self.stop()
+        self.start(ready_timeout_s)
+
+    def _watched(self, what: str, call: Callable[[], None], deadline_s: float) -> None:
+        """Run ``call`` in a helper thread; fail at once if the server dies, or at the deadline.
+
+        A blocking client call to a server killed mid-call can otherwise wait for its socket
+        timeout (minutes) while a backend stub lingers.
+        """
+        outcome: list[BaseException | None] = []
+
+        def run() -> None:
+            try:
+                call()
+                outcome.append(None)
+            except BaseException as exc:  # handed to the caller's thread
+                outcome.append(exc)
+
+        worker = threading.Thread(target=run, name=f"tritonlab-{what}", daemon=True)
+        worker.start()
+        deadline = time.monotonic() + deadline_s
+        while worker.is_alive():
+            worker.join(0.2)
+            if not worker.is_alive():
+                break
+            if not self.is_alive():
+                code = self._process.returncode if self._process else None
+                raise ServerError(
+                    f"tritonserver died (code {code}) while {what}; log {self.log_path}: "
+                    f"{self.failure_detail()}"
+                )
+            if time.monotonic() > deadline:
+                raise ServerError(
+                    f"{what} took over {deadline_s:.0f} s; log {self.log_path}: "
+                    f"{self.failure_detail()}"
+                )
+        if outcome and outcome[0] is not None:
+            raise outcome[0]
+
+    def load_model(self, model_name: str) -> None:
+        self._watched(
+            f"loading model '{model_name}'",
+            lambda: ServerEndpoint.load_model(self, model_name),
+            LOAD_DEADLINE_S,
+        )
+
+    def unload_model(self, model_name: str, wait_s: float = 30.0) -> None:
+        self._watched(
+            f"unloading model '{model_name}'",
+            lambda: ServerEndpoint.unload_model(self, model_name, wait_s),
+            wait_s + 30.0,
+        )
 
     def __enter__(self) -> TritonServer:
         if self._process is None:

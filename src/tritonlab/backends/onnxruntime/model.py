@@ -27,6 +27,9 @@ import numpy as np
 import onnxruntime as ort
 import triton_python_backend_utils as pb_utils
 
+# Printed to the server log each time a batch of requests is run one by one instead.
+FALLBACK_MARKER = "tritonlab-adapter-fallback"
+
 
 def _int_param(params, key, default):
     value = params.get(key, {}).get("string_value", "")
@@ -130,9 +133,16 @@ class TritonPythonModel:
                 if name in feeds[0]
             }
             outputs = self._run(feed)
-        except Exception:
+        except Exception as exc:
             # Requests that cannot share a batch (or one bad request): run them one by one so
-            # only the bad one fails.
+            # only the bad one fails. This changes what is measured, so it is said in the log
+            # (tritonlab counts these lines per cell).
+            print(
+                f"{FALLBACK_MARKER} instance={self.name} requests={len(requests)} "
+                f"reason={type(exc).__name__}: {' '.join(str(exc).split())[:200]}",
+                file=sys.stderr,
+                flush=True,
+            )
             return [self._one(r) for r in requests]
         sizes = [next(iter(f.values())).shape[0] for f in feeds]
         splits = np.cumsum(sizes)[:-1]

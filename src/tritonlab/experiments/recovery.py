@@ -1,0 +1,130 @@
+"""Faults during a run: a server that dies, a perf_analyzer that hangs. Restart, retry, record.
+
+A tritonserver that dies mid-cell (killed, out of memory, a backend crash) is restarted on the
+same ports, the configuration is loaded again and the interrupted cell measured again. A cell
+that fails ``ATTEMPTS_PER_CELL`` times is given up on: recorded as failed, with the server log's
+last lines, and the run goes on with the next cell. At most ``MAX_RESTARTS`` restarts per run;
+past that the run stops with a one-line error (finished cells are kept, a re-run resumes).
+
+Every fault is written to ``results/faults.json`` at once and listed in the manifest
+(``faults``), and the experiment log's "Faults and recoveries" section shows them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from tritonlab.errors import PerfAnalyzerError, ServerError
+from tritonlab.experiments.manifest import utc_now
+from tritonlab.experiments.store import RESULTS_DIR, write_json_atomic
+from tritonlab.server.endpoint import ServerEndpoint
+from tritonlab.server.process import TritonServer, relevant_log_lines
+
+FAULTS_FILE = "faults.json"
+MAX_RESTARTS = 3
+ATTEMPTS_PER_CELL = 2
+HUNG_MARKER = "ran past"  # perf_analyzer's deadline message (perf/runner.py)
+
+
+@dataclass(frozen=True)
+class FaultRecord:
+    """One fault: which cell, what happened, the server log's lines, and what was done."""
+
+    cell: str
+    what: str
+    action: str  # "restarted, re-measuring" | "retrying" | "gave up: cell stored as failed"
+    log_lines: tuple[str, ...]
+    utc: str
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["log_lines"] = list(self.log_lines)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FaultRecord:
+        return cls(
+            cell=str(data.get("cell", "")),
+            what=str(data.get("what", "")),
+            action=str(data.get("action", "")),
+            log_lines=tuple(data.get("log_lines") or ()),
+            utc=str(data.get("utc", "")),
+        )
+
+
+def load_faults(run_dir: Path) -> list[FaultRecord]:
+    path = run_dir / RESULTS_DIR / FAULTS_FILE
+    if not path.exists():
+        return []
+    return [FaultRecord.from_dict(f) for f in json.loads(path.read_text())]
+
+
+class Recovery:
+    """Decides, per failed attempt, whether to restart and retry, give up on the cell, or stop."""
+
+    def __init__(
+        self,
+        server: ServerEndpoint,
+        run_dir: Path,
+        ready_timeout_s: float,
+        on_fault: Callable[[list[FaultRecord]], None] | None = None,
+        max_restarts: int = MAX_RESTARTS,
+    ) -> None:
+        self.server = server
+        self.run_dir = run_dir
+        self.ready_timeout_s = ready_timeout_s
+        self.on_fault = on_fault
+        self.max_restarts = max_restarts
+        self.restarts = 0
+        self.faults = load_faults(run_dir)
+        self.failed_cells: list[str] = []
+
+    def server_died(self) -> bool:
+        return isinstance(self.server, TritonServer) and not self.server.is_alive()
+
+    def recoverable(self, exc: BaseException) -> bool:
+        """A dead server we started (restart it), or a perf_analyzer that hung (retry)."""
+        if not isinstance(exc, (ServerError, PerfAnalyzerError)):
+            return False
+        return self.server_died() or (
+            isinstance(exc, PerfAnalyzerError) and HUNG_MARKER in str(exc)
+        )
+
+    def handle(self, cell: str, exc: BaseException, last_attempt: bool) -> None:
+        """Record the fault and bring the server back; raise when restarts are used up."""
+        died = self.server_died()
+        lines = (
+            tuple(relevant_log_lines(self.server.log_text(), limit=5))
+            if isinstance(self.server, TritonServer)
+            else ()
+        )
+        action = (
+            "gave up: cell stored as failed"
+            if last_attempt
+            else ("restarted the server, re-measuring" if died else "retrying")
+        )
+        what = " ".join(str(exc).split())[:300]
+        self.faults.append(FaultRecord(cell, what, action, lines, utc_now()))
+        if last_attempt:
+            self.failed_cells.append(cell)
+        self._save()
+        if died and isinstance(self.server, TritonServer):
+            if self.restarts >= self.max_restarts:
+                raise ServerError(
+                    f"tritonserver died {self.restarts + 1} times in this run (last in {cell}); "
+                    "stopped; finished cells are kept, see results/faults.json; run the same "
+                    "command to resume"
+                ) from exc
+            self.restarts += 1
+            self.server.restart(self.ready_timeout_s)
+
+    def _save(self) -> None:
+        write_json_atomic(
+            self.run_dir / RESULTS_DIR / FAULTS_FILE, [f.to_dict() for f in self.faults]
+        )
+        if self.on_fault is not None:
+            self.on_fault(self.faults)

@@ -1,0 +1,137 @@
+"""Faults in stored results and during runs: corrupt cells, schema versions, fault records."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tritonlab.analysis.aggregate import summarise
+from tritonlab.analysis.recommend import recommend, sequence_length_of
+from tritonlab.analysis.rules import RuleContext, backend_fallback
+from tritonlab.errors import PerfAnalyzerError, ResultFileError, ServerError
+from tritonlab.experiments.plan import seed_comparison_plan
+from tritonlab.experiments.recovery import FAULTS_FILE, Recovery, load_faults
+from tritonlab.experiments.runner import _quarantine_unusable, perf_deadline_s
+from tritonlab.experiments.store import (
+    CELL_SCHEMA_VERSION,
+    CellResult,
+    load_cells,
+    read_cell,
+    save_cell,
+)
+from tritonlab.report.experiment_log import faults_section
+from tritonlab.server.endpoint import RemoteServer
+
+
+@pytest.fixture()
+def run_copy(seed_run_dir: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "run"
+    shutil.copytree(seed_run_dir, target)
+    return target
+
+
+def _first_cell(run: Path) -> Path:
+    return sorted((run / "results" / "cells").glob("*.json"))[0]
+
+
+def test_new_cells_carry_their_schema_and_old_ones_still_read(run_copy: Path) -> None:
+    old = read_cell(_first_cell(run_copy))
+    assert old.schema_version == 1 and "schema_version" not in old.to_dict()
+    new = dataclasses.replace(old, schema_version=CELL_SCHEMA_VERSION, backend_fallbacks=3)
+    path = save_cell(run_copy, new)
+    data = json.loads(path.read_text())
+    assert data["schema_version"] == CELL_SCHEMA_VERSION and data["backend_fallbacks"] == 3
+    assert read_cell(path) == new
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{"cell_id": "x", "variant": {', "is unreadable"),
+        ('{"schema_version": 99}', "cell schema 99"),
+        ('{"schema_version": 2, "cell_id": "x"}', "not a complete cell record"),
+    ],
+)
+def test_bad_cell_files_are_one_line_errors_naming_the_file(
+    run_copy: Path, content: str, message: str
+) -> None:
+    path = _first_cell(run_copy)
+    path.write_text(content)
+    with pytest.raises(ResultFileError, match=message) as exc:
+        load_cells(run_copy)
+    assert str(path) in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_resume_moves_a_truncated_cell_aside_and_keeps_the_rest(run_copy: Path) -> None:
+    path = _first_cell(run_copy)
+    text = path.read_text()
+    path.write_text(text[: len(text) // 2])
+    before = len(list((run_copy / "results" / "cells").glob("*.json")))
+    moved = _quarantine_unusable(run_copy)
+    assert len(moved) == 1 and "re-measuring it" in moved[0]
+    assert (
+        not path.exists()
+        and path.with_name(path.name + ".corrupt").read_text() == text[: len(text) // 2]
+    )
+    assert len(load_cells(run_copy)) == before - 1  # every readable cell kept
+
+
+def test_recovery_retries_a_hung_perf_analyzer_and_records_it(tmp_path: Path) -> None:
+    (tmp_path / "results").mkdir()
+    recovery = Recovery(RemoteServer("127.0.0.1:1"), tmp_path, 1.0)
+    hung = PerfAnalyzerError("perf_analyzer ran past 40 s and was stopped; see x.txt")
+    assert recovery.recoverable(hung)
+    assert not recovery.recoverable(PerfAnalyzerError("perf_analyzer failed (exit 1)"))
+    assert not recovery.recoverable(ServerError("a remote server is not restarted"))
+    recovery.handle("baseline__grpc_b1_c8__r1", hung, last_attempt=False)
+    recovery.handle("baseline__grpc_b1_c8__r1", hung, last_attempt=True)
+    faults = load_faults(tmp_path)
+    assert [f.action for f in faults] == ["retrying", "gave up: cell stored as failed"]
+    assert recovery.failed_cells == ["baseline__grpc_b1_c8__r1"]
+    assert json.loads((tmp_path / "results" / FAULTS_FILE).read_text())[0]["cell"]
+    lines = "\n".join(faults_section(faults))
+    assert "## Faults and recoveries" in lines and "gave up" in lines
+    assert faults_section([]) == []
+
+
+def test_perf_deadline_covers_every_window_it_may_open() -> None:
+    plan = seed_comparison_plan("m")
+    m = plan.measurement
+    assert perf_deadline_s(plan) > m.max_trials * 2 * m.measurement_interval_ms / 1000 + 30
+
+
+def test_backend_fallbacks_are_flagged(seed_cells: list[CellResult], plan_order: list[str]) -> None:
+    fallback = [
+        dataclasses.replace(c, backend_fallbacks=2) if c.variant.name == "batch_0ms_x1" else c
+        for c in seed_cells
+    ]
+    names = {s.variant.name: s for s in summarise(fallback, plan_order)}
+    ctx = RuleContext(names["batch_0ms_x1"], names["baseline"], names["baseline"], 2)
+    finding = backend_fallback(ctx)
+    assert finding is not None and finding.kind == "flag"
+    assert finding.figures["backend_fallbacks"] == 6  # 2 in each of the 3 repeats
+    clean = RuleContext(names["baseline"], names["baseline"], names["baseline"], 2)
+    assert backend_fallback(clean) is None
+
+
+def test_picks_rank_only_the_reference_sequence_length(
+    seed_cells: list[CellResult], plan_order: list[str]
+) -> None:
+    """The same cells relabelled as two sequence lengths: the short one must not win."""
+    at_128 = [dataclasses.replace(c, load_key="grpc_b1_c8_s128") for c in seed_cells]
+    faster_32 = [
+        dataclasses.replace(c, load_key="grpc_b1_c8_s32")
+        for c in seed_cells
+        if c.variant.name == "baseline"
+    ]
+    summaries = summarise([*at_128, *faster_32], plan_order)
+    assert {sequence_length_of(s.load_key) for s in summaries} == {128, 32}
+    picks = recommend(summaries, 1e9)
+    assert picks.throughput_pick is not None
+    assert picks.throughput_pick.point.load_key == "grpc_b1_c8_s128"
+    assert "reference sequence length 128" in picks.throughput_pick.justification
+    assert sequence_length_of("grpc_b1_c8") is None
