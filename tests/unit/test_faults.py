@@ -135,3 +135,21 @@ def test_picks_rank_only_the_reference_sequence_length(
     assert picks.throughput_pick.point.load_key == "grpc_b1_c8_s128"
     assert "reference sequence length 128" in picks.throughput_pick.justification
     assert sequence_length_of("grpc_b1_c8") is None
+
+
+def test_efficiency_only_at_the_length_its_ceiling_was_measured(
+    seed_cells: list[CellResult], plan_order: list[str]
+) -> None:
+    from tritonlab.analysis.efficiency import serving_efficiency
+    from tritonlab.perf.in_process import Ceiling
+
+    at_128 = [dataclasses.replace(c, load_key="grpc_b1_c8_s128") for c in seed_cells]
+    at_32 = [dataclasses.replace(c, load_key="grpc_b1_c8_s32") for c in seed_cells]
+    at_512 = [dataclasses.replace(c, load_key="grpc_b1_c8_s512") for c in seed_cells]
+    summaries = summarise([*at_128, *at_128[:0], *at_32, *at_512], plan_order)
+    # two loads at 128 would make it the reference; here every length has one, so add one
+    extra = [dataclasses.replace(c, load_key="grpc_b1_c4_s128") for c in seed_cells]
+    summaries += summarise(extra, plan_order)
+    ceiling = Ceiling(1, 1, 1, 1000.0, 100, 3.0)
+    keys = {e.load_key for e in serving_efficiency(summaries, [ceiling])}
+    assert keys == {"grpc_b1_c8_s128", "grpc_b1_c4_s128"}

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tritonlab.analysis.aggregate import VariantSummary, compare_figure
+from tritonlab.analysis.recommend import at_reference_length
 from tritonlab.analysis.summary import Summary
 from tritonlab.perf.in_process import Ceiling
 
@@ -50,9 +51,11 @@ def thread_speedup(ceilings: list[Ceiling]) -> dict[int, float]:
 def serving_efficiency(
     summaries: list[VariantSummary], ceilings: list[Ceiling]
 ) -> list[Efficiency]:
-    """Each CPU configuration's efficiency at the client batch size its ceiling was taken at."""
+    """Each CPU configuration's efficiency at the client batch size its ceiling was taken at,
+    and at the reference sequence length the ceilings were measured with."""
     if not ceilings:
         return []
+    summaries, _ = at_reference_length(summaries)
     best = max(ceilings, key=lambda c: c.infer_per_s)
     by_parallelism = {(c.instances, c.threads): c for c in ceilings}
     out = []

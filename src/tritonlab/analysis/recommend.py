@@ -736,7 +736,7 @@ def sequence_length_of(load_key: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _at_reference_length(
+def at_reference_length(
     summaries: list[VariantSummary],
 ) -> tuple[list[VariantSummary], str]:
     """The summaries at the reference sequence length (the one most loads use), and a note."""
@@ -763,7 +763,7 @@ def recommend(
     With several sequence lengths, only the reference length's load points are ranked: a
     shorter sequence is less work per inference, not a better configuration.
     """
-    summaries, length_note = _at_reference_length(summaries)
+    summaries, length_note = at_reference_length(summaries)
     pairs = [(p, s) for s in summaries if (p := operating_point(s)) is not None]
     points = [p for p, _ in pairs]
     unmeasured = [
