@@ -51,6 +51,7 @@ from tritonlab.report.project import (
 from tritonlab.server.gpu import check_gpu_variants
 from tritonlab.server.launch import ServerOptions
 from tritonlab.server.locate import external_server, prepare_bundled_server
+from tritonlab.server.process import LOOPBACK_HOSTS
 
 MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -190,6 +191,12 @@ def run_project(
     explanations (or, with ``undecided`` given, the sweep's picks) rest on is undecided.
     """
     check_model_name(plan.model_name)
+    if not options.url and options.host not in LOOPBACK_HOSTS:
+        # perf_analyzer and the server share this machine: nothing needs to listen elsewhere.
+        raise ConfigError(
+            f"--host {options.host}: measurements keep the server on loopback; to expose a "
+            "server, use `tritonlab serve --host` (with TRITONLAB_API_KEY set)"
+        )
     check_gpu_variants(plan.variants, remote=bool(options.url))
     info = load_model_info(onnx_path)
     inputs = inputs or derive_inputs(info)

@@ -85,7 +85,10 @@ def test_recovery_retries_a_hung_perf_analyzer_and_records_it(tmp_path: Path) ->
     recovery = Recovery(RemoteServer("127.0.0.1:1"), tmp_path, 1.0)
     hung = PerfAnalyzerError("perf_analyzer ran past 40 s and was stopped; see x.txt")
     assert recovery.recoverable(hung)
-    assert not recovery.recoverable(PerfAnalyzerError("perf_analyzer failed (exit 1)"))
+    failed = PerfAnalyzerError("perf_analyzer failed (exit 1)")
+    assert recovery.recoverable(failed), "retried once after a reload (a stub may have died)"
+    assert not recovery.recoverable(failed, last_attempt=True), "twice: systematic, stop"
+    assert recovery.recoverable(hung, last_attempt=True), "a hang is recorded and passed"
     assert not recovery.recoverable(ServerError("a remote server is not restarted"))
     recovery.handle("baseline__grpc_b1_c8__r1", hung, last_attempt=False)
     recovery.handle("baseline__grpc_b1_c8__r1", hung, last_attempt=True)

@@ -7,6 +7,8 @@ Ctrl-C becomes exit code 130 after the servers and perf_analyzer have been stopp
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -31,6 +33,7 @@ app = typer.Typer(
 err = Console(stderr=True)
 out = Console()
 _state = {"debug": False}
+API_KEY_VARIABLE = "TRITONLAB_API_KEY"
 
 UrlOpt = Annotated[
     Optional[str],  # noqa: UP045 - typer needs Optional on Python 3.10
@@ -133,6 +136,13 @@ def _main(
 ) -> None:
     """tritonlab: deploy an ONNX model on real Triton, measure it, and explain the results."""
     _state["debug"] = debug
+    # SIGTERM (a scheduler, `kill`) takes the same way out as Ctrl-C: servers and perf_analyzer
+    # stopped, finished cells kept, one line, exit 130.
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 @contextlib.contextmanager
@@ -176,6 +186,8 @@ def server_options(
         http_port=http_port,
         grpc_port=grpc_port,
         metrics_port=metrics_port,
+        # From the environment, never a flag: a command line is visible to every user (ps).
+        api_key=os.environ.get(API_KEY_VARIABLE) or None,
     )
 
 

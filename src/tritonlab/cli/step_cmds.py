@@ -33,7 +33,7 @@ from tritonlab.cli.common import (
 from tritonlab.errors import ServerError, TritonlabError
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.repository.variants import ServingVariant
-from tritonlab.server.endpoint import ServerEndpoint
+from tritonlab.server.endpoint import RESTRICTED_HEADER, ServerEndpoint
 from tritonlab.server.launch import ServerOptions, running_server
 from tritonlab.server.process import TritonServer
 
@@ -136,6 +136,14 @@ def serve(
                 f"{server.metrics_url}; log {server.log_path}; Ctrl-C stops it",
                 highlight=False,
             )
+            if server.api_key:
+                out.print(
+                    f"listening on {server.host}: model control, shared memory, statistics, "
+                    f"trace and logging need the header '{RESTRICTED_HEADER}: "
+                    "$TRITONLAB_API_KEY'; inference and health stay open",
+                    highlight=False,
+                    markup=False,
+                )
             while server.is_alive():
                 time.sleep(0.5)
             raise ServerError(f"tritonserver exited unexpectedly: {server.failure_detail()}")

@@ -86,16 +86,25 @@ class Recovery:
     def server_died(self) -> bool:
         return isinstance(self.server, TritonServer) and not self.server.is_alive()
 
-    def recoverable(self, exc: BaseException) -> bool:
-        """A dead server we started (restart it), or a perf_analyzer that hung (retry)."""
+    def recoverable(self, exc: BaseException, last_attempt: bool = False) -> bool:
+        """Worth another attempt (or, on the last, worth recording and going on)?
+
+        A dead server we started: restart it. A perf_analyzer that hung: retry. Any other
+        perf_analyzer failure (a backend stub that died, a model that went unavailable) is
+        retried once after the configuration is loaded again; failing again while the server
+        lives, it is taken as systematic (a wrong input, say) and stops the run.
+        """
         if not isinstance(exc, (ServerError, PerfAnalyzerError)):
             return False
-        return self.server_died() or (
-            isinstance(exc, PerfAnalyzerError) and HUNG_MARKER in str(exc)
-        )
+        if self.server_died():
+            return True
+        if isinstance(exc, PerfAnalyzerError):
+            return HUNG_MARKER in str(exc) or not last_attempt
+        return False
 
-    def handle(self, cell: str, exc: BaseException, last_attempt: bool) -> None:
-        """Record the fault and bring the server back; raise when restarts are used up."""
+    def handle(self, cell: str, exc: BaseException, last_attempt: bool) -> bool:
+        """Record the fault and bring the server back (True when it was restarted); raise when
+        restarts are used up."""
         died = self.server_died()
         lines = (
             tuple(relevant_log_lines(self.server.log_text(), limit=5))
@@ -121,6 +130,8 @@ class Recovery:
                 ) from exc
             self.restarts += 1
             self.server.restart(self.ready_timeout_s)
+            return True
+        return False
 
     def _save(self) -> None:
         write_json_atomic(

@@ -321,7 +321,7 @@ def run_experiment(
                 source=options.describe,
                 version=server.server_version(),
                 command=(
-                    tuple(portable_command(server.command(), run_dir))
+                    tuple(portable_command(server.command(redact=True), run_dir))
                     if isinstance(server, TritonServer)
                     else None
                 ),
@@ -398,9 +398,12 @@ def run_experiment(
                                 input_files.for_load(load),
                             )
                         except (ServerError, PerfAnalyzerError) as exc:
-                            if not recovery.recoverable(exc):
+                            last = attempt == ATTEMPTS_PER_CELL
+                            if not recovery.recoverable(exc, last):
                                 raise
-                            recovery.handle(cid, exc, last_attempt=attempt == ATTEMPTS_PER_CELL)
+                            restarted = recovery.handle(cid, exc, last_attempt=last)
+                            if not restarted:  # reload: a stub that died starts afresh
+                                _unload_quietly(server, model.model_name)
                             _load_recovering(server, recovery, model.model_name)
                             continue
                         measured.append(cid)

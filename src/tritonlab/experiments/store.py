@@ -117,8 +117,18 @@ def cell_path(run_dir: Path, cell_id: str, folder: str = CELLS_DIR) -> Path:
 
 
 def save_cell(run_dir: Path, cell: CellResult, folder: str = CELLS_DIR) -> Path:
+    """Write one cell atomically; a full or read-only disk is a one-line error (nothing half
+    written: the temporary file is removed, earlier cells are untouched)."""
     path = cell_path(run_dir, cell.cell_id, folder)
-    write_json_atomic(path, cell.to_dict())
+    try:
+        write_json_atomic(path, cell.to_dict())
+    except OSError as exc:
+        from tritonlab.errors import ResultFileError
+
+        raise ResultFileError(
+            f"cannot write {path}: {exc.strerror or exc}; free space or fix the folder's "
+            "permissions, then run the same command to resume (finished cells are kept)"
+        ) from exc
     return path
 
 

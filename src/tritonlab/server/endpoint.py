@@ -15,6 +15,8 @@ from tritonlab.errors import ServerError
 
 # A URL where nothing answers at all is wrong, not slow: fail after this, not the full timeout.
 UNREACHABLE_TIMEOUT_S = 10.0
+# The header a server bound beyond loopback requires for its restricted APIs (see process.py).
+RESTRICTED_HEADER = "tritonlab-key"
 
 
 def one_line(message: str) -> str:
@@ -25,10 +27,18 @@ def one_line(message: str) -> str:
 class ServerEndpoint:
     """Addresses of a server (``host:port`` for HTTP and gRPC) and the calls made to it."""
 
-    def __init__(self, http_url: str, grpc_url: str, metrics_url: str | None = None) -> None:
+    def __init__(
+        self,
+        http_url: str,
+        grpc_url: str,
+        metrics_url: str | None = None,
+        api_key: str | None = None,
+    ) -> None:
         self.http_url = http_url
         self.grpc_url = grpc_url
         self.metrics_url = metrics_url
+        # Sent with model control and statistics calls when the server restricts them.
+        self.headers = {RESTRICTED_HEADER: api_key} if api_key else None
 
     def url(self, protocol: str) -> str:
         return self.grpc_url if protocol == "grpc" else self.http_url
@@ -81,7 +91,7 @@ class ServerEndpoint:
         try:
             with self._calling(f"loading model '{model_name}'"):
                 try:
-                    client.load_model(model_name)
+                    client.load_model(model_name, headers=self.headers)
                 except InferenceServerException as exc:
                     detail = self.failure_detail()
                     raise ServerError(
@@ -96,10 +106,10 @@ class ServerEndpoint:
         client = self.http_client()
         try:
             with self._calling(f"unloading model '{model_name}'"):
-                client.unload_model(model_name)
+                client.unload_model(model_name, headers=self.headers)
                 deadline = time.monotonic() + wait_s
                 while time.monotonic() < deadline:
-                    index = client.get_model_repository_index()
+                    index = client.get_model_repository_index(headers=self.headers)
                     states = {m.get("name"): m.get("state") for m in index}
                     if states.get(model_name) in (None, "UNAVAILABLE"):
                         return
@@ -115,7 +125,7 @@ class ServerEndpoint:
         client = self.http_client()
         try:
             with self._calling(f"reading statistics of model '{model_name}'"):
-                stats = client.get_inference_statistics(model_name)
+                stats = client.get_inference_statistics(model_name, headers=self.headers)
         finally:
             client.close()
         for entry in stats.get("model_stats", []):

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tritonlab.errors import ServerError
-from tritonlab.server.endpoint import RemoteServer, ServerEndpoint
+from tritonlab.server.endpoint import RESTRICTED_HEADER, RemoteServer, ServerEndpoint
 from tritonlab.server.locate import external_server, prepare_bundled_server
-from tritonlab.server.process import ServerPorts, TritonServer
+from tritonlab.server.process import LOOPBACK_HOSTS, ServerPorts, TritonServer
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,8 @@ class ServerOptions:
     grpc_port: int = 0
     metrics_port: int = 0
     ready_timeout_s: float = 120.0
+    # Required when ``host`` is not loopback: the restricted APIs then need this header value.
+    api_key: str | None = None
 
     @property
     def describe(self) -> str:
@@ -55,7 +57,22 @@ def make_server(
     ports = ServerPorts.resolve(
         options.http_port, options.grpc_port, options.metrics_port, options.host
     )
-    return TritonServer(install, repository, log_path, ports, options.host, explicit_model_control)
+    exposed = options.host not in LOOPBACK_HOSTS
+    if exposed and not options.api_key:
+        raise ServerError(
+            f"--host {options.host} exposes the server beyond this machine: set "
+            "TRITONLAB_API_KEY in the environment, and tritonlab restricts model loading, shared "
+            f"memory and statistics to requests carrying the header '{RESTRICTED_HEADER}: <key>'"
+        )
+    return TritonServer(
+        install,
+        repository,
+        log_path,
+        ports,
+        options.host,
+        explicit_model_control,
+        api_key=options.api_key if exposed else None,
+    )
 
 
 @contextlib.contextmanager

@@ -9,9 +9,12 @@ kills the whole group.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+import re
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 import urllib.error
@@ -25,11 +28,17 @@ import psutil
 
 from tritonlab.errors import ServerError
 from tritonlab.procenv import die_with_parent
-from tritonlab.server.endpoint import ServerEndpoint
+from tritonlab.server.endpoint import RESTRICTED_HEADER, ServerEndpoint
 from tritonlab.server.locate import ServerInstall
 from tritonlab.server.ports import ensure_port_free, find_free_ports
 
 STOP_GRACE_S = 15.0
+# Characters a path may hold and still pass unquoted through the Python backend's shell.
+_SHELL_SAFE = re.compile(r"[A-Za-z0-9_./+:@%,=-]+")
+# Served beyond loopback, these need the key header: loading and unloading models, shared
+# memory (a client could map server memory), statistics, trace and log settings.
+RESTRICTED_APIS = ("model-repository", "shared-memory", "statistics", "trace", "logging")
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 # A model load that takes longer than this is treated as hung (the server is then restarted).
 LOAD_DEADLINE_S = 300.0
 
@@ -87,6 +96,7 @@ class TritonServer(ServerEndpoint):
         host: str = "127.0.0.1",
         explicit_model_control: bool = False,
         extra_args: tuple[str, ...] = (),
+        api_key: str | None = None,
     ) -> None:
         self.install = install
         self.repository = repository.resolve()
@@ -95,6 +105,7 @@ class TritonServer(ServerEndpoint):
         self.ports = ports or ServerPorts.resolve(host=host)
         self.explicit_model_control = explicit_model_control
         self.extra_args = extra_args
+        self.api_key = api_key
         self._process: subprocess.Popen[bytes] | None = None
         self._log_file: object | None = None
         connect_host = "127.0.0.1" if host in ("0.0.0.0", "") else host
@@ -102,13 +113,16 @@ class TritonServer(ServerEndpoint):
             http_url=f"{connect_host}:{self.ports.http}",
             grpc_url=f"{connect_host}:{self.ports.grpc}",
             metrics_url=f"http://{connect_host}:{self.ports.metrics}/metrics",
+            api_key=api_key,
         )
 
-    def command(self) -> list[str]:
-        """The exact command line, as a list (never passed through a shell)."""
+    def command(self, redact: bool = False) -> list[str]:
+        """The exact command line, as a list (never passed through a shell); ``redact`` (for
+        anything written to disk) hides the restricted-API key and names the real repository."""
         cmd = [
             str(self.install.binary),
-            f"--model-repository={self.repository}",
+            # shown as the real folder; run through a plain-named link where it needs one
+            f"--model-repository={self.repository if redact else self.served_repository}",
             f"--backend-directory={self.install.backend_dir}",
             f"--http-address={self.host}",
             f"--http-port={self.ports.http}",
@@ -124,7 +138,34 @@ class TritonServer(ServerEndpoint):
             cmd.append(f"--cache-directory={self.install.cache_dir}")
         if self.explicit_model_control:
             cmd.append("--model-control-mode=explicit")
+        if self.api_key:
+            key = "<TRITONLAB_API_KEY>" if redact else self.api_key
+            apis = ",".join(RESTRICTED_APIS)
+            cmd += [
+                f"--http-restricted-api={apis}:{RESTRICTED_HEADER}={key}",
+                f"--grpc-restricted-protocol={apis}:{RESTRICTED_HEADER}={key}",
+            ]
         return cmd + list(self.extra_args)
+
+    @property
+    def served_repository(self) -> Path:
+        """The repository path tritonserver is given.
+
+        Triton 2.51's Python backend starts each stub through a shell without quoting the
+        model's path (seen here: a space, '"' or '$' in it makes the load hang or the server
+        abort with ``stol``). A path with any such character is served through a symlink with a
+        plain name in the temporary folder, pointing at the real repository.
+        """
+        text = str(self.repository)
+        if _SHELL_SAFE.fullmatch(text):
+            return self.repository
+        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+        link = Path(tempfile.gettempdir()) / f"tritonlab-repo-{digest}"
+        if not (link.is_symlink() and link.resolve() == self.repository):
+            with contextlib.suppress(FileNotFoundError):
+                link.unlink()
+            link.symlink_to(self.repository, target_is_directory=True)
+        return link
 
     @property
     def pid(self) -> int | None:

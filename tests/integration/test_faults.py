@@ -1,0 +1,289 @@
+"""Faults injected into real runs: each test ends with the figures the user cares about.
+
+Cells lost (of those finished before the fault: must be 0), processes left (0), the one line
+the user saw, and that a re-run resumes and finishes. The server, its backend stubs and
+perf_analyzer are the real ones; the faults are real signals (SIGKILL, SIGSTOP, SIGTERM), a real
+truncated file, and a writer that raises ENOSPC.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+import pytest
+from integration_support import (
+    BASELINE,
+    BATCHING,
+    MAX_TRIALS,
+    SHORT_RUN_FLAGS,
+    STABILITY_PCT,
+    WINDOW_MS,
+    cli_env,
+    describe,
+    kill_tree,
+    living,
+    names,
+    process_tree,
+    tritonlab_command,
+    wait_gone,
+)
+
+from tritonlab.errors import ResultFileError
+from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
+from tritonlab.experiments.runner import run_experiment
+from tritonlab.models.demo import DEMO_MODEL_NAME
+from tritonlab.models.inspect import OnnxModelInfo
+from tritonlab.server.launch import ServerOptions
+
+pytestmark = pytest.mark.integration
+
+SUMMARY_RE = re.compile(r"measured (\d+) cells, reused (\d+)")
+SEED_CELL_COUNT = 4
+
+
+def _start(args: list[str], cwd: Path, tag: str) -> tuple[subprocess.Popen[str], Path, Path]:
+    out, err = cwd / f"{tag}.stdout", cwd / f"{tag}.stderr"
+    with open(out, "w") as stdout, open(err, "w") as stderr:
+        proc = subprocess.Popen(
+            [*tritonlab_command(), *args],
+            cwd=cwd,
+            env=cli_env(),
+            stdout=stdout,
+            stderr=stderr,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
+    return proc, out, err
+
+
+def _cells(out_dir: Path) -> dict[str, bytes]:
+    return {p.stem: p.read_bytes() for p in (out_dir / "results" / "cells").glob("*.json")}
+
+
+def _wait_for(
+    proc: subprocess.Popen[str], check: Callable[[], bool], what: str, timeout_s: float = 180
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert proc.poll() is None, f"tritonlab exited before {what}"
+        assert time.monotonic() < deadline, f"no {what} within {timeout_s:.0f} s"
+        time.sleep(0.1)
+
+
+def _named(proc: subprocess.Popen[str], fragment: str) -> list[psutil.Process]:
+    tree = process_tree(proc.pid)
+    return [p for p, n in zip(tree, names(tree), strict=True) if fragment in n]
+
+
+def _finish(proc: subprocess.Popen[str], timeout_s: float) -> int:
+    try:
+        return proc.wait(timeout=timeout_s)
+    finally:
+        if proc.poll() is None:
+            kill_tree(proc)
+
+
+def _run_args(model: Path, out_dir: Path) -> list[str]:
+    return ["run", str(model), "--out", str(out_dir), "--configs", "seed", *SHORT_RUN_FLAGS]
+
+
+@pytest.mark.timeout(480)
+def test_killed_server_is_restarted_and_the_run_finishes(demo_onnx: Path, tmp_path: Path) -> None:
+    out_dir = tmp_path / "project"
+    proc, _stdout, stderr = _start(_run_args(demo_onnx, out_dir), tmp_path, "killed")
+    _wait_for(proc, lambda: len(_cells(out_dir)) >= 1, "first cell")
+    before = _cells(out_dir)
+    _wait_for(proc, lambda: bool(_named(proc, "perf_analyzer")), "a cell in progress", 60)
+    servers = _named(proc, "tritonserver")
+    assert servers, describe(process_tree(proc.pid))
+    servers[0].send_signal(signal.SIGKILL)
+    code = _finish(proc, 360)
+    tree = process_tree(proc.pid)
+
+    assert code == 0, stderr.read_text()
+    after = _cells(out_dir)
+    lost = [c for c, data in before.items() if after.get(c) != data]
+    print(f"cells finished before the kill: {len(before)}, lost: {len(lost)}")
+    assert not lost and len(after) == SEED_CELL_COUNT
+    faults = json.loads((out_dir / "results" / "faults.json").read_text())
+    assert any("restarted the server" in f["action"] for f in faults), faults
+    manifest = json.loads((out_dir / "results" / "manifest.json").read_text())
+    assert manifest["faults"] == faults
+    assert "## Faults and recoveries" in (out_dir / "docs" / "experiment_log.md").read_text()
+    assert not wait_gone(tree, 5), describe(tree)
+
+
+@pytest.mark.timeout(480)
+def test_killed_backend_stub_is_retried_after_a_reload(demo_onnx: Path, tmp_path: Path) -> None:
+    out_dir = tmp_path / "project"
+    proc, _stdout, stderr = _start(_run_args(demo_onnx, out_dir), tmp_path, "stub")
+    _wait_for(proc, lambda: len(_cells(out_dir)) >= 1, "first cell")
+    before = _cells(out_dir)
+    _wait_for(proc, lambda: bool(_named(proc, "perf_analyzer")), "a cell in progress", 60)
+    stubs = _named(proc, "python_backend_stub")
+    assert stubs, describe(process_tree(proc.pid))
+    for stub in stubs:
+        stub.send_signal(signal.SIGKILL)
+    code = _finish(proc, 360)
+
+    assert code == 0, stderr.read_text()
+    after = _cells(out_dir)
+    assert not [c for c, data in before.items() if after.get(c) != data]
+    assert len(after) == SEED_CELL_COUNT
+    assert not living(process_tree(proc.pid))
+
+
+@pytest.mark.timeout(480)
+def test_hung_perf_analyzer_is_killed_at_its_deadline_and_retried(
+    demo_onnx: Path, tmp_path: Path
+) -> None:
+    out_dir = tmp_path / "project"
+    proc, _stdout, stderr = _start(_run_args(demo_onnx, out_dir), tmp_path, "hung")
+    _wait_for(proc, lambda: bool(_named(proc, "perf_analyzer")), "perf_analyzer", 120)
+    frozen = _named(proc, "perf_analyzer")[0]
+    frozen.send_signal(signal.SIGSTOP)  # it never answers again; the deadline must end it
+    started = time.monotonic()
+    code = _finish(proc, 420)
+
+    assert code == 0, stderr.read_text()
+    assert not living([frozen]), "the hung perf_analyzer was not killed"
+    faults = json.loads((out_dir / "results" / "faults.json").read_text())
+    assert faults[0]["action"] == "retrying" and "ran past" in faults[0]["what"], faults
+    assert len(_cells(out_dir)) == SEED_CELL_COUNT
+    print(f"run finished {time.monotonic() - started:.0f} s after the hang")
+
+
+@pytest.mark.timeout(420)
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signals_stop_cleanly_and_the_rerun_resumes(
+    demo_onnx: Path, tmp_path: Path, sig: signal.Signals
+) -> None:
+    out_dir = tmp_path / "project"
+    args = _run_args(demo_onnx, out_dir)
+    proc, _stdout, stderr = _start(args, tmp_path, sig.name)
+    _wait_for(proc, lambda: len(_cells(out_dir)) >= 1, "first cell")
+    _wait_for(proc, lambda: bool(_named(proc, "perf_analyzer")), "a cell in progress", 60)
+    tree = process_tree(proc.pid)
+    before = _cells(out_dir)
+    proc.send_signal(sig)
+    code = _finish(proc, 60)
+
+    message = stderr.read_text().strip().splitlines()
+    assert code == 130, message
+    assert message[-1].startswith("interrupted: finished cells are kept"), message
+    assert "Traceback" not in stderr.read_text()
+    assert not wait_gone(tree, 5), describe(tree)
+    assert all(_cells(out_dir)[c] == data for c, data in before.items())
+
+    again = subprocess.run(
+        [*tritonlab_command(), *args],
+        cwd=tmp_path,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert again.returncode == 0, again.stderr
+    summary = SUMMARY_RE.search(again.stdout)
+    assert summary and int(summary.group(2)) >= len(before), again.stdout
+    assert len(_cells(out_dir)) == SEED_CELL_COUNT
+
+
+@pytest.mark.timeout(300)
+def test_truncated_and_old_schema_cells_on_resume(demo_onnx: Path, tmp_path: Path) -> None:
+    out_dir = tmp_path / "project"
+    args = _run_args(demo_onnx, out_dir)
+    first = subprocess.run(
+        [*tritonlab_command(), *args],
+        cwd=tmp_path,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert first.returncode == 0, first.stderr
+    paths = sorted((out_dir / "results" / "cells").glob("*.json"))
+    truncated, old = paths[0], paths[1]
+    truncated.write_bytes(truncated.read_bytes()[:200])
+    data = json.loads(old.read_text())
+    del data["schema_version"]  # as written before cells carried a version
+    old.write_text(json.dumps(data))
+
+    report = subprocess.run(
+        [*tritonlab_command(), "report", str(out_dir)],
+        cwd=tmp_path,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert report.returncode == 2 and str(truncated) in report.stderr
+    assert report.stderr.count("\n") == 1, report.stderr
+
+    again = subprocess.run(
+        [*tritonlab_command(), *args],
+        cwd=tmp_path,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert again.returncode == 0, again.stderr
+    assert "measured 1 cells, reused 3" in again.stdout, again.stdout
+    assert "kept as" in again.stderr and truncated.with_name(truncated.name + ".corrupt").exists()
+    assert json.loads(old.read_text()).get("schema_version") is None, "the old cell was kept"
+    assert json.loads(truncated.read_text())["schema_version"] == 2
+
+
+@pytest.mark.timeout(300)
+def test_a_full_disk_mid_run_loses_nothing_and_resumes(
+    demo_info: OnnxModelInfo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tritonlab.experiments.store as store
+
+    plan = ExperimentPlan(
+        model_name=DEMO_MODEL_NAME,
+        variants=(BASELINE, BATCHING),
+        loads=(LoadPoint(protocol="grpc", batch_size=1, concurrency=8),),
+        repeats=1,
+        measurement=MeasurementSettings(
+            measurement_interval_ms=WINDOW_MS,
+            stability_percentage=STABILITY_PCT,
+            max_trials=MAX_TRIALS,
+        ),
+    )
+    run_dir = tmp_path / "run"
+    real = store.write_json_atomic
+    written: list[Path] = []
+
+    def full_after_first_cell(path: Path, data: object) -> None:
+        if "cells" in path.parts and written:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(path, data)
+        if "cells" in path.parts:
+            written.append(path)
+
+    monkeypatch.setattr(store, "write_json_atomic", full_after_first_cell)
+    children_before = set(p.pid for p in psutil.Process().children(recursive=True))
+    with pytest.raises(ResultFileError, match="No space left on device") as exc:
+        run_experiment(plan, demo_info, run_dir, ServerOptions())
+    assert "\n" not in str(exc.value) and "run the same command to resume" in str(exc.value)
+    cells = list((run_dir / "results" / "cells").iterdir())
+    assert [p.name for p in cells] == [written[0].name], "one whole cell, no temporary file"
+    left = [
+        p for p in living(psutil.Process().children(recursive=True)) if p.pid not in children_before
+    ]
+    assert not left, describe(left)
+
+    monkeypatch.setattr(store, "write_json_atomic", real)
+    outcome = run_experiment(plan, demo_info, run_dir, ServerOptions())
+    assert outcome.skipped == [written[0].stem] and len(outcome.measured) == 1
