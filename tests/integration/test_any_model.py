@@ -112,7 +112,6 @@ def test_model_without_a_batch_axis(tmp_path: Path) -> None:
     [
         (factory.fp16_mlp, ["y"], "`x` FP16 [batch, 32]: standard normal"),
         (factory.multi_output, ["y", "argmax", "norm"], "`x` FP32 [batch, 16]: standard normal"),
-        (factory.mixed_dtypes, ["out"], "`count` INT32 [batch, 4]: ints in [0, 8)"),
     ],
 )
 def test_run_on_dtypes_and_several_outputs(
@@ -134,6 +133,16 @@ def test_run_on_dtypes_and_several_outputs(
     assert sent in log
     for cell in _cells(out_dir):
         assert cell["server"]["request_count"] > 0  # type: ignore[index]
+
+
+@pytest.mark.timeout(120)
+def test_infer_on_mixed_dtypes(tmp_path: Path) -> None:
+    model = factory.mixed_dtypes(tmp_path / "mixed.onnx")
+    result = _cli(["infer", str(model), "--protocol", "both"], tmp_path, 100)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "`count` INT32 [batch, 4]: ints in [0, 8)" in result.stdout
+    assert "`flag` BOOL [batch, 4]: random true/false" in result.stdout
+    assert result.stdout.count("max abs diff vs onnxruntime 0 ") == 2, result.stdout
 
 
 @pytest.mark.timeout(200)

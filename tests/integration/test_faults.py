@@ -23,7 +23,6 @@ from integration_support import (
     BASELINE,
     BATCHING,
     MAX_TRIALS,
-    SHORT_RUN_FLAGS,
     STABILITY_PCT,
     WINDOW_MS,
     cli_env,
@@ -93,7 +92,24 @@ def _finish(proc: subprocess.Popen[str], timeout_s: float) -> int:
 
 
 def _run_args(model: Path, out_dir: Path) -> list[str]:
-    return ["run", str(model), "--out", str(out_dir), "--configs", "seed", *SHORT_RUN_FLAGS]
+    # Faults need cells, not precise ones: short windows keep these runs (and the hang's
+    # deadline, which follows the window) short.
+    return [
+        "run",
+        str(model),
+        "--out",
+        str(out_dir),
+        "--configs",
+        "seed",
+        "--repeats",
+        "1",
+        "--max-repeats",
+        "1",
+        "--window-ms",
+        "400",
+        "--stability",
+        "80",
+    ]
 
 
 @pytest.mark.timeout(480)
@@ -163,10 +179,9 @@ def test_hung_perf_analyzer_is_killed_at_its_deadline_and_retried(
 
 
 @pytest.mark.timeout(420)
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_signals_stop_cleanly_and_the_rerun_resumes(
-    demo_onnx: Path, tmp_path: Path, sig: signal.Signals
-) -> None:
+def test_sigterm_stops_cleanly_and_the_rerun_resumes(demo_onnx: Path, tmp_path: Path) -> None:
+    """SIGINT (Ctrl-C) is tested in test_cli_project.py; SIGTERM takes the same way out."""
+    sig = signal.SIGTERM
     out_dir = tmp_path / "project"
     args = _run_args(demo_onnx, out_dir)
     proc, _stdout, stderr = _start(args, tmp_path, sig.name)

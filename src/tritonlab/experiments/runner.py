@@ -162,9 +162,9 @@ class InputFiles:
 
 def perf_deadline_s(plan: ExperimentPlan) -> float:
     """How long one perf_analyzer attempt may run before it is taken as hung and killed:
-    every window it may open, at twice the length (a retry's), three times over, plus 30 s."""
+    every window it may open, at twice the length (a retry's), twice over, plus 30 s."""
     m = plan.measurement
-    return 30.0 + 3 * m.max_trials * 2 * m.measurement_interval_ms / 1000
+    return 30.0 + 2 * m.max_trials * 2 * m.measurement_interval_ms / 1000
 
 
 def _check_resume(run_dir: Path, fingerprint: str) -> None:
