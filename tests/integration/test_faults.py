@@ -113,9 +113,21 @@ def _run_args(model: Path, out_dir: Path) -> list[str]:
 
 
 @pytest.mark.timeout(480)
-def test_killed_server_is_restarted_and_the_run_finishes(demo_onnx: Path, tmp_path: Path) -> None:
+def test_killed_server_mid_sweep_is_restarted_and_the_sweep_finishes(
+    demo_onnx: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "m.onnx").write_bytes(demo_onnx.read_bytes())
+    (tmp_path / "plan.yaml").write_text(
+        "model: m.onnx\n"
+        "axes: {max_queue_delay_microseconds: [0]}\n"
+        "loads: {concurrency: [2, 8]}\n"
+        "repeats: 1\n"
+        "measurement: {measurement_interval_ms: 400, stability_percentage: 80}\n"
+        "recommend: {latency_budget_p99_us: 1000000}\n"
+    )
     out_dir = tmp_path / "project"
-    proc, _stdout, stderr = _start(_run_args(demo_onnx, out_dir), tmp_path, "killed")
+    args = ["sweep", "plan.yaml", "--out", str(out_dir), "--max-repeats", "1", "--no-progress"]
+    proc, _stdout, stderr = _start(args, tmp_path, "killed")
     _wait_for(proc, lambda: len(_cells(out_dir)) >= 1, "first cell")
     before = _cells(out_dir)
     _wait_for(proc, lambda: bool(_named(proc, "perf_analyzer")), "a cell in progress", 60)

@@ -12,7 +12,6 @@ Every fault is written to ``results/faults.json`` at once and listed in the mani
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 
 from tritonlab.errors import PerfAnalyzerError, ServerError
 from tritonlab.experiments.manifest import utc_now
-from tritonlab.experiments.store import RESULTS_DIR, write_json_atomic
+from tritonlab.experiments.store import RESULTS_DIR, read_json, write_json_atomic
 from tritonlab.server.endpoint import ServerEndpoint
 from tritonlab.server.process import TritonServer, relevant_log_lines
 
@@ -57,10 +56,8 @@ class FaultRecord:
 
 
 def load_faults(run_dir: Path) -> list[FaultRecord]:
-    path = run_dir / RESULTS_DIR / FAULTS_FILE
-    if not path.exists():
-        return []
-    return [FaultRecord.from_dict(f) for f in json.loads(path.read_text())]
+    stored = read_json(run_dir / RESULTS_DIR / FAULTS_FILE, [])
+    return [FaultRecord.from_dict(f) for f in stored]
 
 
 class Recovery:

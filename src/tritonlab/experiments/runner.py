@@ -56,6 +56,7 @@ from tritonlab.experiments.store import (
     cell_problem,
     load_manifest,
     quarantine,
+    read_json,
     save_cell,
     save_manifest,
     write_json_atomic,
@@ -582,7 +583,7 @@ def _next_repeat(run_dir: Path, variant_name: str, load: LoadPoint) -> int:
 
 def _append_adaptive(run_dir: Path, record: dict[str, object]) -> None:
     path = run_dir / RESULTS_DIR / ADAPTIVE_FILE
-    rounds = json.loads(path.read_text()) if path.exists() else []
+    rounds = read_json(path, [])
     rounds.append(record)
     write_json_atomic(path, rounds)
 

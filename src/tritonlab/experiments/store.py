@@ -46,6 +46,21 @@ def write_text_atomic(path: Path, text: str) -> None:
         raise
 
 
+def read_json(path: Path, default: Any = None) -> Any:
+    """A stored JSON file, ``default`` when absent; a corrupt one is a one-line error naming it."""
+    if not path.exists():
+        return default
+    try:
+        return json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        from tritonlab.errors import ResultFileError
+
+        raise ResultFileError(
+            f"{path} is unreadable ({type(exc).__name__}: {exc}); restore it or delete it "
+            "(a re-run measures or derives what it held again)"
+        ) from exc
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
@@ -193,4 +208,12 @@ def load_manifest(run_dir: Path) -> dict[str, Any]:
         from tritonlab.errors import TritonlabError
 
         raise TritonlabError(f"{path} not found: {run_dir} is not a tritonlab run folder")
-    return dict(json.loads(path.read_text()))
+    data = read_json(path)
+    if not isinstance(data, dict) or "plan" not in data or "model" not in data:
+        from tritonlab.errors import ResultFileError
+
+        raise ResultFileError(
+            f"{path} is not a tritonlab manifest (no plan or model); restore it, or pass "
+            "--fresh to measure this folder again"
+        )
+    return dict(data)

@@ -7,7 +7,6 @@ renderer takes the resulting ``RunData`` and reads no file of its own.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ from tritonlab.experiments.store import (
     CellResult,
     load_cells,
     load_manifest,
+    read_json,
 )
 from tritonlab.paths import portable_command, portable_path, recorded_run_dir
 
@@ -135,7 +135,7 @@ class RunData:
 
 
 def _json_or(path: Path, default: Any) -> Any:
-    return json.loads(path.read_text()) if path.exists() else default
+    return read_json(path, default)
 
 
 def fit_cost_model(run_dir: Path, cores: int) -> CostModel | None:

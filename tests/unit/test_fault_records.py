@@ -156,3 +156,14 @@ def test_efficiency_only_at_the_length_its_ceiling_was_measured(
     ceiling = Ceiling(1, 1, 1, 1000.0, 100, 3.0)
     keys = {e.load_key for e in serving_efficiency(summaries, [ceiling])}
     assert keys == {"grpc_b1_c8_s128", "grpc_b1_c4_s128"}
+
+
+@pytest.mark.parametrize("name", ["manifest.json", "infer_check.json"])
+def test_corrupt_run_files_are_one_line_errors(run_copy: Path, name: str) -> None:
+    from tritonlab.report.run_data import load_run
+
+    path = run_copy / "results" / name
+    path.write_text(path.read_text()[:40])
+    with pytest.raises(ResultFileError) as exc:
+        load_run(run_copy)
+    assert str(path) in str(exc.value) and "\n" not in str(exc.value)
