@@ -39,6 +39,17 @@ SHORT_RUN_FLAGS = [
     "--stability",
     "60",
 ]
+# Tests of behaviour (models of every kind, faults, paths) need cells, not precise ones.
+FAST_RUN_FLAGS = [
+    "--repeats",
+    "1",
+    "--max-repeats",
+    "1",
+    "--window-ms",
+    "400",
+    "--stability",
+    "80",
+]
 SERVED_PROCESS_NAMES = ("tritonserver", "perf_analyzer", "triton_python_backend_stub")
 
 BASELINE = ServingVariant("baseline", "baseline (no batching, count=1)", max_batch_size=64)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import onnx_factory as factory
 import pytest
-from integration_support import SHORT_RUN_FLAGS, StartServer, cli_env, tritonlab_command
+from integration_support import FAST_RUN_FLAGS, StartServer, cli_env, tritonlab_command
 
 pytestmark = pytest.mark.integration
 
@@ -47,7 +47,7 @@ def test_token_id_model_with_three_int64_inputs(start_server: StartServer, tmp_p
             "input_ids:32",
             "--configs",
             "seed",
-            *SHORT_RUN_FLAGS,
+            *FAST_RUN_FLAGS,
         ],
         tmp_path,
         300,
@@ -94,7 +94,7 @@ def test_token_id_model_with_three_int64_inputs(start_server: StartServer, tmp_p
 def test_model_without_a_batch_axis(tmp_path: Path) -> None:
     model = factory.no_batch_axis(tmp_path / "fixed.onnx")
     out_dir = tmp_path / "fixed"
-    result = _cli(["run", str(model), "--out", str(out_dir), *SHORT_RUN_FLAGS], tmp_path, 240)
+    result = _cli(["run", str(model), "--out", str(out_dir), *FAST_RUN_FLAGS], tmp_path, 240)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "measured 2 cells, reused 0" in result.stdout
     assert "cannot batch" in result.stderr
@@ -120,7 +120,7 @@ def test_run_on_dtypes_and_several_outputs(
     model = builder(tmp_path / "m.onnx")
     out_dir = tmp_path / "project"
     result = _cli(
-        ["run", str(model), "--out", str(out_dir), "--configs", "seed", *SHORT_RUN_FLAGS],
+        ["run", str(model), "--out", str(out_dir), "--configs", "seed", *FAST_RUN_FLAGS],
         tmp_path,
         260,
     )
@@ -174,7 +174,7 @@ def test_sequence_length_is_a_sweep_axis(tmp_path: Path) -> None:
         "axes: {instance_count: [2]}\n"
         "loads: {concurrency: [2], sequence_length: [16, 64]}\n"
         "repeats: 1\n"
-        "measurement: {measurement_interval_ms: 800, stability_percentage: 60, max_trials: 6}\n"
+        "measurement: {measurement_interval_ms: 400, stability_percentage: 80, max_trials: 6}\n"
     )
     out_dir = tmp_path / "seq"
     result = _cli(

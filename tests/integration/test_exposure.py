@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import tritonclient.http as httpclient
-from integration_support import SHORT_RUN_FLAGS, cli_env, kill_tree, tritonlab_command
+from integration_support import FAST_RUN_FLAGS, cli_env, kill_tree, tritonlab_command
 from tritonclient.utils import InferenceServerException
 
 from tritonlab.server.endpoint import RESTRICTED_HEADER
@@ -118,7 +118,7 @@ def test_paths_with_spaces_and_quotes(demo_onnx: Path, tmp_path: Path) -> None:
             "mlp",
             "--configs",
             "seed",
-            *SHORT_RUN_FLAGS,
+            *FAST_RUN_FLAGS,
         ],
         cwd=tmp_path,
         env=cli_env(),

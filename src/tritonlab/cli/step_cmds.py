@@ -179,7 +179,7 @@ def infer(
         with _served_model(model, name, variant, options, None) as (server, model_name, info):
             inputs = derive_inputs(info, parse_shape_args(shape or []), input_data=input_data)
             for line in inputs.describe():
-                out.print(f"input {line}", highlight=False, soft_wrap=True)
+                out.print(f"input {line}", highlight=False, soft_wrap=True, markup=False)
             for proto in protocols:
                 check = infer_and_check(server, model_name, info, proto, batch_size, inputs)
                 out.print(
@@ -187,6 +187,7 @@ def infer(
                     f"onnxruntime {check.max_abs_diff:.3g} (tolerance {check.tolerance_abs:g}), "
                     f"{check.round_trip_ms:.1f} ms",
                     highlight=False,
+                    markup=False,
                 )
 
 
@@ -257,7 +258,9 @@ def perf(
             after = StatsSnapshot.from_triton(server.model_statistics(model_name))
         delta = stats_delta(before, after)
         m = result.measurement
-        out.print("command: " + " ".join(result.command), highlight=False, soft_wrap=True)
+        out.print(
+            "command: " + " ".join(result.command), highlight=False, soft_wrap=True, markup=False
+        )
         if m is None:
             raise TritonlabError(f"perf_analyzer measured nothing; see {out_dir}")
         out.print(

@@ -209,11 +209,11 @@ def load_manifest(run_dir: Path) -> dict[str, Any]:
 
         raise TritonlabError(f"{path} not found: {run_dir} is not a tritonlab run folder")
     data = read_json(path)
-    if not isinstance(data, dict) or "plan" not in data or "model" not in data:
+    if not isinstance(data, dict):
         from tritonlab.errors import ResultFileError
 
         raise ResultFileError(
-            f"{path} is not a tritonlab manifest (no plan or model); restore it, or pass "
+            f"{path} is not a tritonlab manifest (not a JSON object); restore it, or pass "
             "--fresh to measure this folder again"
         )
     return dict(data)
