@@ -35,7 +35,8 @@ from tritonlab.experiments.serving_path import NULL_MODEL_PATH
 from tritonlab.experiments.store import (
     OPERATORS_FILE,
     RESULTS_DIR,
-    write_json_atomic,
+    set_aside_cells,
+    write_result,
 )
 from tritonlab.models.inputs import ModelInputs, derive_inputs, with_dynamic_dim
 from tritonlab.models.inspect import OnnxModelInfo, check_with_onnxruntime, inspect_onnx
@@ -166,7 +167,7 @@ def record_operator_profile(
         record["null_in_process_us_per_execution"] = {
             str(b): t for b, t in time_in_process(null_info, batches, inputs=inputs).items()
         }
-    write_json_atomic(path, record)
+    write_result(path, record)
 
 
 def run_project(
@@ -184,6 +185,7 @@ def run_project(
     undecided: UndecidedCells | None = None,
     adaptive_budget_s: float | None = None,
     inputs: ModelInputs | None = None,
+    remeasure: tuple[str, ...] = (),
 ) -> ProjectResult:
     """Deploy, check, measure and explain ``onnx_path`` into the project folder ``run_dir``.
 
@@ -207,6 +209,7 @@ def run_project(
         for sub in ("results", "benchmarks", "models", "server", "docs", "serving_path"):
             shutil.rmtree(run_dir / sub, ignore_errors=True)
     run_dir.mkdir(parents=True, exist_ok=True)
+    set_aside_cells(run_dir, remeasure)
     adaptive = None
     if max_repeats is not None and max_repeats > plan.repeats:
         order = [v.name for v in plan.variants]

@@ -14,6 +14,8 @@ import onnx_factory as factory
 import pytest
 from integration_support import FAST_RUN_FLAGS, StartServer, cli_env, tritonlab_command
 
+from tritonlab.experiments.store import read_result
+
 pytestmark = pytest.mark.integration
 
 
@@ -70,7 +72,7 @@ def test_token_id_model_with_three_int64_inputs(start_server: StartServer, tmp_p
     assert "`attention_mask` INT64 [batch, 32]: all ones" in log
     assert "`token_type_ids` INT64 [batch, 32]: all zeros" in log
     assert "sequence = 32" in log
-    check = json.loads((out_dir / "results" / "infer_check.json").read_text())
+    check = read_result(out_dir / "results" / "infer_check.json")
     assert check[0]["input_shapes"]["input_ids"] == [2, 32]
     operators = json.loads((out_dir / "results" / "operators.json").read_text())
     assert operators["in_process_ceilings"], "the in-process ceiling was measured"
@@ -126,7 +128,7 @@ def test_run_on_dtypes_and_several_outputs(
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "measured 4 cells, reused 0" in result.stdout
-    check = json.loads((out_dir / "results" / "infer_check.json").read_text())
+    check = read_result(out_dir / "results" / "infer_check.json")
     for protocol in check:
         assert sorted(protocol["output_shapes"]) == sorted(outputs)
     log = (out_dir / "docs" / "experiment_log.md").read_text()
@@ -194,5 +196,5 @@ def test_sequence_length_is_a_sweep_axis(tmp_path: Path) -> None:
         assert cell["server"]["request_count"] > 0  # type: ignore[index]
     data = json.loads((out_dir / "inputs" / "perf_data_s64.json").read_text())["data"]
     assert {e["input_ids"]["shape"][0] for e in data} == {64}
-    check = json.loads((out_dir / "results" / "infer_check.json").read_text())
+    check = read_result(out_dir / "results" / "infer_check.json")
     assert check[0]["input_shapes"]["input_ids"] == [2, 16], "the reference length is checked"

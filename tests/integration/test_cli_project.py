@@ -25,7 +25,7 @@ from integration_support import (
     write_two_input_model,
 )
 
-from tritonlab.experiments.store import CellResult
+from tritonlab.experiments.store import CellResult, read_result
 from tritonlab.repository.variants import seed_comparison_variants
 from tritonlab.server.locate import default_cache_root
 
@@ -240,7 +240,7 @@ def test_adaptive_repeats_measure_more_rounds_only_where_undecided(
     assert manifest["adaptive"]["max_repeats"] == 3
     rounds_path = out_dir / "results" / "adaptive.json"
     if extra:
-        rounds = json.loads(rounds_path.read_text())
+        rounds = read_result(rounds_path)
         assert [r["round"] for r in rounds] == [3]
         assert set(rounds[0]["cells"]) == extra
         assert {c.rsplit("__", 1)[0] for c in extra} == {

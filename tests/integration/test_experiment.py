@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import psutil
@@ -20,7 +19,7 @@ from integration_support import (
 
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
 from tritonlab.experiments.runner import run_experiment
-from tritonlab.experiments.store import load_cells, load_manifest
+from tritonlab.experiments.store import load_cells, load_manifest, read_result
 from tritonlab.models.demo import DEMO_MODEL_NAME
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.report.build import build_report
@@ -82,7 +81,7 @@ def test_run_experiment_stores_cells_resumes_and_reports(
     assert manifest["plan"]["repeats"] == 1
     assert manifest["plan_fingerprint"]
     assert manifest["server"]["version"] == "2.51.0"
-    checks = json.loads((results / "infer_check.json").read_text())
+    checks = read_result(results / "infer_check.json")
     assert [c["protocol"] for c in checks] == ["http", "grpc"]
     assert all(c["max_abs_diff"] <= c["tolerance_abs"] for c in checks)
 

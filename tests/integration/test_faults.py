@@ -38,6 +38,7 @@ from integration_support import (
 from tritonlab.errors import ResultFileError
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
 from tritonlab.experiments.runner import run_experiment
+from tritonlab.experiments.store import read_result
 from tritonlab.models.demo import DEMO_MODEL_NAME
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.server.launch import ServerOptions
@@ -142,7 +143,7 @@ def test_killed_server_mid_sweep_is_restarted_and_the_sweep_finishes(
     lost = [c for c, data in before.items() if after.get(c) != data]
     print(f"cells finished before the kill: {len(before)}, lost: {len(lost)}")
     assert not lost and len(after) == SEED_CELL_COUNT
-    faults = json.loads((out_dir / "results" / "faults.json").read_text())
+    faults = read_result(out_dir / "results" / "faults.json")
     assert any("restarted the server" in f["action"] for f in faults), faults
     manifest = json.loads((out_dir / "results" / "manifest.json").read_text())
     assert manifest["faults"] == faults
@@ -184,7 +185,7 @@ def test_hung_perf_analyzer_is_killed_at_its_deadline_and_retried(
 
     assert code == 0, stderr.read_text()
     assert not living([frozen]), "the hung perf_analyzer was not killed"
-    faults = json.loads((out_dir / "results" / "faults.json").read_text())
+    faults = read_result(out_dir / "results" / "faults.json")
     assert faults[0]["action"] == "retrying" and "ran past" in faults[0]["what"], faults
     assert len(_cells(out_dir)) == SEED_CELL_COUNT
     print(f"run finished {time.monotonic() - started:.0f} s after the hang")
@@ -239,7 +240,8 @@ def test_truncated_and_old_schema_cells_on_resume(demo_onnx: Path, tmp_path: Pat
     )
     assert first.returncode == 0, first.stderr
     paths = sorted((out_dir / "results" / "cells").glob("*.json"))
-    truncated, old = paths[0], paths[1]
+    truncated, old, redo = paths[0], paths[1], paths[2]
+    redo_bytes = redo.read_bytes()
     truncated.write_bytes(truncated.read_bytes()[:200])
     data = json.loads(old.read_text())
     del data["schema_version"]  # as written before cells carried a version
@@ -255,9 +257,10 @@ def test_truncated_and_old_schema_cells_on_resume(demo_onnx: Path, tmp_path: Pat
     )
     assert report.returncode == 2 and str(truncated) in report.stderr
     assert report.stderr.count("\n") == 1, report.stderr
+    assert f"--remeasure {truncated.stem}" in report.stderr
 
     again = subprocess.run(
-        [*tritonlab_command(), *args],
+        [*tritonlab_command(), *args, "--remeasure", redo.stem],
         cwd=tmp_path,
         env=cli_env(),
         capture_output=True,
@@ -265,7 +268,9 @@ def test_truncated_and_old_schema_cells_on_resume(demo_onnx: Path, tmp_path: Pat
         timeout=240,
     )
     assert again.returncode == 0, again.stderr
-    assert "measured 1 cells, reused 3" in again.stdout, again.stdout
+    assert "measured 2 cells, reused 2" in again.stdout, again.stdout
+    assert redo.with_name(redo.name + ".replaced").read_bytes() == redo_bytes
+    assert redo.read_bytes() != redo_bytes, "the cell asked for was measured again"
     assert "kept as" in again.stderr and truncated.with_name(truncated.name + ".corrupt").exists()
     assert json.loads(old.read_text()).get("schema_version") is None, "the old cell was kept"
     assert json.loads(truncated.read_text())["schema_version"] == 2

@@ -12,16 +12,21 @@ import pytest
 from tritonlab.analysis.aggregate import summarise
 from tritonlab.analysis.recommend import recommend, sequence_length_of
 from tritonlab.analysis.rules import RuleContext, backend_fallback
-from tritonlab.errors import PerfAnalyzerError, ResultFileError, ServerError
+from tritonlab.errors import ConfigError, PerfAnalyzerError, ResultFileError, ServerError
 from tritonlab.experiments.plan import seed_comparison_plan
 from tritonlab.experiments.recovery import FAULTS_FILE, Recovery, load_faults
 from tritonlab.experiments.runner import _quarantine_unusable, perf_deadline_s
 from tritonlab.experiments.store import (
     CELL_SCHEMA_VERSION,
+    RESULT_SCHEMA_VERSION,
     CellResult,
     load_cells,
     read_cell,
+    read_result,
     save_cell,
+    set_aside_cells,
+    write_json_atomic,
+    write_result,
 )
 from tritonlab.report.experiment_log import faults_section
 from tritonlab.server.endpoint import RemoteServer
@@ -95,7 +100,7 @@ def test_recovery_retries_a_hung_perf_analyzer_and_records_it(tmp_path: Path) ->
     faults = load_faults(tmp_path)
     assert [f.action for f in faults] == ["retrying", "gave up: cell stored as failed"]
     assert recovery.failed_cells == ["baseline__grpc_b1_c8__r1"]
-    assert json.loads((tmp_path / "results" / FAULTS_FILE).read_text())[0]["cell"]
+    assert read_result(tmp_path / "results" / FAULTS_FILE)[0]["cell"]
     lines = "\n".join(faults_section(faults))
     assert "## Faults and recoveries" in lines and "gave up" in lines
     assert faults_section([]) == []
@@ -157,12 +162,85 @@ def test_efficiency_only_at_the_length_its_ceiling_was_measured(
     assert keys == {"grpc_b1_c8_s128", "grpc_b1_c4_s128"}
 
 
-@pytest.mark.parametrize("name", ["manifest.json", "infer_check.json"])
-def test_corrupt_run_files_are_one_line_errors(run_copy: Path, name: str) -> None:
+@pytest.mark.parametrize(
+    "name", ["manifest.json", "infer_check.json", "operators.json", "adaptive.json"]
+)
+def test_corrupt_run_files_are_one_line_errors(cnn_copy: Path, name: str) -> None:
     from tritonlab.report.run_data import load_run
 
-    path = run_copy / "results" / name
+    path = cnn_copy / "results" / name
     path.write_text(path.read_text()[:40])
     with pytest.raises(ResultFileError) as exc:
-        load_run(run_copy)
+        load_run(cnn_copy)
     assert str(path) in str(exc.value) and "\n" not in str(exc.value)
+
+
+@pytest.fixture()
+def cnn_copy(tmp_path: Path) -> Path:
+    target = tmp_path / "cnn_run"
+    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "cnn_run", target)
+    return target
+
+
+@pytest.mark.parametrize("payload", [{"terms": {"a": 1.5}}, [{"cell": "x"}, {"cell": "y"}]])
+def test_results_files_carry_a_schema_version_and_read_back(
+    tmp_path: Path, payload: dict[str, object] | list[object]
+) -> None:
+    path = tmp_path / "results" / "thing.json"
+    write_result(path, payload)
+    stored = json.loads(path.read_text())
+    assert stored["schema_version"] == RESULT_SCHEMA_VERSION
+    assert read_result(path) == payload
+
+
+@pytest.mark.parametrize("payload", [{"terms": {"a": 1.5}}, [{"cell": "x"}]])
+def test_results_files_from_before_versions_still_read(
+    tmp_path: Path, payload: dict[str, object] | list[object]
+) -> None:
+    path = tmp_path / "old.json"
+    write_json_atomic(path, payload)  # as written before results files carried a version
+    assert read_result(path) == payload
+    assert read_result(tmp_path / "absent.json", []) == []
+
+
+@pytest.mark.parametrize("content", ['{"schema_version": 99, "records": []}', '"text"', "[1, 2"])
+def test_newer_or_foreign_results_files_are_one_line_errors(tmp_path: Path, content: str) -> None:
+    path = tmp_path / "faults.json"
+    path.write_text(content)
+    with pytest.raises(ResultFileError) as exc:
+        read_result(path)
+    message = str(exc.value)
+    assert str(path) in message and "\n" not in message
+    assert ("reads up to 2" in message) == content.startswith('{"schema_version": 99')
+
+
+def test_the_cnn_run_rebuilds_with_versioned_files_and_reads_them_back(cnn_copy: Path) -> None:
+    from tritonlab.report.build import build_report
+
+    first = build_report(cnn_copy)
+    for name in ("summary.json", "cost_model.json"):
+        assert json.loads((cnn_copy / "results" / name).read_text())["schema_version"] == 2
+    # the unversioned files of the fixture were read as schema 1; after rewriting them as
+    # schema 2 the report is the same, byte for byte
+    for name in ("infer_check.json", "adaptive.json", "operators.json"):
+        path = cnn_copy / "results" / name
+        write_result(path, read_result(path))
+    second = build_report(cnn_copy)
+    assert second.experiment_log.read_bytes() == first.experiment_log.read_bytes()
+
+
+def test_remeasure_sets_matching_cells_aside_and_refuses_a_pattern_matching_none(
+    run_copy: Path,
+) -> None:
+    cells = sorted((run_copy / "results" / "cells").glob("*.json"))
+    first = cells[0]
+    original = first.read_bytes()
+    moved = set_aside_cells(run_copy, [first.stem])
+    assert moved == [first] and not first.exists()
+    assert first.with_name(first.name + ".replaced").read_bytes() == original
+    prefix = cells[1].stem.split("__")[0]
+    matched = set_aside_cells(run_copy, [f"{prefix}__*"])
+    assert matched and all(p.stem.startswith(prefix) for p in matched)
+    with pytest.raises(ConfigError) as exc:
+        set_aside_cells(run_copy, ["no_such_cell"])
+    assert "--remeasure no_such_cell" in str(exc.value) and "\n" not in str(exc.value)

@@ -94,6 +94,14 @@ StabilityOpt = Annotated[
     float, typer.Option("--stability", min=1.0, help="perf_analyzer stability threshold (%).")
 ]
 FreshOpt = Annotated[bool, typer.Option("--fresh", help="Discard earlier results in --out.")]
+RemeasureOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Option(
+        "--remeasure",
+        help="Measure this stored cell again (its id: the file name in results/cells without "
+        ".json; globs work; repeatable). The old file is kept as .json.replaced.",
+    ),
+]
 MaxBatchOpt = Annotated[int, typer.Option("--max-batch-size", min=1, help="Triton max_batch_size.")]
 ShapeOpt = Annotated[
     Optional[list[str]],  # noqa: UP045

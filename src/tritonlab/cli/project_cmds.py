@@ -21,6 +21,7 @@ from tritonlab.cli.common import (
     MaxRepeatsOpt,
     NameOpt,
     ProtocolOpt,
+    RemeasureOpt,
     RepeatsOpt,
     ServerBinOpt,
     ShapeOpt,
@@ -58,6 +59,7 @@ def _run_pipeline(
     configs: str = "auto",
     shape: list[str] | None = None,
     input_data: Path | None = None,
+    remeasure: list[str] | None = None,
 ) -> None:
     from tritonlab.experiments.plan import MeasurementSettings
     from tritonlab.models.inputs import derive_inputs, parse_shape_args
@@ -92,6 +94,7 @@ def _run_pipeline(
         max_repeats=max(max_repeats, repeats),
         adaptive_budget_s=adaptive_budget_s,
         inputs=inputs,
+        remeasure=tuple(remeasure or ()),
     )
     outcome = result.outcome
     for line in outcome.quarantined:
@@ -121,6 +124,7 @@ def demo(
     max_batch_size: MaxBatchOpt = 64,
     configs: ConfigsOpt = "auto",
     fresh: FreshOpt = False,
+    remeasure: RemeasureOpt = None,
     url: UrlOpt = None,
     grpc_url: GrpcUrlOpt = None,
     server_bin: ServerBinOpt = None,
@@ -160,6 +164,7 @@ def demo(
             max_repeats,
             adaptive_budget_s,
             configs,
+            remeasure=remeasure,
         )
 
 
@@ -180,6 +185,7 @@ def run(
     shape: ShapeOpt = None,
     input_data: InputDataOpt = None,
     fresh: FreshOpt = False,
+    remeasure: RemeasureOpt = None,
     url: UrlOpt = None,
     grpc_url: GrpcUrlOpt = None,
     server_bin: ServerBinOpt = None,
@@ -212,6 +218,7 @@ def run(
             configs,
             shape,
             input_data,
+            remeasure,
         )
 
 

@@ -34,6 +34,7 @@ from tritonlab.cli.common import (
     GrpcUrlOpt,
     HostOpt,
     MaxRepeatsOpt,
+    RemeasureOpt,
     ServerBinOpt,
     UrlOpt,
     app,
@@ -169,6 +170,7 @@ def sweep(
         ),
     ] = None,
     fresh: FreshOpt = False,
+    remeasure: RemeasureOpt = None,
     max_repeats: MaxRepeatsOpt = 5,
     adaptive_budget_s: AdaptiveBudgetOpt = 120.0,
     no_progress: Annotated[
@@ -250,6 +252,7 @@ def sweep(
                 time_budget_s=time_budget_s,
                 max_repeats=max_repeats,
                 adaptive_budget_s=adaptive_budget_s,
+                remeasure=tuple(remeasure or ()),
             )
         outcome = result.outcome
         if outcome.stopped_early:

@@ -19,7 +19,7 @@ from typing import Any
 
 from tritonlab.errors import PerfAnalyzerError, ServerError
 from tritonlab.experiments.manifest import utc_now
-from tritonlab.experiments.store import RESULTS_DIR, read_json, write_json_atomic
+from tritonlab.experiments.store import RESULTS_DIR, read_result, write_result
 from tritonlab.server.endpoint import ServerEndpoint
 from tritonlab.server.process import TritonServer, relevant_log_lines
 
@@ -56,7 +56,7 @@ class FaultRecord:
 
 
 def load_faults(run_dir: Path) -> list[FaultRecord]:
-    stored = read_json(run_dir / RESULTS_DIR / FAULTS_FILE, [])
+    stored = read_result(run_dir / RESULTS_DIR / FAULTS_FILE, [])
     return [FaultRecord.from_dict(f) for f in stored]
 
 
@@ -131,8 +131,6 @@ class Recovery:
         return False
 
     def _save(self) -> None:
-        write_json_atomic(
-            self.run_dir / RESULTS_DIR / FAULTS_FILE, [f.to_dict() for f in self.faults]
-        )
+        write_result(self.run_dir / RESULTS_DIR / FAULTS_FILE, [f.to_dict() for f in self.faults])
         if self.on_fault is not None:
             self.on_fault(self.faults)

@@ -56,10 +56,10 @@ from tritonlab.experiments.store import (
     cell_problem,
     load_manifest,
     quarantine,
-    read_json,
+    read_result,
     save_cell,
     save_manifest,
-    write_json_atomic,
+    write_result,
 )
 from tritonlab.models.inputs import ModelInputs, derive_inputs, with_dynamic_dim
 from tritonlab.models.inspect import OnnxModelInfo
@@ -357,7 +357,7 @@ def run_experiment(
             ]
         finally:
             server.unload_model(baseline.model_name)
-        write_json_atomic(run_dir / RESULTS_DIR / "infer_check.json", [c.to_dict() for c in checks])
+        write_result(run_dir / RESULTS_DIR / "infer_check.json", [c.to_dict() for c in checks])
 
         done = len(skipped)
         without_rate: list[str] = []
@@ -583,9 +583,9 @@ def _next_repeat(run_dir: Path, variant_name: str, load: LoadPoint) -> int:
 
 def _append_adaptive(run_dir: Path, record: dict[str, object]) -> None:
     path = run_dir / RESULTS_DIR / ADAPTIVE_FILE
-    rounds = read_json(path, [])
+    rounds = read_result(path, [])
     rounds.append(record)
-    write_json_atomic(path, rounds)
+    write_result(path, rounds)
 
 
 def _measure_serving_path(

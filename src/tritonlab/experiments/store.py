@@ -29,7 +29,11 @@ MANIFEST_FILE = "manifest.json"
 OPERATORS_FILE = "operators.json"
 # Cell files: 1 = written before the version was stored (still read), 2 = versioned.
 CELL_SCHEMA_VERSION = 2
+# The other files under results/ (operators, infer check, faults, adaptive rounds, cost model,
+# summary, recommendations): 1 = before they carried a version (still read), 2 = versioned.
+RESULT_SCHEMA_VERSION = 2
 CORRUPT_SUFFIX = ".corrupt"
+REPLACED_SUFFIX = ".replaced"  # a cell the user asked to measure again (--remeasure), kept
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -63,6 +67,41 @@ def read_json(path: Path, default: Any = None) -> Any:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def write_result(path: Path, payload: dict[str, Any] | list[Any]) -> None:
+    """Write a results file with its schema version: an object gains ``schema_version``, a list
+    is stored as ``{"schema_version": N, "records": [...]}``."""
+    if isinstance(payload, list):
+        write_json_atomic(path, {"schema_version": RESULT_SCHEMA_VERSION, "records": payload})
+    else:
+        write_json_atomic(path, payload | {"schema_version": RESULT_SCHEMA_VERSION})
+
+
+def read_result(path: Path, default: Any = None) -> Any:
+    """What ``write_result`` stored (or an unversioned file of schema 1), ``default`` when absent;
+    a corrupt file or one from a newer tritonlab is a one-line error naming it."""
+    data = read_json(path)
+    if data is None:
+        return default
+    if isinstance(data, list):  # schema 1: lists were stored bare
+        return data
+    from tritonlab.errors import ResultFileError
+
+    if not isinstance(data, dict):
+        raise ResultFileError(
+            f"{path} is not a tritonlab results file (a JSON {type(data).__name__}); restore it "
+            "or delete it (a re-run measures or derives what it held again)"
+        )
+    version = data.get("schema_version", 1)
+    if not isinstance(version, int) or version > RESULT_SCHEMA_VERSION:
+        raise ResultFileError(
+            f"{path} has schema {version!r}, this tritonlab reads up to {RESULT_SCHEMA_VERSION}; "
+            "upgrade tritonlab, or delete the file (a re-run measures or derives it again)"
+        )
+    if "records" in data and version >= 2:
+        return data["records"]
+    return {k: v for k, v in data.items() if k != "schema_version"}
 
 
 @dataclass(frozen=True)
@@ -155,21 +194,22 @@ def read_cell(path: Path) -> CellResult:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ResultFileError(
-            f"{path} is unreadable ({type(exc).__name__}: {exc}); delete it and run the same "
-            "command again to re-measure that cell"
+            f"{path} is unreadable ({type(exc).__name__}: {exc}); run the same command with "
+            f"--remeasure {path.stem} to measure that cell again"
         ) from exc
     version = data.get("schema_version", 1) if isinstance(data, dict) else None
     if not isinstance(version, int) or version > CELL_SCHEMA_VERSION:
         raise ResultFileError(
             f"{path} has cell schema {version!r}, this tritonlab reads up to "
-            f"{CELL_SCHEMA_VERSION}; upgrade tritonlab, or delete the file to re-measure that cell"
+            f"{CELL_SCHEMA_VERSION}; upgrade tritonlab, or run the same command with "
+            f"--remeasure {path.stem} to measure that cell again"
         )
     try:
         return CellResult.from_dict(data)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ResultFileError(
-            f"{path} is not a complete cell record (missing or bad {exc}); delete it and run the "
-            "same command again to re-measure that cell"
+            f"{path} is not a complete cell record (missing or bad {exc}); run the same command "
+            f"with --remeasure {path.stem} to measure that cell again"
         ) from exc
 
 
@@ -189,6 +229,33 @@ def quarantine(path: Path) -> Path:
     target = path.with_name(path.name + CORRUPT_SUFFIX)
     os.replace(path, target)
     return target
+
+
+def set_aside_cells(run_dir: Path, patterns: list[str] | tuple[str, ...]) -> list[Path]:
+    """Move the stored cells whose ids match ``patterns`` (exact ids or shell-style globs such as
+    ``dyn_batch__*``) aside as ``X.json.replaced`` so the next run measures them again.
+
+    The files are kept (an earlier ``.replaced`` copy is overwritten). A pattern that matches
+    no stored cell is a one-line error that lists where the ids are.
+    """
+    from fnmatch import fnmatchcase
+
+    from tritonlab.errors import ConfigError
+
+    folder = run_dir / RESULTS_DIR / CELLS_DIR
+    stored = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    chosen: list[Path] = []
+    for pattern in patterns:
+        matched = [p for p in stored if fnmatchcase(p.stem, pattern)]
+        if not matched:
+            raise ConfigError(
+                f"--remeasure {pattern}: no stored cell matches it in {folder}; cell ids are "
+                "the file names there without .json (globs such as 'dyn*' work)"
+            )
+        chosen.extend(p for p in matched if p not in chosen)
+    for path in chosen:
+        os.replace(path, path.with_name(path.name + REPLACED_SUFFIX))
+    return chosen
 
 
 def load_cells(run_dir: Path, folder_name: str = CELLS_DIR) -> list[CellResult]:

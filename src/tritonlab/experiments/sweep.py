@@ -100,6 +100,7 @@ def run_sweep(
     time_budget_s: float | None = None,
     max_repeats: int | None = None,
     adaptive_budget_s: float | None = None,
+    remeasure: tuple[str, ...] = (),
 ) -> ProjectResult:
     """Measure every cell of the sweep not yet in ``run_dir``, then rebuild its reports.
 
@@ -125,6 +126,7 @@ def run_sweep(
         open_loop_rates=lambda: open_loop_rates(plan, run_dir),
         max_repeats=max_repeats if budget else None,
         adaptive_budget_s=adaptive_budget_s,
+        remeasure=remeasure,
         undecided=lambda: undecided_sweep(
             run_dir,
             order,

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tritonlab.analysis.explain import Analysis
-from tritonlab.experiments.store import write_json_atomic, write_text_atomic
+from tritonlab.experiments.store import write_result, write_text_atomic
 from tritonlab.report.experiment_log import render_experiment_log
 from tritonlab.report.html import write_html_report
 from tritonlab.report.plots import PlotData, write_plots
@@ -43,7 +43,7 @@ def write_report(run: RunData) -> BuiltReport:
     """Write docs/, plots/, report.html, results/*.json and README.md from ``run``."""
     paths = run.paths
     if run.cost_model is not None:
-        write_json_atomic(
+        write_result(
             paths.cost_model,
             {
                 "terms": run.cost_model.to_dict(),
@@ -53,11 +53,11 @@ def write_report(run: RunData) -> BuiltReport:
     else:
         paths.cost_model.unlink(missing_ok=True)
     if run.recommendations is not None:  # sweeps name a latency budget
-        write_json_atomic(paths.recommendations, run.recommendations.to_dict())
+        write_result(paths.recommendations, run.recommendations.to_dict())
     else:
         paths.recommendations.unlink(missing_ok=True)
     write_text_atomic(paths.experiment_log, render_experiment_log(run))
-    write_json_atomic(paths.summary, {"analyses": [a.to_dict() for a in run.analyses]})
+    write_result(paths.summary, {"analyses": [a.to_dict() for a in run.analyses]})
     plots = write_plots(paths.root, PlotData.of(run))
     html_path = write_html_report(run, plots)
     write_text_atomic(paths.readme, project_readme(run))

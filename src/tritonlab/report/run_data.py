@@ -39,7 +39,7 @@ from tritonlab.experiments.store import (
     CellResult,
     load_cells,
     load_manifest,
-    read_json,
+    read_result,
 )
 from tritonlab.paths import portable_command, portable_path, recorded_run_dir
 
@@ -135,7 +135,7 @@ class RunData:
 
 
 def _json_or(path: Path, default: Any) -> Any:
-    return read_json(path, default)
+    return read_result(path, default)
 
 
 def fit_cost_model(run_dir: Path, cores: int) -> CostModel | None:
