@@ -15,7 +15,7 @@ from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.plan_file import load_demo_plan
 from tritonlab.experiments.runner import _check_resume, plan_fingerprint, run_experiment
 from tritonlab.experiments.store import save_cell, save_manifest
-from tritonlab.experiments.sweep import count_cells, open_loop_rates, peak_rates
+from tritonlab.pipeline.sweep import count_cells, open_loop_rates, peak_rates
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.server.launch import ServerOptions
 

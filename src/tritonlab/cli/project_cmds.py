@@ -63,7 +63,7 @@ def _run_pipeline(
 ) -> None:
     from tritonlab.experiments.plan import MeasurementSettings
     from tritonlab.models.inputs import derive_inputs, parse_shape_args
-    from tritonlab.pipeline import default_plan, load_model_info, run_project
+    from tritonlab.pipeline.project import default_plan, load_model_info, run_project
 
     info = load_model_info(onnx_path)
     inputs = derive_inputs(info, parse_shape_args(shape or []), input_data=input_data)

@@ -71,7 +71,7 @@ def _served_model(
     repo: Path | None,
 ) -> Iterator[tuple[ServerEndpoint, str, OnnxModelInfo]]:
     """Serve one ONNX file as ``variant`` (or reach --url): yields (server, name, info)."""
-    from tritonlab.pipeline import check_model_name, load_model_info
+    from tritonlab.pipeline.project import check_model_name, load_model_info
     from tritonlab.repository.layout import add_model
     from tritonlab.repository.variants import for_model
 

@@ -209,7 +209,7 @@ def sweep(
     hint = f"finished cells are kept in {out_dir}; run the same command to resume"
     with user_errors(hint):
         from tritonlab.experiments.plan_file import load_demo_plan, load_plan
-        from tritonlab.experiments.sweep import run_sweep
+        from tritonlab.pipeline.sweep import run_sweep
 
         if demo or plan == DEMO_ARGUMENT:
             if demo and plan not in (None, DEMO_ARGUMENT):

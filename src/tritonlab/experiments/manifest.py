@@ -21,6 +21,7 @@ import tritonlab
 from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.models.inputs import ModelInputs
 from tritonlab.models.inspect import TensorSpec
+from tritonlab.server.gpu import gpu_names
 
 _PACKAGES = ("tritonclient", "nvidia-pytriton", "onnxruntime", "onnx", "numpy", "torch")
 
@@ -35,21 +36,6 @@ def cpu_model() -> str:
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
     return platform.processor() or "unknown"
-
-
-def gpu_names() -> list[str]:
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return (
-        [ln.strip() for ln in out.stdout.splitlines() if ln.strip()] if out.returncode == 0 else []
-    )
 
 
 def _tool_commit() -> str | None:

@@ -17,7 +17,7 @@ import contextlib
 import hashlib
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -246,58 +246,108 @@ def _measure_cell(
     return cell
 
 
-def run_experiment(
-    plan: ExperimentPlan,
-    info: OnnxModelInfo,
-    run_dir: Path,
+class CellSession:
+    """A started server and what measuring on it needs: load a configuration, measure its
+    cells (each saved at once, faults recovered), unload it. The caller decides which cells;
+    the session does not know whether a project, a sweep or a tune asked for them."""
+
+    def __init__(
+        self,
+        server: ServerEndpoint,
+        perf_install: PerfAnalyzerInstall,
+        plan: ExperimentPlan,
+        run_dir: Path,
+        input_files: InputFiles,
+        recovery: Recovery,
+        progress: ProgressCallback | None,
+        deadline: float | None,
+    ) -> None:
+        self.server, self.perf_install, self.plan = server, perf_install, plan
+        self.run_dir, self.input_files, self.recovery = run_dir, input_files, recovery
+        self.progress, self.deadline = progress, deadline
+        self.measured: list[str] = []
+        self.checks: list[InferCheck] = []
+        self.done = 0
+        self.total = 0
+
+    def over_budget(self) -> bool:
+        return self.deadline is not None and time.monotonic() > self.deadline
+
+    def measure_model(
+        self,
+        model: RepositoryModel,
+        cells: list[tuple[LoadPoint, int]],
+        ids: list[str],
+        note: str = "",
+    ) -> bool:
+        """Load ``model``, measure its (load, repeat) cells into ``ids``, unload it; False when
+        the time budget ran out first (the cells measured until then are kept)."""
+        server, recovery = self.server, self.recovery
+        if self.over_budget():
+            return False
+        _load_recovering(server, recovery, model.model_name)
+        finished = False
+        try:
+            for load, repeat in cells:
+                if self.over_budget():
+                    finished = True
+                    return False
+                cid = cell_id(model.variant.name, load, repeat)
+                if self.progress:
+                    self.progress(self.done, self.total, cid + note)
+                for attempt in range(1, ATTEMPTS_PER_CELL + 1):
+                    try:
+                        _measure_cell(
+                            server,
+                            self.perf_install,
+                            self.plan,
+                            model,
+                            load,
+                            repeat,
+                            self.run_dir,
+                            self.input_files.for_load(load),
+                        )
+                    except (ServerError, PerfAnalyzerError) as exc:
+                        last = attempt == ATTEMPTS_PER_CELL
+                        if not recovery.recoverable(exc, last):
+                            raise
+                        restarted = recovery.handle(cid, exc, last_attempt=last)
+                        if not restarted:  # reload: a stub that died starts afresh
+                            _unload_quietly(server, model.model_name)
+                        _load_recovering(server, recovery, model.model_name)
+                        continue
+                    self.measured.append(cid)
+                    ids.append(cid)
+                    break
+                self.done += 1
+            finished = True
+        finally:
+            if finished:
+                server.unload_model(model.model_name)  # a failed unload stops the run
+            else:
+                _unload_quietly(server, model.model_name)  # the first error is the one shown
+        return True
+
+
+@contextlib.contextmanager
+def open_session(
     options: ServerOptions,
+    run_dir: Path,
+    info: OnnxModelInfo,
+    inputs: ModelInputs,
+    plan: ExperimentPlan,
+    fingerprint: str,
+    perf_install: PerfAnalyzerInstall,
+    check_model: RepositoryModel,
     progress: ProgressCallback | None = None,
-    time_budget_s: float | None = None,
-    perf_analyzer: Path | None = None,
-    sweep: SweepEntry | None = None,
-    open_loop_rates: OpenLoopRates | None = None,
-    adaptive: AdaptiveRepeats | None = None,
-    inputs: ModelInputs | None = None,
-) -> RunOutcome:
-    """Measure every cell of ``plan`` not yet on disk; results go under ``run_dir``.
+    deadline: float | None = None,
+    manifest_extra: Mapping[str, object] | None = None,
+) -> Iterator[CellSession]:
+    """Start the server on ``run_dir/models``, write the manifest, check ``check_model``'s
+    answers on both protocols (``infer_check.json``), and yield a session to measure with.
 
-    ``inputs`` says what every request carries (default: derived from the graph).
-
-    Closed-loop and fixed-rate loads are measured first; loads at a fraction of the peak then
-    get their rates from ``open_loop_rates`` (required when the plan has such loads).
+    ``manifest_extra`` sets further manifest fields (``sweep``, ``adaptive``, ``tune``).
     """
-    started = time.monotonic()
-    plan.validate(info.batched)
-    derived_loads = [ld for ld in plan.loads if ld.peak_fraction is not None]
-    direct_loads = [ld for ld in plan.loads if ld.peak_fraction is None]
-    if derived_loads and open_loop_rates is None:
-        raise PlanError(
-            "loads at a fraction of the measured peak need the peak first: run them with "
-            "`tritonlab sweep`"
-        )
-    inputs = inputs or derive_inputs(info)
-    fingerprint = plan_fingerprint(plan, file_sha256(info.path), inputs)
-    _check_resume(run_dir, fingerprint)
-    perf_install = locate_perf_analyzer(perf_analyzer)
-    models = build_repository(run_dir / "models", info, plan.model_name, list(plan.variants))
-    input_files = InputFiles(inputs, info, run_dir)
-    quarantined = _quarantine_unusable(run_dir)
-    todo = [
-        (repeat, model, load)
-        for repeat in range(plan.repeats)
-        for model in models
-        for load in plan.loads
-    ]
-    total = len(todo)
-    measured: list[str] = []
-    skipped = [
-        cell_id(m.variant.name, ld, r)
-        for r, m, ld in todo
-        if cell_path(run_dir, cell_id(m.variant.name, ld, r)).exists()
-    ]
-    finished = set(skipped)
-    checks: list[InferCheck] = []
-    stopped: str | None = None
     log_path = run_dir / "server" / "tritonserver.log"
     with running_server(
         options, run_dir / "models", log_path, explicit_model_control=True
@@ -333,11 +383,10 @@ def run_experiment(
                 binary=portable_path(perf_install.binary, run_dir),
                 version=perf_install.version,
             ),
-            sweep=sweep,
-            adaptive=AdaptiveEntry(adaptive.max_repeats, adaptive.budget_s) if adaptive else None,
             inputs=inputs,
             faults=tuple(f.to_dict() for f in load_faults(run_dir)),
         )
+        manifest = replace(manifest, **dict(manifest_extra or {}))  # type: ignore[arg-type]
         save_manifest(run_dir, manifest.to_dict())
         recovery = Recovery(
             server,
@@ -347,77 +396,108 @@ def run_experiment(
                 run_dir, replace(manifest, faults=tuple(f.to_dict() for f in faults)).to_dict()
             ),
         )
-
-        baseline = models[0]
-        server.load_model(baseline.model_name)
+        session = CellSession(
+            server,
+            perf_install,
+            plan,
+            run_dir,
+            InputFiles(inputs, info, run_dir),
+            recovery,
+            progress,
+            deadline,
+        )
+        server.load_model(check_model.model_name)
         try:
-            checks = [
-                infer_and_check(server, baseline.model_name, info, protocol, inputs=inputs)
+            session.checks = [
+                infer_and_check(server, check_model.model_name, info, protocol, inputs=inputs)
                 for protocol in ("http", "grpc")
             ]
         finally:
-            server.unload_model(baseline.model_name)
-        write_result(run_dir / RESULTS_DIR / "infer_check.json", [c.to_dict() for c in checks])
+            server.unload_model(check_model.model_name)
+        write_result(
+            run_dir / RESULTS_DIR / "infer_check.json", [c.to_dict() for c in session.checks]
+        )
+        yield session
+    portable_file(log_path, run_dir)  # the server log names the repository and the cache
 
-        done = len(skipped)
+
+def run_experiment(
+    plan: ExperimentPlan,
+    info: OnnxModelInfo,
+    run_dir: Path,
+    options: ServerOptions,
+    progress: ProgressCallback | None = None,
+    time_budget_s: float | None = None,
+    perf_analyzer: Path | None = None,
+    sweep: SweepEntry | None = None,
+    open_loop_rates: OpenLoopRates | None = None,
+    adaptive: AdaptiveRepeats | None = None,
+    inputs: ModelInputs | None = None,
+) -> RunOutcome:
+    """Measure every cell of ``plan`` not yet on disk; results go under ``run_dir``.
+
+    ``inputs`` says what every request carries (default: derived from the graph).
+
+    Closed-loop and fixed-rate loads are measured first; loads at a fraction of the peak then
+    get their rates from ``open_loop_rates`` (required when the plan has such loads).
+    """
+    started = time.monotonic()
+    plan.validate(info.batched)
+    derived_loads = [ld for ld in plan.loads if ld.peak_fraction is not None]
+    direct_loads = [ld for ld in plan.loads if ld.peak_fraction is None]
+    if derived_loads and open_loop_rates is None:
+        raise PlanError(
+            "loads at a fraction of the measured peak need the peak first: run them with "
+            "`tritonlab sweep`"
+        )
+    inputs = inputs or derive_inputs(info)
+    fingerprint = plan_fingerprint(plan, file_sha256(info.path), inputs)
+    _check_resume(run_dir, fingerprint)
+    perf_install = locate_perf_analyzer(perf_analyzer)
+    models = build_repository(run_dir / "models", info, plan.model_name, list(plan.variants))
+    quarantined = _quarantine_unusable(run_dir)
+    todo = [
+        (repeat, model, load)
+        for repeat in range(plan.repeats)
+        for model in models
+        for load in plan.loads
+    ]
+    total = len(todo)
+    measured: list[str] = []
+    skipped = [
+        cell_id(m.variant.name, ld, r)
+        for r, m, ld in todo
+        if cell_path(run_dir, cell_id(m.variant.name, ld, r)).exists()
+    ]
+    finished = set(skipped)
+    stopped: str | None = None
+    with open_session(
+        options,
+        run_dir,
+        info,
+        inputs,
+        plan,
+        fingerprint,
+        perf_install,
+        models[0],
+        progress=progress,
+        deadline=None if time_budget_s is None else started + time_budget_s,
+        manifest_extra={
+            "sweep": sweep,
+            "adaptive": AdaptiveEntry(adaptive.max_repeats, adaptive.budget_s)
+            if adaptive
+            else None,
+        },
+    ) as session:
+        server = session.server
+        session.done, session.total = len(skipped), total
+        measured = session.measured
         without_rate: list[str] = []
 
         def over_budget() -> bool:
-            return time_budget_s is not None and time.monotonic() - started > time_budget_s
+            return session.over_budget()
 
-        def measure_model(
-            model: RepositoryModel,
-            cells: list[tuple[LoadPoint, int]],
-            ids: list[str],
-            note: str = "",
-        ) -> bool:
-            """Load ``model``, measure its (load, repeat) cells into ``ids``, unload it; False
-            when the time budget ran out first (the cells measured until then are kept)."""
-            nonlocal done
-            if over_budget():
-                return False
-            _load_recovering(server, recovery, model.model_name)
-            finished = False
-            try:
-                for load, repeat in cells:
-                    if over_budget():
-                        finished = True
-                        return False
-                    cid = cell_id(model.variant.name, load, repeat)
-                    if progress:
-                        progress(done, total, cid + note)
-                    for attempt in range(1, ATTEMPTS_PER_CELL + 1):
-                        try:
-                            _measure_cell(
-                                server,
-                                perf_install,
-                                plan,
-                                model,
-                                load,
-                                repeat,
-                                run_dir,
-                                input_files.for_load(load),
-                            )
-                        except (ServerError, PerfAnalyzerError) as exc:
-                            last = attempt == ATTEMPTS_PER_CELL
-                            if not recovery.recoverable(exc, last):
-                                raise
-                            restarted = recovery.handle(cid, exc, last_attempt=last)
-                            if not restarted:  # reload: a stub that died starts afresh
-                                _unload_quietly(server, model.model_name)
-                            _load_recovering(server, recovery, model.model_name)
-                            continue
-                        measured.append(cid)
-                        ids.append(cid)
-                        break
-                    done += 1
-                finished = True
-            finally:
-                if finished:
-                    server.unload_model(model.model_name)  # a failed unload stops the run
-                else:
-                    _unload_quietly(server, model.model_name)  # the first error is the one shown
-            return True
+        measure_model = session.measure_model
 
         def measure_pass(loads_of: Callable[[RepositoryModel], list[LoadPoint]]) -> str | None:
             for repeat in range(plan.repeats):
@@ -453,7 +533,7 @@ def run_experiment(
             ]
             stopped = measure_pass(rated_loads)
         if stopped is None and isinstance(server, TritonServer):
-            _measure_serving_path(server, perf_install, plan, info, run_dir, input_files)
+            _measure_serving_path(server, perf_install, plan, info, run_dir, session.input_files)
         if stopped is None and adaptive is not None:
             loads_by_key = {ld.key: ld for ld in direct_loads}
             rates = open_loop_rates() if derived_loads and open_loop_rates is not None else {}
@@ -486,8 +566,7 @@ def run_experiment(
                     spent = time.monotonic() - adaptive_started
                     if spent + len(todo_now) * mean_cell_s > adaptive.budget_s:
                         return False
-                nonlocal total
-                total += len(todo_now)  # progress counts the added cells
+                session.total += len(todo_now)  # progress counts the added cells
                 round_cells: list[str] = []
                 complete = True
                 for model in models:
@@ -511,18 +590,17 @@ def run_experiment(
             if over_budget():
                 stopped = f"time budget of {time_budget_s:.0f} s reached"
         if progress:
-            progress(done, total, "done")
-    portable_file(log_path, run_dir)  # the server log names the repository and the cache
+            progress(session.done, session.total, "done")
     return RunOutcome(
         measured,
         skipped,
         stopped,
-        checks,
+        session.checks,
         time.monotonic() - started,
         without_rate,
         quarantined,
-        recovery.failed_cells,
-        recovery.restarts,
+        session.recovery.failed_cells,
+        session.recovery.restarts,
     )
 
 

@@ -8,11 +8,27 @@ checked: its GPUs are not visible from here.
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterable
 
 from tritonlab.errors import ConfigError
-from tritonlab.experiments.manifest import gpu_names
 from tritonlab.repository.variants import ServingVariant
+
+
+def gpu_names() -> list[str]:
+    """The names of the NVIDIA GPUs nvidia-smi sees; empty without one (or without nvidia-smi)."""
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return (
+        [ln.strip() for ln in out.stdout.splitlines() if ln.strip()] if out.returncode == 0 else []
+    )
 
 
 def check_gpu_variants(variants: Iterable[ServingVariant], remote: bool) -> None:
