@@ -298,6 +298,8 @@ class Manifest:
     perf_analyzer: PerfAnalyzerRecord
     sweep: SweepEntry | None = None
     adaptive: AdaptiveEntry | None = None
+    # What a tune searched for (goal, budgets, start); None for projects and sweeps.
+    tune: dict[str, Any] | None = None
     # What every request carried (shapes and value rules); None in runs before it was recorded.
     inputs: ModelInputs | None = None
     # Faults met during the run and what was done (results/faults.json holds the same).
@@ -340,6 +342,7 @@ class Manifest:
             if isinstance(data.get("inputs"), dict)
             else None,
             faults=tuple(data.get("faults") or ()),
+            tune=dict(data["tune"]) if isinstance(data.get("tune"), dict) else None,
             schema_version=int(data.get("schema_version", 1)),
         )
 
@@ -367,6 +370,8 @@ class Manifest:
             data["sweep"] = self.sweep.to_dict()
         if self.inputs is not None:
             data["inputs"] = self.inputs.to_dict()
+        if self.tune is not None:
+            data["tune"] = dict(self.tune)
         if self.faults:
             data["faults"] = list(self.faults)
         if self.adaptive is not None:

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from tritonlab.client.infer import InferCheck, infer_and_check
 from tritonlab.errors import PerfAnalyzerError, PlanError, ServerError
@@ -168,7 +169,7 @@ def perf_deadline_s(plan: ExperimentPlan) -> float:
     return 30.0 + 2 * m.max_trials * 2 * m.measurement_interval_ms / 1000
 
 
-def _check_resume(run_dir: Path, fingerprint: str) -> None:
+def check_resume(run_dir: Path, fingerprint: str) -> None:
     manifest_path = run_dir / RESULTS_DIR / "manifest.json"
     if not manifest_path.exists():
         return
@@ -261,10 +262,11 @@ class CellSession:
         recovery: Recovery,
         progress: ProgressCallback | None,
         deadline: float | None,
+        manifest: Manifest,
     ) -> None:
         self.server, self.perf_install, self.plan = server, perf_install, plan
         self.run_dir, self.input_files, self.recovery = run_dir, input_files, recovery
-        self.progress, self.deadline = progress, deadline
+        self.progress, self.deadline, self.manifest = progress, deadline, manifest
         self.measured: list[str] = []
         self.checks: list[InferCheck] = []
         self.done = 0
@@ -272,6 +274,52 @@ class CellSession:
 
     def over_budget(self) -> bool:
         return self.deadline is not None and time.monotonic() > self.deadline
+
+    def load(self, model: RepositoryModel) -> None:
+        """Load a configuration (a server that dies while loading is restarted once)."""
+        _load_recovering(self.server, self.recovery, model.model_name)
+
+    def unload(self, model: RepositoryModel, quietly: bool = False) -> None:
+        """Unload it; a failed unload stops the run unless another error is on its way up."""
+        if quietly:
+            _unload_quietly(self.server, model.model_name)
+        else:
+            self.server.unload_model(model.model_name)
+
+    def measure(self, model: RepositoryModel, load: LoadPoint, repeat: int, note: str = "") -> bool:
+        """Measure one cell of the loaded ``model`` and save it; False when it was given up on
+        after repeated faults (``results/faults.json`` says why)."""
+        server, recovery = self.server, self.recovery
+        cid = cell_id(model.variant.name, load, repeat)
+        if self.progress:
+            self.progress(self.done, self.total, cid + note)
+        try:
+            for attempt in range(1, ATTEMPTS_PER_CELL + 1):
+                try:
+                    _measure_cell(
+                        server,
+                        self.perf_install,
+                        self.plan,
+                        model,
+                        load,
+                        repeat,
+                        self.run_dir,
+                        self.input_files.for_load(load),
+                    )
+                except (ServerError, PerfAnalyzerError) as exc:
+                    last = attempt == ATTEMPTS_PER_CELL
+                    if not recovery.recoverable(exc, last):
+                        raise
+                    restarted = recovery.handle(cid, exc, last_attempt=last)
+                    if not restarted:  # reload: a stub that died starts afresh
+                        _unload_quietly(server, model.model_name)
+                    _load_recovering(server, recovery, model.model_name)
+                    continue
+                self.measured.append(cid)
+                return True
+            return False
+        finally:
+            self.done += 1
 
     def measure_model(
         self,
@@ -282,51 +330,26 @@ class CellSession:
     ) -> bool:
         """Load ``model``, measure its (load, repeat) cells into ``ids``, unload it; False when
         the time budget ran out first (the cells measured until then are kept)."""
-        server, recovery = self.server, self.recovery
         if self.over_budget():
             return False
-        _load_recovering(server, recovery, model.model_name)
+        self.load(model)
         finished = False
         try:
             for load, repeat in cells:
                 if self.over_budget():
                     finished = True
                     return False
-                cid = cell_id(model.variant.name, load, repeat)
-                if self.progress:
-                    self.progress(self.done, self.total, cid + note)
-                for attempt in range(1, ATTEMPTS_PER_CELL + 1):
-                    try:
-                        _measure_cell(
-                            server,
-                            self.perf_install,
-                            self.plan,
-                            model,
-                            load,
-                            repeat,
-                            self.run_dir,
-                            self.input_files.for_load(load),
-                        )
-                    except (ServerError, PerfAnalyzerError) as exc:
-                        last = attempt == ATTEMPTS_PER_CELL
-                        if not recovery.recoverable(exc, last):
-                            raise
-                        restarted = recovery.handle(cid, exc, last_attempt=last)
-                        if not restarted:  # reload: a stub that died starts afresh
-                            _unload_quietly(server, model.model_name)
-                        _load_recovering(server, recovery, model.model_name)
-                        continue
-                    self.measured.append(cid)
-                    ids.append(cid)
-                    break
-                self.done += 1
+                if self.measure(model, load, repeat, note):
+                    ids.append(cell_id(model.variant.name, load, repeat))
             finished = True
         finally:
-            if finished:
-                server.unload_model(model.model_name)  # a failed unload stops the run
-            else:
-                _unload_quietly(server, model.model_name)  # the first error is the one shown
+            self.unload(model, quietly=not finished)  # the first error is the one shown
         return True
+
+    def save_manifest(self, **changes: Any) -> None:
+        """Rewrite the manifest with ``changes`` (e.g. a plan that grew during a tune)."""
+        self.manifest = replace(self.manifest, **changes)
+        save_manifest(self.run_dir, self.manifest.to_dict())
 
 
 @contextlib.contextmanager
@@ -386,14 +409,12 @@ def open_session(
             inputs=inputs,
             faults=tuple(f.to_dict() for f in load_faults(run_dir)),
         )
-        manifest = replace(manifest, **dict(manifest_extra or {}))  # type: ignore[arg-type]
-        save_manifest(run_dir, manifest.to_dict())
         recovery = Recovery(
             server,
             run_dir,
             options.ready_timeout_s,
-            on_fault=lambda faults: save_manifest(
-                run_dir, replace(manifest, faults=tuple(f.to_dict() for f in faults)).to_dict()
+            on_fault=lambda faults: session.save_manifest(
+                faults=tuple(f.to_dict() for f in faults)
             ),
         )
         session = CellSession(
@@ -405,7 +426,9 @@ def open_session(
             recovery,
             progress,
             deadline,
+            manifest,
         )
+        session.save_manifest(**dict(manifest_extra or {}))
         server.load_model(check_model.model_name)
         try:
             session.checks = [
@@ -452,10 +475,10 @@ def run_experiment(
         )
     inputs = inputs or derive_inputs(info)
     fingerprint = plan_fingerprint(plan, file_sha256(info.path), inputs)
-    _check_resume(run_dir, fingerprint)
+    check_resume(run_dir, fingerprint)
     perf_install = locate_perf_analyzer(perf_analyzer)
     models = build_repository(run_dir / "models", info, plan.model_name, list(plan.variants))
-    quarantined = _quarantine_unusable(run_dir)
+    quarantined = quarantine_unusable(run_dir)
     todo = [
         (repeat, model, load)
         for repeat in range(plan.repeats)
@@ -622,7 +645,7 @@ def _fallbacks_since(server: ServerEndpoint, offset: int) -> int:
         return log.read().count(FALLBACK_MARKER.encode())
 
 
-def _quarantine_unusable(run_dir: Path) -> list[str]:
+def quarantine_unusable(run_dir: Path) -> list[str]:
     """Move truncated or corrupt cell files aside so a resume measures their cells again."""
     moved = []
     for folder in (CELLS_DIR, SERVING_PATH_DIR):

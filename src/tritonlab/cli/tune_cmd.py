@@ -1,0 +1,218 @@
+"""``tritonlab tune``: search for the best configuration of a model, adaptively, and say why.
+
+Each step prints one line (what was measured, what came back, why it was measured); the end
+prints the pick, the runner-up and the verdict between them, and where the ready-to-deploy
+``config.pbtxt`` and the reports are.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from tritonlab.cli.common import (
+    BackendDirOpt,
+    FreshOpt,
+    GrpcUrlOpt,
+    HostOpt,
+    InputDataOpt,
+    MaxBatchOpt,
+    ProtocolOpt,
+    ServerBinOpt,
+    ShapeOpt,
+    StabilityOpt,
+    UrlOpt,
+    WindowOpt,
+    app,
+    err,
+    out,
+    server_options,
+    user_errors,
+)
+from tritonlab.errors import ConfigError
+
+
+def _say(text: str, to_out: bool = False) -> None:
+    (out if to_out else err).print(text, highlight=False, markup=False, soft_wrap=True)
+
+
+def _figures(record: dict[str, Any]) -> str:
+    rate = record.get("throughput_infer_per_s")
+    p99 = record.get("latency_p99_us")
+    if rate is None:
+        return "no measurement"
+    p99_text = "n/a" if p99 is None else f"{p99 / 1000:.2f} ms"
+    return f"{rate:,.0f} infer/s, p99 {p99_text}"
+
+
+def _step_line(record: dict[str, Any]) -> None:
+    config = record.get("configuration") or {}
+    name = (
+        f"x{config.get('instances')} {'batching' if config.get('batching') else 'no batching'}"
+        f" max {config.get('max_batch')} thr {config.get('threads') or 'default'}"
+        f" {config.get('protocol')}"
+    )
+    reused = " (stored)" if record.get("reused") else ""
+    _say(
+        f"[{record['elapsed_s']:.0f} s] {record['phase']}: {name} c={record.get('concurrency')} "
+        f"r{record.get('repeat')} -> {_figures(record)}{reused}; why: {record['reason']}"
+    )
+
+
+def _summary_line(label: str, record: dict[str, Any] | None) -> str:
+    if record is None:
+        return f"{label}: none"
+    thr, p99 = record["throughput_infer_per_s"], record["latency_p99_us"]
+
+    def span(fig: dict[str, Any], scale: float, digits: int) -> str:
+        text = f"{fig['median'] / scale:,.{digits}f}"
+        if record["repeats"] > 1:
+            text += f" ({fig['low'] / scale:,.{digits}f}–{fig['high'] / scale:,.{digits}f})"
+        return text
+
+    return (
+        f"{label}: {record['description']} at concurrency {record['concurrency']}: "
+        f"{span(thr, 1, 0)} infer/s, p99 {span(p99, 1000, 2)} ms over {record['repeats']} "
+        "repeats"
+    )
+
+
+@app.command()
+def tune(
+    model: Annotated[
+        str,
+        typer.Argument(
+            help="The ONNX model file, or a built-in model: simple_mlp, resnet18_cnn, bert_encoder."
+        ),
+    ],
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Project folder to write (re-run to resume).")
+    ] = Path("tune-out"),
+    goal: Annotated[
+        str, typer.Option("--goal", help="throughput (most infer/s) or latency (lowest p99).")
+    ] = "throughput",
+    p99_budget_ms: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option("--p99-budget-ms", min=0.001, help="The pick's p99 must stay under this."),
+    ] = None,
+    target_load: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option("--target-load", min=1.0, help="goal latency: infer/s the pick must carry."),
+    ] = None,
+    time_budget_s: Annotated[
+        float,
+        typer.Option(
+            "--time-budget", min=10.0, help="Seconds the search may measure; re-run to go on."
+        ),
+    ] = 900.0,
+    max_race_rounds: Annotated[
+        int,
+        typer.Option("--max-race-rounds", min=2, help="Most repeats of the final contenders."),
+    ] = 3,
+    name: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--name", help="Model name in Triton (default: the file's stem)."),
+    ] = None,
+    protocol: ProtocolOpt = "grpc",
+    window_ms: WindowOpt = 2000,
+    stability: StabilityOpt = 25.0,
+    max_batch_size: MaxBatchOpt = 64,
+    shape: ShapeOpt = None,
+    input_data: InputDataOpt = None,
+    fresh: FreshOpt = False,
+    url: UrlOpt = None,
+    grpc_url: GrpcUrlOpt = None,
+    server_bin: ServerBinOpt = None,
+    backend_dir: BackendDirOpt = None,
+    host: HostOpt = "127.0.0.1",
+) -> None:
+    """Find the configuration that serves best: ramps concurrency to each configuration's
+    knee, moves where the measured figures point (batching, instances, max batch, threads,
+    protocol), races the close ones in interleaved rounds, and stops when nothing left can win.
+
+    Example: tritonlab tune model.onnx --out tuned --p99-budget-ms 10
+    """
+    hint = f"finished cells are kept in {out_dir}; run the same command to resume"
+    with user_errors(hint):
+        import shutil
+
+        from tritonlab.analysis.search import GOALS, Goal, Knobs
+        from tritonlab.experiments.manifest import available_cores
+        from tritonlab.experiments.plan import MeasurementSettings
+        from tritonlab.experiments.store import RESULTS_DIR
+        from tritonlab.models.inputs import derive_inputs, parse_shape_args
+        from tritonlab.models.zoo import BUILTIN_MODELS, export_builtin
+        from tritonlab.pipeline.project import (
+            check_model_name,
+            load_model_info,
+        )
+        from tritonlab.pipeline.tune import TuneSettings, run_tune
+        from tritonlab.report.build import build_report
+        from tritonlab.server.process import LOOPBACK_HOSTS
+
+        if goal not in GOALS:
+            raise ConfigError(f"--goal must be one of {', '.join(GOALS)}, got {goal!r}")
+        if goal == "latency" and p99_budget_ms is None:
+            raise ConfigError("--goal latency needs --p99-budget-ms (the latency to stay under)")
+        if protocol not in ("grpc", "http"):
+            raise ConfigError(f"--protocol must be one of grpc, http, got {protocol!r}")
+        if not url and host not in LOOPBACK_HOSTS:
+            raise ConfigError(
+                f"--host {host}: measurements keep the server on loopback; to expose a "
+                "server, use `tritonlab serve --host` (with TRITONLAB_API_KEY set)"
+            )
+        if fresh:
+            for sub in ("results", "benchmarks", "models", "server", "docs", "pick"):
+                shutil.rmtree(out_dir / sub, ignore_errors=True)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        if model in BUILTIN_MODELS:
+            onnx_path = export_builtin(model, out_dir / f"{model}.onnx").onnx_path
+            model_name = name or model
+        else:
+            onnx_path = Path(model)
+            model_name = name or onnx_path.stem
+        check_model_name(model_name)
+        info = load_model_info(onnx_path)
+        inputs = derive_inputs(info, parse_shape_args(shape or []), input_data=input_data)
+        start = Knobs(max_batch=max_batch_size if info.batched else 0, protocol=protocol)
+        settings = TuneSettings(
+            Goal(
+                kind=goal,
+                p99_budget_us=None if p99_budget_ms is None else p99_budget_ms * 1000,
+                min_throughput_infer_per_s=target_load,
+                cores=available_cores(),
+                max_race_rounds=max_race_rounds,
+                start=start,
+            ),
+            time_budget_s=time_budget_s,
+            measurement=MeasurementSettings(
+                measurement_interval_ms=window_ms, stability_percentage=stability
+            ),
+        )
+        started = time.monotonic()
+        result = run_tune(
+            info,
+            out_dir,
+            model_name,
+            settings,
+            server_options(url, grpc_url, server_bin, backend_dir, host),
+            inputs=inputs,
+            on_step=_step_line,
+        )
+        report = build_report(out_dir)
+        _say(f"stopped: {result.stop_reason}")
+        _say(_summary_line("pick", result.pick), to_out=True)
+        _say(_summary_line("runner-up", result.runner_up), to_out=True)
+        if result.pick is not None and not result.pick["meets_p99_budget_every_repeat"]:
+            _say("no configuration met the p99 budget in every repeat", to_out=True)
+        if result.pick_config is not None:
+            _say(f"config.pbtxt of the pick: {result.pick_config}", to_out=True)
+        _say(
+            f"measured {len(result.measured)} cells, reused {len(result.reused)}, in "
+            f"{time.monotonic() - started:.0f} s; search path in "
+            f"{out_dir / RESULTS_DIR / 'tune.json'}; explained in {report.experiment_log}",
+            to_out=True,
+        )

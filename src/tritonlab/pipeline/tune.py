@@ -1,0 +1,380 @@
+"""``tritonlab tune``: an adaptive search for the best configuration, on the real server.
+
+The policy (``analysis/search.py``) picks each next cell from the cells measured so far; this
+module measures it through the same cell session as ``run`` and ``sweep`` (one configuration
+loaded at a time, every cell saved the moment it exists), writes the search's path to
+``results/tune.json`` after every step, and at the end the pick's ``config.pbtxt`` and the usual
+reports. The policy is deterministic, so a re-run replays the stored cells and goes on where
+the last run stopped (Ctrl-C, a time budget, a crash).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from tritonlab.analysis.search import (
+    Goal,
+    Knobs,
+    Observation,
+    Step,
+    next_step,
+    pick,
+    race_verdict,
+)
+from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
+from tritonlab.experiments.runner import (
+    CellSession,
+    ProgressCallback,
+    cell_id,
+    check_resume,
+    file_sha256,
+    open_session,
+    quarantine_unusable,
+)
+from tritonlab.experiments.store import (
+    RESULTS_DIR,
+    CellResult,
+    cell_path,
+    read_cell,
+    write_result,
+    write_text_atomic,
+)
+from tritonlab.models.inputs import ModelInputs, derive_inputs
+from tritonlab.models.inspect import OnnxModelInfo
+from tritonlab.perf.locate import locate_perf_analyzer
+from tritonlab.repository.config import build_model_config, config_to_text
+from tritonlab.repository.layout import RepositoryModel, add_model
+from tritonlab.repository.variants import ServingVariant
+from tritonlab.server.launch import ServerOptions
+
+TUNE_FILE = "tune.json"
+PICK_DIR = "pick"
+DEFAULT_TIME_BUDGET_S = 900.0
+
+
+@dataclass(frozen=True)
+class TuneSettings:
+    """What ``tritonlab tune`` was asked for."""
+
+    goal: Goal
+    time_budget_s: float = DEFAULT_TIME_BUDGET_S
+    measurement: MeasurementSettings = field(default_factory=MeasurementSettings)
+    batch_size: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        g = self.goal
+        return {
+            "goal": g.kind,
+            "p99_budget_us": g.p99_budget_us,
+            "min_throughput_infer_per_s": g.min_throughput_infer_per_s,
+            "cores": g.cores,
+            "max_race_rounds": g.max_race_rounds,
+            "start": g.start.to_dict(),
+            "time_budget_s": self.time_budget_s,
+            "batch_size": self.batch_size,
+            "measurement": vars(self.measurement),
+        }
+
+    def fingerprint(self, model_sha256: str, inputs: ModelInputs) -> str:
+        """What a resume must share with the run it continues (not the time budget)."""
+        record = {k: v for k, v in self.to_dict().items() if k != "time_budget_s"}
+        text = json.dumps(
+            {"tune": record, "model": model_sha256, "inputs": inputs.fingerprint_dict()},
+            sort_keys=True,
+        )
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class TuneOutcome:
+    steps: list[dict[str, Any]]
+    stop_reason: str
+    pick: dict[str, Any] | None
+    runner_up: dict[str, Any] | None
+    measured: list[str]
+    reused: list[str]
+    wall_s: float
+    pick_config: Path | None
+
+
+def variant_for(knobs: Knobs, start: Knobs) -> ServingVariant:
+    """The serving variant of ``knobs``; the start configuration is the plan's baseline."""
+    variant = knobs.variant()
+    if replace(knobs, protocol=start.protocol) == start:
+        variant = replace(variant, name="baseline", description="start: " + variant.description)
+    return variant
+
+
+def load_for(knobs: Knobs, concurrency: int, batch_size: int) -> LoadPoint:
+    return LoadPoint(protocol=knobs.protocol, batch_size=batch_size, concurrency=concurrency)
+
+
+def observation_of(cell: CellResult, knobs: Knobs) -> Observation:
+    """The policy's view of a stored cell (a cell without a measurement served nothing)."""
+    m = cell.perf.measurement
+    s = cell.server
+    concurrency = int(cell.perf.settings.concurrency or 0)
+    return Observation(
+        knobs=knobs,
+        concurrency=concurrency,
+        repeat=cell.repeat - 1,
+        throughput_infer_per_s=m.throughput_infer_per_s if m else 0.0,
+        latency_p99_us=m.latency_p99_us if m else None,
+        queue_us=s.queue_us_per_request if s else None,
+        compute_us=(
+            s.compute_input_us_per_request
+            + s.compute_infer_us_per_request
+            + s.compute_output_us_per_request
+            if s
+            else None
+        ),
+        execution_us=s.compute_us_per_execution if s else None,
+        mean_batch=s.mean_batch_size if s else None,
+        server_cores=cell.server_cores_used if cell.server_cpu_s else None,
+        load_generator_cores=cell.perf_analyzer_cores_used,
+    )
+
+
+def _failed_observation(knobs: Knobs, concurrency: int, repeat: int) -> Observation:
+    return Observation(knobs, concurrency, repeat, math.nan, None)
+
+
+def _step_record(
+    step: Step, cid: str | None, obs: Observation | None, elapsed_s: float, reused: bool
+) -> dict[str, Any]:
+    record: dict[str, Any] = {"phase": step.phase, "reason": step.reason}
+    if step.knobs is not None:
+        record |= {
+            "configuration": step.knobs.to_dict(),
+            "description": step.knobs.description,
+            "concurrency": step.concurrency,
+            "repeat": step.repeat + 1,
+            "cell": cid,
+            "reused": reused,
+        }
+    if obs is not None:
+        record |= {
+            "throughput_infer_per_s": None if obs.failed else obs.throughput_infer_per_s,
+            "failed": obs.failed,
+            "latency_p99_us": obs.latency_p99_us,
+            "queue_us": obs.queue_us,
+            "compute_us": obs.compute_us,
+            "mean_batch": obs.mean_batch,
+        }
+    record["elapsed_s"] = round(elapsed_s, 1)
+    return record
+
+
+def _candidate_record(candidate: Any, goal: Goal) -> dict[str, Any]:
+    thr, p99 = candidate.throughput, candidate.p99
+    return {
+        "configuration": candidate.knobs.to_dict(),
+        "description": candidate.knobs.description,
+        "variant": candidate.knobs.variant_name,
+        "concurrency": candidate.concurrency,
+        "repeats": thr.n,
+        "throughput_infer_per_s": {"median": thr.median, "low": thr.low, "high": thr.high},
+        "latency_p99_us": {"median": p99.median, "low": p99.low, "high": p99.high},
+        "meets_p99_budget_every_repeat": goal.p99_budget_us is None
+        or (p99.high is not None and p99.high <= goal.p99_budget_us),
+    }
+
+
+class _Tuner:
+    """One tune run: the loop of policy steps over a cell session."""
+
+    def __init__(
+        self,
+        info: OnnxModelInfo,
+        run_dir: Path,
+        model_name: str,
+        settings: TuneSettings,
+        started: float,
+    ) -> None:
+        self.info, self.run_dir, self.model_name = info, run_dir, model_name
+        self.settings, self.started = settings, started
+        self.goal = settings.goal
+        self.models: dict[str, RepositoryModel] = {}
+        self.observations: list[Observation] = []
+        self.steps: list[dict[str, Any]] = []
+        self.measured: list[str] = []
+        self.reused: list[str] = []
+        self.loaded: RepositoryModel | None = None
+
+    def model(self, knobs: Knobs) -> RepositoryModel:
+        variant = variant_for(knobs, self.goal.start)
+        if variant.name not in self.models:
+            variant.validate(model_batches=self.info.batched)
+            self.models[variant.name] = add_model(
+                self.run_dir / "models", self.info, self.model_name, variant
+            )
+        return self.models[variant.name]
+
+    def plan(self) -> ExperimentPlan:
+        """The plan so far: every configuration and load the search has measured."""
+        variants = [m.variant for m in self.models.values()]
+        loads = list(
+            dict.fromkeys(
+                load_for(o.knobs, o.concurrency, self.settings.batch_size)
+                for o in self.observations
+            )
+        ) or [load_for(self.goal.start, self.goal.first_concurrency, self.settings.batch_size)]
+        repeats = max([o.repeat + 1 for o in self.observations] or [1])
+        return ExperimentPlan(
+            self.model_name,
+            tuple(variants),
+            tuple(loads),
+            repeats,
+            self.settings.measurement,
+            notes=(
+                "Measured by `tritonlab tune`: an adaptive search, not a grid; each "
+                "configuration was measured only at the loads its search path visited "
+                "(results/tune.json).",
+            ),
+        )
+
+    def switch_to(self, session: CellSession, model: RepositoryModel) -> None:
+        if self.loaded is not None and self.loaded.model_name == model.model_name:
+            return
+        if self.loaded is not None:
+            loaded, self.loaded = self.loaded, None
+            session.unload(loaded)
+        session.load(model)
+        self.loaded = model
+
+    def take(self, session: CellSession | None, step: Step) -> tuple[str, Observation, bool]:
+        """Measure the step's cell (or reuse it from disk): its id, observation, and reuse."""
+        assert step.knobs is not None
+        model = self.model(step.knobs)
+        load = load_for(step.knobs, step.concurrency, self.settings.batch_size)
+        cid = cell_id(model.variant.name, load, step.repeat)
+        path = cell_path(self.run_dir, cid)
+        if path.exists():
+            self.reused.append(cid)
+            return cid, observation_of(read_cell(path), step.knobs), True
+        if session is None:
+            raise RuntimeError("a new cell needs a running session")
+        self.switch_to(session, model)
+        if session.measure(model, load, step.repeat, f" ({step.phase})"):
+            self.measured.append(cid)
+            return cid, observation_of(read_cell(path), step.knobs), False
+        return cid, _failed_observation(step.knobs, step.concurrency, step.repeat), False
+
+    def record(self, stop_reason: str | None) -> dict[str, Any]:
+        best, runner_up = pick(self.observations, self.goal)
+        data: dict[str, Any] = {
+            "settings": self.settings.to_dict(),
+            "steps": self.steps,
+            "stop_reason": stop_reason,
+            "cells_measured": len(self.measured),
+            "cells_reused": len(self.reused),
+            "wall_s": round(time.monotonic() - self.started, 1),
+            "pick": _candidate_record(best, self.goal) if best else None,
+            "runner_up": _candidate_record(runner_up, self.goal) if runner_up else None,
+        }
+        if best is not None and runner_up is not None:
+            data["verdict"] = race_verdict(best, runner_up, self.goal).to_dict()
+        return data
+
+    def save(self, stop_reason: str | None) -> dict[str, Any]:
+        data = self.record(stop_reason)
+        write_result(self.run_dir / RESULTS_DIR / TUNE_FILE, data)
+        return data
+
+
+def run_tune(
+    info: OnnxModelInfo,
+    run_dir: Path,
+    model_name: str,
+    settings: TuneSettings,
+    options: ServerOptions,
+    inputs: ModelInputs | None = None,
+    progress: ProgressCallback | None = None,
+    on_step: Callable[[dict[str, Any]], None] | None = None,
+) -> TuneOutcome:
+    """Search, measuring on a real server, until the policy stops or the budget is spent."""
+    started = time.monotonic()
+    inputs = inputs or derive_inputs(info)
+    fingerprint = settings.fingerprint(file_sha256(info.path), inputs)
+    check_resume(run_dir, fingerprint)
+    quarantine_unusable(run_dir)
+    perf_install = locate_perf_analyzer()
+    tuner = _Tuner(info, run_dir, model_name, settings, started)
+    start_model = tuner.model(settings.goal.start)
+    stop_reason = ""
+    deadline = started + settings.time_budget_s
+    with open_session(
+        options,
+        run_dir,
+        info,
+        inputs,
+        tuner.plan(),
+        fingerprint,
+        perf_install,
+        start_model,
+        progress=progress,
+        deadline=deadline,
+        manifest_extra={"tune": settings.to_dict()},
+    ) as session:
+        try:
+            while True:
+                step = next_step(tuner.observations, settings.goal)
+                if step.stop:
+                    stop_reason = step.reason
+                    break
+                assert step.knobs is not None
+                model = tuner.model(step.knobs)
+                load = load_for(step.knobs, step.concurrency, settings.batch_size)
+                stored = cell_path(run_dir, cell_id(model.variant.name, load, step.repeat))
+                if not stored.exists() and session.over_budget():
+                    stop_reason = (
+                        f"time budget of {settings.time_budget_s:.0f} s reached; run the same "
+                        "command to go on"
+                    )
+                    break
+                session.total = len(tuner.steps) + 2
+                session.plan = tuner.plan()
+                cid, obs, reused = tuner.take(session, step)
+                tuner.observations.append(obs)
+                tuner.steps.append(_step_record(step, cid, obs, time.monotonic() - started, reused))
+                session.save_manifest(plan=tuner.plan())
+                tuner.save(None)
+                if on_step is not None:
+                    on_step(tuner.steps[-1])
+        finally:
+            if tuner.loaded is not None:
+                session.unload(tuner.loaded, quietly=True)
+                tuner.loaded = None
+    data = tuner.save(stop_reason)
+    pick_config = _write_pick(run_dir, info, model_name, data)
+    return TuneOutcome(
+        tuner.steps,
+        stop_reason,
+        data["pick"],
+        data["runner_up"],
+        tuner.measured,
+        tuner.reused,
+        time.monotonic() - started,
+        pick_config,
+    )
+
+
+def _write_pick(
+    run_dir: Path, info: OnnxModelInfo, model_name: str, data: dict[str, Any]
+) -> Path | None:
+    """The pick's ready-to-deploy config.pbtxt (served under the model's own name)."""
+    chosen = data.get("pick")
+    if not chosen:
+        return None
+    knobs = Knobs.from_dict(chosen["configuration"])
+    config = build_model_config(info, knobs.variant(), model_name)
+    path = run_dir / PICK_DIR / model_name / "config.pbtxt"
+    write_text_atomic(path, config_to_text(config))
+    return path

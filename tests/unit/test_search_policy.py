@@ -1,0 +1,185 @@
+"""The tune search policy on recorded observations and on a simulated server.
+
+The simulated server is a closed-loop queue: a configuration has a capacity (infer/s) and a
+fixed compute time per request; at concurrency c it serves c / (latency) with latency growing
+once c exceeds what the capacity carries. Its numbers are invented to exercise the policy's
+decisions (no Triton claim rests on them); the real search is measured by `tritonlab tune`.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+
+from tritonlab.analysis.search import (
+    MAX_CONCURRENCY,
+    Goal,
+    Knobs,
+    Observation,
+    Step,
+    best_point,
+    incumbent,
+    next_step,
+    propose_moves,
+    race_state,
+)
+
+COMPUTE_US = 250.0
+
+
+def capacity(k: Knobs) -> float:
+    base = 3000.0 * (1.7 if k.batching else 1.0) * (0.85 if k.protocol == "http" else 1.0)
+    ladder = {1: 1.0, 2: 1.35, 3: 1.5, 4: 1.58, 6: 1.6, 8: 1.55, 12: 1.5, 16: 1.45}
+    return base * ladder[k.instances]
+
+
+def simulate(k: Knobs, c: int, repeat: int, noise: float = 0.0, seed: int = 0) -> Observation:
+    rng = random.Random(hash((k, c, repeat, seed)))
+    cap = capacity(k)
+    unloaded = 500.0  # one request alone takes 2 ms from the client's side
+    rate = min(cap, c * unloaded) * (1 + rng.uniform(-noise, noise))
+    latency_us = c / rate * 1e6
+    return Observation(
+        knobs=k,
+        concurrency=c,
+        repeat=repeat,
+        throughput_infer_per_s=rate,
+        latency_p99_us=latency_us * 1.6,
+        queue_us=max(0.0, latency_us - 2000.0),
+        compute_us=COMPUTE_US,
+        execution_us=COMPUTE_US * (1 + c / 8 if k.batching else 1),
+        mean_batch=min(float(k.max_batch), c / k.instances / 2) if k.batching else 1.0,
+        server_cores=1.5,
+        load_generator_cores=0.5,
+    )
+
+
+def search(
+    goal: Goal, noise: float = 0.0, limit: int = 200
+) -> tuple[list[Step], list[Observation]]:
+    steps: list[Step] = []
+    observations: list[Observation] = []
+    while len(steps) < limit:
+        step = next_step(observations, goal)
+        steps.append(step)
+        if step.stop:
+            return steps, observations
+        assert step.knobs is not None
+        observations.append(simulate(step.knobs, step.concurrency, step.repeat, noise))
+    raise AssertionError(f"no stop after {limit} steps")
+
+
+def test_the_first_step_ramps_the_start_configuration() -> None:
+    step = next_step([], Goal())
+    assert (step.phase, step.knobs, step.concurrency) == ("ramp", Knobs(), 4)
+    assert next_step([], Goal(kind="latency", p99_budget_us=5000)).concurrency == 1
+
+
+def test_ramp_doubles_while_throughput_rises_beyond_the_noise() -> None:
+    k = Knobs()
+    obs = [simulate(k, 4, 0), simulate(k, 8, 0)]
+    step = next_step(obs, Goal())
+    assert (step.phase, step.concurrency) == ("ramp", 16)
+    assert "rose" in step.reason and "from concurrency 4 to 8" in step.reason
+
+
+def test_ramp_stops_at_the_knee_and_moves_to_batching_when_requests_queue() -> None:
+    k = Knobs()
+    obs = [simulate(k, c, 0) for c in (4, 8, 16)]  # 8 -> 16 is flat: the capacity is reached
+    step = next_step(obs, Goal())
+    assert step.phase == "move" and step.knobs == replace(k, batching=True)
+    assert step.concurrency == best_point(obs, k, Goal()).concurrency  # type: ignore[union-attr]
+    assert "in the queue" in step.reason and "dynamic batching" in step.reason
+
+
+def test_no_batching_move_when_requests_do_not_queue() -> None:
+    k = Knobs()
+    calm = [replace(simulate(k, c, 0), queue_us=10.0) for c in (4, 8, 16)]
+    leader = incumbent(calm, Goal())
+    assert leader is not None
+    kinds = [m.knobs for m in propose_moves(calm, leader, Goal())]
+    assert replace(k, batching=True) not in kinds
+    assert replace(k, instances=2) not in kinds  # neither queueing nor a paid-off instance
+    assert kinds == [replace(k, protocol="http")]  # only the protocol is left to try
+
+
+def test_a_ramp_over_the_p99_budget_comes_down() -> None:
+    k = Knobs()
+    obs = [replace(simulate(k, 4, 0), latency_p99_us=9000.0)]
+    step = next_step(obs, Goal(p99_budget_us=5000))
+    assert (step.phase, step.concurrency) == ("ramp", 2)
+    assert "over the budget" in step.reason
+
+
+def test_search_on_the_simulated_server_finds_its_best_configuration() -> None:
+    steps, observations = search(Goal(cores=2))
+    leader = incumbent(observations, Goal(cores=2))
+    assert leader is not None
+    # the simulated optimum: batching, 6 instances, gRPC
+    assert leader.knobs == Knobs(instances=6, batching=True)
+    assert steps[-1].stop and "race" in steps[-1].reason
+    measured = len(observations)
+    assert measured <= 40, [(s.phase, s.knobs, s.concurrency) for s in steps]
+    assert {s.phase for s in steps} == {"ramp", "move", "race", "stop"}
+    assert all(o.concurrency <= MAX_CONCURRENCY for o in observations)
+
+
+def test_search_is_deterministic_so_a_resume_replays_its_path() -> None:
+    first, _ = search(Goal(), noise=0.05)
+    again, _ = search(Goal(), noise=0.05)
+    assert first == again
+
+
+@pytest.mark.parametrize("noise", [0.02, 0.08])
+def test_the_pick_meets_the_p99_budget_in_every_repeat(noise: float) -> None:
+    goal = Goal(p99_budget_us=6000.0)
+    steps, observations = search(goal, noise=noise)
+    leader = incumbent(observations, goal)
+    assert leader is not None and steps[-1].stop
+    assert len(leader.observations) >= 3  # the ramp's point and two race rounds
+    assert all(
+        o.latency_p99_us is not None and o.latency_p99_us <= 6000 for o in leader.observations
+    )
+
+
+def test_a_budget_nothing_meets_stops_and_says_so() -> None:
+    steps, observations = search(Goal(p99_budget_us=10.0))
+    assert steps[-1].stop and "no configuration met the p99 budget" in steps[-1].reason
+    assert len(observations) == 3  # concurrency 4, 2, 1 of the start configuration
+
+
+def test_race_drops_a_clearly_worse_contender_and_keeps_the_runner_up() -> None:
+    goal = Goal()
+    a, b, c = Knobs(instances=2, batching=True), Knobs(instances=3, batching=True), Knobs()
+    obs: list[Observation] = []
+    for k, rate in ((a, 10000.0), (b, 9800.0), (c, 9500.0)):
+        obs.append(Observation(k, 16, 0, rate, 2000.0))
+        for r, wobble in ((1, 1.0), (2, 1.01), (3, 0.99)):
+            scale = {a: 1.0, b: 0.99, c: 0.80}[k] * wobble
+            obs.append(Observation(k, 16, r, 10000.0 * scale, 2000.0))
+    racing, dropped = race_state(obs, goal)
+    assert [x.knobs for x in racing[:2]] == [a, b]
+    assert [x.knobs for x, _ in dropped] == [c]
+    assert dropped[0][1].word.value == "lower"
+
+
+def test_latency_goal_picks_the_lowest_p99_that_carries_the_load() -> None:
+    goal = Goal(kind="latency", p99_budget_us=6000.0, min_throughput_infer_per_s=3000.0)
+    steps, observations = search(goal)
+    leader = incumbent(observations, goal)
+    assert leader is not None and steps[-1].stop
+    assert all(o.throughput_infer_per_s >= 3000 for o in leader.observations)
+    assert all(o.latency_p99_us <= 6000 for o in leader.observations)  # type: ignore[operator]
+
+
+def test_a_failed_cell_ends_the_ramp_and_disqualifies_its_point() -> None:
+    k = Knobs()
+    failed = Observation(k, 8, 0, float("nan"), None)
+    obs = [simulate(k, 4, 0), failed]
+    step = next_step(obs, Goal())
+    assert step.phase == "move"  # no doubling past a point that served nothing
+    best = best_point(obs, k, Goal())
+    assert best is not None and best.concurrency == 4
+    assert next_step([failed], Goal()).reason.startswith("every cell failed")
