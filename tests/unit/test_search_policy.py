@@ -183,3 +183,11 @@ def test_a_failed_cell_ends_the_ramp_and_disqualifies_its_point() -> None:
     best = best_point(obs, k, Goal())
     assert best is not None and best.concurrency == 4
     assert next_step([failed], Goal()).reason.startswith("every cell failed")
+
+
+def test_the_space_can_be_limited_to_the_clients_protocol_and_an_instance_cap() -> None:
+    goal = Goal(switch_protocol=False, max_instances=2)
+    steps, observations = search(goal)
+    assert {o.knobs.protocol for o in observations} == {"grpc"}
+    assert max(o.knobs.instances for o in observations) == 2
+    assert steps[-1].stop

@@ -139,6 +139,8 @@ class Goal:
     cores: int = 2
     max_race_rounds: int = 3
     start: Knobs = field(default_factory=Knobs)
+    switch_protocol: bool = True  # False: only the start's protocol (the clients' own)
+    max_instances: int = INSTANCE_LADDER[-1]
 
     def __post_init__(self) -> None:
         if self.kind not in GOALS:
@@ -346,7 +348,7 @@ def propose_moves(observations: Sequence[Observation], leader: Candidate, goal: 
             )
         )
     more = _next_on_ladder(k.instances)
-    if more is not None:
+    if more is not None and more <= goal.max_instances:
         fewer = [
             c
             for c in configurations(observations)
@@ -399,7 +401,7 @@ def propose_moves(observations: Sequence[Observation], leader: Candidate, goal: 
             )
         )
     other = next(p for p in PROTOCOLS if p != k.protocol)
-    if all(c.protocol == k.protocol for c in configurations(observations)):
+    if goal.switch_protocol and all(c.protocol == k.protocol for c in configurations(observations)):
         moves.append(
             Move(
                 replace(k, protocol=other),

@@ -105,13 +105,22 @@ def tune(
     time_budget_s: Annotated[
         float,
         typer.Option(
-            "--time-budget", min=10.0, help="Seconds the search may measure; re-run to go on."
+            "--time-budget", min=1.0, help="Seconds the search may measure; re-run to go on."
         ),
     ] = 900.0,
     max_race_rounds: Annotated[
         int,
         typer.Option("--max-race-rounds", min=2, help="Most repeats of the final contenders."),
     ] = 3,
+    keep_protocol: Annotated[
+        bool,
+        typer.Option(
+            "--keep-protocol", help="Search only --protocol (your clients'); no HTTP/gRPC move."
+        ),
+    ] = False,
+    max_instances: Annotated[
+        int, typer.Option("--max-instances", min=1, help="Most instances to try (default 16).")
+    ] = 16,
     name: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option("--name", help="Model name in Triton (default: the file's stem)."),
@@ -186,6 +195,8 @@ def tune(
                 cores=available_cores(),
                 max_race_rounds=max_race_rounds,
                 start=start,
+                switch_protocol=not keep_protocol,
+                max_instances=max_instances,
             ),
             time_budget_s=time_budget_s,
             measurement=MeasurementSettings(

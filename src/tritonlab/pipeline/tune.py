@@ -49,12 +49,12 @@ from tritonlab.experiments.store import (
 from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.perf.locate import locate_perf_analyzer
+from tritonlab.report.run_data import TUNE_FILE
 from tritonlab.repository.config import build_model_config, config_to_text
 from tritonlab.repository.layout import RepositoryModel, add_model
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.server.launch import ServerOptions
 
-TUNE_FILE = "tune.json"
 PICK_DIR = "pick"
 DEFAULT_TIME_BUDGET_S = 900.0
 
@@ -77,6 +77,8 @@ class TuneSettings:
             "cores": g.cores,
             "max_race_rounds": g.max_race_rounds,
             "start": g.start.to_dict(),
+            "switch_protocol": g.switch_protocol,
+            "max_instances": g.max_instances,
             "time_budget_s": self.time_budget_s,
             "batch_size": self.batch_size,
             "measurement": vars(self.measurement),

@@ -32,8 +32,9 @@ from tritonlab.perf.settings import PerfSettings
 
 if TYPE_CHECKING:
     from tritonlab.experiments.manifest import Manifest
-    from tritonlab.report.run_data import RunData
 from tritonlab.report.recommend_section import recommendations_section
+from tritonlab.report.run_data import RunData
+from tritonlab.report.tune_section import tune_section
 
 _PROTOCOL_NAMES = {"grpc": "gRPC", "http": "HTTP"}
 
@@ -445,6 +446,7 @@ def render_experiment_log(run: RunData) -> str:
                 f"onnxruntime {check.max_abs_diff:.3g} (tolerance {check.tolerance_abs:g})."
             )
         lines.append("")
+    lines += tune_section(run.tune)
     if recommendations is not None:  # sweeps: the conclusion before the tables behind it
         summaries = [r.summary for a in analyses for r in a.reports]
         lines += recommendations_section(recommendations, summaries)

@@ -44,6 +44,7 @@ from tritonlab.experiments.store import (
 from tritonlab.paths import portable_command, portable_path, recorded_run_dir
 
 COST_MODEL_FILE = "cost_model.json"
+TUNE_FILE = "tune.json"  # written by pipeline/tune.py
 INFER_CHECK_FILE = "infer_check.json"
 SUMMARY_FILE = "summary.json"
 PLOTS_DIR = "plots"
@@ -128,6 +129,7 @@ class RunData:
     recommendations: Recommendations | None
     efficiencies: list[Efficiency]
     faults: list[FaultRecord]
+    tune: dict[str, Any] | None = None  # results/tune.json of a tune run
 
     @property
     def summaries(self) -> list[VariantSummary]:
@@ -200,4 +202,5 @@ def load_run(run_dir: Path) -> RunData:
         recommendations=recommendations_from_manifest(manifest, summaries),
         efficiencies=serving_efficiency(summaries, parse_ceilings(_json_or(paths.operators, None))),
         faults=load_faults(run_dir),
+        tune=_json_or(paths.results / TUNE_FILE, None),
     )
