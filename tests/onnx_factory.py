@@ -167,6 +167,31 @@ def multi_output(path: Path) -> Path:
     )
 
 
+def fp16_multi_output(path: Path) -> Path:
+    """FP16 in, three outputs of three dtypes: ``y`` FP16 [batch, 16] = Relu(x @ W16),
+    ``argmax`` INT64 [batch] and ``norm`` FP32 [batch, 1] of ``y`` cast to float."""
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["hidden"]),
+        helper.make_node("Relu", ["hidden"], ["y"]),
+        helper.make_node("Cast", ["y"], ["y32"], to=TensorProto.FLOAT),
+        helper.make_node("ArgMax", ["y32"], ["argmax"], axis=1, keepdims=0),
+        helper.make_node("ReduceL2", ["y32"], ["norm"], axes=[1], keepdims=1),
+    ]
+    initializers = [_weights("w", (32, 16), seed=7, dtype=np.float16)]
+    return _save(
+        path,
+        "fp16_multi_output",
+        nodes,
+        [_vi("x", TensorProto.FLOAT16, [BATCH, 32])],
+        [
+            _vi("y", TensorProto.FLOAT16, [BATCH, 16]),
+            _vi("argmax", TensorProto.INT64, [BATCH]),
+            _vi("norm", TensorProto.FLOAT, [BATCH, 1]),
+        ],
+        initializers,
+    )
+
+
 def mixed_dtypes(path: Path) -> Path:
     """bool, int32 and uint8 inputs: ``out`` = pixels / 255 + count * flag, float32 [batch, 4]."""
     nodes = [

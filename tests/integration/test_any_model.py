@@ -112,8 +112,12 @@ def test_model_without_a_batch_axis(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("builder", "outputs", "sent"),
     [
-        (factory.fp16_mlp, ["y"], "`x` FP16 [batch, 32]: standard normal"),
-        (factory.multi_output, ["y", "argmax", "norm"], "`x` FP32 [batch, 16]: standard normal"),
+        # one run covers FP16 in and out, an INT64 and an FP32 output, and several outputs
+        (
+            factory.fp16_multi_output,
+            ["y", "argmax", "norm"],
+            "`x` FP16 [batch, 32]: standard normal",
+        ),
     ],
 )
 def test_run_on_dtypes_and_several_outputs(

@@ -22,6 +22,7 @@ from onnx_factory import (
     bf16_input,
     cast_before_gather,
     fp16_mlp,
+    fp16_multi_output,
     mixed_dtypes,
     multi_output,
     no_batch_axis,
@@ -111,6 +112,15 @@ def test_fp16_mlp_runs(tmp_path: Path) -> None:
     (y,) = session.run(None, {"x": x})
     assert y.dtype == np.float16 and y.shape == (BATCH, 16)
     assert (y >= 0).all()
+
+
+def test_fp16_multi_output_runs(tmp_path: Path) -> None:
+    session = _session(fp16_multi_output(tmp_path / "m.onnx"))
+    x = np.random.default_rng(0).standard_normal((3, 32)).astype(np.float16)
+    y, argmax, norm = session.run(None, {"x": x})
+    assert (y.dtype, argmax.dtype, norm.dtype) == (np.float16, np.int64, np.float32)
+    assert y.shape == (3, 16) and argmax.shape == (3,) and norm.shape == (3, 1)
+    np.testing.assert_allclose(norm[:, 0], np.linalg.norm(y.astype(np.float32), axis=1), rtol=1e-3)
 
 
 def test_multi_output_runs(tmp_path: Path) -> None:
