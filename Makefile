@@ -4,7 +4,7 @@ OUT ?= demo-out
 SWEEP_OUT ?= sweep-out
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo test unit lint adapter-bench clean sweep
+.PHONY: setup demo test unit lint adapter-bench ma-bench clean sweep
 
 setup:
 	bash scripts/setup.sh $(VENV)
@@ -19,6 +19,11 @@ sweep: setup
 # The onnxruntime adapter's cost per execution (benchmarks/results/adapter_overhead.{json,md}).
 adapter-bench: setup
 	$(PY) benchmarks/adapter_overhead.py --out benchmarks/results
+
+# tritonlab tune against Triton Model Analyzer 1.44.0 (its own venv, .venv-ma), side by side:
+# about 25 minutes on 2 cores; writes benchmarks/results/vs_model_analyzer.{json,md}.
+ma-bench: setup
+	$(PY) benchmarks/vs_model_analyzer/compare.py --out benchmarks/results
 
 test: setup
 	$(PY) -m pytest tests

@@ -8,6 +8,7 @@ decisions (no Triton claim rests on them); the real search is measured by `trito
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import replace
 
@@ -15,6 +16,7 @@ import pytest
 
 from tritonlab.analysis.search import (
     MAX_CONCURRENCY,
+    NOISE_PCT,
     Goal,
     Knobs,
     Observation,
@@ -31,8 +33,10 @@ COMPUTE_US = 250.0
 
 def capacity(k: Knobs) -> float:
     base = 3000.0 * (1.7 if k.batching else 1.0) * (0.85 if k.protocol == "http" else 1.0)
-    ladder = {1: 1.0, 2: 1.35, 3: 1.5, 4: 1.58, 6: 1.6, 8: 1.55, 12: 1.5, 16: 1.45}
-    return base * ladder[k.instances]
+    # instances help less and less, then cost: best at 6
+    n = k.instances
+    factor = 1.0 + 0.6 * (1 - math.exp(-(n - 1) / 1.5)) - 0.03 * max(0, n - 6)
+    return base * factor
 
 
 def simulate(k: Knobs, c: int, repeat: int, noise: float = 0.0, seed: int = 0) -> Observation:
@@ -73,25 +77,40 @@ def search(
 
 def test_the_first_step_ramps_the_start_configuration() -> None:
     step = next_step([], Goal())
-    assert (step.phase, step.knobs, step.concurrency) == ("ramp", Knobs(), 4)
+    assert (step.phase, step.knobs, step.concurrency) == ("ramp", Knobs(), 8)
     assert next_step([], Goal(kind="latency", p99_budget_us=5000)).concurrency == 1
 
 
 def test_ramp_doubles_while_throughput_rises_beyond_the_noise() -> None:
-    k = Knobs()
+    k = Knobs(batching=True)
+    goal = Goal(start=k)
     obs = [simulate(k, 4, 0), simulate(k, 8, 0)]
-    step = next_step(obs, Goal())
+    step = next_step(obs, goal)
     assert (step.phase, step.concurrency) == ("ramp", 16)
     assert "rose" in step.reason and "from concurrency 4 to 8" in step.reason
+    flat = [*obs, simulate(k, 16, 0), simulate(k, 32, 0)]  # 16 -> 32: the capacity is reached
+    assert next_step(flat, goal).phase == "move"
 
 
-def test_ramp_stops_at_the_knee_and_moves_to_batching_when_requests_queue() -> None:
+def test_requests_queueing_without_batching_move_to_batching_at_once() -> None:
     k = Knobs()
-    obs = [simulate(k, c, 0) for c in (4, 8, 16)]  # 8 -> 16 is flat: the capacity is reached
+    obs = [simulate(k, 8, 0)]  # queue 667 µs against 250 µs of compute
     step = next_step(obs, Goal())
     assert step.phase == "move" and step.knobs == replace(k, batching=True)
-    assert step.concurrency == best_point(obs, k, Goal()).concurrency  # type: ignore[union-attr]
-    assert "in the queue" in step.reason and "dynamic batching" in step.reason
+    assert step.concurrency == 8
+    assert "in the queue" in step.reason and "ramp is skipped" in step.reason
+    calm = [replace(obs[0], queue_us=100.0)]
+    assert next_step(calm, Goal()).phase == "ramp"  # nothing argues for batching yet
+
+
+def test_a_move_that_loses_at_its_starting_load_is_not_ramped() -> None:
+    base, more = Knobs(batching=True), Knobs(instances=2, batching=True)
+    obs = [simulate(base, c, 0) for c in (8, 16, 32)]
+    losing = replace(
+        simulate(more, 32, 0), throughput_infer_per_s=obs[-1].throughput_infer_per_s * 0.8
+    )
+    step = next_step([*obs, losing], Goal(start=base))
+    assert step.knobs != more or step.phase != "ramp"
 
 
 def test_no_batching_move_when_requests_do_not_queue() -> None:
@@ -117,8 +136,10 @@ def test_search_on_the_simulated_server_finds_its_best_configuration() -> None:
     steps, observations = search(Goal(cores=2))
     leader = incumbent(observations, Goal(cores=2))
     assert leader is not None
-    # the simulated optimum: batching, 6 instances, gRPC
-    assert leader.knobs == Knobs(instances=6, batching=True)
+    # the simulated optimum is batching with 6 instances; the pick must be within the noise
+    # margin of it (closer than that, no measurement can tell them apart)
+    best = max(capacity(Knobs(instances=n, batching=True)) for n in range(1, 17))
+    assert leader.knobs.batching and capacity(leader.knobs) >= best * (1 - NOISE_PCT / 100)
     assert steps[-1].stop and "race" in steps[-1].reason
     measured = len(observations)
     assert measured <= 40, [(s.phase, s.knobs, s.concurrency) for s in steps]
@@ -147,7 +168,8 @@ def test_the_pick_meets_the_p99_budget_in_every_repeat(noise: float) -> None:
 def test_a_budget_nothing_meets_stops_and_says_so() -> None:
     steps, observations = search(Goal(p99_budget_us=10.0))
     assert steps[-1].stop and "no configuration met the p99 budget" in steps[-1].reason
-    assert len(observations) == 3  # concurrency 4, 2, 1 of the start configuration
+    # the start at 8 queues (-> batching at once), then batching comes down: 8, 4, 2, 1
+    assert len(observations) == 5
 
 
 def test_race_drops_a_clearly_worse_contender_and_keeps_the_runner_up() -> None:

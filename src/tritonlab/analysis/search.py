@@ -44,7 +44,7 @@ NOISE_PCT = MIN_EFFECT_PCT  # a rise smaller than this is not acted on
 RACE_BAND_PCT = 2 * NOISE_PCT  # single figures closer than this to the leader are raced
 MIN_RACE_ROUNDS = 2
 MAX_CONCURRENCY = 1024
-INSTANCE_LADDER = (1, 2, 3, 4, 6, 8, 12, 16)
+INSTANCE_LADDER = (1, 2, 4, 8, 16)  # doubled; a rung that loses is refined by its midpoint
 MAX_BATCH_LIMIT = 256
 THREADS_LIMIT = 16
 LONG_EXECUTION_US = 1000.0  # executions this long are compute-bound: threads may help
@@ -153,7 +153,7 @@ class Goal:
 
     @property
     def first_concurrency(self) -> int:
-        return 1 if self.kind == "latency" else 4
+        return 1 if self.kind == "latency" else 8
 
 
 @dataclass(frozen=True)
@@ -268,12 +268,53 @@ def _ramp_next(observations: Sequence[Observation], knobs: Knobs, goal: Goal) ->
     top = max(first)
     if top not in ok or first[top].failed or 2 * top > MAX_CONCURRENCY:
         return None
+    if len(first) == 1 and goal.kind == "throughput" and _beaten_at(observations, knobs, top):
+        return None  # another configuration already serves clearly more at this load
     below = [c for c in ok if c < top and not first[c].failed]
     if below:
         rise = first[top].throughput_infer_per_s / first[below[-1]].throughput_infer_per_s
         if rise <= 1 + NOISE_PCT / 100:
             return None
     return 2 * top
+
+
+def _beaten_at(observations: Sequence[Observation], knobs: Knobs, concurrency: int) -> bool:
+    """Did another configuration's ramp serve more than ``NOISE_PCT`` above this one's at
+    the same concurrency (a move that loses at the load it starts from is not ramped on)."""
+    mine = [o for o in observations if o.knobs == knobs and o.repeat == 0]
+    theirs = [
+        o.throughput_infer_per_s
+        for o in observations
+        if o.knobs != knobs and o.repeat == 0 and o.concurrency == concurrency and not o.failed
+    ]
+    if not mine or not theirs:
+        return False
+    return max(theirs) > mine[0].throughput_infer_per_s * (1 + NOISE_PCT / 100)
+
+
+def _early_batching(observations: Sequence[Observation], knobs: Knobs) -> Step | None:
+    """Requests that queue longer than they compute, with batching off, argue for batching at
+    once: the rest of this configuration's ramp would only measure the same queue growing."""
+    if knobs.batching or knobs.max_batch <= 0:
+        return None
+    target = replace(knobs, batching=True)
+    if target in configurations(observations):
+        return None
+    newest = [o for o in observations if o.knobs == knobs and o.repeat == 0]
+    if not newest:
+        return None
+    o = newest[-1]
+    if o.failed or o.queue_us is None or o.compute_us is None or o.queue_us <= o.compute_us:
+        return None
+    return Step(
+        "move",
+        f"at concurrency {o.concurrency} requests waited {o.queue_us:,.0f} µs in the queue "
+        f"against {o.compute_us:,.0f} µs of compute each: one execution at a time leaves them "
+        "waiting; dynamic batching (delay 0) lets one execution take every request waiting "
+        "(the rest of this ramp is skipped: it would measure the same queue growing)",
+        target,
+        o.concurrency,
+    )
 
 
 def _ramp_reason(observations: Sequence[Observation], knobs: Knobs, concurrency: int) -> str:
@@ -371,6 +412,18 @@ def propose_moves(observations: Sequence[Observation], leader: Candidate, goal: 
             why = ""
         if why:
             moves.append(Move(replace(k, instances=more), why))
+        tried = configurations(observations)
+        middle = (k.instances + more) // 2
+        rung = best_point(observations, replace(k, instances=more), goal)
+        if replace(k, instances=more) in tried and k.instances < middle < more:
+            rung_text = "no qualifying point" if rung is None else f"{rung.score(goal):,.0f}"
+            moves.append(
+                Move(
+                    replace(k, instances=middle),
+                    f"{more} instances did not beat {k.instances} ({rung_text} against "
+                    f"{leader.score(goal):,.0f}); the count between them is tried once",
+                )
+            )
     if (
         k.batching
         and o.mean_batch is not None
@@ -498,6 +551,10 @@ def next_step(observations: Sequence[Observation], goal: Goal) -> Step:
             goal.first_concurrency,
         )
     last = configs[-1]
+    if goal.kind == "throughput" and len(configs) == 1:
+        early = _early_batching(observations, last)
+        if early is not None:
+            return early
     upcoming = _ramp_next(observations, last, goal)
     if upcoming is not None:
         return Step("ramp", _ramp_reason(observations, last, upcoming), last, upcoming)
