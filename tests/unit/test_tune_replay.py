@@ -1,0 +1,106 @@
+"""The tune policy against a recorded real search, replayed from its stored cells.
+
+``tests/fixtures/tune_run`` is `tritonlab tune simple_mlp --keep-protocol` (2000 ms windows)
+as measured on the 2-core VM on 2026-12-01. From every prefix of its cells the policy must give
+the step the search took next, with the same reason, and at the end the same stop and pick:
+that is what makes a resumed tune replay its path. Counter-examples change one recorded figure
+and check that the move it motivated no longer fires.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tritonlab.analysis.search import Goal, Knobs, Observation, next_step, pick
+from tritonlab.experiments.store import read_cell, read_result
+from tritonlab.pipeline.tune import observation_of
+
+RUN = Path(__file__).parents[1] / "fixtures" / "tune_run"
+
+
+@pytest.fixture(scope="module")
+def record() -> dict[str, Any]:
+    return dict(read_result(RUN / "results" / "tune.json"))
+
+
+@pytest.fixture(scope="module")
+def goal(record: dict[str, Any]) -> Goal:
+    s = record["settings"]
+    return Goal(
+        kind=s["goal"],
+        p99_budget_us=s["p99_budget_us"],
+        min_throughput_infer_per_s=s["min_throughput_infer_per_s"],
+        cores=s["cores"],
+        max_race_rounds=s["max_race_rounds"],
+        start=Knobs.from_dict(s["start"]),
+        switch_protocol=s["switch_protocol"],
+        max_instances=s["max_instances"],
+    )
+
+
+@pytest.fixture(scope="module")
+def observations(record: dict[str, Any]) -> list[Observation]:
+    return [
+        observation_of(
+            read_cell(RUN / "results" / "cells" / f"{step['cell']}.json"),
+            Knobs.from_dict(step["configuration"]),
+        )
+        for step in record["steps"]
+    ]
+
+
+def test_every_recorded_step_is_what_the_policy_chooses_from_the_cells_before_it(
+    record: dict[str, Any], goal: Goal, observations: list[Observation]
+) -> None:
+    for i, recorded in enumerate(record["steps"]):
+        step = next_step(observations[:i], goal)
+        assert step.knobs == Knobs.from_dict(recorded["configuration"]), i
+        assert (step.phase, step.concurrency, step.repeat + 1) == (
+            recorded["phase"],
+            recorded["concurrency"],
+            recorded["repeat"],
+        ), i
+        assert step.reason == recorded["reason"], i
+
+
+def test_the_recorded_stop_and_pick_follow_from_the_cells(
+    record: dict[str, Any], goal: Goal, observations: list[Observation]
+) -> None:
+    final = next_step(observations, goal)
+    assert final.stop and final.reason == record["stop_reason"]
+    best, runner_up = pick(observations, goal)
+    assert best is not None and runner_up is not None
+    assert best.knobs.to_dict() == record["pick"]["configuration"]
+    assert best.concurrency == record["pick"]["concurrency"]
+    assert runner_up.knobs.to_dict() == record["runner_up"]["configuration"]
+
+
+def test_without_the_queue_the_start_does_not_jump_to_batching(
+    goal: Goal, observations: list[Observation]
+) -> None:
+    first = observations[0]
+    assert first.queue_us is not None and first.compute_us is not None
+    assert first.queue_us > first.compute_us  # what motivated the recorded move
+    calm = dataclasses.replace(first, queue_us=first.compute_us / 2)
+    step = next_step([calm], goal)
+    assert step.phase == "ramp" and step.knobs == first.knobs
+
+
+def test_an_instance_count_that_wins_is_not_refined(
+    record: dict[str, Any], goal: Goal, observations: list[Observation]
+) -> None:
+    """The recorded search tried 3 instances because 4 lost to 2; had 4 won, 3 is not tried."""
+    i = next(n for n, s in enumerate(record["steps"]) if s["configuration"]["instances"] == 3)
+    four = [n for n, o in enumerate(observations[:i]) if o.knobs.instances == 4]
+    assert four
+    boosted = list(observations[:i])
+    for n in four:
+        boosted[n] = dataclasses.replace(
+            boosted[n], throughput_infer_per_s=boosted[n].throughput_infer_per_s * 2
+        )
+    step = next_step(boosted, goal)
+    assert step.knobs is None or step.knobs.instances != 3
