@@ -329,7 +329,9 @@ def markdown(data: dict[str, Any]) -> str:
         )
     lines += ["", "## Verdicts (throughput at each pick's own load, paired by round)", ""]
     for v in data["verdicts"]:
-        lines.append(f"- {v['tune']} against {v['against']} ({v['goal']}): {v['phrase']}")
+        lines.append(
+            f"- {v['tune']}'s throughput relative to {v['against']}'s ({v['goal']}): {v['phrase']}"
+        )
     lines += ["", "## Against the targets", ""]
     lines += [f"- {line}" for line in data["targets"]]
     lines.append("")

@@ -8,6 +8,7 @@ decisions (no Triton claim rests on them); the real search is measured by `trito
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from dataclasses import replace
@@ -213,3 +214,19 @@ def test_the_space_can_be_limited_to_the_clients_protocol_and_an_instance_cap() 
     assert {o.knobs.protocol for o in observations} == {"grpc"}
     assert max(o.knobs.instances for o in observations) == 2
     assert steps[-1].stop
+
+
+def test_a_configuration_within_the_noise_of_the_leader_is_searched_on_from_too() -> None:
+    one, two = Knobs(batching=True), Knobs(instances=2, batching=True)
+    obs = [
+        Observation(one, 16, 0, 6900.0, 5000.0, 600.0, 1100.0),
+        Observation(one, 32, 0, 6100.0, 15000.0, 900.0, 1100.0),
+        Observation(two, 16, 0, 6850.0, 6600.0, 600.0, 1100.0),  # 0.7% below: a tie
+        Observation(two, 32, 0, 6700.0, 13000.0, 900.0, 1100.0),
+    ]
+    step = next_step(obs, Goal(start=one, switch_protocol=False))
+    assert step.phase == "move" and step.knobs == Knobs(instances=4, batching=True)
+    assert "within 5% of the leader" in step.reason
+    far = [*obs[:2], *(dataclasses.replace(o, throughput_infer_per_s=5000.0) for o in obs[2:])]
+    # 28% below the leader: nothing to go on from
+    assert next_step(far, Goal(start=one, switch_protocol=False)).phase == "race"

@@ -525,8 +525,9 @@ def race_state(
     dropped: list[tuple[Candidate, Verdict]] = []
     rounds = min(len(c.race) for c in racing)
     if rounds >= MIN_RACE_ROUNDS:
+        # ranked by the median of every repeat at the point (the figures the pick shows)
         racing.sort(
-            key=lambda c: c.race_summary(goal).median or 0.0,
+            key=lambda c: statistics.median(_objective_value(o, goal) for o in c.observations),
             reverse=goal.kind == "throughput",
         )
         keep = racing[:2]  # the leader, and the runner-up as its evidence
@@ -569,10 +570,42 @@ def next_step(observations: Sequence[Observation], goal: Goal) -> Step:
             else "no configuration carried the target load",
         )
     if not any(o.repeat >= 1 for o in observations):  # moves end where the race begins
-        for move in propose_moves(observations, leader, goal):
-            if move.knobs not in configs:
-                return Step("move", move.reason, move.knobs, leader.concurrency)
+        for base in _near_leaders(observations, leader, goal):
+            for move in propose_moves(observations, base, goal):
+                if move.knobs in configs:
+                    continue
+                reason = move.reason
+                if base is not leader:
+                    reason = (
+                        f"{base.knobs.description} at concurrency {base.concurrency} is within "
+                        f"{NOISE_PCT:.0f}% of the leader's single figure ({base.score(goal):,.0f} "
+                        f"against {leader.score(goal):,.0f}), so its moves are tried too: " + reason
+                    )
+                return Step("move", reason, move.knobs, base.concurrency)
     return _race_step(observations, goal)
+
+
+def _near_leaders(
+    observations: Sequence[Observation], leader: Candidate, goal: Goal
+) -> list[Candidate]:
+    """The leader, then every configuration whose single ramp figure is within ``NOISE_PCT``
+    of it: one measurement each cannot order them, so the search goes on from each."""
+    band = NOISE_PCT / 100
+    lead = leader.score(goal)
+    near = []
+    for knobs in configurations(observations):
+        c = best_point(observations, knobs, goal)
+        if c is None or c.knobs == leader.knobs:
+            continue
+        value = c.score(goal)
+        if goal.kind == "throughput":
+            close = value >= lead * (1 - band)
+        else:
+            close = value <= lead * (1 + band)
+        if close:
+            near.append(c)
+    near.sort(key=lambda c: c.score(goal), reverse=goal.kind == "throughput")
+    return [leader, *near]
 
 
 def _race_step(observations: Sequence[Observation], goal: Goal) -> Step:
