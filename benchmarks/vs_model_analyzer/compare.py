@@ -23,6 +23,7 @@ import argparse
 import datetime as dt
 import json
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -169,6 +170,7 @@ def remeasure(picks: list[dict[str, Any]], work: Path, rounds: int) -> list[dict
     from tritonlab.server.launch import ServerOptions
 
     run_dir = work / "remeasure"
+    shutil.rmtree(run_dir, ignore_errors=True)  # never reuse cells of an earlier benchmark run
     onnx = export_builtin("simple_mlp", work / "simple_mlp.onnx").onnx_path
     info = load_model_info(onnx)
     inputs = derive_inputs(info)
@@ -392,19 +394,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
     parser.add_argument("--work", type=Path, default=REPO / "runs" / "vs_model_analyzer")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--remeasure-only",
+        action="store_true",
+        help="keep the searches in --work (searches.json) and only re-measure their picks",
+    )
     parser.add_argument("--tritonlab", type=Path, default=Path(sys.executable).parent / "tritonlab")
     args = parser.parse_args(argv)
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["bash", str(HERE / "setup_ma.sh")], check=True)
-
-    ma = {mode: run_model_analyzer(mode, work) for mode in ("brute", "quick")}
-    tunes = {
-        "tune_thr": run_tune(work, "tune_thr", ["--keep-protocol"], args.tritonlab),
-        "tune_p99": run_tune(
-            work, "tune_p99", ["--keep-protocol", "--p99-budget-ms", "10"], args.tritonlab
-        ),
-    }
+    searches_file = work / "searches.json"
+    if args.remeasure_only:
+        stored = json.loads(searches_file.read_text())
+        ma, tunes = stored["model_analyzer"], stored["tune"]
+    else:
+        subprocess.run(["bash", str(HERE / "setup_ma.sh")], check=True)
+        ma = {mode: run_model_analyzer(mode, work) for mode in ("brute", "quick")}
+        tunes = {
+            "tune_thr": run_tune(work, "tune_thr", ["--keep-protocol"], args.tritonlab),
+            "tune_p99": run_tune(
+                work, "tune_p99", ["--keep-protocol", "--p99-budget-ms", "10"], args.tritonlab
+            ),
+        }
+        searches_file.write_text(json.dumps({"model_analyzer": ma, "tune": tunes}, indent=2) + "\n")
     picks = picks_of(ma, tunes)
     rows = remeasure(picks, work / "remeasured", args.rounds)
 
