@@ -380,9 +380,15 @@ def targets(data: dict[str, Any]) -> list[str]:
             )
         ratio_rate = tune_rate / best_rate if best_rate else float("nan")
         ratio_wall = walls[f"tritonlab tune ({goal})"] / ref_wall
+        verdict = next(
+            (v for v in data["verdicts"] if v["tune"] == tune_name and v["against"] == best_ma),
+            None,
+        )
+        paired = f"; paired by round: {verdict['phrase']}" if verdict else ""
         out.append(
             f"{goal}: tune's pick re-measured at {tune_rate:,.0f} infer/s{kept} against the best "
-            f"Model Analyzer pick's {best_rate or 0:,.0f} ({best_ma}): ratio {ratio_rate:.2f} "
+            f"Model Analyzer pick's {best_rate or 0:,.0f} ({best_ma}): ratio of medians "
+            f"{ratio_rate:.2f}{paired} "
             f"(target >= 1); tune's wall time {walls[f'tritonlab tune ({goal})']:.0f} s is "
             f"{ratio_wall:.2f}x {ref_text} (target <= 0.5)"
         )
