@@ -155,12 +155,12 @@ def tune(
         from tritonlab.models.inputs import derive_inputs, parse_shape_args
         from tritonlab.models.zoo import BUILTIN_MODELS, export_builtin
         from tritonlab.pipeline.project import (
+            check_measuring_host,
             check_model_name,
             load_model_info,
         )
         from tritonlab.pipeline.tune import TuneSettings, run_tune
         from tritonlab.report.build import build_report
-        from tritonlab.server.process import LOOPBACK_HOSTS
 
         if goal not in GOALS:
             raise ConfigError(f"--goal must be one of {', '.join(GOALS)}, got {goal!r}")
@@ -168,11 +168,8 @@ def tune(
             raise ConfigError("--goal latency needs --p99-budget-ms (the latency to stay under)")
         if protocol not in ("grpc", "http"):
             raise ConfigError(f"--protocol must be one of grpc, http, got {protocol!r}")
-        if not url and host not in LOOPBACK_HOSTS:
-            raise ConfigError(
-                f"--host {host}: measurements keep the server on loopback; to expose a "
-                "server, use `tritonlab serve --host` (with TRITONLAB_API_KEY set)"
-            )
+        options = server_options(url, grpc_url, server_bin, backend_dir, host)
+        check_measuring_host(options)
         if fresh:
             for sub in ("results", "benchmarks", "models", "server", "docs", "pick"):
                 shutil.rmtree(out_dir / sub, ignore_errors=True)
@@ -209,7 +206,7 @@ def tune(
             out_dir,
             model_name,
             settings,
-            server_options(url, grpc_url, server_bin, backend_dir, host),
+            options,
             inputs=inputs,
             on_step=_step_line,
         )

@@ -63,6 +63,16 @@ class ProjectResult:
     report: BuiltReport
 
 
+def check_measuring_host(options: ServerOptions) -> None:
+    """Measurements keep a server they start on loopback: perf_analyzer runs on this machine,
+    so nothing needs to listen elsewhere (``serve --host`` is the way to expose one)."""
+    if not options.url and options.host not in LOOPBACK_HOSTS:
+        raise ConfigError(
+            f"--host {options.host}: measurements keep the server on loopback; to expose a "
+            "server, use `tritonlab serve --host` (with TRITONLAB_API_KEY set)"
+        )
+
+
 def check_model_name(name: str) -> str:
     if not MODEL_NAME_RE.match(name) or "__" in name:
         raise ConfigError(
@@ -193,12 +203,7 @@ def run_project(
     explanations (or, with ``undecided`` given, the sweep's picks) rest on is undecided.
     """
     check_model_name(plan.model_name)
-    if not options.url and options.host not in LOOPBACK_HOSTS:
-        # perf_analyzer and the server share this machine: nothing needs to listen elsewhere.
-        raise ConfigError(
-            f"--host {options.host}: measurements keep the server on loopback; to expose a "
-            "server, use `tritonlab serve --host` (with TRITONLAB_API_KEY set)"
-        )
+    check_measuring_host(options)
     check_gpu_variants(plan.variants, remote=bool(options.url))
     info = load_model_info(onnx_path)
     inputs = inputs or derive_inputs(info)
