@@ -15,7 +15,7 @@ from tritonlab.analysis.rules import RuleContext, backend_fallback
 from tritonlab.errors import ConfigError, PerfAnalyzerError, ResultFileError, ServerError
 from tritonlab.experiments.plan import seed_comparison_plan
 from tritonlab.experiments.recovery import FAULTS_FILE, Recovery, load_faults
-from tritonlab.experiments.runner import _quarantine_unusable, perf_deadline_s
+from tritonlab.experiments.runner import perf_deadline_s, quarantine_unusable
 from tritonlab.experiments.store import (
     CELL_SCHEMA_VERSION,
     RESULT_SCHEMA_VERSION,
@@ -76,7 +76,7 @@ def test_resume_moves_a_truncated_cell_aside_and_keeps_the_rest(run_copy: Path) 
     text = path.read_text()
     path.write_text(text[: len(text) // 2])
     before = len(list((run_copy / "results" / "cells").glob("*.json")))
-    moved = _quarantine_unusable(run_copy)
+    moved = quarantine_unusable(run_copy)
     assert len(moved) == 1 and "re-measuring it" in moved[0]
     assert (
         not path.exists()

@@ -13,7 +13,7 @@ from test_recommend import cell
 from tritonlab.errors import PlanError
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.plan_file import load_demo_plan
-from tritonlab.experiments.runner import _check_resume, plan_fingerprint, run_experiment
+from tritonlab.experiments.runner import check_resume, plan_fingerprint, run_experiment
 from tritonlab.experiments.store import save_cell, save_manifest
 from tritonlab.pipeline.sweep import count_cells, open_loop_rates, peak_rates
 from tritonlab.repository.variants import ServingVariant
@@ -103,12 +103,12 @@ def test_fraction_of_peak_loads_need_a_rate_resolver(tmp_path: Path) -> None:
 def test_resume_accepts_the_same_sweep_and_refuses_another(tmp_path: Path) -> None:
     plan = load_demo_plan().experiment
     fingerprint = plan_fingerprint(plan, "sha")
-    _check_resume(tmp_path, fingerprint)  # nothing there yet
+    check_resume(tmp_path, fingerprint)  # nothing there yet
     save_manifest(tmp_path, {"plan": plan.to_dict(), "plan_fingerprint": fingerprint})
-    _check_resume(tmp_path, plan_fingerprint(load_demo_plan().experiment, "sha"))
+    check_resume(tmp_path, plan_fingerprint(load_demo_plan().experiment, "sha"))
     other = ExperimentPlan.from_dict({**plan.to_dict(), "repeats": plan.repeats + 1})
     with pytest.raises(PlanError, match="different plan or model"):
-        _check_resume(tmp_path, plan_fingerprint(other, "sha"))
+        check_resume(tmp_path, plan_fingerprint(other, "sha"))
     with pytest.raises(PlanError, match="different plan or model"):
-        _check_resume(tmp_path, plan_fingerprint(plan, "another model"))
+        check_resume(tmp_path, plan_fingerprint(plan, "another model"))
     assert json.loads((tmp_path / "results" / "manifest.json").read_text())["plan_fingerprint"]
