@@ -23,6 +23,7 @@ from tritonlab.analysis.search import (
     Observation,
     Step,
     best_point,
+    choose,
     incumbent,
     next_step,
     propose_moves,
@@ -230,3 +231,30 @@ def test_a_configuration_within_the_noise_of_the_leader_is_searched_on_from_too(
     far = [*obs[:2], *(dataclasses.replace(o, throughput_infer_per_s=5000.0) for o in obs[2:])]
     # 28% below the leader: nothing to go on from
     assert next_step(far, Goal(start=one, switch_protocol=False)).phase == "race"
+
+
+def _raced(knobs: Knobs, c: int, rates: list[float], p99s: list[float]) -> list[Observation]:
+    return [
+        Observation(knobs, c, r, rate, p99)
+        for r, (rate, p99) in enumerate(zip(rates, p99s, strict=True))
+    ]
+
+
+def test_a_throughput_tie_goes_to_the_clearly_lower_p99() -> None:
+    goal = Goal(max_race_rounds=3)
+    big = _raced(
+        Knobs(instances=3, batching=True), 64, [59, 59, 53, 57], [1755e3, 1438e3, 2450e3, 3073e3]
+    )
+    small = _raced(
+        Knobs(instances=2, batching=True), 16, [54, 57, 56, 54], [618e3, 588e3, 586e3, 541e3]
+    )
+    best, runner_up, why = choose([*big, *small], goal)
+    assert best is not None and runner_up is not None and why is not None
+    assert (best.knobs.instances, runner_up.knobs.instances) == (2, 3)
+    assert "could not separate" in why and "p99 latency is lower" in why
+    # a counter-example: p99 no clearly lower -> the higher median stays the pick
+    close = _raced(
+        Knobs(instances=2, batching=True), 16, [54, 57, 56, 54], [1700e3, 1500e3, 2600e3, 2900e3]
+    )
+    best, _runner_up, why = choose([*big, *close], goal)
+    assert best is not None and best.knobs.instances == 3 and why is None

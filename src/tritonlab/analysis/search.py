@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tritonlab.analysis.summary import Summary
-from tritonlab.analysis.verdicts import HIGHER, LOWER, MIN_EFFECT_PCT, Verdict, compare
+from tritonlab.analysis.verdicts import HIGHER, LOWER, MIN_EFFECT_PCT, NO_CLEAR, Verdict, compare
 from tritonlab.repository.variants import ServingVariant
 
 GOALS = ("throughput", "latency")
@@ -506,12 +506,54 @@ def _worse(verdict: Verdict, goal: Goal) -> bool:
 def pick(
     observations: Sequence[Observation], goal: Goal
 ) -> tuple[Candidate | None, Candidate | None]:
-    """(the pick, the runner-up): the race's leader by its rounds' median once it has
-    ``MIN_RACE_ROUNDS``, else the incumbent by the ramp figures."""
+    """(the pick, the runner-up); ``choose`` says why when a tie was broken."""
+    best, runner_up, _why = choose(observations, goal)
+    return best, runner_up
+
+
+def choose(
+    observations: Sequence[Observation], goal: Goal
+) -> tuple[Candidate | None, Candidate | None, str | None]:
+    """(the pick, the runner-up, why a tie was broken): the race's leader by the median of its
+    repeats once every contender has ``MIN_RACE_ROUNDS``, else the incumbent by the ramp figures.
+
+    When the race cannot separate the two on the goal's figure (no clear difference) and the
+    runner-up is clearly better on the other one (throughput goal: a lower p99; latency goal:
+    more infer/s), paired by round, the runner-up is the pick: the same service for less.
+    """
     racing, _dropped = race_state(observations, goal)
-    if racing and min(len(c.race) for c in racing) >= MIN_RACE_ROUNDS:
-        return racing[0], racing[1] if len(racing) > 1 else None
-    return incumbent(observations, goal), None
+    if not racing or min(len(c.race) for c in racing) < MIN_RACE_ROUNDS:
+        return incumbent(observations, goal), None, None
+    leader = racing[0]
+    if len(racing) < 2:
+        return leader, None, None
+    second = racing[1]
+    main = race_verdict(leader, second, goal)
+    if main.word not in (NO_CLEAR,):
+        return leader, second, None
+    rounds_of = [o.repeat for o in leader.race]
+    if goal.kind == "throughput":
+        figure = "p99 latency"
+        lead = Summary.of([o.latency_p99_us for o in leader.race], rounds_of)
+        other = Summary.of([o.latency_p99_us for o in second.race], [o.repeat for o in second.race])
+        better = LOWER
+    else:
+        figure = "throughput"
+        lead = Summary.of([o.throughput_infer_per_s for o in leader.race], rounds_of)
+        other = Summary.of(
+            [o.throughput_infer_per_s for o in second.race], [o.repeat for o in second.race]
+        )
+        better = HIGHER
+    side = compare(figure, lead, other)
+    if side.word != better:
+        return leader, second, None
+    why = (
+        f"the race could not separate {leader.knobs.description} at concurrency "
+        f"{leader.concurrency} and {second.knobs.description} at concurrency "
+        f"{second.concurrency} on {main.figure} ({main.phrase()}), and the second's {figure} "
+        f"is {side.phrase()}: it is the pick"
+    )
+    return second, leader, why
 
 
 def race_state(

@@ -24,8 +24,8 @@ from tritonlab.analysis.search import (
     Knobs,
     Observation,
     Step,
+    choose,
     next_step,
-    pick,
     race_verdict,
 )
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
@@ -270,7 +270,7 @@ class _Tuner:
         return cid, _failed_observation(step.knobs, step.concurrency, step.repeat), False
 
     def record(self, stop_reason: str | None) -> dict[str, Any]:
-        best, runner_up = pick(self.observations, self.goal)
+        best, runner_up, tie_break = choose(self.observations, self.goal)
         data: dict[str, Any] = {
             "settings": self.settings.to_dict(),
             "steps": self.steps,
@@ -283,6 +283,8 @@ class _Tuner:
         }
         if best is not None and runner_up is not None:
             data["verdict"] = race_verdict(best, runner_up, self.goal).to_dict()
+        if tie_break is not None:
+            data["tie_break"] = tie_break
         return data
 
     def save(self, stop_reason: str | None) -> dict[str, Any]:

@@ -73,6 +73,8 @@ def tune_section(tune: dict[str, Any] | None) -> list[str]:
             f"- Runner-up against the pick ({verdict.get('figure')}, paired over the race's "
             f"{verdict.get('pairs')} rounds): {verdict.get('word')}{detail}."
         )
+    if tune.get("tie_break"):
+        lines.append(f"- Tie broken: {tune['tie_break']}.")
     pick = tune.get("pick")
     if pick and not pick.get("meets_p99_budget_every_repeat", True):
         lines.append("- No configuration met the p99 budget in every repeat.")
