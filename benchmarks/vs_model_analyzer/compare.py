@@ -34,6 +34,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 P99_BUDGET_US = 10_000.0
+sys.path.insert(0, str(REPO / "src"))  # tritonlab from this checkout, imported where used
 COMMON_CONCURRENCY = 16  # inside Model Analyzer's brute grid, so every pick has a figure there
 SERVING_KEYS = (
     "dynamic_batching",
@@ -76,7 +77,6 @@ def run_tune(work: Path, name: str, extra: list[str], tritonlab: Path) -> dict[s
         [str(tritonlab), "tune", "simple_mlp", "--out", str(out), "--fresh", *extra],
         work / f"{name}.log",
     )
-    sys.path.insert(0, str(REPO / "src"))
     from tritonlab.experiments.store import read_result
 
     record = dict(read_result(out / "results" / "tune.json"))
@@ -157,7 +157,6 @@ def picks_of(ma: dict[str, dict[str, Any]], tunes: dict[str, dict[str, Any]]) ->
 def remeasure(picks: list[dict[str, Any]], work: Path, rounds: int) -> list[dict[str, Any]]:
     """Every pick at its own load and at the common one, ``rounds`` interleaved rounds, by
     tritonlab's cell runner on one server; the cells stay in ``work/remeasure``."""
-    sys.path.insert(0, str(REPO / "src"))
     from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
     from tritonlab.experiments.runner import cell_id, open_session
     from tritonlab.experiments.store import cell_path, read_cell
@@ -240,7 +239,6 @@ def _median(values: list[float]) -> float | None:
 
 def verdicts(rows: list[dict[str, Any]], picks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """tune's picks against each Model Analyzer pick for the same goal, paired by round."""
-    sys.path.insert(0, str(REPO / "src"))
     from tritonlab.analysis.summary import Summary
     from tritonlab.analysis.verdicts import compare
 
@@ -475,7 +473,6 @@ def main(argv: list[str] | None = None) -> int:
                 "stop_reason": record["stop_reason"],
             }
         )
-    sys.path.insert(0, str(REPO / "src"))
     from tritonlab.experiments.manifest import MachineInfo
 
     machine = MachineInfo.current().to_dict()

@@ -494,10 +494,6 @@ def race_verdict(leader: Candidate, other: Candidate, goal: Goal) -> Verdict:
     return compare(figure, leader.race_summary(goal), other.race_summary(goal))
 
 
-def _decided(verdict: Verdict) -> bool:
-    return verdict.decided
-
-
 def _worse(verdict: Verdict, goal: Goal) -> bool:
     """The other side is clearly worse than the leader."""
     return verdict.word == (LOWER if goal.kind == "throughput" else HIGHER)
@@ -656,7 +652,7 @@ def _race_step(observations: Sequence[Observation], goal: Goal) -> Step:
     if rounds >= MIN_RACE_ROUNDS:
         leader = racing[0]
         verdicts = [race_verdict(leader, other, goal) for other in racing[1:]]
-        if all(_decided(v) for v in verdicts):
+        if all(v.decided for v in verdicts):
             return Step("stop", "the race is decided: " + _race_text(leader, racing, verdicts))
         if rounds >= goal.max_race_rounds:
             return Step(

@@ -146,8 +146,6 @@ def tune(
     """
     hint = f"finished cells are kept in {out_dir}; run the same command to resume"
     with user_errors(hint):
-        import shutil
-
         from tritonlab.analysis.search import GOALS, Goal, Knobs
         from tritonlab.experiments.manifest import available_cores
         from tritonlab.experiments.plan import MeasurementSettings
@@ -157,6 +155,7 @@ def tune(
         from tritonlab.pipeline.project import (
             check_measuring_host,
             check_model_name,
+            discard_results,
             load_model_info,
         )
         from tritonlab.pipeline.tune import TuneSettings, run_tune
@@ -171,8 +170,7 @@ def tune(
         options = server_options(url, grpc_url, server_bin, backend_dir, host)
         check_measuring_host(options)
         if fresh:
-            for sub in ("results", "benchmarks", "models", "server", "docs", "pick"):
-                shutil.rmtree(out_dir / sub, ignore_errors=True)
+            discard_results(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
         if model in BUILTIN_MODELS:
             onnx_path = export_builtin(model, out_dir / f"{model}.onnx").onnx_path

@@ -286,8 +286,10 @@ class CellSession:
         else:
             self.server.unload_model(model.model_name)
 
-    def measure(self, model: RepositoryModel, load: LoadPoint, repeat: int, note: str = "") -> bool:
-        """Measure one cell of the loaded ``model`` and save it; False when it was given up on
+    def measure(
+        self, model: RepositoryModel, load: LoadPoint, repeat: int, note: str = ""
+    ) -> CellResult | None:
+        """Measure one cell of the loaded ``model`` and save it; None when it was given up on
         after repeated faults (``results/faults.json`` says why)."""
         server, recovery = self.server, self.recovery
         cid = cell_id(model.variant.name, load, repeat)
@@ -296,7 +298,7 @@ class CellSession:
         try:
             for attempt in range(1, ATTEMPTS_PER_CELL + 1):
                 try:
-                    _measure_cell(
+                    cell = _measure_cell(
                         server,
                         self.perf_install,
                         self.plan,
@@ -316,8 +318,8 @@ class CellSession:
                     _load_recovering(server, recovery, model.model_name)
                     continue
                 self.measured.append(cid)
-                return True
-            return False
+                return cell
+            return None
         finally:
             self.done += 1
 
@@ -339,7 +341,7 @@ class CellSession:
                 if self.over_budget():
                     finished = True
                     return False
-                if self.measure(model, load, repeat, note):
+                if self.measure(model, load, repeat, note) is not None:
                     ids.append(cell_id(model.variant.name, load, repeat))
             finished = True
         finally:
@@ -486,7 +488,6 @@ def run_experiment(
         for load in plan.loads
     ]
     total = len(todo)
-    measured: list[str] = []
     skipped = [
         cell_id(m.variant.name, ld, r)
         for r, m, ld in todo

@@ -63,6 +63,13 @@ class ProjectResult:
     report: BuiltReport
 
 
+def discard_results(run_dir: Path) -> None:
+    """``--fresh``: remove what earlier runs measured and derived in ``run_dir`` (the model
+    file and anything else the user keeps there stay)."""
+    for sub in ("results", "benchmarks", "models", "server", "docs", "serving_path", "pick"):
+        shutil.rmtree(run_dir / sub, ignore_errors=True)
+
+
 def check_measuring_host(options: ServerOptions) -> None:
     """Measurements keep a server they start on loopback: perf_analyzer runs on this machine,
     so nothing needs to listen elsewhere (``serve --host`` is the way to expose one)."""
@@ -211,8 +218,7 @@ def run_project(
         # the reference load's length is what the profile, timings and check use too
         inputs = with_dynamic_dim(inputs, info, plan.loads[0].sequence_length)
     if fresh:
-        for sub in ("results", "benchmarks", "models", "server", "docs", "serving_path"):
-            shutil.rmtree(run_dir / sub, ignore_errors=True)
+        discard_results(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     set_aside_cells(run_dir, remeasure)
     adaptive = None

@@ -31,7 +31,6 @@ from tritonlab.analysis.search import (
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
 from tritonlab.experiments.runner import (
     CellSession,
-    ProgressCallback,
     cell_id,
     check_resume,
     file_sha256,
@@ -251,23 +250,26 @@ class _Tuner:
         session.load(model)
         self.loaded = model
 
-    def take(self, session: CellSession | None, step: Step) -> tuple[str, Observation, bool]:
-        """Measure the step's cell (or reuse it from disk): its id, observation, and reuse."""
-        assert step.knobs is not None
-        model = self.model(step.knobs)
-        load = load_for(step.knobs, step.concurrency, self.settings.batch_size)
+    def take(
+        self, session: CellSession, step: Step, knobs: Knobs
+    ) -> tuple[str, Observation, bool] | None:
+        """The step's cell: reused from disk, else measured; None when a new cell would start
+        after the time budget. Returns its id, observation, and whether it was reused."""
+        model = self.model(knobs)
+        load = load_for(knobs, step.concurrency, self.settings.batch_size)
         cid = cell_id(model.variant.name, load, step.repeat)
         path = cell_path(self.run_dir, cid)
         if path.exists():
             self.reused.append(cid)
-            return cid, observation_of(read_cell(path), step.knobs), True
-        if session is None:
-            raise RuntimeError("a new cell needs a running session")
+            return cid, observation_of(read_cell(path), knobs), True
+        if session.over_budget():
+            return None
         self.switch_to(session, model)
-        if session.measure(model, load, step.repeat, f" ({step.phase})"):
-            self.measured.append(cid)
-            return cid, observation_of(read_cell(path), step.knobs), False
-        return cid, _failed_observation(step.knobs, step.concurrency, step.repeat), False
+        cell = session.measure(model, load, step.repeat, f" ({step.phase})")
+        if cell is None:
+            return cid, _failed_observation(knobs, step.concurrency, step.repeat), False
+        self.measured.append(cid)
+        return cid, observation_of(cell, knobs), False
 
     def record(self, stop_reason: str | None) -> dict[str, Any]:
         best, runner_up, tie_break = choose(self.observations, self.goal)
@@ -300,7 +302,6 @@ def run_tune(
     settings: TuneSettings,
     options: ServerOptions,
     inputs: ModelInputs | None = None,
-    progress: ProgressCallback | None = None,
     on_step: Callable[[dict[str, Any]], None] | None = None,
 ) -> TuneOutcome:
     """Search, measuring on a real server, until the policy stops or the budget is spent."""
@@ -323,7 +324,6 @@ def run_tune(
         fingerprint,
         perf_install,
         start_model,
-        progress=progress,
         deadline=deadline,
         manifest_extra={"tune": settings.to_dict()},
     ) as session:
@@ -334,21 +334,18 @@ def run_tune(
                     stop_reason = step.reason
                     break
                 assert step.knobs is not None
-                model = tuner.model(step.knobs)
-                load = load_for(step.knobs, step.concurrency, settings.batch_size)
-                stored = cell_path(run_dir, cell_id(model.variant.name, load, step.repeat))
-                if not stored.exists() and session.over_budget():
+                taken = tuner.take(session, step, step.knobs)
+                if taken is None:
                     stop_reason = (
                         f"time budget of {settings.time_budget_s:.0f} s reached; run the same "
                         "command to go on"
                     )
                     break
-                session.total = len(tuner.steps) + 2
-                session.plan = tuner.plan()
-                cid, obs, reused = tuner.take(session, step)
+                cid, obs, reused = taken
                 tuner.observations.append(obs)
                 tuner.steps.append(_step_record(step, cid, obs, time.monotonic() - started, reused))
-                session.save_manifest(plan=tuner.plan())
+                session.plan = tuner.plan()
+                session.save_manifest(plan=session.plan)
                 tuner.save(None)
                 if on_step is not None:
                     on_step(tuner.steps[-1])
