@@ -47,7 +47,10 @@ MAX_CONCURRENCY = 1024
 INSTANCE_LADDER = (1, 2, 4, 8, 16)  # doubled; a rung that loses is refined by its midpoint
 MAX_BATCH_LIMIT = 256
 THREADS_LIMIT = 16
-LONG_EXECUTION_US = 1000.0  # executions this long are compute-bound: threads may help
+# Above this time per execution the model's own compute dwarfs the serving path (~0.1 ms per
+# request here): threads x instances is the question, not batching (`run --configs auto` picks
+# by it; tune proposes more threads past it).
+COMPUTE_BOUND_US = 1000.0
 
 
 @dataclass(frozen=True, order=True)
@@ -442,7 +445,7 @@ def propose_moves(observations: Sequence[Observation], leader: Candidate, goal: 
         k.threads
         and 2 * k.threads <= THREADS_LIMIT
         and o.execution_us is not None
-        and o.execution_us >= LONG_EXECUTION_US
+        and o.execution_us >= COMPUTE_BOUND_US
         and busy < goal.cores - 0.5
     ):
         moves.append(

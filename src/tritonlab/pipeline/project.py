@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tritonlab.analysis.adaptive import undecided_project
 from tritonlab.analysis.operators import profile_operators
+from tritonlab.analysis.search import COMPUTE_BOUND_US
 from tritonlab.errors import ConfigError
 from tritonlab.experiments.manifest import SweepEntry, available_cores
 from tritonlab.experiments.plan import (
@@ -96,9 +97,6 @@ def load_model_info(onnx_path: Path) -> OnnxModelInfo:
 
 
 CONFIG_SETS = ("auto", "seed", "compute")
-# Above this in-process time per batch-1 execution the model's own compute dwarfs the serving
-# path (~0.1 ms per request here), so threads x instances is the question, not batching.
-COMPUTE_BOUND_US = 1000.0
 
 
 def default_plan(
