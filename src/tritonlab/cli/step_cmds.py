@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -31,11 +28,7 @@ from tritonlab.cli.common import (
     user_errors,
 )
 from tritonlab.errors import ServerError, TritonlabError
-from tritonlab.models.inspect import OnnxModelInfo
-from tritonlab.repository.variants import ServingVariant
-from tritonlab.server.endpoint import RESTRICTED_HEADER, ServerEndpoint
-from tritonlab.server.launch import ServerOptions, running_server
-from tritonlab.server.process import TritonServer
+from tritonlab.server.endpoint import RESTRICTED_HEADER
 
 BatchingOpt = Annotated[
     bool, typer.Option("--dynamic-batching/--no-dynamic-batching", help="Triton dynamic batching.")
@@ -45,49 +38,6 @@ DelayOpt = Annotated[
 ]
 InstancesOpt = Annotated[int, typer.Option("--instances", min=1, help="instance_group count.")]
 KindOpt = Annotated[str, typer.Option("--kind", help="instance_group kind: KIND_CPU or KIND_GPU.")]
-
-
-def _variant(
-    batching: bool, delay_us: int, instances: int, kind: str, max_batch: int
-) -> ServingVariant:
-    parts = [f"batching {delay_us} µs" if batching else "no batching", f"count={instances}"]
-    return ServingVariant(
-        "baseline",
-        ", ".join(parts),
-        dynamic_batching=batching,
-        max_queue_delay_us=delay_us if batching else 0,
-        instance_count=instances,
-        instance_kind=kind,
-        max_batch_size=max_batch,
-    )
-
-
-@contextlib.contextmanager
-def _served_model(
-    model: Path,
-    name: str | None,
-    variant: ServingVariant,
-    options: ServerOptions,
-    repo: Path | None,
-) -> Iterator[tuple[ServerEndpoint, str, OnnxModelInfo]]:
-    """Serve one ONNX file as ``variant`` (or reach --url): yields (server, name, info)."""
-    from tritonlab.pipeline.project import check_model_name, load_model_info
-    from tritonlab.repository.layout import add_model
-    from tritonlab.repository.variants import for_model
-
-    info = load_model_info(model)
-    variant = for_model(variant, info.batched)
-    model_name = check_model_name(name or model.stem)
-    with contextlib.ExitStack() as stack:
-        folder = repo or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tritonlab-")))
-        if not options.url:
-            add_model(folder / "models", info, model_name, variant)
-        server = stack.enter_context(
-            running_server(options, folder / "models", folder / "tritonserver.log")
-        )
-        if options.url:
-            server.load_model(model_name)
-        yield server, model_name, info
 
 
 @app.command()
@@ -114,23 +64,16 @@ def serve(
 
     Example: tritonlab serve model.onnx --dynamic-batching --instances 2
     """
+    from tritonlab.pipeline.steps import serving, step_variant
+
     with user_errors("server stopped"):
         options = server_options(
             None, None, server_bin, backend_dir, host, http_port, grpc_port, metrics_port
         )
-        with contextlib.ExitStack() as stack:
-            if model.is_dir():
-                log = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "triton.log"
-                server = stack.enter_context(running_server(options, model, log))
-            else:
-                variant = _variant(
-                    dynamic_batching, max_queue_delay_us, instances, kind, max_batch_size
-                )
-                server, _, _ = stack.enter_context(
-                    _served_model(model, name, variant, options, repo)
-                )
-            if not isinstance(server, TritonServer):  # serve never takes --url
-                raise ServerError("serve starts its own tritonserver; it cannot serve a --url")
+        variant = step_variant(
+            dynamic_batching, max_queue_delay_us, instances, kind, max_batch_size
+        )
+        with serving(model, name, variant, options, repo) as server:
             out.print(
                 f"Triton ready: HTTP {server.http_url}, gRPC {server.grpc_url}, metrics "
                 f"{server.metrics_url}; log {server.log_path}; Ctrl-C stops it",
@@ -167,28 +110,26 @@ def infer(
     Starts a server on free loopback ports unless --url is given.
     Example: tritonlab infer model.onnx --protocol both
     """
-    from tritonlab.client.infer import infer_and_check
-    from tritonlab.models.inputs import derive_inputs, parse_shape_args
+    from tritonlab.models.inputs import parse_shape_args
+    from tritonlab.pipeline.steps import infer_step
 
     with user_errors():
         if protocol not in ("http", "grpc", "both"):
             raise TritonlabError(f"--protocol must be http, grpc or both, got {protocol!r}")
         protocols = ("http", "grpc") if protocol == "both" else (protocol,)
         options = server_options(url, grpc_url, server_bin, backend_dir)
-        variant = _variant(False, 0, 1, "KIND_CPU", 64)
-        with _served_model(model, name, variant, options, None) as (server, model_name, info):
-            inputs = derive_inputs(info, parse_shape_args(shape or []), input_data=input_data)
-            for line in inputs.describe():
-                out.print(f"input {line}", highlight=False, soft_wrap=True, markup=False)
-            for proto in protocols:
-                check = infer_and_check(server, model_name, info, proto, batch_size, inputs)
-                out.print(
-                    f"{proto}: {check.input_shapes} -> {check.output_shapes}, max abs diff vs "
-                    f"onnxruntime {check.max_abs_diff:.3g} (tolerance {check.tolerance_abs:g}), "
-                    f"{check.round_trip_ms:.1f} ms",
-                    highlight=False,
-                    markup=False,
-                )
+        shapes = parse_shape_args(shape or [])
+        step = infer_step(model, name, protocols, batch_size, options, shapes, input_data)
+        for line in step.inputs.describe():
+            out.print(f"input {line}", highlight=False, soft_wrap=True, markup=False)
+        for check in step.checks:
+            out.print(
+                f"{check.protocol}: {check.input_shapes} -> {check.output_shapes}, max abs diff "
+                f"vs onnxruntime {check.max_abs_diff:.3g} (tolerance {check.tolerance_abs:g}), "
+                f"{check.round_trip_ms:.1f} ms",
+                highlight=False,
+                markup=False,
+            )
 
 
 @app.command()
@@ -223,40 +164,21 @@ def perf(
 
     Example: tritonlab perf model.onnx --dynamic-batching --concurrency 16
     """
-    from tritonlab.models.inputs import derive_inputs, parse_shape_args
-    from tritonlab.perf.locate import locate_perf_analyzer
-    from tritonlab.perf.runner import run_perf
-    from tritonlab.perf.settings import PROTOCOLS, PerfSettings
-    from tritonlab.server.stats import StatsSnapshot, stats_delta
+    from tritonlab.models.inputs import parse_shape_args
+    from tritonlab.pipeline.steps import PerfLoad, perf_step, step_variant
 
     with user_errors():
-        if protocol not in PROTOCOLS:  # before any server starts
-            raise TritonlabError(
-                f"--protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}"
-            )
-        perf_install = locate_perf_analyzer()
         options = server_options(url, grpc_url, server_bin, backend_dir)
-        variant = _variant(dynamic_batching, max_queue_delay_us, instances, kind, max_batch_size)
-        with _served_model(model, name, variant, options, None) as (server, model_name, info):
-            inputs = derive_inputs(info, parse_shape_args(shape or []), input_data=input_data)
-            data_file = inputs.write_perf_data(out_dir / f"{model_name}.input_data.json")
-            dynamic = {s.name for s in info.inputs if -1 in s.dims}
-            settings = PerfSettings(
-                model_name=model_name,
-                url=server.url(protocol),
-                protocol=protocol,
-                batch_size=batch_size,
-                concurrency=None if request_rate else concurrency,
-                request_rate_per_s=request_rate,
-                measurement_interval_ms=window_ms,
-                stability_percentage=stability,
-                input_shapes={k: v for k, v in inputs.shapes.items() if k in dynamic},
-                input_data=str(data_file),
-            )
-            before = StatsSnapshot.from_triton(server.model_statistics(model_name))
-            result = run_perf(perf_install, settings, out_dir, model_name)
-            after = StatsSnapshot.from_triton(server.model_statistics(model_name))
-        delta = stats_delta(before, after)
+        variant = step_variant(
+            dynamic_batching, max_queue_delay_us, instances, kind, max_batch_size
+        )
+        load = PerfLoad(
+            protocol, batch_size, concurrency or 8, request_rate, window_ms, stability
+        )
+        step = perf_step(
+            model, name, variant, load, options, out_dir, parse_shape_args(shape or []), input_data
+        )
+        result, delta = step.run, step.server
         m = result.measurement
         out.print(
             "command: " + " ".join(result.command), highlight=False, soft_wrap=True, markup=False

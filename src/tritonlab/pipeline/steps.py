@@ -1,0 +1,189 @@
+"""The single steps (serve, infer, perf) as library calls: each serves one configuration of one
+ONNX file (or reaches a ``--url``) and returns typed records; the CLI only prints them."""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tritonlab.client.infer import InferCheck, infer_and_check
+from tritonlab.errors import ServerError, TritonlabError
+from tritonlab.models.inputs import ModelInputs, derive_inputs
+from tritonlab.models.inspect import OnnxModelInfo
+from tritonlab.perf.locate import locate_perf_analyzer
+from tritonlab.perf.runner import PerfRun, run_perf
+from tritonlab.perf.settings import PROTOCOLS, PerfSettings
+from tritonlab.pipeline.project import check_model_name, load_model_info
+from tritonlab.repository.layout import add_model
+from tritonlab.repository.variants import ServingVariant, for_model
+from tritonlab.server.endpoint import ServerEndpoint
+from tritonlab.server.launch import ServerOptions, running_server
+from tritonlab.server.process import TritonServer
+from tritonlab.server.stats import ServerStatsDelta, StatsSnapshot, stats_delta
+
+
+def step_variant(
+    batching: bool = False,
+    delay_us: int = 0,
+    instances: int = 1,
+    kind: str = "KIND_CPU",
+    max_batch: int = 64,
+) -> ServingVariant:
+    """The one configuration a single step serves, from the step's flags."""
+    parts = [f"batching {delay_us} µs" if batching else "no batching", f"count={instances}"]
+    return ServingVariant(
+        "baseline",
+        ", ".join(parts),
+        dynamic_batching=batching,
+        max_queue_delay_us=delay_us if batching else 0,
+        instance_count=instances,
+        instance_kind=kind,
+        max_batch_size=max_batch,
+    )
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """A model being served: the endpoint, its name there and what the ONNX file declares."""
+
+    server: ServerEndpoint
+    model_name: str
+    info: OnnxModelInfo
+
+
+@contextlib.contextmanager
+def served_model(
+    model: Path,
+    name: str | None,
+    variant: ServingVariant,
+    options: ServerOptions,
+    repo: Path | None = None,
+) -> Iterator[ServedModel]:
+    """Serve one ONNX file as ``variant`` in ``repo`` (a temporary folder when None), or reach
+    ``options.url`` and load it there; the server stops when the block ends."""
+    info = load_model_info(model)
+    variant = for_model(variant, info.batched)
+    model_name = check_model_name(name or model.stem)
+    with contextlib.ExitStack() as stack:
+        folder = repo or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tritonlab-")))
+        if not options.url:
+            add_model(folder / "models", info, model_name, variant)
+        server = stack.enter_context(
+            running_server(options, folder / "models", folder / "tritonserver.log")
+        )
+        if options.url:
+            server.load_model(model_name)
+        yield ServedModel(server, model_name, info)
+
+
+@contextlib.contextmanager
+def serving(
+    target: Path,
+    name: str | None,
+    variant: ServingVariant,
+    options: ServerOptions,
+    repo: Path | None = None,
+) -> Iterator[TritonServer]:
+    """Start tritonserver on a repository folder as it is, or on one ONNX file as ``variant``;
+    yields the running server (``serve`` never reaches a ``--url``)."""
+    with contextlib.ExitStack() as stack:
+        if target.is_dir():
+            log = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "triton.log"
+            server: ServerEndpoint = stack.enter_context(running_server(options, target, log))
+        else:
+            server = stack.enter_context(served_model(target, name, variant, options, repo)).server
+        if not isinstance(server, TritonServer):
+            raise ServerError("serve starts its own tritonserver; it cannot serve a --url")
+        yield server
+
+
+@dataclass(frozen=True)
+class InferStep:
+    """One validated request per protocol, and the inputs they sent."""
+
+    inputs: ModelInputs
+    checks: tuple[InferCheck, ...]
+
+
+def infer_step(
+    model: Path,
+    name: str | None,
+    protocols: Sequence[str],
+    batch_size: int,
+    options: ServerOptions,
+    shapes: dict[str, tuple[int, ...]],
+    input_data: Path | None = None,
+) -> InferStep:
+    """Serve ``model`` (or reach ``--url``), send one request per protocol, check each answer
+    against onnxruntime on the same inputs."""
+    with served_model(model, name, step_variant(), options) as served:
+        inputs = derive_inputs(served.info, shapes, input_data=input_data)
+        checks = tuple(
+            infer_and_check(served.server, served.model_name, served.info, p, batch_size, inputs)
+            for p in protocols
+        )
+    return InferStep(inputs, checks)
+
+
+@dataclass(frozen=True)
+class PerfStep:
+    """One perf_analyzer measurement and what the server's statistics saw during it."""
+
+    run: PerfRun
+    server: ServerStatsDelta
+    out_dir: Path
+
+
+@dataclass(frozen=True)
+class PerfLoad:
+    """The load of a single perf step: closed-loop concurrency or an open-loop rate."""
+
+    protocol: str = "grpc"
+    batch_size: int = 1
+    concurrency: int = 8
+    request_rate_per_s: float | None = None
+    window_ms: int = 2000
+    stability_pct: float = 25.0
+
+
+def perf_step(
+    model: Path,
+    name: str | None,
+    variant: ServingVariant,
+    load: PerfLoad,
+    options: ServerOptions,
+    out_dir: Path,
+    shapes: dict[str, tuple[int, ...]],
+    input_data: Path | None = None,
+) -> PerfStep:
+    """Serve ``model`` as ``variant`` (or reach ``--url``) and measure it once with
+    perf_analyzer; raw output goes to ``out_dir``."""
+    if load.protocol not in PROTOCOLS:  # before any server starts
+        raise TritonlabError(
+            f"--protocol must be one of {', '.join(PROTOCOLS)}, got {load.protocol!r}"
+        )
+    perf_install = locate_perf_analyzer()
+    with served_model(model, name, variant, options) as served:
+        server, model_name, info = served.server, served.model_name, served.info
+        inputs = derive_inputs(info, shapes, input_data=input_data)
+        data_file = inputs.write_perf_data(out_dir / f"{model_name}.input_data.json")
+        dynamic = {s.name for s in info.inputs if -1 in s.dims}
+        settings = PerfSettings(
+            model_name=model_name,
+            url=server.url(load.protocol),
+            protocol=load.protocol,
+            batch_size=load.batch_size,
+            concurrency=None if load.request_rate_per_s else load.concurrency,
+            request_rate_per_s=load.request_rate_per_s,
+            measurement_interval_ms=load.window_ms,
+            stability_percentage=load.stability_pct,
+            input_shapes={k: v for k, v in inputs.shapes.items() if k in dynamic},
+            input_data=str(data_file),
+        )
+        before = StatsSnapshot.from_triton(server.model_statistics(model_name))
+        result = run_perf(perf_install, settings, out_dir, model_name)
+        after = StatsSnapshot.from_triton(server.model_statistics(model_name))
+    return PerfStep(result, stats_delta(before, after), out_dir)
