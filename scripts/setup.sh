@@ -23,8 +23,9 @@ stamp="$VENV/.tritonlab-installed"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip
-  # torch==2.13.0 is only for exporting the demo model (a CPU build where one is on disk).
-  "$VENV/bin/python" -m pip install -q -e '.[demo,dev]'
+  # torch==2.13.0 is only for exporting the demo model (a CPU build where one is on disk);
+  # openvino is the second backend (the tests serve with it).
+  "$VENV/bin/python" -m pip install -q -e '.[demo,dev,openvino]'
   touch "$stamp"
 fi
 echo "setup: ready ($("$VENV/bin/python" --version), $VENV)"

@@ -12,7 +12,6 @@ from onnx import TensorProto, helper
 from tritonlab.errors import ConfigError
 from tritonlab.models.inspect import OnnxModelInfo, TensorSpec, inspect_onnx
 from tritonlab.repository.config import (
-    BACKEND_NAME,
     MODEL_FILENAME,
     build_model_config,
     config_dict,
@@ -56,7 +55,7 @@ BATCH_5MS = ServingVariant(
 def test_config_dict_fields() -> None:
     config = config_dict(_info(), BATCH_5MS, "m__batch_5ms")
     assert config["name"] == "m__batch_5ms"
-    assert config["backend"] == BACKEND_NAME == "onnxruntime"
+    assert config["backend"] == "onnxruntime"
     assert config["default_model_filename"] == MODEL_FILENAME
     assert config["max_batch_size"] == 32
     assert config["input"] == [

@@ -258,3 +258,24 @@ def test_a_throughput_tie_goes_to_the_clearly_lower_p99() -> None:
     )
     best, _runner_up, why = choose([*big, *close], goal)
     assert best is not None and best.knobs.instances == 3 and why is None
+
+
+def _slow_point(concurrency: int, rate: float) -> Observation:
+    """A compute-bound model (the CNN on 2 cores): ~20 infer/s whatever the load."""
+    k = Knobs(batching=True, instances=2)
+    return Observation(k, concurrency, 0, rate, concurrency / rate * 1.5e6, 0.0, 50_000.0)
+
+
+def test_the_ramp_stops_before_requests_would_outlast_the_window() -> None:
+    """Seen on the CNN: at concurrency 64 and ~22 infer/s a request took ~3 s, and with 2 s
+    windows perf_analyzer recorded no request at all ("No valid requests recorded")."""
+    k = Knobs(batching=True, instances=2)
+    points = [_slow_point(16, 19.0), _slow_point(32, 21.0)]  # +10%: still rising
+    goal = Goal(start=k, window_ms=2000)
+    # 2 x 32 / 21 = 3.0 s per request at concurrency 64: longer than the 2 s window
+    step = next_step(points, goal)
+    assert not (step.phase == "ramp" and step.concurrency == 64)
+    # counter-examples: no window known, or a window that a 3 s round trip fits in
+    for other in (Goal(start=k), Goal(start=k, window_ms=4000)):
+        step = next_step(points, other)
+        assert (step.phase, step.concurrency) == ("ramp", 64)

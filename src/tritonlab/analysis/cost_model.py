@@ -13,7 +13,10 @@ One execution that carries ``r`` requests of ``k`` samples each costs
   points themselves.
 - ``F``, ``P``: the model's own fixed and per-sample cost, fitted on in-process onnxruntime runs
   at the backend's thread count (``operators.json``; a hot loop, so a lower bound), less the
-  null model's in-process time so the empty call is not counted twice.
+  null model's in-process time so the empty call is not counted twice. Each other engine a
+  configuration is served by (OpenVINO at a precision) has its own ``F`` and ``P``, fitted the
+  same way on its own in-process runs (``CostModel.for_engine``): the serving path is the same
+  Triton and adapter whatever runs the graph.
 
 With the instance count ``N``, the cores left to the server ``M = min(N, cores - client cores)``
 and the client's own round trip outside the server ``L0`` (client latency minus server time on
@@ -43,7 +46,7 @@ from __future__ import annotations
 import itertools
 import statistics
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tritonlab.analysis.aggregate import VariantSummary
@@ -191,6 +194,9 @@ class CostModel:
     # onnxruntime intra-op threads -> how many times faster one execution runs than on one
     # thread (in-process, batch 1, from the run's ceilings); threads not measured count as 1.
     thread_speedup: tuple[tuple[int, float], ...] = ()
+    # Other engines (``ServingVariant.engine``) -> their own (F, P) in µs.
+    engine_terms: tuple[tuple[str, float, float], ...] = ()
+    engine: str = "onnxruntime"  # whose F and P model_fixed_us / model_per_sample_us are
 
     @classmethod
     def fit(
@@ -199,6 +205,7 @@ class CostModel:
         in_process_us_per_execution: dict[int, float],
         cores: int,
         thread_speedup: dict[int, float] | None = None,
+        engines_us_per_execution: dict[str, dict[int, float]] | None = None,
     ) -> CostModel | None:
         """Fit the terms; None without a serving-path measurement or an in-process fit.
 
@@ -232,7 +239,27 @@ class CostModel:
             cores=cores,
             serving_points=tuple(points),
             thread_speedup=tuple(sorted((thread_speedup or {}).items())),
+            engine_terms=tuple(
+                (engine, fit.fixed_us, fit.per_sample_us)
+                for engine, timings in sorted((engines_us_per_execution or {}).items())
+                if (fit := ExecutionCostFit.fit(timings)) is not None
+            ),
         )
+
+    def for_engine(self, engine: str) -> CostModel:
+        """This model with ``engine``'s own F and P (itself for onnxruntime or an engine whose
+        in-process runs were not timed: then its predictions say onnxruntime's terms)."""
+        for name, fixed, per_sample in self.engine_terms:
+            if name == engine:
+                # threads speedups were measured on onnxruntime's ceilings only
+                return replace(
+                    self,
+                    model_fixed_us=fixed,
+                    model_per_sample_us=per_sample,
+                    engine=engine,
+                    thread_speedup=(),
+                )
+        return self
 
     def serving_us(self, requests: float) -> float:
         """The serving path for one execution of ``requests``: between the measured points,
@@ -285,6 +312,10 @@ class CostModel:
 
     def predict(self, s: VariantSummary) -> Prediction:
         """Predicted batch, execution cost, throughput and queue for one measured summary."""
+        if s.variant.engine != self.engine and self.engine == "onnxruntime":
+            engine_model = self.for_engine(s.variant.engine)
+            if engine_model is not self:
+                return engine_model.predict(s)
         v, st = s.variant, s.settings
         k = st.batch_size
         client_cores = s.perf_analyzer_cores.median or 0.0
@@ -370,6 +401,16 @@ class CostModel:
             "cores": self.cores,
             "thread_speedup": {str(t): x for t, x in self.thread_speedup},
             "serving_points": [vars(p) for p in self.serving_points],
+            **(
+                {
+                    "engines": {
+                        e: {"model_fixed_us": f, "model_per_sample_us": p}
+                        for e, f, p in self.engine_terms
+                    }
+                }
+                if self.engine_terms
+                else {}
+            ),
         }
 
 

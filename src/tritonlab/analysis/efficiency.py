@@ -41,7 +41,9 @@ def parse_ceilings(operators: dict[str, Any] | None) -> list[Ceiling]:
 
 def thread_speedup(ceilings: list[Ceiling]) -> dict[int, float]:
     """Intra-op threads -> in-process speedup of one instance over one thread (0: default)."""
-    single = {c.threads: c.infer_per_s for c in ceilings if c.instances == 1}
+    single = {
+        c.threads: c.infer_per_s for c in ceilings if c.instances == 1 and c.engine == "onnxruntime"
+    }
     base = single.get(1)
     if not base:
         return {}
@@ -57,11 +59,11 @@ def serving_efficiency(
         return []
     summaries, _ = at_reference_length(summaries)
     best = max(ceilings, key=lambda c: c.infer_per_s)
-    by_parallelism = {(c.instances, c.threads): c for c in ceilings}
+    by_parallelism = {(c.instances, c.threads, c.engine): c for c in ceilings}
     out = []
     for s in summaries:
         v = s.variant
-        ceiling = by_parallelism.get((v.instance_count, v.intra_op_threads or 0))
+        ceiling = by_parallelism.get((v.instance_count, v.intra_op_threads or 0, v.engine))
         if ceiling is None or v.instance_kind != "KIND_CPU" or not ceiling.infer_per_s:
             continue
         if s.settings.batch_size != ceiling.batch_size and ceiling.batch_size != 1:

@@ -136,6 +136,10 @@ def describe_change(field_name: str, before: ServingVariant, after: ServingVaria
         return f"instance_group kind {before.instance_kind} -> {after.instance_kind}"
     if field_name == "intra_op_threads":
         return f"intra_op_thread_count {before.intra_op_threads} -> {after.intra_op_threads}"
+    if field_name == "backend":
+        return f"backend {before.backend} -> {after.backend} ({after.precision})"
+    if field_name == "precision":
+        return f"{after.backend} precision {before.precision} -> {after.precision}"
     return f"{field_name} changed"
 
 
@@ -163,6 +167,12 @@ def _background(
         return "Does telling the batcher which batch size to form stop it from waiting?"
     if changed == ["max_batch_size"]:
         return "Does a different batch ceiling change what the batcher forms?"
+    if changed and set(changed) <= {"backend", "precision"}:
+        return (
+            f"Does running the same model.onnx on {after.engine} instead of {before.engine}, "
+            "with the same Triton configuration, change throughput and tail latency, and is it "
+            "the engine's fixed cost per execution or its per-sample cost that moves?"
+        )
     return "What do these configuration changes do together: " + ", ".join(changed) + "?"
 
 
@@ -213,6 +223,7 @@ _NOTE_LABELS = {
     "queue-cross-check": "queue times disagree",
     "batching-compute-bound": "compute-bound: batching buys little",
     "threads-effect": "threads",
+    "engine-effect": "another engine",
     "backend-fallback": "backend ran requests one by one",
 }
 

@@ -92,6 +92,8 @@ KNOB_LABELS = {
     "instance_count": "instance_group count",
     "instance_kind": "instance_group kind",
     "intra_op_threads": "intra-op threads",
+    "backend": "backend",
+    "precision": "precision",
 }
 RATE_KEPT_UP_SHARE = 0.9  # an open-loop rate counts only if >= 90% of it was served
 SATURATION_QUEUE_GROWTH_PCT = 50.0  # queue time up by at least this much ...

@@ -69,6 +69,8 @@ CONFIG_FIELDS = (
     "instance_kind",
     "intra_op_threads",
     "extra_parameters",
+    "backend",
+    "precision",
 )
 
 
@@ -189,7 +191,7 @@ def batching_amortised(ctx: RuleContext) -> Finding | None:
         f"Batching formed batches of {b1:.1f} (was {b0:.1f}) and compute per inference fell "
         f"from {c0:.0f} to {c1:.0f} µs ({per_inference.phrase()})."
     )
-    model = ctx.cost_model
+    model = ctx.cost_model.for_engine(s.variant.engine) if ctx.cost_model else None
     if model is not None:
         requests = b1 / k
         th = s.variant.intra_op_threads
@@ -238,7 +240,9 @@ def _slower_executions(ctx: RuleContext) -> str | None:
         return None
     k = s.settings.batch_size
     if ctx.cost_model is not None:
-        predicted = ctx.cost_model.execution_us(b1 / k, k, s.variant.intra_op_threads)
+        predicted = ctx.cost_model.for_engine(s.variant.engine).execution_us(
+            b1 / k, k, s.variant.intra_op_threads
+        )
         if after > (1 + CONTENTION_EXCESS) * predicted:
             return (
                 f"an execution of {b1:.1f} inferences took {after:,.0f} µs where the cost "
@@ -519,6 +523,7 @@ def batching_compute_bound(ctx: RuleContext) -> Finding | None:
     s, r, model = ctx.subject, ctx.reference, ctx.cost_model
     if model is None or not s.variant.dynamic_batching or r.variant.dynamic_batching:
         return None
+    model = model.for_engine(s.variant.engine)
     if changed_fields(r.variant, s.variant) != ["dynamic_batching"] or not same_offered_load(r, s):
         return None
     b0, b1 = r.mean_batch.median, s.mean_batch.median
@@ -625,12 +630,91 @@ def threads_effect(ctx: RuleContext) -> Finding | None:
     return Finding("threads-effect", s.variant.name, text, figures)
 
 
+ENGINE_FIELDS = (["backend"], ["precision"], ["backend", "precision"])
+ENGINE_SAME_PCT = 5.0  # in-process model work within this of each other: the same cost
+
+
+def engine_effect(ctx: RuleContext) -> Finding | None:
+    """Another backend (or precision) for the same model: how one execution's cost moved, and
+    which of the cost model's terms moved it (the engine's fixed cost per execution or its
+    per-sample cost, both from its own in-process fit), at the batches actually formed."""
+    s, r = ctx.subject, ctx.reference
+    if changed_fields(r.variant, s.variant) not in ENGINE_FIELDS or not same_offered_load(r, s):
+        return None
+    e0, e1 = execution_us(r), execution_us(s)
+    b0, b1 = r.mean_batch.median, s.mean_batch.median
+    if e0 is None or e1 is None or not e0 or b0 is None or b1 is None:
+        return None
+    before, after = r.variant.engine, s.variant.engine
+    throughput = compare_figure("throughput", "throughput", r, s)
+    execution = compare_figure("compute per execution", "execution_us", r, s)
+    figures: dict[str, Any] = {
+        "engine_before": before,
+        "engine_after": after,
+        "execution_us_before": _r(e0),
+        "execution_us_after": _r(e1),
+        "mean_batch_before": _r(b0, 2),
+        "mean_batch_after": _r(b1, 2),
+        "throughput_change_pct": _r(throughput.change_pct, 1),
+        "execution_change_pct": _r(execution.change_pct, 1),
+    }
+    text = (
+        f"{before} -> {after}: throughput {throughput.phrase()}. One execution took "
+        f"{e0:,.0f} -> {e1:,.0f} µs ({execution.phrase()}) at mean batches of {b0:.1f} and "
+        f"{b1:.1f}"
+    )
+    model = ctx.cost_model
+    m0 = model.for_engine(before) if model else None
+    m1 = model.for_engine(after) if model else None
+    if m0 is None or m1 is None or m0.engine != before or m1.engine != after:
+        return Finding("engine-effect", s.variant.name, text + ".", figures)
+    k = s.settings.batch_size
+    samples = b1  # mean batch, in samples
+    f0, p0, f1, p1 = (
+        m0.model_fixed_us,
+        m0.model_per_sample_us,
+        m1.model_fixed_us,
+        m1.model_per_sample_us,
+    )
+    w0, w1 = f0 + p0 * samples, f1 + p1 * samples
+    fixed_part, sample_part = f1 - f0, (p1 - p0) * samples
+    term = "fixed cost per execution" if abs(fixed_part) >= abs(sample_part) else "per-sample cost"
+    figures |= {
+        "model_fixed_us_before": _r(f0, 1),
+        "model_per_sample_us_before": _r(p0, 2),
+        "model_fixed_us_after": _r(f1, 1),
+        "model_per_sample_us_after": _r(p1, 2),
+        "model_us_at_batch_before": _r(w0, 1),
+        "model_us_at_batch_after": _r(w1, 1),
+        "dominant_term": term,
+    }
+    text += (
+        f". In the cost model's terms: in-process, the model's own work is "
+        f"{f0:,.0f} µs fixed + {p0:,.1f} µs per sample on {before} and {f1:,.0f} µs + "
+        f"{p1:,.1f} µs on {after}; at a batch of {samples:.1f} that is {w0:,.0f} against "
+        f"{w1:,.0f} µs ({fixed_part:+,.0f} µs from the fixed cost, {sample_part:+,.0f} µs from "
+        "the per-sample cost)"
+    )
+    if w0 and abs(w1 / w0 - 1) * 100 < ENGINE_SAME_PCT:
+        figures["dominant_term"] = None
+        text += (
+            f", within {ENGINE_SAME_PCT:g}% of each other: in-process the engines cost the "
+            "same at this batch, so the cost model puts no difference on the engine"
+        )
+    else:
+        text += f", so the {term} is what the engine change moved"
+    if k > 1:
+        text += f" (client batch {k})"
+    return Finding("engine-effect", s.variant.name, text + ".", figures)
+
+
 RULES: tuple[Callable[[RuleContext], Finding | None], ...] = (
     batching_amortised,
     batching_compute_bound,
     queue_delay_trap,
     instances_effect,
     threads_effect,
+    engine_effect,
     saturated_server,
     cpu_bound,
     littles_law,

@@ -144,6 +144,9 @@ class Goal:
     start: Knobs = field(default_factory=Knobs)
     switch_protocol: bool = True  # False: only the start's protocol (the clients' own)
     max_instances: int = INSTANCE_LADDER[-1]
+    # perf_analyzer's measurement window: a load whose requests would take longer than one
+    # window to come back cannot be measured with it (None: no limit).
+    window_ms: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in GOALS:
@@ -278,7 +281,21 @@ def _ramp_next(observations: Sequence[Observation], knobs: Knobs, goal: Goal) ->
         rise = first[top].throughput_infer_per_s / first[below[-1]].throughput_infer_per_s
         if rise <= 1 + NOISE_PCT / 100:
             return None
+    if _outgrows_window(first[top], goal):
+        return None
     return 2 * top
+
+
+def _round_trip_at_double_s(o: Observation) -> float:
+    """Little's law at twice the load, if throughput stays where it is: ``2c / X``."""
+    return 2 * o.concurrency / o.throughput_infer_per_s if o.throughput_infer_per_s > 0 else 0.0
+
+
+def _outgrows_window(o: Observation, goal: Goal) -> bool:
+    """Would doubling the load make a request take longer than one measurement window?"""
+    if goal.window_ms is None or o.failed or o.throughput_infer_per_s <= 0:
+        return False
+    return _round_trip_at_double_s(o) * 1000 > goal.window_ms
 
 
 def _beaten_at(observations: Sequence[Observation], knobs: Knobs, concurrency: int) -> bool:

@@ -82,8 +82,9 @@ ConfigsOpt = Annotated[
     str,
     typer.Option(
         "--configs",
-        help="auto, seed (batching and instances) or compute (threads x instances); auto "
-        "picks compute when one execution takes over 1 ms in-process.",
+        help="auto, seed (batching and instances), compute (threads x instances) or backends "
+        "(onnxruntime vs OpenVINO f32/bf16); auto picks compute when one execution takes over "
+        "1 ms in-process.",
     ),
 ]
 ProtocolOpt = Annotated[str, typer.Option("--protocol", help="grpc or http.")]

@@ -38,6 +38,13 @@ DelayOpt = Annotated[
 ]
 InstancesOpt = Annotated[int, typer.Option("--instances", min=1, help="instance_group count.")]
 KindOpt = Annotated[str, typer.Option("--kind", help="instance_group kind: KIND_CPU or KIND_GPU.")]
+BackendOpt = Annotated[
+    str, typer.Option("--backend", help="What runs model.onnx: onnxruntime or openvino.")
+]
+PrecisionOpt = Annotated[
+    str,
+    typer.Option("--precision", help="openvino: f32, bf16 or f16 (onnxruntime: f32 only)."),
+]
 
 
 @app.command()
@@ -56,6 +63,8 @@ def serve(
     instances: InstancesOpt = 1,
     kind: KindOpt = "KIND_CPU",
     max_batch_size: MaxBatchOpt = 64,
+    backend: BackendOpt = "onnxruntime",
+    precision: PrecisionOpt = "f32",
     server_bin: ServerBinOpt = None,
     backend_dir: BackendDirOpt = None,
     host: HostOpt = "127.0.0.1",
@@ -71,7 +80,13 @@ def serve(
             None, None, server_bin, backend_dir, host, http_port, grpc_port, metrics_port
         )
         variant = step_variant(
-            dynamic_batching, max_queue_delay_us, instances, kind, max_batch_size
+            dynamic_batching,
+            max_queue_delay_us,
+            instances,
+            kind,
+            max_batch_size,
+            backend,
+            precision,
         )
         with serving(model, name, variant, options, repo) as server:
             out.print(
@@ -104,6 +119,8 @@ def infer(
     backend_dir: BackendDirOpt = None,
     shape: ShapeOpt = None,
     input_data: InputDataOpt = None,
+    backend: BackendOpt = "onnxruntime",
+    precision: PrecisionOpt = "f32",
 ) -> None:
     """Send one validated request and compare the output with onnxruntime.
 
@@ -111,7 +128,7 @@ def infer(
     Example: tritonlab infer model.onnx --protocol both
     """
     from tritonlab.models.inputs import parse_shape_args
-    from tritonlab.pipeline.steps import infer_step
+    from tritonlab.pipeline.steps import infer_step, step_variant
 
     with user_errors():
         if protocol not in ("http", "grpc", "both"):
@@ -119,14 +136,15 @@ def infer(
         protocols = ("http", "grpc") if protocol == "both" else (protocol,)
         options = server_options(url, grpc_url, server_bin, backend_dir)
         shapes = parse_shape_args(shape or [])
-        step = infer_step(model, name, protocols, batch_size, options, shapes, input_data)
+        variant = step_variant(backend=backend, precision=precision)
+        step = infer_step(model, name, protocols, batch_size, options, shapes, input_data, variant)
         for line in step.inputs.describe():
             out.print(f"input {line}", highlight=False, soft_wrap=True, markup=False)
         for check in step.checks:
             out.print(
-                f"{check.protocol}: {check.input_shapes} -> {check.output_shapes}, max abs diff "
-                f"vs onnxruntime {check.max_abs_diff:.3g} (tolerance {check.tolerance_abs:g}), "
-                f"{check.round_trip_ms:.1f} ms",
+                f"{check.protocol} ({check.engine}): {check.input_shapes} -> "
+                f"{check.output_shapes}, max abs diff vs onnxruntime {check.max_abs_diff:.3g} "
+                f"(tolerance {check.tolerance_abs:g}), {check.round_trip_ms:.1f} ms",
                 highlight=False,
                 markup=False,
             )
@@ -153,6 +171,8 @@ def perf(
     instances: InstancesOpt = 1,
     kind: KindOpt = "KIND_CPU",
     max_batch_size: MaxBatchOpt = 64,
+    backend: BackendOpt = "onnxruntime",
+    precision: PrecisionOpt = "f32",
     url: UrlOpt = None,
     grpc_url: GrpcUrlOpt = None,
     server_bin: ServerBinOpt = None,
@@ -170,11 +190,15 @@ def perf(
     with user_errors():
         options = server_options(url, grpc_url, server_bin, backend_dir)
         variant = step_variant(
-            dynamic_batching, max_queue_delay_us, instances, kind, max_batch_size
+            dynamic_batching,
+            max_queue_delay_us,
+            instances,
+            kind,
+            max_batch_size,
+            backend,
+            precision,
         )
-        load = PerfLoad(
-            protocol, batch_size, concurrency or 8, request_rate, window_ms, stability
-        )
+        load = PerfLoad(protocol, batch_size, concurrency or 8, request_rate, window_ms, stability)
         step = perf_step(
             model, name, variant, load, options, out_dir, parse_shape_args(shape or []), input_data
         )

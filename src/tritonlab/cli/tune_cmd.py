@@ -56,6 +56,8 @@ def _step_line(record: dict[str, Any]) -> None:
         f" {config.get('protocol')}"
     )
     reused = " (stored)" if record.get("reused") else ""
+    if record.get("failure"):
+        reused += f" (perf_analyzer: {record['failure']})"
     _say(
         f"[{record['elapsed_s']:.0f} s] {record['phase']}: {name} c={record.get('concurrency')} "
         f"r{record.get('repeat')} -> {_figures(record)}{reused}; why: {record['reason']}"
@@ -192,6 +194,7 @@ def tune(
                 start=start,
                 switch_protocol=not keep_protocol,
                 max_instances=max_instances,
+                window_ms=window_ms,
             ),
             time_budget_s=time_budget_s,
             measurement=MeasurementSettings(

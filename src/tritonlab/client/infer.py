@@ -18,6 +18,9 @@ from tritonlab.models.inspect import OnnxModelInfo, TensorSpec
 from tritonlab.server.endpoint import ServerEndpoint
 
 TOLERANCE_ABS = {"TYPE_FP16": 1e-2, "TYPE_FP32": 1e-4, "TYPE_FP64": 1e-9}
+# A backend computing in reduced precision is held to a share of the output's largest magnitude
+# (bf16 keeps 8 significant bits, f16 11; errors grow through the layers), on top of the above.
+TOLERANCE_REL_OF_MAX = {"bf16": 5e-2, "f16": 1e-2}
 
 
 @dataclass(frozen=True)
@@ -31,9 +34,16 @@ class InferCheck:
     max_abs_diff: float
     tolerance_abs: float
     round_trip_ms: float
+    # What computed the answer; onnxruntime at f32 (the default) is the reference's own engine.
+    engine: str = "onnxruntime"
+    # max abs diff over the reference output's largest magnitude.
+    max_rel_diff: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if self.engine == "onnxruntime":  # records from before these fields stay byte-identical
+            del data["engine"], data["max_rel_diff"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> InferCheck:
@@ -45,6 +55,8 @@ class InferCheck:
             max_abs_diff=float(data["max_abs_diff"]),
             tolerance_abs=float(data["tolerance_abs"]),
             round_trip_ms=float(data["round_trip_ms"]),
+            engine=str(data.get("engine", "onnxruntime")),
+            max_rel_diff=data.get("max_rel_diff"),
         )
 
 
@@ -110,11 +122,15 @@ def infer_and_check(
     protocol: str = "grpc",
     batch_size: int = 2,
     inputs: ModelInputs | None = None,
+    engine: str = "onnxruntime",
+    precision: str = "f32",
 ) -> InferCheck:
     """One request over ``protocol``; fails if shapes or values disagree with onnxruntime.
 
     ``inputs`` says what to send (default: derived from the graph); a model without a batch
-    axis gets one request of its fixed shape.
+    axis gets one request of its fixed shape. ``engine`` names what serves the model (it is
+    recorded with the result) and ``precision`` what it computes in: bf16 and f16 are held to
+    ``TOLERANCE_REL_OF_MAX`` of the largest reference value instead of the dtype's tolerance.
     """
     from tritonclient.utils import InferenceServerException
 
@@ -147,6 +163,7 @@ def infer_and_check(
 
     expected = reference_outputs(info, arrays)
     max_diff = 0.0
+    max_rel = 0.0
     tolerance = 0.0
     output_shapes: dict[str, list[int]] = {}
     for spec in info.outputs:
@@ -161,15 +178,19 @@ def infer_and_check(
             )
         output_shapes[spec.name] = list(got.shape)
         tol = TOLERANCE_ABS.get(spec.triton_dtype, 0.0)
+        scale = float(np.max(np.abs(want.astype(np.float64)))) if want.size else 0.0
+        if precision in TOLERANCE_REL_OF_MAX and spec.triton_dtype in TOLERANCE_ABS:
+            tol += TOLERANCE_REL_OF_MAX[precision] * scale
         tolerance = max(tolerance, tol)
         if got.size:
             diff = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
             if not diff <= tol:  # NaN fails too
                 raise ClientError(
-                    f"output '{spec.name}' differs from onnxruntime by {diff:.3g} "
+                    f"output '{spec.name}' of {engine} differs from onnxruntime by {diff:.3g} "
                     f"(tolerance {tol:g}) over {protocol}"
                 )
             max_diff = max(max_diff, diff)
+            max_rel = max(max_rel, diff / scale if scale else 0.0)
     return InferCheck(
         protocol=protocol,
         model_name=model_name,
@@ -178,4 +199,6 @@ def infer_and_check(
         max_abs_diff=max_diff,
         tolerance_abs=tolerance,
         round_trip_ms=round_trip_ms,
+        engine=engine,
+        max_rel_diff=max_rel,
     )

@@ -250,6 +250,50 @@ def compute_plan(
     )
 
 
+def backends_plan(
+    model_name: str,
+    repeats: int = 3,
+    concurrency: int = 8,
+    protocol: str = "grpc",
+    max_batch_size: int = 64,
+    measurement: MeasurementSettings | None = None,
+) -> ExperimentPlan:
+    """onnxruntime against OpenVINO on the same model, server and load, each one change from
+    its reference: without batching (the engines' cost of one small execution), with dynamic
+    batching at delay 0 (their cost at the batches the load forms), and OpenVINO in bf16 (the
+    precision alone; its accuracy against onnxruntime goes in the correctness check)."""
+
+    def variant(name: str, description: str, **knobs: Any) -> ServingVariant:
+        return ServingVariant(name, description, max_batch_size=max_batch_size, **knobs)
+
+    batching = {"dynamic_batching": True, "max_queue_delay_us": 0}
+    variants = [
+        variant("baseline", "baseline (onnxruntime, no batching, count=1)"),
+        variant("openvino", "openvino f32 (no batching, count=1)", backend="openvino"),
+        variant("batch_0ms_x1", "batching (0 ms, count=1), onnxruntime", **batching),
+        variant(
+            "batch_0ms_x1_openvino",
+            "batching (0 ms, count=1), openvino f32",
+            backend="openvino",
+            **batching,
+        ),
+        variant(
+            "batch_0ms_x1_openvino_bf16",
+            "batching (0 ms, count=1), openvino bf16",
+            backend="openvino",
+            precision="bf16",
+            **batching,
+        ),
+    ]
+    return ExperimentPlan(
+        model_name=model_name,
+        variants=tuple(variants),
+        loads=(LoadPoint(protocol=protocol, batch_size=1, concurrency=concurrency),),
+        repeats=repeats,
+        measurement=measurement or MeasurementSettings(),
+    )
+
+
 def for_unbatched_model(plan: ExperimentPlan, cores: int) -> ExperimentPlan:
     """``plan`` for a model without a batch axis: Triton cannot batch it, so batching variants
     are dropped and every variant is served with ``max_batch_size: 0``; with only the baseline

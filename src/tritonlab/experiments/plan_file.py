@@ -42,7 +42,13 @@ from tritonlab.experiments.manifest import SweepEntry
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
 from tritonlab.models.zoo import BUILTIN_MODELS, DEFAULT_MODEL
 from tritonlab.perf.settings import PROTOCOLS
-from tritonlab.repository.variants import DEFAULT_MAX_BATCH_SIZE, INSTANCE_KINDS, ServingVariant
+from tritonlab.repository.variants import (
+    DEFAULT_MAX_BATCH_SIZE,
+    INSTANCE_KINDS,
+    MODEL_BACKENDS,
+    PRECISIONS,
+    ServingVariant,
+)
 
 DEMO_MODEL = "demo"
 
@@ -77,6 +83,8 @@ KNOBS = {
     "instance_count": "instance_count",
     "instance_kind": "instance_kind",
     "intra_op_thread_count": "intra_op_threads",
+    "backend": "backend",
+    "precision": "precision",
 }
 BATCHER_KNOBS = ("max_queue_delay_microseconds", "preferred_batch_size")
 LOAD_KEYS = (
@@ -202,6 +210,10 @@ class _Checker:
             return self.choice(value, path, INSTANCE_KINDS)
         if name == "intra_op_thread_count":
             return None if value is None else self.integer(value, path, 0)
+        if name == "backend":
+            return self.choice(value, path, MODEL_BACKENDS)
+        if name == "precision":
+            return self.choice(value, path, PRECISIONS)
         raise self.fail(path, f"unknown knob; allowed: {', '.join(KNOBS)}")  # pragma: no cover
 
     def changes(self, value: Any, path: str) -> dict[str, Any]:
@@ -226,6 +238,10 @@ def variant_name(v: ServingVariant, baseline: ServingVariant) -> str:
         parts.append(v.instance_kind.removeprefix("KIND_").lower())
     if v.intra_op_threads != baseline.intra_op_threads:
         parts.append(f"t{v.intra_op_threads if v.intra_op_threads is not None else 'auto'}")
+    if v.backend != baseline.backend:
+        parts.append(v.backend)
+    if v.precision != baseline.precision:
+        parts.append(v.precision)
     return "_".join(parts)
 
 
@@ -244,7 +260,10 @@ def variant_description(v: ServingVariant, baseline: ServingVariant) -> str:
     if v.instance_kind != baseline.instance_kind:
         extra.append(v.instance_kind)
     if v.intra_op_threads != baseline.intra_op_threads:
-        extra.append(f"{v.intra_op_threads or 'default'} ORT threads")
+        engine = "ORT" if v.backend == "onnxruntime" else "OpenVINO"
+        extra.append(f"{v.intra_op_threads or 'default'} {engine} threads")
+    if (v.backend, v.precision) != (baseline.backend, baseline.precision):
+        extra.append(v.engine)
     return head + "".join(f", {e}" for e in extra)
 
 

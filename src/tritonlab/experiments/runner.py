@@ -17,7 +17,7 @@ import contextlib
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -367,9 +367,13 @@ def open_session(
     progress: ProgressCallback | None = None,
     deadline: float | None = None,
     manifest_extra: Mapping[str, object] | None = None,
+    engine_models: Sequence[RepositoryModel] = (),
 ) -> Iterator[CellSession]:
     """Start the server on ``run_dir/models``, write the manifest, check ``check_model``'s
     answers on both protocols (``infer_check.json``), and yield a session to measure with.
+
+    ``engine_models``: the plan's models; the first of every other backend and precision is
+    checked too (over gRPC), so each engine's accuracy against onnxruntime is on record.
 
     ``manifest_extra`` sets further manifest fields (``sweep``, ``adaptive``, ``tune``).
     """
@@ -431,14 +435,29 @@ def open_session(
             manifest,
         )
         session.save_manifest(**dict(manifest_extra or {}))
-        server.load_model(check_model.model_name)
-        try:
-            session.checks = [
-                infer_and_check(server, check_model.model_name, info, protocol, inputs=inputs)
-                for protocol in ("http", "grpc")
-            ]
-        finally:
-            server.unload_model(check_model.model_name)
+        to_check: list[tuple[RepositoryModel, tuple[str, ...]]] = [(check_model, ("http", "grpc"))]
+        engines = {check_model.variant.engine}
+        for other in engine_models:
+            if other.variant.engine not in engines:
+                engines.add(other.variant.engine)
+                to_check.append((other, ("grpc",)))
+        for model, protocols in to_check:
+            server.load_model(model.model_name)
+            try:
+                session.checks += [
+                    infer_and_check(
+                        server,
+                        model.model_name,
+                        info,
+                        protocol,
+                        inputs=inputs,
+                        engine=model.variant.engine,
+                        precision=model.variant.precision,
+                    )
+                    for protocol in protocols
+                ]
+            finally:
+                server.unload_model(model.model_name)
         write_result(
             run_dir / RESULTS_DIR / "infer_check.json", [c.to_dict() for c in session.checks]
         )
@@ -504,6 +523,7 @@ def run_experiment(
         fingerprint,
         perf_install,
         models[0],
+        engine_models=models,
         progress=progress,
         deadline=None if time_budget_s is None else started + time_budget_s,
         manifest_extra={
@@ -628,7 +648,7 @@ def run_experiment(
     )
 
 
-FALLBACK_MARKER = "tritonlab-adapter-fallback"  # backends/onnxruntime/model.py prints it
+FALLBACK_MARKER = "tritonlab-adapter-fallback"  # backends/adapter.py prints it
 
 
 def _log_size(server: ServerEndpoint) -> int:

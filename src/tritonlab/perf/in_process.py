@@ -1,8 +1,9 @@
-"""Run the ONNX model in this process with onnxruntime, to time the bare compute per batch size.
+"""Run the ONNX model in this process, to time the bare compute per batch size.
 
 This is the reference the serving numbers are compared with: what one execution costs without
-Triton, the Python backend or the network, with the backend's session options (one intra-op
-thread, no spinning). Times are medians of a hot loop, so they are a lower bound.
+Triton, the Python backend or the network, with the backend's session options (onnxruntime: one
+intra-op thread, no spinning; OpenVINO: one stream, the precision pinned, as the served backends
+open them). Times are medians of a hot loop, so they are a lower bound.
 
 ``in_process_ceiling`` runs the served configuration's parallelism (instances x intra-op threads)
 without Triton: the throughput a serving configuration would reach if delivering requests cost
@@ -14,9 +15,11 @@ from __future__ import annotations
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from tritonlab.errors import TritonlabError
 from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
 
@@ -28,41 +31,83 @@ def time_in_process(
     threads: int = 1,
     inputs: ModelInputs | None = None,
     budget_s: float = 2.0,
+    backend: str = "onnxruntime",
+    precision: str = "f32",
 ) -> dict[int, float]:
     """Median microseconds per execution for each batch size (``inputs``: what to feed).
 
     Each batch size gets up to ``iterations`` timed runs, stopping after ``budget_s`` (but with
     at least 3), so a model that takes seconds per batch is timed in seconds, not hours.
     """
-    session = _session(info, threads)
-    names = [o.name for o in info.outputs]
+    run = engine_runner(info, threads, backend, precision)
     feeds = inputs or derive_inputs(info)
     result = {}
     for batch in batch_sizes:
         feed = feeds.batch(batch)
         warm_until = time.perf_counter() + budget_s / 4
         for i in range(20):
-            session.run(names, feed)
+            run(feed)
             if i >= 1 and time.perf_counter() > warm_until:
                 break
         samples: list[int] = []
         stop_at = time.perf_counter() + budget_s
         while len(samples) < iterations and (len(samples) < 3 or time.perf_counter() < stop_at):
             start = time.perf_counter_ns()
-            session.run(names, feed)
+            run(feed)
             samples.append(time.perf_counter_ns() - start)
         result[batch] = statistics.median(samples) / 1e3
     return result
 
 
-def _session(info: OnnxModelInfo, threads: int) -> Any:
+Runner = Callable[[dict[str, Any]], Any]
+
+
+def engine_runner(
+    info: OnnxModelInfo, threads: int, backend: str = "onnxruntime", precision: str = "f32"
+) -> Runner:
+    """One engine instance opened as the served backend opens it: a call runs one feed."""
+    if backend == "openvino":
+        return _openvino_runner(info, threads, precision)
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.add_session_config_entry("session.inter_op.allow_spinning", "0")
-    return ort.InferenceSession(str(info.path), options, providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(str(info.path), options, providers=["CPUExecutionProvider"])
+    names = [o.name for o in info.outputs]
+    return lambda feed: session.run(names, feed)
+
+
+def openvino_precision_used(info: OnnxModelInfo, precision: str) -> str:
+    """The precision OpenVINO compiles ``info`` in when asked for ``precision`` on this
+    processor (bf16 falls back to f32 on one without bf16 units)."""
+    compiled = _openvino_compiled(info, 1, precision)
+    used = compiled.get_property("INFERENCE_PRECISION_HINT")
+    return str(getattr(used, "get_type_name", lambda: used)())
+
+
+def _openvino_runner(info: OnnxModelInfo, threads: int, precision: str) -> Runner:
+    request = _openvino_compiled(info, threads, precision).create_infer_request()
+    return lambda feed: request.infer(feed)
+
+
+def _openvino_compiled(info: OnnxModelInfo, threads: int, precision: str) -> Any:
+    try:
+        import openvino as ov
+    except ImportError as exc:
+        raise TritonlabError(
+            "backend openvino needs the openvino package: pip install 'tritonlab[openvino]'"
+        ) from exc
+    properties = {
+        "INFERENCE_PRECISION_HINT": precision,
+        "NUM_STREAMS": "1",
+        "PERFORMANCE_HINT": "LATENCY",
+    }
+    if threads > 0:
+        properties["INFERENCE_NUM_THREADS"] = str(threads)
+    core = ov.Core()
+    return core.compile_model(core.read_model(str(info.path)), "CPU", properties)
 
 
 @dataclass(frozen=True)
@@ -75,9 +120,13 @@ class Ceiling:
     infer_per_s: float
     executions: int
     window_s: float
+    engine: str = "onnxruntime"  # ServingVariant.engine of the configuration it bounds
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if self.engine == "onnxruntime":  # records from before engines stay byte-identical
+            del data["engine"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Ceiling:
@@ -91,16 +140,17 @@ def in_process_ceiling(
     batch_size: int = 1,
     inputs: ModelInputs | None = None,
     window_s: float = 3.0,
+    backend: str = "onnxruntime",
+    precision: str = "f32",
 ) -> Ceiling:
     """Samples per second from ``instances`` sessions of ``threads`` intra-op threads each,
     every session run back to back by its own Python thread (onnxruntime releases the GIL), as
     the served configuration's instances would be if requests cost nothing to deliver."""
     feeds = inputs or derive_inputs(info)
     feed = feeds.batch(batch_size)
-    names = [o.name for o in info.outputs]
-    sessions = [_session(info, threads) for _ in range(instances)]
-    for session in sessions:  # warm every session before the window opens
-        session.run(names, feed)
+    runners = [engine_runner(info, threads, backend, precision) for _ in range(instances)]
+    for run in runners:  # warm every engine before the window opens
+        run(feed)
     counts = [0] * instances
     barrier = threading.Barrier(instances + 1)
     stop = threading.Event()
@@ -108,7 +158,7 @@ def in_process_ceiling(
     def work(index: int) -> None:
         barrier.wait()
         while not stop.is_set():
-            sessions[index].run(names, feed)
+            runners[index](feed)
             counts[index] += 1
 
     workers = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(instances)]
@@ -124,5 +174,11 @@ def in_process_ceiling(
     executions = sum(counts)
     per_sample = batch_size if info.batched else 1
     return Ceiling(
-        instances, threads, batch_size, executions * per_sample / elapsed, executions, elapsed
+        instances,
+        threads,
+        batch_size,
+        executions * per_sample / elapsed,
+        executions,
+        elapsed,
+        engine="onnxruntime" if backend == "onnxruntime" else f"{backend} {precision}",
     )

@@ -19,6 +19,7 @@ from tritonlab.experiments.manifest import SweepEntry, available_cores
 from tritonlab.experiments.plan import (
     ExperimentPlan,
     MeasurementSettings,
+    backends_plan,
     compute_plan,
     for_unbatched_model,
     seed_comparison_plan,
@@ -42,7 +43,7 @@ from tritonlab.experiments.store import (
 from tritonlab.models.inputs import ModelInputs, derive_inputs, with_dynamic_dim
 from tritonlab.models.inspect import OnnxModelInfo, check_with_onnxruntime, inspect_onnx
 from tritonlab.paths import portable_path
-from tritonlab.perf.in_process import in_process_ceiling, time_in_process
+from tritonlab.perf.in_process import in_process_ceiling, openvino_precision_used, time_in_process
 from tritonlab.perf.locate import locate_perf_analyzer
 from tritonlab.report.build import BuiltReport, build_report
 from tritonlab.report.project import (
@@ -96,7 +97,7 @@ def load_model_info(onnx_path: Path) -> OnnxModelInfo:
     return info
 
 
-CONFIG_SETS = ("auto", "seed", "compute")
+CONFIG_SETS = ("auto", "seed", "compute", "backends")
 
 
 def default_plan(
@@ -113,6 +114,7 @@ def default_plan(
     """The configurations ``run`` and ``demo`` compare, adapted to the model.
 
     ``seed``: the seed's four (batching and instances); ``compute``: threads x instances;
+    ``backends``: onnxruntime against OpenVINO (f32 and bf16), with and without batching;
     ``auto`` times one batch-1 execution in-process and picks ``compute`` above
     ``COMPUTE_BOUND_US``. A model without a batch axis loses its batching variants.
     """
@@ -135,7 +137,11 @@ def default_plan(
                 else ", so batching and instance counts are compared (the seed's four)."
             )
         )
-    if configs == "compute":
+    if configs == "backends":
+        plan = backends_plan(
+            model_name, repeats, concurrency or 8, protocol, max_batch_size, measurement
+        )
+    elif configs == "compute":
         plan = compute_plan(
             model_name, cores, repeats, concurrency, protocol, max_batch_size, measurement
         )
@@ -162,17 +168,37 @@ def record_operator_profile(
             str(b): t for b, t in time_in_process(info, batches, inputs=inputs).items()
         },
     }
+    # Every other engine (backend and precision) the plan serves, timed the same way: the cost
+    # model's fixed and per-sample terms are per engine.
+    engines = sorted({(v.backend, v.precision) for v in plan.variants if v.engine != "onnxruntime"})
+    if engines:
+        record["engines_in_process_us_per_execution"] = {
+            f"{backend} {precision}": {
+                str(b): t
+                for b, t in time_in_process(
+                    info, batches, inputs=inputs, backend=backend, precision=precision
+                ).items()
+            }
+            for backend, precision in engines
+        }
+        record["engines_precision_used"] = {
+            f"{backend} {precision}": openvino_precision_used(info, precision)
+            for backend, precision in engines
+            if backend == "openvino"
+        }
     client_batch = plan.loads[0].batch_size if info.batched else 1
     parallelism = sorted(
         {
-            (v.instance_count, v.intra_op_threads or 0)
+            (v.instance_count, v.intra_op_threads or 0, v.backend, v.precision)
             for v in plan.variants
             if v.instance_kind == "KIND_CPU"
         }
     )
     record["in_process_ceilings"] = [
-        in_process_ceiling(info, instances, threads, client_batch, inputs).to_dict()
-        for instances, threads in parallelism
+        in_process_ceiling(
+            info, instances, threads, client_batch, inputs, backend=backend, precision=precision
+        ).to_dict()
+        for instances, threads, backend, precision in parallelism
     ]
     null_path = run_dir / NULL_MODEL_PATH
     if null_path.exists():

@@ -18,7 +18,12 @@ from tritonlab.perf.runner import PerfRun, run_perf
 from tritonlab.perf.settings import PROTOCOLS, PerfSettings
 from tritonlab.pipeline.project import check_model_name, load_model_info
 from tritonlab.repository.layout import add_model
-from tritonlab.repository.variants import ServingVariant, for_model
+from tritonlab.repository.variants import (
+    DEFAULT_BACKEND,
+    DEFAULT_PRECISION,
+    ServingVariant,
+    for_model,
+)
 from tritonlab.server.endpoint import ServerEndpoint
 from tritonlab.server.launch import ServerOptions, running_server
 from tritonlab.server.process import TritonServer
@@ -31,10 +36,14 @@ def step_variant(
     instances: int = 1,
     kind: str = "KIND_CPU",
     max_batch: int = 64,
+    backend: str = DEFAULT_BACKEND,
+    precision: str = DEFAULT_PRECISION,
 ) -> ServingVariant:
     """The one configuration a single step serves, from the step's flags."""
     parts = [f"batching {delay_us} µs" if batching else "no batching", f"count={instances}"]
-    return ServingVariant(
+    if (backend, precision) != (DEFAULT_BACKEND, DEFAULT_PRECISION):
+        parts.append(f"{backend} {precision}")
+    variant = ServingVariant(
         "baseline",
         ", ".join(parts),
         dynamic_batching=batching,
@@ -42,7 +51,11 @@ def step_variant(
         instance_count=instances,
         instance_kind=kind,
         max_batch_size=max_batch,
+        backend=backend,
+        precision=precision,
     )
+    variant.validate()
+    return variant
 
 
 @dataclass(frozen=True)
@@ -116,13 +129,24 @@ def infer_step(
     options: ServerOptions,
     shapes: dict[str, tuple[int, ...]],
     input_data: Path | None = None,
+    variant: ServingVariant | None = None,
 ) -> InferStep:
-    """Serve ``model`` (or reach ``--url``), send one request per protocol, check each answer
-    against onnxruntime on the same inputs."""
-    with served_model(model, name, step_variant(), options) as served:
+    """Serve ``model`` as ``variant`` (default: one onnxruntime instance) or reach ``--url``,
+    send one request per protocol, check each answer against onnxruntime on the same inputs."""
+    variant = variant or step_variant()
+    with served_model(model, name, variant, options) as served:
         inputs = derive_inputs(served.info, shapes, input_data=input_data)
         checks = tuple(
-            infer_and_check(served.server, served.model_name, served.info, p, batch_size, inputs)
+            infer_and_check(
+                served.server,
+                served.model_name,
+                served.info,
+                p,
+                batch_size,
+                inputs,
+                engine=variant.engine,
+                precision=variant.precision,
+            )
             for p in protocols
         )
     return InferStep(inputs, checks)

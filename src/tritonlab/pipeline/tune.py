@@ -28,6 +28,7 @@ from tritonlab.analysis.search import (
     next_step,
     race_verdict,
 )
+from tritonlab.errors import PerfAnalyzerError
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
 from tritonlab.experiments.runner import (
     CellSession,
@@ -53,6 +54,7 @@ from tritonlab.repository.config import build_model_config, config_to_text
 from tritonlab.repository.layout import RepositoryModel, add_model
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.server.launch import ServerOptions
+from tritonlab.server.process import TritonServer
 
 PICK_DIR = "pick"
 DEFAULT_TIME_BUDGET_S = 900.0
@@ -208,6 +210,7 @@ class _Tuner:
         self.measured: list[str] = []
         self.reused: list[str] = []
         self.loaded: RepositoryModel | None = None
+        self.failures: dict[str, str] = {}  # cell id -> why perf_analyzer could not measure it
 
     def model(self, knobs: Knobs) -> RepositoryModel:
         variant = variant_for(knobs, self.goal.start)
@@ -265,7 +268,16 @@ class _Tuner:
         if session.over_budget():
             return None
         self.switch_to(session, model)
-        cell = session.measure(model, load, step.repeat, f" ({step.phase})")
+        try:
+            cell = session.measure(model, load, step.repeat, f" ({step.phase})")
+        except PerfAnalyzerError as exc:
+            # perf_analyzer could not measure this point (e.g. no request came back within a
+            # window) while the server lives on: the point is out, the search goes on, and the
+            # step says why. A resume measures it again, so the path stays deterministic.
+            if isinstance(session.server, TritonServer) and not session.server.is_alive():
+                raise
+            self.failures[cid] = str(exc)
+            cell = None
         if cell is None:
             return cid, _failed_observation(knobs, step.concurrency, step.repeat), False
         self.measured.append(cid)
@@ -343,7 +355,10 @@ def run_tune(
                     break
                 cid, obs, reused = taken
                 tuner.observations.append(obs)
-                tuner.steps.append(_step_record(step, cid, obs, time.monotonic() - started, reused))
+                record = _step_record(step, cid, obs, time.monotonic() - started, reused)
+                if cid in tuner.failures:
+                    record["failure"] = tuner.failures[cid]
+                tuner.steps.append(record)
                 session.plan = tuner.plan()
                 session.save_manifest(plan=session.plan)
                 tuner.save(None)

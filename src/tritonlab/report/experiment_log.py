@@ -312,6 +312,45 @@ def _operators_section(
             f"| {batch} | {us:,.1f} | {us / batch:,.1f} | {profile.intensity(batch):.2f} |"
         )
     lines.append("")
+    lines += _engines_lines(operators, timings)
+    return lines
+
+
+def _engines_lines(operators: dict[str, Any], reference: dict[int, float]) -> list[str]:
+    """Each other engine's in-process times beside onnxruntime's, and the precision it used."""
+    engines = operators.get("engines_in_process_us_per_execution") or {}
+    if not engines:
+        return []
+    used = operators.get("engines_precision_used") or {}
+    lines = [
+        "The same model on the other engines the configurations use (in-process, one thread "
+        "and one stream, hot loop, no Triton); the ratio is onnxruntime's time over theirs "
+        "(above 1: faster than onnxruntime):",
+        "",
+        "| engine | precision used | "
+        + " | ".join(f"batch {b} µs (ratio)" for b in sorted(reference))
+        + " |",
+        "|---|---|" + "---|" * len(reference),
+    ]
+    for engine, timings in sorted(engines.items()):
+        cells = []
+        for b, ref in sorted(reference.items()):
+            us = float(timings.get(str(b), 0.0))
+            cells.append(f"{us:,.1f} ({ref / us:.2f}x)" if us else "–")
+        lines.append(f"| {engine} | {used.get(engine, 'not recorded')} | {' | '.join(cells)} |")
+    lines.append("")
+    fell_back = [
+        e for e, u in sorted(used.items()) if e.split(" ")[-1] != u and e.split(" ")[-1] != "f32"
+    ]
+    if fell_back:
+        lines += [
+            "Asked for a reduced precision that this processor cannot run, "
+            + ", ".join(f"{e} computed in {used[e]}" for e in fell_back)
+            + " (OpenVINO's own report after compiling): those configurations run the same "
+            "arithmetic as their f32 counterparts here, so any difference between them is "
+            "noise, not precision.",
+            "",
+        ]
     return lines
 
 
@@ -372,6 +411,11 @@ def cost_model_section(model: CostModel | None, predictions: list[Prediction]) -
         f"| F: model, fixed per execution | {model.model_fixed_us:,.1f} | in-process "
         "onnxruntime fit (1 thread, hot loop) |",
         f"| P: model, per sample | {model.model_per_sample_us:,.1f} | the same fit |",
+        *(
+            f"| F, P on {engine} | {fixed:,.1f}, {per_sample:,.1f} | in-process {engine} fit "
+            "(1 stream, the same batches), less the same null-model call |"
+            for engine, fixed, per_sample in model.engine_terms
+        ),
         "| G: hand-off between executions of a busy instance | "
         + ", ".join(
             f"{model.gap_us(p.requests_per_execution):,.0f} at {p.requests_per_execution:.1f}"
@@ -440,10 +484,17 @@ def render_experiment_log(run: RunData) -> str:
     if run.infer_checks:
         lines += ["## Correctness check", ""]
         for check in run.infer_checks:
+            served = "" if check.engine == "onnxruntime" else f" served by {check.engine}"
+            relative = (
+                f", {check.max_rel_diff:.2%} of the largest reference value"
+                if check.max_rel_diff is not None and check.engine != "onnxruntime"
+                else ""
+            )
             lines.append(
-                f"- {_PROTOCOL_NAMES[check.protocol]}: one request of shape "
+                f"- {_PROTOCOL_NAMES[check.protocol]}{served}: one request of shape "
                 f"{check.input_shapes} -> {check.output_shapes}; max abs diff against "
-                f"onnxruntime {check.max_abs_diff:.3g} (tolerance {check.tolerance_abs:g})."
+                f"onnxruntime {check.max_abs_diff:.3g}{relative} "
+                f"(tolerance {check.tolerance_abs:g})."
             )
         lines.append("")
     lines += tune_section(run.tune)

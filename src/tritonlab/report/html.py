@@ -384,7 +384,8 @@ def conditions_section(
     )
     server_cmd = shell_join(server.command) if server.command else "(remote server)"
     check_items = "".join(
-        f"<li>{esc(PROTOCOL_NAMES.get(c.protocol, c.protocol))}: one request "
+        f"<li>{esc(PROTOCOL_NAMES.get(c.protocol, c.protocol))}"
+        f"{'' if c.engine == 'onnxruntime' else esc(' served by ' + c.engine)}: one request "
         f"{esc(_shapes(c.input_shapes))} → {esc(_shapes(c.output_shapes))}; max abs diff "
         f"against onnxruntime {c.max_abs_diff:.3g} (tolerance {c.tolerance_abs:g})</li>"
         for c in checks

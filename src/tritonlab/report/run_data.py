@@ -152,7 +152,11 @@ def fit_cost_model(run_dir: Path, cores: int) -> CostModel | None:
     timings = {int(b): float(t) for b, t in operators["in_process_us_per_execution"].items()}
     empty = operators.get("null_in_process_us_per_execution") or {}
     timings = {b: max(0.0, t - float(empty.get(str(b), 0.0))) for b, t in timings.items()}
-    return CostModel.fit(points, timings, cores, thread_speedup(parse_ceilings(operators)))
+    engines = {
+        engine: {int(b): max(0.0, float(t) - float(empty.get(str(b), 0.0))) for b, t in ts.items()}
+        for engine, ts in (operators.get("engines_in_process_us_per_execution") or {}).items()
+    }
+    return CostModel.fit(points, timings, cores, thread_speedup(parse_ceilings(operators)), engines)
 
 
 def portable_records(

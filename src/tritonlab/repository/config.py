@@ -18,8 +18,11 @@ from tritonlab.models.inspect import OnnxModelInfo, TensorSpec
 from tritonlab.repository.variants import ServingVariant
 
 ModelConfig = model_config_pb2.ModelConfig
-BACKEND_NAME = "onnxruntime"
 MODEL_FILENAME = "model.onnx"
+# Threads per instance, under each backend's own parameter name (the native Triton backends on
+# an NGC container read the same keys: onnxruntime's intra_op_thread_count, and OpenVINO's
+# properties INFERENCE_NUM_THREADS / NUM_STREAMS / INFERENCE_PRECISION_HINT).
+THREADS_PARAMETER = {"onnxruntime": "intra_op_thread_count", "openvino": "INFERENCE_NUM_THREADS"}
 
 
 def _tensor(spec: TensorSpec) -> dict[str, Any]:
@@ -40,7 +43,7 @@ def config_dict(info: OnnxModelInfo, variant: ServingVariant, model_name: str) -
     variant.validate(model_batches=info.batched)
     config: dict[str, Any] = {
         "name": model_name,
-        "backend": BACKEND_NAME,
+        "backend": variant.backend,
         "default_model_filename": MODEL_FILENAME,
         "max_batch_size": variant.max_batch_size if info.batched else 0,
         "input": [_tensor(s) for s in info.inputs],
@@ -54,7 +57,11 @@ def config_dict(info: OnnxModelInfo, variant: ServingVariant, model_name: str) -
         config["dynamic_batching"] = batching
     parameters = dict(variant.extra_parameters)
     if variant.intra_op_threads is not None:
-        parameters["intra_op_thread_count"] = str(variant.intra_op_threads)
+        parameters[THREADS_PARAMETER[variant.backend]] = str(variant.intra_op_threads)
+    if variant.backend == "openvino":
+        # One stream per instance: Triton's instances are the parallelism, as with onnxruntime.
+        parameters.setdefault("NUM_STREAMS", "1")
+        parameters["INFERENCE_PRECISION_HINT"] = variant.precision
     if parameters:
         config["parameters"] = {k: {"string_value": v} for k, v in sorted(parameters.items())}
     return config

@@ -1,8 +1,9 @@
 """Serving variants: the configuration knobs tritonlab compares, as plain validated values.
 
 A variant is what one row of the experiment log changes: dynamic batching and its queue delay,
-preferred batch sizes, ``max_batch_size``, and the instance group's count and kind. Validation
-happens here, before any server starts, with a message that names the field to change.
+preferred batch sizes, ``max_batch_size``, the instance group's count and kind, the threads per
+instance, and the backend that runs the model (onnxruntime or OpenVINO, at a stated precision).
+Validation happens here, before any server starts, with a message that names the field to change.
 """
 
 from __future__ import annotations
@@ -14,6 +15,14 @@ from typing import Any
 from tritonlab.errors import ConfigError
 
 INSTANCE_KINDS = ("KIND_CPU", "KIND_GPU")
+# The Python-based backends that run model.onnx (backends/<name>/model.py); the first is the
+# default, and the one the correctness check's reference runs.
+MODEL_BACKENDS = ("onnxruntime", "openvino")
+DEFAULT_BACKEND = MODEL_BACKENDS[0]
+# Inference precision: onnxruntime runs the graph's own types; OpenVINO is pinned to one of
+# these (its CPU default would be bf16 where the processor has it, so it is never left open).
+PRECISIONS = ("f32", "bf16", "f16")
+DEFAULT_PRECISION = "f32"
 DEFAULT_MAX_BATCH_SIZE = 64
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_]*$")
 
@@ -33,11 +42,26 @@ class ServingVariant:
     # onnxruntime intra-op threads per instance; None leaves onnxruntime's default.
     intra_op_threads: int | None = 1
     extra_parameters: dict[str, str] = field(default_factory=dict)
+    # The backend that runs model.onnx, and the precision it computes in.
+    backend: str = DEFAULT_BACKEND
+    precision: str = DEFAULT_PRECISION
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["preferred_batch_sizes"] = list(self.preferred_batch_sizes)
+        # Records from before these fields existed (onnxruntime, f32) stay byte-identical.
+        if self.backend == DEFAULT_BACKEND:
+            del data["backend"]
+        if self.precision == DEFAULT_PRECISION:
+            del data["precision"]
         return data
+
+    @property
+    def engine(self) -> str:
+        """The backend and precision as one label: ``onnxruntime``, ``openvino f32``."""
+        if self.backend == DEFAULT_BACKEND and self.precision == DEFAULT_PRECISION:
+            return self.backend
+        return f"{self.backend} {self.precision}"
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ServingVariant:
@@ -92,6 +116,24 @@ class ServingVariant:
         if self.intra_op_threads is not None and self.intra_op_threads < 0:
             raise ConfigError(
                 f"{where}: intra_op_thread_count must be >= 0, got {self.intra_op_threads}"
+            )
+        if self.backend not in MODEL_BACKENDS:
+            raise ConfigError(
+                f"{where}: backend must be one of {', '.join(MODEL_BACKENDS)}, got {self.backend!r}"
+            )
+        if self.precision not in PRECISIONS:
+            raise ConfigError(
+                f"{where}: precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}"
+            )
+        if self.backend == "onnxruntime" and self.precision != DEFAULT_PRECISION:
+            raise ConfigError(
+                f"{where}: onnxruntime runs the graph's own types; precision {self.precision} "
+                "needs backend openvino (or export the model in that precision)"
+            )
+        if self.backend == "openvino" and self.instance_kind == "KIND_GPU":
+            raise ConfigError(
+                f"{where}: the openvino backend runs on the CPU here (its GPU plugin is for "
+                "Intel GPUs); use instance_kind KIND_CPU, or backend onnxruntime for KIND_GPU"
             )
 
 

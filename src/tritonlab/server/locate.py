@@ -19,7 +19,7 @@ from tritonlab.errors import ServerError
 from tritonlab.paths import cache_root as _cache_root
 from tritonlab.procenv import environment_with_libraries
 
-SERVED_BACKENDS = ("onnxruntime", "identity")
+SERVED_BACKENDS = ("onnxruntime", "openvino", "identity")
 PYTRITON_HINT = "pip install nvidia-pytriton==0.7.0 (it ships tritonserver 2.51.0)"
 
 

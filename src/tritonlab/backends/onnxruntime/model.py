@@ -10,65 +10,38 @@ Config parameters read (same names as the native backend where it has them):
 ``allow_spinning`` ("0"/"1", default "0": spinning pool threads steal CPU from the other
 instances and from the load generator on small machines).
 
-The hot path (``execute``) avoids work per request: one request is run without concatenation,
-names and dtypes are resolved once at load time, and outputs are split as zero-copy views.
-
-With ``TRITONLAB_ADAPTER_PROFILE=1`` in the server's environment, each instance times its three
-phases (read inputs, onnxruntime run, build responses) and prints the means to the server log
-when it is unloaded; the adapter benchmark (benchmarks/adapter_overhead.py) reads them.
+Batching, splitting and profiling are shared with the other backends (``tritonlab.backends.
+adapter``); this file only opens and runs the onnxruntime session.
 """
 
-import json
-import os
-import sys
-import time
-
-import numpy as np
 import onnxruntime as ort
 import triton_python_backend_utils as pb_utils
 
-# Printed to the server log each time a batch of requests is run one by one instead.
-FALLBACK_MARKER = "tritonlab-adapter-fallback"
+from tritonlab.backends.adapter import FALLBACK_MARKER, EngineModel, int_param
+
+__all__ = ["FALLBACK_MARKER", "TritonPythonModel"]
 
 
-def _int_param(params, key, default):
-    value = params.get(key, {}).get("string_value", "")
-    try:
-        return int(value) if value != "" else default
-    except ValueError as exc:
-        raise pb_utils.TritonModelException(
-            f"parameter {key} must be an integer, got {value!r}"
-        ) from exc
+class TritonPythonModel(EngineModel):
+    engine_name = "onnxruntime"
 
-
-class TritonPythonModel:
-    def initialize(self, args):
-        config = json.loads(args["model_config"])
-        params = config.get("parameters", {})
-        filename = config.get("default_model_filename") or "model.onnx"
-        path = os.path.join(args["model_repository"], args["model_version"], filename)
-        if not os.path.exists(path):
-            raise pb_utils.TritonModelException(f"model file not found: {path}")
-
+    def open_engine(self, path, params, kind, device_id, input_names, output_names):
         options = ort.SessionOptions()
-        intra = _int_param(params, "intra_op_thread_count", 0)
-        inter = _int_param(params, "inter_op_thread_count", 0)
+        intra = int_param(params, "intra_op_thread_count", 0)
+        inter = int_param(params, "inter_op_thread_count", 0)
         if intra > 0:
             options.intra_op_num_threads = intra
         if inter > 0:
             options.inter_op_num_threads = inter
-        spinning = "1" if _int_param(params, "allow_spinning", 0) else "0"
+        spinning = "1" if int_param(params, "allow_spinning", 0) else "0"
         options.add_session_config_entry("session.intra_op.allow_spinning", spinning)
         options.add_session_config_entry("session.inter_op.allow_spinning", spinning)
-
-        kind = args.get("model_instance_kind", "CPU")
         if kind == "GPU":
             if "CUDAExecutionProvider" not in ort.get_available_providers():
                 raise pb_utils.TritonModelException(
                     "KIND_GPU instance needs onnxruntime-gpu (CUDAExecutionProvider); "
                     "install onnxruntime-gpu or use KIND_CPU"
                 )
-            device_id = int(args.get("model_instance_device_id", "0"))
             providers = [
                 ("CUDAExecutionProvider", {"device_id": device_id}),
                 "CPUExecutionProvider",
@@ -76,105 +49,14 @@ class TritonPythonModel:
         else:
             providers = ["CPUExecutionProvider"]
         self.session = ort.InferenceSession(path, options, providers=providers)
-
-        session_inputs = {i.name for i in self.session.get_inputs()}
-        session_outputs = {o.name for o in self.session.get_outputs()}
-        self.input_names = [i["name"] for i in config.get("input", [])]
-        self.output_names = [o["name"] for o in config.get("output", [])]
-        missing = [n for n in self.input_names if n not in session_inputs]
-        missing += [n for n in self.output_names if n not in session_outputs]
-        if missing:
-            raise pb_utils.TritonModelException(
-                f"config names tensors the ONNX graph does not have: {', '.join(missing)}"
-            )
-        # Triton has already checked each request's dtypes and shapes against the config; cast
-        # outputs only when the graph's type differs from the configured one.
-        self.output_dtypes = [
-            pb_utils.triton_string_to_numpy(o["data_type"]) for o in config.get("output", [])
-        ]
-        self.batched = int(config.get("max_batch_size", 0)) > 0
-        profiling = os.environ.get("TRITONLAB_ADAPTER_PROFILE") == "1"
-        # batch size -> [executions, ns reading inputs, ns in onnxruntime, ns building responses]
-        self.profile: dict[int, list[int]] = {}
-        if profiling:
-            self.execute = self._profiled_execute  # type: ignore[method-assign]
-        self.name = args["model_instance_name"]
-
-    def _run(self, feed):
-        outputs = self.session.run(self.output_names, feed)
-        return [
-            out if out.dtype == dtype else out.astype(dtype)
-            for out, dtype in zip(outputs, self.output_dtypes, strict=True)
-        ]
-
-    def _respond(self, outputs):
-        return pb_utils.InferenceResponse(
-            output_tensors=[
-                pb_utils.Tensor(name, out)
-                for name, out in zip(self.output_names, outputs, strict=True)
-            ]
+        return (
+            {i.name for i in self.session.get_inputs()},
+            {o.name for o in self.session.get_outputs()},
         )
 
-    def _one(self, request):
-        try:
-            feed = {t.name(): t.as_numpy() for t in request.inputs()}
-            return self._respond(self._run(feed))
-        except Exception as exc:  # a bad request gets an error response, the model lives on
-            return pb_utils.InferenceResponse(error=pb_utils.TritonError(f"{exc}"))
-
-    def execute(self, requests):
-        if len(requests) == 1 or not self.batched:
-            return [self._one(r) for r in requests]
-        try:
-            feeds = [{t.name(): t.as_numpy() for t in r.inputs()} for r in requests]
-            feed = {
-                name: np.concatenate([f[name] for f in feeds], axis=0)
-                for name in self.input_names
-                if name in feeds[0]
-            }
-            outputs = self._run(feed)
-        except Exception as exc:
-            # Requests that cannot share a batch (or one bad request): run them one by one so
-            # only the bad one fails. This changes what is measured, so it is said in the log
-            # (tritonlab counts these lines per cell).
-            print(
-                f"{FALLBACK_MARKER} instance={self.name} requests={len(requests)} "
-                f"reason={type(exc).__name__}: {' '.join(str(exc).split())[:200]}",
-                file=sys.stderr,
-                flush=True,
-            )
-            return [self._one(r) for r in requests]
-        sizes = [next(iter(f.values())).shape[0] for f in feeds]
-        splits = np.cumsum(sizes)[:-1]
-        parts = [np.split(out, splits, axis=0) for out in outputs]
-        return [self._respond([p[i] for p in parts]) for i in range(len(requests))]
-
-    def _profiled_execute(self, requests):
-        """``execute`` for one request at a time, with its phases timed (benchmark only)."""
-        if len(requests) != 1:
-            return TritonPythonModel.execute(self, requests)
-        t0 = time.perf_counter_ns()
-        feed = {t.name(): t.as_numpy() for t in requests[0].inputs()}
-        t1 = time.perf_counter_ns()
-        outputs = self._run(feed)
-        t2 = time.perf_counter_ns()
-        response = self._respond(outputs)
-        t3 = time.perf_counter_ns()
-        batch = next(iter(feed.values())).shape[0] if feed and self.batched else 0
-        p = self.profile.setdefault(batch, [0, 0, 0, 0])
-        p[0] += 1
-        p[1] += t1 - t0
-        p[2] += t2 - t1
-        p[3] += t3 - t2
-        return [response]
+    def run(self, feed):
+        return self.session.run(self.output_names, feed)
 
     def finalize(self):
-        for batch, (n, read, run, respond) in sorted(self.profile.items()):
-            print(
-                f"tritonlab-adapter-profile instance={self.name} batch={batch} executions={n} "
-                f"read_inputs_us={read / n / 1e3:.2f} onnxruntime_run_us={run / n / 1e3:.2f} "
-                f"build_responses_us={respond / n / 1e3:.2f}",
-                file=sys.stderr,
-                flush=True,
-            )
+        super().finalize()
         self.session = None
