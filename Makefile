@@ -4,7 +4,7 @@ OUT ?= demo-out
 SWEEP_OUT ?= sweep-out
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo test unit lint adapter-bench ma-bench clean sweep
+.PHONY: setup demo test unit kernel-test gpu-check lint adapter-bench ma-bench clean sweep
 
 setup:
 	bash scripts/setup.sh $(VENV)
@@ -30,6 +30,14 @@ test: setup
 
 unit: setup
 	$(PY) -m pytest tests/unit
+
+# The OpenAI Triton kernel in Triton's CPU interpreter (also part of `make test`).
+kernel-test: setup
+	$(PY) -m pytest tests/kernel
+
+# On a GPU host only: the kernel against cuBLAS, and KIND_GPU serving (scripts/gpu_check.sh).
+gpu-check:
+	bash scripts/gpu_check.sh $(VENV)
 
 lint: setup
 	$(PY) -m ruff check src tests

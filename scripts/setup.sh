@@ -24,8 +24,8 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip
   # torch==2.13.0 is only for exporting the demo model (a CPU build where one is on disk);
-  # openvino is the second backend (the tests serve with it).
-  "$VENV/bin/python" -m pip install -q -e '.[demo,dev,openvino]'
+  # openvino is the second backend (the tests serve with it); triton runs the kernel tier.
+  "$VENV/bin/python" -m pip install -q -e '.[demo,dev,openvino,kernel]'
   touch "$stamp"
 fi
 echo "setup: ready ($("$VENV/bin/python" --version), $VENV)"

@@ -45,6 +45,8 @@ from tritonlab.models.inspect import OnnxModelInfo, check_with_onnxruntime, insp
 from tritonlab.paths import portable_path
 from tritonlab.perf.in_process import in_process_ceiling, openvino_precision_used, time_in_process
 from tritonlab.perf.locate import locate_perf_analyzer
+from tritonlab.perf.machine import machine_ceilings
+from tritonlab.perf.op_timing import ROOFLINE_BATCHES, time_operators
 from tritonlab.report.build import BuiltReport, build_report
 from tritonlab.report.project import (
     export_script_demo,
@@ -53,7 +55,7 @@ from tritonlab.report.project import (
 )
 from tritonlab.server.gpu import check_gpu_variants
 from tritonlab.server.launch import ServerOptions
-from tritonlab.server.locate import external_server, prepare_bundled_server
+from tritonlab.server.locate import default_cache_root, external_server, prepare_bundled_server
 from tritonlab.server.process import LOOPBACK_HOSTS
 
 MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -200,6 +202,20 @@ def record_operator_profile(
         ).to_dict()
         for instances, threads, backend, precision in parallelism
     ]
+    # The roofline: this machine's per-thread ceilings, and each heavy operator's own time at
+    # the batch sizes it is drawn at (onnxruntime's profiler).
+    record["machine_ceilings"] = machine_ceilings(default_cache_root()).to_dict()
+    profile = record["profile"]
+    assert isinstance(profile, dict)
+    record["operator_us_per_execution"] = {
+        str(b): times
+        for b, times in time_operators(
+            info,
+            [o["name"] for o in profile["operators"]],
+            [b for b in ROOFLINE_BATCHES if b <= max(1, largest)],
+            inputs,
+        ).items()
+    }
     null_path = run_dir / NULL_MODEL_PATH
     if null_path.exists():
         # The serving-path cells already contain an empty onnxruntime call; the cost model

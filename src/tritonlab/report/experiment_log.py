@@ -18,6 +18,7 @@ from tritonlab.analysis.operators import (
     OperatorProfile,
     operator_paragraph,
 )
+from tritonlab.analysis.roofline import roofline_lines
 from tritonlab.analysis.rules import (
     CPU_BOUND_SHARE,
     SATURATED_QUEUE_SHARE,
@@ -313,6 +314,7 @@ def _operators_section(
         )
     lines.append("")
     lines += _engines_lines(operators, timings)
+    lines += roofline_lines(operators, [r.summary for a in analyses[:1] for r in a.reports])
     return lines
 
 

@@ -50,6 +50,9 @@ CAPTIONS = {
     "against the tail latency and the throughput it buys. Dotted (one load only): no batching.",
     "http_vs_grpc": "The same configuration under the same load, over each protocol.",
     "batch_sizes": "Share of executions per batch size Triton formed (all repeats).",
+    "roofline": "The model's heavy operators at batch 1, 8 and 64 (onnxruntime's kernel times) "
+    "and each served configuration's executions (stars: the whole model at its mean batch, "
+    "Triton's compute time) against this machine's measured bandwidth and GEMM ceilings.",
 }
 
 CSS_FILE = Path(__file__).parent / "templates" / "report.css"
@@ -438,6 +441,7 @@ def render_html_report(run: RunData, plots: dict[str, Path]) -> str:
     where = [
         figure("latency_breakdown", plots, "latency breakdown per configuration"),
         figure("batch_sizes", plots, "batch sizes formed by Triton"),
+        figure("roofline", plots, "roofline of the hot operators and served executions"),
     ]
     sections.append(
         '<section id="time"><h2>Where the time goes</h2>' + "".join(where) + "</section>"

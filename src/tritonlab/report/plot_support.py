@@ -65,10 +65,11 @@ class PlotData:
     manifest: Manifest
     summaries: list[VariantSummary]
     recommendations: Recommendations | None = None
+    operators: dict[str, Any] | None = None  # results/operators.json (the roofline's data)
 
     @classmethod
     def of(cls, run: RunData) -> PlotData:
-        return cls(run.manifest, run.summaries, run.recommendations)
+        return cls(run.manifest, run.summaries, run.recommendations, run.operators)
 
     def variant_index(self, variant_name: str) -> int:
         names = list(dict.fromkeys(s.variant.name for s in self.summaries))

@@ -458,6 +458,102 @@ def plot_batch_sizes(data: PlotData, path: Path) -> Path | None:
         return save_png(fig, path, "Batch sizes formed by Triton", data, rows)
 
 
+def plot_roofline(data: PlotData, path: Path) -> Path | None:
+    """The hot operators at batch 1 / 8 / 64 and the served executions against the machine's
+    measured bandwidth and GEMM ceilings (log-log)."""
+    from tritonlab.analysis.roofline import ceilings_of, operator_points, served_points
+
+    machine = ceilings_of(data.operators)
+    if data.operators is None or machine is None:
+        return None
+    ops = operator_points(data.operators)
+    served = served_points(data.operators, data.summaries)
+    if not ops and not served:
+        return None
+    intensities = [p.intensity_flop_per_byte for p in [*ops, *served]]
+    low = min([*intensities, machine.ridge_flop_per_byte]) / 4
+    high = max([*intensities, machine.ridge_flop_per_byte]) * 4
+    with new_figure(9.0, 5.6) as fig:
+        ax = fig.add_subplot()
+        xs = [low, machine.ridge_flop_per_byte, high]
+        ys = [machine.attainable_flop_per_s(x) / 1e9 for x in xs]
+        ax.plot(xs, ys, color="black", linewidth=2, label="ceiling (this machine, 1 thread)")
+        ax.annotate(
+            f"{machine.bandwidth_bytes_per_s / 1e9:.1f} GB/s",
+            (low * 1.3, machine.attainable_flop_per_s(low * 1.3) / 1e9),
+            textcoords="offset points",
+            xytext=(0, 6),
+            fontsize=8,
+        )
+        ax.annotate(
+            f"GEMM {machine.gemm_flop_per_s / 1e9:.1f} GFLOP/s",
+            (machine.ridge_flop_per_byte, machine.gemm_flop_per_s / 1e9),
+            textcoords="offset points",
+            xytext=(4, 6),
+            fontsize=8,
+        )
+        markers = {1: "o", 8: "s", 64: "^"}
+        names = list(dict.fromkeys(p.name for p in ops))
+        for i, name in enumerate(names):
+            mine = [p for p in ops if p.name == name]
+            colour = PALETTE[i % len(PALETTE)]
+            ax.plot(
+                [p.intensity_flop_per_byte for p in mine],
+                [p.achieved_flop_per_s / 1e9 for p in mine],
+                color=colour,
+                linewidth=0.8,
+                alpha=0.5,
+            )
+            for p in mine:
+                ax.scatter(
+                    p.intensity_flop_per_byte,
+                    p.achieved_flop_per_s / 1e9,
+                    color=colour,
+                    marker=markers.get(int(p.batch), "D"),
+                    s=28,
+                    zorder=3,
+                )
+        for p in served:
+            ax.scatter(
+                p.intensity_flop_per_byte,
+                p.achieved_flop_per_s / 1e9,
+                marker="*",
+                s=120,
+                color=data.colour(
+                    next(s.variant.name for s in data.summaries if s.variant.description == p.name)
+                ),
+                edgecolor="black",
+                zorder=4,
+            )
+            ax.annotate(
+                f"{p.name} (b={p.batch:.1f})",
+                (p.intensity_flop_per_byte, p.achieved_flop_per_s / 1e9),
+                textcoords="offset points",
+                xytext=(5, -10),
+                fontsize=7,
+            )
+        for batch, marker in markers.items():
+            ax.scatter([], [], marker=marker, color="grey", label=f"operator at batch {batch}")
+        ax.scatter(
+            [],
+            [],
+            marker="*",
+            color="grey",
+            edgecolor="black",
+            s=120,
+            label="served execution (whole model, Triton compute time)",
+        )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(low, high)
+        ax.set_xlabel("arithmetic intensity (FLOP per byte moved; graph arithmetic)")
+        ax.set_ylabel("achieved GFLOP/s")
+        fig.legend(loc="outside lower center", ncols=3, fontsize=8)
+        return save_png(
+            fig, path, "Roofline: hot operators and served executions", data, data.summaries
+        )
+
+
 PLOTS: dict[str, Callable[[PlotData, Path], Path | None]] = {
     "throughput_vs_p99": plot_throughput_vs_p99,
     "concurrency_curves": plot_concurrency_curves,
@@ -465,6 +561,7 @@ PLOTS: dict[str, Callable[[PlotData, Path], Path | None]] = {
     "p99_vs_queue_delay": plot_p99_vs_queue_delay,
     "http_vs_grpc": plot_http_vs_grpc,
     "batch_sizes": plot_batch_sizes,
+    "roofline": plot_roofline,
 }
 
 

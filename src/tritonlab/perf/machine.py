@@ -1,0 +1,181 @@
+"""This machine's ceilings for one thread: memory bandwidth (a STREAM-like triad) and the GEMM
+rate (FLOP/s), the two lines of a roofline.
+
+Both are measured with the libraries the model runs on, on one thread (the backends' instances
+run one intra-op thread each, and so do the in-process operator timings they are set against):
+
+- bandwidth: numpy on arrays far larger than the last-level cache. The triad ``a = b + s*c`` is
+  two numpy passes (``a = s*c``, then ``a += b``), so it moves 5 arrays' worth of bytes, and
+  those are the bytes counted (STREAM's fused triad counts 3). The copy ``a = b`` (2 arrays) is
+  measured too; the ceiling is the faster of the two, best of the repeats, as STREAM reports.
+- GEMM: one float32 MatMul of two square matrices in onnxruntime (one intra-op thread), the
+  kernel library (MLAS) that runs the model's own MatMul, Gemm and Conv; 2·n³ FLOP per run.
+
+A measurement takes a few seconds; it is kept per machine and library versions in tritonlab's
+cache folder so a second run on the same machine reuses it (the record says when it was taken).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import platform
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+BANDWIDTH_ELEMENTS = 1 << 24  # float64: 128 MiB per array, 16x an 8 MiB L3
+GEMM_SIZE = 1024
+REPEATS = 5
+
+
+@dataclass(frozen=True)
+class MachineCeilings:
+    """Per-thread roofline ceilings of this machine, with how they were measured."""
+
+    bandwidth_bytes_per_s: float  # max(triad, copy)
+    triad_bytes_per_s: float
+    copy_bytes_per_s: float
+    gemm_flop_per_s: float
+    gemm_size: int
+    bandwidth_array_bytes: int
+    threads: int
+    cpu: str
+    measured_utc: str
+    libraries: dict[str, str]
+
+    @property
+    def ridge_flop_per_byte(self) -> float:
+        """The intensity where the two ceilings meet: below it, bandwidth binds."""
+        return self.gemm_flop_per_s / self.bandwidth_bytes_per_s
+
+    def attainable_flop_per_s(self, intensity: float) -> float:
+        return min(self.gemm_flop_per_s, self.bandwidth_bytes_per_s * intensity)
+
+    def binding(self, intensity: float) -> str:
+        return "memory bandwidth" if intensity < self.ridge_flop_per_byte else "compute (GEMM)"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MachineCeilings:
+        return cls(**data)
+
+
+def _libraries() -> dict[str, str]:
+    import onnxruntime as ort
+
+    return {"numpy": np.__version__, "onnxruntime": ort.__version__}
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def measure_bandwidth(
+    elements: int = BANDWIDTH_ELEMENTS, repeats: int = REPEATS
+) -> tuple[float, float]:
+    """(triad, copy) bytes per second on one thread (numpy's element-wise kernels run on the
+    calling thread), best of ``repeats``."""
+    a = np.zeros(elements)
+    b = np.random.default_rng(0).standard_normal(elements)
+    c = np.random.default_rng(1).standard_normal(elements)
+    scalar = 3.0
+    triad = copy = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        np.multiply(c, scalar, out=a)
+        np.add(a, b, out=a)
+        triad = min(triad, time.perf_counter() - start)
+        start = time.perf_counter()
+        np.copyto(a, b)
+        copy = min(copy, time.perf_counter() - start)
+    size = a.nbytes
+    return 5 * size / triad, 2 * size / copy
+
+
+def measure_gemm(size: int = GEMM_SIZE, repeats: int = REPEATS) -> float:
+    """FLOP per second of one float32 ``size``³ MatMul in onnxruntime on one thread."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["a", "b"], ["c"])],
+        "gemm",
+        [
+            helper.make_tensor_value_info("a", TensorProto.FLOAT, [size, size]),
+            helper.make_tensor_value_info("b", TensorProto.FLOAT, [size, size]),
+        ],
+        [helper.make_tensor_value_info("c", TensorProto.FLOAT, [size, size])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    session = ort.InferenceSession(
+        onnx.shape_inference.infer_shapes(model).SerializeToString(),
+        options,
+        providers=["CPUExecutionProvider"],
+    )
+    rng = np.random.default_rng(2)
+    feed = {n: rng.standard_normal((size, size)).astype(np.float32) for n in ("a", "b")}
+    session.run(None, feed)  # warm
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        session.run(None, feed)
+        best = min(best, time.perf_counter() - start)
+    return 2.0 * size**3 / best
+
+
+def measure_ceilings(
+    elements: int = BANDWIDTH_ELEMENTS, gemm_size: int = GEMM_SIZE, repeats: int = REPEATS
+) -> MachineCeilings:
+    triad, copy = measure_bandwidth(elements, repeats)
+    return MachineCeilings(
+        bandwidth_bytes_per_s=max(triad, copy),
+        triad_bytes_per_s=triad,
+        copy_bytes_per_s=copy,
+        gemm_flop_per_s=measure_gemm(gemm_size, repeats),
+        gemm_size=gemm_size,
+        bandwidth_array_bytes=elements * 8,
+        threads=1,
+        cpu=_cpu_name(),
+        measured_utc=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        libraries=_libraries(),
+    )
+
+
+def machine_ceilings(cache_dir: Path | None) -> MachineCeilings:
+    """This machine's ceilings: from ``cache_dir`` when measured there for the same processor
+    and libraries, else measured now (and stored there)."""
+    key = f"{_cpu_name()}|{json.dumps(_libraries(), sort_keys=True)}"
+    path = cache_dir / "machine_ceilings.json" if cache_dir else None
+    if path is not None and path.exists():
+        try:
+            stored = json.loads(path.read_text())
+            if stored.get("key") == key:
+                return MachineCeilings.from_dict(stored["ceilings"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # a damaged cache entry is measured again
+    ceilings = measure_ceilings()
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(json.dumps({"key": key, "ceilings": ceilings.to_dict()}, indent=1))
+            tmp.replace(path)
+        except OSError:
+            pass  # a read-only cache only costs the next run a measurement
+    return ceilings

@@ -1,0 +1,129 @@
+"""Per-operator timings from onnxruntime's own profiler, for the roofline's achieved rates.
+
+The model runs in this process with the backend's session options (one intra-op thread, no
+spinning, default graph optimisations) and ``enable_profiling``; onnxruntime writes one
+``Node`` event per kernel run, named after the node (``<name>_kernel_time``). Graph
+optimisations fuse nodes (Gemm + Relu into FusedGemm, Conv + Relu into FusedConv); a fused
+node's event is named ``fused <name>`` after the node it grew from (or that name with a suffix),
+so the heavy operators are found by name (the fused kernel's time then includes the fused
+activation, a few per cent of it). onnxruntime's NCHWc layout names a Conv's kernel after
+the tensor it writes, which is traced back through the graph. A heavy operator with no event
+(optimised away, or renamed beyond recognition) is left out and said so by the caller.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from tritonlab.models.inputs import ModelInputs, derive_inputs
+from tritonlab.models.inspect import OnnxModelInfo
+
+RUNS_PER_BATCH = 3
+ROOFLINE_BATCHES = (1, 8, 64)  # the batch sizes the roofline draws each operator at
+
+
+def _session(info: OnnxModelInfo, profile_dir: Path) -> Any:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.enable_profiling = True
+    options.profile_file_prefix = str(profile_dir / "ort")
+    return ort.InferenceSession(str(info.path), options, providers=["CPUExecutionProvider"])
+
+
+class _Graph:
+    """Which node made each tensor, and each node's inputs, to trace an event back to the heavy
+    operator it runs (fused and re-laid-out kernels are named after a tensor or a neighbour)."""
+
+    def __init__(self, info: OnnxModelInfo, names: list[str]) -> None:
+        import onnx
+
+        graph = onnx.load(str(info.path), load_external_data=False).graph
+        self.names = set(names)
+        self.producer: dict[str, str] = {}
+        self.inputs: dict[str, list[str]] = {}
+        for node in graph.node:
+            self.inputs[node.name] = list(node.input)
+            for out in node.output:
+                self.producer[out] = node.name
+
+    def heavy_behind(self, node: str, depth: int = 3) -> str | None:
+        """``node`` if heavy, else the heavy operator feeding it through at most ``depth``
+        element-wise nodes (a Conv's fused BatchNormalization, Relu or residual Add)."""
+        if node in self.names:
+            return node
+        if depth == 0:
+            return None
+        for tensor in self.inputs.get(node, []):
+            upstream = self.producer.get(tensor)
+            if upstream is not None and (found := self.heavy_behind(upstream, depth - 1)):
+                return found
+        return None
+
+    def match(self, event_name: str) -> str | None:
+        base = event_name.removesuffix("_kernel_time").removeprefix("fused ")
+        base = base.removesuffix("_nchwc")  # onnxruntime's NCHWc layout renames by output
+        if base in self.names:
+            return base
+        if base in self.producer:  # named after the tensor it writes
+            return self.heavy_behind(self.producer[base])
+        if base in self.inputs:  # a fused node named after its last member
+            return self.heavy_behind(base)
+        # a suffixed copy of a node's name ("MatMul_0/MatMulAddFusion")
+        hits = [n for n in self.names if base.startswith(n) and base[len(n) : len(n) + 1] in "/_"]
+        return max(hits, key=len) if hits else None
+
+
+def time_operators(
+    info: OnnxModelInfo,
+    names: list[str],
+    batch_sizes: list[int],
+    inputs: ModelInputs | None = None,
+    runs: int = RUNS_PER_BATCH,
+) -> dict[int, dict[str, float]]:
+    """Batch size -> operator name -> median µs per kernel run, for the ``names`` found."""
+    feeds = inputs or derive_inputs(info)
+    outputs = [o.name for o in info.outputs]
+    events: list[dict[str, Any]] = []
+    marks: list[tuple[int, int]] = []  # (batch, number of events before its timed runs)
+    with tempfile.TemporaryDirectory(prefix="tritonlab-ortprof-") as folder:
+        session = _session(info, Path(folder))
+        for batch in batch_sizes:
+            feed = feeds.batch(batch)
+            session.run(outputs, feed)  # warm: its events are skipped by run index below
+            for _ in range(runs):
+                session.run(outputs, feed)
+            marks.append((batch, runs + 1))
+        profile = Path(session.end_profiling())
+        events = json.loads(profile.read_text())
+    # Each session.run emits one "model_run" event; nodes between two of them belong to it.
+    per_run: list[list[dict[str, Any]]] = [[]]
+    for event in events:
+        if event.get("cat") == "Node" and event.get("name", "").endswith("_kernel_time"):
+            per_run[-1].append(event)
+        elif event.get("cat") == "Session" and event.get("name") == "model_run":
+            per_run.append([])
+    runs_done = [r for r in per_run if r] if len(per_run) > 1 else per_run
+    graph = _Graph(info, names)
+    result: dict[int, dict[str, float]] = {}
+    index = 0
+    for batch, count in marks:
+        timed = runs_done[index + 1 : index + count]  # the first of each batch is the warm-up
+        index += count
+        samples: dict[str, list[float]] = {}
+        for run in timed:
+            totals: dict[str, float] = {}
+            for event in run:
+                name = graph.match(str(event["name"]))
+                if name is not None:
+                    totals[name] = totals.get(name, 0.0) + float(event.get("dur", 0.0))
+            for name, us in totals.items():
+                samples.setdefault(name, []).append(us)
+        result[batch] = {n: statistics.median(v) for n, v in samples.items() if v}
+    return result
