@@ -197,6 +197,8 @@ class CostModel:
     # Other engines (``ServingVariant.engine``) -> their own (F, P) in µs.
     engine_terms: tuple[tuple[str, float, float], ...] = ()
     engine: str = "onnxruntime"  # whose F and P model_fixed_us / model_per_sample_us are
+    # engine -> the precision it really computed in on this processor (OpenVINO's own report)
+    precision_used: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def fit(
@@ -206,6 +208,7 @@ class CostModel:
         cores: int,
         thread_speedup: dict[int, float] | None = None,
         engines_us_per_execution: dict[str, dict[int, float]] | None = None,
+        precision_used: dict[str, str] | None = None,
     ) -> CostModel | None:
         """Fit the terms; None without a serving-path measurement or an in-process fit.
 
@@ -244,7 +247,13 @@ class CostModel:
                 for engine, timings in sorted((engines_us_per_execution or {}).items())
                 if (fit := ExecutionCostFit.fit(timings)) is not None
             ),
+            precision_used=tuple(sorted((precision_used or {}).items())),
         )
+
+    def computes_in(self, engine: str) -> str:
+        """The precision ``engine`` ("openvino bf16") really computed in here."""
+        asked = engine.split(" ")[-1] if " " in engine else "f32"
+        return dict(self.precision_used).get(engine, asked)
 
     def for_engine(self, engine: str) -> CostModel:
         """This model with ``engine``'s own F and P (itself for onnxruntime or an engine whose

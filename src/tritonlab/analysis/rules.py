@@ -664,6 +664,20 @@ def engine_effect(ctx: RuleContext) -> Finding | None:
         f"{b1:.1f}"
     )
     model = ctx.cost_model
+    if (
+        model is not None
+        and r.variant.backend == s.variant.backend
+        and model.computes_in(before) == model.computes_in(after)
+    ):
+        # e.g. bf16 asked on a processor without bf16 units: OpenVINO fell back to f32
+        used = model.computes_in(after)
+        figures["precision_used"] = used
+        text += (
+            f". {after} computed in {used} on this processor (OpenVINO's report after "
+            f"compiling), as {before} does: both run the same arithmetic, so the difference "
+            "between them is noise, not precision"
+        )
+        return Finding("engine-effect", s.variant.name, text + ".", figures)
     m0 = model.for_engine(before) if model else None
     m1 = model.for_engine(after) if model else None
     if m0 is None or m1 is None or m0.engine != before or m1.engine != after:

@@ -29,7 +29,7 @@ import numpy as np
 
 BANDWIDTH_ELEMENTS = 1 << 24  # float64: 128 MiB per array, 16x an 8 MiB L3
 GEMM_SIZE = 1024
-REPEATS = 5
+REPEATS = 7
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,11 @@ class MachineCeilings:
     cpu: str
     measured_utc: str
     libraries: dict[str, str]
+    last_level_cache_bytes: int = 0  # 0: unknown
+
+    def fits_cache(self, bytes_moved: float) -> bool:
+        """Would this many bytes stay in the last-level cache between hot-loop runs?"""
+        return bool(self.last_level_cache_bytes) and bytes_moved <= self.last_level_cache_bytes
 
     @property
     def ridge_flop_per_byte(self) -> float:
@@ -80,6 +85,21 @@ def _cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def last_level_cache_bytes() -> int:
+    """The largest cache of CPU 0 (Linux sysfs), 0 when it cannot be read."""
+    sizes = []
+    for size in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        try:
+            text = size.read_text().strip().upper()
+        except OSError:
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            sizes.append(int(digits) * scale)
+    return max(sizes, default=0)
 
 
 def measure_bandwidth(
@@ -154,13 +174,14 @@ def measure_ceilings(
         cpu=_cpu_name(),
         measured_utc=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         libraries=_libraries(),
+        last_level_cache_bytes=last_level_cache_bytes(),
     )
 
 
 def machine_ceilings(cache_dir: Path | None) -> MachineCeilings:
     """This machine's ceilings: from ``cache_dir`` when measured there for the same processor
     and libraries, else measured now (and stored there)."""
-    key = f"{_cpu_name()}|{json.dumps(_libraries(), sort_keys=True)}"
+    key = f"v2|{_cpu_name()}|{json.dumps(_libraries(), sort_keys=True)}"
     path = cache_dir / "machine_ceilings.json" if cache_dir else None
     if path is not None and path.exists():
         try:

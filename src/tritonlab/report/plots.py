@@ -503,6 +503,7 @@ def plot_roofline(data: PlotData, path: Path) -> Path | None:
                 color=colour,
                 linewidth=0.8,
                 alpha=0.5,
+                label=f"{mine[0].kind} {name}",
             )
             for p in mine:
                 ax.scatter(
@@ -514,22 +515,21 @@ def plot_roofline(data: PlotData, path: Path) -> Path | None:
                     zorder=3,
                 )
         for p in served:
+            slug = next(s.variant.name for s in data.summaries if s.variant.description == p.name)
             ax.scatter(
                 p.intensity_flop_per_byte,
                 p.achieved_flop_per_s / 1e9,
                 marker="*",
                 s=120,
-                color=data.colour(
-                    next(s.variant.name for s in data.summaries if s.variant.description == p.name)
-                ),
+                color=data.colour(slug),
                 edgecolor="black",
                 zorder=4,
             )
             ax.annotate(
-                f"{p.name} (b={p.batch:.1f})",
+                f"{slug} (b={p.batch:.1f})",
                 (p.intensity_flop_per_byte, p.achieved_flop_per_s / 1e9),
                 textcoords="offset points",
-                xytext=(5, -10),
+                xytext=(6, -3),
                 fontsize=7,
             )
         for batch, marker in markers.items():

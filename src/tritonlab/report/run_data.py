@@ -156,7 +156,14 @@ def fit_cost_model(run_dir: Path, cores: int) -> CostModel | None:
         engine: {int(b): max(0.0, float(t) - float(empty.get(str(b), 0.0))) for b, t in ts.items()}
         for engine, ts in (operators.get("engines_in_process_us_per_execution") or {}).items()
     }
-    return CostModel.fit(points, timings, cores, thread_speedup(parse_ceilings(operators)), engines)
+    return CostModel.fit(
+        points,
+        timings,
+        cores,
+        thread_speedup(parse_ceilings(operators)),
+        engines,
+        operators.get("engines_precision_used") or {},
+    )
 
 
 def portable_records(
