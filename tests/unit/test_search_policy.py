@@ -279,3 +279,21 @@ def test_the_ramp_stops_before_requests_would_outlast_the_window() -> None:
     for other in (Goal(start=k), Goal(start=k, window_ms=4000)):
         step = next_step(points, other)
         assert (step.phase, step.concurrency) == ("ramp", 64)
+
+
+def _moves_from(o: Observation) -> list[tuple[Knobs, str]]:
+    leader = incumbent([o], Goal())
+    assert leader is not None
+    return [(m.knobs, m.reason) for m in propose_moves([o], leader, Goal())]
+
+
+def test_a_threads_leader_is_tried_as_instances_on_the_same_cores() -> None:
+    """Seen on the encoder: 1 instance x 2 threads led, and 2 instances x 1 thread (what the
+    sweep found best on the same model) was never tried."""
+    threads = Knobs(batching=True, threads=2)
+    leader = Observation(threads, 32, 0, 21.0, 2.3e6, 3e5, 9e5, 9e5, 1.5, 1.9, 0.1)
+    moves = dict(_moves_from(leader))
+    assert "whole executions in parallel" in moves[replace(threads, instances=2, threads=1)]
+    # counter-example: a single-threaded leader has no threads to trade for instances
+    single = replace(leader, knobs=Knobs(batching=True))
+    assert not any("whole executions" in why for _, why in _moves_from(single))

@@ -457,6 +457,16 @@ def propose_moves(observations: Sequence[Observation], leader: Candidate, goal: 
                 f"{k.max_batch}: a larger limit lets batches grow",
             )
         )
+    spread = k.instances * k.threads if k.threads else 0
+    if k.threads and k.threads > 1 and spread <= goal.max_instances:
+        moves.append(
+            Move(
+                replace(k, instances=spread, threads=1),
+                f"the same {spread} threads as {spread} instances x 1 thread instead of "
+                f"{k.instances} x {k.threads}: whole executions in parallel, with nothing to "
+                "synchronise inside one",
+            )
+        )
     busy = (o.server_cores or 0.0) + (o.load_generator_cores or 0.0)
     if (
         k.threads
