@@ -267,10 +267,12 @@ def backends_plan(
         return ServingVariant(name, description, max_batch_size=max_batch_size, **knobs)
 
     batching = {"dynamic_batching": True, "max_queue_delay_us": 0}
+    # Order matters: each is explained against the earliest configuration it differs from in
+    # one field, so OpenVINO with batching is compared with onnxruntime with batching.
     variants = [
         variant("baseline", "baseline (onnxruntime, no batching, count=1)"),
-        variant("openvino", "openvino f32 (no batching, count=1)", backend="openvino"),
         variant("batch_0ms_x1", "batching (0 ms, count=1), onnxruntime", **batching),
+        variant("openvino", "openvino f32 (no batching, count=1)", backend="openvino"),
         variant(
             "batch_0ms_x1_openvino",
             "batching (0 ms, count=1), openvino f32",
