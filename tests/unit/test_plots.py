@@ -156,7 +156,8 @@ def test_sweep_run_draws_every_plot(sweep_data: PlotData, tmp_path: Path) -> Non
     assert len(levels - {None}) > 1
     assert sweep_data.recommendations is not None
     written = write_plots(tmp_path, sweep_data)
-    assert list(written) == list(PLOTS)
+    # the recorded sweep predates the machine ceilings, so it has no roofline (tested apart)
+    assert list(written) == [name for name in PLOTS if name != "roofline"]
     for path in written.values():
         assert_real_png(path)
     again = write_plots(tmp_path / "again", sweep_data)

@@ -128,3 +128,19 @@ def test_no_roofline_without_ceilings() -> None:
     record = _operators_record(100.0, 2000.0)
     del record["machine_ceilings"]
     assert roofline_lines(record, []) == [] and operator_points(record) == []
+
+
+def test_the_roofline_plot_draws_operators_and_served_points(tmp_path: Path) -> None:
+    from test_plots import SWEEP_RUN, assert_real_png
+
+    from tritonlab.report.plots import PlotData, plot_roofline
+    from tritonlab.report.run_data import load_run
+
+    run = PlotData.of(load_run(SWEEP_RUN))
+    with_ceilings = dataclasses.replace(run, operators=_operators_record(100.0, 2000.0))
+    path = plot_roofline(with_ceilings, tmp_path / "roofline.png")
+    assert path is not None
+    assert_real_png(path)
+    again = plot_roofline(with_ceilings, tmp_path / "again.png")
+    assert again is not None and again.read_bytes() == path.read_bytes()  # stable bytes
+    assert plot_roofline(run, tmp_path / "none.png") is None  # no ceilings recorded: no plot
