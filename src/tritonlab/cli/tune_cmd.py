@@ -210,6 +210,7 @@ def tune(
             options,
             inputs=inputs,
             on_step=_step_line,
+            builtin=model if model in BUILTIN_MODELS else None,
         )
         report = build_report(out_dir)
         _say(f"stopped: {result.stop_reason}")

@@ -284,7 +284,21 @@ def run_project(
     )
 
     record_operator_profile(run_dir, info, plan, inputs)
+    write_scripts(run_dir, info, inputs, plan, options, onnx_path, demo)
+    return ProjectResult(outcome, build_report(run_dir))
 
+
+def write_scripts(
+    run_dir: Path,
+    info: OnnxModelInfo,
+    inputs: ModelInputs,
+    plan: ExperimentPlan,
+    options: ServerOptions,
+    onnx_path: Path,
+    demo: str | None,
+) -> None:
+    """The project folder's scripts and client: start the server, the baseline perf command
+    (``plan``'s first load), re-export the model, one checked request."""
     perf_install = locate_perf_analyzer()
     server_install = None
     if not options.url:
@@ -313,4 +327,3 @@ def run_project(
             else export_script_user(onnx_path.resolve(), plan.model_name, run_dir)
         ),
     )
-    return ProjectResult(outcome, build_report(run_dir))

@@ -49,6 +49,7 @@ from tritonlab.experiments.store import (
 from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.perf.locate import locate_perf_analyzer
+from tritonlab.pipeline.project import write_scripts
 from tritonlab.report.run_data import TUNE_FILE
 from tritonlab.repository.config import build_model_config, config_to_text
 from tritonlab.repository.layout import RepositoryModel, add_model
@@ -315,8 +316,12 @@ def run_tune(
     options: ServerOptions,
     inputs: ModelInputs | None = None,
     on_step: Callable[[dict[str, Any]], None] | None = None,
+    builtin: str | None = None,
 ) -> TuneOutcome:
-    """Search, measuring on a real server, until the policy stops or the budget is spent."""
+    """Search, measuring on a real server, until the policy stops or the budget is spent.
+
+    ``builtin``: the built-in model ``info`` was exported from (its export script is written);
+    otherwise the project's ``scripts/export_model.py`` copies the user's file."""
     started = time.monotonic()
     inputs = inputs or derive_inputs(info)
     fingerprint = settings.fingerprint(file_sha256(info.path), inputs)
@@ -370,6 +375,7 @@ def run_tune(
                 tuner.loaded = None
     data = tuner.save(stop_reason)
     pick_config = _write_pick(run_dir, info, model_name, data)
+    write_scripts(run_dir, info, inputs, tuner.plan(), options, info.path, builtin)
     return TuneOutcome(
         tuner.steps,
         stop_reason,
