@@ -170,9 +170,12 @@ def roofline_lines(operators: dict[str, Any] | None, summaries: list[VariantSumm
             p for p in over if p.binding == "memory bandwidth" and machine.fits_cache(p.bytes_moved)
         ]
         lines += [
-            f"{len(over)} operator point(s) run above the ceiling that should bind them. "
+            f"{len(over)} operator point{'' if len(over) == 1 else 's'} "
+            f"{'runs' if len(over) == 1 else 'run'} above the ceiling that should bind "
+            f"{'it' if len(over) == 1 else 'them'}. "
             + (
-                f"{len(cached)} of them are bandwidth-bound by the arithmetic but move only "
+                f"{len(cached)} of them {'is' if len(cached) == 1 else 'are'} bandwidth-bound "
+                "by the arithmetic but move only "
                 f"{max(p.bytes_moved for p in cached) / 1e6:.2f} MB or less per execution, "
                 f"within this processor's {machine.last_level_cache_bytes >> 20} MiB "
                 "last-level cache: in a hot loop their weights stay cached, so the DRAM "
