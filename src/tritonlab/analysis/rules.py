@@ -709,14 +709,34 @@ def engine_effect(ctx: RuleContext) -> Finding | None:
         f"{w1:,.0f} µs ({fixed_part:+,.0f} µs from the fixed cost, {sample_part:+,.0f} µs from "
         "the per-sample cost)"
     )
-    if w0 and abs(w1 / w0 - 1) * 100 < ENGINE_SAME_PCT:
+    predicted_pct = 100 * (w1 / w0 - 1) if w0 else 0.0
+    figures["predicted_model_change_pct"] = _r(predicted_pct, 1)
+    if abs(predicted_pct) < ENGINE_SAME_PCT:
         figures["dominant_term"] = None
         text += (
             f", within {ENGINE_SAME_PCT:g}% of each other: in-process the engines cost the "
             "same at this batch, so the cost model puts no difference on the engine"
         )
+    elif execution.clear and (execution.change_pct or 0.0) * predicted_pct > 0:
+        text += (
+            f", {predicted_pct:+.0f}% in-process where the served executions moved "
+            f"{execution.change_pct:+.0f}%: the {term} is what the engine change moved"
+        )
+    elif execution.has_interval and not (
+        (execution.low_pct or 0.0) <= predicted_pct <= (execution.high_pct or 0.0)
+    ):
+        figures["dominant_term"] = None
+        text += (
+            f", {predicted_pct:+.0f}% in-process, but the served executions moved "
+            f"{execution.phrase()}, which excludes it: the in-process difference between the "
+            "engines does not carry over to serving here, so no term is named as the cause"
+        )
     else:
-        text += f", so the {term} is what the engine change moved"
+        text += (
+            f", {predicted_pct:+.0f}% in-process, within the served executions' noise "
+            f"({execution.phrase()}): the {term} is where the engines differ, but this run "
+            "cannot show it in the served figures"
+        )
     if k > 1:
         text += f" (client batch {k})"
     return Finding("engine-effect", s.variant.name, text + ".", figures)
