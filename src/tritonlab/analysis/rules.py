@@ -709,17 +709,24 @@ def engine_effect(ctx: RuleContext) -> Finding | None:
         f"{w1:,.0f} µs ({fixed_part:+,.0f} µs from the fixed cost, {sample_part:+,.0f} µs from "
         "the per-sample cost)"
     )
-    predicted_pct = 100 * (w1 / w0 - 1) if w0 else 0.0
-    figures["predicted_model_change_pct"] = _r(predicted_pct, 1)
+    # the whole execution the served figure measures: the same serving path plus each model
+    threads = s.variant.intra_op_threads
+    x0 = m0.execution_us(samples / k, k, threads)
+    x1 = m1.execution_us(samples / k, k, threads)
+    predicted_pct = 100 * (x1 / x0 - 1) if x0 else 0.0
+    figures["predicted_execution_us_before"] = _r(x0)
+    figures["predicted_execution_us_after"] = _r(x1)
+    figures["predicted_execution_change_pct"] = _r(predicted_pct, 1)
+    text += f"; with the serving path, one execution is predicted at {x0:,.0f} against {x1:,.0f} µs"
     if abs(predicted_pct) < ENGINE_SAME_PCT:
         figures["dominant_term"] = None
         text += (
-            f", within {ENGINE_SAME_PCT:g}% of each other: in-process the engines cost the "
-            "same at this batch, so the cost model puts no difference on the engine"
+            f" ({predicted_pct:+.0f}%), within {ENGINE_SAME_PCT:g}%: at this batch the "
+            "engines cost the same, so the cost model puts no difference on the engine"
         )
     elif execution.clear and (execution.change_pct or 0.0) * predicted_pct > 0:
         text += (
-            f", {predicted_pct:+.0f}% in-process where the served executions moved "
+            f" ({predicted_pct:+.0f}%), and the served executions moved "
             f"{execution.change_pct:+.0f}%: the {term} is what the engine change moved"
         )
     elif execution.has_interval and not (
@@ -727,13 +734,13 @@ def engine_effect(ctx: RuleContext) -> Finding | None:
     ):
         figures["dominant_term"] = None
         text += (
-            f", {predicted_pct:+.0f}% in-process, but the served executions moved "
+            f" ({predicted_pct:+.0f}%), but the served executions moved "
             f"{execution.phrase()}, which excludes it: the in-process difference between the "
             "engines does not carry over to serving here, so no term is named as the cause"
         )
     else:
         text += (
-            f", {predicted_pct:+.0f}% in-process, within the served executions' noise "
+            f" ({predicted_pct:+.0f}%), within the served executions' noise "
             f"({execution.phrase()}): the {term} is where the engines differ, but this run "
             "cannot show it in the served figures"
         )
