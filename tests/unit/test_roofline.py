@@ -74,7 +74,7 @@ def test_every_heavy_operator_gets_its_own_kernel_time(tmp_path: Path) -> None:
 
 
 def test_measured_ceilings_are_plausible_and_cached(tmp_path: Path) -> None:
-    small = measure_ceilings(elements=1 << 16, gemm_size=128, repeats=2)
+    small = measure_ceilings(elements=1 << 16, gemm_sizes=(64, 128), repeats=2)
     assert small.bandwidth_bytes_per_s == max(small.triad_bytes_per_s, small.copy_bytes_per_s)
     assert 1e8 < small.bandwidth_bytes_per_s < 1e13
     assert 1e8 < small.gemm_flop_per_s < 1e14
@@ -83,7 +83,7 @@ def test_measured_ceilings_are_plausible_and_cached(tmp_path: Path) -> None:
 
     from tritonlab.perf import machine
 
-    key = f"v2|{machine._cpu_name()}|{json.dumps(machine._libraries(), sort_keys=True)}"
+    key = machine.cache_key()
     (tmp_path / "machine_ceilings.json").write_text(
         json.dumps({"key": key, "ceilings": cached.to_dict()})
     )

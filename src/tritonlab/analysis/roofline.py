@@ -140,8 +140,8 @@ def roofline_lines(operators: dict[str, Any] | None, summaries: list[VariantSumm
         f"memory bandwidth {machine.bandwidth_bytes_per_s / 1e9:.1f} GB/s (the faster of a "
         f"two-pass triad, {machine.triad_bytes_per_s / 1e9:.1f} GB/s, and a copy, "
         f"{machine.copy_bytes_per_s / 1e9:.1f} GB/s, on {machine.bandwidth_array_bytes >> 20} "
-        f"MiB arrays), GEMM {machine.gemm_flop_per_s / 1e9:.1f} GFLOP/s (a float32 "
-        f"{machine.gemm_size}³ MatMul in onnxruntime). They meet at "
+        f"MiB arrays), GEMM {machine.gemm_flop_per_s / 1e9:.1f} GFLOP/s (the fastest float32 "
+        f"square MatMul in onnxruntime, {machine.gemm_size}³). They meet at "
         f"{machine.ridge_flop_per_byte:.2f} FLOP/byte: an operator below that intensity is "
         "bound by memory bandwidth, above it by compute. Operator times are onnxruntime's own "
         "kernel times (its profiler, one thread, the median of 3 runs); the plot is "
@@ -185,8 +185,8 @@ def roofline_lines(operators: dict[str, Any] | None, summaries: list[VariantSumm
                 else ""
             )
             + "A compute-bound point above the GEMM line means this operator's kernel beat "
-            "the one 1024³ MatMul the ceiling was taken from (the ceiling is a best of 7 "
-            "runs on a shared machine, not a hardware peak).",
+            "the square MatMuls the ceiling was taken from (the ceiling is a best of 7 runs "
+            "on a shared machine, not a hardware peak).",
             "",
         ]
     by_batch: dict[float, list[RooflinePoint]] = {}

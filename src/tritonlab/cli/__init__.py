@@ -4,6 +4,7 @@ import signal
 from types import FrameType
 
 from tritonlab.cli import (  # noqa: F401  (registers the commands)
+    ceilings_cmd,
     locate_cmd,
     project_cmds,
     step_cmds,

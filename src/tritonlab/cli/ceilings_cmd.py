@@ -1,0 +1,57 @@
+"""``tritonlab ceilings``: measure this machine's roofline ceilings now (not from the cache),
+keep them for later runs, and optionally put them into run folders and rebuild their reports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from tritonlab.cli.common import app, out, user_errors
+
+
+@app.command()
+def ceilings(
+    runs: Annotated[
+        Optional[list[Path]],  # noqa: UP045 - typer needs Optional on Python 3.10
+        typer.Argument(help="Run folders whose roofline should use the new figures."),
+    ] = None,
+) -> None:
+    """Measure memory bandwidth and the GEMM rate on one thread (a few seconds; run it on a
+    quiet machine), store them for later runs, and write them into RUNS (rebuilding each
+    report).
+
+    Example: tritonlab ceilings demo-out
+    """
+    from tritonlab.errors import TritonlabError
+    from tritonlab.experiments.store import OPERATORS_FILE, RESULTS_DIR, read_result, write_result
+    from tritonlab.perf.machine import measure_ceilings, store_ceilings
+    from tritonlab.report.build import build_report
+    from tritonlab.server.locate import default_cache_root
+
+    with user_errors():
+        folders = list(runs or [])
+        for run_dir in folders:
+            if not (run_dir / RESULTS_DIR / OPERATORS_FILE).exists():
+                raise TritonlabError(
+                    f"{run_dir} has no {RESULTS_DIR}/{OPERATORS_FILE}; pass a run folder that "
+                    "`tritonlab run` or `sweep` measured"
+                )
+        machine = measure_ceilings()
+        store_ceilings(default_cache_root(), machine)
+        out.print(
+            f"{machine.cpu}, one thread: memory bandwidth "
+            f"{machine.bandwidth_bytes_per_s / 1e9:.1f} GB/s (triad "
+            f"{machine.triad_bytes_per_s / 1e9:.1f}, copy {machine.copy_bytes_per_s / 1e9:.1f}), "
+            f"GEMM {machine.gemm_flop_per_s / 1e9:.1f} GFLOP/s ({machine.gemm_size}³), ridge "
+            f"{machine.ridge_flop_per_byte:.2f} FLOP/byte",
+            highlight=False,
+        )
+        for run_dir in folders:
+            path = run_dir / RESULTS_DIR / OPERATORS_FILE
+            record = read_result(path)
+            record["machine_ceilings"] = machine.to_dict()
+            write_result(path, record)
+            build_report(run_dir)
+            out.print(f"{run_dir}: roofline rebuilt with these ceilings", highlight=False)
