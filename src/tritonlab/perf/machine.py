@@ -32,6 +32,7 @@ import numpy as np
 BANDWIDTH_ELEMENTS = 1 << 24  # float64: 128 MiB per array, 16x an 8 MiB L3
 GEMM_SIZES = (256, 384, 512, 768, 1024)
 REPEATS = 7
+MIN_SECONDS_PER_SIZE = 0.3  # a GEMM size is run at least this long (best run kept)
 
 
 @dataclass(frozen=True)
@@ -154,10 +155,13 @@ def measure_gemm(size: int = 512, repeats: int = REPEATS) -> float:
     feed = {n: rng.standard_normal((size, size)).astype(np.float32) for n in ("a", "b")}
     session.run(None, feed)  # warm
     best = float("inf")
-    for _ in range(repeats):
+    runs = 0
+    until = time.perf_counter() + MIN_SECONDS_PER_SIZE
+    while runs < repeats or time.perf_counter() < until:  # small sizes: many runs, best kept
         start = time.perf_counter()
         session.run(None, feed)
         best = min(best, time.perf_counter() - start)
+        runs += 1
     return 2.0 * size**3 / best
 
 
