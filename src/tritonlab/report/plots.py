@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 __all__ = ["PLOTS", "PLOTS_DIR", "PlotData", "batch_bins", "context_line", "load_text"]
 
 PLOTS_DIR = "plots"
+ROOFLINE_NAMED = 6  # operators named in the roofline's legend
 LOG_X_SPAN = 20.0  # p99 spanning more than this factor is drawn on a log axis
 BREAKDOWN_PARTS = (
     ("queue_us", "queue", "#d62728"),
@@ -461,7 +462,12 @@ def plot_batch_sizes(data: PlotData, path: Path) -> Path | None:
 def plot_roofline(data: PlotData, path: Path) -> Path | None:
     """The hot operators at batch 1 / 8 / 64 and the served executions against the machine's
     measured bandwidth and GEMM ceilings (log-log)."""
-    from tritonlab.analysis.roofline import ceilings_of, operator_points, served_points
+    from tritonlab.analysis.roofline import (
+        ceilings_of,
+        operator_points,
+        profile_of,
+        served_points,
+    )
 
     machine = ceilings_of(data.operators)
     if data.operators is None or machine is None:
@@ -494,16 +500,27 @@ def plot_roofline(data: PlotData, path: Path) -> Path | None:
         )
         markers = {1: "o", 8: "s", 64: "^"}
         names = list(dict.fromkeys(p.name for p in ops))
-        for i, name in enumerate(names):
+        # Named in the legend: the hottest operators and the one with the lowest intensity (the
+        # first to be bandwidth-bound); the rest are drawn in grey as one entry.
+        hot = {o.name for o in profile_of(data.operators).hottest(ROOFLINE_NAMED - 1)}
+        hot.add(min(ops, key=lambda p: p.intensity_flop_per_byte).name)
+        named = [n for n in names if n in hot]
+        for name in names:
             mine = [p for p in ops if p.name == name]
-            colour = PALETTE[i % len(PALETTE)]
+            first_grey = name not in hot and name == next(n for n in names if n not in hot)
+            colour = PALETTE[named.index(name) % len(PALETTE)] if name in hot else "#b0b0b0"
+            label = (
+                f"{mine[0].kind} {name}"
+                if name in hot
+                else (f"other heavy operators ({len(names) - len(named)})" if first_grey else None)
+            )
             ax.plot(
                 [p.intensity_flop_per_byte for p in mine],
                 [p.achieved_flop_per_s / 1e9 for p in mine],
                 color=colour,
                 linewidth=0.8,
                 alpha=0.5,
-                label=f"{mine[0].kind} {name}",
+                label=label,
             )
             for p in mine:
                 ax.scatter(
