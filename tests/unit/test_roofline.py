@@ -15,7 +15,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from tritonlab.analysis.operators import profile_operators
-from tritonlab.analysis.roofline import operator_points, roofline_lines
+from tritonlab.analysis.roofline import operator_points, roofline_lines, served_points
 from tritonlab.models.inspect import inspect_onnx
 from tritonlab.perf.machine import MachineCeilings, machine_ceilings, measure_ceilings
 from tritonlab.perf.op_timing import time_operators
@@ -144,3 +144,21 @@ def test_the_roofline_plot_draws_operators_and_served_points(tmp_path: Path) -> 
     again = plot_roofline(with_ceilings, tmp_path / "again.png")
     assert again is not None and again.read_bytes() == path.read_bytes()  # stable bytes
     assert plot_roofline(run, tmp_path / "none.png") is None  # no ceilings recorded: no plot
+
+
+def test_a_model_without_heavy_operators_has_no_roofline_and_no_error(tmp_path: Path) -> None:
+    """Seen on a token classifier (Gather and ReduceMean, no MatMul): no heavy operator, so
+    no FLOPs to place and no plot; the run must not fail on the empty operator list."""
+    from test_plots import SWEEP_RUN
+
+    from tritonlab.report.plots import PlotData, plot_roofline
+    from tritonlab.report.run_data import load_run
+
+    record = _operators_record(100.0, 2000.0)
+    record["profile"] = {"operators": []}
+    record["operator_us_per_execution"] = {}
+    run = dataclasses.replace(PlotData.of(load_run(SWEEP_RUN)), operators=record)
+    assert operator_points(record) == []
+    assert served_points(record, run.summaries) == []
+    assert plot_roofline(run, tmp_path / "roofline.png") is None
+    assert "No operator timings" in "\n".join(roofline_lines(record, []))

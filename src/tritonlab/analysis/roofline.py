@@ -104,6 +104,8 @@ def served_points(
     if machine is None:
         return []
     profile = profile_of(operators)
+    if not profile.flops_per_sample:  # no MatMul, Gemm or Conv: no FLOPs to place
+        return []
     first_load = summaries[0].load_key if summaries else None
     points = []
     for s in summaries:

@@ -503,7 +503,8 @@ def plot_roofline(data: PlotData, path: Path) -> Path | None:
         # Named in the legend: the hottest operators and the one with the lowest intensity (the
         # first to be bandwidth-bound); the rest are drawn in grey as one entry.
         hot = {o.name for o in profile_of(data.operators).hottest(ROOFLINE_NAMED - 1)}
-        hot.add(min(ops, key=lambda p: p.intensity_flop_per_byte).name)
+        if ops:
+            hot.add(min(ops, key=lambda p: p.intensity_flop_per_byte).name)
         named = [n for n in names if n in hot]
         for name in names:
             mine = [p for p in ops if p.name == name]
