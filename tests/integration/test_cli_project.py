@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from integration_support import (
-    SHORT_RUN_FLAGS,
+    FAST_RUN_FLAGS,
     WINDOW_MS,
     StartServer,
     cli_env,
@@ -70,7 +70,7 @@ def _cells(out_dir: Path) -> list[Path]:
 @pytest.mark.timeout(420)
 def test_ctrl_c_stops_everything_keeps_cells_and_resumes(demo_onnx: Path, tmp_path: Path) -> None:
     out_dir = tmp_path / "project"
-    args = ["run", str(demo_onnx), "--out", str(out_dir), *SHORT_RUN_FLAGS]
+    args = ["run", str(demo_onnx), "--out", str(out_dir), *FAST_RUN_FLAGS]
     proc, stdout_path, stderr_path = _start_cli(args, tmp_path, "interrupted")
     try:
         deadline = time.monotonic() + 180
@@ -140,7 +140,7 @@ def test_run_on_an_unseen_two_input_model(start_server: StartServer, tmp_path: P
     write_two_input_model(model)
     out_dir = tmp_path / "twin-project"
     code, stdout, stderr = _run_cli(
-        ["run", str(model), "--out", str(out_dir), *SHORT_RUN_FLAGS], tmp_path, "twin", 300
+        ["run", str(model), "--out", str(out_dir), *FAST_RUN_FLAGS], tmp_path, "twin", 300
     )
     assert code == 0, f"stdout: {stdout}\nstderr: {stderr}"
     assert "measured 4 cells, reused 0" in stdout
