@@ -8,6 +8,7 @@ shows what Triton said.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Generator, Iterator
 from pathlib import Path
 
@@ -20,6 +21,10 @@ from tritonlab.perf.locate import PerfAnalyzerInstall, locate_perf_analyzer
 from tritonlab.repository.layout import build_repository
 from tritonlab.server.locate import ServerInstall, prepare_bundled_server
 from tritonlab.server.process import TritonServer
+
+# Runs made in this process (the library tests) record their in-process ceilings over 1 s, like
+# the CLI runs (integration_support.cli_env): behaviour tests need them recorded, not precise.
+os.environ.setdefault("TRITONLAB_CEILING_WINDOW_S", "1")
 
 LOG_TAIL_CHARS = 6000
 

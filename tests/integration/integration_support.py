@@ -88,6 +88,8 @@ def cli_env() -> dict[str, str]:
     """A wide, colourless environment, so each CLI message stays on one line."""
     env = dict(os.environ)
     env.update({"COLUMNS": "250", "NO_COLOR": "1", "TERM": "dumb", "PYTHONUNBUFFERED": "1"})
+    # behaviour tests need the ceilings recorded, not precise: 1 s each instead of 3 s
+    env.setdefault("TRITONLAB_CEILING_WINDOW_S", "1")
     env.pop("FORCE_COLOR", None)
     return env
 
