@@ -90,7 +90,6 @@ def time_operators(
     """Batch size -> operator name -> median µs per kernel run, for the ``names`` found."""
     feeds = inputs or derive_inputs(info)
     outputs = [o.name for o in info.outputs]
-    events: list[dict[str, Any]] = []
     marks: list[tuple[int, int]] = []  # (batch, number of events before its timed runs)
     with tempfile.TemporaryDirectory(prefix="tritonlab-ortprof-") as folder:
         session = _session(info, Path(folder))
@@ -109,7 +108,7 @@ def time_operators(
             per_run[-1].append(event)
         elif event.get("cat") == "Session" and event.get("name") == "model_run":
             per_run.append([])
-    runs_done = [r for r in per_run if r] if len(per_run) > 1 else per_run
+    runs_done = [r for r in per_run if r]  # one list of kernel events per session.run
     graph = _Graph(info, names)
     result: dict[int, dict[str, float]] = {}
     index = 0
