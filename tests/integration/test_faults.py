@@ -84,6 +84,18 @@ def _named(proc: subprocess.Popen[str], fragment: str) -> list[psutil.Process]:
     return [p for p, n in zip(tree, names(tree), strict=True) if fragment in n]
 
 
+def _measuring(proc: subprocess.Popen[str]) -> list[psutil.Process]:
+    """perf_analyzer processes measuring a cell (not the ``--version`` probe that locates it)."""
+    found = []
+    for p in _named(proc, "perf_analyzer"):
+        try:
+            if "--version" not in p.cmdline():
+                found.append(p)
+        except psutil.Error:
+            continue
+    return found
+
+
 def _finish(proc: subprocess.Popen[str], timeout_s: float) -> int:
     try:
         return proc.wait(timeout=timeout_s)
@@ -131,7 +143,7 @@ def test_killed_server_mid_sweep_is_restarted_and_the_sweep_finishes(
     proc, _stdout, stderr = _start(args, tmp_path, "killed")
     _wait_for(proc, lambda: len(_cells(out_dir)) >= 1, "first cell")
     before = _cells(out_dir)
-    _wait_for(proc, lambda: bool(_named(proc, "perf_analyzer")), "a cell in progress", 60)
+    _wait_for(proc, lambda: bool(_measuring(proc)), "a cell in progress", 60)
     servers = _named(proc, "tritonserver")
     assert servers, describe(process_tree(proc.pid))
     servers[0].send_signal(signal.SIGKILL)
@@ -157,7 +169,7 @@ def test_killed_backend_stub_is_retried_after_a_reload(demo_onnx: Path, tmp_path
     proc, _stdout, stderr = _start(_run_args(demo_onnx, out_dir), tmp_path, "stub")
     _wait_for(proc, lambda: len(_cells(out_dir)) >= 1, "first cell")
     before = _cells(out_dir)
-    _wait_for(proc, lambda: bool(_named(proc, "perf_analyzer")), "a cell in progress", 60)
+    _wait_for(proc, lambda: bool(_measuring(proc)), "a cell in progress", 60)
     stubs = _named(proc, "python_backend_stub")
     assert stubs, describe(process_tree(proc.pid))
     for stub in stubs:
@@ -177,8 +189,8 @@ def test_hung_perf_analyzer_is_killed_at_its_deadline_and_retried(
 ) -> None:
     out_dir = tmp_path / "project"
     proc, _stdout, stderr = _start(_run_args(demo_onnx, out_dir), tmp_path, "hung")
-    _wait_for(proc, lambda: bool(_named(proc, "perf_analyzer")), "perf_analyzer", 120)
-    frozen = _named(proc, "perf_analyzer")[0]
+    _wait_for(proc, lambda: bool(_measuring(proc)), "perf_analyzer", 120)
+    frozen = _measuring(proc)[0]
     frozen.send_signal(signal.SIGSTOP)  # it never answers again; the deadline must end it
     started = time.monotonic()
     code = _finish(proc, 420)
@@ -199,7 +211,7 @@ def test_sigterm_stops_cleanly_and_the_rerun_resumes(demo_onnx: Path, tmp_path: 
     args = _run_args(demo_onnx, out_dir)
     proc, _stdout, stderr = _start(args, tmp_path, sig.name)
     _wait_for(proc, lambda: len(_cells(out_dir)) >= 1, "first cell")
-    _wait_for(proc, lambda: bool(_named(proc, "perf_analyzer")), "a cell in progress", 60)
+    _wait_for(proc, lambda: bool(_measuring(proc)), "a cell in progress", 60)
     tree = process_tree(proc.pid)
     before = _cells(out_dir)
     proc.send_signal(sig)
