@@ -25,14 +25,16 @@ adapter-bench: setup
 ma-bench: setup
 	$(PY) benchmarks/vs_model_analyzer/compare.py --out benchmarks/results
 
-test: setup
+test:
+	TRITONLAB_TEST_TOOLS=1 bash scripts/setup.sh $(VENV)
 	$(PY) -m pytest tests
 
 unit: setup
 	$(PY) -m pytest tests/unit
 
 # The OpenAI Triton kernel in Triton's CPU interpreter (also part of `make test`).
-kernel-test: setup
+kernel-test:
+	TRITONLAB_TEST_TOOLS=1 bash scripts/setup.sh $(VENV)
 	$(PY) -m pytest tests/kernel
 
 # On a GPU host only: the kernel against cuBLAS, and KIND_GPU serving (scripts/gpu_check.sh).

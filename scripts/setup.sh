@@ -12,6 +12,12 @@ ldconfig -p 2>/dev/null | grep -q 'libb64.so.0d' || need_apt+=(libb64-0d)
 if [ "${TRITONLAB_HTML_TESTS:-0}" = 1 ] && ! command -v chromium >/dev/null; then
   need_apt+=(chromium)
 fi
+if [ "${TRITONLAB_TEST_TOOLS:-0}" = 1 ]; then
+  # The scaling-out tests: nginx load-balances two servers; iproute2 makes network namespaces
+  # (the two "hosts" of a local Ray cluster).
+  command -v nginx >/dev/null || need_apt+=(nginx-light)
+  command -v ip >/dev/null || need_apt+=(iproute2)
+fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   echo "setup: installing ${need_apt[*]} with apt-get"
@@ -24,8 +30,9 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip
   # torch==2.13.0 is only for exporting the demo model (a CPU build where one is on disk);
-  # openvino is the second backend (the tests serve with it); triton runs the kernel tier.
-  "$VENV/bin/python" -m pip install -q -e '.[demo,dev,openvino,kernel]'
+  # openvino is the second backend (the tests serve with it); triton runs the kernel tier;
+  # ray spreads a sweep over a cluster (its tests start a two-node cluster on this machine).
+  "$VENV/bin/python" -m pip install -q -e '.[demo,dev,openvino,kernel,ray]'
   touch "$stamp"
 fi
 echo "setup: ready ($("$VENV/bin/python" --version), $VENV)"

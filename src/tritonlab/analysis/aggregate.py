@@ -27,8 +27,9 @@ class VariantSummary:
     cells: tuple[CellResult, ...]
 
     @property
-    def rounds(self) -> list[int]:
-        return [c.repeat for c in self.cells]
+    def rounds(self) -> list[int | str]:
+        """The pairing key of every cell: its round (with its node on a cluster)."""
+        return [c.block for c in self.cells]
 
     def _perf(self, name: str) -> Summary:
         return Summary.of(

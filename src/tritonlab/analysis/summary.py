@@ -17,13 +17,16 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Summary:
-    """Repeated measurements of one figure; ``rounds[i]`` is the round of ``values[i]``."""
+    """Repeated measurements of one figure; ``rounds[i]`` is the round of ``values[i]`` (on a
+    cluster, ``"node#round"``: cells pair only within a node)."""
 
     values: tuple[float, ...]
-    rounds: tuple[int, ...] = ()
+    rounds: tuple[int | str, ...] = ()
 
     @classmethod
-    def of(cls, values: Sequence[float | None], rounds: Sequence[int] | None = None) -> Summary:
+    def of(
+        cls, values: Sequence[float | None], rounds: Sequence[int | str] | None = None
+    ) -> Summary:
         numbered = rounds if rounds is not None else range(1, len(values) + 1)
         keep = [
             (float(v), r)
@@ -66,7 +69,7 @@ class Summary:
             return None
         return 100.0 * (max(self.values) - min(self.values)) / self.median
 
-    def by_round(self) -> dict[int, float]:
+    def by_round(self) -> dict[int | str, float]:
         return dict(zip(self.rounds, self.values, strict=False))
 
     def text(self, digits: int = 0, unit: str = "") -> str:

@@ -103,6 +103,15 @@ RemeasureOpt = Annotated[
         ".json; globs work; repeatable). The old file is kept as .json.replaced.",
     ),
 ]
+RayOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--ray",
+        help="Measure on a Ray cluster: its address (host:port) or 'auto'. Every node that "
+        "offers the 'tritonlab' resource measures whole rounds on its own server "
+        "(docs/scaling.md); needs tritonlab[ray].",
+    ),
+]
 MaxBatchOpt = Annotated[int, typer.Option("--max-batch-size", min=1, help="Triton max_batch_size.")]
 ShapeOpt = Annotated[
     Optional[list[str]],  # noqa: UP045

@@ -34,6 +34,7 @@ from tritonlab.cli.common import (
     GrpcUrlOpt,
     HostOpt,
     MaxRepeatsOpt,
+    RayOpt,
     RemeasureOpt,
     ServerBinOpt,
     UrlOpt,
@@ -197,6 +198,7 @@ def sweep(
     server_bin: ServerBinOpt = None,
     backend_dir: BackendDirOpt = None,
     host: HostOpt = "127.0.0.1",
+    ray: RayOpt = None,
 ) -> None:
     """Sweep configurations and loads from a YAML plan, then recommend configurations.
 
@@ -253,6 +255,7 @@ def sweep(
                 max_repeats=max_repeats,
                 adaptive_budget_s=adaptive_budget_s,
                 remeasure=tuple(remeasure or ()),
+                cluster=ray,
             )
         outcome = result.outcome
         if outcome.stopped_early:

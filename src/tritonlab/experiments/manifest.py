@@ -23,7 +23,16 @@ from tritonlab.models.inputs import ModelInputs
 from tritonlab.models.inspect import TensorSpec
 from tritonlab.server.gpu import gpu_names
 
-_PACKAGES = ("tritonclient", "nvidia-pytriton", "onnxruntime", "onnx", "numpy", "torch")
+_PACKAGES = (
+    "tritonclient",
+    "nvidia-pytriton",
+    "onnxruntime",
+    "openvino",
+    "onnx",
+    "numpy",
+    "torch",
+    "ray",
+)
 
 
 def utc_now() -> str:
@@ -304,6 +313,8 @@ class Manifest:
     inputs: ModelInputs | None = None
     # Faults met during the run and what was done (results/faults.json holds the same).
     faults: tuple[dict[str, Any], ...] = ()
+    # The cluster nodes that measured (``distributed/nodes.NodeRecord``); () for a local run.
+    nodes: tuple[dict[str, Any], ...] = ()
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -342,6 +353,7 @@ class Manifest:
             if isinstance(data.get("inputs"), dict)
             else None,
             faults=tuple(data.get("faults") or ()),
+            nodes=tuple(data.get("nodes") or ()),
             tune=dict(data["tune"]) if isinstance(data.get("tune"), dict) else None,
             schema_version=int(data.get("schema_version", 1)),
         )
@@ -374,6 +386,8 @@ class Manifest:
             data["tune"] = dict(self.tune)
         if self.faults:
             data["faults"] = list(self.faults)
+        if self.nodes:
+            data["nodes"] = list(self.nodes)
         if self.adaptive is not None:
             data["adaptive"] = {
                 "max_repeats": self.adaptive.max_repeats,

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from tritonlab.client.infer import InferCheck, infer_and_check
 from tritonlab.errors import PerfAnalyzerError, PlanError, ServerError
@@ -88,6 +88,9 @@ class AdaptiveRepeats:
     # (its cells times the mean cell time of this run). None: no limit but ``max_repeats``.
     budget_s: float | None = None
 
+
+# One interleaved round: every configuration's (load, repeat) cells, in measuring order.
+Round = list[tuple[RepositoryModel, list[tuple[LoadPoint, int]]]]
 
 # Called after the closed-loop pass: (variant name, load key) -> request rate (req/s).
 OpenLoopRates = Callable[[], Mapping[tuple[str, str], float]]
@@ -348,10 +351,58 @@ class CellSession:
             self.unload(model, quietly=not finished)  # the first error is the one shown
         return True
 
+    def measure_rounds(self, rounds: Sequence[Round], ids: list[str], note: str = "") -> bool:
+        """Measure ``rounds`` in order, each configuration's cells in one load; False when the
+        time budget ran out first. (A cluster session spreads whole rounds over its nodes.)"""
+        for round_ in rounds:
+            for model, cells in round_:
+                if not self.measure_model(model, cells, ids, note):
+                    return False
+        return True
+
+    def measure_serving_path(self, info: OnnxModelInfo) -> None:
+        """The null-model cells behind the cost model (only on a server this run started)."""
+        if isinstance(self.server, TritonServer):
+            _measure_serving_path(
+                self.server, self.perf_install, self.plan, info, self.run_dir, self.input_files
+            )
+
+    def profile_operators(self) -> None:
+        """Nothing here: a local run profiles after its server stopped (``run_project``)."""
+
     def save_manifest(self, **changes: Any) -> None:
         """Rewrite the manifest with ``changes`` (e.g. a plan that grew during a tune)."""
         self.manifest = replace(self.manifest, **changes)
         save_manifest(self.run_dir, self.manifest.to_dict())
+
+
+class MeasuringSession(Protocol):
+    """What ``run_experiment`` measures through: a local ``CellSession`` or a cluster's."""
+
+    measured: list[str]
+    checks: list[InferCheck]
+    done: int
+    total: int
+
+    @property
+    def recovery(self) -> Recovered: ...
+
+    def over_budget(self) -> bool: ...
+
+    def measure_rounds(self, rounds: Sequence[Round], ids: list[str], note: str = "") -> bool: ...
+
+    def measure_serving_path(self, info: OnnxModelInfo) -> None: ...
+
+    def profile_operators(self) -> None: ...
+
+
+class Recovered(Protocol):
+    """The faults side of a session, as the outcome reports it."""
+
+    failed_cells: list[str]
+
+    @property
+    def restarts(self) -> int: ...
 
 
 @contextlib.contextmanager
@@ -477,10 +528,13 @@ def run_experiment(
     open_loop_rates: OpenLoopRates | None = None,
     adaptive: AdaptiveRepeats | None = None,
     inputs: ModelInputs | None = None,
+    cluster: str | None = None,
 ) -> RunOutcome:
     """Measure every cell of ``plan`` not yet on disk; results go under ``run_dir``.
 
     ``inputs`` says what every request carries (default: derived from the graph).
+    ``cluster``: a Ray address ("auto" too): whole rounds are then measured on the cluster's
+    nodes, each cell written here as it arrives (``distributed/ray_session.py``).
 
     Closed-loop and fixed-rate loads are measured first; loads at a fraction of the peak then
     get their rates from ``open_loop_rates`` (required when the plan has such loads).
@@ -514,26 +568,44 @@ def run_experiment(
     ]
     finished = set(skipped)
     stopped: str | None = None
-    with open_session(
-        options,
-        run_dir,
-        info,
-        inputs,
-        plan,
-        fingerprint,
-        perf_install,
-        models[0],
-        engine_models=models,
-        progress=progress,
-        deadline=None if time_budget_s is None else started + time_budget_s,
-        manifest_extra={
-            "sweep": sweep,
-            "adaptive": AdaptiveEntry(adaptive.max_repeats, adaptive.budget_s)
-            if adaptive
-            else None,
-        },
-    ) as session:
-        server = session.server
+    deadline = None if time_budget_s is None else started + time_budget_s
+    manifest_extra: dict[str, object] = {
+        "sweep": sweep,
+        "adaptive": AdaptiveEntry(adaptive.max_repeats, adaptive.budget_s) if adaptive else None,
+    }
+    opened: contextlib.AbstractContextManager[MeasuringSession]
+    if cluster:
+        from tritonlab.distributed.ray_session import open_ray_session
+
+        opened = open_ray_session(
+            cluster,
+            options,
+            run_dir,
+            info,
+            inputs,
+            plan,
+            fingerprint,
+            perf_install,
+            progress=progress,
+            deadline=deadline,
+            manifest_extra=manifest_extra,
+        )
+    else:
+        opened = open_session(
+            options,
+            run_dir,
+            info,
+            inputs,
+            plan,
+            fingerprint,
+            perf_install,
+            models[0],
+            engine_models=models,
+            progress=progress,
+            deadline=deadline,
+            manifest_extra=manifest_extra,
+        )
+    with opened as session:
         session.done, session.total = len(skipped), total
         measured = session.measured
         without_rate: list[str] = []
@@ -541,19 +613,22 @@ def run_experiment(
         def over_budget() -> bool:
             return session.over_budget()
 
-        measure_model = session.measure_model
-
         def measure_pass(loads_of: Callable[[RepositoryModel], list[LoadPoint]]) -> str | None:
+            rounds: list[Round] = []
             for repeat in range(plan.repeats):
+                round_: Round = []
                 for model in models:
-                    loads = [
-                        ld
+                    cells = [
+                        (ld, repeat)
                         for ld in loads_of(model)
                         if cell_id(model.variant.name, ld, repeat) not in finished
                     ]
-                    cells = [(ld, repeat) for ld in loads]
-                    if loads and not measure_model(model, cells, []):
-                        return f"time budget of {time_budget_s:.0f} s reached"
+                    if cells:
+                        round_.append((model, cells))
+                if round_:
+                    rounds.append(round_)
+            if not session.measure_rounds(rounds, []):
+                return f"time budget of {time_budget_s:.0f} s reached"
             return None
 
         stopped = measure_pass(lambda model: direct_loads)
@@ -576,8 +651,8 @@ def run_experiment(
                 and cell_id(m.variant.name, ld, r) not in finished
             ]
             stopped = measure_pass(rated_loads)
-        if stopped is None and isinstance(server, TritonServer):
-            _measure_serving_path(server, perf_install, plan, info, run_dir, session.input_files)
+        if stopped is None:
+            session.measure_serving_path(info)
         if stopped is None and adaptive is not None:
             loads_by_key = {ld.key: ld for ld in direct_loads}
             rates = open_loop_rates() if derived_loads and open_loop_rates is not None else {}
@@ -612,11 +687,12 @@ def run_experiment(
                         return False
                 session.total += len(todo_now)  # progress counts the added cells
                 round_cells: list[str] = []
-                complete = True
+                round_: Round = []
                 for model in models:
                     mine = [(ld, r) for m, ld, r in todo_now if m is model]
-                    if mine and complete:
-                        complete = measure_model(model, mine, round_cells, " (adaptive)")
+                    if mine:
+                        round_.append((model, mine))
+                complete = session.measure_rounds([round_], round_cells, " (adaptive)")
                 if round_cells:
                     _append_adaptive(
                         run_dir,
@@ -633,6 +709,8 @@ def run_experiment(
                 pass
             if over_budget():
                 stopped = f"time budget of {time_budget_s:.0f} s reached"
+        if stopped is None:
+            session.profile_operators()
         if progress:
             progress(session.done, session.total, "done")
     return RunOutcome(

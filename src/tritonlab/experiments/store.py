@@ -122,6 +122,13 @@ class CellResult:
     # Executions the onnxruntime backend ran request by request because a batch failed (its
     # log lines during this cell); 0 when none, or for a server whose log tritonlab cannot read.
     backend_fallbacks: int = 0
+    # The cluster node that measured it (``distributed/``); "" for a cell measured locally.
+    node: str = ""
+
+    @property
+    def block(self) -> int | str:
+        """What verdicts pair this cell by: its round, and on a cluster its node as well."""
+        return f"{self.node}#{self.repeat}" if self.node else self.repeat
 
     @property
     def server_cores_used(self) -> float:
@@ -135,6 +142,8 @@ class CellResult:
         data: dict[str, Any] = {} if self.schema_version < 2 else {"schema_version": 2}
         if self.backend_fallbacks:
             data["backend_fallbacks"] = self.backend_fallbacks
+        if self.node:
+            data["node"] = self.node
         return data | {
             "cell_id": self.cell_id,
             "variant": self.variant.to_dict(),
@@ -163,6 +172,7 @@ class CellResult:
             load_key=data.get("load_key", ""),
             schema_version=int(data.get("schema_version", 1)),
             backend_fallbacks=int(data.get("backend_fallbacks", 0)),
+            node=str(data.get("node", "")),
         )
 
 

@@ -271,6 +271,7 @@ def run_project(
     adaptive_budget_s: float | None = None,
     inputs: ModelInputs | None = None,
     remeasure: tuple[str, ...] = (),
+    cluster: str | None = None,
 ) -> ProjectResult:
     """Deploy, check, measure and explain ``onnx_path`` into the project folder ``run_dir``.
 
@@ -309,6 +310,7 @@ def run_project(
         open_loop_rates=open_loop_rates,
         adaptive=adaptive,
         inputs=inputs,
+        cluster=cluster,
     )
 
     record_operator_profile(run_dir, info, plan, inputs)

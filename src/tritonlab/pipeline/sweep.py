@@ -101,8 +101,11 @@ def run_sweep(
     max_repeats: int | None = None,
     adaptive_budget_s: float | None = None,
     remeasure: tuple[str, ...] = (),
+    cluster: str | None = None,
 ) -> ProjectResult:
     """Measure every cell of the sweep not yet in ``run_dir``, then rebuild its reports.
+
+    ``cluster``: a Ray address; the cells are then measured on its nodes (whole rounds each).
 
     With ``max_repeats`` above the plan's repeats, the picks' cells (and the baseline's at the
     same loads) get more rounds while a verdict behind a pick is undecided.
@@ -127,6 +130,7 @@ def run_sweep(
         max_repeats=max_repeats if budget else None,
         adaptive_budget_s=adaptive_budget_s,
         remeasure=remeasure,
+        cluster=cluster,
         undecided=lambda: undecided_sweep(
             run_dir,
             order,

@@ -33,6 +33,7 @@ from tritonlab.perf.settings import PerfSettings
 
 if TYPE_CHECKING:
     from tritonlab.experiments.manifest import Manifest
+from tritonlab.report.nodes_section import nodes_section
 from tritonlab.report.recommend_section import recommendations_section
 from tritonlab.report.run_data import RunData
 from tritonlab.report.tune_section import tune_section
@@ -515,6 +516,7 @@ def render_experiment_log(run: RunData) -> str:
         ]
         lines += [ln for r in analysis.reports for ln in _variant_section(r)]
     lines += faults_section(run.faults)
+    lines += nodes_section(manifest.nodes, run.cells)
     lines += efficiency_section(run.efficiencies, run.summaries)
     lines += cost_model_section(cost_model, run.predictions)
     if operators and analyses:

@@ -1,0 +1,212 @@
+"""The node side of a cluster run: one ``NodeMeasurer`` per node, its own server, its cells.
+
+The driver sends the model's bytes, the plan and the inputs once (``prepare``); the measurer
+lays out the same repository in a folder of its own, starts the server there on loopback
+(``runner.open_session``: the manifest and answer checks of a local run) and then measures the
+cells it is sent one at a time, exactly as a local run does (the same ``CellSession``, so the
+same fault recovery: a server that dies is restarted on this node). Each answer carries the
+cell and the files the cell wrote (perf_analyzer's CSV and output), which the driver stores in
+its own run folder. Nothing here imports Ray: the driver wraps the class as a Ray actor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
+from tritonlab.experiments.runner import CellSession, open_session
+from tritonlab.experiments.store import CELLS_DIR, RESULTS_DIR, CellResult
+from tritonlab.models.inputs import ModelInputs
+from tritonlab.models.inspect import OnnxModelInfo, inspect_onnx
+from tritonlab.perf.locate import locate_perf_analyzer
+from tritonlab.repository.layout import RepositoryModel, build_repository
+from tritonlab.server.launch import ServerOptions
+
+from .nodes import NodeFacts
+
+WORK_PREFIX = "tritonlab-node-"
+# What stays on the node: its own cells (the driver writes them, with the node named), its
+# manifest, checks and faults (the driver merges them), and its server's log.
+_KEPT_HERE = (
+    f"{RESULTS_DIR}/{CELLS_DIR}/",
+    f"{RESULTS_DIR}/manifest.json",
+    f"{RESULTS_DIR}/infer_check.json",
+    f"{RESULTS_DIR}/faults.json",
+    "server/",
+)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What a node reports once its server is up and its answers are checked."""
+
+    checks: list[dict[str, Any]]
+    server_version: str
+    server_command: tuple[str, ...] | None
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One cell as the node measured it (None: given up on after faults), the files it wrote
+    (path relative to the run folder -> bytes), and the faults the node met meanwhile."""
+
+    cell: CellResult | None
+    files: dict[str, bytes]
+    faults: list[dict[str, Any]]
+    restarts: int
+
+
+def remove_stale_work(root: Path) -> None:
+    """Work folders of measurers whose process is gone (a node killed mid-run) are removed."""
+    for folder in root.glob(f"{WORK_PREFIX}*"):
+        match = re.match(rf"{WORK_PREFIX}(\d+)-", folder.name)
+        if match and not _alive(int(match.group(1))):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class NodeMeasurer:
+    """Measures the cells the driver sends, on this node's own server (one at a time)."""
+
+    def __init__(self) -> None:
+        self._stack = contextlib.ExitStack()
+        self._session: CellSession | None = None
+        self._models: dict[str, RepositoryModel] = {}
+        self._loaded: RepositoryModel | None = None
+        self._work: Path | None = None
+        self._info: OnnxModelInfo | None = None
+        self._inputs: ModelInputs | None = None
+        self._seen: dict[str, tuple[int, int]] = {}
+        self._faults_sent = 0
+
+    def describe(self, node_id: str, address: str) -> NodeFacts:
+        return NodeFacts.current(node_id, address, locate_perf_analyzer().version)
+
+    def prepare(
+        self,
+        model_bytes: bytes,
+        onnx_name: str,
+        plan: ExperimentPlan,
+        inputs: ModelInputs,
+        options: ServerOptions,
+        fingerprint: str,
+    ) -> Prepared:
+        root = Path(tempfile.gettempdir())
+        remove_stale_work(root)
+        self._work = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-", dir=root))
+        onnx = self._work / onnx_name
+        onnx.write_bytes(model_bytes)
+        info = inspect_onnx(onnx)
+        run_dir = self._work / "run"
+        models = build_repository(run_dir / "models", info, plan.model_name, list(plan.variants))
+        self._models = {m.variant.name: m for m in models}
+        self._info, self._inputs = info, inputs
+        session = self._stack.enter_context(
+            open_session(
+                options,
+                run_dir,
+                info,
+                inputs,
+                plan,
+                fingerprint,
+                locate_perf_analyzer(),
+                models[0],
+                engine_models=models,
+            )
+        )
+        self._session = session
+        self._new_files()  # what is there now stays on the node
+        server = session.manifest.server
+        return Prepared([c.to_dict() for c in session.checks], server.version, server.command)
+
+    def measure(self, variant_name: str, load: LoadPoint, repeat: int) -> Measured:
+        session = self._require()
+        model = self._models[variant_name]
+        if self._loaded is not model:
+            if self._loaded is not None:
+                session.unload(self._loaded)
+                self._loaded = None
+            session.load(model)
+            self._loaded = model
+        try:
+            cell = session.measure(model, load, repeat)
+        except BaseException:
+            session.unload(model, quietly=True)
+            self._loaded = None
+            raise
+        return self._answer(cell)
+
+    def serving_path(self) -> Measured:
+        """The serving-path probes (``runner._measure_serving_path``), measured here."""
+        session = self._require()
+        if self._loaded is not None:
+            session.unload(self._loaded)
+            self._loaded = None
+        assert self._info is not None
+        session.measure_serving_path(self._info)
+        return self._answer(None)
+
+    def profile(self) -> Measured:
+        """``operators.json`` of this node (``pipeline.project.record_operator_profile``)."""
+        from tritonlab.pipeline.project import record_operator_profile
+
+        session = self._require()
+        assert self._info is not None and self._work is not None and self._inputs is not None
+        record_operator_profile(self._work / "run", self._info, session.plan, self._inputs)
+        return self._answer(None)
+
+    def close(self) -> None:
+        """Unload, stop the server, remove this node's work folder."""
+        try:
+            if self._session is not None and self._loaded is not None:
+                self._session.unload(self._loaded, quietly=True)
+            self._stack.close()
+        finally:
+            if self._work is not None:
+                shutil.rmtree(self._work, ignore_errors=True)
+            self._session = None
+
+    def _require(self) -> CellSession:
+        if self._session is None:
+            raise RuntimeError("prepare() must run before measuring")
+        return self._session
+
+    def _answer(self, cell: CellResult | None) -> Measured:
+        session = self._require()
+        faults = [f.to_dict() for f in session.recovery.faults[self._faults_sent :]]
+        self._faults_sent = len(session.recovery.faults)
+        return Measured(cell, self._new_files(), faults, session.recovery.restarts)
+
+    def _new_files(self) -> dict[str, bytes]:
+        """Files of the run folder written or changed since the last call (not ``_KEPT_HERE``)."""
+        assert self._work is not None
+        run_dir = self._work / "run"
+        found: dict[str, bytes] = {}
+        for path in sorted(run_dir.rglob("*")):
+            if not path.is_file() or path.name.startswith("."):
+                continue
+            rel = path.relative_to(run_dir).as_posix()
+            if rel.startswith(_KEPT_HERE):
+                continue
+            stat = path.stat()
+            stamp = (stat.st_size, stat.st_mtime_ns)
+            if self._seen.get(rel) != stamp:
+                self._seen[rel] = stamp
+                found[rel] = path.read_bytes()
+        return found

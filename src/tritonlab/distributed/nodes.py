@@ -1,0 +1,144 @@
+"""What a measuring node is, and the checks that make its cells comparable with the others'.
+
+Every node must run the same tritonlab, server and perf_analyzer as the driver (a mismatch is a
+one-line error naming the node), and all nodes of one run must be of one hardware type: cells
+of different machines are not comparable, so a run refuses a mixed set rather than pair them.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import tritonlab
+from tritonlab.errors import ConfigError
+from tritonlab.experiments.manifest import MachineInfo, machine_info, package_versions
+
+# The Ray resource a node offers to say "measure here"; one per node: one measurement a host.
+RESOURCE = "tritonlab"
+# Packages whose versions decide what is measured; each must match the driver's where both
+# have it (the server and perf_analyzer come from the first two).
+CHECKED_PACKAGES = ("nvidia-pytriton", "tritonclient", "onnxruntime", "openvino")
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """A node as it describes itself before measuring anything."""
+
+    node_id: str
+    address: str
+    hostname: str
+    machine: MachineInfo
+    tritonlab_version: str
+    packages: dict[str, str]
+    perf_analyzer_version: str
+
+    @property
+    def label(self) -> str:
+        """How logs and cells name the node: its address and the start of its Ray id."""
+        return f"{self.address}/{self.node_id[:8]}"
+
+    @property
+    def hardware(self) -> tuple[object, ...]:
+        """What must be equal for two nodes' cells to be compared."""
+        m = self.machine
+        return (m.cpu_model, m.cpu_count_logical, m.cpu_affinity_count, m.gpus)
+
+    @classmethod
+    def current(cls, node_id: str, address: str, perf_analyzer_version: str) -> NodeFacts:
+        return cls(
+            node_id=node_id,
+            address=address,
+            hostname=socket.gethostname(),
+            machine=MachineInfo.from_dict(machine_info()),
+            tritonlab_version=tritonlab.__version__,
+            packages={k: v for k, v in package_versions().items() if k in CHECKED_PACKAGES},
+            perf_analyzer_version=perf_analyzer_version,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "node_id": self.node_id,
+            "address": self.address,
+            "hostname": self.hostname,
+            "machine": self.machine.to_dict(),
+            "tritonlab_version": self.tritonlab_version,
+            "packages": dict(self.packages),
+            "perf_analyzer_version": self.perf_analyzer_version,
+        }
+
+
+@dataclass(frozen=True)
+class NodeRecord:
+    """A node in the manifest: its facts, its server, and whether (and when) it was lost."""
+
+    facts: NodeFacts
+    server_version: str = ""
+    lost_utc: str | None = None
+    lost_why: str = ""
+    serving_path: bool = False  # it measured the serving-path probes
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = self.facts.to_dict() | {"server_version": self.server_version}
+        if self.lost_utc:
+            data |= {"lost_utc": self.lost_utc, "lost_why": self.lost_why}
+        if self.serving_path:
+            data["serving_path"] = True
+        return data | self.extra
+
+
+def version_mismatch(driver: NodeFacts, node: NodeFacts) -> str | None:
+    """What differs between ``node`` and the driver, as the error should say it; None if all
+    the versions that decide a measurement are equal."""
+    pairs = [("tritonlab", driver.tritonlab_version, node.tritonlab_version)]
+    pairs.append(("perf_analyzer", driver.perf_analyzer_version, node.perf_analyzer_version))
+    for name in CHECKED_PACKAGES:
+        if name in driver.packages or name in node.packages:
+            pairs.append((name, driver.packages.get(name, "none"), node.packages.get(name, "none")))
+    for name, mine, theirs in pairs:
+        if mine != theirs:
+            return f"{name} {theirs}, the driver {mine}"
+    return None
+
+
+def check_nodes(driver: NodeFacts, nodes: list[NodeFacts]) -> None:
+    """Refuse, in one line, a node with other versions than the driver's, or a set of nodes of
+    more than one hardware type."""
+    for node in nodes:
+        mismatch = version_mismatch(driver, node)
+        if mismatch:
+            raise ConfigError(
+                f"Ray node {node.label} ({node.hostname}) has {mismatch}: install the same "
+                f"tritonlab {driver.tritonlab_version} environment on every node "
+                "(pip install 'tritonlab[ray]' from one lock file), then run again"
+            )
+    kinds: dict[tuple[object, ...], list[NodeFacts]] = defaultdict(list)
+    for node in nodes:
+        kinds[node.hardware].append(node)
+    if len(kinds) > 1:
+        described = "; ".join(
+            f"{group[0].machine.cpu_model} x{group[0].machine.cores}"
+            + (f" + {', '.join(group[0].machine.gpus)}" if group[0].machine.gpus else "")
+            + f": {', '.join(n.label for n in group)}"
+            for group in kinds.values()
+        )
+        raise ConfigError(
+            f"the Ray nodes offering '{RESOURCE}' are of {len(kinds)} hardware types "
+            f"({described}); cells of different machines are not comparable: offer the "
+            f"'{RESOURCE}' resource on nodes of one type only"
+        )
+
+
+def check_server_versions(records: list[NodeRecord]) -> None:
+    """Every node's running server must report the same version."""
+    versions = {r.server_version for r in records}
+    if len(versions) > 1:
+        listed = ", ".join(f"{r.facts.label}: {r.server_version}" for r in records)
+        raise ConfigError(
+            f"the nodes' tritonservers differ ({listed}); install one server release on every "
+            "node (or pass one --server-bin path that holds the same release everywhere)"
+        )

@@ -1,0 +1,443 @@
+"""The driver side of a cluster run on Ray: one measurer per node, whole rounds per node.
+
+What keeps the numbers valid:
+
+- A node takes part when it offers the ``tritonlab`` resource (``nodes.RESOURCE``). It gets
+  exactly one ``NodeMeasurer`` actor, pinned to it and holding that resource, and the actor
+  measures one cell at a time: two measurements never share a host.
+- A round (every configuration once at every load) is measured whole on one node, and the
+  verdicts pair cells by (node, round) (``CellResult.block``): the node is a blocking factor,
+  configurations are only ever paired with cells of the same host.
+- All nodes must be of one hardware type and run the driver's versions (``nodes.check_nodes``).
+- The driver's run folder is the one source of truth: each cell is written there atomically
+  (with the node that measured it) the moment it arrives, so a resume works as locally.
+- A node lost mid-cell (its host died, its raylet was killed): that cell and the rest of its
+  round are queued again for the next free node, and the loss is recorded as a fault. The
+  cells of such a round are then paired within each node only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from tritonlab.client.infer import InferCheck
+from tritonlab.errors import ConfigError, ServerError, TritonlabError
+from tritonlab.experiments.manifest import (
+    Manifest,
+    ModelRecord,
+    PerfAnalyzerRecord,
+    ServerRecord,
+    ToolInfo,
+    package_versions,
+    utc_now,
+)
+from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
+from tritonlab.experiments.recovery import FAULTS_FILE, FaultRecord, load_faults
+from tritonlab.experiments.runner import ProgressCallback, Round, cell_id, file_sha256
+from tritonlab.experiments.store import (
+    RESULTS_DIR,
+    save_cell,
+    save_manifest,
+    write_result,
+    write_text_atomic,
+)
+from tritonlab.models.inputs import ModelInputs
+from tritonlab.models.inspect import OnnxModelInfo
+from tritonlab.paths import portable_path
+from tritonlab.perf.locate import PerfAnalyzerInstall
+from tritonlab.repository.layout import RepositoryModel
+from tritonlab.server.launch import ServerOptions
+
+from .measurer import Measured, NodeMeasurer, Prepared
+from .nodes import (
+    RESOURCE,
+    NodeFacts,
+    NodeRecord,
+    check_nodes,
+    check_server_versions,
+)
+
+INSTALL_HINT = "--ray needs the optional extra: pip install 'tritonlab[ray]'"
+CLOSE_TIMEOUT_S = 120.0
+WAIT_SLICE_S = 1.0
+CONNECT_TIMEOUT_S = 10.0  # ray.wait in slices, so Ctrl-C is taken at once
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError as exc:
+        raise ConfigError(INSTALL_HINT) from exc
+    return ray
+
+
+@dataclass
+class _Node:
+    """A measuring node as the driver sees it."""
+
+    record: NodeRecord
+    actor: Any
+    alive: bool = True
+
+    @property
+    def label(self) -> str:
+        return self.record.facts.label
+
+
+class ClusterFaults:
+    """The driver's faults file: nodes lost, and every fault a node met and recovered from."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.faults = load_faults(run_dir)
+        self.failed_cells: list[str] = []
+        self.node_restarts: dict[str, int] = {}
+
+    @property
+    def restarts(self) -> int:
+        return sum(self.node_restarts.values())
+
+    def add(self, record: FaultRecord) -> None:
+        self.faults.append(record)
+        write_result(self.run_dir / RESULTS_DIR / FAULTS_FILE, [f.to_dict() for f in self.faults])
+
+
+class RaySession:
+    """Measures rounds on the cluster's nodes; the driver-side twin of ``CellSession``."""
+
+    def __init__(
+        self,
+        ray: Any,
+        nodes: list[_Node],
+        plan: ExperimentPlan,
+        run_dir: Path,
+        manifest: Manifest,
+        checks: list[InferCheck],
+        progress: ProgressCallback | None,
+        deadline: float | None,
+    ) -> None:
+        self.ray, self.nodes, self.plan, self.run_dir = ray, nodes, plan, run_dir
+        self.manifest, self.checks = manifest, checks
+        self.progress, self.deadline = progress, deadline
+        self.recovery = ClusterFaults(run_dir)
+        self.measured: list[str] = []
+        self.done = 0
+        self.total = 0
+
+    def over_budget(self) -> bool:
+        return self.deadline is not None and time.monotonic() > self.deadline
+
+    def measure_rounds(self, rounds: Sequence[Round], ids: list[str], note: str = "") -> bool:
+        """Spread ``rounds`` over the nodes, a whole round to one node; False when the time
+        budget ran out first (what was measured is kept)."""
+        ray = self.ray
+        queue: deque[list[tuple[RepositoryModel, LoadPoint, int]]] = deque(
+            [(m, ld, r) for m, cells in round_ for ld, r in cells] for round_ in rounds
+        )
+        running: dict[Any, tuple[_Node, list[tuple[RepositoryModel, LoadPoint, int]]]] = {}
+        idle = [n for n in self.nodes if n.alive]
+        stopped = False
+
+        def submit(node: _Node, unit: list[tuple[RepositoryModel, LoadPoint, int]]) -> None:
+            model, load, repeat = unit[0]
+            cid = cell_id(model.variant.name, load, repeat)
+            if self.progress:
+                self.progress(self.done, self.total, f"{cid} on {node.label}{note}")
+            ref = node.actor.measure.remote(model.variant.name, load, repeat)
+            running[ref] = (node, unit)
+
+        while queue or running:
+            while idle and queue and not stopped:
+                if self.over_budget():
+                    stopped = True
+                    break
+                submit(idle.pop(0), queue.popleft())
+            if not running:
+                break
+            ready, _ = ray.wait(list(running), num_returns=1, timeout=WAIT_SLICE_S)
+            if not ready:
+                continue
+            node, unit = running.pop(ready[0])
+            model, load, repeat = unit[0]
+            cid = cell_id(model.variant.name, load, repeat)
+            try:
+                answer: Measured = ray.get(ready[0])
+            except ray.exceptions.RayTaskError as exc:
+                raise _cause(exc, node) from None
+            except ray.exceptions.RayError as exc:
+                self._lose(node, cid, exc)
+                queue.appendleft(unit)
+                if not any(n.alive for n in self.nodes):
+                    raise ServerError(
+                        "every Ray node measuring this run was lost; finished cells are kept; "
+                        "run the same command to resume when nodes are back"
+                    ) from exc
+                continue
+            self.done += 1
+            self._store(node, cid, answer, ids)
+            if len(unit) > 1 and not self.over_budget():
+                submit(node, unit[1:])
+            else:
+                stopped = stopped or len(unit) > 1
+                idle.append(node)
+        return not stopped
+
+    def measure_serving_path(self, info: OnnxModelInfo) -> None:
+        """The serving-path probes, on the first node still alive (the next if it is lost)."""
+        del info  # the node has its own copy of the model
+        node = self._on_one_node("serving_path", "serving-path probes")
+        if node is not None:
+            node.record = replace(node.record, serving_path=True)
+            self._save_nodes()
+
+    def profile_operators(self) -> None:
+        """The operator profile and in-process timings (``operators.json``), taken on a node:
+        the cost model's terms must come from the machine the cells were measured on."""
+        node = self._on_one_node("profile", "operator profile")
+        if node is not None:
+            node.record = replace(node.record, extra=node.record.extra | {"profiled": True})
+            self._save_nodes()
+
+    def _on_one_node(self, method: str, what: str) -> _Node | None:
+        for node in [n for n in self.nodes if n.alive]:
+            try:
+                answer: Measured = self.ray.get(getattr(node.actor, method).remote())
+            except self.ray.exceptions.RayTaskError as exc:
+                raise _cause(exc, node) from None
+            except self.ray.exceptions.RayError as exc:
+                self._lose(node, what, exc)
+                continue
+            self._store(node, "", answer, [])
+            return node
+        return None
+
+    def save_manifest(self, **changes: Any) -> None:
+        self.manifest = replace(self.manifest, **changes)
+        save_manifest(self.run_dir, self.manifest.to_dict())
+
+    def _store(self, node: _Node, cid: str, answer: Measured, ids: list[str]) -> None:
+        for rel, data in answer.files.items():
+            path = self.run_dir / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.part")
+            tmp.write_bytes(data)
+            tmp.replace(path)
+        for fault in answer.faults:
+            record = FaultRecord.from_dict(fault)
+            self.recovery.add(replace(record, what=f"on node {node.label}: {record.what}"))
+            if record.action.startswith("gave up"):
+                self.recovery.failed_cells.append(record.cell)
+        self.recovery.node_restarts[node.label] = answer.restarts
+        if answer.faults:
+            self.save_manifest(faults=tuple(f.to_dict() for f in self.recovery.faults))
+        if answer.cell is not None:
+            save_cell(self.run_dir, replace(answer.cell, node=node.label))
+            self.measured.append(cid)
+            ids.append(cid)
+
+    def _lose(self, node: _Node, what: str, exc: BaseException) -> None:
+        node.alive = False
+        why = type(exc).__name__
+        node.record = replace(node.record, lost_utc=utc_now(), lost_why=why)
+        self.recovery.add(
+            FaultRecord(
+                what,
+                f"Ray node {node.label} was lost ({why})",
+                "queued the cell and the rest of its round again, for another node",
+                (),
+                utc_now(),
+            )
+        )
+        self._save_nodes()
+        with contextlib.suppress(Exception):
+            self.ray.kill(node.actor, no_restart=True)
+
+    def _save_nodes(self) -> None:
+        self.save_manifest(
+            nodes=tuple(n.record.to_dict() for n in self.nodes),
+            faults=tuple(f.to_dict() for f in self.recovery.faults),
+        )
+
+
+def _cause(exc: Any, node: _Node) -> BaseException:
+    """A node's own error (a tritonlab one keeps its one-line message), naming the node."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, TritonlabError):
+        return type(cause)(f"on Ray node {node.label}: {cause}")
+    return ServerError(f"on Ray node {node.label}: {' '.join(str(exc).split())[:400]}")
+
+
+def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """A ``host:port`` address must answer a TCP connect first: ``ray.init`` would otherwise
+    wait for an unreachable head for ever."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(
+            f"--ray {address}: give the head's host:port (e.g. 10.0.0.1:6379) or auto"
+        )
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise ConfigError(
+            f"--ray {address}: nothing answers there ({exc.strerror or exc}); start the head "
+            "with `ray start --head` or pass its address"
+        ) from exc
+
+
+def connect(address: str) -> Any:
+    """``ray.init`` on ``address`` ("auto": the cluster this machine belongs to)."""
+    ray = _ray()
+    if address != "auto" and "://" not in address:
+        check_reachable(address)
+    if not ray.is_initialized():
+        try:
+            ray.init(address=address, logging_level="WARNING", log_to_driver=False)
+        except (ConnectionError, ValueError, RuntimeError) as exc:
+            raise ConfigError(
+                f"--ray {address}: no Ray cluster answered ({' '.join(str(exc).split())[:200]});"
+                " start one with `ray start --head --resources '{\"tritonlab\": 1}'` or pass "
+                "its address"
+            ) from exc
+    return ray
+
+
+def measuring_nodes(ray: Any, address: str) -> list[dict[str, Any]]:
+    found = [
+        n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get(RESOURCE, 0) >= 1
+    ]
+    if not found:
+        raise ConfigError(
+            f"no node of the Ray cluster at {address} offers the '{RESOURCE}' resource: start "
+            f"each measuring node with `ray start ... --resources '{{\"{RESOURCE}\": 1}}'`"
+        )
+    return found
+
+
+@contextlib.contextmanager
+def open_ray_session(
+    address: str,
+    options: ServerOptions,
+    run_dir: Path,
+    info: OnnxModelInfo,
+    inputs: ModelInputs,
+    plan: ExperimentPlan,
+    fingerprint: str,
+    perf_install: PerfAnalyzerInstall,
+    progress: ProgressCallback | None = None,
+    deadline: float | None = None,
+    manifest_extra: dict[str, object] | None = None,
+) -> Iterator[RaySession]:
+    """Connect, check every measuring node, start a server on each, and yield a session that
+    spreads rounds over them; on the way out (also on Ctrl-C) every node's server is stopped."""
+    if options.url:
+        raise ConfigError(
+            "--ray starts a server on every node; --url measures a service that runs already: "
+            "pass one of them"
+        )
+    ray = connect(address)
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    found = measuring_nodes(ray, address)
+    remote = ray.remote(NodeMeasurer)
+    actors = [
+        remote.options(
+            num_cpus=0,
+            resources={RESOURCE: 1},
+            max_restarts=0,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False),
+        ).remote()
+        for n in found
+    ]
+    nodes: list[_Node] = []
+    clean_exit = False
+    try:
+        facts: list[NodeFacts] = ray.get(
+            [
+                a.describe.remote(n["NodeID"], n.get("NodeManagerAddress", ""))
+                for a, n in zip(actors, found, strict=True)
+            ]
+        )
+        driver = NodeFacts.current("driver", "driver", perf_install.version)
+        check_nodes(driver, facts)
+        prepared: list[Prepared] = ray.get(
+            [
+                a.prepare.remote(
+                    info.path.read_bytes(), info.path.name, plan, inputs, options, fingerprint
+                )
+                for a in actors
+            ]
+        )
+        nodes = [
+            _Node(NodeRecord(f, p.server_version), a)
+            for f, p, a in zip(facts, prepared, actors, strict=True)
+        ]
+        check_server_versions([n.record for n in nodes])
+        checks = [InferCheck.from_dict(c) for c in prepared[0].checks]
+        first = prepared[0]
+        manifest = Manifest(
+            tool=ToolInfo.current(),
+            packages=package_versions(),
+            machine=facts[0].machine,
+            created_utc=utc_now(),
+            plan=plan,
+            plan_fingerprint=fingerprint,
+            model=ModelRecord(
+                name=plan.model_name,
+                onnx_file=info.path.name,
+                sha256=file_sha256(info.path),
+                size_bytes=info.file_size_bytes,
+                opset=info.opset,
+                inputs=tuple(info.inputs),
+                outputs=tuple(info.outputs),
+            ),
+            server=ServerRecord(
+                source=f"Ray cluster at {address}: {len(nodes)} nodes, each its own "
+                f"{options.describe} on loopback",
+                version=first.server_version,
+                command=first.server_command,
+                http_url="",
+                grpc_url="",
+            ),
+            perf_analyzer=PerfAnalyzerRecord(
+                binary=portable_path(perf_install.binary, run_dir), version=perf_install.version
+            ),
+            inputs=inputs,
+            faults=tuple(f.to_dict() for f in load_faults(run_dir)),
+            nodes=tuple(n.record.to_dict() for n in nodes),
+        )
+        session = RaySession(ray, nodes, plan, run_dir, manifest, checks, progress, deadline)
+        session.save_manifest(**dict(manifest_extra or {}))
+        every_check = [
+            c | {"node": n.label} for n, p in zip(nodes, prepared, strict=True) for c in p.checks
+        ]
+        write_result(run_dir / RESULTS_DIR / "infer_check.json", [c for c in every_check])
+        write_text_atomic(run_dir / "server" / "README.txt", _server_note(nodes))
+        yield session
+        clean_exit = True
+    finally:
+        _close(ray, actors, graceful=clean_exit)
+
+
+def _server_note(nodes: list[_Node]) -> str:
+    lines = ["Each Ray node ran its own tritonserver; their logs stayed on the nodes.", ""]
+    lines += [f"- {n.label} ({n.record.facts.hostname}): {n.record.server_version}" for n in nodes]
+    return "\n".join(lines) + "\n"
+
+
+def _close(ray: Any, actors: list[Any], graceful: bool) -> None:
+    """Stop every node's server: politely after a finished run, at once after an error or
+    Ctrl-C (the actor's process goes, and its server and perf_analyzer die with it)."""
+    if graceful:
+        pending = [a.close.remote() for a in actors]
+        with contextlib.suppress(Exception):
+            ray.wait(pending, num_returns=len(pending), timeout=CLOSE_TIMEOUT_S)
+    for actor in actors:
+        with contextlib.suppress(Exception):
+            ray.kill(actor, no_restart=True)
