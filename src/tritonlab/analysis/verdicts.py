@@ -147,6 +147,11 @@ def paired_log_ratios(reference: Summary, variant: Summary) -> list[float]:
     ]
 
 
+def _blocks(summary: Summary) -> str:
+    """What the pairs share: a round, or on a cluster a node and a round (``node#round``)."""
+    return "node and round" if any(isinstance(r, str) for r in summary.rounds) else "round"
+
+
 def compare(figure: str, reference: Summary, variant: Summary) -> Verdict:
     """The verdict on ``variant`` against ``reference`` (method in the module docstring)."""
     ref_med, var_med = reference.median, variant.median
@@ -171,7 +176,8 @@ def compare(figure: str, reference: Summary, variant: Summary) -> Verdict:
             _pct(mean),
             ref_med,
             var_med,
-            f"paired by round ({n} rounds): 95% t-interval of the mean log-ratio, two-sided",
+            f"paired by {_blocks(reference)} ({n} rounds): 95% t-interval of the mean "
+            "log-ratio, two-sided",
             _pct(low),
             _pct(high),
             n,

@@ -5,6 +5,7 @@ from types import FrameType
 
 from tritonlab.cli import (  # noqa: F401  (registers the commands)
     ceilings_cmd,
+    deploy_cmd,
     locate_cmd,
     project_cmds,
     step_cmds,

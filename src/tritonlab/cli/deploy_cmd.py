@@ -1,0 +1,95 @@
+"""``tritonlab deploy``: Kubernetes (or KServe) manifests for the configuration a run picked,
+validated offline against Kubernetes' schemas; nothing is applied to a cluster."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from tritonlab.cli.common import app, out, user_errors
+
+
+@app.command()
+def deploy(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder (run, sweep or tune).")],
+    to: Annotated[
+        str, typer.Option("--to", help="kubernetes (Deployment, Service, HPA) or kserve.")
+    ] = "kubernetes",
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for the manifests.")] = Path(
+        "deploy-out"
+    ),
+    pick: Annotated[
+        str, typer.Option("--pick", help="throughput or latency (a sweep's two picks).")
+    ] = "throughput",
+    repository: Annotated[
+        Optional[str],  # noqa: UP045 - typer needs Optional on Python 3.10
+        typer.Option(
+            "--repository",
+            help="Where the cluster finds the model repository: s3://, gs://, as:// or "
+            "pvc://CLAIM[/path]. Default: a PersistentVolumeClaim of its own (pvc.yaml).",
+        ),
+    ] = None,
+    name: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--name", help="Resource name (default: the model's)."),
+    ] = None,
+    namespace: Annotated[str, typer.Option("--namespace")] = "default",
+    image: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--image", help="Default: the NGC tritonserver of the measured release."),
+    ] = None,
+    min_replicas: Annotated[int, typer.Option("--min-replicas", min=1)] = 1,
+    max_replicas: Annotated[int, typer.Option("--max-replicas", min=1)] = 4,
+    target_load: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option(
+            "--target-load",
+            min=1.0,
+            help="Load (infer/s) to carry: sizes the minimum replicas from the measured capacity.",
+        ),
+    ] = None,
+    no_validate: Annotated[
+        bool, typer.Option("--no-validate", help="Skip the offline schema check.")
+    ] = False,
+) -> None:
+    """Write manifests that serve the run's pick as measured (image, repository, threads,
+    probes, metrics, autoscaling on queue time), and check them against the schema.
+
+    Example: tritonlab deploy sweep-out --to kubernetes --repository s3://models/mlp --out k8s
+    """
+    from tritonlab.deploy.kubernetes import DeployOptions, write_deployment
+    from tritonlab.deploy.pick import resolve_pick
+    from tritonlab.deploy.validate import KUBERNETES_VERSION, validate_files
+
+    with user_errors():
+        chosen = resolve_pick(run_dir, pick)
+        written = write_deployment(
+            chosen,
+            run_dir,
+            out_dir,
+            DeployOptions(
+                target=to,
+                name=name,
+                namespace=namespace,
+                repository_uri=repository,
+                image=image,
+                min_replicas=min_replicas,
+                max_replicas=max_replicas,
+                target_load_infer_per_s=target_load,
+            ),
+        )
+        out.print(f"{chosen.source}: {chosen.variant.description}", highlight=False)
+        out.print(f"capacity {chosen.capacity_comment()}", highlight=False)
+        if not no_validate:
+            count = validate_files(written.manifests)
+            out.print(
+                f"{count} resources valid against the Kubernetes {KUBERNETES_VERSION} schema "
+                "(offline; nothing applied)",
+                highlight=False,
+            )
+        out.print(
+            f"wrote {', '.join(p.name for p in written.manifests)} and README.md to {out_dir}",
+            highlight=False,
+        )

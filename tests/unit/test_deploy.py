@@ -1,0 +1,89 @@
+"""``tritonlab deploy``: manifests for the committed examples' picks, validated offline against
+the Kubernetes schema, and a broken manifest refused (the validator is not a rubber stamp)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tritonlab.deploy.kubernetes import DeployOptions, write_deployment
+from tritonlab.deploy.pick import resolve_pick
+from tritonlab.deploy.validate import validate_files, validate_resource
+from tritonlab.errors import ConfigError
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+RUNS = ["simple_mlp_sweep", "bert_encoder_sweep", "resnet18_cnn_tune", "simple_mlp"]
+
+
+def _docs(path: Path) -> list[dict]:  # type: ignore[type-arg]
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+@pytest.mark.parametrize("run", RUNS)
+@pytest.mark.parametrize("target", ["kubernetes", "kserve"])
+def test_manifests_of_every_example_validate(run: str, target: str, tmp_path: Path) -> None:
+    pick = resolve_pick(EXAMPLES / run)
+    written = write_deployment(pick, EXAMPLES / run, tmp_path, DeployOptions(target=target))
+    assert validate_files(written.manifests) >= 3
+    names = {p.name for p in written.manifests}
+    assert {"hpa.yaml", "pvc.yaml", "metrics-adapter-config.yaml"} <= names
+    config = (tmp_path / "model_repository" / pick.model_name / "config.pbtxt").read_text()
+    assert config.startswith(f'name: "{pick.model_name}"')
+    served = EXAMPLES / run / "models" / f"{pick.model_name}__{pick.variant.name}"
+    measured = (served / "config.pbtxt").read_text().splitlines()[1:]
+    assert config.splitlines()[1:] == measured  # the configuration measured, as measured
+
+
+def test_deployment_matches_the_measured_configuration(tmp_path: Path) -> None:
+    run = EXAMPLES / "simple_mlp_sweep"
+    pick = resolve_pick(run)
+    assert pick.source == "the sweep's throughput-first pick"
+    written = write_deployment(
+        pick,
+        run,
+        tmp_path,
+        DeployOptions(repository_uri="s3://bucket/mlp", target_load_infer_per_s=20000),
+    )
+    (deployment,) = _docs(tmp_path / "deployment.yaml")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == "nvcr.io/nvidia/tritonserver:24.10-py3"  # 2.51.0's release
+    assert "--model-repository=s3://bucket/mlp" in container["args"]
+    threads = pick.variant.intra_op_threads or 2
+    assert container["resources"]["requests"]["cpu"] == str(pick.variant.instance_count * threads)
+    assert container["readinessProbe"]["httpGet"]["path"] == "/v2/health/ready"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/v2/health/live"
+    assert "pvc.yaml" not in {p.name for p in written.manifests}
+    (hpa,) = _docs(tmp_path / "hpa.yaml")
+    # 20,000 infer/s over a measured 6,912 per replica: 3 replicas at least.
+    assert hpa["spec"]["minReplicas"] == 3
+    assert hpa["spec"]["metrics"][0]["pods"]["metric"]["name"] == "avg_time_queue_us"
+    assert (
+        "6,912 infer/s" in hpa["metadata"]["annotations"]["tritonlab/measured-capacity-per-replica"]
+    )
+    assert "6,912 infer/s" in (tmp_path / "hpa.yaml").read_text().splitlines()[2]
+
+
+def test_a_broken_manifest_is_refused_in_one_line(tmp_path: Path) -> None:
+    run = EXAMPLES / "simple_mlp_sweep"
+    write_deployment(resolve_pick(run), run, tmp_path, DeployOptions())
+    (deployment,) = _docs(tmp_path / "deployment.yaml")
+    deployment["spec"]["replicas"] = "two"
+    with pytest.raises(ConfigError, match=r"Deployment simple-mlp: spec\.replicas"):
+        validate_resource(deployment)
+    (service,) = _docs(tmp_path / "service.yaml")
+    service["spec"]["portz"] = []
+    with pytest.raises(ConfigError, match="Service simple-mlp"):
+        validate_resource(service)
+
+
+def test_bad_options_are_refused(tmp_path: Path) -> None:
+    run = EXAMPLES / "simple_mlp_sweep"
+    pick = resolve_pick(run)
+    with pytest.raises(ConfigError, match="ConfigMap cannot hold"):
+        write_deployment(pick, run, tmp_path, DeployOptions(repository_uri="/data/models"))
+    with pytest.raises(ConfigError, match="--to must be one of"):
+        write_deployment(pick, run, tmp_path, DeployOptions(target="nomad"))
+    with pytest.raises(ConfigError, match="--pick must be one of"):
+        resolve_pick(run, "cheapest")
