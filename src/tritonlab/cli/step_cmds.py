@@ -29,6 +29,7 @@ from tritonlab.cli.common import (
 )
 from tritonlab.errors import ServerError, TritonlabError
 from tritonlab.server.endpoint import RESTRICTED_HEADER
+from tritonlab.server.stats import ServerStatsDelta
 
 BatchingOpt = Annotated[
     bool, typer.Option("--dynamic-batching/--no-dynamic-batching", help="Triton dynamic batching.")
@@ -150,6 +151,25 @@ def infer(
             )
 
 
+def service_note(url: str, delta: ServerStatsDelta) -> str:
+    """What a ``--url`` measurement is: a service, whose replicas tritonlab cannot see."""
+    head = (
+        f"measured the service at {url}, not one server tritonlab started: no server CPU, and "
+        "behind a load balancer the per-replica figures are unknown"
+    )
+    counts = (delta.inference_count, delta.execution_count, delta.request_count)
+    if min(counts) < 0 or delta.request_count == 0:
+        return head + (
+            "; the server statistics changed inconsistently between two calls (different "
+            "replicas answered them), so none are shown"
+        )
+    return head + (
+        f"; the replica that answered the statistics calls saw {delta.request_count:,} requests"
+        f" (queue {delta.queue_us_per_request:,.0f} µs, compute infer "
+        f"{delta.compute_infer_us_per_request:,.0f} µs, mean batch {delta.mean_batch_size:.1f})"
+    )
+
+
 @app.command()
 def perf(
     model: Annotated[Path, typer.Argument(help="The ONNX model file.")],
@@ -209,12 +229,18 @@ def perf(
         )
         if m is None:
             raise TritonlabError(f"perf_analyzer measured nothing; see {out_dir}")
-        out.print(
+        client = (
             f"{'stable' if result.stable else 'UNSTABLE'} after {result.trial_count} windows: "
             f"{m.throughput_infer_per_s:,.0f} infer/s, avg {m.latency_avg_us:,.0f} µs, "
-            f"p95 {m.latency_p95_us or 0:,.0f} µs, p99 {m.latency_p99_us or 0:,.0f} µs; server: "
+            f"p95 {m.latency_p95_us or 0:,.0f} µs, p99 {m.latency_p99_us or 0:,.0f} µs"
+        )
+        server_side = (
             f"queue {delta.queue_us_per_request:,.0f} µs, compute infer "
             f"{delta.compute_infer_us_per_request:,.0f} µs, mean batch "
-            f"{delta.mean_batch_size:.1f}; raw output in {out_dir}",
-            highlight=False,
+            f"{delta.mean_batch_size:.1f}"
         )
+        if url:
+            out.print(f"{client}; raw output in {out_dir}", highlight=False)
+            out.print(service_note(url, delta), highlight=False)
+        else:
+            out.print(f"{client}; server: {server_side}; raw output in {out_dir}", highlight=False)

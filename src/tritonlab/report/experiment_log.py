@@ -128,8 +128,21 @@ def _conditions(manifest: Manifest, analyses: list[Analysis]) -> list[str]:
         f"{packages.get('tritonclient', '?')}, "
         f"onnxruntime {packages.get('onnxruntime', '?')}, tritonlab "
         f"{manifest.tool.version} (commit {manifest.tool.commit or 'unknown'}).",
+        *_service_lines(manifest),
         f"- Date (UTC): {manifest.created_utc}.",
         "",
+    ]
+
+
+def _service_lines(manifest: Manifest) -> list[str]:
+    """A ``--url`` run measured a service: say what that leaves unknown."""
+    if not manifest.server.source.startswith("remote server"):
+        return []
+    return [
+        f"- Measured a service at {manifest.server.http_url}, not a server tritonlab started: "
+        "no server CPU was measured, and the machine above is the client's. Behind a load "
+        "balancer the server-side figures (queue, compute, batches) are those of whichever "
+        "replica answered each statistics call: per-replica figures are unknown."
     ]
 
 
