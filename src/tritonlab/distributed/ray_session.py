@@ -31,7 +31,6 @@ from tritonlab.client.infer import InferCheck
 from tritonlab.errors import ConfigError, ServerError, TritonlabError
 from tritonlab.experiments.manifest import (
     Manifest,
-    ModelRecord,
     PerfAnalyzerRecord,
     ServerRecord,
     ToolInfo,
@@ -40,7 +39,7 @@ from tritonlab.experiments.manifest import (
 )
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.recovery import FAULTS_FILE, FaultRecord, load_faults
-from tritonlab.experiments.runner import ProgressCallback, Round, cell_id, file_sha256
+from tritonlab.experiments.runner import ProgressCallback, Round, cell_id, model_record
 from tritonlab.experiments.store import (
     RESULTS_DIR,
     save_cell,
@@ -388,15 +387,7 @@ def open_ray_session(
             created_utc=utc_now(),
             plan=plan,
             plan_fingerprint=fingerprint,
-            model=ModelRecord(
-                name=plan.model_name,
-                onnx_file=info.path.name,
-                sha256=file_sha256(info.path),
-                size_bytes=info.file_size_bytes,
-                opset=info.opset,
-                inputs=tuple(info.inputs),
-                outputs=tuple(info.outputs),
-            ),
+            model=model_record(plan, info),
             server=ServerRecord(
                 source=f"Ray cluster at {address}: {len(nodes)} nodes, each its own "
                 f"{options.describe} on loopback",

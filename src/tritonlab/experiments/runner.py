@@ -165,6 +165,19 @@ class InputFiles:
         return self._made[length]
 
 
+def model_record(plan: ExperimentPlan, info: OnnxModelInfo) -> ModelRecord:
+    """The manifest's record of the model file a run measures."""
+    return ModelRecord(
+        name=plan.model_name,
+        onnx_file=info.path.name,
+        sha256=file_sha256(info.path),
+        size_bytes=info.file_size_bytes,
+        opset=info.opset,
+        inputs=tuple(info.inputs),
+        outputs=tuple(info.outputs),
+    )
+
+
 def perf_deadline_s(plan: ExperimentPlan) -> float:
     """How long one perf_analyzer attempt may run before it is taken as hung and killed:
     every window it may open, at twice the length (a retry's), twice over, plus 30 s."""
@@ -439,15 +452,7 @@ def open_session(
             created_utc=utc_now(),
             plan=plan,
             plan_fingerprint=fingerprint,
-            model=ModelRecord(
-                name=plan.model_name,
-                onnx_file=info.path.name,
-                sha256=file_sha256(info.path),
-                size_bytes=info.file_size_bytes,
-                opset=info.opset,
-                inputs=tuple(info.inputs),
-                outputs=tuple(info.outputs),
-            ),
+            model=model_record(plan, info),
             server=ServerRecord(
                 source=options.describe,
                 version=server.server_version(),
@@ -578,33 +583,14 @@ def run_experiment(
         from tritonlab.distributed.ray_session import open_ray_session
 
         opened = open_ray_session(
-            cluster,
-            options,
-            run_dir,
-            info,
-            inputs,
-            plan,
-            fingerprint,
-            perf_install,
-            progress=progress,
-            deadline=deadline,
-            manifest_extra=manifest_extra,
-        )
+            cluster, options, run_dir, info, inputs, plan, fingerprint, perf_install,
+            progress, deadline, manifest_extra,
+        )  # fmt: skip
     else:
         opened = open_session(
-            options,
-            run_dir,
-            info,
-            inputs,
-            plan,
-            fingerprint,
-            perf_install,
-            models[0],
-            engine_models=models,
-            progress=progress,
-            deadline=deadline,
-            manifest_extra=manifest_extra,
-        )
+            options, run_dir, info, inputs, plan, fingerprint, perf_install, models[0],
+            progress, deadline, manifest_extra, engine_models=models,
+        )  # fmt: skip
     with opened as session:
         session.done, session.total = len(skipped), total
         measured = session.measured
