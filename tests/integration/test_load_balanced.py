@@ -36,10 +36,12 @@ def test_perf_url_measures_a_balanced_service(
         tmp_path / "nginx", [s.http_url for s in servers], [s.grpc_url for s in servers]
     ) as lb:
         done = subprocess.run(
-            [*tritonlab_command(), "perf", str(demo_onnx), "--name", name]
-            + ["--url", lb.http_url, "--grpc-url", lb.grpc_url, "--protocol", protocol]
-            + ["--window-ms", "500", "--stability", "60", "--concurrency", "4"]
-            + ["--out", str(tmp_path / "perf")],
+            [
+                *tritonlab_command(),
+                *("perf", str(demo_onnx), "--name", name, "--protocol", protocol),
+                *("--url", lb.http_url, "--grpc-url", lb.grpc_url, "--concurrency", "4"),
+                *("--window-ms", "500", "--stability", "60", "--out", str(tmp_path / "perf")),
+            ],
             env=cli_env(),
             capture_output=True,
             text=True,

@@ -173,8 +173,11 @@ def test_sweep_on_two_nodes_survives_a_lost_node_and_resumes(
     local_plan.write_text(PLAN.replace("REPEATS", "2"))
     local_dir = tmp_path / "local-run"
     local = subprocess.run(
-        [*tritonlab_command(), "sweep", str(local_plan), "--out", str(local_dir), "--no-progress"]
-        + ["--max-repeats", "2"],
+        [
+            *tritonlab_command(),
+            *("sweep", str(local_plan), "--out", str(local_dir)),
+            *("--no-progress", "--max-repeats", "2"),
+        ],
         cwd=tmp_path,
         env=cli_env() | {"TRITONLAB_CEILING_WINDOW_S": "1"},
         capture_output=True,

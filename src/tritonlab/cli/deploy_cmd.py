@@ -28,7 +28,8 @@ def deploy(
         typer.Option(
             "--repository",
             help="Where the cluster finds the model repository: s3://, gs://, as:// or "
-            "pvc://CLAIM/PATH (the path optional). Default: a PersistentVolumeClaim of its own (pvc.yaml).",
+            "pvc://CLAIM/PATH (the path optional). Default: a PersistentVolumeClaim of its "
+            "own (pvc.yaml).",
         ),
     ] = None,
     name: Annotated[
