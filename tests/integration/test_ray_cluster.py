@@ -196,3 +196,24 @@ def test_sweep_on_two_nodes_survives_a_lost_node_and_resumes(
         }
 
     assert layout(out_dir) == layout(local_dir)
+
+
+@pytest.mark.timeout(300)
+def test_tune_measures_on_a_cluster_node(cluster: Cluster, tmp_path: Path) -> None:
+    """tune's search is sequential: it runs on one node of the cluster, each cell naming it."""
+    out_dir = tmp_path / "tuned"
+    env = cli_env() | cluster.env
+    args = ["tune", "simple_mlp", "--out", str(out_dir), "--ray", cluster.address]
+    args += ["--time-budget", "15", "--window-ms", "400", "--max-race-rounds", "2"]
+    args += ["--keep-protocol", "--max-instances", "2"]
+    alive = [h for h in (cluster.head, cluster.worker) if h.pids()]
+    proc, _stdout, stderr = _start(alive[0], args, tmp_path, env, "tune")
+    code = proc.wait(timeout=280)
+    assert code == 0, stderr.read_text()[-3000:]
+    cells = _cells(out_dir)
+    assert cells, "the budget still lets the first cells finish"
+    assert len({c.node for c in cells.values()}) == 1 and all(c.node for c in cells.values())
+    tune = read_result(out_dir / "results" / "tune.json")
+    assert tune["steps"] and tune["pick"], tune
+    assert "Where the cells ran" in (out_dir / "docs" / "experiment_log.md").read_text()
+    assert not _measuring_processes(alive[0])

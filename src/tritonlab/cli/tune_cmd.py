@@ -21,6 +21,7 @@ from tritonlab.cli.common import (
     InputDataOpt,
     MaxBatchOpt,
     ProtocolOpt,
+    RayOpt,
     ServerBinOpt,
     ShapeOpt,
     StabilityOpt,
@@ -139,6 +140,7 @@ def tune(
     server_bin: ServerBinOpt = None,
     backend_dir: BackendDirOpt = None,
     host: HostOpt = "127.0.0.1",
+    ray: RayOpt = None,
 ) -> None:
     """Find the configuration that serves best: ramps concurrency to each configuration's
     knee, moves where the measured figures point (batching, instances, max batch, threads,
@@ -211,6 +213,7 @@ def tune(
             inputs=inputs,
             on_step=_step_line,
             builtin=model if model in BUILTIN_MODELS else None,
+            cluster=ray,
         )
         report = build_report(out_dir)
         _say(f"stopped: {result.stop_reason}")

@@ -26,7 +26,8 @@ from tritonlab.experiments.store import CELLS_DIR, RESULTS_DIR, CellResult
 from tritonlab.models.inputs import ModelInputs
 from tritonlab.models.inspect import OnnxModelInfo, inspect_onnx
 from tritonlab.perf.locate import locate_perf_analyzer
-from tritonlab.repository.layout import RepositoryModel, build_repository
+from tritonlab.repository.layout import RepositoryModel, add_model, build_repository
+from tritonlab.repository.variants import ServingVariant
 from tritonlab.server.launch import ServerOptions
 
 from .nodes import NodeFacts
@@ -134,6 +135,21 @@ class NodeMeasurer:
         self._new_files()  # what is there now stays on the node
         server = session.manifest.server
         return Prepared([c.to_dict() for c in session.checks], server.version, server.command)
+
+    def add_variant(self, variant: ServingVariant) -> None:
+        """A configuration the plan did not have at the start (a tune's next step)."""
+        if variant.name in self._models:
+            return
+        assert self._work is not None and self._info is not None
+        session = self._require()
+        self._models[variant.name] = add_model(
+            self._work / "run" / "models", self._info, session.plan.model_name, variant
+        )
+
+    def unload_current(self) -> None:
+        if self._loaded is not None:
+            self._require().unload(self._loaded, quietly=True)
+            self._loaded = None
 
     def measure(self, variant_name: str, load: LoadPoint, repeat: int) -> Measured:
         session = self._require()

@@ -42,6 +42,7 @@ from tritonlab.experiments.recovery import FAULTS_FILE, FaultRecord, load_faults
 from tritonlab.experiments.runner import ProgressCallback, Round, cell_id, model_record
 from tritonlab.experiments.store import (
     RESULTS_DIR,
+    CellResult,
     save_cell,
     save_manifest,
     write_result,
@@ -221,6 +222,56 @@ class RaySession:
         self.manifest = replace(self.manifest, **changes)
         save_manifest(self.run_dir, self.manifest.to_dict())
 
+    # A tune's search measures one cell at a time, each step decided by the last: it runs on
+    # one node (the next one if that node is lost), through the calls a CellSession offers.
+    server: Any = None  # no local server: tune's liveness check does not apply
+
+    def load(self, model: RepositoryModel) -> None:
+        node = self._tune_node()
+        self.ray.get(node.actor.add_variant.remote(model.variant))
+
+    def unload(self, model: RepositoryModel, quietly: bool = False) -> None:
+        del model
+        alive = [n for n in self.nodes if n.alive]
+        if not alive:
+            return
+        try:
+            self.ray.get(alive[0].actor.unload_current.remote())
+        except Exception:
+            if not quietly:
+                raise
+
+    def measure(
+        self, model: RepositoryModel, load: LoadPoint, repeat: int, note: str = ""
+    ) -> CellResult | None:
+        cid = cell_id(model.variant.name, load, repeat)
+        while True:
+            node = self._tune_node()
+            if self.progress:
+                self.progress(self.done, self.total, f"{cid} on {node.label}{note}")
+            try:
+                self.ray.get(node.actor.add_variant.remote(model.variant))
+                answer: Measured = self.ray.get(
+                    node.actor.measure.remote(model.variant.name, load, repeat)
+                )
+            except self.ray.exceptions.RayTaskError as exc:
+                raise _cause(exc, node) from None
+            except self.ray.exceptions.RayError as exc:
+                self._lose(node, cid, exc, "measuring the cell again on another node")
+                continue
+            self.done += 1
+            self._store(node, cid, answer, [])
+            return None if answer.cell is None else replace(answer.cell, node=node.label)
+
+    def _tune_node(self) -> _Node:
+        alive = [n for n in self.nodes if n.alive]
+        if not alive:
+            raise ServerError(
+                "every Ray node measuring this run was lost; finished cells are kept; run the "
+                "same command to resume when nodes are back"
+            )
+        return alive[0]
+
     def _store(self, node: _Node, cid: str, answer: Measured, ids: list[str]) -> None:
         for rel, data in answer.files.items():
             path = self.run_dir / rel
@@ -241,7 +292,13 @@ class RaySession:
             self.measured.append(cid)
             ids.append(cid)
 
-    def _lose(self, node: _Node, what: str, exc: BaseException) -> None:
+    def _lose(
+        self,
+        node: _Node,
+        what: str,
+        exc: BaseException,
+        action: str = "queued the cell and the rest of its round again, for another node",
+    ) -> None:
         node.alive = False
         why = type(exc).__name__
         node.record = replace(node.record, lost_utc=utc_now(), lost_why=why)
@@ -249,7 +306,7 @@ class RaySession:
             FaultRecord(
                 what,
                 f"Ray node {node.label} was lost ({why})",
-                "queued the cell and the rest of its round again, for another node",
+                action,
                 (),
                 utc_now(),
             )
@@ -332,6 +389,7 @@ def open_ray_session(
     progress: ProgressCallback | None = None,
     deadline: float | None = None,
     manifest_extra: dict[str, object] | None = None,
+    max_nodes: int | None = None,
 ) -> Iterator[RaySession]:
     """Connect, check every measuring node, start a server on each, and yield a session that
     spreads rounds over them; on the way out (also on Ctrl-C) every node's server is stopped."""
@@ -343,7 +401,7 @@ def open_ray_session(
     ray = connect(address)
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    found = measuring_nodes(ray, address)
+    found = measuring_nodes(ray, address)[:max_nodes]
     remote = ray.remote(NodeMeasurer)
     actors = [
         remote.options(

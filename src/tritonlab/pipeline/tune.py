@@ -10,6 +10,7 @@ the last run stopped (Ctrl-C, a time budget, a crash).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -17,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from tritonlab.analysis.search import (
     Goal,
@@ -31,7 +32,6 @@ from tritonlab.analysis.search import (
 from tritonlab.errors import PerfAnalyzerError
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
 from tritonlab.experiments.runner import (
-    CellSession,
     cell_id,
     check_resume,
     file_sha256,
@@ -191,6 +191,25 @@ def _candidate_record(candidate: Any, goal: Goal) -> dict[str, Any]:
     }
 
 
+class TuneSession(Protocol):
+    """What the search measures through: a local ``CellSession`` or a cluster node's."""
+
+    plan: ExperimentPlan
+    server: Any
+
+    def over_budget(self) -> bool: ...
+
+    def load(self, model: RepositoryModel) -> None: ...
+
+    def unload(self, model: RepositoryModel, quietly: bool = False) -> None: ...
+
+    def measure(
+        self, model: RepositoryModel, load: LoadPoint, repeat: int, note: str = ""
+    ) -> CellResult | None: ...
+
+    def save_manifest(self, **changes: Any) -> None: ...
+
+
 class _Tuner:
     """One tune run: the loop of policy steps over a cell session."""
 
@@ -245,7 +264,7 @@ class _Tuner:
             ),
         )
 
-    def switch_to(self, session: CellSession, model: RepositoryModel) -> None:
+    def switch_to(self, session: TuneSession, model: RepositoryModel) -> None:
         if self.loaded is not None and self.loaded.model_name == model.model_name:
             return
         if self.loaded is not None:
@@ -255,7 +274,7 @@ class _Tuner:
         self.loaded = model
 
     def take(
-        self, session: CellSession, step: Step, knobs: Knobs
+        self, session: TuneSession, step: Step, knobs: Knobs
     ) -> tuple[str, Observation, bool] | None:
         """The step's cell: reused from disk, else measured; None when a new cell would start
         after the time budget. Returns its id, observation, and whether it was reused."""
@@ -317,8 +336,12 @@ def run_tune(
     inputs: ModelInputs | None = None,
     on_step: Callable[[dict[str, Any]], None] | None = None,
     builtin: str | None = None,
+    cluster: str | None = None,
 ) -> TuneOutcome:
     """Search, measuring on a real server, until the policy stops or the budget is spent.
+
+    ``cluster``: a Ray address; the search then measures on one node of that cluster (each
+    step depends on the last, so it is not spread; a lost node hands over to the next).
 
     ``builtin``: the built-in model ``info`` was exported from (its export script is written);
     otherwise the project's ``scripts/export_model.py`` copies the user's file."""
@@ -332,18 +355,20 @@ def run_tune(
     start_model = tuner.model(settings.goal.start)
     stop_reason = ""
     deadline = started + settings.time_budget_s
-    with open_session(
-        options,
-        run_dir,
-        info,
-        inputs,
-        tuner.plan(),
-        fingerprint,
-        perf_install,
-        start_model,
-        deadline=deadline,
-        manifest_extra={"tune": settings.to_dict()},
-    ) as session:
+    opened: contextlib.AbstractContextManager[TuneSession]
+    if cluster:
+        from tritonlab.distributed.ray_session import open_ray_session
+
+        opened = open_ray_session(
+            cluster, options, run_dir, info, inputs, tuner.plan(), fingerprint, perf_install,
+            deadline=deadline, manifest_extra={"tune": settings.to_dict()}, max_nodes=1,
+        )  # fmt: skip
+    else:
+        opened = open_session(
+            options, run_dir, info, inputs, tuner.plan(), fingerprint, perf_install,
+            start_model, deadline=deadline, manifest_extra={"tune": settings.to_dict()},
+        )  # fmt: skip
+    with opened as session:
         try:
             while True:
                 step = next_step(tuner.observations, settings.goal)
