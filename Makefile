@@ -27,7 +27,7 @@ ma-bench: setup
 
 test:
 	TRITONLAB_TEST_TOOLS=1 bash scripts/setup.sh $(VENV)
-	$(PY) -m pytest -n 2 tests
+	$(PY) -m pytest -n 2 --dist worksteal tests
 
 unit: setup
 	$(PY) -m pytest tests/unit
