@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,7 +29,17 @@ SUBNET = "10.231.{n}"  # the test hosts' own addresses, inside their namespaces 
 
 
 def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
+    _run(["ip", *args])
+
+
+def _run(command: list[str], env: dict[str, str] | None = None, timeout_s: float = 120) -> None:
+    """Run a set-up command; a failure says what it printed."""
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout_s)
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(command[:6])} ... exited {done.returncode}: "
+            f"{(done.stderr or done.stdout)[-2000:]}"
+        )
 
 
 def available() -> str | None:
@@ -108,9 +119,13 @@ def two_host_cluster(tmp_path: Path, tag: str) -> Iterator[Cluster]:
     """Namespaces ``tl<tag>a``/``tl<tag>b`` with a Ray head and a worker, one ``tritonlab``
     slot and one CPU each; everything is killed and removed on the way out."""
     n = 10 + (os.getpid() % 200)
+    # Ray's sockets live under its temp dir, and a Unix socket path has at most 107 bytes:
+    # pytest's tmp_path is too deep for that, so the nodes get a short folder of their own.
+    del tmp_path
+    short = Path(tempfile.mkdtemp(prefix=f"tl{tag}", dir="/tmp"))
     hosts = [
-        Host(f"tl{tag}a", SUBNET.format(n=n) + ".1", tmp_path / "ray-a"),
-        Host(f"tl{tag}b", SUBNET.format(n=n) + ".2", tmp_path / "ray-b"),
+        Host(f"tl{tag}a", SUBNET.format(n=n) + ".1", short / "a"),
+        Host(f"tl{tag}b", SUBNET.format(n=n) + ".2", short / "b"),
     ]
     veth = (f"tl{tag}va", f"tl{tag}vb")
     env = ray_env(dict(os.environ))
@@ -134,7 +149,7 @@ def two_host_cluster(tmp_path: Path, tag: str) -> Iterator[Cluster]:
             "--disable-usage-stats",
         ]
         head, worker = hosts
-        subprocess.run(
+        _run(
             head.command(
                 str(bin_dir / "ray"),
                 "start",
@@ -149,12 +164,9 @@ def two_host_cluster(tmp_path: Path, tag: str) -> Iterator[Cluster]:
                 str(head.temp_dir),
                 *common,
             ),
-            check=True,
-            capture_output=True,
-            env=env,
-            timeout=120,
+            env,
         )
-        subprocess.run(
+        _run(
             worker.command(
                 str(bin_dir / "ray"),
                 "start",
@@ -164,10 +176,7 @@ def two_host_cluster(tmp_path: Path, tag: str) -> Iterator[Cluster]:
                 worker.address,
                 *common,
             ),
-            check=True,
-            capture_output=True,
-            env=env,
-            timeout=120,
+            env,
         )
         cluster = Cluster(head, worker, env)
         deadline = time.monotonic() + 60
@@ -182,5 +191,4 @@ def two_host_cluster(tmp_path: Path, tag: str) -> Iterator[Cluster]:
         time.sleep(0.5)
         for host in hosts:
             subprocess.run(["ip", "netns", "del", host.name], capture_output=True, check=False)
-        for host in hosts:
-            shutil.rmtree(host.temp_dir, ignore_errors=True)
+        shutil.rmtree(short, ignore_errors=True)

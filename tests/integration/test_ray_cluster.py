@@ -89,7 +89,12 @@ def _measuring_processes(host: Host) -> list[str]:
         except OSError:
             continue
         if name.startswith(("tritonserver", "perf_analyzer", "triton_python")):
-            found.append(f"{name} ({pid})")
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                args = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:160]
+            except OSError:
+                continue
+            found.append(f"{name} ({pid}, ppid {stat[1]}, pgid {stat[2]}): {args.decode()}")
     return found
 
 
@@ -116,8 +121,15 @@ def test_sweep_on_two_nodes_survives_a_lost_node_and_resumes(
         )
         before_kill = _cells(out_dir)
         cluster.worker.kill()
+        faults = out_dir / "results" / "faults.json"
+        _wait(
+            proc,
+            lambda: faults.exists() and "was lost" in faults.read_text(),
+            "the driver to notice the lost node",
+        )
         # 2. The head alone goes on; Ctrl-C once it has stored one cell more.
-        _wait(proc, lambda: len(_cells(out_dir)) >= len(before_kill) + 1, "a cell after the loss")
+        lost_at = len(_cells(out_dir))
+        _wait(proc, lambda: len(_cells(out_dir)) >= lost_at + 1, "a cell after the loss")
         proc.send_signal(signal.SIGINT)
         code = proc.wait(timeout=120)
     finally:

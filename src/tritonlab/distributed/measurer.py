@@ -15,6 +15,9 @@ import contextlib
 import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +32,7 @@ from tritonlab.perf.locate import locate_perf_analyzer
 from tritonlab.repository.layout import RepositoryModel, add_model, build_repository
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.server.launch import ServerOptions
+from tritonlab.server.process import TritonServer
 
 from .nodes import NodeFacts
 
@@ -64,6 +68,29 @@ class Measured:
     restarts: int
 
 
+# Watches the measurer's process; once it is gone (killed by Ray, its driver gone, Ctrl-C), it
+# kills the server's whole process group: tritonserver and its backend stubs, which would
+# otherwise outlive it (the server dies with its parent, its stubs only notice much later).
+# It is started through a shell that exits at once, so it is not the measurer's child: Ray
+# kills a dead worker's children, and would take the reaper with them.
+REAPER = """
+import os, signal, sys, time
+parent, pgid_file = int(sys.argv[1]), sys.argv[2]
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] not in "ZX"
+    except OSError:
+        return False
+while alive(parent):
+    time.sleep(0.2)
+try:
+    os.killpg(int(open(pgid_file).read()), signal.SIGKILL)
+except (OSError, ValueError):
+    pass
+"""
+
+
 def remove_stale_work(root: Path) -> None:
     """Work folders of measurers whose process is gone (a node killed mid-run) are removed."""
     for folder in root.glob(f"{WORK_PREFIX}*"):
@@ -95,6 +122,7 @@ class NodeMeasurer:
         self._inputs: ModelInputs | None = None
         self._seen: dict[str, tuple[int, int]] = {}
         self._faults_sent = 0
+        self._reaper: int | None = None  # its pid
 
     def describe(self, node_id: str, address: str) -> NodeFacts:
         return NodeFacts.current(node_id, address, locate_perf_analyzer().version)
@@ -132,6 +160,7 @@ class NodeMeasurer:
             )
         )
         self._session = session
+        self._watch_server()
         self._new_files()  # what is there now stays on the node
         server = session.manifest.server
         return Prepared([c.to_dict() for c in session.checks], server.version, server.command)
@@ -194,9 +223,40 @@ class NodeMeasurer:
                 self._session.unload(self._loaded, quietly=True)
             self._stack.close()
         finally:
+            if self._reaper is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self._reaper, signal.SIGKILL)
+                self._reaper = None
             if self._work is not None:
                 shutil.rmtree(self._work, ignore_errors=True)
             self._session = None
+
+    def _watch_server(self) -> None:
+        """Record the server's process group (again after a restart) for the reaper, and
+        start the reaper once."""
+        assert self._work is not None
+        server = self._require().server
+        pid = server.pid if isinstance(server, TritonServer) else None
+        if pid is None:
+            return
+        pgid_file = self._work / "server.pgid"
+        pgid_file.write_text(str(pid))  # the server leads its own session (process group)
+        if self._reaper is None:
+            launcher = subprocess.Popen(
+                [
+                    "/bin/sh",
+                    "-c",
+                    '"$0" -c "$1" "$2" "$3" </dev/null >/dev/null 2>&1 & echo $!',
+                    *(sys.executable, REAPER, str(os.getpid()), str(pgid_file)),
+                ],
+                start_new_session=True,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+            )
+            out, _ = launcher.communicate(timeout=30)
+            self._reaper = int(out.strip())
 
     def _require(self) -> CellSession:
         if self._session is None:
@@ -205,6 +265,7 @@ class NodeMeasurer:
 
     def _answer(self, cell: CellResult | None) -> Measured:
         session = self._require()
+        self._watch_server()
         faults = [f.to_dict() for f in session.recovery.faults[self._faults_sent :]]
         self._faults_sent = len(session.recovery.faults)
         return Measured(cell, self._new_files(), faults, session.recovery.restarts)
