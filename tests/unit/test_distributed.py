@@ -76,3 +76,14 @@ def test_cells_pair_only_within_a_node() -> None:
     assert verdict.change_pct == pytest.approx(11.0, abs=0.1)
     local = compare("throughput", Summary.of([100.0, 100.0]), Summary.of([110.0, 112.0]))
     assert "paired by round" in local.method
+
+
+def test_an_address_where_nothing_answers_is_one_line() -> None:
+    from tritonlab.distributed.ray_session import check_reachable
+    from tritonlab.server.ports import find_free_ports
+
+    (port,) = find_free_ports(1)  # free a moment ago: nothing listens there
+    with pytest.raises(ConfigError, match=r"--ray 127\.0\.0\.1:\d+: nothing answers there"):
+        check_reachable(f"127.0.0.1:{port}", timeout_s=2)
+    with pytest.raises(ConfigError, match="host:port"):
+        check_reachable("just-a-name")
