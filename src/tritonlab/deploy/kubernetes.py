@@ -71,10 +71,9 @@ def ngc_image(server_version: str) -> str:
 
 @dataclass(frozen=True)
 class Written:
-    """What ``write_deployment`` wrote: manifest files (validated) and the rest."""
+    """The manifest files ``write_deployment`` wrote (besides README.md and the repository)."""
 
     manifests: list[Path]
-    other: list[Path]
 
 
 def write_deployment(
@@ -131,7 +130,7 @@ def write_deployment(
     readme.write_text(
         _readme(pick, name, options, uri, own_pvc, workload, min_replicas, max_replicas)
     )
-    return Written(written, [readme, out_dir / "model_repository"])
+    return Written(written)
 
 
 def _header(pick: DeployPick, run_dir: Path) -> str:
@@ -189,9 +188,7 @@ def _cpu_cores(pick: DeployPick) -> int:
     """Instances x threads: what the measured configuration ran on (threads unset: every core
     of the measured machine, as onnxruntime then uses them all)."""
     v = pick.variant
-    cores_text = pick.machine.rsplit(" x", 1)[-1].split(" ")[0]
-    machine_cores = int(cores_text) if cores_text.isdigit() else 1
-    return max(1, v.instance_count * (v.intra_op_threads or machine_cores))
+    return max(1, v.instance_count * (v.intra_op_threads or pick.machine_cores))
 
 
 def _resources(pick: DeployPick) -> dict[str, Any]:

@@ -37,6 +37,7 @@ class DeployPick:
     queue_us_per_request: float | None
     repeats: int
     machine: str  # what it was measured on
+    machine_cores: int  # the cores available there (what unset threads used)
     server_version: str
 
     def capacity_comment(self) -> str:
@@ -114,5 +115,6 @@ def _from_summary(manifest: Manifest, summary: VariantSummary, source: str) -> D
         repeats=summary.throughput.n,
         machine=f"{machine.cpu_model} x{machine.cores}"
         + (f" + {', '.join(machine.gpus)}" if machine.gpus else ""),
+        machine_cores=machine.cores,
         server_version=manifest.server.version,
     )

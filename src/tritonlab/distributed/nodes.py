@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import socket
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import tritonlab
@@ -80,7 +80,7 @@ class NodeRecord:
     lost_utc: str | None = None
     lost_why: str = ""
     serving_path: bool = False  # it measured the serving-path probes
-    extra: dict[str, Any] = field(default_factory=dict)
+    profiled: bool = False  # it took the operator profile and in-process timings
 
     def to_dict(self) -> dict[str, Any]:
         data = self.facts.to_dict() | {"server_version": self.server_version}
@@ -88,7 +88,9 @@ class NodeRecord:
             data |= {"lost_utc": self.lost_utc, "lost_why": self.lost_why}
         if self.serving_path:
             data["serving_path"] = True
-        return data | self.extra
+        if self.profiled:
+            data["profiled"] = True
+        return data
 
 
 def version_mismatch(driver: NodeFacts, node: NodeFacts) -> str | None:

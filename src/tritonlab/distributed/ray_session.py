@@ -31,15 +31,12 @@ from tritonlab.client.infer import InferCheck
 from tritonlab.errors import ConfigError, ServerError, TritonlabError
 from tritonlab.experiments.manifest import (
     Manifest,
-    PerfAnalyzerRecord,
     ServerRecord,
-    ToolInfo,
-    package_versions,
     utc_now,
 )
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.recovery import FAULTS_FILE, FaultRecord, load_faults
-from tritonlab.experiments.runner import ProgressCallback, Round, cell_id, model_record
+from tritonlab.experiments.runner import ProgressCallback, Round, cell_id, new_manifest
 from tritonlab.experiments.store import (
     RESULTS_DIR,
     CellResult,
@@ -50,7 +47,6 @@ from tritonlab.experiments.store import (
 )
 from tritonlab.models.inputs import ModelInputs
 from tritonlab.models.inspect import OnnxModelInfo
-from tritonlab.paths import portable_path
 from tritonlab.perf.locate import PerfAnalyzerInstall
 from tritonlab.repository.layout import RepositoryModel
 from tritonlab.server.launch import ServerOptions
@@ -202,7 +198,7 @@ class RaySession:
         the cost model's terms must come from the machine the cells were measured on."""
         node = self._on_one_node("profile", "operator profile")
         if node is not None:
-            node.record = replace(node.record, extra=node.record.extra | {"profiled": True})
+            node.record = replace(node.record, profiled=True)
             self._save_nodes()
 
     def _on_one_node(self, method: str, what: str) -> _Node | None:
@@ -438,15 +434,15 @@ def open_ray_session(
         check_server_versions([n.record for n in nodes])
         checks = [InferCheck.from_dict(c) for c in prepared[0].checks]
         first = prepared[0]
-        manifest = Manifest(
-            tool=ToolInfo.current(),
-            packages=package_versions(),
-            machine=facts[0].machine,
-            created_utc=utc_now(),
-            plan=plan,
-            plan_fingerprint=fingerprint,
-            model=model_record(plan, info),
-            server=ServerRecord(
+        manifest = new_manifest(
+            plan,
+            info,
+            fingerprint,
+            inputs,
+            perf_install,
+            run_dir,
+            facts[0].machine,
+            ServerRecord(
                 source=f"Ray cluster at {address}: {len(nodes)} nodes, each its own "
                 f"{options.describe} on loopback",
                 version=first.server_version,
@@ -454,19 +450,14 @@ def open_ray_session(
                 http_url="",
                 grpc_url="",
             ),
-            perf_analyzer=PerfAnalyzerRecord(
-                binary=portable_path(perf_install.binary, run_dir), version=perf_install.version
-            ),
-            inputs=inputs,
-            faults=tuple(f.to_dict() for f in load_faults(run_dir)),
-            nodes=tuple(n.record.to_dict() for n in nodes),
         )
+        manifest = replace(manifest, nodes=tuple(n.record.to_dict() for n in nodes))
         session = RaySession(ray, nodes, plan, run_dir, manifest, checks, progress, deadline)
         session.save_manifest(**dict(manifest_extra or {}))
         every_check = [
             c | {"node": n.label} for n, p in zip(nodes, prepared, strict=True) for c in p.checks
         ]
-        write_result(run_dir / RESULTS_DIR / "infer_check.json", [c for c in every_check])
+        write_result(run_dir / RESULTS_DIR / "infer_check.json", every_check)
         write_text_atomic(run_dir / "server" / "README.txt", _server_note(nodes))
         yield session
         clean_exit = True

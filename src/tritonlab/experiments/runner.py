@@ -178,6 +178,35 @@ def model_record(plan: ExperimentPlan, info: OnnxModelInfo) -> ModelRecord:
     )
 
 
+def new_manifest(
+    plan: ExperimentPlan,
+    info: OnnxModelInfo,
+    fingerprint: str,
+    inputs: ModelInputs,
+    perf_install: PerfAnalyzerInstall,
+    run_dir: Path,
+    machine: MachineInfo,
+    server: ServerRecord,
+) -> Manifest:
+    """A run's manifest as it starts: this tritonlab, the model, plan, inputs, the machine that
+    measures, the server, perf_analyzer and the faults an earlier attempt recorded."""
+    return Manifest(
+        tool=ToolInfo.current(),
+        packages=package_versions(),
+        machine=machine,
+        created_utc=utc_now(),
+        plan=plan,
+        plan_fingerprint=fingerprint,
+        model=model_record(plan, info),
+        server=server,
+        perf_analyzer=PerfAnalyzerRecord(
+            binary=portable_path(perf_install.binary, run_dir), version=perf_install.version
+        ),
+        inputs=inputs,
+        faults=tuple(f.to_dict() for f in load_faults(run_dir)),
+    )
+
+
 def perf_deadline_s(plan: ExperimentPlan) -> float:
     """How long one perf_analyzer attempt may run before it is taken as hung and killed:
     every window it may open, at twice the length (a retry's), twice over, plus 30 s."""
@@ -445,15 +474,15 @@ def open_session(
     with running_server(
         options, run_dir / "models", log_path, explicit_model_control=True
     ) as server:
-        manifest = Manifest(
-            tool=ToolInfo.current(),
-            packages=package_versions(),
-            machine=MachineInfo.current(),
-            created_utc=utc_now(),
-            plan=plan,
-            plan_fingerprint=fingerprint,
-            model=model_record(plan, info),
-            server=ServerRecord(
+        manifest = new_manifest(
+            plan,
+            info,
+            fingerprint,
+            inputs,
+            perf_install,
+            run_dir,
+            MachineInfo.current(),
+            ServerRecord(
                 source=options.describe,
                 version=server.server_version(),
                 command=(
@@ -464,12 +493,6 @@ def open_session(
                 http_url=server.http_url,
                 grpc_url=server.grpc_url,
             ),
-            perf_analyzer=PerfAnalyzerRecord(
-                binary=portable_path(perf_install.binary, run_dir),
-                version=perf_install.version,
-            ),
-            inputs=inputs,
-            faults=tuple(f.to_dict() for f in load_faults(run_dir)),
         )
         recovery = Recovery(
             server,
