@@ -21,6 +21,7 @@ from pathlib import Path
 
 from tritonlab.analysis.aggregate import VariantSummary, summarise
 from tritonlab.analysis.explain import analyse
+from tritonlab.analysis.noise_floor import noise_floors
 from tritonlab.analysis.verdicts import Verdict
 from tritonlab.experiments.store import load_cells
 
@@ -29,12 +30,29 @@ Cells = list[tuple[str, str]]
 HEADLINE_FIGURES = ("throughput", "latency_p99")
 
 
-def _undecided(label: str, verdicts: dict[str, Verdict]) -> list[str]:
-    return [
-        f"{label} {v.figure} {v.phrase()}"
-        for key, v in verdicts.items()
-        if key in HEADLINE_FIGURES and not v.decided
-    ]
+# The block engine's stopping rule also asks for precision: a headline interval no wider than
+# this half-width (stated as exp(h) - 1), so a verdict reads the same in the next run. Stopping on
+# the width, not on where the interval lies, keeps the intervals' coverage near 95% (the test
+# suite checks it by simulating the rule).
+TARGET_HALF_WIDTH_PCT = {"throughput": 5.0, "latency_p99": 10.0}
+
+
+def _undecided(label: str, verdicts: dict[str, Verdict], precision: bool = False) -> list[str]:
+    found = []
+    for key, v in verdicts.items():
+        if key not in HEADLINE_FIGURES:
+            continue
+        if not v.decided:
+            found.append(f"{label} {v.figure} {v.phrase()}")
+        elif precision and v.comparable:
+            width = v.half_width_pct
+            target = TARGET_HALF_WIDTH_PCT[key]
+            if width is None or width > target:
+                shown = "no interval" if width is None else f"±{width:.1f}%"
+                found.append(
+                    f"{label} {v.figure} {v.phrase()}: {shown}, the target is ±{target:g}%"
+                )
+    return found
 
 
 def _summaries(run_dir: Path, variant_order: list[str]) -> list[VariantSummary]:
@@ -42,22 +60,35 @@ def _summaries(run_dir: Path, variant_order: list[str]) -> list[VariantSummary]:
 
 
 def undecided_project(
-    run_dir: Path, variant_order: list[str], cores: int
+    run_dir: Path, variant_order: list[str], cores: int, precision: bool = False
 ) -> tuple[Cells, list[str]]:
-    """Project runs: every load point with an undecided headline verdict, all its variants."""
+    """Project runs: every load point with an undecided headline verdict, all its variants
+    (and its A/A control). ``precision`` (the block engine): an interval wider than
+    ``TARGET_HALF_WIDTH_PCT`` counts as undecided too, and so does the control's."""
+    cells = load_cells(run_dir)
     targets: Cells = []
     reasons: list[str] = []
-    for analysis in analyse(_summaries(run_dir, variant_order), cores):
+    floors = {f.load_key: f for f in noise_floors(cells)}
+    for analysis in analyse(summarise(cells, variant_order), cores):
         found: list[str] = []
         baseline = analysis.reports[0].summary.variant.name
         for r in analysis.reports[1:]:
             name = r.summary.variant.name
-            found += _undecided(f"{name} vs {baseline}:", r.verdicts)
+            found += _undecided(f"{name} vs {baseline}:", r.verdicts, precision)
             if r.reference and r.reference != baseline:
-                found += _undecided(f"{name} vs {r.reference}:", r.reference_verdicts)
+                found += _undecided(f"{name} vs {r.reference}:", r.reference_verdicts, precision)
+        floor = floors.get(analysis.load_key)
+        if floor is not None:
+            found += _undecided(
+                f"A/A control {floor.control} vs {baseline}:",
+                {"throughput": floor.throughput},
+                precision,
+            )
         if found:
             reasons += found
             targets += [(r.summary.variant.name, analysis.load_key) for r in analysis.reports]
+            if floor is not None:
+                targets.append((floor.control, analysis.load_key))
     return targets, reasons
 
 

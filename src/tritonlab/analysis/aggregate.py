@@ -175,11 +175,15 @@ class VariantSummary:
 
 
 def summarise(
-    cells: list[CellResult], variant_order: list[str] | None = None
+    cells: list[CellResult], variant_order: list[str] | None = None, controls: bool = False
 ) -> list[VariantSummary]:
-    """One summary per (variant, load point), variants in plan order, loads as measured."""
+    """One summary per (variant, load point), variants in plan order, loads as measured.
+
+    A/A control cells (``ServingVariant.control``) are left out unless ``controls`` is set:
+    the control is the noise floor (``noise_floor.py``), never a configuration to compare."""
     order = {name: i for i, name in enumerate(variant_order or [])}
     groups: dict[tuple[str, str], list[CellResult]] = {}
+    cells = [c for c in cells if controls or not c.variant.control]
     for cell in sorted(
         cells, key=lambda c: (order.get(c.variant.name, len(order)), c.repeat, c.started_utc)
     ):

@@ -3,10 +3,13 @@
 Method (stated in every experiment log):
 - Repeats are measured in interleaved rounds (every configuration once, then again), so the
   repeats of two configurations from the same round shared the machine's state. A comparison
-  pairs them by round and works on the log-ratios ``ln(variant / reference)``, one per round:
-  their mean, with a two-sided 95% Student-t confidence interval (``scipy.stats``), is the
-  change, and ``exp`` turns both back into percentages. Ratios, not differences, because the
-  noise here is multiplicative (a slow round slows every figure by a factor).
+  pairs them by round and works on the log-ratios ``ln(variant / reference)``, one per round.
+  From ``robust.MIN_BLOCKS`` rounds on (the block engine's many short blocks), the change is the
+  Hodges-Lehmann estimate with the exact signed-rank 95% interval (``robust.py``), which one
+  disturbed block cannot blow up; with fewer rounds, the mean with a two-sided 95% Student-t
+  confidence interval (``scipy.stats``). ``exp`` turns both back into percentages. Ratios,
+  not differences, because the noise here is multiplicative (a slow round slows every figure
+  by a factor).
 - Without at least two rounds in common (e.g. extra repeats of one side only) the two sides'
   log values are compared unpaired (Welch's interval); with one repeat on either side there is
   no interval and no word beyond "no clear difference".
@@ -29,6 +32,11 @@ from typing import Any
 
 from scipy import stats
 
+from tritonlab.analysis.robust import (
+    half_width_pct,
+    hodges_lehmann_interval,
+    signed_rank_p_value,
+)
 from tritonlab.analysis.summary import Summary
 
 CONFIDENCE = 0.95
@@ -90,6 +98,13 @@ class Verdict:
         if self.low_pct is None or self.high_pct is None:
             return False
         return self.low_pct >= -MIN_EFFECT_PCT and self.high_pct <= MIN_EFFECT_PCT
+
+    @property
+    def half_width_pct(self) -> float | None:
+        """The interval's half-width h in log units, stated as exp(h) - 1 in percent."""
+        if self.low_pct is None or self.high_pct is None:
+            return None
+        return half_width_pct(self.low_pct, self.high_pct)
 
     def interval_text(self) -> str:
         if self.low_pct is None or self.high_pct is None:
@@ -159,6 +174,21 @@ def compare(figure: str, reference: Summary, variant: Summary) -> Verdict:
         return Verdict(figure, NO_CLEAR, None, ref_med, var_med, "missing data")
     quantile = 0.5 + CONFIDENCE / 2
     logs = paired_log_ratios(reference, variant)
+    robust = hodges_lehmann_interval(logs, CONFIDENCE)
+    if robust is not None:
+        return Verdict(
+            figure,
+            _word(robust.low, robust.high),
+            _pct(robust.estimate),
+            ref_med,
+            var_med,
+            f"paired by {_blocks(reference)} ({robust.n} blocks): Hodges-Lehmann estimate of "
+            "the log-ratio with its exact 95% signed-rank interval, two-sided",
+            _pct(robust.low),
+            _pct(robust.high),
+            robust.n,
+            signed_rank_p_value(logs),
+        )
     if len(logs) >= 2:
         n = len(logs)
         mean = statistics.fmean(logs)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
 from tritonlab.cli.common import (
-    AdaptiveBudgetOpt,
     BackendDirOpt,
     ConcurrencyOpt,
     ConfigsOpt,
@@ -18,11 +17,9 @@ from tritonlab.cli.common import (
     HostOpt,
     InputDataOpt,
     MaxBatchOpt,
-    MaxRepeatsOpt,
     NameOpt,
     ProtocolOpt,
     RemeasureOpt,
-    RepeatsOpt,
     ServerBinOpt,
     ShapeOpt,
     StabilityOpt,
@@ -39,6 +36,64 @@ from tritonlab.cli.common import (
 from tritonlab.server.launch import ServerOptions
 
 OutOpt = Annotated[Path, typer.Option("--out", help="Project folder to write (resumable).")]
+EngineOpt = Annotated[
+    str,
+    typer.Option(
+        "--engine",
+        help="blocks (every configuration loaded at once, short cells in random block order, "
+        "robust paired intervals, an A/A control, interference monitor) or classic (one "
+        "configuration loaded at a time, 3 rounds of perf_analyzer's stable windows).",
+    ),
+]
+BlocksOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option(
+        "--repeats",
+        min=1,
+        help="Rounds (blocks) measured first (default: 10 with --engine blocks, 3 classic).",
+    ),
+]
+MaxBlocksOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option(
+        "--max-repeats",
+        min=1,
+        help="Measure more rounds, up to this many, while a headline verdict is undecided "
+        "(blocks: or wider than its target) (default: 40 blocks, 5 classic; = --repeats turns "
+        "it off).",
+    ),
+]
+ExtraBudgetOpt = Annotated[
+    Optional[float],  # noqa: UP045
+    typer.Option(
+        "--adaptive-budget-s",
+        min=0.0,
+        help="Seconds the extra rounds may take in all; a round starts only if it fits, "
+        "judged from the median cell so far (default: 150 blocks, 60 classic).",
+    ),
+]
+
+
+def engine_defaults(
+    engine: str, repeats: int | None, max_repeats: int | None, budget_s: float | None
+) -> tuple[int, int, float]:
+    """The rounds, the most rounds and the extra rounds' budget for ``engine``."""
+    from tritonlab.errors import ConfigError
+    from tritonlab.experiments.blocks import (
+        DEFAULT_BLOCKS,
+        DEFAULT_EXTRA_BUDGET_S,
+        DEFAULT_MAX_BLOCKS,
+        ENGINE_BLOCKS,
+        ENGINES,
+    )
+
+    if engine not in ENGINES:
+        raise ConfigError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    blocks = engine == ENGINE_BLOCKS
+    first = repeats if repeats is not None else (DEFAULT_BLOCKS if blocks else 3)
+    most = max_repeats if max_repeats is not None else (DEFAULT_MAX_BLOCKS if blocks else 5)
+    budget = budget_s if budget_s is not None else (DEFAULT_EXTRA_BUDGET_S if blocks else 60.0)
+    return first, max(first, most), budget
 
 
 def _run_pipeline(
@@ -46,7 +101,7 @@ def _run_pipeline(
     out_dir: Path,
     model_name: str,
     demo: str | None,
-    repeats: int,
+    repeats: int | None,
     concurrency: int | None,
     protocol: str,
     window_ms: int,
@@ -54,17 +109,19 @@ def _run_pipeline(
     max_batch_size: int,
     fresh: bool,
     options: ServerOptions,
-    max_repeats: int,
-    adaptive_budget_s: float,
+    max_repeats: int | None,
+    adaptive_budget_s: float | None,
     configs: str = "auto",
     shape: list[str] | None = None,
     input_data: Path | None = None,
     remeasure: list[str] | None = None,
+    engine: str = "blocks",
 ) -> None:
     from tritonlab.experiments.plan import MeasurementSettings
     from tritonlab.models.inputs import derive_inputs, parse_shape_args
     from tritonlab.pipeline.project import default_plan, load_model_info, run_project
 
+    first, most, budget = engine_defaults(engine, repeats, max_repeats, adaptive_budget_s)
     info = load_model_info(onnx_path)
     inputs = derive_inputs(info, parse_shape_args(shape or []), input_data=input_data)
     plan = default_plan(
@@ -72,12 +129,12 @@ def _run_pipeline(
         inputs,
         model_name,
         configs,
-        repeats=repeats,
+        repeats=first,
         concurrency=concurrency,
         protocol=protocol,
         max_batch_size=max_batch_size,
         measurement=MeasurementSettings(
-            measurement_interval_ms=window_ms, stability_percentage=stability
+            measurement_interval_ms=window_ms, stability_percentage=stability, engine=engine
         ),
     )
     for note in plan.notes:
@@ -91,8 +148,8 @@ def _run_pipeline(
         progress_printer(),
         fresh=fresh,
         demo=demo,
-        max_repeats=max(max_repeats, repeats),
-        adaptive_budget_s=adaptive_budget_s,
+        max_repeats=most,
+        adaptive_budget_s=budget,
         inputs=inputs,
         remeasure=tuple(remeasure or ()),
     )
@@ -114,9 +171,10 @@ def demo(
         str,
         typer.Option("--model", help="Built-in model: simple_mlp, resnet18_cnn or bert_encoder."),
     ] = "simple_mlp",
-    repeats: RepeatsOpt = 3,
-    max_repeats: MaxRepeatsOpt = 5,
-    adaptive_budget_s: AdaptiveBudgetOpt = 60.0,
+    repeats: BlocksOpt = None,
+    max_repeats: MaxBlocksOpt = None,
+    adaptive_budget_s: ExtraBudgetOpt = None,
+    engine: EngineOpt = "blocks",
     concurrency: ConcurrencyOpt = None,
     protocol: ProtocolOpt = "grpc",
     window_ms: WindowOpt = 2000,
@@ -165,6 +223,7 @@ def demo(
             adaptive_budget_s,
             configs,
             remeasure=remeasure,
+            engine=engine,
         )
 
 
@@ -173,9 +232,10 @@ def run(
     model: Annotated[Path, typer.Argument(help="The ONNX model file.")],
     out_dir: OutOpt,
     name: NameOpt = None,
-    repeats: RepeatsOpt = 3,
-    max_repeats: MaxRepeatsOpt = 5,
-    adaptive_budget_s: AdaptiveBudgetOpt = 60.0,
+    repeats: BlocksOpt = None,
+    max_repeats: MaxBlocksOpt = None,
+    adaptive_budget_s: ExtraBudgetOpt = None,
+    engine: EngineOpt = "blocks",
     concurrency: ConcurrencyOpt = None,
     protocol: ProtocolOpt = "grpc",
     window_ms: WindowOpt = 2000,
@@ -219,6 +279,7 @@ def run(
             shape,
             input_data,
             remeasure,
+            engine,
         )
 
 

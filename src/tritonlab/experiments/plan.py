@@ -95,6 +95,16 @@ class MeasurementSettings:
     stability_percentage: float = 25.0
     max_trials: int = 8
     retries_when_unstable: int = 1
+    # "classic": one configuration loaded at a time, each cell perf_analyzer's stable windows;
+    # "blocks": every configuration co-loaded, short cells in random block order
+    # (experiments/blocks.py), ``measurement_interval_ms`` the longest window it may use.
+    engine: str = "classic"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dict(vars(self))
+        if self.engine == "classic":  # plans from before the field keep their fingerprint
+            del data["engine"]
+        return data
 
 
 @dataclass(frozen=True)
@@ -164,7 +174,7 @@ class ExperimentPlan:
             "variants": [v.to_dict() for v in self.variants],
             "loads": [load.to_dict() for load in self.loads],
             "repeats": self.repeats,
-            "measurement": vars(self.measurement),
+            "measurement": self.measurement.to_dict(),
         }
         if self.notes and with_notes:
             data["notes"] = list(self.notes)

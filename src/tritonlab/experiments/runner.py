@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import statistics
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -24,6 +25,8 @@ from typing import Any, Protocol
 
 from tritonlab.client.infer import InferCheck, infer_and_check
 from tritonlab.errors import PerfAnalyzerError, PlanError, ServerError
+from tritonlab.experiments.blocks import ENGINE_BLOCKS, BlockSession
+from tritonlab.experiments.interference import DISTURBED_RETRIES, Window, idle_stubs
 from tritonlab.experiments.manifest import (
     AdaptiveEntry,
     MachineInfo,
@@ -33,6 +36,7 @@ from tritonlab.experiments.manifest import (
     ServerRecord,
     SweepEntry,
     ToolInfo,
+    available_cores,
     package_versions,
     utc_now,
 )
@@ -52,6 +56,7 @@ from tritonlab.experiments.store import (
     INPUTS_DIR,
     RESULTS_DIR,
     SERVING_PATH_DIR,
+    STOPPING_FILE,
     CellResult,
     cell_path,
     cell_problem,
@@ -85,8 +90,10 @@ class AdaptiveRepeats:
     max_repeats: int
     undecided: UndecidedCells
     # Seconds the extra rounds may take in all; a round starts only if it is expected to fit
-    # (its cells times the mean cell time of this run). None: no limit but ``max_repeats``.
+    # (its cells times the median cell of this run). None: no limit but ``max_repeats``.
     budget_s: float | None = None
+    # Whether ``undecided`` also counts intervals wider than their target (the block engine).
+    precision: bool = False
 
 
 # One interleaved round: every configuration's (load, repeat) cells, in measuring order.
@@ -236,7 +243,10 @@ def _measure_cell(
     run_dir: Path,
     load_inputs: LoadInputs,
     folder: str = CELLS_DIR,
+    monitor_tries: int = 0,
 ) -> CellResult:
+    """Measure and save one cell; with ``monitor_tries`` (the block engine), the interference
+    monitor's reading is stored with it (``monitor_tries``: this cell's attempt number)."""
     cid = cell_id(model.variant.name, load, repeat)
     settings = plan.perf_settings(
         load,
@@ -248,8 +258,11 @@ def _measure_cell(
     processes = server.process_tree() if isinstance(server, TritonServer) else []
     log_offset = _log_size(server)
     before = StatsSnapshot.from_triton(server.model_statistics(model.model_name))
+    idle = idle_stubs(processes, model.model_name) if monitor_tries else []
+    idle_before = tree_cpu_seconds(idle)
     cpu_before = tree_cpu_seconds(processes)
     started = utc_now()
+    window = Window() if monitor_tries else None
     try:
         perf = run_perf(
             perf_install,
@@ -267,6 +280,15 @@ def _measure_cell(
             ) from exc
         raise
     cpu_after = tree_cpu_seconds(processes)
+    interference = None
+    if window is not None:
+        interference = replace(
+            window.close(
+                cpu_after - cpu_before + perf.perf_analyzer_cpu_s,
+                tree_cpu_seconds(idle) - idle_before,
+            ),
+            attempts=monitor_tries,
+        )
     after = StatsSnapshot.from_triton(server.model_statistics(model.model_name))
     # The exact command, written portably (run folder relative, cache and venv as variables).
     settings = perf.settings
@@ -287,6 +309,7 @@ def _measure_cell(
         started_utc=started,
         load_key=load.key,
         backend_fallbacks=_fallbacks_since(server, log_offset),
+        interference=interference,
     )
     save_cell(run_dir, cell, folder)
     return cell
@@ -316,6 +339,10 @@ class CellSession:
         self.checks: list[InferCheck] = []
         self.done = 0
         self.total = 0
+        # Wall seconds of every cell measured in this session (retries included): what the
+        # stopping rule's budget check estimates a cell's cost from.
+        self.cell_seconds: list[float] = []
+        self.engine: BlockSession | None = None
 
     def over_budget(self) -> bool:
         return self.deadline is not None and time.monotonic() > self.deadline
@@ -335,38 +362,58 @@ class CellSession:
         self, model: RepositoryModel, load: LoadPoint, repeat: int, note: str = ""
     ) -> CellResult | None:
         """Measure one cell of the loaded ``model`` and save it; None when it was given up on
-        after repeated faults (``results/faults.json`` says why)."""
-        server, recovery = self.server, self.recovery
+        after repeated faults (``results/faults.json`` says why). Under the block engine a cell
+        the interference monitor flags is measured again, at most ``DISTURBED_RETRIES`` times."""
         cid = cell_id(model.variant.name, load, repeat)
         if self.progress:
             self.progress(self.done, self.total, cid + note)
+        started = time.monotonic()
+        tries = 1 + (DISTURBED_RETRIES if self.engine is not None else 0)
         try:
-            for attempt in range(1, ATTEMPTS_PER_CELL + 1):
-                try:
-                    cell = _measure_cell(
-                        server,
-                        self.perf_install,
-                        self.plan,
-                        model,
-                        load,
-                        repeat,
-                        self.run_dir,
-                        self.input_files.for_load(load),
-                    )
-                except (ServerError, PerfAnalyzerError) as exc:
-                    last = attempt == ATTEMPTS_PER_CELL
-                    if not recovery.recoverable(exc, last):
-                        raise
-                    restarted = recovery.handle(cid, exc, last_attempt=last)
-                    if not restarted:  # reload: a stub that died starts afresh
-                        _unload_quietly(server, model.model_name)
-                    _load_recovering(server, recovery, model.model_name)
-                    continue
+            cell = None
+            for attempt in range(1, tries + 1):
+                cell = self._measure_recovering(model, load, repeat, attempt)
+                if cell is None or cell.interference is None or not cell.interference.disturbed:
+                    break
+            if cell is not None:
                 self.measured.append(cid)
-                return cell
-            return None
+            return cell
         finally:
             self.done += 1
+            self.cell_seconds.append(time.monotonic() - started)
+
+    def _measure_recovering(
+        self, model: RepositoryModel, load: LoadPoint, repeat: int, tries: int
+    ) -> CellResult | None:
+        server, recovery = self.server, self.recovery
+        cid = cell_id(model.variant.name, load, repeat)
+        plan = self.engine.plan_for(load) if self.engine is not None else self.plan
+        for attempt in range(1, ATTEMPTS_PER_CELL + 1):
+            try:
+                return _measure_cell(
+                    server,
+                    self.perf_install,
+                    plan,
+                    model,
+                    load,
+                    repeat,
+                    self.run_dir,
+                    self.input_files.for_load(load),
+                    monitor_tries=tries if self.engine is not None else 0,
+                )
+            except (ServerError, PerfAnalyzerError) as exc:
+                last = attempt == ATTEMPTS_PER_CELL
+                if not recovery.recoverable(exc, last):
+                    raise
+                restarted = recovery.handle(cid, exc, last_attempt=last)
+                if restarted and self.engine is not None and self.engine.co_loaded:
+                    for other in self.engine.models:  # a new server has nothing loaded
+                        _load_recovering(server, recovery, other.model_name)
+                    continue
+                if not restarted:  # reload: a stub that died starts afresh
+                    _unload_quietly(server, model.model_name)
+                _load_recovering(server, recovery, model.model_name)
+        return None
 
     def measure_model(
         self,
@@ -395,7 +442,10 @@ class CellSession:
 
     def measure_rounds(self, rounds: Sequence[Round], ids: list[str], note: str = "") -> bool:
         """Measure ``rounds`` in order, each configuration's cells in one load; False when the
-        time budget ran out first. (A cluster session spreads whole rounds over its nodes.)"""
+        time budget ran out first. (A cluster session spreads whole rounds over its nodes; the
+        block engine measures each round's cells in a shuffled order, co-loaded.)"""
+        if self.engine is not None:
+            return self.engine.measure_rounds(self, rounds, ids, note)
         for round_ in rounds:
             for model, cells in round_:
                 if not self.measure_model(model, cells, ids, note):
@@ -616,6 +666,10 @@ def run_experiment(
         )  # fmt: skip
     with opened as session:
         session.done, session.total = len(skipped), total
+        if plan.measurement.engine == ENGINE_BLOCKS and isinstance(session, CellSession):
+            session.engine = BlockSession.start(
+                session, models, direct_loads, info.file_size_bytes, fingerprint, available_cores()
+            )
         measured = session.measured
         without_rate: list[str] = []
 
@@ -666,9 +720,13 @@ def run_experiment(
             loads_by_key = {ld.key: ld for ld in direct_loads}
             rates = open_loop_rates() if derived_loads and open_loop_rates is not None else {}
 
-            def extra_round() -> bool:
-                """One more round of the undecided cells; False when there is nothing to do."""
+            def extra_round() -> str | None:
+                """One more round of the undecided cells; the reason to stop instead."""
                 targets, reasons = adaptive.undecided()
+                if not targets:
+                    return "every verdict the rule watches was decided" + (
+                        " and within its target width" if adaptive.precision else ""
+                    )
                 todo_now: list[tuple[RepositoryModel, LoadPoint, int]] = []
                 for model in models:
                     for key in sorted({k for name, k in targets if name == model.variant.name}):
@@ -688,12 +746,19 @@ def run_experiment(
                         if repeat < adaptive.max_repeats:
                             todo_now.append((model, load, repeat))
                 if not todo_now:
-                    return False
-                if adaptive.budget_s is not None and measured:
-                    mean_cell_s = (time.monotonic() - started) / max(1, len(measured))
+                    return (
+                        f"the limit of {adaptive.max_repeats} rounds was reached with "
+                        f"{len(reasons)} verdict(s) still open"
+                    )
+                if adaptive.budget_s is not None:
                     spent = time.monotonic() - adaptive_started
-                    if spent + len(todo_now) * mean_cell_s > adaptive.budget_s:
-                        return False
+                    cost = cell_cost_s(session)
+                    if spent + len(todo_now) * cost > adaptive.budget_s:
+                        return (
+                            f"the next round ({len(todo_now)} cells x {cost:.1f} s, the median "
+                            f"cell) would pass the {adaptive.budget_s:.0f} s budget "
+                            f"({spent:.0f} s spent), with {len(reasons)} verdict(s) still open"
+                        )
                 session.total += len(todo_now)  # progress counts the added cells
                 round_cells: list[str] = []
                 round_: Round = []
@@ -711,11 +776,27 @@ def run_experiment(
                             "cells": round_cells,
                         },
                     )
-                return complete
+                return None if complete else "the run's time budget was reached"
 
             adaptive_started = time.monotonic()
-            while not over_budget() and extra_round():
-                pass
+            stop_reason = "the run's time budget was reached"
+            while not over_budget():
+                reason = extra_round()
+                if reason is not None:
+                    stop_reason = reason
+                    break
+            write_result(
+                run_dir / RESULTS_DIR / STOPPING_FILE,
+                {
+                    "reason": stop_reason,
+                    "max_rounds": adaptive.max_repeats,
+                    "budget_s": adaptive.budget_s,
+                    "extra_s": round(time.monotonic() - adaptive_started, 1),
+                    "cell_cost_s": round(cell_cost_s(session), 3),
+                    "cells_wall_s": round(sum(getattr(session, "cell_seconds", [])), 1),
+                    "precision": adaptive.precision,
+                },
+            )
             if over_budget():
                 stopped = f"time budget of {time_budget_s:.0f} s reached"
         if stopped is None:
@@ -733,6 +814,14 @@ def run_experiment(
         session.recovery.failed_cells,
         session.recovery.restarts,
     )
+
+
+def cell_cost_s(session: MeasuringSession) -> float:
+    """What one more cell is expected to take: the median wall time of the cells this session
+    measured (retries included), not the run's elapsed time over its cells (which counted the
+    server's start, the export and the in-process timings as measuring). 0 before any cell."""
+    seconds = getattr(session, "cell_seconds", [])
+    return statistics.median(seconds) if seconds else 0.0
 
 
 FALLBACK_MARKER = "tritonlab-adapter-fallback"  # backends/adapter.py prints it

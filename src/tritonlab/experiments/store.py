@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tritonlab.experiments.interference import Interference
 from tritonlab.perf.runner import PerfRun
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.server.stats import ServerStatsDelta
@@ -25,6 +26,7 @@ CELLS_DIR = "cells"
 INPUTS_DIR = "inputs"  # perf_analyzer's JSON --input-data files (regenerated on a resume)
 SERVING_PATH_DIR = "serving_path"  # identity-model cells behind the cost model
 ADAPTIVE_FILE = "adaptive.json"  # the extra rounds adaptive repeats measured, and why
+STOPPING_FILE = "stopping.json"  # why the adaptive rounds stopped, and what a cell cost
 MANIFEST_FILE = "manifest.json"
 OPERATORS_FILE = "operators.json"
 # Cell files: 1 = written before the version was stored (still read), 2 = versioned.
@@ -124,6 +126,8 @@ class CellResult:
     backend_fallbacks: int = 0
     # The cluster node that measured it (``distributed/``); "" for a cell measured locally.
     node: str = ""
+    # What the interference monitor saw (the block engine); None for cells measured without it.
+    interference: Interference | None = None
 
     @property
     def block(self) -> int | str:
@@ -144,6 +148,8 @@ class CellResult:
             data["backend_fallbacks"] = self.backend_fallbacks
         if self.node:
             data["node"] = self.node
+        if self.interference is not None:
+            data["interference"] = self.interference.to_dict()
         return data | {
             "cell_id": self.cell_id,
             "variant": self.variant.to_dict(),
@@ -173,6 +179,9 @@ class CellResult:
             schema_version=int(data.get("schema_version", 1)),
             backend_fallbacks=int(data.get("backend_fallbacks", 0)),
             node=str(data.get("node", "")),
+            interference=(
+                Interference.from_dict(data["interference"]) if data.get("interference") else None
+            ),
         )
 
 

@@ -16,6 +16,7 @@ from tritonlab.analysis.adaptive import undecided_project
 from tritonlab.analysis.operators import profile_operators
 from tritonlab.analysis.search import COMPUTE_BOUND_US
 from tritonlab.errors import ConfigError
+from tritonlab.experiments.blocks import ENGINE_BLOCKS
 from tritonlab.experiments.manifest import SweepEntry, available_cores
 from tritonlab.experiments.plan import (
     ExperimentPlan,
@@ -54,6 +55,7 @@ from tritonlab.report.project import (
     export_script_user,
     write_project_files,
 )
+from tritonlab.repository.variants import aa_control
 from tritonlab.server.gpu import check_gpu_variants
 from tritonlab.server.launch import ServerOptions
 from tritonlab.server.locate import default_cache_root, external_server, prepare_bundled_server
@@ -153,7 +155,10 @@ def default_plan(
             model_name, repeats, concurrency or 8, protocol, max_batch_size, measurement
         )
     plan = replace(plan, notes=tuple(notes))
-    return plan if info.batched else for_unbatched_model(plan, cores)
+    plan = plan if info.batched else for_unbatched_model(plan, cores)
+    if plan.measurement.engine == ENGINE_BLOCKS:
+        plan = replace(plan, variants=(*plan.variants, aa_control(plan.variants[0])))
+    return plan
 
 
 CEILING_WINDOW_ENV = "TRITONLAB_CEILING_WINDOW_S"
@@ -294,10 +299,12 @@ def run_project(
     if max_repeats is not None and max_repeats > plan.repeats:
         order = [v.name for v in plan.variants]
         cores = available_cores()
+        precision = plan.measurement.engine == ENGINE_BLOCKS
         adaptive = AdaptiveRepeats(
             max_repeats,
-            undecided or (lambda: undecided_project(run_dir, order, cores)),
+            undecided or (lambda: undecided_project(run_dir, order, cores, precision)),
             adaptive_budget_s,
+            precision,
         )
     outcome = run_experiment(
         plan,

@@ -45,6 +45,9 @@ class ServingVariant:
     # The backend that runs model.onnx, and the precision it computes in.
     backend: str = DEFAULT_BACKEND
     precision: str = DEFAULT_PRECISION
+    # An A/A control: the baseline's configuration again under another name. Its difference
+    # from the baseline is the run's noise floor; it is never a candidate or explained.
+    control: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -54,6 +57,8 @@ class ServingVariant:
             del data["backend"]
         if self.precision == DEFAULT_PRECISION:
             del data["precision"]
+        if not self.control:
+            del data["control"]
         return data
 
     @property
@@ -166,6 +171,19 @@ def seed_comparison_variants(max_batch_size: int = DEFAULT_MAX_BATCH_SIZE) -> li
             max_batch_size=max_batch_size,
         ),
     ]
+
+
+AA_CONTROL_NAME = "baseline_aa"
+
+
+def aa_control(baseline: ServingVariant) -> ServingVariant:
+    """The A/A control of ``baseline``: the same configuration, served under another name."""
+    return replace(
+        baseline,
+        name=AA_CONTROL_NAME,
+        description="A/A control (the baseline again, another model name)",
+        control=True,
+    )
 
 
 def for_model(variant: ServingVariant, model_batches: bool) -> ServingVariant:

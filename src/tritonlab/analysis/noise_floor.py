@@ -1,0 +1,60 @@
+"""The A/A control: the baseline served twice, under two names, measured like any configuration.
+
+Both copies run the same configuration on the same server, so any difference the verdicts find
+between them is noise (or a flaw in the method). Its interval is the run's noise floor, stated
+in every log; a control that reads "higher" or "lower" says the run's verdicts are not to be
+trusted, and the log says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tritonlab.analysis.aggregate import compare_figure, summarise
+from tritonlab.analysis.verdicts import Verdict
+from tritonlab.experiments.store import CellResult
+
+
+@dataclass(frozen=True)
+class NoiseFloor:
+    """The control against the baseline at one load point."""
+
+    load_key: str
+    control: str
+    throughput: Verdict
+    latency_p99: Verdict
+
+    @property
+    def trusted(self) -> bool:
+        """False when the control differs from the baseline "clearly" in throughput or p99."""
+        return not (self.throughput.clear or self.latency_p99.clear)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "load_key": self.load_key,
+            "control": self.control,
+            "throughput": self.throughput.to_dict(),
+            "latency_p99": self.latency_p99.to_dict(),
+            "trusted": self.trusted,
+        }
+
+
+def noise_floors(cells: list[CellResult], baseline: str = "baseline") -> list[NoiseFloor]:
+    """Every control against the baseline at the same load point (none without a control)."""
+    summaries = summarise(cells, controls=True)
+    refs = {s.load_key: s for s in summaries if s.variant.name == baseline}
+    floors = []
+    for s in summaries:
+        ref = refs.get(s.load_key)
+        if not s.variant.control or ref is None:
+            continue
+        floors.append(
+            NoiseFloor(
+                s.load_key,
+                s.variant.name,
+                compare_figure("throughput", "throughput", ref, s),
+                compare_figure("latency_p99", "latency_p99", ref, s),
+            )
+        )
+    return floors

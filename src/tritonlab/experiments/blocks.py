@@ -1,0 +1,322 @@
+"""The block engine: every configuration loaded at once, many short cells in random block order.
+
+Why: on a shared 2-core machine the noise of a serving measurement is slow (seconds-long
+stretches where the scheduler, a neighbour or the hypervisor slows everything) as well as fast.
+The classic engine loaded one configuration at a time and measured it for ~10 s, so a slow
+stretch landed on one configuration and not the other, and three rounds gave a t-interval that
+one bad round could blow up. This engine:
+
+1. **Co-loads** every configuration of the plan into one server (each is its own model name),
+   when the memory estimate fits; switching is then free and cells can be short. Otherwise it
+   falls back to loading one configuration at a time, with the reason recorded.
+2. **Warms up** each configuration once per load point (discarded), and sets the load point's
+   window from the slowest warm-up so that a window holds at least ``REQUESTS_PER_WINDOW``
+   requests: ``MIN_WINDOW_MS`` for a fast model, up to the plan's window for a slow one.
+3. Measures **blocks**: every (configuration, load) cell once, in an order shuffled with a seed
+   from the plan's fingerprint and the block number (reproducible, and periodic interference
+   cannot alias onto one configuration). A cell is ``WINDOWS_PER_CELL`` windows, which
+   perf_analyzer takes whatever they read (its stability check is off: the engine's statistics
+   handle the spread across blocks). The verdicts pair cells by block.
+4. Monitors **interference** per cell (``interference.py``) and re-measures disturbed cells.
+
+The statistics (``analysis/robust.py``) and the stopping rule (``analysis/adaptive.py``) are
+the other half; ``results/engine.json`` records what this engine decided and why.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import psutil
+
+from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
+from tritonlab.experiments.store import RESULTS_DIR, read_result, write_result
+from tritonlab.perf.runner import run_perf
+from tritonlab.repository.layout import RepositoryModel
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from tritonlab.experiments.runner import CellSession, Round
+
+ENGINE_BLOCKS = "blocks"
+ENGINE_CLASSIC = "classic"
+ENGINES = (ENGINE_BLOCKS, ENGINE_CLASSIC)
+ENGINE_FILE = "engine.json"
+
+MIN_WINDOW_MS = 200
+WARMUP_WINDOW_MS = 300
+REQUESTS_PER_WINDOW = 100
+WINDOWS_PER_CELL = 3
+# perf_analyzer's stability threshold, in %, that accepts any three windows.
+ANY_STABILITY_PCT = 1000.0
+# Defaults of a block-engine run: blocks first measured, at most, and seconds for the extra ones.
+DEFAULT_BLOCKS = 10
+DEFAULT_MAX_BLOCKS = 40
+DEFAULT_EXTRA_BUDGET_S = 150.0
+
+# Memory of one model instance: a Python backend stub with onnxruntime (or OpenVINO) imported,
+# measured at about 120-180 MiB RSS here, plus the model's weights held about three times
+# (the file read, the session's initializers, its arena). Co-loading uses at most half of the
+# memory available when the run starts.
+STUB_BYTES = 200 * 2**20
+MODEL_COPIES = 3
+COLOAD_SHARE_OF_AVAILABLE = 0.5
+
+
+@dataclass(frozen=True)
+class CoLoad:
+    """Whether every configuration is loaded at once, with the estimate behind the decision."""
+
+    co_loaded: bool
+    estimate_bytes: int
+    available_bytes: int
+    instances: int
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def coload_estimate_bytes(models: list[RepositoryModel], model_file_bytes: int) -> int:
+    instances = sum(m.variant.instance_count for m in models)
+    return instances * (STUB_BYTES + MODEL_COPIES * model_file_bytes)
+
+
+def decide_coload(
+    models: list[RepositoryModel], model_file_bytes: int, available_bytes: int | None = None
+) -> CoLoad:
+    """Co-load when the estimate fits in half the available memory; the reason either way."""
+    available = psutil.virtual_memory().available if available_bytes is None else available_bytes
+    estimate = coload_estimate_bytes(models, model_file_bytes)
+    instances = sum(m.variant.instance_count for m in models)
+    limit = int(COLOAD_SHARE_OF_AVAILABLE * available)
+    mib = 2**20
+    if len(models) < 2:
+        return CoLoad(
+            False, estimate, available, instances, "one configuration: nothing to co-load"
+        )
+    if estimate <= limit:
+        return CoLoad(
+            True,
+            estimate,
+            available,
+            instances,
+            f"{len(models)} configurations ({instances} instances) co-loaded: estimated "
+            f"{estimate / mib:,.0f} MiB ({instances} x ({STUB_BYTES / mib:.0f} MiB stub + "
+            f"{MODEL_COPIES} x {model_file_bytes / mib:,.1f} MiB model)), within half of the "
+            f"{available / mib:,.0f} MiB available",
+        )
+    return CoLoad(
+        False,
+        estimate,
+        available,
+        instances,
+        f"one configuration loaded at a time: co-loading {len(models)} configurations "
+        f"({instances} instances) was estimated at {estimate / mib:,.0f} MiB, over half of the "
+        f"{available / mib:,.0f} MiB available",
+    )
+
+
+def block_order(cells: list[Any], seed: str, block: int) -> list[Any]:
+    """``cells`` shuffled for ``block`` (reproducible from the seed and the block number)."""
+    shuffled = list(cells)
+    random.Random(f"{seed}:{block}").shuffle(shuffled)
+    return shuffled
+
+
+def window_ms_for(throughput_infer_per_s: float, batch_size: int, max_window_ms: int) -> int:
+    """The shortest window (from MIN_WINDOW_MS, in 50 ms steps) that holds REQUESTS_PER_WINDOW
+    requests at the warm-up's throughput, capped at the plan's window."""
+    requests_per_s = throughput_infer_per_s / max(1, batch_size)
+    if requests_per_s <= 0:
+        return max_window_ms
+    needed = 1000.0 * REQUESTS_PER_WINDOW / requests_per_s
+    stepped = 50 * math.ceil(needed / 50)
+    return int(min(max_window_ms, max(MIN_WINDOW_MS, stepped)))
+
+
+def cell_measurement(plan: ExperimentPlan, window_ms: int) -> MeasurementSettings:
+    """A block cell's perf_analyzer settings: WINDOWS_PER_CELL windows of ``window_ms``."""
+    return replace(
+        plan.measurement,
+        measurement_interval_ms=window_ms,
+        stability_percentage=ANY_STABILITY_PCT,
+        max_trials=WINDOWS_PER_CELL,
+        retries_when_unstable=0,
+    )
+
+
+@dataclass
+class EngineRecord:
+    """``results/engine.json``: what the block engine decided (kept across resumes)."""
+
+    engine: str
+    seed: str
+    coload: CoLoad | None = None
+    windows_ms: dict[str, int] = field(default_factory=dict)
+    warmup_infer_per_s: dict[str, dict[str, float]] = field(default_factory=dict)
+    cores: int = 0
+    disjoint_cores: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "seed": self.seed,
+            "coload": self.coload.to_dict() if self.coload else None,
+            "windows_ms": self.windows_ms,
+            "warmup_infer_per_s": self.warmup_infer_per_s,
+            "windows_per_cell": WINDOWS_PER_CELL,
+            "min_window_ms": MIN_WINDOW_MS,
+            "requests_per_window": REQUESTS_PER_WINDOW,
+            "cores": self.cores,
+            "disjoint_cores": self.disjoint_cores,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EngineRecord:
+        coload = data.get("coload")
+        return cls(
+            engine=str(data["engine"]),
+            seed=str(data["seed"]),
+            coload=CoLoad(**coload) if coload else None,
+            windows_ms={str(k): int(v) for k, v in data.get("windows_ms", {}).items()},
+            warmup_infer_per_s={
+                str(k): {str(n): float(t) for n, t in v.items()}
+                for k, v in data.get("warmup_infer_per_s", {}).items()
+            },
+            cores=int(data.get("cores", 0)),
+            disjoint_cores=str(data.get("disjoint_cores", "")),
+        )
+
+
+def engine_path(run_dir: Path) -> Path:
+    return run_dir / RESULTS_DIR / ENGINE_FILE
+
+
+def load_engine_record(run_dir: Path) -> EngineRecord | None:
+    data = read_result(engine_path(run_dir))
+    return EngineRecord.from_dict(data) if isinstance(data, dict) and data else None
+
+
+def save_engine_record(run_dir: Path, record: EngineRecord) -> None:
+    write_result(engine_path(run_dir), record.to_dict())
+
+
+def disjoint_cores_note(cores: int) -> str:
+    """Why perf_analyzer and the server share the cores (disjoint placement is not used)."""
+    return (
+        f"perf_analyzer and the server share this machine's {cores} cores: a disjoint split "
+        "needs at least 4 (2 would leave the server one core, so a 2-instance configuration "
+        "could not use the second; that changes what is compared, not only its noise)"
+    )
+
+
+class BlockSession:
+    """The block engine's side of a ``CellSession``: which models are loaded, each load
+    point's window, and the order of every block's cells."""
+
+    def __init__(
+        self, plan: ExperimentPlan, models: list[RepositoryModel], record: EngineRecord
+    ) -> None:
+        self.plan, self.models, self.record = plan, models, record
+
+    @property
+    def co_loaded(self) -> bool:
+        return self.record.coload is not None and self.record.coload.co_loaded
+
+    def plan_for(self, load: LoadPoint) -> ExperimentPlan:
+        window = self.record.windows_ms.get(load.key, self.plan.measurement.measurement_interval_ms)
+        return replace(self.plan, measurement=cell_measurement(self.plan, window))
+
+    @classmethod
+    def start(
+        cls,
+        session: CellSession,
+        models: list[RepositoryModel],
+        loads: Sequence[LoadPoint],
+        model_file_bytes: int,
+        seed: str,
+        cores: int,
+    ) -> BlockSession:
+        """Decide co-loading, load, warm every configuration up at every load point and set
+        each load point's window (kept from an earlier attempt on a resume)."""
+        run_dir, plan = session.run_dir, session.plan
+        record = load_engine_record(run_dir) or EngineRecord(ENGINE_BLOCKS, seed)
+        record.coload = decide_coload(models, model_file_bytes)
+        record.cores = cores
+        record.disjoint_cores = disjoint_cores_note(cores)
+        engine = cls(plan, models, record)
+        if engine.co_loaded:
+            for model in models:
+                session.load(model)
+        warmup = replace(plan, measurement=cell_measurement(plan, WARMUP_WINDOW_MS))
+        for load in loads:
+            if load.open_loop and load.request_rate_per_s is None:
+                continue  # a share of the peak: its rate (and window) come later
+            speeds: dict[str, float] = {}
+            for model in models:
+                if not engine.co_loaded:
+                    session.load(model)
+                try:
+                    inputs = session.input_files.for_load(load)
+                    settings = warmup.perf_settings(
+                        load,
+                        model.model_name,
+                        session.server.url(load.protocol),
+                        inputs.shapes,
+                        inputs.data_file,
+                    )
+                    perf = run_perf(
+                        session.perf_install,
+                        settings,
+                        run_dir / "benchmarks" / model.variant.name,
+                        f"warmup_{load.key}",
+                        retries=0,
+                        timeout_s=30.0 + 4 * WARMUP_WINDOW_MS / 1000 * WINDOWS_PER_CELL,
+                    )
+                finally:
+                    if not engine.co_loaded:
+                        session.unload(model)
+                if perf.measurement is not None:
+                    speeds[model.variant.name] = perf.measurement.throughput_infer_per_s
+            record.warmup_infer_per_s[load.key] = speeds
+            if load.key not in record.windows_ms:
+                slowest = min(speeds.values(), default=0.0)
+                record.windows_ms[load.key] = window_ms_for(
+                    slowest, load.batch_size, plan.measurement.measurement_interval_ms
+                )
+        save_engine_record(run_dir, record)
+        return engine
+
+    def measure_rounds(
+        self, session: CellSession, rounds: Sequence[Round], ids: list[str], note: str = ""
+    ) -> bool:
+        """Every round is a block: its cells in a shuffled order; False when the time budget
+        ran out first (the cells measured until then are kept)."""
+        from tritonlab.experiments.runner import cell_id
+
+        for round_ in rounds:
+            cells = [(model, load, repeat) for model, todo in round_ for load, repeat in todo]
+            if not cells:
+                continue
+            block = min(repeat for _, _, repeat in cells)
+            for model, load, repeat in block_order(cells, self.record.seed, block):
+                if session.over_budget():
+                    return False
+                if load.key not in self.record.windows_ms:  # a rate from the peak, set now
+                    self.record.windows_ms[load.key] = self.plan.measurement.measurement_interval_ms
+                    save_engine_record(session.run_dir, self.record)
+                if not self.co_loaded:
+                    session.load(model)
+                try:
+                    if session.measure(model, load, repeat, note) is not None:
+                        ids.append(cell_id(model.variant.name, load, repeat))
+                finally:
+                    if not self.co_loaded:
+                        session.unload(model, quietly=True)
+        return True

@@ -1,0 +1,130 @@
+"""The interference monitor: CPU that something other than the measurement used during a cell.
+
+On a shared machine a cell can be disturbed by anything else that runs: another tenant's process,
+a build, a backup. Per cell, the monitor reads the machine's busy and steal time from
+``/proc/stat`` and subtracts what the measurement's own processes used over the same wall time:
+the server's process tree, perf_analyzer (its rusage) and tritonlab itself. What is left is
+*foreign* CPU. Steal time (a hypervisor running another guest on this machine's cores) is read
+from the same line. A cell with more than ``DISTURBED_FOREIGN_CORES`` of foreign load, or more
+than ``DISTURBED_STEAL_CORES`` of steal, is *disturbed*: the engine measures it again at once
+(at most ``DISTURBED_RETRIES`` times) and stores the last attempt with the flag set when every
+try was disturbed, so the log can name it.
+
+The same accounting shows whether co-loaded idle models disturb the measured one: the CPU of the
+other models' backend stubs (their processes in the server's tree) over the cell is stored as
+``idle_models_cores``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import psutil
+
+# Thresholds in cores (CPU seconds per wall second). /proc/stat counts in ticks (10 ms), so a
+# 1-s cell reads its figures to about 0.02 cores; 0.25 cores is a process using a quarter of a
+# core, which on a 2-core machine shared by client and server moves throughput by several %.
+DISTURBED_FOREIGN_CORES = 0.25
+DISTURBED_STEAL_CORES = 0.25
+DISTURBED_RETRIES = 2
+_TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
+STUB_NAME = "triton_python_backend_stub"
+
+
+@dataclass(frozen=True)
+class CpuCounters:
+    """Machine-wide busy and steal CPU seconds (all cores) at one instant, and the time."""
+
+    busy_s: float
+    steal_s: float
+    monotonic_s: float
+
+    @classmethod
+    def read(cls) -> CpuCounters:
+        """From the first line of /proc/stat: user nice system idle iowait irq softirq steal."""
+        now = time.monotonic()
+        try:
+            with open("/proc/stat") as stat:
+                fields = stat.readline().split()[1:]
+        except OSError:
+            return cls(0.0, 0.0, now)
+        ticks = [int(v) for v in fields[:8]] + [0] * max(0, 8 - len(fields))
+        user, nice, system, _idle, _iowait, irq, softirq, steal = ticks[:8]
+        return cls((user + nice + system + irq + softirq) * _TICK_S, steal * _TICK_S, now)
+
+
+def own_cpu_s() -> float:
+    """User + system CPU seconds of this process (every thread), without reaped children."""
+    times = os.times()
+    return times.user + times.system
+
+
+@dataclass(frozen=True)
+class Interference:
+    """What the monitor saw during one cell (cores = CPU seconds per wall second)."""
+
+    foreign_cores: float
+    steal_cores: float
+    idle_models_cores: float
+    disturbed: bool
+    attempts: int = 1  # how many times the cell was measured (retries when disturbed)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Interference:
+        return cls(
+            foreign_cores=float(data["foreign_cores"]),
+            steal_cores=float(data["steal_cores"]),
+            idle_models_cores=float(data.get("idle_models_cores", 0.0)),
+            disturbed=bool(data["disturbed"]),
+            attempts=int(data.get("attempts", 1)),
+        )
+
+
+def is_disturbed(foreign_cores: float, steal_cores: float) -> bool:
+    return foreign_cores > DISTURBED_FOREIGN_CORES or steal_cores > DISTURBED_STEAL_CORES
+
+
+def idle_stubs(processes: Sequence[psutil.Process], measured_model: str) -> list[psutil.Process]:
+    """The backend stubs in the server's tree that serve another model than ``measured_model``
+    (a stub's command line names its model's folder in the repository)."""
+    marker = f"/{measured_model}/"
+    found = []
+    for proc in processes:
+        try:
+            cmdline = proc.cmdline()
+        except psutil.Error:
+            continue
+        if cmdline and cmdline[0].endswith(STUB_NAME) and not any(marker in a for a in cmdline):
+            found.append(proc)
+    return found
+
+
+class Window:
+    """Open at a cell's start, ``close`` at its end with the CPU the measurement itself used."""
+
+    def __init__(self) -> None:
+        self.start = CpuCounters.read()
+        self.own_start = own_cpu_s()
+
+    def close(self, measured_cpu_s: float, idle_models_cpu_s: float = 0.0) -> Interference:
+        """``measured_cpu_s``: the server tree's and perf_analyzer's CPU over the cell."""
+        end = CpuCounters.read()
+        wall = end.monotonic_s - self.start.monotonic_s
+        if wall <= 0:
+            return Interference(0.0, 0.0, 0.0, False)
+        ours = measured_cpu_s + (own_cpu_s() - self.own_start)
+        foreign = max(0.0, (end.busy_s - self.start.busy_s) - ours) / wall
+        steal = max(0.0, end.steal_s - self.start.steal_s) / wall
+        return Interference(
+            round(foreign, 3),
+            round(steal, 3),
+            round(max(0.0, idle_models_cpu_s) / wall, 3),
+            is_disturbed(foreign, steal),
+        )
