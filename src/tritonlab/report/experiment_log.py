@@ -18,6 +18,8 @@ from tritonlab.analysis.operators import (
     OperatorProfile,
     operator_paragraph,
 )
+from tritonlab.analysis.adaptive import TARGET_HALF_WIDTH_PCT
+from tritonlab.analysis.robust import MIN_BLOCKS
 from tritonlab.analysis.roofline import roofline_lines
 from tritonlab.analysis.rules import (
     CPU_BOUND_SHARE,
@@ -33,6 +35,11 @@ from tritonlab.perf.settings import PerfSettings
 
 if TYPE_CHECKING:
     from tritonlab.experiments.manifest import Manifest
+from tritonlab.report.engine_section import (
+    engine_lines,
+    interference_lines,
+    noise_floor_lines,
+)
 from tritonlab.report.nodes_section import nodes_section
 from tritonlab.report.recommend_section import recommendations_section
 from tritonlab.report.run_data import RunData
@@ -205,8 +212,29 @@ def count_verdicts(analyses: list[Analysis]) -> int:
     return total
 
 
-def method_lines(verdicts: int = 0, adaptive: bool = False) -> list[str]:
+def robust_blocks(analyses: list[Analysis]) -> bool:
+    """Whether any verdict of the log was paired over enough blocks for the robust interval."""
+    return any(
+        v.pairs >= MIN_BLOCKS
+        for a in analyses
+        for r in a.reports
+        for v in (*r.verdicts.values(), *r.reference_verdicts.values())
+    )
+
+
+def method_lines(
+    verdicts: int = 0, adaptive: bool = False, robust: bool = False, precision: bool = False
+) -> list[str]:
     level = f"{CONFIDENCE:.0%}"
+    interval = (
+        f"the Hodges-Lehmann estimate (the median of the pairwise means of the log-ratios) "
+        f"with its exact two-sided {level} Wilcoxon signed-rank interval, which one disturbed "
+        f"block cannot blow up (with fewer than {MIN_BLOCKS} pairs: their mean with a "
+        f"two-sided {level} Student-t interval, scipy.stats)"
+        if robust
+        else f"their mean (as a percentage) with a two-sided {level} Student-t confidence "
+        "interval (scipy.stats)"
+    )
     return [
         "## Method",
         "",
@@ -215,8 +243,8 @@ def method_lines(verdicts: int = 0, adaptive: bool = False) -> list[str]:
         "interval.",
         "- Repeats are measured in interleaved rounds (every configuration once, then again), "
         'so a verdict ("higher", "lower", "no clear difference") pairs the two configurations\' '
-        "repeats by round and takes the log-ratio of each pair: the change shown is their mean "
-        f"(as a percentage) with a two-sided {level} Student-t confidence interval (scipy.stats). "
+        "repeats by round and takes the log-ratio of each pair: the change shown is "
+        f"{interval}. "
         "The word follows the interval: higher or lower only when the interval excludes no "
         "change, so a word can never contradict its numbers. Configurations under different "
         'offered loads, or a load perf_analyzer did not keep up, are "not comparable"; with '
@@ -225,9 +253,21 @@ def method_lines(verdicts: int = 0, adaptive: bool = False) -> list[str]:
         f"{level} two-sided, with no correction: if nothing differed at all, about "
         f"{verdicts * (1 - CONFIDENCE):.1f} of them would still read higher or lower by chance."
         + (
-            " Verdicts that a recommendation or an explanation rests on are measured further "
-            "(adaptive repeats) until their interval excludes no change or lies within "
-            f"±{MIN_EFFECT_PCT:g}%, or the round limit is reached."
+            (
+                " Rounds were added while a headline throughput interval was wider than "
+                f"±{TARGET_HALF_WIDTH_PCT:g}%, whatever its word: a rule on the intervals' "
+                "width, not on where they lie, keeps their coverage near "
+                f"{level} (the test suite simulates the rule: a rule that also waited for a "
+                "decided word would not)."
+            )
+            if precision
+            else (
+                " Verdicts that a recommendation or an explanation rests on are measured "
+                "further (adaptive repeats) until their interval excludes no change or lies "
+                f"within ±{MIN_EFFECT_PCT:g}%, or the round limit is reached; looking after "
+                "every round and stopping on a decided word raises the chance of a false "
+                "higher or lower above the level stated."
+            )
             if adaptive
             else ""
         ),
@@ -247,7 +287,9 @@ def method_lines(verdicts: int = 0, adaptive: bool = False) -> list[str]:
     ]
 
 
-def _adaptive_lines(manifest: Manifest, rounds: list[dict[str, Any]]) -> list[str]:
+def _adaptive_lines(
+    manifest: Manifest, rounds: list[dict[str, Any]], stopping: dict[str, Any] | None = None
+) -> list[str]:
     adaptive = manifest.adaptive
     if adaptive is None:
         return []
@@ -258,12 +300,16 @@ def _adaptive_lines(manifest: Manifest, rounds: list[dict[str, Any]]) -> list[st
         + "."
     )
     if not rounds:
-        return [
-            head + " Every verdict the explanations and picks rest on was decided after "
-            "the planned rounds."
-        ]
+        ended = f" It stopped because {stopping['reason']}." if stopping else ""
+        return [head + " No extra round was measured." + ended]
     lines = [head]
-    for record in rounds:
+    shown = rounds if len(rounds) <= 3 else [rounds[0], rounds[-1]]
+    if len(rounds) > 3:
+        lines.append(
+            f"- {len(rounds)} extra rounds ({rounds[0]['round']} to {rounds[-1]['round']}), "
+            f"{sum(len(r['cells']) for r in rounds)} cells; the first and the last:"
+        )
+    for record in shown:
         reasons = "; ".join(record["reasons"][:4]) + (
             f"; and {len(record['reasons']) - 4} more" if len(record["reasons"]) > 4 else ""
         )
@@ -528,14 +574,22 @@ def render_experiment_log(run: RunData) -> str:
             "",
         ]
         lines += [ln for r in analysis.reports for ln in _variant_section(r)]
+    lines += engine_lines(run.engine, run.stopping, run.cells)
+    lines += noise_floor_lines(run.noise_floors)
+    lines += interference_lines(run.cells)
     lines += faults_section(run.faults)
     lines += nodes_section(manifest.nodes, run.cells)
     lines += efficiency_section(run.efficiencies, run.summaries)
     lines += cost_model_section(cost_model, run.predictions)
     if operators and analyses:
         lines += _operators_section(operators, analyses, cost_model)
-    lines += method_lines(count_verdicts(analyses), manifest.adaptive is not None)
-    adaptive = _adaptive_lines(manifest, run.adaptive_rounds)
+    lines += method_lines(
+        count_verdicts(analyses),
+        manifest.adaptive is not None,
+        robust_blocks(analyses),
+        bool(run.stopping and run.stopping.get("precision")),
+    )
+    adaptive = _adaptive_lines(manifest, run.adaptive_rounds, run.stopping)
     if adaptive:
         lines[-1:-1] = adaptive
     lines += [

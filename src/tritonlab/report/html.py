@@ -26,7 +26,17 @@ from tritonlab.analysis.summary import Summary
 from tritonlab.analysis.verdicts import HIGHER, LOWER, Verdict
 from tritonlab.experiments.store import write_text_atomic
 from tritonlab.paths import PATHS_NOTE, shell_join
-from tritonlab.report.experiment_log import cost_model_section, count_verdicts, method_lines
+from tritonlab.report.engine_section import (
+    engine_lines,
+    interference_lines,
+    noise_floor_lines,
+)
+from tritonlab.report.experiment_log import (
+    cost_model_section,
+    count_verdicts,
+    method_lines,
+    robust_blocks,
+)
 from tritonlab.report.plot_support import PROTOCOL_NAMES, context_line, load_text
 
 if TYPE_CHECKING:
@@ -475,7 +485,15 @@ def render_html_report(run: RunData, plots: dict[str, Path]) -> str:
     nav.append(("conditions", "Conditions"))
     method = "".join(
         f"<li>{inline_markdown(line[2:])}</li>"
-        for line in method_lines(count_verdicts(analyses), manifest.adaptive is not None)
+        for line in method_lines(
+            count_verdicts(analyses),
+            manifest.adaptive is not None,
+            robust_blocks(analyses),
+            bool(run.stopping and run.stopping.get("precision")),
+        )
+        + engine_lines(run.engine, run.stopping, run.cells)
+        + noise_floor_lines(run.noise_floors)
+        + interference_lines(run.cells)
         if line.startswith("- ")
     )
     sections.append(f'<section id="method"><h2>Method</h2><ul>{method}</ul></section>')

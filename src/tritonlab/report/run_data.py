@@ -7,7 +7,7 @@ renderer takes the resulting ``RunData`` and reads no file of its own.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from tritonlab.analysis.efficiency import (
     thread_speedup,
 )
 from tritonlab.analysis.explain import Analysis, analyse
+from tritonlab.analysis.noise_floor import NoiseFloor, noise_floors
 from tritonlab.analysis.recommend import (
     RECOMMENDATIONS_FILE,
     Recommendations,
@@ -27,6 +28,7 @@ from tritonlab.analysis.recommend import (
 )
 from tritonlab.client.infer import InferCheck
 from tritonlab.errors import TritonlabError
+from tritonlab.experiments.blocks import EngineRecord, load_engine_record
 from tritonlab.experiments.manifest import Manifest
 from tritonlab.experiments.recovery import FaultRecord, load_faults
 from tritonlab.experiments.store import (
@@ -36,6 +38,7 @@ from tritonlab.experiments.store import (
     OPERATORS_FILE,
     RESULTS_DIR,
     SERVING_PATH_DIR,
+    STOPPING_FILE,
     CellResult,
     load_cells,
     load_manifest,
@@ -130,6 +133,9 @@ class RunData:
     efficiencies: list[Efficiency]
     faults: list[FaultRecord]
     tune: dict[str, Any] | None = None  # results/tune.json of a tune run
+    engine: EngineRecord | None = None  # results/engine.json of a block-engine run
+    stopping: dict[str, Any] | None = None  # results/stopping.json: why extra rounds stopped
+    noise_floors: list[NoiseFloor] = field(default_factory=list)  # the A/A controls
 
     @property
     def summaries(self) -> list[VariantSummary]:
@@ -214,4 +220,7 @@ def load_run(run_dir: Path) -> RunData:
         efficiencies=serving_efficiency(summaries, parse_ceilings(_json_or(paths.operators, None))),
         faults=load_faults(run_dir),
         tune=_json_or(paths.results / TUNE_FILE, None),
+        engine=load_engine_record(run_dir),
+        stopping=_json_or(paths.results / STOPPING_FILE, None),
+        noise_floors=noise_floors(cells),
     )

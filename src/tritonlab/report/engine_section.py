@@ -1,0 +1,131 @@
+"""The experiment log's account of how it measured: the block engine's decisions, the stopping
+rule, the A/A control's noise floor and the interference monitor's findings.
+
+Every sentence is computed from the run's files (``engine.json``, ``stopping.json``, the cells'
+``interference`` records and the control's cells); nothing is stated that the files do not show.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from tritonlab.analysis.adaptive import TARGET_HALF_WIDTH_PCT
+from tritonlab.analysis.noise_floor import NoiseFloor
+from tritonlab.analysis.verdicts import Verdict
+from tritonlab.experiments.blocks import (
+    REQUESTS_PER_WINDOW,
+    WARMUP_WINDOW_MS,
+    WINDOWS_PER_CELL,
+    EngineRecord,
+)
+from tritonlab.experiments.interference import (
+    DISTURBED_FOREIGN_CORES,
+    DISTURBED_RETRIES,
+    DISTURBED_STEAL_CORES,
+)
+from tritonlab.experiments.store import CellResult
+
+
+def _width(v: Verdict) -> str:
+    width = v.half_width_pct
+    return "no interval" if width is None else f"half-width ±{width:.1f}%"
+
+
+def engine_lines(
+    engine: EngineRecord | None, stopping: dict[str, Any] | None, cells: list[CellResult]
+) -> list[str]:
+    """How the cells were measured (block engine), and why the rounds stopped."""
+    lines: list[str] = []
+    blocks = {c.repeat for c in cells}
+    if engine is not None:
+        windows = ", ".join(f"{ms} ms at {key}" for key, ms in sorted(engine.windows_ms.items()))
+        lines += [
+            "## How it was measured",
+            "",
+            f"- Engine: blocks. {engine.coload.reason if engine.coload else ''}.",
+            f"- Each block measures every configuration once, in an order shuffled per block "
+            f"(seed {engine.seed}); a cell is {WINDOWS_PER_CELL} perf_analyzer windows of "
+            f"{windows} (the shortest window that holds {REQUESTS_PER_WINDOW} requests at the "
+            f"slowest configuration's warm-up throughput, {WARMUP_WINDOW_MS} ms warm-up cells "
+            f"first, discarded). {len(blocks)} blocks were measured; verdicts pair the cells of "
+            "a block.",
+            f"- Placement: {engine.disjoint_cores}.",
+        ]
+    if stopping is not None:
+        rule = (
+            "while a headline throughput interval (each configuration against the baseline "
+            "and against the configuration it is explained from, and the A/A control) is "
+            f"wider than ±{TARGET_HALF_WIDTH_PCT:g}%, whatever its word (a rule on width, not on "
+            "where the interval lies, keeps its coverage); p99 intervals have no target"
+            if stopping.get("precision")
+            else "while a headline verdict is undecided"
+        )
+        budget = stopping.get("budget_s")
+        lines += [
+            f"- Stopping rule: after the planned rounds, one more round at a time {rule}, up to "
+            f"{stopping['max_rounds']} rounds"
+            + (f" and {budget:.0f} s of extra rounds" if budget is not None else "")
+            + f"; it stopped because {stopping['reason']}. Extra rounds took "
+            f"{stopping['extra_s']:.0f} s; a cell took {stopping['cell_cost_s']:.2f} s (median, "
+            f"the budget check's estimate); all cells of this session together took "
+            f"{stopping['cells_wall_s']:.0f} s.",
+        ]
+    return [*lines, ""] if lines else []
+
+
+def noise_floor_lines(floors: list[NoiseFloor]) -> list[str]:
+    """The A/A control's verdicts, and what they mean for the run's other verdicts."""
+    if not floors:
+        return []
+    lines = ["## Noise floor (A/A control)", ""]
+    for f in floors:
+        verdict = (
+            "its verdicts can be trusted as far as this control can tell"
+            if f.trusted
+            else "**the two copies of one configuration differ: this run's verdicts are not to "
+            "be trusted**"
+        )
+        lines.append(
+            f"- {f.load_key}: the baseline served again as `{f.control}` reads throughput "
+            f"{f.throughput.phrase()} ({_width(f.throughput)}), p99 {f.latency_p99.phrase()} "
+            f"({_width(f.latency_p99)}): {verdict}."
+        )
+    lines.append("")
+    return lines
+
+
+def interference_lines(cells: list[CellResult]) -> list[str]:
+    """What the interference monitor saw, which cells it had measured again, which stayed
+    disturbed, and the idle co-loaded models' CPU."""
+    seen = [c for c in cells if c.interference is not None]
+    if not seen:
+        return []
+    records = [c.interference for c in seen if c.interference is not None]
+    foreign = [r.foreign_cores for r in records]
+    steal = [r.steal_cores for r in records]
+    idle = [r.idle_models_cores for r in records]
+    retried = [c for c in seen if c.interference and c.interference.attempts > 1]
+    disturbed = [c.cell_id for c in seen if c.interference and c.interference.disturbed]
+    lines = [
+        "## Interference",
+        "",
+        f"- Foreign CPU (used by processes other than the server, its stubs, perf_analyzer and "
+        f"tritonlab) per cell: median {statistics.median(foreign):.2f} cores, max "
+        f"{max(foreign):.2f}; steal time median {statistics.median(steal):.2f}, max "
+        f"{max(steal):.2f} cores ({len(records)} cells). A cell above "
+        f"{DISTURBED_FOREIGN_CORES:g} foreign or {DISTURBED_STEAL_CORES:g} steal cores is "
+        f"disturbed and measured again, at most {DISTURBED_RETRIES} more times.",
+        f"- Re-measured because disturbed: {len(retried)} cell(s)"
+        + (": " + ", ".join(f"{c.cell_id}" for c in retried[:8]) if retried else "")
+        + (f" and {len(retried) - 8} more" if len(retried) > 8 else "")
+        + ".",
+        f"- Stored as disturbed (every try was): {len(disturbed)}"
+        + (": " + ", ".join(disturbed[:8]) if disturbed else "")
+        + (f" and {len(disturbed) - 8} more" if len(disturbed) > 8 else "")
+        + ".",
+        f"- Idle co-loaded models (the other configurations' backend stubs) used median "
+        f"{statistics.median(idle):.3f}, max {max(idle):.3f} cores while another was measured.",
+        "",
+    ]
+    return lines

@@ -1,0 +1,97 @@
+"""The block engine's parts that need no server: co-load decision, block order, windows, the
+cell-cost estimate, and the interference monitor against a real busy process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import psutil
+import pytest
+
+from tritonlab.experiments.blocks import (
+    MIN_WINDOW_MS,
+    block_order,
+    decide_coload,
+    window_ms_for,
+)
+from tritonlab.experiments.interference import DISTURBED_FOREIGN_CORES, Window
+from tritonlab.experiments.runner import cell_cost_s
+from tritonlab.repository.layout import RepositoryModel
+from tritonlab.repository.variants import ServingVariant, aa_control
+
+
+def _models(*counts: int) -> list[RepositoryModel]:
+    return [
+        RepositoryModel(f"m{i}", ServingVariant(f"v{i}", "v", instance_count=c), Path("."))
+        for i, c in enumerate(counts)
+    ]
+
+
+def test_coload_fits_or_falls_back_with_the_reason() -> None:
+    models = _models(1, 1, 2, 1)
+    fits = decide_coload(models, 1 << 20, available_bytes=24 << 30)
+    assert fits.co_loaded and "co-loaded" in fits.reason and fits.instances == 5
+    # A 2 GiB model, 5 instances: ~31 GiB estimated against 24 GiB available.
+    big = decide_coload(models, 2 << 30, available_bytes=24 << 30)
+    assert not big.co_loaded
+    assert "one configuration loaded at a time" in big.reason and "MiB available" in big.reason
+
+
+def test_block_order_is_a_reproducible_permutation_that_varies_by_block() -> None:
+    cells = list(range(6))
+    first = block_order(cells, "seed", 0)
+    assert sorted(first) == cells and block_order(cells, "seed", 0) == first
+    orders = {tuple(block_order(cells, "seed", b)) for b in range(20)}
+    assert len(orders) > 10
+    # No position belongs to one configuration: each is first in some block.
+    assert {block_order(cells, "seed", b)[0] for b in range(40)} == set(cells)
+
+
+def test_window_holds_enough_requests_within_the_plan_window() -> None:
+    assert window_ms_for(4000.0, 1, 2000) == MIN_WINDOW_MS  # fast model: the shortest
+    assert window_ms_for(200.0, 1, 2000) == 500  # 100 requests at 200/s
+    assert window_ms_for(30.0, 1, 2000) == 2000  # slow model: capped at the plan's window
+    assert window_ms_for(0.0, 1, 2000) == 2000
+
+
+def test_cell_cost_comes_from_the_cells_not_the_run() -> None:
+    # A session that spent 180 s starting up but measured cells of about 1 s each.
+    session = SimpleNamespace(cell_seconds=[0.9, 1.1, 1.0, 7.0, 1.0])
+    assert cell_cost_s(session) == pytest.approx(1.0)  # the median: one slow retry does not count
+    assert cell_cost_s(SimpleNamespace(cell_seconds=[])) == 0.0
+
+
+def test_aa_control_is_the_baseline_under_another_name() -> None:
+    base = ServingVariant("baseline", "b", dynamic_batching=True, max_batch_size=8)
+    control = aa_control(base)
+    assert control.control and control.name != base.name
+    assert {
+        k: v for k, v in vars(control).items() if k not in ("name", "description", "control")
+    } == {k: v for k, v in vars(base).items() if k not in ("name", "description", "control")}
+    assert "control" not in base.to_dict() and control.to_dict()["control"] is True
+
+
+def test_monitor_sees_a_busy_process_as_foreign_until_it_is_counted_as_ours() -> None:
+    """A process the test starts spins through the window: it is foreign CPU (the cell is
+    disturbed); counted as the measurement's own, the foreign figure drops by what it used.
+    (Another test worker may load the machine too, so the test compares, not absolutes.)"""
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        spinner = psutil.Process(busy.pid)
+        time.sleep(0.3)
+        before = sum(spinner.cpu_times()[:2])
+        window = Window()
+        time.sleep(1.0)
+        used = sum(spinner.cpu_times()[:2]) - before
+        as_foreign = window.close(measured_cpu_s=0.0)
+        as_ours = window.close(measured_cpu_s=used)
+    finally:
+        busy.kill()
+        busy.wait()
+    assert used > 0.4  # it did spin, even on a shared machine
+    assert as_foreign.disturbed and as_foreign.foreign_cores > DISTURBED_FOREIGN_CORES
+    assert as_foreign.foreign_cores - as_ours.foreign_cores == pytest.approx(used, abs=0.15)
