@@ -4,7 +4,7 @@ OUT ?= demo-out
 SWEEP_OUT ?= sweep-out
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo test unit kernel-test gpu-check lint adapter-bench ma-bench clean sweep
+.PHONY: setup demo test unit kernel-test gpu-check lint adapter-bench ma-bench resolution-bench clean sweep
 
 setup:
 	bash scripts/setup.sh $(VENV)
@@ -25,6 +25,11 @@ adapter-bench: setup
 ma-bench: setup
 	$(PY) benchmarks/vs_model_analyzer/compare.py --out benchmarks/results
 
+# The block engine against the classic one: the demo 3 times each, the tiny CNN once each, side
+# by side (about 35 minutes on 2 cores); writes benchmarks/results/resolution.{json,md}.
+resolution-bench: setup
+	$(PY) benchmarks/resolution.py --out benchmarks/results
+
 test:
 	TRITONLAB_TEST_TOOLS=1 bash scripts/setup.sh $(VENV)
 	$(PY) -m pytest -n 2 --dist worksteal tests
@@ -33,7 +38,12 @@ unit: setup
 	$(PY) -m pytest tests/unit
 
 # The OpenAI Triton kernel in Triton's CPU interpreter (also part of `make test`).
-kernel-test:
+kernel-# The block engine against the classic one: the demo 3 times each, the tiny CNN once each, side
+# by side (about 35 minutes on 2 cores); writes benchmarks/results/resolution.{json,md}.
+resolution-bench: setup
+	$(PY) benchmarks/resolution.py --out benchmarks/results
+
+test:
 	TRITONLAB_TEST_TOOLS=1 bash scripts/setup.sh $(VENV)
 	$(PY) -m pytest tests/kernel
 

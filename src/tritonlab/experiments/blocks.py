@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -162,6 +163,7 @@ class EngineRecord:
     warmup_infer_per_s: dict[str, dict[str, float]] = field(default_factory=dict)
     cores: int = 0
     disjoint_cores: str = ""
+    warmup_s: float = 0.0  # wall seconds of the co-loading and warm-up cells
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -175,6 +177,7 @@ class EngineRecord:
             "requests_per_window": REQUESTS_PER_WINDOW,
             "cores": self.cores,
             "disjoint_cores": self.disjoint_cores,
+            "warmup_s": self.warmup_s,
         }
 
     @classmethod
@@ -191,6 +194,7 @@ class EngineRecord:
             },
             cores=int(data.get("cores", 0)),
             disjoint_cores=str(data.get("disjoint_cores", "")),
+            warmup_s=float(data.get("warmup_s", 0.0)),
         )
 
 
@@ -210,9 +214,10 @@ def save_engine_record(run_dir: Path, record: EngineRecord) -> None:
 def disjoint_cores_note(cores: int) -> str:
     """Why perf_analyzer and the server share the cores (disjoint placement is not used)."""
     return (
-        f"perf_analyzer and the server share this machine's {cores} cores: a disjoint split "
-        "needs at least 4 (2 would leave the server one core, so a 2-instance configuration "
-        "could not use the second; that changes what is compared, not only its noise)"
+        f"perf_analyzer and the server share this machine's {cores} cores; placing them on "
+        "disjoint cores is not done and was not measured here (on 2 cores it would leave the "
+        "server one, so a 2-instance configuration could not use the second: that changes what "
+        "is compared, not only its noise)"
     )
 
 
@@ -246,6 +251,7 @@ class BlockSession:
         """Decide co-loading, load, warm every configuration up at every load point and set
         each load point's window (kept from an earlier attempt on a resume)."""
         run_dir, plan = session.run_dir, session.plan
+        started = time.monotonic()
         record = load_engine_record(run_dir) or EngineRecord(ENGINE_BLOCKS, seed)
         record.coload = decide_coload(models, model_file_bytes)
         record.cores = cores
@@ -290,6 +296,7 @@ class BlockSession:
                 record.windows_ms[load.key] = window_ms_for(
                     slowest, load.batch_size, plan.measurement.measurement_interval_ms
                 )
+        record.warmup_s = round(time.monotonic() - started, 1)
         save_engine_record(run_dir, record)
         return engine
 

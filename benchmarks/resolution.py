@@ -1,0 +1,259 @@
+"""Resolution benchmark: how well each measuring engine tells configurations apart, side by side.
+
+Runs ``tritonlab demo`` RUNS times per engine (block engine and classic, alternating which goes
+first, each from an empty folder), then ``tritonlab run`` on the tiny CNN once per engine, all on
+this machine in one sitting. For every run it reads the stored results (nothing from the console)
+and reports, per verdict against the baseline: the word, the change, the 95% interval and its
+half-width (exp(h) - 1 of the log-ratio interval), whether it was decided; across runs, the words
+each configuration got; the A/A control's noise floor (block engine); the foreign load the
+interference monitor saw; the measuring time (cells, loads and warm-up, without the serving-path
+probes that feed the cost model) and the command's wall time.
+
+Writes ``OUT/resolution.json`` and ``OUT/resolution.md`` (rewritten after every run, so an
+interrupted benchmark keeps what it measured). Usage:
+    python benchmarks/resolution.py --out benchmarks/results [--runs 3] [--work DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+ENGINES = ("blocks", "classic")
+MARKER = ".tritonlab-resolution-bench"  # only folders holding it are ever removed
+
+
+def _fresh_folder(path: Path) -> None:
+    """An empty folder for one run; only a folder this benchmark made is removed."""
+    if path.exists():
+        if not (path / MARKER).exists():
+            raise SystemExit(f"{path} exists and was not made by this benchmark; pass --work")
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    (path / MARKER).write_text("made by benchmarks/resolution.py\n")
+
+
+def _iso_s(text: str) -> float:
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def measuring_s(run_dir: Path) -> float:
+    """First cell's start to the last cell's end, less the serving-path probes measured in
+    between, plus the block engine's co-loading and warm-up (``engine.json``)."""
+    from tritonlab.experiments.blocks import load_engine_record
+    from tritonlab.experiments.store import SERVING_PATH_DIR, load_cells
+
+    cells = load_cells(run_dir)
+    spans = [(_iso_s(c.started_utc), _iso_s(c.started_utc) + c.perf.wall_s) for c in cells]
+    total = max(e for _, e in spans) - min(s for s, _ in spans)
+    probes = load_cells(run_dir, SERVING_PATH_DIR)
+    if probes:
+        first, last = min(s for s, _ in spans), max(e for _, e in spans)
+        p_spans = [(_iso_s(c.started_utc), _iso_s(c.started_utc) + c.perf.wall_s) for c in probes]
+        inside = [(s, e) for s, e in p_spans if first <= s <= last]
+        if inside:
+            total -= max(e for _, e in inside) - min(s for s, _ in inside)
+    engine = load_engine_record(run_dir)
+    return round(total + (engine.warmup_s if engine else 0.0), 1)
+
+
+def summarise_run(run_dir: Path, engine: str, wall_s: float) -> dict[str, Any]:
+    from tritonlab.report.run_data import load_run
+
+    run = load_run(run_dir)
+    verdicts = []
+    for analysis in run.analyses:
+        for report in analysis.reports[1:]:
+            for figure in ("throughput", "latency_p99"):
+                v = report.verdicts.get(figure)
+                if v is None:
+                    continue
+                verdicts.append(
+                    {
+                        "config": report.summary.variant.name,
+                        "load": analysis.load_key,
+                        "figure": figure,
+                        "word": v.word.value,
+                        "change_pct": v.change_pct,
+                        "ci95_pct": [v.low_pct, v.high_pct] if v.has_interval else None,
+                        "half_width_pct": v.half_width_pct,
+                        "decided": v.decided,
+                        "pairs": v.pairs,
+                        "phrase": v.phrase(),
+                    }
+                )
+    monitored = [c.interference for c in run.cells if c.interference is not None]
+    return {
+        "engine": engine,
+        "folder": run_dir.name,
+        "verdicts": verdicts,
+        "aa_control": [f.to_dict() for f in run.noise_floors],
+        "blocks": len({c.repeat for c in run.cells}),
+        "cells": len(run.cells),
+        "foreign_cores_median": statistics.median(m.foreign_cores for m in monitored)
+        if monitored
+        else None,
+        "foreign_cores_max": max(m.foreign_cores for m in monitored) if monitored else None,
+        "cells_remeasured_disturbed": sum(1 for m in monitored if m.attempts > 1),
+        "cells_stored_disturbed": sum(1 for m in monitored if m.disturbed),
+        "stopping": run.stopping,
+        "measuring_s": measuring_s(run_dir),
+        "command_wall_s": round(wall_s, 1),
+    }
+
+
+def engine_summary(runs: list[dict[str, Any]], model: str) -> dict[str, Any]:
+    mine = [r for r in runs if r["model"] == model]
+    tput = [v for r in mine for v in r["verdicts"] if v["figure"] == "throughput"]
+    widths = [v["half_width_pct"] for v in tput if v["half_width_pct"] is not None]
+    p99 = [
+        v["half_width_pct"]
+        for r in mine
+        for v in r["verdicts"]
+        if v["figure"] == "latency_p99" and v["half_width_pct"] is not None
+    ]
+    words: dict[str, list[str]] = {}
+    for v in tput:
+        words.setdefault(v["config"], []).append(v["word"])
+    return {
+        "runs": len(mine),
+        "throughput_verdicts": len(tput),
+        "throughput_decided": sum(1 for v in tput if v["decided"]),
+        "throughput_half_width_median_pct": statistics.median(widths) if widths else None,
+        "throughput_half_width_max_pct": max(widths) if widths else None,
+        "throughput_without_interval": len(tput) - len(widths),
+        "p99_half_width_median_pct": statistics.median(p99) if p99 else None,
+        "p99_half_width_max_pct": max(p99) if p99 else None,
+        "words_by_config": words,
+        "same_word_every_run": all(len(set(w)) == 1 for w in words.values()),
+        "measuring_s": [r["measuring_s"] for r in mine],
+        "command_wall_s": [r["command_wall_s"] for r in mine],
+    }
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}%"
+
+
+def render_md(report: dict[str, Any]) -> str:
+    lines = [
+        "# Resolution: the block engine against the classic engine, side by side",
+        "",
+        f"Measured on {report['machine']} ({report['cores']} cores) on {report['date_utc']} "
+        f"at commit {report['commit']}, with `python benchmarks/resolution.py` "
+        "(`make resolution-bench`). Each run started from an empty folder; the two engines "
+        "alternated which went first. Half-width: h of the 95% log-ratio interval, as "
+        "exp(h) - 1.",
+        "",
+        "## Summary",
+        "",
+        "| model | engine | runs | throughput verdicts decided | median half-width | max "
+        "half-width | no interval | same word every run | p99 median / max half-width | "
+        "measuring s | command s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for key, s in report["summary"].items():
+        model, engine = key.split("/")
+        lines.append(
+            f"| {model} | {engine} | {s['runs']} | {s['throughput_decided']} of "
+            f"{s['throughput_verdicts']} | {_pct(s['throughput_half_width_median_pct'])} | "
+            f"{_pct(s['throughput_half_width_max_pct'])} | {s['throughput_without_interval']} | "
+            f"{'yes' if s['same_word_every_run'] else 'no'} | "
+            f"{_pct(s['p99_half_width_median_pct'])} / {_pct(s['p99_half_width_max_pct'])} | "
+            f"{', '.join(f'{x:.0f}' for x in s['measuring_s'])} | "
+            f"{', '.join(f'{x:.0f}' for x in s['command_wall_s'])} |"
+        )
+    lines += ["", "## Every run", ""]
+    for run in report["runs"]:
+        lines += [
+            f"### {run['model']}, {run['engine']} engine, run {run['run']} "
+            f"({run['blocks']} rounds, {run['cells']} cells, measuring {run['measuring_s']:.0f} s)",
+            "",
+        ]
+        for v in run["verdicts"]:
+            lines.append(
+                f"- {v['config']} {v['figure']}: {v['phrase']}, half-width "
+                f"{_pct(v['half_width_pct'])}, {'decided' if v['decided'] else 'undecided'}"
+            )
+        for f in run["aa_control"]:
+            lines.append(
+                f"- A/A control: throughput {f['throughput']['word']} "
+                f"({f['throughput']['change_pct']:+.1f}%, CI "
+                f"{f['throughput']['ci95_change_pct'][0]:+.1f}% to "
+                f"{f['throughput']['ci95_change_pct'][1]:+.1f}%)"
+            )
+        if run["foreign_cores_max"] is not None:
+            lines.append(
+                f"- Foreign CPU per cell: median {run['foreign_cores_median']:.2f}, max "
+                f"{run['foreign_cores_max']:.2f} cores; re-measured {run['cells_remeasured_disturbed']}"
+                f", stored disturbed {run['cells_stored_disturbed']}"
+            )
+        if run["stopping"]:
+            lines.append(f"- Stopped: {run['stopping']['reason']}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--work", type=Path, default=ROOT / "resolution-bench-work")
+    parser.add_argument("--no-cnn", action="store_true")
+    args = parser.parse_args()
+    tritonlab = str(Path(sys.executable).parent / "tritonlab")
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
+    ).stdout.strip()
+    from tritonlab.experiments.manifest import MachineInfo, available_cores
+
+    report: dict[str, Any] = {
+        "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M"),
+        "commit": commit,
+        "machine": MachineInfo.current().cpu_model or platform.processor(),
+        "cores": available_cores(),
+        "runs": [],
+        "summary": {},
+    }
+    jobs: list[tuple[str, str, int, list[str]]] = []
+    for i in range(1, args.runs + 1):
+        order = ENGINES if i % 2 else tuple(reversed(ENGINES))
+        jobs += [("simple_mlp", e, i, ["demo"]) for e in order]
+    if not args.no_cnn:
+        cnn = str(ROOT / "examples" / "tiny_cnn" / "tiny_cnn.onnx")
+        jobs += [("tiny_cnn", e, 1, ["run", cnn]) for e in ENGINES]
+    args.out.mkdir(parents=True, exist_ok=True)
+    for model, engine, i, command in jobs:
+        folder = args.work / f"{model}_{engine}_{i}"
+        _fresh_folder(folder)
+        started = time.monotonic()
+        subprocess.run(
+            [tritonlab, *command, "--out", str(folder), "--engine", engine],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        run = summarise_run(folder, engine, time.monotonic() - started)
+        report["runs"].append({"model": model, "run": i, **run})
+        for key in {f"{r['model']}/{r['engine']}" for r in report["runs"]}:
+            m, e = key.split("/")
+            report["summary"][key] = engine_summary(
+                [r for r in report["runs"] if r["engine"] == e], m
+            )
+        report["summary"] = dict(sorted(report["summary"].items()))
+        (args.out / "resolution.json").write_text(json.dumps(report, indent=2) + "\n")
+        (args.out / "resolution.md").write_text(render_md(report) + "\n")
+        print(f"{model} {engine} run {i}: {run['measuring_s']:.0f} s measuring", flush=True)
+
+
+if __name__ == "__main__":
+    main()
