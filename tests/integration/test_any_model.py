@@ -55,7 +55,7 @@ def test_token_id_model_with_three_int64_inputs(start_server: StartServer, tmp_p
         300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "measured 4 cells, reused 0" in result.stdout
+    assert "measured 5 cells, reused 0" in result.stdout  # 4 and the A/A control
 
     # perf_analyzer sent the derived data: valid ids, ones for the mask, the sequence set.
     data = json.loads((out_dir / "inputs" / "perf_data.json").read_text())["data"]
@@ -98,7 +98,7 @@ def test_model_without_a_batch_axis(tmp_path: Path) -> None:
     out_dir = tmp_path / "fixed"
     result = _cli(["run", str(model), "--out", str(out_dir), *FAST_RUN_FLAGS], tmp_path, 240)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "measured 2 cells, reused 0" in result.stdout
+    assert "measured 3 cells, reused 0" in result.stdout  # 2 and the A/A control
     assert "cannot batch" in result.stderr
     config = (out_dir / "models" / "fixed" / "config.pbtxt").read_text()
     assert "max_batch_size" not in config  # 0, protobuf's default, is not written
@@ -131,7 +131,7 @@ def test_run_on_dtypes_and_several_outputs(
         260,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "measured 4 cells, reused 0" in result.stdout
+    assert "measured 5 cells, reused 0" in result.stdout  # 4 and the A/A control
     check = read_result(out_dir / "results" / "infer_check.json")
     for protocol in check:
         assert sorted(protocol["output_shapes"]) == sorted(outputs)

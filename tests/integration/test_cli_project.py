@@ -26,12 +26,15 @@ from integration_support import (
 )
 
 from tritonlab.experiments.store import CellResult, read_result
-from tritonlab.repository.variants import seed_comparison_variants
+from tritonlab.repository.variants import AA_CONTROL_NAME, seed_comparison_variants
 from tritonlab.server.locate import default_cache_root
 
 pytestmark = pytest.mark.integration
 
-SEED_CELLS = {f"{v.name}__grpc_b1_c8__r1" for v in seed_comparison_variants()}
+# The block engine (the default) serves the baseline a second time as its A/A control.
+SEED_CELLS = {f"{v.name}__grpc_b1_c8__r1" for v in seed_comparison_variants()} | {
+    f"{AA_CONTROL_NAME}__grpc_b1_c8__r1"
+}
 SUMMARY_RE = re.compile(r"measured (\d+) cells, reused (\d+)")
 TEXT_SUFFIXES = (".sh", ".py", ".json", ".md", ".html", ".log", ".txt")
 
@@ -143,9 +146,14 @@ def test_run_on_an_unseen_two_input_model(start_server: StartServer, tmp_path: P
         ["run", str(model), "--out", str(out_dir), *FAST_RUN_FLAGS], tmp_path, "twin", 300
     )
     assert code == 0, f"stdout: {stdout}\nstderr: {stderr}"
-    assert "measured 4 cells, reused 0" in stdout
+    # The block engine: 4 configurations and the A/A control co-loaded, one block.
+    assert "measured 5 cells, reused 0" in stdout
 
     log = (out_dir / "docs" / "experiment_log.md").read_text()
+    engine = read_result(out_dir / "results" / "engine.json")
+    assert engine["coload"]["co_loaded"], engine
+    assert "## Noise floor (A/A control)" in log and "## Interference" in log
+    assert "co-loaded: estimated" in log
     rows = _results_rows(log)
     assert [r[0] for r in rows] == [v.description for v in seed_comparison_variants()]
     for row in rows:
@@ -211,13 +219,15 @@ def test_adaptive_repeats_measure_more_rounds_only_where_undecided(
 ) -> None:
     """Two planned rounds, at most three: a third round is measured only while a headline
     verdict is undecided, it re-measures every configuration (pairs stay paired), and the
-    log says how many rounds it took and why."""
+    log says how many rounds it took and why (the classic engine's rule, on decided words)."""
     out_dir = tmp_path / "adaptive"
     args = [
         "run",
         str(demo_onnx),
         "--out",
         str(out_dir),
+        "--engine",
+        "classic",
         "--repeats",
         "2",
         "--max-repeats",
@@ -232,7 +242,8 @@ def test_adaptive_repeats_measure_more_rounds_only_where_undecided(
     code, stdout, stderr = _run_cli(args, tmp_path, "adaptive", timeout_s=540)
     assert code == 0, f"stdout: {stdout}\nstderr: {stderr}"
     cells = {p.stem for p in _cells(out_dir)}
-    planned = {c.replace("__r1", f"__r{r}") for c in SEED_CELLS for r in (1, 2)}
+    classic = {c for c in SEED_CELLS if AA_CONTROL_NAME not in c}
+    planned = {c.replace("__r1", f"__r{r}") for c in classic for r in (1, 2)}
     assert planned <= cells
     extra = cells - planned
     log = (out_dir / "docs" / "experiment_log.md").read_text()
@@ -244,7 +255,7 @@ def test_adaptive_repeats_measure_more_rounds_only_where_undecided(
         assert [r["round"] for r in rounds] == [3]
         assert set(rounds[0]["cells"]) == extra
         assert {c.rsplit("__", 1)[0] for c in extra} == {
-            c.rsplit("__", 1)[0] for c in SEED_CELLS
+            c.rsplit("__", 1)[0] for c in classic
         }  # every configuration, so round 3 pairs with round 3
         assert rounds[0]["reasons"] and all(
             "no clear difference" in r for r in rounds[0]["reasons"]
@@ -252,5 +263,5 @@ def test_adaptive_repeats_measure_more_rounds_only_where_undecided(
         assert "Round 3: 4 cells re-measured because these verdicts were undecided" in log
     else:
         assert not rounds_path.exists()
-        assert "decided after the planned rounds" in log
+        assert "No extra round was measured. It stopped because every verdict" in log
     assert not any(c.endswith("__r4") for c in cells)

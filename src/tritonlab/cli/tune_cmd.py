@@ -112,9 +112,23 @@ def tune(
         ),
     ] = 900.0,
     max_race_rounds: Annotated[
-        int,
-        typer.Option("--max-race-rounds", min=2, help="Most repeats of the final contenders."),
-    ] = 3,
+        Optional[int],  # noqa: UP045
+        typer.Option(
+            "--max-race-rounds",
+            min=2,
+            help="Most repeats of the final contenders (default: 12 with --engine blocks, whose "
+            "cells are short; 3 classic).",
+        ),
+    ] = None,
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            help="blocks (configurations stay loaded, short cells, a window set from a warm-up, "
+            "robust paired intervals in the race) or classic (one configuration loaded at a "
+            "time, perf_analyzer's stable windows).",
+        ),
+    ] = "blocks",
     keep_protocol: Annotated[
         bool,
         typer.Option(
@@ -151,6 +165,7 @@ def tune(
     hint = f"finished cells are kept in {out_dir}; run the same command to resume"
     with user_errors(hint):
         from tritonlab.analysis.search import GOALS, Goal, Knobs
+        from tritonlab.experiments.blocks import ENGINE_BLOCKS, ENGINES
         from tritonlab.experiments.manifest import available_cores
         from tritonlab.experiments.plan import MeasurementSettings
         from tritonlab.experiments.store import RESULTS_DIR
@@ -165,6 +180,10 @@ def tune(
         from tritonlab.pipeline.tune import TuneSettings, run_tune
         from tritonlab.report.build import build_report
 
+        if engine not in ENGINES:
+            raise ConfigError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+        if max_race_rounds is None:
+            max_race_rounds = 12 if engine == ENGINE_BLOCKS else 3
         if goal not in GOALS:
             raise ConfigError(f"--goal must be one of {', '.join(GOALS)}, got {goal!r}")
         if goal == "latency" and p99_budget_ms is None:
@@ -200,7 +219,7 @@ def tune(
             ),
             time_budget_s=time_budget_s,
             measurement=MeasurementSettings(
-                measurement_interval_ms=window_ms, stability_percentage=stability
+                measurement_interval_ms=window_ms, stability_percentage=stability, engine=engine
             ),
         )
         started = time.monotonic()

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
+from tritonlab.errors import PerfAnalyzerError, ServerError
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
 from tritonlab.experiments.store import RESULTS_DIR, read_result, write_result
 from tritonlab.perf.runner import run_perf
@@ -48,6 +49,7 @@ ENGINE_BLOCKS = "blocks"
 ENGINE_CLASSIC = "classic"
 ENGINES = (ENGINE_BLOCKS, ENGINE_CLASSIC)
 ENGINE_FILE = "engine.json"
+SEARCH_KEY = "*"  # windows_ms key of a search's one window (tune)
 
 MIN_WINDOW_MS = 200
 WARMUP_WINDOW_MS = 300
@@ -229,14 +231,80 @@ class BlockSession:
         self, plan: ExperimentPlan, models: list[RepositoryModel], record: EngineRecord
     ) -> None:
         self.plan, self.models, self.record = plan, models, record
+        self.model_file_bytes = 0
 
     @property
     def co_loaded(self) -> bool:
         return self.record.coload is not None and self.record.coload.co_loaded
 
-    def plan_for(self, load: LoadPoint) -> ExperimentPlan:
-        window = self.record.windows_ms.get(load.key, self.plan.measurement.measurement_interval_ms)
-        return replace(self.plan, measurement=cell_measurement(self.plan, window))
+    def plan_for(self, load: LoadPoint, plan: ExperimentPlan | None = None) -> ExperimentPlan:
+        """``plan`` (default: the one the engine started with) with the block cell's settings:
+        the load point's window (a search's one window for every load)."""
+        plan = plan or self.plan
+        windows = self.record.windows_ms
+        window = windows.get(
+            load.key, windows.get(SEARCH_KEY, plan.measurement.measurement_interval_ms)
+        )
+        return replace(plan, measurement=cell_measurement(plan, window))
+
+    @property
+    def search_window_ms(self) -> int:
+        return self.record.windows_ms.get(SEARCH_KEY, self.plan.measurement.measurement_interval_ms)
+
+    @classmethod
+    def for_search(
+        cls,
+        session: CellSession,
+        start: RepositoryModel,
+        model_file_bytes: int,
+        seed: str,
+        cores: int,
+        first_load: LoadPoint,
+    ) -> BlockSession:
+        """The engine of an adaptive search (``tune``): configurations arrive one by one and
+        stay loaded while the memory estimate fits; one window for every load, set from a
+        warm-up of the start at its first load (kept across resumes, so the path replays)."""
+        run_dir, plan = session.run_dir, session.plan
+        started = time.monotonic()
+        record = load_engine_record(run_dir) or EngineRecord(ENGINE_BLOCKS, seed)
+        record.cores = cores
+        record.disjoint_cores = disjoint_cores_note(cores)
+        engine = cls(plan, [start], record)
+        engine.model_file_bytes = model_file_bytes
+        decision = decide_coload([start, start], model_file_bytes)
+        one_mib, available_mib = decision.estimate_bytes / 2**21, decision.available_bytes / 2**20
+        record.coload = replace(
+            decision,
+            co_loaded=True,
+            reason="the search's configurations stay loaded as it adds them, while the memory "
+            f"estimate fits in half the memory available (one configuration: {one_mib:,.0f} "
+            f"MiB of {available_mib:,.0f} MiB); past that it loads one at a time",
+        )
+        if SEARCH_KEY not in record.windows_ms:
+            session.load(start)
+            try:
+                speed = engine.warm(session, start, first_load)
+            finally:
+                session.unload(start, quietly=True)
+            record.windows_ms[SEARCH_KEY] = window_ms_for(
+                speed or 0.0, first_load.batch_size, plan.measurement.measurement_interval_ms
+            )
+        record.warmup_s = round(time.monotonic() - started, 1)
+        save_engine_record(run_dir, record)
+        return engine
+
+    def keep_loaded(self, models: list[RepositoryModel]) -> bool:
+        """Whether ``models`` may all stay loaded (the co-load estimate fits); the first time
+        they do not, the record says the search fell back to one at a time."""
+        fits = decide_coload(models, self.model_file_bytes)
+        if not fits.co_loaded and len(models) > 1 and self.record.coload and self.co_loaded:
+            self.record.coload = replace(fits, reason="the search fell back to " + fits.reason)
+        return fits.co_loaded
+
+    def warm(self, session: CellSession, model: RepositoryModel, load: LoadPoint) -> float | None:
+        """A discarded warm-up cell of a configuration just loaded; its throughput."""
+        warmup = replace(session.plan, measurement=cell_measurement(session.plan, WARMUP_WINDOW_MS))
+        return self._warm_up(session, warmup, model, load)
 
     @classmethod
     def start(
@@ -269,27 +337,12 @@ class BlockSession:
                 if not engine.co_loaded:
                     session.load(model)
                 try:
-                    inputs = session.input_files.for_load(load)
-                    settings = warmup.perf_settings(
-                        load,
-                        model.model_name,
-                        session.server.url(load.protocol),
-                        inputs.shapes,
-                        inputs.data_file,
-                    )
-                    perf = run_perf(
-                        session.perf_install,
-                        settings,
-                        run_dir / "benchmarks" / model.variant.name,
-                        f"warmup_{load.key}",
-                        retries=0,
-                        timeout_s=30.0 + 4 * WARMUP_WINDOW_MS / 1000 * WINDOWS_PER_CELL,
-                    )
+                    speed = engine._warm_up(session, warmup, model, load)
                 finally:
                     if not engine.co_loaded:
-                        session.unload(model)
-                if perf.measurement is not None:
-                    speeds[model.variant.name] = perf.measurement.throughput_infer_per_s
+                        session.unload(model, quietly=True)
+                if speed is not None:
+                    speeds[model.variant.name] = speed
             record.warmup_infer_per_s[load.key] = speeds
             if load.key not in record.windows_ms:
                 slowest = min(speeds.values(), default=0.0)
@@ -299,6 +352,39 @@ class BlockSession:
         record.warmup_s = round(time.monotonic() - started, 1)
         save_engine_record(run_dir, record)
         return engine
+
+    def _warm_up(
+        self, session: CellSession, warmup: ExperimentPlan, model: RepositoryModel, load: LoadPoint
+    ) -> float | None:
+        """One discarded cell; its throughput, or None when it failed (the fault is recorded,
+        a dead server restarted with every configuration loaded again: the cells that follow
+        are what counts)."""
+        inputs = session.input_files.for_load(load)
+        settings = warmup.perf_settings(
+            load,
+            model.model_name,
+            session.server.url(load.protocol),
+            inputs.shapes,
+            inputs.data_file,
+        )
+        try:
+            perf = run_perf(
+                session.perf_install,
+                settings,
+                session.run_dir / "benchmarks" / model.variant.name,
+                f"warmup_{load.key}",
+                retries=0,
+                timeout_s=30.0 + 4 * WARMUP_WINDOW_MS / 1000 * WINDOWS_PER_CELL,
+            )
+        except (PerfAnalyzerError, ServerError) as exc:
+            if not session.recovery.recoverable(exc):
+                raise
+            restarted = session.recovery.handle(f"warm-up of {model.model_name}", exc, False)
+            if restarted and self.co_loaded:
+                for other in self.models:
+                    session.load(other)
+            return None
+        return perf.measurement.throughput_infer_per_s if perf.measurement else None
 
     def measure_rounds(
         self, session: CellSession, rounds: Sequence[Round], ids: list[str], note: str = ""

@@ -387,7 +387,7 @@ class CellSession:
     ) -> CellResult | None:
         server, recovery = self.server, self.recovery
         cid = cell_id(model.variant.name, load, repeat)
-        plan = self.engine.plan_for(load) if self.engine is not None else self.plan
+        plan = self.engine.plan_for(load, self.plan) if self.engine is not None else self.plan
         for attempt in range(1, ATTEMPTS_PER_CELL + 1):
             try:
                 return _measure_cell(

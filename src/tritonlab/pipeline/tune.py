@@ -30,8 +30,11 @@ from tritonlab.analysis.search import (
     race_verdict,
 )
 from tritonlab.errors import PerfAnalyzerError
+from tritonlab.experiments.blocks import ENGINE_BLOCKS, BlockSession
+from tritonlab.experiments.manifest import available_cores
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
 from tritonlab.experiments.runner import (
+    CellSession,
     cell_id,
     check_resume,
     file_sha256,
@@ -83,7 +86,7 @@ class TuneSettings:
             "max_instances": g.max_instances,
             "time_budget_s": self.time_budget_s,
             "batch_size": self.batch_size,
-            "measurement": vars(self.measurement),
+            "measurement": self.measurement.to_dict(),
         }
 
     def fingerprint(self, model_sha256: str, inputs: ModelInputs) -> str:
@@ -230,6 +233,7 @@ class _Tuner:
         self.measured: list[str] = []
         self.reused: list[str] = []
         self.loaded: RepositoryModel | None = None
+        self.kept: dict[str, RepositoryModel] = {}  # loaded besides ``loaded`` (block engine)
         self.failures: dict[str, str] = {}  # cell id -> why perf_analyzer could not measure it
 
     def model(self, knobs: Knobs) -> RepositoryModel:
@@ -264,14 +268,28 @@ class _Tuner:
             ),
         )
 
-    def switch_to(self, session: TuneSession, model: RepositoryModel) -> None:
+    def switch_to(self, session: TuneSession, model: RepositoryModel, load: LoadPoint) -> None:
+        """Make ``model`` the one measured. The block engine keeps every configuration the
+        search has loaded (while the memory estimate fits), and warms a newly loaded one up
+        with a discarded cell; the classic engine unloads the previous one."""
         if self.loaded is not None and self.loaded.model_name == model.model_name:
+            return
+        engine = getattr(session, "engine", None)
+        if engine is not None and model.model_name in self.kept:
+            self.loaded = model
             return
         if self.loaded is not None:
             loaded, self.loaded = self.loaded, None
-            session.unload(loaded)
+            if engine is not None and engine.keep_loaded([*self.kept.values(), model]):
+                self.kept[loaded.model_name] = loaded
+            else:
+                for other in [*self.kept.values(), loaded]:
+                    session.unload(other)
+                self.kept.clear()
         session.load(model)
         self.loaded = model
+        if engine is not None:
+            engine.warm(session, model, load)
 
     def take(
         self, session: TuneSession, step: Step, knobs: Knobs
@@ -287,7 +305,7 @@ class _Tuner:
             return cid, observation_of(read_cell(path), knobs), True
         if session.over_budget():
             return None
-        self.switch_to(session, model)
+        self.switch_to(session, model, load)
         try:
             cell = session.measure(model, load, step.repeat, f" ({step.phase})")
         except PerfAnalyzerError as exc:
@@ -368,10 +386,18 @@ def run_tune(
             options, run_dir, info, inputs, tuner.plan(), fingerprint, perf_install,
             start_model, deadline=deadline, manifest_extra={"tune": settings.to_dict()},
         )  # fmt: skip
+    goal = settings.goal
     with opened as session:
+        if settings.measurement.engine == ENGINE_BLOCKS and isinstance(session, CellSession):
+            session.engine = BlockSession.for_search(
+                session, start_model, info.file_size_bytes, fingerprint, available_cores(),
+                load_for(goal.start, goal.first_concurrency, settings.batch_size),
+            )  # fmt: skip
+            # the policy judges whether a load outgrows one window by the window measured with
+            goal = replace(goal, window_ms=session.engine.search_window_ms)
         try:
             while True:
-                step = next_step(tuner.observations, settings.goal)
+                step = next_step(tuner.observations, goal)
                 if step.stop:
                     stop_reason = step.reason
                     break
@@ -395,9 +421,10 @@ def run_tune(
                 if on_step is not None:
                     on_step(tuner.steps[-1])
         finally:
-            if tuner.loaded is not None:
-                session.unload(tuner.loaded, quietly=True)
-                tuner.loaded = None
+            for loaded in [*tuner.kept.values(), *([tuner.loaded] if tuner.loaded else [])]:
+                session.unload(loaded, quietly=True)
+            tuner.loaded = None
+            tuner.kept.clear()
     data = tuner.save(stop_reason)
     pick_config = _write_pick(run_dir, info, model_name, data)
     write_scripts(run_dir, info, inputs, tuner.plan(), options, info.path, builtin)

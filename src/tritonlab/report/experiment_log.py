@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tritonlab.analysis.adaptive import TARGET_HALF_WIDTH_PCT
 from tritonlab.analysis.cost_model import MODEL_FAILS_PCT, CostModel, Prediction
 from tritonlab.analysis.efficiency import efficiency_section
 from tritonlab.analysis.explain import Analysis, VariantReport
@@ -18,7 +19,6 @@ from tritonlab.analysis.operators import (
     OperatorProfile,
     operator_paragraph,
 )
-from tritonlab.analysis.adaptive import TARGET_HALF_WIDTH_PCT
 from tritonlab.analysis.robust import MIN_BLOCKS
 from tritonlab.analysis.roofline import roofline_lines
 from tritonlab.analysis.rules import (
