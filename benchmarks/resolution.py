@@ -195,8 +195,9 @@ def render_md(report: dict[str, Any]) -> str:
         if run["foreign_cores_max"] is not None:
             lines.append(
                 f"- Foreign CPU per cell: median {run['foreign_cores_median']:.2f}, max "
-                f"{run['foreign_cores_max']:.2f} cores; re-measured {run['cells_remeasured_disturbed']}"
-                f", stored disturbed {run['cells_stored_disturbed']}"
+                f"{run['foreign_cores_max']:.2f} cores; re-measured "
+                f"{run['cells_remeasured_disturbed']}, stored disturbed "
+                f"{run['cells_stored_disturbed']}"
             )
         if run["stopping"]:
             lines.append(f"- Stopped: {run['stopping']['reason']}")

@@ -158,7 +158,8 @@ def remeasure(picks: list[dict[str, Any]], work: Path, rounds: int) -> list[dict
     """Every pick at its own load and at the common one, ``rounds`` interleaved rounds, by
     tritonlab's cell runner on one server; the cells stay in ``work/remeasure``."""
     from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
-    from tritonlab.experiments.runner import cell_id, open_session
+    from tritonlab.experiments.runner import open_session
+    from tritonlab.experiments.session import cell_id
     from tritonlab.experiments.store import cell_path, read_cell
     from tritonlab.models.inputs import derive_inputs
     from tritonlab.models.zoo import export_builtin

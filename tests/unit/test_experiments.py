@@ -16,7 +16,8 @@ from tritonlab.experiments.plan import (
     MeasurementSettings,
     seed_comparison_plan,
 )
-from tritonlab.experiments.runner import cell_id, plan_fingerprint
+from tritonlab.experiments.runner import plan_fingerprint
+from tritonlab.experiments.session import cell_id
 from tritonlab.experiments.store import (
     CellResult,
     cell_path,

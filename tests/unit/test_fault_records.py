@@ -15,7 +15,8 @@ from tritonlab.analysis.rules import RuleContext, backend_fallback
 from tritonlab.errors import ConfigError, PerfAnalyzerError, ResultFileError, ServerError
 from tritonlab.experiments.plan import seed_comparison_plan
 from tritonlab.experiments.recovery import FAULTS_FILE, Recovery, load_faults
-from tritonlab.experiments.runner import perf_deadline_s, quarantine_unusable
+from tritonlab.experiments.runner import quarantine_unusable
+from tritonlab.experiments.session import perf_deadline_s
 from tritonlab.experiments.store import (
     CELL_SCHEMA_VERSION,
     RESULT_SCHEMA_VERSION,

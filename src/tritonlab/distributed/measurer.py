@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
-from tritonlab.experiments.runner import CellSession, open_session
+from tritonlab.experiments.runner import open_session
+from tritonlab.experiments.session import CellSession
 from tritonlab.experiments.store import CELLS_DIR, RESULTS_DIR, CellResult
 from tritonlab.models.inputs import ModelInputs
 from tritonlab.models.inspect import OnnxModelInfo, inspect_onnx

@@ -36,7 +36,8 @@ from tritonlab.experiments.manifest import (
 )
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.recovery import FAULTS_FILE, FaultRecord, load_faults
-from tritonlab.experiments.runner import ProgressCallback, Round, cell_id, new_manifest
+from tritonlab.experiments.runner import new_manifest
+from tritonlab.experiments.session import ProgressCallback, Round, cell_id
 from tritonlab.experiments.store import (
     RESULTS_DIR,
     CellResult,

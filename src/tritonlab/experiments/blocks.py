@@ -43,7 +43,7 @@ from tritonlab.repository.layout import RepositoryModel
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from tritonlab.experiments.runner import CellSession, Round
+    from tritonlab.experiments.session import CellSession, Round
 
 ENGINE_BLOCKS = "blocks"
 ENGINE_CLASSIC = "classic"
@@ -391,7 +391,7 @@ class BlockSession:
     ) -> bool:
         """Every round is a block: its cells in a shuffled order; False when the time budget
         ran out first (the cells measured until then are kept)."""
-        from tritonlab.experiments.runner import cell_id
+        from tritonlab.experiments.session import cell_id
 
         for round_ in rounds:
             cells = [(model, load, repeat) for model, todo in round_ for load, repeat in todo]

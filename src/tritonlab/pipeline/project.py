@@ -28,14 +28,13 @@ from tritonlab.experiments.plan import (
 )
 from tritonlab.experiments.runner import (
     AdaptiveRepeats,
-    InputFiles,
     OpenLoopRates,
-    ProgressCallback,
     RunOutcome,
     UndecidedCells,
     run_experiment,
 )
 from tritonlab.experiments.serving_path import NULL_MODEL_PATH
+from tritonlab.experiments.session import InputFiles, ProgressCallback
 from tritonlab.experiments.store import (
     OPERATORS_FILE,
     RESULTS_DIR,

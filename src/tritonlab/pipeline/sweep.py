@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.experiments.plan_file import SweepPlan
-from tritonlab.experiments.runner import ProgressCallback
+from tritonlab.experiments.session import ProgressCallback
 from tritonlab.experiments.store import CellResult, load_cells
 from tritonlab.pipeline.project import ProjectResult, run_project
 from tritonlab.server.launch import ServerOptions

@@ -34,13 +34,12 @@ from tritonlab.experiments.blocks import ENGINE_BLOCKS, BlockSession
 from tritonlab.experiments.manifest import available_cores
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
 from tritonlab.experiments.runner import (
-    CellSession,
-    cell_id,
     check_resume,
     file_sha256,
     open_session,
     quarantine_unusable,
 )
+from tritonlab.experiments.session import CellSession, cell_id
 from tritonlab.experiments.store import (
     RESULTS_DIR,
     CellResult,

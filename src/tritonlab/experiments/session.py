@@ -1,0 +1,421 @@
+"""Measuring one cell on a started server, and the session that loads configurations for it.
+
+``CellSession`` loads a configuration, measures its cells (each saved the moment it exists,
+faults recovered through ``recovery.py``) and unloads it; under the block engine
+(``blocks.py``) it keeps every configuration loaded, measures a block's cells in a shuffled
+order with short windows, and re-measures a cell the interference monitor flags. The runner
+(``runner.py``) decides which cells; the session does not know whether a project, a sweep or a
+tune asked for them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from tritonlab.client.infer import InferCheck
+from tritonlab.errors import PerfAnalyzerError, ServerError
+from tritonlab.experiments.blocks import BlockSession
+from tritonlab.experiments.interference import DISTURBED_RETRIES, Window, idle_stubs
+from tritonlab.experiments.manifest import (
+    Manifest,
+    utc_now,
+)
+from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
+from tritonlab.experiments.recovery import ATTEMPTS_PER_CELL, Recovery
+from tritonlab.experiments.serving_path import (
+    PROBE_REPEATS,
+    add_identity_model,
+    add_null_model,
+    probe_done,
+    probe_load,
+    probe_variants,
+)
+from tritonlab.experiments.store import (
+    CELLS_DIR,
+    INPUTS_DIR,
+    SERVING_PATH_DIR,
+    CellResult,
+    save_cell,
+    save_manifest,
+)
+from tritonlab.models.inputs import ModelInputs, with_dynamic_dim
+from tritonlab.models.inspect import OnnxModelInfo
+from tritonlab.paths import portable_command, portable_path
+from tritonlab.perf.locate import PerfAnalyzerInstall
+from tritonlab.perf.runner import run_perf
+from tritonlab.repository.layout import RepositoryModel
+from tritonlab.server.endpoint import ServerEndpoint
+from tritonlab.server.process import TritonServer
+from tritonlab.server.stats import StatsSnapshot, stats_delta, tree_cpu_seconds
+
+ProgressCallback = Callable[[int, int, str], None]
+
+
+Round = list[tuple[RepositoryModel, list[tuple[LoadPoint, int]]]]
+
+# Called after the closed-loop pass: (variant name, load key) -> request rate (req/s).
+
+
+def cell_id(variant_name: str, load: LoadPoint, repeat: int) -> str:
+    return f"{variant_name}__{load.key}__r{repeat + 1}"
+
+
+@dataclass(frozen=True)
+class LoadInputs:
+    """What perf_analyzer sends under one load: shapes for dynamic dims and its data file."""
+
+    shapes: dict[str, tuple[int, ...]]
+    data_file: str | None
+
+
+class InputFiles:
+    """perf_analyzer's JSON data files under ``run_dir/inputs``, one per sequence length."""
+
+    def __init__(self, inputs: ModelInputs, info: OnnxModelInfo, run_dir: Path) -> None:
+        self.inputs, self.info, self.run_dir = inputs, info, run_dir
+        self._made: dict[int | None, LoadInputs] = {}
+
+    def for_load(self, load: LoadPoint) -> LoadInputs:
+        length = load.sequence_length
+        if length not in self._made:
+            inputs = (
+                self.inputs if length is None else with_dynamic_dim(self.inputs, self.info, length)
+            )
+            name = "perf_data.json" if length is None else f"perf_data_s{length}.json"
+            path = inputs.write_perf_data(self.run_dir / INPUTS_DIR / name)
+            dynamic = {s.name for s in self.info.inputs if -1 in s.dims}
+            shapes = {k: v for k, v in inputs.shapes.items() if k in dynamic}
+            self._made[length] = LoadInputs(shapes, str(path))
+        return self._made[length]
+
+
+def perf_deadline_s(plan: ExperimentPlan) -> float:
+    """How long one perf_analyzer attempt may run before it is taken as hung and killed:
+    every window it may open, at twice the length (a retry's), twice over, plus 30 s."""
+    m = plan.measurement
+    return 30.0 + 2 * m.max_trials * 2 * m.measurement_interval_ms / 1000
+
+
+def _measure_cell(
+    server: ServerEndpoint,
+    perf_install: PerfAnalyzerInstall,
+    plan: ExperimentPlan,
+    model: RepositoryModel,
+    load: LoadPoint,
+    repeat: int,
+    run_dir: Path,
+    load_inputs: LoadInputs,
+    folder: str = CELLS_DIR,
+    monitor_tries: int = 0,
+) -> CellResult:
+    """Measure and save one cell; with ``monitor_tries`` (the block engine), the interference
+    monitor's reading is stored with it (``monitor_tries``: this cell's attempt number)."""
+    cid = cell_id(model.variant.name, load, repeat)
+    settings = plan.perf_settings(
+        load,
+        model.model_name,
+        server.url(load.protocol),
+        load_inputs.shapes,
+        load_inputs.data_file,
+    )
+    processes = server.process_tree() if isinstance(server, TritonServer) else []
+    log_offset = _log_size(server)
+    before = StatsSnapshot.from_triton(server.model_statistics(model.model_name))
+    idle = idle_stubs(processes, model.model_name) if monitor_tries else []
+    idle_before = tree_cpu_seconds(idle)
+    cpu_before = tree_cpu_seconds(processes)
+    started = utc_now()
+    window = Window() if monitor_tries else None
+    try:
+        perf = run_perf(
+            perf_install,
+            settings,
+            run_dir / "benchmarks" / model.variant.name,
+            f"{load.key}__r{repeat + 1}",
+            retries=plan.measurement.retries_when_unstable,
+            timeout_s=perf_deadline_s(plan),
+        )
+    except PerfAnalyzerError as exc:
+        if isinstance(server, TritonServer) and not server.is_alive():
+            raise ServerError(
+                f"tritonserver died while measuring {cid}; finished cells are kept; "
+                f"log: {server.failure_detail()}"
+            ) from exc
+        raise
+    cpu_after = tree_cpu_seconds(processes)
+    interference = None
+    if window is not None:
+        interference = replace(
+            window.close(
+                cpu_after - cpu_before + perf.perf_analyzer_cpu_s,
+                tree_cpu_seconds(idle) - idle_before,
+            ),
+            attempts=monitor_tries,
+        )
+    after = StatsSnapshot.from_triton(server.model_statistics(model.model_name))
+    # The exact command, written portably (run folder relative, cache and venv as variables).
+    settings = perf.settings
+    if settings.input_data is not None:
+        settings = replace(settings, input_data=portable_path(settings.input_data, run_dir))
+    perf = replace(
+        perf, command=portable_command(perf.command, run_dir, cwd=Path.cwd()), settings=settings
+    )
+    cell = CellResult(
+        cell_id=cid,
+        variant=model.variant,
+        model_name=model.model_name,
+        repeat=repeat + 1,
+        perf=perf,
+        server=stats_delta(before, after),
+        server_cpu_s=cpu_after - cpu_before if processes else 0.0,
+        config_pbtxt=model.config_path.read_text(),
+        started_utc=started,
+        load_key=load.key,
+        backend_fallbacks=_fallbacks_since(server, log_offset),
+        interference=interference,
+    )
+    save_cell(run_dir, cell, folder)
+    return cell
+
+
+class CellSession:
+    """A started server and what measuring on it needs: load a configuration, measure its
+    cells (each saved at once, faults recovered), unload it. The caller decides which cells;
+    the session does not know whether a project, a sweep or a tune asked for them."""
+
+    def __init__(
+        self,
+        server: ServerEndpoint,
+        perf_install: PerfAnalyzerInstall,
+        plan: ExperimentPlan,
+        run_dir: Path,
+        input_files: InputFiles,
+        recovery: Recovery,
+        progress: ProgressCallback | None,
+        deadline: float | None,
+        manifest: Manifest,
+    ) -> None:
+        self.server, self.perf_install, self.plan = server, perf_install, plan
+        self.run_dir, self.input_files, self.recovery = run_dir, input_files, recovery
+        self.progress, self.deadline, self.manifest = progress, deadline, manifest
+        self.measured: list[str] = []
+        self.checks: list[InferCheck] = []
+        self.done = 0
+        self.total = 0
+        # Wall seconds of every cell measured in this session (retries included): what the
+        # stopping rule's budget check estimates a cell's cost from.
+        self.cell_seconds: list[float] = []
+        self.engine: BlockSession | None = None
+
+    def over_budget(self) -> bool:
+        return self.deadline is not None and time.monotonic() > self.deadline
+
+    def load(self, model: RepositoryModel) -> None:
+        """Load a configuration (a server that dies while loading is restarted once)."""
+        _load_recovering(self.server, self.recovery, model.model_name)
+
+    def unload(self, model: RepositoryModel, quietly: bool = False) -> None:
+        """Unload it; a failed unload stops the run unless another error is on its way up."""
+        if quietly:
+            _unload_quietly(self.server, model.model_name)
+        else:
+            self.server.unload_model(model.model_name)
+
+    def measure(
+        self, model: RepositoryModel, load: LoadPoint, repeat: int, note: str = ""
+    ) -> CellResult | None:
+        """Measure one cell of the loaded ``model`` and save it; None when it was given up on
+        after repeated faults (``results/faults.json`` says why). Under the block engine a cell
+        the interference monitor flags is measured again, at most ``DISTURBED_RETRIES`` times."""
+        cid = cell_id(model.variant.name, load, repeat)
+        if self.progress:
+            self.progress(self.done, self.total, cid + note)
+        started = time.monotonic()
+        tries = 1 + (DISTURBED_RETRIES if self.engine is not None else 0)
+        try:
+            cell = None
+            for attempt in range(1, tries + 1):
+                cell = self._measure_recovering(model, load, repeat, attempt)
+                if cell is None or cell.interference is None or not cell.interference.disturbed:
+                    break
+            if cell is not None:
+                self.measured.append(cid)
+            return cell
+        finally:
+            self.done += 1
+            self.cell_seconds.append(time.monotonic() - started)
+
+    def _measure_recovering(
+        self, model: RepositoryModel, load: LoadPoint, repeat: int, tries: int
+    ) -> CellResult | None:
+        server, recovery = self.server, self.recovery
+        cid = cell_id(model.variant.name, load, repeat)
+        plan = self.engine.plan_for(load, self.plan) if self.engine is not None else self.plan
+        for attempt in range(1, ATTEMPTS_PER_CELL + 1):
+            try:
+                return _measure_cell(
+                    server,
+                    self.perf_install,
+                    plan,
+                    model,
+                    load,
+                    repeat,
+                    self.run_dir,
+                    self.input_files.for_load(load),
+                    monitor_tries=tries if self.engine is not None else 0,
+                )
+            except (ServerError, PerfAnalyzerError) as exc:
+                last = attempt == ATTEMPTS_PER_CELL
+                if not recovery.recoverable(exc, last):
+                    raise
+                restarted = recovery.handle(cid, exc, last_attempt=last)
+                if restarted and self.engine is not None and self.engine.co_loaded:
+                    for other in self.engine.models:  # a new server has nothing loaded
+                        _load_recovering(server, recovery, other.model_name)
+                    continue
+                if not restarted:  # reload: a stub that died starts afresh
+                    _unload_quietly(server, model.model_name)
+                _load_recovering(server, recovery, model.model_name)
+        return None
+
+    def measure_model(
+        self,
+        model: RepositoryModel,
+        cells: list[tuple[LoadPoint, int]],
+        ids: list[str],
+        note: str = "",
+    ) -> bool:
+        """Load ``model``, measure its (load, repeat) cells into ``ids``, unload it; False when
+        the time budget ran out first (the cells measured until then are kept)."""
+        if self.over_budget():
+            return False
+        self.load(model)
+        finished = False
+        try:
+            for load, repeat in cells:
+                if self.over_budget():
+                    finished = True
+                    return False
+                if self.measure(model, load, repeat, note) is not None:
+                    ids.append(cell_id(model.variant.name, load, repeat))
+            finished = True
+        finally:
+            self.unload(model, quietly=not finished)  # the first error is the one shown
+        return True
+
+    def measure_rounds(self, rounds: Sequence[Round], ids: list[str], note: str = "") -> bool:
+        """Measure ``rounds`` in order, each configuration's cells in one load; False when the
+        time budget ran out first. (A cluster session spreads whole rounds over its nodes; the
+        block engine measures each round's cells in a shuffled order, co-loaded.)"""
+        if self.engine is not None:
+            return self.engine.measure_rounds(self, rounds, ids, note)
+        for round_ in rounds:
+            for model, cells in round_:
+                if not self.measure_model(model, cells, ids, note):
+                    return False
+        return True
+
+    def measure_serving_path(self, info: OnnxModelInfo) -> None:
+        """The null-model cells behind the cost model (only on a server this run started)."""
+        if isinstance(self.server, TritonServer):
+            _measure_serving_path(
+                self.server, self.perf_install, self.plan, info, self.run_dir, self.input_files
+            )
+
+    def profile_operators(self) -> None:
+        """Nothing here: a local run profiles after its server stopped (``run_project``)."""
+
+    def save_manifest(self, **changes: Any) -> None:
+        """Rewrite the manifest with ``changes`` (e.g. a plan that grew during a tune)."""
+        self.manifest = replace(self.manifest, **changes)
+        save_manifest(self.run_dir, self.manifest.to_dict())
+
+
+FALLBACK_MARKER = "tritonlab-adapter-fallback"  # backends/adapter.py prints it
+
+
+def _log_size(server: ServerEndpoint) -> int:
+    if isinstance(server, TritonServer) and server.log_path.exists():
+        return server.log_path.stat().st_size
+    return 0
+
+
+def _fallbacks_since(server: ServerEndpoint, offset: int) -> int:
+    """Backend fallback lines the server log gained since ``offset`` (0 for a remote server)."""
+    if not isinstance(server, TritonServer) or not server.log_path.exists():
+        return 0
+    with open(server.log_path, "rb") as log:
+        log.seek(offset)
+        return log.read().count(FALLBACK_MARKER.encode())
+
+
+def _load_recovering(server: ServerEndpoint, recovery: Recovery, model_name: str) -> None:
+    """Load a configuration; a server that dies while loading is restarted once and retried."""
+    try:
+        server.load_model(model_name)
+    except ServerError as exc:
+        if not recovery.server_died():
+            raise
+        recovery.handle(f"loading {model_name}", exc, last_attempt=False)
+        server.load_model(model_name)
+
+
+def _unload_quietly(server: ServerEndpoint, model_name: str) -> None:
+    """Unload while another error is already on its way up (that error is the one to show)."""
+    with contextlib.suppress(Exception):
+        server.unload_model(model_name)
+
+
+def _measure_serving_path(
+    server: TritonServer,
+    perf_install: PerfAnalyzerInstall,
+    plan: ExperimentPlan,
+    info: OnnxModelInfo,
+    run_dir: Path,
+    input_files: InputFiles,
+) -> None:
+    """The null-model cells the cost model needs (``PROBE_REPEATS`` of each probe).
+
+    Kept across resumes. A server that cannot load the probe (an external binary without
+    tritonlab's backends) leaves the run without them; the log then says the cost model is
+    unavailable.
+    """
+    load = probe_load(list(plan.loads))
+    if load is None or not info.batched:
+        return
+    variants = probe_variants(load, min(v.max_batch_size for v in plan.variants))
+    repo = run_dir / "models"
+    models = [
+        add_null_model(repo, info, plan.model_name, v)
+        or add_identity_model(repo, info, plan.model_name, v)
+        for v in variants
+    ]
+    for repeat in range(PROBE_REPEATS):
+        for model in models:
+            if probe_done(run_dir, model.variant, load, repeat):
+                continue
+            try:
+                server.load_model(model.model_name)
+            except ServerError:
+                return
+            try:
+                _measure_cell(
+                    server,
+                    perf_install,
+                    plan,
+                    model,
+                    load,
+                    repeat,
+                    run_dir,
+                    input_files.for_load(load),
+                    SERVING_PATH_DIR,
+                )
+            except BaseException:
+                _unload_quietly(server, model.model_name)
+                raise
+            server.unload_model(model.model_name)
