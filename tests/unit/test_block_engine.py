@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import psutil
 import pytest
 
+from tritonlab.errors import PerfAnalyzerError
 from tritonlab.experiments.blocks import (
     MIN_WINDOW_MS,
     block_order,
@@ -20,6 +21,9 @@ from tritonlab.experiments.blocks import (
 )
 from tritonlab.experiments.interference import DISTURBED_FOREIGN_CORES, Window
 from tritonlab.experiments.runner import cell_cost_s
+from tritonlab.perf.locate import PerfAnalyzerInstall
+from tritonlab.perf.runner import run_perf
+from tritonlab.perf.settings import PerfSettings
 from tritonlab.repository.layout import RepositoryModel
 from tritonlab.repository.variants import ServingVariant, aa_control
 
@@ -95,3 +99,35 @@ def test_monitor_sees_a_busy_process_as_foreign_until_it_is_counted_as_ours() ->
     assert used > 0.4  # it did spin, even on a shared machine
     assert as_foreign.disturbed and as_foreign.foreign_cores > DISTURBED_FOREIGN_CORES
     assert as_foreign.foreign_cores - as_ours.foreign_cores == pytest.approx(used, abs=0.15)
+
+
+def _stand_in(tmp_path: Path, write_csv: bool) -> PerfAnalyzerInstall:
+    """A stand-in for perf_analyzer's exit hang (seen with HTTP at concurrency 256): it prints
+    the real console output and writes the real CSV of a recorded run (or not), then never
+    exits. Only the hang is simulated; the files are perf_analyzer's own."""
+    fixtures = Path(__file__).parent.parent / "fixtures" / "perf"
+    script = tmp_path / "perf_analyzer"
+    csv = fixtures / "baseline_c8.csv"
+    console = fixtures / "baseline_c8.console.txt"
+    copy = f'cp "{csv}" "$csv"; ' if write_csv else ""
+    script.write_text(
+        "#!/bin/sh\n"
+        'csv=""; while [ $# -gt 0 ]; do [ "$1" = "-f" ] && csv="$2"; shift; done\n'
+        f'cat "{console}"; {copy}exec sleep 600\n'
+    )
+    script.chmod(0o755)
+    return PerfAnalyzerInstall(script, (), "stand-in")
+
+
+def test_results_written_before_an_exit_hang_are_kept(tmp_path: Path) -> None:
+    settings = PerfSettings(model_name="m", url="localhost:1")
+    run = run_perf(_stand_in(tmp_path, True), settings, tmp_path / "out", "c", 0, timeout_s=2)
+    assert run.stable and run.measurement is not None
+    assert run.measurement.throughput_infer_per_s > 0
+    assert any("did not exit" in w for w in run.warnings)
+
+
+def test_a_hang_before_results_is_still_an_error(tmp_path: Path) -> None:
+    settings = PerfSettings(model_name="m", url="localhost:1")
+    with pytest.raises(PerfAnalyzerError, match="ran past"):
+        run_perf(_stand_in(tmp_path, False), settings, tmp_path / "out", "c", 0, timeout_s=2)

@@ -122,6 +122,25 @@ def _run_once(
     return proc.returncode, text, rusage.ru_utime + rusage.ru_stime
 
 
+HUNG_AFTER_RESULTS = (
+    "tritonlab: perf_analyzer wrote its results but did not exit by its deadline; it was "
+    "stopped and its results kept"
+)
+
+
+def _finished_but_hung(csv_path: Path, console_path: Path) -> str | None:
+    """The console text when perf_analyzer had written its CSV (its last act before exiting)
+    and its summary before it was stopped at the deadline: seen with HTTP at high concurrency,
+    where it can hang while closing its connections. None when it had not finished."""
+    try:
+        if not csv_path.exists() or not parse_perf_csv(csv_path.read_text()):
+            return None
+        text = console_path.read_text(errors="replace")
+    except (OSError, ValueError):
+        return None
+    return text if "Inferences/Second vs." in text else None
+
+
 def _failure_line(text: str) -> str:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     errors = [ln for ln in lines if "error" in ln.lower() or "failed" in ln.lower()]
@@ -154,7 +173,14 @@ def run_perf(
         command = [str(install.binary), *args]
         if on_start:
             on_start()
-        code, text, used = _run_once(install, args, console_path, timeout_s)
+        try:
+            code, text, used = _run_once(install, args, console_path, timeout_s)
+        except PerfAnalyzerError:
+            finished = _finished_but_hung(csv_path, console_path)
+            if finished is None:
+                raise
+            code, text, used = 0, finished, 0.0  # its CPU is lost with the kill
+            text += f"\n{HUNG_AFTER_RESULTS}\n"
         cpu_s += used
         console_files.append(console_path.name)
         trials = parse_trials(text)
@@ -173,7 +199,7 @@ def run_perf(
                 cpu_s,
                 console_files,
                 csv_path.name,
-                parse_warnings(text),
+                parse_warnings(text) + ([HUNG_AFTER_RESULTS] if HUNG_AFTER_RESULTS in text else []),
             )
         if UNSTABLE_MARKER not in text:
             raise PerfAnalyzerError(

@@ -275,11 +275,13 @@ class _Tuner:
             return
         engine = getattr(session, "engine", None)
         if engine is not None and model.model_name in self.kept:
-            self.loaded = model
+            if self.loaded is not None:
+                self.kept[self.loaded.model_name] = self.loaded
+            self.loaded = self.kept.pop(model.model_name)
             return
         if self.loaded is not None:
             loaded, self.loaded = self.loaded, None
-            if engine is not None and engine.keep_loaded([*self.kept.values(), model]):
+            if engine is not None and engine.keep_loaded([*self.kept.values(), loaded, model]):
                 self.kept[loaded.model_name] = loaded
             else:
                 for other in [*self.kept.values(), loaded]:
