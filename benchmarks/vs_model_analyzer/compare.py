@@ -8,9 +8,9 @@ In order, each timed by its wall clock:
    the same tritonserver and perf_analyzer, gRPC, batch 1, 2000 ms windows, stability 25%);
 2. ``tritonlab tune simple_mlp`` (goal throughput, no latency budget) and
    ``tritonlab tune simple_mlp --p99-budget-ms 10``, with the same perf_analyzer settings;
-3. every pick re-measured by the same tool (tritonlab's cell runner, one server), interleaved:
-   ``--rounds`` rounds, each round every pick once at the concurrency its tool chose and once at
-   a common concurrency.
+3. every pick re-measured by the same tool (tritonlab's block engine, one server, every pick
+   loaded at once): ``--rounds`` rounds (default 20), each round every pick once at the
+   concurrency its tool chose and once at a common concurrency, in a shuffled order.
 
 Writes ``OUT/vs_model_analyzer.json`` (every figure) and ``OUT/vs_model_analyzer.md`` (the
 tables quoted in the README); the working folders (MA's checkpoints and logs, the tune runs,
@@ -157,7 +157,9 @@ def picks_of(ma: dict[str, dict[str, Any]], tunes: dict[str, dict[str, Any]]) ->
 def remeasure(picks: list[dict[str, Any]], work: Path, rounds: int) -> list[dict[str, Any]]:
     """Every pick at its own load and at the common one, ``rounds`` interleaved rounds, by
     tritonlab's cell runner on one server; the cells stay in ``work/remeasure``."""
-    from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
+    from tritonlab.experiments.blocks import ENGINE_BLOCKS, BlockSession
+    from tritonlab.experiments.manifest import available_cores
+    from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
     from tritonlab.experiments.runner import open_session
     from tritonlab.experiments.session import cell_id
     from tritonlab.experiments.store import cell_path, read_cell
@@ -183,32 +185,35 @@ def remeasure(picks: list[dict[str, Any]], work: Path, rounds: int) -> list[dict
         )
     models = [add_model(run_dir / "models", info, "simple_mlp", v) for v in variants]
     loads = {pick["name"]: sorted({pick["concurrency"], COMMON_CONCURRENCY}) for pick in picks}
-    plan = ExperimentPlan("simple_mlp", tuple(variants), (LoadPoint(),), rounds)
+    every_load = sorted(
+        {LoadPoint(p["protocol"], 1, c) for p in picks for c in loads[p["name"]]},
+        key=lambda ld: ld.key,
+    )
+    plan = ExperimentPlan(
+        "simple_mlp",
+        tuple(variants),
+        (LoadPoint(),),
+        rounds,
+        MeasurementSettings(engine=ENGINE_BLOCKS),
+    )
     perf = locate_perf_analyzer()
     with open_session(
         ServerOptions(), run_dir, info, inputs, plan, "remeasure", perf, models[0]
     ) as session:
+        # The block engine: every pick loaded at once, warmed up, short cells in a shuffled
+        # order per round, the interference monitor on (experiments/blocks.py).
+        session.engine = BlockSession.start(
+            session, models, every_load, info.file_size_bytes, "remeasure", available_cores()
+        )
         session.total = rounds * sum(len(v) for v in loads.values())
+        ids: list[str] = []
         for repeat in range(rounds):
-            for pick, model in zip(picks, models, strict=True):
-                todo = [
-                    c
-                    for c in loads[pick["name"]]
-                    if not cell_path(
-                        run_dir,
-                        cell_id(model.variant.name, LoadPoint(pick["protocol"], 1, c), repeat),
-                    ).exists()
-                ]
-                if not todo:
-                    continue
-                session.load(model)
-                try:
-                    for c in todo:
-                        load = LoadPoint(pick["protocol"], 1, c)
-                        log(f"round {repeat + 1}: {pick['name']} at concurrency {c}")
-                        session.measure(model, load, repeat)
-                finally:
-                    session.unload(model)
+            log(f"round {repeat + 1} of {rounds}")
+            round_ = [
+                (model, [(LoadPoint(pick["protocol"], 1, c), repeat) for c in loads[pick["name"]]])
+                for pick, model in zip(picks, models, strict=True)
+            ]
+            session.measure_rounds([round_], ids)
     rows = []
     for pick, model in zip(picks, models, strict=True):
         for c in loads[pick["name"]]:
@@ -398,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
     parser.add_argument("--work", type=Path, default=REPO / "runs" / "vs_model_analyzer")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument(
         "--remeasure-only",
         action="store_true",

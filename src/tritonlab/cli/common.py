@@ -52,6 +52,16 @@ BackendDirOpt = Annotated[
     typer.Option("--backend-dir", help="Backend folder for --server-bin."),
 ]
 HostOpt = Annotated[str, typer.Option("--host", help="Address the server binds to.")]
+EngineOpt = Annotated[
+    str,
+    typer.Option(
+        "--engine",
+        help="blocks (every configuration loaded at once, short cells in a shuffled block order, "
+        "robust paired intervals, an A/A control in run/demo, an interference monitor; "
+        "docs/measuring.md) or classic (one configuration loaded at a time, perf_analyzer's "
+        "stable windows).",
+    ),
+]
 RepeatsOpt = Annotated[int, typer.Option("--repeats", min=1, help="Repeats per configuration.")]
 AdaptiveBudgetOpt = Annotated[
     float,

@@ -12,6 +12,7 @@ from tritonlab.cli.common import (
     BackendDirOpt,
     ConcurrencyOpt,
     ConfigsOpt,
+    EngineOpt,
     FreshOpt,
     GrpcUrlOpt,
     HostOpt,
@@ -36,15 +37,6 @@ from tritonlab.cli.common import (
 from tritonlab.server.launch import ServerOptions
 
 OutOpt = Annotated[Path, typer.Option("--out", help="Project folder to write (resumable).")]
-EngineOpt = Annotated[
-    str,
-    typer.Option(
-        "--engine",
-        help="blocks (every configuration loaded at once, short cells in random block order, "
-        "robust paired intervals, an A/A control, interference monitor) or classic (one "
-        "configuration loaded at a time, 3 rounds of perf_analyzer's stable windows).",
-    ),
-]
 BlocksOpt = Annotated[
     Optional[int],  # noqa: UP045
     typer.Option(

@@ -15,6 +15,7 @@ import typer
 
 from tritonlab.cli.common import (
     BackendDirOpt,
+    EngineOpt,
     FreshOpt,
     GrpcUrlOpt,
     HostOpt,
@@ -120,15 +121,7 @@ def tune(
             "cells are short; 3 classic).",
         ),
     ] = None,
-    engine: Annotated[
-        str,
-        typer.Option(
-            "--engine",
-            help="blocks (configurations stay loaded, short cells, a window set from a warm-up, "
-            "robust paired intervals in the race) or classic (one configuration loaded at a "
-            "time, perf_analyzer's stable windows).",
-        ),
-    ] = "blocks",
+    engine: EngineOpt = "blocks",
     keep_protocol: Annotated[
         bool,
         typer.Option(
