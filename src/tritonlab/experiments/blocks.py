@@ -166,6 +166,7 @@ class EngineRecord:
     cores: int = 0
     disjoint_cores: str = ""
     warmup_s: float = 0.0  # wall seconds of the co-loading and warm-up cells
+    load_order: list[str] = field(default_factory=list)  # the configurations, as co-loaded
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -180,6 +181,7 @@ class EngineRecord:
             "cores": self.cores,
             "disjoint_cores": self.disjoint_cores,
             "warmup_s": self.warmup_s,
+            "load_order": self.load_order,
         }
 
     @classmethod
@@ -197,6 +199,7 @@ class EngineRecord:
             cores=int(data.get("cores", 0)),
             disjoint_cores=str(data.get("disjoint_cores", "")),
             warmup_s=float(data.get("warmup_s", 0.0)),
+            load_order=[str(n) for n in data.get("load_order", [])],
         )
 
 
@@ -326,7 +329,11 @@ class BlockSession:
         record.disjoint_cores = disjoint_cores_note(cores)
         engine = cls(plan, models, record)
         if engine.co_loaded:
-            for model in models:
+            # In a shuffled order too: whatever favours the first or last model loaded (a
+            # stub's place in memory, say) then falls on no configuration in particular.
+            order = block_order(models, seed, -1)
+            record.load_order = [m.variant.name for m in order]
+            for model in order:
                 session.load(model)
         warmup = replace(plan, measurement=cell_measurement(plan, WARMUP_WINDOW_MS))
         for load in loads:

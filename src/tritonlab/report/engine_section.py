@@ -43,7 +43,13 @@ def engine_lines(
         lines += [
             "## How it was measured",
             "",
-            f"- Engine: blocks. {engine.coload.reason if engine.coload else ''}.",
+            f"- Engine: blocks. {engine.coload.reason if engine.coload else ''}"
+            + (
+                f", loaded in a shuffled order ({', '.join(engine.load_order)})"
+                if engine.load_order
+                else ""
+            )
+            + ".",
             f"- Each block measures every configuration once, in an order shuffled per block "
             f"(seed {engine.seed}); a cell is {WINDOWS_PER_CELL} perf_analyzer windows of "
             f"{windows} (the shortest window that holds {REQUESTS_PER_WINDOW} requests at the "
