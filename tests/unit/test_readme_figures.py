@@ -27,3 +27,31 @@ def test_resolution_figures_are_the_benchmark_files() -> None:
     assert resolution.readme_block(report) in (ROOT / "README.md").read_text()
     assert (RESULTS / "resolution.md").read_text() == resolution.render_md(report) + "\n"
     assert "/work/" not in (RESULTS / "resolution.json").read_text()  # no machine paths
+
+
+def test_the_resolution_prose_follows_the_figures() -> None:
+    """The README's sentences about the benchmark, checked against the same file."""
+    report = json.loads((RESULTS / "resolution.json").read_text())
+    text = (ROOT / "README.md").read_text()
+    runs = [r for r in report["runs"] if r["model"] == "simple_mlp"]
+
+    def widths(engine: str) -> list[float]:
+        return [
+            v["half_width_pct"]
+            for r in runs
+            if r["engine"] == engine
+            for v in r["verdicts"]
+            if v["figure"] == "throughput"
+        ]
+
+    assert "every throughput interval of the demo came out narrower" in text
+    assert max(widths("blocks")) < min(widths("classic"))
+    assert "each configuration got the same word in every run" in text
+    assert report["summary"]["simple_mlp/blocks"]["same_word_every_run"]
+    controls = [f["throughput"] for r in runs for f in r["aa_control"]]
+    assert 'in one demo run it read "lower"' in text
+    assert [c["word"] for c in controls].count("lower") == 1
+    assert not [c for c in controls if c["word"] == "higher"]
+    assert "Every control read below zero" in text
+    every = [f["throughput"] for r in report["runs"] for f in r["aa_control"]]
+    assert all(c["change_pct"] < 0 for c in every)
