@@ -38,12 +38,7 @@ unit: setup
 	$(PY) -m pytest tests/unit
 
 # The OpenAI Triton kernel in Triton's CPU interpreter (also part of `make test`).
-kernel-# The block engine against the classic one: the demo 3 times each, the tiny CNN once each, side
-# by side (about 35 minutes on 2 cores); writes benchmarks/results/resolution.{json,md}.
-resolution-bench: setup
-	$(PY) benchmarks/resolution.py --out benchmarks/results
-
-test:
+kernel-test:
 	TRITONLAB_TEST_TOOLS=1 bash scripts/setup.sh $(VENV)
 	$(PY) -m pytest tests/kernel
 
