@@ -6,12 +6,14 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
 import psutil
 import pytest
 
+from tritonlab.analysis.noise_floor import noise_floors
 from tritonlab.errors import PerfAnalyzerError
 from tritonlab.experiments.blocks import (
     MIN_WINDOW_MS,
@@ -19,11 +21,13 @@ from tritonlab.experiments.blocks import (
     decide_coload,
     window_ms_for,
 )
-from tritonlab.experiments.interference import DISTURBED_FOREIGN_CORES, Window
+from tritonlab.experiments.interference import DISTURBED_FOREIGN_CORES, Interference, Window
 from tritonlab.experiments.runner import cell_cost_s
+from tritonlab.experiments.store import CellResult, load_cells
 from tritonlab.perf.locate import PerfAnalyzerInstall
 from tritonlab.perf.runner import run_perf
 from tritonlab.perf.settings import PerfSettings
+from tritonlab.report.engine_section import interference_lines, noise_floor_lines
 from tritonlab.repository.layout import RepositoryModel
 from tritonlab.repository.variants import ServingVariant, aa_control
 
@@ -131,3 +135,38 @@ def test_a_hang_before_results_is_still_an_error(tmp_path: Path) -> None:
     settings = PerfSettings(model_name="m", url="localhost:1")
     with pytest.raises(PerfAnalyzerError, match="ran past"):
         run_perf(_stand_in(tmp_path, False), settings, tmp_path / "out", "c", 0, timeout_s=2)
+
+
+def _cells(seed_run_dir: Path) -> list[CellResult]:
+    return load_cells(seed_run_dir)
+
+
+def test_the_log_names_disturbed_cells_and_the_idle_models_cpu(seed_run_dir: Path) -> None:
+    cells = _cells(seed_run_dir)
+    quiet = Interference(0.01, 0.0, 0.002, False)
+    retried = Interference(0.05, 0.0, 0.001, False, attempts=2)
+    stuck = Interference(0.9, 0.0, 0.004, True, attempts=3)
+    marked = [replace(c, interference=quiet) for c in cells]
+    marked[0] = replace(cells[0], interference=retried)
+    marked[1] = replace(cells[1], interference=stuck)
+    text = "\n".join(interference_lines(marked))
+    assert f"Re-measured because disturbed: 2 cell(s): {cells[0].cell_id}" in text
+    assert f"Stored as disturbed (every try was): 1: {cells[1].cell_id}" in text
+    assert "max 0.90" in text and "max 0.004 cores" in text
+    assert interference_lines(cells) == []  # cells measured without the monitor: no section
+
+
+def test_an_aa_control_that_differs_says_the_run_is_not_to_be_trusted(
+    seed_run_dir: Path,
+) -> None:
+    cells = [c for c in _cells(seed_run_dir) if c.variant.name in ("baseline", "batch_0ms_x1")]
+    # The batching cells relabelled as the control: a "control" that clearly differs.
+    control = aa_control(next(c.variant for c in cells if c.variant.name == "baseline"))
+    relabelled = [
+        replace(c, variant=control) if c.variant.name == "batch_0ms_x1" else c for c in cells
+    ]
+    floors = noise_floors(relabelled)
+    assert len(floors) == 1 and not floors[0].trusted
+    assert "not to be trusted" in "\n".join(noise_floor_lines(floors))
+    same = noise_floors([c for c in cells if c.variant.name == "baseline"])
+    assert same == []  # no control, no floor
