@@ -175,6 +175,9 @@ def tune(
 
         if engine not in ENGINES:
             raise ConfigError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+        if ray and engine == ENGINE_BLOCKS:
+            _say("--ray: the search measures on a cluster node with the classic engine")
+            engine = "classic"
         if max_race_rounds is None:
             max_race_rounds = 12 if engine == ENGINE_BLOCKS else 3
         if goal not in GOALS:

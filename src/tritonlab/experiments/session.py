@@ -112,9 +112,12 @@ def _measure_cell(
     load_inputs: LoadInputs,
     folder: str = CELLS_DIR,
     monitor_tries: int = 0,
+    last_try: bool = True,
 ) -> CellResult:
     """Measure and save one cell; with ``monitor_tries`` (the block engine), the interference
-    monitor's reading is stored with it (``monitor_tries``: this cell's attempt number)."""
+    monitor's reading is stored with it (``monitor_tries``: this cell's attempt number). A
+    disturbed attempt that is not ``last_try`` is not saved (the next try replaces it), so a
+    stored cell never changes once written."""
     cid = cell_id(model.variant.name, load, repeat)
     settings = plan.perf_settings(
         load,
@@ -179,7 +182,8 @@ def _measure_cell(
         backend_fallbacks=_fallbacks_since(server, log_offset),
         interference=interference,
     )
-    save_cell(run_dir, cell, folder)
+    if last_try or interference is None or not interference.disturbed:
+        save_cell(run_dir, cell, folder)
     return cell
 
 
@@ -240,7 +244,7 @@ class CellSession:
         try:
             cell = None
             for attempt in range(1, tries + 1):
-                cell = self._measure_recovering(model, load, repeat, attempt)
+                cell = self._measure_recovering(model, load, repeat, attempt, attempt == tries)
                 if cell is None or cell.interference is None or not cell.interference.disturbed:
                     break
             if cell is not None:
@@ -251,7 +255,7 @@ class CellSession:
             self.cell_seconds.append(time.monotonic() - started)
 
     def _measure_recovering(
-        self, model: RepositoryModel, load: LoadPoint, repeat: int, tries: int
+        self, model: RepositoryModel, load: LoadPoint, repeat: int, tries: int, last_try: bool
     ) -> CellResult | None:
         server, recovery = self.server, self.recovery
         cid = cell_id(model.variant.name, load, repeat)
@@ -268,6 +272,7 @@ class CellSession:
                     self.run_dir,
                     self.input_files.for_load(load),
                     monitor_tries=tries if self.engine is not None else 0,
+                    last_try=last_try,
                 )
             except (ServerError, PerfAnalyzerError) as exc:
                 last = attempt == ATTEMPTS_PER_CELL
