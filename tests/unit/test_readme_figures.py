@@ -57,3 +57,27 @@ def test_the_resolution_prose_follows_the_figures() -> None:
     assert "Every control read below zero" in text
     every = [f["throughput"] for r in report["runs"] for f in r["aa_control"]]
     assert all(c["change_pct"] < 0 for c in every)
+
+
+def test_model_analyzer_figures_are_the_benchmark_files() -> None:
+    """README and vs_model_analyzer.md hold what vs_model_analyzer.json renders to
+    (`python benchmarks/vs_model_analyzer/compare.py --render` rewrites both)."""
+    spec = importlib.util.spec_from_file_location(
+        "compare", ROOT / "benchmarks" / "vs_model_analyzer" / "compare.py"
+    )
+    assert spec is not None and spec.loader is not None
+    compare = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compare)
+    data = json.loads((RESULTS / "vs_model_analyzer.json").read_text())
+    assert data["targets"] == compare.targets(data)
+    assert compare.readme_block(data) in (ROOT / "README.md").read_text()
+    assert (RESULTS / "vs_model_analyzer.md").read_text() == compare.markdown(data)
+
+
+def test_the_model_analyzer_prose_follows_the_figures() -> None:
+    data = json.loads((RESULTS / "vs_model_analyzer.json").read_text())
+    text = (ROOT / "README.md").read_text()
+    assert "its picks were clearly below the best Model Analyzer pick for both" in text
+    assert all("paired over the re-measured rounds: lower" in t for t in data["targets"])
+    assert "the time target is met and the pick target is\nmissed" in text
+    assert all("target <= 0.5 met" in t and "-5% missed" in t for t in data["targets"])
