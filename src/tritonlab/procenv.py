@@ -32,3 +32,24 @@ def die_with_parent() -> None:
     # with the pid recorded in the parent, not with 1, keeps this right when tritonlab is PID 1.)
     if os.getppid() != _PARENT_PID:
         os._exit(1)
+
+
+# Ctrl-C and SIGTERM raise KeyboardInterrupt in the main thread, but Python drops an exception
+# raised while it runs an at-fork callback ("Exception ignored in: _releaseLock ...
+# KeyboardInterrupt", seen when the signal landed while perf_analyzer was being started): the run
+# went on measuring. The handlers therefore also set this flag, and the loops that wait on a
+# child check it, so a swallowed interrupt is raised again a moment later.
+_INTERRUPTED = False
+
+
+def interrupt(signum: int, frame: object) -> None:
+    """The SIGINT/SIGTERM handler: remember the interrupt, then raise it."""
+    global _INTERRUPTED
+    _INTERRUPTED = True
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def raise_if_interrupted() -> None:
+    """Raise KeyboardInterrupt again if an interrupt arrived and was swallowed."""
+    if _INTERRUPTED:
+        raise KeyboardInterrupt("interrupted")

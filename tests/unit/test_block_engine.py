@@ -170,3 +170,16 @@ def test_an_aa_control_that_differs_says_the_run_is_not_to_be_trusted(
     assert "not to be trusted" in "\n".join(noise_floor_lines(floors))
     same = noise_floors([c for c in cells if c.variant.name == "baseline"])
     assert same == []  # no control, no floor
+
+
+def test_a_swallowed_interrupt_is_raised_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Python drops a KeyboardInterrupt raised in an at-fork callback; the handler's flag makes
+    the next wait raise it again."""
+    from tritonlab import procenv
+
+    monkeypatch.setattr(procenv, "_INTERRUPTED", False)
+    procenv.raise_if_interrupted()  # nothing pending: nothing raised
+    with pytest.raises(KeyboardInterrupt):
+        procenv.interrupt(2, None)
+    with pytest.raises(KeyboardInterrupt):  # as if the first had been swallowed
+        procenv.raise_if_interrupted()

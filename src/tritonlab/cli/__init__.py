@@ -1,7 +1,6 @@
 """The command line: a thin typer layer over the library (one module per group of commands)."""
 
 import signal
-from types import FrameType
 
 from tritonlab.cli import (  # noqa: F401  (registers the commands)
     ceilings_cmd,
@@ -13,17 +12,16 @@ from tritonlab.cli import (  # noqa: F401  (registers the commands)
     tune_cmd,
 )
 from tritonlab.cli.common import app
-
-
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
+from tritonlab.procenv import interrupt
 
 
 def main() -> None:
     # SIGTERM (and SIGINT even when a non-interactive shell started us in the background with
     # it ignored) take the same path as Ctrl-C: servers and perf_analyzer are stopped cleanly.
-    signal.signal(signal.SIGTERM, _interrupt)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    # Both also set a flag that the waiting loops check: an interrupt Python swallowed (raised
+    # in an at-fork callback) is raised again (procenv.interrupt).
+    signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGINT, interrupt)
     app(prog_name="tritonlab")
 
 

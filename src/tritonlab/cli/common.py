@@ -22,6 +22,7 @@ from rich.table import Table
 from tritonlab import __version__
 from tritonlab.analysis.explain import Analysis
 from tritonlab.errors import TritonlabError
+from tritonlab.procenv import interrupt
 from tritonlab.server.launch import ServerOptions
 
 app = typer.Typer(
@@ -166,11 +167,7 @@ def _main(
     _state["debug"] = debug
     # SIGTERM (a scheduler, `kill`) takes the same way out as Ctrl-C: servers and perf_analyzer
     # stopped, finished cells kept, one line, exit 130.
-    signal.signal(signal.SIGTERM, _interrupt)
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 @contextlib.contextmanager

@@ -29,7 +29,7 @@ from tritonlab.perf.records import (
     parse_warnings,
 )
 from tritonlab.perf.settings import PerfSettings
-from tritonlab.procenv import die_with_parent
+from tritonlab.procenv import die_with_parent, raise_if_interrupted
 
 
 @dataclass(frozen=True)
@@ -102,6 +102,7 @@ def _run_once(
                 pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
                 if pid:
                     break
+                raise_if_interrupted()
                 if time.monotonic() > deadline:
                     os.killpg(proc.pid, signal.SIGKILL)
                     pid, status, rusage = os.wait4(proc.pid, 0)

@@ -27,7 +27,7 @@ from types import TracebackType
 import psutil
 
 from tritonlab.errors import ServerError
-from tritonlab.procenv import die_with_parent
+from tritonlab.procenv import die_with_parent, raise_if_interrupted
 from tritonlab.server.endpoint import RESTRICTED_HEADER, ServerEndpoint
 from tritonlab.server.locate import ServerInstall
 from tritonlab.server.ports import ensure_port_free, find_free_ports
@@ -288,6 +288,7 @@ class TritonServer(ServerEndpoint):
         deadline = time.monotonic() + deadline_s
         while worker.is_alive():
             worker.join(0.2)
+            raise_if_interrupted()
             if not worker.is_alive():
                 break
             if not self.is_alive():
