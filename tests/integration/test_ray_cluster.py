@@ -10,6 +10,7 @@ checks the mechanics (who measured what, what is kept, what is re-queued), never
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -47,7 +48,11 @@ CELLS = {f"{v}__grpc_b1_c4__r{r}" for v in ("baseline", "batch_0us") for r in ra
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with two_host_cluster(tmp_path_factory.mktemp("ray"), "t") as made:
+    # Under pytest-xdist the module's tests may run on two workers at once, each with this
+    # fixture: the namespaces carry the worker's number so the two clusters never share one
+    # (a shared name made one worker's teardown SIGKILL the other's run).
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    with two_host_cluster(tmp_path_factory.mktemp("ray"), f"t{worker}") as made:
         yield made
 
 

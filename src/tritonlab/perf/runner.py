@@ -123,6 +123,7 @@ def _run_once(
     return proc.returncode, text, rusage.ru_utime + rusage.ru_stime
 
 
+NO_REQUESTS_MARKER = "No valid requests recorded within time interval"
 HUNG_AFTER_RESULTS = (
     "tritonlab: perf_analyzer wrote its results but did not exit by its deadline; it was "
     "stopped and its results kept"
@@ -168,7 +169,10 @@ def run_perf(
     cpu_s = 0.0
     text = ""
     command: list[str] = []
-    for attempt in range(retries + 1):
+    widened = False
+    attempt = -1
+    while attempt < retries + int(widened):
+        attempt += 1
         console_path = out_dir / f"{stem}.attempt{attempt + 1}.txt"
         args = attempt_settings.to_args(str(csv_path))
         command = [str(install.binary), *args]
@@ -202,6 +206,12 @@ def run_perf(
                 csv_path.name,
                 parse_warnings(text) + ([HUNG_AFTER_RESULTS] if HUNG_AFTER_RESULTS in text else []),
             )
+        if NO_REQUESTS_MARKER in text and not widened:
+            # A window too short for the requests to come back (a short block-engine window
+            # right after a reload, on a loaded machine): once more with a 4x longer window.
+            widened = True
+            attempt_settings = attempt_settings.with_longer_window(4)
+            continue
         if UNSTABLE_MARKER not in text:
             raise PerfAnalyzerError(
                 f"perf_analyzer failed (exit {code}) for model {settings.model_name}: "
@@ -216,7 +226,7 @@ def run_perf(
         measurement_from_trials(trials, settings.concurrency, settings.request_rate_per_s),
         False,
         len(trials),
-        retries + 1,
+        attempt + 1,
         time.monotonic() - started,
         cpu_s,
         console_files,
