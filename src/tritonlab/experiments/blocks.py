@@ -62,10 +62,10 @@ DEFAULT_BLOCKS = 10
 DEFAULT_MAX_BLOCKS = 40
 DEFAULT_EXTRA_BUDGET_S = 150.0
 
-# Memory of one model instance: a Python backend stub with onnxruntime (or OpenVINO) imported,
-# measured at about 120-180 MiB RSS here, plus the model's weights held about three times
-# (the file read, the session's initializers, its arena). Co-loading uses at most half of the
-# memory available when the run starts.
+# Memory allowed per model instance (an allowance, not a measurement): a Python backend stub
+# with onnxruntime (or OpenVINO) imported, plus the model's weights held about three times (the
+# file read, the session's initializers, its arena). Co-loading uses at most half of the memory
+# available when the run starts.
 STUB_BYTES = 200 * 2**20
 MODEL_COPIES = 3
 COLOAD_SHARE_OF_AVAILABLE = 0.5

@@ -27,7 +27,8 @@ import psutil
 
 # Thresholds in cores (CPU seconds per wall second). /proc/stat counts in ticks (10 ms), so a
 # 1-s cell reads its figures to about 0.02 cores; 0.25 cores is a process using a quarter of a
-# core, which on a 2-core machine shared by client and server moves throughput by several %.
+# core, an eighth of a 2-core machine that client and server already share (a chosen threshold,
+# not one derived from measured effects on throughput).
 DISTURBED_FOREIGN_CORES = 0.25
 DISTURBED_STEAL_CORES = 0.25
 DISTURBED_RETRIES = 2
