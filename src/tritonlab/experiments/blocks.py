@@ -1,9 +1,9 @@
 """The block engine: every configuration loaded at once, many short cells in random block order.
 
-Why: on a shared 2-core machine the noise of a serving measurement is slow (seconds-long
-stretches where the scheduler, a neighbour or the hypervisor slows everything) as well as fast.
-The classic engine loaded one configuration at a time and measured it for ~10 s, so a slow
-stretch landed on one configuration and not the other, and three rounds gave a t-interval that
+Why: on a shared 2-core machine a stretch in which the scheduler, a neighbour or the hypervisor
+slows everything can last longer than one cell. The classic engine loaded one configuration at a
+time and measured it for ~10 s, so such a stretch could land on one configuration and not the
+other, and three rounds gave a t-interval that
 one bad round could blow up. This engine:
 
 1. **Co-loads** every configuration of the plan into one server (each is its own model name),
@@ -164,7 +164,6 @@ class EngineRecord:
     windows_ms: dict[str, int] = field(default_factory=dict)
     warmup_infer_per_s: dict[str, dict[str, float]] = field(default_factory=dict)
     cores: int = 0
-    disjoint_cores: str = ""
     warmup_s: float = 0.0  # wall seconds of the co-loading and warm-up cells
     load_order: list[str] = field(default_factory=list)  # the configurations, as co-loaded
 
@@ -179,7 +178,6 @@ class EngineRecord:
             "min_window_ms": MIN_WINDOW_MS,
             "requests_per_window": REQUESTS_PER_WINDOW,
             "cores": self.cores,
-            "disjoint_cores": self.disjoint_cores,
             "warmup_s": self.warmup_s,
             "load_order": self.load_order,
         }
@@ -197,7 +195,6 @@ class EngineRecord:
                 for k, v in data.get("warmup_infer_per_s", {}).items()
             },
             cores=int(data.get("cores", 0)),
-            disjoint_cores=str(data.get("disjoint_cores", "")),
             warmup_s=float(data.get("warmup_s", 0.0)),
             load_order=[str(n) for n in data.get("load_order", [])],
         )
@@ -271,7 +268,6 @@ class BlockSession:
         started = time.monotonic()
         record = load_engine_record(run_dir) or EngineRecord(ENGINE_BLOCKS, seed)
         record.cores = cores
-        record.disjoint_cores = disjoint_cores_note(cores)
         engine = cls(plan, [start], record)
         engine.model_file_bytes = model_file_bytes
         decision = decide_coload([start, start], model_file_bytes)
@@ -326,7 +322,6 @@ class BlockSession:
         record = load_engine_record(run_dir) or EngineRecord(ENGINE_BLOCKS, seed)
         record.coload = decide_coload(models, model_file_bytes)
         record.cores = cores
-        record.disjoint_cores = disjoint_cores_note(cores)
         engine = cls(plan, models, record)
         if engine.co_loaded:
             # In a shuffled order too: whatever favours the first or last model loaded (a

@@ -18,6 +18,7 @@ from tritonlab.experiments.blocks import (
     WARMUP_WINDOW_MS,
     WINDOWS_PER_CELL,
     EngineRecord,
+    disjoint_cores_note,
 )
 from tritonlab.experiments.interference import (
     DISTURBED_FOREIGN_CORES,
@@ -56,7 +57,7 @@ def engine_lines(
             f"slowest configuration's warm-up throughput, {WARMUP_WINDOW_MS} ms warm-up cells "
             f"first, discarded). {len(blocks)} blocks were measured; verdicts pair the cells of "
             "a block.",
-            f"- Placement: {engine.disjoint_cores}.",
+            f"- Placement: {disjoint_cores_note(engine.cores)}.",
         ]
     if stopping is not None:
         rule = (
