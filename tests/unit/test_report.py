@@ -25,7 +25,8 @@ from tritonlab.experiments.store import (
     write_json_atomic,
 )
 from tritonlab.report.build import COST_MODEL_FILE, BuiltReport, build_report, load_run
-from tritonlab.report.experiment_log import count_verdicts, method_lines, render_experiment_log
+from tritonlab.report.experiment_log import render_experiment_log
+from tritonlab.report.method_section import count_verdicts, method_lines
 from tritonlab.report.run_data import RunData
 
 TABLE_HEADER = (

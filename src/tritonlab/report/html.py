@@ -31,12 +31,8 @@ from tritonlab.report.engine_section import (
     interference_lines,
     noise_floor_lines,
 )
-from tritonlab.report.experiment_log import (
-    cost_model_section,
-    count_verdicts,
-    method_lines,
-    robust_blocks,
-)
+from tritonlab.report.experiment_log import cost_model_section
+from tritonlab.report.method_section import count_verdicts, method_lines, robust_blocks
 from tritonlab.report.plot_support import PROTOCOL_NAMES, context_line, load_text
 
 if TYPE_CHECKING:
