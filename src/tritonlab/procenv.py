@@ -6,6 +6,7 @@ import contextlib
 import ctypes
 import os
 import signal
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -38,7 +39,9 @@ def die_with_parent() -> None:
 # raised while it runs an at-fork callback ("Exception ignored in: _releaseLock ...
 # KeyboardInterrupt", seen when the signal landed while perf_analyzer was being started): the run
 # went on measuring. The handlers therefore also set this flag, and the loops that wait on a
-# child check it, so a swallowed interrupt is raised again a moment later.
+# child check it, so a swallowed interrupt is raised again a moment later. The dropped
+# exception's traceback is not printed either (`_quiet_dropped_interrupt`): the user sees the
+# one "interrupted" line the CLI prints when the interrupt is raised again.
 _INTERRUPTED = False
 
 
@@ -47,6 +50,23 @@ def interrupt(signum: int, frame: object) -> None:
     global _INTERRUPTED
     _INTERRUPTED = True
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _quiet_dropped_interrupt(unraisable: sys.UnraisableHookArgs) -> None:
+    """``sys.unraisablehook``: a dropped KeyboardInterrupt is silent (it is raised again
+    by `raise_if_interrupted`); anything else goes to Python's own hook."""
+    if _INTERRUPTED and unraisable.exc_type is KeyboardInterrupt:
+        return
+    sys.__unraisablehook__(unraisable)
+
+
+def install_interrupt_handlers() -> None:
+    """SIGINT and SIGTERM (also when a non-interactive shell started tritonlab in the
+    background with SIGINT ignored) take the same path as Ctrl-C: servers and perf_analyzer
+    stopped, finished cells kept, one line, exit 130."""
+    signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGINT, interrupt)
+    sys.unraisablehook = _quiet_dropped_interrupt
 
 
 def raise_if_interrupted() -> None:

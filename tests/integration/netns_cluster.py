@@ -116,9 +116,13 @@ def ray_env(base: dict[str, str]) -> dict[str, str]:
 
 @contextlib.contextmanager
 def two_host_cluster(tmp_path: Path, tag: str) -> Iterator[Cluster]:
-    """Namespaces ``tl<tag>a``/``tl<tag>b`` with a Ray head and a worker, one ``tritonlab``
-    slot and one CPU each; everything is killed and removed on the way out."""
+    """Namespaces ``tl<tag><pid>a``/``...b`` with a Ray head and a worker, one ``tritonlab``
+    slot and one CPU each; everything is killed and removed on the way out.
+
+    The names carry this process's id, so two test sessions on one machine (a CI run beside a
+    developer's) never meet; one left by a killed session with the same id is removed first."""
     n = 10 + (os.getpid() % 200)
+    tag = f"{tag}{os.getpid() % 100000}"  # interface names hold at most 15 characters
     # Ray's sockets live under its temp dir, and a Unix socket path has at most 107 bytes:
     # pytest's tmp_path is too deep for that, so the nodes get a short folder of their own.
     del tmp_path
@@ -131,7 +135,9 @@ def two_host_cluster(tmp_path: Path, tag: str) -> Iterator[Cluster]:
     env = ray_env(dict(os.environ))
     bin_dir = Path(sys.executable).parent
     try:
+        subprocess.run(["ip", "link", "del", veth[0]], capture_output=True, check=False)
         for host in hosts:
+            subprocess.run(["ip", "netns", "del", host.name], capture_output=True, check=False)
             _ip("netns", "add", host.name)
             _ip("-n", host.name, "link", "set", "lo", "up")
         _ip("link", "add", veth[0], "type", "veth", "peer", "name", veth[1])
