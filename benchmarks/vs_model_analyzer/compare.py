@@ -159,8 +159,8 @@ def remeasure(picks: list[dict[str, Any]], work: Path, rounds: int) -> list[dict
     tritonlab's cell runner on one server; the cells stay in ``work/remeasure``."""
     from tritonlab.experiments.blocks import ENGINE_BLOCKS, BlockSession
     from tritonlab.experiments.manifest import available_cores
+    from tritonlab.experiments.opening import open_session
     from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
-    from tritonlab.experiments.runner import open_session
     from tritonlab.experiments.session import cell_id
     from tritonlab.experiments.store import cell_path, read_cell
     from tritonlab.models.inputs import derive_inputs

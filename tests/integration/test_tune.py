@@ -76,7 +76,10 @@ def test_tune_stops_at_its_budget_resumes_and_explains_its_pick(tmp_path: Path) 
     assert tune["stop_reason"] and "race" in tune["stop_reason"], tune["stop_reason"]
     pick = tune["pick"]
     assert pick["repeats"] >= 3  # the ramp's measurement and both race rounds
-    assert pick["latency_p99_us"]["high"] <= 10_000 and pick["meets_p99_budget_every_repeat"]
+    # within the budget: the median of the point's repeats (a single repeat may go over)
+    assert pick["latency_p99_us"]["median"] <= 10_000
+    over = pick["p99_over_budget_repeats"]
+    assert pick["meets_p99_budget_every_repeat"] == (over == 0)
     for step in steps:  # every step's figures are the stored cell's
         cell = json.loads((out_dir / "results" / "cells" / f"{step['cell']}.json").read_text())
         assert cell["perf"]["measurement"]["throughput_infer_per_s"] == pytest.approx(

@@ -10,13 +10,13 @@ import pytest
 
 from tritonlab.errors import PlanError, TritonlabError
 from tritonlab.experiments.manifest import utc_now
+from tritonlab.experiments.opening import plan_fingerprint
 from tritonlab.experiments.plan import (
     ExperimentPlan,
     LoadPoint,
     MeasurementSettings,
     seed_comparison_plan,
 )
-from tritonlab.experiments.runner import plan_fingerprint
 from tritonlab.experiments.session import cell_id
 from tritonlab.experiments.store import (
     CellResult,

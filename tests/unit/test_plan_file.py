@@ -11,6 +11,7 @@ import yaml
 
 from tritonlab.analysis.rules import changed_fields
 from tritonlab.errors import PlanError
+from tritonlab.experiments.opening import plan_fingerprint
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.plan_file import (
     demo_plan_path,
@@ -18,7 +19,6 @@ from tritonlab.experiments.plan_file import (
     load_plan,
     parse_plan,
 )
-from tritonlab.experiments.runner import plan_fingerprint
 
 
 def _parse(data: Any, tmp_path: Path | None = None) -> Any:

@@ -106,13 +106,26 @@ def test_requests_queueing_without_batching_move_to_batching_at_once() -> None:
 
 
 def test_a_move_that_loses_at_its_starting_load_is_not_ramped() -> None:
-    base, more = Knobs(batching=True), Knobs(instances=2, batching=True)
+    base, threads = Knobs(batching=True), Knobs(batching=True, threads=2)
     obs = [simulate(base, c, 0) for c in (8, 16, 32)]
     losing = replace(
-        simulate(more, 32, 0), throughput_infer_per_s=obs[-1].throughput_infer_per_s * 0.8
+        simulate(threads, 32, 0), throughput_infer_per_s=obs[-1].throughput_infer_per_s * 0.8
     )
     step = next_step([*obs, losing], Goal(start=base))
-    assert step.knobs != more or step.phase != "ramp"
+    assert step.knobs != threads or step.phase != "ramp"
+
+
+def test_more_instances_get_one_doubling_before_they_can_lose() -> None:
+    base, more = Knobs(batching=True), Knobs(instances=2, batching=True)
+    obs = [simulate(base, c, 0) for c in (8, 16, 32)]
+    rate = obs[-1].throughput_infer_per_s
+    losing = replace(simulate(more, 32, 0), throughput_infer_per_s=rate * 0.8)
+    step = next_step([*obs, losing], Goal(start=base))
+    assert (step.phase, step.knobs, step.concurrency) == ("ramp", more, 64)
+    assert "2 instances split the requests" in step.reason
+    flat = replace(simulate(more, 64, 0), throughput_infer_per_s=rate * 0.81)
+    after = next_step([*obs, losing, flat], Goal(start=base))
+    assert after.knobs != more or after.phase != "ramp"  # no rise past the noise: done
 
 
 def test_no_batching_move_when_requests_do_not_queue() -> None:
@@ -297,3 +310,23 @@ def test_a_threads_leader_is_tried_as_instances_on_the_same_cores() -> None:
     # counter-example: a single-threaded leader has no threads to trade for instances
     single = replace(leader, knobs=Knobs(batching=True))
     assert not any("whole executions" in why for _, why in _moves_from(single))
+
+
+def test_p99_budget_is_judged_by_the_median_of_a_points_repeats() -> None:
+    k = Knobs(batching=True)
+    goal = Goal(start=k, p99_budget_us=10_000)
+    low = replace(simulate(k, 8, 0), latency_p99_us=6_000.0)
+    near = replace(simulate(k, 16, 0), latency_p99_us=11_000.0)  # 10% over: raced, not out
+    far = replace(simulate(k, 32, 0), latency_p99_us=13_000.0)  # 30% over: out
+    best = best_point([low, near, far], k, goal)
+    assert best is not None and best.concurrency == 16
+    # raced twice more: one repeat over the budget, the median within it -> still in
+    kept = [low, near, far, replace(near, repeat=1, latency_p99_us=9_000.0)]
+    kept.append(replace(near, repeat=2, latency_p99_us=9_500.0))
+    best = best_point(kept, k, goal)
+    assert best is not None and best.concurrency == 16
+    # the median over the budget once raced -> out; the next best point takes its place
+    out = [*kept[:3], replace(near, repeat=1, latency_p99_us=10_500.0)]
+    out.append(replace(near, repeat=2, latency_p99_us=10_200.0))
+    best = best_point(out, k, goal)
+    assert best is not None and best.concurrency == 8

@@ -11,9 +11,10 @@ import pytest
 from test_recommend import cell
 
 from tritonlab.errors import PlanError
+from tritonlab.experiments.opening import check_resume, plan_fingerprint
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.plan_file import load_demo_plan
-from tritonlab.experiments.runner import check_resume, plan_fingerprint, run_experiment
+from tritonlab.experiments.runner import run_experiment
 from tritonlab.experiments.store import save_cell, save_manifest
 from tritonlab.pipeline.sweep import count_cells, open_loop_rates, peak_rates
 from tritonlab.repository.variants import ServingVariant

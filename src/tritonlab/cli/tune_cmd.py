@@ -35,6 +35,7 @@ from tritonlab.cli.common import (
     user_errors,
 )
 from tritonlab.errors import ConfigError
+from tritonlab.report.tune_section import over_budget_line
 
 
 def _say(text: str, to_out: bool = False) -> None:
@@ -235,7 +236,7 @@ def tune(
         _say(_summary_line("pick", result.pick), to_out=True)
         _say(_summary_line("runner-up", result.runner_up), to_out=True)
         if result.pick is not None and not result.pick["meets_p99_budget_every_repeat"]:
-            _say("no configuration met the p99 budget in every repeat", to_out=True)
+            _say(over_budget_line(result.pick), to_out=True)
         if result.pick_config is not None:
             _say(f"config.pbtxt of the pick: {result.pick_config}", to_out=True)
         _say(

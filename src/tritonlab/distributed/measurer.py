@@ -2,7 +2,7 @@
 
 The driver sends the model's bytes, the plan and the inputs once (``prepare``); the measurer
 lays out the same repository in a folder of its own, starts the server there on loopback
-(``runner.open_session``: the manifest and answer checks of a local run) and then measures the
+(``opening.open_session``: the manifest and answer checks of a local run) and then measures the
 cells it is sent one at a time, exactly as a local run does (the same ``CellSession``, so the
 same fault recovery: a server that dies is restarted on this node). Each answer carries the
 cell and the files the cell wrote (perf_analyzer's CSV and output), which the driver stores in
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tritonlab.experiments.opening import open_session
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
-from tritonlab.experiments.runner import open_session
 from tritonlab.experiments.session import CellSession
 from tritonlab.experiments.store import CELLS_DIR, RESULTS_DIR, CellResult
 from tritonlab.models.inputs import ModelInputs

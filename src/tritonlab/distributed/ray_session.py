@@ -34,9 +34,9 @@ from tritonlab.experiments.manifest import (
     ServerRecord,
     utc_now,
 )
+from tritonlab.experiments.opening import new_manifest
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.recovery import FAULTS_FILE, FaultRecord, load_faults
-from tritonlab.experiments.runner import new_manifest
 from tritonlab.experiments.session import ProgressCallback, Round, cell_id
 from tritonlab.experiments.store import (
     RESULTS_DIR,

@@ -1,9 +1,11 @@
-"""Run an experiment plan against a real server: one model loaded at a time, cells saved at once.
+"""Run an experiment plan against a real server, cells saved at once.
 
 Repeats are interleaved (every variant once, then again), so slow drift of a shared machine hits
-all variants alike. Each variant is loaded alone (explicit model control), measured under every
-load point, and unloaded, so variants never compete for the CPU. A finished cell's JSON exists
-on disk before the next cell starts; a re-run with the same plan skips finished cells.
+all variants alike. The block engine (``blocks.py``, the default of run and demo) loads every
+variant at once where memory allows and shuffles each round; the classic engine loads each
+variant alone (explicit model control), measures it under every load point and unloads it. A
+finished cell's JSON exists on disk before the next cell starts; a re-run with the same plan
+skips finished cells.
 
 Loads at a fraction of the measured peak (``LoadPoint.peak_fraction``) are measured in a second
 pass, after every closed-loop cell: ``open_loop_rates`` is then called once to turn the stored
@@ -14,36 +16,25 @@ is the same for both passes, so an interrupted sweep resumes wherever it stopped
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import statistics
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
-from tritonlab.client.infer import InferCheck, infer_and_check
+from tritonlab.client.infer import InferCheck
 from tritonlab.errors import PlanError
 from tritonlab.experiments.blocks import ENGINE_BLOCKS, BlockSession
 from tritonlab.experiments.manifest import (
     AdaptiveEntry,
-    MachineInfo,
-    Manifest,
-    ModelRecord,
-    PerfAnalyzerRecord,
-    ServerRecord,
     SweepEntry,
-    ToolInfo,
     available_cores,
-    package_versions,
-    utc_now,
 )
+from tritonlab.experiments.opening import check_resume, file_sha256, open_session, plan_fingerprint
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
-from tritonlab.experiments.recovery import Recovery, load_faults
 from tritonlab.experiments.session import (
     CellSession,
-    InputFiles,
     ProgressCallback,
     Round,
     cell_id,
@@ -56,18 +47,15 @@ from tritonlab.experiments.store import (
     STOPPING_FILE,
     cell_path,
     cell_problem,
-    load_manifest,
     quarantine,
     read_result,
     write_result,
 )
 from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
-from tritonlab.paths import portable_command, portable_file, portable_path
-from tritonlab.perf.locate import PerfAnalyzerInstall, locate_perf_analyzer
+from tritonlab.perf.locate import locate_perf_analyzer
 from tritonlab.repository.layout import RepositoryModel, build_repository
-from tritonlab.server.launch import ServerOptions, running_server
-from tritonlab.server.process import TritonServer
+from tritonlab.server.launch import ServerOptions
 
 # After the planned rounds: which (variant name, load key) cells need another round, and why.
 UndecidedCells = Callable[[], tuple[list[tuple[str, str]], list[str]]]
@@ -108,78 +96,6 @@ class RunOutcome:
     server_restarts: int = 0
 
 
-def plan_fingerprint(
-    plan: ExperimentPlan, model_sha256: str, inputs: ModelInputs | None = None
-) -> str:
-    record: dict[str, object] = {"plan": plan.to_dict(with_notes=False), "model": model_sha256}
-    if inputs is not None:
-        record["inputs"] = inputs.fingerprint_dict()
-    text = json.dumps(record, sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def model_record(plan: ExperimentPlan, info: OnnxModelInfo) -> ModelRecord:
-    """The manifest's record of the model file a run measures."""
-    return ModelRecord(
-        name=plan.model_name,
-        onnx_file=info.path.name,
-        sha256=file_sha256(info.path),
-        size_bytes=info.file_size_bytes,
-        opset=info.opset,
-        inputs=tuple(info.inputs),
-        outputs=tuple(info.outputs),
-    )
-
-
-def new_manifest(
-    plan: ExperimentPlan,
-    info: OnnxModelInfo,
-    fingerprint: str,
-    inputs: ModelInputs,
-    perf_install: PerfAnalyzerInstall,
-    run_dir: Path,
-    machine: MachineInfo,
-    server: ServerRecord,
-) -> Manifest:
-    """A run's manifest as it starts: this tritonlab, the model, plan, inputs, the machine that
-    measures, the server, perf_analyzer and the faults an earlier attempt recorded."""
-    return Manifest(
-        tool=ToolInfo.current(),
-        packages=package_versions(),
-        machine=machine,
-        created_utc=utc_now(),
-        plan=plan,
-        plan_fingerprint=fingerprint,
-        model=model_record(plan, info),
-        server=server,
-        perf_analyzer=PerfAnalyzerRecord(
-            binary=portable_path(perf_install.binary, run_dir), version=perf_install.version
-        ),
-        inputs=inputs,
-        faults=tuple(f.to_dict() for f in load_faults(run_dir)),
-    )
-
-
-def check_resume(run_dir: Path, fingerprint: str) -> None:
-    manifest_path = run_dir / RESULTS_DIR / "manifest.json"
-    if not manifest_path.exists():
-        return
-    previous = load_manifest(run_dir).get("plan_fingerprint")
-    if previous and previous != fingerprint:
-        raise PlanError(
-            f"{run_dir} holds results of a different plan or model; pass another --out, "
-            "or --fresh to discard them"
-        )
-
-
 class MeasuringSession(Protocol):
     """What ``run_experiment`` measures through: a local ``CellSession`` or a cluster's."""
 
@@ -207,103 +123,6 @@ class Recovered(Protocol):
 
     @property
     def restarts(self) -> int: ...
-
-
-@contextlib.contextmanager
-def open_session(
-    options: ServerOptions,
-    run_dir: Path,
-    info: OnnxModelInfo,
-    inputs: ModelInputs,
-    plan: ExperimentPlan,
-    fingerprint: str,
-    perf_install: PerfAnalyzerInstall,
-    check_model: RepositoryModel,
-    progress: ProgressCallback | None = None,
-    deadline: float | None = None,
-    manifest_extra: Mapping[str, object] | None = None,
-    engine_models: Sequence[RepositoryModel] = (),
-) -> Iterator[CellSession]:
-    """Start the server on ``run_dir/models``, write the manifest, check ``check_model``'s
-    answers on both protocols (``infer_check.json``), and yield a session to measure with.
-
-    ``engine_models``: the plan's models; the first of every other backend and precision is
-    checked too (over gRPC), so each engine's accuracy against onnxruntime is on record.
-
-    ``manifest_extra`` sets further manifest fields (``sweep``, ``adaptive``, ``tune``).
-    """
-    log_path = run_dir / "server" / "tritonserver.log"
-    with running_server(
-        options, run_dir / "models", log_path, explicit_model_control=True
-    ) as server:
-        manifest = new_manifest(
-            plan,
-            info,
-            fingerprint,
-            inputs,
-            perf_install,
-            run_dir,
-            MachineInfo.current(),
-            ServerRecord(
-                source=options.describe,
-                version=server.server_version(),
-                command=(
-                    tuple(portable_command(server.command(redact=True), run_dir))
-                    if isinstance(server, TritonServer)
-                    else None
-                ),
-                http_url=server.http_url,
-                grpc_url=server.grpc_url,
-            ),
-        )
-        recovery = Recovery(
-            server,
-            run_dir,
-            options.ready_timeout_s,
-            on_fault=lambda faults: session.save_manifest(
-                faults=tuple(f.to_dict() for f in faults)
-            ),
-        )
-        session = CellSession(
-            server,
-            perf_install,
-            plan,
-            run_dir,
-            InputFiles(inputs, info, run_dir),
-            recovery,
-            progress,
-            deadline,
-            manifest,
-        )
-        session.save_manifest(**dict(manifest_extra or {}))
-        to_check: list[tuple[RepositoryModel, tuple[str, ...]]] = [(check_model, ("http", "grpc"))]
-        engines = {check_model.variant.engine}
-        for other in engine_models:
-            if other.variant.engine not in engines:
-                engines.add(other.variant.engine)
-                to_check.append((other, ("grpc",)))
-        for model, protocols in to_check:
-            server.load_model(model.model_name)
-            try:
-                session.checks += [
-                    infer_and_check(
-                        server,
-                        model.model_name,
-                        info,
-                        protocol,
-                        inputs=inputs,
-                        engine=model.variant.engine,
-                        precision=model.variant.precision,
-                    )
-                    for protocol in protocols
-                ]
-            finally:
-                server.unload_model(model.model_name)
-        write_result(
-            run_dir / RESULTS_DIR / "infer_check.json", [c.to_dict() for c in session.checks]
-        )
-        yield session
-    portable_file(log_path, run_dir)  # the server log names the repository and the cache
 
 
 def run_experiment(

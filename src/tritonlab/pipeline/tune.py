@@ -32,13 +32,9 @@ from tritonlab.analysis.search import (
 from tritonlab.errors import PerfAnalyzerError
 from tritonlab.experiments.blocks import ENGINE_BLOCKS, BlockSession
 from tritonlab.experiments.manifest import available_cores
+from tritonlab.experiments.opening import check_resume, file_sha256, open_session
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
-from tritonlab.experiments.runner import (
-    check_resume,
-    file_sha256,
-    open_session,
-    quarantine_unusable,
-)
+from tritonlab.experiments.runner import quarantine_unusable
 from tritonlab.experiments.session import CellSession, cell_id
 from tritonlab.experiments.store import (
     RESULTS_DIR,
@@ -190,6 +186,13 @@ def _candidate_record(candidate: Any, goal: Goal) -> dict[str, Any]:
         "latency_p99_us": {"median": p99.median, "low": p99.low, "high": p99.high},
         "meets_p99_budget_every_repeat": goal.p99_budget_us is None
         or (p99.high is not None and p99.high <= goal.p99_budget_us),
+        "p99_over_budget_repeats": 0
+        if goal.p99_budget_us is None
+        else sum(
+            1
+            for o in candidate.observations
+            if o.latency_p99_us is None or o.latency_p99_us > goal.p99_budget_us
+        ),
     }
 
 
