@@ -19,6 +19,7 @@ from tritonlab.experiments.blocks import (
     MIN_WINDOW_MS,
     block_order,
     decide_coload,
+    run_seed,
     window_ms_for,
 )
 from tritonlab.experiments.interference import DISTURBED_FOREIGN_CORES, Interference, Window
@@ -57,6 +58,15 @@ def test_block_order_is_a_reproducible_permutation_that_varies_by_block() -> Non
     assert len(orders) > 10
     # No position belongs to one configuration: each is first in some block.
     assert {block_order(cells, "seed", b)[0] for b in range(40)} == set(cells)
+
+
+def test_two_fresh_runs_of_one_plan_get_different_orders() -> None:
+    """The seed carries the plan's fingerprint and a random part: fresh runs are replicates."""
+    cells = list(range(6))
+    seeds = {run_seed("852ce0dd4cd53b88") for _ in range(5)}
+    assert len(seeds) == 5 and all(s.startswith("852ce0dd4cd53b88-") for s in seeds)
+    orders = {tuple(tuple(block_order(cells, s, b)) for b in range(4)) for s in seeds}
+    assert len(orders) == 5
 
 
 def test_window_holds_enough_requests_within_the_plan_window() -> None:

@@ -12,11 +12,15 @@ one bad round could blow up. This engine:
 2. **Warms up** each configuration once per load point (discarded), and sets the load point's
    window from the slowest warm-up so that a window holds at least ``REQUESTS_PER_WINDOW``
    requests: ``MIN_WINDOW_MS`` for a fast model, up to the plan's window for a slow one.
-3. Measures **blocks**: every (configuration, load) cell once, in an order shuffled with a seed
-   from the plan's fingerprint and the block number (reproducible, and periodic interference
-   cannot alias onto one configuration). A cell is ``WINDOWS_PER_CELL`` windows, which
-   perf_analyzer takes whatever they read (its stability check is off: the engine's statistics
-   handle the spread across blocks). The verdicts pair cells by block.
+3. Measures **blocks**: every (configuration, load) cell once, in an order shuffled with the
+   run's seed and the block number (periodic interference cannot alias onto one
+   configuration). The seed is the plan's fingerprint and a random part drawn when the run
+   starts (``run_seed``), recorded in ``engine.json`` and kept on a resume: every order is
+   reproducible from the record, and two fresh runs of one plan are independent replicates,
+   so whatever favours a place in the order does not repeat from one to the next. A cell is
+   ``WINDOWS_PER_CELL`` windows, which perf_analyzer takes whatever they read (its stability
+   check is off: the engine's statistics handle the spread across blocks). The verdicts pair
+   cells by block.
 4. Monitors **interference** per cell (``interference.py``) and re-measures disturbed cells.
 
 The statistics (``analysis/robust.py``) and the stopping rule (``analysis/adaptive.py``) are
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import math
 import random
+import secrets
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -123,6 +128,11 @@ def decide_coload(
         f"({instances} instances) was estimated at {estimate / mib:,.0f} MiB, over half of the "
         f"{available / mib:,.0f} MiB available",
     )
+
+
+def run_seed(fingerprint: str) -> str:
+    """A fresh run's seed: the plan's fingerprint and 32 random bits."""
+    return f"{fingerprint}-{secrets.token_hex(4)}"
 
 
 def block_order(cells: list[Any], seed: str, block: int) -> list[Any]:
@@ -326,7 +336,7 @@ class BlockSession:
         if engine.co_loaded:
             # In a shuffled order too: whatever favours the first or last model loaded (a
             # stub's place in memory, say) then falls on no configuration in particular.
-            order = block_order(models, seed, -1)
+            order = block_order(models, record.seed, -1)
             record.load_order = [m.variant.name for m in order]
             for model in order:
                 session.load(model)

@@ -25,7 +25,7 @@ from typing import Protocol
 
 from tritonlab.client.infer import InferCheck
 from tritonlab.errors import PlanError
-from tritonlab.experiments.blocks import ENGINE_BLOCKS, BlockSession
+from tritonlab.experiments.blocks import ENGINE_BLOCKS, BlockSession, run_seed
 from tritonlab.experiments.manifest import (
     AdaptiveEntry,
     SweepEntry,
@@ -199,7 +199,12 @@ def run_experiment(
         session.done, session.total = len(skipped), total
         if plan.measurement.engine == ENGINE_BLOCKS and isinstance(session, CellSession):
             session.engine = BlockSession.start(
-                session, models, direct_loads, info.file_size_bytes, fingerprint, available_cores()
+                session,
+                models,
+                direct_loads,
+                info.file_size_bytes,
+                run_seed(fingerprint),
+                available_cores(),
             )
         measured = session.measured
         without_rate: list[str] = []
