@@ -4,7 +4,7 @@ OUT ?= demo-out
 SWEEP_OUT ?= sweep-out
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo test unit kernel-test gpu-check lint adapter-bench ma-bench resolution-bench clean sweep
+.PHONY: setup demo test unit kernel-test gpu-check lint adapter-bench ma-bench resolution-bench aa-bench clean sweep
 
 setup:
 	bash scripts/setup.sh $(VENV)
@@ -29,6 +29,11 @@ ma-bench: setup
 # by side (about 35 minutes on 2 cores); writes benchmarks/results/resolution.{json,md}.
 resolution-bench: setup
 	$(PY) benchmarks/resolution.py --out benchmarks/results
+
+# A/A: the demo baseline and 3 copies under other names, 30 blocks, 4 fresh runs (about 15
+# minutes on 2 cores); writes benchmarks/results/aa_floor.{json,md}.
+aa-bench: setup
+	$(PY) benchmarks/aa_floor.py --out benchmarks/results
 
 test:
 	TRITONLAB_TEST_TOOLS=1 bash scripts/setup.sh $(VENV)

@@ -196,3 +196,61 @@ def test_a_swallowed_interrupt_is_raised_again(monkeypatch: pytest.MonkeyPatch) 
         procenv.interrupt(2, None)
     with pytest.raises(KeyboardInterrupt):  # as if the first had been swallowed
         procenv.raise_if_interrupted()
+
+
+class _ReloadRecorder:
+    """The parts of a CellSession that a reload touches, recording what it is asked to do."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.calls: list[str] = []
+
+    def over_budget(self) -> bool:
+        return False
+
+    def load(self, model: RepositoryModel) -> None:
+        self.calls.append(f"load {model.variant.name}")
+
+    def unload(self, model: RepositoryModel, quietly: bool = False) -> None:
+        self.calls.append(f"unload {model.variant.name}")
+
+
+def test_co_loaded_configurations_are_reloaded_at_each_new_epoch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New processes before blocks 10 and 20 (not at the first block measured, which the
+    session's own load serves, also after a resume), each warmed up; engine.json says so."""
+    from tritonlab.experiments.blocks import (
+        RELOAD_EVERY_BLOCKS,
+        BlockSession,
+        EngineRecord,
+        load_engine_record,
+    )
+    from tritonlab.experiments.plan import LoadPoint, seed_comparison_plan
+
+    models = _models(1, 1, 2)
+    record = EngineRecord("blocks", "s", coload=decide_coload(models, 1 << 20))
+    record.reload_every_blocks = RELOAD_EVERY_BLOCKS
+    engine = BlockSession(seed_comparison_plan("m"), models, record)
+    warmed: list[str] = []
+    monkeypatch.setattr(
+        engine, "_warm_up", lambda session, plan, model, load: warmed.append(model.variant.name)
+    )
+    session = _ReloadRecorder(tmp_path)
+    (tmp_path / "results").mkdir()
+    load = LoadPoint()
+    for block in (7, 8, 9, 10, 11, 19, 20):  # a resume at block 7
+        engine._reload_if_due(session, block, [(m, load, block) for m in models])  # type: ignore[arg-type]
+    assert [r["before_block"] for r in record.reloads] == [10, 20]
+    assert session.calls.count("unload v0") == 2 and session.calls.count("load v2") == 2
+    assert sorted(warmed) == sorted([m.variant.name for m in models] * 2)
+    first = session.calls[: 2 * len(models)]
+    assert all(c.startswith("unload") for c in first[: len(models)])
+    stored = load_engine_record(tmp_path)
+    assert stored is not None and stored.reload_every_blocks == RELOAD_EVERY_BLOCKS
+    assert [r["before_block"] for r in stored.reloads] == [10, 20]
+    # one configuration loaded at a time: nothing to reload
+    alone = BlockSession(seed_comparison_plan("m"), models, EngineRecord("blocks", "s"))
+    alone._reload_if_due(session, 0, [])  # type: ignore[arg-type]
+    alone._reload_if_due(session, 30, [])  # type: ignore[arg-type]
+    assert len(session.calls) == 4 * len(models)

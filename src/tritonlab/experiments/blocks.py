@@ -64,6 +64,12 @@ WINDOWS_PER_CELL = 3
 ANY_STABILITY_PCT = 1000.0
 # Defaults of a block-engine run: blocks first measured, at most, and seconds for the extra ones.
 DEFAULT_BLOCKS = 10
+# Co-loaded configurations are reloaded (new stub processes) before every this many blocks.
+# A process can have a speed of its own for its lifetime (seen in A/A runs where one copy of
+# the baseline read slower than all the others, which agreed with each other; measured by
+# `make aa-bench`): reloading spreads each configuration over several processes, so one slow
+# process moves a verdict less. 0: never.
+RELOAD_EVERY_BLOCKS = 10
 DEFAULT_MAX_BLOCKS = 40
 DEFAULT_EXTRA_BUDGET_S = 150.0
 
@@ -176,6 +182,10 @@ class EngineRecord:
     cores: int = 0
     warmup_s: float = 0.0  # wall seconds of the co-loading and warm-up cells
     load_order: list[str] = field(default_factory=list)  # the configurations, as co-loaded
+    reload_every_blocks: int = 0
+    # Every reload: the block it came before, the load order, and its wall seconds with the
+    # warm-ups that followed it.
+    reloads: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -190,6 +200,8 @@ class EngineRecord:
             "cores": self.cores,
             "warmup_s": self.warmup_s,
             "load_order": self.load_order,
+            "reload_every_blocks": self.reload_every_blocks,
+            "reloads": self.reloads,
         }
 
     @classmethod
@@ -207,6 +219,8 @@ class EngineRecord:
             cores=int(data.get("cores", 0)),
             warmup_s=float(data.get("warmup_s", 0.0)),
             load_order=[str(n) for n in data.get("load_order", [])],
+            reload_every_blocks=int(data.get("reload_every_blocks", 0)),
+            reloads=[dict(r) for r in data.get("reloads", [])],
         )
 
 
@@ -242,6 +256,7 @@ class BlockSession:
     ) -> None:
         self.plan, self.models, self.record = plan, models, record
         self.model_file_bytes = 0
+        self._epoch: int | None = None  # the reload epoch the loaded processes belong to
 
     @property
     def co_loaded(self) -> bool:
@@ -333,6 +348,7 @@ class BlockSession:
         record.coload = decide_coload(models, model_file_bytes)
         record.cores = cores
         engine = cls(plan, models, record)
+        record.reload_every_blocks = RELOAD_EVERY_BLOCKS if engine.co_loaded else 0
         if engine.co_loaded:
             # In a shuffled order too: whatever favours the first or last model loaded (a
             # stub's place in memory, say) then falls on no configuration in particular.
@@ -410,6 +426,7 @@ class BlockSession:
             if not cells:
                 continue
             block = min(repeat for _, _, repeat in cells)
+            self._reload_if_due(session, block, cells)
             for model, load, repeat in block_order(cells, self.record.seed, block):
                 if session.over_budget():
                     return False
@@ -425,3 +442,41 @@ class BlockSession:
                     if not self.co_loaded:
                         session.unload(model, quietly=True)
         return True
+
+    def _reload_if_due(
+        self, session: CellSession, block: int, cells: list[tuple[RepositoryModel, Any, int]]
+    ) -> None:
+        """Before the first block of a new epoch (``reload_every_blocks``), unload every
+        co-loaded configuration, load them again in a shuffled order and warm each up once
+        (discarded) at a load of this block. The processes loaded when the session started
+        serve the epoch of the first block measured, so a resume reloads nothing at once."""
+        every = self.record.reload_every_blocks
+        if not self.co_loaded or every <= 0:
+            return
+        epoch = block // every
+        if self._epoch is None or epoch == self._epoch:
+            self._epoch = epoch
+            return
+        if session.over_budget():
+            return  # the block will not be measured: nothing to reload for
+        started = time.monotonic()
+        for model in self.models:
+            session.unload(model, quietly=True)
+        order = block_order(self.models, self.record.seed, -1 - epoch)
+        for model in order:
+            session.load(model)
+        warmup = replace(self.plan, measurement=cell_measurement(self.plan, WARMUP_WINDOW_MS))
+        first_load = {m.variant.name: ld for m, ld, _ in reversed(cells)}
+        for model in order:
+            load = first_load.get(model.variant.name)
+            if load is not None:
+                self._warm_up(session, warmup, model, load)
+        self._epoch = epoch
+        self.record.reloads.append(
+            {
+                "before_block": block,
+                "load_order": [m.variant.name for m in order],
+                "seconds": round(time.monotonic() - started, 1),
+            }
+        )
+        save_engine_record(session.run_dir, self.record)

@@ -59,6 +59,7 @@ def engine_lines(
             "a block.",
             f"- Placement: {disjoint_cores_note(engine.cores)}.",
         ]
+        lines += reload_lines(engine)
     if stopping is not None:
         rule = (
             "while a headline throughput interval (each configuration against the baseline "
@@ -79,6 +80,29 @@ def engine_lines(
             f"{stopping['cells_wall_s']:.0f} s.",
         ]
     return [*lines, ""] if lines else []
+
+
+def reload_lines(engine: EngineRecord) -> list[str]:
+    """The reloads: when, how long they took, and why the engine makes them."""
+    if engine.reload_every_blocks <= 0:
+        return []
+    why = (
+        "a stub process has a speed of its own for its lifetime, so each configuration is "
+        "spread over several processes"
+    )
+    if not engine.reloads:
+        return [
+            f"- Reloads: every configuration is loaded again (new processes) before every "
+            f"{engine.reload_every_blocks} blocks ({why}); none was due in this run."
+        ]
+    seconds = sum(float(r.get("seconds", 0.0)) for r in engine.reloads)
+    before = ", ".join(str(r["before_block"] + 1) for r in engine.reloads)
+    return [
+        f"- Reloads: every configuration was loaded again (new processes, a shuffled order, "
+        f"one discarded warm-up cell each) before blocks {before} ({why}); "
+        f"{len(engine.reloads)} reload{'s' if len(engine.reloads) != 1 else ''} took "
+        f"{seconds:.0f} s in all."
+    ]
 
 
 def noise_floor_lines(floors: list[NoiseFloor]) -> list[str]:

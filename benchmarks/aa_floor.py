@@ -1,0 +1,214 @@
+"""A/A benchmark: how often the block engine tells identical configurations apart.
+
+Serves the demo MLP's baseline (no batching, 1 instance) and ``COPIES`` copies of it under other
+names, all co-loaded in one server, and measures them with the block engine at the demo's load
+(gRPC, batch 1, concurrency 8) for a fixed number of blocks; ``RUNS`` times, each a fresh
+server from an empty folder (fresh stub processes and, since the seed carries a random part,
+fresh orders). Every pair of the served names is then compared exactly as the verdicts
+compare configurations (``analysis/verdicts.compare``, paired by block). Nothing differs
+between them but the name, so each interval should cover zero; at 95% about 1 in 20 will
+not by chance. (The pairs of one run share their cells, so they are not independent trials:
+the count is a check, not a precise rate.) The copies against the plain-named baseline are
+also reported apart, since the baseline alone keeps the model's own name.
+
+Writes ``OUT/aa_floor.json`` and ``OUT/aa_floor.md`` (rewritten after every run). Usage:
+    python benchmarks/aa_floor.py --out benchmarks/results [--runs 4] [--blocks 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import itertools
+import json
+import platform
+import shutil
+import statistics
+import subprocess
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+MARKER = ".tritonlab-aa-bench"  # only folders holding it are ever removed
+COPIES = 3
+FIGURES = (("throughput", "throughput_infer_per_s"), ("latency_p99", "latency_p99_us"))
+
+
+def _fresh_folder(path: Path) -> None:
+    """An empty folder for one run; only a folder this benchmark made is removed."""
+    if path.exists():
+        if not (path / MARKER).exists():
+            raise SystemExit(f"{path} exists and was not made by this benchmark; pass --work")
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    (path / MARKER).write_text("made by benchmarks/aa_floor.py\n")
+
+
+def measure(run_dir: Path, onnx: Path, blocks: int, run: int) -> float:
+    """One fresh run of the baseline and its copies; its measuring wall time in seconds."""
+    from tritonlab.cli.common import server_options
+    from tritonlab.experiments.blocks import ENGINE_BLOCKS
+    from tritonlab.experiments.plan import MeasurementSettings, seed_comparison_plan
+    from tritonlab.pipeline.project import run_project
+
+    plan = seed_comparison_plan(
+        "simple_mlp", repeats=blocks, measurement=MeasurementSettings(engine=ENGINE_BLOCKS)
+    )
+    base = plan.variants[0]
+    copies = [
+        replace(base, name=f"copy{i}", description=f"A/A copy {i} (run {run})", control=True)
+        for i in range(1, COPIES + 1)
+    ]
+    plan = replace(plan, variants=(base, *copies))
+    started = time.monotonic()
+    run_project(onnx, run_dir, plan, server_options())
+    return time.monotonic() - started
+
+
+def compare_pairs(run_dir: Path) -> list[dict[str, Any]]:
+    """Every pair of served names, each figure, as the verdicts compare them."""
+    from tritonlab.analysis.summary import Summary
+    from tritonlab.analysis.verdicts import compare
+    from tritonlab.experiments.store import load_cells
+
+    by_name: dict[str, dict[int, Any]] = {}
+    for cell in load_cells(run_dir):
+        by_name.setdefault(cell.variant.name, {})[cell.repeat] = cell.perf.measurement
+    names = ["baseline", *sorted(n for n in by_name if n != "baseline")]
+    pairs = []
+    for ref, other in itertools.combinations(names, 2):
+        row: dict[str, Any] = {"reference": ref, "other": other}
+        for figure, field in FIGURES:
+            blocks = sorted(set(by_name[ref]) & set(by_name[other]))
+            v = compare(
+                figure,
+                Summary.of([getattr(by_name[ref][b], field) for b in blocks], blocks),
+                Summary.of([getattr(by_name[other][b], field) for b in blocks], blocks),
+            )
+            row[figure] = {
+                "word": v.word.value,
+                "change_pct": v.change_pct,
+                "ci95_pct": [v.low_pct, v.high_pct] if v.has_interval else None,
+                "half_width_pct": v.half_width_pct,
+                "pairs": v.pairs,
+                "excludes_zero": v.word.value in ("higher", "lower"),
+            }
+        pairs.append(row)
+    return pairs
+
+
+def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for figure, _ in FIGURES:
+        rows = [p[figure] for r in runs for p in r["pairs"]]
+        vs_base = [p[figure] for r in runs for p in r["pairs"] if p["reference"] == "baseline"]
+        among = [p[figure] for r in runs for p in r["pairs"] if p["reference"] != "baseline"]
+        out[figure] = {
+            "intervals": len(rows),
+            "excluding_zero": sum(1 for p in rows if p["excludes_zero"]),
+            "half_width_pct_median": statistics.median(p["half_width_pct"] for p in rows),
+            "change_pct_range": [
+                min(p["change_pct"] for p in rows),
+                max(p["change_pct"] for p in rows),
+            ],
+            # copy against the plain-named baseline: change of the copy (negative: copy lower)
+            "copies_vs_baseline_change_pct_median": statistics.median(
+                p["change_pct"] for p in vs_base
+            ),
+            "copies_vs_baseline_excluding_zero": sum(1 for p in vs_base if p["excludes_zero"]),
+            "among_copies_change_pct_median": statistics.median(p["change_pct"] for p in among),
+            "among_copies_excluding_zero": sum(1 for p in among if p["excludes_zero"]),
+        }
+    return out
+
+
+def render_md(report: dict[str, Any]) -> str:
+    lines = [
+        "# A/A: identical configurations compared by the block engine",
+        "",
+        f"Measured {report['date_utc']} UTC on {report['machine']} ({report['cores']} cores), "
+        f"commit {report['commit']}. The demo MLP's baseline and {COPIES} copies under other "
+        f"names, co-loaded, {report['blocks']} blocks at gRPC batch 1 concurrency 8, "
+        f"{len(report['runs'])} fresh runs. Command: `make aa-bench` "
+        "(`benchmarks/aa_floor.py`).",
+        "",
+        "| figure | intervals | excluding 0 | median half-width | changes seen | "
+        "copy vs baseline (median) | among copies (median) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for figure, s in report["summary"].items():
+        lo, hi = s["change_pct_range"]
+        lines.append(
+            f"| {figure} | {s['intervals']} | {s['excluding_zero']} | "
+            f"±{s['half_width_pct_median']:.1f}% | {lo:+.1f}% to {hi:+.1f}% | "
+            f"{s['copies_vs_baseline_change_pct_median']:+.1f}% "
+            f"({s['copies_vs_baseline_excluding_zero']} excl. 0) | "
+            f"{s['among_copies_change_pct_median']:+.1f}% "
+            f"({s['among_copies_excluding_zero']} excl. 0) |"
+        )
+    lines += [
+        "",
+        "At 95%, about 1 interval in 20 excludes zero by chance; the pairs of one run share "
+        "cells, so the count is a check, not a precise rate.",
+        "",
+    ]
+    for run in report["runs"]:
+        lines.append(f"## Run {run['run']} ({run['wall_s']:.0f} s)")
+        lines.append("")
+        for p in run["pairs"]:
+            t = p["throughput"]
+            ci = t["ci95_pct"]
+            interval = f"CI {ci[0]:+.1f}% to {ci[1]:+.1f}%" if ci else "no interval"
+            lines.append(
+                f"- {p['other']} against {p['reference']}: throughput {t['word']} "
+                f"({t['change_pct']:+.1f}%, {interval}, {t['pairs']} blocks); p99 "
+                f"{p['latency_p99']['word']} ({p['latency_p99']['change_pct']:+.1f}%)"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--runs", type=int, default=4)
+    parser.add_argument("--blocks", type=int, default=30)
+    parser.add_argument("--work", type=Path, default=ROOT / "aa-bench-work")
+    args = parser.parse_args()
+    from tritonlab.experiments.manifest import MachineInfo, available_cores
+    from tritonlab.models.demo import export_simple_mlp
+
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
+    ).stdout.strip()
+    report: dict[str, Any] = {
+        "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M"),
+        "commit": commit,
+        "machine": MachineInfo.current().cpu_model or platform.processor(),
+        "cores": available_cores(),
+        "blocks": args.blocks,
+        "runs": [],
+        "summary": {},
+    }
+    args.work.mkdir(parents=True, exist_ok=True)
+    onnx = args.work / "simple_mlp.onnx"
+    if not onnx.exists():
+        export_simple_mlp(onnx)
+    args.out.mkdir(parents=True, exist_ok=True)
+    for run in range(1, args.runs + 1):
+        folder = args.work / f"run{run}"
+        _fresh_folder(folder)
+        wall = measure(folder, onnx, args.blocks, run)
+        report["runs"].append(
+            {"run": run, "wall_s": round(wall, 1), "pairs": compare_pairs(folder)}
+        )
+        report["summary"] = summarise(report["runs"])
+        (args.out / "aa_floor.json").write_text(json.dumps(report, indent=2) + "\n")
+        (args.out / "aa_floor.md").write_text(render_md(report))
+        print(f"run {run}: {wall:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
