@@ -11,6 +11,10 @@ not by chance. (The pairs of one run share their cells, so they are not independ
 the count is a check, not a precise rate.) The copies against the plain-named baseline are
 also reported apart, since the baseline alone keeps the model's own name.
 
+With ``--compare-reloads`` the runs alternate between the engine as released (co-loaded
+configurations reloaded every ``RELOAD_EVERY_BLOCKS`` blocks) and the engine with reloads off,
+and each mode is summarised apart: the side-by-side that shows what the reloads change.
+
 Writes ``OUT/aa_floor.json`` and ``OUT/aa_floor.md`` (rewritten after every run). Usage:
     python benchmarks/aa_floor.py --out benchmarks/results [--runs 4] [--blocks 30]
 """
@@ -46,9 +50,10 @@ def _fresh_folder(path: Path) -> None:
     (path / MARKER).write_text("made by benchmarks/aa_floor.py\n")
 
 
-def measure(run_dir: Path, onnx: Path, blocks: int, run: int) -> float:
+def measure(run_dir: Path, onnx: Path, blocks: int, run: int, reloads: bool) -> float:
     """One fresh run of the baseline and its copies; its measuring wall time in seconds."""
     from tritonlab.cli.common import server_options
+    from tritonlab.experiments import blocks as engine
     from tritonlab.experiments.blocks import ENGINE_BLOCKS
     from tritonlab.experiments.plan import MeasurementSettings, seed_comparison_plan
     from tritonlab.pipeline.project import run_project
@@ -62,9 +67,14 @@ def measure(run_dir: Path, onnx: Path, blocks: int, run: int) -> float:
         for i in range(1, COPIES + 1)
     ]
     plan = replace(plan, variants=(base, *copies))
-    started = time.monotonic()
-    run_project(onnx, run_dir, plan, server_options())
-    return time.monotonic() - started
+    released = engine.RELOAD_EVERY_BLOCKS
+    engine.RELOAD_EVERY_BLOCKS = released if reloads else 0
+    try:
+        started = time.monotonic()
+        run_project(onnx, run_dir, plan, server_options())
+        return time.monotonic() - started
+    finally:
+        engine.RELOAD_EVERY_BLOCKS = released
 
 
 def compare_pairs(run_dir: Path) -> list[dict[str, Any]]:
@@ -99,8 +109,14 @@ def compare_pairs(run_dir: Path) -> list[dict[str, Any]]:
     return pairs
 
 
+def summarise_modes(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each mode's summary (``reloads`` and, with --compare-reloads, ``no reloads``)."""
+    modes = dict.fromkeys(r["mode"] for r in runs)
+    return {m: summarise([r for r in runs if r["mode"] == m]) for m in modes}
+
+
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"runs": len(runs)}
     for figure, _ in FIGURES:
         rows = [p[figure] for r in runs for p in r["pairs"]]
         vs_base = [p[figure] for r in runs for p in r["pairs"] if p["reference"] == "baseline"]
@@ -134,20 +150,12 @@ def render_md(report: dict[str, Any]) -> str:
         f"{len(report['runs'])} fresh runs. Command: `make aa-bench` "
         "(`benchmarks/aa_floor.py`).",
         "",
-        "| figure | intervals | excluding 0 | median half-width | changes seen | "
-        "copy vs baseline (median) | among copies (median) |",
-        "|---|---|---|---|---|---|---|",
+        "| engine | runs | figure | intervals | excluding 0 | median half-width | "
+        "changes seen | copy vs baseline (median) | among copies (median) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for figure, s in report["summary"].items():
-        lo, hi = s["change_pct_range"]
-        lines.append(
-            f"| {figure} | {s['intervals']} | {s['excluding_zero']} | "
-            f"±{s['half_width_pct_median']:.1f}% | {lo:+.1f}% to {hi:+.1f}% | "
-            f"{s['copies_vs_baseline_change_pct_median']:+.1f}% "
-            f"({s['copies_vs_baseline_excluding_zero']} excl. 0) | "
-            f"{s['among_copies_change_pct_median']:+.1f}% "
-            f"({s['among_copies_excluding_zero']} excl. 0) |"
-        )
+    for mode, summary in report["summary"].items():
+        lines += _summary_rows(mode, summary)
     lines += [
         "",
         "At 95%, about 1 interval in 20 excludes zero by chance; the pairs of one run share "
@@ -155,7 +163,7 @@ def render_md(report: dict[str, Any]) -> str:
         "",
     ]
     for run in report["runs"]:
-        lines.append(f"## Run {run['run']} ({run['wall_s']:.0f} s)")
+        lines.append(f"## Run {run['run']}: {run['mode']} ({run['wall_s']:.0f} s)")
         lines.append("")
         for p in run["pairs"]:
             t = p["throughput"]
@@ -170,12 +178,34 @@ def render_md(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _summary_rows(mode: str, summary: dict[str, Any]) -> list[str]:
+    rows = []
+    for figure, _ in FIGURES:
+        s = summary[figure]
+        lo, hi = s["change_pct_range"]
+        rows.append(
+            f"| {mode} | {summary['runs']} | {figure} | {s['intervals']} | "
+            f"{s['excluding_zero']} | ±{s['half_width_pct_median']:.1f}% | "
+            f"{lo:+.1f}% to {hi:+.1f}% | "
+            f"{s['copies_vs_baseline_change_pct_median']:+.1f}% "
+            f"({s['copies_vs_baseline_excluding_zero']} excl. 0) | "
+            f"{s['among_copies_change_pct_median']:+.1f}% "
+            f"({s['among_copies_excluding_zero']} excl. 0) |"
+        )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     parser.add_argument("--runs", type=int, default=4)
     parser.add_argument("--blocks", type=int, default=30)
     parser.add_argument("--work", type=Path, default=ROOT / "aa-bench-work")
+    parser.add_argument(
+        "--compare-reloads",
+        action="store_true",
+        help="alternate runs with the engine's reloads on (odd runs) and off (even runs)",
+    )
     args = parser.parse_args()
     from tritonlab.experiments.manifest import MachineInfo, available_cores
     from tritonlab.models.demo import export_simple_mlp
@@ -200,11 +230,12 @@ def main() -> None:
     for run in range(1, args.runs + 1):
         folder = args.work / f"run{run}"
         _fresh_folder(folder)
-        wall = measure(folder, onnx, args.blocks, run)
-        report["runs"].append(
-            {"run": run, "wall_s": round(wall, 1), "pairs": compare_pairs(folder)}
-        )
-        report["summary"] = summarise(report["runs"])
+        reloads = not (args.compare_reloads and run % 2 == 0)
+        wall = measure(folder, onnx, args.blocks, run, reloads)
+        pairs = compare_pairs(folder)
+        mode = "reloads" if reloads else "no reloads"
+        report["runs"].append({"run": run, "mode": mode, "wall_s": round(wall, 1), "pairs": pairs})
+        report["summary"] = summarise_modes(report["runs"])
         (args.out / "aa_floor.json").write_text(json.dumps(report, indent=2) + "\n")
         (args.out / "aa_floor.md").write_text(render_md(report))
         print(f"run {run}: {wall:.0f} s", flush=True)

@@ -96,10 +96,15 @@ def reload_lines(engine: EngineRecord) -> list[str]:
             f"{engine.reload_every_blocks} blocks ({why}); none was due in this run."
         ]
     seconds = sum(float(r.get("seconds", 0.0)) for r in engine.reloads)
-    before = ", ".join(str(r["before_block"] + 1) for r in engine.reloads)
+    numbers = [str(r["before_block"] + 1) for r in engine.reloads]
+    before = (
+        f"block {numbers[0]}"
+        if len(numbers) == 1
+        else f"blocks {', '.join(numbers[:-1])} and {numbers[-1]}"
+    )
     return [
         f"- Reloads: every configuration was loaded again (new processes, a shuffled order, "
-        f"one discarded warm-up cell each) before blocks {before} ({why}); "
+        f"one discarded warm-up cell each) before {before} ({why}); "
         f"{len(engine.reloads)} reload{'s' if len(engine.reloads) != 1 else ''} took "
         f"{seconds:.0f} s in all."
     ]
