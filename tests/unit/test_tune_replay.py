@@ -1,10 +1,11 @@
 """The tune policy against a recorded real search, replayed from its stored cells.
 
-``tests/fixtures/tune_run`` is `tritonlab tune simple_mlp --keep-protocol` (2000 ms windows)
-as measured on the 2-core VM on 2026-12-01. From every prefix of its cells the policy must give
-the step the search took next, with the same reason, and at the end the same stop and pick:
-that is what makes a resumed tune replay its path. Counter-examples change one recorded figure
-and check that the move it motivated no longer fires.
+``tests/fixtures/tune_run`` is `tritonlab tune simple_mlp --keep-protocol` (the block engine,
+its defaults) as measured on the 2-core VM on 2026-12-02 (``results/manifest.json``). From
+every prefix of its cells the policy must give the step the search took next, with the same
+reason, and at the end the same stop and pick: that is what makes a resumed tune replay its
+path. Counter-examples change one recorded figure and check that the move it motivated no
+longer fires.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from tritonlab.analysis.search import Goal, Knobs, Observation, next_step, pick
+from tritonlab.experiments.blocks import SEARCH_KEY, load_engine_record
 from tritonlab.experiments.store import read_cell, read_result
 from tritonlab.pipeline.tune import observation_of
 
@@ -39,7 +41,14 @@ def goal(record: dict[str, Any]) -> Goal:
         start=Knobs.from_dict(s["start"]),
         switch_protocol=s["switch_protocol"],
         max_instances=s["max_instances"],
+        # the block engine's one window (engine.json), which the ramp does not outgrow
+        window_ms=_search_window_ms(),
     )
+
+
+def _search_window_ms() -> int | None:
+    engine = load_engine_record(RUN)
+    return engine.windows_ms.get(SEARCH_KEY) if engine is not None else None
 
 
 @pytest.fixture(scope="module")
