@@ -11,9 +11,9 @@ not by chance. (The pairs of one run share their cells, so they are not independ
 the count is a check, not a precise rate.) The copies against the plain-named baseline are
 also reported apart, since the baseline alone keeps the model's own name.
 
-With ``--compare-reloads`` the runs alternate between the engine as released (co-loaded
-configurations reloaded every ``RELOAD_EVERY_BLOCKS`` blocks) and the engine with reloads off,
-and each mode is summarised apart: the side-by-side that shows what the reloads change.
+With ``--compare-reloads`` the runs alternate between the engine with co-loaded configurations
+reloaded (new stub processes) every ``TRIAL_RELOAD_EVERY_BLOCKS`` blocks and the engine as
+released, and each mode is summarised apart: the side-by-side that shows what reloads change.
 
 Writes ``OUT/aa_floor.json`` and ``OUT/aa_floor.md`` (rewritten after every run). Usage:
     python benchmarks/aa_floor.py --out benchmarks/results [--runs 4] [--blocks 30]
@@ -37,6 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = ".tritonlab-aa-bench"  # only folders holding it are ever removed
 COPIES = 3
+TRIAL_RELOAD_EVERY_BLOCKS = 10
 FIGURES = (("throughput", "throughput_infer_per_s"), ("latency_p99", "latency_p99_us"))
 
 
@@ -68,7 +69,7 @@ def measure(run_dir: Path, onnx: Path, blocks: int, run: int, reloads: bool) -> 
     ]
     plan = replace(plan, variants=(base, *copies))
     released = engine.RELOAD_EVERY_BLOCKS
-    engine.RELOAD_EVERY_BLOCKS = released if reloads else 0
+    engine.RELOAD_EVERY_BLOCKS = TRIAL_RELOAD_EVERY_BLOCKS if reloads else released
     try:
         started = time.monotonic()
         run_project(onnx, run_dir, plan, server_options())
@@ -204,7 +205,7 @@ def main() -> None:
     parser.add_argument(
         "--compare-reloads",
         action="store_true",
-        help="alternate runs with the engine's reloads on (odd runs) and off (even runs)",
+        help="alternate runs with reloads every 10 blocks (odd runs) and none (even runs)",
     )
     args = parser.parse_args()
     from tritonlab.experiments.manifest import MachineInfo, available_cores
@@ -230,10 +231,10 @@ def main() -> None:
     for run in range(1, args.runs + 1):
         folder = args.work / f"run{run}"
         _fresh_folder(folder)
-        reloads = not (args.compare_reloads and run % 2 == 0)
+        reloads = args.compare_reloads and run % 2 == 1
         wall = measure(folder, onnx, args.blocks, run, reloads)
         pairs = compare_pairs(folder)
-        mode = "reloads" if reloads else "no reloads"
+        mode = f"reloads every {TRIAL_RELOAD_EVERY_BLOCKS} blocks" if reloads else "no reloads"
         report["runs"].append({"run": run, "mode": mode, "wall_s": round(wall, 1), "pairs": pairs})
         report["summary"] = summarise_modes(report["runs"])
         (args.out / "aa_floor.json").write_text(json.dumps(report, indent=2) + "\n")

@@ -81,3 +81,19 @@ def test_the_model_analyzer_prose_follows_the_figures() -> None:
     assert all("paired over the re-measured rounds: lower" in t for t in data["targets"])
     assert "the time target is met and the pick target is\nmissed" in text
     assert all("target <= 0.5 met" in t and "-5% missed" in t for t in data["targets"])
+
+
+def test_the_aa_benchmark_page_is_its_file() -> None:
+    """aa_floor.md is what aa_floor.json renders to, and the docs' reading of it holds."""
+    aa = _bench("aa_floor")
+    report = json.loads((RESULTS / "aa_floor.json").read_text())
+    assert (RESULTS / "aa_floor.md").read_text() == aa.render_md(report)
+    assert "/work/" not in (RESULTS / "aa_floor.json").read_text()
+    # docs/measuring.md: reloads "told identical configurations apart no less often"
+    told_apart = {
+        mode: s["throughput"]["excluding_zero"] / s["throughput"]["intervals"]
+        for mode, s in report["summary"].items()
+    }
+    with_reloads = [v for m, v in told_apart.items() if m.startswith("reloads")]
+    without = [v for m, v in told_apart.items() if m == "no reloads"]
+    assert with_reloads and without and min(with_reloads) >= max(without)

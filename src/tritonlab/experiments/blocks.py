@@ -64,12 +64,13 @@ WINDOWS_PER_CELL = 3
 ANY_STABILITY_PCT = 1000.0
 # Defaults of a block-engine run: blocks first measured, at most, and seconds for the extra ones.
 DEFAULT_BLOCKS = 10
-# Co-loaded configurations are reloaded (new stub processes) before every this many blocks.
-# A process can have a speed of its own for its lifetime (seen in A/A runs where one copy of
-# the baseline read slower than all the others, which agreed with each other; measured by
-# `make aa-bench`): reloading spreads each configuration over several processes, so one slow
-# process moves a verdict less. 0: never.
-RELOAD_EVERY_BLOCKS = 10
+# Co-loaded configurations can be reloaded (new stub processes) before every this many blocks,
+# so that each is spread over several processes in case a process has a speed of its own for
+# its lifetime. Measured side by side (`make aa-bench`, benchmarks/results/aa_floor.md), the
+# reloads did not pay: identical configurations were told apart no less often without them,
+# and each reload cost a load and a warm-up of every configuration. So 0 (never) by default;
+# the benchmark keeps the comparison.
+RELOAD_EVERY_BLOCKS = 0
 DEFAULT_MAX_BLOCKS = 40
 DEFAULT_EXTRA_BUDGET_S = 150.0
 
