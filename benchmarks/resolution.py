@@ -185,6 +185,62 @@ def aa_lines(report: dict[str, Any]) -> list[str]:
     return out
 
 
+TARGET_MEDIAN_PCT, TARGET_MAX_PCT, TARGET_MEASURING_S, AA_BAND_PCT = 5.0, 10.0, 250.0, 5.0
+
+
+def findings(report: dict[str, Any]) -> list[str]:
+    """What the figures say, as sentences computed from them: the engines side by side on the
+    demo, and the demo against the targets of issue 19 (block engine)."""
+    blocks = report["summary"].get("simple_mlp/blocks")
+    classic = report["summary"].get("simple_mlp/classic")
+    if blocks is None:
+        return []
+    out = []
+    if classic is not None:
+        out.append(
+            "Demo, side by side: median throughput half-width "
+            f"{_pct(blocks['throughput_half_width_median_pct'])} with the block engine against "
+            f"{_pct(classic['throughput_half_width_median_pct'])} with the classic one; widest "
+            f"{_pct(blocks['throughput_half_width_max_pct'])} against "
+            f"{_pct(classic['throughput_half_width_max_pct'])}."
+        )
+
+    def met(ok: bool) -> str:
+        return "met" if ok else "missed"
+
+    median, widest = (
+        blocks["throughput_half_width_median_pct"],
+        blocks["throughput_half_width_max_pct"],
+    )
+    slowest = max(blocks["measuring_s"])
+    all_decided = blocks["throughput_decided"] == blocks["throughput_verdicts"]
+    demo_runs = [
+        r for r in report["runs"] if r["model"] == "simple_mlp" and r["engine"] == "blocks"
+    ]
+    controls = [f["throughput"] for r in demo_runs for f in r["aa_control"]]
+    quiet = [
+        c
+        for c in controls
+        if c["word"] == "no clear difference"
+        and c["ci95_change_pct"] is not None
+        and -AA_BAND_PCT <= c["change_pct"] <= AA_BAND_PCT
+    ]
+    out.append(
+        f"Demo targets (block engine, {blocks['runs']} runs): every throughput verdict decided "
+        f"({blocks['throughput_decided']} of {blocks['throughput_verdicts']}) with the same word "
+        f"in every run: {met(all_decided and blocks['same_word_every_run'])}; "
+        f"median half-width <= {TARGET_MEDIAN_PCT:g}% ({_pct(median)}): "
+        f"{met(median is not None and median <= TARGET_MEDIAN_PCT)}; none over "
+        f"{TARGET_MAX_PCT:g}% ({_pct(widest)}): "
+        f"{met(widest is not None and widest <= TARGET_MAX_PCT)}; "
+        f"measuring <= {TARGET_MEASURING_S:.0f} s per run (slowest {slowest:.0f} s): "
+        f'{met(slowest <= TARGET_MEASURING_S)}; the A/A control "no clear difference" within '
+        f"±{AA_BAND_PCT:g}% ({len(quiet)} of {len(controls)} runs): "
+        f"{met(bool(controls) and len(quiet) == len(controls))}."
+    )
+    return out
+
+
 def readme_block(report: dict[str, Any]) -> str:
     """The README's resolution figures: the summary table and the A/A controls, with the
     machine, date and commit, between markers that ``--readme`` rewrites."""
@@ -200,6 +256,8 @@ def readme_block(report: dict[str, Any]) -> str:
             "A/A controls (the baseline served twice, block engine): "
             + "; ".join(aa_lines(report))
             + ".",
+            "",
+            *findings(report),
             README_END,
         ]
     )
