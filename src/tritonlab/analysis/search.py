@@ -25,262 +25,82 @@ replays its path from the stored cells and goes on where it stopped. Three phase
 
 The single ramp figures are one measurement each: they steer the search; only the race's
 paired rounds decide the pick (``analysis/verdicts.py``).
+
+This module holds the ramp, the moves and ``next_step``; the space they work on (knobs,
+observations, goal, candidates) is ``search_space.py`` and the race ``race.py``, both
+re-exported here.
 """
 
 from __future__ import annotations
 
-import math
-import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, replace
 
-from tritonlab.analysis.summary import Summary
-from tritonlab.analysis.verdicts import HIGHER, LOWER, MIN_EFFECT_PCT, NO_CLEAR, Verdict, compare
-from tritonlab.repository.variants import ServingVariant
+from tritonlab.analysis.race import (
+    choose,
+    pick,
+    race_state,
+    race_step,
+    race_verdict,
+)
+from tritonlab.analysis.search_space import (
+    COMPUTE_BOUND_US,
+    GOALS,
+    INSTANCE_LADDER,
+    MAX_BATCH_LIMIT,
+    MAX_CONCURRENCY,
+    MIN_RACE_ROUNDS,
+    NEAR_BUDGET_PCT,
+    NOISE_PCT,
+    PROTOCOLS,
+    RACE_BAND_PCT,
+    THREADS_LIMIT,
+    Candidate,
+    Goal,
+    Knobs,
+    Observation,
+    Step,
+    best_point,
+    configurations,
+    incumbent,
+    points_at,
+)
 
-GOALS = ("throughput", "latency")
-PROTOCOLS = ("grpc", "http")
-NOISE_PCT = MIN_EFFECT_PCT  # a rise smaller than this is not acted on
-RACE_BAND_PCT = 2 * NOISE_PCT  # single figures closer than this to the leader are raced
-MIN_RACE_ROUNDS = 2
-# A point whose single p99 is at most this far over the budget is raced before it is ruled out.
-NEAR_BUDGET_PCT = 20.0
-MAX_CONCURRENCY = 1024
-INSTANCE_LADDER = (1, 2, 4, 8, 16)  # doubled; a rung that loses is refined by its midpoint
-MAX_BATCH_LIMIT = 256
-THREADS_LIMIT = 16
-# Above this time per execution the model's own compute dwarfs the serving path (~0.1 ms per
-# request here): threads x instances is the question, not batching (`run --configs auto` picks
-# by it; tune proposes more threads past it).
-COMPUTE_BOUND_US = 1000.0
-
-
-@dataclass(frozen=True, order=True)
-class Knobs:
-    """A point of the configuration space tune searches."""
-
-    instances: int = 1
-    batching: bool = False
-    max_batch: int = 64
-    threads: int | None = 1
-    protocol: str = "grpc"
-
-    @property
-    def variant_name(self) -> str:
-        batching = "dyn" if self.batching else "nobatch"
-        threads = f"t{self.threads}" if self.threads else "tdef"
-        return f"x{self.instances}_{batching}_m{self.max_batch}_{threads}"
-
-    @property
-    def description(self) -> str:
-        batching = (
-            f"dynamic batching (delay 0, max batch {self.max_batch})"
-            if self.batching
-            else f"no batching (max batch {self.max_batch})"
-        )
-        threads = (
-            f"{self.threads} thread{'s' if self.threads != 1 else ''}"
-            if self.threads
-            else "default threads"
-        )
-        count = f"{self.instances} instance{'s' if self.instances != 1 else ''}"
-        return f"{count}, {batching}, {threads}, {self.protocol}"
-
-    def variant(self) -> ServingVariant:
-        return ServingVariant(
-            self.variant_name,
-            f"{self.instances} x, {'batching' if self.batching else 'no batching'}, "
-            f"max {self.max_batch}, "
-            f"{self.threads or 'default'} thr",
-            dynamic_batching=self.batching,
-            max_batch_size=self.max_batch,
-            instance_count=self.instances,
-            intra_op_threads=self.threads,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "instances": self.instances,
-            "batching": self.batching,
-            "max_batch": self.max_batch,
-            "threads": self.threads,
-            "protocol": self.protocol,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Knobs:
-        return cls(**data)
-
-
-@dataclass(frozen=True)
-class Observation:
-    """One measured cell, as the policy sees it (server figures per request, in µs)."""
-
-    knobs: Knobs
-    concurrency: int
-    repeat: int  # 0 = the ramp's measurement, 1.. = race rounds
-    throughput_infer_per_s: float
-    latency_p99_us: float | None
-    queue_us: float | None = None
-    compute_us: float | None = None  # compute input + infer + output, per request
-    execution_us: float | None = None  # compute per execution (a batch)
-    mean_batch: float | None = None
-    server_cores: float | None = None
-    load_generator_cores: float | None = None
-
-    @property
-    def failed(self) -> bool:
-        """A cell given up on after repeated faults (its throughput is NaN)."""
-        return not math.isfinite(self.throughput_infer_per_s)
-
-
-@dataclass(frozen=True)
-class Goal:
-    """What tune optimises, under which limits."""
-
-    kind: str = "throughput"
-    p99_budget_us: float | None = None
-    min_throughput_infer_per_s: float | None = None  # goal latency: the load to carry
-    cores: int = 2
-    max_race_rounds: int = 3
-    start: Knobs = field(default_factory=Knobs)
-    switch_protocol: bool = True  # False: only the start's protocol (the clients' own)
-    max_instances: int = INSTANCE_LADDER[-1]
-    # perf_analyzer's measurement window: a load whose requests would take longer than one
-    # window to come back cannot be measured with it (None: no limit).
-    window_ms: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.kind not in GOALS:
-            raise ValueError(f"goal must be one of {', '.join(GOALS)}, got {self.kind!r}")
-
-    def within(self, p99_us: float | None) -> bool:
-        if self.p99_budget_us is None:
-            return True
-        return p99_us is not None and p99_us <= self.p99_budget_us
-
-    @property
-    def first_concurrency(self) -> int:
-        return 1 if self.kind == "latency" else 8
-
-
-@dataclass(frozen=True)
-class Step:
-    """The next thing to do: measure a cell (and why), or stop (and why)."""
-
-    phase: str  # ramp | move | race | stop
-    reason: str
-    knobs: Knobs | None = None
-    concurrency: int = 0
-    repeat: int = 0
-
-    @property
-    def stop(self) -> bool:
-        return self.phase == "stop"
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A configuration's best point so far, with every repeat measured there."""
-
-    knobs: Knobs
-    concurrency: int
-    observations: tuple[Observation, ...]
-
-    @property
-    def throughput(self) -> Summary:
-        return Summary.of(
-            [o.throughput_infer_per_s for o in self.observations],
-            [o.repeat + 1 for o in self.observations],
-        )
-
-    @property
-    def p99(self) -> Summary:
-        return Summary.of(
-            [o.latency_p99_us for o in self.observations],
-            [o.repeat + 1 for o in self.observations],
-        )
-
-    @property
-    def race(self) -> tuple[Observation, ...]:
-        return tuple(o for o in self.observations if o.repeat >= 1)
-
-    def race_summary(self, goal: Goal) -> Summary:
-        values = [_objective_value(o, goal) for o in self.race]
-        return Summary.of(values, [o.repeat for o in self.race])
-
-    def score(self, goal: Goal) -> float:
-        """The ramp's single figure: it chooses the point and steers the search (the race's
-        rounds decide the pick), so a configuration's point does not wander during the race."""
-        return _objective_value(self.observations[0], goal)
-
-
-def _objective_value(obs: Observation, goal: Goal) -> float:
-    if goal.kind == "throughput":
-        return obs.throughput_infer_per_s
-    return obs.latency_p99_us if obs.latency_p99_us is not None else float("inf")
-
-
-def _better(a: float, b: float, goal: Goal) -> bool:
-    """Is objective value ``a`` better than ``b``."""
-    return a > b if goal.kind == "throughput" else a < b
-
-
-def configurations(observations: Sequence[Observation]) -> list[Knobs]:
-    """The configurations in the order the search first measured them."""
-    return list(dict.fromkeys(o.knobs for o in observations))
-
-
-def _at(observations: Sequence[Observation], knobs: Knobs) -> dict[int, list[Observation]]:
-    points: dict[int, list[Observation]] = {}
-    for o in observations:
-        if o.knobs == knobs:
-            points.setdefault(o.concurrency, []).append(o)
-    return points
-
-
-def _qualifies(points: Sequence[Observation], goal: Goal) -> bool:
-    """Every repeat served (none failed), the p99 within the budget and, for goal latency,
-    carrying the load.
-
-    The p99 is the median of the point's repeats: one short cell's p99 is itself noisy, so a
-    single repeat over the budget does not rule a point out, nor one under it in. Until the
-    race has measured the point ``MIN_RACE_ROUNDS`` more times, a point up to
-    ``NEAR_BUDGET_PCT`` over the budget stays in: the race's repeats decide it.
-    """
-    if any(o.failed for o in points):
-        return False
-    if goal.p99_budget_us is not None:
-        p99s = [o.latency_p99_us for o in points]
-        if any(p is None for p in p99s):
-            return False
-        limit = goal.p99_budget_us
-        if len(points) <= MIN_RACE_ROUNDS:
-            limit *= 1 + NEAR_BUDGET_PCT / 100
-        if statistics.median(p for p in p99s if p is not None) > limit:
-            return False
-    if goal.kind == "latency" and goal.min_throughput_infer_per_s is not None:
-        rate = statistics.median(o.throughput_infer_per_s for o in points)
-        return rate >= goal.min_throughput_infer_per_s
-    return True
-
-
-def best_point(observations: Sequence[Observation], knobs: Knobs, goal: Goal) -> Candidate | None:
-    """The configuration's best qualifying point by its ramp figure, or None when none does."""
-    best: Candidate | None = None
-    for concurrency, points in sorted(_at(observations, knobs).items()):
-        if not any(o.repeat == 0 for o in points) or not _qualifies(points, goal):
-            continue
-        candidate = Candidate(knobs, concurrency, tuple(sorted(points, key=lambda o: o.repeat)))
-        if best is None or _better(candidate.score(goal), best.score(goal), goal):
-            best = candidate
-    return best
+__all__ = [
+    "COMPUTE_BOUND_US",
+    "GOALS",
+    "INSTANCE_LADDER",
+    "MAX_BATCH_LIMIT",
+    "MAX_CONCURRENCY",
+    "MIN_RACE_ROUNDS",
+    "NEAR_BUDGET_PCT",
+    "NOISE_PCT",
+    "PROTOCOLS",
+    "RACE_BAND_PCT",
+    "THREADS_LIMIT",
+    "Candidate",
+    "Goal",
+    "Knobs",
+    "Move",
+    "Observation",
+    "Step",
+    "best_point",
+    "choose",
+    "configurations",
+    "incumbent",
+    "next_step",
+    "pick",
+    "propose_moves",
+    "race_state",
+    "race_verdict",
+]
 
 
 def _ramp_next(observations: Sequence[Observation], knobs: Knobs, goal: Goal) -> int | None:
     """The next concurrency of the configuration's ramp, or None when the ramp is done."""
-    first = {c: ps[0] for c, ps in _at(observations, knobs).items() if ps and ps[0].repeat == 0}
+    first = {
+        c: ps[0] for c, ps in points_at(observations, knobs).items() if ps and ps[0].repeat == 0
+    }
     if not first:
         return None
     ok = sorted(c for c, o in first.items() if goal.within(o.latency_p99_us))
@@ -294,7 +114,7 @@ def _ramp_next(observations: Sequence[Observation], knobs: Knobs, goal: Goal) ->
         len(first) == 1
         and goal.kind == "throughput"
         and knobs.instances == 1
-        and _beaten_at(observations, knobs, top)
+        and _beatenpoints_at(observations, knobs, top)
     ):
         # Another configuration already serves clearly more at this load. (More instances
         # split the same requests between them, so they get one doubling before this test:
@@ -322,7 +142,7 @@ def _outgrows_window(o: Observation, goal: Goal) -> bool:
     return _round_trip_at_double_s(o) * 1000 > goal.window_ms
 
 
-def _beaten_at(observations: Sequence[Observation], knobs: Knobs, concurrency: int) -> bool:
+def _beatenpoints_at(observations: Sequence[Observation], knobs: Knobs, concurrency: int) -> bool:
     """Did another configuration's ramp serve more than ``NOISE_PCT`` above this one's at
     the same concurrency (a move that loses at the load it starts from is not ramped on)."""
     mine = [o for o in observations if o.knobs == knobs and o.repeat == 0]
@@ -362,7 +182,7 @@ def _early_batching(observations: Sequence[Observation], knobs: Knobs) -> Step |
 
 
 def _ramp_reason(observations: Sequence[Observation], knobs: Knobs, concurrency: int) -> str:
-    first = {c: ps[0] for c, ps in _at(observations, knobs).items()}
+    first = {c: ps[0] for c, ps in points_at(observations, knobs).items()}
     lower = [c for c in first if c < concurrency]
     if first and concurrency < min(first):
         low = min(first)
@@ -380,7 +200,7 @@ def _ramp_reason(observations: Sequence[Observation], knobs: Knobs, concurrency:
                 f"margin ({NOISE_PCT:.0f}%)"
             )
         rate = first[prev].throughput_infer_per_s
-        if knobs.instances > 1 and _beaten_at(observations, knobs, prev):
+        if knobs.instances > 1 and _beatenpoints_at(observations, knobs, prev):
             return (
                 f"concurrency {prev} gave {rate:,.0f} infer/s, less than another configuration "
                 f"at that load, but {knobs.instances} instances split the requests between "
@@ -395,19 +215,6 @@ def _ramp_reason(observations: Sequence[Observation], knobs: Knobs, concurrency:
 
 def _ms(us: float | None) -> str:
     return "n/a" if us is None else f"{us / 1000:.2f} ms"
-
-
-def incumbent(observations: Sequence[Observation], goal: Goal) -> Candidate | None:
-    """The best best-point over all configurations by the ramp figures (ties: the one
-    measured first): where the moves start from."""
-    best: Candidate | None = None
-    for knobs in configurations(observations):
-        candidate = best_point(observations, knobs, goal)
-        if candidate is None:
-            continue
-        if best is None or _better(candidate.score(goal), best.score(goal), goal):
-            best = candidate
-    return best
 
 
 @dataclass(frozen=True)
@@ -525,120 +332,6 @@ def propose_moves(observations: Sequence[Observation], leader: Candidate, goal: 
     return moves
 
 
-def _contenders(observations: Sequence[Observation], goal: Goal) -> list[Candidate]:
-    """The leader first, then the runner-up and every configuration whose single ramp figure
-    is within ``RACE_BAND_PCT`` of the leader's (ordered by that figure)."""
-    ranked = [
-        c
-        for c in (best_point(observations, k, goal) for k in configurations(observations))
-        if c is not None
-    ]
-    if not ranked:
-        return []
-    ranked.sort(key=lambda c: c.score(goal), reverse=goal.kind == "throughput")
-    lead = ranked[0].score(goal)
-    band = RACE_BAND_PCT / 100
-    chosen = ranked[:2]
-    for c in ranked[2:]:
-        value = c.score(goal)
-        near = (
-            value >= lead * (1 - band) if goal.kind == "throughput" else value <= lead * (1 + band)
-        )
-        if near:
-            chosen.append(c)
-    return chosen
-
-
-def race_verdict(leader: Candidate, other: Candidate, goal: Goal) -> Verdict:
-    figure = "throughput" if goal.kind == "throughput" else "p99 latency"
-    return compare(figure, leader.race_summary(goal), other.race_summary(goal))
-
-
-def _worse(verdict: Verdict, goal: Goal) -> bool:
-    """The other side is clearly worse than the leader."""
-    return verdict.word == (LOWER if goal.kind == "throughput" else HIGHER)
-
-
-def pick(
-    observations: Sequence[Observation], goal: Goal
-) -> tuple[Candidate | None, Candidate | None]:
-    """(the pick, the runner-up); ``choose`` says why when a tie was broken."""
-    best, runner_up, _why = choose(observations, goal)
-    return best, runner_up
-
-
-def choose(
-    observations: Sequence[Observation], goal: Goal
-) -> tuple[Candidate | None, Candidate | None, str | None]:
-    """(the pick, the runner-up, why a tie was broken): the race's leader by the median of its
-    repeats once every contender has ``MIN_RACE_ROUNDS``, else the incumbent by the ramp figures.
-
-    When the race cannot separate the two on the goal's figure (no clear difference) and the
-    runner-up is clearly better on the other one (throughput goal: a lower p99; latency goal:
-    more infer/s), paired by round, the runner-up is the pick: the same service for less.
-    """
-    racing, _dropped = race_state(observations, goal)
-    if not racing or min(len(c.race) for c in racing) < MIN_RACE_ROUNDS:
-        return incumbent(observations, goal), None, None
-    leader = racing[0]
-    if len(racing) < 2:
-        return leader, None, None
-    second = racing[1]
-    main = race_verdict(leader, second, goal)
-    if main.word not in (NO_CLEAR,):
-        return leader, second, None
-    rounds_of = [o.repeat for o in leader.race]
-    if goal.kind == "throughput":
-        figure = "p99 latency"
-        lead = Summary.of([o.latency_p99_us for o in leader.race], rounds_of)
-        other = Summary.of([o.latency_p99_us for o in second.race], [o.repeat for o in second.race])
-        better = LOWER
-    else:
-        figure = "throughput"
-        lead = Summary.of([o.throughput_infer_per_s for o in leader.race], rounds_of)
-        other = Summary.of(
-            [o.throughput_infer_per_s for o in second.race], [o.repeat for o in second.race]
-        )
-        better = HIGHER
-    side = compare(figure, lead, other)
-    if side.word != better:
-        return leader, second, None
-    why = (
-        f"the race could not separate {leader.knobs.description} at concurrency "
-        f"{leader.concurrency} and {second.knobs.description} at concurrency "
-        f"{second.concurrency} on {main.figure} ({main.phrase()}), and the second's {figure} "
-        f"is {side.phrase()}: it is the pick"
-    )
-    return second, leader, why
-
-
-def race_state(
-    observations: Sequence[Observation], goal: Goal
-) -> tuple[list[Candidate], list[tuple[Candidate, Verdict]]]:
-    """(still racing, dropped with the verdict that dropped them); the leader first."""
-    field_ = _contenders(observations, goal)
-    if not field_:
-        return [], []
-    racing = list(field_)
-    dropped: list[tuple[Candidate, Verdict]] = []
-    rounds = min(len(c.race) for c in racing)
-    if rounds >= MIN_RACE_ROUNDS:
-        # ranked by the median of every repeat at the point (the figures the pick shows)
-        racing.sort(
-            key=lambda c: statistics.median(_objective_value(o, goal) for o in c.observations),
-            reverse=goal.kind == "throughput",
-        )
-        keep = racing[:2]  # the leader, and the runner-up as its evidence
-        for other in racing[2:]:
-            verdict = race_verdict(racing[0], other, goal)
-            if _worse(verdict, goal):
-                dropped.append((other, verdict))
-            else:
-                keep.append(other)
-        racing = keep
-    return racing, dropped
-
-
 def next_step(observations: Sequence[Observation], goal: Goal) -> Step:
     """The next measurement of the search, or the reason to stop."""
     configs = configurations(observations)
@@ -680,7 +373,7 @@ def next_step(observations: Sequence[Observation], goal: Goal) -> Step:
                         f"against {leader.score(goal):,.0f}), so its moves are tried too: " + reason
                     )
                 return Step("move", reason, move.knobs, base.concurrency)
-    return _race_step(observations, goal)
+    return race_step(observations, goal)
 
 
 def _near_leaders(
@@ -704,44 +397,3 @@ def _near_leaders(
             near.append(c)
     near.sort(key=lambda c: c.score(goal), reverse=goal.kind == "throughput")
     return [leader, *near]
-
-
-def _race_step(observations: Sequence[Observation], goal: Goal) -> Step:
-    racing, _dropped = race_state(observations, goal)
-    rounds = min(len(c.race) for c in racing)
-    if rounds >= MIN_RACE_ROUNDS:
-        leader = racing[0]
-        verdicts = [race_verdict(leader, other, goal) for other in racing[1:]]
-        if all(v.decided for v in verdicts):
-            return Step("stop", "the race is decided: " + _race_text(leader, racing, verdicts))
-        if rounds >= goal.max_race_rounds:
-            return Step(
-                "stop",
-                f"{rounds} race rounds measured (the limit), not every verdict decided: "
-                + _race_text(leader, racing, verdicts),
-            )
-    round_no = rounds + 1
-    names = ", ".join(f"{c.knobs.variant_name} {c.knobs.protocol} c{c.concurrency}" for c in racing)
-    for c in racing:
-        if len(c.race) < round_no:
-            return Step(
-                "race",
-                f"race round {round_no} of {len(racing)} contenders ({names}): the runner-up "
-                f"and every one within {RACE_BAND_PCT:.0f}% of the leader's single figure",
-                c.knobs,
-                c.concurrency,
-                round_no,
-            )
-    raise AssertionError("unreachable: a contender lacks the round")  # pragma: no cover
-
-
-def _race_text(leader: Candidate, racing: Sequence[Candidate], verdicts: Sequence[Verdict]) -> str:
-    if len(racing) < 2:
-        return f"{leader.knobs.description} is the only configuration that qualifies"
-    parts = [
-        f"{o.knobs.description} at concurrency {o.concurrency}: {v.phrase()}"
-        for o, v in zip(racing[1:], verdicts, strict=True)
-    ]
-    return f"against {leader.knobs.description} at concurrency {leader.concurrency}, " + "; ".join(
-        parts
-    )

@@ -1,0 +1,178 @@
+"""tune's race: the close contenders measured again in interleaved rounds, paired by round,
+until every verdict against the leader is decided or the rounds run out; and the pick it gives
+(``choose``), with the tie-break on the other figure. The rest of the policy is ``search.py``."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from tritonlab.analysis.search_space import (
+    MIN_RACE_ROUNDS,
+    RACE_BAND_PCT,
+    Candidate,
+    Goal,
+    Observation,
+    Step,
+    best_point,
+    configurations,
+    incumbent,
+    objective_value,
+)
+from tritonlab.analysis.summary import Summary
+from tritonlab.analysis.verdicts import HIGHER, LOWER, NO_CLEAR, Verdict, compare
+
+
+def _contenders(observations: Sequence[Observation], goal: Goal) -> list[Candidate]:
+    """The leader first, then the runner-up and every configuration whose single ramp figure
+    is within ``RACE_BAND_PCT`` of the leader's (ordered by that figure)."""
+    ranked = [
+        c
+        for c in (best_point(observations, k, goal) for k in configurations(observations))
+        if c is not None
+    ]
+    if not ranked:
+        return []
+    ranked.sort(key=lambda c: c.score(goal), reverse=goal.kind == "throughput")
+    lead = ranked[0].score(goal)
+    band = RACE_BAND_PCT / 100
+    chosen = ranked[:2]
+    for c in ranked[2:]:
+        value = c.score(goal)
+        near = (
+            value >= lead * (1 - band) if goal.kind == "throughput" else value <= lead * (1 + band)
+        )
+        if near:
+            chosen.append(c)
+    return chosen
+
+
+def race_verdict(leader: Candidate, other: Candidate, goal: Goal) -> Verdict:
+    figure = "throughput" if goal.kind == "throughput" else "p99 latency"
+    return compare(figure, leader.race_summary(goal), other.race_summary(goal))
+
+
+def _worse(verdict: Verdict, goal: Goal) -> bool:
+    """The other side is clearly worse than the leader."""
+    return verdict.word == (LOWER if goal.kind == "throughput" else HIGHER)
+
+
+def pick(
+    observations: Sequence[Observation], goal: Goal
+) -> tuple[Candidate | None, Candidate | None]:
+    """(the pick, the runner-up); ``choose`` says why when a tie was broken."""
+    best, runner_up, _why = choose(observations, goal)
+    return best, runner_up
+
+
+def choose(
+    observations: Sequence[Observation], goal: Goal
+) -> tuple[Candidate | None, Candidate | None, str | None]:
+    """(the pick, the runner-up, why a tie was broken): the race's leader by the median of its
+    repeats once every contender has ``MIN_RACE_ROUNDS``, else the incumbent by the ramp figures.
+
+    When the race cannot separate the two on the goal's figure (no clear difference) and the
+    runner-up is clearly better on the other one (throughput goal: a lower p99; latency goal:
+    more infer/s), paired by round, the runner-up is the pick: the same service for less.
+    """
+    racing, _dropped = race_state(observations, goal)
+    if not racing or min(len(c.race) for c in racing) < MIN_RACE_ROUNDS:
+        return incumbent(observations, goal), None, None
+    leader = racing[0]
+    if len(racing) < 2:
+        return leader, None, None
+    second = racing[1]
+    main = race_verdict(leader, second, goal)
+    if main.word not in (NO_CLEAR,):
+        return leader, second, None
+    rounds_of = [o.repeat for o in leader.race]
+    if goal.kind == "throughput":
+        figure = "p99 latency"
+        lead = Summary.of([o.latency_p99_us for o in leader.race], rounds_of)
+        other = Summary.of([o.latency_p99_us for o in second.race], [o.repeat for o in second.race])
+        better = LOWER
+    else:
+        figure = "throughput"
+        lead = Summary.of([o.throughput_infer_per_s for o in leader.race], rounds_of)
+        other = Summary.of(
+            [o.throughput_infer_per_s for o in second.race], [o.repeat for o in second.race]
+        )
+        better = HIGHER
+    side = compare(figure, lead, other)
+    if side.word != better:
+        return leader, second, None
+    why = (
+        f"the race could not separate {leader.knobs.description} at concurrency "
+        f"{leader.concurrency} and {second.knobs.description} at concurrency "
+        f"{second.concurrency} on {main.figure} ({main.phrase()}), and the second's {figure} "
+        f"is {side.phrase()}: it is the pick"
+    )
+    return second, leader, why
+
+
+def race_state(
+    observations: Sequence[Observation], goal: Goal
+) -> tuple[list[Candidate], list[tuple[Candidate, Verdict]]]:
+    """(still racing, dropped with the verdict that dropped them); the leader first."""
+    field_ = _contenders(observations, goal)
+    if not field_:
+        return [], []
+    racing = list(field_)
+    dropped: list[tuple[Candidate, Verdict]] = []
+    rounds = min(len(c.race) for c in racing)
+    if rounds >= MIN_RACE_ROUNDS:
+        # ranked by the median of every repeat at the point (the figures the pick shows)
+        racing.sort(
+            key=lambda c: statistics.median(objective_value(o, goal) for o in c.observations),
+            reverse=goal.kind == "throughput",
+        )
+        keep = racing[:2]  # the leader, and the runner-up as its evidence
+        for other in racing[2:]:
+            verdict = race_verdict(racing[0], other, goal)
+            if _worse(verdict, goal):
+                dropped.append((other, verdict))
+            else:
+                keep.append(other)
+        racing = keep
+    return racing, dropped
+
+
+def race_step(observations: Sequence[Observation], goal: Goal) -> Step:
+    racing, _dropped = race_state(observations, goal)
+    rounds = min(len(c.race) for c in racing)
+    if rounds >= MIN_RACE_ROUNDS:
+        leader = racing[0]
+        verdicts = [race_verdict(leader, other, goal) for other in racing[1:]]
+        if all(v.decided for v in verdicts):
+            return Step("stop", "the race is decided: " + _race_text(leader, racing, verdicts))
+        if rounds >= goal.max_race_rounds:
+            return Step(
+                "stop",
+                f"{rounds} race rounds measured (the limit), not every verdict decided: "
+                + _race_text(leader, racing, verdicts),
+            )
+    round_no = rounds + 1
+    names = ", ".join(f"{c.knobs.variant_name} {c.knobs.protocol} c{c.concurrency}" for c in racing)
+    for c in racing:
+        if len(c.race) < round_no:
+            return Step(
+                "race",
+                f"race round {round_no} of {len(racing)} contenders ({names}): the runner-up "
+                f"and every one within {RACE_BAND_PCT:.0f}% of the leader's single figure",
+                c.knobs,
+                c.concurrency,
+                round_no,
+            )
+    raise AssertionError("unreachable: a contender lacks the round")  # pragma: no cover
+
+
+def _race_text(leader: Candidate, racing: Sequence[Candidate], verdicts: Sequence[Verdict]) -> str:
+    if len(racing) < 2:
+        return f"{leader.knobs.description} is the only configuration that qualifies"
+    parts = [
+        f"{o.knobs.description} at concurrency {o.concurrency}: {v.phrase()}"
+        for o, v in zip(racing[1:], verdicts, strict=True)
+    ]
+    return f"against {leader.knobs.description} at concurrency {leader.concurrency}, " + "; ".join(
+        parts
+    )

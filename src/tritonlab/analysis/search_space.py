@@ -1,0 +1,267 @@
+"""The space tune searches and what it knows of it: the knobs of a configuration, one
+measured point (``Observation``), the goal and its limits, a step of the search, and each
+configuration's best point so far (``Candidate``). The policy is in ``search.py``, the race
+that decides the pick in ``race.py``."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tritonlab.analysis.summary import Summary
+from tritonlab.analysis.verdicts import MIN_EFFECT_PCT
+from tritonlab.repository.variants import ServingVariant
+
+GOALS = ("throughput", "latency")
+PROTOCOLS = ("grpc", "http")
+NOISE_PCT = MIN_EFFECT_PCT  # a rise smaller than this is not acted on
+RACE_BAND_PCT = 2 * NOISE_PCT  # single figures closer than this to the leader are raced
+MIN_RACE_ROUNDS = 2
+# A point whose single p99 is at most this far over the budget is raced before it is ruled out.
+NEAR_BUDGET_PCT = 20.0
+MAX_CONCURRENCY = 1024
+INSTANCE_LADDER = (1, 2, 4, 8, 16)  # doubled; a rung that loses is refined by its midpoint
+MAX_BATCH_LIMIT = 256
+THREADS_LIMIT = 16
+# Above this time per execution the model's own compute dwarfs the serving path (~0.1 ms per
+# request here): threads x instances is the question, not batching (`run --configs auto` picks
+# by it; tune proposes more threads past it).
+COMPUTE_BOUND_US = 1000.0
+
+
+@dataclass(frozen=True, order=True)
+class Knobs:
+    """A point of the configuration space tune searches."""
+
+    instances: int = 1
+    batching: bool = False
+    max_batch: int = 64
+    threads: int | None = 1
+    protocol: str = "grpc"
+
+    @property
+    def variant_name(self) -> str:
+        batching = "dyn" if self.batching else "nobatch"
+        threads = f"t{self.threads}" if self.threads else "tdef"
+        return f"x{self.instances}_{batching}_m{self.max_batch}_{threads}"
+
+    @property
+    def description(self) -> str:
+        batching = (
+            f"dynamic batching (delay 0, max batch {self.max_batch})"
+            if self.batching
+            else f"no batching (max batch {self.max_batch})"
+        )
+        threads = (
+            f"{self.threads} thread{'s' if self.threads != 1 else ''}"
+            if self.threads
+            else "default threads"
+        )
+        count = f"{self.instances} instance{'s' if self.instances != 1 else ''}"
+        return f"{count}, {batching}, {threads}, {self.protocol}"
+
+    def variant(self) -> ServingVariant:
+        return ServingVariant(
+            self.variant_name,
+            f"{self.instances} x, {'batching' if self.batching else 'no batching'}, "
+            f"max {self.max_batch}, "
+            f"{self.threads or 'default'} thr",
+            dynamic_batching=self.batching,
+            max_batch_size=self.max_batch,
+            instance_count=self.instances,
+            intra_op_threads=self.threads,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "instances": self.instances,
+            "batching": self.batching,
+            "max_batch": self.max_batch,
+            "threads": self.threads,
+            "protocol": self.protocol,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Knobs:
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One measured cell, as the policy sees it (server figures per request, in µs)."""
+
+    knobs: Knobs
+    concurrency: int
+    repeat: int  # 0 = the ramp's measurement, 1.. = race rounds
+    throughput_infer_per_s: float
+    latency_p99_us: float | None
+    queue_us: float | None = None
+    compute_us: float | None = None  # compute input + infer + output, per request
+    execution_us: float | None = None  # compute per execution (a batch)
+    mean_batch: float | None = None
+    server_cores: float | None = None
+    load_generator_cores: float | None = None
+
+    @property
+    def failed(self) -> bool:
+        """A cell given up on after repeated faults (its throughput is NaN)."""
+        return not math.isfinite(self.throughput_infer_per_s)
+
+
+@dataclass(frozen=True)
+class Goal:
+    """What tune optimises, under which limits."""
+
+    kind: str = "throughput"
+    p99_budget_us: float | None = None
+    min_throughput_infer_per_s: float | None = None  # goal latency: the load to carry
+    cores: int = 2
+    max_race_rounds: int = 3
+    start: Knobs = field(default_factory=Knobs)
+    switch_protocol: bool = True  # False: only the start's protocol (the clients' own)
+    max_instances: int = INSTANCE_LADDER[-1]
+    # perf_analyzer's measurement window: a load whose requests would take longer than one
+    # window to come back cannot be measured with it (None: no limit).
+    window_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in GOALS:
+            raise ValueError(f"goal must be one of {', '.join(GOALS)}, got {self.kind!r}")
+
+    def within(self, p99_us: float | None) -> bool:
+        if self.p99_budget_us is None:
+            return True
+        return p99_us is not None and p99_us <= self.p99_budget_us
+
+    @property
+    def first_concurrency(self) -> int:
+        return 1 if self.kind == "latency" else 8
+
+
+@dataclass(frozen=True)
+class Step:
+    """The next thing to do: measure a cell (and why), or stop (and why)."""
+
+    phase: str  # ramp | move | race | stop
+    reason: str
+    knobs: Knobs | None = None
+    concurrency: int = 0
+    repeat: int = 0
+
+    @property
+    def stop(self) -> bool:
+        return self.phase == "stop"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A configuration's best point so far, with every repeat measured there."""
+
+    knobs: Knobs
+    concurrency: int
+    observations: tuple[Observation, ...]
+
+    @property
+    def throughput(self) -> Summary:
+        return Summary.of(
+            [o.throughput_infer_per_s for o in self.observations],
+            [o.repeat + 1 for o in self.observations],
+        )
+
+    @property
+    def p99(self) -> Summary:
+        return Summary.of(
+            [o.latency_p99_us for o in self.observations],
+            [o.repeat + 1 for o in self.observations],
+        )
+
+    @property
+    def race(self) -> tuple[Observation, ...]:
+        return tuple(o for o in self.observations if o.repeat >= 1)
+
+    def race_summary(self, goal: Goal) -> Summary:
+        values = [objective_value(o, goal) for o in self.race]
+        return Summary.of(values, [o.repeat for o in self.race])
+
+    def score(self, goal: Goal) -> float:
+        """The ramp's single figure: it chooses the point and steers the search (the race's
+        rounds decide the pick), so a configuration's point does not wander during the race."""
+        return objective_value(self.observations[0], goal)
+
+
+def objective_value(obs: Observation, goal: Goal) -> float:
+    if goal.kind == "throughput":
+        return obs.throughput_infer_per_s
+    return obs.latency_p99_us if obs.latency_p99_us is not None else float("inf")
+
+
+def better(a: float, b: float, goal: Goal) -> bool:
+    """Is objective value ``a`` better than ``b``."""
+    return a > b if goal.kind == "throughput" else a < b
+
+
+def configurations(observations: Sequence[Observation]) -> list[Knobs]:
+    """The configurations in the order the search first measured them."""
+    return list(dict.fromkeys(o.knobs for o in observations))
+
+
+def points_at(observations: Sequence[Observation], knobs: Knobs) -> dict[int, list[Observation]]:
+    points: dict[int, list[Observation]] = {}
+    for o in observations:
+        if o.knobs == knobs:
+            points.setdefault(o.concurrency, []).append(o)
+    return points
+
+
+def qualifies(points: Sequence[Observation], goal: Goal) -> bool:
+    """Every repeat served (none failed), the p99 within the budget and, for goal latency,
+    carrying the load.
+
+    The p99 is the median of the point's repeats: one short cell's p99 is itself noisy, so a
+    single repeat over the budget does not rule a point out, nor one under it in. Until the
+    race has measured the point ``MIN_RACE_ROUNDS`` more times, a point up to
+    ``NEAR_BUDGET_PCT`` over the budget stays in: the race's repeats decide it.
+    """
+    if any(o.failed for o in points):
+        return False
+    if goal.p99_budget_us is not None:
+        p99s = [o.latency_p99_us for o in points]
+        if any(p is None for p in p99s):
+            return False
+        limit = goal.p99_budget_us
+        if len(points) <= MIN_RACE_ROUNDS:
+            limit *= 1 + NEAR_BUDGET_PCT / 100
+        if statistics.median(p for p in p99s if p is not None) > limit:
+            return False
+    if goal.kind == "latency" and goal.min_throughput_infer_per_s is not None:
+        rate = statistics.median(o.throughput_infer_per_s for o in points)
+        return rate >= goal.min_throughput_infer_per_s
+    return True
+
+
+def best_point(observations: Sequence[Observation], knobs: Knobs, goal: Goal) -> Candidate | None:
+    """The configuration's best qualifying point by its ramp figure, or None when none does."""
+    best: Candidate | None = None
+    for concurrency, points in sorted(points_at(observations, knobs).items()):
+        if not any(o.repeat == 0 for o in points) or not qualifies(points, goal):
+            continue
+        candidate = Candidate(knobs, concurrency, tuple(sorted(points, key=lambda o: o.repeat)))
+        if best is None or better(candidate.score(goal), best.score(goal), goal):
+            best = candidate
+    return best
+
+
+def incumbent(observations: Sequence[Observation], goal: Goal) -> Candidate | None:
+    """The best best-point over all configurations by the ramp figures (ties: the one
+    measured first): where the moves start from."""
+    best: Candidate | None = None
+    for knobs in configurations(observations):
+        candidate = best_point(observations, knobs, goal)
+        if candidate is None:
+            continue
+        if best is None or better(candidate.score(goal), best.score(goal), goal):
+            best = candidate
+    return best
