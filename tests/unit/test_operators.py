@@ -77,6 +77,9 @@ def test_fit_recovers_a_linear_cost() -> None:
     assert fit.fixed_share_at_batch_1 == pytest.approx(30 / 36)
     assert fit.per_sample_at(10) == pytest.approx(9.0)
     assert ExecutionCostFit.fit({1: 10.0}) is None
+    # nothing left after the empty model's time was taken off: a zero fit, not none
+    zero = ExecutionCostFit.fit({1: 0.0, 8: 0.0, 64: 0.0})
+    assert zero is not None and (zero.fixed_us, zero.per_sample_us) == (0.0, 0.0)
 
 
 def test_paragraph_weight_bound_model(tmp_path: Path) -> None:
