@@ -257,7 +257,7 @@ def readme_block(report: dict[str, Any]) -> str:
             + "; ".join(aa_lines(report))
             + ".",
             "",
-            *findings(report),
+            "\n\n".join(findings(report)),
             README_END,
         ]
     )
