@@ -58,3 +58,19 @@ def test_the_aa_benchmark_page_is_its_file() -> None:
     with_reloads = [v for m, v in told_apart.items() if m.startswith("reloads")]
     without = [v for m, v in told_apart.items() if m == "no reloads"]
     assert with_reloads and without and min(with_reloads) >= max(without)
+
+
+def test_the_demo_control_reads_a_difference_more_often_than_the_copies() -> None:
+    """docs/measuring.md: the demo's control has read "higher" or "lower" more often than the
+    copies of the A/A benchmark; checked against both files."""
+    demo = json.loads((RESULTS / "resolution.json").read_text())
+    controls = [
+        f["throughput"]["word"]
+        for r in demo["runs"]
+        if r["model"] == "simple_mlp"
+        for f in r["aa_control"]
+    ]
+    aa = json.loads((RESULTS / "aa_floor.json").read_text())
+    copies = [p["throughput"]["excludes_zero"] for r in aa["runs"] for p in r["pairs"]]
+    demo_share = sum(w in ("higher", "lower") for w in controls) / len(controls)
+    assert demo_share > sum(copies) / len(copies)
