@@ -22,13 +22,9 @@ Writes ``OUT/aa_floor.json`` and ``OUT/aa_floor.md`` (rewritten after every run)
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import itertools
 import json
-import platform
-import shutil
 import statistics
-import subprocess
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -39,16 +35,6 @@ MARKER = ".tritonlab-aa-bench"  # only folders holding it are ever removed
 COPIES = 3
 TRIAL_RELOAD_EVERY_BLOCKS = 10
 FIGURES = (("throughput", "throughput_infer_per_s"), ("latency_p99", "latency_p99_us"))
-
-
-def _fresh_folder(path: Path) -> None:
-    """An empty folder for one run; only a folder this benchmark made is removed."""
-    if path.exists():
-        if not (path / MARKER).exists():
-            raise SystemExit(f"{path} exists and was not made by this benchmark; pass --work")
-        shutil.rmtree(path)
-    path.mkdir(parents=True)
-    (path / MARKER).write_text("made by benchmarks/aa_floor.py\n")
 
 
 def measure(run_dir: Path, onnx: Path, blocks: int, run: int, reloads: bool) -> float:
@@ -208,17 +194,12 @@ def main() -> None:
         help="alternate runs with reloads every 10 blocks (odd runs) and none (even runs)",
     )
     args = parser.parse_args()
-    from tritonlab.experiments.manifest import MachineInfo, available_cores
+    from bench_common import fresh_folder, report_header  # beside this script
+
     from tritonlab.models.demo import export_simple_mlp
 
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
-    ).stdout.strip()
     report: dict[str, Any] = {
-        "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M"),
-        "commit": commit,
-        "machine": MachineInfo.current().cpu_model or platform.processor(),
-        "cores": available_cores(),
+        **report_header(),
         "blocks": args.blocks,
         "runs": [],
         "summary": {},
@@ -230,7 +211,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     for run in range(1, args.runs + 1):
         folder = args.work / f"run{run}"
-        _fresh_folder(folder)
+        fresh_folder(folder, MARKER, "benchmarks/aa_floor.py")
         reloads = args.compare_reloads and run % 2 == 1
         wall = measure(folder, onnx, args.blocks, run, reloads)
         pairs = compare_pairs(folder)

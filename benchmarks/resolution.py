@@ -19,8 +19,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import platform
-import shutil
 import statistics
 import subprocess
 import sys
@@ -31,16 +29,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 ENGINES = ("blocks", "classic")
 MARKER = ".tritonlab-resolution-bench"  # only folders holding it are ever removed
-
-
-def _fresh_folder(path: Path) -> None:
-    """An empty folder for one run; only a folder this benchmark made is removed."""
-    if path.exists():
-        if not (path / MARKER).exists():
-            raise SystemExit(f"{path} exists and was not made by this benchmark; pass --work")
-        shutil.rmtree(path)
-    path.mkdir(parents=True)
-    (path / MARKER).write_text("made by benchmarks/resolution.py\n")
 
 
 def _iso_s(text: str) -> float:
@@ -334,16 +322,10 @@ def main() -> None:
         rewrite_readme(ROOT / "README.md", stored)
         return
     tritonlab = str(Path(sys.executable).parent / "tritonlab")
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
-    ).stdout.strip()
-    from tritonlab.experiments.manifest import MachineInfo, available_cores
+    from bench_common import fresh_folder, report_header  # beside this script
 
     report: dict[str, Any] = {
-        "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M"),
-        "commit": commit,
-        "machine": MachineInfo.current().cpu_model or platform.processor(),
-        "cores": available_cores(),
+        **report_header(),
         "runs": [],
         "summary": {},
     }
@@ -357,7 +339,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     for model, engine, i, command in jobs:
         folder = args.work / f"{model}_{engine}_{i}"
-        _fresh_folder(folder)
+        fresh_folder(folder, MARKER, "benchmarks/resolution.py")
         started = time.monotonic()
         subprocess.run(
             [tritonlab, *command, "--out", str(folder), "--engine", engine],
