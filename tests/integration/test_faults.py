@@ -155,7 +155,8 @@ def test_killed_server_mid_sweep_is_restarted_and_the_sweep_finishes(
     after = _cells(out_dir)
     lost = [c for c, data in before.items() if after.get(c) != data]
     print(f"cells finished before the kill: {len(before)}, lost: {len(lost)}")
-    assert not lost and len(after) == 4  # the sweep: 2 configurations x 2 loads
+    # the sweep: 2 configurations and the block engine's A/A control, x 2 loads
+    assert not lost and len(after) == 6
     faults = read_result(out_dir / "results" / "faults.json")
     assert any("restarted the server" in f["action"] for f in faults), faults
     manifest = json.loads((out_dir / "results" / "manifest.json").read_text())

@@ -162,6 +162,7 @@ def test_sweep_on_two_nodes_survives_a_lost_node_and_resumes(
     assert code == 0, stderr.read_text()[-3000:]
     summary = stdout.read_text()
     assert f"reused {len(interrupted)}" in summary, summary
+    assert "measuring with the classic engine" in stderr.read_text()  # the plan's blocks
     cells = _cells(out_dir)
     assert set(cells) == CELLS
     assert {c: d.to_dict() for c, d in interrupted.items()} == {
@@ -193,7 +194,8 @@ def test_sweep_on_two_nodes_survives_a_lost_node_and_resumes(
         [
             *tritonlab_command(),
             *("sweep", str(local_plan), "--out", str(local_dir)),
-            *("--no-progress", "--max-repeats", "2"),
+            # the engine a Ray run measures with (the plan's blocks are switched to classic)
+            *("--no-progress", "--max-repeats", "2", "--engine", "classic"),
         ],
         cwd=tmp_path,
         env=cli_env() | {"TRITONLAB_CEILING_WINDOW_S": "1"},

@@ -1,8 +1,9 @@
 """``tritonlab sweep`` end to end on the real server: Ctrl-C, resume, open-loop rates, report.
 
-A tiny plan (2 variants x 2 concurrencies x 1 repeat + 1 open-loop rate = 6 cells) with short
-windows. The run is interrupted after its first cell, resumed to the end, re-run (nothing left
-to measure), refused for a different plan, and its reports rebuilt from files.
+A tiny plan (2 variants and the block engine's A/A control x (2 concurrencies + 1 open-loop
+rate) x 1 block = 9 cells), every configuration co-loaded. The run is interrupted after its
+first cell, resumed to the end, re-run (nothing left to measure), refused for a different plan,
+and its reports rebuilt from files.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ recommend: {{latency_budget_p99_us: 1000000, target_load_infer_per_s: 10}}
 """
 CELLS = {
     f"{variant}__{load}__r1"
-    for variant in ("baseline", "batch_0us")
+    for variant in ("baseline", "batch_0us", "baseline_aa")
     for load in ("grpc_b1_c8", "grpc_b1_c2", "grpc_b1_p50")
 }
 
@@ -122,7 +123,7 @@ def test_sweep_interrupt_resume_rates_and_report(
     kept = {cid: path.read_bytes() for cid, path in _kept_files(out_dir).items()}
     assert 1 <= len(kept) < len(CELLS)
     # Not a terminal: plain progress lines with an ETA.
-    assert re.search(r"\[\d+/6\] measuring \S+ \(elapsed \d+:\d\d, ETA", stderr), stderr
+    assert re.search(r"\[\d+/9\] measuring \S+ \(elapsed \d+:\d\d, ETA", stderr), stderr
 
     # 2. Resume: only the missing cells are measured; the kept ones are untouched.
     code, stdout, stderr = _run([*args, "--no-progress"], tmp_path, "resumed", timeout_s=400)
@@ -166,6 +167,12 @@ def test_sweep_interrupt_resume_rates_and_report(
     assert set(recs["knees"]) == {"baseline/grpc/b1", "batch_0us/grpc/b1"}
     log = (out_dir / "docs" / "experiment_log.md").read_text()
     assert "## Recommendations" in log and recs["summary_line"] in log
+    # The block engine: co-loaded, the cells' windows set from a warm-up, the noise floor stated.
+    engine = json.loads((out_dir / "results" / "engine.json").read_text())
+    assert engine["engine"] == "blocks" and engine["coload"]["co_loaded"], engine
+    assert "grpc_b1_p50" in engine["windows_ms"]  # the open-loop rate's, set when measured
+    assert "## Noise floor (A/A control)" in log
+    assert all(p["variant"] != "baseline_aa" for p in recs["points"])  # never a candidate
     manifest = json.loads((out_dir / "results" / "manifest.json").read_text())
     assert manifest["sweep"]["latency_budget_p99_us"] == 1000000
 

@@ -34,6 +34,11 @@ def _error(data: Any) -> str:
 BASE: dict[str, Any] = {"model": "demo"}
 
 
+def _configs(plan: Any) -> list[Any]:
+    """The plan's configurations, without the block engine's A/A control."""
+    return [v for v in plan.experiment.variants if not v.control]
+
+
 def test_demo_plan_expands_to_one_change_variants() -> None:
     plan = load_demo_plan()
     exp = plan.experiment
@@ -45,11 +50,13 @@ def test_demo_plan_expands_to_one_change_variants() -> None:
         "batch_5000us",
         "batch_0us_x2",
         "batch_5000us_pref8",
+        "baseline_aa",  # the block engine's A/A control
     ]
+    assert exp.variants[-1].control and exp.measurement.engine == "blocks"
     assert exp.variants[0].description == "baseline (no batching, count=1)"
     assert exp.variants[3].description == "batching (5 ms, count=1)"
     # Every variant is one change from the earlier variant it differs from least.
-    for i, variant in enumerate(exp.variants[1:], start=1):
+    for i, variant in enumerate(exp.variants[1:-1], start=1):
         nearest = min(len(changed_fields(e, variant)) for e in exp.variants[:i])
         assert nearest == 1, variant.name
     assert [ld.key for ld in exp.loads] == [
@@ -63,8 +70,26 @@ def test_demo_plan_expands_to_one_change_variants() -> None:
     ]
     assert plan.latency_budget_p99_us == 10000.0
     assert plan.target_load_infer_per_s == 2000.0
-    # Sized for the 15-minute target: variants x loads x repeats.
-    assert len(exp.variants) * len(exp.loads) * exp.repeats <= 130
+    # 10 short blocks; with --engine classic, 3 rounds of long cells and no control.
+    assert exp.repeats == 10
+    classic = plan.with_engine("classic").experiment
+    assert classic.repeats == 3 and not any(v.control for v in classic.variants)
+    assert len(classic.variants) * len(classic.loads) * classic.repeats <= 130
+    assert plan.with_engine("classic").with_engine("blocks") == plan
+
+
+def test_the_engine_comes_from_the_plan_and_repeats_given_are_kept() -> None:
+    plan = _parse({**BASE, "repeats": 4, "measurement": {"engine": "classic"}})
+    assert plan.engine == "classic" and plan.experiment.repeats == 4
+    assert [v.name for v in _configs(plan)] == ["baseline"]
+    blocks = plan.with_engine("blocks")
+    assert blocks.experiment.repeats == 4  # the plan's own repeats, whatever the engine
+    assert [v.name for v in blocks.experiment.variants] == ["baseline", "baseline_aa"]
+    assert "measurement.engine: must be one of blocks, classic" in _error(
+        {**BASE, "measurement": {"engine": "fast"}}
+    )
+    with pytest.raises(PlanError, match="--engine must be one of"):
+        plan.with_engine("fast")
 
 
 def test_demo_plan_file_is_shipped_with_the_package() -> None:
@@ -75,7 +100,7 @@ def test_demo_plan_file_is_shipped_with_the_package() -> None:
 
 def test_axes_without_anchor_vary_from_the_baseline_and_enable_batching() -> None:
     plan = _parse({**BASE, "axes": {"max_queue_delay_microseconds": [0, 500]}})
-    baseline, zero, half = plan.experiment.variants
+    baseline, zero, half = _configs(plan)
     assert not baseline.dynamic_batching
     assert (zero.dynamic_batching, zero.max_queue_delay_us, zero.name) == (True, 0, "batch_0us")
     assert (half.max_queue_delay_us, half.name) == (500, "batch_500us")
@@ -91,7 +116,7 @@ def test_axis_value_equal_to_the_anchor_is_dropped() -> None:
             "axes": {"max_queue_delay_microseconds": [0, 2000], "instance_count": [1, 2]},
         }
     )
-    assert [v.name for v in plan.experiment.variants] == [
+    assert [v.name for v in _configs(plan)] == [
         "baseline",
         "batch_0us",
         "batch_2000us",
@@ -107,7 +132,7 @@ def test_turning_batching_off_drops_the_anchor_batcher_settings() -> None:
             "axes": {"dynamic_batching": [False], "instance_count": [2]},
         }
     )
-    names = [v.name for v in plan.experiment.variants]
+    names = [v.name for v in _configs(plan)]
     # dynamic_batching: false on the anchor is the baseline again, so it adds nothing.
     assert names == ["baseline", "batch_100us", "batch_100us_x2"]
 
@@ -188,10 +213,10 @@ def test_concurrency_step_range_and_default_reference() -> None:
 def test_defaults() -> None:
     plan = _parse(BASE)
     exp = plan.experiment
-    assert [v.name for v in exp.variants] == ["baseline"]
+    assert [v.name for v in exp.variants] == ["baseline", "baseline_aa"]
     assert exp.variants[0].max_batch_size == 64
     assert [ld.concurrency for ld in exp.loads] == [8, 1, 2, 4, 16]
-    assert exp.repeats == 3
+    assert exp.repeats == 10 and exp.measurement.engine == "blocks"
     assert exp.measurement.measurement_interval_ms == 1000
     assert plan.latency_budget_p99_us is None and plan.target_load_infer_per_s is None
     assert exp.model_name == "simple_mlp"
@@ -221,7 +246,7 @@ def test_unknown_keys_list_the_allowed_ones() -> None:
     message = _error({**BASE, "loads": {"open_loop": {"rates": [1]}}})
     assert "loads.open_loop.rates: unknown key; allowed: peak_fractions, protocol" in message
     message = _error({**BASE, "measurement": {"window": 5}})
-    assert "measurement.window: unknown key; allowed: measurement_interval_ms" in message
+    assert "measurement.window: unknown key; allowed: engine, measurement_interval_ms" in message
 
 
 @pytest.mark.parametrize(

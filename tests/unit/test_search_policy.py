@@ -15,6 +15,7 @@ from dataclasses import replace
 
 import pytest
 
+from tritonlab.analysis.race import race_step
 from tritonlab.analysis.search import (
     MAX_CONCURRENCY,
     NOISE_PCT,
@@ -330,3 +331,25 @@ def test_p99_budget_is_judged_by_the_median_of_a_points_repeats() -> None:
     out.append(replace(near, repeat=2, latency_p99_us=10_200.0))
     best = best_point(out, k, goal)
     assert best is not None and best.concurrency == 8
+
+
+def test_under_a_budget_a_configurations_other_point_near_the_leader_is_raced() -> None:
+    """ma-bench, 2026-12-02: 1 instance read 4,687 infer/s at c8 and 4,340 at c16 (p99 7 ms,
+    within 10 ms); the c16 point, in fact the better one, never raced because one noisy figure
+    each put c8 ahead. Under a budget every qualifying point near the leader races."""
+    one, two = Knobs(batching=True), Knobs(instances=2, batching=True)
+    obs = [
+        Observation(one, 8, 0, 4687.0, 3560.0),
+        Observation(one, 16, 0, 4340.0, 7010.0),
+        Observation(one, 32, 0, 4500.0, 16000.0),  # over the budget: never raced
+        Observation(two, 8, 0, 4502.0, 4680.0),
+        Observation(two, 16, 0, 3000.0, 8000.0),  # far below the leader: not raced
+    ]
+    budget = Goal(p99_budget_us=10000.0)
+    racing, _ = race_state(obs, budget)
+    assert [(c.knobs, c.concurrency) for c in racing] == [(one, 8), (two, 8), (one, 16)]
+    step = race_step(obs, budget)
+    assert step.phase == "race" and "3 contenders" in step.reason
+    # without a budget a configuration races at its best point only
+    racing, _ = race_state(obs, Goal())
+    assert [(c.knobs, c.concurrency) for c in racing] == [(one, 8), (two, 8)]

@@ -90,8 +90,9 @@ def test_rates_come_from_the_stored_cells(tmp_path: Path) -> None:
 def test_count_cells_of_the_demo_plan() -> None:
     plan = load_demo_plan().experiment
     closed, open_loop = count_cells(plan)
-    assert (closed, open_loop) == (6 * 5 * plan.repeats, 6 * 2 * plan.repeats)
-    assert plan.repeats == 3
+    # 6 configurations and the A/A control, 5 closed-loop and 2 open-loop loads, 10 blocks
+    assert (closed, open_loop) == (7 * 5 * plan.repeats, 7 * 2 * plan.repeats)
+    assert plan.repeats == 10
 
 
 def test_fraction_of_peak_loads_need_a_rate_resolver(tmp_path: Path) -> None:

@@ -101,13 +101,18 @@ def undecided_sweep(
     variant_order: list[str],
     latency_budget_p99_us: float,
     target_load_infer_per_s: float | None,
+    precision: bool = False,
 ) -> tuple[Cells, list[str]]:
-    """Sweeps: the picks' verdicts against the baseline and the runner-up."""
+    """Sweeps: the picks' verdicts against the baseline and the runner-up. ``precision`` (the
+    block engine): a throughput interval wider than ``TARGET_HALF_WIDTH_PCT``, whatever its
+    word, the A/A control's at the same load included (its cells join the pick's blocks)."""
     from tritonlab.analysis.recommend import BASELINE, recommend
 
+    cells = load_cells(run_dir)
     recs = recommend(
-        _summaries(run_dir, variant_order), latency_budget_p99_us, target_load_infer_per_s
+        summarise(cells, variant_order), latency_budget_p99_us, target_load_infer_per_s
     )
+    floors = {f.load_key: f for f in noise_floors(cells)}
     targets: Cells = []
     reasons: list[str] = []
     for pick in (recs.throughput_pick, recs.latency_pick):
@@ -115,17 +120,29 @@ def undecided_sweep(
             continue
         p = pick.point
         found = _undecided(
-            f"{pick.kind} pick {p.variant} at {p.load_key} vs baseline:", pick.verdicts
+            f"{pick.kind} pick {p.variant} at {p.load_key} vs baseline:", pick.verdicts, precision
         )
         runner, runner_verdict = pick.runner_up, pick.runner_up_verdict
-        if runner is not None and runner_verdict is not None and not runner_verdict.decided:
-            found.append(
-                f"{pick.kind} pick vs runner-up {runner.variant} at {runner.load_key}: "
-                f"{runner_verdict.figure} {runner_verdict.phrase()}"
+        if runner is not None and runner_verdict is not None:
+            key = "throughput" if runner_verdict.figure == "throughput" else "latency_p99"
+            against = _undecided(
+                f"{pick.kind} pick vs runner-up {runner.variant} at {runner.load_key}:",
+                {key: runner_verdict},
+                precision,
             )
-            targets.append((runner.variant, runner.load_key))
-            targets.append((BASELINE, runner.load_key))
+            if against:
+                found += against
+                targets += [(runner.variant, runner.load_key), (BASELINE, runner.load_key)]
+        floor = floors.get(p.load_key)
+        if floor is not None and precision:
+            found += _undecided(
+                f"A/A control {floor.control} at {p.load_key}:",
+                {"throughput": floor.throughput},
+                precision,
+            )
         if found:
             reasons += found
             targets += [(p.variant, p.load_key), (BASELINE, p.load_key)]
+            if floor is not None:
+                targets.append((floor.control, p.load_key))
     return sorted(set(targets)), reasons

@@ -18,30 +18,47 @@ from tritonlab.analysis.search_space import (
     configurations,
     incumbent,
     objective_value,
+    qualifying_points,
 )
 from tritonlab.analysis.summary import Summary
 from tritonlab.analysis.verdicts import HIGHER, LOWER, NO_CLEAR, Verdict, compare
 
 
 def _contenders(observations: Sequence[Observation], goal: Goal) -> list[Candidate]:
-    """The leader first, then the runner-up and every configuration whose single ramp figure
-    is within ``RACE_BAND_PCT`` of the leader's (ordered by that figure)."""
-    ranked = [
+    """The leader first, then the runner-up and every point whose single ramp figure is within
+    ``RACE_BAND_PCT`` of the leader's (ordered by that figure).
+
+    Without a p99 budget a configuration races at its best point only. With one, every point
+    of a configuration that qualifies may race: its best point sits at the budget's edge, where
+    the next concurrency down trades a little throughput for p99 margin, and one noisy figure
+    each cannot order the two (a configuration's lower concurrency can read higher by chance,
+    and hide the higher one that is in fact better and within the budget).
+    """
+    best = [
         c
         for c in (best_point(observations, k, goal) for k in configurations(observations))
         if c is not None
     ]
-    if not ranked:
+    if not best:
         return []
-    ranked.sort(key=lambda c: c.score(goal), reverse=goal.kind == "throughput")
-    lead = ranked[0].score(goal)
+    reverse = goal.kind == "throughput"
+    best.sort(key=lambda c: c.score(goal), reverse=reverse)
+    lead = best[0].score(goal)
     band = RACE_BAND_PCT / 100
-    chosen = ranked[:2]
-    for c in ranked[2:]:
+    chosen = best[:2]
+    others = best[2:]
+    if goal.p99_budget_us is not None:
+        placed = {(b.knobs, b.concurrency) for b in best}
+        others += [
+            c
+            for k in configurations(observations)
+            for c in qualifying_points(observations, k, goal)
+            if (c.knobs, c.concurrency) not in placed
+        ]
+        others.sort(key=lambda c: c.score(goal), reverse=reverse)
+    for c in others:
         value = c.score(goal)
-        near = (
-            value >= lead * (1 - band) if goal.kind == "throughput" else value <= lead * (1 + band)
-        )
+        near = value >= lead * (1 - band) if reverse else value <= lead * (1 + band)
         if near:
             chosen.append(c)
     return chosen

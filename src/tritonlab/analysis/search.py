@@ -21,7 +21,8 @@ replays its path from the stored cells and goes on where it stopped. Three phase
    verdict is decided (clear, or within +/-``NOISE_PCT``) or after ``max_race_rounds``. A
    point is within the p99 budget when the median of its repeats is; one whose single ramp
    figure was up to ``NEAR_BUDGET_PCT`` over it is raced too, and once raced a point over
-   the budget is out: the configuration's next best point takes its place.
+   the budget is out: the configuration's next best point takes its place. Under a budget
+   every qualifying point near the leader races, not only each configuration's best.
 
 The single ramp figures are one measurement each: they steer the search; only the race's
 paired rounds decide the pick (``analysis/verdicts.py``).

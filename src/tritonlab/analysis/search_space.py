@@ -242,13 +242,21 @@ def qualifies(points: Sequence[Observation], goal: Goal) -> bool:
     return True
 
 
+def qualifying_points(
+    observations: Sequence[Observation], knobs: Knobs, goal: Goal
+) -> list[Candidate]:
+    """The configuration's points with a ramp figure that qualify, by concurrency."""
+    return [
+        Candidate(knobs, concurrency, tuple(sorted(points, key=lambda o: o.repeat)))
+        for concurrency, points in sorted(points_at(observations, knobs).items())
+        if any(o.repeat == 0 for o in points) and qualifies(points, goal)
+    ]
+
+
 def best_point(observations: Sequence[Observation], knobs: Knobs, goal: Goal) -> Candidate | None:
     """The configuration's best qualifying point by its ramp figure, or None when none does."""
     best: Candidate | None = None
-    for concurrency, points in sorted(points_at(observations, knobs).items()):
-        if not any(o.repeat == 0 for o in points) or not qualifies(points, goal):
-            continue
-        candidate = Candidate(knobs, concurrency, tuple(sorted(points, key=lambda o: o.repeat)))
+    for candidate in qualifying_points(observations, knobs, goal):
         if best is None or better(candidate.score(goal), best.score(goal), goal):
             best = candidate
     return best

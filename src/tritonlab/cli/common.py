@@ -65,20 +65,30 @@ EngineOpt = Annotated[
 ]
 RepeatsOpt = Annotated[int, typer.Option("--repeats", min=1, help="Repeats per configuration.")]
 AdaptiveBudgetOpt = Annotated[
-    float,
+    Optional[float],  # noqa: UP045
     typer.Option(
         "--adaptive-budget-s",
         min=0.0,
-        help="Seconds the extra (adaptive) rounds may take in all; a round starts only if it fits.",
+        help="Seconds the extra (adaptive) rounds may take in all; a round starts only if it "
+        "fits (default: 150 with the block engine, 120 with the classic one).",
     ),
 ]
 MaxRepeatsOpt = Annotated[
-    int,
+    Optional[int],  # noqa: UP045
     typer.Option(
         "--max-repeats",
         min=1,
-        help="Measure more interleaved rounds, up to this many, while a verdict the "
-        "explanations or picks rest on is undecided (= --repeats turns it off).",
+        help="Measure more interleaved rounds, up to this many, while a verdict the picks rest "
+        "on is undecided or, with the block engine, wider than ±5% (default: 40 with the block "
+        "engine, 5 with the classic one; = the plan's repeats turns it off).",
+    ),
+]
+SweepEngineOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--engine",
+        help="blocks or classic (default: the plan's measurement.engine, itself blocks by "
+        "default; docs/measuring.md). A --ray run uses classic.",
     ),
 ]
 ConcurrencyOpt = Annotated[

@@ -37,6 +37,7 @@ from tritonlab.cli.common import (
     RayOpt,
     RemeasureOpt,
     ServerBinOpt,
+    SweepEngineOpt,
     UrlOpt,
     app,
     err,
@@ -127,6 +128,44 @@ def progress_mode(no_progress: bool, is_terminal: bool) -> str:
     return "rich" if is_terminal else "plain"
 
 
+def sweep_engine(planned: str, asked: str | None, ray: str | None) -> str:
+    """The engine a sweep measures with: ``--engine``, else the plan's; a Ray run's is classic
+    (each node measures whole rounds on its own server, so cells paired in one block would
+    come from different machines)."""
+    from tritonlab.experiments.blocks import ENGINE_BLOCKS, ENGINE_CLASSIC
+
+    engine = asked or planned
+    if ray and engine == ENGINE_BLOCKS:
+        if asked:
+            raise PlanError(
+                "--engine blocks needs one server for every configuration; a --ray run measures "
+                "whole rounds on separate nodes: use --engine classic"
+            )
+        _say(
+            err,
+            "the plan's block engine is not used across a Ray cluster (each node measures whole "
+            "rounds on its own server): measuring with the classic engine",
+        )
+        return ENGINE_CLASSIC
+    return engine
+
+
+def sweep_adaptive_defaults(
+    engine: str, max_repeats: int | None, budget_s: float | None
+) -> tuple[int, float]:
+    """--max-repeats and --adaptive-budget-s, or the engine's defaults."""
+    from tritonlab.experiments.blocks import (
+        DEFAULT_EXTRA_BUDGET_S,
+        DEFAULT_MAX_BLOCKS,
+        ENGINE_BLOCKS,
+    )
+
+    blocks = engine == ENGINE_BLOCKS
+    most = max_repeats if max_repeats is not None else (DEFAULT_MAX_BLOCKS if blocks else 5)
+    budget = budget_s if budget_s is not None else (DEFAULT_EXTRA_BUDGET_S if blocks else 120.0)
+    return most, budget
+
+
 def _print_outcome(run_dir: Path, measured: int, reused: int, wall_s: float) -> None:
     from tritonlab.analysis.recommend import RECOMMENDATIONS_FILE
     from tritonlab.experiments.store import RESULTS_DIR
@@ -172,8 +211,9 @@ def sweep(
     ] = None,
     fresh: FreshOpt = False,
     remeasure: RemeasureOpt = None,
-    max_repeats: MaxRepeatsOpt = 5,
-    adaptive_budget_s: AdaptiveBudgetOpt = 120.0,
+    engine: SweepEngineOpt = None,
+    max_repeats: MaxRepeatsOpt = None,
+    adaptive_budget_s: AdaptiveBudgetOpt = None,
     no_progress: Annotated[
         bool, typer.Option("--no-progress", help="No progress display on stderr.")
     ] = False,
@@ -222,6 +262,10 @@ def sweep(
         else:
             sweep_plan = load_plan(Path(plan))
         sweep_plan = sweep_plan.with_recommend(latency_budget_us, target_load)
+        sweep_plan = sweep_plan.with_engine(sweep_engine(sweep_plan.engine, engine, ray))
+        max_repeats, adaptive_budget_s = sweep_adaptive_defaults(
+            sweep_plan.engine, max_repeats, adaptive_budget_s
+        )
 
         out_dir.mkdir(parents=True, exist_ok=True)
         if sweep_plan.builtin is not None:

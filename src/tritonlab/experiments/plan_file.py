@@ -29,7 +29,6 @@ point. The full schema, with defaults, is in ``docs/sweeps.md``.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
@@ -38,16 +37,16 @@ from typing import Any
 import yaml
 
 from tritonlab.errors import ConfigError, PlanError
+from tritonlab.experiments.blocks import DEFAULT_BLOCKS, ENGINE_BLOCKS, ENGINES
 from tritonlab.experiments.manifest import SweepEntry
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
+from tritonlab.experiments.plan_checks import KNOBS, PlanChecker
 from tritonlab.models.zoo import BUILTIN_MODELS, DEFAULT_MODEL
 from tritonlab.perf.settings import PROTOCOLS
 from tritonlab.repository.variants import (
     DEFAULT_MAX_BATCH_SIZE,
-    INSTANCE_KINDS,
-    MODEL_BACKENDS,
-    PRECISIONS,
     ServingVariant,
+    aa_control,
 )
 
 DEMO_MODEL = "demo"
@@ -74,18 +73,6 @@ TOP_KEYS = (
     "measurement",
     "recommend",
 )
-# YAML knob name -> ServingVariant field.
-KNOBS = {
-    "dynamic_batching": "dynamic_batching",
-    "max_queue_delay_microseconds": "max_queue_delay_us",
-    "preferred_batch_size": "preferred_batch_sizes",
-    "max_batch_size": "max_batch_size",
-    "instance_count": "instance_count",
-    "instance_kind": "instance_kind",
-    "intra_op_thread_count": "intra_op_threads",
-    "backend": "backend",
-    "precision": "precision",
-}
 BATCHER_KNOBS = ("max_queue_delay_microseconds", "preferred_batch_size")
 LOAD_KEYS = (
     "protocol",
@@ -100,6 +87,7 @@ RANGE_KEYS = ("start", "stop", "factor", "step")
 COMBINED_KEYS = ("name", "description", "changes")
 RECOMMEND_KEYS = ("latency_budget_p99_us", "target_load_infer_per_s")
 MEASUREMENT_KEYS = (
+    "engine",
     "measurement_interval_ms",
     "stability_percentage",
     "max_trials",
@@ -107,7 +95,8 @@ MEASUREMENT_KEYS = (
 )
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16)
 DEFAULT_REFERENCE_CONCURRENCY = 8
-DEFAULT_REPEATS = 3
+DEFAULT_REPEATS = 3  # the classic engine's; the block engine's is DEFAULT_BLOCKS
+DEFAULT_ENGINE = ENGINE_BLOCKS
 
 
 @dataclass(frozen=True)
@@ -120,6 +109,7 @@ class SweepPlan:
     experiment: ExperimentPlan
     latency_budget_p99_us: float | None = None
     target_load_infer_per_s: float | None = None
+    repeats_given: int | None = None  # the plan's own ``repeats`` (None: the engine's default)
 
     @property
     def is_demo(self) -> bool:
@@ -140,85 +130,33 @@ class SweepPlan:
             target_load_infer_per_s=target_load_infer_per_s or self.target_load_infer_per_s,
         )
 
+    @property
+    def engine(self) -> str:
+        return self.experiment.measurement.engine
+
+    def with_engine(self, engine: str | None) -> SweepPlan:
+        """The plan measured by ``engine`` (None keeps the plan's): its default repeats unless
+        the plan gave them, and the block engine's A/A control (the baseline served again)."""
+        if engine is None or engine == self.engine:
+            return self
+        if engine not in ENGINES:
+            raise PlanError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+        plan = self.experiment
+        variants = tuple(v for v in plan.variants if not v.control)
+        measurement = replace(plan.measurement, engine=engine)
+        experiment = replace(
+            plan,
+            variants=with_engine_controls(variants, engine),
+            repeats=engine_repeats(engine, self.repeats_given),
+            measurement=measurement,
+        )
+        return replace(self, experiment=experiment)
+
     def manifest_entry(self) -> SweepEntry:
         """What the run folder's manifest records under ``sweep`` (read by the report)."""
         return SweepEntry(
             self.source, self.model, self.latency_budget_p99_us, self.target_load_infer_per_s
         )
-
-
-class _Checker:
-    """Type checks that name the plan file and the key path in every error."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-
-    def fail(self, path: str, message: str) -> PlanError:
-        return PlanError(f"{self.source}: {path}: {message}")
-
-    def mapping(self, value: Any, path: str, allowed: tuple[str, ...]) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise self.fail(path or "(top)", f"must be a mapping, got {value!r}")
-        for key in value:
-            if key not in allowed:
-                raise self.fail(
-                    f"{path}.{key}" if path else str(key),
-                    f"unknown key; allowed: {', '.join(allowed)}",
-                )
-        return value
-
-    def integer(self, value: Any, path: str, minimum: int) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.fail(path, f"must be an integer >= {minimum}, got {value!r}")
-        return value
-
-    def number(self, value: Any, path: str, positive: bool = True) -> float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if not ok or not math.isfinite(value) or (positive and value <= 0):
-            raise self.fail(path, f"must be a number > 0, got {value!r}")
-        return float(value)
-
-    def boolean(self, value: Any, path: str) -> bool:
-        if not isinstance(value, bool):
-            raise self.fail(path, f"must be true or false, got {value!r}")
-        return value
-
-    def choice(self, value: Any, path: str, choices: tuple[str, ...]) -> str:
-        if value not in choices:
-            raise self.fail(path, f"must be one of {', '.join(choices)}, got {value!r}")
-        return str(value)
-
-    def items(self, value: Any, path: str) -> list[Any]:
-        """A non-empty list; a single scalar is read as a list of one."""
-        items = value if isinstance(value, list) else [value]
-        if not items:
-            raise self.fail(path, "must not be empty")
-        return items
-
-    def knob(self, name: str, value: Any, path: str) -> Any:
-        """One configuration knob's value, as the ServingVariant field wants it."""
-        if name == "dynamic_batching":
-            return self.boolean(value, path)
-        if name == "max_queue_delay_microseconds":
-            return self.integer(value, path, 0)
-        if name == "preferred_batch_size":
-            sizes = value if isinstance(value, list) else [value]
-            return tuple(self.integer(v, f"{path}[{i}]", 1) for i, v in enumerate(sizes))
-        if name in ("max_batch_size", "instance_count"):
-            return self.integer(value, path, 1)
-        if name == "instance_kind":
-            return self.choice(value, path, INSTANCE_KINDS)
-        if name == "intra_op_thread_count":
-            return None if value is None else self.integer(value, path, 0)
-        if name == "backend":
-            return self.choice(value, path, MODEL_BACKENDS)
-        if name == "precision":
-            return self.choice(value, path, PRECISIONS)
-        raise self.fail(path, f"unknown knob; allowed: {', '.join(KNOBS)}")  # pragma: no cover
-
-    def changes(self, value: Any, path: str) -> dict[str, Any]:
-        data = self.mapping(value, path, tuple(KNOBS))
-        return {KNOBS[k]: self.knob(k, v, f"{path}.{k}") for k, v in data.items()}
 
 
 def _fmt_delay(delay_us: int) -> str:
@@ -283,7 +221,7 @@ def _apply(reference: ServingVariant, changes: dict[str, Any]) -> ServingVariant
     return variant
 
 
-def _variants(check: _Checker, data: dict[str, Any]) -> tuple[list[ServingVariant], list[str]]:
+def _variants(check: PlanChecker, data: dict[str, Any]) -> tuple[list[ServingVariant], list[str]]:
     """All variants (baseline first) and the plan path each came from."""
     base_changes = check.changes(data.get("baseline", {}), "baseline")
     baseline = _apply(
@@ -341,7 +279,7 @@ def _variants(check: _Checker, data: dict[str, Any]) -> tuple[list[ServingVarian
     return [v for v, _ in found], [p for _, p in found]
 
 
-def _concurrency(check: _Checker, value: Any) -> list[int]:
+def _concurrency(check: PlanChecker, value: Any) -> list[int]:
     path = "loads.concurrency"
     if isinstance(value, dict):
         spec = check.mapping(value, path, RANGE_KEYS)
@@ -363,7 +301,7 @@ def _concurrency(check: _Checker, value: Any) -> list[int]:
     return sorted(levels)
 
 
-def _loads(check: _Checker, value: Any) -> list[LoadPoint]:
+def _loads(check: PlanChecker, value: Any) -> list[LoadPoint]:
     data = check.mapping(value, "loads", LOAD_KEYS)
     protocols = [
         check.choice(p, f"loads.protocol[{i}]", PROTOCOLS)
@@ -433,11 +371,26 @@ def _loads(check: _Checker, value: Any) -> list[LoadPoint]:
     return loads
 
 
-def _measurement(check: _Checker, value: Any) -> MeasurementSettings:
+def engine_repeats(engine: str, given: int | None) -> int:
+    """The plan's repeats, or the engine's default: 10 short blocks, or 3 classic rounds."""
+    if given is not None:
+        return given
+    return DEFAULT_BLOCKS if engine == ENGINE_BLOCKS else DEFAULT_REPEATS
+
+
+def with_engine_controls(
+    variants: tuple[ServingVariant, ...], engine: str
+) -> tuple[ServingVariant, ...]:
+    """``variants`` and, under the block engine, the A/A control of the first (the baseline)."""
+    return (*variants, aa_control(variants[0])) if engine == ENGINE_BLOCKS else variants
+
+
+def _measurement(check: PlanChecker, value: Any) -> MeasurementSettings:
     data = check.mapping(value, "measurement", MEASUREMENT_KEYS)
     default = MeasurementSettings(measurement_interval_ms=1000)
     interval = data.get("measurement_interval_ms", default.measurement_interval_ms)
     return MeasurementSettings(
+        engine=check.choice(data.get("engine", DEFAULT_ENGINE), "measurement.engine", ENGINES),
         measurement_interval_ms=check.integer(interval, "measurement.measurement_interval_ms", 100),
         stability_percentage=check.number(
             data.get("stability_percentage", default.stability_percentage),
@@ -456,7 +409,7 @@ def _measurement(check: _Checker, value: Any) -> MeasurementSettings:
 
 def parse_plan(data: Any, source: str, base_dir: Path) -> SweepPlan:
     """Validate a plan already read from YAML; ONNX paths are relative to ``base_dir``."""
-    check = _Checker(source)
+    check = PlanChecker(source)
     if data is None:
         raise check.fail("(top)", "the plan is empty; start from docs/sweeps.md")
     data = check.mapping(data, "", TOP_KEYS)
@@ -488,16 +441,19 @@ def parse_plan(data: Any, source: str, base_dir: Path) -> SweepPlan:
                     f"client batch size {load.batch_size} exceeds max_batch_size "
                     f"{variant.max_batch_size} of {origin} ({variant.name})",
                 )
-    repeats = check.integer(data.get("repeats", DEFAULT_REPEATS), "repeats", 1)
+    given = data.get("repeats")
+    repeats_given = None if given is None else check.integer(given, "repeats", 1)
+    measurement = _measurement(check, data.get("measurement", {}))
+    repeats = engine_repeats(measurement.engine, repeats_given)
     recommend = check.mapping(data.get("recommend", {}), "recommend", RECOMMEND_KEYS)
     budget = recommend.get("latency_budget_p99_us")
     target = recommend.get("target_load_infer_per_s")
     experiment = ExperimentPlan(
         model_name=name,
-        variants=tuple(variants),
+        variants=with_engine_controls(tuple(variants), measurement.engine),
         loads=tuple(loads),
         repeats=repeats,
-        measurement=_measurement(check, data.get("measurement", {})),
+        measurement=measurement,
     )
     try:
         experiment.validate(model_batches=True)
@@ -514,6 +470,7 @@ def parse_plan(data: Any, source: str, base_dir: Path) -> SweepPlan:
         target_load_infer_per_s=None
         if target is None
         else check.number(target, "recommend.target_load_infer_per_s"),
+        repeats_given=repeats_given,
     )
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tritonlab.experiments.blocks import ENGINE_BLOCKS
 from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.experiments.plan_file import SweepPlan
 from tritonlab.experiments.session import ProgressCallback
@@ -136,5 +137,6 @@ def run_sweep(
             order,
             float(budget or 0.0),
             None if target is None else float(target),
+            precision=plan.measurement.engine == ENGINE_BLOCKS,
         ),
     )

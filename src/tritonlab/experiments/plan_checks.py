@@ -1,0 +1,97 @@
+"""Type checks of a sweep plan file that name the file and the key path in every error, and
+the configuration knobs a plan may set (YAML name -> ``ServingVariant`` field)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from tritonlab.errors import PlanError
+from tritonlab.repository.variants import INSTANCE_KINDS, MODEL_BACKENDS, PRECISIONS
+
+# YAML knob name -> ServingVariant field.
+KNOBS = {
+    "dynamic_batching": "dynamic_batching",
+    "max_queue_delay_microseconds": "max_queue_delay_us",
+    "preferred_batch_size": "preferred_batch_sizes",
+    "max_batch_size": "max_batch_size",
+    "instance_count": "instance_count",
+    "instance_kind": "instance_kind",
+    "intra_op_thread_count": "intra_op_threads",
+    "backend": "backend",
+    "precision": "precision",
+}
+
+
+class PlanChecker:
+    """Type checks that name the plan file and the key path in every error."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, path: str, message: str) -> PlanError:
+        return PlanError(f"{self.source}: {path}: {message}")
+
+    def mapping(self, value: Any, path: str, allowed: tuple[str, ...]) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(path or "(top)", f"must be a mapping, got {value!r}")
+        for key in value:
+            if key not in allowed:
+                raise self.fail(
+                    f"{path}.{key}" if path else str(key),
+                    f"unknown key; allowed: {', '.join(allowed)}",
+                )
+        return value
+
+    def integer(self, value: Any, path: str, minimum: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise self.fail(path, f"must be an integer >= {minimum}, got {value!r}")
+        return value
+
+    def number(self, value: Any, path: str, positive: bool = True) -> float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not ok or not math.isfinite(value) or (positive and value <= 0):
+            raise self.fail(path, f"must be a number > 0, got {value!r}")
+        return float(value)
+
+    def boolean(self, value: Any, path: str) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(path, f"must be true or false, got {value!r}")
+        return value
+
+    def choice(self, value: Any, path: str, choices: tuple[str, ...]) -> str:
+        if value not in choices:
+            raise self.fail(path, f"must be one of {', '.join(choices)}, got {value!r}")
+        return str(value)
+
+    def items(self, value: Any, path: str) -> list[Any]:
+        """A non-empty list; a single scalar is read as a list of one."""
+        items = value if isinstance(value, list) else [value]
+        if not items:
+            raise self.fail(path, "must not be empty")
+        return items
+
+    def knob(self, name: str, value: Any, path: str) -> Any:
+        """One configuration knob's value, as the ServingVariant field wants it."""
+        if name == "dynamic_batching":
+            return self.boolean(value, path)
+        if name == "max_queue_delay_microseconds":
+            return self.integer(value, path, 0)
+        if name == "preferred_batch_size":
+            sizes = value if isinstance(value, list) else [value]
+            return tuple(self.integer(v, f"{path}[{i}]", 1) for i, v in enumerate(sizes))
+        if name in ("max_batch_size", "instance_count"):
+            return self.integer(value, path, 1)
+        if name == "instance_kind":
+            return self.choice(value, path, INSTANCE_KINDS)
+        if name == "intra_op_thread_count":
+            return None if value is None else self.integer(value, path, 0)
+        if name == "backend":
+            return self.choice(value, path, MODEL_BACKENDS)
+        if name == "precision":
+            return self.choice(value, path, PRECISIONS)
+        raise self.fail(path, f"unknown knob; allowed: {', '.join(KNOBS)}")  # pragma: no cover
+
+    def changes(self, value: Any, path: str) -> dict[str, Any]:
+        data = self.mapping(value, path, tuple(KNOBS))
+        return {KNOBS[k]: self.knob(k, v, f"{path}.{k}") for k, v in data.items()}
