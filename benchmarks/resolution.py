@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -226,7 +227,52 @@ def findings(report: dict[str, Any]) -> list[str]:
         f"±{AA_BAND_PCT:g}% ({len(quiet)} of {len(controls)} runs): "
         f"{met(bool(controls) and len(quiet) == len(controls))}."
     )
+    if controls:
+        out.append(control_chance_line(controls))
     return out
+
+
+def pooled_control(controls: list[dict[str, Any]]) -> tuple[float, float, float] | None:
+    """The controls' throughput changes pooled (inverse-variance weights on the log-ratio, each
+    standard error read from its 95% interval as if normal): (change %, CI low %, CI high %)."""
+    z = 1.959964
+    logs, weights = [], []
+    for c in controls:
+        if c["ci95_change_pct"] is None:
+            continue
+        low, high = (math.log1p(v / 100) for v in c["ci95_change_pct"])
+        se = (high - low) / (2 * z)
+        if se <= 0:
+            continue
+        logs.append(math.log1p(c["change_pct"] / 100))
+        weights.append(1 / se**2)
+    if not weights:
+        return None
+    mean = sum(w * x for w, x in zip(weights, logs, strict=True)) / sum(weights)
+    se = math.sqrt(1 / sum(weights))
+    return tuple(100 * math.expm1(v) for v in (mean, mean - z * se, mean + z * se))  # type: ignore[return-value]
+
+
+def control_chance_line(controls: list[dict[str, Any]]) -> str:
+    """How often identical configurations read "higher" or "lower" here, against chance, and
+    the controls pooled."""
+    told = sum(1 for c in controls if c["word"] in ("higher", "lower"))
+    n = len(controls)
+    chance = 100 * (1 - 0.95**n)
+    line = (
+        f"A/A controls told apart: {told} of {n}; with every interval at 95% and nothing but "
+        f'noise between the two, at least one of {n} reads "higher" or "lower" '
+        f"{chance:.0f}% of the time."
+    )
+    pooled = pooled_control(controls)
+    if pooled is not None:
+        mid, low, high = pooled
+        zero = "excludes" if low > 0 or high < 0 else "includes"
+        line += (
+            f" Pooled over the {n} runs (inverse-variance weights on the log-ratio): "
+            f"{mid:+.1f}%, CI {low:+.1f}% to {high:+.1f}%, which {zero} no change."
+        )
+    return line
 
 
 def readme_block(report: dict[str, Any]) -> str:
