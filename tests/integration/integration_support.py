@@ -204,3 +204,51 @@ def write_renamed_input_model(path: Path, input_name: str, features: int = 256) 
     model.ir_version = 8
     onnx.checker.check_model(model)
     onnx.save(model, str(path))
+
+
+def start_cli(args: list[str], cwd: Path, tag: str) -> tuple[subprocess.Popen[str], Path, Path]:
+    """``tritonlab ARGS`` in its own session, stdout and stderr to files named by ``tag``."""
+    out, err = cwd / f"{tag}.stdout", cwd / f"{tag}.stderr"
+    with open(out, "w") as stdout, open(err, "w") as stderr:
+        proc = subprocess.Popen(
+            [*tritonlab_command(), *args],
+            cwd=cwd,
+            env=cli_env(),
+            stdout=stdout,
+            stderr=stderr,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
+    return proc, out, err
+
+
+def stored_cells(out_dir: Path) -> dict[str, bytes]:
+    """Every stored cell file of a run folder, by cell id."""
+    return {p.stem: p.read_bytes() for p in (out_dir / "results" / "cells").glob("*.json")}
+
+
+def wait_for(
+    proc: subprocess.Popen[str], check: Callable[[], bool], what: str, timeout_s: float = 180
+) -> None:
+    """Poll ``check`` every 50 ms until it holds; fail if ``proc`` exits first or time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert proc.poll() is None, f"tritonlab exited before {what}"
+        assert time.monotonic() < deadline, f"no {what} within {timeout_s:.0f} s"
+        time.sleep(0.05)
+
+
+def named(proc: subprocess.Popen[str], fragment: str) -> list[psutil.Process]:
+    """The processes under ``proc`` whose name holds ``fragment``."""
+    tree = process_tree(proc.pid)
+    return [p for p, n in zip(tree, names(tree), strict=True) if fragment in n]
+
+
+def finish(proc: subprocess.Popen[str], timeout_s: float) -> int:
+    """Wait for ``proc``; kill its tree if it outlives ``timeout_s``."""
+    try:
+        return proc.wait(timeout=timeout_s)
+    finally:
+        if proc.poll() is None:
+            kill_tree(proc)

@@ -14,7 +14,6 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -27,11 +26,14 @@ from integration_support import (
     WINDOW_MS,
     cli_env,
     describe,
-    kill_tree,
+    finish,
     living,
-    names,
+    named,
     process_tree,
+    start_cli,
+    stored_cells,
     tritonlab_command,
+    wait_for,
     wait_gone,
 )
 
@@ -50,59 +52,16 @@ SUMMARY_RE = re.compile(r"measured (\d+) cells, reused (\d+)")
 SEED_CELL_COUNT = 5
 
 
-def _start(args: list[str], cwd: Path, tag: str) -> tuple[subprocess.Popen[str], Path, Path]:
-    out, err = cwd / f"{tag}.stdout", cwd / f"{tag}.stderr"
-    with open(out, "w") as stdout, open(err, "w") as stderr:
-        proc = subprocess.Popen(
-            [*tritonlab_command(), *args],
-            cwd=cwd,
-            env=cli_env(),
-            stdout=stdout,
-            stderr=stderr,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            start_new_session=True,
-        )
-    return proc, out, err
-
-
-def _cells(out_dir: Path) -> dict[str, bytes]:
-    return {p.stem: p.read_bytes() for p in (out_dir / "results" / "cells").glob("*.json")}
-
-
-def _wait_for(
-    proc: subprocess.Popen[str], check: Callable[[], bool], what: str, timeout_s: float = 180
-) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert proc.poll() is None, f"tritonlab exited before {what}"
-        assert time.monotonic() < deadline, f"no {what} within {timeout_s:.0f} s"
-        time.sleep(0.1)
-
-
-def _named(proc: subprocess.Popen[str], fragment: str) -> list[psutil.Process]:
-    tree = process_tree(proc.pid)
-    return [p for p, n in zip(tree, names(tree), strict=True) if fragment in n]
-
-
 def _measuring(proc: subprocess.Popen[str]) -> list[psutil.Process]:
     """perf_analyzer processes measuring a cell (not the ``--version`` probe that locates it)."""
     found = []
-    for p in _named(proc, "perf_analyzer"):
+    for p in named(proc, "perf_analyzer"):
         try:
             if "--version" not in p.cmdline():
                 found.append(p)
         except psutil.Error:
             continue
     return found
-
-
-def _finish(proc: subprocess.Popen[str], timeout_s: float) -> int:
-    try:
-        return proc.wait(timeout=timeout_s)
-    finally:
-        if proc.poll() is None:
-            kill_tree(proc)
 
 
 def _run_args(model: Path, out_dir: Path) -> list[str]:
@@ -141,18 +100,18 @@ def test_killed_server_mid_sweep_is_restarted_and_the_sweep_finishes(
     )
     out_dir = tmp_path / "project"
     args = ["sweep", "plan.yaml", "--out", str(out_dir), "--max-repeats", "1", "--no-progress"]
-    proc, _stdout, stderr = _start(args, tmp_path, "killed")
-    _wait_for(proc, lambda: len(_cells(out_dir)) >= 1, "first cell")
-    before = _cells(out_dir)
-    _wait_for(proc, lambda: bool(_measuring(proc)), "a cell in progress", 60)
-    servers = _named(proc, "tritonserver")
+    proc, _stdout, stderr = start_cli(args, tmp_path, "killed")
+    wait_for(proc, lambda: len(stored_cells(out_dir)) >= 1, "first cell")
+    before = stored_cells(out_dir)
+    wait_for(proc, lambda: bool(_measuring(proc)), "a cell in progress", 60)
+    servers = named(proc, "tritonserver")
     assert servers, describe(process_tree(proc.pid))
     servers[0].send_signal(signal.SIGKILL)
-    code = _finish(proc, 360)
+    code = finish(proc, 360)
     tree = process_tree(proc.pid)
 
     assert code == 0, stderr.read_text()
-    after = _cells(out_dir)
+    after = stored_cells(out_dir)
     lost = [c for c, data in before.items() if after.get(c) != data]
     print(f"cells finished before the kill: {len(before)}, lost: {len(lost)}")
     # the sweep: 2 configurations and the block engine's A/A control, x 2 loads
@@ -168,18 +127,18 @@ def test_killed_server_mid_sweep_is_restarted_and_the_sweep_finishes(
 @pytest.mark.timeout(480)
 def test_killed_backend_stub_is_retried_after_a_reload(demo_onnx: Path, tmp_path: Path) -> None:
     out_dir = tmp_path / "project"
-    proc, _stdout, stderr = _start(_run_args(demo_onnx, out_dir), tmp_path, "stub")
-    _wait_for(proc, lambda: len(_cells(out_dir)) >= 1, "first cell")
-    before = _cells(out_dir)
-    _wait_for(proc, lambda: bool(_measuring(proc)), "a cell in progress", 60)
-    stubs = _named(proc, "python_backend_stub")
+    proc, _stdout, stderr = start_cli(_run_args(demo_onnx, out_dir), tmp_path, "stub")
+    wait_for(proc, lambda: len(stored_cells(out_dir)) >= 1, "first cell")
+    before = stored_cells(out_dir)
+    wait_for(proc, lambda: bool(_measuring(proc)), "a cell in progress", 60)
+    stubs = named(proc, "python_backend_stub")
     assert stubs, describe(process_tree(proc.pid))
     for stub in stubs:
         stub.send_signal(signal.SIGKILL)
-    code = _finish(proc, 360)
+    code = finish(proc, 360)
 
     assert code == 0, stderr.read_text()
-    after = _cells(out_dir)
+    after = stored_cells(out_dir)
     assert not [c for c, data in before.items() if after.get(c) != data]
     assert len(after) == SEED_CELL_COUNT
     assert not living(process_tree(proc.pid))
@@ -190,18 +149,18 @@ def test_hung_perf_analyzer_is_killed_at_its_deadline_and_retried(
     demo_onnx: Path, tmp_path: Path
 ) -> None:
     out_dir = tmp_path / "project"
-    proc, _stdout, stderr = _start(_run_args(demo_onnx, out_dir), tmp_path, "hung")
-    _wait_for(proc, lambda: bool(_measuring(proc)), "perf_analyzer", 120)
+    proc, _stdout, stderr = start_cli(_run_args(demo_onnx, out_dir), tmp_path, "hung")
+    wait_for(proc, lambda: bool(_measuring(proc)), "perf_analyzer", 120)
     frozen = _measuring(proc)[0]
     frozen.send_signal(signal.SIGSTOP)  # it never answers again; the deadline must end it
     started = time.monotonic()
-    code = _finish(proc, 420)
+    code = finish(proc, 420)
 
     assert code == 0, stderr.read_text()
     assert not living([frozen]), "the hung perf_analyzer was not killed"
     faults = read_result(out_dir / "results" / "faults.json")
     assert faults[0]["action"] == "retrying" and "ran past" in faults[0]["what"], faults
-    assert len(_cells(out_dir)) == SEED_CELL_COUNT
+    assert len(stored_cells(out_dir)) == SEED_CELL_COUNT
     print(f"run finished {time.monotonic() - started:.0f} s after the hang")
 
 
@@ -211,20 +170,20 @@ def test_sigterm_stops_cleanly_and_the_rerun_resumes(demo_onnx: Path, tmp_path: 
     sig = signal.SIGTERM
     out_dir = tmp_path / "project"
     args = _run_args(demo_onnx, out_dir)
-    proc, _stdout, stderr = _start(args, tmp_path, sig.name)
-    _wait_for(proc, lambda: len(_cells(out_dir)) >= 1, "first cell")
-    _wait_for(proc, lambda: bool(_measuring(proc)), "a cell in progress", 60)
+    proc, _stdout, stderr = start_cli(args, tmp_path, sig.name)
+    wait_for(proc, lambda: len(stored_cells(out_dir)) >= 1, "first cell")
+    wait_for(proc, lambda: bool(_measuring(proc)), "a cell in progress", 60)
     tree = process_tree(proc.pid)
-    before = _cells(out_dir)
+    before = stored_cells(out_dir)
     proc.send_signal(sig)
-    code = _finish(proc, 60)
+    code = finish(proc, 60)
 
     message = stderr.read_text().strip().splitlines()
     assert code == 130, message
     assert message[-1].startswith("interrupted: finished cells are kept"), message
     assert "Traceback" not in stderr.read_text()
     assert not wait_gone(tree, 5), describe(tree)
-    assert all(_cells(out_dir)[c] == data for c, data in before.items())
+    assert all(stored_cells(out_dir)[c] == data for c, data in before.items())
 
     again = subprocess.run(
         [*tritonlab_command(), *args],
@@ -237,7 +196,7 @@ def test_sigterm_stops_cleanly_and_the_rerun_resumes(demo_onnx: Path, tmp_path: 
     assert again.returncode == 0, again.stderr
     summary = SUMMARY_RE.search(again.stdout)
     assert summary and int(summary.group(2)) >= len(before), again.stdout
-    assert len(_cells(out_dir)) == SEED_CELL_COUNT
+    assert len(stored_cells(out_dir)) == SEED_CELL_COUNT
 
 
 @pytest.mark.timeout(300)

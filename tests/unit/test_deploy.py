@@ -87,3 +87,15 @@ def test_bad_options_are_refused(tmp_path: Path) -> None:
         write_deployment(pick, run, tmp_path, DeployOptions(target="nomad"))
     with pytest.raises(ConfigError, match="--pick must be one of"):
         resolve_pick(run, "cheapest")
+
+
+def test_a_baseline_pick_deploys_from_the_baseline_folder(tmp_path: Path) -> None:
+    """The latency-first pick of the demo sweep is the baseline, served under the plain model
+    name (no ``__baseline`` folder): deploy failed on it (issue 20, 7)."""
+    run = EXAMPLES / "simple_mlp_sweep"
+    pick = resolve_pick(run, "latency")
+    assert pick.variant.name == "baseline"
+    write_deployment(pick, run, tmp_path, DeployOptions())
+    config = (tmp_path / "model_repository" / pick.model_name / "config.pbtxt").read_text()
+    measured = (run / "models" / pick.model_name / "config.pbtxt").read_text().splitlines()
+    assert config.splitlines()[1:] == measured[1:]

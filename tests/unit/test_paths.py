@@ -371,6 +371,6 @@ def test_external_server_is_written_as_given_and_runs_without_tritonlab(tmp_path
 def test_export_script_reads_the_onnx_file_from_the_project(tmp_path: Path) -> None:
     run = tmp_path / "run"
     inside = export_script_user(run / "onnx" / "m.onnx", "m", run)
-    assert "here / 'onnx/m.onnx'" in inside and str(tmp_path) not in inside
+    assert "SOURCE = 'onnx/m.onnx'" in inside and str(tmp_path) not in inside
     outside = export_script_user(tmp_path / "elsewhere" / "m.onnx", "m", run)
-    assert "here / 'm.onnx'" in outside and str(tmp_path) not in outside
+    assert "SOURCE = 'm.onnx'" in outside and str(tmp_path) not in outside

@@ -162,13 +162,13 @@ def tune(
         from tritonlab.experiments.blocks import ENGINE_BLOCKS, ENGINES
         from tritonlab.experiments.manifest import available_cores
         from tritonlab.experiments.plan import MeasurementSettings
+        from tritonlab.experiments.run_folder import claim, discard_results
         from tritonlab.experiments.store import RESULTS_DIR
         from tritonlab.models.inputs import derive_inputs, parse_shape_args
         from tritonlab.models.zoo import BUILTIN_MODELS, export_builtin
         from tritonlab.pipeline.project import (
             check_measuring_host,
             check_model_name,
-            discard_results,
             load_model_info,
         )
         from tritonlab.pipeline.tune import TuneSettings, run_tune
@@ -189,18 +189,20 @@ def tune(
             raise ConfigError(f"--protocol must be one of grpc, http, got {protocol!r}")
         options = server_options(url, grpc_url, server_bin, backend_dir, host)
         check_measuring_host(options)
+        if model in BUILTIN_MODELS:
+            model_name = check_model_name(name or model)
+            out_dir.mkdir(parents=True, exist_ok=True)
+            onnx_path = export_builtin(model, out_dir / f"{model}.onnx").onnx_path
+        else:
+            onnx_path = Path(model)
+            model_name = check_model_name(name or onnx_path.stem)
+        info = load_model_info(onnx_path)
+        inputs = derive_inputs(info, parse_shape_args(shape or []), input_data=input_data)
+        # Every argument checked: only now may --fresh move earlier results aside.
         if fresh:
             discard_results(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
-        if model in BUILTIN_MODELS:
-            onnx_path = export_builtin(model, out_dir / f"{model}.onnx").onnx_path
-            model_name = name or model
-        else:
-            onnx_path = Path(model)
-            model_name = name or onnx_path.stem
-        check_model_name(model_name)
-        info = load_model_info(onnx_path)
-        inputs = derive_inputs(info, parse_shape_args(shape or []), input_data=input_data)
+        claim(out_dir)
         start = Knobs(max_batch=max_batch_size if info.batched else 0, protocol=protocol)
         settings = TuneSettings(
             Goal(

@@ -29,6 +29,7 @@ import yaml
 
 from tritonlab.deploy.pick import DeployPick
 from tritonlab.errors import ConfigError
+from tritonlab.repository.variants import variant_model_name
 
 NGC_IMAGE = "nvcr.io/nvidia/tritonserver:{tag}"
 # Triton releases by server version (the container tag of each).
@@ -146,7 +147,7 @@ def _header(pick: DeployPick, run_dir: Path) -> str:
 
 def _write_repository(pick: DeployPick, run_dir: Path, repo: Path) -> int:
     """The native repository of the pick; returns the bytes it holds (the model's, if found)."""
-    served = run_dir / "models" / f"{pick.model_name}__{pick.variant.name}"
+    served = run_dir / "models" / variant_model_name(pick.model_name, pick.variant)
     config = served / "config.pbtxt"
     if not config.exists():
         raise ConfigError(
@@ -172,7 +173,7 @@ def _write_repository(pick: DeployPick, run_dir: Path, repo: Path) -> int:
 
 def _model_file(run_dir: Path, pick: DeployPick) -> Path | None:
     for candidate in (
-        run_dir / "models" / f"{pick.model_name}__{pick.variant.name}" / "1" / "model.onnx",
+        run_dir / "models" / variant_model_name(pick.model_name, pick.variant) / "1" / "model.onnx",
         run_dir / f"{pick.model_name}.onnx",
     ):
         if candidate.exists():

@@ -328,6 +328,21 @@ class Manifest:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Manifest:
+        """The manifest ``data`` holds; a damaged one (a key missing, a wrong type) is one
+        ``ResultFileError`` line naming what is wrong, not a traceback."""
+        from tritonlab.errors import ResultFileError
+
+        try:
+            return cls._parse(data)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            what = f"no {exc.args[0]!r} entry" if isinstance(exc, KeyError) else str(exc)
+            raise ResultFileError(
+                f"results/manifest.json is damaged ({what}); restore it from a copy, or pass "
+                "--fresh to measure the folder again"
+            ) from None
+
+    @classmethod
+    def _parse(cls, data: dict[str, Any]) -> Manifest:
         tool = data.get("tool") or {}
         sweep, adaptive = data.get("sweep"), data.get("adaptive")
         return cls(

@@ -95,6 +95,9 @@ MEASUREMENT_KEYS = (
 )
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16)
 DEFAULT_REFERENCE_CONCURRENCY = 8
+# Bounds on a concurrency axis: a plan file must not be able to ask for a billion cells.
+MAX_CONCURRENCY = 4096
+MAX_LEVELS = 64
 DEFAULT_REPEATS = 3  # the classic engine's; the block engine's is DEFAULT_BLOCKS
 DEFAULT_ENGINE = ENGINE_BLOCKS
 
@@ -287,8 +290,17 @@ def _concurrency(check: PlanChecker, value: Any) -> list[int]:
         stop = check.integer(spec.get("stop"), f"{path}.stop", start)
         if "factor" in spec and "step" in spec:
             raise check.fail(path, "give either factor (1, 2, 4, ...) or step (1, 3, 5, ...)")
+        if stop > MAX_CONCURRENCY:
+            raise check.fail(f"{path}.stop", f"at most {MAX_CONCURRENCY}, got {stop}")
         if "step" in spec:
             step = check.integer(spec["step"], f"{path}.step", 1)
+            count = (stop - start) // step + 1
+            if count > MAX_LEVELS:
+                raise check.fail(
+                    path,
+                    f"start {start}, stop {stop}, step {step} gives {count} levels; at most "
+                    f"{MAX_LEVELS} (a larger step, or factor)",
+                )
             return list(range(start, stop + 1, step))
         factor = check.integer(spec.get("factor", 2), f"{path}.factor", 2)
         levels = [start]
@@ -296,6 +308,8 @@ def _concurrency(check: PlanChecker, value: Any) -> list[int]:
             levels.append(levels[-1] * factor)
         return levels
     levels = [check.integer(v, f"{path}[{i}]", 1) for i, v in enumerate(check.items(value, path))]
+    if len(levels) > MAX_LEVELS or max(levels) > MAX_CONCURRENCY:
+        raise check.fail(path, f"at most {MAX_LEVELS} levels, each at most {MAX_CONCURRENCY}")
     if len(set(levels)) != len(levels):
         raise check.fail(path, f"levels must be distinct, got {levels}")
     return sorted(levels)

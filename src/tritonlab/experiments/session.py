@@ -224,11 +224,26 @@ class CellSession:
         _load_recovering(self.server, self.recovery, model.model_name)
 
     def unload(self, model: RepositoryModel, quietly: bool = False) -> None:
-        """Unload it; a failed unload stops the run unless another error is on its way up."""
+        """Unload it. A server that died meanwhile (between cells, say) is restarted: a new
+        server has nothing loaded, which is what the unload was for. A live server that refuses
+        stops the run, unless another error is on its way up."""
         if quietly:
             _unload_quietly(self.server, model.model_name)
-        else:
+            return
+        try:
             self.server.unload_model(model.model_name)
+        except ServerError as exc:
+            if not self.recovery.server_died():
+                raise
+            self.recovery.handle(f"unloading {model.model_name}", exc, last_attempt=False)
+            self.reload_after_restart()
+
+    def reload_after_restart(self) -> None:
+        """After a restart, load again what the engine keeps loaded (co-loaded configurations);
+        the classic engine loads each configuration when it comes to it."""
+        if self.engine is not None and self.engine.co_loaded:
+            for other in self.engine.models:  # a new server has nothing loaded
+                _load_recovering(self.server, self.recovery, other.model_name)
 
     def measure(
         self, model: RepositoryModel, load: LoadPoint, repeat: int, note: str = ""
@@ -280,8 +295,7 @@ class CellSession:
                     raise
                 restarted = recovery.handle(cid, exc, last_attempt=last)
                 if restarted and self.engine is not None and self.engine.co_loaded:
-                    for other in self.engine.models:  # a new server has nothing loaded
-                        _load_recovering(server, recovery, other.model_name)
+                    self.reload_after_restart()
                     continue
                 if not restarted:  # reload: a stub that died starts afresh
                     _unload_quietly(server, model.model_name)
@@ -328,9 +342,18 @@ class CellSession:
     def measure_serving_path(self, info: OnnxModelInfo) -> None:
         """The null-model cells behind the cost model (only on a server this run started)."""
         if isinstance(self.server, TritonServer):
+            restarts = self.recovery.restarts
             _measure_serving_path(
-                self.server, self.perf_install, self.plan, info, self.run_dir, self.input_files
+                self.server,
+                self.perf_install,
+                self.plan,
+                info,
+                self.run_dir,
+                self.input_files,
+                self.recovery,
             )
+            if self.recovery.restarts > restarts:
+                self.reload_after_restart()  # the extra blocks that may follow need them
 
     def profile_operators(self) -> None:
         """Nothing here: a local run profiles after its server stopped (``run_project``)."""
@@ -383,12 +406,14 @@ def _measure_serving_path(
     info: OnnxModelInfo,
     run_dir: Path,
     input_files: InputFiles,
+    recovery: Recovery,
 ) -> None:
     """The null-model cells the cost model needs (``PROBE_REPEATS`` of each probe).
 
-    Kept across resumes. A server that cannot load the probe (an external binary without
+    Kept across resumes. A live server that cannot load the probe (an external binary without
     tritonlab's backends) leaves the run without them; the log then says the cost model is
-    unavailable.
+    unavailable. A server that dies during a probe is restarted (``recovery``) and the probe
+    measured again, at most ``ATTEMPTS_PER_CELL`` times.
     """
     load = probe_load(list(plan.loads))
     if load is None or not info.batched:
@@ -402,25 +427,53 @@ def _measure_serving_path(
     ]
     for repeat in range(PROBE_REPEATS):
         for model in models:
-            if probe_done(run_dir, model.variant, load, repeat):
-                continue
-            try:
-                server.load_model(model.model_name)
-            except ServerError:
-                return
-            try:
-                _measure_cell(
-                    server,
-                    perf_install,
-                    plan,
-                    model,
-                    load,
-                    repeat,
-                    run_dir,
-                    input_files.for_load(load),
-                    SERVING_PATH_DIR,
-                )
-            except BaseException:
-                _unload_quietly(server, model.model_name)
-                raise
-            server.unload_model(model.model_name)
+            for attempt in range(1, ATTEMPTS_PER_CELL + 1):
+                if probe_done(run_dir, model.variant, load, repeat):
+                    break
+                try:
+                    _measure_probe(
+                        server, perf_install, plan, model, load, repeat, run_dir, input_files
+                    )
+                except (ServerError, PerfAnalyzerError) as exc:
+                    if not recovery.server_died():
+                        if isinstance(exc, ServerError):
+                            return  # a live server that cannot load the probe
+                        raise
+                    # the server died during the probe: restart it and measure the probe again
+                    last = attempt == ATTEMPTS_PER_CELL
+                    probe = f"serving-path probe {model.model_name} (repeat {repeat + 1})"
+                    recovery.handle(probe, exc, last_attempt=last)
+                    if last:
+                        return
+                else:
+                    break
+
+
+def _measure_probe(
+    server: TritonServer,
+    perf_install: PerfAnalyzerInstall,
+    plan: ExperimentPlan,
+    model: RepositoryModel,
+    load: LoadPoint,
+    repeat: int,
+    run_dir: Path,
+    input_files: InputFiles,
+) -> None:
+    """Load a probe, measure its cell, unload it."""
+    server.load_model(model.model_name)
+    try:
+        _measure_cell(
+            server,
+            perf_install,
+            plan,
+            model,
+            load,
+            repeat,
+            run_dir,
+            input_files.for_load(load),
+            SERVING_PATH_DIR,
+        )
+    except BaseException:
+        _unload_quietly(server, model.model_name)
+        raise
+    server.unload_model(model.model_name)

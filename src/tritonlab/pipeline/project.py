@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from tritonlab.experiments.plan import (
     for_unbatched_model,
     seed_comparison_plan,
 )
+from tritonlab.experiments.run_folder import claim, discard_results
 from tritonlab.experiments.runner import (
     AdaptiveRepeats,
     OpenLoopRates,
@@ -69,13 +69,6 @@ class ProjectResult:
     report: BuiltReport
 
 
-def discard_results(run_dir: Path) -> None:
-    """``--fresh``: remove what earlier runs measured and derived in ``run_dir`` (the model
-    file and anything else the user keeps there stay)."""
-    for sub in ("results", "benchmarks", "models", "server", "docs", "serving_path", "pick"):
-        shutil.rmtree(run_dir / sub, ignore_errors=True)
-
-
 def check_measuring_host(options: ServerOptions) -> None:
     """Measurements keep a server they start on loopback: perf_analyzer runs on this machine,
     so nothing needs to listen elsewhere (``serve --host`` is the way to expose one)."""
@@ -87,7 +80,7 @@ def check_measuring_host(options: ServerOptions) -> None:
 
 
 def check_model_name(name: str) -> str:
-    if not MODEL_NAME_RE.match(name) or "__" in name:
+    if not MODEL_NAME_RE.fullmatch(name) or "__" in name:
         raise ConfigError(
             f"model name {name!r}: use letters, digits, '_', '.', '-' (no '__'); pass --name"
         )
@@ -293,6 +286,7 @@ def run_project(
     if fresh:
         discard_results(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
+    claim(run_dir)
     set_aside_cells(run_dir, remeasure)
     adaptive = None
     if max_repeats is not None and max_repeats > plan.repeats:

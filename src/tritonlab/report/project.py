@@ -112,7 +112,8 @@ def run_perf_script(perf: PerfAnalyzerInstall, settings: PerfSettings) -> str:
         "# scripts/start_server.sh must be running. Raw output goes to benchmarks/manual/.\n"
         "set -euo pipefail\n"
         'cd "$(dirname "$0")/.."\n'
-        f'MODEL="${{1:-{settings.model_name}}}"\n'
+        f"DEFAULT_MODEL={_q(settings.model_name)}\n"
+        'MODEL="${1:-$DEFAULT_MODEL}"\n'
         'GRPC_URL="${GRPC_URL:-127.0.0.1:${GRPC_PORT:-8001}}"\n'
         'HTTP_URL="${HTTP_URL:-127.0.0.1:${HTTP_PORT:-8000}}"\n'
         + _find_tritonlab("run_perf.sh")
@@ -130,14 +131,15 @@ def export_script_demo(name: str = "simple_mlp") -> str:
     configurations' ``models/*/1/model.onnx`` (large examples are committed without them)."""
     return (
         "#!/usr/bin/env python3\n"
-        f'"""Re-export the built-in model {name} (PyTorch, fixed seed) into this folder."""\n'
+        '"""Re-export the built-in model NAME (PyTorch, fixed seed) into this folder."""\n'
         "import shutil\n"
         "from pathlib import Path\n\n"
         "from tritonlab.models.zoo import export_builtin\n\n"
+        f"NAME = {name!r}\n"
         "here = Path(__file__).resolve().parent.parent\n"
-        f"check = export_builtin({name!r}, here / '{name}.onnx')\n"
+        "check = export_builtin(NAME, here / (NAME + '.onnx'))\n"
         "print(f'exported {check.onnx_path}; max abs diff vs PyTorch {check.max_abs_diff:.3g}')\n"
-        f"for folder in sorted((here / 'models').glob('{name}*')):\n"
+        "for folder in sorted((here / 'models').glob(NAME + '*')):\n"
         "    if '__serving_path_' not in folder.name:  # probes serve the null model\n"
         "        (folder / '1').mkdir(parents=True, exist_ok=True)\n"
         "        shutil.copyfile(check.onnx_path, folder / '1' / 'model.onnx')\n"
@@ -150,18 +152,21 @@ def export_script_user(onnx_source: Path, model_name: str, run_dir: Path | None 
     file's place inside the project folder (no path outside the project is written)."""
     inside = portable_path(onnx_source.resolve(), run_dir.resolve()) if run_dir else None
     relative = inside if inside and not inside.startswith(("/", "$")) else onnx_source.name
+    # Every name the user chose goes in as a Python literal (repr), never pasted into code or
+    # a docstring: a file name is text, whatever quotes or newlines it holds.
     return (
         "#!/usr/bin/env python3\n"
-        f'"""Rebuild models/ from {onnx_source.name}: read its graph, write every variant.\n\n'
-        f"Usage: python scripts/export_model.py [ONNX] (default: {relative} in the project).\n"
+        '"""Rebuild models/ from the ONNX file: read its graph, write every variant.\n\n'
+        "Usage: python scripts/export_model.py [ONNX] (default: SOURCE, in the project).\n"
         '"""\n'
         "import sys\n"
         "from pathlib import Path\n\n"
         "from tritonlab.models.inspect import inspect_onnx\n"
         "from tritonlab.repository.layout import build_repository\n"
         "from tritonlab.repository.variants import seed_comparison_variants\n\n"
+        f"SOURCE = {relative!r}\n"
         "here = Path(__file__).resolve().parent.parent\n"
-        f"onnx = Path(sys.argv[1]) if len(sys.argv) > 1 else here / {relative!r}\n"
+        "onnx = Path(sys.argv[1]) if len(sys.argv) > 1 else here / SOURCE\n"
         "if not onnx.is_file():\n"
         f"    sys.exit(f'{{onnx}} not found: pass the ONNX file, "
         "python scripts/export_model.py PATH')\n"
@@ -173,7 +178,11 @@ def export_script_user(onnx_source: Path, model_name: str, run_dir: Path | None 
 
 
 def client_script(model_name: str) -> str:
-    return (TEMPLATES / "infer_client.py").read_text().replace("__MODEL_NAME__", model_name)
+    return (
+        (TEMPLATES / "infer_client.py")
+        .read_text()
+        .replace('"__MODEL_NAME__"', repr(model_name))  # a literal, whatever the name holds
+    )
 
 
 def project_readme(run: RunData) -> str:

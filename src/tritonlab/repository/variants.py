@@ -77,7 +77,7 @@ class ServingVariant:
     def validate(self, model_batches: bool = True) -> None:
         """Raise ``ConfigError`` naming the field if Triton would reject this configuration."""
         where = f"variant '{self.name}'"
-        if not _NAME_RE.match(self.name):
+        if not _NAME_RE.fullmatch(self.name):
             raise ConfigError(
                 f"{where}: name must be lower-case letters, digits and '_' "
                 "(it becomes a model name)"

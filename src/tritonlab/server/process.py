@@ -9,7 +9,6 @@ kills the whole group.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
 import signal
@@ -108,6 +107,7 @@ class TritonServer(ServerEndpoint):
         self.api_key = api_key
         self._process: subprocess.Popen[bytes] | None = None
         self._log_file: object | None = None
+        self._link_dir: Path | None = None  # the private folder of served_repository's link
         connect_host = "127.0.0.1" if host in ("0.0.0.0", "") else host
         super().__init__(
             http_url=f"{connect_host}:{self.ports.http}",
@@ -154,18 +154,17 @@ class TritonServer(ServerEndpoint):
         Triton 2.51's Python backend starts each stub through a shell without quoting the
         model's path (seen here: a space, '"' or '$' in it makes the load hang or the server
         abort with ``stol``). A path with any such character is served through a symlink with a
-        plain name in the temporary folder, pointing at the real repository.
+        plain name in a private temporary folder, pointing at the real repository.
         """
         text = str(self.repository)
         if _SHELL_SAFE.fullmatch(text):
             return self.repository
-        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-        link = Path(tempfile.gettempdir()) / f"tritonlab-repo-{digest}"
-        if not (link.is_symlink() and link.resolve() == self.repository):
-            with contextlib.suppress(FileNotFoundError):
-                link.unlink()
-            link.symlink_to(self.repository, target_is_directory=True)
-        return link
+        # In a private folder (mkdtemp: an unpredictable name, mode 0700), so no other user can
+        # plant or swap the link; removed when the server stops.
+        if self._link_dir is None or not (self._link_dir / "models").is_symlink():
+            self._link_dir = Path(tempfile.mkdtemp(prefix="tritonlab-repo-"))
+            (self._link_dir / "models").symlink_to(self.repository, target_is_directory=True)
+        return self._link_dir / "models"
 
     @property
     def pid(self) -> int | None:
@@ -262,6 +261,11 @@ class TritonServer(ServerEndpoint):
             with contextlib.suppress(Exception):
                 self._log_file.close()  # type: ignore[attr-defined]
             self._log_file = None
+        if self._link_dir is not None:
+            with contextlib.suppress(OSError):
+                (self._link_dir / "models").unlink()
+                self._link_dir.rmdir()
+            self._link_dir = None
 
     def restart(self, ready_timeout_s: float = 120.0) -> None:
         """Stop whatever is left of the server (stubs included) and start it again, ready."""
