@@ -99,3 +99,41 @@ def test_a_baseline_pick_deploys_from_the_baseline_folder(tmp_path: Path) -> Non
     config = (tmp_path / "model_repository" / pick.model_name / "config.pbtxt").read_text()
     measured = (run / "models" / pick.model_name / "config.pbtxt").read_text().splitlines()
     assert config.splitlines()[1:] == measured[1:]
+
+
+def test_the_manifests_are_hardened_and_still_valid(tmp_path: Path) -> None:
+    """Issue 20, 7: non-root, no escalation, no capabilities, read-only root, no token."""
+    run = EXAMPLES / "simple_mlp_sweep"
+    for target in ("kubernetes", "kserve"):
+        out = tmp_path / target
+        written = write_deployment(resolve_pick(run), run, out, DeployOptions(target=target))
+        validate_files(written.manifests)  # the Kubernetes 1.31 schema, offline
+        if target == "kubernetes":
+            (deployment,) = _docs(out / "deployment.yaml")
+            pod = deployment["spec"]["template"]["spec"]
+            container = pod["containers"][0]
+            assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"]
+        else:
+            (service,) = _docs(out / "inferenceservice.yaml")
+            pod = service["spec"]["predictor"]
+            container = pod["model"]
+        assert pod["automountServiceAccountToken"] is False
+        security = container["securityContext"]
+        assert security["runAsNonRoot"] and security["readOnlyRootFilesystem"]
+        assert security["allowPrivilegeEscalation"] is False
+        assert security["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_the_image_is_checked_and_can_be_pinned_by_digest(tmp_path: Path) -> None:
+    run = EXAMPLES / "simple_mlp_sweep"
+    pick = resolve_pick(run)
+    digest = "sha256:" + "ab" * 32
+    write_deployment(pick, run, tmp_path, DeployOptions(image_digest=digest))
+    (deployment,) = _docs(tmp_path / "deployment.yaml")
+    image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert image == f"nvcr.io/nvidia/tritonserver:24.10-py3@{digest}"
+    for bad in ("nvcr.io/x:tag; rm -rf /", "UPPER/Case", "a b", "x:tag\n"):
+        with pytest.raises(ConfigError, match="not an image reference"):
+            write_deployment(pick, run, tmp_path, DeployOptions(image=bad))
+    with pytest.raises(ConfigError, match="--image-digest"):
+        write_deployment(pick, run, tmp_path, DeployOptions(image_digest="sha256:xyz"))

@@ -41,6 +41,13 @@ def deploy(
         Optional[str],  # noqa: UP045
         typer.Option("--image", help="Default: the NGC tritonserver of the measured release."),
     ] = None,
+    image_digest: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--image-digest",
+            help="sha256:<64 hex>: pin the image by digest (a tag can be moved to other content).",
+        ),
+    ] = None,
     min_replicas: Annotated[int, typer.Option("--min-replicas", min=1)] = 1,
     max_replicas: Annotated[int, typer.Option("--max-replicas", min=1)] = 4,
     target_load: Annotated[
@@ -76,6 +83,7 @@ def deploy(
                 namespace=namespace,
                 repository_uri=repository,
                 image=image,
+                image_digest=image_digest,
                 min_replicas=min_replicas,
                 max_replicas=max_replicas,
                 target_load_infer_per_s=target_load,

@@ -20,16 +20,21 @@ What is written, and why:
 from __future__ import annotations
 
 import math
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from tritonlab.deploy.hardening import (
+    checked_image,
+    container_security,
+    harden_container,
+    harden_pod,
+)
 from tritonlab.deploy.pick import DeployPick
+from tritonlab.deploy.served_repository import write_repository
 from tritonlab.errors import ConfigError
-from tritonlab.repository.variants import variant_model_name
 
 NGC_IMAGE = "nvcr.io/nvidia/tritonserver:{tag}"
 # Triton releases by server version (the container tag of each).
@@ -50,6 +55,7 @@ class DeployOptions:
     # None: a PersistentVolumeClaim of our own (pvc.yaml), filled as the README says.
     repository_uri: str | None = None
     image: str | None = None  # default: the NGC image of the measured release
+    image_digest: str | None = None  # sha256:...: pin the image by digest, not by its tag
     min_replicas: int = 1
     max_replicas: int = 4
     target_load_infer_per_s: float | None = None  # sizes minReplicas from the capacity
@@ -91,9 +97,9 @@ def write_deployment(
     if options.min_replicas > options.max_replicas:
         raise ConfigError("--min-replicas must not exceed --max-replicas")
     name = dns_label(options.name or pick.model_name)
-    image = options.image or ngc_image(pick.server_version)
+    image = checked_image(options.image or ngc_image(pick.server_version), options.image_digest)
     out_dir.mkdir(parents=True, exist_ok=True)
-    repo_bytes = _write_repository(pick, run_dir, out_dir / "model_repository")
+    repo_bytes = write_repository(pick, run_dir, out_dir / "model_repository")
     min_replicas = options.min_replicas
     if options.target_load_infer_per_s and pick.throughput_infer_per_s > 0:
         needed = math.ceil(options.target_load_infer_per_s / pick.throughput_infer_per_s)
@@ -143,42 +149,6 @@ def _header(pick: DeployPick, run_dir: Path) -> str:
         "# A replica on other hardware carries a different load: measure the service with\n"
         "# `tritonlab perf --url` once it runs.\n"
     )
-
-
-def _write_repository(pick: DeployPick, run_dir: Path, repo: Path) -> int:
-    """The native repository of the pick; returns the bytes it holds (the model's, if found)."""
-    served = run_dir / "models" / variant_model_name(pick.model_name, pick.variant)
-    config = served / "config.pbtxt"
-    if not config.exists():
-        raise ConfigError(
-            f"{config} is missing: deploy needs the run's model repository (run the same "
-            "command that made the run, or `tritonlab report` after restoring models/)"
-        )
-    target = repo / pick.model_name
-    (target / "1").mkdir(parents=True, exist_ok=True)
-    lines = config.read_text().splitlines()
-    lines = [f'name: "{pick.model_name}"' if ln.startswith("name:") else ln for ln in lines]
-    (target / "config.pbtxt").write_text("\n".join(lines) + "\n")
-    model = _model_file(run_dir, pick)
-    if model is not None:
-        shutil.copy2(model, target / "1" / "model.onnx")
-        return model.stat().st_size
-    (target / "1" / "PUT_model.onnx_HERE").write_text(
-        f"The run folder holds no model.onnx (examples keep it out of git); export "
-        f"{pick.model_name}.onnx again (scripts/ in the run folder) and copy it here as "
-        "model.onnx.\n"
-    )
-    return 0
-
-
-def _model_file(run_dir: Path, pick: DeployPick) -> Path | None:
-    for candidate in (
-        run_dir / "models" / variant_model_name(pick.model_name, pick.variant) / "1" / "model.onnx",
-        run_dir / f"{pick.model_name}.onnx",
-    ):
-        if candidate.exists():
-            return candidate
-    return None
 
 
 def _labels(name: str) -> dict[str, str]:
@@ -266,7 +236,7 @@ def _container(pick: DeployPick, image: str, uri: str) -> tuple[dict[str, Any], 
         container["envFrom"] = [{"secretRef": {"name": "triton-storage", "optional": True}}]
     if mounts:
         container["volumeMounts"] = mounts
-    return container, volumes
+    return harden_container(container), volumes
 
 
 def _deployment(
@@ -276,6 +246,7 @@ def _deployment(
     pod: dict[str, Any] = {"containers": [container]}
     if volumes:
         pod["volumes"] = volumes
+    harden_pod(pod)
     if pick.variant.instance_kind == "KIND_GPU":
         pod["tolerations"] = [
             {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -447,7 +418,9 @@ def _inference_service(
                     "resources": _resources(pick),
                     "readinessProbe": _probe("/v2/health/ready", 5, 3),
                     "livenessProbe": _probe("/v2/health/live", 10, 3),
+                    "securityContext": container_security(),
                 },
+                "automountServiceAccountToken": False,
             }
         },
     }

@@ -1,0 +1,47 @@
+"""The pick's native model repository for a deployment: its measured ``config.pbtxt`` under
+the model's own name, and ``model.onnx`` where the run folder has it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from tritonlab.deploy.pick import DeployPick
+from tritonlab.errors import ConfigError
+from tritonlab.repository.variants import variant_model_name
+
+
+def write_repository(pick: DeployPick, run_dir: Path, repo: Path) -> int:
+    """The native repository of the pick; returns the bytes it holds (the model's, if found)."""
+    served = run_dir / "models" / variant_model_name(pick.model_name, pick.variant)
+    config = served / "config.pbtxt"
+    if not config.exists():
+        raise ConfigError(
+            f"{config} is missing: deploy needs the run's model repository (run the same "
+            "command that made the run, or `tritonlab report` after restoring models/)"
+        )
+    target = repo / pick.model_name
+    (target / "1").mkdir(parents=True, exist_ok=True)
+    lines = config.read_text().splitlines()
+    lines = [f'name: "{pick.model_name}"' if ln.startswith("name:") else ln for ln in lines]
+    (target / "config.pbtxt").write_text("\n".join(lines) + "\n")
+    model = model_file(run_dir, pick)
+    if model is not None:
+        shutil.copy2(model, target / "1" / "model.onnx")
+        return model.stat().st_size
+    (target / "1" / "PUT_model.onnx_HERE").write_text(
+        f"The run folder holds no model.onnx (examples keep it out of git); export "
+        f"{pick.model_name}.onnx again (scripts/ in the run folder) and copy it here as "
+        "model.onnx.\n"
+    )
+    return 0
+
+
+def model_file(run_dir: Path, pick: DeployPick) -> Path | None:
+    for candidate in (
+        run_dir / "models" / variant_model_name(pick.model_name, pick.variant) / "1" / "model.onnx",
+        run_dir / f"{pick.model_name}.onnx",
+    ):
+        if candidate.exists():
+            return candidate
+    return None
