@@ -36,6 +36,7 @@ from tritonlab.server.launch import ServerOptions
 from tritonlab.server.process import TritonServer
 
 from .nodes import NodeFacts
+from .wire import NodeAnswerError, decode, encode, encode_answer
 
 WORK_PREFIX = "tritonlab-node-"
 # What stays on the node: its own cells (the driver writes them, with the node named), its
@@ -57,16 +58,31 @@ class Prepared:
     server_version: str
     server_command: tuple[str, ...] | None
 
+    def to_wire(self) -> bytes:
+        return encode(
+            {
+                "checks": self.checks,
+                "server_version": self.server_version,
+                "server_command": None
+                if self.server_command is None
+                else list(self.server_command),
+            }
+        )
 
-@dataclass(frozen=True)
-class Measured:
-    """One cell as the node measured it (None: given up on after faults), the files it wrote
-    (path relative to the run folder -> bytes), and the faults the node met meanwhile."""
-
-    cell: CellResult | None
-    files: dict[str, bytes]
-    faults: list[dict[str, Any]]
-    restarts: int
+    @classmethod
+    def from_wire(cls, raw: object, what: str) -> Prepared:
+        """A node's report, checked (``wire.py``)."""
+        data = decode(raw, what)
+        checks, command = data.get("checks", []), data.get("server_command")
+        if not isinstance(checks, list) or not all(isinstance(c, dict) for c in checks):
+            raise NodeAnswerError(f"{what}: checks must be a list of objects")
+        if command is not None and not (
+            isinstance(command, list) and all(isinstance(a, str) for a in command)
+        ):
+            raise NodeAnswerError(f"{what}: server_command must be a list of strings")
+        return cls(
+            checks, str(data.get("server_version", "")), None if command is None else tuple(command)
+        )
 
 
 # Watches the measurer's process; once it is gone (killed by Ray, its driver gone, Ctrl-C), it
@@ -125,8 +141,9 @@ class NodeMeasurer:
         self._faults_sent = 0
         self._reaper: int | None = None  # its pid
 
-    def describe(self, node_id: str, address: str) -> NodeFacts:
-        return NodeFacts.current(node_id, address, locate_perf_analyzer().version)
+    def describe(self, node_id: str, address: str) -> bytes:
+        """This node's facts, as JSON bytes (``NodeFacts.from_dict`` on the driver)."""
+        return encode(NodeFacts.current(node_id, address, locate_perf_analyzer().version).to_dict())
 
     def prepare(
         self,
@@ -136,7 +153,7 @@ class NodeMeasurer:
         inputs: ModelInputs,
         options: ServerOptions,
         fingerprint: str,
-    ) -> Prepared:
+    ) -> bytes:
         root = Path(tempfile.gettempdir())
         remove_stale_work(root)
         self._work = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-", dir=root))
@@ -164,7 +181,9 @@ class NodeMeasurer:
         self._watch_server()
         self._new_files()  # what is there now stays on the node
         server = session.manifest.server
-        return Prepared([c.to_dict() for c in session.checks], server.version, server.command)
+        return Prepared(
+            [c.to_dict() for c in session.checks], server.version, server.command
+        ).to_wire()
 
     def add_variant(self, variant: ServingVariant) -> None:
         """A configuration the plan did not have at the start (a tune's next step)."""
@@ -181,7 +200,7 @@ class NodeMeasurer:
             self._require().unload(self._loaded, quietly=True)
             self._loaded = None
 
-    def measure(self, variant_name: str, load: LoadPoint, repeat: int) -> Measured:
+    def measure(self, variant_name: str, load: LoadPoint, repeat: int) -> bytes:
         session = self._require()
         model = self._models[variant_name]
         if self._loaded is not model:
@@ -198,7 +217,7 @@ class NodeMeasurer:
             raise
         return self._answer(cell)
 
-    def serving_path(self) -> Measured:
+    def serving_path(self) -> bytes:
         """The serving-path probes (``runner._measure_serving_path``), measured here."""
         session = self._require()
         if self._loaded is not None:
@@ -208,7 +227,7 @@ class NodeMeasurer:
         session.measure_serving_path(self._info)
         return self._answer(None)
 
-    def profile(self) -> Measured:
+    def profile(self) -> bytes:
         """``operators.json`` of this node (``pipeline.project.record_operator_profile``)."""
         from tritonlab.pipeline.project import record_operator_profile
 
@@ -264,12 +283,13 @@ class NodeMeasurer:
             raise RuntimeError("prepare() must run before measuring")
         return self._session
 
-    def _answer(self, cell: CellResult | None) -> Measured:
+    def _answer(self, cell: CellResult | None) -> bytes:
+        """The answer as JSON bytes: the driver parses and checks it (``wire.py``)."""
         session = self._require()
         self._watch_server()
         faults = [f.to_dict() for f in session.recovery.faults[self._faults_sent :]]
         self._faults_sent = len(session.recovery.faults)
-        return Measured(cell, self._new_files(), faults, session.recovery.restarts)
+        return encode_answer(cell, self._new_files(), faults, session.recovery.restarts)
 
     def _new_files(self) -> dict[str, bytes]:
         """Files of the run folder written or changed since the last call (not ``_KEPT_HERE``)."""

@@ -58,6 +58,36 @@ class NodeFacts:
             perf_analyzer_version=perf_analyzer_version,
         )
 
+    @classmethod
+    def reported(cls, raw: object, placed_on: str) -> NodeFacts:
+        """A node's report of its facts (JSON bytes, untrusted), checked: a valid record, from
+        the Ray node the measurer was placed on."""
+        from .wire import NodeAnswerError, decode
+
+        what = f"node {placed_on[:8]}"
+        data = decode(raw, what)
+        try:
+            facts = cls.from_dict(data)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise NodeAnswerError(f"{what}: its facts are not a valid record ({exc!r})") from None
+        if facts.node_id != placed_on:
+            raise NodeAnswerError(f"{what}: reported node id {facts.node_id!r}")
+        return facts
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> NodeFacts:
+        """Facts a node reported (untrusted: every field coerced to its type)."""
+        packages = data.get("packages") or {}
+        return cls(
+            node_id=str(data["node_id"]),
+            address=str(data["address"]),
+            hostname=str(data.get("hostname", "")),
+            machine=MachineInfo.from_dict(dict(data.get("machine") or {})),
+            tritonlab_version=str(data.get("tritonlab_version", "")),
+            packages={str(k): str(v) for k, v in dict(packages).items()},
+            perf_analyzer_version=str(data.get("perf_analyzer_version", "")),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "label": self.label,

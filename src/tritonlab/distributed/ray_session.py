@@ -52,7 +52,7 @@ from tritonlab.perf.locate import PerfAnalyzerInstall
 from tritonlab.repository.layout import RepositoryModel
 from tritonlab.server.launch import ServerOptions
 
-from .measurer import Measured, NodeMeasurer, Prepared
+from .measurer import NodeMeasurer, Prepared
 from .nodes import (
     RESOURCE,
     NodeFacts,
@@ -60,6 +60,7 @@ from .nodes import (
     check_nodes,
     check_server_versions,
 )
+from .wire import Answer, contained, decode_answer
 
 INSTALL_HINT = "--ray needs the optional extra: pip install 'tritonlab[ray]'"
 CLOSE_TIMEOUT_S = 120.0
@@ -165,7 +166,7 @@ class RaySession:
             model, load, repeat = unit[0]
             cid = cell_id(model.variant.name, load, repeat)
             try:
-                answer: Measured = ray.get(ready[0])
+                raw = ray.get(ready[0])
             except ray.exceptions.RayTaskError as exc:
                 raise _cause(exc, node) from None
             except ray.exceptions.RayError as exc:
@@ -178,7 +179,7 @@ class RaySession:
                     ) from exc
                 continue
             self.done += 1
-            self._store(node, cid, answer, ids)
+            self._store(node, cid, self._checked(node, raw, cid), ids)
             if len(unit) > 1 and not self.over_budget():
                 submit(node, unit[1:])
             else:
@@ -205,13 +206,13 @@ class RaySession:
     def _on_one_node(self, method: str, what: str) -> _Node | None:
         for node in [n for n in self.nodes if n.alive]:
             try:
-                answer: Measured = self.ray.get(getattr(node.actor, method).remote())
+                raw = self.ray.get(getattr(node.actor, method).remote())
             except self.ray.exceptions.RayTaskError as exc:
                 raise _cause(exc, node) from None
             except self.ray.exceptions.RayError as exc:
                 self._lose(node, what, exc)
                 continue
-            self._store(node, "", answer, [])
+            self._store(node, "", self._checked(node, raw, None), [])
             return node
         return None
 
@@ -248,15 +249,14 @@ class RaySession:
                 self.progress(self.done, self.total, f"{cid} on {node.label}{note}")
             try:
                 self.ray.get(node.actor.add_variant.remote(model.variant))
-                answer: Measured = self.ray.get(
-                    node.actor.measure.remote(model.variant.name, load, repeat)
-                )
+                raw = self.ray.get(node.actor.measure.remote(model.variant.name, load, repeat))
             except self.ray.exceptions.RayTaskError as exc:
                 raise _cause(exc, node) from None
             except self.ray.exceptions.RayError as exc:
                 self._lose(node, cid, exc, "measuring the cell again on another node")
                 continue
             self.done += 1
+            answer = self._checked(node, raw, cid)
             self._store(node, cid, answer, [])
             return None if answer.cell is None else replace(answer.cell, node=node.label)
 
@@ -269,9 +269,14 @@ class RaySession:
             )
         return alive[0]
 
-    def _store(self, node: _Node, cid: str, answer: Measured, ids: list[str]) -> None:
+    def _checked(self, node: _Node, raw: object, cid: str | None) -> Answer:
+        """A node's answer, parsed and checked (``wire.py``): a malformed one stops the run
+        with the node named, before anything of it is written."""
+        return decode_answer(raw, f"node {node.label}", self.run_dir, cid or None)
+
+    def _store(self, node: _Node, cid: str, answer: Answer, ids: list[str]) -> None:
         for rel, data in answer.files.items():
-            path = self.run_dir / rel
+            path = contained(self.run_dir, rel, f"node {node.label}")
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f".{path.name}.part")
             tmp.write_bytes(data)
@@ -412,22 +417,25 @@ def open_ray_session(
     nodes: list[_Node] = []
     clean_exit = False
     try:
-        facts: list[NodeFacts] = ray.get(
+        described = ray.get(
             [
                 a.describe.remote(n["NodeID"], n.get("NodeManagerAddress", ""))
                 for a, n in zip(actors, found, strict=True)
             ]
         )
+        facts = [NodeFacts.reported(r, n["NodeID"]) for r, n in zip(described, found, strict=True)]
         driver = NodeFacts.current("driver", "driver", perf_install.version)
         check_nodes(driver, facts)
-        prepared: list[Prepared] = ray.get(
+        model = info.path.read_bytes()
+        answers = ray.get(
             [
-                a.prepare.remote(
-                    info.path.read_bytes(), info.path.name, plan, inputs, options, fingerprint
-                )
+                a.prepare.remote(model, info.path.name, plan, inputs, options, fingerprint)
                 for a in actors
             ]
         )
+        prepared = [
+            Prepared.from_wire(r, f"node {f.label}") for r, f in zip(answers, facts, strict=True)
+        ]
         nodes = [
             _Node(NodeRecord(f, p.server_version), a)
             for f, p, a in zip(facts, prepared, actors, strict=True)
