@@ -111,11 +111,14 @@ def _run_pipeline(
 ) -> None:
     from tritonlab.experiments.plan import MeasurementSettings
     from tritonlab.models.inputs import derive_inputs, parse_shape_args
+    from tritonlab.models.shape_probe import probe_inputs
     from tritonlab.pipeline.project import default_plan, load_model_info, run_project
 
     first, most, budget = engine_defaults(engine, repeats, max_repeats, adaptive_budget_s)
     info = load_model_info(onnx_path)
-    inputs = derive_inputs(info, parse_shape_args(shape or []), input_data=input_data)
+    shapes = parse_shape_args(shape or [])
+    inputs = derive_inputs(info, shapes, input_data=input_data)
+    inputs = probe_inputs(info, inputs, sized_by_user=bool(shapes) or input_data is not None)
     plan = default_plan(
         info,
         inputs,

@@ -165,6 +165,7 @@ def tune(
         from tritonlab.experiments.run_folder import claim, discard_results
         from tritonlab.experiments.store import RESULTS_DIR
         from tritonlab.models.inputs import derive_inputs, parse_shape_args
+        from tritonlab.models.shape_probe import probe_inputs
         from tritonlab.models.zoo import BUILTIN_MODELS, export_builtin
         from tritonlab.pipeline.project import (
             check_measuring_host,
@@ -197,7 +198,9 @@ def tune(
             onnx_path = Path(model)
             model_name = check_model_name(name or onnx_path.stem)
         info = load_model_info(onnx_path)
-        inputs = derive_inputs(info, parse_shape_args(shape or []), input_data=input_data)
+        shapes = parse_shape_args(shape or [])
+        inputs = derive_inputs(info, shapes, input_data=input_data)
+        inputs = probe_inputs(info, inputs, sized_by_user=bool(shapes) or input_data is not None)
         # Every argument checked: only now may --fresh move earlier results aside.
         if fresh:
             discard_results(out_dir)

@@ -43,6 +43,7 @@ from tritonlab.experiments.store import (
 )
 from tritonlab.models.inputs import ModelInputs, derive_inputs, with_dynamic_dim
 from tritonlab.models.inspect import OnnxModelInfo, check_with_onnxruntime, inspect_onnx
+from tritonlab.models.shape_probe import probe_inputs
 from tritonlab.paths import portable_path
 from tritonlab.perf.in_process import in_process_ceiling, openvino_precision_used, time_in_process
 from tritonlab.perf.locate import locate_perf_analyzer
@@ -279,7 +280,7 @@ def run_project(
     check_measuring_host(options)
     check_gpu_variants(plan.variants, remote=bool(options.url))
     info = load_model_info(onnx_path)
-    inputs = inputs or derive_inputs(info)
+    inputs = inputs or probe_inputs(info, derive_inputs(info), sized_by_user=False)
     if plan.loads and plan.loads[0].sequence_length is not None:
         # the reference load's length is what the profile, timings and check use too
         inputs = with_dynamic_dim(inputs, info, plan.loads[0].sequence_length)
