@@ -12,7 +12,8 @@ setup:
 demo: setup
 	$(VENV)/bin/tritonlab demo --out $(OUT)
 
-# The default sweep of the demo model (about 15 minutes on 2 cores; re-run to resume).
+# The default sweep of the demo model (about 20 minutes on 2 cores with the block engine, its
+# 10 blocks and extra blocks for the picks; re-run to resume).
 sweep: setup
 	$(VENV)/bin/tritonlab sweep demo --out $(SWEEP_OUT)
 

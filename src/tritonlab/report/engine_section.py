@@ -127,6 +127,16 @@ def noise_floor_lines(floors: list[NoiseFloor]) -> list[str]:
             f"{f.throughput.phrase()} ({_width(f.throughput)}), p99 {f.latency_p99.phrase()} "
             f"({_width(f.latency_p99)}): {verdict}."
         )
+    intervals = [v for f in floors for v in (f.throughput, f.latency_p99) if v.has_interval]
+    if len(intervals) > 1:
+        told = sum(1 for v in intervals if v.clear)
+        chance = 100 * (1 - 0.95 ** len(intervals))
+        lines.append(
+            f"- In all, {told} of the {len(intervals)} control intervals (throughput and p99 at "
+            f"{len(floors)} load point{'s' if len(floors) != 1 else ''}) read a difference; "
+            f"with {len(intervals)} intervals at 95% and nothing but noise between the copies, "
+            f"at least one would {chance:.0f}% of the time."
+        )
     lines.append("")
     return lines
 
