@@ -115,7 +115,14 @@ WindowOpt = Annotated[
 StabilityOpt = Annotated[
     float, typer.Option("--stability", min=1.0, help="perf_analyzer stability threshold (%).")
 ]
-FreshOpt = Annotated[bool, typer.Option("--fresh", help="Discard earlier results in --out.")]
+FreshOpt = Annotated[
+    bool,
+    typer.Option(
+        "--fresh",
+        help="Move earlier results in --out aside (into --out/.trash/; only in a folder tritonlab "
+        "made).",
+    ),
+]
 RemeasureOpt = Annotated[
     Optional[list[str]],  # noqa: UP045
     typer.Option(
