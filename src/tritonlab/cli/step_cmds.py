@@ -90,16 +90,18 @@ def serve(
             precision,
         )
         with serving(model, name, variant, options, repo) as server:
+            http_url, grpc_url = server.public_urls
             out.print(
-                f"Triton ready: HTTP {server.http_url}, gRPC {server.grpc_url}, metrics "
+                f"Triton ready: HTTP {http_url}, gRPC {grpc_url}, metrics "
                 f"{server.metrics_url}; log {server.log_path}; Ctrl-C stops it",
                 highlight=False,
             )
-            if server.api_key:
+            if server.exposed is not None:
                 out.print(
-                    f"listening on {server.host}: model control, shared memory, statistics, "
-                    f"trace and logging need the header '{RESTRICTED_HEADER}: "
-                    "$TRITONLAB_API_KEY'; inference and health stay open",
+                    f"listening on {server.exposed[0]} through tritonlab's proxy: every request "
+                    f"but health needs the header (gRPC: metadata) '{RESTRICTED_HEADER}: "
+                    "$TRITONLAB_API_KEY'; no TLS (put a TLS terminator in front); metrics stay "
+                    "on 127.0.0.1",
                     highlight=False,
                     markup=False,
                 )

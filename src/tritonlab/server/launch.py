@@ -54,25 +54,35 @@ def make_server(
         if options.server_bin
         else prepare_bundled_server()
     )
-    ports = ServerPorts.resolve(
-        options.http_port, options.grpc_port, options.metrics_port, options.host
-    )
     exposed = options.host not in LOOPBACK_HOSTS
     if exposed and not options.api_key:
         raise ServerError(
             f"--host {options.host} exposes the server beyond this machine: set "
-            "TRITONLAB_API_KEY in the environment, and tritonlab restricts model loading, shared "
-            f"memory and statistics to requests carrying the header '{RESTRICTED_HEADER}: <key>'"
+            "TRITONLAB_API_KEY in the environment, and every request but health then needs the "
+            f"header '{RESTRICTED_HEADER}: <key>'"
         )
-    return TritonServer(
+    if not exposed:
+        ports = ServerPorts.resolve(
+            options.http_port, options.grpc_port, options.metrics_port, options.host
+        )
+        return TritonServer(
+            install, repository, log_path, ports, options.host, explicit_model_control
+        )
+    # Exposed: tritonserver on loopback (free ports; metrics where asked, on loopback), and an
+    # authenticating proxy on the address and ports the user asked for (``auth_proxy``).
+    public = ServerPorts.resolve(options.http_port, options.grpc_port, 0, options.host)
+    inner = ServerPorts.resolve(0, 0, options.metrics_port, "127.0.0.1")
+    server = TritonServer(
         install,
         repository,
         log_path,
-        ports,
-        options.host,
+        inner,
+        "127.0.0.1",
         explicit_model_control,
-        api_key=options.api_key if exposed else None,
+        api_key=options.api_key,
     )
+    server.exposed = (options.host, public.http, public.grpc)
+    return server
 
 
 @contextlib.contextmanager

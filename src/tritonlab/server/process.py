@@ -27,7 +27,8 @@ import psutil
 
 from tritonlab.errors import ServerError
 from tritonlab.procenv import die_with_parent, raise_if_interrupted
-from tritonlab.server.endpoint import RESTRICTED_HEADER, ServerEndpoint
+from tritonlab.server.auth_proxy import AuthProxy
+from tritonlab.server.endpoint import ServerEndpoint
 from tritonlab.server.locate import ServerInstall
 from tritonlab.server.ports import ensure_port_free, find_free_ports
 
@@ -36,7 +37,6 @@ STOP_GRACE_S = 15.0
 _SHELL_SAFE = re.compile(r"[A-Za-z0-9_./+:@%,=-]+")
 # Served beyond loopback, these need the key header: loading and unloading models, shared
 # memory (a client could map server memory), statistics, trace and log settings.
-RESTRICTED_APIS = ("model-repository", "shared-memory", "statistics", "trace", "logging")
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 # A model load that takes longer than this is treated as hung (the server is then restarted).
 LOAD_DEADLINE_S = 300.0
@@ -108,6 +108,10 @@ class TritonServer(ServerEndpoint):
         self._process: subprocess.Popen[bytes] | None = None
         self._log_file: object | None = None
         self._link_dir: Path | None = None  # the private folder of served_repository's link
+        # Where an exposed server answers (host, HTTP port, gRPC port): an authenticating proxy
+        # in this process, holding ``api_key``; the server itself stays on loopback.
+        self.exposed: tuple[str, int, int] | None = None
+        self._proxy: AuthProxy | None = None
         connect_host = "127.0.0.1" if host in ("0.0.0.0", "") else host
         super().__init__(
             http_url=f"{connect_host}:{self.ports.http}",
@@ -138,13 +142,8 @@ class TritonServer(ServerEndpoint):
             cmd.append(f"--cache-directory={self.install.cache_dir}")
         if self.explicit_model_control:
             cmd.append("--model-control-mode=explicit")
-        if self.api_key:
-            key = "<TRITONLAB_API_KEY>" if redact else self.api_key
-            apis = ",".join(RESTRICTED_APIS)
-            cmd += [
-                f"--http-restricted-api={apis}:{RESTRICTED_HEADER}={key}",
-                f"--grpc-restricted-protocol={apis}:{RESTRICTED_HEADER}={key}",
-            ]
+        # No key here: an exposed server stays on loopback behind ``auth_proxy`` (a key on
+        # this command line would be readable by every local user).
         return cmd + list(self.extra_args)
 
     @property
@@ -191,10 +190,23 @@ class TritonServer(ServerEndpoint):
             raise ServerError(f"cannot start {self.install.binary}: {exc}") from exc
         try:
             self.wait_ready(ready_timeout_s)
+            if self.exposed is not None and self.api_key:
+                host, http_port, grpc_port = self.exposed
+                self._proxy = AuthProxy(
+                    host, http_port, grpc_port, self.http_url, self.grpc_url, self.api_key
+                ).start()
         except BaseException:
             self.stop()
             raise
         return self
+
+    @property
+    def public_urls(self) -> tuple[str, str]:
+        """(HTTP, gRPC) where clients reach it: the proxy's when exposed, else its own."""
+        if self.exposed is None:
+            return self.http_url, self.grpc_url
+        host, http_port, grpc_port = self.exposed
+        return f"{host}:{http_port}", f"{host}:{grpc_port}"
 
     def log_text(self) -> str:
         try:
@@ -243,6 +255,10 @@ class TritonServer(ServerEndpoint):
 
     def stop(self) -> None:
         """SIGINT, wait up to ``STOP_GRACE_S``, then SIGKILL the whole process group."""
+        if self._proxy is not None:
+            with contextlib.suppress(Exception):
+                self._proxy.stop()
+            self._proxy = None
         proc = self._process
         if proc is not None:
             pgid = proc.pid
