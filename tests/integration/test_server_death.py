@@ -79,13 +79,13 @@ def test_demo_survives_its_server_killed_after_the_1st_4th_and_8th_cell(tmp_path
 
 
 @pytest.mark.timeout(600)
-def test_classic_run_survives_its_server_killed_between_cells_in_a_load_and_in_the_probes(
-    demo_onnx: Path, tmp_path: Path
+def test_classic_demo_survives_its_server_killed_between_cells_in_a_load_and_in_the_probes(
+    tmp_path: Path,
 ) -> None:
     """The classic engine unloads each configuration after its cells: the death reported on
     2026-12-01 ("unloading model ... failed: Connection refused" ended the run)."""
     out_dir = tmp_path / "classic"
-    args = ["run", str(demo_onnx), "--out", str(out_dir), "--engine", "classic", *SHORT]
+    args = ["demo", "--out", str(out_dir), "--engine", "classic", *SHORT]
     args += ["--repeats", "1", "--max-repeats", "1"]
     proc, _stdout, stderr = start_cli(args, tmp_path, "classic")
     # 1. between cells: the first cell stored, its configuration about to be unloaded

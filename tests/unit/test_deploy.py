@@ -137,3 +137,17 @@ def test_the_image_is_checked_and_can_be_pinned_by_digest(tmp_path: Path) -> Non
             write_deployment(pick, run, tmp_path, DeployOptions(image=bad))
     with pytest.raises(ConfigError, match="--image-digest"):
         write_deployment(pick, run, tmp_path, DeployOptions(image_digest="sha256:xyz"))
+
+
+@pytest.mark.parametrize("forged", ["../../etc", "/abs", "a/b", "..", "x\n", ""])
+def test_a_forged_model_name_in_the_manifest_never_becomes_a_path(
+    tmp_path: Path, forged: str
+) -> None:
+    """Issue 20, 5: the manifest's model name was joined into the output paths unchecked."""
+    from dataclasses import replace
+
+    run = EXAMPLES / "simple_mlp_sweep"
+    pick = replace(resolve_pick(run), model_name=forged)
+    with pytest.raises(ConfigError, match="not a model name tritonlab writes"):
+        write_deployment(pick, run, tmp_path / "out", DeployOptions())
+    assert not (tmp_path / "etc").exists() and not (tmp_path / "out" / "model_repository").exists()

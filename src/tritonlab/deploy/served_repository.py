@@ -3,6 +3,7 @@ the model's own name, and ``model.onnx`` where the run folder has it."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -10,9 +11,23 @@ from tritonlab.deploy.pick import DeployPick
 from tritonlab.errors import ConfigError
 from tritonlab.repository.variants import variant_model_name
 
+# The model names tritonlab writes (``pipeline.project.check_model_name``): a manifest naming
+# anything else is damaged or forged, and its name must not become a path.
+_MODEL_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def checked_model_name(name: str) -> str:
+    if not _MODEL_NAME_RE.fullmatch(name) or "__" in name or set(name) <= {"."}:
+        raise ConfigError(
+            f"the run's manifest names the model {name!r}, which is not a model name tritonlab "
+            "writes (letters, digits, '_', '.', '-'); the manifest is damaged: restore it"
+        )
+    return name
+
 
 def write_repository(pick: DeployPick, run_dir: Path, repo: Path) -> int:
     """The native repository of the pick; returns the bytes it holds (the model's, if found)."""
+    checked_model_name(pick.model_name)
     served = run_dir / "models" / variant_model_name(pick.model_name, pick.variant)
     config = served / "config.pbtxt"
     if not config.exists():
