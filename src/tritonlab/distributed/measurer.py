@@ -228,8 +228,8 @@ class NodeMeasurer:
         return self._answer(None)
 
     def profile(self) -> bytes:
-        """``operators.json`` of this node (``pipeline.project.record_operator_profile``)."""
-        from tritonlab.pipeline.project import record_operator_profile
+        """``operators.json`` of this node (``analysis.operator_record``)."""
+        from tritonlab.analysis.operator_record import record_operator_profile
 
         session = self._require()
         assert self._info is not None and self._work is not None and self._inputs is not None

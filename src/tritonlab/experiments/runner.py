@@ -116,6 +116,11 @@ class MeasuringSession(Protocol):
     def profile_operators(self) -> None: ...
 
 
+# Opens a cluster's measuring session from (options, run folder, model info, inputs, plan,
+# fingerprint, perf_analyzer, progress, deadline, manifest extras).
+ClusterOpener = Callable[..., contextlib.AbstractContextManager[MeasuringSession]]
+
+
 class Recovered(Protocol):
     """The faults side of a session, as the outcome reports it."""
 
@@ -137,13 +142,15 @@ def run_experiment(
     open_loop_rates: OpenLoopRates | None = None,
     adaptive: AdaptiveRepeats | None = None,
     inputs: ModelInputs | None = None,
-    cluster: str | None = None,
+    cluster: ClusterOpener | None = None,
 ) -> RunOutcome:
     """Measure every cell of ``plan`` not yet on disk; results go under ``run_dir``.
 
     ``inputs`` says what every request carries (default: derived from the graph).
-    ``cluster``: a Ray address ("auto" too): whole rounds are then measured on the cluster's
-    nodes, each cell written here as it arrives (``distributed/ray_session.py``).
+    ``cluster``: the opener of a cluster's measuring session (``pipeline/`` binds
+    ``distributed.ray_session.open_ray_session`` to a Ray address): whole rounds are then
+    measured on the cluster's nodes, each cell written here as it arrives. The runner does not
+    import ``distributed/``, which imports it.
 
     Closed-loop and fixed-rate loads are measured first; loads at a fraction of the peak then
     get their rates from ``open_loop_rates`` (required when the plan has such loads).
@@ -183,11 +190,9 @@ def run_experiment(
         "adaptive": AdaptiveEntry(adaptive.max_repeats, adaptive.budget_s) if adaptive else None,
     }
     opened: contextlib.AbstractContextManager[MeasuringSession]
-    if cluster:
-        from tritonlab.distributed.ray_session import open_ray_session
-
-        opened = open_ray_session(
-            cluster, options, run_dir, info, inputs, plan, fingerprint, perf_install,
+    if cluster is not None:
+        opened = cluster(
+            options, run_dir, info, inputs, plan, fingerprint, perf_install,
             progress, deadline, manifest_extra,
         )  # fmt: skip
     else:
