@@ -250,7 +250,11 @@ def pooled_control(controls: list[dict[str, Any]]) -> tuple[float, float, float]
         return None
     mean = sum(w * x for w, x in zip(weights, logs, strict=True)) / sum(weights)
     se = math.sqrt(1 / sum(weights))
-    return tuple(100 * math.expm1(v) for v in (mean, mean - z * se, mean + z * se))  # type: ignore[return-value]
+
+    def pct(log_ratio: float) -> float:
+        return 100 * math.expm1(log_ratio)
+
+    return pct(mean), pct(mean - z * se), pct(mean + z * se)
 
 
 def control_chance_line(controls: list[dict[str, Any]]) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -20,12 +19,12 @@ from integration_support import (
     MAX_TRIALS,
     STABILITY_PCT,
     WINDOW_MS,
-    cli_env,
     describe,
+    finish,
     kill_tree,
     names,
     process_tree,
-    tritonlab_command,
+    start_cli,
     wait_gone,
 )
 
@@ -56,29 +55,9 @@ CELLS = {
 }
 
 
-def _start(args: list[str], cwd: Path, tag: str) -> tuple[subprocess.Popen[str], Path, Path]:
-    stdout_path, stderr_path = cwd / f"{tag}.stdout", cwd / f"{tag}.stderr"
-    with open(stdout_path, "w") as stdout, open(stderr_path, "w") as stderr:
-        proc = subprocess.Popen(
-            [*tritonlab_command(), *args],
-            cwd=cwd,
-            env=cli_env(),
-            stdout=stdout,
-            stderr=stderr,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            start_new_session=True,
-        )
-    return proc, stdout_path, stderr_path
-
-
 def _run(args: list[str], cwd: Path, tag: str, timeout_s: float) -> tuple[int, str, str]:
-    proc, stdout_path, stderr_path = _start(args, cwd, tag)
-    try:
-        code = proc.wait(timeout=timeout_s)
-    finally:
-        if proc.poll() is None:
-            kill_tree(proc)
+    proc, stdout_path, stderr_path = start_cli(args, cwd, tag)
+    code = finish(proc, timeout_s)
     return code, stdout_path.read_text(), stderr_path.read_text()
 
 
@@ -101,7 +80,7 @@ def test_sweep_interrupt_resume_rates_and_report(
     args = ["sweep", str(plan_path), "--out", str(out_dir), "--max-repeats", "1"]
 
     # 1. Interrupt after the first finished cell: everything below the CLI stops.
-    proc, _, stderr_path = _start(args, tmp_path, "interrupted")
+    proc, _, stderr_path = start_cli(args, tmp_path, "interrupted")
     try:
         deadline = time.monotonic() + 180
         while not _cells(out_dir):

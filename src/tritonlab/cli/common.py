@@ -262,3 +262,31 @@ def print_results(run_dir: Path, analyses: list[Analysis]) -> None:
                 r.note,
             )
         out.print(table)
+
+
+def engine_defaults(
+    engine: str,
+    repeats: int | None,
+    max_repeats: int | None,
+    budget_s: float | None,
+    classic_budget_s: float = 60.0,
+) -> tuple[int, int, float]:
+    """The rounds, the most rounds and the extra rounds' budget for ``engine``: what was given,
+    else the engine's defaults (``classic_budget_s``: the classic engine's budget, which a
+    sweep sets higher)."""
+    from tritonlab.errors import ConfigError
+    from tritonlab.experiments.blocks import (
+        DEFAULT_EXTRA_BUDGET_S,
+        DEFAULT_MAX_BLOCKS,
+        ENGINE_BLOCKS,
+        ENGINES,
+    )
+    from tritonlab.experiments.plan_file import engine_repeats
+
+    if engine not in ENGINES:
+        raise ConfigError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    blocks = engine == ENGINE_BLOCKS
+    first = engine_repeats(engine, repeats)
+    most = max_repeats if max_repeats is not None else (DEFAULT_MAX_BLOCKS if blocks else 5)
+    default_budget = DEFAULT_EXTRA_BUDGET_S if blocks else classic_budget_s
+    return first, max(first, most), budget_s if budget_s is not None else default_budget

@@ -27,6 +27,7 @@ from tritonlab.cli.common import (
     UrlOpt,
     WindowOpt,
     app,
+    engine_defaults,
     err,
     out,
     print_results,
@@ -66,28 +67,6 @@ ExtraBudgetOpt = Annotated[
 ]
 
 
-def engine_defaults(
-    engine: str, repeats: int | None, max_repeats: int | None, budget_s: float | None
-) -> tuple[int, int, float]:
-    """The rounds, the most rounds and the extra rounds' budget for ``engine``."""
-    from tritonlab.errors import ConfigError
-    from tritonlab.experiments.blocks import (
-        DEFAULT_BLOCKS,
-        DEFAULT_EXTRA_BUDGET_S,
-        DEFAULT_MAX_BLOCKS,
-        ENGINE_BLOCKS,
-        ENGINES,
-    )
-
-    if engine not in ENGINES:
-        raise ConfigError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
-    blocks = engine == ENGINE_BLOCKS
-    first = repeats if repeats is not None else (DEFAULT_BLOCKS if blocks else 3)
-    most = max_repeats if max_repeats is not None else (DEFAULT_MAX_BLOCKS if blocks else 5)
-    budget = budget_s if budget_s is not None else (DEFAULT_EXTRA_BUDGET_S if blocks else 60.0)
-    return first, max(first, most), budget
-
-
 def _run_pipeline(
     onnx_path: Path,
     out_dir: Path,
@@ -110,15 +89,12 @@ def _run_pipeline(
     engine: str = "blocks",
 ) -> None:
     from tritonlab.experiments.plan import MeasurementSettings
-    from tritonlab.models.inputs import derive_inputs, parse_shape_args
-    from tritonlab.models.shape_probe import probe_inputs
+    from tritonlab.models.shape_probe import checked_inputs
     from tritonlab.pipeline.project import default_plan, load_model_info, run_project
 
     first, most, budget = engine_defaults(engine, repeats, max_repeats, adaptive_budget_s)
     info = load_model_info(onnx_path)
-    shapes = parse_shape_args(shape or [])
-    inputs = derive_inputs(info, shapes, input_data=input_data)
-    inputs = probe_inputs(info, inputs, sized_by_user=bool(shapes) or input_data is not None)
+    inputs = checked_inputs(info, shape, input_data)
     plan = default_plan(
         info,
         inputs,

@@ -96,9 +96,9 @@ def serve(
                 f"{server.metrics_url}; log {server.log_path}; Ctrl-C stops it",
                 highlight=False,
             )
-            if server.exposed is not None:
+            if server.exposure is not None:
                 out.print(
-                    f"listening on {server.exposed[0]} through tritonlab's proxy: every request "
+                    f"listening on {server.exposure.host} through tritonlab's proxy: every request "
                     f"but health needs the header (gRPC: metadata) '{RESTRICTED_HEADER}: "
                     "$TRITONLAB_API_KEY'; no TLS (put a TLS terminator in front); metrics stay "
                     "on 127.0.0.1",

@@ -40,6 +40,7 @@ from tritonlab.cli.common import (
     SweepEngineOpt,
     UrlOpt,
     app,
+    engine_defaults,
     err,
     out,
     server_options,
@@ -150,22 +151,6 @@ def sweep_engine(planned: str, asked: str | None, ray: str | None) -> str:
     return engine
 
 
-def sweep_adaptive_defaults(
-    engine: str, max_repeats: int | None, budget_s: float | None
-) -> tuple[int, float]:
-    """--max-repeats and --adaptive-budget-s, or the engine's defaults."""
-    from tritonlab.experiments.blocks import (
-        DEFAULT_EXTRA_BUDGET_S,
-        DEFAULT_MAX_BLOCKS,
-        ENGINE_BLOCKS,
-    )
-
-    blocks = engine == ENGINE_BLOCKS
-    most = max_repeats if max_repeats is not None else (DEFAULT_MAX_BLOCKS if blocks else 5)
-    budget = budget_s if budget_s is not None else (DEFAULT_EXTRA_BUDGET_S if blocks else 120.0)
-    return most, budget
-
-
 def _print_outcome(run_dir: Path, measured: int, reused: int, wall_s: float) -> None:
     from tritonlab.analysis.recommend import RECOMMENDATIONS_FILE
     from tritonlab.experiments.store import RESULTS_DIR
@@ -263,8 +248,12 @@ def sweep(
             sweep_plan = load_plan(Path(plan))
         sweep_plan = sweep_plan.with_recommend(latency_budget_us, target_load)
         sweep_plan = sweep_plan.with_engine(sweep_engine(sweep_plan.engine, engine, ray))
-        max_repeats, adaptive_budget_s = sweep_adaptive_defaults(
-            sweep_plan.engine, max_repeats, adaptive_budget_s
+        _, max_repeats, adaptive_budget_s = engine_defaults(
+            sweep_plan.engine,
+            sweep_plan.experiment.repeats,
+            max_repeats,
+            adaptive_budget_s,
+            classic_budget_s=120.0,
         )
 
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -164,8 +164,7 @@ def tune(
         from tritonlab.experiments.plan import MeasurementSettings
         from tritonlab.experiments.run_folder import claim, discard_results
         from tritonlab.experiments.store import RESULTS_DIR
-        from tritonlab.models.inputs import derive_inputs, parse_shape_args
-        from tritonlab.models.shape_probe import probe_inputs
+        from tritonlab.models.shape_probe import checked_inputs
         from tritonlab.models.zoo import BUILTIN_MODELS, export_builtin
         from tritonlab.pipeline.project import (
             check_measuring_host,
@@ -198,9 +197,7 @@ def tune(
             onnx_path = Path(model)
             model_name = check_model_name(name or onnx_path.stem)
         info = load_model_info(onnx_path)
-        shapes = parse_shape_args(shape or [])
-        inputs = derive_inputs(info, shapes, input_data=input_data)
-        inputs = probe_inputs(info, inputs, sized_by_user=bool(shapes) or input_data is not None)
+        inputs = checked_inputs(info, shape, input_data)
         # Every argument checked: only now may --fresh move earlier results aside.
         if fresh:
             discard_results(out_dir)

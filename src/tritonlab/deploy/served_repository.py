@@ -3,21 +3,18 @@ the model's own name, and ``model.onnx`` where the run folder has it."""
 
 from __future__ import annotations
 
-import re
 import shutil
 from pathlib import Path
 
 from tritonlab.deploy.pick import DeployPick
 from tritonlab.errors import ConfigError
-from tritonlab.repository.variants import variant_model_name
-
-# The model names tritonlab writes (``pipeline.project.check_model_name``): a manifest naming
-# anything else is damaged or forged, and its name must not become a path.
-_MODEL_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+from tritonlab.repository.variants import is_model_name, variant_model_name
 
 
 def checked_model_name(name: str) -> str:
-    if not _MODEL_NAME_RE.fullmatch(name) or "__" in name or set(name) <= {"."}:
+    """``name`` from a run's manifest, when it is one tritonlab writes: a manifest naming
+    anything else is damaged or forged, and its name must not become a path."""
+    if not is_model_name(name):
         raise ConfigError(
             f"the run's manifest names the model {name!r}, which is not a model name tritonlab "
             "writes (letters, digits, '_', '.', '-'); the manifest is damaged: restore it"

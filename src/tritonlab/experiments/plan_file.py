@@ -39,10 +39,10 @@ import yaml
 from tritonlab.errors import ConfigError, PlanError
 from tritonlab.experiments.blocks import DEFAULT_BLOCKS, ENGINE_BLOCKS, ENGINES
 from tritonlab.experiments.manifest import SweepEntry
-from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
+from tritonlab.experiments.plan import ExperimentPlan, MeasurementSettings
 from tritonlab.experiments.plan_checks import KNOBS, PlanChecker
+from tritonlab.experiments.plan_loads import parse_loads
 from tritonlab.models.zoo import BUILTIN_MODELS, DEFAULT_MODEL
-from tritonlab.perf.settings import PROTOCOLS
 from tritonlab.repository.variants import (
     DEFAULT_MAX_BATCH_SIZE,
     ServingVariant,
@@ -74,16 +74,6 @@ TOP_KEYS = (
     "recommend",
 )
 BATCHER_KNOBS = ("max_queue_delay_microseconds", "preferred_batch_size")
-LOAD_KEYS = (
-    "protocol",
-    "batch_size",
-    "concurrency",
-    "reference_concurrency",
-    "open_loop",
-    "sequence_length",
-)
-OPEN_LOOP_KEYS = ("peak_fractions", "protocol")
-RANGE_KEYS = ("start", "stop", "factor", "step")
 COMBINED_KEYS = ("name", "description", "changes")
 RECOMMEND_KEYS = ("latency_budget_p99_us", "target_load_infer_per_s")
 MEASUREMENT_KEYS = (
@@ -93,11 +83,6 @@ MEASUREMENT_KEYS = (
     "max_trials",
     "retries_when_unstable",
 )
-DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16)
-DEFAULT_REFERENCE_CONCURRENCY = 8
-# Bounds on a concurrency axis: a plan file must not be able to ask for a billion cells.
-MAX_CONCURRENCY = 4096
-MAX_LEVELS = 64
 DEFAULT_REPEATS = 3  # the classic engine's; the block engine's is DEFAULT_BLOCKS
 DEFAULT_ENGINE = ENGINE_BLOCKS
 
@@ -282,109 +267,6 @@ def _variants(check: PlanChecker, data: dict[str, Any]) -> tuple[list[ServingVar
     return [v for v, _ in found], [p for _, p in found]
 
 
-def _concurrency(check: PlanChecker, value: Any) -> list[int]:
-    path = "loads.concurrency"
-    if isinstance(value, dict):
-        spec = check.mapping(value, path, RANGE_KEYS)
-        start = check.integer(spec.get("start", 1), f"{path}.start", 1)
-        stop = check.integer(spec.get("stop"), f"{path}.stop", start)
-        if "factor" in spec and "step" in spec:
-            raise check.fail(path, "give either factor (1, 2, 4, ...) or step (1, 3, 5, ...)")
-        if stop > MAX_CONCURRENCY:
-            raise check.fail(f"{path}.stop", f"at most {MAX_CONCURRENCY}, got {stop}")
-        if "step" in spec:
-            step = check.integer(spec["step"], f"{path}.step", 1)
-            count = (stop - start) // step + 1
-            if count > MAX_LEVELS:
-                raise check.fail(
-                    path,
-                    f"start {start}, stop {stop}, step {step} gives {count} levels; at most "
-                    f"{MAX_LEVELS} (a larger step, or factor)",
-                )
-            return list(range(start, stop + 1, step))
-        factor = check.integer(spec.get("factor", 2), f"{path}.factor", 2)
-        levels = [start]
-        while levels[-1] * factor <= stop:
-            levels.append(levels[-1] * factor)
-        return levels
-    levels = [check.integer(v, f"{path}[{i}]", 1) for i, v in enumerate(check.items(value, path))]
-    if len(levels) > MAX_LEVELS or max(levels) > MAX_CONCURRENCY:
-        raise check.fail(path, f"at most {MAX_LEVELS} levels, each at most {MAX_CONCURRENCY}")
-    if len(set(levels)) != len(levels):
-        raise check.fail(path, f"levels must be distinct, got {levels}")
-    return sorted(levels)
-
-
-def _loads(check: PlanChecker, value: Any) -> list[LoadPoint]:
-    data = check.mapping(value, "loads", LOAD_KEYS)
-    protocols = [
-        check.choice(p, f"loads.protocol[{i}]", PROTOCOLS)
-        for i, p in enumerate(check.items(data.get("protocol", "grpc"), "loads.protocol"))
-    ]
-    batches = [
-        check.integer(b, f"loads.batch_size[{i}]", 1)
-        for i, b in enumerate(check.items(data.get("batch_size", 1), "loads.batch_size"))
-    ]
-    for path, items in (("loads.protocol", protocols), ("loads.batch_size", batches)):
-        if len(set(items)) != len(items):
-            raise check.fail(path, f"values must be distinct, got {items}")
-    levels = _concurrency(check, data.get("concurrency", list(DEFAULT_CONCURRENCY)))
-    default_ref = (
-        DEFAULT_REFERENCE_CONCURRENCY
-        if DEFAULT_REFERENCE_CONCURRENCY in levels
-        else levels[len(levels) // 2]
-    )
-    ref_conc = check.integer(
-        data.get("reference_concurrency", default_ref), "loads.reference_concurrency", 1
-    )
-    if ref_conc not in levels:
-        raise check.fail(
-            "loads.reference_concurrency", f"must be one of loads.concurrency {levels}"
-        )
-    ref_protocol, ref_batch = protocols[0], batches[0]
-    # The reference load first: the project's scripts use plan.loads[0] as "the" baseline.
-    loads = [LoadPoint(ref_protocol, ref_batch, ref_conc)]
-    loads += [LoadPoint(ref_protocol, ref_batch, c) for c in levels if c != ref_conc]
-    loads += [LoadPoint(p, ref_batch, ref_conc) for p in protocols[1:]]
-    loads += [LoadPoint(ref_protocol, b, ref_conc) for b in batches[1:]]
-    if "open_loop" in data:
-        spec = check.mapping(data["open_loop"], "loads.open_loop", OPEN_LOOP_KEYS)
-        if "peak_fractions" not in spec:
-            raise check.fail("loads.open_loop.peak_fractions", "missing: e.g. [0.5, 0.7, 0.9]")
-        path = "loads.open_loop.peak_fractions"
-        fractions = []
-        for i, f in enumerate(check.items(spec["peak_fractions"], path)):
-            fraction = check.number(f, f"{path}[{i}]")
-            if fraction > 2:
-                raise check.fail(f"{path}[{i}]", f"must be at most 2 (200% of peak), got {f!r}")
-            fractions.append(fraction)
-        open_protocols = [
-            check.choice(p, f"loads.open_loop.protocol[{i}]", tuple(protocols))
-            for i, p in enumerate(
-                check.items(spec.get("protocol", ref_protocol), "loads.open_loop.protocol")
-            )
-        ]
-        loads += [
-            LoadPoint(p, ref_batch, None, peak_fraction=f)
-            for p in open_protocols
-            for f in sorted(set(fractions))
-        ]
-    if "sequence_length" in data:
-        # The first length is the reference every other load is measured at; the others are
-        # measured at the reference protocol, batch size and concurrency.
-        lengths = [
-            check.integer(n, f"loads.sequence_length[{i}]", 1)
-            for i, n in enumerate(check.items(data["sequence_length"], "loads.sequence_length"))
-        ]
-        if len(set(lengths)) != len(lengths):
-            raise check.fail("loads.sequence_length", f"values must be distinct, got {lengths}")
-        loads = [replace(ld, sequence_length=lengths[0]) for ld in loads]
-        loads += [
-            LoadPoint(ref_protocol, ref_batch, ref_conc, sequence_length=n) for n in lengths[1:]
-        ]
-    return loads
-
-
 def engine_repeats(engine: str, given: int | None) -> int:
     """The plan's repeats, or the engine's default: 10 short blocks, or 3 classic rounds."""
     if given is not None:
@@ -446,7 +328,7 @@ def parse_plan(data: Any, source: str, base_dir: Path) -> SweepPlan:
         raise check.fail("name", f"must be a model name, got {name!r}")
 
     variants, origins = _variants(check, data)
-    loads = _loads(check, data.get("loads", {}))
+    loads = parse_loads(check, data.get("loads", {}))
     for load in loads:
         for variant, origin in zip(variants, origins, strict=True):
             if load.batch_size > variant.max_batch_size:

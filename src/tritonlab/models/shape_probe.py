@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from tritonlab.errors import ModelError
-from tritonlab.models.inputs import ModelInputs, derive_inputs
+from tritonlab.models.inputs import ModelInputs, derive_inputs, parse_shape_args
 from tritonlab.models.inspect import OnnxModelInfo
 
 MAX_TRIES = 8
@@ -99,3 +100,13 @@ def probe_inputs(info: OnnxModelInfo, inputs: ModelInputs, sized_by_user: bool) 
         f"{_failing_node(error)} failed ({error[:200]}); pass the size it was exported at, "
         f"e.g. --shape {example}:D1,D2,..."
     )
+
+
+def checked_inputs(
+    info: OnnxModelInfo, shape_args: list[str] | None = None, input_data: Path | None = None
+) -> ModelInputs:
+    """What every request carries (``derive_inputs`` from the ``--shape`` arguments and the
+    ``--input-data`` file), probed in-process before any server starts (``probe_inputs``)."""
+    shapes = parse_shape_args(shape_args or [])
+    inputs = derive_inputs(info, shapes, input_data=input_data)
+    return probe_inputs(info, inputs, sized_by_user=bool(shapes) or input_data is not None)

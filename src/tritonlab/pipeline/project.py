@@ -7,7 +7,6 @@ library function of its own subpackage, and measuring and reporting meet only th
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -38,9 +37,9 @@ from tritonlab.experiments.session import InputFiles, ProgressCallback
 from tritonlab.experiments.store import (
     set_aside_cells,
 )
-from tritonlab.models.inputs import ModelInputs, derive_inputs, with_dynamic_dim
+from tritonlab.models.inputs import ModelInputs, with_dynamic_dim
 from tritonlab.models.inspect import OnnxModelInfo, check_with_onnxruntime, inspect_onnx
-from tritonlab.models.shape_probe import probe_inputs
+from tritonlab.models.shape_probe import checked_inputs
 from tritonlab.paths import portable_path
 from tritonlab.perf.in_process import time_in_process
 from tritonlab.perf.locate import locate_perf_analyzer
@@ -50,13 +49,11 @@ from tritonlab.report.project import (
     export_script_user,
     write_project_files,
 )
-from tritonlab.repository.variants import aa_control
+from tritonlab.repository.variants import aa_control, is_model_name
 from tritonlab.server.gpu import check_gpu_variants
 from tritonlab.server.launch import ServerOptions
 from tritonlab.server.locate import external_server, prepare_bundled_server
 from tritonlab.server.process import LOOPBACK_HOSTS
-
-MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
 @dataclass(frozen=True)
@@ -76,7 +73,7 @@ def check_measuring_host(options: ServerOptions) -> None:
 
 
 def check_model_name(name: str) -> str:
-    if not MODEL_NAME_RE.fullmatch(name) or "__" in name:
+    if not is_model_name(name):
         raise ConfigError(
             f"model name {name!r}: use letters, digits, '_', '.', '-' (no '__'); pass --name"
         )
@@ -183,7 +180,7 @@ def run_project(
     check_measuring_host(options)
     check_gpu_variants(plan.variants, remote=bool(options.url))
     info = load_model_info(onnx_path)
-    inputs = inputs or probe_inputs(info, derive_inputs(info), sized_by_user=False)
+    inputs = inputs or checked_inputs(info)
     if plan.loads and plan.loads[0].sequence_length is not None:
         # the reference load's length is what the profile, timings and check use too
         inputs = with_dynamic_dim(inputs, info, plan.loads[0].sequence_length)

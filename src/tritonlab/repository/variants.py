@@ -198,6 +198,16 @@ def batch_target(variant: ServingVariant) -> tuple[int, str]:
     return variant.max_batch_size, "max_batch_size"
 
 
+# The model names tritonlab serves under: no '__', which separates a variant's name from it.
+MODEL_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def is_model_name(name: str) -> bool:
+    """Whether ``name`` is a model name tritonlab writes (letters, digits, '_', '.', '-',
+    starting with a letter or digit, no '__'): safe as a folder name and in a config."""
+    return bool(MODEL_NAME_RE.fullmatch(name)) and "__" not in name
+
+
 def variant_model_name(model_name: str, variant: ServingVariant) -> str:
     """The Triton model name a variant is served under; the baseline keeps the plain name."""
     return model_name if variant.name == "baseline" else f"{model_name}__{variant.name}"

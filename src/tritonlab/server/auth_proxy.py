@@ -24,6 +24,7 @@ import http.client
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -46,6 +47,25 @@ HOP_BY_HOP = {
     "host",
 }
 MAX_MESSAGE_BYTES = 1 << 30
+
+
+@dataclass(frozen=True)
+class Exposure:
+    """Where an exposed server answers, through the proxy, and the key it asks for (never
+    shown: it is left out of the record's repr)."""
+
+    host: str
+    http_port: int
+    grpc_port: int
+    key: str = field(repr=False)
+
+    @property
+    def http_url(self) -> str:
+        return f"{self.host}:{self.http_port}"
+
+    @property
+    def grpc_url(self) -> str:
+        return f"{self.host}:{self.grpc_port}"
 
 
 def key_matches(given: str | None, key: str) -> bool:
@@ -140,28 +160,21 @@ class _GrpcForwarder:
 
 
 class AuthProxy:
-    """Listens on ``host`` (HTTP ``http_port``, gRPC ``grpc_port``) and forwards requests that
-    carry the key to the loopback server at ``upstream_http`` / ``upstream_grpc``."""
+    """Listens where ``exposure`` says and forwards requests that carry its key to the loopback
+    server at ``upstream_http`` / ``upstream_grpc``."""
 
-    def __init__(
-        self,
-        host: str,
-        http_port: int,
-        grpc_port: int,
-        upstream_http: str,
-        upstream_grpc: str,
-        key: str,
-    ) -> None:
-        self.host, self.http_port, self.grpc_port = host, http_port, grpc_port
-        self.upstream_http, self.upstream_grpc, self._key = upstream_http, upstream_grpc, key
+    def __init__(self, exposure: Exposure, upstream_http: str, upstream_grpc: str) -> None:
+        self.exposure = exposure
+        self.upstream_http, self.upstream_grpc = upstream_http, upstream_grpc
         self._http: ThreadingHTTPServer | None = None
         self._grpc: Any = None
 
     def start(self) -> AuthProxy:
         import grpc
 
+        where, key = self.exposure, self.exposure.key
         self._http = ThreadingHTTPServer(
-            (self.host, self.http_port), _http_handler(self.upstream_http, self._key)
+            (where.host, where.http_port), _http_handler(self.upstream_http, key)
         )
         self._http.daemon_threads = True
         threading.Thread(target=self._http.serve_forever, daemon=True).start()
@@ -170,8 +183,8 @@ class AuthProxy:
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
         ]
         self._grpc = grpc.server(ThreadPoolExecutor(max_workers=16), options=options)
-        self._grpc.add_generic_rpc_handlers([_GrpcForwarder(self.upstream_grpc, self._key)])
-        self._grpc.add_insecure_port(f"{self.host}:{self.grpc_port}")
+        self._grpc.add_generic_rpc_handlers([_GrpcForwarder(self.upstream_grpc, key)])
+        self._grpc.add_insecure_port(where.grpc_url)
         self._grpc.start()
         return self
 

@@ -32,13 +32,10 @@ class ServerEndpoint:
         http_url: str,
         grpc_url: str,
         metrics_url: str | None = None,
-        api_key: str | None = None,
     ) -> None:
         self.http_url = http_url
         self.grpc_url = grpc_url
         self.metrics_url = metrics_url
-        # Sent with model control and statistics calls when the server restricts them.
-        self.headers = {RESTRICTED_HEADER: api_key} if api_key else None
 
     def url(self, protocol: str) -> str:
         return self.grpc_url if protocol == "grpc" else self.http_url
@@ -91,7 +88,7 @@ class ServerEndpoint:
         try:
             with self._calling(f"loading model '{model_name}'"):
                 try:
-                    client.load_model(model_name, headers=self.headers)
+                    client.load_model(model_name)
                 except InferenceServerException as exc:
                     detail = self.failure_detail()
                     raise ServerError(
@@ -106,10 +103,10 @@ class ServerEndpoint:
         client = self.http_client()
         try:
             with self._calling(f"unloading model '{model_name}'"):
-                client.unload_model(model_name, headers=self.headers)
+                client.unload_model(model_name)
                 deadline = time.monotonic() + wait_s
                 while time.monotonic() < deadline:
-                    index = client.get_model_repository_index(headers=self.headers)
+                    index = client.get_model_repository_index()
                     states = {m.get("name"): m.get("state") for m in index}
                     if states.get(model_name) in (None, "UNAVAILABLE"):
                         return
@@ -125,7 +122,7 @@ class ServerEndpoint:
         client = self.http_client()
         try:
             with self._calling(f"reading statistics of model '{model_name}'"):
-                stats = client.get_inference_statistics(model_name, headers=self.headers)
+                stats = client.get_inference_statistics(model_name)
         finally:
             client.close()
         for entry in stats.get("model_stats", []):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tritonlab.errors import ServerError
+from tritonlab.server.auth_proxy import Exposure
 from tritonlab.server.endpoint import RESTRICTED_HEADER, RemoteServer, ServerEndpoint
 from tritonlab.server.locate import external_server, prepare_bundled_server
 from tritonlab.server.process import LOOPBACK_HOSTS, ServerPorts, TritonServer
@@ -49,19 +50,20 @@ def make_server(
     """Build (not start) the server described by ``options``."""
     if options.url:
         return RemoteServer(options.url, options.grpc_url)
-    install = (
-        external_server(options.server_bin, options.backend_dir)
-        if options.server_bin
-        else prepare_bundled_server()
-    )
     exposed = options.host not in LOOPBACK_HOSTS
-    if exposed and not options.api_key:
+    key = options.api_key
+    if exposed and not key:
         raise ServerError(
             f"--host {options.host} exposes the server beyond this machine: set "
             "TRITONLAB_API_KEY in the environment, and every request but health then needs the "
             f"header '{RESTRICTED_HEADER}: <key>'"
         )
-    if not exposed:
+    install = (
+        external_server(options.server_bin, options.backend_dir)
+        if options.server_bin
+        else prepare_bundled_server()
+    )
+    if not exposed or not key:
         ports = ServerPorts.resolve(
             options.http_port, options.grpc_port, options.metrics_port, options.host
         )
@@ -72,17 +74,10 @@ def make_server(
     # authenticating proxy on the address and ports the user asked for (``auth_proxy``).
     public = ServerPorts.resolve(options.http_port, options.grpc_port, 0, options.host)
     inner = ServerPorts.resolve(0, 0, options.metrics_port, "127.0.0.1")
-    server = TritonServer(
-        install,
-        repository,
-        log_path,
-        inner,
-        "127.0.0.1",
-        explicit_model_control,
-        api_key=options.api_key,
+    exposure = Exposure(options.host, public.http, public.grpc, key)
+    return TritonServer(
+        install, repository, log_path, inner, "127.0.0.1", explicit_model_control, exposure=exposure
     )
-    server.exposed = (options.host, public.http, public.grpc)
-    return server
 
 
 @contextlib.contextmanager

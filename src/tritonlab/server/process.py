@@ -27,7 +27,7 @@ import psutil
 
 from tritonlab.errors import ServerError
 from tritonlab.procenv import die_with_parent, raise_if_interrupted
-from tritonlab.server.auth_proxy import AuthProxy
+from tritonlab.server.auth_proxy import AuthProxy, Exposure
 from tritonlab.server.endpoint import ServerEndpoint
 from tritonlab.server.locate import ServerInstall
 from tritonlab.server.ports import ensure_port_free, find_free_ports
@@ -95,7 +95,7 @@ class TritonServer(ServerEndpoint):
         host: str = "127.0.0.1",
         explicit_model_control: bool = False,
         extra_args: tuple[str, ...] = (),
-        api_key: str | None = None,
+        exposure: Exposure | None = None,
     ) -> None:
         self.install = install
         self.repository = repository.resolve()
@@ -104,25 +104,23 @@ class TritonServer(ServerEndpoint):
         self.ports = ports or ServerPorts.resolve(host=host)
         self.explicit_model_control = explicit_model_control
         self.extra_args = extra_args
-        self.api_key = api_key
+        # An exposed server stays on loopback; ``auth_proxy`` answers where it is exposed.
+        self.exposure = exposure
         self._process: subprocess.Popen[bytes] | None = None
         self._log_file: object | None = None
         self._link_dir: Path | None = None  # the private folder of served_repository's link
-        # Where an exposed server answers (host, HTTP port, gRPC port): an authenticating proxy
-        # in this process, holding ``api_key``; the server itself stays on loopback.
-        self.exposed: tuple[str, int, int] | None = None
         self._proxy: AuthProxy | None = None
         connect_host = "127.0.0.1" if host in ("0.0.0.0", "") else host
         super().__init__(
             http_url=f"{connect_host}:{self.ports.http}",
             grpc_url=f"{connect_host}:{self.ports.grpc}",
             metrics_url=f"http://{connect_host}:{self.ports.metrics}/metrics",
-            api_key=api_key,
         )
 
     def command(self, redact: bool = False) -> list[str]:
         """The exact command line, as a list (never passed through a shell); ``redact`` (for
-        anything written to disk) hides the restricted-API key and names the real repository."""
+        anything written to disk) names the real repository, not the link it may be served by.
+        It never holds a key: an exposed server stays on loopback behind ``auth_proxy``."""
         cmd = [
             str(self.install.binary),
             # shown as the real folder; run through a plain-named link where it needs one
@@ -142,8 +140,6 @@ class TritonServer(ServerEndpoint):
             cmd.append(f"--cache-directory={self.install.cache_dir}")
         if self.explicit_model_control:
             cmd.append("--model-control-mode=explicit")
-        # No key here: an exposed server stays on loopback behind ``auth_proxy`` (a key on
-        # this command line would be readable by every local user).
         return cmd + list(self.extra_args)
 
     @property
@@ -190,11 +186,8 @@ class TritonServer(ServerEndpoint):
             raise ServerError(f"cannot start {self.install.binary}: {exc}") from exc
         try:
             self.wait_ready(ready_timeout_s)
-            if self.exposed is not None and self.api_key:
-                host, http_port, grpc_port = self.exposed
-                self._proxy = AuthProxy(
-                    host, http_port, grpc_port, self.http_url, self.grpc_url, self.api_key
-                ).start()
+            if self.exposure is not None:
+                self._proxy = AuthProxy(self.exposure, self.http_url, self.grpc_url).start()
         except BaseException:
             self.stop()
             raise
@@ -203,10 +196,9 @@ class TritonServer(ServerEndpoint):
     @property
     def public_urls(self) -> tuple[str, str]:
         """(HTTP, gRPC) where clients reach it: the proxy's when exposed, else its own."""
-        if self.exposed is None:
+        if self.exposure is None:
             return self.http_url, self.grpc_url
-        host, http_port, grpc_port = self.exposed
-        return f"{host}:{http_port}", f"{host}:{grpc_port}"
+        return self.exposure.http_url, self.exposure.grpc_url
 
     def log_text(self) -> str:
         try:
