@@ -353,3 +353,21 @@ def test_under_a_budget_a_configurations_other_point_near_the_leader_is_raced() 
     # without a budget a configuration races at its best point only
     racing, _ = race_state(obs, Goal())
     assert [(c.knobs, c.concurrency) for c in racing] == [(one, 8), (two, 8)]
+
+
+def test_tune_summary_line_says_na_for_a_pick_with_no_p99() -> None:
+    """A pick measured in a short window may have no p99: the summary says n/a, never crashes."""
+    from tritonlab.cli.tune_cmd import _summary_line
+
+    pick = {
+        "description": "x1 no batching",
+        "concurrency": 8,
+        "repeats": 2,
+        "throughput_infer_per_s": {"median": 2833.0, "low": 2700.0, "high": 2900.0},
+        "latency_p99_us": {"median": None, "low": None, "high": None},
+    }
+    line = _summary_line("pick", pick)
+    assert "2,833 (2,700–2,900) infer/s" in line and "p99 n/a ms" not in line
+    assert "p99 n/a" in line
+    pick["latency_p99_us"] = None
+    assert "p99 n/a" in _summary_line("pick", pick)

@@ -70,17 +70,20 @@ def _step_line(record: dict[str, Any]) -> None:
 def _summary_line(label: str, record: dict[str, Any] | None) -> str:
     if record is None:
         return f"{label}: none"
-    thr, p99 = record["throughput_infer_per_s"], record["latency_p99_us"]
+    thr, p99 = record.get("throughput_infer_per_s"), record.get("latency_p99_us")
 
-    def span(fig: dict[str, Any], scale: float, digits: int) -> str:
+    def span(fig: dict[str, Any] | None, scale: float, digits: int, unit: str = "") -> str:
+        # a cell may have no p99 (a short window on a loaded node): say so, as the steps do
+        if not fig or fig.get("median") is None:
+            return "n/a"
         text = f"{fig['median'] / scale:,.{digits}f}"
-        if record["repeats"] > 1:
+        if record["repeats"] > 1 and fig.get("low") is not None and fig.get("high") is not None:
             text += f" ({fig['low'] / scale:,.{digits}f}–{fig['high'] / scale:,.{digits}f})"
-        return text
+        return text + unit
 
     return (
         f"{label}: {record['description']} at concurrency {record['concurrency']}: "
-        f"{span(thr, 1, 0)} infer/s, p99 {span(p99, 1000, 2)} ms over {record['repeats']} "
+        f"{span(thr, 1, 0, ' infer/s')}, p99 {span(p99, 1000, 2, ' ms')} over {record['repeats']} "
         "repeats"
     )
 
