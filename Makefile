@@ -4,7 +4,7 @@ OUT ?= demo-out
 SWEEP_OUT ?= sweep-out
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo test unit kernel-test gpu-check lint adapter-bench ma-bench resolution-bench aa-bench clean sweep
+.PHONY: setup demo test unit rerender-check kernel-test gpu-check lint adapter-bench ma-bench resolution-bench aa-bench clean sweep
 
 setup:
 	bash scripts/setup.sh $(VENV)
@@ -42,6 +42,10 @@ test:
 
 unit: setup
 	$(PY) -m pytest tests/unit
+
+# Every committed example re-rendered from its stored results must be byte-identical.
+rerender-check: setup
+	TRITONLAB_ALL_EXAMPLES=1 $(PY) -m pytest -q tests/unit/test_examples_rerender.py
 
 # The OpenAI Triton kernel in Triton's CPU interpreter (also part of `make test`).
 kernel-test:
