@@ -16,10 +16,10 @@ from tritonlab.analysis.explain import (
     VariantReport,
     analyse,
     choose_reference,
-    describe_change,
 )
 from tritonlab.analysis.verdicts import HIGHER, LOWER, NO_CLEAR, NOT_COMPARABLE
 from tritonlab.experiments.store import load_cells
+from tritonlab.repository.knobs import describe_change
 from tritonlab.repository.variants import ServingVariant
 
 Names = dict[str, VariantSummary]

@@ -22,6 +22,7 @@ from tritonlab.analysis.rules import (
 )
 from tritonlab.analysis.summary import Summary
 from tritonlab.analysis.verdicts import HIGHER, LOWER, NO_CLEAR, NOT_COMPARABLE, Verdict
+from tritonlab.repository.knobs import KNOB_BY_FIELD, describe_change
 from tritonlab.repository.variants import ServingVariant
 
 FIGURES = {
@@ -108,41 +109,6 @@ def choose_reference(subject: ServingVariant, earlier: list[VariantSummary]) -> 
     )
 
 
-def describe_change(field_name: str, before: ServingVariant, after: ServingVariant) -> str:
-    if field_name == "dynamic_batching":
-        if after.dynamic_batching:
-            preferred = (
-                f" and preferred_batch_size = {list(after.preferred_batch_sizes)}"
-                if after.preferred_batch_sizes
-                else ""
-            )
-            return (
-                "enabled dynamic_batching with max_queue_delay_microseconds = "
-                f"{after.max_queue_delay_us}{preferred}"
-            )
-        return "disabled dynamic_batching"
-    if field_name == "max_queue_delay_us":
-        return (
-            f"max_queue_delay_microseconds {before.max_queue_delay_us} -> "
-            f"{after.max_queue_delay_us}"
-        )
-    if field_name == "instance_count":
-        return f"instance_group count {before.instance_count} -> {after.instance_count}"
-    if field_name == "preferred_batch_sizes":
-        return f"preferred_batch_size = {list(after.preferred_batch_sizes) or 'none'}"
-    if field_name == "max_batch_size":
-        return f"max_batch_size {before.max_batch_size} -> {after.max_batch_size}"
-    if field_name == "instance_kind":
-        return f"instance_group kind {before.instance_kind} -> {after.instance_kind}"
-    if field_name == "intra_op_threads":
-        return f"intra_op_thread_count {before.intra_op_threads} -> {after.intra_op_threads}"
-    if field_name == "backend":
-        return f"backend {before.backend} -> {after.backend} ({after.precision})"
-    if field_name == "precision":
-        return f"{after.backend} precision {before.precision} -> {after.precision}"
-    return f"{field_name} changed"
-
-
 def _background(
     changed: list[str], before: ServingVariant, after: ServingVariant, cores: int
 ) -> str:
@@ -163,10 +129,8 @@ def _background(
             f"Does waiting {direction} for a batch ({before.max_queue_delay_us} -> "
             f"{after.max_queue_delay_us} µs) trade throughput for latency?"
         )
-    if changed == ["preferred_batch_sizes"]:
-        return "Does telling the batcher which batch size to form stop it from waiting?"
-    if changed == ["max_batch_size"]:
-        return "Does a different batch ceiling change what the batcher forms?"
+    if len(changed) == 1 and changed[0] in KNOB_BY_FIELD and KNOB_BY_FIELD[changed[0]].question:
+        return str(KNOB_BY_FIELD[changed[0]].question)
     if changed and set(changed) <= {"backend", "precision"}:
         return (
             f"Does running the same model.onnx on {after.engine} instead of {before.engine}, "

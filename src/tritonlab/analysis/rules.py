@@ -14,6 +14,7 @@ from typing import Any
 from tritonlab.analysis.aggregate import VariantSummary, compare_figure, same_offered_load
 from tritonlab.analysis.cost_model import CostModel
 from tritonlab.analysis.verdicts import HIGHER, LOWER
+from tritonlab.repository.knobs import BATCHER_FIELDS, CONFIG_FIELDS
 from tritonlab.repository.variants import ServingVariant, batch_target
 
 # Thresholds, named so the docs and tests can quote them.
@@ -60,20 +61,6 @@ class RuleContext:
     cost_model: CostModel | None = None
 
 
-CONFIG_FIELDS = (
-    "dynamic_batching",
-    "max_queue_delay_us",
-    "preferred_batch_sizes",
-    "max_batch_size",
-    "instance_count",
-    "instance_kind",
-    "intra_op_threads",
-    "extra_parameters",
-    "backend",
-    "precision",
-)
-
-
 def raw_changed_fields(a: ServingVariant, b: ServingVariant) -> list[str]:
     """Every configuration field that differs, batcher settings included."""
     return [k for k in CONFIG_FIELDS if getattr(a, k) != getattr(b, k)]
@@ -83,7 +70,7 @@ def changed_fields(a: ServingVariant, b: ServingVariant) -> list[str]:
     """The configuration changes between two variants, as a reader counts them."""
     changed = raw_changed_fields(a, b)
     if "dynamic_batching" in changed:  # switching batching on or off carries its settings
-        changed = [k for k in changed if k not in ("max_queue_delay_us", "preferred_batch_sizes")]
+        changed = [k for k in changed if k not in BATCHER_FIELDS]
     return changed
 
 

@@ -7,20 +7,11 @@ import math
 from typing import Any
 
 from tritonlab.errors import PlanError
-from tritonlab.repository.variants import INSTANCE_KINDS, MODEL_BACKENDS, PRECISIONS
+from tritonlab.repository.knobs import KNOB_BY_PLAN_NAME
+from tritonlab.repository.knobs import KNOBS as KNOB_TABLE
 
-# YAML knob name -> ServingVariant field.
-KNOBS = {
-    "dynamic_batching": "dynamic_batching",
-    "max_queue_delay_microseconds": "max_queue_delay_us",
-    "preferred_batch_size": "preferred_batch_sizes",
-    "max_batch_size": "max_batch_size",
-    "instance_count": "instance_count",
-    "instance_kind": "instance_kind",
-    "intra_op_thread_count": "intra_op_threads",
-    "backend": "backend",
-    "precision": "precision",
-}
+# YAML knob name -> ServingVariant field (from the knob table).
+KNOBS = {k.plan_name: k.field for k in KNOB_TABLE}
 
 
 class PlanChecker:
@@ -72,25 +63,22 @@ class PlanChecker:
         return items
 
     def knob(self, name: str, value: Any, path: str) -> Any:
-        """One configuration knob's value, as the ServingVariant field wants it."""
-        if name == "dynamic_batching":
+        """One configuration knob's value, as the ServingVariant field wants it (the knob
+        table's value rule says what is allowed)."""
+        knob = KNOB_BY_PLAN_NAME.get(name)
+        if knob is None:  # pragma: no cover - mapping() refused unknown keys already
+            raise self.fail(path, f"unknown knob; allowed: {', '.join(KNOBS)}")
+        rule = knob.value
+        if rule.kind == "bool":
             return self.boolean(value, path)
-        if name == "max_queue_delay_microseconds":
-            return self.integer(value, path, 0)
-        if name == "preferred_batch_size":
+        if rule.kind == "ints":
             sizes = value if isinstance(value, list) else [value]
-            return tuple(self.integer(v, f"{path}[{i}]", 1) for i, v in enumerate(sizes))
-        if name in ("max_batch_size", "instance_count"):
-            return self.integer(value, path, 1)
-        if name == "instance_kind":
-            return self.choice(value, path, INSTANCE_KINDS)
-        if name == "intra_op_thread_count":
-            return None if value is None else self.integer(value, path, 0)
-        if name == "backend":
-            return self.choice(value, path, MODEL_BACKENDS)
-        if name == "precision":
-            return self.choice(value, path, PRECISIONS)
-        raise self.fail(path, f"unknown knob; allowed: {', '.join(KNOBS)}")  # pragma: no cover
+            return tuple(self.integer(v, f"{path}[{i}]", rule.minimum) for i, v in enumerate(sizes))
+        if rule.kind == "optional_int" and value is None:
+            return None
+        if rule.kind == "choice":
+            return self.choice(value, path, rule.choices)
+        return self.integer(value, path, rule.minimum)
 
     def changes(self, value: Any, path: str) -> dict[str, Any]:
         data = self.mapping(value, path, tuple(KNOBS))

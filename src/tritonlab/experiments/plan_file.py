@@ -43,6 +43,7 @@ from tritonlab.experiments.plan import ExperimentPlan, MeasurementSettings
 from tritonlab.experiments.plan_checks import KNOBS, PlanChecker
 from tritonlab.experiments.plan_loads import parse_loads
 from tritonlab.models.zoo import BUILTIN_MODELS, DEFAULT_MODEL
+from tritonlab.repository.knobs import BATCHER_FIELDS, knob_description, knob_slug
 from tritonlab.repository.variants import (
     DEFAULT_MAX_BATCH_SIZE,
     ServingVariant,
@@ -73,7 +74,6 @@ TOP_KEYS = (
     "measurement",
     "recommend",
 )
-BATCHER_KNOBS = ("max_queue_delay_microseconds", "preferred_batch_size")
 COMBINED_KEYS = ("name", "description", "changes")
 RECOMMEND_KEYS = ("latency_budget_p99_us", "target_load_infer_per_s")
 MEASUREMENT_KEYS = (
@@ -147,50 +147,14 @@ class SweepPlan:
         )
 
 
-def _fmt_delay(delay_us: int) -> str:
-    return f"{delay_us // 1000} ms" if delay_us and delay_us % 1000 == 0 else f"{delay_us} µs"
-
-
 def variant_name(v: ServingVariant, baseline: ServingVariant) -> str:
     """A slug from what the variant sets: ``batch_0us``, ``batch_5000us_pref8``, ``nobatch_x2``."""
-    parts = [f"batch_{v.max_queue_delay_us}us" if v.dynamic_batching else "nobatch"]
-    if v.preferred_batch_sizes:
-        parts.append("pref" + "_".join(str(s) for s in v.preferred_batch_sizes))
-    if v.max_batch_size != baseline.max_batch_size:
-        parts.append(f"max{v.max_batch_size}")
-    if v.instance_count != baseline.instance_count or v.instance_count > 1:
-        parts.append(f"x{v.instance_count}")
-    if v.instance_kind != baseline.instance_kind:
-        parts.append(v.instance_kind.removeprefix("KIND_").lower())
-    if v.intra_op_threads != baseline.intra_op_threads:
-        parts.append(f"t{v.intra_op_threads if v.intra_op_threads is not None else 'auto'}")
-    if v.backend != baseline.backend:
-        parts.append(v.backend)
-    if v.precision != baseline.precision:
-        parts.append(v.precision)
-    return "_".join(parts)
+    return knob_slug(v, baseline)
 
 
 def variant_description(v: ServingVariant, baseline: ServingVariant) -> str:
     """The seed's wording: ``batching (5 ms, count=2)``, plus any other knob that differs."""
-    head = (
-        f"batching ({_fmt_delay(v.max_queue_delay_us)}, count={v.instance_count})"
-        if v.dynamic_batching
-        else f"no batching, count={v.instance_count}"
-    )
-    extra = []
-    if v.preferred_batch_sizes:
-        extra.append(f"preferred {list(v.preferred_batch_sizes)}")
-    if v.max_batch_size != baseline.max_batch_size:
-        extra.append(f"max_batch_size {v.max_batch_size}")
-    if v.instance_kind != baseline.instance_kind:
-        extra.append(v.instance_kind)
-    if v.intra_op_threads != baseline.intra_op_threads:
-        engine = "ORT" if v.backend == "onnxruntime" else "OpenVINO"
-        extra.append(f"{v.intra_op_threads or 'default'} {engine} threads")
-    if (v.backend, v.precision) != (baseline.backend, baseline.precision):
-        extra.append(v.engine)
-    return head + "".join(f", {e}" for e in extra)
+    return knob_description(v, baseline)
 
 
 def _same_config(a: ServingVariant, b: ServingVariant) -> bool:
@@ -199,7 +163,7 @@ def _same_config(a: ServingVariant, b: ServingVariant) -> bool:
 
 def _apply(reference: ServingVariant, changes: dict[str, Any]) -> ServingVariant:
     """``reference`` with ``changes``; a batcher setting on a non-batching reference enables it."""
-    batcher = {"max_queue_delay_us", "preferred_batch_sizes"}
+    batcher = BATCHER_FIELDS
     if batcher & changes.keys() and "dynamic_batching" not in changes:
         changes = {"dynamic_batching": True, **changes}
     variant = replace(reference, **changes)

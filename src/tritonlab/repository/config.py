@@ -15,6 +15,7 @@ from tritonclient.grpc import model_config_pb2
 
 from tritonlab.errors import ConfigError
 from tritonlab.models.inspect import OnnxModelInfo, TensorSpec
+from tritonlab.repository.knobs import config_additions
 from tritonlab.repository.variants import ServingVariant
 
 ModelConfig = model_config_pb2.ModelConfig
@@ -64,6 +65,7 @@ def config_dict(info: OnnxModelInfo, variant: ServingVariant, model_name: str) -
         parameters["INFERENCE_PRECISION_HINT"] = variant.precision
     if parameters:
         config["parameters"] = {k: {"string_value": v} for k, v in sorted(parameters.items())}
+    config.update(config_additions(variant))
     return config
 
 

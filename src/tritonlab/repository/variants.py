@@ -2,7 +2,8 @@
 
 A variant is what one row of the experiment log changes: dynamic batching and its queue delay,
 preferred batch sizes, ``max_batch_size``, the instance group's count and kind, the threads per
-instance, and the backend that runs the model (onnxruntime or OpenVINO, at a stated precision).
+instance, the backend that runs the model (onnxruntime or OpenVINO, at a stated precision) and
+the response cache. ``knobs.py`` holds one entry per knob: how plans, logs and tune name it.
 Validation happens here, before any server starts, with a message that names the field to change.
 """
 
@@ -45,6 +46,9 @@ class ServingVariant:
     # The backend that runs model.onnx, and the precision it computes in.
     backend: str = DEFAULT_BACKEND
     precision: str = DEFAULT_PRECISION
+    # Triton's response cache (``response_cache { enable: true }``): a repeated request is
+    # answered from the server's cache without running the model.
+    response_cache: bool = False
     # An A/A control: the baseline's configuration again under another name. Its difference
     # from the baseline is the run's noise floor; it is never a candidate or explained.
     control: bool = False
@@ -59,6 +63,8 @@ class ServingVariant:
             del data["precision"]
         if not self.control:
             del data["control"]
+        if not self.response_cache:
+            del data["response_cache"]
         return data
 
     @property

@@ -1,0 +1,307 @@
+"""The serving knobs, one entry each: the table plans, explanations, labels and plots derive from.
+
+A knob is a field of ``ServingVariant`` that a plan may set. Its entry says everything the rest of
+tritonlab needs to know about it: the name a plan file uses (Triton's own, as in
+``config.pbtxt``), the value rule a plan's value must meet, the slug and description a variant
+that sets it gets, the wording an explanation uses for the change, the label a recommendation
+prints, the question a one-knob comparison asks, whether it belongs to the dynamic batcher,
+whether plots group by it, which backends accept it, what it adds to ``config.pbtxt`` beyond
+the fields ``repository/config.py`` writes, the server flags it needs, and the field of tune's
+search space that moves it.
+
+A new knob is a field on ``ServingVariant`` (``variants.py``) and an entry here; a test ties the
+two (every configuration field has exactly one entry).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tritonlab.repository.variants import (
+    INSTANCE_KINDS,
+    MODEL_BACKENDS,
+    PRECISIONS,
+    ServingVariant,
+)
+
+# ServingVariant fields that are not knobs: identity, free-form backend parameters, the A/A flag.
+NOT_KNOBS = ("name", "description", "extra_parameters", "control")
+# The local response cache's size when a plan enables the cache (Triton's ``--cache-config``):
+# room for every distinct sample perf_analyzer sends many times over.
+RESPONSE_CACHE_BYTES = 64 * 1024 * 1024
+
+Wording = Callable[[ServingVariant, ServingVariant], "str | None"]
+Change = Callable[[ServingVariant, ServingVariant], str]
+
+
+@dataclass(frozen=True)
+class ValueRule:
+    """What a plan's value for a knob must be: ``kind`` is bool, int, ints (a list of ints),
+    optional_int (null allowed) or choice; ``minimum`` bounds integers."""
+
+    kind: str
+    minimum: int = 0
+    choices: tuple[str, ...] = ()
+
+
+def _none(_v: ServingVariant, _b: ServingVariant) -> str | None:
+    return None
+
+
+def _fmt_delay(delay_us: int) -> str:
+    return f"{delay_us // 1000} ms" if delay_us and delay_us % 1000 == 0 else f"{delay_us} µs"
+
+
+def _batching_head(v: ServingVariant, _b: ServingVariant) -> str:
+    """The seed's wording: ``batching (5 ms, count=2)`` or ``no batching, count=1``."""
+    if v.dynamic_batching:
+        return f"batching ({_fmt_delay(v.max_queue_delay_us)}, count={v.instance_count})"
+    return f"no batching, count={v.instance_count}"
+
+
+def _batching_change(before: ServingVariant, after: ServingVariant) -> str:
+    if not after.dynamic_batching:
+        return "disabled dynamic_batching"
+    preferred = (
+        f" and preferred_batch_size = {list(after.preferred_batch_sizes)}"
+        if after.preferred_batch_sizes
+        else ""
+    )
+    return (
+        "enabled dynamic_batching with max_queue_delay_microseconds = "
+        f"{after.max_queue_delay_us}{preferred}"
+    )
+
+
+def _differs(field_name: str, text: Callable[[ServingVariant], str]) -> Wording:
+    """Wording that appears only where the variant's field differs from the baseline's."""
+
+    def wording(v: ServingVariant, b: ServingVariant) -> str | None:
+        return text(v) if getattr(v, field_name) != getattr(b, field_name) else None
+
+    return wording
+
+
+def _arrow(label: str, field_name: str) -> Change:
+    """``<label> <before> -> <after>``."""
+
+    def wording(before: ServingVariant, after: ServingVariant) -> str:
+        return f"{label} {getattr(before, field_name)} -> {getattr(after, field_name)}"
+
+    return wording
+
+
+def _threads_text(v: ServingVariant) -> str:
+    engine = "ORT" if v.backend == "onnxruntime" else "OpenVINO"
+    return f"{v.intra_op_threads or 'default'} {engine} threads"
+
+
+def _engine_text(v: ServingVariant, b: ServingVariant) -> str | None:
+    return v.engine if (v.backend, v.precision) != (b.backend, b.precision) else None
+
+
+def _cache_server_args(variants: Sequence[ServingVariant]) -> tuple[str, ...]:
+    if any(v.response_cache for v in variants):
+        return (f"--cache-config=local,size={RESPONSE_CACHE_BYTES}",)
+    return ()
+
+
+def _cache_config(v: ServingVariant) -> dict[str, Any]:
+    return {"response_cache": {"enable": True}} if v.response_cache else {}
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One serving knob (see the module docstring for what each part is used for)."""
+
+    plan_name: str  # the plan file's key (Triton's config.pbtxt name)
+    field: str  # the ServingVariant field
+    label: str  # how a recommendation names it
+    value: ValueRule
+    slug: Wording  # part of a variant's name where it sets the knob, None: nothing
+    describe: Wording  # part of a variant's description, None: nothing
+    change: Change  # an explanation's wording
+    question: str | None = None  # the background of a comparison that changes only this knob
+    batcher: bool = False  # a setting of the dynamic batcher (meaningless with batching off)
+    plot_family: bool = False  # plots group variants that share it (all but batching and delay)
+    backends: tuple[str, ...] = MODEL_BACKENDS
+    config: Callable[[ServingVariant], dict[str, Any]] | None = None  # config.pbtxt additions
+    server_args: Callable[[Sequence[ServingVariant]], tuple[str, ...]] | None = None
+    tune_field: str | None = None  # the field of tune's search space (``Knobs``) that moves it
+
+
+KNOBS: tuple[Knob, ...] = (
+    Knob(
+        "dynamic_batching",
+        "dynamic_batching",
+        "dynamic_batching",
+        ValueRule("bool"),
+        slug=lambda v, _b: f"batch_{v.max_queue_delay_us}us" if v.dynamic_batching else "nobatch",
+        describe=_batching_head,
+        change=_batching_change,
+        tune_field="batching",
+    ),
+    Knob(
+        "max_queue_delay_microseconds",
+        "max_queue_delay_us",
+        "max_queue_delay",
+        ValueRule("int", 0),
+        slug=_none,  # in the batching slug
+        describe=_none,  # in the batching head
+        change=_arrow("max_queue_delay_microseconds", "max_queue_delay_us"),
+        batcher=True,
+    ),
+    Knob(
+        "preferred_batch_size",
+        "preferred_batch_sizes",
+        "preferred_batch_size",
+        ValueRule("ints", 1),
+        slug=lambda v, _b: (
+            "pref" + "_".join(str(s) for s in v.preferred_batch_sizes)
+            if v.preferred_batch_sizes
+            else None
+        ),
+        describe=lambda v, _b: (
+            f"preferred {list(v.preferred_batch_sizes)}" if v.preferred_batch_sizes else None
+        ),
+        change=lambda _b, a: f"preferred_batch_size = {list(a.preferred_batch_sizes) or 'none'}",
+        question="Does telling the batcher which batch size to form stop it from waiting?",
+        batcher=True,
+        plot_family=True,
+    ),
+    Knob(
+        "max_batch_size",
+        "max_batch_size",
+        "max_batch_size",
+        ValueRule("int", 1),
+        slug=_differs("max_batch_size", lambda v: f"max{v.max_batch_size}"),
+        describe=_differs("max_batch_size", lambda v: f"max_batch_size {v.max_batch_size}"),
+        change=_arrow("max_batch_size", "max_batch_size"),
+        question="Does a different batch ceiling change what the batcher forms?",
+        plot_family=True,
+        tune_field="max_batch",
+    ),
+    Knob(
+        "instance_count",
+        "instance_count",
+        "instance_group count",
+        ValueRule("int", 1),
+        slug=lambda v, b: (
+            f"x{v.instance_count}"
+            if v.instance_count != b.instance_count or v.instance_count > 1
+            else None
+        ),
+        describe=_none,  # in the batching head
+        change=_arrow("instance_group count", "instance_count"),
+        plot_family=True,
+        tune_field="instances",
+    ),
+    Knob(
+        "instance_kind",
+        "instance_kind",
+        "instance_group kind",
+        ValueRule("choice", choices=INSTANCE_KINDS),
+        slug=_differs("instance_kind", lambda v: v.instance_kind.removeprefix("KIND_").lower()),
+        describe=_differs("instance_kind", lambda v: v.instance_kind),
+        change=_arrow("instance_group kind", "instance_kind"),
+        plot_family=True,
+    ),
+    Knob(
+        "intra_op_thread_count",
+        "intra_op_threads",
+        "intra-op threads",
+        ValueRule("optional_int", 0),
+        slug=_differs(
+            "intra_op_threads",
+            lambda v: f"t{v.intra_op_threads if v.intra_op_threads is not None else 'auto'}",
+        ),
+        describe=_differs("intra_op_threads", _threads_text),
+        change=_arrow("intra_op_thread_count", "intra_op_threads"),
+        plot_family=True,
+        tune_field="threads",
+    ),
+    Knob(
+        "backend",
+        "backend",
+        "backend",
+        ValueRule("choice", choices=MODEL_BACKENDS),
+        slug=_differs("backend", lambda v: v.backend),
+        describe=_engine_text,  # backend and precision as one label
+        change=lambda b, a: f"backend {b.backend} -> {a.backend} ({a.precision})",
+    ),
+    Knob(
+        "precision",
+        "precision",
+        "precision",
+        ValueRule("choice", choices=PRECISIONS),
+        slug=_differs("precision", lambda v: v.precision),
+        describe=_none,  # in the backend's label
+        change=lambda b, a: f"{a.backend} precision {b.precision} -> {a.precision}",
+    ),
+    Knob(
+        "response_cache",
+        "response_cache",
+        "response_cache",
+        ValueRule("bool"),
+        slug=_differs("response_cache", lambda v: "cache" if v.response_cache else "nocache"),
+        describe=_differs(
+            "response_cache", lambda v: "response cache" if v.response_cache else "no cache"
+        ),
+        change=lambda _b, a: (
+            "enabled the response cache (response_cache { enable: true })"
+            if a.response_cache
+            else "disabled the response cache"
+        ),
+        question=(
+            "Does Triton's response cache answer repeated requests without running the model, "
+            "and what does it cost where a request is not in the cache?"
+        ),
+        config=_cache_config,
+        server_args=_cache_server_args,
+        tune_field="response_cache",
+    ),
+)
+
+KNOB_BY_PLAN_NAME = {k.plan_name: k for k in KNOBS}
+KNOB_BY_FIELD = {k.field: k for k in KNOBS}
+# Every configuration field, in the table's order: what two variants are compared on.
+CONFIG_FIELDS = (*(k.field for k in KNOBS), "extra_parameters")
+BATCHER_FIELDS = frozenset(k.field for k in KNOBS if k.batcher)
+KNOB_LABELS = {k.field: k.label for k in KNOBS}
+
+
+def knob_slug(v: ServingVariant, baseline: ServingVariant) -> str:
+    """A variant's name from what it sets: ``batch_0us``, ``batch_5000us_pref8``, ``nobatch_x2``."""
+    return "_".join(part for k in KNOBS if (part := k.slug(v, baseline)))
+
+
+def knob_description(v: ServingVariant, baseline: ServingVariant) -> str:
+    """The seed's wording: ``batching (5 ms, count=2)``, plus any other knob that differs."""
+    parts = [part for k in KNOBS if (part := k.describe(v, baseline))]
+    return ", ".join(parts)
+
+
+def describe_change(field_name: str, before: ServingVariant, after: ServingVariant) -> str:
+    """How an explanation words the change of one field from ``before`` to ``after``."""
+    knob = KNOB_BY_FIELD.get(field_name)
+    return knob.change(before, after) if knob else f"{field_name} changed"
+
+
+def config_additions(v: ServingVariant) -> dict[str, Any]:
+    """What the knobs add to ``config.pbtxt`` (protobuf JSON) beyond ``repository/config.py``."""
+    extra: dict[str, Any] = {}
+    for knob in KNOBS:
+        if knob.config is not None:
+            extra.update(knob.config(v))
+    return extra
+
+
+def server_args(variants: Sequence[ServingVariant]) -> tuple[str, ...]:
+    """The tritonserver flags the variants' knobs need (e.g. a response cache's size)."""
+    args: list[str] = []
+    for knob in KNOBS:
+        if knob.server_args is not None:
+            args.extend(knob.server_args(variants))
+    return tuple(args)

@@ -1,0 +1,77 @@
+"""The knob table: one entry per ServingVariant configuration field, and what derives from it."""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+from pathlib import Path
+
+import pytest
+
+from tritonlab.errors import PlanError
+from tritonlab.experiments.plan_checks import KNOBS as PLAN_KNOBS
+from tritonlab.experiments.plan_checks import PlanChecker
+from tritonlab.experiments.plan_file import variant_description, variant_name
+from tritonlab.models.inspect import OnnxModelInfo, TensorSpec
+from tritonlab.repository.config import build_model_config, config_dict
+from tritonlab.repository.knobs import (
+    CONFIG_FIELDS,
+    KNOB_LABELS,
+    KNOBS,
+    NOT_KNOBS,
+    RESPONSE_CACHE_BYTES,
+    describe_change,
+    server_args,
+)
+from tritonlab.repository.variants import ServingVariant
+
+
+def test_every_configuration_field_has_exactly_one_knob() -> None:
+    variant_fields = {f.name for f in fields(ServingVariant)} - set(NOT_KNOBS)
+    knob_fields = [k.field for k in KNOBS]
+    assert len(knob_fields) == len(set(knob_fields))
+    assert set(knob_fields) == variant_fields
+    assert set(CONFIG_FIELDS) == variant_fields | {"extra_parameters"}
+    assert len({k.plan_name for k in KNOBS}) == len(KNOBS)
+    assert set(KNOB_LABELS) == variant_fields
+    assert {k.plan_name: k.field for k in KNOBS} == PLAN_KNOBS
+
+
+def test_a_knob_at_its_default_is_not_named_and_a_change_is_worded() -> None:
+    base = ServingVariant("baseline", "")
+    for knob in KNOBS:
+        if knob.field in ("dynamic_batching", "instance_count"):
+            continue  # always in the head of the name and description
+        assert knob.slug(base, base) is None, knob.plan_name
+        assert knob.describe(base, base) is None, knob.plan_name
+    for knob in KNOBS:
+        assert describe_change(knob.field, base, base)
+
+
+def test_response_cache_end_to_end_through_the_table() -> None:
+    base = ServingVariant("baseline", "", dynamic_batching=False)
+    cached = replace(base, response_cache=True)
+    assert variant_name(cached, base) == "nobatch_cache"
+    assert variant_description(cached, base) == "no batching, count=1, response cache"
+    assert describe_change("response_cache", base, cached).startswith("enabled the response cache")
+    assert server_args([base]) == ()
+    assert server_args([base, cached]) == (f"--cache-config=local,size={RESPONSE_CACHE_BYTES}",)
+    x, y = TensorSpec("x", "TYPE_FP32", (4,)), TensorSpec("y", "TYPE_FP32", (2,))
+    info = OnnxModelInfo(Path("m.onnx"), (x,), (y,), batched=True, opset=17, file_size_bytes=1)
+    assert config_dict(info, cached, "m")["response_cache"] == {"enable": True}
+    assert "response_cache" not in config_dict(info, base, "m")
+    assert build_model_config(info, cached, "m").response_cache.enable  # Triton's own schema
+    assert ServingVariant.from_dict(cached.to_dict()) == cached
+    assert "response_cache" not in base.to_dict()  # older records stay byte-identical
+
+
+def test_the_plan_checker_follows_each_knobs_value_rule() -> None:
+    check = PlanChecker("plan.yaml")
+    assert check.knob("response_cache", True, "p") is True
+    assert check.knob("preferred_batch_size", 8, "p") == (8,)
+    assert check.knob("intra_op_thread_count", None, "p") is None
+    with pytest.raises(PlanError, match="p: must be true or false"):
+        check.knob("response_cache", "yes", "p")
+    with pytest.raises(PlanError, match="must be one of KIND_CPU"):
+        check.knob("instance_kind", "KIND_TPU", "p")
+    with pytest.raises(PlanError, match="integer >= 1"):
+        check.knob("instance_count", 0, "p")
