@@ -14,13 +14,9 @@ import pytest
 
 from tritonlab.analysis.aggregate import VariantSummary
 from tritonlab.analysis.efficiency import efficiency_section, parse_ceilings, thread_speedup
-from tritonlab.analysis.rules import (
-    RuleContext,
-    apply_rules,
-    batching_amortised,
-    batching_compute_bound,
-    threads_effect,
-)
+from tritonlab.analysis.knob_rules import threads_effect
+from tritonlab.analysis.rule_support import RuleContext
+from tritonlab.analysis.rules import apply_rules, batching_amortised, batching_compute_bound
 from tritonlab.report.run_data import RunData, load_run
 
 CORES = 2

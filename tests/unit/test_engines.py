@@ -15,7 +15,8 @@ from test_rules import CORES, ctx, map_cells, with_variant
 
 from tritonlab.analysis.aggregate import VariantSummary
 from tritonlab.analysis.cost_model import CostModel
-from tritonlab.analysis.rules import changed_fields, engine_effect
+from tritonlab.analysis.knob_rules import engine_effect
+from tritonlab.analysis.rule_support import changed_fields
 from tritonlab.errors import ConfigError, PlanError
 from tritonlab.experiments.plan_file import SweepPlan, parse_plan
 from tritonlab.experiments.store import CellResult

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tritonlab.analysis.rules import changed_fields
+from tritonlab.analysis.rule_support import changed_fields
 from tritonlab.errors import PlanError
 from tritonlab.experiments.opening import plan_fingerprint
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint

@@ -112,6 +112,16 @@ class VariantSummary:
         return Summary.of([c.perf_analyzer_cores_used for c in self.cells], self.rounds)
 
     @property
+    def cache_hits(self) -> int:
+        """Requests the response cache answered, summed over the repeats."""
+        return sum(c.server.cache_hit_count for c in self.cells if c.server)
+
+    @property
+    def cache_misses(self) -> int:
+        """Requests the response cache was asked for and did not hold, summed over the repeats."""
+        return sum(c.server.cache_miss_count for c in self.cells if c.server)
+
+    @property
     def batch_distribution(self) -> dict[int, int]:
         """Executions per batch size, summed over the repeats."""
         total: Counter[int] = Counter()

@@ -13,13 +13,13 @@ from typing import Any
 
 from tritonlab.analysis.aggregate import VariantSummary, compare_figure
 from tritonlab.analysis.cost_model import CostModel
-from tritonlab.analysis.rules import (
+from tritonlab.analysis.rule_support import (
     Finding,
     RuleContext,
-    apply_rules,
     changed_fields,
     raw_changed_fields,
 )
+from tritonlab.analysis.rules import apply_rules
 from tritonlab.analysis.summary import Summary
 from tritonlab.analysis.verdicts import HIGHER, LOWER, NO_CLEAR, NOT_COMPARABLE, Verdict
 from tritonlab.repository.knobs import KNOB_BY_FIELD, describe_change

@@ -8,14 +8,21 @@ Triton's statistics extension, batch sizes from its batch statistics, CPU from t
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from tritonlab.analysis.aggregate import VariantSummary, compare_figure, same_offered_load
-from tritonlab.analysis.cost_model import CostModel
+from tritonlab.analysis.aggregate import compare_figure, same_offered_load
+from tritonlab.analysis.knob_rules import cache_effect, engine_effect, threads_effect
+from tritonlab.analysis.rule_support import (
+    Finding,
+    RuleContext,
+    change_text,
+    changed_fields,
+    execution_us,
+    in_flight_inferences,
+    rounded,
+)
 from tritonlab.analysis.verdicts import HIGHER, LOWER
-from tritonlab.repository.knobs import BATCHER_FIELDS, CONFIG_FIELDS
-from tritonlab.repository.variants import ServingVariant, batch_target
+from tritonlab.repository.variants import batch_target
 
 # Thresholds, named so the docs and tests can quote them.
 TRAP_QUEUE_SHARE_OF_DELAY = 0.6  # queue time >= 60% of max_queue_delay ...
@@ -27,64 +34,6 @@ CPU_BOUND_SHARE = 0.9  # server + perf_analyzer CPU >= 90% of the cores
 CONTENTION_SHARE = 0.75  # instances contend: CPU >= 75% of the cores and executions slower ...
 CONTENTION_EXCESS = 0.25  # ... by over 25% than the cost model predicts at that batch
 QUEUE_CROSS_CHECK_TOLERANCE = 0.25  # stats-extension vs perf_analyzer queue time
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One rule's conclusion about one variant, with the figures behind it."""
-
-    rule: str
-    variant: str
-    text: str
-    figures: dict[str, Any] = field(default_factory=dict)
-    kind: str = "explanation"  # or "flag": a warning about the measurement itself
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "rule": self.rule,
-            "variant": self.variant,
-            "text": self.text,
-            "figures": self.figures,
-            "kind": self.kind,
-        }
-
-
-@dataclass(frozen=True)
-class RuleContext:
-    """What a rule may look at: the subject, its baseline, its closest reference, the machine."""
-
-    subject: VariantSummary
-    baseline: VariantSummary
-    reference: VariantSummary
-    cores: int
-    others: tuple[VariantSummary, ...] = ()
-    cost_model: CostModel | None = None
-
-
-def raw_changed_fields(a: ServingVariant, b: ServingVariant) -> list[str]:
-    """Every configuration field that differs, batcher settings included."""
-    return [k for k in CONFIG_FIELDS if getattr(a, k) != getattr(b, k)]
-
-
-def changed_fields(a: ServingVariant, b: ServingVariant) -> list[str]:
-    """The configuration changes between two variants, as a reader counts them."""
-    changed = raw_changed_fields(a, b)
-    if "dynamic_batching" in changed:  # switching batching on or off carries its settings
-        changed = [k for k in changed if k not in BATCHER_FIELDS]
-    return changed
-
-
-def _r(value: float | None, digits: int = 0) -> float | None:
-    return None if value is None else round(value, digits)
-
-
-def execution_us(s: VariantSummary) -> float | None:
-    """Measured compute per execution (median over the repeats)."""
-    return s.execution_us.median
-
-
-def in_flight_inferences(s: VariantSummary) -> float | None:
-    return None if s.in_flight is None else s.in_flight * s.settings.batch_size
 
 
 def queue_delay_trap(ctx: RuleContext) -> Finding | None:
@@ -135,13 +84,13 @@ def queue_delay_trap(ctx: RuleContext) -> Finding | None:
         v.name,
         text,
         {
-            "queue_us": _r(queue),
+            "queue_us": rounded(queue),
             "max_queue_delay_us": v.max_queue_delay_us,
-            "mean_batch_size": _r(batch, 2),
+            "mean_batch_size": rounded(batch, 2),
             "in_flight": in_flight,
             "batch_target": target,
             "batch_target_field": source,
-            "execution_us": _r(execution),
+            "execution_us": rounded(execution),
         },
     )
 
@@ -167,12 +116,12 @@ def batching_amortised(ctx: RuleContext) -> Finding | None:
     throughput = compare_figure("throughput", "throughput", r, s)
     k = s.settings.batch_size
     figures: dict[str, Any] = {
-        "throughput_change_pct": _r(throughput.change_pct, 1),
+        "throughput_change_pct": rounded(throughput.change_pct, 1),
         "throughput_word": throughput.word.value,
-        "mean_batch_before": _r(b0, 2),
-        "mean_batch_after": _r(b1, 2),
-        "compute_us_per_inference_before": _r(c0),
-        "compute_us_per_inference_after": _r(c1),
+        "mean_batch_before": rounded(b0, 2),
+        "mean_batch_after": rounded(b1, 2),
+        "compute_us_per_inference_before": rounded(c0),
+        "compute_us_per_inference_after": rounded(c1),
     }
     text = (
         f"Batching formed batches of {b1:.1f} (was {b0:.1f}) and compute per inference fell "
@@ -186,10 +135,10 @@ def batching_amortised(ctx: RuleContext) -> Finding | None:
         predicted = model.execution_us(requests, k, th) / (requests * k)
         fixed = model.serving_fixed_us + model.model_fixed_us
         figures |= {
-            "model_execution_us_batch1": _r(one),
-            "serving_fixed_us": _r(model.serving_fixed_us),
-            "model_fixed_us": _r(model.model_fixed_us, 1),
-            "predicted_compute_us_per_inference": _r(predicted),
+            "model_execution_us_batch1": rounded(one),
+            "serving_fixed_us": rounded(model.serving_fixed_us),
+            "model_fixed_us": rounded(model.model_fixed_us, 1),
+            "predicted_compute_us_per_inference": rounded(predicted),
         }
         text += (
             f" The cost model says why: of about {one:.0f} µs per execution of one request, "
@@ -204,14 +153,6 @@ def batching_amortised(ctx: RuleContext) -> Finding | None:
         )
     text += f" Throughput {throughput.phrase()}."
     return Finding("batching-amortised", s.variant.name, text, figures)
-
-
-def _change(
-    label: str, before: float | None, after: float | None, unit: str = "", digits: int = 1
-) -> str:
-    if before is None or after is None:
-        return f"{label} n/a"
-    return f"{label} {before:,.{digits}f} -> {after:,.{digits}f}{unit}"
 
 
 def _slower_executions(ctx: RuleContext) -> str | None:
@@ -262,19 +203,20 @@ def instances_effect(ctx: RuleContext) -> Finding | None:
         "instances_before": n0,
         "instances_after": n1,
         "cores": ctx.cores,
-        "mean_batch_before": _r(r.mean_batch.median, 2),
-        "mean_batch_after": _r(s.mean_batch.median, 2),
-        "compute_us_per_inference_before": _r(r.compute_per_inference_us.median),
-        "compute_us_per_inference_after": _r(s.compute_per_inference_us.median),
-        "server_cores_used": _r(used, 2),
-        "server_cores_used_before": _r(used_before, 2),
-        "perf_analyzer_cores_used": _r(client, 2),
-        "throughput_change_pct": _r(verdict.change_pct, 1),
+        "mean_batch_before": rounded(r.mean_batch.median, 2),
+        "mean_batch_after": rounded(s.mean_batch.median, 2),
+        "compute_us_per_inference_before": rounded(r.compute_per_inference_us.median),
+        "compute_us_per_inference_after": rounded(s.compute_per_inference_us.median),
+        "server_cores_used": rounded(used, 2),
+        "server_cores_used_before": rounded(used_before, 2),
+        "perf_analyzer_cores_used": rounded(client, 2),
+        "throughput_change_pct": rounded(verdict.change_pct, 1),
     }
     changed = "; ".join(
         [
-            _change("mean batch", r.mean_batch.median, s.mean_batch.median) + f" ({batch.word})",
-            _change(
+            change_text("mean batch", r.mean_batch.median, s.mean_batch.median)
+            + f" ({batch.word})",
+            change_text(
                 "compute per inference",
                 r.compute_per_inference_us.median,
                 s.compute_per_inference_us.median,
@@ -282,7 +224,7 @@ def instances_effect(ctx: RuleContext) -> Finding | None:
                 digits=0,
             )
             + f" ({per_inference.word})",
-            _change("server + client CPU", total_before, total, digits=2)
+            change_text("server + client CPU", total_before, total, digits=2)
             + f" of {ctx.cores} cores",
         ]
     )
@@ -331,8 +273,8 @@ def instances_effect(ctx: RuleContext) -> Finding | None:
     if ctx.cost_model is not None:
         before, after = ctx.cost_model.predict(r), ctx.cost_model.predict(s)
         figures |= {
-            "predicted_throughput_before": _r(before.throughput_infer_per_s),
-            "predicted_throughput_after": _r(after.throughput_infer_per_s),
+            "predicted_throughput_before": rounded(before.throughput_infer_per_s),
+            "predicted_throughput_after": rounded(after.throughput_infer_per_s),
         }
         text += (
             f" The cost model predicts {before.throughput_infer_per_s:,.0f} -> "
@@ -381,7 +323,11 @@ def saturated_server(ctx: RuleContext) -> Finding | None:
         "saturated-server",
         s.variant.name,
         text,
-        {"queue_us": _r(queue), "compute_us": _r(compute), "queue_share": _r(share, 2)},
+        {
+            "queue_us": rounded(queue),
+            "compute_us": rounded(compute),
+            "queue_share": rounded(share, 2),
+        },
     )
 
 
@@ -401,8 +347,8 @@ def cpu_bound(ctx: RuleContext) -> Finding | None:
         s.variant.name,
         text,
         {
-            "server_cores_used": _r(used, 2),
-            "perf_analyzer_cores_used": _r(client, 2),
+            "server_cores_used": rounded(used, 2),
+            "perf_analyzer_cores_used": rounded(client, 2),
             "cores": ctx.cores,
         },
         kind="flag",
@@ -420,7 +366,7 @@ def littles_law(ctx: RuleContext) -> Finding | None:
         "about 1); the client may not have kept its requests in flight (load generator "
         "starved), re-measure."
     )
-    return Finding("littles-law", s.variant.name, text, {"ratio": _r(ratio, 2)}, kind="flag")
+    return Finding("littles-law", s.variant.name, text, {"ratio": rounded(ratio, 2)}, kind="flag")
 
 
 def unstable_measurement(ctx: RuleContext) -> Finding | None:
@@ -468,7 +414,7 @@ def queue_cross_check(ctx: RuleContext) -> Finding | None:
         "queue-cross-check",
         s.variant.name,
         text,
-        {"stats_queue_us": _r(ours), "perf_analyzer_queue_us": _r(theirs)},
+        {"stats_queue_us": rounded(ours), "perf_analyzer_queue_us": rounded(theirs)},
         kind="flag",
     )
 
@@ -527,14 +473,14 @@ def batching_compute_bound(ctx: RuleContext) -> Finding | None:
     fixed = model.model_fixed_us + model.serving_fixed_us
     bound = fixed / one if one else 0.0
     figures = {
-        "mean_batch_before": _r(b0, 2),
-        "mean_batch_after": _r(b1, 2),
-        "compute_us_per_inference_before": _r(c0),
-        "compute_us_per_inference_after": _r(c1),
-        "model_share_of_execution": _r(model_share, 3),
-        "model_per_sample_us": _r(model.model_per_sample_us, 1),
-        "fixed_us_per_execution": _r(fixed, 1),
-        "throughput_change_pct": _r(throughput.change_pct, 1),
+        "mean_batch_before": rounded(b0, 2),
+        "mean_batch_after": rounded(b1, 2),
+        "compute_us_per_inference_before": rounded(c0),
+        "compute_us_per_inference_after": rounded(c1),
+        "model_share_of_execution": rounded(model_share, 3),
+        "model_per_sample_us": rounded(model.model_per_sample_us, 1),
+        "fixed_us_per_execution": rounded(fixed, 1),
+        "throughput_change_pct": rounded(throughput.change_pct, 1),
     }
     saved = (c0 - c1) / c0
     text = (
@@ -554,186 +500,9 @@ def batching_compute_bound(ctx: RuleContext) -> Finding | None:
             "sizes says, and that is the rest of the gain"
         )
     text += f". Throughput {throughput.phrase()}."
-    figures["measured_saving_share"] = _r(saved, 3)
-    figures["fixed_share_of_request"] = _r(bound, 3)
+    figures["measured_saving_share"] = rounded(saved, 3)
+    figures["fixed_share_of_request"] = rounded(bound, 3)
     return Finding("batching-compute-bound", s.variant.name, text, figures)
-
-
-def threads_effect(ctx: RuleContext) -> Finding | None:
-    """More (or fewer) onnxruntime threads per instance: how much faster one execution ran,
-    against the in-process speedup, and what an instance-count change did at the same cores."""
-    s, r = ctx.subject, ctx.reference
-    if changed_fields(r.variant, s.variant) != ["intra_op_threads"] or not same_offered_load(r, s):
-        return None
-    t0, t1 = r.variant.intra_op_threads, s.variant.intra_op_threads
-    e0, e1 = execution_us(r), execution_us(s)
-    if e0 is None or e1 is None or not e1:
-        return None
-    verdict = compare_figure("throughput", "throughput", r, s)
-    execution = compare_figure("compute per execution", "execution_us", r, s)
-    speedup = e0 / e1
-    names = {None: "default", 0: "default"}
-    label0, label1 = names.get(t0, str(t0)), names.get(t1, str(t1))
-    figures: dict[str, Any] = {
-        "threads_before": t0,
-        "threads_after": t1,
-        "execution_us_before": _r(e0),
-        "execution_us_after": _r(e1),
-        "served_speedup": _r(speedup, 2),
-        "server_cores_used_before": _r(r.server_cores.median, 2),
-        "server_cores_used_after": _r(s.server_cores.median, 2),
-        "throughput_change_pct": _r(verdict.change_pct, 1),
-    }
-    text = (
-        f"{label0} -> {label1} onnxruntime threads per instance: throughput {verdict.phrase()}. "
-        f"One execution took {e0:,.0f} -> {e1:,.0f} µs ({execution.phrase()}), "
-        f"{speedup:.2f}x faster"
-    )
-    if ctx.cost_model is not None and ctx.cost_model.speedup(t1) != 1.0:
-        in_process = ctx.cost_model.speedup(t1) / ctx.cost_model.speedup(t0)
-        figures["in_process_speedup"] = _r(in_process, 2)
-        text += f", where the same threads run it {in_process:.2f}x faster in-process"
-    text += (
-        f"; the server used {r.server_cores.median or 0:.2f} -> {s.server_cores.median or 0:.2f} "
-        f"cores of {ctx.cores}."
-    )
-    rivals = [
-        o
-        for o in ctx.others
-        if changed_fields(r.variant, o.variant) == ["instance_count"]
-        and o.variant.instance_count == (t1 or ctx.cores)
-        and same_offered_load(o, s)
-    ]
-    if rivals:
-        rival = rivals[0]
-        versus = compare_figure("throughput", "throughput", rival, s)
-        figures["instances_rival"] = rival.variant.name
-        figures["versus_instances_change_pct"] = _r(versus.change_pct, 1)
-        text += (
-            f" Against {rival.variant.instance_count} instances x {label0} thread (the same "
-            f"cores as instances: whole executions in parallel, no synchronisation inside one), "
-            f"throughput {versus.phrase()}."
-        )
-    return Finding("threads-effect", s.variant.name, text, figures)
-
-
-ENGINE_FIELDS = (["backend"], ["precision"], ["backend", "precision"])
-ENGINE_SAME_PCT = 5.0  # in-process model work within this of each other: the same cost
-
-
-def engine_effect(ctx: RuleContext) -> Finding | None:
-    """Another backend (or precision) for the same model: how one execution's cost moved, and
-    which of the cost model's terms moved it (the engine's fixed cost per execution or its
-    per-sample cost, both from its own in-process fit), at the batches actually formed."""
-    s, r = ctx.subject, ctx.reference
-    if changed_fields(r.variant, s.variant) not in ENGINE_FIELDS or not same_offered_load(r, s):
-        return None
-    e0, e1 = execution_us(r), execution_us(s)
-    b0, b1 = r.mean_batch.median, s.mean_batch.median
-    if e0 is None or e1 is None or not e0 or b0 is None or b1 is None:
-        return None
-    before, after = r.variant.engine, s.variant.engine
-    throughput = compare_figure("throughput", "throughput", r, s)
-    execution = compare_figure("compute per execution", "execution_us", r, s)
-    figures: dict[str, Any] = {
-        "engine_before": before,
-        "engine_after": after,
-        "execution_us_before": _r(e0),
-        "execution_us_after": _r(e1),
-        "mean_batch_before": _r(b0, 2),
-        "mean_batch_after": _r(b1, 2),
-        "throughput_change_pct": _r(throughput.change_pct, 1),
-        "execution_change_pct": _r(execution.change_pct, 1),
-    }
-    text = (
-        f"{before} -> {after}: throughput {throughput.phrase()}. One execution took "
-        f"{e0:,.0f} -> {e1:,.0f} µs ({execution.phrase()}) at mean batches of {b0:.1f} and "
-        f"{b1:.1f}"
-    )
-    model = ctx.cost_model
-    if (
-        model is not None
-        and r.variant.backend == s.variant.backend
-        and model.computes_in(before) == model.computes_in(after)
-    ):
-        # e.g. bf16 asked on a processor without bf16 units: OpenVINO fell back to f32
-        used = model.computes_in(after)
-        figures["precision_used"] = used
-        text += (
-            f". {after} computed in {used} on this processor (OpenVINO's report after "
-            f"compiling), as {before} does: both run the same arithmetic, so the difference "
-            "between them is noise, not precision"
-        )
-        return Finding("engine-effect", s.variant.name, text + ".", figures)
-    m0 = model.for_engine(before) if model else None
-    m1 = model.for_engine(after) if model else None
-    if m0 is None or m1 is None or m0.engine != before or m1.engine != after:
-        return Finding("engine-effect", s.variant.name, text + ".", figures)
-    k = s.settings.batch_size
-    samples = b1  # mean batch, in samples
-    f0, p0, f1, p1 = (
-        m0.model_fixed_us,
-        m0.model_per_sample_us,
-        m1.model_fixed_us,
-        m1.model_per_sample_us,
-    )
-    w0, w1 = f0 + p0 * samples, f1 + p1 * samples
-    fixed_part, sample_part = f1 - f0, (p1 - p0) * samples
-    term = "fixed cost per execution" if abs(fixed_part) >= abs(sample_part) else "per-sample cost"
-    figures |= {
-        "model_fixed_us_before": _r(f0, 1),
-        "model_per_sample_us_before": _r(p0, 2),
-        "model_fixed_us_after": _r(f1, 1),
-        "model_per_sample_us_after": _r(p1, 2),
-        "model_us_at_batch_before": _r(w0, 1),
-        "model_us_at_batch_after": _r(w1, 1),
-        "dominant_term": term,
-    }
-    text += (
-        f". In the cost model's terms: in-process, the model's own work is "
-        f"{f0:,.0f} µs fixed + {p0:,.1f} µs per sample on {before} and {f1:,.0f} µs + "
-        f"{p1:,.1f} µs on {after}; at a batch of {samples:.1f} that is {w0:,.0f} against "
-        f"{w1:,.0f} µs ({fixed_part:+,.0f} µs from the fixed cost, {sample_part:+,.0f} µs from "
-        "the per-sample cost)"
-    )
-    # the whole execution the served figure measures: the same serving path plus each model
-    threads = s.variant.intra_op_threads
-    x0 = m0.execution_us(samples / k, k, threads)
-    x1 = m1.execution_us(samples / k, k, threads)
-    predicted_pct = 100 * (x1 / x0 - 1) if x0 else 0.0
-    figures["predicted_execution_us_before"] = _r(x0)
-    figures["predicted_execution_us_after"] = _r(x1)
-    figures["predicted_execution_change_pct"] = _r(predicted_pct, 1)
-    text += f"; with the serving path, one execution is predicted at {x0:,.0f} against {x1:,.0f} µs"
-    if abs(predicted_pct) < ENGINE_SAME_PCT:
-        figures["dominant_term"] = None
-        text += (
-            f" ({predicted_pct:+.0f}%), within {ENGINE_SAME_PCT:g}%: at this batch the "
-            "engines cost the same, so the cost model puts no difference on the engine"
-        )
-    elif execution.clear and (execution.change_pct or 0.0) * predicted_pct > 0:
-        text += (
-            f" ({predicted_pct:+.0f}%), and the served executions moved "
-            f"{execution.change_pct:+.0f}%: the {term} is what the engine change moved"
-        )
-    elif execution.has_interval and not (
-        (execution.low_pct or 0.0) <= predicted_pct <= (execution.high_pct or 0.0)
-    ):
-        figures["dominant_term"] = None
-        text += (
-            f" ({predicted_pct:+.0f}%), but the served executions moved "
-            f"{execution.phrase()}, which excludes it: the in-process difference between the "
-            "engines does not carry over to serving here, so no term is named as the cause"
-        )
-    else:
-        text += (
-            f" ({predicted_pct:+.0f}%), within the served executions' noise "
-            f"({execution.phrase()}): the {term} is where the engines differ, but this run "
-            "cannot show it in the served figures"
-        )
-    if k > 1:
-        text += f" (client batch {k})"
-    return Finding("engine-effect", s.variant.name, text + ".", figures)
 
 
 RULES: tuple[Callable[[RuleContext], Finding | None], ...] = (
@@ -743,6 +512,7 @@ RULES: tuple[Callable[[RuleContext], Finding | None], ...] = (
     instances_effect,
     threads_effect,
     engine_effect,
+    cache_effect,
     saturated_server,
     cpu_bound,
     littles_law,
@@ -754,4 +524,5 @@ RULES: tuple[Callable[[RuleContext], Finding | None], ...] = (
 
 
 def apply_rules(ctx: RuleContext) -> list[Finding]:
+    """Every rule's finding for ``ctx`` (rules that do not apply say nothing)."""
     return [f for rule in RULES if (f := rule(ctx)) is not None]

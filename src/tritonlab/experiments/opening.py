@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from tritonlab.client.infer import infer_and_check
@@ -29,6 +30,7 @@ from tritonlab.models.inputs import ModelInputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.paths import portable_command, portable_file, portable_path
 from tritonlab.perf.locate import PerfAnalyzerInstall
+from tritonlab.repository.knobs import server_args as knob_server_args
 from tritonlab.repository.layout import RepositoryModel
 from tritonlab.server.launch import ServerOptions, running_server
 from tritonlab.server.process import TritonServer
@@ -130,6 +132,9 @@ def open_session(
     ``manifest_extra`` sets further manifest fields (``sweep``, ``adaptive``, ``tune``).
     """
     log_path = run_dir / "server" / "tritonserver.log"
+    # the flags the plan's knobs need (a response cache's size), on top of any already given
+    needed = tuple(a for a in knob_server_args(plan.variants) if a not in options.server_args)
+    options = replace(options, server_args=options.server_args + needed)
     with running_server(
         options, run_dir / "models", log_path, explicit_model_control=True
     ) as server:

@@ -34,6 +34,9 @@ class ServerOptions:
     ready_timeout_s: float = 120.0
     # Required when ``host`` is not loopback: the restricted APIs then need this header value.
     api_key: str | None = None
+    # Further tritonserver flags the served configurations need (``repository/knobs.py``: a
+    # response cache's ``--cache-config``); ignored for a remote server, which has its own.
+    server_args: tuple[str, ...] = ()
 
     @property
     def describe(self) -> str:
@@ -68,7 +71,13 @@ def make_server(
             options.http_port, options.grpc_port, options.metrics_port, options.host
         )
         return TritonServer(
-            install, repository, log_path, ports, options.host, explicit_model_control
+            install,
+            repository,
+            log_path,
+            ports,
+            options.host,
+            explicit_model_control,
+            extra_args=options.server_args,
         )
     # Exposed: tritonserver on loopback (free ports; metrics where asked, on loopback), and an
     # authenticating proxy on the address and ports the user asked for (``auth_proxy``).
@@ -76,7 +85,14 @@ def make_server(
     inner = ServerPorts.resolve(0, 0, options.metrics_port, "127.0.0.1")
     exposure = Exposure(options.host, public.http, public.grpc, key)
     return TritonServer(
-        install, repository, log_path, inner, "127.0.0.1", explicit_model_control, exposure=exposure
+        install,
+        repository,
+        log_path,
+        inner,
+        "127.0.0.1",
+        explicit_model_control,
+        extra_args=options.server_args,
+        exposure=exposure,
     )
 
 

@@ -28,6 +28,9 @@ class StatsSnapshot:
     phase_ns: dict[str, int]
     batch_executions: dict[int, int]
     batch_compute_ns: dict[int, int]
+    # Requests the response cache answered, and those it looked up and did not hold.
+    cache_hit_count: int = 0
+    cache_miss_count: int = 0
 
     @classmethod
     def from_triton(cls, stats: dict[str, Any]) -> StatsSnapshot:
@@ -50,6 +53,8 @@ class StatsSnapshot:
             phase_ns={p: int(inference.get(p, {}).get("ns", 0)) for p in _PHASES},
             batch_executions=batch_executions,
             batch_compute_ns=batch_compute_ns,
+            cache_hit_count=int(inference.get("cache_hit", {}).get("count", 0)),
+            cache_miss_count=int(inference.get("cache_miss", {}).get("count", 0)),
         )
 
 
@@ -68,6 +73,16 @@ class ServerStatsDelta:
     overhead_us_per_request: float
     compute_us_per_inference: float
     batch_size_executions: dict[int, int] = field(default_factory=dict)
+    # The response cache (0 and 0 where the model has none): requests answered from it, and
+    # requests it was asked for and did not hold (those ran the model).
+    cache_hit_count: int = 0
+    cache_miss_count: int = 0
+
+    @property
+    def cache_hit_share(self) -> float | None:
+        """The share of cache lookups the cache answered (0..1); None where none was made."""
+        lookups = self.cache_hit_count + self.cache_miss_count
+        return self.cache_hit_count / lookups if lookups else None
 
     @property
     def mean_batch_size(self) -> float:
@@ -92,6 +107,8 @@ class ServerStatsDelta:
         data = asdict(self)
         data["batch_size_executions"] = {str(k): v for k, v in self.batch_size_executions.items()}
         data["mean_batch_size"] = self.mean_batch_size
+        if not self.cache_hit_count and not self.cache_miss_count:
+            del data["cache_hit_count"], data["cache_miss_count"]  # records without a cache
         return data
 
     @classmethod
@@ -129,6 +146,8 @@ def stats_delta(before: StatsSnapshot, after: StatsSnapshot) -> ServerStatsDelta
         overhead_us_per_request=max(0.0, total_us - sum(phases.values())),
         compute_us_per_inference=compute_ns * 1e-3 / inferences if inferences else 0.0,
         batch_size_executions=dict(sorted(executions.items())),
+        cache_hit_count=after.cache_hit_count - before.cache_hit_count,
+        cache_miss_count=after.cache_miss_count - before.cache_miss_count,
     )
 
 

@@ -1,0 +1,225 @@
+"""Explanation rules for one-knob changes of how a model runs: threads per instance, the engine
+(backend and precision) and the response cache. Each reads measured figures and says why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tritonlab.analysis.aggregate import compare_figure, same_offered_load
+from tritonlab.analysis.rule_support import (
+    Finding,
+    RuleContext,
+    changed_fields,
+    execution_us,
+    rounded,
+)
+
+
+def threads_effect(ctx: RuleContext) -> Finding | None:
+    """More (or fewer) onnxruntime threads per instance: how much faster one execution ran,
+    against the in-process speedup, and what an instance-count change did at the same cores."""
+    s, r = ctx.subject, ctx.reference
+    if changed_fields(r.variant, s.variant) != ["intra_op_threads"] or not same_offered_load(r, s):
+        return None
+    t0, t1 = r.variant.intra_op_threads, s.variant.intra_op_threads
+    e0, e1 = execution_us(r), execution_us(s)
+    if e0 is None or e1 is None or not e1:
+        return None
+    verdict = compare_figure("throughput", "throughput", r, s)
+    execution = compare_figure("compute per execution", "execution_us", r, s)
+    speedup = e0 / e1
+    names = {None: "default", 0: "default"}
+    label0, label1 = names.get(t0, str(t0)), names.get(t1, str(t1))
+    figures: dict[str, Any] = {
+        "threads_before": t0,
+        "threads_after": t1,
+        "execution_us_before": rounded(e0),
+        "execution_us_after": rounded(e1),
+        "served_speedup": rounded(speedup, 2),
+        "server_cores_used_before": rounded(r.server_cores.median, 2),
+        "server_cores_used_after": rounded(s.server_cores.median, 2),
+        "throughput_change_pct": rounded(verdict.change_pct, 1),
+    }
+    text = (
+        f"{label0} -> {label1} onnxruntime threads per instance: throughput {verdict.phrase()}. "
+        f"One execution took {e0:,.0f} -> {e1:,.0f} µs ({execution.phrase()}), "
+        f"{speedup:.2f}x faster"
+    )
+    if ctx.cost_model is not None and ctx.cost_model.speedup(t1) != 1.0:
+        in_process = ctx.cost_model.speedup(t1) / ctx.cost_model.speedup(t0)
+        figures["in_process_speedup"] = rounded(in_process, 2)
+        text += f", where the same threads run it {in_process:.2f}x faster in-process"
+    text += (
+        f"; the server used {r.server_cores.median or 0:.2f} -> {s.server_cores.median or 0:.2f} "
+        f"cores of {ctx.cores}."
+    )
+    rivals = [
+        o
+        for o in ctx.others
+        if changed_fields(r.variant, o.variant) == ["instance_count"]
+        and o.variant.instance_count == (t1 or ctx.cores)
+        and same_offered_load(o, s)
+    ]
+    if rivals:
+        rival = rivals[0]
+        versus = compare_figure("throughput", "throughput", rival, s)
+        figures["instances_rival"] = rival.variant.name
+        figures["versus_instances_change_pct"] = rounded(versus.change_pct, 1)
+        text += (
+            f" Against {rival.variant.instance_count} instances x {label0} thread (the same "
+            f"cores as instances: whole executions in parallel, no synchronisation inside one), "
+            f"throughput {versus.phrase()}."
+        )
+    return Finding("threads-effect", s.variant.name, text, figures)
+
+
+ENGINE_FIELDS = (["backend"], ["precision"], ["backend", "precision"])
+ENGINE_SAME_PCT = 5.0  # in-process model work within this of each other: the same cost
+
+
+def engine_effect(ctx: RuleContext) -> Finding | None:
+    """Another backend (or precision) for the same model: how one execution's cost moved, and
+    which of the cost model's terms moved it (the engine's fixed cost per execution or its
+    per-sample cost, both from its own in-process fit), at the batches actually formed."""
+    s, r = ctx.subject, ctx.reference
+    if changed_fields(r.variant, s.variant) not in ENGINE_FIELDS or not same_offered_load(r, s):
+        return None
+    e0, e1 = execution_us(r), execution_us(s)
+    b0, b1 = r.mean_batch.median, s.mean_batch.median
+    if e0 is None or e1 is None or not e0 or b0 is None or b1 is None:
+        return None
+    before, after = r.variant.engine, s.variant.engine
+    throughput = compare_figure("throughput", "throughput", r, s)
+    execution = compare_figure("compute per execution", "execution_us", r, s)
+    figures: dict[str, Any] = {
+        "engine_before": before,
+        "engine_after": after,
+        "execution_us_before": rounded(e0),
+        "execution_us_after": rounded(e1),
+        "mean_batch_before": rounded(b0, 2),
+        "mean_batch_after": rounded(b1, 2),
+        "throughput_change_pct": rounded(throughput.change_pct, 1),
+        "execution_change_pct": rounded(execution.change_pct, 1),
+    }
+    text = (
+        f"{before} -> {after}: throughput {throughput.phrase()}. One execution took "
+        f"{e0:,.0f} -> {e1:,.0f} µs ({execution.phrase()}) at mean batches of {b0:.1f} and "
+        f"{b1:.1f}"
+    )
+    model = ctx.cost_model
+    if (
+        model is not None
+        and r.variant.backend == s.variant.backend
+        and model.computes_in(before) == model.computes_in(after)
+    ):
+        # e.g. bf16 asked on a processor without bf16 units: OpenVINO fell back to f32
+        used = model.computes_in(after)
+        figures["precision_used"] = used
+        text += (
+            f". {after} computed in {used} on this processor (OpenVINO's report after "
+            f"compiling), as {before} does: both run the same arithmetic, so the difference "
+            "between them is noise, not precision"
+        )
+        return Finding("engine-effect", s.variant.name, text + ".", figures)
+    m0 = model.for_engine(before) if model else None
+    m1 = model.for_engine(after) if model else None
+    if m0 is None or m1 is None or m0.engine != before or m1.engine != after:
+        return Finding("engine-effect", s.variant.name, text + ".", figures)
+    k = s.settings.batch_size
+    samples = b1  # mean batch, in samples
+    f0, p0, f1, p1 = (
+        m0.model_fixed_us,
+        m0.model_per_sample_us,
+        m1.model_fixed_us,
+        m1.model_per_sample_us,
+    )
+    w0, w1 = f0 + p0 * samples, f1 + p1 * samples
+    fixed_part, sample_part = f1 - f0, (p1 - p0) * samples
+    term = "fixed cost per execution" if abs(fixed_part) >= abs(sample_part) else "per-sample cost"
+    figures |= {
+        "model_fixed_us_before": rounded(f0, 1),
+        "model_per_sample_us_before": rounded(p0, 2),
+        "model_fixed_us_after": rounded(f1, 1),
+        "model_per_sample_us_after": rounded(p1, 2),
+        "model_us_at_batch_before": rounded(w0, 1),
+        "model_us_at_batch_after": rounded(w1, 1),
+        "dominant_term": term,
+    }
+    text += (
+        f". In the cost model's terms: in-process, the model's own work is "
+        f"{f0:,.0f} µs fixed + {p0:,.1f} µs per sample on {before} and {f1:,.0f} µs + "
+        f"{p1:,.1f} µs on {after}; at a batch of {samples:.1f} that is {w0:,.0f} against "
+        f"{w1:,.0f} µs ({fixed_part:+,.0f} µs from the fixed cost, {sample_part:+,.0f} µs from "
+        "the per-sample cost)"
+    )
+    # the whole execution the served figure measures: the same serving path plus each model
+    threads = s.variant.intra_op_threads
+    x0 = m0.execution_us(samples / k, k, threads)
+    x1 = m1.execution_us(samples / k, k, threads)
+    predicted_pct = 100 * (x1 / x0 - 1) if x0 else 0.0
+    figures["predicted_execution_us_before"] = rounded(x0)
+    figures["predicted_execution_us_after"] = rounded(x1)
+    figures["predicted_execution_change_pct"] = rounded(predicted_pct, 1)
+    text += f"; with the serving path, one execution is predicted at {x0:,.0f} against {x1:,.0f} µs"
+    if abs(predicted_pct) < ENGINE_SAME_PCT:
+        figures["dominant_term"] = None
+        text += (
+            f" ({predicted_pct:+.0f}%), within {ENGINE_SAME_PCT:g}%: at this batch the "
+            "engines cost the same, so the cost model puts no difference on the engine"
+        )
+    elif execution.clear and (execution.change_pct or 0.0) * predicted_pct > 0:
+        text += (
+            f" ({predicted_pct:+.0f}%), and the served executions moved "
+            f"{execution.change_pct:+.0f}%: the {term} is what the engine change moved"
+        )
+    elif execution.has_interval and not (
+        (execution.low_pct or 0.0) <= predicted_pct <= (execution.high_pct or 0.0)
+    ):
+        figures["dominant_term"] = None
+        text += (
+            f" ({predicted_pct:+.0f}%), but the served executions moved "
+            f"{execution.phrase()}, which excludes it: the in-process difference between the "
+            "engines does not carry over to serving here, so no term is named as the cause"
+        )
+    else:
+        text += (
+            f" ({predicted_pct:+.0f}%), within the served executions' noise "
+            f"({execution.phrase()}): the {term} is where the engines differ, but this run "
+            "cannot show it in the served figures"
+        )
+    if k > 1:
+        text += f" (client batch {k})"
+    return Finding("engine-effect", s.variant.name, text + ".", figures)
+
+
+def cache_effect(ctx: RuleContext) -> Finding | None:
+    """The response cache switched on (or off): the share of lookups it answered, from Triton's
+    statistics (cache hits and misses), and what that did to throughput and the model's runs."""
+    s, r = ctx.subject, ctx.reference
+    if changed_fields(r.variant, s.variant) != ["response_cache"] or not same_offered_load(r, s):
+        return None
+    cached = s if s.variant.response_cache else r
+    hits, misses = cached.cache_hits, cached.cache_misses
+    if hits + misses == 0:
+        return None  # no lookup counted: nothing measured to explain with
+    share = hits / (hits + misses)
+    throughput = compare_figure("throughput", "throughput", r, s)
+    figures: dict[str, Any] = {
+        "cache_hits": hits,
+        "cache_misses": misses,
+        "cache_hit_share": rounded(share, 3),
+        "throughput_change_pct": rounded(throughput.change_pct, 1),
+    }
+    where = "with" if cached is s else "before, with"
+    text = (
+        f"The response cache answered {share:.0%} of the requests that looked it up "
+        f"({hits:,} hits, {misses:,} misses over the repeats, Triton's statistics; {where} "
+        "the cache): a hit returns the stored response without running the model, so the "
+        f"model ran for the misses only. Throughput {throughput.phrase()}."
+    )
+    if share > 0.9:
+        text += (
+            " This is the figure for traffic whose inputs repeat as perf_analyzer's do (it cycles "
+            "through a few distinct samples); requests that do not repeat would all miss."
+        )
+    return Finding("cache-effect", s.variant.name, text, figures)

@@ -1,0 +1,81 @@
+"""What every explanation rule works with: a ``Finding``, the ``RuleContext`` a rule reads, which
+configuration fields two variants differ in (from the knob table), and small figure helpers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tritonlab.analysis.aggregate import VariantSummary
+from tritonlab.analysis.cost_model import CostModel
+from tritonlab.repository.knobs import BATCHER_FIELDS, CONFIG_FIELDS
+from tritonlab.repository.variants import ServingVariant
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One rule's conclusion about one variant, with the figures behind it."""
+
+    rule: str
+    variant: str
+    text: str
+    figures: dict[str, Any] = field(default_factory=dict)
+    kind: str = "explanation"  # or "flag": a warning about the measurement itself
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "variant": self.variant,
+            "text": self.text,
+            "figures": self.figures,
+            "kind": self.kind,
+        }
+
+
+@dataclass(frozen=True)
+class RuleContext:
+    """What a rule may look at: the subject, its baseline, its closest reference, the machine."""
+
+    subject: VariantSummary
+    baseline: VariantSummary
+    reference: VariantSummary
+    cores: int
+    others: tuple[VariantSummary, ...] = ()
+    cost_model: CostModel | None = None
+
+
+def raw_changed_fields(a: ServingVariant, b: ServingVariant) -> list[str]:
+    """Every configuration field that differs, batcher settings included."""
+    return [k for k in CONFIG_FIELDS if getattr(a, k) != getattr(b, k)]
+
+
+def changed_fields(a: ServingVariant, b: ServingVariant) -> list[str]:
+    """The configuration changes between two variants, as a reader counts them."""
+    changed = raw_changed_fields(a, b)
+    if "dynamic_batching" in changed:  # switching batching on or off carries its settings
+        changed = [k for k in changed if k not in BATCHER_FIELDS]
+    return changed
+
+
+def rounded(value: float | None, digits: int = 0) -> float | None:
+    """``value`` rounded for a finding's figures (None stays None)."""
+    return None if value is None else round(value, digits)
+
+
+def execution_us(s: VariantSummary) -> float | None:
+    """Measured compute per execution (median over the repeats)."""
+    return s.execution_us.median
+
+
+def in_flight_inferences(s: VariantSummary) -> float | None:
+    """Inferences in flight at the client (requests in flight x batch size), None if unknown."""
+    return None if s.in_flight is None else s.in_flight * s.settings.batch_size
+
+
+def change_text(
+    label: str, before: float | None, after: float | None, unit: str = "", digits: int = 1
+) -> str:
+    """``label before -> after`` with units, or ``label n/a`` where a figure is missing."""
+    if before is None or after is None:
+        return f"{label} n/a"
+    return f"{label} {before:,.{digits}f} -> {after:,.{digits}f}{unit}"
