@@ -75,3 +75,15 @@ def test_the_plan_checker_follows_each_knobs_value_rule() -> None:
         check.knob("instance_kind", "KIND_TPU", "p")
     with pytest.raises(PlanError, match="integer >= 1"):
         check.knob("instance_count", 0, "p")
+
+
+def test_tune_fields_name_fields_of_tunes_search_space() -> None:
+    from tritonlab.analysis.search_space import Knobs
+
+    space = {f.name for f in fields(Knobs)}
+    for knob in KNOBS:
+        assert knob.tune_field is None or knob.tune_field in space, knob.plan_name
+    start = Knobs(response_cache=True)
+    assert start.variant().response_cache and start.variant_name.endswith("_cache")
+    assert Knobs.from_dict(start.to_dict()) == start
+    assert "response_cache" not in Knobs().to_dict()

@@ -41,12 +41,16 @@ class Knobs:
     max_batch: int = 64
     threads: int | None = 1
     protocol: str = "grpc"
+    # Held where the user sets it (tune --response-cache), never moved: perf_analyzer cycles
+    # through a few samples, so a cache would always win on traffic that is not the user's.
+    response_cache: bool = False
 
     @property
     def variant_name(self) -> str:
         batching = "dyn" if self.batching else "nobatch"
         threads = f"t{self.threads}" if self.threads else "tdef"
-        return f"x{self.instances}_{batching}_m{self.max_batch}_{threads}"
+        cache = "_cache" if self.response_cache else ""
+        return f"x{self.instances}_{batching}_m{self.max_batch}_{threads}{cache}"
 
     @property
     def description(self) -> str:
@@ -61,28 +65,33 @@ class Knobs:
             else "default threads"
         )
         count = f"{self.instances} instance{'s' if self.instances != 1 else ''}"
-        return f"{count}, {batching}, {threads}, {self.protocol}"
+        cache = ", response cache" if self.response_cache else ""
+        return f"{count}, {batching}, {threads}, {self.protocol}{cache}"
 
     def variant(self) -> ServingVariant:
         return ServingVariant(
             self.variant_name,
             f"{self.instances} x, {'batching' if self.batching else 'no batching'}, "
             f"max {self.max_batch}, "
-            f"{self.threads or 'default'} thr",
+            f"{self.threads or 'default'} thr" + (", cache" if self.response_cache else ""),
             dynamic_batching=self.batching,
             max_batch_size=self.max_batch,
             instance_count=self.instances,
             intra_op_threads=self.threads,
+            response_cache=self.response_cache,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "instances": self.instances,
             "batching": self.batching,
             "max_batch": self.max_batch,
             "threads": self.threads,
             "protocol": self.protocol,
         }
+        if self.response_cache:  # tune records from before the cache stay byte-identical
+            data["response_cache"] = True
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Knobs:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tritonlab.analysis.search_space import Knobs
+
 
 def _ms(us: float | None) -> str:
     return "n/a" if us is None else f"{us / 1000:.2f}"
@@ -31,12 +33,12 @@ def _pick_line(label: str, record: dict[str, Any] | None) -> str:
 
 
 def _configuration(step: dict[str, Any]) -> str:
-    c = step.get("configuration") or {}
-    batching = "batching" if c.get("batching") else "no batching"
-    threads = c.get("threads") or "default"
+    k = Knobs.from_dict(step.get("configuration") or {})
+    batching = "batching" if k.batching else "no batching"
+    cache = ", response cache" if k.response_cache else ""
     return (
-        f"{c.get('instances')} x, {batching}, max {c.get('max_batch')}, {threads} thr, "
-        f"{c.get('protocol')}"
+        f"{k.instances} x, {batching}, max {k.max_batch}, {k.threads or 'default'} thr, "
+        f"{k.protocol}{cache}"
     )
 
 

@@ -129,7 +129,9 @@ class Knob:
     backends: tuple[str, ...] = MODEL_BACKENDS
     config: Callable[[ServingVariant], dict[str, Any]] | None = None  # config.pbtxt additions
     server_args: Callable[[Sequence[ServingVariant]], tuple[str, ...]] | None = None
-    tune_field: str | None = None  # the field of tune's search space (``Knobs``) that moves it
+    # The field of tune's search space (``analysis/search_space.Knobs``) that holds it; tune moves
+    # batching, max batch, instances and threads, and holds the cache where the user set it.
+    tune_field: str | None = None
 
 
 KNOBS: tuple[Knob, ...] = (
