@@ -87,3 +87,9 @@ def test_tune_fields_name_fields_of_tunes_search_space() -> None:
     assert start.variant().response_cache and start.variant_name.endswith("_cache")
     assert Knobs.from_dict(start.to_dict()) == start
     assert "response_cache" not in Knobs().to_dict()
+
+
+def test_the_plan_file_page_shows_every_knob() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "sweeps.md").read_text()
+    for knob in KNOBS:
+        assert f"  {knob.plan_name}: " in page, knob.plan_name
