@@ -293,17 +293,9 @@ def describe_change(field_name: str, before: ServingVariant, after: ServingVaria
 
 def config_additions(v: ServingVariant) -> dict[str, Any]:
     """What the knobs add to ``config.pbtxt`` (protobuf JSON) beyond ``repository/config.py``."""
-    extra: dict[str, Any] = {}
-    for knob in KNOBS:
-        if knob.config is not None:
-            extra.update(knob.config(v))
-    return extra
+    return {key: value for k in KNOBS if k.config for key, value in k.config(v).items()}
 
 
 def server_args(variants: Sequence[ServingVariant]) -> tuple[str, ...]:
     """The tritonserver flags the variants' knobs need (e.g. a response cache's size)."""
-    args: list[str] = []
-    for knob in KNOBS:
-        if knob.server_args is not None:
-            args.extend(knob.server_args(variants))
-    return tuple(args)
+    return tuple(arg for k in KNOBS if k.server_args for arg in k.server_args(variants))
