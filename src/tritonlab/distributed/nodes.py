@@ -48,6 +48,7 @@ class NodeFacts:
 
     @classmethod
     def current(cls, node_id: str, address: str, perf_analyzer_version: str) -> NodeFacts:
+        """The facts of the node this runs on: host, machine, versions of the checked packages."""
         return cls(
             node_id=node_id,
             address=address,
@@ -89,6 +90,7 @@ class NodeFacts:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        """The facts as JSON, for the manifest's node list."""
         return {
             "label": self.label,
             "node_id": self.node_id,
@@ -113,6 +115,7 @@ class NodeRecord:
     profiled: bool = False  # it took the operator profile and in-process timings
 
     def to_dict(self) -> dict[str, Any]:
+        """The facts as JSON with the server version and, if the node was lost, when and why."""
         data = self.facts.to_dict() | {"server_version": self.server_version}
         if self.lost_utc:
             data |= {"lost_utc": self.lost_utc, "lost_why": self.lost_why}

@@ -36,10 +36,12 @@ _PACKAGES = (
 
 
 def utc_now() -> str:
+    """The current UTC time as ``YYYY-MM-DDTHH:MM:SSZ``."""
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def cpu_model() -> str:
+    """The CPU's model name from ``/proc/cpuinfo`` (else the platform's, else ``unknown``)."""
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -82,6 +84,7 @@ def _tool_commit() -> str | None:
 
 
 def package_versions() -> dict[str, str]:
+    """Installed version of each package the results depend on; missing packages are left out."""
     versions = {}
     for name in _PACKAGES:
         try:
@@ -99,6 +102,7 @@ def available_cores() -> int:
 
 
 def machine_info() -> dict[str, Any]:
+    """This machine as JSON: CPU model and counts, memory (GiB), GPUs, OS and Python."""
     return {
         "cpu_model": cpu_model(),
         "cpu_count_logical": os.cpu_count(),
@@ -121,6 +125,7 @@ class ToolInfo:
 
     @classmethod
     def current(cls) -> ToolInfo:
+        """This tritonlab: its version and, from a git checkout, its commit."""
         return cls("tritonlab", tritonlab.__version__, _tool_commit())
 
 
@@ -141,10 +146,12 @@ class MachineInfo:
 
     @classmethod
     def current(cls) -> MachineInfo:
+        """The machine this runs on."""
         return cls.from_dict(machine_info())
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MachineInfo:
+        """The machine stored by :meth:`to_dict`; missing fields read as unknown."""
         return cls(
             cpu_model=str(data.get("cpu_model", "unknown CPU")),
             cpu_count_logical=data.get("cpu_count_logical"),
@@ -156,6 +163,7 @@ class MachineInfo:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        """The machine as JSON (memory in GiB)."""
         return {
             "cpu_model": self.cpu_model,
             "cpu_count_logical": self.cpu_count_logical,
@@ -189,14 +197,17 @@ class ModelRecord:
 
     @property
     def input_shapes(self) -> dict[str, list[int]]:
+        """Input name -> its dims as in the graph (-1 where dynamic)."""
         return {t.name: list(t.dims) for t in self.inputs}
 
     @property
     def output_shapes(self) -> dict[str, list[int]]:
+        """Output name -> its dims as in the graph (-1 where dynamic)."""
         return {t.name: list(t.dims) for t in self.outputs}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelRecord:
+        """The model stored by :meth:`to_dict`; ``KeyError`` without ``name``."""
         return cls(
             name=data["name"],
             onnx_file=data.get("onnx_file", ""),
@@ -208,6 +219,7 @@ class ModelRecord:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        """The model as JSON: file, sha256, size in bytes, opset and tensors."""
         return {
             "name": self.name,
             "onnx_file": self.onnx_file,
@@ -231,6 +243,7 @@ class ServerRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ServerRecord:
+        """The server stored by :meth:`to_dict`; missing fields read as empty."""
         command = data.get("command")
         return cls(
             source=str(data.get("source", "")),
@@ -241,6 +254,7 @@ class ServerRecord:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        """The server as JSON: where it came from, version, command line and URLs."""
         return {
             "source": self.source,
             "version": self.version,
@@ -267,6 +281,7 @@ class SweepEntry:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SweepEntry:
+        """The sweep entry stored by :meth:`to_dict`; missing fields read as empty or None."""
         budget, target = data.get("latency_budget_p99_us"), data.get("target_load_infer_per_s")
         return cls(
             plan_file=str(data.get("plan_file", "")),
@@ -276,6 +291,7 @@ class SweepEntry:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        """The entry as JSON (latency budget in µs, target load in inferences/s)."""
         return {
             "plan_file": self.plan_file,
             "model": self.model,
@@ -319,6 +335,7 @@ class Manifest:
 
     @property
     def variant_order(self) -> list[str]:
+        """Configuration names in the plan's order."""
         return [v.name for v in self.plan.variants]
 
     @property
@@ -374,6 +391,7 @@ class Manifest:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        """The manifest as ``results/manifest.json`` stores it; optional parts only when set."""
         data: dict[str, Any] = {
             "schema_version": self.schema_version,
             "tool": {

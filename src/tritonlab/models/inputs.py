@@ -81,6 +81,7 @@ class InputRule:
         }[self.kind]
 
     def to_dict(self) -> dict[str, Any]:
+        """The rule as JSON (shape as a list), read back by :meth:`from_dict`."""
         return {
             "name": self.name,
             "triton_dtype": self.triton_dtype,
@@ -93,6 +94,7 @@ class InputRule:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> InputRule:
+        """The rule stored by :meth:`to_dict`; ``KeyError`` without name, dtype, shape or kind."""
         return cls(
             name=data["name"],
             triton_dtype=data["triton_dtype"],
@@ -117,6 +119,7 @@ class ModelInputs:
 
     @property
     def shapes(self) -> dict[str, tuple[int, ...]]:
+        """Input name -> the shape sent, without the batch dim."""
         return {r.name: r.shape for r in self.rules}
 
     def batch(
@@ -195,6 +198,7 @@ class ModelInputs:
         return {"rules": [r.to_dict() for r in self.rules], "dims_note": self.dims_note}
 
     def to_dict(self) -> dict[str, Any]:
+        """The rules as JSON, without the user's samples (they stay in their file)."""
         return {
             "batched": self.batched,
             "dims_note": self.dims_note,
@@ -203,6 +207,7 @@ class ModelInputs:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelInputs:
+        """The rules stored by :meth:`to_dict`; the user's samples are not restored."""
         return cls(
             rules=tuple(InputRule.from_dict(r) for r in data.get("rules", [])),
             batched=bool(data.get("batched", True)),

@@ -26,6 +26,7 @@ class PerfAnalyzerInstall:
     version: str
 
     def environment(self) -> dict[str, str]:
+        """This process's environment with the install's libraries first on ``LD_LIBRARY_PATH``."""
         return environment_with_libraries(self.library_path)
 
 
