@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import socket
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import tritonlab
 from tritonlab.errors import ConfigError
-from tritonlab.experiments.manifest import MachineInfo, machine_info, package_versions
+from tritonlab.experiments.manifest import MachineInfo, package_versions
 
 # The Ray resource a node offers to say "measure here"; one per node: one measurement a host.
 RESOURCE = "tritonlab"
@@ -53,7 +53,7 @@ class NodeFacts:
             node_id=node_id,
             address=address,
             hostname=socket.gethostname(),
-            machine=MachineInfo.from_dict(machine_info()),
+            machine=MachineInfo.current(),
             tritonlab_version=tritonlab.__version__,
             packages={k: v for k, v in package_versions().items() if k in CHECKED_PACKAGES},
             perf_analyzer_version=perf_analyzer_version,
@@ -91,16 +91,7 @@ class NodeFacts:
 
     def to_dict(self) -> dict[str, Any]:
         """The facts as JSON, for the manifest's node list."""
-        return {
-            "label": self.label,
-            "node_id": self.node_id,
-            "address": self.address,
-            "hostname": self.hostname,
-            "machine": self.machine.to_dict(),
-            "tritonlab_version": self.tritonlab_version,
-            "packages": dict(self.packages),
-            "perf_analyzer_version": self.perf_analyzer_version,
-        }
+        return {"label": self.label} | asdict(self) | {"machine": self.machine.to_dict()}
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import importlib.metadata
 import os
 import platform
 import subprocess
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -164,15 +164,7 @@ class MachineInfo:
 
     def to_dict(self) -> dict[str, Any]:
         """The machine as JSON (memory in GiB)."""
-        return {
-            "cpu_model": self.cpu_model,
-            "cpu_count_logical": self.cpu_count_logical,
-            "cpu_affinity_count": self.cpu_affinity_count,
-            "memory_gib": self.memory_gib,
-            "gpus": list(self.gpus),
-            "os": self.os,
-            "python": self.python,
-        }
+        return asdict(self) | {"gpus": list(self.gpus)}
 
 
 def _tensor(data: dict[str, Any]) -> TensorSpec:
@@ -220,12 +212,7 @@ class ModelRecord:
 
     def to_dict(self) -> dict[str, Any]:
         """The model as JSON: file, sha256, size in bytes, opset and tensors."""
-        return {
-            "name": self.name,
-            "onnx_file": self.onnx_file,
-            "sha256": self.sha256,
-            "size_bytes": self.size_bytes,
-            "opset": self.opset,
+        return asdict(self) | {
             "inputs": [_tensor_dict(t) for t in self.inputs],
             "outputs": [_tensor_dict(t) for t in self.outputs],
         }
@@ -255,13 +242,7 @@ class ServerRecord:
 
     def to_dict(self) -> dict[str, Any]:
         """The server as JSON: where it came from, version, command line and URLs."""
-        return {
-            "source": self.source,
-            "version": self.version,
-            "command": list(self.command) if self.command is not None else None,
-            "http_url": self.http_url,
-            "grpc_url": self.grpc_url,
-        }
+        return asdict(self) | {"command": None if self.command is None else list(self.command)}
 
 
 @dataclass(frozen=True)
@@ -292,12 +273,7 @@ class SweepEntry:
 
     def to_dict(self) -> dict[str, Any]:
         """The entry as JSON (latency budget in µs, target load in inferences/s)."""
-        return {
-            "plan_file": self.plan_file,
-            "model": self.model,
-            "latency_budget_p99_us": self.latency_budget_p99_us,
-            "target_load_infer_per_s": self.target_load_infer_per_s,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
