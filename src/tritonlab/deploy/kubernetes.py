@@ -48,6 +48,8 @@ MODELS_MOUNT = "/models"
 
 @dataclass(frozen=True)
 class DeployOptions:
+    """What ``tritonlab deploy`` writes: target, names, image, repository and replica range."""
+
     target: str = "kubernetes"
     name: str | None = None  # default: the model name, as a DNS label
     namespace: str = "default"

@@ -119,6 +119,8 @@ SCHEMA_VERSION = 2
 
 @dataclass(frozen=True)
 class ToolInfo:
+    """The tritonlab that measured: name, version and git commit (None outside a checkout)."""
+
     name: str
     version: str
     commit: str | None
@@ -131,6 +133,8 @@ class ToolInfo:
 
 @dataclass(frozen=True)
 class MachineInfo:
+    """The machine measured on: CPU model and counts, memory in GiB, GPUs, OS and Python."""
+
     cpu_model: str
     cpu_count_logical: int | None
     cpu_affinity_count: int | None
@@ -247,6 +251,8 @@ class ServerRecord:
 
 @dataclass(frozen=True)
 class PerfAnalyzerRecord:
+    """The perf_analyzer used: its binary (without this machine's path prefixes) and version."""
+
     binary: str
     version: str
 

@@ -21,6 +21,8 @@ _MISSING_LIB_HINTS = {
 
 @dataclass(frozen=True)
 class PerfAnalyzerInstall:
+    """A perf_analyzer binary found on this machine, the libraries it needs, its version."""
+
     binary: Path
     library_path: tuple[Path, ...]
     version: str

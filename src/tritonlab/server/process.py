@@ -44,6 +44,8 @@ LOAD_DEADLINE_S = 300.0
 
 @dataclass(frozen=True)
 class ServerPorts:
+    """The HTTP, gRPC and metrics ports one server listens on."""
+
     http: int
     grpc: int
     metrics: int

@@ -12,6 +12,8 @@ import triton_python_backend_utils as pb_utils
 
 
 class TritonPythonModel:
+    """The ``identity`` backend's model: each input echoed as the output at its position."""
+
     def initialize(self, args):
         """Pair each configured input with its output and that output's last dim (to cut to)."""
         config = json.loads(args["model_config"])

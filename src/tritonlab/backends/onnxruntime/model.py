@@ -23,6 +23,8 @@ __all__ = ["FALLBACK_MARKER", "TritonPythonModel"]
 
 
 class TritonPythonModel(EngineModel):
+    """The ONNX model served by an in-process onnxruntime session."""
+
     engine_name = "onnxruntime"
 
     def open_engine(self, path, params, kind, device_id, input_names, output_names):

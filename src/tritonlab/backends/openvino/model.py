@@ -27,6 +27,8 @@ PRECISIONS = ("f32", "bf16", "f16")
 
 
 class TritonPythonModel(EngineModel):
+    """The ONNX model compiled and served by OpenVINO on the CPU."""
+
     engine_name = "openvino"
 
     def open_engine(self, path, params, kind, device_id, input_names, output_names):
