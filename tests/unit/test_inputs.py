@@ -18,11 +18,11 @@ from tritonlab.experiments.plan import (
     for_unbatched_model,
     seed_comparison_plan,
 )
+from tritonlab.models.input_graph import parse_shape_args
 from tritonlab.models.inputs import (
     DEFAULT_DYNAMIC_DIM,
     ModelInputs,
     derive_inputs,
-    parse_shape_args,
     with_dynamic_dim,
 )
 from tritonlab.models.inspect import OnnxModelInfo, inspect_onnx

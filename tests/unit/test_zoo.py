@@ -1,5 +1,7 @@
 """models/zoo.py: the built-in model registry; each model exported, verified and inspected.
 
+The models live in resnet18.py and bert_encoder.py, the export and check in torch_export.py.
+
 The two large models are exported once per module (a few seconds each) into a temporary folder;
 the determinism test exports them a second time and compares the files' sha256.
 """
@@ -16,26 +18,21 @@ import pytest
 import torch
 
 from tritonlab.errors import ModelError
-from tritonlab.models.demo import ExportCheck, export_simple_mlp
-from tritonlab.models.inspect import OnnxModelInfo, inspect_onnx
-from tritonlab.models.zoo import (
-    BUILTIN_MODELS,
-    DEFAULT_MODEL,
+from tritonlab.models.bert_encoder import (
     ENCODER_HIDDEN,
     ENCODER_MAX_POSITIONS,
     ENCODER_NAME,
     ENCODER_TOKEN_TYPES,
     ENCODER_VOCAB_SIZE,
-    RESNET18_NAME,
     EncoderShape,
-    VerifyCase,
     _build_encoder,
-    _build_resnet18,
-    builtin_model,
     encoder_inputs,
-    export_builtin,
-    export_verified,
 )
+from tritonlab.models.demo import ExportCheck, export_simple_mlp
+from tritonlab.models.inspect import OnnxModelInfo, inspect_onnx
+from tritonlab.models.resnet18 import RESNET18_NAME, _build_resnet18
+from tritonlab.models.torch_export import VerifyCase, export_verified
+from tritonlab.models.zoo import BUILTIN_MODELS, DEFAULT_MODEL, builtin_model, export_builtin
 
 ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 

@@ -39,6 +39,7 @@ def int_param(params, key, default):
 
 
 def str_param(params, key, default):
+    """A string model-config parameter, ``default`` when absent or empty."""
     return params.get(key, {}).get("string_value", "") or default
 
 
@@ -56,6 +57,10 @@ class EngineModel:
         raise NotImplementedError
 
     def initialize(self, args):
+        """Open the engine on the model file; check the config's tensor names against the graph.
+
+        Raises ``TritonModelException`` (the load fails) for a missing file or an unknown name.
+        """
         config = json.loads(args["model_config"])
         params = config.get("parameters", {})
         filename = config.get("default_model_filename") or "model.onnx"
@@ -111,6 +116,9 @@ class EngineModel:
             return pb_utils.InferenceResponse(error=pb_utils.TritonError(f"{exc}"))
 
     def execute(self, requests):
+        """One response per request; several requests run as one batch when they can be
+        concatenated, else one by one (a line with ``FALLBACK_MARKER`` on stderr says so).
+        """
         if len(requests) == 1 or not self.batched:
             return [self._one(r) for r in requests]
         try:
@@ -157,6 +165,7 @@ class EngineModel:
         return [response]
 
     def finalize(self):
+        """Print the per-batch phase timings (µs per execution) to stderr when profiling was on."""
         for batch, (n, read, run, respond) in sorted(self.profile.items()):
             print(
                 f"tritonlab-adapter-profile instance={self.name} batch={batch} executions={n} "

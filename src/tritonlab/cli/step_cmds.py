@@ -130,7 +130,7 @@ def infer(
     Starts a server on free loopback ports unless --url is given.
     Example: tritonlab infer model.onnx --protocol both
     """
-    from tritonlab.models.inputs import parse_shape_args
+    from tritonlab.models.input_graph import parse_shape_args
     from tritonlab.pipeline.steps import infer_step, step_variant
 
     with user_errors():
@@ -206,7 +206,7 @@ def perf(
 
     Example: tritonlab perf model.onnx --dynamic-batching --concurrency 16
     """
-    from tritonlab.models.inputs import parse_shape_args
+    from tritonlab.models.input_graph import parse_shape_args
     from tritonlab.pipeline.steps import PerfLoad, perf_step, step_variant
 
     with user_errors():

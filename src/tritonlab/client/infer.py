@@ -40,6 +40,7 @@ class InferCheck:
     max_rel_diff: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The record as JSON; an onnxruntime check leaves out ``engine`` and ``max_rel_diff``."""
         data = asdict(self)
         if self.engine == "onnxruntime":  # records from before these fields stay byte-identical
             del data["engine"], data["max_rel_diff"]
@@ -47,6 +48,9 @@ class InferCheck:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> InferCheck:
+        """The check stored by :meth:`to_dict`; a record without ``engine`` was made by
+        onnxruntime.
+        """
         return cls(
             protocol=data["protocol"],
             model_name=data["model_name"],
@@ -96,6 +100,7 @@ def check_metadata(metadata: dict[str, Any], info: OnnxModelInfo, model_name: st
 def reference_outputs(
     info: OnnxModelInfo, inputs: dict[str, np.ndarray[Any, Any]]
 ) -> dict[str, np.ndarray[Any, Any]]:
+    """Output name -> what onnxruntime on the CPU computes for ``inputs`` (the expected values)."""
     import onnxruntime as ort
 
     session = ort.InferenceSession(str(info.path), providers=["CPUExecutionProvider"])

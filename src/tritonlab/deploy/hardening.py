@@ -29,6 +29,9 @@ DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 def container_security() -> dict[str, Any]:
+    """The container ``securityContext``: non-root, read-only root, no privilege escalation or
+    capabilities, the runtime's default seccomp profile.
+    """
     return {
         "runAsNonRoot": True,
         "runAsUser": RUN_AS_USER,

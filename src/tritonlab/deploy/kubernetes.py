@@ -48,6 +48,8 @@ MODELS_MOUNT = "/models"
 
 @dataclass(frozen=True)
 class DeployOptions:
+    """What ``tritonlab deploy`` writes: target, names, image, repository and replica range."""
+
     target: str = "kubernetes"
     name: str | None = None  # default: the model name, as a DNS label
     namespace: str = "default"
@@ -62,11 +64,13 @@ class DeployOptions:
 
 
 def dns_label(text: str) -> str:
+    """``text`` as a Kubernetes name: lower-case alphanumerics and dashes, at most 50 characters."""
     label = "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
     return (label or "triton")[:50].rstrip("-")
 
 
 def ngc_image(server_version: str) -> str:
+    """NGC's tritonserver image for ``server_version``; ``ConfigError`` if its tag is unknown."""
     tag = NGC_TAGS.get(server_version)
     if tag is None:
         raise ConfigError(
@@ -86,6 +90,11 @@ class Written:
 def write_deployment(
     pick: DeployPick, run_dir: Path, out_dir: Path, options: DeployOptions
 ) -> Written:
+    """Write the repository and ``options.target``'s manifests under ``out_dir``; list them.
+
+    Raises ``ConfigError`` for an unknown target, an unsupported repository URI, min replicas
+    above max, or an image that cannot be named.
+    """
     if options.target not in TARGETS:
         raise ConfigError(f"--to must be one of {', '.join(TARGETS)}, got {options.target!r}")
     uri = options.repository_uri

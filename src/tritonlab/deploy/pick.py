@@ -41,6 +41,7 @@ class DeployPick:
     server_version: str
 
     def capacity_comment(self) -> str:
+        """One line for the manifests: infer/s per replica, load, p99 (µs), machine and server."""
         spread = (
             f" (repeats {self.throughput_range[0]:,.0f}–{self.throughput_range[1]:,.0f})"
             if self.throughput_range
@@ -55,6 +56,9 @@ class DeployPick:
 
 
 def resolve_pick(run_dir: Path, which: str = "throughput") -> DeployPick:
+    """The configuration to deploy from ``run_dir``: tune's pick, else the ``which``-first
+    recommendation; ``ConfigError`` for an unknown ``which`` or no such pick.
+    """
     if which not in PICKS:
         raise ConfigError(f"--pick must be one of {', '.join(PICKS)}, got {which!r}")
     run = load_run(run_dir)

@@ -50,6 +50,7 @@ def write_repository(pick: DeployPick, run_dir: Path, repo: Path) -> int:
 
 
 def model_file(run_dir: Path, pick: DeployPick) -> Path | None:
+    """The picked variant's ONNX file in ``run_dir`` (else the run's model), or None."""
     for candidate in (
         run_dir / "models" / variant_model_name(pick.model_name, pick.variant) / "1" / "model.onnx",
         run_dir / f"{pick.model_name}.onnx",

@@ -59,6 +59,7 @@ class Prepared:
     server_command: tuple[str, ...] | None
 
     def to_wire(self) -> bytes:
+        """The report as JSON bytes for the driver."""
         return encode(
             {
                 "checks": self.checks,
@@ -154,6 +155,10 @@ class NodeMeasurer:
         options: ServerOptions,
         fingerprint: str,
     ) -> bytes:
+        """Write the model to a fresh folder, build its repository, start and check the server.
+
+        Returns a :class:`Prepared` as wire bytes; a failed start raises the session's error.
+        """
         root = Path(tempfile.gettempdir())
         remove_stale_work(root)
         self._work = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-", dir=root))
@@ -196,11 +201,16 @@ class NodeMeasurer:
         )
 
     def unload_current(self) -> None:
+        """Unload the loaded configuration, if any, ignoring errors."""
         if self._loaded is not None:
             self._require().unload(self._loaded, quietly=True)
             self._loaded = None
 
     def measure(self, variant_name: str, load: LoadPoint, repeat: int) -> bytes:
+        """Measure one cell of ``variant_name`` (loading it first if another is loaded).
+
+        Returns the answer as wire bytes: the cell (None if given up on), new files and faults.
+        """
         session = self._require()
         model = self._models[variant_name]
         if self._loaded is not model:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import socket
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import tritonlab
 from tritonlab.errors import ConfigError
-from tritonlab.experiments.manifest import MachineInfo, machine_info, package_versions
+from tritonlab.experiments.manifest import MachineInfo, package_versions
 
 # The Ray resource a node offers to say "measure here"; one per node: one measurement a host.
 RESOURCE = "tritonlab"
@@ -48,11 +48,12 @@ class NodeFacts:
 
     @classmethod
     def current(cls, node_id: str, address: str, perf_analyzer_version: str) -> NodeFacts:
+        """The facts of the node this runs on: host, machine, versions of the checked packages."""
         return cls(
             node_id=node_id,
             address=address,
             hostname=socket.gethostname(),
-            machine=MachineInfo.from_dict(machine_info()),
+            machine=MachineInfo.current(),
             tritonlab_version=tritonlab.__version__,
             packages={k: v for k, v in package_versions().items() if k in CHECKED_PACKAGES},
             perf_analyzer_version=perf_analyzer_version,
@@ -89,16 +90,8 @@ class NodeFacts:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "label": self.label,
-            "node_id": self.node_id,
-            "address": self.address,
-            "hostname": self.hostname,
-            "machine": self.machine.to_dict(),
-            "tritonlab_version": self.tritonlab_version,
-            "packages": dict(self.packages),
-            "perf_analyzer_version": self.perf_analyzer_version,
-        }
+        """The facts as JSON, for the manifest's node list."""
+        return {"label": self.label} | asdict(self) | {"machine": self.machine.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -113,6 +106,7 @@ class NodeRecord:
     profiled: bool = False  # it took the operator profile and in-process timings
 
     def to_dict(self) -> dict[str, Any]:
+        """The facts as JSON with the server version and, if the node was lost, when and why."""
         data = self.facts.to_dict() | {"server_version": self.server_version}
         if self.lost_utc:
             data |= {"lost_utc": self.lost_utc, "lost_why": self.lost_why}

@@ -100,9 +100,11 @@ class ClusterFaults:
 
     @property
     def restarts(self) -> int:
+        """Server restarts summed over every node."""
         return sum(self.node_restarts.values())
 
     def add(self, record: FaultRecord) -> None:
+        """Record ``record`` and rewrite ``results/faults.json`` with every fault so far."""
         self.faults.append(record)
         write_result(self.run_dir / RESULTS_DIR / FAULTS_FILE, [f.to_dict() for f in self.faults])
 
@@ -130,6 +132,7 @@ class RaySession:
         self.total = 0
 
     def over_budget(self) -> bool:
+        """True once the run's time budget (if any) has passed."""
         return self.deadline is not None and time.monotonic() > self.deadline
 
     def measure_rounds(self, rounds: Sequence[Round], ids: list[str], note: str = "") -> bool:
@@ -217,6 +220,7 @@ class RaySession:
         return None
 
     def save_manifest(self, **changes: Any) -> None:
+        """Apply ``changes`` to the manifest and write it to the run folder."""
         self.manifest = replace(self.manifest, **changes)
         save_manifest(self.run_dir, self.manifest.to_dict())
 
@@ -225,10 +229,17 @@ class RaySession:
     server: Any = None  # no local server: tune's liveness check does not apply
 
     def load(self, model: RepositoryModel) -> None:
+        """Add ``model``'s configuration to the node that measures next (it loads it to measure).
+
+        ``ServerError`` when no node is left.
+        """
         node = self._tune_node()
         self.ray.get(node.actor.add_variant.remote(model.variant))
 
     def unload(self, model: RepositoryModel, quietly: bool = False) -> None:
+        """Ask the first live node to unload its configuration; errors are raised unless
+        ``quietly``.
+        """
         del model
         alive = [n for n in self.nodes if n.alive]
         if not alive:
@@ -242,6 +253,10 @@ class RaySession:
     def measure(
         self, model: RepositoryModel, load: LoadPoint, repeat: int, note: str = ""
     ) -> CellResult | None:
+        """Measure one cell on the first live node and store its files; a lost node passes it on.
+
+        Returns the cell (None if the node gave it up); ``ServerError`` when every node is lost.
+        """
         cid = cell_id(model.variant.name, load, repeat)
         while True:
             node = self._tune_node()
@@ -367,6 +382,7 @@ def connect(address: str) -> Any:
 
 
 def measuring_nodes(ray: Any, address: str) -> list[dict[str, Any]]:
+    """Ray's live nodes that offer the measuring resource; ``ConfigError`` when there are none."""
     found = [
         n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get(RESOURCE, 0) >= 1
     ]

@@ -94,10 +94,14 @@ class CoLoad:
     reason: str
 
     def to_dict(self) -> dict[str, Any]:
+        """The decision and its estimate as JSON (sizes in bytes)."""
         return asdict(self)
 
 
 def coload_estimate_bytes(models: list[RepositoryModel], model_file_bytes: int) -> int:
+    """Bytes that loading ``models`` at once would take: per instance a backend stub plus
+    ``MODEL_COPIES`` copies of the model file (a deliberate over-estimate).
+    """
     instances = sum(m.variant.instance_count for m in models)
     return instances * (STUB_BYTES + MODEL_COPIES * model_file_bytes)
 
@@ -189,6 +193,7 @@ class EngineRecord:
     reloads: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """The record as JSON, with the engine's fixed constants (windows, requests) beside it."""
         return {
             "engine": self.engine,
             "seed": self.seed,
@@ -207,6 +212,7 @@ class EngineRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EngineRecord:
+        """The record stored by :meth:`to_dict`; ``KeyError`` without ``engine`` or ``seed``."""
         coload = data.get("coload")
         return cls(
             engine=str(data["engine"]),
@@ -226,15 +232,21 @@ class EngineRecord:
 
 
 def engine_path(run_dir: Path) -> Path:
+    """``results/engine.json`` of ``run_dir``: the block engine's record."""
     return run_dir / RESULTS_DIR / ENGINE_FILE
 
 
 def load_engine_record(run_dir: Path) -> EngineRecord | None:
+    """The block engine's record of ``run_dir``, or None when there is none yet.
+
+    ``ResultFileError`` for a corrupt file or one from a newer tritonlab.
+    """
     data = read_result(engine_path(run_dir))
     return EngineRecord.from_dict(data) if isinstance(data, dict) and data else None
 
 
 def save_engine_record(run_dir: Path, record: EngineRecord) -> None:
+    """Write ``record`` to ``results/engine.json`` atomically, with its schema version."""
     write_result(engine_path(run_dir), record.to_dict())
 
 
@@ -261,6 +273,7 @@ class BlockSession:
 
     @property
     def co_loaded(self) -> bool:
+        """True when every configuration stays loaded for the whole run."""
         return self.record.coload is not None and self.record.coload.co_loaded
 
     def plan_for(self, load: LoadPoint, plan: ExperimentPlan | None = None) -> ExperimentPlan:
@@ -275,6 +288,7 @@ class BlockSession:
 
     @property
     def search_window_ms(self) -> int:
+        """A search's window in ms: the calibrated one, else the plan's measurement interval."""
         return self.record.windows_ms.get(SEARCH_KEY, self.plan.measurement.measurement_interval_ms)
 
     @classmethod

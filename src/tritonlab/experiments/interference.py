@@ -75,10 +75,12 @@ class Interference:
     attempts: int = 1  # how many times the cell was measured (retries when disturbed)
 
     def to_dict(self) -> dict[str, Any]:
+        """The readings as JSON (CPU use in cores)."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Interference:
+        """The readings stored by :meth:`to_dict`; ``KeyError`` without the cores or the verdict."""
         return cls(
             foreign_cores=float(data["foreign_cores"]),
             steal_cores=float(data["steal_cores"]),
@@ -89,6 +91,7 @@ class Interference:
 
 
 def is_disturbed(foreign_cores: float, steal_cores: float) -> bool:
+    """True when other processes or the hypervisor (steal) took more than a quarter core each."""
     return foreign_cores > DISTURBED_FOREIGN_CORES or steal_cores > DISTURBED_STEAL_CORES
 
 

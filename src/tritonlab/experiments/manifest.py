@@ -13,7 +13,7 @@ import importlib.metadata
 import os
 import platform
 import subprocess
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +36,12 @@ _PACKAGES = (
 
 
 def utc_now() -> str:
+    """The current UTC time as ``YYYY-MM-DDTHH:MM:SSZ``."""
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def cpu_model() -> str:
+    """The CPU's model name from ``/proc/cpuinfo`` (else the platform's, else ``unknown``)."""
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -82,6 +84,7 @@ def _tool_commit() -> str | None:
 
 
 def package_versions() -> dict[str, str]:
+    """Installed version of each package the results depend on; missing packages are left out."""
     versions = {}
     for name in _PACKAGES:
         try:
@@ -99,6 +102,7 @@ def available_cores() -> int:
 
 
 def machine_info() -> dict[str, Any]:
+    """This machine as JSON: CPU model and counts, memory (GiB), GPUs, OS and Python."""
     return {
         "cpu_model": cpu_model(),
         "cpu_count_logical": os.cpu_count(),
@@ -115,17 +119,22 @@ SCHEMA_VERSION = 2
 
 @dataclass(frozen=True)
 class ToolInfo:
+    """The tritonlab that measured: name, version and git commit (None outside a checkout)."""
+
     name: str
     version: str
     commit: str | None
 
     @classmethod
     def current(cls) -> ToolInfo:
+        """This tritonlab: its version and, from a git checkout, its commit."""
         return cls("tritonlab", tritonlab.__version__, _tool_commit())
 
 
 @dataclass(frozen=True)
 class MachineInfo:
+    """The machine measured on: CPU model and counts, memory in GiB, GPUs, OS and Python."""
+
     cpu_model: str
     cpu_count_logical: int | None
     cpu_affinity_count: int | None
@@ -141,10 +150,12 @@ class MachineInfo:
 
     @classmethod
     def current(cls) -> MachineInfo:
+        """The machine this runs on."""
         return cls.from_dict(machine_info())
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MachineInfo:
+        """The machine stored by :meth:`to_dict`; missing fields read as unknown."""
         return cls(
             cpu_model=str(data.get("cpu_model", "unknown CPU")),
             cpu_count_logical=data.get("cpu_count_logical"),
@@ -156,15 +167,8 @@ class MachineInfo:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "cpu_model": self.cpu_model,
-            "cpu_count_logical": self.cpu_count_logical,
-            "cpu_affinity_count": self.cpu_affinity_count,
-            "memory_gib": self.memory_gib,
-            "gpus": list(self.gpus),
-            "os": self.os,
-            "python": self.python,
-        }
+        """The machine as JSON (memory in GiB)."""
+        return asdict(self) | {"gpus": list(self.gpus)}
 
 
 def _tensor(data: dict[str, Any]) -> TensorSpec:
@@ -189,14 +193,17 @@ class ModelRecord:
 
     @property
     def input_shapes(self) -> dict[str, list[int]]:
+        """Input name -> its dims as in the graph (-1 where dynamic)."""
         return {t.name: list(t.dims) for t in self.inputs}
 
     @property
     def output_shapes(self) -> dict[str, list[int]]:
+        """Output name -> its dims as in the graph (-1 where dynamic)."""
         return {t.name: list(t.dims) for t in self.outputs}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelRecord:
+        """The model stored by :meth:`to_dict`; ``KeyError`` without ``name``."""
         return cls(
             name=data["name"],
             onnx_file=data.get("onnx_file", ""),
@@ -208,12 +215,8 @@ class ModelRecord:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "onnx_file": self.onnx_file,
-            "sha256": self.sha256,
-            "size_bytes": self.size_bytes,
-            "opset": self.opset,
+        """The model as JSON: file, sha256, size in bytes, opset and tensors."""
+        return asdict(self) | {
             "inputs": [_tensor_dict(t) for t in self.inputs],
             "outputs": [_tensor_dict(t) for t in self.outputs],
         }
@@ -231,6 +234,7 @@ class ServerRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ServerRecord:
+        """The server stored by :meth:`to_dict`; missing fields read as empty."""
         command = data.get("command")
         return cls(
             source=str(data.get("source", "")),
@@ -241,17 +245,14 @@ class ServerRecord:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "version": self.version,
-            "command": list(self.command) if self.command is not None else None,
-            "http_url": self.http_url,
-            "grpc_url": self.grpc_url,
-        }
+        """The server as JSON: where it came from, version, command line and URLs."""
+        return asdict(self) | {"command": None if self.command is None else list(self.command)}
 
 
 @dataclass(frozen=True)
 class PerfAnalyzerRecord:
+    """The perf_analyzer used: its binary (without this machine's path prefixes) and version."""
+
     binary: str
     version: str
 
@@ -267,6 +268,7 @@ class SweepEntry:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SweepEntry:
+        """The sweep entry stored by :meth:`to_dict`; missing fields read as empty or None."""
         budget, target = data.get("latency_budget_p99_us"), data.get("target_load_infer_per_s")
         return cls(
             plan_file=str(data.get("plan_file", "")),
@@ -276,12 +278,8 @@ class SweepEntry:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "plan_file": self.plan_file,
-            "model": self.model,
-            "latency_budget_p99_us": self.latency_budget_p99_us,
-            "target_load_infer_per_s": self.target_load_infer_per_s,
-        }
+        """The entry as JSON (latency budget in µs, target load in inferences/s)."""
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -319,6 +317,7 @@ class Manifest:
 
     @property
     def variant_order(self) -> list[str]:
+        """Configuration names in the plan's order."""
         return [v.name for v in self.plan.variants]
 
     @property
@@ -374,6 +373,7 @@ class Manifest:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        """The manifest as ``results/manifest.json`` stores it; optional parts only when set."""
         data: dict[str, Any] = {
             "schema_version": self.schema_version,
             "tool": {

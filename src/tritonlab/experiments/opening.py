@@ -39,6 +39,7 @@ from tritonlab.server.process import TritonServer
 def plan_fingerprint(
     plan: ExperimentPlan, model_sha256: str, inputs: ModelInputs | None = None
 ) -> str:
+    """16 hex digits identifying the plan (notes left out), the model file and the data sent."""
     record: dict[str, object] = {"plan": plan.to_dict(with_notes=False), "model": model_sha256}
     if inputs is not None:
         record["inputs"] = inputs.fingerprint_dict()
@@ -47,6 +48,7 @@ def plan_fingerprint(
 
 
 def file_sha256(path: Path) -> str:
+    """The file's sha256 as hex, read in 1 MiB chunks."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
@@ -97,6 +99,10 @@ def new_manifest(
 
 
 def check_resume(run_dir: Path, fingerprint: str) -> None:
+    """Refuse to resume ``run_dir`` if its results are from another plan or model.
+
+    Raises ``PlanError`` on a fingerprint mismatch; a folder without a manifest passes.
+    """
     manifest_path = run_dir / RESULTS_DIR / "manifest.json"
     if not manifest_path.exists():
         return

@@ -21,9 +21,11 @@ class PlanChecker:
         self.source = source
 
     def fail(self, path: str, message: str) -> PlanError:
+        """A ``PlanError`` naming the plan file and ``path``, for the caller to raise."""
         return PlanError(f"{self.source}: {path}: {message}")
 
     def mapping(self, value: Any, path: str, allowed: tuple[str, ...]) -> dict[str, Any]:
+        """``value`` if it is a mapping with only ``allowed`` keys; ``PlanError`` otherwise."""
         if not isinstance(value, dict):
             raise self.fail(path or "(top)", f"must be a mapping, got {value!r}")
         for key in value:
@@ -35,22 +37,26 @@ class PlanChecker:
         return value
 
     def integer(self, value: Any, path: str, minimum: int) -> int:
+        """``value`` if an integer (not a bool) of at least ``minimum``; else ``PlanError``."""
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise self.fail(path, f"must be an integer >= {minimum}, got {value!r}")
         return value
 
     def number(self, value: Any, path: str, positive: bool = True) -> float:
+        """``value`` as a float if finite (and > 0 when ``positive``); else ``PlanError``."""
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
         if not ok or not math.isfinite(value) or (positive and value <= 0):
             raise self.fail(path, f"must be a number > 0, got {value!r}")
         return float(value)
 
     def boolean(self, value: Any, path: str) -> bool:
+        """``value`` if it is true or false; ``PlanError`` otherwise."""
         if not isinstance(value, bool):
             raise self.fail(path, f"must be true or false, got {value!r}")
         return value
 
     def choice(self, value: Any, path: str, choices: tuple[str, ...]) -> str:
+        """``value`` if it is one of ``choices``; ``PlanError`` otherwise."""
         if value not in choices:
             raise self.fail(path, f"must be one of {', '.join(choices)}, got {value!r}")
         return str(value)
@@ -81,5 +87,6 @@ class PlanChecker:
         return self.integer(value, path, rule.minimum)
 
     def changes(self, value: Any, path: str) -> dict[str, Any]:
+        """A configuration's knob changes by ``ServingVariant`` field; ``PlanError`` if invalid."""
         data = self.mapping(value, path, tuple(KNOBS))
         return {KNOBS[k]: self.knob(k, v, f"{path}.{k}") for k, v in data.items()}

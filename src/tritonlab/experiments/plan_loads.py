@@ -63,6 +63,10 @@ def _concurrency(check: PlanChecker, value: Any) -> list[int]:
 
 
 def parse_loads(check: PlanChecker, value: Any) -> list[LoadPoint]:
+    """The plan's load points (protocol x batch size x concurrency or rate x sequence length).
+
+    Raises ``PlanError`` naming the key that is wrong.
+    """
     data = check.mapping(value, "loads", LOAD_KEYS)
     protocols = [
         check.choice(p, f"loads.protocol[{i}]", PROTOCOLS)

@@ -40,12 +40,14 @@ class FaultRecord:
     utc: str
 
     def to_dict(self) -> dict[str, Any]:
+        """The fault as JSON (log lines as a list)."""
         data = asdict(self)
         data["log_lines"] = list(self.log_lines)
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FaultRecord:
+        """The fault stored by :meth:`to_dict`; missing fields read as empty."""
         return cls(
             cell=str(data.get("cell", "")),
             what=str(data.get("what", "")),
@@ -56,6 +58,10 @@ class FaultRecord:
 
 
 def load_faults(run_dir: Path) -> list[FaultRecord]:
+    """The faults recorded in ``results/faults.json`` of ``run_dir`` ([] when none).
+
+    ``ResultFileError`` for a corrupt file or one from a newer tritonlab.
+    """
     stored = read_result(run_dir / RESULTS_DIR / FAULTS_FILE, [])
     return [FaultRecord.from_dict(f) for f in stored]
 
@@ -81,6 +87,7 @@ class Recovery:
         self.failed_cells: list[str] = []
 
     def server_died(self) -> bool:
+        """True when the local server this run started has exited (never for a remote one)."""
         return isinstance(self.server, TritonServer) and not self.server.is_alive()
 
     def recoverable(self, exc: BaseException, last_attempt: bool = False) -> bool:

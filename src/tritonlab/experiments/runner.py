@@ -105,15 +105,20 @@ class MeasuringSession(Protocol):
     total: int
 
     @property
-    def recovery(self) -> Recovered: ...
+    def recovery(self) -> Recovered:
+        """The faults met so far and the cells given up on."""
 
-    def over_budget(self) -> bool: ...
+    def over_budget(self) -> bool:
+        """True once the run's time budget (if any) has passed."""
 
-    def measure_rounds(self, rounds: Sequence[Round], ids: list[str], note: str = "") -> bool: ...
+    def measure_rounds(self, rounds: Sequence[Round], ids: list[str], note: str = "") -> bool:
+        """Measure ``rounds`` and store each cell; False when the time budget ran out first."""
 
-    def measure_serving_path(self, info: OnnxModelInfo) -> None: ...
+    def measure_serving_path(self, info: OnnxModelInfo) -> None:
+        """Measure the null-model cells behind the cost model (where the session can; see each)."""
 
-    def profile_operators(self) -> None: ...
+    def profile_operators(self) -> None:
+        """Profile the model's operators where the session does it (a local run profiles later)."""
 
 
 # Opens a cluster's measuring session from (options, run folder, model info, inputs, plan,
@@ -127,7 +132,8 @@ class Recovered(Protocol):
     failed_cells: list[str]
 
     @property
-    def restarts(self) -> int: ...
+    def restarts(self) -> int:
+        """Server restarts during the run."""
 
 
 def run_experiment(

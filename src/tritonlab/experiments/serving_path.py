@@ -151,8 +151,10 @@ def add_identity_model(
 
 
 def probe_cell_id(variant: ServingVariant, load: LoadPoint, repeat: int) -> str:
+    """The probe cell's id, named like a measured cell (``variant__load__rN``)."""
     return f"{variant.name}__{load.key}__r{repeat + 1}"
 
 
 def probe_done(run_dir: Path, variant: ServingVariant, load: LoadPoint, repeat: int) -> bool:
+    """True when the probe cell's result file already exists (a resume skips it)."""
     return cell_path(run_dir, probe_cell_id(variant, load, repeat), SERVING_PATH_DIR).exists()

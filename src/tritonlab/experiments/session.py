@@ -62,6 +62,7 @@ Round = list[tuple[RepositoryModel, list[tuple[LoadPoint, int]]]]
 
 
 def cell_id(variant_name: str, load: LoadPoint, repeat: int) -> str:
+    """A cell's id and file name: ``variant__load__rN`` (N counts from 1)."""
     return f"{variant_name}__{load.key}__r{repeat + 1}"
 
 
@@ -81,6 +82,10 @@ class InputFiles:
         self._made: dict[int | None, LoadInputs] = {}
 
     def for_load(self, load: LoadPoint) -> LoadInputs:
+        """Shapes and perf_analyzer data file for ``load``'s sequence length (written once each).
+
+        ``ModelError`` when a sequence length is asked of the user's ``--input-data`` samples.
+        """
         length = load.sequence_length
         if length not in self._made:
             inputs = (
@@ -217,6 +222,7 @@ class CellSession:
         self.engine: BlockSession | None = None
 
     def over_budget(self) -> bool:
+        """True once the run's time budget (if any) has passed."""
         return self.deadline is not None and time.monotonic() > self.deadline
 
     def load(self, model: RepositoryModel) -> None:

@@ -68,6 +68,7 @@ def read_json(path: Path, default: Any = None) -> Any:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
+    """Write ``data`` as indented, key-sorted JSON through a temporary file and a rename."""
     write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
@@ -136,13 +137,16 @@ class CellResult:
 
     @property
     def server_cores_used(self) -> float:
+        """Server CPU seconds per wall second of the run: cores busy (0.0 for an empty run)."""
         return self.server_cpu_s / self.perf.wall_s if self.perf.wall_s else 0.0
 
     @property
     def perf_analyzer_cores_used(self) -> float:
+        """perf_analyzer's CPU seconds per wall second: the client's cores (0.0 if no run)."""
         return self.perf.perf_analyzer_cpu_s / self.perf.wall_s if self.perf.wall_s else 0.0
 
     def to_dict(self) -> dict[str, Any]:
+        """The cell as JSON, as its file stores it; optional fields only when set."""
         data: dict[str, Any] = {} if self.schema_version < 2 else {"schema_version": 2}
         if self.backend_fallbacks:
             data["backend_fallbacks"] = self.backend_fallbacks
@@ -165,6 +169,7 @@ class CellResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CellResult:
+        """The cell stored by :meth:`to_dict`; ``KeyError`` or ``ValueError`` if it is damaged."""
         return cls(
             cell_id=data["cell_id"],
             variant=ServingVariant.from_dict(data["variant"]),
@@ -186,6 +191,7 @@ class CellResult:
 
 
 def cell_path(run_dir: Path, cell_id: str, folder: str = CELLS_DIR) -> Path:
+    """The result file of ``cell_id`` under ``results/<folder>/``."""
     return run_dir / RESULTS_DIR / folder / f"{cell_id}.json"
 
 
@@ -278,6 +284,10 @@ def set_aside_cells(run_dir: Path, patterns: list[str] | tuple[str, ...]) -> lis
 
 
 def load_cells(run_dir: Path, folder_name: str = CELLS_DIR) -> list[CellResult]:
+    """Every cell stored under ``results/<folder_name>/``, sorted by file name ([] without it).
+
+    ``ResultFileError`` for a truncated, corrupt or newer-schema file.
+    """
     folder = run_dir / RESULTS_DIR / folder_name
     if not folder.is_dir():
         return []
@@ -285,10 +295,15 @@ def load_cells(run_dir: Path, folder_name: str = CELLS_DIR) -> list[CellResult]:
 
 
 def save_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
+    """Write ``manifest`` to ``results/manifest.json`` atomically."""
     write_json_atomic(run_dir / RESULTS_DIR / MANIFEST_FILE, manifest)
 
 
 def load_manifest(run_dir: Path) -> dict[str, Any]:
+    """The run's ``results/manifest.json`` as a dict.
+
+    ``TritonlabError`` if it is missing, ``ResultFileError`` if it is not a JSON object.
+    """
     path = run_dir / RESULTS_DIR / MANIFEST_FILE
     if not path.exists():
         from tritonlab.errors import TritonlabError

@@ -19,6 +19,9 @@ Dynamic non-batch dims default to 128 (``DEFAULT_DYNAMIC_DIM``): the sequence le
 encoders are most often fine-tuned and served at, long enough that per-token work dominates the
 fixed cost of a call. ``--shape NAME:D1,D2`` sets them; inputs that share a symbolic dim name
 (``input_ids`` and ``attention_mask`` both ``[batch, sequence]``) follow one another.
+
+Reading the graph (dims, Gather tables, ``--shape``) lives in :mod:`tritonlab.models.input_graph`,
+reading the user's sample files in :mod:`tritonlab.models.input_samples`.
 """
 
 from __future__ import annotations
@@ -26,7 +29,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,8 @@ from typing import Any
 import numpy as np
 
 from tritonlab.errors import ModelError
+from tritonlab.models.input_graph import dims_text, gather_bounds, graph_dims, resolve_dims
+from tritonlab.models.input_samples import load_samples
 from tritonlab.models.inspect import OnnxModelInfo, TensorSpec
 
 DEFAULT_DYNAMIC_DIM = 128
@@ -43,8 +47,6 @@ SAFE_INT_RANGE = (0, 8)
 PERF_DATA_MAX_ENTRIES = 8
 PERF_DATA_MAX_BYTES = 2_000_000
 
-# Ops that carry index values through unchanged (only their first input is followed).
-_PASS_THROUGH = {"Cast", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Identity", "Expand"}
 _MASK_RE = re.compile(r"mask", re.IGNORECASE)
 _TYPE_RE = re.compile(r"token_?type|segment|type_ids", re.IGNORECASE)
 _POSITION_RE = re.compile(r"position", re.IGNORECASE)
@@ -79,6 +81,7 @@ class InputRule:
         }[self.kind]
 
     def to_dict(self) -> dict[str, Any]:
+        """The rule as JSON (shape as a list), read back by :meth:`from_dict`."""
         return {
             "name": self.name,
             "triton_dtype": self.triton_dtype,
@@ -91,6 +94,7 @@ class InputRule:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> InputRule:
+        """The rule stored by :meth:`to_dict`; ``KeyError`` without name, dtype, shape or kind."""
         return cls(
             name=data["name"],
             triton_dtype=data["triton_dtype"],
@@ -115,6 +119,7 @@ class ModelInputs:
 
     @property
     def shapes(self) -> dict[str, tuple[int, ...]]:
+        """Input name -> the shape sent, without the batch dim."""
         return {r.name: r.shape for r in self.rules}
 
     def batch(
@@ -193,6 +198,7 @@ class ModelInputs:
         return {"rules": [r.to_dict() for r in self.rules], "dims_note": self.dims_note}
 
     def to_dict(self) -> dict[str, Any]:
+        """The rules as JSON, without the user's samples (they stay in their file)."""
         return {
             "batched": self.batched,
             "dims_note": self.dims_note,
@@ -201,6 +207,7 @@ class ModelInputs:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelInputs:
+        """The rules stored by :meth:`to_dict`; the user's samples are not restored."""
         return cls(
             rules=tuple(InputRule.from_dict(r) for r in data.get("rules", [])),
             batched=bool(data.get("batched", True)),
@@ -232,158 +239,6 @@ def _generate(
         )
         return rng.integers(int(low), int(high), size=shape).astype(dtype)
     return rng.standard_normal(shape).astype(dtype)
-
-
-# --- reading the graph -------------------------------------------------------------------------
-
-
-def _graph_dims(model: Any, batched: bool) -> dict[str, list[int | str]]:
-    """Input name -> its non-batch dims: an int, or the symbolic name ('?' if unnamed)."""
-    initializers = {i.name for i in model.graph.initializer}
-    out: dict[str, list[int | str]] = {}
-    for vi in model.graph.input:
-        if vi.name in initializers:
-            continue
-        dims: list[int | str] = []
-        for dim in vi.type.tensor_type.shape.dim:
-            if dim.HasField("dim_value") and dim.dim_value > 0:
-                dims.append(int(dim.dim_value))
-            else:
-                dims.append(dim.dim_param or "?")
-        out[vi.name] = dims[1:] if batched else dims
-    return out
-
-
-def _table_rows(model: Any) -> dict[str, int]:
-    """Initializer (and Constant node) name -> its first dim, the rows a Gather can index."""
-    rows = {i.name: int(i.dims[0]) for i in model.graph.initializer if len(i.dims) >= 1}
-    for node in model.graph.node:
-        if node.op_type == "Constant" and node.output:
-            for attr in node.attribute:
-                if attr.name == "value" and len(attr.t.dims) >= 1:
-                    rows[node.output[0]] = int(attr.t.dims[0])
-    return rows
-
-
-def gather_bounds(model: Any) -> dict[str, tuple[int, str]]:
-    """Graph input -> (rows, gather node) for inputs that index a table through a Gather.
-
-    Follows each input through value-preserving ops; with several Gathers, the smallest table
-    wins (every index must be valid for every table it reaches).
-    """
-    consumers: dict[str, list[tuple[Any, int]]] = {}
-    for node in model.graph.node:
-        for index, name in enumerate(node.input):
-            consumers.setdefault(name, []).append((node, index))
-    tables = _table_rows(model)
-    initializers = {i.name for i in model.graph.initializer}
-    bounds: dict[str, tuple[int, str]] = {}
-    for vi in model.graph.input:
-        if vi.name in initializers:
-            continue
-        seen = {vi.name}
-        queue = deque([vi.name])
-        while queue:
-            tensor = queue.popleft()
-            for node, index in consumers.get(tensor, []):
-                if node.op_type == "Gather" and index == 1 and node.input[0] in tables:
-                    axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
-                    if axis != 0:
-                        continue
-                    rows = tables[node.input[0]]
-                    label = node.name or node.output[0]
-                    if vi.name not in bounds or rows < bounds[vi.name][0]:
-                        bounds[vi.name] = (rows, label)
-                elif node.op_type in _PASS_THROUGH and index == 0:
-                    for out in node.output:
-                        if out not in seen:
-                            seen.add(out)
-                            queue.append(out)
-    return bounds
-
-
-def parse_shape_args(values: list[str]) -> dict[str, tuple[int, ...]]:
-    """``NAME:D1,D2,...`` strings (perf_analyzer's --shape form, no batch dim) -> shapes."""
-    shapes: dict[str, tuple[int, ...]] = {}
-    for value in values:
-        name, sep, dims = value.rpartition(":")
-        try:
-            parsed = tuple(int(d) for d in dims.split(","))
-        except ValueError:
-            parsed = ()
-        if not sep or not name or not parsed or min(parsed) < 1:
-            raise ModelError(
-                f"--shape {value!r}: write NAME:D1,D2,... with positive dims, without the batch "
-                "dim (e.g. --shape input_ids:256)"
-            )
-        shapes[name] = parsed
-    return shapes
-
-
-def _resolve_dims(
-    graph_dims: dict[str, list[int | str]],
-    overrides: dict[str, tuple[int, ...]],
-    dynamic_dim: int,
-    dynamic_source: str,
-) -> tuple[dict[str, tuple[int, ...]], str]:
-    """Concrete non-batch shapes; symbolic names set by one input apply to every input."""
-    for name, shape in overrides.items():
-        if name not in graph_dims:
-            raise ModelError(
-                f"--shape names '{name}', which is not a model input; inputs: "
-                f"{', '.join(graph_dims)}"
-            )
-        dims = graph_dims[name]
-        if len(shape) != len(dims):
-            raise ModelError(
-                f"--shape {name}: the model's input has {len(dims)} non-batch dims "
-                f"{_dims_text(dims)}, got {len(shape)}; give exactly {len(dims)}"
-            )
-        for want, got in zip(dims, shape, strict=True):
-            if isinstance(want, int) and want != got:
-                raise ModelError(
-                    f"--shape {name}: dims {_dims_text(dims)} are fixed where they are numbers; "
-                    f"got {list(shape)}"
-                )
-    named: dict[str, tuple[int, str]] = {}
-    for name, shape in overrides.items():
-        for want, got in zip(graph_dims[name], shape, strict=True):
-            if isinstance(want, str) and want != "?":
-                if want in named and named[want][0] != got:
-                    raise ModelError(
-                        f"--shape gives dim '{want}' two sizes ({named[want][0]} for "
-                        f"{named[want][1]}, {got} for {name}); they share it, so give one"
-                    )
-                named[want] = (got, name)
-    shapes: dict[str, tuple[int, ...]] = {}
-    defaulted: set[str] = set()
-    for name, dims in graph_dims.items():
-        if name in overrides:
-            shapes[name] = overrides[name]
-            continue
-        concrete = []
-        for d in dims:
-            if isinstance(d, int):
-                concrete.append(d)
-            elif d in named:
-                concrete.append(named[d][0])
-            else:
-                concrete.append(dynamic_dim)
-                defaulted.add(d)
-        shapes[name] = tuple(concrete)
-    notes = []
-    if named:
-        notes.append(
-            "set by --shape: " + ", ".join(f"{k} = {v}" for k, (v, _) in sorted(named.items()))
-        )
-    if defaulted:
-        listed = ", ".join(sorted(d for d in defaulted if d != "?")) or "unnamed"
-        notes.append(f"dynamic dims ({listed}) = {dynamic_dim} ({dynamic_source})")
-    return shapes, "; ".join(notes)
-
-
-def _dims_text(dims: list[int | str]) -> str:
-    return "[" + ", ".join(str(d) for d in dims) + "]"
 
 
 def _derived_rule(
@@ -441,13 +296,13 @@ def derive_inputs(
     import onnx
 
     model = onnx.load(str(info.path), load_external_data=False)
-    graph_dims = _graph_dims(model, info.batched)
+    dims_by_input = graph_dims(model, info.batched)
     if input_data is not None:
-        return _user_inputs(info, graph_dims, input_data)
+        return _user_inputs(info, dims_by_input, input_data)
     bounds = gather_bounds(model)
     overrides = dict(shapes or {})
     capped = ""
-    for name, dims in graph_dims.items():
+    for name, dims in dims_by_input.items():
         # A default sequence longer than a position table would index past it: shorten it.
         bound = bounds.get(name)
         if (
@@ -462,7 +317,7 @@ def derive_inputs(
             capped = f", capped at {bound[0]}: the position table of Gather '{bound[1]}' has " + (
                 f"{bound[0]} rows"
             )
-    resolved, note = _resolve_dims(graph_dims, overrides, dynamic_dim, dynamic_source + capped)
+    resolved, note = resolve_dims(dims_by_input, overrides, dynamic_dim, dynamic_source + capped)
     rules = tuple(
         _derived_rule(spec, resolved[spec.name], bounds.get(spec.name)) for spec in info.inputs
     )
@@ -476,87 +331,21 @@ def with_dynamic_dim(inputs: ModelInputs, info: OnnxModelInfo, length: int) -> M
     return derive_inputs(info, dynamic_dim=length, dynamic_source="the load's sequence length")
 
 
-# --- the user's samples ------------------------------------------------------------------------
-
-
-def _load_samples(path: Path, info: OnnxModelInfo) -> dict[str, np.ndarray[Any, Any]]:
-    if not path.exists():
-        raise ModelError(f"--input-data {path} not found; pass an .npz or perf_analyzer JSON file")
-    specs = {s.name: s for s in info.inputs}
-    if path.suffix == ".npz":
-        try:
-            with np.load(path, allow_pickle=False) as archive:
-                arrays = {k: archive[k] for k in archive.files}
-        except Exception as exc:
-            raise ModelError(f"--input-data {path} is not a readable .npz ({exc})") from exc
-        if not info.batched:  # one request per file unless stacked
-            arrays = {
-                k: v[None] if k in specs and v.ndim == len(specs[k].dims) else v
-                for k, v in arrays.items()
-            }
-    elif path.suffix == ".json":
-        arrays = _json_samples(path, specs)
-    else:
-        raise ModelError(f"--input-data {path}: use an .npz file or perf_analyzer's JSON format")
-    missing = [n for n in specs if n not in arrays]
-    if missing:
-        raise ModelError(
-            f"--input-data {path} has no array for input(s) {', '.join(missing)}; "
-            f"it has {', '.join(arrays) or 'none'}"
-        )
-    counts = {len(arrays[n]) for n in specs}
-    if len(counts) != 1:
-        raise ModelError(f"--input-data {path}: every input needs the same number of samples")
-    return {n: arrays[n] for n in specs}
-
-
-def _json_samples(path: Path, specs: dict[str, TensorSpec]) -> dict[str, np.ndarray[Any, Any]]:
-    try:
-        entries = json.loads(path.read_text())["data"]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ModelError(
-            f'--input-data {path} is not perf_analyzer JSON ({{"data": [...]}}): {exc}'
-        ) from exc
-    per_input: dict[str, list[np.ndarray[Any, Any]]] = {}
-    for entry in entries:
-        for name, value in entry.items():
-            if name not in specs:
-                continue
-            dtype = specs[name].numpy_dtype
-            if isinstance(value, dict) and "b64" in value:
-                array = np.frombuffer(base64.b64decode(value["b64"]), dtype=dtype)
-            elif isinstance(value, dict):
-                array = np.asarray(value.get("content", []), dtype=dtype)
-            else:
-                array = np.asarray(value, dtype=dtype)
-            shape = value.get("shape") if isinstance(value, dict) else None
-            dims = specs[name].dims
-            if shape is None and -1 not in dims:
-                shape = list(dims)
-            if shape is None:
-                raise ModelError(f"--input-data {path}: '{name}' needs a \"shape\" (dims vary)")
-            per_input.setdefault(name, []).append(array.reshape(shape))
-    try:
-        return {k: np.stack(v) for k, v in per_input.items()}
-    except ValueError as exc:
-        raise ModelError(f"--input-data {path}: samples of one input differ in shape") from exc
-
-
 def _user_inputs(
-    info: OnnxModelInfo, graph_dims: dict[str, list[int | str]], path: Path
+    info: OnnxModelInfo, dims_by_input: dict[str, list[int | str]], path: Path
 ) -> ModelInputs:
-    samples = _load_samples(path, info)
+    samples = load_samples(path, info)
     rules = []
     for spec in info.inputs:
         stack = samples[spec.name]
-        want = graph_dims[spec.name]
+        want = dims_by_input[spec.name]
         shape = tuple(int(d) for d in stack.shape[1:])
         if len(shape) != len(want) or any(
             isinstance(w, int) and w != g for w, g in zip(want, shape, strict=True)
         ):
             raise ModelError(
                 f"--input-data {path}: '{spec.name}' samples have shape {list(shape)}, the model "
-                f"takes {_dims_text(want)} per sample"
+                f"takes {dims_text(want)} per sample"
             )
         if stack.dtype != spec.numpy_dtype:
             if not np.can_cast(stack.dtype, spec.numpy_dtype, casting="same_kind"):

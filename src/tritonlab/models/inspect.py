@@ -39,10 +39,12 @@ class TensorSpec:
 
     @property
     def numpy_dtype(self) -> np.dtype[np.generic]:
+        """The numpy dtype of the Triton dtype; ``KeyError`` for one with no numpy equivalent."""
         return np.dtype(TRITON_TO_NUMPY[self.triton_dtype])
 
     @property
     def is_float(self) -> bool:
+        """True for FP16, FP32 and FP64 (BF16 is not counted)."""
         return self.triton_dtype in ("TYPE_FP16", "TYPE_FP32", "TYPE_FP64")
 
 

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from tritonlab.errors import ModelError
-from tritonlab.models.inputs import ModelInputs, derive_inputs, parse_shape_args
+from tritonlab.models.input_graph import parse_shape_args
+from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
 
 MAX_TRIES = 8

@@ -123,6 +123,7 @@ class Ceiling:
     engine: str = "onnxruntime"  # ServingVariant.engine of the configuration it bounds
 
     def to_dict(self) -> dict[str, Any]:
+        """The ceiling as JSON; an onnxruntime one omits ``engine`` (older files stay identical)."""
         data = asdict(self)
         if self.engine == "onnxruntime":  # records from before engines stay byte-identical
             del data["engine"]
@@ -130,6 +131,7 @@ class Ceiling:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Ceiling:
+        """The ceiling stored by :meth:`to_dict` (no ``engine``: onnxruntime)."""
         return cls(**data)
 
 

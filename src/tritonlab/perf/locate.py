@@ -21,11 +21,14 @@ _MISSING_LIB_HINTS = {
 
 @dataclass(frozen=True)
 class PerfAnalyzerInstall:
+    """A perf_analyzer binary found on this machine, the libraries it needs, its version."""
+
     binary: Path
     library_path: tuple[Path, ...]
     version: str
 
     def environment(self) -> dict[str, str]:
+        """This process's environment with the install's libraries first on ``LD_LIBRARY_PATH``."""
         return environment_with_libraries(self.library_path)
 
 

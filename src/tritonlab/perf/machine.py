@@ -61,16 +61,20 @@ class MachineCeilings:
         return self.gemm_flop_per_s / self.bandwidth_bytes_per_s
 
     def attainable_flop_per_s(self, intensity: float) -> float:
+        """The roofline at ``intensity`` FLOP/byte: FLOP/s one thread can reach at most."""
         return min(self.gemm_flop_per_s, self.bandwidth_bytes_per_s * intensity)
 
     def binding(self, intensity: float) -> str:
+        """The roof that binds at ``intensity`` FLOP/byte: memory bandwidth or compute (GEMM)."""
         return "memory bandwidth" if intensity < self.ridge_flop_per_byte else "compute (GEMM)"
 
     def to_dict(self) -> dict[str, Any]:
+        """The ceilings as JSON (rates in bytes/s and FLOP/s)."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MachineCeilings:
+        """The ceilings stored by :meth:`to_dict`."""
         return cls(**data)
 
 
@@ -170,6 +174,9 @@ def measure_ceilings(
     gemm_sizes: tuple[int, ...] = GEMM_SIZES,
     repeats: int = REPEATS,
 ) -> MachineCeilings:
+    """Measure this machine's one-thread bandwidth (bytes/s, best of triad and copy) and GEMM
+    rate (FLOP/s, best of ``gemm_sizes``); takes a few seconds.
+    """
     triad, copy = measure_bandwidth(elements, repeats)
     rates = {size: measure_gemm(size, repeats) for size in gemm_sizes}
     best = max(rates, key=lambda size: rates[size])
@@ -189,6 +196,7 @@ def measure_ceilings(
 
 
 def cache_key() -> str:
+    """What the cached ceilings must match to be reused: the CPU model and numeric libraries."""
     return f"v3|{_cpu_name()}|{json.dumps(_libraries(), sort_keys=True)}"
 
 

@@ -55,10 +55,12 @@ class PerfMeasurement:
     client_recv_us: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The measurement as JSON (latencies in µs, throughput in inferences/s)."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PerfMeasurement:
+        """The measurement stored by :meth:`to_dict`; unknown keys are ignored."""
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 

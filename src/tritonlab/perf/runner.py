@@ -50,6 +50,7 @@ class PerfRun:
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """The run as JSON: settings, command, the measurement (or None) and how it went."""
         return {
             "settings": self.settings.to_dict(),
             "command": self.command,
@@ -66,6 +67,7 @@ class PerfRun:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PerfRun:
+        """The run stored by :meth:`to_dict`; ``KeyError`` if a required field is missing."""
         m = data.get("measurement")
         return cls(
             settings=PerfSettings.from_dict(data["settings"]),

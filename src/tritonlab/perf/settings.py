@@ -35,6 +35,7 @@ class PerfSettings:
     input_data: str | None = None
 
     def with_longer_window(self, factor: int = 2) -> PerfSettings:
+        """These settings with the window and request count ``factor`` times longer."""
         return replace(
             self,
             measurement_interval_ms=self.measurement_interval_ms * factor,
@@ -42,6 +43,7 @@ class PerfSettings:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        """The settings as JSON (shapes as lists; ``input_data`` omitted when unset)."""
         data = asdict(self)
         data["input_shapes"] = {k: list(v) for k, v in self.input_shapes.items()}
         if data["input_data"] is None:  # records from before it existed stay byte-identical
@@ -50,11 +52,13 @@ class PerfSettings:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PerfSettings:
+        """The settings stored by :meth:`to_dict`; ``TypeError`` for an unknown key."""
         data = dict(data)
         data["input_shapes"] = {k: tuple(v) for k, v in data.get("input_shapes", {}).items()}
         return cls(**data)
 
     def load_label(self) -> str:
+        """The load in words: ``concurrency N`` or ``request rate R/s (Poisson)``."""
         if self.request_rate_per_s is not None:
             return f"request rate {self.request_rate_per_s:g}/s (Poisson)"
         return f"concurrency {self.concurrency}"

@@ -24,6 +24,7 @@ class RepositoryModel:
 
     @property
     def config_path(self) -> Path:
+        """The model's ``config.pbtxt`` in its repository folder."""
         return self.folder / "config.pbtxt"
 
 

@@ -61,14 +61,17 @@ class Exposure:
 
     @property
     def http_url(self) -> str:
+        """``host:port`` where the proxy answers HTTP."""
         return f"{self.host}:{self.http_port}"
 
     @property
     def grpc_url(self) -> str:
+        """``host:port`` where the proxy answers gRPC."""
         return f"{self.host}:{self.grpc_port}"
 
 
 def key_matches(given: str | None, key: str) -> bool:
+    """True when ``given`` equals ``key``, compared in constant time; False when no key was sent."""
     return given is not None and hmac.compare_digest(given.encode(), key.encode())
 
 
@@ -170,6 +173,10 @@ class AuthProxy:
         self._grpc: Any = None
 
     def start(self) -> AuthProxy:
+        """Start the HTTP and gRPC listeners in background threads; return ``self``.
+
+        ``OSError`` (or gRPC's ``RuntimeError``) when a port cannot be bound.
+        """
         import grpc
 
         where, key = self.exposure, self.exposure.key
@@ -189,6 +196,7 @@ class AuthProxy:
         return self
 
     def stop(self) -> None:
+        """Stop both listeners (gRPC with a 2 s grace); safe to call twice."""
         if self._http is not None:
             self._http.shutdown()
             self._http.server_close()

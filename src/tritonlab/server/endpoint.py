@@ -38,6 +38,7 @@ class ServerEndpoint:
         self.metrics_url = metrics_url
 
     def url(self, protocol: str) -> str:
+        """The ``host:port`` for ``protocol`` (``grpc``, else HTTP)."""
         return self.grpc_url if protocol == "grpc" else self.http_url
 
     def failure_detail(self) -> str:
@@ -68,6 +69,7 @@ class ServerEndpoint:
         )
 
     def http_client(self, timeout_s: float = 60.0) -> Any:
+        """A new tritonclient HTTP client with ``timeout_s`` for connecting and for each call."""
         import tritonclient.http as httpclient
 
         return httpclient.InferenceServerClient(
@@ -75,6 +77,7 @@ class ServerEndpoint:
         )
 
     def server_version(self) -> str:
+        """Triton's version (``unknown`` if unsaid); ``ServerError`` if it cannot be reached."""
         try:
             return str(self.http_client().get_server_metadata().get("version", "unknown"))
         except Exception as exc:
@@ -131,6 +134,7 @@ class ServerEndpoint:
         raise ServerError(f"Triton returned no statistics for model '{model_name}'")
 
     def model_metadata(self, model_name: str) -> dict[str, Any]:
+        """Triton's metadata of ``model_name`` (inputs, outputs); ``ServerError`` on failure."""
         client = self.http_client()
         try:
             with self._calling(f"reading metadata of model '{model_name}'"):

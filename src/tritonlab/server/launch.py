@@ -40,6 +40,7 @@ class ServerOptions:
 
     @property
     def describe(self) -> str:
+        """The server in words for the log: a remote URL, an external binary or the bundled one."""
         if self.url:
             return f"remote server at {self.url}"
         if self.server_bin:

@@ -44,6 +44,8 @@ LOAD_DEADLINE_S = 300.0
 
 @dataclass(frozen=True)
 class ServerPorts:
+    """The HTTP, gRPC and metrics ports one server listens on."""
+
     http: int
     grpc: int
     metrics: int
@@ -163,9 +165,16 @@ class TritonServer(ServerEndpoint):
 
     @property
     def pid(self) -> int | None:
+        """The server process's id, or None before :meth:`start`."""
         return self._process.pid if self._process else None
 
     def start(self, ready_timeout_s: float = 120.0) -> TritonServer:
+        """Launch tritonserver, wait ``ready_timeout_s`` for it to be ready, start the proxy;
+        return self.
+
+        Raises ``ServerError`` if already started, if the binary cannot run or it is not ready in
+        time; the process is stopped before any error leaves.
+        """
         if self._process is not None:
             raise ServerError("server already started")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -201,15 +210,18 @@ class TritonServer(ServerEndpoint):
         return self.exposure.http_url, self.exposure.grpc_url
 
     def log_text(self) -> str:
+        """The server's log so far ("" if it cannot be read)."""
         try:
             return self.log_path.read_text(errors="replace")
         except OSError:
             return ""
 
     def failure_detail(self) -> str:
+        """The log's lines that explain a failure, joined by `` | `` ("" when none stands out)."""
         return " | ".join(relevant_log_lines(self.log_text()))
 
     def is_alive(self) -> bool:
+        """True while the started process has not exited."""
         return self._process is not None and self._process.poll() is None
 
     def wait_ready(self, timeout_s: float) -> None:
@@ -318,6 +330,9 @@ class TritonServer(ServerEndpoint):
             raise outcome[0]
 
     def load_model(self, model_name: str) -> None:
+        """Load ``model_name``; ``ServerError`` with the log's reason if it fails, the server
+        dies or it takes longer than ``LOAD_DEADLINE_S``.
+        """
         self._watched(
             f"loading model '{model_name}'",
             lambda: ServerEndpoint.load_model(self, model_name),
@@ -325,6 +340,9 @@ class TritonServer(ServerEndpoint):
         )
 
     def unload_model(self, model_name: str, wait_s: float = 30.0) -> None:
+        """Unload ``model_name`` and wait up to ``wait_s`` for it to go; ``ServerError`` if the
+        server dies or the unload hangs 30 s past that.
+        """
         self._watched(
             f"unloading model '{model_name}'",
             lambda: ServerEndpoint.unload_model(self, model_name, wait_s),

@@ -34,6 +34,7 @@ class StatsSnapshot:
 
     @classmethod
     def from_triton(cls, stats: dict[str, Any]) -> StatsSnapshot:
+        """The counters of one model's entry in Triton's statistics (a missing field counts 0)."""
         inference = stats.get("inference_stats", {})
         batch_executions: dict[int, int] = {}
         batch_compute_ns: dict[int, int] = {}
@@ -86,6 +87,7 @@ class ServerStatsDelta:
 
     @property
     def mean_batch_size(self) -> float:
+        """Inferences per execution: the batch size the server really ran (0.0 with none)."""
         return self.inference_count / self.execution_count if self.execution_count else 0.0
 
     @property
@@ -95,6 +97,7 @@ class ServerStatsDelta:
 
     @property
     def request_us_per_request(self) -> float:
+        """Server-side time per request in µs: queue, compute input/infer/output and overhead."""
         return (
             self.queue_us_per_request
             + self.compute_input_us_per_request
@@ -104,6 +107,7 @@ class ServerStatsDelta:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        """The delta as JSON, batch sizes as string keys, with ``mean_batch_size`` added."""
         data = asdict(self)
         data["batch_size_executions"] = {str(k): v for k, v in self.batch_size_executions.items()}
         data["mean_batch_size"] = self.mean_batch_size
@@ -113,6 +117,7 @@ class ServerStatsDelta:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ServerStatsDelta:
+        """The delta stored by :meth:`to_dict` (the derived ``mean_batch_size`` is dropped)."""
         data = {k: v for k, v in data.items() if k != "mean_batch_size"}
         data["batch_size_executions"] = {
             int(k): int(v) for k, v in data.get("batch_size_executions", {}).items()
@@ -121,6 +126,9 @@ class ServerStatsDelta:
 
 
 def stats_delta(before: StatsSnapshot, after: StatsSnapshot) -> ServerStatsDelta:
+    """What happened between two snapshots of one model: counts, and phase times in µs per
+    request (0.0 when no request succeeded).
+    """
     requests = after.success_count - before.success_count
     per = 1e-3 / requests if requests else 0.0  # ns total -> us per request
     phases = {p: (after.phase_ns[p] - before.phase_ns[p]) * per for p in _PHASES}

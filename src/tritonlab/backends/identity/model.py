@@ -12,7 +12,10 @@ import triton_python_backend_utils as pb_utils
 
 
 class TritonPythonModel:
+    """The ``identity`` backend's model: each input echoed as the output at its position."""
+
     def initialize(self, args):
+        """Pair each configured input with its output and that output's last dim (to cut to)."""
         config = json.loads(args["model_config"])
         self.pairs = [
             (i["name"], o["name"], int(o["dims"][-1]) if o.get("dims") else None)
@@ -20,6 +23,7 @@ class TritonPythonModel:
         ]
 
     def execute(self, requests):
+        """One response per request: each input returned as its paired output, cut to its dim."""
         responses = []
         for request in requests:
             arrays = {t.name(): t.as_numpy() for t in request.inputs()}

@@ -23,9 +23,15 @@ __all__ = ["FALLBACK_MARKER", "TritonPythonModel"]
 
 
 class TritonPythonModel(EngineModel):
+    """The ONNX model served by an in-process onnxruntime session."""
+
     engine_name = "onnxruntime"
 
     def open_engine(self, path, params, kind, device_id, input_names, output_names):
+        """Open an onnxruntime session with the config's thread and spinning parameters.
+
+        Returns the graph's (input, output) names; ``TritonModelException`` for GPU without CUDA.
+        """
         options = ort.SessionOptions()
         intra = int_param(params, "intra_op_thread_count", 0)
         inter = int_param(params, "inter_op_thread_count", 0)
@@ -55,8 +61,10 @@ class TritonPythonModel(EngineModel):
         )
 
     def run(self, feed):
+        """The session's outputs for ``feed``, in ``self.output_names`` order."""
         return self.session.run(self.output_names, feed)
 
     def finalize(self):
+        """Report the profile (if any) and drop the session."""
         super().finalize()
         self.session = None

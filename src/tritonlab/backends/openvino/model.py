@@ -27,9 +27,16 @@ PRECISIONS = ("f32", "bf16", "f16")
 
 
 class TritonPythonModel(EngineModel):
+    """The ONNX model compiled and served by OpenVINO on the CPU."""
+
     engine_name = "openvino"
 
     def open_engine(self, path, params, kind, device_id, input_names, output_names):
+        """Compile the model for OpenVINO's CPU plugin with the config's precision and threads.
+
+        Returns the graph's (input, output) names; ``TritonModelException`` for KIND_GPU or an
+        unknown ``INFERENCE_PRECISION_HINT``.
+        """
         if kind == "GPU":
             raise pb_utils.TritonModelException(
                 "the openvino backend runs on the CPU here; use KIND_CPU (or backend onnxruntime "
@@ -71,10 +78,12 @@ class TritonPythonModel(EngineModel):
         return graph_inputs, graph_outputs
 
     def run(self, feed):
+        """One inference of ``feed``; the outputs in ``self.output_names`` order."""
         results = self.request.infer(feed)
         return [results[self.ports[name]] for name in self.output_names]
 
     def finalize(self):
+        """Report the profile (if any) and drop the compiled model and its request."""
         super().finalize()
         self.request = None
         self.compiled = None
