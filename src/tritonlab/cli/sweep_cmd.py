@@ -27,24 +27,16 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from tritonlab.cli.common import (
+from tritonlab.cli.common import app, err, out, resume_hint, user_errors
+from tritonlab.cli.options import (
     AdaptiveBudgetOpt,
-    BackendDirOpt,
-    FreshOpt,
-    GrpcUrlOpt,
-    HostOpt,
     MaxRepeatsOpt,
     RayOpt,
-    RemeasureOpt,
-    ServerBinOpt,
+    ResultFlags,
+    ResumableOutOpt,
+    ServerFlags,
     SweepEngineOpt,
-    UrlOpt,
-    app,
-    engine_defaults,
-    err,
-    out,
-    server_options,
-    user_errors,
+    option_groups,
 )
 from tritonlab.errors import PlanError
 
@@ -177,14 +169,13 @@ def _print_outcome(run_dir: Path, measured: int, reused: int, wall_s: float) -> 
 
 
 @app.command()
+@option_groups
 def sweep(
     plan: Annotated[
         Optional[str],  # noqa: UP045 - typer needs Optional on Python 3.10
         typer.Argument(help="A YAML sweep plan, or 'demo' for the built-in plan of the demo MLP."),
     ] = None,
-    out_dir: Annotated[
-        Path, typer.Option("--out", help="Project folder to write (re-run to resume).")
-    ] = Path("sweep-out"),
+    out_dir: ResumableOutOpt = Path("sweep-out"),
     demo: Annotated[bool, typer.Option("--demo", help="Run the built-in demo plan.")] = False,
     time_budget_s: Annotated[
         Optional[float],  # noqa: UP045
@@ -194,8 +185,8 @@ def sweep(
             help="Stop cleanly (between cells) after this many seconds; re-run to continue.",
         ),
     ] = None,
-    fresh: FreshOpt = False,
-    remeasure: RemeasureOpt = None,
+    *,
+    results: ResultFlags,
     engine: SweepEngineOpt = None,
     max_repeats: MaxRepeatsOpt = None,
     adaptive_budget_s: AdaptiveBudgetOpt = None,
@@ -218,11 +209,7 @@ def sweep(
             help="Load (infer/s) the latency-first pick must carry (overrides the plan's).",
         ),
     ] = None,
-    url: UrlOpt = None,
-    grpc_url: GrpcUrlOpt = None,
-    server_bin: ServerBinOpt = None,
-    backend_dir: BackendDirOpt = None,
-    host: HostOpt = "127.0.0.1",
+    server: ServerFlags,
     ray: RayOpt = None,
 ) -> None:
     """Sweep configurations and loads from a YAML plan, then recommend configurations.
@@ -233,9 +220,10 @@ def sweep(
 
     Plan format: docs/sweeps.md. Example: tritonlab sweep demo --out sweep-out
     """
-    hint = f"finished cells are kept in {out_dir}; run the same command to resume"
+    hint = resume_hint(out_dir)
     with user_errors(hint):
         from tritonlab.experiments.plan_file import load_demo_plan, load_plan
+        from tritonlab.pipeline.project import engine_rounds
         from tritonlab.pipeline.sweep import run_sweep
 
         if demo or plan == DEMO_ARGUMENT:
@@ -248,7 +236,7 @@ def sweep(
             sweep_plan = load_plan(Path(plan))
         sweep_plan = sweep_plan.with_recommend(latency_budget_us, target_load)
         sweep_plan = sweep_plan.with_engine(sweep_engine(sweep_plan.engine, engine, ray))
-        _, max_repeats, adaptive_budget_s = engine_defaults(
+        rounds = engine_rounds(
             sweep_plan.engine,
             sweep_plan.experiment.repeats,
             max_repeats,
@@ -281,13 +269,13 @@ def sweep(
                 sweep_plan,
                 onnx_path,
                 out_dir,
-                server_options(url, grpc_url, server_bin, backend_dir, host),
+                server.options(),
                 progress,
-                fresh=fresh,
+                fresh=results.fresh,
                 time_budget_s=time_budget_s,
-                max_repeats=max_repeats,
-                adaptive_budget_s=adaptive_budget_s,
-                remeasure=tuple(remeasure or ()),
+                max_repeats=rounds.most,
+                adaptive_budget_s=rounds.extra_budget_s,
+                remeasure=results.remeasure_ids,
                 cluster=ray,
             )
         outcome = result.outcome
