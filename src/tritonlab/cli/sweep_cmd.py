@@ -12,7 +12,6 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 from typing import Annotated, Optional
 
 import typer
@@ -80,16 +79,13 @@ class SweepProgress:
             self._task = self._progress.add_task("starting the server", total=None, eta="--")
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         if self._progress is not None:
             self._progress.stop()
 
     def eta_s(self, done: int, total: int) -> float | None:
+        """Seconds left for ``total - done`` cells at this session's mean cell time (None
+        before a cell was measured here)."""
         if not self._durations:
             return None
         return statistics.fmean(self._durations) * (total - done)
@@ -116,6 +112,8 @@ class SweepProgress:
 
 
 def progress_mode(no_progress: bool, is_terminal: bool) -> str:
+    """The ``SweepProgress`` mode: "off" with ``--no-progress``, a live bar on a terminal,
+    plain lines otherwise (logs)."""
     if no_progress:
         return "off"
     return "rich" if is_terminal else "plain"
