@@ -107,3 +107,13 @@ def test_an_option_declared_twice_is_refused() -> None:
 
     with pytest.raises(TypeError, match="declared twice"):
         option_groups(cmd)
+
+
+@pytest.mark.parametrize("command", ["run", "tune"])
+def test_an_unknown_engine_stops_before_anything_starts(command: str, tmp_path: Path) -> None:
+    out_dir = tmp_path / "out"
+    args = [command, str(tmp_path / "m.onnx"), "--out", str(out_dir), "--engine", "nope"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert "--engine must be one of blocks, classic, got 'nope'" in result.output
+    assert not out_dir.exists()

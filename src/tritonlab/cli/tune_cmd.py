@@ -163,7 +163,7 @@ def tune(
         from tritonlab.pipeline.tune import TuneSettings, run_tune
         from tritonlab.report.build import build_report
 
-        if ray and check_engine(engine) == ENGINE_BLOCKS:
+        if check_engine(engine) == ENGINE_BLOCKS and ray:
             _say("--ray: the search measures on a cluster node with the classic engine")
             engine = "classic"
         if max_race_rounds is None:
