@@ -14,6 +14,7 @@ from tritonlab.procenv import install_interrupt_handlers
 
 
 def main() -> None:
+    """The ``tritonlab`` entry point: Ctrl-C and SIGTERM stop servers cleanly, then the app."""
     install_interrupt_handlers()
     app(prog_name="tritonlab")
 

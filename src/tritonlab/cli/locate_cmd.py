@@ -8,7 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from tritonlab.cli.common import BackendDirOpt, ServerBinOpt, app, user_errors
+from tritonlab.cli.common import app, user_errors
+from tritonlab.cli.options import BackendDirOpt, ServerBinOpt
 
 
 @app.command()

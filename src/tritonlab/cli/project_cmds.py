@@ -4,67 +4,20 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from tritonlab.cli.common import (
-    BackendDirOpt,
-    ConcurrencyOpt,
-    ConfigsOpt,
-    EngineOpt,
-    FreshOpt,
-    GrpcUrlOpt,
-    HostOpt,
-    InputDataOpt,
-    MaxBatchOpt,
-    NameOpt,
-    ProtocolOpt,
-    RemeasureOpt,
-    ServerBinOpt,
-    ShapeOpt,
-    StabilityOpt,
-    UrlOpt,
-    WindowOpt,
     app,
-    engine_defaults,
     err,
     out,
     print_results,
     progress_printer,
-    server_options,
+    resume_hint,
     user_errors,
 )
-from tritonlab.server.launch import ServerOptions
-
-OutOpt = Annotated[Path, typer.Option("--out", help="Project folder to write (resumable).")]
-BlocksOpt = Annotated[
-    Optional[int],  # noqa: UP045
-    typer.Option(
-        "--repeats",
-        min=1,
-        help="Rounds (blocks) measured first (default: 10 with --engine blocks, 3 classic).",
-    ),
-]
-MaxBlocksOpt = Annotated[
-    Optional[int],  # noqa: UP045
-    typer.Option(
-        "--max-repeats",
-        min=1,
-        help="Measure more rounds, up to this many, while a headline verdict is undecided "
-        "(blocks: or wider than its target) (default: 40 blocks, 5 classic; = --repeats turns "
-        "it off).",
-    ),
-]
-ExtraBudgetOpt = Annotated[
-    Optional[float],  # noqa: UP045
-    typer.Option(
-        "--adaptive-budget-s",
-        min=0.0,
-        help="Seconds the extra rounds may take in all; a round starts only if it fits, "
-        "judged from the median cell so far (default: 150 blocks, 60 classic).",
-    ),
-]
+from tritonlab.cli.options import DemoFlags, NameOpt, OutOpt, RunFlags, option_groups
 
 
 def _run_pipeline(
@@ -72,57 +25,55 @@ def _run_pipeline(
     out_dir: Path,
     model_name: str,
     demo: str | None,
-    repeats: int | None,
-    concurrency: int | None,
-    protocol: str,
-    window_ms: int,
-    stability: float,
-    max_batch_size: int,
-    fresh: bool,
-    options: ServerOptions,
-    max_repeats: int | None,
-    adaptive_budget_s: float | None,
-    configs: str = "auto",
-    shape: list[str] | None = None,
-    input_data: Path | None = None,
-    remeasure: list[str] | None = None,
-    engine: str = "blocks",
+    flags: RunFlags | DemoFlags,
 ) -> None:
+    """Measure ``onnx_path`` (``demo``: the built-in model it is) into ``out_dir``, and print
+    what came out."""
     from tritonlab.experiments.plan import MeasurementSettings
     from tritonlab.models.shape_probe import checked_inputs
-    from tritonlab.pipeline.project import default_plan, load_model_info, run_project
+    from tritonlab.pipeline.project import (
+        default_plan,
+        engine_rounds,
+        load_model_info,
+        run_project,
+    )
 
-    first, most, budget = engine_defaults(engine, repeats, max_repeats, adaptive_budget_s)
+    rounds, plan, inputs, results = flags.rounds, flags.plan, flags.inputs, flags.results
+    counts = engine_rounds(
+        rounds.engine, rounds.repeats, rounds.max_repeats, rounds.adaptive_budget_s
+    )
     info = load_model_info(onnx_path)
-    inputs = checked_inputs(info, shape, input_data)
-    plan = default_plan(
+    model_inputs = checked_inputs(info, inputs.shape, inputs.input_data)
+    project_plan = default_plan(
         info,
-        inputs,
+        model_inputs,
         model_name,
-        configs,
-        repeats=first,
-        concurrency=concurrency,
-        protocol=protocol,
-        max_batch_size=max_batch_size,
+        plan.configs,
+        repeats=counts.first,
+        concurrency=plan.concurrency,
+        protocol=plan.protocol,
+        max_batch_size=plan.max_batch_size,
         measurement=MeasurementSettings(
-            measurement_interval_ms=window_ms, stability_percentage=stability, engine=engine
+            measurement_interval_ms=plan.window_ms,
+            stability_percentage=plan.stability,
+            engine=rounds.engine,
         ),
     )
-    for note in plan.notes:
+    for note in project_plan.notes:
         err.print(note, highlight=False, soft_wrap=True, markup=False)
     started = time.monotonic()
     result = run_project(
         onnx_path,
         out_dir,
-        plan,
-        options,
+        project_plan,
+        flags.server.options(),
         progress_printer(),
-        fresh=fresh,
+        fresh=results.fresh,
         demo=demo,
-        max_repeats=most,
-        adaptive_budget_s=budget,
-        inputs=inputs,
-        remeasure=tuple(remeasure or ()),
+        max_repeats=counts.most,
+        adaptive_budget_s=counts.extra_budget_s,
+        inputs=model_inputs,
+        remeasure=results.remeasure_ids,
     )
     outcome = result.outcome
     for line in outcome.quarantined:
@@ -136,35 +87,21 @@ def _run_pipeline(
 
 
 @app.command()
+@option_groups
 def demo(
     out_dir: OutOpt = Path("demo-out"),
     model: Annotated[
         str,
         typer.Option("--model", help="Built-in model: simple_mlp, resnet18_cnn or bert_encoder."),
     ] = "simple_mlp",
-    repeats: BlocksOpt = None,
-    max_repeats: MaxBlocksOpt = None,
-    adaptive_budget_s: ExtraBudgetOpt = None,
-    engine: EngineOpt = "blocks",
-    concurrency: ConcurrencyOpt = None,
-    protocol: ProtocolOpt = "grpc",
-    window_ms: WindowOpt = 2000,
-    stability: StabilityOpt = 25.0,
-    max_batch_size: MaxBatchOpt = 64,
-    configs: ConfigsOpt = "auto",
-    fresh: FreshOpt = False,
-    remeasure: RemeasureOpt = None,
-    url: UrlOpt = None,
-    grpc_url: GrpcUrlOpt = None,
-    server_bin: ServerBinOpt = None,
-    backend_dir: BackendDirOpt = None,
-    host: HostOpt = "127.0.0.1",
+    *,
+    flags: DemoFlags,
 ) -> None:
     """Export a built-in model (default: the MLP 256 -> 1024 -> 10) and run the whole loop on it.
 
     Example: tritonlab demo --out demo-out;  tritonlab demo --model resnet18_cnn --out cnn-out
     """
-    with user_errors(f"finished cells are kept in {out_dir}; run the same command to resume"):
+    with user_errors(resume_hint(out_dir)):
         from tritonlab.models.zoo import builtin_model
 
         builtin = builtin_model(model)
@@ -177,51 +114,17 @@ def demo(
             soft_wrap=True,
             markup=False,
         )
-        _run_pipeline(
-            check.onnx_path,
-            out_dir,
-            builtin.name,
-            builtin.name,
-            repeats,
-            concurrency,
-            protocol,
-            window_ms,
-            stability,
-            max_batch_size,
-            fresh,
-            server_options(url, grpc_url, server_bin, backend_dir, host),
-            max_repeats,
-            adaptive_budget_s,
-            configs,
-            remeasure=remeasure,
-            engine=engine,
-        )
+        _run_pipeline(check.onnx_path, out_dir, builtin.name, builtin.name, flags)
 
 
 @app.command()
+@option_groups
 def run(
     model: Annotated[Path, typer.Argument(help="The ONNX model file.")],
     out_dir: OutOpt,
     name: NameOpt = None,
-    repeats: BlocksOpt = None,
-    max_repeats: MaxBlocksOpt = None,
-    adaptive_budget_s: ExtraBudgetOpt = None,
-    engine: EngineOpt = "blocks",
-    concurrency: ConcurrencyOpt = None,
-    protocol: ProtocolOpt = "grpc",
-    window_ms: WindowOpt = 2000,
-    stability: StabilityOpt = 25.0,
-    max_batch_size: MaxBatchOpt = 64,
-    configs: ConfigsOpt = "auto",
-    shape: ShapeOpt = None,
-    input_data: InputDataOpt = None,
-    fresh: FreshOpt = False,
-    remeasure: RemeasureOpt = None,
-    url: UrlOpt = None,
-    grpc_url: GrpcUrlOpt = None,
-    server_bin: ServerBinOpt = None,
-    backend_dir: BackendDirOpt = None,
-    host: HostOpt = "127.0.0.1",
+    *,
+    flags: RunFlags,
 ) -> None:
     """Deploy, check, measure and explain your ONNX model.
 
@@ -230,28 +133,8 @@ def run(
     without a batch axis is compared without batching.
     Example: tritonlab run model.onnx --out my-project --shape input_ids:256
     """
-    with user_errors(f"finished cells are kept in {out_dir}; run the same command to resume"):
-        _run_pipeline(
-            model,
-            out_dir,
-            name or model.stem,
-            None,
-            repeats,
-            concurrency,
-            protocol,
-            window_ms,
-            stability,
-            max_batch_size,
-            fresh,
-            server_options(url, grpc_url, server_bin, backend_dir, host),
-            max_repeats,
-            adaptive_budget_s,
-            configs,
-            shape,
-            input_data,
-            remeasure,
-            engine,
-        )
+    with user_errors(resume_hint(out_dir)):
+        _run_pipeline(model, out_dir, name or model.stem, None, flags)
 
 
 @app.command()

@@ -8,47 +8,29 @@ from typing import Annotated, Optional
 
 import typer
 
-from tritonlab.cli.common import (
-    BackendDirOpt,
+from tritonlab.cli.common import app, out, user_errors
+from tritonlab.cli.options import (
+    BackendOpt,
+    BatchSizeOpt,
     ConcurrencyOpt,
-    GrpcUrlOpt,
-    HostOpt,
-    InputDataOpt,
-    MaxBatchOpt,
+    EndpointFlags,
+    InputFlags,
+    LocalServerFlags,
     NameOpt,
+    PrecisionOpt,
     ProtocolOpt,
-    ServerBinOpt,
-    ShapeOpt,
     StabilityOpt,
-    UrlOpt,
+    VariantFlags,
     WindowOpt,
-    app,
-    out,
-    server_options,
-    user_errors,
+    option_groups,
 )
 from tritonlab.errors import ServerError, TritonlabError
 from tritonlab.server.endpoint import RESTRICTED_HEADER
 from tritonlab.server.stats import ServerStatsDelta
 
-BatchingOpt = Annotated[
-    bool, typer.Option("--dynamic-batching/--no-dynamic-batching", help="Triton dynamic batching.")
-]
-DelayOpt = Annotated[
-    int, typer.Option("--max-queue-delay-us", min=0, help="dynamic_batching queue delay (µs).")
-]
-InstancesOpt = Annotated[int, typer.Option("--instances", min=1, help="instance_group count.")]
-KindOpt = Annotated[str, typer.Option("--kind", help="instance_group kind: KIND_CPU or KIND_GPU.")]
-BackendOpt = Annotated[
-    str, typer.Option("--backend", help="What runs model.onnx: onnxruntime or openvino.")
-]
-PrecisionOpt = Annotated[
-    str,
-    typer.Option("--precision", help="openvino: f32, bf16 or f16 (onnxruntime: f32 only)."),
-]
-
 
 @app.command()
+@option_groups
 def serve(
     model: Annotated[Path, typer.Argument(help="An ONNX file, or a model repository folder.")],
     repo: Annotated[
@@ -59,37 +41,19 @@ def serve(
     http_port: Annotated[int, typer.Option("--http-port", help="0 picks a free port.")] = 8000,
     grpc_port: Annotated[int, typer.Option("--grpc-port", help="0 picks a free port.")] = 8001,
     metrics_port: Annotated[int, typer.Option("--metrics-port", help="0: free port.")] = 8002,
-    dynamic_batching: BatchingOpt = False,
-    max_queue_delay_us: DelayOpt = 0,
-    instances: InstancesOpt = 1,
-    kind: KindOpt = "KIND_CPU",
-    max_batch_size: MaxBatchOpt = 64,
-    backend: BackendOpt = "onnxruntime",
-    precision: PrecisionOpt = "f32",
-    server_bin: ServerBinOpt = None,
-    backend_dir: BackendDirOpt = None,
-    host: HostOpt = "127.0.0.1",
+    *,
+    served: VariantFlags,
+    local: LocalServerFlags,
 ) -> None:
     """Serve an ONNX model (or a whole repository) on Triton until Ctrl-C.
 
     Example: tritonlab serve model.onnx --dynamic-batching --instances 2
     """
-    from tritonlab.pipeline.steps import serving, step_variant
+    from tritonlab.pipeline.steps import serving
 
     with user_errors("server stopped"):
-        options = server_options(
-            None, None, server_bin, backend_dir, host, http_port, grpc_port, metrics_port
-        )
-        variant = step_variant(
-            dynamic_batching,
-            max_queue_delay_us,
-            instances,
-            kind,
-            max_batch_size,
-            backend,
-            precision,
-        )
-        with serving(model, name, variant, options, repo) as server:
+        options = local.options(http_port=http_port, grpc_port=grpc_port, metrics_port=metrics_port)
+        with serving(model, name, served.variant(), options, repo) as server:
             http_url, grpc_url = server.public_urls
             out.print(
                 f"Triton ready: HTTP {http_url}, gRPC {grpc_url}, metrics "
@@ -111,17 +75,15 @@ def serve(
 
 
 @app.command()
+@option_groups
 def infer(
     model: Annotated[Path, typer.Argument(help="The ONNX model file (also the reference).")],
     name: NameOpt = None,
     protocol: Annotated[str, typer.Option("--protocol", help="http, grpc or both.")] = "both",
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 2,
-    url: UrlOpt = None,
-    grpc_url: GrpcUrlOpt = None,
-    server_bin: ServerBinOpt = None,
-    backend_dir: BackendDirOpt = None,
-    shape: ShapeOpt = None,
-    input_data: InputDataOpt = None,
+    batch_size: BatchSizeOpt = 2,
+    *,
+    server: EndpointFlags,
+    inputs: InputFlags,
     backend: BackendOpt = "onnxruntime",
     precision: PrecisionOpt = "f32",
 ) -> None:
@@ -137,10 +99,11 @@ def infer(
         if protocol not in ("http", "grpc", "both"):
             raise TritonlabError(f"--protocol must be http, grpc or both, got {protocol!r}")
         protocols = ("http", "grpc") if protocol == "both" else (protocol,)
-        options = server_options(url, grpc_url, server_bin, backend_dir)
-        shapes = parse_shape_args(shape or [])
+        shapes = parse_shape_args(inputs.shape or [])
         variant = step_variant(backend=backend, precision=precision)
-        step = infer_step(model, name, protocols, batch_size, options, shapes, input_data, variant)
+        step = infer_step(
+            model, name, protocols, batch_size, server.options(), shapes, inputs.input_data, variant
+        )
         for line in step.inputs.describe():
             out.print(f"input {line}", highlight=False, soft_wrap=True, markup=False)
         for check in step.checks:
@@ -173,6 +136,7 @@ def service_note(url: str, delta: ServerStatsDelta) -> str:
 
 
 @app.command()
+@option_groups
 def perf(
     model: Annotated[Path, typer.Argument(help="The ONNX model file.")],
     out_dir: Annotated[
@@ -185,44 +149,32 @@ def perf(
         typer.Option("--request-rate", help="Open-loop load in req/s (Poisson)."),
     ] = None,
     protocol: ProtocolOpt = "grpc",
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 1,
+    batch_size: BatchSizeOpt = 1,
     window_ms: WindowOpt = 2000,
     stability: StabilityOpt = 25.0,
-    dynamic_batching: BatchingOpt = False,
-    max_queue_delay_us: DelayOpt = 0,
-    instances: InstancesOpt = 1,
-    kind: KindOpt = "KIND_CPU",
-    max_batch_size: MaxBatchOpt = 64,
-    backend: BackendOpt = "onnxruntime",
-    precision: PrecisionOpt = "f32",
-    url: UrlOpt = None,
-    grpc_url: GrpcUrlOpt = None,
-    server_bin: ServerBinOpt = None,
-    backend_dir: BackendDirOpt = None,
-    shape: ShapeOpt = None,
-    input_data: InputDataOpt = None,
+    *,
+    served: VariantFlags,
+    server: EndpointFlags,
+    inputs: InputFlags,
 ) -> None:
     """Measure one configuration with perf_analyzer; print what it and the server saw.
 
     Example: tritonlab perf model.onnx --dynamic-batching --concurrency 16
     """
     from tritonlab.models.input_graph import parse_shape_args
-    from tritonlab.pipeline.steps import PerfLoad, perf_step, step_variant
+    from tritonlab.pipeline.steps import PerfLoad, perf_step
 
     with user_errors():
-        options = server_options(url, grpc_url, server_bin, backend_dir)
-        variant = step_variant(
-            dynamic_batching,
-            max_queue_delay_us,
-            instances,
-            kind,
-            max_batch_size,
-            backend,
-            precision,
-        )
         load = PerfLoad(protocol, batch_size, concurrency or 8, request_rate, window_ms, stability)
         step = perf_step(
-            model, name, variant, load, options, out_dir, parse_shape_args(shape or []), input_data
+            model,
+            name,
+            served.variant(),
+            load,
+            server.options(),
+            out_dir,
+            parse_shape_args(inputs.shape or []),
+            inputs.input_data,
         )
         result, delta = step.run, step.server
         m = result.measurement
@@ -241,8 +193,8 @@ def perf(
             f"{delta.compute_infer_us_per_request:,.0f} µs, mean batch "
             f"{delta.mean_batch_size:.1f}"
         )
-        if url:
+        if server.url:
             out.print(f"{client}; raw output in {out_dir}", highlight=False)
-            out.print(service_note(url, delta), highlight=False)
+            out.print(service_note(server.url, delta), highlight=False)
         else:
             out.print(f"{client}; server: {server_side}; raw output in {out_dir}", highlight=False)

@@ -12,7 +12,6 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 from typing import Annotated, Optional
 
 import typer
@@ -27,24 +26,16 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from tritonlab.cli.common import (
+from tritonlab.cli.common import app, err, out, resume_hint, user_errors
+from tritonlab.cli.options import (
     AdaptiveBudgetOpt,
-    BackendDirOpt,
-    FreshOpt,
-    GrpcUrlOpt,
-    HostOpt,
     MaxRepeatsOpt,
     RayOpt,
-    RemeasureOpt,
-    ServerBinOpt,
+    ResultFlags,
+    ResumableOutOpt,
+    ServerFlags,
     SweepEngineOpt,
-    UrlOpt,
-    app,
-    engine_defaults,
-    err,
-    out,
-    server_options,
-    user_errors,
+    option_groups,
 )
 from tritonlab.errors import PlanError
 
@@ -88,16 +79,13 @@ class SweepProgress:
             self._task = self._progress.add_task("starting the server", total=None, eta="--")
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         if self._progress is not None:
             self._progress.stop()
 
     def eta_s(self, done: int, total: int) -> float | None:
+        """Seconds left for ``total - done`` cells at this session's mean cell time (None
+        before a cell was measured here)."""
         if not self._durations:
             return None
         return statistics.fmean(self._durations) * (total - done)
@@ -124,6 +112,8 @@ class SweepProgress:
 
 
 def progress_mode(no_progress: bool, is_terminal: bool) -> str:
+    """The ``SweepProgress`` mode: "off" with ``--no-progress``, a live bar on a terminal,
+    plain lines otherwise (logs)."""
     if no_progress:
         return "off"
     return "rich" if is_terminal else "plain"
@@ -177,14 +167,13 @@ def _print_outcome(run_dir: Path, measured: int, reused: int, wall_s: float) -> 
 
 
 @app.command()
+@option_groups
 def sweep(
     plan: Annotated[
         Optional[str],  # noqa: UP045 - typer needs Optional on Python 3.10
         typer.Argument(help="A YAML sweep plan, or 'demo' for the built-in plan of the demo MLP."),
     ] = None,
-    out_dir: Annotated[
-        Path, typer.Option("--out", help="Project folder to write (re-run to resume).")
-    ] = Path("sweep-out"),
+    out_dir: ResumableOutOpt = Path("sweep-out"),
     demo: Annotated[bool, typer.Option("--demo", help="Run the built-in demo plan.")] = False,
     time_budget_s: Annotated[
         Optional[float],  # noqa: UP045
@@ -194,8 +183,8 @@ def sweep(
             help="Stop cleanly (between cells) after this many seconds; re-run to continue.",
         ),
     ] = None,
-    fresh: FreshOpt = False,
-    remeasure: RemeasureOpt = None,
+    *,
+    results: ResultFlags,
     engine: SweepEngineOpt = None,
     max_repeats: MaxRepeatsOpt = None,
     adaptive_budget_s: AdaptiveBudgetOpt = None,
@@ -218,11 +207,7 @@ def sweep(
             help="Load (infer/s) the latency-first pick must carry (overrides the plan's).",
         ),
     ] = None,
-    url: UrlOpt = None,
-    grpc_url: GrpcUrlOpt = None,
-    server_bin: ServerBinOpt = None,
-    backend_dir: BackendDirOpt = None,
-    host: HostOpt = "127.0.0.1",
+    server: ServerFlags,
     ray: RayOpt = None,
 ) -> None:
     """Sweep configurations and loads from a YAML plan, then recommend configurations.
@@ -233,9 +218,10 @@ def sweep(
 
     Plan format: docs/sweeps.md. Example: tritonlab sweep demo --out sweep-out
     """
-    hint = f"finished cells are kept in {out_dir}; run the same command to resume"
+    hint = resume_hint(out_dir)
     with user_errors(hint):
         from tritonlab.experiments.plan_file import load_demo_plan, load_plan
+        from tritonlab.pipeline.project import engine_rounds
         from tritonlab.pipeline.sweep import run_sweep
 
         if demo or plan == DEMO_ARGUMENT:
@@ -248,7 +234,7 @@ def sweep(
             sweep_plan = load_plan(Path(plan))
         sweep_plan = sweep_plan.with_recommend(latency_budget_us, target_load)
         sweep_plan = sweep_plan.with_engine(sweep_engine(sweep_plan.engine, engine, ray))
-        _, max_repeats, adaptive_budget_s = engine_defaults(
+        rounds = engine_rounds(
             sweep_plan.engine,
             sweep_plan.experiment.repeats,
             max_repeats,
@@ -281,13 +267,13 @@ def sweep(
                 sweep_plan,
                 onnx_path,
                 out_dir,
-                server_options(url, grpc_url, server_bin, backend_dir, host),
+                server.options(),
                 progress,
-                fresh=fresh,
+                fresh=results.fresh,
                 time_budget_s=time_budget_s,
-                max_repeats=max_repeats,
-                adaptive_budget_s=adaptive_budget_s,
-                remeasure=tuple(remeasure or ()),
+                max_repeats=rounds.most,
+                adaptive_budget_s=rounds.extra_budget_s,
+                remeasure=results.remeasure_ids,
                 cluster=ray,
             )
         outcome = result.outcome

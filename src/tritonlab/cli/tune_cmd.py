@@ -13,26 +13,20 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from tritonlab.cli.common import (
-    BackendDirOpt,
+from tritonlab.cli.common import app, err, out, resume_hint, user_errors
+from tritonlab.cli.options import (
     EngineOpt,
     FreshOpt,
-    GrpcUrlOpt,
-    HostOpt,
-    InputDataOpt,
+    InputFlags,
     MaxBatchOpt,
+    NameOpt,
     ProtocolOpt,
     RayOpt,
-    ServerBinOpt,
-    ShapeOpt,
+    ResumableOutOpt,
+    ServerFlags,
     StabilityOpt,
-    UrlOpt,
     WindowOpt,
-    app,
-    err,
-    out,
-    server_options,
-    user_errors,
+    option_groups,
 )
 from tritonlab.errors import ConfigError
 from tritonlab.report.tune_section import over_budget_line
@@ -89,6 +83,7 @@ def _summary_line(label: str, record: dict[str, Any] | None) -> str:
 
 
 @app.command()
+@option_groups
 def tune(
     model: Annotated[
         str,
@@ -96,9 +91,7 @@ def tune(
             help="The ONNX model file, or a built-in model: simple_mlp, resnet18_cnn, bert_encoder."
         ),
     ],
-    out_dir: Annotated[
-        Path, typer.Option("--out", help="Project folder to write (re-run to resume).")
-    ] = Path("tune-out"),
+    out_dir: ResumableOutOpt = Path("tune-out"),
     goal: Annotated[
         str, typer.Option("--goal", help="throughput (most infer/s) or latency (lowest p99).")
     ] = "throughput",
@@ -135,22 +128,15 @@ def tune(
     max_instances: Annotated[
         int, typer.Option("--max-instances", min=1, help="Most instances to try (default 16).")
     ] = 16,
-    name: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option("--name", help="Model name in Triton (default: the file's stem)."),
-    ] = None,
+    name: NameOpt = None,
     protocol: ProtocolOpt = "grpc",
     window_ms: WindowOpt = 2000,
     stability: StabilityOpt = 25.0,
     max_batch_size: MaxBatchOpt = 64,
-    shape: ShapeOpt = None,
-    input_data: InputDataOpt = None,
+    *,
+    inputs: InputFlags,
     fresh: FreshOpt = False,
-    url: UrlOpt = None,
-    grpc_url: GrpcUrlOpt = None,
-    server_bin: ServerBinOpt = None,
-    backend_dir: BackendDirOpt = None,
-    host: HostOpt = "127.0.0.1",
+    server: ServerFlags,
     ray: RayOpt = None,
 ) -> None:
     """Find the configuration that serves best: ramps concurrency to each configuration's
@@ -159,10 +145,9 @@ def tune(
 
     Example: tritonlab tune model.onnx --out tuned --p99-budget-ms 10
     """
-    hint = f"finished cells are kept in {out_dir}; run the same command to resume"
-    with user_errors(hint):
+    with user_errors(resume_hint(out_dir)):
         from tritonlab.analysis.search import GOALS, Goal, Knobs
-        from tritonlab.experiments.blocks import ENGINE_BLOCKS, ENGINES
+        from tritonlab.experiments.blocks import ENGINE_BLOCKS
         from tritonlab.experiments.manifest import available_cores
         from tritonlab.experiments.plan import MeasurementSettings
         from tritonlab.experiments.run_folder import claim, discard_results
@@ -170,6 +155,7 @@ def tune(
         from tritonlab.models.shape_probe import checked_inputs
         from tritonlab.models.zoo import BUILTIN_MODELS, export_builtin
         from tritonlab.pipeline.project import (
+            check_engine,
             check_measuring_host,
             check_model_name,
             load_model_info,
@@ -177,9 +163,7 @@ def tune(
         from tritonlab.pipeline.tune import TuneSettings, run_tune
         from tritonlab.report.build import build_report
 
-        if engine not in ENGINES:
-            raise ConfigError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
-        if ray and engine == ENGINE_BLOCKS:
+        if check_engine(engine) == ENGINE_BLOCKS and ray:
             _say("--ray: the search measures on a cluster node with the classic engine")
             engine = "classic"
         if max_race_rounds is None:
@@ -190,7 +174,7 @@ def tune(
             raise ConfigError("--goal latency needs --p99-budget-ms (the latency to stay under)")
         if protocol not in ("grpc", "http"):
             raise ConfigError(f"--protocol must be one of grpc, http, got {protocol!r}")
-        options = server_options(url, grpc_url, server_bin, backend_dir, host)
+        options = server.options()
         check_measuring_host(options)
         if model in BUILTIN_MODELS:
             model_name = check_model_name(name or model)
@@ -200,7 +184,7 @@ def tune(
             onnx_path = Path(model)
             model_name = check_model_name(name or onnx_path.stem)
         info = load_model_info(onnx_path)
-        inputs = checked_inputs(info, shape, input_data)
+        model_inputs = checked_inputs(info, inputs.shape, inputs.input_data)
         # Every argument checked: only now may --fresh move earlier results aside.
         if fresh:
             discard_results(out_dir)
@@ -231,7 +215,7 @@ def tune(
             model_name,
             settings,
             options,
-            inputs=inputs,
+            inputs=model_inputs,
             on_step=_step_line,
             builtin=model if model in BUILTIN_MODELS else None,
             cluster=ray,

@@ -14,7 +14,12 @@ from tritonlab.analysis.adaptive import undecided_project
 from tritonlab.analysis.operator_record import record_operator_profile
 from tritonlab.analysis.search import COMPUTE_BOUND_US
 from tritonlab.errors import ConfigError
-from tritonlab.experiments.blocks import ENGINE_BLOCKS
+from tritonlab.experiments.blocks import (
+    DEFAULT_EXTRA_BUDGET_S,
+    DEFAULT_MAX_BLOCKS,
+    ENGINE_BLOCKS,
+    ENGINES,
+)
 from tritonlab.experiments.manifest import SweepEntry, available_cores
 from tritonlab.experiments.plan import (
     ExperimentPlan,
@@ -24,6 +29,7 @@ from tritonlab.experiments.plan import (
     for_unbatched_model,
     seed_comparison_plan,
 )
+from tritonlab.experiments.plan_file import engine_repeats
 from tritonlab.experiments.run_folder import claim, discard_results
 from tritonlab.experiments.runner import (
     AdaptiveRepeats,
@@ -62,6 +68,39 @@ class ProjectResult:
     report: BuiltReport
 
 
+@dataclass(frozen=True)
+class Rounds:
+    """The rounds a run measures: ``first`` of every cell, then more, up to ``most``, while a
+    verdict is undecided, the extra ones taking ``extra_budget_s`` at the most."""
+
+    first: int
+    most: int
+    extra_budget_s: float
+
+
+def check_engine(engine: str) -> str:
+    """``engine`` if it is one of the measuring engines, else a ``ConfigError``."""
+    if engine not in ENGINES:
+        raise ConfigError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    return engine
+
+
+def engine_rounds(
+    engine: str,
+    repeats: int | None = None,
+    max_repeats: int | None = None,
+    budget_s: float | None = None,
+    classic_budget_s: float = 60.0,
+) -> Rounds:
+    """The ``Rounds`` of ``engine``: what was given, else the engine's defaults
+    (``classic_budget_s``: the classic engine's budget, which a sweep sets higher)."""
+    blocks = check_engine(engine) == ENGINE_BLOCKS
+    first = engine_repeats(engine, repeats)
+    most = max_repeats if max_repeats is not None else (DEFAULT_MAX_BLOCKS if blocks else 5)
+    default_budget = DEFAULT_EXTRA_BUDGET_S if blocks else classic_budget_s
+    return Rounds(first, max(first, most), budget_s if budget_s is not None else default_budget)
+
+
 def check_measuring_host(options: ServerOptions) -> None:
     """Measurements keep a server they start on loopback: perf_analyzer runs on this machine,
     so nothing needs to listen elsewhere (``serve --host`` is the way to expose one)."""
@@ -73,6 +112,7 @@ def check_measuring_host(options: ServerOptions) -> None:
 
 
 def check_model_name(name: str) -> str:
+    """``name`` if Triton accepts it as a model name, else a ``ConfigError``."""
     if not is_model_name(name):
         raise ConfigError(
             f"model name {name!r}: use letters, digits, '_', '.', '-' (no '__'); pass --name"
@@ -159,6 +199,7 @@ def run_project(
     plan: ExperimentPlan,
     options: ServerOptions,
     progress: ProgressCallback | None = None,
+    *,
     fresh: bool = False,
     demo: str | None = None,
     time_budget_s: float | None = None,

@@ -97,6 +97,7 @@ def run_sweep(
     run_dir: Path,
     options: ServerOptions,
     progress: ProgressCallback | None = None,
+    *,
     fresh: bool = False,
     time_budget_s: float | None = None,
     max_repeats: int | None = None,

@@ -1,0 +1,426 @@
+"""Every option the commands share, declared once, and the option groups built from them.
+
+Typer has no option groups: each option must be a parameter of the command function. So a
+group is a frozen dataclass whose fields carry the typer ``Annotated`` definitions, and
+``option_groups`` spreads a parameter annotated with such a record into its fields, in place
+(so ``--help`` lists them where the parameter stands), and packs them back into the record
+before the command runs. A command therefore takes a handful of records, and the library the
+records it needs (``ServerOptions``, a ``ServingVariant``, ...), never long positional lists.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import os
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from tritonlab.repository.variants import ServingVariant
+from tritonlab.server.launch import ServerOptions
+
+API_KEY_VARIABLE = "TRITONLAB_API_KEY"
+
+# --- server: where it comes from, where it listens ---------------------------------------------
+UrlOpt = Annotated[
+    Optional[str],  # noqa: UP045 - typer needs Optional on Python 3.10
+    typer.Option("--url", help="Use a running Triton at HOST:PORT (HTTP) instead of starting one."),
+]
+GrpcUrlOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--grpc-url", help="gRPC HOST:PORT of --url (default: its port + 1)."),
+]
+ServerBinOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option("--server-bin", help="External tritonserver binary (e.g. an NGC container's)."),
+]
+BackendDirOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option("--backend-dir", help="Backend folder for --server-bin."),
+]
+HostOpt = Annotated[str, typer.Option("--host", help="Address the server binds to.")]
+RayOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--ray",
+        help="Measure on a Ray cluster: its address (host:port) or 'auto'. Every node that "
+        "offers the 'tritonlab' resource measures whole rounds on its own server "
+        "(docs/scaling.md); needs tritonlab[ray].",
+    ),
+]
+
+# --- measurement ---------------------------------------------------------------------------------
+EngineOpt = Annotated[
+    str,
+    typer.Option(
+        "--engine",
+        help="blocks (every configuration loaded at once, short cells in a shuffled block order, "
+        "robust paired intervals, an A/A control in run/demo, an interference monitor; "
+        "docs/measuring.md) or classic (one configuration loaded at a time, perf_analyzer's "
+        "stable windows).",
+    ),
+]
+SweepEngineOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--engine",
+        help="blocks or classic (default: the plan's measurement.engine, itself blocks by "
+        "default; docs/measuring.md). A --ray run uses classic.",
+    ),
+]
+BlocksOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option(
+        "--repeats",
+        min=1,
+        help="Rounds (blocks) measured first (default: 10 with --engine blocks, 3 classic).",
+    ),
+]
+MaxBlocksOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option(
+        "--max-repeats",
+        min=1,
+        help="Measure more rounds, up to this many, while a headline verdict is undecided "
+        "(blocks: or wider than its target) (default: 40 blocks, 5 classic; = --repeats turns "
+        "it off).",
+    ),
+]
+ExtraBudgetOpt = Annotated[
+    Optional[float],  # noqa: UP045
+    typer.Option(
+        "--adaptive-budget-s",
+        min=0.0,
+        help="Seconds the extra rounds may take in all; a round starts only if it fits, "
+        "judged from the median cell so far (default: 150 blocks, 60 classic).",
+    ),
+]
+MaxRepeatsOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option(
+        "--max-repeats",
+        min=1,
+        help="Measure more interleaved rounds, up to this many, while a verdict the picks rest "
+        "on is undecided or, with the block engine, wider than ±5% (default: 40 with the block "
+        "engine, 5 with the classic one; = the plan's repeats turns it off).",
+    ),
+]
+AdaptiveBudgetOpt = Annotated[
+    Optional[float],  # noqa: UP045
+    typer.Option(
+        "--adaptive-budget-s",
+        min=0.0,
+        help="Seconds the extra (adaptive) rounds may take in all; a round starts only if it "
+        "fits (default: 150 with the block engine, 120 with the classic one).",
+    ),
+]
+ConcurrencyOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option(
+        "--concurrency",
+        min=1,
+        help="Requests in flight (default: 8; 2 per core for threads x instances).",
+    ),
+]
+ConfigsOpt = Annotated[
+    str,
+    typer.Option(
+        "--configs",
+        help="auto, seed (batching and instances), compute (threads x instances) or backends "
+        "(onnxruntime vs OpenVINO f32/bf16); auto picks compute when one execution takes over "
+        "1 ms in-process.",
+    ),
+]
+ProtocolOpt = Annotated[str, typer.Option("--protocol", help="grpc or http.")]
+WindowOpt = Annotated[
+    int, typer.Option("--window-ms", min=200, help="perf_analyzer measurement window (ms).")
+]
+BatchSizeOpt = Annotated[int, typer.Option("--batch-size", min=1)]
+StabilityOpt = Annotated[
+    float, typer.Option("--stability", min=1.0, help="perf_analyzer stability threshold (%).")
+]
+
+# --- results and project folders -----------------------------------------------------------------
+OutOpt = Annotated[Path, typer.Option("--out", help="Project folder to write (resumable).")]
+ResumableOutOpt = Annotated[
+    Path, typer.Option("--out", help="Project folder to write (re-run to resume).")
+]
+FreshOpt = Annotated[
+    bool,
+    typer.Option(
+        "--fresh",
+        help="Move earlier results in --out aside (into --out/.trash/; only in a folder tritonlab "
+        "made).",
+    ),
+]
+RemeasureOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Option(
+        "--remeasure",
+        help="Measure this stored cell again (its id: the file name in results/cells without "
+        ".json; globs work; repeatable). The old file is kept as .json.replaced.",
+    ),
+]
+
+# --- the model and its inputs --------------------------------------------------------------------
+NameOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--name", help="Model name in Triton (default: the file's stem)."),
+]
+ShapeOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Option(
+        "--shape",
+        help="NAME:D1,D2,... sets an input's dims without the batch dim (repeatable); dynamic "
+        "dims default to 128.",
+    ),
+]
+InputDataOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option(
+        "--input-data",
+        help="Send your own samples: an .npz (one array per input, samples on the first axis) "
+        "or perf_analyzer's JSON file.",
+    ),
+]
+
+# --- one serving configuration -------------------------------------------------------------------
+MaxBatchOpt = Annotated[int, typer.Option("--max-batch-size", min=1, help="Triton max_batch_size.")]
+BatchingOpt = Annotated[
+    bool, typer.Option("--dynamic-batching/--no-dynamic-batching", help="Triton dynamic batching.")
+]
+DelayOpt = Annotated[
+    int, typer.Option("--max-queue-delay-us", min=0, help="dynamic_batching queue delay (µs).")
+]
+InstancesOpt = Annotated[int, typer.Option("--instances", min=1, help="instance_group count.")]
+KindOpt = Annotated[str, typer.Option("--kind", help="instance_group kind: KIND_CPU or KIND_GPU.")]
+BackendOpt = Annotated[
+    str, typer.Option("--backend", help="What runs model.onnx: onnxruntime or openvino.")
+]
+PrecisionOpt = Annotated[
+    str,
+    typer.Option("--precision", help="openvino: f32, bf16 or f16 (onnxruntime: f32 only)."),
+]
+
+
+def server_options(**flags: Any) -> ServerOptions:
+    """``ServerOptions`` from the server flags given (the rest at their defaults), with the API
+    key from the environment, never a flag: a command line is visible to every user (ps)."""
+    return ServerOptions(**flags, api_key=os.environ.get(API_KEY_VARIABLE) or None)
+
+
+class _ServerSource:
+    """A group of server flags (its fields are ``ServerOptions``')."""
+
+    def options(self, **more: Any) -> ServerOptions:
+        """The library's record of these flags, and of ``more`` (e.g. the ports of serve)."""
+        return server_options(**vars(self), **more)
+
+
+# --- the groups ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EndpointFlags(_ServerSource):
+    """A server to reach (``--url``) or to start (``--server-bin``), on loopback."""
+
+    url: UrlOpt = None
+    grpc_url: GrpcUrlOpt = None
+    server_bin: ServerBinOpt = None
+    backend_dir: BackendDirOpt = None
+
+
+@dataclass(frozen=True)
+class ServerFlags(EndpointFlags):
+    """``EndpointFlags`` and the address a started server binds to."""
+
+    host: HostOpt = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class LocalServerFlags(_ServerSource):
+    """The server ``serve`` starts: which binary, and the address it binds to."""
+
+    server_bin: ServerBinOpt = None
+    backend_dir: BackendDirOpt = None
+    host: HostOpt = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class InputFlags:
+    """The inputs sent: dims of dynamic axes, or the user's own samples."""
+
+    shape: ShapeOpt = None
+    input_data: InputDataOpt = None
+
+
+@dataclass(frozen=True)
+class ResultFlags:
+    """What happens to results already in the project folder."""
+
+    fresh: FreshOpt = False
+    remeasure: RemeasureOpt = None
+
+    @property
+    def remeasure_ids(self) -> tuple[str, ...]:
+        """The ``--remeasure`` patterns, as the pipeline takes them."""
+        return tuple(self.remeasure or ())
+
+
+@dataclass(frozen=True)
+class RoundFlags:
+    """How many rounds ``run`` and ``demo`` measure, and with which engine."""
+
+    repeats: BlocksOpt = None
+    max_repeats: MaxBlocksOpt = None
+    adaptive_budget_s: ExtraBudgetOpt = None
+    engine: EngineOpt = "blocks"
+
+
+@dataclass(frozen=True)
+class PlanFlags:
+    """The configurations and load of ``run``'s and ``demo``'s default plan."""
+
+    concurrency: ConcurrencyOpt = None
+    protocol: ProtocolOpt = "grpc"
+    window_ms: WindowOpt = 2000
+    stability: StabilityOpt = 25.0
+    max_batch_size: MaxBatchOpt = 64
+    configs: ConfigsOpt = "auto"
+
+
+@dataclass(frozen=True)
+class VariantFlags:
+    """The one serving configuration of ``serve`` and ``perf``."""
+
+    dynamic_batching: BatchingOpt = False
+    max_queue_delay_us: DelayOpt = 0
+    instances: InstancesOpt = 1
+    kind: KindOpt = "KIND_CPU"
+    max_batch_size: MaxBatchOpt = 64
+    backend: BackendOpt = "onnxruntime"
+    precision: PrecisionOpt = "f32"
+
+    def variant(self) -> ServingVariant:
+        """The validated ``ServingVariant`` these flags describe."""
+        from tritonlab.pipeline.steps import step_variant
+
+        return step_variant(
+            batching=self.dynamic_batching,
+            delay_us=self.max_queue_delay_us,
+            instances=self.instances,
+            kind=self.kind,
+            max_batch=self.max_batch_size,
+            backend=self.backend,
+            precision=self.precision,
+        )
+
+
+@dataclass(frozen=True)
+class DemoFlags:
+    """Everything ``demo`` measures with."""
+
+    rounds: RoundFlags
+    plan: PlanFlags
+    results: ResultFlags
+    server: ServerFlags
+
+    @property
+    def inputs(self) -> InputFlags:
+        """A built-in model's inputs are its own: no flags."""
+        return InputFlags()
+
+
+@dataclass(frozen=True)
+class RunFlags:
+    """Everything ``run`` measures with: ``demo``'s, and the inputs sent."""
+
+    rounds: RoundFlags
+    plan: PlanFlags
+    inputs: InputFlags
+    results: ResultFlags
+    server: ServerFlags
+
+
+GROUPS: tuple[type, ...] = (
+    EndpointFlags,
+    ServerFlags,
+    LocalServerFlags,
+    InputFlags,
+    ResultFlags,
+    RoundFlags,
+    PlanFlags,
+    VariantFlags,
+    DemoFlags,
+    RunFlags,
+)
+
+
+def _options_of(group: type) -> list[inspect.Parameter]:
+    """The options of a group, in order; a field that is itself a group gives its own."""
+    hints = typing.get_type_hints(group, include_extras=True)
+    params: list[inspect.Parameter] = []
+    for field in dataclasses.fields(group):
+        if hints[field.name] in GROUPS:
+            params.extend(_options_of(hints[field.name]))
+        else:
+            params.append(
+                inspect.Parameter(
+                    field.name,
+                    inspect.Parameter.KEYWORD_ONLY,
+                    default=field.default,
+                    annotation=hints[field.name],
+                )
+            )
+    return params
+
+
+def _pack(group: type, values: dict[str, Any]) -> Any:
+    """The ``group`` record of the parsed ``values`` (taken out of them)."""
+    hints = typing.get_type_hints(group, include_extras=True)
+    return group(
+        **{
+            f.name: _pack(hints[f.name], values) if hints[f.name] in GROUPS else values.pop(f.name)
+            for f in dataclasses.fields(group)
+        }
+    )
+
+
+def _spread(command: Callable[..., None]) -> tuple[list[inspect.Parameter], dict[str, type]]:
+    """The parameters typer should see (each group parameter replaced by its options), and the
+    group parameters by name."""
+    hints = typing.get_type_hints(command, include_extras=True)
+    params: list[inspect.Parameter] = []
+    groups: dict[str, type] = {}
+    for param in inspect.signature(command).parameters.values():
+        annotation = hints.get(param.name, param.annotation)
+        if annotation in GROUPS:
+            groups[param.name] = annotation
+            params.extend(_options_of(annotation))
+        else:
+            params.append(param.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=annotation))
+    names = [p.name for p in params]
+    clashes = sorted({n for n in names if names.count(n) > 1})
+    if clashes:
+        raise TypeError(f"{command.__name__}: options declared twice: {', '.join(clashes)}")
+    return params, groups
+
+
+def option_groups(command: Callable[..., None]) -> Callable[..., None]:
+    """Let typer see the options of ``command``'s group parameters (annotated with a record of
+    ``GROUPS``), in place, and call ``command`` with the records packed."""
+    params, groups = _spread(command)
+
+    @functools.wraps(command)
+    def packed(**values: Any) -> None:
+        for name, group in groups.items():
+            values[name] = _pack(group, values)
+        command(**values)
+
+    packed.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    packed.__annotations__ = {p.name: p.annotation for p in params}
+    return packed
