@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from tritonlab.analysis.aggregate import summarise
-from tritonlab.analysis.recommend import recommend, sequence_length_of
+from tritonlab.analysis.recommend import recommend
 from tritonlab.analysis.rules import RuleContext, backend_fallback
 from tritonlab.errors import ConfigError, PerfAnalyzerError, ResultFileError, ServerError
-from tritonlab.experiments.plan import seed_comparison_plan
+from tritonlab.experiments.plan import seed_comparison_plan, sequence_length_of
 from tritonlab.experiments.recovery import FAULTS_FILE, Recovery, load_faults
 from tritonlab.experiments.runner import quarantine_unusable
 from tritonlab.experiments.session import perf_deadline_s

@@ -60,7 +60,6 @@ import collections
 import dataclasses
 import itertools
 import math
-import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -77,6 +76,7 @@ from tritonlab.analysis.verdicts import (
     Verdict,
     compare,
 )
+from tritonlab.experiments.plan import sequence_length_of
 
 if TYPE_CHECKING:
     from tritonlab.experiments.manifest import Manifest
@@ -728,14 +728,6 @@ def _best_other(
 ) -> OperatingPoint | None:
     others = [c for c in candidates if _config_of(c) != _config_of(pick)]
     return min(others, key=rank) if others else None
-
-
-_SEQUENCE_RE = re.compile(r"_s(\d+)$")
-
-
-def sequence_length_of(load_key: str) -> int | None:
-    match = _SEQUENCE_RE.search(load_key)
-    return int(match.group(1)) if match else None
 
 
 def at_reference_length(
