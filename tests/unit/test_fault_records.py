@@ -30,6 +30,7 @@ from tritonlab.experiments.store import (
     write_result,
 )
 from tritonlab.report.experiment_log import faults_section
+from tritonlab.report.recommend_text import justification
 from tritonlab.server.endpoint import RemoteServer
 
 
@@ -142,7 +143,7 @@ def test_picks_rank_only_the_reference_sequence_length(
     picks = recommend(summaries, 1e9)
     assert picks.throughput_pick is not None
     assert picks.throughput_pick.point.load_key == "grpc_b1_c8_s128"
-    assert "reference sequence length 128" in picks.throughput_pick.justification
+    assert "reference sequence length 128" in justification(picks.throughput_pick, picks)
     assert sequence_length_of("grpc_b1_c8") is None
 
 

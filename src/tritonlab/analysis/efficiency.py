@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tritonlab.analysis.aggregate import VariantSummary, compare_figure
-from tritonlab.analysis.recommend import at_reference_length
+from tritonlab.analysis.frontier import at_reference_length
 from tritonlab.analysis.summary import Summary
 from tritonlab.perf.in_process import Ceiling
 
@@ -57,7 +57,7 @@ def serving_efficiency(
     and at the reference sequence length the ceilings were measured with."""
     if not ceilings:
         return []
-    summaries, _ = at_reference_length(summaries)
+    summaries = at_reference_length(summaries)
     best = max(ceilings, key=lambda c: c.infer_per_s)
     by_parallelism = {(c.instances, c.threads, c.engine): c for c in ceilings}
     out = []
