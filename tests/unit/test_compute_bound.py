@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tritonlab.analysis.aggregate import VariantSummary
-from tritonlab.analysis.efficiency import efficiency_section, parse_ceilings, thread_speedup
+from tritonlab.analysis.efficiency import parse_ceilings, thread_speedup
 from tritonlab.analysis.rules import (
     RuleContext,
     apply_rules,
@@ -21,6 +21,7 @@ from tritonlab.analysis.rules import (
     batching_compute_bound,
     threads_effect,
 )
+from tritonlab.report.efficiency_text import efficiency_section
 from tritonlab.report.run_data import RunData, load_run
 
 CORES = 2
