@@ -38,6 +38,7 @@ class Efficiency:
 
 
 def parse_ceilings(operators: dict[str, Any] | None) -> list[Ceiling]:
+    """The in-process ceilings recorded in ``operators.json`` (none when absent)."""
     return [Ceiling.from_dict(c) for c in (operators or {}).get("in_process_ceilings", [])]
 
 

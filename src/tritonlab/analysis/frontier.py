@@ -87,7 +87,7 @@ def knee_concurrency(curve: list[VariantSummary]) -> int | None:
 
 
 def knees(summaries: list[VariantSummary]) -> dict[ConfigKey, int]:
-    """Each closed-loop curve's knee (a concurrency), by configuration name."""
+    """Each closed-loop curve's knee (a concurrency), by configuration, sorted by name."""
     curves = closed_loop_curves(summaries)
     return {
         key: k

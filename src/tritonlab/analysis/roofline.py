@@ -41,6 +41,7 @@ class RooflinePoint:
 
     @property
     def share_of_ceiling(self) -> float:
+        """Achieved over attainable FLOP/s (1.0: on the binding ceiling); 0 without a ceiling."""
         return (
             self.achieved_flop_per_s / self.attainable_flop_per_s
             if self.attainable_flop_per_s
@@ -71,10 +72,12 @@ def _point(
 
 
 def profile_of(operators: dict[str, Any]) -> OperatorProfile:
+    """The operator profile recorded in ``operators.json``."""
     return OperatorProfile(tuple(OperatorCost(**o) for o in operators["profile"]["operators"]))
 
 
 def ceilings_of(operators: dict[str, Any] | None) -> MachineCeilings | None:
+    """This machine's measured ceilings from ``operators.json``; None when not measured."""
     data = (operators or {}).get("machine_ceilings")
     return MachineCeilings.from_dict(data) if data else None
 
