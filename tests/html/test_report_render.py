@@ -28,6 +28,8 @@ from PIL import Image
 from tritonlab.analysis.recommend import recommend
 from tritonlab.report.build import build_report
 from tritonlab.report.html import render_html_report
+from tritonlab.report.recommend_summary_text import summary_line
+from tritonlab.report.recommend_text import justification
 from tritonlab.report.run_data import load_run
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -199,8 +201,8 @@ def test_recommendations_are_rendered(tmp_path: Path) -> None:
     assert recs.throughput_pick is not None and recs.latency_pick is not None
     for pick in (recs.throughput_pick, recs.latency_pick):
         assert f"{pick.kind}: {pick.point.description}" in page
-        assert html.escape(pick.justification) in page
-    assert html.escape(recs.summary_line) in page
+        assert html.escape(justification(pick, recs)) in page
+    assert html.escape(summary_line(recs)) in page
     assert "8,000 µs" in page
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from tritonlab.analysis.aggregate import summarise
-from tritonlab.analysis.recommend import recommend, sequence_length_of
+from tritonlab.analysis.recommend import recommend
 from tritonlab.analysis.rules import RuleContext, backend_fallback
 from tritonlab.errors import ConfigError, PerfAnalyzerError, ResultFileError, ServerError
-from tritonlab.experiments.plan import seed_comparison_plan
+from tritonlab.experiments.plan import seed_comparison_plan, sequence_length_of
 from tritonlab.experiments.recovery import FAULTS_FILE, Recovery, load_faults
 from tritonlab.experiments.runner import quarantine_unusable
 from tritonlab.experiments.session import perf_deadline_s
@@ -30,6 +30,7 @@ from tritonlab.experiments.store import (
     write_result,
 )
 from tritonlab.report.experiment_log import faults_section
+from tritonlab.report.recommend_text import justification
 from tritonlab.server.endpoint import RemoteServer
 
 
@@ -142,7 +143,7 @@ def test_picks_rank_only_the_reference_sequence_length(
     picks = recommend(summaries, 1e9)
     assert picks.throughput_pick is not None
     assert picks.throughput_pick.point.load_key == "grpc_b1_c8_s128"
-    assert "reference sequence length 128" in picks.throughput_pick.justification
+    assert "reference sequence length 128" in justification(picks.throughput_pick, picks)
     assert sequence_length_of("grpc_b1_c8") is None
 
 

@@ -14,21 +14,24 @@ import pytest
 
 from tritonlab.analysis.aggregate import FELL_BEHIND, VariantSummary, summarise
 from tritonlab.analysis.config_key import ConfigKey
-from tritonlab.analysis.recommend import (
-    RULES,
-    OperatingPoint,
-    Recommendations,
+from tritonlab.analysis.frontier import (
     knee_concurrency,
-    operating_point,
     pareto_frontier,
-    recommend,
-    recommendations_from_manifest,
     saturation_findings,
     saturation_over_concurrency,
 )
+from tritonlab.analysis.recommend import recommend, recommendations_from_manifest
+from tritonlab.analysis.recommend_records import OperatingPoint, Recommendations, operating_point
 from tritonlab.experiments.manifest import Manifest, SweepEntry
 from tritonlab.experiments.store import CellResult, load_cells
 from tritonlab.report.recommend_section import recommendations_section
+from tritonlab.report.recommend_summary_text import (
+    RULES,
+    recommendations_dict,
+    saturation_text,
+    summary_line,
+)
+from tritonlab.report.recommend_text import decided_by, exclusion_note, justification
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 TEMPLATE = json.loads(
@@ -138,11 +141,12 @@ def test_operating_point_takes_medians_the_worst_p99_and_skips_cells_without_p99
     assert str(p.curve_key) == "batch_0us_x2/grpc/b1"
     assert p.within(900) and not p.within(899)
     assert p.to_dict()["latency_p99_max_us"] == 900.0
+    assert OperatingPoint.from_dict(json.loads(json.dumps(p.to_dict()))) == p
     [unstable] = summaries([cell("baseline", 100, None)])  # unstable: no percentiles
     assert operating_point(unstable) is None
     recs = recommend([unstable, s], 5000)
     assert recs.unmeasured == ["baseline at grpc_b1_c8"]
-    assert "1 cell group (baseline at grpc_b1_c8) had no stable" in recs.exclusion_note
+    assert "1 cell group (baseline at grpc_b1_c8) had no stable" in exclusion_note(recs)
 
 
 def test_pareto_frontier() -> None:
@@ -176,17 +180,20 @@ def test_median_within_budget_but_one_repeat_over_is_not_picked() -> None:
     assert pick is not None and pick.point.variant == "baseline"
     assert (
         "within the 5,000 µs budget in every repeat (of 2 eligible; 1 more had a median p99 "
-        in (pick.justification)
+        in (justification(pick, recs))
     )
-    assert "no runner-up" in pick.justification  # batch_0us does not qualify either
+    assert "no runner-up" in justification(pick, recs)  # batch_0us does not qualify either
     # The other side: with every repeat within a wider budget it is picked.
-    wide = recommend(summaries(cells), latency_budget_p99_us=5600).throughput_pick
+    wide_recs = recommend(summaries(cells), latency_budget_p99_us=5600)
+    wide = wide_recs.throughput_pick
     assert wide is not None and wide.point.variant == "batch_0us"
-    assert "worst repeat's p99 5,600 µs" in wide.justification
+    assert "worst repeat's p99 5,600 µs" in justification(wide, wide_recs)
     # Nothing within in every repeat: no throughput pick, and the line says so.
     none = recommend(summaries(cells), latency_budget_p99_us=4550)
     assert none.throughput_pick is None
-    assert none.summary_line.endswith("no configuration met the latency budget or the target load.")
+    assert summary_line(none).endswith(
+        "no configuration met the latency budget or the target load."
+    )
 
 
 def test_latency_pick_says_when_a_repeat_is_over_the_budget() -> None:
@@ -194,8 +201,8 @@ def test_latency_pick_says_when_a_repeat_is_over_the_budget() -> None:
     recs = recommend(summaries(cells), 5000, target_load_infer_per_s=2000)
     assert recs.throughput_pick is None
     assert recs.latency_pick is not None
-    assert "(a repeat above the 5,000 µs budget)" in recs.latency_pick.justification
-    assert recs.summary_line.endswith(
+    assert "(a repeat above the 5,000 µs budget)" in justification(recs.latency_pick, recs)
+    assert summary_line(recs).endswith(
         "no operating point kept every repeat's p99 within the budget, so there is no "
         "throughput-first pick."
     )
@@ -260,10 +267,10 @@ def test_fell_behind_points_are_excluded_from_frontier_picks_runner_ups_and_rate
         "1 operating point (batch_0us at grpc_b1_r3000) was excluded from the frontier, the "
         "picks, the runner-ups and the rate table: perf_analyzer could not keep up"
     )
-    assert note in recs.exclusion_note
-    assert note in tp.justification and note in lp.justification
-    assert "excluded 1 operating point where perf_analyzer could not keep up" in recs.summary_line
-    data = json.loads(json.dumps(recs.to_dict()))
+    assert note in exclusion_note(recs)
+    assert note in justification(tp, recs) and note in justification(lp, recs)
+    assert "excluded 1 operating point where perf_analyzer could not keep up" in summary_line(recs)
+    data = json.loads(json.dumps(recommendations_dict(recs)))
     assert data["excluded_points"][0]["variant"] == "batch_0us"
     assert "could not keep up" in data["excluded_points"][0]["reason"]
     assert [p["load_generator_fell_behind"] for p in data["points"]] == [False, True, False]
@@ -271,13 +278,13 @@ def test_fell_behind_points_are_excluded_from_frontier_picks_runner_ups_and_rate
 
 def test_the_same_points_count_when_perf_analyzer_kept_up() -> None:
     recs = recommend(summaries(_open_loop_sweep(False)), 5000, target_load_infer_per_s=1000)
-    assert recs.excluded == [] and recs.exclusion_note == ""
+    assert recs.excluded == [] and exclusion_note(recs) == ""
     assert recs.throughput_pick is not None and recs.latency_pick is not None
     assert recs.throughput_pick.point.variant == "batch_0us"
     assert recs.latency_pick.point.variant == "batch_0us"
     assert [p.variant for p in recs.frontier] == ["batch_0us"]
     assert recs.max_rate_within_budget[ConfigKey("batch_0us", "grpc", 1)] == 3000.0
-    assert "excluded" not in recs.summary_line
+    assert "excluded" not in summary_line(recs)
 
 
 def test_rates_perf_analyzer_could_not_keep_up_do_not_count() -> None:
@@ -314,7 +321,7 @@ def test_throughput_pick_is_highest_throughput_within_budget() -> None:
     assert pick.verdicts["latency_p99"].word == "lower"
     assert pick.verdicts["throughput"].reference_median == 1200
     assert pick.tie_break is not None and not pick.tie_break.applied
-    text = pick.justification
+    text = justification(pick, recs)
     assert text.startswith("Action: serve 'batching (0 µs, count=1)' (batch_0us)")
     assert "Result: 2,400 infer/s at p99 4,800 µs (medians; worst repeat's p99 4,900 µs)" in text
     assert "Judgement: the change pays" in text
@@ -337,8 +344,8 @@ def test_latency_pick_is_lowest_p99_that_carries_the_target() -> None:
     assert pick is not None and pick.kind == "latency-first"
     # batch_0us at c4 (1,500 infer/s, p99 2,500) beats the baseline at c8 (p99 7,000).
     assert (pick.point.variant, pick.point.concurrency) == ("batch_0us", 4)
-    assert "target load of 1,100 infer/s" in pick.justification
-    assert "(every repeat within the 5,000 µs budget)" in pick.justification
+    assert "target load of 1,100 infer/s" in justification(pick, recs)
+    assert "(every repeat within the 5,000 µs budget)" in justification(pick, recs)
     assert pick.verdicts["latency_p99"].word == "lower"
     assert recommend(summaries(_two_config_sweep()), 5000).latency_pick is None
     assert recommend(summaries(_two_config_sweep()), 5000, 99999).latency_pick is None
@@ -354,21 +361,22 @@ def test_pick_says_when_its_lead_over_the_runner_up_is_not_clear() -> None:
     # Tied within the noise, one instance each, equal median p99: the higher throughput decides.
     assert pick is not None and pick.point.variant == "batch_0us"
     assert pick.tie_break is not None and not pick.tie_break.overridden
-    assert pick.tie_break.decided_by == "the higher throughput (2,150 against 2,100 infer/s)"
+    assert decided_by(pick.tie_break) == "the higher throughput (2,150 against 2,100 infer/s)"
     assert pick.verdicts["throughput"].word == "no clear difference"
-    assert "not clearly above the baseline" in pick.justification
+    assert "not clearly above the baseline" in justification(pick, recs)
     assert pick.runner_up_verdict is not None
     assert pick.runner_up_verdict.word == "no clear difference"
-    assert "not clear given the noise" in pick.justification
+    assert "not clear given the noise" in justification(pick, recs)
     # Clearly separated repeats: the lead is stated as a win instead.
     clear = [
         *repeats("baseline", [2000, 2010, 1990], [4000, 4100, 3900]),
         *repeats("batch_0us", [2500, 2510, 2490], [4000, 4100, 3900]),
     ]
-    clear_pick = recommend(summaries(clear), 5000).throughput_pick
+    clear_pick_recs = recommend(summaries(clear), 5000)
+    clear_pick = clear_pick_recs.throughput_pick
     assert clear_pick is not None and clear_pick.point.variant == "batch_0us"
-    assert "is not clear" not in clear_pick.justification
-    assert "beats the runner-up" in clear_pick.justification
+    assert "is not clear" not in justification(clear_pick, clear_pick_recs)
+    assert "beats the runner-up" in justification(clear_pick, clear_pick_recs)
 
 
 def test_baseline_pick_and_missing_baseline_load() -> None:
@@ -379,15 +387,17 @@ def test_baseline_pick_and_missing_baseline_load() -> None:
     recs = recommend(summaries(cells), 5000)
     assert recs.throughput_pick is not None
     assert recs.throughput_pick.point.variant == "baseline"
-    assert "keep it" in recs.throughput_pick.justification
+    assert "keep it" in justification(recs.throughput_pick, recs)
     wide = recommend(summaries(cells), 10000, target_load_infer_per_s=800)
     pick = wide.latency_pick
     assert pick is not None and pick.point.variant == "baseline"
     only_other = recommend(summaries(cells[3:]), 10000)
     assert only_other.throughput_pick is not None
     assert only_other.throughput_pick.verdicts == {}
-    assert "baseline was not measured at this load" in only_other.throughput_pick.justification
-    assert "no runner-up" in only_other.throughput_pick.justification
+    assert "baseline was not measured at this load" in justification(
+        only_other.throughput_pick, only_other
+    )
+    assert "no runner-up" in justification(only_other.throughput_pick, only_other)
 
 
 def test_verdicts_against_a_baseline_under_another_offered_rate_are_not_comparable() -> None:
@@ -396,16 +406,21 @@ def test_verdicts_against_a_baseline_under_another_offered_rate_are_not_comparab
         *_open("baseline", [1000, 1005, 995], [3000, 3100, 2900], rate=1000.0, load_key="p50"),
         *_open("batch_0us", [1500, 1505, 1495], [2000, 2100, 1900], rate=1500.0, load_key="p50"),
     ]
-    pick = recommend(summaries(cells), 5000).throughput_pick
+    pick_recs = recommend(summaries(cells), 5000)
+    pick = pick_recs.throughput_pick
     assert pick is not None and pick.point.variant == "batch_0us"
     assert pick.verdicts["throughput"].word == "not comparable"
     assert pick.verdicts["latency_p99"].word == "not comparable"
-    assert "throughput and p99 not comparable (different offered loads)" in pick.justification
-    assert "is not comparable with the pick's (different offered loads)" in pick.justification
-    assert "no clear difference" not in pick.justification
+    assert "throughput and p99 not comparable (different offered loads)" in justification(
+        pick, pick_recs
+    )
+    assert "is not comparable with the pick's (different offered loads)" in justification(
+        pick, pick_recs
+    )
+    assert "no clear difference" not in justification(pick, pick_recs)
     # The runner-up, at another rate, is not comparable either: the lead rests on medians.
     assert pick.runner_up_verdict is not None and not pick.runner_up_verdict.comparable
-    assert "the lead rests on the medians alone" in pick.justification
+    assert "the lead rests on the medians alone" in justification(pick, pick_recs)
 
 
 def test_verdicts_against_a_baseline_perf_analyzer_fell_behind_on() -> None:
@@ -413,7 +428,8 @@ def test_verdicts_against_a_baseline_perf_analyzer_fell_behind_on() -> None:
         *_open("baseline", [1000, 1005, 995], [3000, 3100, 2900], rate=1000.0, fell_behind=True),
         *_open("batch_0us", [1000, 1002, 998], [2000, 2100, 1900], rate=1000.0),
     ]
-    pick = recommend(summaries(cells), 5000).throughput_pick
+    pick_recs = recommend(summaries(cells), 5000)
+    pick = pick_recs.throughput_pick
     assert pick is not None and pick.point.variant == "batch_0us"
     assert pick.verdicts["latency_p99"].word == "not comparable"
     assert "perf_analyzer did not keep up" in pick.verdicts["latency_p99"].method
@@ -439,8 +455,8 @@ def test_tie_on_throughput_goes_to_fewer_instances() -> None:
         "batch_0us_x2",
         ["batch_0us_x2"],
     )
-    assert tie.decided_by == "fewer instances (1 against 2)"
-    text = pick.justification
+    assert decided_by(tie) == "fewer instances (1 against 2)"
+    text = justification(pick, recs)
     assert "tied within the noise with the highest median throughput" in text
     assert (
         "Tied within the noise with 1 other point on throughput (batch_0us_x2 at grpc_b1_c8; no "
@@ -450,7 +466,7 @@ def test_tie_on_throughput_goes_to_fewer_instances() -> None:
     # The runner-up has the better median, but not clearly.
     assert pick.runner_up is not None and pick.runner_up.variant == "batch_0us_x2"
     assert "has the better median, but its lead is not clear given the noise" in text
-    data = json.loads(json.dumps(recs.to_dict()))["throughput_pick"]["tie_break"]
+    data = json.loads(json.dumps(recommendations_dict(recs)))["throughput_pick"]["tie_break"]
     assert data["applied"] and data["changed_the_pick"]
     assert data["decided_by"] == "fewer instances (1 against 2)"
 
@@ -460,11 +476,12 @@ def test_tie_at_equal_instances_goes_to_the_shorter_tail() -> None:
         *repeats("batch_0us", [3000, 3300, 2800], [4500, 4600, 4400]),
         *repeats("batch_5000us", [2900, 2950, 3100], [3000, 3100, 2900]),
     ]
-    pick = recommend(summaries(cells), 5000).throughput_pick
+    pick_recs = recommend(summaries(cells), 5000)
+    pick = pick_recs.throughput_pick
     assert pick is not None and pick.point.variant == "batch_5000us"
     assert pick.tie_break is not None
-    assert pick.tie_break.decided_by == "the shorter tail (median p99 3,000 against 4,500 µs)"
-    assert "chose the one with the shorter tail" in pick.justification
+    assert decided_by(pick.tie_break) == "the shorter tail (median p99 3,000 against 4,500 µs)"
+    assert "chose the one with the shorter tail" in justification(pick, pick_recs)
 
 
 def test_tie_between_concurrencies_of_one_curve_compares_throughput_directly() -> None:
@@ -472,10 +489,11 @@ def test_tie_between_concurrencies_of_one_curve_compares_throughput_directly() -
         *repeats("baseline", [2000, 2200, 1900], [3000, 3100, 2900], concurrency=4),
         *repeats("baseline", [2050, 2150, 2000], [6000, 6100, 5900], concurrency=8),
     ]
-    pick = recommend(summaries(cells), 7000).throughput_pick
+    pick_recs = recommend(summaries(cells), 7000)
+    pick = pick_recs.throughput_pick
     assert pick is not None and pick.point.concurrency == 4  # c8's 2,050 is not clearly more
     assert pick.tie_break is not None and pick.tie_break.best_by_median.concurrency == 8
-    assert "chose the one with the shorter tail" in pick.justification
+    assert "chose the one with the shorter tail" in justification(pick, pick_recs)
 
 
 def test_a_clear_lead_is_not_overridden_by_the_tie_break() -> None:
@@ -483,19 +501,21 @@ def test_a_clear_lead_is_not_overridden_by_the_tie_break() -> None:
         *repeats("batch_0us_x2", [3000, 3010, 2990], [4500, 4600, 4400]),
         *repeats("batch_0us", [2500, 2510, 2490], [3000, 3100, 2900]),  # fewer instances
     ]
-    pick = recommend(summaries(cells), 5000).throughput_pick
+    pick_recs = recommend(summaries(cells), 5000)
+    pick = pick_recs.throughput_pick
     assert pick is not None and pick.point.variant == "batch_0us_x2"
     assert pick.tie_break is not None and not pick.tie_break.applied
-    assert "Tied within the noise" not in pick.justification
-    assert "beats the runner-up" in pick.justification
+    assert "Tied within the noise" not in justification(pick, pick_recs)
+    assert "beats the runner-up" in justification(pick, pick_recs)
 
 
 def test_one_repeat_shows_no_tie() -> None:
     cells = [cell("batch_0us_x2", 3000, 4000), cell("batch_0us", 2950, 3000)]
-    pick = recommend(summaries(cells), 5000).throughput_pick
+    pick_recs = recommend(summaries(cells), 5000)
+    pick = pick_recs.throughput_pick
     assert pick is not None and pick.point.variant == "batch_0us_x2"  # by median
     assert pick.tie_break is not None and not pick.tie_break.applied
-    assert "is not clear: throughput no clear difference" in pick.justification
+    assert "is not clear: throughput no clear difference" in justification(pick, pick_recs)
 
 
 def test_points_under_different_offered_rates_are_not_tied() -> None:
@@ -503,7 +523,8 @@ def test_points_under_different_offered_rates_are_not_tied() -> None:
         *_open("batch_0us_x2", [2000, 2100, 1900], [3000, 3100, 2900], rate=2000.0),
         *_open("batch_0us", [1900, 1950, 1850], [2000, 2100, 1900], rate=1900.0),
     ]
-    pick = recommend(summaries(cells), 5000).throughput_pick
+    pick_recs = recommend(summaries(cells), 5000)
+    pick = pick_recs.throughput_pick
     assert pick is not None and pick.point.variant == "batch_0us_x2"
     assert pick.tie_break is not None
     assert not pick.tie_break.applied and pick.tie_break.not_comparable == 1
@@ -518,9 +539,9 @@ def test_tie_on_p99_for_the_latency_pick_goes_to_fewer_instances() -> None:
     pick = recs.latency_pick
     assert pick is not None and pick.point.variant == "batch_0us"
     assert pick.tie_break is not None and pick.tie_break.figure == "p99"
-    assert pick.tie_break.decided_by == "fewer instances (1 against 2)"
-    assert "tied within the noise with the lowest median p99" in pick.justification
-    assert "Tied within the noise with 1 other point on p99" in pick.justification
+    assert decided_by(pick.tie_break) == "fewer instances (1 against 2)"
+    assert "tied within the noise with the lowest median p99" in justification(pick, recs)
+    assert "Tied within the noise with 1 other point on p99" in justification(pick, recs)
     # Throughput-first: 3,000 is clearly above 2,500, so no tie there.
     assert recs.throughput_pick is not None
     assert recs.throughput_pick.point.variant == "batch_0us_x2"
@@ -531,7 +552,7 @@ def test_tie_on_p99_for_the_latency_pick_goes_to_fewer_instances() -> None:
 
 def test_summary_line_states_action_result_and_judgement() -> None:
     recs = recommend(summaries(_two_config_sweep()), 5000, target_load_infer_per_s=1100)
-    line = recs.summary_line
+    line = summary_line(recs)
     assert line.startswith("Deployed the ONNX model simple_mlp on NVIDIA Triton")
     # Only the knobs the sweep varied are named (the synthetic variants differ in batching).
     assert "swept 3 serving configurations (dynamic_batching) with perf_analyzer" in line
@@ -549,10 +570,10 @@ def test_summary_line_states_action_result_and_judgement() -> None:
     )
     assert "different optima" not in line
     nothing = recommend(summaries(_two_config_sweep()), 100)
-    assert nothing.summary_line.endswith(
+    assert summary_line(nothing).endswith(
         "no configuration met the latency budget or the target load."
     )
-    assert recommend([], 5000).summary_line == "No operating points were measured."
+    assert summary_line(recommend([], 5000)) == "No operating points were measured."
 
 
 def test_summary_line_different_optima_when_clearly_different() -> None:
@@ -565,9 +586,9 @@ def test_summary_line_different_optima_when_clearly_different() -> None:
     assert recs.throughput_pick.point.variant == "batch_0us"
     assert recs.latency_pick.point.variant == "baseline"
     assert "maximum throughput and low latency are different optima (the latency-first pick's " in (
-        recs.summary_line
+        summary_line(recs)
     )
-    assert "p99 lower (" in recs.summary_line
+    assert "p99 lower (" in summary_line(recs)
 
 
 def test_summary_line_picks_within_each_others_noise_are_not_different_optima() -> None:
@@ -580,7 +601,7 @@ def test_summary_line_picks_within_each_others_noise_are_not_different_optima() 
     assert recs.throughput_pick is not None and recs.latency_pick is not None
     assert recs.throughput_pick.point.variant == "batch_0us"
     assert recs.latency_pick.point.variant == "baseline"
-    line = recs.summary_line
+    line = summary_line(recs)
     assert "different optima" not in line
     assert "the two picks are within each other's noise (the latency-first pick's p99 no clear" in (
         line
@@ -593,16 +614,16 @@ def test_summary_line_picks_within_each_others_noise_are_not_different_optima() 
 def test_summary_line_one_point_or_one_pick() -> None:
     cells = repeats("batch_0us", [3000, 3010, 2990], [2000, 2100, 1900])
     recs = recommend(summaries(cells), 5000, target_load_infer_per_s=1000)
-    assert recs.summary_line.endswith(": here one operating point serves both goals.")
+    assert summary_line(recs).endswith(": here one operating point serves both goals.")
     no_target = recommend(summaries(cells), 5000)
-    assert no_target.summary_line.endswith(
+    assert summary_line(no_target).endswith(
         "no target load was given, so there is no latency-first pick."
     )
     too_high = recommend(summaries(cells), 5000, target_load_infer_per_s=9000)
-    assert too_high.summary_line.endswith(
+    assert summary_line(too_high).endswith(
         "no operating point carried the target load, so there is no latency-first pick."
     )
-    assert all("different optima" not in r.summary_line for r in (recs, no_target, too_high))
+    assert all("different optima" not in summary_line(r) for r in (recs, no_target, too_high))
 
 
 # --- knees -----------------------------------------------------------------------------------
@@ -691,7 +712,7 @@ def test_saturation_when_queue_grows_and_throughput_is_flat() -> None:
     )
     assert (sat.queue_us_before, sat.queue_us_after) == (400, 1500)
     assert sat.throughput_verdict.word == "no clear difference"
-    assert "queue time rose from 400 to 1,500 µs" in sat.text
+    assert "queue time rose from 400 to 1,500 µs" in saturation_text(sat)
     assert [s.curve for s in saturation_findings(summaries(cells))] == [
         ConfigKey("baseline", "grpc", 1)
     ]
@@ -723,7 +744,7 @@ def test_no_saturation_when_throughput_gain_is_large_but_noisy() -> None:
 
 def test_to_dict_is_json_and_complete() -> None:
     recs = recommend(summaries(_two_config_sweep()), 5000, target_load_infer_per_s=1100)
-    data = json.loads(json.dumps(recs.to_dict()))
+    data = json.loads(json.dumps(recommendations_dict(recs)))
     assert set(data) >= {
         "latency_budget_p99_us",
         "target_load_infer_per_s",

@@ -15,10 +15,11 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from tritonlab.analysis.operators import profile_operators
-from tritonlab.analysis.roofline import operator_points, roofline_lines, served_points
+from tritonlab.analysis.roofline import operator_points, served_points
 from tritonlab.models.inspect import inspect_onnx
 from tritonlab.perf.machine import MachineCeilings, machine_ceilings, measure_ceilings
 from tritonlab.perf.op_timing import time_operators
+from tritonlab.report.roofline_text import roofline_lines
 
 CEILINGS = MachineCeilings(
     bandwidth_bytes_per_s=20e9,

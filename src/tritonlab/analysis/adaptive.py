@@ -106,7 +106,8 @@ def undecided_sweep(
     """Sweeps: the picks' verdicts against the baseline and the runner-up. ``precision`` (the
     block engine): a throughput interval wider than ``TARGET_HALF_WIDTH_PCT``, whatever its
     word, the A/A control's at the same load included (its cells join the pick's blocks)."""
-    from tritonlab.analysis.recommend import BASELINE, recommend
+    from tritonlab.analysis.recommend import recommend
+    from tritonlab.analysis.recommend_records import BASELINE
 
     cells = load_cells(run_dir)
     recs = recommend(

@@ -49,42 +49,52 @@ class VariantSummary:
 
     @property
     def throughput(self) -> Summary:
+        """Served throughput (infer/s), one value per repeat."""
         return self._perf("throughput_infer_per_s")
 
     @property
     def latency_avg(self) -> Summary:
+        """Client-side average latency (µs), one value per repeat."""
         return self._perf("latency_avg_us")
 
     @property
     def latency_p95(self) -> Summary:
+        """Client-side p95 latency (µs), one value per repeat."""
         return self._perf("latency_p95_us")
 
     @property
     def latency_p99(self) -> Summary:
+        """Client-side p99 latency (µs), one value per repeat."""
         return self._perf("latency_p99_us")
 
     @property
     def queue_us(self) -> Summary:
+        """Time queued in the server per request (µs), one value per repeat."""
         return self._server("queue_us_per_request")
 
     @property
     def compute_input_us(self) -> Summary:
+        """Input handling per request in the server (µs), one value per repeat."""
         return self._server("compute_input_us_per_request")
 
     @property
     def compute_infer_us(self) -> Summary:
+        """Model execution per request in the server (µs), one value per repeat."""
         return self._server("compute_infer_us_per_request")
 
     @property
     def compute_output_us(self) -> Summary:
+        """Output handling per request in the server (µs), one value per repeat."""
         return self._server("compute_output_us_per_request")
 
     @property
     def overhead_us(self) -> Summary:
+        """Triton's per-request overhead outside queue and compute (µs), one value per repeat."""
         return self._server("overhead_us_per_request")
 
     @property
     def compute_per_inference_us(self) -> Summary:
+        """Server compute per inference (µs), one value per repeat."""
         return self._server("compute_us_per_inference")
 
     @property
@@ -94,6 +104,7 @@ class VariantSummary:
 
     @property
     def mean_batch(self) -> Summary:
+        """Mean batch size Triton formed (samples per execution), one value per repeat."""
         return self._server("mean_batch_size")
 
     @property
@@ -103,12 +114,14 @@ class VariantSummary:
 
     @property
     def server_cores(self) -> Summary:
+        """Cores the server used (CPU-seconds per second), one value per repeat."""
         return Summary.of(
             [c.server_cores_used if c.server_cpu_s else None for c in self.cells], self.rounds
         )
 
     @property
     def perf_analyzer_cores(self) -> Summary:
+        """Cores perf_analyzer used (CPU-seconds per second), one value per repeat."""
         return Summary.of([c.perf_analyzer_cores_used for c in self.cells], self.rounds)
 
     @property
@@ -132,10 +145,12 @@ class VariantSummary:
 
     @property
     def stable_count(self) -> int:
+        """How many repeats perf_analyzer reported as stable."""
         return sum(1 for c in self.cells if c.perf.stable)
 
     @property
     def trial_counts(self) -> list[int]:
+        """perf_analyzer's trial count of each repeat, in repeat order."""
         return [c.perf.trial_count for c in self.cells]
 
     @property
@@ -154,10 +169,13 @@ class VariantSummary:
 
     @property
     def littles_law_ok(self) -> bool | None:
+        """True when Little's law holds within ``LITTLE_TOLERANCE``; None when it cannot be
+        checked."""
         ratio = self.littles_law_ratio
         return None if ratio is None else abs(ratio - 1.0) <= LITTLE_TOLERANCE
 
     def to_dict(self) -> dict[str, Any]:
+        """The summary as JSON: variant, settings, repeat counts and each figure's summary."""
         return {
             "variant": self.variant.to_dict(),
             "model_name": self.model_name,

@@ -70,6 +70,8 @@ class ServingPathPoint:
 
     @classmethod
     def from_cells(cls, cells: list[CellResult]) -> ServingPathPoint | None:
+        """The median probe over ``cells`` (requests per execution, µs); None when no cell has
+        server statistics and a throughput."""
         points = [p for c in cells if (p := _point(c)) is not None]
         if not points:
             return None
@@ -109,21 +111,27 @@ class Prediction:
 
     @property
     def throughput_error_pct(self) -> float | None:
+        """Predicted over measured throughput, minus 1, in percent; None without a measurement."""
         m = self.measured_throughput_infer_per_s
         return None if not m else 100.0 * (self.throughput_infer_per_s / m - 1.0)
 
     @property
     def execution_error_pct(self) -> float | None:
+        """Predicted over measured execution cost, minus 1, in percent; None without a
+        measurement."""
         m = self.measured_execution_us
         return None if not m else 100.0 * (self.execution_us / m - 1.0)
 
     @property
     def batch_error_pct(self) -> float | None:
+        """Predicted over measured requests per execution, minus 1, in percent; None without a
+        measurement."""
         m = self.measured_requests_per_execution
         return None if not m else 100.0 * (self.requests_per_execution / m - 1.0)
 
     @property
     def fails(self) -> bool:
+        """True when the throughput prediction missed by more than ``MODEL_FAILS_PCT``."""
         err = self.throughput_error_pct
         return err is not None and abs(err) > MODEL_FAILS_PCT
 
@@ -162,6 +170,7 @@ class Prediction:
         return "; ".join(reasons)
 
     def to_dict(self) -> dict[str, Any]:
+        """The prediction, the measurement and the errors (%) as JSON."""
         return {
             "variant": self.variant,
             "load_key": self.load_key,
@@ -307,11 +316,14 @@ class CostModel:
         return dict(self.thread_speedup).get(threads or 0, 1.0) if threads != 1 else 1.0
 
     def model_us(self, samples: float, threads: int | None = 1) -> float:
+        """The model's own cost of one execution of ``samples`` samples on ``threads`` threads
+        (µs)."""
         return (self.model_fixed_us + self.model_per_sample_us * samples) / self.speedup(threads)
 
     def execution_us(
         self, requests: float, samples_per_request: int = 1, threads: int | None = 1
     ) -> float:
+        """One execution's cost (µs): the serving path for ``requests`` plus the model's samples."""
         return self.serving_us(requests) + self.model_us(requests * samples_per_request, threads)
 
     def serving_share(self, requests: float, samples_per_request: int = 1) -> float:
@@ -400,6 +412,8 @@ class CostModel:
         return "open loop below capacity", r, rate * 1e6, wait
 
     def to_dict(self) -> dict[str, Any]:
+        """The fitted terms (µs), cores, thread speedups, serving-path points and engine terms as
+        JSON."""
         return {
             "serving_fixed_us": self.serving_fixed_us,
             "serving_per_request_us": self.serving_per_request_us,

@@ -7,7 +7,8 @@ machine). Served / ceiling says how much of the compute the configuration buys r
 client; the remainder is the serving path, the client and the requests' gaps. The best ceiling
 of any parallelism measured is the machine's in-process best, against which configurations of
 different parallelism are compared. A batching configuration can exceed its batch-1 ceiling,
-since batching makes each sample cheaper than the ceiling's batch-1 runs.
+since batching makes each sample cheaper than the ceiling's batch-1 runs. The log's table and
+sentences are built in ``report.efficiency_text``.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from tritonlab.analysis.aggregate import VariantSummary, compare_figure
-from tritonlab.analysis.recommend import at_reference_length
+from tritonlab.analysis.frontier import at_reference_length
 from tritonlab.analysis.summary import Summary
+from tritonlab.analysis.verdicts import Verdict
 from tritonlab.perf.in_process import Ceiling
 
 
@@ -36,6 +38,7 @@ class Efficiency:
 
 
 def parse_ceilings(operators: dict[str, Any] | None) -> list[Ceiling]:
+    """The in-process ceilings recorded in ``operators.json`` (none when absent)."""
     return [Ceiling.from_dict(c) for c in (operators or {}).get("in_process_ceilings", [])]
 
 
@@ -57,7 +60,7 @@ def serving_efficiency(
     and at the reference sequence length the ceilings were measured with."""
     if not ceilings:
         return []
-    summaries, _ = at_reference_length(summaries)
+    summaries = at_reference_length(summaries)
     best = max(ceilings, key=lambda c: c.infer_per_s)
     by_parallelism = {(c.instances, c.threads, c.engine): c for c in ceilings}
     out = []
@@ -84,70 +87,19 @@ def serving_efficiency(
     return out
 
 
-def _ratio(summary: Summary) -> str:
-    if summary.median is None:
-        return "n/a"
-    text = f"{summary.median:.2f}"
-    if summary.range:
-        text += f" ({summary.range[0]:.2f}–{summary.range[1]:.2f})"
-    return text
-
-
-def best_line(efficiencies: list[Efficiency], summaries: list[VariantSummary]) -> str:
-    """Which configuration served the most, its efficiency, and whether its lead is clear."""
+def best_served(
+    efficiencies: list[Efficiency], summaries: list[VariantSummary]
+) -> tuple[Efficiency, Efficiency | None, Verdict | None]:
+    """The configuration that served the most, the next at its load, and the leader's
+    throughput verdict against the next (None when there is no next or no summary of it)."""
     by_key = {(s.variant.name, s.load_key): s for s in summaries}
     ranked = sorted(efficiencies, key=lambda e: -(e.served.median or 0.0))
     top = ranked[0]
-    text = (
-        f"Most served throughput: {top.description} at {top.load_key}, "
-        f"{_ratio(top.efficiency)} of its own ceiling and {_ratio(top.of_best)} of the "
-        "machine's best in-process figure"
-    )
     rivals = [e for e in ranked[1:] if e.load_key == top.load_key]
-    if rivals:
-        first, second = (
-            by_key.get((top.variant_name, top.load_key)),
-            by_key.get((rivals[0].variant_name, rivals[0].load_key)),
-        )
-        if first is not None and second is not None:
-            verdict = compare_figure("throughput", "throughput", second, first)
-            text += f"; against the next, {rivals[0].description}, throughput {verdict.phrase()}"
-    return text + "."
-
-
-def efficiency_section(
-    efficiencies: list[Efficiency], summaries: list[VariantSummary] | None = None
-) -> list[str]:
-    """The experiment log's table of efficiencies, with what the ceilings are."""
-    if not efficiencies:
-        return []
-    best = efficiencies[0].best
-    lines = [
-        "## Serving efficiency",
-        "",
-        "Served throughput over the in-process ceiling: the same model run by as many "
-        "onnxruntime sessions as the configuration has instances, each with its threads, back "
-        "to back in one process with no Triton and no client, measured after the run on this "
-        f"machine ({best.window_s:.0f} s per figure). The machine's best in-process figure is "
-        f"{best.infer_per_s:,.1f} infer/s ({best.instances} x {_threads(best.threads)}). "
-        "Ratios are the median over repeats (min–max); a batching configuration can exceed its "
-        "batch-1 ceiling.",
-        "",
-        "| config | load | served infer/s | ceiling infer/s (instances x threads) "
-        "| served / ceiling | served / machine best |",
-        "|---|---|---|---|---|---|",
-    ]
-    for e in efficiencies:
-        lines.append(
-            f"| {e.description} | {e.load_key} | {e.served.text(1)} | "
-            f"{e.ceiling.infer_per_s:,.1f} ({e.ceiling.instances} x "
-            f"{_threads(e.ceiling.threads)}) | {_ratio(e.efficiency)} | {_ratio(e.of_best)} |"
-        )
-    lines.append("")
-    if summaries:
-        lines += [best_line(efficiencies, summaries), ""]
-    return lines
-
-
-def _threads(threads: int) -> str:
-    return "default threads" if threads == 0 else f"{threads} thread{'s' if threads > 1 else ''}"
+    if not rivals:
+        return top, None, None
+    first = by_key.get((top.variant_name, top.load_key))
+    second = by_key.get((rivals[0].variant_name, rivals[0].load_key))
+    if first is None or second is None:
+        return top, rivals[0], None
+    return top, rivals[0], compare_figure("throughput", "throughput", second, first)

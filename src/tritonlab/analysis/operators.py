@@ -35,6 +35,7 @@ class OperatorCost:
         return batch * self.flops_per_sample / moved if moved else 0.0
 
     def to_dict(self) -> dict[str, Any]:
+        """The operator's fields as JSON (FLOPs per sample, bytes)."""
         return asdict(self)
 
 
@@ -44,24 +45,30 @@ class OperatorProfile:
 
     @property
     def flops_per_sample(self) -> float:
+        """FLOPs per sample of all the heavy operators together."""
         return sum(o.flops_per_sample for o in self.operators)
 
     @property
     def weight_bytes(self) -> int:
+        """Weight bytes of all the heavy operators together."""
         return sum(o.weight_bytes for o in self.operators)
 
     @property
     def activation_bytes_per_sample(self) -> int:
+        """Activation bytes per sample of all the heavy operators together."""
         return sum(o.activation_bytes_per_sample for o in self.operators)
 
     def intensity(self, batch: float) -> float:
+        """FLOP per byte moved by one execution of ``batch`` samples of the whole profile."""
         moved = self.weight_bytes + batch * self.activation_bytes_per_sample
         return batch * self.flops_per_sample / moved if moved else 0.0
 
     def hottest(self, count: int = 3) -> list[OperatorCost]:
+        """The ``count`` operators with the most FLOPs per sample, most first."""
         return sorted(self.operators, key=lambda o: -o.flops_per_sample)[:count]
 
     def to_dict(self) -> dict[str, Any]:
+        """The operators and their totals (FLOPs, bytes) as JSON."""
         return {
             "operators": [o.to_dict() for o in self.operators],
             "flops_per_sample": self.flops_per_sample,
@@ -184,10 +191,12 @@ class ExecutionCostFit:
         return cls(fixed, slope, worst)
 
     def per_sample_at(self, batch: float) -> float:
+        """Cost per sample (µs) of one execution at ``batch`` samples."""
         return self.fixed_us / batch + self.per_sample_us
 
     @property
     def fixed_share_at_batch_1(self) -> float:
+        """The fixed cost's share (0–1) of one batch-1 execution."""
         total = self.fixed_us + self.per_sample_us
         return self.fixed_us / total if total else 0.0
 

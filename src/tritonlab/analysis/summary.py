@@ -27,6 +27,8 @@ class Summary:
     def of(
         cls, values: Sequence[float | None], rounds: Sequence[int | str] | None = None
     ) -> Summary:
+        """The finite values of ``values`` with their rounds (numbered from 1 when not given);
+        None, NaN and infinities are dropped."""
         numbered = rounds if rounds is not None else range(1, len(values) + 1)
         keep = [
             (float(v), r)
@@ -37,22 +39,27 @@ class Summary:
 
     @property
     def n(self) -> int:
+        """How many repeats have a value."""
         return len(self.values)
 
     @property
     def median(self) -> float | None:
+        """The median of the repeats (the figure's unit); None without values."""
         return statistics.median(self.values) if self.values else None
 
     @property
     def mean(self) -> float | None:
+        """The mean of the repeats (the figure's unit); None without values."""
         return statistics.fmean(self.values) if self.values else None
 
     @property
     def low(self) -> float | None:
+        """The lowest repeat (the figure's unit); None without values."""
         return min(self.values) if self.values else None
 
     @property
     def high(self) -> float | None:
+        """The highest repeat (the figure's unit); None without values."""
         return max(self.values) if self.values else None
 
     @property
@@ -70,6 +77,7 @@ class Summary:
         return 100.0 * (max(self.values) - min(self.values)) / self.median
 
     def by_round(self) -> dict[int | str, float]:
+        """Round -> value, for pairing repeats measured in the same round."""
         return dict(zip(self.rounds, self.values, strict=False))
 
     def text(self, digits: int = 0, unit: str = "") -> str:
@@ -83,6 +91,7 @@ class Summary:
         return text
 
     def to_dict(self) -> dict[str, Any]:
+        """The values, rounds, median, min, max and spread (%) as JSON."""
         return {
             "values": list(self.values),
             "rounds": list(self.rounds),

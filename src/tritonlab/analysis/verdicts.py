@@ -80,14 +80,17 @@ class Verdict:
 
     @property
     def clear(self) -> bool:
+        """True when the verdict is "higher" or "lower"."""
         return self.word in (HIGHER, LOWER)
 
     @property
     def comparable(self) -> bool:
+        """True unless the verdict is "not comparable"."""
         return self.word != NOT_COMPARABLE
 
     @property
     def has_interval(self) -> bool:
+        """True when a 95% confidence interval of the change was computed."""
         return self.low_pct is not None and self.high_pct is not None
 
     @property
@@ -107,6 +110,7 @@ class Verdict:
         return half_width_pct(self.low_pct, self.high_pct)
 
     def interval_text(self) -> str:
+        """The interval as 'CI -9% to +17%'; '' without one."""
         if self.low_pct is None or self.high_pct is None:
             return ""
         return f"CI {self.low_pct:+.0f}% to {self.high_pct:+.0f}%"
@@ -122,6 +126,7 @@ class Verdict:
         return f"{self.word} ({detail})"
 
     def to_dict(self) -> dict[str, Any]:
+        """The verdict as JSON: word, change and interval (%), pairs, p-value, medians, method."""
         return {
             "figure": self.figure,
             "word": self.word.value,
@@ -149,6 +154,7 @@ def _word(low: float, high: float) -> Word:
 
 
 def not_comparable(figure: str, reference: Summary, variant: Summary, why: str) -> Verdict:
+    """A "not comparable" verdict for ``figure``, with ``why`` as its method."""
     return Verdict(figure, NOT_COMPARABLE, None, reference.median, variant.median, why)
 
 

@@ -15,6 +15,42 @@ from tritonlab.repository.variants import ServingVariant, seed_comparison_varian
 
 
 @dataclass(frozen=True)
+class LoadKey:
+    """A load point's key as stored on disk: ``{protocol}_b{batch}_{load}[_s{sequence}]``.
+
+    ``load`` is ``c8`` (concurrency 8), ``r200`` (200 req/s) or ``p70`` (70% of peak); the
+    one place keys are built (``LoadPoint.key``) and parsed (``LoadKey.parse``).
+    """
+
+    protocol: str
+    batch_size: int
+    load: str
+    sequence_length: int | None = None
+
+    def __str__(self) -> str:
+        seq = f"_s{self.sequence_length}" if self.sequence_length is not None else ""
+        return f"{self.protocol}_b{self.batch_size}_{self.load}{seq}"
+
+    @classmethod
+    def parse(cls, key: str) -> LoadKey | None:
+        """The key's parts, or None when ``key`` is not in the form ``LoadPoint.key`` builds."""
+        parts = key.split("_")
+        if len(parts) not in (3, 4) or not parts[1].startswith("b") or not parts[2]:
+            return None
+        batch = parts[1][1:]
+        seq = parts[3][1:] if len(parts) == 4 and parts[3].startswith("s") else None
+        if not batch.isdigit() or (len(parts) == 4 and not (seq and seq.isdigit())):
+            return None
+        return cls(parts[0], int(batch), parts[2], int(seq) if seq else None)
+
+
+def sequence_length_of(load_key: str) -> int | None:
+    """The sequence length a load key names (``grpc_b1_c4_s128`` -> 128); None without one."""
+    parsed = LoadKey.parse(load_key)
+    return parsed.sequence_length if parsed else None
+
+
+@dataclass(frozen=True)
 class LoadPoint:
     """The client side of a cell: protocol, client batch size, and closed- or open-loop load.
 
@@ -44,8 +80,7 @@ class LoadPoint:
             load = f"r{self.request_rate_per_s:g}"
         else:
             load = f"c{self.concurrency}"
-        seq = f"_s{self.sequence_length}" if self.sequence_length is not None else ""
-        return f"{self.protocol}_b{self.batch_size}_{load}{seq}"
+        return str(LoadKey(self.protocol, self.batch_size, load, self.sequence_length))
 
     @property
     def label(self) -> str:

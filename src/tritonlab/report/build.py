@@ -11,6 +11,7 @@ from tritonlab.report.experiment_log import render_experiment_log
 from tritonlab.report.html import write_html_report
 from tritonlab.report.plots import PlotData, write_plots
 from tritonlab.report.project import project_readme
+from tritonlab.report.recommend_summary_text import recommendations_dict
 from tritonlab.report.run_data import (
     COST_MODEL_FILE,
     RunData,
@@ -53,7 +54,7 @@ def write_report(run: RunData) -> BuiltReport:
     else:
         paths.cost_model.unlink(missing_ok=True)
     if run.recommendations is not None:  # sweeps name a latency budget
-        write_result(paths.recommendations, run.recommendations.to_dict())
+        write_result(paths.recommendations, recommendations_dict(run.recommendations))
     else:
         paths.recommendations.unlink(missing_ok=True)
     write_text_atomic(paths.experiment_log, render_experiment_log(run))

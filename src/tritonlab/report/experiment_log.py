@@ -11,20 +11,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tritonlab.analysis.cost_model import MODEL_FAILS_PCT, CostModel, Prediction
-from tritonlab.analysis.efficiency import efficiency_section
 from tritonlab.analysis.explain import Analysis, VariantReport
 from tritonlab.analysis.operators import (
     OperatorCost,
     OperatorProfile,
     operator_paragraph,
 )
-from tritonlab.analysis.roofline import roofline_lines
 from tritonlab.experiments.recovery import FaultRecord
 from tritonlab.paths import PATHS_NOTE, shell_join
 from tritonlab.perf.settings import PerfSettings
 
 if TYPE_CHECKING:
     from tritonlab.experiments.manifest import Manifest
+from tritonlab.report.efficiency_text import efficiency_section
 from tritonlab.report.engine_section import (
     engine_lines,
     interference_lines,
@@ -38,6 +37,7 @@ from tritonlab.report.method_section import (
 )
 from tritonlab.report.nodes_section import nodes_section
 from tritonlab.report.recommend_section import recommendations_section
+from tritonlab.report.roofline_text import roofline_lines
 from tritonlab.report.run_data import RunData
 from tritonlab.report.tune_section import tune_section
 

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 
 from markdown_it import MarkdownIt
 
-from tritonlab.analysis.efficiency import efficiency_section
 from tritonlab.analysis.explain import Analysis, VariantReport
 from tritonlab.analysis.summary import Summary
 from tritonlab.analysis.verdicts import HIGHER, LOWER, Verdict
 from tritonlab.experiments.store import write_text_atomic
 from tritonlab.paths import PATHS_NOTE, shell_join
+from tritonlab.report.efficiency_text import efficiency_section
 from tritonlab.report.engine_section import (
     engine_lines,
     interference_lines,

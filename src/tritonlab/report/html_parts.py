@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING
 
 from tritonlab.analysis.config_key import ConfigKey
 from tritonlab.report.plot_support import PROTOCOL_NAMES
+from tritonlab.report.recommend_summary_text import summary_line
+from tritonlab.report.recommend_text import justification
 
 if TYPE_CHECKING:
-    from tritonlab.analysis.recommend import Pick, Recommendations
+    from tritonlab.analysis.recommend_records import Pick, Recommendations
 
 CAPTIONS = {
     "throughput_vs_p99": "Each point is one configuration at one load: median over the repeats; "
@@ -60,7 +62,7 @@ def figure(name: str, plots: dict[str, Path], alt: str) -> str:
     )
 
 
-def _pick_card(pick: Pick) -> str:
+def _pick_card(pick: Pick, recs: Recommendations) -> str:
     p = pick.point
     load = (
         f"{p.request_rate_per_s:g} req/s Poisson"
@@ -78,7 +80,7 @@ def _pick_card(pick: Pick) -> str:
         f"{esc(load)}: <strong>{p.throughput_infer_per_s:,.0f} infer/s</strong>, "
         f"p99 <strong>{p.latency_p99_us:,.0f} µs</strong> (medians; worst repeat's p99 "
         f"{p.worst_p99_us:,.0f} µs).</p>"
-        f"<p>{esc(pick.justification)}</p>"
+        f"<p>{esc(justification(pick, recs))}</p>"
         + (f"<ul>{verdicts}</ul>" if verdicts else "")
         + "</div>"
     )
@@ -112,7 +114,9 @@ def recommendations_section(recs: Recommendations, plots: dict[str, Path]) -> st
         if recs.target_load_infer_per_s is not None
         else ""
     )
-    cards = [_pick_card(p) for p in (recs.throughput_pick, recs.latency_pick) if p is not None]
+    cards = [
+        _pick_card(p, recs) for p in (recs.throughput_pick, recs.latency_pick) if p is not None
+    ]
     descriptions = {p.variant: p.description for p in recs.points}
     frontier = "".join(
         f"<tr><td>{esc(p.description)}</td><td>{esc(p.load_key)}</td>"
@@ -122,7 +126,7 @@ def recommendations_section(recs: Recommendations, plots: dict[str, Path]) -> st
     )
     return (
         '<section id="recommendations"><h2>Recommendations</h2>'
-        f'<p class="summary-line">{esc(recs.summary_line)}</p>'
+        f'<p class="summary-line">{esc(summary_line(recs))}</p>'
         f"<p>Latency budget: p99 ≤ {recs.latency_budget_p99_us:,.0f} µs{esc(target)}; "
         f"{len(recs.points)} operating points measured, {len(recs.frontier)} on the Pareto "
         "frontier.</p>"

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from tritonlab.analysis.recommend import Recommendations
+    from tritonlab.analysis.recommend_records import Recommendations
     from tritonlab.experiments.manifest import Manifest
     from tritonlab.report.run_data import RunData
 

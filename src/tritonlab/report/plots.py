@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from tritonlab.analysis.recommend import Recommendations
+    from tritonlab.analysis.recommend_records import Recommendations
 
 __all__ = ["PLOTS", "PLOTS_DIR", "PlotData", "batch_bins", "context_line", "load_text"]
 

@@ -3,7 +3,7 @@
 It restates ``results/recommendations.json`` for a reader: the project line, the two picks with
 their justification and verdicts, the Pareto frontier, the knee of every concurrency curve, the
 highest open-loop rate within the budget, and any saturation found going up a curve. The rules
-behind each item are quoted from ``analysis.recommend`` (``RULES``) so the section can be
+behind each item are quoted from ``report.recommend_summary_text`` (``RULES``) so the section can be
 checked by hand: every repeat's p99 within the budget, the points excluded because perf_analyzer
 could not keep up the requested rate, and the tie-break among points within each other's noise.
 """
@@ -11,15 +11,16 @@ could not keep up the requested rate, and the tie-break among points within each
 from __future__ import annotations
 
 from tritonlab.analysis.aggregate import VariantSummary
-from tritonlab.analysis.recommend import (
+from tritonlab.analysis.frontier import saturation_findings
+from tritonlab.analysis.recommend_records import (
     KNEE_GAIN_PER_DOUBLING_PCT,
-    RULES,
     SATURATION_QUEUE_GROWTH_PCT,
     OperatingPoint,
     Pick,
     Recommendations,
-    saturation_findings,
 )
+from tritonlab.report.recommend_summary_text import RULES, saturation_text, summary_line
+from tritonlab.report.recommend_text import decided_by, exclusion_note, justification
 
 
 def _load(p: OperatingPoint) -> str:
@@ -28,7 +29,7 @@ def _load(p: OperatingPoint) -> str:
     return f"{p.protocol}, b{p.batch_size}, concurrency {p.concurrency}"
 
 
-def _pick(title: str, pick: Pick | None, missing: str) -> list[str]:
+def _pick(title: str, pick: Pick | None, missing: str, recs: Recommendations) -> list[str]:
     if pick is None:
         return [f"**{title}.** {missing}", ""]
     verdicts = "; ".join(f"{k}: {v.phrase()}" for k, v in pick.verdicts.items())
@@ -39,7 +40,7 @@ def _pick(title: str, pick: Pick | None, missing: str) -> list[str]:
         f"worst repeat {p.worst_p99_us:,.0f} µs, {p.instance_count} instance"
         f"{'' if p.instance_count == 1 else 's'}).",
         "",
-        pick.justification,
+        justification(pick, recs),
         "",
         f"Verdicts against the baseline at the same load: {verdicts or 'n/a'}.",
         "",
@@ -50,7 +51,7 @@ def _pick(title: str, pick: Pick | None, missing: str) -> list[str]:
             + ", ".join(f"{p.variant} at {p.load_key}" for p in [tie.chosen, *tie.tied])
             + f"; best by median {tie.best_by_median.variant} at "
             f"{tie.best_by_median.load_key}; chose {tie.chosen.variant} at "
-            f"{tie.chosen.load_key}, decided by {tie.decided_by}.",
+            f"{tie.chosen.load_key}, decided by {decided_by(tie)}.",
             "",
         ]
     return lines
@@ -72,13 +73,13 @@ def recommendations_section(recs: Recommendations, summaries: list[VariantSummar
         f"{len(recs.excluded)} of them excluded; machine-readable in "
         "`results/recommendations.json`.",
         "",
-        f"> {recs.summary_line}",
+        f"> {summary_line(recs)}",
         "",
         "Rules (from `analysis.recommend`):",
         "",
         f"- Budget: {RULES['budget']} (the highest repeat, not the median).",
         f"- Excluded: {RULES['excluded']}. "
-        + (recs.exclusion_note or "No point was excluded in this sweep."),
+        + (exclusion_note(recs) or "No point was excluded in this sweep."),
         f"- Throughput-first: {RULES['throughput_first']}; latency-first: "
         f"{RULES['latency_first']}.",
         f"- Tie-break: {RULES['tie_break']}. Two closed-loop points are compared even at "
@@ -93,6 +94,7 @@ def recommendations_section(recs: Recommendations, summaries: list[VariantSummar
         recs.throughput_pick,
         f"No operating point kept every repeat's p99 within {budget}; raise the budget or "
         "lower the load.",
+        recs,
     )
     lines += _pick(
         "Latency-first",
@@ -100,6 +102,7 @@ def recommendations_section(recs: Recommendations, summaries: list[VariantSummar
         "No target load was given (`recommend.target_load_infer_per_s` or `--target-load`)."
         if recs.target_load_infer_per_s is None
         else f"No operating point carried {target}.",
+        recs,
     )
     lines += [
         "### Pareto frontier (throughput against p99)",
@@ -161,6 +164,6 @@ def recommendations_section(recs: Recommendations, summaries: list[VariantSummar
             '"higher", median change under 5%):',
             "",
         ]
-        lines += [f"- `{s.curve}`: {s.text}" for s in saturations]
+        lines += [f"- `{s.curve}`: {saturation_text(s)}" for s in saturations]
         lines.append("")
     return lines

@@ -21,11 +21,8 @@ from tritonlab.analysis.efficiency import (
 )
 from tritonlab.analysis.explain import Analysis, analyse
 from tritonlab.analysis.noise_floor import NoiseFloor, noise_floors
-from tritonlab.analysis.recommend import (
-    RECOMMENDATIONS_FILE,
-    Recommendations,
-    recommendations_from_manifest,
-)
+from tritonlab.analysis.recommend import RECOMMENDATIONS_FILE, recommendations_from_manifest
+from tritonlab.analysis.recommend_records import Recommendations
 from tritonlab.client.infer import InferCheck
 from tritonlab.errors import TritonlabError
 from tritonlab.experiments.blocks import EngineRecord, load_engine_record

@@ -1,0 +1,162 @@
+"""The selection maths of a sweep's recommendations: the Pareto frontier, the knee of each
+concurrency curve, saturation over concurrency, the highest open-loop rate within a latency
+budget, and the reference sequence length the ranking keeps (rules: ``analysis.recommend``).
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import math
+from collections import defaultdict
+
+from tritonlab.analysis.aggregate import VariantSummary
+from tritonlab.analysis.config_key import ConfigKey
+from tritonlab.analysis.recommend_records import (
+    KNEE_GAIN_PER_DOUBLING_PCT,
+    RATE_KEPT_UP_SHARE,
+    SATURATION_QUEUE_GROWTH_PCT,
+    LengthFilter,
+    OperatingPoint,
+    Saturation,
+)
+from tritonlab.analysis.verdicts import HIGHER, MIN_EFFECT_PCT, compare
+from tritonlab.experiments.plan import sequence_length_of
+
+
+def pareto_frontier(points: list[OperatingPoint]) -> list[OperatingPoint]:
+    """Points no other point dominates (>= throughput and <= p99, one strictly), by throughput.
+
+    Points where perf_analyzer fell behind are left out: their load is not the one named.
+    """
+    points = [p for p in points if not p.load_generator_fell_behind]
+
+    def dominated(p: OperatingPoint) -> bool:
+        return any(
+            q.throughput_infer_per_s >= p.throughput_infer_per_s
+            and q.latency_p99_us <= p.latency_p99_us
+            and (
+                q.throughput_infer_per_s > p.throughput_infer_per_s
+                or q.latency_p99_us < p.latency_p99_us
+            )
+            for q in points
+        )
+
+    front = [p for p in points if not dominated(p)]
+    return sorted(front, key=lambda p: (p.throughput_infer_per_s, -p.latency_p99_us, p.variant))
+
+
+def _gain_per_doubling_pct(t0: float, t1: float, c0: int, c1: int) -> float:
+    doublings = math.log2(c1 / c0)
+    return 100.0 * ((t1 / t0) ** (1.0 / doublings) - 1.0) if t0 > 0 and doublings > 0 else 0.0
+
+
+def closed_loop_curves(summaries: list[VariantSummary]) -> dict[ConfigKey, list[VariantSummary]]:
+    """Each configuration -> its closed-loop summaries, by concurrency."""
+    curves: dict[ConfigKey, list[VariantSummary]] = defaultdict(list)
+    for s in summaries:
+        st = s.settings
+        if st.request_rate_per_s is None and st.concurrency and s.throughput.median is not None:
+            curves[ConfigKey.of(s)].append(s)
+    return {k: sorted(v, key=lambda s: s.settings.concurrency or 0) for k, v in curves.items()}
+
+
+def knee_concurrency(curve: list[VariantSummary]) -> int | None:
+    """The knee of one closed-loop curve (a concurrency; rule in ``analysis.recommend``); None
+    below 2 levels.
+
+    A level is the knee when no higher level is clearly above it (verdict "higher" and at least
+    ``KNEE_GAIN_PER_DOUBLING_PCT`` per doubling), so one noisy flat step does not hide a later
+    gain.
+    """
+    if len(curve) < 2:
+        return None
+    for i, lower in enumerate(curve):
+        c0, t0 = lower.settings.concurrency or 1, lower.throughput.median or 0.0
+        gains_later = any(
+            compare("throughput", lower.throughput, upper.throughput).word == HIGHER
+            and _gain_per_doubling_pct(
+                t0, upper.throughput.median or 0.0, c0, upper.settings.concurrency or 1
+            )
+            >= KNEE_GAIN_PER_DOUBLING_PCT
+            for upper in curve[i + 1 :]
+        )
+        if not gains_later:
+            return c0
+    return curve[-1].settings.concurrency
+
+
+def knees(summaries: list[VariantSummary]) -> dict[ConfigKey, int]:
+    """Each closed-loop curve's knee (a concurrency), by configuration, sorted by name."""
+    curves = closed_loop_curves(summaries)
+    return {
+        key: k
+        for key, curve in sorted(curves.items(), key=lambda kv: str(kv[0]))
+        if (k := knee_concurrency(curve))
+    }
+
+
+def saturation_over_concurrency(curve: list[VariantSummary]) -> Saturation | None:
+    """The first step up the curve where queue time grows clearly while throughput stays flat.
+
+    "Grows clearly": the queue-time verdict is "higher" and the median rose by at least
+    ``SATURATION_QUEUE_GROWTH_PCT``; "flat": the throughput verdict is not "higher".
+    """
+    for lower, upper in itertools.pairwise(curve):
+        q0, q1 = lower.queue_us.median, upper.queue_us.median
+        if q0 is None or q1 is None:
+            continue
+        queue = compare("queue", lower.queue_us, upper.queue_us)
+        tput = compare("throughput", lower.throughput, upper.throughput)
+        grew = queue.word == HIGHER and q1 >= q0 * (1 + SATURATION_QUEUE_GROWTH_PCT / 100)
+        flat = tput.word != HIGHER and (tput.change_pct or 0.0) < MIN_EFFECT_PCT
+        if not grew or not flat:
+            continue
+        c0, c1 = lower.settings.concurrency or 0, upper.settings.concurrency or 0
+        return Saturation(ConfigKey.of(lower), c0, c1, q0, q1, tput)
+    return None
+
+
+def saturation_findings(summaries: list[VariantSummary]) -> list[Saturation]:
+    """``saturation_over_concurrency`` for every closed-loop curve of the sweep."""
+    found = []
+    for curve in closed_loop_curves(summaries).values():
+        sat = saturation_over_concurrency(curve)
+        if sat is not None:
+            found.append(sat)
+    return found
+
+
+def max_rates_within_budget(
+    points: list[OperatingPoint], budget_us: float
+) -> dict[ConfigKey, float]:
+    """Each configuration's highest open-loop rate (req/s) with every repeat's p99 within
+    ``budget_us``, among the rates perf_analyzer and the server kept up with."""
+    best: dict[ConfigKey, float] = {}
+    for p in points:
+        if p.request_rate_per_s is None or not p.within(budget_us):
+            continue  # closed loop, or some repeat's p99 over the budget
+        if p.load_generator_fell_behind:
+            continue  # perf_analyzer delayed requests: the offered rate was not really offered
+        if p.throughput_infer_per_s < RATE_KEPT_UP_SHARE * p.request_rate_per_s * p.batch_size:
+            continue  # the server fell behind the offered rate: its p99 is not of that load
+        best[p.curve_key] = max(best.get(p.curve_key, 0.0), p.request_rate_per_s)
+    return dict(sorted(best.items(), key=lambda kv: str(kv[0])))
+
+
+def length_filter(summaries: list[VariantSummary]) -> LengthFilter | None:
+    """The reference sequence length (the one most loads use) and the others; None with one."""
+    lengths = collections.Counter(sequence_length_of(s.load_key) for s in summaries)
+    if len(lengths) < 2:
+        return None
+    reference = lengths.most_common(1)[0][0]
+    others = tuple(sorted(n for n in lengths if n != reference and n is not None))
+    return LengthFilter(reference, others)
+
+
+def at_reference_length(summaries: list[VariantSummary]) -> list[VariantSummary]:
+    """The summaries at the reference sequence length (all of them with one length)."""
+    lengths = length_filter(summaries)
+    if lengths is None:
+        return summaries
+    return [s for s in summaries if sequence_length_of(s.load_key) == lengths.reference]

@@ -1,0 +1,214 @@
+"""The records of a sweep's recommendations: operating points, picks, tie-breaks, saturation
+steps and the recommendations as a whole, with the thresholds that shape them.
+
+Data only: the maths is in ``analysis.frontier``, the policy in ``analysis.recommend`` and the
+words (justifications, the summary line, ``recommendations.json``) in ``report.recommend_text``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from tritonlab.analysis.aggregate import VariantSummary
+from tritonlab.analysis.config_key import ConfigKey
+from tritonlab.analysis.verdicts import Verdict
+
+BASELINE = "baseline"  # ExperimentPlan.validate makes the first variant the baseline
+KNEE_GAIN_PER_DOUBLING_PCT = 10.0  # less than this per doubling of concurrency is "flat"
+# ServingVariant field -> how the project line names it when the sweep varied it.
+RATE_KEPT_UP_SHARE = 0.9  # an open-loop rate counts only if >= 90% of it was served
+SATURATION_QUEUE_GROWTH_PCT = 50.0  # queue time up by at least this much ...
+TIE_MARGIN_PCT = 10.0  # a tied point is also within 10% of the best by median
+
+
+@dataclass(frozen=True)
+class OperatingPoint:
+    """One VariantSummary seen as a point on the throughput/p99 plane."""
+
+    variant: str
+    description: str
+    load_key: str
+    protocol: str
+    batch_size: int
+    concurrency: int | None
+    request_rate_per_s: float | None
+    throughput_infer_per_s: float  # median over repeats
+    latency_p99_us: float  # median over repeats
+    # perf_analyzer warned it could not keep up the open-loop rate in some repeat
+    load_generator_fell_behind: bool = False
+    latency_p99_max_us: float | None = None  # the highest repeat's p99 (None: the median)
+    instance_count: int = 1
+    repeats: int = 1
+
+    @property
+    def worst_p99_us(self) -> float:
+        """The highest p99 of the repeats (µs): what must be within a budget."""
+        return self.latency_p99_us if self.latency_p99_max_us is None else self.latency_p99_max_us
+
+    @property
+    def closed_loop(self) -> bool:
+        """True when the load was a concurrency (no request rate)."""
+        return self.request_rate_per_s is None
+
+    @property
+    def curve_key(self) -> ConfigKey:
+        """The configuration, without the load level."""
+        return ConfigKey(self.variant, self.protocol, self.batch_size)
+
+    @property
+    def load_label(self) -> str:
+        """The load in words: protocol, client batch, then the rate (req/s) or concurrency."""
+        if self.request_rate_per_s is not None:
+            return f"{self.protocol}, batch {self.batch_size}, {self.request_rate_per_s:g} req/s"
+        return f"{self.protocol}, batch {self.batch_size}, concurrency {self.concurrency}"
+
+    def within(self, budget_us: float) -> bool:
+        """True when every repeat's p99 is within ``budget_us`` (µs)."""
+        return self.worst_p99_us <= budget_us
+
+    def to_dict(self) -> dict[str, Any]:
+        """The point as stored in ``recommendations.json`` (read back by ``from_dict``)."""
+        return {
+            "variant": self.variant,
+            "description": self.description,
+            "load_key": self.load_key,
+            "protocol": self.protocol,
+            "batch_size": self.batch_size,
+            "concurrency": self.concurrency,
+            "request_rate_per_s": self.request_rate_per_s,
+            "throughput_infer_per_s": self.throughput_infer_per_s,
+            "latency_p99_us": self.latency_p99_us,
+            "latency_p99_max_us": self.worst_p99_us,
+            "instance_count": self.instance_count,
+            "repeats": self.repeats,
+            "load_generator_fell_behind": self.load_generator_fell_behind,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> OperatingPoint:
+        """The point ``to_dict`` stored."""
+        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data})
+
+
+def operating_point(s: VariantSummary) -> OperatingPoint | None:
+    """The summary as a point, or None when it has no throughput or no p99 (unstable cells)."""
+    tput, p99 = s.throughput.median, s.latency_p99.median
+    if tput is None or p99 is None:
+        return None
+    return OperatingPoint(
+        variant=s.variant.name,
+        description=s.variant.description,
+        load_key=s.load_key,
+        protocol=s.settings.protocol,
+        batch_size=s.settings.batch_size,
+        concurrency=s.settings.concurrency if s.settings.request_rate_per_s is None else None,
+        request_rate_per_s=s.settings.request_rate_per_s,
+        throughput_infer_per_s=tput,
+        latency_p99_us=p99,
+        load_generator_fell_behind=s.load_generator_fell_behind,
+        latency_p99_max_us=s.latency_p99.high,
+        instance_count=s.variant.instance_count,
+        repeats=s.latency_p99.n,
+    )
+
+
+@dataclass(frozen=True)
+class TieBreak:
+    """Points tied with the best-by-median one on the pick figure, and what decided among them."""
+
+    figure: str  # "throughput" | "p99"
+    best_by_median: OperatingPoint
+    tied: list[OperatingPoint]  # the tied points other than the best by median, plan order
+    chosen: OperatingPoint
+    next_in_tie: OperatingPoint | None = None  # second by the tie-break key (None: no tie)
+    not_comparable: int = 0  # qualifying points whose load cannot be compared with the best's
+
+    @property
+    def applied(self) -> bool:
+        """True when some point was tied with the best by median."""
+        return bool(self.tied)
+
+    @property
+    def overridden(self) -> bool:
+        """True when the tie-break chose another point than the best by median."""
+        return self.chosen != self.best_by_median
+
+
+@dataclass(frozen=True)
+class Pick:
+    """A throughput-first or latency-first pick, with the evidence its justification cites."""
+
+    kind: str  # "throughput-first" | "latency-first"
+    point: OperatingPoint
+    verdicts: dict[str, Verdict]  # against the baseline at the same load key
+    runner_up: OperatingPoint | None = None
+    runner_up_verdict: Verdict | None = None  # the pick against the runner-up, on the figure
+    tie_break: TieBreak | None = None
+    qualifying: int = 0  # points within the budget (throughput) or carrying the target (latency)
+    near_budget: int = 0  # points with a median p99 within the budget but a repeat above it
+    baseline: VariantSummary | None = None  # the baseline at the pick's load key
+    baseline_same_load: bool = True  # the baseline's offered load is the pick's
+    baseline_over_budget: bool | None = None  # the baseline's worst repeat's p99 > the budget
+
+
+@dataclass(frozen=True)
+class Saturation:
+    """A step up a concurrency curve where the extra requests only queued."""
+
+    curve: ConfigKey
+    concurrency_before: int
+    concurrency_after: int
+    queue_us_before: float
+    queue_us_after: float
+    throughput_verdict: Verdict
+
+
+@dataclass(frozen=True)
+class LengthFilter:
+    """Several sequence lengths were measured: only the reference one's points are ranked."""
+
+    reference: int | None
+    others: tuple[int, ...]  # the other lengths, left out of the ranking
+
+
+@dataclass(frozen=True)
+class SweepShape:
+    """What the sweep measured, as the summary line states it."""
+
+    model: str
+    variants: int
+    varied: tuple[str, ...]  # ServingVariant fields (``KNOB_LABELS`` keys) the sweep varied
+    protocols: tuple[str, ...]
+    concurrencies: tuple[int, ...]  # closed-loop levels, sorted
+    open_loop: bool
+    repeats: int  # the fewest repeats of any (variant, load point)
+    most_repeats: int
+
+
+@dataclass(frozen=True)
+class Recommendations:
+    """Frontier, picks, knees and rates within budget of one sweep (no text: ``report``)."""
+
+    latency_budget_p99_us: float
+    target_load_infer_per_s: float | None
+    points: list[OperatingPoint]  # every measured point, the excluded ones included
+    frontier: list[OperatingPoint]  # sorted by throughput, excluded points left out
+    throughput_pick: Pick | None
+    latency_pick: Pick | None
+    knees: dict[ConfigKey, int]
+    max_rate_within_budget: dict[ConfigKey, float]
+    shape: SweepShape | None = None  # None: nothing was measured
+    excluded: list[OperatingPoint] = dataclasses.field(default_factory=list)
+    unmeasured: list[str] = dataclasses.field(default_factory=list)  # "variant at load_key"
+    lengths: LengthFilter | None = None
+    # the two picks against each other when they are different variants: the latency pick's
+    # p99 against the throughput pick's, the throughput pick's throughput against the other's
+    optima_p99: Verdict | None = None
+    optima_throughput: Verdict | None = None
+
+    @property
+    def eligible(self) -> list[OperatingPoint]:
+        """The points the frontier, the picks and the rate table are drawn from."""
+        return [p for p in self.points if p not in self.excluded]

@@ -1,0 +1,69 @@
+"""The experiment log's serving-efficiency section: served throughput over the in-process
+ceiling (``analysis.efficiency``), as a table and a sentence on the configuration that served
+the most."""
+
+from __future__ import annotations
+
+from tritonlab.analysis.aggregate import VariantSummary
+from tritonlab.analysis.efficiency import Efficiency, best_served
+from tritonlab.analysis.summary import Summary
+
+
+def _ratio(summary: Summary) -> str:
+    if summary.median is None:
+        return "n/a"
+    text = f"{summary.median:.2f}"
+    if summary.range:
+        text += f" ({summary.range[0]:.2f}–{summary.range[1]:.2f})"
+    return text
+
+
+def best_line(efficiencies: list[Efficiency], summaries: list[VariantSummary]) -> str:
+    """Which configuration served the most, its efficiency, and whether its lead is clear."""
+    top, rival, verdict = best_served(efficiencies, summaries)
+    text = (
+        f"Most served throughput: {top.description} at {top.load_key}, "
+        f"{_ratio(top.efficiency)} of its own ceiling and {_ratio(top.of_best)} of the "
+        "machine's best in-process figure"
+    )
+    if rival is not None and verdict is not None:
+        text += f"; against the next, {rival.description}, throughput {verdict.phrase()}"
+    return text + "."
+
+
+def efficiency_section(
+    efficiencies: list[Efficiency], summaries: list[VariantSummary] | None = None
+) -> list[str]:
+    """The experiment log's table of efficiencies, with what the ceilings are."""
+    if not efficiencies:
+        return []
+    best = efficiencies[0].best
+    lines = [
+        "## Serving efficiency",
+        "",
+        "Served throughput over the in-process ceiling: the same model run by as many "
+        "onnxruntime sessions as the configuration has instances, each with its threads, back "
+        "to back in one process with no Triton and no client, measured after the run on this "
+        f"machine ({best.window_s:.0f} s per figure). The machine's best in-process figure is "
+        f"{best.infer_per_s:,.1f} infer/s ({best.instances} x {_threads(best.threads)}). "
+        "Ratios are the median over repeats (min–max); a batching configuration can exceed its "
+        "batch-1 ceiling.",
+        "",
+        "| config | load | served infer/s | ceiling infer/s (instances x threads) "
+        "| served / ceiling | served / machine best |",
+        "|---|---|---|---|---|---|",
+    ]
+    for e in efficiencies:
+        lines.append(
+            f"| {e.description} | {e.load_key} | {e.served.text(1)} | "
+            f"{e.ceiling.infer_per_s:,.1f} ({e.ceiling.instances} x "
+            f"{_threads(e.ceiling.threads)}) | {_ratio(e.efficiency)} | {_ratio(e.of_best)} |"
+        )
+    lines.append("")
+    if summaries:
+        lines += [best_line(efficiencies, summaries), ""]
+    return lines
+
+
+def _threads(threads: int) -> str:
+    return "default threads" if threads == 0 else f"{threads} thread{'s' if threads > 1 else ''}"

@@ -1,0 +1,222 @@
+"""The words of a sweep's recommendations as a whole: the rules in prose, the summary line
+(the project's one paragraph: action, result, judgement), saturation findings, and
+``recommendations.json``, which carries the records with these words beside them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tritonlab.analysis.recommend_records import (
+    BASELINE,
+    KNEE_GAIN_PER_DOUBLING_PCT,
+    RATE_KEPT_UP_SHARE,
+    TIE_MARGIN_PCT,
+    OperatingPoint,
+    Pick,
+    Recommendations,
+    Saturation,
+    SweepShape,
+    TieBreak,
+)
+from tritonlab.analysis.verdicts import HIGHER, LOWER, NO_CLEAR
+from tritonlab.report.recommend_text import (
+    FELL_BEHIND_REASON,
+    TIE_BREAK_ORDER,
+    decided_by,
+    exclusion_note,
+    justification,
+    n_of,
+)
+from tritonlab.repository.knobs import KNOB_LABELS
+
+# The rules as one line each, for recommendations.json and the log (``analysis.recommend``'s
+# module docstring in full).
+RULES = {
+    "budget": "a point meets the p99 budget only when every repeat's p99 is within it",
+    "excluded": "open-loop points where perf_analyzer could not keep up the requested rate are "
+    "excluded from the frontier, the picks, the runner-ups and the rate table",
+    "frontier": "among the points not excluded, no other point has median throughput >= and "
+    "median p99 <= with one strictly better",
+    "throughput_first": "highest median throughput among the points within the budget, then "
+    "the tie-break on throughput",
+    "latency_first": "lowest median p99 among the points whose median throughput carries the "
+    "target load, then the tie-break on p99",
+    "tie_break": "points whose pick figure shows no clear difference against the best median "
+    f"one, with a median change within {TIE_MARGIN_PCT:g}%, are tied; prefer {TIE_BREAK_ORDER}",
+    "runner_up": "best qualifying point (by median) of another variant, protocol or client "
+    "batch size; its verdict against the pick is stated",
+    "knee": "smallest concurrency that no higher level clearly beats (verdict 'higher' and at "
+    f"least {KNEE_GAIN_PER_DOUBLING_PCT:g}% per doubling); the largest level if every level is "
+    "beaten",
+    "max_rate": "highest open-loop rate whose p99 is within the budget in every repeat, among "
+    "the rates perf_analyzer kept up and the server served at least "
+    f"{RATE_KEPT_UP_SHARE:.0%} of",
+    "different_optima": "only when the picks are different variants and the latency pick's p99 "
+    "is clearly lower or the throughput pick's throughput clearly higher",
+}
+
+
+def saturation_text(s: Saturation) -> str:
+    """The saturation step in one sentence: queue time before and after (µs), no gain."""
+    return (
+        f"Saturated from concurrency {s.concurrency_before}: going to {s.concurrency_after}, "
+        f"queue time rose from {s.queue_us_before:,.0f} to {s.queue_us_after:,.0f} µs per "
+        f"request with no throughput gain ({s.throughput_verdict.phrase()}): the extra "
+        "requests in flight only wait, so more concurrency adds latency, not throughput."
+    )
+
+
+def _two_goals(recs: Recommendations) -> str:
+    """The summary line's judgement: whether the two picks are really different optima."""
+    tp, lp, target = recs.throughput_pick, recs.latency_pick, recs.target_load_infer_per_s
+    if tp is None or lp is None:
+        if tp is None:
+            return (
+                "no operating point kept every repeat's p99 within the budget, so there is no "
+                "throughput-first pick"
+            )
+        if target is None:
+            return "no target load was given, so there is no latency-first pick"
+        return "no operating point carried the target load, so there is no latency-first pick"
+    if tp.point == lp.point:
+        return "here one operating point serves both goals"
+    p99, tput = recs.optima_p99, recs.optima_throughput
+    if p99 is None or tput is None:  # the same variant at two loads
+        return (
+            "here one server configuration serves both goals; what differs is the load it is "
+            "run at, so the operating point (concurrency or rate) must be chosen for the scenario"
+        )
+    evidence = (
+        f"the latency-first pick's p99 {p99.phrase()} against the throughput-first pick's; the "
+        f"throughput-first pick's throughput {tput.phrase()} against the latency-first pick's"
+    )
+    if p99.word == LOWER or tput.word == HIGHER:
+        return (
+            f"maximum throughput and low latency are different optima ({evidence}), so the "
+            "configuration must be chosen for the scenario"
+        )
+    if not p99.comparable and not tput.comparable:
+        return (
+            f"the two picks were measured under offered loads that cannot be compared "
+            f"({p99.method}), so this sweep does not show whether the two goals have different "
+            "optima"
+        )
+    if p99.word == NO_CLEAR and tput.word == NO_CLEAR:
+        return (
+            f"the two picks are within each other's noise ({evidence}), so either configuration "
+            "serves both goals as far as these repeats can tell"
+        )
+    return (
+        f"the two picks are not clearly different optima ({evidence}), so either configuration "
+        "serves both goals as far as these repeats can tell"
+    )
+
+
+def _action(shape: SweepShape, excluded: int) -> str:
+    varied = [KNOB_LABELS[name] for name in shape.varied]
+    levels, repeats = shape.concurrencies, shape.repeats
+    return (
+        f"Deployed the ONNX model {shape.model} on NVIDIA Triton Inference Server and swept "
+        f"{shape.variants} serving configuration{'s' if shape.variants != 1 else ''}"
+        + (f" ({', '.join(varied)})" if varied else "")
+        + " with perf_analyzer over "
+        + (f"concurrency {levels[0]}–{levels[-1]}" if levels else "open-loop load")
+        + f", {'/'.join(p.upper() if p == 'http' else 'gRPC' for p in shape.protocols)}"
+        + (" and Poisson open-loop load" if shape.open_loop else "")
+        + f", {repeats} interleaved repeat{'s' if repeats != 1 else ''} per cell"
+        + (
+            f" (up to {shape.most_repeats} where adaptive repeats measured more)"
+            if shape.most_repeats > repeats
+            else ""
+        )
+        + ", recording throughput and p95/p99"
+        + (
+            f"; excluded {n_of(excluded, 'operating point')} where perf_analyzer could not keep "
+            "up the requested rate"
+            if excluded
+            else ""
+        )
+    )
+
+
+def summary_line(recs: Recommendations) -> str:
+    """The seed's one-paragraph project description (action, result, judgement), measured."""
+    if recs.shape is None:
+        return "No operating points were measured."
+    action = _action(recs.shape, len(recs.excluded))
+    budget_us, target = recs.latency_budget_p99_us, recs.target_load_infer_per_s
+    choices = []
+    if recs.throughput_pick is not None:
+        p = recs.throughput_pick.point
+        verdict = recs.throughput_pick.verdicts.get("throughput")
+        vs = f", {verdict.phrase()} vs. the baseline" if verdict and p.variant != BASELINE else ""
+        choices.append(
+            f"'{p.description}' for throughput-first use ({p.throughput_infer_per_s:,.0f} "
+            f"infer/s{vs}, p99 {p.latency_p99_us:,.0f} µs with every repeat within a "
+            f"{budget_us:,.0f} µs budget)"
+        )
+    if recs.latency_pick is not None and target is not None:
+        p = recs.latency_pick.point
+        choices.append(
+            f"'{p.description}' for latency-first use (p99 {p.latency_p99_us:,.0f} µs while "
+            f"carrying {p.throughput_infer_per_s:,.0f} infer/s, target {target:,.0f})"
+        )
+    if not choices:
+        return action + "; no configuration met the latency budget or the target load."
+    return f"{action}; chose {' and '.join(choices)}: {_two_goals(recs)}."
+
+
+def _ref(p: OperatingPoint) -> dict[str, Any]:
+    return {"variant": p.variant, "load_key": p.load_key}
+
+
+def tie_break_dict(tb: TieBreak) -> dict[str, Any]:
+    """The tie-break as ``recommendations.json`` stores it, with its rule and decision."""
+    return {
+        "figure": tb.figure,
+        "applied": tb.applied,
+        "rule": RULES["tie_break"],
+        "best_by_median": _ref(tb.best_by_median),
+        "tied_with": [_ref(p) for p in tb.tied],
+        "chosen": _ref(tb.chosen),
+        "decided_by": decided_by(tb) or None,
+        "changed_the_pick": tb.overridden,
+        "not_comparable_points": tb.not_comparable,
+    }
+
+
+def pick_dict(pick: Pick, recs: Recommendations) -> dict[str, Any]:
+    """The pick as ``recommendations.json`` stores it, with its justification."""
+    return {
+        "kind": pick.kind,
+        "point": pick.point.to_dict(),
+        "justification": justification(pick, recs),
+        "verdicts": {k: v.to_dict() for k, v in pick.verdicts.items()},
+        "runner_up": pick.runner_up.to_dict() if pick.runner_up else None,
+        "runner_up_verdict": pick.runner_up_verdict.to_dict() if pick.runner_up_verdict else None,
+        "tie_break": tie_break_dict(pick.tie_break) if pick.tie_break else None,
+    }
+
+
+def recommendations_dict(recs: Recommendations) -> dict[str, Any]:
+    """``recommendations.json``: the records, the justifications, the summary line, the rules."""
+    return {
+        "latency_budget_p99_us": recs.latency_budget_p99_us,
+        "target_load_infer_per_s": recs.target_load_infer_per_s,
+        "points": [p.to_dict() for p in recs.points],
+        "excluded_points": [{**_ref(p), "reason": FELL_BEHIND_REASON} for p in recs.excluded],
+        "unmeasured_points": list(recs.unmeasured),
+        "exclusion_note": exclusion_note(recs),
+        "frontier": [p.to_dict() for p in recs.frontier],
+        "throughput_pick": pick_dict(recs.throughput_pick, recs) if recs.throughput_pick else None,
+        "latency_pick": pick_dict(recs.latency_pick, recs) if recs.latency_pick else None,
+        "knees": {str(k): v for k, v in recs.knees.items()},
+        "max_rate_within_budget": {str(k): v for k, v in recs.max_rate_within_budget.items()},
+        "summary_line": summary_line(recs),
+        "method": {
+            **RULES,
+            "figures": "medians over repeats with the repeats' max p99 per point; verdicts "
+            "as in the experiment log",
+        },
+    }

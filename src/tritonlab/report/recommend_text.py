@@ -1,0 +1,289 @@
+"""The words of a sweep's recommendations: each pick's justification (action, result,
+judgement, the baseline and the runner-up), the tie-break and the note on excluded points.
+
+Built from the records of ``analysis.recommend_records``; the summary line, the rules in prose
+and ``recommendations.json`` are in ``report.recommend_summary_text``.
+"""
+
+from __future__ import annotations
+
+from tritonlab.analysis.recommend_records import (
+    BASELINE,
+    OperatingPoint,
+    Pick,
+    Recommendations,
+    TieBreak,
+)
+from tritonlab.analysis.verdicts import HIGHER, LOWER, NO_CLEAR, NOT_COMPARABLE, Verdict
+
+FELL_BEHIND_REASON = (
+    "perf_analyzer could not keep up the requested rate in at least one repeat, so that rate "
+    "was not really offered"
+)
+TIE_BREAK_ORDER = (
+    "fewer instances, then the shorter tail (lower median p99), then higher median throughput, "
+    "then plan order"
+)
+
+
+def n_of(count: int, noun: str) -> str:
+    """``count`` and ``noun``, plural unless one: '3 operating points'."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def short(p: OperatingPoint) -> str:
+    """'variant at load_key'."""
+    return f"{p.variant} at {p.load_key}"
+
+
+def _names(points: list[OperatingPoint] | list[str], most: int = 4) -> str:
+    names = [p if isinstance(p, str) else short(p) for p in points]
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def _fmt_point(p: OperatingPoint) -> str:
+    return (
+        f"'{p.description}' at {p.load_label}: {p.throughput_infer_per_s:,.0f} infer/s, "
+        f"p99 {p.latency_p99_us:,.0f} µs"
+    )
+
+
+def exclusion_note(recs: Recommendations) -> str:
+    """One sentence on the points left out and why ('' when none were)."""
+    excluded, unmeasured = recs.excluded, recs.unmeasured
+    sentences = []
+    if excluded:
+        sentences.append(
+            f"{n_of(len(excluded), 'operating point')} ({_names(excluded)}) "
+            f"{'was' if len(excluded) == 1 else 'were'} excluded from the frontier, the picks, "
+            f"the runner-ups and the rate table: {FELL_BEHIND_REASON}."
+        )
+    if unmeasured:
+        sentences.append(
+            f"{n_of(len(unmeasured), 'cell group')} ({_names(unmeasured)}) had no stable "
+            f"throughput or p99 in any repeat and {'is' if len(unmeasured) == 1 else 'are'} "
+            "no operating point."
+        )
+    return " ".join(sentences)
+
+
+def _length_note(recs: Recommendations) -> str:
+    if recs.lengths is None:
+        return ""
+    others = sorted(str(n) for n in recs.lengths.others)
+    return (
+        f" Only load points at the reference sequence length {recs.lengths.reference} are "
+        f"ranked; lengths {', '.join(others)} do different work per inference and are compared "
+        "in their own result tables."
+    )
+
+
+def decided_by(tb: TieBreak) -> str:
+    """Which tie-break key put the chosen point ahead of the next ('' when nothing was tied)."""
+    chosen, next_best = tb.chosen, tb.next_in_tie
+    if next_best is None:
+        return ""
+    if chosen.instance_count != next_best.instance_count:
+        return f"fewer instances ({chosen.instance_count} against {next_best.instance_count})"
+    if chosen.latency_p99_us != next_best.latency_p99_us:
+        return (
+            f"the shorter tail (median p99 {chosen.latency_p99_us:,.0f} against "
+            f"{next_best.latency_p99_us:,.0f} µs)"
+        )
+    if chosen.throughput_infer_per_s != next_best.throughput_infer_per_s:
+        return (
+            f"the higher throughput ({chosen.throughput_infer_per_s:,.0f} against "
+            f"{next_best.throughput_infer_per_s:,.0f} infer/s)"
+        )
+    return "the first place in plan order (nothing else told them apart)"
+
+
+def _tie_sentence(tb: TieBreak | None) -> str:
+    if tb is None or not tb.applied:
+        return ""
+    best = (
+        "no clear difference against this one, the best median"
+        if not tb.overridden
+        else f"no clear difference against the best median, {short(tb.best_by_median)}"
+    )
+    return (
+        f" Tied within the noise with {n_of(len(tb.tied), 'other point')} on {tb.figure} "
+        f"({_names(tb.tied)}; {best}); chose the one with {decided_by(tb)}, as the tie-break "
+        f"prefers {TIE_BREAK_ORDER}."
+    )
+
+
+def _action(p: OperatingPoint) -> str:
+    return f"'{p.description}' ({p.variant}), clients at {p.load_label}"
+
+
+def _result(p: OperatingPoint) -> str:
+    text = f"{p.throughput_infer_per_s:,.0f} infer/s at p99 {p.latency_p99_us:,.0f} µs"
+    if p.repeats > 1:
+        text += f" (medians; worst repeat's p99 {p.worst_p99_us:,.0f} µs)"
+    return text
+
+
+def _throughput_judgement(pick: Pick, tput: str, p99: str) -> str:
+    if tput == HIGHER:
+        cost = "a longer tail" if p99 == HIGHER else "no clear cost in tail latency"
+        cost = "a shorter tail as well" if p99 == LOWER else cost
+        return f"the change pays: more throughput than the baseline, with {cost}."
+    if pick.baseline_over_budget:
+        return (
+            "its throughput is not clearly above the baseline's at this load; its edge is "
+            "that every repeat stays within the budget where the baseline's do not."
+        )
+    return (
+        "its throughput is not clearly above the baseline's at this load: the difference "
+        "is within the noise, so the baseline is as good a choice here."
+    )
+
+
+def _judgement(pick: Pick, goal: str) -> str:
+    """What the pick means against the baseline, in the verdicts' words."""
+    p, verdicts = pick.point, pick.verdicts
+    if p.variant == BASELINE:
+        return "no server-side change beats the baseline for this goal; keep it."
+    if not verdicts:
+        return f"the best measured point for {goal}, without a baseline to weigh it against."
+    tput, p99 = verdicts["throughput"].word, verdicts["latency_p99"].word
+    if (tput if goal == "throughput" else p99) == NOT_COMPARABLE:
+        why = verdicts["throughput" if goal == "throughput" else "latency_p99"].method
+        return (
+            f"the baseline's {'throughput' if goal == 'throughput' else 'p99'} at this load "
+            f"point is not comparable with the pick's ({why}), so the pick rests on the ranking "
+            "above, not on a verdict against the baseline."
+        )
+    if goal == "throughput":
+        return _throughput_judgement(pick, tput, p99)
+    if p99 == LOWER:
+        return "the change pays: a clearly shorter tail than the baseline at the same load."
+    return (
+        "its tail is not clearly shorter than the baseline's at this load; it wins by "
+        "carrying the target load at all, or by a margin within the noise."
+    )
+
+
+def _baseline_sentence(pick: Pick) -> str:
+    p, verdicts, ref = pick.point, pick.verdicts, pick.baseline
+    if p.variant == BASELINE:
+        return "It is the baseline configuration itself."
+    if not verdicts or ref is None:
+        return "The baseline was not measured at this load, so there is no verdict against it."
+    if not pick.baseline_same_load:
+        return (
+            f"Against the baseline at the same fraction of its own peak (offered "
+            f"{ref.settings.request_rate_per_s or 0:,.0f} against "
+            f"{p.request_rate_per_s or 0:,.0f} req/s): throughput and p99 "
+            f"{verdicts['latency_p99'].phrase()}; the baseline's p99 there was "
+            f"{ref.latency_p99.text(unit='µs')}."
+        )
+    return (
+        f"Against the baseline at the same load ({ref.throughput.median or 0:,.0f} infer/s, "
+        f"p99 {ref.latency_p99.median or 0:,.0f} µs): throughput "
+        f"{verdicts['throughput'].phrase()}, p99 {verdicts['latency_p99'].phrase()}."
+    )
+
+
+def _runner_up_unclear(pick: OperatingPoint, runner: OperatingPoint, verdict: Verdict) -> str:
+    figure, rule = verdict.figure, f"rule: {verdict.method}"
+    ahead = (
+        pick.throughput_infer_per_s >= runner.throughput_infer_per_s
+        if figure == "throughput"
+        else pick.latency_p99_us <= runner.latency_p99_us
+    )
+    if not verdict.has_interval:
+        return (
+            f"Its lead over the runner-up, {_fmt_point(runner)}, is not clear: "
+            f"{figure} {verdict.phrase()} ({rule}); re-measure with more repeats to "
+            "separate them."
+        )
+    if ahead:
+        return (
+            f"Its lead over the runner-up, {_fmt_point(runner)}, is not clear given the "
+            f"noise ({figure} {verdict.phrase()}; {rule}): either is a sound choice; "
+            "re-measure with more repeats to separate them."
+        )
+    return (
+        f"The runner-up, {_fmt_point(runner)}, has the better median, but its lead is "
+        f"not clear given the noise ({figure} {verdict.phrase()}; {rule}): either is a "
+        "sound choice, and the tie-break decided."
+    )
+
+
+def _runner_up_sentence(pick: Pick) -> str:
+    runner, verdict = pick.runner_up, pick.runner_up_verdict
+    if runner is None or verdict is None:
+        return "No other configuration qualified, so there is no runner-up to weigh it against."
+    figure = verdict.figure
+    if verdict.word == NOT_COMPARABLE:
+        return (
+            f"Against the runner-up, {_fmt_point(runner)}, {figure} is {verdict.phrase()}: "
+            "the two were measured under different offered loads, so the lead rests on the "
+            "medians alone."
+        )
+    if verdict.word == (HIGHER if figure == "throughput" else LOWER):
+        return (
+            f"It beats the runner-up, {_fmt_point(runner)}, on {figure}: {verdict.phrase()} "
+            f"(rule: {verdict.method})."
+        )
+    if verdict.word == NO_CLEAR:
+        return _runner_up_unclear(pick.point, runner, verdict)
+    return (
+        f"The runner-up, {_fmt_point(runner)}, is clearly better on {figure} "
+        f"({verdict.phrase()}; rule: {verdict.method}); this pick was tied within the noise "
+        "with the best median point, not with the runner-up."
+    )
+
+
+def _result_sentence(pick: Pick, recs: Recommendations) -> str:
+    """'Action: ... Result: ...' up to the end of the ranking's sentence."""
+    best, budget = pick.point, recs.latency_budget_p99_us
+    overridden = pick.tie_break is not None and pick.tie_break.overridden
+    head = f"Action: serve {_action(best)}. Result: {_result(best)}: "
+    if pick.kind == "throughput-first":
+        near = pick.near_budget
+        lead = "tied within the noise with the highest" if overridden else "the highest"
+        return (
+            head + f"{lead} median throughput "
+            f"of the {n_of(pick.qualifying, 'operating point')} whose p99 stays within the "
+            f"{budget:,.0f} µs budget in every repeat (of {len(recs.eligible)} eligible"
+            + (
+                f"; {near} more had a median p99 within the budget but a repeat above it"
+                if near
+                else ""
+            )
+            + ")."
+        )
+    budget_note = (
+        f"every repeat within the {budget:,.0f} µs budget"
+        if best.within(budget)
+        else f"a repeat above the {budget:,.0f} µs budget"
+    )
+    lead = "tied within the noise with the lowest" if overridden else "the lowest"
+    return (
+        head + f"{lead} median p99 "
+        f"({budget_note}) of the {n_of(pick.qualifying, 'operating point')} whose median "
+        f"throughput carries the target load of {recs.target_load_infer_per_s or 0:,.0f} infer/s."
+    )
+
+
+def justification(pick: Pick, recs: Recommendations) -> str:
+    """The pick's paragraph: action, result, the notes, tie-break, baseline, judgement and
+    runner-up."""
+    note = exclusion_note(recs)
+    note = (f" {note}" if note else "") + _length_note(recs)
+    goal = "throughput" if pick.kind == "throughput-first" else "latency"
+    return (
+        _result_sentence(pick, recs)
+        + note
+        + _tie_sentence(pick.tie_break)
+        + " "
+        + _baseline_sentence(pick)
+        + " Judgement: "
+        + _judgement(pick, goal)
+        + " "
+        + _runner_up_sentence(pick)
+    )
