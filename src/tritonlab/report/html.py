@@ -3,21 +3,31 @@
 One page: the recommendations (when a sweep produced them), the results tables with the range
 of the repeats and verdicts next to the plots, the three-layer explanation of every configuration,
 and the conditions (machine, versions, date, exact commands). Plots are embedded as base64
-data URIs and the CSS is inline, so the file opens anywhere with no network. All text is
-escaped. A tiny inline script records on load how many images decoded
-(``<body data-images-loaded="N/M">``), which the headless-browser test reads.
+data URIs and the CSS is inline, so the file opens anywhere with no network. A tiny inline
+script records on load how many images decoded (``<body data-images-loaded="N/M">``), which the
+headless-browser test reads.
+
+The markup lives in Jinja2 templates under ``templates/``: ``report.html.j2`` is the page and
+lists its sections, one ``section_<anchor>.html.j2`` each, with shared macros in
+``macros.html.j2``. This module only prepares the data they print. Every printed value is
+escaped (``autoescape`` with Python's ``html.escape``); only our own renderers' output is
+``Markup``: the log's markdown (markdown-it, raw HTML disabled), ``inline_markdown`` and the
+CSS file. Inside ``{% spaceless %}`` … ``{% endspaceless %}`` a line break in a template is for
+reading only: next to a tag (``<…>``, ``{% … %}``, ``{# … #}``) it is dropped with the
+indentation around it, elsewhere (between words or values) it becomes one space.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from markdown_it import MarkdownIt
+from markupsafe import Markup
 
 from tritonlab.analysis.explain import Analysis, VariantReport
-from tritonlab.analysis.summary import Summary
 from tritonlab.analysis.verdicts import HIGHER, LOWER, Verdict
 from tritonlab.experiments.store import write_text_atomic
 from tritonlab.paths import PATHS_NOTE, shell_join
@@ -28,9 +38,18 @@ from tritonlab.report.engine_section import (
     noise_floor_lines,
 )
 from tritonlab.report.experiment_log import cost_model_section
-from tritonlab.report.html_parts import esc, figure, inline_markdown, recommendations_section
+from tritonlab.report.html_parts import (
+    TEMPLATES,
+    Figure,
+    RecommendationsView,
+    environment,
+    figure,
+    figures,
+    protocol_name,
+    recommendations_view,
+)
 from tritonlab.report.method_section import count_verdicts, method_lines, robust_blocks
-from tritonlab.report.plot_support import PROTOCOL_NAMES, context_line, load_text
+from tritonlab.report.plot_support import context_line, load_text
 
 if TYPE_CHECKING:
     from tritonlab.client.infer import InferCheck
@@ -39,127 +58,141 @@ if TYPE_CHECKING:
 
 REPORT_FILE = "report.html"
 
-CSS_FILE = Path(__file__).parent / "templates" / "report.css"
-
-SCRIPT = """
-window.addEventListener("load", function () {
-  var images = Array.prototype.slice.call(document.images);
-  var loaded = images.filter(function (i) { return i.complete && i.naturalWidth > 0; });
-  document.body.dataset.imagesLoaded = loaded.length + "/" + images.length;
-});
-"""
+CSS_FILE = TEMPLATES / "report.css"
 
 
-def _num(value: float | None, digits: int = 0) -> str:
-    return "n/a" if value is None else f"{value:,.{digits}f}"
+class VerdictCell(NamedTuple):
+    """A verdict column of the results table: its phrase and CSS class ('', 'good', 'bad')."""
+
+    text: str
+    css: str
 
 
-def _summary_cell(s: Summary, digits: int = 0) -> str:
-    spread = s.range  # min–max of the repeats
-    ci = (
-        f'<span class="ci">{_num(spread[0], digits)}–<wbr>{_num(spread[1], digits)}</span>'
-        if spread
-        else ""
-    )
-    return f'<td class="num">{_num(s.median, digits)}{ci}</td>'
+@dataclass(frozen=True)
+class ResultRow:
+    """One configuration's row: ``verdicts`` is None for the baseline."""
+
+    report: VariantReport
+    verdicts: tuple[VerdictCell, VerdictCell] | None
+    note: str
 
 
-def _verdict_cell(v: Verdict | None, better: str) -> str:
+@dataclass(frozen=True)
+class ResultGroup:
+    """The rows of one load point under its label ('gRPC, batch 1, concurrency 8 (key)')."""
+
+    label: str
+    rows: list[ResultRow]
+
+
+def _verdict_cell(v: Verdict | None, better: str) -> VerdictCell:
     if v is None:
-        return "<td>n/a</td>"
-    css = "" if not v.clear else (' class="good"' if v.word == better else ' class="bad"')
-    return f"<td{css}>{esc(v.phrase())}</td>"
+        return VerdictCell("n/a", "")
+    return VerdictCell(v.phrase(), "" if not v.clear else ("good" if v.word == better else "bad"))
 
 
-def _findings_note(r: VariantReport) -> str:
-    """The row's note without the verdicts (they have their own columns)."""
-    return "; ".join(r.labels) or "–"
-
-
-COLUMNS = (
-    "configuration",
-    "infer/s<br>(min–max)",
-    "avg µs",
-    "p95 µs",
-    "p99 µs<br>(min–max)",
-    "queue µs",
-    "compute infer µs",
-    "mean batch",
-    "server / client cores",
-    "throughput vs baseline",
-    "p99 vs baseline",
-    "notes",
-)
-
-
-def _result_row(r: VariantReport) -> str:
-    s = r.summary
+def _result_row(r: VariantReport) -> ResultRow:
     verdicts = (
-        '<td class="muted">baseline</td><td class="muted">baseline</td>'
+        None
         if r.reference is None
-        else _verdict_cell(r.verdicts.get("throughput"), HIGHER)
-        + _verdict_cell(r.verdicts.get("latency_p99"), LOWER)
+        else (
+            _verdict_cell(r.verdicts.get("throughput"), HIGHER),
+            _verdict_cell(r.verdicts.get("latency_p99"), LOWER),
+        )
     )
-    return (
-        f"<tr><td>{esc(s.variant.description)}</td>"
-        + _summary_cell(s.throughput)
-        + _summary_cell(s.latency_avg)
-        + _summary_cell(s.latency_p95)
-        + _summary_cell(s.latency_p99)
-        + f'<td class="num">{_num(s.queue_us.median)}</td>'
-        + f'<td class="num">{_num(s.compute_infer_us.median)}</td>'
-        + f'<td class="num">{_num(s.mean_batch.median, 1)}</td>'
-        + f'<td class="num">{_num(s.server_cores.median, 2)} / '
-        f"{_num(s.perf_analyzer_cores.median, 2)}</td>"
-        + verdicts
-        + f"<td>{esc(_findings_note(r))}</td></tr>"
-    )
+    return ResultRow(r, verdicts, "; ".join(r.labels) or "–")  # the verdicts have own columns
 
 
-def results_table(analyses: list[Analysis]) -> str:
+def result_groups(analyses: list[Analysis]) -> list[ResultGroup]:
     """The seed's table for every load point: one group of rows per load, baseline first."""
-    head = "<tr>" + "".join(f"<th>{c}</th>" for c in COLUMNS) + "</tr>"
-    body = []
-    for analysis in analyses:
-        first = analysis.reports[0].summary
-        label = f"{load_text([first])} ({analysis.load_key})"
-        body.append(f'<tr class="group"><th colspan="{len(COLUMNS)}">{esc(label)}</th></tr>')
-        body += [_result_row(r) for r in analysis.reports]
-    return (
-        f'<div class="table-wrap"><table><thead>{head}</thead>'
-        f"<tbody>{''.join(body)}</tbody></table></div>"
-    )
+    return [
+        ResultGroup(
+            f"{load_text([a.reports[0].summary])} ({a.load_key})",
+            [_result_row(r) for r in a.reports],
+        )
+        for a in analyses
+    ]
 
 
-def _variant_block(r: VariantReport) -> str:
+@dataclass(frozen=True)
+class Explanation:
+    """One configuration's three layers and the evidence under them."""
+
+    report: VariantReport
+    batches: str  # "size: executions, ..." or "n/a"
+    trials: str  # perf_analyzer windows per repeat, "3, 4, 3"
+
+
+def _explanation(r: VariantReport) -> Explanation:
     s = r.summary
     dist = ", ".join(f"{size}: {count:,}" for size, count in s.batch_distribution.items())
-    trials = ", ".join(str(t) for t in s.trial_counts)
-    evidence = (
-        f"Batch sizes executed (size: executions): {dist or 'n/a'}. Per request in the server: "
-        f"queue {_num(s.queue_us.median)} µs, compute input {_num(s.compute_input_us.median)} "
-        f"µs, infer {_num(s.compute_infer_us.median)} µs, output "
-        f"{_num(s.compute_output_us.median)} µs, overhead {_num(s.overhead_us.median)} µs. "
-        f"Little's law ratio {_num(s.littles_law_ratio, 2)}. perf_analyzer windows per "
-        f"repeat: {trials} ({s.stable_count}/{len(s.cells)} stable)."
-    )
-    return (
-        f'<div class="variant"><h3>{esc(s.variant.description)}</h3><dl class="layers">'
-        f"<dt>Background</dt><dd>{esc(r.background)}</dd>"
-        f"<dt>Action</dt><dd>{esc(r.action)}</dd>"
-        f"<dt>Result and explanation</dt><dd>{esc(r.result)}</dd></dl>"
-        f'<p class="evidence">{esc(evidence)} Config: <code>models/{esc(s.model_name)}/'
-        f"config.pbtxt</code>; raw output: <code>benchmarks/{esc(s.variant.name)}/</code>.</p>"
-        "</div>"
-    )
+    return Explanation(r, dist or "n/a", ", ".join(str(t) for t in s.trial_counts))
 
 
-def _commands(analyses: Iterable[Analysis]) -> list[tuple[str, list[str]]]:
+@dataclass(frozen=True)
+class CheckLine:
+    """One correctness check: a request through Triton against onnxruntime."""
+
+    protocol: str
+    engine: str  # "" for onnxruntime, else " served by <engine>"
+    inputs: str
+    outputs: str
+    max_abs_diff: str
+    tolerance: str
+
+
+@dataclass(frozen=True)
+class Conditions:
+    """The conditions section: (label, value) rows, the checks and the exact commands."""
+
+    items: list[tuple[str, str]]
+    checks: list[CheckLine]
+    server_command: str
+    commands: list[tuple[str, str]]  # (load key, perf_analyzer command of its first cell)
+    paths_note: str
+
+
+@dataclass(frozen=True)
+class MarkdownSection:
+    """A log section rendered by markdown-it: its title and the HTML of its body."""
+
+    title: str
+    body: Markup
+
+
+class Section(NamedTuple):
+    """One section of the page: ``section_<anchor>.html.j2``, linked as ``title``."""
+
+    anchor: str
+    title: str
+
+
+@dataclass(frozen=True)
+class Page:
+    """Everything ``report.html.j2`` prints."""
+
+    model: str
+    context: str
+    css: Markup
+    sections: list[Section]
+    recommendations: RecommendationsView | None
+    results: list[ResultGroup]
+    overview: Figure | None
+    time_figures: list[Figure]
+    sweep_figures: list[Figure]
+    explanations: list[tuple[str, list[Explanation]]]  # (load key or "", its configurations)
+    efficiency: MarkdownSection | None
+    cost_model: MarkdownSection
+    conditions: Conditions
+    method: list[str]
+
+
+def _commands(analyses: Iterable[Analysis]) -> list[tuple[str, str]]:
     out = []
     for analysis in analyses:
         for r in analysis.reports[:1]:
             if r.summary.cells:
-                out.append((analysis.load_key, list(r.summary.cells[0].perf.command)))
+                out.append((analysis.load_key, shell_join(r.summary.cells[0].perf.command)))
     return out
 
 
@@ -167,64 +200,53 @@ def _shapes(shapes: dict[str, list[int]]) -> str:
     return ", ".join(f"{name} [{', '.join(str(d) for d in dims)}]" for name, dims in shapes.items())
 
 
-def _markdown_section(anchor: str, lines: list[str]) -> str:
+def markdown_section(lines: list[str]) -> MarkdownSection:
     """A log section (title first) rendered by markdown-it with raw HTML disabled (all text
     escaped), so the page and the log say the same thing."""
     renderer = MarkdownIt("commonmark", {"html": False}).enable("table")
     body = renderer.render("\n".join(lines[2:]))  # without its "## " title
-    return (
-        f'<section id="{anchor}"><h2>{esc(lines[0].removeprefix("## "))}</h2>'
-        f'<div class="markdown">{body}</div></section>'
-    )
+    return MarkdownSection(lines[0].removeprefix("## "), Markup(body))
 
 
-def cost_model_html(run: RunData) -> str:
+def cost_model_html(run: RunData) -> MarkdownSection:
     """The log's "Serving cost model" section (terms, predicted against measured, misses)."""
-    return _markdown_section("cost-model", cost_model_section(run.cost_model, run.predictions))
+    return markdown_section(cost_model_section(run.cost_model, run.predictions))
 
 
-def efficiency_html(run: RunData) -> str:
-    """The log's "Serving efficiency" section, or nothing without in-process ceilings."""
+def efficiency_html(run: RunData) -> MarkdownSection | None:
+    """The log's "Serving efficiency" section, or None without in-process ceilings."""
     lines = efficiency_section(run.efficiencies, run.summaries)
-    return _markdown_section("efficiency", lines) if lines else ""
+    return markdown_section(lines) if lines else None
 
 
-def conditions_section(
-    manifest: Manifest, analyses: list[Analysis], checks: list[InferCheck]
-) -> str:
+def _condition_items(manifest: Manifest, analyses: list[Analysis]) -> list[tuple[str, str]]:
     model, machine, plan = manifest.model, manifest.machine, manifest.plan
-    packages = manifest.packages
-    server, tool = manifest.server, manifest.tool
-    m = plan.measurement
+    server, tool, m = manifest.server, manifest.tool, plan.measurement
     inputs = "; ".join(
         f"{i.name} {i.triton_dtype.removeprefix('TYPE_')} "
         f"[{', '.join(['batch', *[str(d) for d in i.dims]])}]"
         for i in model.inputs
     )
-    summaries = [r.summary for a in analyses for r in a.reports]
     items = [
         (
             "Model",
             f"{model.name} from {model.onnx_file} (opset {model.opset}, sha256 "
             f"{model.sha256[:12]}); inputs: {inputs}",
-        ),
-        *(
-            [
-                (
-                    "Data sent",
-                    "; ".join(manifest.inputs.describe())
-                    + (
-                        f"; shapes: {manifest.inputs.dims_note}"
-                        if manifest.inputs.dims_note
-                        else ""
-                    )
-                    + ("" if manifest.inputs.batched else "; no batch axis (max_batch_size 0)"),
-                )
-            ]
-            if manifest.inputs is not None
-            else []
-        ),
-        *(("Configurations", note) for note in manifest.plan.notes),
+        )
+    ]
+    if manifest.inputs is not None:
+        data = manifest.inputs
+        items.append(
+            (
+                "Data sent",
+                "; ".join(data.describe())
+                + (f"; shapes: {data.dims_note}" if data.dims_note else "")
+                + ("" if data.batched else "; no batch axis (max_batch_size 0)"),
+            )
+        )
+    items += [("Configurations", note) for note in plan.notes]
+    summaries = [r.summary for a in analyses for r in a.reports]
+    items += [
         ("Load", f"{load_text(summaries)}; perf_analyzer on the same machine"),
         (
             "Measurement",
@@ -242,33 +264,35 @@ def conditions_section(
             "Software",
             f"Triton {server.version} ({server.source}), perf_analyzer "
             f"{manifest.perf_analyzer.version}, "
-            + ", ".join(f"{k} {v}" for k, v in sorted(packages.items()))
+            + ", ".join(f"{k} {v}" for k, v in sorted(manifest.packages.items()))
             + f", tritonlab {tool.version} (commit {tool.commit or 'unknown'})",
         ),
         ("Date (UTC)", manifest.created_utc),
     ]
-    rows = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items)
-    commands = "".join(
-        f"<h3>perf_analyzer, load {esc(key)} (first cell)</h3><pre>{esc(shell_join(cmd))}</pre>"
-        for key, cmd in _commands(analyses)
-    )
-    server_cmd = shell_join(server.command) if server.command else "(remote server)"
-    check_items = "".join(
-        f"<li>{esc(PROTOCOL_NAMES.get(c.protocol, c.protocol))}"
-        f"{'' if c.engine == 'onnxruntime' else esc(' served by ' + c.engine)}: one request "
-        f"{esc(_shapes(c.input_shapes))} → {esc(_shapes(c.output_shapes))}; max abs diff "
-        f"against onnxruntime {c.max_abs_diff:.3g} (tolerance {c.tolerance_abs:g})</li>"
-        for c in checks
-    )
-    return (
-        '<section id="conditions"><h2>Conditions</h2>'
-        f'<dl class="layers">{rows}</dl>'
-        + (f"<h3>Correctness check</h3><ul>{check_items}</ul>" if check_items else "")
-        + f"<h3>Server command</h3><pre>{esc(server_cmd)}</pre>"
-        + commands
-        + f"<p>{inline_markdown(PATHS_NOTE)}</p>"
-        + "<p>Rebuild this page, the plots and the experiment log from the stored results: "
-        "<code>tritonlab report &lt;this folder&gt;</code>.</p></section>"
+    return items
+
+
+def conditions(
+    manifest: Manifest, analyses: list[Analysis], checks: list[InferCheck]
+) -> Conditions:
+    """Machine, versions, date, the correctness checks and the exact commands of the run."""
+    server = manifest.server
+    return Conditions(
+        _condition_items(manifest, analyses),
+        [
+            CheckLine(
+                protocol_name(c.protocol),
+                "" if c.engine == "onnxruntime" else f" served by {c.engine}",
+                _shapes(c.input_shapes),
+                _shapes(c.output_shapes),
+                f"{c.max_abs_diff:.3g}",
+                f"{c.tolerance_abs:g}",
+            )
+            for c in checks
+        ],
+        shell_join(server.command) if server.command else "(remote server)",
+        _commands(analyses),
+        PATHS_NOTE,
     )
 
 
@@ -278,97 +302,88 @@ def _load_rank(analysis: Analysis) -> tuple[bool, bool, int, float]:
     return (st.request_rate_per_s is not None, st.protocol != "grpc", st.batch_size, level or 0)
 
 
-def render_html_report(run: RunData, plots: dict[str, Path]) -> str:
-    """The whole page as one string (a pure function of its arguments and the PNG bytes)."""
-    manifest, recommendations = run.manifest, run.recommendations
-    model = manifest.model.name
-    analyses = sorted(run.analyses, key=_load_rank)  # closed loop, gRPC first, by level
-    summaries = [r.summary for a in analyses for r in a.reports]
-    sections: list[str] = []
-    nav = []
-    if recommendations is not None:
-        sections.append(recommendations_section(recommendations, plots))
-        nav.append(("recommendations", "Recommendations"))
-    sections.append(
-        '<section id="results"><h2>Results</h2>'
-        + results_table(analyses)
-        + "<p class='evidence'>Medians over the repeats; small grey figures are the "
-        "range of the repeats (min–max); verdicts carry the 95% interval of the change. "
-        "Latencies are client-side; queue and compute are per request in the server. "
-        "Verdicts are against the baseline at the same load.</p></section>"
-    )
-    nav.append(("results", "Results"))
-    if recommendations is None:
-        sections.append(
-            '<section id="overview"><h2>Throughput against latency</h2>'
-            + figure("throughput_vs_p99", plots, "throughput against p99 latency")
-            + "</section>"
-        )
-        nav.append(("overview", "Throughput vs p99"))
-    where = [
-        figure("latency_breakdown", plots, "latency breakdown per configuration"),
-        figure("batch_sizes", plots, "batch sizes formed by Triton"),
-        figure("roofline", plots, "roofline of the hot operators and served executions"),
-    ]
-    sections.append(
-        '<section id="time"><h2>Where the time goes</h2>' + "".join(where) + "</section>"
-    )
-    nav.append(("time", "Where the time goes"))
-    sweeps = [
-        figure("concurrency_curves", plots, "throughput and p99 against concurrency"),
-        figure("p99_vs_queue_delay", plots, "p99 against max_queue_delay_microseconds"),
-        figure("http_vs_grpc", plots, "HTTP against gRPC"),
-    ]
-    if any(sweeps):
-        sections.append('<section id="sweeps"><h2>Sweeps</h2>' + "".join(sweeps) + "</section>")
-        nav.append(("sweeps", "Sweeps"))
-    explained = "".join(
-        (f"<h3>Load {esc(a.load_key)}</h3>" if len(analyses) > 1 else "")
-        + "".join(_variant_block(r) for r in a.reports)
-        for a in analyses
-    )
-    sections.append(
-        '<section id="explanations"><h2>What each change did, and why</h2>'
-        + explained
-        + "</section>"
-    )
-    nav.append(("explanations", "Explanations"))
-    if run.efficiencies:
-        sections.append(efficiency_html(run))
-        nav.append(("efficiency", "Serving efficiency"))
-    sections.append(cost_model_html(run))
-    nav.append(("cost-model", "Cost model"))
-    sections.append(conditions_section(manifest, analyses, run.infer_checks))
-    nav.append(("conditions", "Conditions"))
-    method = "".join(
-        f"<li>{inline_markdown(line[2:])}</li>"
-        for line in method_lines(
+def _method(run: RunData, analyses: list[Analysis]) -> list[str]:
+    lines = (
+        method_lines(
             count_verdicts(analyses),
-            manifest.adaptive is not None,
+            run.manifest.adaptive is not None,
             robust_blocks(analyses),
             bool(run.stopping and run.stopping.get("precision")),
         )
         + engine_lines(run.engine, run.stopping, run.cells)
         + noise_floor_lines(run.noise_floors)
         + interference_lines(run.cells)
-        if line.startswith("- ")
     )
-    sections.append(f'<section id="method"><h2>Method</h2><ul>{method}</ul></section>')
-    nav.append(("method", "Method"))
-    links = "".join(f'<a href="#{a}">{esc(t)}</a>' for a, t in nav if t)
-    return (
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{esc(model)} on Triton: experiment report</title>\n"
-        f"<style>\n{CSS_FILE.read_text(encoding='utf-8')}</style>\n</head>\n<body>\n"
-        f"<header><h1>{esc(model)} on NVIDIA Triton: experiment report</h1>"
-        f"<p>{esc(context_line(manifest, summaries))}</p></header>\n"
-        f"<nav>{links}</nav>\n<main>\n" + "\n".join(sections) + "\n</main>\n"
-        f"<script>{SCRIPT}</script>\n</body>\n</html>\n"
+    return [line[2:] for line in lines if line.startswith("- ")]
+
+
+def _sections(page: Page, efficiencies: bool) -> list[Section]:
+    """The page's sections in order, those with nothing to show left out."""
+    shown = [
+        (page.recommendations is not None, "recommendations", "Recommendations"),
+        (True, "results", "Results"),
+        (page.recommendations is None, "overview", "Throughput vs p99"),
+        (True, "time", "Where the time goes"),
+        (bool(page.sweep_figures), "sweeps", "Sweeps"),
+        (True, "explanations", "Explanations"),
+        (efficiencies, "efficiency", "Serving efficiency"),
+        (True, "cost-model", "Cost model"),
+        (True, "conditions", "Conditions"),
+        (True, "method", "Method"),
+    ]
+    return [Section(anchor, title) for show, anchor, title in shown if show]
+
+
+def html_page(run: RunData, plots: dict[str, Path]) -> Page:
+    """The data of the page, from ``run`` and the written plots."""
+    manifest, recommendations = run.manifest, run.recommendations
+    analyses = sorted(run.analyses, key=_load_rank)  # closed loop, gRPC first, by level
+    many = len(analyses) > 1
+    page = Page(
+        model=manifest.model.name,
+        context=context_line(manifest, [r.summary for a in analyses for r in a.reports]),
+        css=Markup(CSS_FILE.read_text(encoding="utf-8")),  # our own file
+        sections=[],
+        recommendations=(
+            recommendations_view(recommendations, plots) if recommendations is not None else None
+        ),
+        results=result_groups(analyses),
+        overview=figure("throughput_vs_p99", plots, "throughput against p99 latency"),
+        time_figures=figures(
+            plots,
+            {
+                "latency_breakdown": "latency breakdown per configuration",
+                "batch_sizes": "batch sizes formed by Triton",
+                "roofline": "roofline of the hot operators and served executions",
+            },
+        ),
+        sweep_figures=figures(
+            plots,
+            {
+                "concurrency_curves": "throughput and p99 against concurrency",
+                "p99_vs_queue_delay": "p99 against max_queue_delay_microseconds",
+                "http_vs_grpc": "HTTP against gRPC",
+            },
+        ),
+        explanations=[
+            (a.load_key if many else "", [_explanation(r) for r in a.reports]) for a in analyses
+        ],
+        efficiency=efficiency_html(run) if run.efficiencies else None,
+        cost_model=cost_model_html(run),
+        conditions=conditions(manifest, analyses, run.infer_checks),
+        method=_method(run, analyses),
     )
+    page.sections.extend(_sections(page, bool(run.efficiencies)))
+    return page
+
+
+def render_html_report(run: RunData, plots: dict[str, Path]) -> str:
+    """The whole page as one string (a pure function of its arguments and the PNG bytes)."""
+    return environment().get_template("report.html.j2").render(page=html_page(run, plots))
 
 
 def write_html_report(run: RunData, plots: dict[str, Path]) -> Path:
+    """Write ``report.html`` into the run folder; returns its path."""
     path = run.paths.root / REPORT_FILE
     write_text_atomic(path, render_html_report(run, plots))
     return path

@@ -1,13 +1,19 @@
-"""Pieces of the HTML report (``html.py``): escaping, the plots embedded as data URIs with
-their captions, and the sweep's recommendations (picks, Pareto frontier, knees)."""
+"""Pieces of the HTML report (``html.py``): the Jinja2 environment of its templates, the plots
+as data URIs with their captions, the log's inline markup, and the sweep's recommendations."""
 
 from __future__ import annotations
 
 import base64
 import html
 import re
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import jinja2
+from jinja2.ext import Extension
+from markupsafe import Markup
 
 from tritonlab.analysis.config_key import ConfigKey
 from tritonlab.report.plot_support import PROTOCOL_NAMES
@@ -35,121 +41,176 @@ CAPTIONS = {
     "Triton's compute time) against this machine's measured bandwidth and GEMM ceilings.",
 }
 
+TEMPLATES = Path(__file__).parent / "templates"
 _CODE = re.compile(r"`([^`]+)`")
 _BOLD = re.compile(r"\*\*([^*]+)\*\*")
 
 
 def esc(text: object) -> str:
+    """``text`` as HTML text: Python's ``html.escape`` (quotes as ``&quot;`` and ``&#x27;``)."""
     return html.escape(str(text), quote=True)
 
 
-def inline_markdown(text: str) -> str:
+def inline_markdown(text: str) -> Markup:
     """Escape ``text``, then turn `code` and **bold** into tags (the log's only markup)."""
     out = _CODE.sub(r"<code>\1</code>", esc(text))
-    return _BOLD.sub(r"<strong>\1</strong>", out)
+    return Markup(_BOLD.sub(r"<strong>\1</strong>", out))  # escaped above
 
 
-def figure(name: str, plots: dict[str, Path], alt: str) -> str:
+def num(value: float | None, digits: int = 0) -> str:
+    """A figure with thousands separators and ``digits`` decimals, or 'n/a' for None."""
+    return "n/a" if value is None else f"{value:,.{digits}f}"
+
+
+def protocol_name(protocol: str) -> str:
+    """'grpc' -> 'gRPC', 'http' -> 'HTTP' (other names unchanged)."""
+    return PROTOCOL_NAMES.get(protocol, protocol)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One plot embedded in the page: ``data`` is the PNG in base64 (ASCII, nothing to escape)."""
+
+    name: str
+    data: str
+    alt: str
+    caption: str
+    file: str
+
+
+def figure(name: str, plots: dict[str, Path], alt: str) -> Figure | None:
+    """The plot ``name`` as a Figure with its caption, or None when it was not drawn."""
     path = plots.get(name)
     if path is None:
-        return ""
+        return None
     data = base64.b64encode(path.read_bytes()).decode("ascii")
-    caption = CAPTIONS.get(name, "")
-    return (
-        f'<figure id="plot-{esc(name)}"><img src="data:image/png;base64,{data}" '
-        f'alt="{esc(alt)}"><figcaption>{esc(caption)} File: <code>plots/{esc(path.name)}'
-        "</code></figcaption></figure>"
-    )
+    return Figure(name, data, alt, CAPTIONS.get(name, ""), path.name)
 
 
-def _pick_card(pick: Pick, recs: Recommendations) -> str:
+def figures(plots: dict[str, Path], wanted: dict[str, str]) -> list[Figure]:
+    """The drawn plots among ``wanted`` (name -> alt text), in that order."""
+    found = (figure(name, plots, alt) for name, alt in wanted.items())
+    return [f for f in found if f is not None]
+
+
+@dataclass(frozen=True)
+class KeyValueTable:
+    """A two-column table, one configuration a row: (label, value) with the value in words."""
+
+    title: str
+    unit: str
+    rows: list[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class RecommendationsView:
+    """What the recommendations section shows (``section_recommendations.html.j2``)."""
+
+    recs: Recommendations
+    summary_line: str  # the sweep in one sentence (report/recommend_summary_text.py)
+    target: str  # ", target load N infer/s" or ""
+    picks: list[tuple[Pick, str]]  # each pick with its justification
+    figure: Figure | None
+    tables: list[KeyValueTable]
+
+
+def pick_load(pick: Pick) -> str:
+    """The pick's load in words: 'N req/s Poisson' or 'concurrency N'."""
     p = pick.point
-    load = (
-        f"{p.request_rate_per_s:g} req/s Poisson"
-        if p.request_rate_per_s is not None
-        else f"concurrency {p.concurrency}"
-    )
-    verdicts = "".join(
-        f"<li>{esc(v.figure)}: {esc(v.phrase())} <span class='evidence'>({esc(v.method)})"
-        "</span></li>"
-        for v in pick.verdicts.values()
-    )
-    return (
-        f'<div class="card"><h3>{esc(pick.kind)}: {esc(p.description)}</h3>'
-        f"<p>{esc(PROTOCOL_NAMES.get(p.protocol, p.protocol))}, client batch {p.batch_size}, "
-        f"{esc(load)}: <strong>{p.throughput_infer_per_s:,.0f} infer/s</strong>, "
-        f"p99 <strong>{p.latency_p99_us:,.0f} µs</strong> (medians; worst repeat's p99 "
-        f"{p.worst_p99_us:,.0f} µs).</p>"
-        f"<p>{esc(justification(pick, recs))}</p>"
-        + (f"<ul>{verdicts}</ul>" if verdicts else "")
-        + "</div>"
-    )
+    if p.request_rate_per_s is not None:
+        return f"{p.request_rate_per_s:g} req/s Poisson"
+    return f"concurrency {p.concurrency}"
 
 
 def _curve_label(key: ConfigKey, descriptions: dict[str, str]) -> str:
     """A configuration in words: 'baseline (...) · gRPC, batch 1'."""
     name = descriptions.get(key.variant, key.variant)
-    return f"{name} · {PROTOCOL_NAMES.get(key.protocol, key.protocol)}, batch {key.batch_size}"
+    return f"{name} · {protocol_name(key.protocol)}, batch {key.batch_size}"
 
 
-def _key_value_table(
+def _table(
     title: str, unit: str, values: dict[ConfigKey, float], descriptions: dict[str, str]
-) -> str:
-    if not values:
-        return ""
-    rows = "".join(
-        f'<tr><td>{esc(_curve_label(k, descriptions))}</td><td class="num">{v:,.0f}</td></tr>'
-        for k, v in values.items()
-    )
-    return (
-        f"<h3>{esc(title)}</h3><div class='table-wrap'><table class='compact'><thead><tr>"
-        f"<th>configuration</th><th>{esc(unit)}</th></tr></thead><tbody>{rows}</tbody></table>"
-        "</div>"
-    )
+) -> list[KeyValueTable]:
+    rows = [(_curve_label(k, descriptions), num(v)) for k, v in values.items()]
+    return [KeyValueTable(title, unit, rows)] if rows else []
 
 
-def recommendations_section(recs: Recommendations, plots: dict[str, Path]) -> str:
+def recommendations_view(recs: Recommendations, plots: dict[str, Path]) -> RecommendationsView:
+    """The sweep's picks, Pareto frontier, knees and highest rates for the template."""
     target = (
         f", target load {recs.target_load_infer_per_s:,.0f} infer/s"
         if recs.target_load_infer_per_s is not None
         else ""
     )
-    cards = [
-        _pick_card(p, recs) for p in (recs.throughput_pick, recs.latency_pick) if p is not None
-    ]
     descriptions = {p.variant: p.description for p in recs.points}
-    frontier = "".join(
-        f"<tr><td>{esc(p.description)}</td><td>{esc(p.load_key)}</td>"
-        f'<td class="num">{p.throughput_infer_per_s:,.0f}</td>'
-        f'<td class="num">{p.latency_p99_us:,.0f}</td></tr>'
-        for p in recs.frontier
+    tables = _table(
+        "Knee of each concurrency curve",
+        "concurrency",
+        {k: float(v) for k, v in recs.knees.items()},
+        descriptions,
+    ) + _table(
+        "Highest request rate within the p99 budget (open loop)",
+        "req/s",
+        recs.max_rate_within_budget,
+        descriptions,
     )
-    return (
-        '<section id="recommendations"><h2>Recommendations</h2>'
-        f'<p class="summary-line">{esc(summary_line(recs))}</p>'
-        f"<p>Latency budget: p99 ≤ {recs.latency_budget_p99_us:,.0f} µs{esc(target)}; "
-        f"{len(recs.points)} operating points measured, {len(recs.frontier)} on the Pareto "
-        "frontier.</p>"
-        + (f'<div class="cards">{"".join(cards)}</div>' if cards else "")
-        + figure("throughput_vs_p99", plots, "throughput against p99 latency, picks marked")
-        + (
-            "<h3>Pareto frontier</h3><div class='table-wrap'><table class='compact'><thead><tr>"
-            "<th>configuration</th><th>load</th><th>infer/s</th><th>p99 µs</th></tr></thead>"
-            f"<tbody>{frontier}</tbody></table></div>"
-            if frontier
-            else ""
-        )
-        + _key_value_table(
-            "Knee of each concurrency curve",
-            "concurrency",
-            {k: float(v) for k, v in recs.knees.items()},
-            descriptions,
-        )
-        + _key_value_table(
-            "Highest request rate within the p99 budget (open loop)",
-            "req/s",
-            recs.max_rate_within_budget,
-            descriptions,
-        )
-        + "</section>"
+    return RecommendationsView(
+        recs,
+        summary_line(recs),
+        target,
+        [
+            (p, justification(p, recs))
+            for p in (recs.throughput_pick, recs.latency_pick)
+            if p is not None
+        ],
+        figure("throughput_vs_p99", plots, "throughput against p99 latency, picks marked"),
+        tables,
     )
+
+
+_SPACELESS = re.compile(r"{%-?\s*spaceless\s*-?%}(.*?){%-?\s*endspaceless\s*-?%}", re.S)
+_BREAK = re.compile(r"\s*\n\s*")
+
+
+def _join_break(m: re.Match[str]) -> str:
+    s = m.string
+    tight = (
+        m.start() == 0
+        or m.end() == len(s)
+        or s.endswith((">", "%}", "#}"), 0, m.start())
+        or s.startswith(("<", "{%", "{#"), m.end())
+    )
+    return "" if tight else " "
+
+
+class Spaceless(Extension):
+    """``{% spaceless %}…{% endspaceless %}``: the template's line breaks there are layout only
+    (rules: html.py's docstring); applied to the template source when it is loaded."""
+
+    def preprocess(self, source: str, name: str | None, filename: str | None = None) -> str:
+        """``source`` with each spaceless region joined into one line and its markers removed."""
+        return _SPACELESS.sub(lambda m: _BREAK.sub(_join_break, m.group(1)), source)
+
+
+def _escaped(value: object) -> object:
+    # Python's html.escape rather than markupsafe's flavour (&#34; &#39;): the same in a browser,
+    # and the reports written before the templates stay byte-identical.
+    return value if hasattr(value, "__html__") else Markup(esc(value))
+
+
+@cache
+def environment() -> jinja2.Environment:
+    """The Jinja2 environment of the report's templates (autoescaping, strict undefined)."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        finalize=_escaped,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+        extensions=[Spaceless],
+    )
+    env.filters.update(num=num, protocol=protocol_name, inline_markdown=inline_markdown)
+    env.globals.update(pick_load=pick_load)
+    return env

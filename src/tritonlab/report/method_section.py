@@ -44,6 +44,7 @@ def robust_blocks(analyses: list[Analysis]) -> bool:
 def method_lines(
     verdicts: int = 0, adaptive: bool = False, robust: bool = False, precision: bool = False
 ) -> list[str]:
+    """The log's "Method" section as markdown lines: statistics, verdicts and rules."""
     level = f"{CONFIDENCE:.0%}"
     interval = (
         f"the Hodges-Lehmann estimate (the median of the pairwise means of the log-ratios) "
@@ -109,6 +110,8 @@ def method_lines(
 def adaptive_lines(
     manifest: Manifest, rounds: list[dict[str, Any]], stopping: dict[str, Any] | None = None
 ) -> list[str]:
+    """Markdown bullets on the adaptive repeats: rounds planned, each extra round and why it ran
+    (or why none did); [] without adaptive repeats."""
     adaptive = manifest.adaptive
     if adaptive is None:
         return []

@@ -10,6 +10,7 @@ from tritonlab.experiments.store import CellResult
 
 
 def nodes_section(nodes: tuple[dict[str, Any], ...], cells: list[CellResult]) -> list[str]:
+    """The log's "Where the cells ran" section as markdown lines; [] for a local run."""
     if not nodes:
         return []
     by_node: dict[str, list[CellResult]] = defaultdict(list)

@@ -69,9 +69,11 @@ class PlotData:
 
     @classmethod
     def of(cls, run: RunData) -> PlotData:
+        """The plot data of a loaded run folder."""
         return cls(run.manifest, run.summaries, run.recommendations, run.operators)
 
     def variant_index(self, variant_name: str) -> int:
+        """The variant's position in plan order (past the end when it is unknown)."""
         names = list(dict.fromkeys(s.variant.name for s in self.summaries))
         return names.index(variant_name) if variant_name in names else len(names)
 
@@ -125,6 +127,7 @@ def context_line(manifest: Manifest, summaries: Iterable[VariantSummary]) -> str
 
 
 def has_figures(s: VariantSummary) -> bool:
+    """Whether the summary has a median throughput and p99 to plot."""
     return s.throughput.median is not None and s.latency_p99.median is not None
 
 
@@ -183,6 +186,7 @@ def per_configuration_rows(
 
 
 def row_label(s: VariantSummary, rows: list[VariantSummary]) -> str:
+    """A row's label: the description, plus protocol, batch and load when rows differ in load."""
     if len({r.load_key for r in rows}) == 1:
         return s.variant.description
     proto = PROTOCOL_NAMES[s.settings.protocol]
@@ -204,6 +208,7 @@ def curves(
 
 @contextmanager
 def new_figure(width_in: float, height_in: float) -> Iterator[Figure]:
+    """A matplotlib Figure ``width_in`` x ``height_in`` inches at the fixed dpi and style."""
     import matplotlib
     from matplotlib.figure import Figure
 

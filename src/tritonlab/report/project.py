@@ -178,6 +178,7 @@ def export_script_user(onnx_source: Path, model_name: str, run_dir: Path | None 
 
 
 def client_script(model_name: str) -> str:
+    """``client/infer_client.py`` for the run folder: the template, ``model_name`` as a literal."""
     return (
         (TEMPLATES / "infer_client.py")
         .read_text()
@@ -186,6 +187,7 @@ def client_script(model_name: str) -> str:
 
 
 def project_readme(run: RunData) -> str:
+    """The run folder's ``README.md`` as markdown text: what was measured and how to rerun it."""
     manifest, analyses = run.manifest, run.analyses
     model = manifest.model.name
     machine = manifest.machine

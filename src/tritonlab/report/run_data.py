@@ -58,58 +58,72 @@ class RunPaths:
 
     @property
     def results(self) -> Path:
+        """The folder of measured results: ``results/``."""
         return self.root / RESULTS_DIR
 
     @property
     def cells(self) -> Path:
+        """One JSON file per measured cell: ``results/cells/``."""
         return self.results / CELLS_DIR
 
     @property
     def manifest(self) -> Path:
+        """What the run was and where: ``results/manifest.json``."""
         return self.results / MANIFEST_FILE
 
     @property
     def infer_check(self) -> Path:
+        """The correctness checks against onnxruntime: ``results/infer_check.json``."""
         return self.results / INFER_CHECK_FILE
 
     @property
     def operators(self) -> Path:
+        """onnxruntime's per-operator timings (the roofline's data): ``results/operators.json``."""
         return self.results / OPERATORS_FILE
 
     @property
     def adaptive(self) -> Path:
+        """The adaptive repeats' rounds: ``results/adaptive.json``."""
         return self.results / ADAPTIVE_FILE
 
     @property
     def summary(self) -> Path:
+        """The analyses the report wrote: ``results/summary.json``."""
         return self.results / SUMMARY_FILE
 
     @property
     def cost_model(self) -> Path:
+        """The fitted serving cost model and its predictions: ``results/cost_model.json``."""
         return self.results / COST_MODEL_FILE
 
     @property
     def recommendations(self) -> Path:
+        """A sweep's picks and Pareto frontier: ``results/recommendations.json``."""
         return self.results / RECOMMENDATIONS_FILE
 
     @property
     def docs(self) -> Path:
+        """The folder of written documents: ``docs/``."""
         return self.root / "docs"
 
     @property
     def experiment_log(self) -> Path:
+        """The experiment log in markdown: ``docs/experiment_log.md``."""
         return self.docs / "experiment_log.md"
 
     @property
     def plots(self) -> Path:
+        """The folder of PNG plots: ``plots/``."""
         return self.root / PLOTS_DIR
 
     @property
     def html_report(self) -> Path:
+        """The self-contained HTML page: ``report.html``."""
         return self.root / "report.html"
 
     @property
     def readme(self) -> Path:
+        """The run folder's ``README.md``."""
         return self.root / "README.md"
 
 
@@ -136,6 +150,7 @@ class RunData:
 
     @property
     def summaries(self) -> list[VariantSummary]:
+        """Every configuration at every load, in analysis order (one VariantSummary each)."""
         return [r.summary for a in self.analyses for r in a.reports]
 
 
