@@ -9,14 +9,19 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tritonlab.experiments.interference import Interference
 from tritonlab.perf.runner import PerfRun
+from tritonlab.records import Record, RecordError
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.server.stats import ServerStatsDelta
+
+R = TypeVar("R", bound=Record)
+T = TypeVar("T")
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -70,6 +75,36 @@ def read_json(path: Path, default: Any = None) -> Any:
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write ``data`` as indented, key-sorted JSON through a temporary file and a rename."""
     write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def load_record(path: Path, record: type[R], default: R | None = None) -> R | None:
+    """The results file at ``path`` read into ``record`` (``default`` when absent); a damaged
+    file, or one that does not fit the record, is a one-line ``ResultFileError`` naming it."""
+    data = read_result(path)
+    if data is None:
+        return default
+    return _parsed(path, lambda: record.from_dict(data))
+
+
+def load_records(path: Path, record: type[R]) -> list[R]:
+    """A results file holding a list (``write_result`` of a list) read into ``record``s; an
+    absent file is an empty list, a damaged one a one-line ``ResultFileError`` naming it."""
+    data = read_result(path, default=[])
+    if not isinstance(data, list):
+        data = [data]  # lets the record's own check name what is wrong
+    return _parsed(path, lambda: [record.from_dict(item) for item in data])
+
+
+def _parsed(path: Path, parse: Callable[[], T]) -> T:
+    try:
+        return parse()
+    except RecordError as exc:
+        from tritonlab.errors import ResultFileError
+
+        raise ResultFileError(
+            f"{path} does not hold what tritonlab wrote there ({exc}); restore it or delete it "
+            "(a re-run measures or derives what it held again)"
+        ) from exc
 
 
 def write_result(path: Path, payload: dict[str, Any] | list[Any]) -> None:
