@@ -93,3 +93,14 @@ def test_the_plan_file_page_shows_every_knob() -> None:
     page = (Path(__file__).resolve().parents[2] / "docs" / "sweeps.md").read_text()
     for knob in KNOBS:
         assert f"  {knob.plan_name}: " in page, knob.plan_name
+
+
+def test_a_delay_sweep_groups_by_every_knob_but_batching_and_the_delay() -> None:
+    from tritonlab.report.load_plots import FAMILY_FIELDS, OFF_FIELDS
+
+    assert set(FAMILY_FIELDS) == set(CONFIG_FIELDS) - {
+        "dynamic_batching",
+        "max_queue_delay_us",
+        "extra_parameters",
+    }
+    assert "preferred_batch_sizes" not in OFF_FIELDS and "instance_count" in OFF_FIELDS

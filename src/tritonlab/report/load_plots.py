@@ -30,6 +30,7 @@ from tritonlab.report.plot_support import (
     save_png,
     variant_legend,
 )
+from tritonlab.repository.knobs import BATCHER_FIELDS, KNOBS
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -222,16 +223,15 @@ def plot_concurrency_curves(data: PlotData, path: Path) -> Path | None:
         return save_png(fig, path, "Throughput and p99 against concurrency", data, closed)
 
 
-def _knobs(s: VariantSummary) -> tuple[Any, ...]:
-    """Every batching setting but the delay."""
-    v = s.variant
-    return (
-        v.instance_count,
-        v.instance_kind,
-        v.max_batch_size,
-        v.preferred_batch_sizes,
-        v.intra_op_threads,
-    )
+# What a delay sweep's variants share (the knob table's plot family: all but batching and the
+# delay), and what its "no batching" level shares with them (not the batcher's settings).
+FAMILY_FIELDS = tuple(k.field for k in KNOBS if k.plot_family)
+OFF_FIELDS = tuple(f for f in FAMILY_FIELDS if f not in BATCHER_FIELDS and f != "max_batch_size")
+
+
+def _knobs(s: VariantSummary, fields: tuple[str, ...] = FAMILY_FIELDS) -> tuple[Any, ...]:
+    """The variant's values of ``fields`` (by default every knob but batching and the delay)."""
+    return tuple(getattr(s.variant, f) for f in fields)
 
 
 def plot_p99_vs_queue_delay(data: PlotData, path: Path) -> Path | None:
@@ -249,14 +249,13 @@ def plot_p99_vs_queue_delay(data: PlotData, path: Path) -> Path | None:
     family, delays = max(families.items(), key=lambda item: len(item[1]))
     if len(delays) < 2:
         return None
-    count, kind, max_batch, preferred, threads = family
+    shared = dict(zip(FAMILY_FIELDS, family, strict=True))
     off = [
         s
         for s in data.summaries
         if not s.variant.dynamic_batching
         and has_figures(s)
-        and (s.variant.instance_count, s.variant.instance_kind, s.variant.intra_op_threads)
-        == (count, kind, threads)
+        and _knobs(s, OFF_FIELDS) == tuple(shared[f] for f in OFF_FIELDS)
     ]
     ticks = (["no batching"] if off else []) + [f"{d:g}" for d in sorted(delays)]
     position = {d: i + (1 if off else 0) for i, d in enumerate(sorted(delays))}
@@ -305,7 +304,8 @@ def plot_p99_vs_queue_delay(data: PlotData, path: Path) -> Path | None:
         ax_p99.set_title("p99 latency")
         ax_tput.set_title("throughput")
         fig.legend(loc="outside right upper", title="load")
-        knobs = f"count={count}, max_batch_size {max_batch}"
+        knobs = f"count={shared['instance_count']}, max_batch_size {shared['max_batch_size']}"
+        preferred = shared["preferred_batch_sizes"]
         knobs += f", preferred {list(preferred)}" if preferred else ""
         title = f"Dynamic batching: queue delay against latency ({knobs})"
         return save_png(fig, path, title, data, shown)

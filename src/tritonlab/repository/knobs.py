@@ -125,7 +125,7 @@ class Knob:
     change: Change  # an explanation's wording
     question: str | None = None  # the background of a comparison that changes only this knob
     batcher: bool = False  # a setting of the dynamic batcher (meaningless with batching off)
-    plot_family: bool = False  # plots group variants that share it (all but batching and delay)
+    plot_family: bool = False  # a delay sweep's variants share it (all but batching and delay)
     backends: tuple[str, ...] = MODEL_BACKENDS
     config: Callable[[ServingVariant], dict[str, Any]] | None = None  # config.pbtxt additions
     server_args: Callable[[Sequence[ServingVariant]], tuple[str, ...]] | None = None
@@ -232,6 +232,7 @@ KNOBS: tuple[Knob, ...] = (
         slug=_differs("backend", lambda v: v.backend),
         describe=_engine_text,  # backend and precision as one label
         change=lambda b, a: f"backend {b.backend} -> {a.backend} ({a.precision})",
+        plot_family=True,
     ),
     Knob(
         "precision",
@@ -241,6 +242,7 @@ KNOBS: tuple[Knob, ...] = (
         slug=_differs("precision", lambda v: v.precision),
         describe=_none,  # in the backend's label
         change=lambda b, a: f"{a.backend} precision {b.precision} -> {a.precision}",
+        plot_family=True,
     ),
     Knob(
         "response_cache",
@@ -260,6 +262,7 @@ KNOBS: tuple[Knob, ...] = (
             "Does Triton's response cache answer repeated requests without running the model, "
             "and what does it cost where a request is not in the cache?"
         ),
+        plot_family=True,
         config=_cache_config,
         server_args=_cache_server_args,
         tune_field="response_cache",
