@@ -97,6 +97,8 @@ def locate(
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python3 -m tritonlab.locate``: print where tritonserver or perf_analyzer is; returns the
+    exit status."""
     parser = argparse.ArgumentParser(
         prog="python3 -m tritonlab.locate",
         description="Print where tritonserver / perf_analyzer are on this machine.",

@@ -25,4 +25,5 @@ class ConfigKey:
 
     @classmethod
     def of(cls, summary: VariantSummary) -> ConfigKey:
+        """The configuration key (variant, protocol, client batch) a summary was measured under."""
         return cls(summary.variant.name, summary.settings.protocol, summary.settings.batch_size)

@@ -54,6 +54,7 @@ class VariantReport:
     labels: list[str] = field(default_factory=list)  # the rules that fired, as the note names them
 
     def to_dict(self) -> dict[str, Any]:
+        """The row's verdicts, findings and explanation as stored in ``summary.json``."""
         return {
             "variant": self.summary.variant.name,
             "reference": self.reference,
@@ -77,6 +78,7 @@ class Analysis:
     reports: list[VariantReport] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """One load's analysis (every variant's row) as stored in ``summary.json``."""
         return {
             "load_key": self.load_key,
             "cores": self.cores,
@@ -214,6 +216,8 @@ def explain_variant(
     cores: int,
     cost_model: CostModel | None = None,
 ) -> VariantReport:
+    """The experiment-log row of ``subject``: its reference, verdicts against it, the rules'
+    findings and the background/action/result/why text."""
     baseline = earlier[0] if earlier else subject
     reference = choose_reference(subject.variant, earlier) if earlier else subject
     changed = changed_fields(reference.variant, subject.variant)

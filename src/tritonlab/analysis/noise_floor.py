@@ -31,6 +31,7 @@ class NoiseFloor:
         return not (self.throughput.clear or self.latency_p99.clear)
 
     def to_dict(self) -> dict[str, Any]:
+        """The noise floor as stored in ``summary.json``."""
         return {
             "load_key": self.load_key,
             "control": self.control,

@@ -76,10 +76,12 @@ class PairedInterval:
 
     @property
     def half_width(self) -> float:
+        """Half the interval's width, in the unit of the differences."""
         return (self.high - self.low) / 2.0
 
 
 def walsh_averages(values: Sequence[float]) -> list[float]:
+    """Every pairwise mean (i <= j) of ``values``, sorted: the Hodges-Lehmann estimator's sample."""
     n = len(values)
     return sorted((values[i] + values[j]) / 2.0 for i in range(n) for j in range(i, n))
 

@@ -23,6 +23,7 @@ class Finding:
     kind: str = "explanation"  # or "flag": a warning about the measurement itself
 
     def to_dict(self) -> dict[str, Any]:
+        """The finding as stored in ``summary.json`` (rule, variant, text, figures, kind)."""
         return {
             "rule": self.rule,
             "variant": self.variant,

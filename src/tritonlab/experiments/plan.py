@@ -70,10 +70,13 @@ class LoadPoint:
 
     @property
     def open_loop(self) -> bool:
+        """Whether the load is a Poisson request rate (open loop), not a concurrency."""
         return self.request_rate_per_s is not None or self.peak_fraction is not None
 
     @property
     def key(self) -> str:
+        """The load's stable id in file names and results: ``grpc_b1_c8``, ``grpc_b1_p50``,
+        ``..._s128``."""
         if self.peak_fraction is not None:
             load = f"p{100 * self.peak_fraction:g}"
         elif self.request_rate_per_s is not None:
@@ -84,6 +87,7 @@ class LoadPoint:
 
     @property
     def label(self) -> str:
+        """The load in words: protocol, client batch, sequence length and concurrency or rate."""
         if self.peak_fraction is not None:
             rate = (
                 f" = {self.request_rate_per_s:g} req/s"
@@ -99,6 +103,7 @@ class LoadPoint:
         return f"{self.protocol}, batch {self.batch_size}{seq}, {load}"
 
     def validate(self) -> None:
+        """Raise ``PlanError`` naming the setting if perf_analyzer could not run this load."""
         if self.protocol not in PROTOCOLS:
             raise PlanError(
                 f"protocol must be one of {', '.join(PROTOCOLS)}, got {self.protocol!r}"
@@ -115,6 +120,7 @@ class LoadPoint:
             raise PlanError(f"sequence length must be >= 1, got {self.sequence_length}")
 
     def to_dict(self) -> dict[str, Any]:
+        """The load as stored in the manifest (unset optional fields omitted, as in older plans)."""
         data = dict(vars(self))
         for key in ("peak_fraction", "sequence_length"):
             if data[key] is None:  # plans without it keep their old fingerprint
@@ -136,6 +142,7 @@ class MeasurementSettings:
     engine: str = "classic"
 
     def to_dict(self) -> dict[str, Any]:
+        """The measurement settings as stored in the manifest."""
         data = dict(vars(self))
         if self.engine == "classic":  # plans from before the field keep their fingerprint
             del data["engine"]
@@ -156,6 +163,8 @@ class ExperimentPlan:
     notes: tuple[str, ...] = ()
 
     def validate(self, model_batches: bool = True) -> None:
+        """Raise ``PlanError`` (or ``ConfigError``) naming the first variant or load Triton or
+        perf_analyzer would reject."""
         if not self.variants:
             raise PlanError("a plan needs at least one variant")
         if self.variants[0].name != "baseline":
@@ -185,6 +194,7 @@ class ExperimentPlan:
         input_shapes: dict[str, tuple[int, ...]],
         input_data: str | None = None,
     ) -> PerfSettings:
+        """perf_analyzer's settings for one cell: this load on ``model_name`` at ``url``."""
         m = self.measurement
         return PerfSettings(
             model_name=model_name,
@@ -204,6 +214,8 @@ class ExperimentPlan:
         )
 
     def to_dict(self, with_notes: bool = True) -> dict[str, Any]:
+        """The plan as stored in the manifest and fingerprinted (``with_notes=False`` for the
+        fingerprint)."""
         data: dict[str, Any] = {
             "model_name": self.model_name,
             "variants": [v.to_dict() for v in self.variants],
@@ -217,6 +229,7 @@ class ExperimentPlan:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ExperimentPlan:
+        """The plan a manifest stored."""
         return cls(
             model_name=data["model_name"],
             variants=tuple(ServingVariant.from_dict(v) for v in data["variants"]),

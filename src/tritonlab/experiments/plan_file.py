@@ -101,6 +101,7 @@ class SweepPlan:
 
     @property
     def is_demo(self) -> bool:
+        """Whether the plan serves a built-in model (no ONNX path of the user's)."""
         return self.model_path is None
 
     @property
@@ -120,6 +121,7 @@ class SweepPlan:
 
     @property
     def engine(self) -> str:
+        """The measurement engine the plan uses: ``blocks`` or ``classic``."""
         return self.experiment.measurement.engine
 
     def with_engine(self, engine: str | None) -> SweepPlan:
@@ -357,6 +359,7 @@ def demo_plan_path() -> Path:
 
 
 def load_demo_plan() -> SweepPlan:
+    """The shipped demo sweep plan (``experiments/plans/demo_sweep.yaml``), parsed."""
     path = demo_plan_path()
     plan = load_plan(path)
     return replace(plan, source=DEMO_PLAN_NAME)

@@ -80,6 +80,7 @@ def build_model_config(
 
 
 def config_to_text(config: model_config_pb2.ModelConfig) -> str:
+    """The configuration as ``config.pbtxt`` text (protobuf text format)."""
     return str(text_format.MessageToString(config))
 
 
@@ -91,6 +92,8 @@ def write_config(config: model_config_pb2.ModelConfig, path: Path) -> None:
 
 
 def parse_config_text(text: str, source: str = "config.pbtxt") -> model_config_pb2.ModelConfig:
+    """Parse ``config.pbtxt`` text into a ``ModelConfig``; a syntax error is a ``ConfigError``
+    naming ``source``."""
     config = ModelConfig()
     try:
         text_format.Parse(text, config)
@@ -100,6 +103,7 @@ def parse_config_text(text: str, source: str = "config.pbtxt") -> model_config_p
 
 
 def read_config(path: Path) -> model_config_pb2.ModelConfig:
+    """Read a model folder's ``config.pbtxt``; a missing or invalid file is a ``ConfigError``."""
     if not path.exists():
         raise ConfigError(f"{path} not found; every model folder needs a config.pbtxt")
     return parse_config_text(path.read_text(), str(path))

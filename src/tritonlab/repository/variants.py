@@ -54,6 +54,8 @@ class ServingVariant:
     control: bool = False
 
     def to_dict(self) -> dict[str, Any]:
+        """The variant as stored (fields at their defaults since added later are omitted, so older
+        records stay byte-identical)."""
         data = asdict(self)
         data["preferred_batch_sizes"] = list(self.preferred_batch_sizes)
         # Records from before these fields existed (onnxruntime, f32) stay byte-identical.
@@ -76,6 +78,7 @@ class ServingVariant:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ServingVariant:
+        """The variant a stored dict describes (omitted fields take their defaults)."""
         data = dict(data)
         data["preferred_batch_sizes"] = tuple(data.get("preferred_batch_sizes", ()))
         return cls(**data)
