@@ -65,3 +65,23 @@ def test_a_plan_enables_the_response_cache_and_the_log_explains_it(
     log = (out_dir / "docs" / "experiment_log.md").read_text()
     assert "enabled the response cache" in log
     assert "The response cache answered" in log
+
+
+@pytest.mark.timeout(300)
+def test_tune_holds_the_response_cache_it_is_given(tmp_path: Path) -> None:
+    """tune --response-cache serves every configuration it measures with the cache on."""
+    out_dir = tmp_path / "tuned"
+    args = ["tune", "simple_mlp", "--out", str(out_dir), "--response-cache"]
+    args += ["--time-budget", "10", "--window-ms", "400", "--max-race-rounds", "2"]
+    args += ["--keep-protocol", "--max-instances", "1"]
+    proc, _stdout, stderr = start_cli(args, tmp_path, "tune-cache")
+    assert finish(proc, 240) == 0, stderr.read_text()[-3000:]
+    cells = [
+        CellResult.from_dict(json.loads(p.read_text()))
+        for p in (out_dir / "results" / "cells").glob("*.json")
+    ]
+    assert cells and all(c.variant.response_cache for c in cells)
+    assert all(c.server and c.server.cache_hit_count > 0 for c in cells if c.perf.measurement)
+    for folder in (out_dir / "models").iterdir():
+        assert "response_cache {\n  enable: true\n}" in (folder / "config.pbtxt").read_text()
+    assert "response cache" in (out_dir / "docs" / "experiment_log.md").read_text()

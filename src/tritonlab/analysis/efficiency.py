@@ -71,6 +71,8 @@ def serving_efficiency(
             continue
         if s.settings.batch_size != ceiling.batch_size and ceiling.batch_size != 1:
             continue
+        if s.cache_hits:  # responses from the cache did no model work: no ceiling binds them
+            continue
         served = s.throughput
         out.append(
             Efficiency(

@@ -292,6 +292,13 @@ def _server_sentence(s: VariantSummary) -> str:
     q, c, b = s.queue_us.median, s.compute_infer_us.median, s.mean_batch.median
     if q is None or c is None or b is None:
         return "The server reported no statistics for this variant."
+    if s.cache_hits:
+        return (
+            f"The response cache answered {s.cache_hits:,} of "
+            f"{s.cache_hits + s.cache_misses:,} requests over the repeats and the model ran "
+            f"for the {s.cache_misses:,} others, so the server's per-request times (queue "
+            f"{q:,.0f} µs, compute {c:,.0f} µs) average over requests that did no model work."
+        )
     return (
         f"In the server each request queued {q:,.0f} µs and computed {c:,.0f} µs "
         f"(compute infer, per request); Triton formed batches of {b:.1f} on average."

@@ -215,7 +215,7 @@ def cache_effect(ctx: RuleContext) -> Finding | None:
         f"The response cache answered {share:.0%} of the requests that looked it up "
         f"({hits:,} hits, {misses:,} misses over the repeats, Triton's statistics; {where} "
         "the cache): a hit returns the stored response without running the model, so the "
-        f"model ran for the misses only. Throughput {throughput.phrase()}."
+        "model ran for the misses only."
     )
     if share > 0.9:
         text += (

@@ -128,6 +128,14 @@ def tune(
     max_instances: Annotated[
         int, typer.Option("--max-instances", min=1, help="Most instances to try (default 16).")
     ] = 16,
+    response_cache: Annotated[
+        bool,
+        typer.Option(
+            "--response-cache",
+            help="Serve every configuration with Triton's response cache on (held, never "
+            "searched: perf_analyzer's samples repeat, so the cache would always win).",
+        ),
+    ] = False,
     name: NameOpt = None,
     protocol: ProtocolOpt = "grpc",
     window_ms: WindowOpt = 2000,
@@ -190,7 +198,11 @@ def tune(
             discard_results(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
         claim(out_dir)
-        start = Knobs(max_batch=max_batch_size if info.batched else 0, protocol=protocol)
+        start = Knobs(
+            max_batch=max_batch_size if info.batched else 0,
+            protocol=protocol,
+            response_cache=response_cache,
+        )
         settings = TuneSettings(
             Goal(
                 kind=goal,

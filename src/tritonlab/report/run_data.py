@@ -227,7 +227,8 @@ def load_run(run_dir: Path) -> RunData:
         adaptive_rounds=_json_or(paths.adaptive, []),
         analyses=analyses,
         cost_model=model,
-        predictions=[model.predict(s) for s in summaries] if model else [],
+        # the cost model prices model executions; a response from the cache runs none
+        predictions=[model.predict(s) for s in summaries if not s.cache_hits] if model else [],
         recommendations=recommendations_from_manifest(manifest, summaries),
         efficiencies=serving_efficiency(summaries, parse_ceilings(_json_or(paths.operators, None))),
         faults=load_faults(run_dir),
