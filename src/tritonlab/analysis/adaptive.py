@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tritonlab.analysis.aggregate import VariantSummary, summarise
 from tritonlab.analysis.explain import analyse
-from tritonlab.analysis.noise_floor import noise_floors
+from tritonlab.analysis.noise_floor import NoiseFloor, noise_floors
 from tritonlab.analysis.verdicts import Verdict
 from tritonlab.experiments.store import load_cells
 
@@ -59,6 +59,13 @@ def _undecided(label: str, verdicts: dict[str, Verdict], precision: bool = False
     return found
 
 
+def _control_undecided(floor: NoiseFloor | None, label: str, precision: bool) -> list[str]:
+    """The A/A control's throughput interval as a reason to measure on (none without one)."""
+    if floor is None:
+        return []
+    return _undecided(label, {"throughput": floor.throughput}, precision)
+
+
 def _summaries(run_dir: Path, variant_order: list[str]) -> list[VariantSummary]:
     return summarise(load_cells(run_dir), variant_order)
 
@@ -83,10 +90,8 @@ def undecided_project(
                 found += _undecided(f"{name} vs {r.reference}:", r.reference_verdicts, precision)
         floor = floors.get(analysis.load_key)
         if floor is not None:
-            found += _undecided(
-                f"A/A control {floor.control} vs {baseline}:",
-                {"throughput": floor.throughput},
-                precision,
+            found += _control_undecided(
+                floor, f"A/A control {floor.control} vs {baseline}:", precision
             )
         if found:
             reasons += found
@@ -136,10 +141,8 @@ def undecided_sweep(
                 targets += [(runner.variant, runner.load_key), (BASELINE, runner.load_key)]
         floor = floors.get(p.load_key)
         if floor is not None and precision:
-            found += _undecided(
-                f"A/A control {floor.control} at {p.load_key}:",
-                {"throughput": floor.throughput},
-                precision,
+            found += _control_undecided(
+                floor, f"A/A control {floor.control} at {p.load_key}:", precision
             )
         if found:
             reasons += found
