@@ -17,7 +17,7 @@ from pydantic import Field, PlainSerializer
 
 from tritonlab.analysis.search_space import Candidate, Goal, Knobs, Observation, Step
 from tritonlab.analysis.summary import Summary
-from tritonlab.analysis.verdicts import Verdict
+from tritonlab.analysis.verdicts import VerdictRecord
 from tritonlab.experiments.plan import MeasurementSettings
 from tritonlab.records import Record
 
@@ -173,27 +173,6 @@ class TunePick(Record):
                 if o.latency_p99_us is None or o.latency_p99_us > budget
             ),
         )
-
-
-@dataclass(frozen=True)
-class VerdictRecord(Record):
-    """A ``Verdict`` as stored (``Verdict.to_dict``): the word, the change and its interval."""
-
-    figure: str
-    word: str
-    change_pct: float | None
-    ci95_change_pct: tuple[float, float] | None
-    pairs: int
-    p_value: float | None
-    reference_median: float | None
-    variant_median: float | None
-    method: str
-    decided: bool
-
-    @classmethod
-    def of(cls, verdict: Verdict) -> VerdictRecord:
-        """The stored form of ``verdict``."""
-        return cls.from_dict(verdict.to_dict())
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,8 @@ from tritonlab.analysis.tune_record import (
     TuneRecord,
     TuneSettingsRecord,
     TuneStep,
-    VerdictRecord,
 )
+from tritonlab.analysis.verdicts import VerdictRecord
 from tritonlab.errors import PerfAnalyzerError
 from tritonlab.experiments.blocks import ENGINE_BLOCKS, BlockSession
 from tritonlab.experiments.manifest import available_cores
