@@ -357,17 +357,20 @@ def test_under_a_budget_a_configurations_other_point_near_the_leader_is_raced() 
 
 def test_tune_summary_line_says_na_for_a_pick_with_no_p99() -> None:
     """A pick measured in a short window may have no p99: the summary says n/a, never crashes."""
+    from tritonlab.analysis.tune_record import TuneFigure, TunePick
     from tritonlab.cli.tune_cmd import _summary_line
 
-    pick = {
-        "description": "x1 no batching",
-        "concurrency": 8,
-        "repeats": 2,
-        "throughput_infer_per_s": {"median": 2833.0, "low": 2700.0, "high": 2900.0},
-        "latency_p99_us": {"median": None, "low": None, "high": None},
-    }
+    pick = TunePick(
+        configuration=Knobs(),
+        description="x1 no batching",
+        variant="x1_nobatch_m64_t1",
+        concurrency=8,
+        repeats=2,
+        throughput_infer_per_s=TuneFigure(2833.0, 2700.0, 2900.0),
+        latency_p99_us=TuneFigure(None, None, None),
+        meets_p99_budget_every_repeat=True,
+    )
     line = _summary_line("pick", pick)
     assert "2,833 (2,700–2,900) infer/s" in line and "p99 n/a ms" not in line
     assert "p99 n/a" in line
-    pick["latency_p99_us"] = None
-    assert "p99 n/a" in _summary_line("pick", pick)
+    assert _summary_line("runner-up", None) == "runner-up: none"

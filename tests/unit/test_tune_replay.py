@@ -12,38 +12,29 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tritonlab.analysis.search import Goal, Knobs, Observation, next_step, pick
+from tritonlab.analysis.search import Goal, Observation, next_step, pick
+from tritonlab.analysis.tune_record import TuneRecord
 from tritonlab.experiments.blocks import SEARCH_KEY, load_engine_record
-from tritonlab.experiments.store import read_cell, read_result
+from tritonlab.experiments.store import load_record, read_cell
 from tritonlab.pipeline.tune import observation_of
 
 RUN = Path(__file__).parents[1] / "fixtures" / "tune_run"
 
 
 @pytest.fixture(scope="module")
-def record() -> dict[str, Any]:
-    return dict(read_result(RUN / "results" / "tune.json"))
+def record() -> TuneRecord:
+    stored = load_record(RUN / "results" / "tune.json", TuneRecord)
+    assert stored is not None
+    return stored
 
 
 @pytest.fixture(scope="module")
-def goal(record: dict[str, Any]) -> Goal:
-    s = record["settings"]
-    return Goal(
-        kind=s["goal"],
-        p99_budget_us=s["p99_budget_us"],
-        min_throughput_infer_per_s=s["min_throughput_infer_per_s"],
-        cores=s["cores"],
-        max_race_rounds=s["max_race_rounds"],
-        start=Knobs.from_dict(s["start"]),
-        switch_protocol=s["switch_protocol"],
-        max_instances=s["max_instances"],
-        # the block engine's one window (engine.json), which the ramp does not outgrow
-        window_ms=_search_window_ms(),
-    )
+def goal(record: TuneRecord) -> Goal:
+    # the block engine's one window (engine.json), which the ramp does not outgrow
+    return record.settings.as_goal(window_ms=_search_window_ms())
 
 
 def _search_window_ms() -> int | None:
@@ -52,40 +43,40 @@ def _search_window_ms() -> int | None:
 
 
 @pytest.fixture(scope="module")
-def observations(record: dict[str, Any]) -> list[Observation]:
+def observations(record: TuneRecord) -> list[Observation]:
     return [
         observation_of(
-            read_cell(RUN / "results" / "cells" / f"{step['cell']}.json"),
-            Knobs.from_dict(step["configuration"]),
+            read_cell(RUN / "results" / "cells" / f"{step.cell}.json"), step.configuration
         )
-        for step in record["steps"]
+        for step in record.steps
     ]
 
 
 def test_every_recorded_step_is_what_the_policy_chooses_from_the_cells_before_it(
-    record: dict[str, Any], goal: Goal, observations: list[Observation]
+    record: TuneRecord, goal: Goal, observations: list[Observation]
 ) -> None:
-    for i, recorded in enumerate(record["steps"]):
+    for i, recorded in enumerate(record.steps):
         step = next_step(observations[:i], goal)
-        assert step.knobs == Knobs.from_dict(recorded["configuration"]), i
+        assert step.knobs == recorded.configuration, i
         assert (step.phase, step.concurrency, step.repeat + 1) == (
-            recorded["phase"],
-            recorded["concurrency"],
-            recorded["repeat"],
+            recorded.phase,
+            recorded.concurrency,
+            recorded.repeat,
         ), i
-        assert step.reason == recorded["reason"], i
+        assert step.reason == recorded.reason, i
 
 
 def test_the_recorded_stop_and_pick_follow_from_the_cells(
-    record: dict[str, Any], goal: Goal, observations: list[Observation]
+    record: TuneRecord, goal: Goal, observations: list[Observation]
 ) -> None:
     final = next_step(observations, goal)
-    assert final.stop and final.reason == record["stop_reason"]
+    assert final.stop and final.reason == record.stop_reason
     best, runner_up = pick(observations, goal)
     assert best is not None and runner_up is not None
-    assert best.knobs.to_dict() == record["pick"]["configuration"]
-    assert best.concurrency == record["pick"]["concurrency"]
-    assert runner_up.knobs.to_dict() == record["runner_up"]["configuration"]
+    assert record.pick is not None and record.runner_up is not None
+    assert best.knobs == record.pick.configuration
+    assert best.concurrency == record.pick.concurrency
+    assert runner_up.knobs == record.runner_up.configuration
 
 
 def test_without_the_queue_the_start_does_not_jump_to_batching(
@@ -100,10 +91,10 @@ def test_without_the_queue_the_start_does_not_jump_to_batching(
 
 
 def test_an_instance_count_that_wins_is_not_refined(
-    record: dict[str, Any], goal: Goal, observations: list[Observation]
+    record: TuneRecord, goal: Goal, observations: list[Observation]
 ) -> None:
     """The recorded search tried 3 instances because 4 lost to 2; had 4 won, 3 is not tried."""
-    i = next(n for n, s in enumerate(record["steps"]) if s["configuration"]["instances"] == 3)
+    i = next(n for n, s in enumerate(record.steps) if s.configuration.instances == 3)
     four = [n for n, o in enumerate(observations[:i]) if o.knobs.instances == 4]
     assert four
     boosted = list(observations[:i])

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import PlainSerializer
 
 from tritonlab.analysis.aggregate import VariantSummary
 from tritonlab.analysis.config_key import ConfigKey
-from tritonlab.analysis.verdicts import Verdict
+from tritonlab.analysis.verdicts import Verdict, VerdictRecord
+from tritonlab.records import Record
 
 BASELINE = "baseline"  # ExperimentPlan.validate makes the first variant the baseline
 KNEE_GAIN_PER_DOUBLING_PCT = 10.0  # less than this per doubling of concurrency is "flat"
@@ -212,3 +215,75 @@ class Recommendations:
     def eligible(self) -> list[OperatingPoint]:
         """The points the frontier, the picks and the rate table are drawn from."""
         return [p for p in self.points if p not in self.excluded]
+
+
+# ``recommendations.json`` as read back (``report.recommend_summary_text.recommendations_dict``
+# writes it from the records above, with the words): the points keep their own stored form.
+StoredPoint = Annotated[
+    OperatingPoint, PlainSerializer(OperatingPoint.to_dict, return_type=dict[str, Any])
+]
+
+
+@dataclass(frozen=True)
+class PointRef(Record):
+    """An operating point named by its variant and load key."""
+
+    variant: str
+    load_key: str
+
+
+@dataclass(frozen=True)
+class ExcludedPoint(Record):
+    """A point left out of the frontier and the picks, and why."""
+
+    variant: str
+    load_key: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class StoredTieBreak(Record):
+    """A pick's tie-break as stored: the tied points, the rule and what decided."""
+
+    figure: str
+    applied: bool
+    rule: str
+    best_by_median: PointRef
+    tied_with: tuple[PointRef, ...]
+    chosen: PointRef
+    decided_by: str | None
+    changed_the_pick: bool
+    not_comparable_points: int
+
+
+@dataclass(frozen=True)
+class StoredPick(Record):
+    """A pick as stored: its point, justification, verdicts, runner-up and tie-break."""
+
+    kind: str
+    point: StoredPoint
+    justification: str
+    verdicts: dict[str, VerdictRecord]
+    runner_up: StoredPoint | None
+    runner_up_verdict: VerdictRecord | None
+    tie_break: StoredTieBreak | None
+
+
+@dataclass(frozen=True)
+class StoredRecommendations(Record):
+    """``results/recommendations.json``: the points, frontier, picks, knees, rates within
+    budget, the summary line and the rules, as ``recommendations_dict`` wrote them."""
+
+    latency_budget_p99_us: float
+    target_load_infer_per_s: float | None
+    points: tuple[StoredPoint, ...]
+    excluded_points: tuple[ExcludedPoint, ...]
+    unmeasured_points: tuple[str, ...]
+    exclusion_note: str
+    frontier: tuple[StoredPoint, ...]
+    throughput_pick: StoredPick | None
+    latency_pick: StoredPick | None
+    knees: dict[str, int]  # "variant/protocol/b<batch>" -> the knee's concurrency
+    max_rate_within_budget: dict[str, float]
+    summary_line: str
+    method: dict[str, str]  # the rules, in words

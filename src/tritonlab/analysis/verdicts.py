@@ -38,6 +38,7 @@ from tritonlab.analysis.robust import (
     signed_rank_p_value,
 )
 from tritonlab.analysis.summary import Summary
+from tritonlab.records import Record
 
 CONFIDENCE = 0.95
 MIN_EFFECT_PCT = 5.0
@@ -249,3 +250,24 @@ def compare(figure: str, reference: Summary, variant: Summary) -> Verdict:
         var_med,
         "one repeat: no interval, so no verdict",
     )
+
+
+@dataclass(frozen=True)
+class VerdictRecord(Record):
+    """A ``Verdict`` as stored (``Verdict.to_dict``): the word, the change and its interval."""
+
+    figure: str
+    word: str
+    change_pct: float | None
+    ci95_change_pct: tuple[float, float] | None
+    pairs: int
+    p_value: float | None
+    reference_median: float | None
+    variant_median: float | None
+    method: str
+    decided: bool
+
+    @classmethod
+    def of(cls, verdict: Verdict) -> VerdictRecord:
+        """The stored form of ``verdict``."""
+        return cls.from_dict(verdict.to_dict())

@@ -7,7 +7,6 @@ this session times the cells left (cells found on disk from an earlier run cost 
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 from collections.abc import Callable
@@ -143,23 +142,23 @@ def sweep_engine(planned: str, asked: str | None, ray: str | None) -> str:
 
 def _print_outcome(run_dir: Path, measured: int, reused: int, wall_s: float) -> None:
     from tritonlab.analysis.recommend import RECOMMENDATIONS_FILE
-    from tritonlab.experiments.store import RESULTS_DIR
+    from tritonlab.analysis.recommend_records import StoredRecommendations
+    from tritonlab.experiments.store import RESULTS_DIR, load_record
 
     _say(out, f"measured {measured} cells, reused {reused}, in {_duration(wall_s)} (m:ss)")
     recs_path = run_dir / RESULTS_DIR / RECOMMENDATIONS_FILE
-    if recs_path.exists():
-        recs = json.loads(recs_path.read_text())
-        for key in ("throughput_pick", "latency_pick"):
-            pick = recs.get(key)
+    recs = load_record(recs_path, StoredRecommendations)
+    if recs is not None:
+        for pick in (recs.throughput_pick, recs.latency_pick):
             if pick:
-                point = pick["point"]
+                point = pick.point
                 _say(
                     out,
-                    f"{pick['kind']}: {point['description']} at {point['load_key']}: "
-                    f"{point['throughput_infer_per_s']:,.0f} infer/s, "
-                    f"p99 {point['latency_p99_us']:,.0f} µs",
+                    f"{pick.kind}: {point.description} at {point.load_key}: "
+                    f"{point.throughput_infer_per_s:,.0f} infer/s, "
+                    f"p99 {point.latency_p99_us:,.0f} µs",
                 )
-        _say(out, recs["summary_line"])
+        _say(out, recs.summary_line)
     _say(
         out,
         f"explained in {run_dir / 'docs' / 'experiment_log.md'}; recommendations in {recs_path}",

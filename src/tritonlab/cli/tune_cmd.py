@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -29,56 +29,50 @@ from tritonlab.cli.options import (
     option_groups,
 )
 from tritonlab.errors import ConfigError
-from tritonlab.report.tune_section import over_budget_line
+from tritonlab.report.tune_section import figure_span, over_budget_line
+
+if TYPE_CHECKING:
+    from tritonlab.analysis.tune_record import TunePick, TuneStep
 
 
 def _say(text: str, to_out: bool = False) -> None:
     (out if to_out else err).print(text, highlight=False, markup=False, soft_wrap=True)
 
 
-def _figures(record: dict[str, Any]) -> str:
-    rate = record.get("throughput_infer_per_s")
-    p99 = record.get("latency_p99_us")
+def _figures(step: TuneStep) -> str:
+    rate, p99 = step.throughput_infer_per_s, step.latency_p99_us
     if rate is None:
         return "no measurement"
     p99_text = "n/a" if p99 is None else f"{p99 / 1000:.2f} ms"
     return f"{rate:,.0f} infer/s, p99 {p99_text}"
 
 
-def _step_line(record: dict[str, Any]) -> None:
-    config = record.get("configuration") or {}
+def _step_line(step: TuneStep) -> None:
+    config = step.configuration
     name = (
-        f"x{config.get('instances')} {'batching' if config.get('batching') else 'no batching'}"
-        f" max {config.get('max_batch')} thr {config.get('threads') or 'default'}"
-        f" {config.get('protocol')}"
+        f"x{config.instances} {'batching' if config.batching else 'no batching'}"
+        f" max {config.max_batch} thr {config.threads or 'default'}"
+        f" {config.protocol}"
     )
-    reused = " (stored)" if record.get("reused") else ""
-    if record.get("failure"):
-        reused += f" (perf_analyzer: {record['failure']})"
+    reused = " (stored)" if step.reused else ""
+    if step.failure:
+        reused += f" (perf_analyzer: {step.failure})"
     _say(
-        f"[{record['elapsed_s']:.0f} s] {record['phase']}: {name} c={record.get('concurrency')} "
-        f"r{record.get('repeat')} -> {_figures(record)}{reused}; why: {record['reason']}"
+        f"[{step.elapsed_s:.0f} s] {step.phase}: {name} c={step.concurrency} "
+        f"r{step.repeat} -> {_figures(step)}{reused}; why: {step.reason}"
     )
 
 
-def _summary_line(label: str, record: dict[str, Any] | None) -> str:
-    if record is None:
+def _summary_line(label: str, pick: TunePick | None) -> str:
+    if pick is None:
         return f"{label}: none"
-    thr, p99 = record.get("throughput_infer_per_s"), record.get("latency_p99_us")
-
-    def span(fig: dict[str, Any] | None, scale: float, digits: int, unit: str = "") -> str:
-        # a cell may have no p99 (a short window on a loaded node): say so, as the steps do
-        if not fig or fig.get("median") is None:
-            return "n/a"
-        text = f"{fig['median'] / scale:,.{digits}f}"
-        if record["repeats"] > 1 and fig.get("low") is not None and fig.get("high") is not None:
-            text += f" ({fig['low'] / scale:,.{digits}f}–{fig['high'] / scale:,.{digits}f})"
-        return text + unit
-
+    # a cell may have no p99 (a short window on a loaded node): say so, as the steps do
+    thr = figure_span(pick.throughput_infer_per_s, pick.repeats, 1, ",.0f")
+    p99 = figure_span(pick.latency_p99_us, pick.repeats, 1000, ",.2f")
     return (
-        f"{label}: {record['description']} at concurrency {record['concurrency']}: "
-        f"{span(thr, 1, 0, ' infer/s')}, p99 {span(p99, 1000, 2, ' ms')} over {record['repeats']} "
-        "repeats"
+        f"{label}: {pick.description} at concurrency {pick.concurrency}: "
+        f"{'n/a' if thr is None else thr + ' infer/s'}, "
+        f"p99 {'n/a' if p99 is None else p99 + ' ms'} over {pick.repeats} repeats"
     )
 
 
@@ -236,7 +230,7 @@ def tune(
         _say(f"stopped: {result.stop_reason}")
         _say(_summary_line("pick", result.pick), to_out=True)
         _say(_summary_line("runner-up", result.runner_up), to_out=True)
-        if result.pick is not None and not result.pick["meets_p99_budget_every_repeat"]:
+        if result.pick is not None and not result.pick.meets_p99_budget_every_repeat:
             _say(over_budget_line(result.pick), to_out=True)
         if result.pick_config is not None:
             _say(f"config.pbtxt of the pick: {result.pick_config}", to_out=True)

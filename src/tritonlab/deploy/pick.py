@@ -64,12 +64,12 @@ def resolve_pick(run_dir: Path, which: str = "throughput") -> DeployPick:
     run = load_run(run_dir)
     manifest = run.manifest
     summaries = run.summaries
-    if run.tune and run.tune.get("pick"):
-        pick = run.tune["pick"]
-        variant_name = str(pick["variant"])
-        protocol = str(pick["configuration"]["protocol"])
-        summary = _best_summary(summaries, variant_name, protocol, pick.get("concurrency"))
-        source = f"tune's pick ({pick.get('description', variant_name)})"
+    if run.tune and run.tune.pick:
+        pick = run.tune.pick
+        summary = _best_summary(
+            summaries, pick.variant, pick.configuration.protocol, pick.concurrency
+        )
+        source = f"tune's pick ({pick.description})"
     else:
         recs = run.recommendations or recommend(summaries, float("inf"))
         chosen = recs.throughput_pick if which == "throughput" else recs.latency_pick

@@ -29,6 +29,13 @@ from tritonlab.analysis.search import (
     next_step,
     race_verdict,
 )
+from tritonlab.analysis.tune_record import (
+    TunePick,
+    TuneRecord,
+    TuneSettingsRecord,
+    TuneStep,
+)
+from tritonlab.analysis.verdicts import VerdictRecord
 from tritonlab.errors import PerfAnalyzerError
 from tritonlab.experiments.blocks import ENGINE_BLOCKS, BlockSession
 from tritonlab.experiments.manifest import available_cores
@@ -96,10 +103,10 @@ class TuneSettings:
 
 @dataclass(frozen=True)
 class TuneOutcome:
-    steps: list[dict[str, Any]]
+    steps: list[TuneStep]
     stop_reason: str
-    pick: dict[str, Any] | None
-    runner_up: dict[str, Any] | None
+    pick: TunePick | None
+    runner_up: TunePick | None
     measured: list[str]
     reused: list[str]
     wall_s: float
@@ -148,54 +155,6 @@ def _failed_observation(knobs: Knobs, concurrency: int, repeat: int) -> Observat
     return Observation(knobs, concurrency, repeat, math.nan, None)
 
 
-def _step_record(
-    step: Step, cid: str | None, obs: Observation | None, elapsed_s: float, reused: bool
-) -> dict[str, Any]:
-    record: dict[str, Any] = {"phase": step.phase, "reason": step.reason}
-    if step.knobs is not None:
-        record |= {
-            "configuration": step.knobs.to_dict(),
-            "description": step.knobs.description,
-            "concurrency": step.concurrency,
-            "repeat": step.repeat + 1,
-            "cell": cid,
-            "reused": reused,
-        }
-    if obs is not None:
-        record |= {
-            "throughput_infer_per_s": None if obs.failed else obs.throughput_infer_per_s,
-            "failed": obs.failed,
-            "latency_p99_us": obs.latency_p99_us,
-            "queue_us": obs.queue_us,
-            "compute_us": obs.compute_us,
-            "mean_batch": obs.mean_batch,
-        }
-    record["elapsed_s"] = round(elapsed_s, 1)
-    return record
-
-
-def _candidate_record(candidate: Any, goal: Goal) -> dict[str, Any]:
-    thr, p99 = candidate.throughput, candidate.p99
-    return {
-        "configuration": candidate.knobs.to_dict(),
-        "description": candidate.knobs.description,
-        "variant": candidate.knobs.variant_name,
-        "concurrency": candidate.concurrency,
-        "repeats": thr.n,
-        "throughput_infer_per_s": {"median": thr.median, "low": thr.low, "high": thr.high},
-        "latency_p99_us": {"median": p99.median, "low": p99.low, "high": p99.high},
-        "meets_p99_budget_every_repeat": goal.p99_budget_us is None
-        or (p99.high is not None and p99.high <= goal.p99_budget_us),
-        "p99_over_budget_repeats": 0
-        if goal.p99_budget_us is None
-        else sum(
-            1
-            for o in candidate.observations
-            if o.latency_p99_us is None or o.latency_p99_us > goal.p99_budget_us
-        ),
-    }
-
-
 class TuneSession(Protocol):
     """What the search measures through: a local ``CellSession`` or a cluster node's."""
 
@@ -231,7 +190,7 @@ class _Tuner:
         self.goal = settings.goal
         self.models: dict[str, RepositoryModel] = {}
         self.observations: list[Observation] = []
-        self.steps: list[dict[str, Any]] = []
+        self.steps: list[TuneStep] = []
         self.measured: list[str] = []
         self.reused: list[str] = []
         self.loaded: RepositoryModel | None = None
@@ -325,28 +284,27 @@ class _Tuner:
         self.measured.append(cid)
         return cid, observation_of(cell, knobs), False
 
-    def record(self, stop_reason: str | None) -> dict[str, Any]:
+    def record(self, stop_reason: str | None) -> TuneRecord:
         best, runner_up, tie_break = choose(self.observations, self.goal)
-        data: dict[str, Any] = {
-            "settings": self.settings.to_dict(),
-            "steps": self.steps,
-            "stop_reason": stop_reason,
-            "cells_measured": len(self.measured),
-            "cells_reused": len(self.reused),
-            "wall_s": round(time.monotonic() - self.started, 1),
-            "pick": _candidate_record(best, self.goal) if best else None,
-            "runner_up": _candidate_record(runner_up, self.goal) if runner_up else None,
-        }
-        if best is not None and runner_up is not None:
-            data["verdict"] = race_verdict(best, runner_up, self.goal).to_dict()
-        if tie_break is not None:
-            data["tie_break"] = tie_break
-        return data
+        return TuneRecord(
+            settings=TuneSettingsRecord.from_dict(self.settings.to_dict()),
+            steps=tuple(self.steps),
+            stop_reason=stop_reason,
+            cells_measured=len(self.measured),
+            cells_reused=len(self.reused),
+            wall_s=round(time.monotonic() - self.started, 1),
+            pick=TunePick.of(best, self.goal) if best else None,
+            runner_up=TunePick.of(runner_up, self.goal) if runner_up else None,
+            verdict=VerdictRecord.of(race_verdict(best, runner_up, self.goal))
+            if best is not None and runner_up is not None
+            else None,
+            tie_break=tie_break,
+        )
 
-    def save(self, stop_reason: str | None) -> dict[str, Any]:
-        data = self.record(stop_reason)
-        write_result(self.run_dir / RESULTS_DIR / TUNE_FILE, data)
-        return data
+    def save(self, stop_reason: str | None) -> TuneRecord:
+        record = self.record(stop_reason)
+        write_result(self.run_dir / RESULTS_DIR / TUNE_FILE, record.to_dict())
+        return record
 
 
 def run_tune(
@@ -356,7 +314,7 @@ def run_tune(
     settings: TuneSettings,
     options: ServerOptions,
     inputs: ModelInputs | None = None,
-    on_step: Callable[[dict[str, Any]], None] | None = None,
+    on_step: Callable[[TuneStep], None] | None = None,
     builtin: str | None = None,
     cluster: str | None = None,
 ) -> TuneOutcome:
@@ -415,10 +373,11 @@ def run_tune(
                     break
                 cid, obs, reused = taken
                 tuner.observations.append(obs)
-                record = _step_record(step, cid, obs, time.monotonic() - started, reused)
-                if cid in tuner.failures:
-                    record["failure"] = tuner.failures[cid]
-                tuner.steps.append(record)
+                tuner.steps.append(
+                    TuneStep.of(
+                        step, cid, obs, time.monotonic() - started, reused, tuner.failures.get(cid)
+                    )
+                )
                 session.plan = tuner.plan()
                 session.save_manifest(plan=session.plan)
                 tuner.save(None)
@@ -429,14 +388,14 @@ def run_tune(
                 session.unload(loaded, quietly=True)
             tuner.loaded = None
             tuner.kept.clear()
-    data = tuner.save(stop_reason)
-    pick_config = _write_pick(run_dir, info, model_name, data)
+    record = tuner.save(stop_reason)
+    pick_config = _write_pick(run_dir, info, model_name, record.pick)
     write_scripts(run_dir, info, inputs, tuner.plan(), options, info.path, builtin)
     return TuneOutcome(
         tuner.steps,
         stop_reason,
-        data["pick"],
-        data["runner_up"],
+        record.pick,
+        record.runner_up,
         tuner.measured,
         tuner.reused,
         time.monotonic() - started,
@@ -445,14 +404,12 @@ def run_tune(
 
 
 def _write_pick(
-    run_dir: Path, info: OnnxModelInfo, model_name: str, data: dict[str, Any]
+    run_dir: Path, info: OnnxModelInfo, model_name: str, pick: TunePick | None
 ) -> Path | None:
     """The pick's ready-to-deploy config.pbtxt (served under the model's own name)."""
-    chosen = data.get("pick")
-    if not chosen:
+    if pick is None:
         return None
-    knobs = Knobs.from_dict(chosen["configuration"])
-    config = build_model_config(info, knobs.variant(), model_name)
+    config = build_model_config(info, pick.configuration.variant(), model_name)
     path = run_dir / PICK_DIR / model_name / "config.pbtxt"
     write_text_atomic(path, config_to_text(config))
     return path

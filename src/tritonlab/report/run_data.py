@@ -23,6 +23,7 @@ from tritonlab.analysis.explain import Analysis, analyse
 from tritonlab.analysis.noise_floor import NoiseFloor, noise_floors
 from tritonlab.analysis.recommend import RECOMMENDATIONS_FILE, recommendations_from_manifest
 from tritonlab.analysis.recommend_records import Recommendations
+from tritonlab.analysis.tune_record import TuneRecord
 from tritonlab.client.infer import InferCheck
 from tritonlab.errors import TritonlabError
 from tritonlab.experiments.blocks import EngineRecord, load_engine_record
@@ -39,6 +40,7 @@ from tritonlab.experiments.store import (
     CellResult,
     load_cells,
     load_manifest,
+    load_record,
     read_result,
 )
 from tritonlab.paths import portable_command, portable_path, recorded_run_dir
@@ -143,7 +145,7 @@ class RunData:
     recommendations: Recommendations | None
     efficiencies: list[Efficiency]
     faults: list[FaultRecord]
-    tune: dict[str, Any] | None = None  # results/tune.json of a tune run
+    tune: TuneRecord | None = None  # results/tune.json of a tune run
     engine: EngineRecord | None = None  # results/engine.json of a block-engine run
     stopping: dict[str, Any] | None = None  # results/stopping.json: why extra rounds stopped
     noise_floors: list[NoiseFloor] = field(default_factory=list)  # the A/A controls
@@ -232,7 +234,7 @@ def load_run(run_dir: Path) -> RunData:
         recommendations=recommendations_from_manifest(manifest, summaries),
         efficiencies=serving_efficiency(summaries, parse_ceilings(_json_or(paths.operators, None))),
         faults=load_faults(run_dir),
-        tune=_json_or(paths.results / TUNE_FILE, None),
+        tune=load_record(paths.results / TUNE_FILE, TuneRecord),
         engine=load_engine_record(run_dir),
         stopping=_json_or(paths.results / STOPPING_FILE, None),
         noise_floors=noise_floors(cells),

@@ -6,34 +6,40 @@ measured figure that motivated it, so a reader can follow (and dispute) each mov
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from tritonlab.analysis.search_space import Knobs
+if TYPE_CHECKING:
+    from tritonlab.analysis.search_space import Knobs
+    from tritonlab.analysis.tune_record import TuneFigure, TunePick, TuneRecord
 
 
 def _ms(us: float | None) -> str:
     return "n/a" if us is None else f"{us / 1000:.2f}"
 
 
-def _pick_line(label: str, record: dict[str, Any] | None) -> str:
-    if record is None:
+def figure_span(figure: TuneFigure, repeats: int, scale: float, spec: str) -> str | None:
+    """A pick's figure as 'median (low–high)' divided by ``scale`` and formatted with ``spec``
+    (the range only over more than one repeat); None when it has no median."""
+    if figure.median is None:
+        return None
+    text = f"{figure.median / scale:{spec}}"
+    if repeats > 1 and figure.low is not None and figure.high is not None:
+        text += f" ({figure.low / scale:{spec}}–{figure.high / scale:{spec}})"
+    return text
+
+
+def _pick_line(label: str, pick: TunePick | None) -> str:
+    if pick is None:
         return f"- **{label}**: none."
-    thr, p99 = record["throughput_infer_per_s"], record["latency_p99_us"]
-    rng = ""
-    if record["repeats"] > 1:
-        rng = f" ({thr['low']:,.0f}–{thr['high']:,.0f})"
-    p99_rng = ""
-    if record["repeats"] > 1 and p99["low"] is not None:
-        p99_rng = f" ({_ms(p99['low'])}–{_ms(p99['high'])})"
+    thr = figure_span(pick.throughput_infer_per_s, pick.repeats, 1, ",.0f") or "n/a"
+    p99 = figure_span(pick.latency_p99_us, pick.repeats, 1000, ".2f") or "n/a"
     return (
-        f"- **{label}**: {record['description']}, at concurrency {record['concurrency']}: "
-        f"{thr['median']:,.0f}{rng} infer/s, p99 {_ms(p99['median'])}{p99_rng} ms "
-        f"(median and range of {record['repeats']} repeats)."
+        f"- **{label}**: {pick.description}, at concurrency {pick.concurrency}: "
+        f"{thr} infer/s, p99 {p99} ms (median and range of {pick.repeats} repeats)."
     )
 
 
-def _configuration(step: dict[str, Any]) -> str:
-    k = Knobs.from_dict(step.get("configuration") or {})
+def _configuration(k: Knobs) -> str:
     batching = "batching" if k.batching else "no batching"
     cache = ", response cache" if k.response_cache else ""
     return (
@@ -42,47 +48,48 @@ def _configuration(step: dict[str, Any]) -> str:
     )
 
 
-def tune_section(tune: dict[str, Any] | None) -> list[str]:
-    if not tune:
+def tune_section(tune: TuneRecord | None) -> list[str]:
+    """The log's tune section (no lines for a run that was not a tune)."""
+    if tune is None:
         return []
-    settings = tune.get("settings") or {}
-    budget = settings.get("p99_budget_us")
-    goal = f"goal {settings.get('goal')}" + (
+    settings = tune.settings
+    budget = settings.p99_budget_us
+    goal = f"goal {settings.goal}" + (
         f", p99 budget {budget / 1000:g} ms" if budget is not None else ", no latency budget"
     )
-    if settings.get("min_throughput_infer_per_s"):
-        goal += f", carrying at least {settings['min_throughput_infer_per_s']:,.0f} infer/s"
+    if settings.min_throughput_infer_per_s:
+        goal += f", carrying at least {settings.min_throughput_infer_per_s:,.0f} infer/s"
     lines = [
         "## Tune: the pick and the path to it",
         "",
-        f"`tritonlab tune`, {goal}; time budget {settings.get('time_budget_s', 0):.0f} s; "
-        f"{tune.get('cells_measured', 0)} cells measured and {tune.get('cells_reused', 0)} "
-        f"reused in {tune.get('wall_s', 0):.0f} s.",
+        f"`tritonlab tune`, {goal}; time budget {settings.time_budget_s:.0f} s; "
+        f"{tune.cells_measured} cells measured and {tune.cells_reused} "
+        f"reused in {tune.wall_s:.0f} s.",
         "",
-        _pick_line("Pick", tune.get("pick")),
-        _pick_line("Runner-up", tune.get("runner_up")),
+        _pick_line("Pick", tune.pick),
+        _pick_line("Runner-up", tune.runner_up),
     ]
-    verdict = tune.get("verdict")
+    verdict = tune.verdict
     if verdict:
-        ci = verdict.get("ci95_change_pct")
-        change = verdict.get("change_pct")
+        ci = verdict.ci95_change_pct
+        change = verdict.change_pct
         detail = ""
         if change is not None:
             detail = f" ({change:+.0f}%" + (
                 f", 95% CI {ci[0]:+.0f}% to {ci[1]:+.0f}%)" if ci else ", no interval)"
             )
         lines.append(
-            f"- Runner-up against the pick ({verdict.get('figure')}, paired over the race's "
-            f"{verdict.get('pairs')} rounds): {verdict.get('word')}{detail}."
+            f"- Runner-up against the pick ({verdict.figure}, paired over the race's "
+            f"{verdict.pairs} rounds): {verdict.word}{detail}."
         )
-    if tune.get("tie_break"):
-        lines.append(f"- Tie broken: {tune['tie_break']}.")
-    pick = tune.get("pick")
-    if pick and not pick.get("meets_p99_budget_every_repeat", True):
+    if tune.tie_break:
+        lines.append(f"- Tie broken: {tune.tie_break}.")
+    pick = tune.pick
+    if pick and not pick.meets_p99_budget_every_repeat:
         line = over_budget_line(pick)
         lines.append(f"- {line[0].upper()}{line[1:]}.")
     lines += [
-        f"- Why the search stopped: {tune.get('stop_reason') or 'it was interrupted'}.",
+        f"- Why the search stopped: {tune.stop_reason or 'it was interrupted'}.",
         "- The pick's `config.pbtxt`, ready to deploy: `pick/<model>/config.pbtxt`.",
         "",
         "The path: each step's single measurement steers the search (ramp: concurrency "
@@ -93,27 +100,27 @@ def tune_section(tune: dict[str, Any] | None) -> list[str]:
         "| # | phase | configuration | conc. | repeat | infer/s | p99 ms | why |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for i, step in enumerate(tune.get("steps") or [], 1):
-        rate = step.get("throughput_infer_per_s")
+    for i, step in enumerate(tune.steps, 1):
+        rate = step.throughput_infer_per_s
         rate_text = "failed" if rate is None else f"{rate:,.0f}"
-        stored = " (stored)" if step.get("reused") else ""
+        stored = " (stored)" if step.reused else ""
         lines.append(
-            f"| {i} | {step['phase']} | {_configuration(step)} | {step.get('concurrency')} | "
-            f"{step.get('repeat')}{stored} | {rate_text} | {_ms(step.get('latency_p99_us'))} | "
-            f"{step['reason']} |"
+            f"| {i} | {step.phase} | {_configuration(step.configuration)} | {step.concurrency} | "
+            f"{step.repeat}{stored} | {rate_text} | {_ms(step.latency_p99_us)} | "
+            f"{step.reason} |"
         )
     lines.append("")
     return lines
 
 
-def over_budget_line(pick: dict[str, Any]) -> str:
+def over_budget_line(pick: TunePick) -> str:
     """What the log and the command say of a pick whose p99 went over the budget in a repeat
     (a point is within the budget when the median of its repeats is: analysis/search.py)."""
-    over = pick.get("p99_over_budget_repeats")
-    median_us = (pick.get("latency_p99_us") or {}).get("median")
+    over = pick.p99_over_budget_repeats
+    median_us = pick.latency_p99_us.median
     if over is None or median_us is None:  # a tune.json from before the median rule
         return "no configuration met the p99 budget in every repeat"
     return (
-        f"the pick's p99 was over the budget in {over} of its {pick.get('repeats')} repeats; "
+        f"the pick's p99 was over the budget in {over} of its {pick.repeats} repeats; "
         f"their median, {median_us / 1000:.2f} ms, is within it"
     )

@@ -1,0 +1,192 @@
+"""``results/tune.json`` as records: the settings a tune ran with, each step of its path, the
+pick and the runner-up with their figures, and the race's verdict between them.
+
+``pipeline/tune.py`` writes the file from ``TuneRecord.to_dict()`` after every step; the
+experiment log (``report/tune_section.py``), ``tritonlab deploy`` (``deploy/pick.py``) and the
+command's own summary (``cli/tune_cmd.py``) read it back through ``load_record(..., TuneRecord)``.
+Fields a file from an older tritonlab lacks are optional and left out of ``to_dict`` while
+unset, so every stored file dumps back to the same JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from pydantic import Field, PlainSerializer
+
+from tritonlab.analysis.search_space import Candidate, Goal, Knobs, Observation, Step
+from tritonlab.analysis.summary import Summary
+from tritonlab.analysis.verdicts import VerdictRecord
+from tritonlab.experiments.plan import MeasurementSettings
+from tritonlab.records import Record
+
+
+def _unset(value: object) -> bool:
+    return value is None
+
+
+# Nested types that keep their own stored form (Knobs leaves ``response_cache`` out while off,
+# MeasurementSettings ``engine`` while classic): validated as themselves, dumped by ``to_dict``.
+StoredKnobs = Annotated[Knobs, PlainSerializer(Knobs.to_dict, return_type=dict[str, Any])]
+StoredMeasurement = Annotated[
+    MeasurementSettings,
+    PlainSerializer(MeasurementSettings.to_dict, return_type=dict[str, Any]),
+]
+
+
+@dataclass(frozen=True)
+class TuneSettingsRecord(Record):
+    """What ``tritonlab tune`` was asked for (``pipeline.tune.TuneSettings``), as stored."""
+
+    goal: str
+    p99_budget_us: float | None
+    min_throughput_infer_per_s: float | None
+    cores: int
+    max_race_rounds: int
+    start: StoredKnobs
+    switch_protocol: bool
+    max_instances: int
+    time_budget_s: float
+    batch_size: int
+    measurement: StoredMeasurement
+
+    def as_goal(self, window_ms: int | None = None) -> Goal:
+        """The goal the search ran under (``window_ms``, the measurement window the policy
+        judged loads by, is not stored: the block engine's is in ``engine.json``)."""
+        return Goal(
+            kind=self.goal,
+            p99_budget_us=self.p99_budget_us,
+            min_throughput_infer_per_s=self.min_throughput_infer_per_s,
+            cores=self.cores,
+            max_race_rounds=self.max_race_rounds,
+            start=self.start,
+            switch_protocol=self.switch_protocol,
+            max_instances=self.max_instances,
+            window_ms=window_ms,
+        )
+
+
+@dataclass(frozen=True)
+class TuneStep(Record):
+    """One step of the search path: the cell measured (or reused), what came back, and why."""
+
+    phase: str  # ramp | move | race
+    reason: str
+    configuration: StoredKnobs
+    description: str
+    concurrency: int
+    repeat: int  # from 1
+    cell: str
+    reused: bool  # read from an earlier run's stored cell
+    throughput_infer_per_s: float | None  # None: the cell failed
+    failed: bool
+    latency_p99_us: float | None
+    queue_us: float | None
+    compute_us: float | None
+    mean_batch: float | None
+    elapsed_s: float
+    # why perf_analyzer could not measure the cell (the search went on without it)
+    failure: Annotated[str | None, Field(exclude_if=_unset)] = None
+
+    @classmethod
+    def of(
+        cls,
+        step: Step,
+        cell: str,
+        obs: Observation,
+        elapsed_s: float,
+        reused: bool,
+        failure: str | None = None,
+    ) -> TuneStep:
+        """The record of ``step``, measured as ``obs`` in ``cell`` after ``elapsed_s`` seconds."""
+        assert step.knobs is not None, "a stop is not a step of the path"
+        return cls(
+            phase=step.phase,
+            reason=step.reason,
+            configuration=step.knobs,
+            description=step.knobs.description,
+            concurrency=step.concurrency,
+            repeat=step.repeat + 1,
+            cell=cell,
+            reused=reused,
+            throughput_infer_per_s=None if obs.failed else obs.throughput_infer_per_s,
+            failed=obs.failed,
+            latency_p99_us=obs.latency_p99_us,
+            queue_us=obs.queue_us,
+            compute_us=obs.compute_us,
+            mean_batch=obs.mean_batch,
+            elapsed_s=round(elapsed_s, 1),
+            failure=failure,
+        )
+
+
+@dataclass(frozen=True)
+class TuneFigure(Record):
+    """A figure over a point's repeats: their median and range (None without a value)."""
+
+    median: float | None
+    low: float | None
+    high: float | None
+
+    @classmethod
+    def of(cls, summary: Summary) -> TuneFigure:
+        """The median, lowest and highest repeat of ``summary``."""
+        return cls(summary.median, summary.low, summary.high)
+
+
+@dataclass(frozen=True)
+class TunePick(Record):
+    """The pick or the runner-up: a configuration at one concurrency, over its repeats."""
+
+    configuration: StoredKnobs
+    description: str
+    variant: str  # the serving variant's name (``Knobs.variant_name``)
+    concurrency: int
+    repeats: int
+    throughput_infer_per_s: TuneFigure
+    latency_p99_us: TuneFigure
+    meets_p99_budget_every_repeat: bool
+    # repeats whose p99 was over the budget (None: a tune.json from before the median rule)
+    p99_over_budget_repeats: Annotated[int | None, Field(exclude_if=_unset)] = None
+
+    @classmethod
+    def of(cls, candidate: Candidate, goal: Goal) -> TunePick:
+        """The record of ``candidate`` judged against ``goal``'s p99 budget."""
+        thr, p99 = candidate.throughput, candidate.p99
+        budget = goal.p99_budget_us
+        return cls(
+            configuration=candidate.knobs,
+            description=candidate.knobs.description,
+            variant=candidate.knobs.variant_name,
+            concurrency=candidate.concurrency,
+            repeats=thr.n,
+            throughput_infer_per_s=TuneFigure.of(thr),
+            latency_p99_us=TuneFigure.of(p99),
+            meets_p99_budget_every_repeat=budget is None
+            or (p99.high is not None and p99.high <= budget),
+            p99_over_budget_repeats=0
+            if budget is None
+            else sum(
+                1
+                for o in candidate.observations
+                if o.latency_p99_us is None or o.latency_p99_us > budget
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class TuneRecord(Record):
+    """``results/tune.json``: the search's settings, path, pick, runner-up and verdict."""
+
+    settings: TuneSettingsRecord
+    steps: tuple[TuneStep, ...]
+    stop_reason: str | None  # None while the search runs
+    cells_measured: int
+    cells_reused: int
+    wall_s: float
+    pick: TunePick | None
+    runner_up: TunePick | None
+    # the runner-up against the pick, paired over the race's rounds (when both exist)
+    verdict: Annotated[VerdictRecord | None, Field(exclude_if=_unset)] = None
+    tie_break: Annotated[str | None, Field(exclude_if=_unset)] = None  # why, when one was

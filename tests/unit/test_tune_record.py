@@ -1,0 +1,77 @@
+"""``results/tune.json`` through ``TuneRecord``: the writer gives the recorded search's file
+again from its cells, a damaged file is a one-line error naming it, an older file reads
+(every committed file dumps back the same: ``test_committed_records.py``)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tritonlab.analysis.search import Step
+from tritonlab.analysis.tune_record import TuneRecord, TuneStep
+from tritonlab.errors import ResultFileError
+from tritonlab.experiments.store import load_record, read_cell
+from tritonlab.pipeline.tune import TuneSettings, _Tuner, observation_of
+from tritonlab.report.tune_section import tune_section
+
+ROOT = Path(__file__).parents[2]
+FIXTURE = ROOT / "tests" / "fixtures" / "tune_run"
+
+
+def test_the_writer_gives_the_recorded_search_again_from_its_cells() -> None:
+    stored = load_record(FIXTURE / "results" / "tune.json", TuneRecord)
+    assert stored is not None
+    s = stored.settings
+    settings = TuneSettings(s.as_goal(), s.time_budget_s, s.measurement, s.batch_size)
+    tuner = _Tuner(None, FIXTURE, "simple_mlp", settings, 0.0)  # type: ignore[arg-type]
+    for recorded in stored.steps:
+        cell = read_cell(FIXTURE / "results" / "cells" / f"{recorded.cell}.json")
+        obs = observation_of(cell, recorded.configuration)
+        step = Step(
+            recorded.phase,
+            recorded.reason,
+            recorded.configuration,
+            recorded.concurrency,
+            recorded.repeat - 1,
+        )
+        tuner.observations.append(obs)
+        tuner.steps.append(TuneStep.of(step, recorded.cell, obs, recorded.elapsed_s, False))
+        tuner.measured.append(recorded.cell)
+    written = tuner.record(stored.stop_reason).to_dict()
+    written["wall_s"] = stored.wall_s  # the one figure of the run itself
+    # as text, so an int turned float (or the reverse) shows
+    assert json.dumps(written, sort_keys=True) == json.dumps(stored.to_dict(), sort_keys=True)
+
+
+def test_a_damaged_tune_json_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    data = json.loads((FIXTURE / "results" / "tune.json").read_text())
+    data["steps"][2]["concurrency"] = "many"
+    path = tmp_path / "tune.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ResultFileError) as raised:
+        load_record(path, TuneRecord)
+    message = str(raised.value)
+    assert "\n" not in message and str(path) in message
+    assert "steps.2.concurrency" in message
+
+
+def test_a_tune_json_of_an_older_tritonlab_reads_without_the_newer_fields(
+    tmp_path: Path,
+) -> None:
+    """Files from before the median rule lack the pick's over-budget count: it stays unset
+    (the log then says no configuration met the budget in every repeat)."""
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURE / "results", run / "results", ignore=shutil.ignore_patterns("cells"))
+    path = run / "results" / "tune.json"
+    data = json.loads(path.read_text())
+    data["pick"].pop("p99_over_budget_repeats")
+    data["pick"]["meets_p99_budget_every_repeat"] = False
+    path.write_text(json.dumps(data))
+    record = load_record(path, TuneRecord)
+    assert record is not None and record.pick is not None
+    assert record.pick.p99_over_budget_repeats is None
+    assert "p99_over_budget_repeats" not in record.to_dict()["pick"]
+    assert "- No configuration met the p99 budget in every repeat." in tune_section(record)
