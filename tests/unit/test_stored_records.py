@@ -18,7 +18,8 @@ from tritonlab.experiments.blocks import EngineRecord, Reload
 from tritonlab.experiments.manifest import FaultRecord, MachineInfo, Manifest, NodeEntry
 from tritonlab.experiments.opening import check_resume
 from tritonlab.experiments.rounds import AdaptiveRound, StoppingRecord, append_round
-from tritonlab.experiments.store import load_records, read_result, save_manifest
+from tritonlab.experiments.store import load_record, load_records, read_result, save_manifest
+from tritonlab.perf.machine import MachineCeilings
 from tritonlab.records import Record
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -132,3 +133,27 @@ def test_rounds_and_reloads_are_written_and_read_through_their_records(tmp_path:
     data = json.loads(json.dumps(engine.to_dict()))
     assert data["reloads"] == [{"before_block": 10, "load_order": ["a", "b"], "seconds": 2.5}]
     assert EngineRecord.from_dict(data).reloads == engine.reloads
+
+
+def test_ceilings_patches_operators_json_through_its_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from typer.testing import CliRunner
+
+    import tritonlab.perf.machine as machine_module
+    from tritonlab.cli import app
+
+    run = tmp_path / "cnn_run"
+    shutil.copytree(ROOT / "tests/fixtures/cnn_run", run)
+    path = run / "results" / "operators.json"
+    before = OperatorsRecord.from_dict(read_result(path))
+    measured = MachineCeilings(20e9, 15e9, 20e9, 40e9, 1024, 128 << 20, 1, "cpu", "now", {})
+    monkeypatch.setattr(machine_module, "measure_ceilings", lambda: measured)
+    monkeypatch.setattr(machine_module, "store_ceilings", lambda root, m: None)
+    result = CliRunner().invoke(app, ["ceilings", str(run)])
+    assert result.exit_code == 0, result.output
+    after = load_record(path, OperatorsRecord)
+    assert after == dataclasses.replace(before, machine_ceilings=measured)
+    assert read_result(path)["machine_ceilings"] == measured.to_dict()
