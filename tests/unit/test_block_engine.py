@@ -236,14 +236,14 @@ def test_co_loaded_configurations_are_reloaded_at_each_new_epoch(
     load = LoadPoint()
     for block in (7, 8, 9, 10, 11, 19, 20):  # a resume at block 7
         engine._reload_if_due(session, block, [(m, load, block) for m in models])  # type: ignore[arg-type]
-    assert [r["before_block"] for r in record.reloads] == [10, 20]
+    assert [r.before_block for r in record.reloads] == [10, 20]
     assert session.calls.count("unload v0") == 2 and session.calls.count("load v2") == 2
     assert sorted(warmed) == sorted([m.variant.name for m in models] * 2)
     first = session.calls[: 2 * len(models)]
     assert all(c.startswith("unload") for c in first[: len(models)])
     stored = load_engine_record(tmp_path)
     assert stored is not None and stored.reload_every_blocks == 10
-    assert [r["before_block"] for r in stored.reloads] == [10, 20]
+    assert [r.before_block for r in stored.reloads] == [10, 20]
     # one configuration loaded at a time: nothing to reload
     alone = BlockSession(seed_comparison_plan("m"), models, EngineRecord("blocks", "s"))
     alone._reload_if_due(session, 0, [])  # type: ignore[arg-type]

@@ -177,7 +177,10 @@ def test_fit_cost_model_reads_the_run_folder(
     assert fit_cost_model(run_dir, cores=2) is None  # no operators.json in the seed run
     write_json_atomic(
         run_dir / RESULTS_DIR / OPERATORS_FILE,
-        {"in_process_us_per_execution": {str(b): t for b, t in IN_PROCESS.items()}},
+        {
+            "profile": {"operators": []},
+            "in_process_us_per_execution": {str(b): t for b, t in IN_PROCESS.items()},
+        },
     )
     assert fit_cost_model(run_dir, cores=2) is None  # ... and no identity-model cells
     # Stand-ins for the identity probes: the baseline's cells (one request per execution)

@@ -15,6 +15,7 @@ from tritonlab.analysis.aggregate import VariantSummary
 from tritonlab.analysis.verdicts import CONFIDENCE
 from tritonlab.errors import TritonlabError
 from tritonlab.experiments.manifest import AdaptiveEntry
+from tritonlab.experiments.rounds import AdaptiveRound
 from tritonlab.experiments.store import (
     ADAPTIVE_FILE,
     OPERATORS_FILE,
@@ -163,7 +164,7 @@ def test_load_run_reads_the_folder_once_into_records(run_copy: Path) -> None:
     assert run.paths.cells == run_copy / "results" / "cells"
 
 
-def _with_adaptive(run: RunData, rounds: list[dict[str, Any]]) -> RunData:
+def _with_adaptive(run: RunData, rounds: list[AdaptiveRound]) -> RunData:
     manifest = dataclasses.replace(run.manifest, adaptive=AdaptiveEntry(6, 600.0))
     return dataclasses.replace(run, manifest=manifest, infer_checks=[], adaptive_rounds=rounds)
 
@@ -174,11 +175,11 @@ def test_adaptive_lines_in_the_method(run_copy: Path) -> None:
     method = decided.split("## Method\n", 1)[1].split("\n## ", 1)[0]
     assert "- Adaptive repeats: 3 rounds planned, at most 6, extra rounds within 600 s." in method
     assert "No extra round was measured." in method  # not a claim that all were decided
-    record = {
-        "round": 4,
-        "cells": [["baseline", "grpc_b1_c8"], ["batch_0ms_x1", "grpc_b1_c8"]],
-        "reasons": [f"reason {i}" for i in range(1, 7)],
-    }
+    record = AdaptiveRound(
+        round=4,
+        reasons=tuple(f"reason {i}" for i in range(1, 7)),
+        cells=("baseline__grpc_b1_c8__r4", "batch_0ms_x1__grpc_b1_c8__r4"),
+    )
     text = render_experiment_log(_with_adaptive(run, [record]))
     method = text.split("## Method\n", 1)[1].split("\n## ", 1)[0]
     assert (
@@ -250,7 +251,7 @@ def test_build_report_reads_adaptive_rounds(run_copy: Path) -> None:
     manifest = json.loads((run_copy / RESULTS_DIR / "manifest.json").read_text())
     manifest["adaptive"] = {"max_repeats": 6, "budget_s": 600.0}
     write_json_atomic(run_copy / RESULTS_DIR / "manifest.json", manifest)
-    record = {"round": 4, "cells": [["baseline", "grpc_b1_c8"]], "reasons": ["only reason"]}
+    record = {"round": 4, "cells": ["baseline__grpc_b1_c8__r4"], "reasons": ["only reason"]}
     write_json_atomic(run_copy / RESULTS_DIR / ADAPTIVE_FILE, [record])
     text = build_report(run_copy).experiment_log.read_text()
     assert "- Round 4: 1 cells re-measured because these verdicts were undecided: only reason." in (

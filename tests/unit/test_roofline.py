@@ -14,7 +14,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from tritonlab.analysis.operators import profile_operators
+from tritonlab.analysis.operators import OperatorProfile, OperatorsRecord, profile_operators
 from tritonlab.analysis.roofline import operator_points, served_points
 from tritonlab.models.inspect import inspect_onnx
 from tritonlab.perf.machine import MachineCeilings, machine_ceilings, measure_ceilings
@@ -91,7 +91,7 @@ def test_measured_ceilings_are_plausible_and_cached(tmp_path: Path) -> None:
     assert machine_ceilings(tmp_path).cpu == "from the cache"  # reused, not measured again
 
 
-def _operators_record(us_batch1: float, us_batch64: float) -> dict[str, object]:
+def _operators_record(us_batch1: float, us_batch64: float) -> OperatorsRecord:
     # one Gemm of 1024 x 256 fp32 weights: 0.52 MFLOP per sample, 1 MiB of weights
     op = {
         "name": "/0/Gemm",
@@ -100,11 +100,17 @@ def _operators_record(us_batch1: float, us_batch64: float) -> dict[str, object]:
         "weight_bytes": 1024 * 256 * 4,
         "activation_bytes_per_sample": (256 + 1024) * 4,
     }
-    return {
-        "profile": {"operators": [op]},
-        "machine_ceilings": CEILINGS.to_dict(),
-        "operator_us_per_execution": {"1": {"/0/Gemm": us_batch1}, "64": {"/0/Gemm": us_batch64}},
-    }
+    return OperatorsRecord.from_dict(
+        {
+            "profile": {"operators": [op]},
+            "in_process_us_per_execution": {"1": us_batch1},
+            "machine_ceilings": CEILINGS.to_dict(),
+            "operator_us_per_execution": {
+                "1": {"/0/Gemm": us_batch1},
+                "64": {"/0/Gemm": us_batch64},
+            },
+        }
+    )
 
 
 def test_batching_moves_the_operator_from_the_bandwidth_to_the_compute_ceiling() -> None:
@@ -126,8 +132,7 @@ def test_a_point_above_the_bandwidth_line_is_explained_by_the_cache() -> None:
 
 
 def test_no_roofline_without_ceilings() -> None:
-    record = _operators_record(100.0, 2000.0)
-    del record["machine_ceilings"]
+    record = dataclasses.replace(_operators_record(100.0, 2000.0), machine_ceilings=None)
     assert roofline_lines(record, []) == [] and operator_points(record) == []
 
 
@@ -155,9 +160,11 @@ def test_a_model_without_heavy_operators_has_no_roofline_and_no_error(tmp_path: 
     from tritonlab.report.plots import PlotData, plot_roofline
     from tritonlab.report.run_data import load_run
 
-    record = _operators_record(100.0, 2000.0)
-    record["profile"] = {"operators": []}
-    record["operator_us_per_execution"] = {}
+    record = dataclasses.replace(
+        _operators_record(100.0, 2000.0),
+        profile=OperatorProfile(()),
+        operator_us_per_execution={},
+    )
     run = dataclasses.replace(PlotData.of(load_run(SWEEP_RUN)), operators=record)
     assert operator_points(record) == []
     assert served_points(record, run.summaries) == []

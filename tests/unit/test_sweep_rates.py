@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 from test_recommend import cell
 
 from tritonlab.errors import PlanError
+from tritonlab.experiments.manifest import Manifest
 from tritonlab.experiments.opening import check_resume, plan_fingerprint
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.plan_file import load_demo_plan
@@ -102,11 +104,14 @@ def test_fraction_of_peak_loads_need_a_rate_resolver(tmp_path: Path) -> None:
         run_experiment(plan, info, tmp_path, ServerOptions())
 
 
-def test_resume_accepts_the_same_sweep_and_refuses_another(tmp_path: Path) -> None:
+def test_resume_accepts_the_same_sweep_and_refuses_another(
+    tmp_path: Path, seed_manifest: Manifest
+) -> None:
     plan = load_demo_plan().experiment
     fingerprint = plan_fingerprint(plan, "sha")
     check_resume(tmp_path, fingerprint)  # nothing there yet
-    save_manifest(tmp_path, {"plan": plan.to_dict(), "plan_fingerprint": fingerprint})
+    stored = replace(seed_manifest, plan=plan, plan_fingerprint=fingerprint)
+    save_manifest(tmp_path, stored.to_dict())
     check_resume(tmp_path, plan_fingerprint(load_demo_plan().experiment, "sha"))
     other = ExperimentPlan.from_dict({**plan.to_dict(), "repeats": plan.repeats + 1})
     with pytest.raises(PlanError, match="different plan or model"):

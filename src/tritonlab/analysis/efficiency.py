@@ -14,10 +14,10 @@ sentences are built in ``report.efficiency_text``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from tritonlab.analysis.aggregate import VariantSummary, compare_figure
 from tritonlab.analysis.frontier import at_reference_length
+from tritonlab.analysis.operators import OperatorsRecord
 from tritonlab.analysis.summary import Summary
 from tritonlab.analysis.verdicts import Verdict
 from tritonlab.perf.in_process import Ceiling
@@ -37,9 +37,9 @@ class Efficiency:
     of_best: Summary  # served / the machine's best in-process figure, per repeat
 
 
-def parse_ceilings(operators: dict[str, Any] | None) -> list[Ceiling]:
+def parse_ceilings(operators: OperatorsRecord | None) -> list[Ceiling]:
     """The in-process ceilings recorded in ``operators.json`` (none when absent)."""
-    return [Ceiling.from_dict(c) for c in (operators or {}).get("in_process_ceilings", [])]
+    return list(operators.in_process_ceilings or ()) if operators else []
 
 
 def thread_speedup(ceilings: list[Ceiling]) -> dict[int, float]:

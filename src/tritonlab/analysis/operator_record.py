@@ -10,7 +10,7 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from tritonlab.analysis.operators import profile_operators
+from tritonlab.analysis.operators import OperatorsRecord, profile_operators
 from tritonlab.errors import ConfigError
 from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.experiments.serving_path import NULL_MODEL_PATH
@@ -50,26 +50,21 @@ def record_operator_profile(
         return
     largest = min(v.max_batch_size for v in plan.variants) if info.batched else 1
     batches = [b for b in (1, 2, 4, 8, 16, 32, 64) if b <= max(1, largest)]
-    record: dict[str, object] = {
-        "profile": profile_operators(info.path, inputs.shapes, info.batched).to_dict(),
-        "in_process_us_per_execution": {
-            str(b): t for b, t in time_in_process(info, batches, inputs=inputs).items()
-        },
-    }
+    profile = profile_operators(info.path, inputs.shapes, info.batched)
+    in_process = time_in_process(info, batches, inputs=inputs)
     # Every other engine (backend and precision) the plan serves, timed the same way: the cost
     # model's fixed and per-sample terms are per engine.
     engines = sorted({(v.backend, v.precision) for v in plan.variants if v.engine != "onnxruntime"})
+    engines_us: dict[str, dict[int, float]] | None = None
+    precision_used: dict[str, str] | None = None
     if engines:
-        record["engines_in_process_us_per_execution"] = {
-            f"{backend} {precision}": {
-                str(b): t
-                for b, t in time_in_process(
-                    info, batches, inputs=inputs, backend=backend, precision=precision
-                ).items()
-            }
+        engines_us = {
+            f"{backend} {precision}": time_in_process(
+                info, batches, inputs=inputs, backend=backend, precision=precision
+            )
             for backend, precision in engines
         }
-        record["engines_precision_used"] = {
+        precision_used = {
             f"{backend} {precision}": openvino_precision_used(info, precision)
             for backend, precision in engines
             if backend == "openvino"
@@ -83,7 +78,7 @@ def record_operator_profile(
         }
     )
     window_s = ceiling_window_s()
-    record["in_process_ceilings"] = [
+    ceilings = tuple(
         in_process_ceiling(
             info,
             instances,
@@ -93,29 +88,33 @@ def record_operator_profile(
             window_s=window_s,
             backend=backend,
             precision=precision,
-        ).to_dict()
+        )
         for instances, threads, backend, precision in parallelism
-    ]
+    )
     # The roofline: this machine's per-thread ceilings, and each heavy operator's own time at
     # the batch sizes it is drawn at (onnxruntime's profiler).
-    record["machine_ceilings"] = machine_ceilings(default_cache_root()).to_dict()
-    profile = record["profile"]
-    assert isinstance(profile, dict)
-    record["operator_us_per_execution"] = {
-        str(b): times
-        for b, times in time_operators(
-            info,
-            [o["name"] for o in profile["operators"]],
-            [b for b in ROOFLINE_BATCHES if b <= max(1, largest)],
-            inputs,
-        ).items()
-    }
+    machine = machine_ceilings(default_cache_root())
+    operator_us = time_operators(
+        info,
+        [o.name for o in profile.operators],
+        [b for b in ROOFLINE_BATCHES if b <= max(1, largest)],
+        inputs,
+    )
+    null_us: dict[int, float] | None = None
     null_path = run_dir / NULL_MODEL_PATH
     if null_path.exists():
         # The serving-path cells already contain an empty onnxruntime call; the cost model
         # subtracts its in-process time so the model's own terms do not count it twice.
         null_info = replace(info, path=null_path)
-        record["null_in_process_us_per_execution"] = {
-            str(b): t for b, t in time_in_process(null_info, batches, inputs=inputs).items()
-        }
-    write_result(path, record)
+        null_us = time_in_process(null_info, batches, inputs=inputs)
+    record = OperatorsRecord(
+        profile=profile,
+        in_process_us_per_execution=in_process,
+        null_in_process_us_per_execution=null_us,
+        engines_in_process_us_per_execution=engines_us,
+        engines_precision_used=precision_used,
+        in_process_ceilings=ceilings,
+        machine_ceilings=machine,
+        operator_us_per_execution=operator_us,
+    )
+    write_result(path, record.to_dict())

@@ -16,6 +16,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from tritonlab.perf.in_process import Ceiling
+from tritonlab.perf.machine import MachineCeilings
+from tritonlab.records import Record
+
 _HEAVY = ("MatMul", "Gemm", "Conv")
 
 
@@ -41,6 +45,8 @@ class OperatorCost:
 
 @dataclass(frozen=True)
 class OperatorProfile:
+    """The heavy operators of one model (per sample); the totals are derived from them."""
+
     operators: tuple[OperatorCost, ...]
 
     @property
@@ -75,6 +81,38 @@ class OperatorProfile:
             "weight_bytes": self.weight_bytes,
             "activation_bytes_per_sample": self.activation_bytes_per_sample,
         }
+
+
+@dataclass(frozen=True)
+class OperatorsRecord(Record):
+    """``results/operators.json``: the heavy operators' profile, the in-process timings (µs per
+    execution by batch size), the parallel ceilings and the roofline's per-operator times.
+
+    Parts a run did not measure (older runs, no other engine, no roofline) are None and left
+    out of the file, so older files dump back as they are stored.
+    """
+
+    profile: OperatorProfile
+    in_process_us_per_execution: dict[int, float]
+    # The empty model's in-process time: the serving-path cells contain it already.
+    null_in_process_us_per_execution: dict[int, float] | None = None
+    # "backend precision" -> batch size -> µs per execution, for every engine but onnxruntime.
+    engines_in_process_us_per_execution: dict[str, dict[int, float]] | None = None
+    # "openvino precision" -> the precision OpenVINO compiled in on this processor.
+    engines_precision_used: dict[str, str] | None = None
+    in_process_ceilings: tuple[Ceiling, ...] | None = None
+    machine_ceilings: MachineCeilings | None = None
+    # batch size -> operator name -> median µs per kernel run (onnxruntime's profiler).
+    operator_us_per_execution: dict[int, dict[str, float]] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as the file stores it: the profile with its totals, ceilings without an
+        onnxruntime ``engine``, and parts not measured left out."""
+        data = {k: v for k, v in super().to_dict().items() if v is not None}
+        data["profile"] = self.profile.to_dict()
+        if self.in_process_ceilings is not None:
+            data["in_process_ceilings"] = [c.to_dict() for c in self.in_process_ceilings]
+        return data
 
 
 def _shape(value_info: Any) -> list[int] | None:

@@ -19,10 +19,9 @@ table are built in ``report.roofline_text``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from tritonlab.analysis.aggregate import VariantSummary
-from tritonlab.analysis.operators import OperatorCost, OperatorProfile
+from tritonlab.analysis.operators import OperatorCost, OperatorProfile, OperatorsRecord
 from tritonlab.perf.machine import MachineCeilings
 
 
@@ -71,28 +70,21 @@ def _point(
     )
 
 
-def profile_of(operators: dict[str, Any]) -> OperatorProfile:
-    """The operator profile recorded in ``operators.json``."""
-    return OperatorProfile(tuple(OperatorCost(**o) for o in operators["profile"]["operators"]))
-
-
-def ceilings_of(operators: dict[str, Any] | None) -> MachineCeilings | None:
+def ceilings_of(operators: OperatorsRecord | None) -> MachineCeilings | None:
     """This machine's measured ceilings from ``operators.json``; None when not measured."""
-    data = (operators or {}).get("machine_ceilings")
-    return MachineCeilings.from_dict(data) if data else None
+    return operators.machine_ceilings if operators else None
 
 
-def operator_points(operators: dict[str, Any]) -> list[RooflinePoint]:
+def operator_points(operators: OperatorsRecord) -> list[RooflinePoint]:
     """Each profiled heavy operator at each timed batch size (empty without ceilings)."""
-    machine = ceilings_of(operators)
-    timings = operators.get("operator_us_per_execution") or {}
+    machine = operators.machine_ceilings
+    timings = operators.operator_us_per_execution or {}
     if machine is None or not timings:
         return []
     points = []
-    for op in profile_of(operators).operators:
-        for batch_text, by_name in sorted(timings.items(), key=lambda kv: int(kv[0])):
+    for op in operators.profile.operators:
+        for batch, by_name in sorted(timings.items()):
             us = by_name.get(op.name)
-            batch = int(batch_text)
             if not us or not op.flops_per_sample:
                 continue
             flop_per_s = batch * op.flops_per_sample / (us * 1e-6)
@@ -101,13 +93,13 @@ def operator_points(operators: dict[str, Any]) -> list[RooflinePoint]:
 
 
 def served_points(
-    operators: dict[str, Any], summaries: list[VariantSummary]
+    operators: OperatorsRecord, summaries: list[VariantSummary]
 ) -> list[RooflinePoint]:
     """Each served configuration's executions (first load point only: one point each)."""
-    machine = ceilings_of(operators)
+    machine = operators.machine_ceilings
     if machine is None:
         return []
-    profile = profile_of(operators)
+    profile = operators.profile
     if not profile.flops_per_sample:  # no MatMul, Gemm or Conv: no FLOPs to place
         return []
     first_load = summaries[0].load_key if summaries else None

@@ -24,8 +24,11 @@ def ceilings(
 
     Example: tritonlab ceilings demo-out
     """
+    from dataclasses import replace
+
+    from tritonlab.analysis.operators import OperatorsRecord
     from tritonlab.errors import TritonlabError
-    from tritonlab.experiments.store import OPERATORS_FILE, RESULTS_DIR, read_result, write_result
+    from tritonlab.experiments.store import OPERATORS_FILE, RESULTS_DIR, load_record, write_result
     from tritonlab.perf.machine import measure_ceilings, store_ceilings
     from tritonlab.report.build import build_report
     from tritonlab.server.locate import default_cache_root
@@ -50,8 +53,8 @@ def ceilings(
         )
         for run_dir in folders:
             path = run_dir / RESULTS_DIR / OPERATORS_FILE
-            record = read_result(path)
-            record["machine_ceilings"] = machine.to_dict()
-            write_result(path, record)
+            record = load_record(path, OperatorsRecord)
+            assert record is not None  # checked above: every folder has one
+            write_result(path, replace(record, machine_ceilings=machine).to_dict())
             build_report(run_dir)
             out.print(f"{run_dir}: roofline rebuilt with these ceilings", highlight=False)

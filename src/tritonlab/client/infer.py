@@ -7,7 +7,7 @@ shapes), so a repository that drifted from its model file is caught with the ten
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -15,6 +15,7 @@ import numpy as np
 from tritonlab.errors import ClientError
 from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo, TensorSpec
+from tritonlab.records import Record
 from tritonlab.server.endpoint import ServerEndpoint
 
 TOLERANCE_ABS = {"TYPE_FP16": 1e-2, "TYPE_FP32": 1e-4, "TYPE_FP64": 1e-9}
@@ -24,7 +25,7 @@ TOLERANCE_REL_OF_MAX = {"bf16": 5e-2, "f16": 1e-2}
 
 
 @dataclass(frozen=True)
-class InferCheck:
+class InferCheck(Record):
     """One validated request: what was sent, what came back, and how close it was."""
 
     protocol: str
@@ -38,30 +39,18 @@ class InferCheck:
     engine: str = "onnxruntime"
     # max abs diff over the reference output's largest magnitude.
     max_rel_diff: float | None = None
+    # The cluster node that checked it (``distributed/``); None for a local run.
+    node: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The record as JSON; an onnxruntime check leaves out ``engine`` and ``max_rel_diff``."""
-        data = asdict(self)
-        if self.engine == "onnxruntime":  # records from before these fields stay byte-identical
+        """The record as JSON; an onnxruntime check leaves out ``engine`` and ``max_rel_diff``,
+        a local one ``node`` (records from before these fields stay byte-identical)."""
+        data = super().to_dict()
+        if self.engine == "onnxruntime":
             del data["engine"], data["max_rel_diff"]
+        if self.node is None:
+            del data["node"]
         return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> InferCheck:
-        """The check stored by :meth:`to_dict`; a record without ``engine`` was made by
-        onnxruntime.
-        """
-        return cls(
-            protocol=data["protocol"],
-            model_name=data["model_name"],
-            input_shapes={k: list(v) for k, v in data["input_shapes"].items()},
-            output_shapes={k: list(v) for k, v in data["output_shapes"].items()},
-            max_abs_diff=float(data["max_abs_diff"]),
-            tolerance_abs=float(data["tolerance_abs"]),
-            round_trip_ms=float(data["round_trip_ms"]),
-            engine=str(data.get("engine", "onnxruntime")),
-            max_rel_diff=data.get("max_rel_diff"),
-        )
 
 
 def _triton_type(spec: TensorSpec) -> str:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import socket
 from collections import defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import tritonlab
 from tritonlab.errors import ConfigError
-from tritonlab.experiments.manifest import MachineInfo, package_versions
+from tritonlab.experiments.manifest import MachineInfo, NodeEntry, NodeIdentity, package_versions
 
 # The Ray resource a node offers to say "measure here"; one per node: one measurement a host.
 RESOURCE = "tritonlab"
@@ -24,21 +24,8 @@ CHECKED_PACKAGES = ("nvidia-pytriton", "tritonclient", "onnxruntime", "openvino"
 
 
 @dataclass(frozen=True)
-class NodeFacts:
+class NodeFacts(NodeIdentity):
     """A node as it describes itself before measuring anything."""
-
-    node_id: str
-    address: str
-    hostname: str
-    machine: MachineInfo
-    tritonlab_version: str
-    packages: dict[str, str]
-    perf_analyzer_version: str
-
-    @property
-    def label(self) -> str:
-        """How logs and cells name the node: its address and the start of its Ray id."""
-        return f"{self.address}/{self.node_id[:8]}"
 
     @property
     def hardware(self) -> tuple[object, ...]:
@@ -105,16 +92,17 @@ class NodeRecord:
     serving_path: bool = False  # it measured the serving-path probes
     profiled: bool = False  # it took the operator profile and in-process timings
 
-    def to_dict(self) -> dict[str, Any]:
-        """The facts as JSON with the server version and, if the node was lost, when and why."""
-        data = self.facts.to_dict() | {"server_version": self.server_version}
-        if self.lost_utc:
-            data |= {"lost_utc": self.lost_utc, "lost_why": self.lost_why}
-        if self.serving_path:
-            data["serving_path"] = True
-        if self.profiled:
-            data["profiled"] = True
-        return data
+    def entry(self) -> NodeEntry:
+        """The node as the manifest lists it: its facts, server version and what befell it."""
+        identity = {f.name: getattr(self.facts, f.name) for f in fields(NodeIdentity)}
+        return NodeEntry(
+            **identity,
+            server_version=self.server_version,
+            lost_utc=self.lost_utc,
+            lost_why=self.lost_why,
+            serving_path=self.serving_path,
+            profiled=self.profiled,
+        )
 
 
 def version_mismatch(driver: NodeFacts, node: NodeFacts) -> str | None:

@@ -30,13 +30,14 @@ from typing import Any
 from tritonlab.client.infer import InferCheck
 from tritonlab.errors import ConfigError, ServerError, TritonlabError
 from tritonlab.experiments.manifest import (
+    FaultRecord,
     Manifest,
     ServerRecord,
     utc_now,
 )
 from tritonlab.experiments.opening import new_manifest
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
-from tritonlab.experiments.recovery import FAULTS_FILE, FaultRecord, load_faults
+from tritonlab.experiments.recovery import FAULTS_FILE, load_faults
 from tritonlab.experiments.session import ProgressCallback, Round, cell_id
 from tritonlab.experiments.store import (
     RESULTS_DIR,
@@ -49,6 +50,7 @@ from tritonlab.experiments.store import (
 from tritonlab.models.inputs import ModelInputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.perf.locate import PerfAnalyzerInstall
+from tritonlab.records import RecordError
 from tritonlab.repository.layout import RepositoryModel
 from tritonlab.server.launch import ServerOptions
 
@@ -60,7 +62,7 @@ from .nodes import (
     check_nodes,
     check_server_versions,
 )
-from .wire import Answer, contained, decode_answer
+from .wire import Answer, NodeAnswerError, contained, decode_answer
 
 INSTALL_HINT = "--ray needs the optional extra: pip install 'tritonlab[ray]'"
 CLOSE_TIMEOUT_S = 120.0
@@ -87,6 +89,16 @@ class _Node:
     @property
     def label(self) -> str:
         return self.record.facts.label
+
+
+def _node_checks(node: _Node, prepared: Prepared) -> list[InferCheck]:
+    """The correctness checks a node reported (untrusted), each naming the node."""
+    try:
+        return [replace(InferCheck.from_dict(c), node=node.label) for c in prepared.checks]
+    except RecordError as exc:
+        raise NodeAnswerError(
+            f"node {node.label}: its checks are not valid records ({exc})"
+        ) from None
 
 
 class ClusterFaults:
@@ -303,7 +315,7 @@ class RaySession:
                 self.recovery.failed_cells.append(record.cell)
         self.recovery.node_restarts[node.label] = answer.restarts
         if answer.faults:
-            self.save_manifest(faults=tuple(f.to_dict() for f in self.recovery.faults))
+            self.save_manifest(faults=tuple(self.recovery.faults))
         if answer.cell is not None:
             save_cell(self.run_dir, replace(answer.cell, node=node.label))
             self.measured.append(cid)
@@ -334,8 +346,8 @@ class RaySession:
 
     def _save_nodes(self) -> None:
         self.save_manifest(
-            nodes=tuple(n.record.to_dict() for n in self.nodes),
-            faults=tuple(f.to_dict() for f in self.recovery.faults),
+            nodes=tuple(n.record.entry() for n in self.nodes),
+            faults=tuple(self.recovery.faults),
         )
 
 
@@ -457,7 +469,8 @@ def open_ray_session(
             for f, p, a in zip(facts, prepared, actors, strict=True)
         ]
         check_server_versions([n.record for n in nodes])
-        checks = [InferCheck.from_dict(c) for c in prepared[0].checks]
+        node_checks = [_node_checks(n, p) for n, p in zip(nodes, prepared, strict=True)]
+        checks = [replace(c, node=None) for c in node_checks[0]]
         first = prepared[0]
         manifest = new_manifest(
             plan,
@@ -476,12 +489,10 @@ def open_ray_session(
                 grpc_url="",
             ),
         )
-        manifest = replace(manifest, nodes=tuple(n.record.to_dict() for n in nodes))
+        manifest = replace(manifest, nodes=tuple(n.record.entry() for n in nodes))
         session = RaySession(ray, nodes, plan, run_dir, manifest, checks, progress, deadline)
         session.save_manifest(**dict(manifest_extra or {}))
-        every_check = [
-            c | {"node": n.label} for n, p in zip(nodes, prepared, strict=True) for c in p.checks
-        ]
+        every_check = [c.to_dict() for mine in node_checks for c in mine]
         write_result(run_dir / RESULTS_DIR / "infer_check.json", every_check)
         write_text_atomic(run_dir / "server" / "README.txt", _server_note(nodes))
         yield session

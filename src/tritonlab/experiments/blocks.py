@@ -43,6 +43,7 @@ from tritonlab.errors import PerfAnalyzerError, ServerError
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
 from tritonlab.experiments.store import RESULTS_DIR, read_result, write_result
 from tritonlab.perf.runner import run_perf
+from tritonlab.records import Record
 from tritonlab.repository.layout import RepositoryModel
 
 if TYPE_CHECKING:
@@ -175,6 +176,16 @@ def cell_measurement(plan: ExperimentPlan, window_ms: int) -> MeasurementSetting
     )
 
 
+@dataclass(frozen=True)
+class Reload(Record):
+    """One reload of the co-loaded configurations: the block it came before (0-based), the
+    order they were loaded in, and its wall seconds with the warm-ups that followed it."""
+
+    before_block: int
+    load_order: tuple[str, ...]
+    seconds: float = 0.0
+
+
 @dataclass
 class EngineRecord:
     """``results/engine.json``: what the block engine decided (kept across resumes)."""
@@ -188,9 +199,7 @@ class EngineRecord:
     warmup_s: float = 0.0  # wall seconds of the co-loading and warm-up cells
     load_order: list[str] = field(default_factory=list)  # the configurations, as co-loaded
     reload_every_blocks: int = 0
-    # Every reload: the block it came before, the load order, and its wall seconds with the
-    # warm-ups that followed it.
-    reloads: list[dict[str, Any]] = field(default_factory=list)
+    reloads: list[Reload] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The record as JSON, with the engine's fixed constants (windows, requests) beside it."""
@@ -207,7 +216,7 @@ class EngineRecord:
             "warmup_s": self.warmup_s,
             "load_order": self.load_order,
             "reload_every_blocks": self.reload_every_blocks,
-            "reloads": self.reloads,
+            "reloads": [r.to_dict() for r in self.reloads],
         }
 
     @classmethod
@@ -227,7 +236,7 @@ class EngineRecord:
             warmup_s=float(data.get("warmup_s", 0.0)),
             load_order=[str(n) for n in data.get("load_order", [])],
             reload_every_blocks=int(data.get("reload_every_blocks", 0)),
-            reloads=[dict(r) for r in data.get("reloads", [])],
+            reloads=[Reload.from_dict(r) for r in data.get("reloads", [])],
         )
 
 
@@ -488,10 +497,10 @@ class BlockSession:
                 self._warm_up(session, warmup, model, load)
         self._epoch = epoch
         self.record.reloads.append(
-            {
-                "before_block": block,
-                "load_order": [m.variant.name for m in order],
-                "seconds": round(time.monotonic() - started, 1),
-            }
+            Reload(
+                before_block=block,
+                load_order=tuple(m.variant.name for m in order),
+                seconds=round(time.monotonic() - started, 1),
+            )
         )
         save_engine_record(session.run_dir, self.record)

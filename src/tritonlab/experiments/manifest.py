@@ -21,6 +21,7 @@ import tritonlab
 from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.models.inputs import ModelInputs
 from tritonlab.models.inspect import TensorSpec
+from tritonlab.records import Record
 from tritonlab.server.gpu import gpu_names
 
 _PACKAGES = (
@@ -171,6 +172,76 @@ class MachineInfo:
         return asdict(self) | {"gpus": list(self.gpus)}
 
 
+@dataclass(frozen=True)
+class FaultRecord:
+    """One fault: which cell, what happened, the server log's lines, and what was done."""
+
+    cell: str
+    what: str
+    action: str  # "restarted, re-measuring" | "retrying" | "gave up: cell stored as failed"
+    log_lines: tuple[str, ...]
+    utc: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fault as JSON (log lines as a list)."""
+        data = asdict(self)
+        data["log_lines"] = list(self.log_lines)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FaultRecord:
+        """The fault stored by :meth:`to_dict`; missing fields read as empty."""
+        return cls(
+            cell=str(data.get("cell", "")),
+            what=str(data.get("what", "")),
+            action=str(data.get("action", "")),
+            log_lines=tuple(data.get("log_lines") or ()),
+            utc=str(data.get("utc", "")),
+        )
+
+
+@dataclass(frozen=True)
+class NodeIdentity:
+    """A cluster node as it describes itself: its Ray id, address, host, machine and the
+    versions that decide what it measures (``distributed/nodes.NodeFacts`` builds on it)."""
+
+    node_id: str
+    address: str
+    hostname: str
+    machine: MachineInfo
+    tritonlab_version: str
+    packages: dict[str, str]
+    perf_analyzer_version: str
+
+    @property
+    def label(self) -> str:
+        """How logs and cells name the node: its address and the start of its Ray id."""
+        return f"{self.address}/{self.node_id[:8]}"
+
+
+@dataclass(frozen=True)
+class NodeEntry(NodeIdentity, Record):
+    """A cluster node as the manifest lists it (``distributed/nodes.NodeRecord`` writes it):
+    its identity, its server, whether (and when) it was lost and what else it measured. The
+    stored ``label`` is derived from the identity, so it is written, not read."""
+
+    server_version: str = ""
+    lost_utc: str | None = None
+    lost_why: str = ""
+    serving_path: bool = False  # it measured the serving-path probes
+    profiled: bool = False  # it took the operator profile and in-process timings
+
+    def to_dict(self) -> dict[str, Any]:
+        """The node as JSON; when and why it was lost only if it was, the flags only if set."""
+        data = {"label": self.label} | super().to_dict()
+        if not self.lost_utc:
+            del data["lost_utc"], data["lost_why"]
+        for flag in ("serving_path", "profiled"):
+            if not data[flag]:
+                del data[flag]
+        return data
+
+
 def _tensor(data: dict[str, Any]) -> TensorSpec:
     return TensorSpec(data["name"], data["triton_dtype"], tuple(data["dims"]))
 
@@ -310,9 +381,9 @@ class Manifest:
     # What every request carried (shapes and value rules); None in runs before it was recorded.
     inputs: ModelInputs | None = None
     # Faults met during the run and what was done (results/faults.json holds the same).
-    faults: tuple[dict[str, Any], ...] = ()
-    # The cluster nodes that measured (``distributed/nodes.NodeRecord``); () for a local run.
-    nodes: tuple[dict[str, Any], ...] = ()
+    faults: tuple[FaultRecord, ...] = ()
+    # The cluster nodes that measured; () for a local run.
+    nodes: tuple[NodeEntry, ...] = ()
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -331,6 +402,12 @@ class Manifest:
         ``ResultFileError`` line naming what is wrong, not a traceback."""
         from tritonlab.errors import ResultFileError
 
+        version = data.get("schema_version", 1) if isinstance(data, dict) else 1
+        if not isinstance(version, int) or version > SCHEMA_VERSION:
+            raise ResultFileError(
+                f"results/manifest.json has schema {version!r}, this tritonlab reads up to "
+                f"{SCHEMA_VERSION}; upgrade tritonlab, or pass --fresh to measure the folder again"
+            )
         try:
             return cls._parse(data)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -366,8 +443,8 @@ class Manifest:
             inputs=ModelInputs.from_dict(data["inputs"])
             if isinstance(data.get("inputs"), dict)
             else None,
-            faults=tuple(data.get("faults") or ()),
-            nodes=tuple(data.get("nodes") or ()),
+            faults=tuple(FaultRecord.from_dict(f) for f in data.get("faults") or ()),
+            nodes=tuple(NodeEntry.from_dict(n) for n in data.get("nodes") or ()),
             tune=dict(data["tune"]) if isinstance(data.get("tune"), dict) else None,
             schema_version=int(data.get("schema_version", 1)),
         )
@@ -400,9 +477,9 @@ class Manifest:
         if self.tune is not None:
             data["tune"] = dict(self.tune)
         if self.faults:
-            data["faults"] = list(self.faults)
+            data["faults"] = [f.to_dict() for f in self.faults]
         if self.nodes:
-            data["nodes"] = list(self.nodes)
+            data["nodes"] = [n.to_dict() for n in self.nodes]
         if self.adaptive is not None:
             data["adaptive"] = {
                 "max_repeats": self.adaptive.max_repeats,

@@ -94,7 +94,7 @@ def new_manifest(
             binary=portable_path(perf_install.binary, run_dir), version=perf_install.version
         ),
         inputs=inputs,
-        faults=tuple(f.to_dict() for f in load_faults(run_dir)),
+        faults=tuple(load_faults(run_dir)),
     )
 
 
@@ -106,7 +106,7 @@ def check_resume(run_dir: Path, fingerprint: str) -> None:
     manifest_path = run_dir / RESULTS_DIR / "manifest.json"
     if not manifest_path.exists():
         return
-    previous = load_manifest(run_dir).get("plan_fingerprint")
+    previous = Manifest.from_dict(load_manifest(run_dir)).plan_fingerprint
     if previous and previous != fingerprint:
         raise PlanError(
             f"{run_dir} holds results of a different plan or model; pass another --out, "
@@ -168,9 +168,7 @@ def open_session(
             server,
             run_dir,
             options.ready_timeout_s,
-            on_fault=lambda faults: session.save_manifest(
-                faults=tuple(f.to_dict() for f in faults)
-            ),
+            on_fault=lambda faults: session.save_manifest(faults=tuple(faults)),
         )
         session = CellSession(
             server,

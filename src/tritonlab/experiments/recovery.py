@@ -13,12 +13,12 @@ Every fault is written to ``results/faults.json`` at once and listed in the mani
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from tritonlab.errors import PerfAnalyzerError, ServerError
-from tritonlab.experiments.manifest import utc_now
+
+# FaultRecord lives beside the manifest, which holds the faults too.
+from tritonlab.experiments.manifest import FaultRecord, utc_now
 from tritonlab.experiments.store import RESULTS_DIR, read_result, write_result
 from tritonlab.server.endpoint import ServerEndpoint
 from tritonlab.server.process import TritonServer, relevant_log_lines
@@ -27,34 +27,6 @@ FAULTS_FILE = "faults.json"
 MAX_RESTARTS = 3
 ATTEMPTS_PER_CELL = 2
 HUNG_MARKER = "ran past"  # perf_analyzer's deadline message (perf/runner.py)
-
-
-@dataclass(frozen=True)
-class FaultRecord:
-    """One fault: which cell, what happened, the server log's lines, and what was done."""
-
-    cell: str
-    what: str
-    action: str  # "restarted, re-measuring" | "retrying" | "gave up: cell stored as failed"
-    log_lines: tuple[str, ...]
-    utc: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """The fault as JSON (log lines as a list)."""
-        data = asdict(self)
-        data["log_lines"] = list(self.log_lines)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> FaultRecord:
-        """The fault stored by :meth:`to_dict`; missing fields read as empty."""
-        return cls(
-            cell=str(data.get("cell", "")),
-            what=str(data.get("what", "")),
-            action=str(data.get("action", "")),
-            log_lines=tuple(data.get("log_lines") or ()),
-            utc=str(data.get("utc", "")),
-        )
 
 
 def load_faults(run_dir: Path) -> list[FaultRecord]:

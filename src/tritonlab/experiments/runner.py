@@ -33,6 +33,7 @@ from tritonlab.experiments.manifest import (
 )
 from tritonlab.experiments.opening import check_resume, file_sha256, open_session, plan_fingerprint
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
+from tritonlab.experiments.rounds import AdaptiveRound, StoppingRecord, append_round
 from tritonlab.experiments.session import (
     CellSession,
     ProgressCallback,
@@ -48,7 +49,6 @@ from tritonlab.experiments.store import (
     cell_path,
     cell_problem,
     quarantine,
-    read_result,
     write_result,
 )
 from tritonlab.models.inputs import ModelInputs, derive_inputs
@@ -315,13 +315,13 @@ def run_experiment(
                         round_.append((model, mine))
                 complete = session.measure_rounds([round_], round_cells, " (adaptive)")
                 if round_cells:
-                    _append_adaptive(
-                        run_dir,
-                        {
-                            "round": max(r for _, _, r in todo_now) + 1,
-                            "reasons": reasons,
-                            "cells": round_cells,
-                        },
+                    append_round(
+                        run_dir / RESULTS_DIR / ADAPTIVE_FILE,
+                        AdaptiveRound(
+                            round=max(r for _, _, r in todo_now) + 1,
+                            reasons=tuple(reasons),
+                            cells=tuple(round_cells),
+                        ),
                     )
                 return None if complete else "the run's time budget was reached"
 
@@ -332,18 +332,16 @@ def run_experiment(
                 if reason is not None:
                     stop_reason = reason
                     break
-            write_result(
-                run_dir / RESULTS_DIR / STOPPING_FILE,
-                {
-                    "reason": stop_reason,
-                    "max_rounds": adaptive.max_repeats,
-                    "budget_s": adaptive.budget_s,
-                    "extra_s": round(time.monotonic() - adaptive_started, 1),
-                    "cell_cost_s": round(cell_cost_s(session), 3),
-                    "cells_wall_s": round(sum(getattr(session, "cell_seconds", [])), 1),
-                    "precision": adaptive.precision,
-                },
+            stopping = StoppingRecord(
+                reason=stop_reason,
+                max_rounds=adaptive.max_repeats,
+                budget_s=adaptive.budget_s,
+                extra_s=round(time.monotonic() - adaptive_started, 1),
+                cell_cost_s=round(cell_cost_s(session), 3),
+                cells_wall_s=round(sum(getattr(session, "cell_seconds", [])), 1),
+                precision=adaptive.precision,
             )
+            write_result(run_dir / RESULTS_DIR / STOPPING_FILE, stopping.to_dict())
             if over_budget():
                 stopped = f"time budget of {time_budget_s:.0f} s reached"
         if stopped is None:
@@ -389,10 +387,3 @@ def _next_repeat(run_dir: Path, variant_name: str, load: LoadPoint) -> int:
     while cell_path(run_dir, cell_id(variant_name, load, repeat)).exists():
         repeat += 1
     return repeat
-
-
-def _append_adaptive(run_dir: Path, record: dict[str, object]) -> None:
-    path = run_dir / RESULTS_DIR / ADAPTIVE_FILE
-    rounds = read_result(path, [])
-    rounds.append(record)
-    write_result(path, rounds)

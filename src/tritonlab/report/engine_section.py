@@ -8,7 +8,6 @@ Every sentence is computed from the run's files (``engine.json``, ``stopping.jso
 from __future__ import annotations
 
 import statistics
-from typing import Any
 
 from tritonlab.analysis.adaptive import TARGET_HALF_WIDTH_PCT
 from tritonlab.analysis.noise_floor import NoiseFloor
@@ -25,6 +24,7 @@ from tritonlab.experiments.interference import (
     DISTURBED_RETRIES,
     DISTURBED_STEAL_CORES,
 )
+from tritonlab.experiments.rounds import StoppingRecord
 from tritonlab.experiments.store import CellResult
 
 
@@ -34,7 +34,7 @@ def _width(v: Verdict) -> str:
 
 
 def engine_lines(
-    engine: EngineRecord | None, stopping: dict[str, Any] | None, cells: list[CellResult]
+    engine: EngineRecord | None, stopping: StoppingRecord | None, cells: list[CellResult]
 ) -> list[str]:
     """How the cells were measured (block engine), and why the rounds stopped."""
     lines: list[str] = []
@@ -66,18 +66,18 @@ def engine_lines(
             "and against the configuration it is explained from, and the A/A control) is "
             f"wider than ±{TARGET_HALF_WIDTH_PCT:g}%, whatever its word (a rule on width, not on "
             "where the interval lies, keeps its coverage); p99 intervals have no target"
-            if stopping.get("precision")
+            if stopping.precision
             else "while a headline verdict is undecided"
         )
-        budget = stopping.get("budget_s")
+        budget = stopping.budget_s
         lines += [
             f"- Stopping rule: after the planned rounds, one more round at a time {rule}, up to "
-            f"{stopping['max_rounds']} rounds"
+            f"{stopping.max_rounds} rounds"
             + (f" and {budget:.0f} s of extra rounds" if budget is not None else "")
-            + f"; it stopped because {stopping['reason']}. Extra rounds took "
-            f"{stopping['extra_s']:.0f} s; a cell took {stopping['cell_cost_s']:.2f} s (median, "
+            + f"; it stopped because {stopping.reason}. Extra rounds took "
+            f"{stopping.extra_s:.0f} s; a cell took {stopping.cell_cost_s:.2f} s (median, "
             f"the budget check's estimate); all cells of this session together took "
-            f"{stopping['cells_wall_s']:.0f} s.",
+            f"{stopping.cells_wall_s:.0f} s.",
         ]
     return [*lines, ""] if lines else []
 
@@ -95,8 +95,8 @@ def reload_lines(engine: EngineRecord) -> list[str]:
             f"- Reloads: every configuration is loaded again (new processes) before every "
             f"{engine.reload_every_blocks} blocks ({why}); none was due in this run."
         ]
-    seconds = sum(float(r.get("seconds", 0.0)) for r in engine.reloads)
-    numbers = [str(r["before_block"] + 1) for r in engine.reloads]
+    seconds = sum(r.seconds for r in engine.reloads)
+    numbers = [str(r.before_block + 1) for r in engine.reloads]
     before = (
         f"block {numbers[0]}"
         if len(numbers) == 1

@@ -8,16 +8,12 @@ of the files in the run folder, so ``tritonlab report`` rebuilds it byte for byt
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tritonlab.analysis.cost_model import MODEL_FAILS_PCT, CostModel, Prediction
 from tritonlab.analysis.explain import Analysis, VariantReport
-from tritonlab.analysis.operators import (
-    OperatorCost,
-    OperatorProfile,
-    operator_paragraph,
-)
-from tritonlab.experiments.recovery import FaultRecord
+from tritonlab.analysis.operators import OperatorsRecord, operator_paragraph
+from tritonlab.experiments.manifest import FaultRecord
 from tritonlab.paths import PATHS_NOTE, shell_join
 from tritonlab.perf.settings import PerfSettings
 
@@ -197,16 +193,16 @@ def _variant_section(r: VariantReport) -> list[str]:
 
 
 def _operators_section(
-    operators: dict[str, Any], analyses: list[Analysis], model: CostModel | None
+    operators: OperatorsRecord, analyses: list[Analysis], model: CostModel | None
 ) -> list[str]:
     """Serving behaviour next to the operators' arithmetic intensity and in-process timings."""
-    profile = OperatorProfile(tuple(OperatorCost(**o) for o in operators["profile"]["operators"]))
+    profile = operators.profile
     mean_batches = {
         r.summary.variant.description: r.summary.mean_batch.median or 0.0
         for a in analyses[:1]
         for r in a.reports
     }
-    timings = {int(b): us for b, us in operators["in_process_us_per_execution"].items()}
+    timings = operators.in_process_us_per_execution
     lines = ["## Operators and batching", ""]
     if model is not None:
         share1 = model.serving_share(1)
@@ -254,12 +250,12 @@ def _operators_section(
     return lines
 
 
-def _engines_lines(operators: dict[str, Any], reference: dict[int, float]) -> list[str]:
+def _engines_lines(operators: OperatorsRecord, reference: dict[int, float]) -> list[str]:
     """Each other engine's in-process times beside onnxruntime's, and the precision it used."""
-    engines = operators.get("engines_in_process_us_per_execution") or {}
+    engines = operators.engines_in_process_us_per_execution or {}
     if not engines:
         return []
-    used = operators.get("engines_precision_used") or {}
+    used = operators.engines_precision_used or {}
     lines = [
         "The same model on the other engines the configurations use (in-process, one thread "
         "and one stream, hot loop, no Triton); the ratio is onnxruntime's time over theirs "
@@ -273,7 +269,7 @@ def _engines_lines(operators: dict[str, Any], reference: dict[int, float]) -> li
     for engine, timings in sorted(engines.items()):
         cells = []
         for b, ref in sorted(reference.items()):
-            us = float(timings.get(str(b), 0.0))
+            us = timings.get(b, 0.0)
             cells.append(f"{us:,.1f} ({ref / us:.2f}x)" if us else "–")
         lines.append(f"| {engine} | {used.get(engine, 'not recorded')} | {' | '.join(cells)} |")
     lines.append("")
@@ -463,7 +459,7 @@ def render_experiment_log(run: RunData) -> str:
         count_verdicts(analyses),
         manifest.adaptive is not None,
         robust_blocks(analyses),
-        bool(run.stopping and run.stopping.get("precision")),
+        bool(run.stopping and run.stopping.precision),
     )
     adaptive = adaptive_lines(manifest, run.adaptive_rounds, run.stopping)
     if adaptive:

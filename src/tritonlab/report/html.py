@@ -308,7 +308,7 @@ def _method(run: RunData, analyses: list[Analysis]) -> list[str]:
             count_verdicts(analyses),
             run.manifest.adaptive is not None,
             robust_blocks(analyses),
-            bool(run.stopping and run.stopping.get("precision")),
+            bool(run.stopping and run.stopping.precision),
         )
         + engine_lines(run.engine, run.stopping, run.cells)
         + noise_floor_lines(run.noise_floors)

@@ -3,8 +3,6 @@ the adaptive rounds stopped. The markdown log and the HTML report both use it.""
 
 from __future__ import annotations
 
-from typing import Any
-
 from tritonlab.analysis.adaptive import TARGET_HALF_WIDTH_PCT
 from tritonlab.analysis.explain import Analysis
 from tritonlab.analysis.robust import MIN_BLOCKS
@@ -17,6 +15,7 @@ from tritonlab.analysis.rules import (
 )
 from tritonlab.analysis.verdicts import CONFIDENCE, MIN_EFFECT_PCT
 from tritonlab.experiments.manifest import Manifest
+from tritonlab.experiments.rounds import AdaptiveRound, StoppingRecord
 
 
 def count_verdicts(analyses: list[Analysis]) -> int:
@@ -108,7 +107,7 @@ def method_lines(
 
 
 def adaptive_lines(
-    manifest: Manifest, rounds: list[dict[str, Any]], stopping: dict[str, Any] | None = None
+    manifest: Manifest, rounds: list[AdaptiveRound], stopping: StoppingRecord | None = None
 ) -> list[str]:
     """Markdown bullets on the adaptive repeats: rounds planned, each extra round and why it ran
     (or why none did); [] without adaptive repeats."""
@@ -122,21 +121,21 @@ def adaptive_lines(
         + "."
     )
     if not rounds:
-        ended = f" It stopped because {stopping['reason']}." if stopping else ""
+        ended = f" It stopped because {stopping.reason}." if stopping else ""
         return [head + " No extra round was measured." + ended]
     lines = [head]
     shown = rounds if len(rounds) <= 3 else [rounds[0], rounds[-1]]
     if len(rounds) > 3:
         lines.append(
-            f"- {len(rounds)} extra rounds ({rounds[0]['round']} to {rounds[-1]['round']}), "
-            f"{sum(len(r['cells']) for r in rounds)} cells; the first and the last:"
+            f"- {len(rounds)} extra rounds ({rounds[0].round} to {rounds[-1].round}), "
+            f"{sum(len(r.cells) for r in rounds)} cells; the first and the last:"
         )
     for record in shown:
-        reasons = "; ".join(record["reasons"][:4]) + (
-            f"; and {len(record['reasons']) - 4} more" if len(record["reasons"]) > 4 else ""
+        reasons = "; ".join(record.reasons[:4]) + (
+            f"; and {len(record.reasons) - 4} more" if len(record.reasons) > 4 else ""
         )
         lines.append(
-            f"- Round {record['round']}: {len(record['cells'])} cells re-measured because "
+            f"- Round {record.round}: {len(record.cells)} cells re-measured because "
             f"these verdicts were undecided: {reasons}."
         )
     return lines

@@ -4,25 +4,25 @@ that bears on the verdicts (cells pair by node and round). Empty for a local run
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
+from tritonlab.experiments.manifest import NodeEntry
 from tritonlab.experiments.store import CellResult
 
 
-def nodes_section(nodes: tuple[dict[str, Any], ...], cells: list[CellResult]) -> list[str]:
+def nodes_section(nodes: tuple[NodeEntry, ...], cells: list[CellResult]) -> list[str]:
     """The log's "Where the cells ran" section as markdown lines; [] for a local run."""
     if not nodes:
         return []
     by_node: dict[str, list[CellResult]] = defaultdict(list)
     for cell in cells:
         by_node[cell.node].append(cell)
-    machine = nodes[0].get("machine") or {}
+    machine = nodes[0].machine
     lines = [
         "## Where the cells ran",
         "",
         f"Measured on a Ray cluster of {len(nodes)} nodes of one hardware type "
-        f"({machine.get('cpu_model', '?')}, {machine.get('cpu_affinity_count', '?')} cores"
-        + (f", {', '.join(machine['gpus'])}" if machine.get("gpus") else ", no GPU")
+        f"({machine.cpu_model}, {machine.cpu_affinity_count} cores"
+        + (f", {', '.join(machine.gpus)}" if machine.gpus else ", no GPU")
         + "). Each node ran its own tritonserver and perf_analyzer on its loopback, one cell at "
         "a time, and measured whole interleaved rounds; verdicts pair cells by node and round, "
         "so every comparison is between cells of one host.",
@@ -31,22 +31,22 @@ def nodes_section(nodes: tuple[dict[str, Any], ...], cells: list[CellResult]) ->
         "|---|---|---|---|---|---|",
     ]
     for node in nodes:
-        label = str(node.get("label", ""))
+        label = node.label
         mine = by_node.get(label, [])
         rounds = sorted({c.repeat for c in mine})
         notes = []
-        if node.get("lost_utc"):
-            notes.append(f"lost at {node['lost_utc']} ({node.get('lost_why', '')})")
-        if node.get("serving_path"):
+        if node.lost_utc:
+            notes.append(f"lost at {node.lost_utc} ({node.lost_why})")
+        if node.serving_path:
             notes.append("measured the serving-path probes")
-        if node.get("profiled"):
+        if node.profiled:
             notes.append("took the operator profile and in-process timings")
         versions = (
-            f"tritonserver {node.get('server_version', '?')}, perf_analyzer "
-            f"{node.get('perf_analyzer_version', '?')}, tritonlab {node.get('tritonlab_version')}"
+            f"tritonserver {node.server_version}, perf_analyzer "
+            f"{node.perf_analyzer_version}, tritonlab {node.tritonlab_version}"
         )
         lines.append(
-            f"| {label} | {node.get('hostname', '')} | {len(mine)} | "
+            f"| {label} | {node.hostname} | {len(mine)} | "
             f"{', '.join(map(str, rounds)) or '-'} | {versions} | {'; '.join(notes) or '-'} |"
         )
     elsewhere = len(by_node.get("", []))

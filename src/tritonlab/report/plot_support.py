@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+    from tritonlab.analysis.operators import OperatorsRecord
     from tritonlab.analysis.recommend_records import Recommendations
     from tritonlab.experiments.manifest import Manifest
     from tritonlab.report.run_data import RunData
@@ -65,7 +66,7 @@ class PlotData:
     manifest: Manifest
     summaries: list[VariantSummary]
     recommendations: Recommendations | None = None
-    operators: dict[str, Any] | None = None  # results/operators.json (the roofline's data)
+    operators: OperatorsRecord | None = None  # results/operators.json (the roofline's data)
 
     @classmethod
     def of(cls, run: RunData) -> PlotData:

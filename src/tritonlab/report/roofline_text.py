@@ -4,14 +4,12 @@ executions sit (the points themselves: ``analysis.roofline``)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from tritonlab.analysis.aggregate import VariantSummary
+from tritonlab.analysis.operators import OperatorsRecord
 from tritonlab.analysis.roofline import (
     RooflinePoint,
     ceilings_of,
     operator_points,
-    profile_of,
     served_points,
 )
 from tritonlab.perf.machine import MachineCeilings
@@ -115,7 +113,7 @@ def _served_sentence(served: list[RooflinePoint]) -> list[str]:
     ]
 
 
-def roofline_lines(operators: dict[str, Any] | None, summaries: list[VariantSummary]) -> list[str]:
+def roofline_lines(operators: OperatorsRecord | None, summaries: list[VariantSummary]) -> list[str]:
     """The log's roofline paragraph and table: which ceiling binds each hot operator at each
     batch size, and how far below it the operator runs (markdown lines; [] without ceilings)."""
     machine = ceilings_of(operators)
@@ -125,7 +123,7 @@ def roofline_lines(operators: dict[str, Any] | None, summaries: list[VariantSumm
     lines = _ceilings_paragraph(machine)
     if not ops:
         return [*lines, "No operator timings were recorded for this run.", ""]
-    hot = {o.name for o in profile_of(operators).hottest(3)}
+    hot = {o.name for o in operators.profile.hottest(3)}
     lines += _operator_table([p for p in ops if p.name in hot])
     lines += _over_ceiling_note(ops, machine)
     lines += _by_batch_sentence(ops)

@@ -21,14 +21,16 @@ from tritonlab.analysis.efficiency import (
 )
 from tritonlab.analysis.explain import Analysis, analyse
 from tritonlab.analysis.noise_floor import NoiseFloor, noise_floors
+from tritonlab.analysis.operators import OperatorsRecord
 from tritonlab.analysis.recommend import RECOMMENDATIONS_FILE, recommendations_from_manifest
 from tritonlab.analysis.recommend_records import Recommendations
 from tritonlab.analysis.tune_record import TuneRecord
 from tritonlab.client.infer import InferCheck
 from tritonlab.errors import TritonlabError
 from tritonlab.experiments.blocks import EngineRecord, load_engine_record
-from tritonlab.experiments.manifest import Manifest
-from tritonlab.experiments.recovery import FaultRecord, load_faults
+from tritonlab.experiments.manifest import FaultRecord, Manifest
+from tritonlab.experiments.recovery import load_faults
+from tritonlab.experiments.rounds import AdaptiveRound, StoppingRecord
 from tritonlab.experiments.store import (
     ADAPTIVE_FILE,
     CELLS_DIR,
@@ -41,6 +43,7 @@ from tritonlab.experiments.store import (
     load_cells,
     load_manifest,
     load_record,
+    load_records,
     read_result,
 )
 from tritonlab.paths import portable_command, portable_path, recorded_run_dir
@@ -137,8 +140,8 @@ class RunData:
     manifest: Manifest  # commands shown portably
     cells: list[CellResult]  # commands shown portably
     infer_checks: list[InferCheck]
-    operators: dict[str, Any] | None
-    adaptive_rounds: list[dict[str, Any]]
+    operators: OperatorsRecord | None
+    adaptive_rounds: list[AdaptiveRound]
     analyses: list[Analysis]
     cost_model: CostModel | None
     predictions: list[Prediction]
@@ -147,7 +150,7 @@ class RunData:
     faults: list[FaultRecord]
     tune: TuneRecord | None = None  # results/tune.json of a tune run
     engine: EngineRecord | None = None  # results/engine.json of a block-engine run
-    stopping: dict[str, Any] | None = None  # results/stopping.json: why extra rounds stopped
+    stopping: StoppingRecord | None = None  # results/stopping.json: why extra rounds stopped
     noise_floors: list[NoiseFloor] = field(default_factory=list)  # the A/A controls
 
     @property
@@ -160,21 +163,30 @@ def _json_or(path: Path, default: Any) -> Any:
     return read_result(path, default)
 
 
+def load_operators(run_dir: Path) -> OperatorsRecord | None:
+    """``results/operators.json`` of ``run_dir`` as its record; None when not measured yet."""
+    return load_record(RunPaths(run_dir).operators, OperatorsRecord)
+
+
 def fit_cost_model(run_dir: Path, cores: int) -> CostModel | None:
     """The run's cost model: serving-path cells + in-process timings, both from disk."""
-    operators = _json_or(RunPaths(run_dir).operators, None)
-    if not operators:
+    return _cost_model(run_dir, cores, load_operators(run_dir))
+
+
+def _cost_model(run_dir: Path, cores: int, operators: OperatorsRecord | None) -> CostModel | None:
+    if operators is None:
         return None
     groups: dict[str, list[Any]] = {}
     for cell in load_cells(run_dir, SERVING_PATH_DIR):
         groups.setdefault(cell.variant.name, []).append(cell)
     points = [p for cells in groups.values() if (p := ServingPathPoint.from_cells(cells))]
-    timings = {int(b): float(t) for b, t in operators["in_process_us_per_execution"].items()}
-    empty = operators.get("null_in_process_us_per_execution") or {}
-    timings = {b: max(0.0, t - float(empty.get(str(b), 0.0))) for b, t in timings.items()}
+    empty = operators.null_in_process_us_per_execution or {}
+    timings = {
+        b: max(0.0, t - empty.get(b, 0.0)) for b, t in operators.in_process_us_per_execution.items()
+    }
     engines = {
-        engine: {int(b): max(0.0, float(t) - float(empty.get(str(b), 0.0))) for b, t in ts.items()}
-        for engine, ts in (operators.get("engines_in_process_us_per_execution") or {}).items()
+        engine: {b: max(0.0, t - empty.get(b, 0.0)) for b, t in ts.items()}
+        for engine, ts in (operators.engines_in_process_us_per_execution or {}).items()
     }
     return CostModel.fit(
         points,
@@ -182,7 +194,7 @@ def fit_cost_model(run_dir: Path, cores: int) -> CostModel | None:
         cores,
         thread_speedup(parse_ceilings(operators)),
         engines,
-        operators.get("engines_precision_used") or {},
+        operators.engines_precision_used or {},
     )
 
 
@@ -217,25 +229,26 @@ def load_run(run_dir: Path) -> RunData:
     if not cells:
         raise TritonlabError(f"{run_dir} has no measured cells yet; run the experiment first")
     cores = manifest.machine.cpu_affinity_count or 1
-    model = fit_cost_model(run_dir, cores)
+    operators = load_operators(run_dir)
+    model = _cost_model(run_dir, cores, operators)
     analyses = analyse(summarise(cells, manifest.variant_order), cores, model)
     summaries = [r.summary for a in analyses for r in a.reports]
     return RunData(
         paths=paths,
         manifest=manifest,
         cells=cells,
-        infer_checks=[InferCheck.from_dict(c) for c in _json_or(paths.infer_check, [])],
-        operators=_json_or(paths.operators, None),
-        adaptive_rounds=_json_or(paths.adaptive, []),
+        infer_checks=load_records(paths.infer_check, InferCheck),
+        operators=operators,
+        adaptive_rounds=load_records(paths.adaptive, AdaptiveRound),
         analyses=analyses,
         cost_model=model,
         # the cost model prices model executions; a response from the cache runs none
         predictions=[model.predict(s) for s in summaries if not s.cache_hits] if model else [],
         recommendations=recommendations_from_manifest(manifest, summaries),
-        efficiencies=serving_efficiency(summaries, parse_ceilings(_json_or(paths.operators, None))),
+        efficiencies=serving_efficiency(summaries, parse_ceilings(operators)),
         faults=load_faults(run_dir),
         tune=load_record(paths.results / TUNE_FILE, TuneRecord),
         engine=load_engine_record(run_dir),
-        stopping=_json_or(paths.results / STOPPING_FILE, None),
+        stopping=load_record(paths.results / STOPPING_FILE, StoppingRecord),
         noise_floors=noise_floors(cells),
     )

@@ -107,7 +107,6 @@ def plot_roofline(data: PlotData, path: Path) -> Path | None:
     from tritonlab.analysis.roofline import (
         ceilings_of,
         operator_points,
-        profile_of,
         served_points,
     )
 
@@ -144,7 +143,7 @@ def plot_roofline(data: PlotData, path: Path) -> Path | None:
         names = list(dict.fromkeys(p.name for p in ops))
         # Named in the legend: the hottest operators and the one with the lowest intensity (the
         # first to be bandwidth-bound); the rest are drawn in grey as one entry.
-        hot = {o.name for o in profile_of(data.operators).hottest(ROOFLINE_NAMED - 1)}
+        hot = {o.name for o in data.operators.profile.hottest(ROOFLINE_NAMED - 1)}
         if ops:
             hot.add(min(ops, key=lambda p: p.intensity_flop_per_byte).name)
         named = [n for n in names if n in hot]

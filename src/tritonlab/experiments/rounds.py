@@ -1,0 +1,41 @@
+"""The adaptive repeats' records: ``results/adaptive.json`` (each extra round, the verdicts
+that asked for it and the cells it measured) and ``results/stopping.json`` (why the extra rounds
+stopped and what a cell cost). The runner writes both; the experiment log reads them back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tritonlab.experiments.store import load_records, write_result
+from tritonlab.records import Record
+
+
+@dataclass(frozen=True)
+class AdaptiveRound(Record):
+    """One extra round: its number (counted from 1, the planned rounds included), the undecided
+    verdicts that asked for it, and the ids of the cells it measured."""
+
+    round: int
+    reasons: tuple[str, ...]
+    cells: tuple[str, ...]
+
+
+def append_round(path: Path, record: AdaptiveRound) -> None:
+    """Add ``record`` to the rounds stored at ``path`` (``results/adaptive.json``)."""
+    rounds = [*load_records(path, AdaptiveRound), record]
+    write_result(path, [r.to_dict() for r in rounds])
+
+
+@dataclass(frozen=True)
+class StoppingRecord(Record):
+    """Why the adaptive rounds stopped, the rule's limits, and what the rounds cost (seconds)."""
+
+    reason: str
+    max_rounds: int
+    budget_s: float | None  # the extra rounds' budget; None: no budget, only ``max_rounds``
+    extra_s: float  # wall seconds of the extra rounds
+    cell_cost_s: float  # the median cell's wall seconds (the budget check's estimate)
+    cells_wall_s: float  # every cell of this session together
+    precision: bool = False  # the rule watched interval widths, not only undecided words
