@@ -36,10 +36,9 @@ from tritonlab.experiments.manifest import (
 )
 from tritonlab.experiments.opening import new_manifest
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
-from tritonlab.experiments.recovery import FAULTS_FILE, FaultRecord, load_faults
+from tritonlab.experiments.recovery import FaultRecord, load_faults
 from tritonlab.experiments.session import ProgressCallback, Round, cell_id
 from tritonlab.experiments.store import (
-    RESULTS_DIR,
     CellResult,
     save_cell,
     save_manifest,
@@ -50,6 +49,7 @@ from tritonlab.models.inputs import ModelInputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.perf.locate import PerfAnalyzerInstall
 from tritonlab.repository.layout import RepositoryModel
+from tritonlab.run_layout import RunLayout
 from tritonlab.server.launch import ServerOptions
 
 from .measurer import NodeMeasurer, Prepared
@@ -106,7 +106,7 @@ class ClusterFaults:
     def add(self, record: FaultRecord) -> None:
         """Record ``record`` and rewrite ``results/faults.json`` with every fault so far."""
         self.faults.append(record)
-        write_result(self.run_dir / RESULTS_DIR / FAULTS_FILE, [f.to_dict() for f in self.faults])
+        write_result(RunLayout(self.run_dir).faults, [f.to_dict() for f in self.faults])
 
 
 class RaySession:
@@ -482,8 +482,8 @@ def open_ray_session(
         every_check = [
             c | {"node": n.label} for n, p in zip(nodes, prepared, strict=True) for c in p.checks
         ]
-        write_result(run_dir / RESULTS_DIR / "infer_check.json", every_check)
-        write_text_atomic(run_dir / "server" / "README.txt", _server_note(nodes))
+        write_result(RunLayout(run_dir).infer_check, every_check)
+        write_text_atomic(RunLayout(run_dir).server_note, _server_note(nodes))
         yield session
         clean_exit = True
     finally:

@@ -40,11 +40,6 @@ from tritonlab.experiments.session import (
     cell_id,
 )
 from tritonlab.experiments.store import (
-    ADAPTIVE_FILE,
-    CELLS_DIR,
-    RESULTS_DIR,
-    SERVING_PATH_DIR,
-    STOPPING_FILE,
     cell_path,
     cell_problem,
     quarantine,
@@ -55,6 +50,7 @@ from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.perf.locate import locate_perf_analyzer
 from tritonlab.repository.layout import RepositoryModel, build_repository
+from tritonlab.run_layout import CELLS_DIR, SERVING_PATH_DIR, RunLayout
 from tritonlab.server.launch import ServerOptions
 
 # After the planned rounds: which (variant name, load key) cells need another round, and why.
@@ -174,7 +170,7 @@ def run_experiment(
     fingerprint = plan_fingerprint(plan, file_sha256(info.path), inputs)
     check_resume(run_dir, fingerprint)
     perf_install = locate_perf_analyzer(perf_analyzer)
-    models = build_repository(run_dir / "models", info, plan.model_name, list(plan.variants))
+    models = build_repository(RunLayout(run_dir).models, info, plan.model_name, list(plan.variants))
     quarantined = quarantine_unusable(run_dir)
     todo = [
         (repeat, model, load)
@@ -333,7 +329,7 @@ def run_experiment(
                     stop_reason = reason
                     break
             write_result(
-                run_dir / RESULTS_DIR / STOPPING_FILE,
+                RunLayout(run_dir).stopping,
                 {
                     "reason": stop_reason,
                     "max_rounds": adaptive.max_repeats,
@@ -375,7 +371,7 @@ def quarantine_unusable(run_dir: Path) -> list[str]:
     """Move truncated or corrupt cell files aside so a resume measures their cells again."""
     moved = []
     for folder in (CELLS_DIR, SERVING_PATH_DIR):
-        for path in sorted((run_dir / RESULTS_DIR / folder).glob("*.json")):
+        for path in sorted(RunLayout(run_dir).cell_folder(folder).glob("*.json")):
             problem = cell_problem(path)
             if problem is not None:
                 target = quarantine(path)
@@ -392,7 +388,7 @@ def _next_repeat(run_dir: Path, variant_name: str, load: LoadPoint) -> int:
 
 
 def _append_adaptive(run_dir: Path, record: dict[str, object]) -> None:
-    path = run_dir / RESULTS_DIR / ADAPTIVE_FILE
+    path = RunLayout(run_dir).adaptive
     rounds = read_result(path, [])
     rounds.append(record)
     write_result(path, rounds)

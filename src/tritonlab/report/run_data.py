@@ -21,7 +21,7 @@ from tritonlab.analysis.efficiency import (
 )
 from tritonlab.analysis.explain import Analysis, analyse
 from tritonlab.analysis.noise_floor import NoiseFloor, noise_floors
-from tritonlab.analysis.recommend import RECOMMENDATIONS_FILE, recommendations_from_manifest
+from tritonlab.analysis.recommend import recommendations_from_manifest
 from tritonlab.analysis.recommend_records import Recommendations
 from tritonlab.client.infer import InferCheck
 from tritonlab.errors import TritonlabError
@@ -29,109 +29,20 @@ from tritonlab.experiments.blocks import EngineRecord, load_engine_record
 from tritonlab.experiments.manifest import Manifest
 from tritonlab.experiments.recovery import FaultRecord, load_faults
 from tritonlab.experiments.store import (
-    ADAPTIVE_FILE,
-    CELLS_DIR,
-    MANIFEST_FILE,
-    OPERATORS_FILE,
-    RESULTS_DIR,
-    SERVING_PATH_DIR,
-    STOPPING_FILE,
     CellResult,
     load_cells,
     load_manifest,
     read_result,
 )
 from tritonlab.paths import portable_command, portable_path, recorded_run_dir
-
-COST_MODEL_FILE = "cost_model.json"
-TUNE_FILE = "tune.json"  # written by pipeline/tune.py
-INFER_CHECK_FILE = "infer_check.json"
-SUMMARY_FILE = "summary.json"
-PLOTS_DIR = "plots"
-
-
-@dataclass(frozen=True)
-class RunPaths:
-    """Where a run folder keeps what it measured and what the report writes."""
-
-    root: Path
-
-    @property
-    def results(self) -> Path:
-        """The folder of measured results: ``results/``."""
-        return self.root / RESULTS_DIR
-
-    @property
-    def cells(self) -> Path:
-        """One JSON file per measured cell: ``results/cells/``."""
-        return self.results / CELLS_DIR
-
-    @property
-    def manifest(self) -> Path:
-        """What the run was and where: ``results/manifest.json``."""
-        return self.results / MANIFEST_FILE
-
-    @property
-    def infer_check(self) -> Path:
-        """The correctness checks against onnxruntime: ``results/infer_check.json``."""
-        return self.results / INFER_CHECK_FILE
-
-    @property
-    def operators(self) -> Path:
-        """onnxruntime's per-operator timings (the roofline's data): ``results/operators.json``."""
-        return self.results / OPERATORS_FILE
-
-    @property
-    def adaptive(self) -> Path:
-        """The adaptive repeats' rounds: ``results/adaptive.json``."""
-        return self.results / ADAPTIVE_FILE
-
-    @property
-    def summary(self) -> Path:
-        """The analyses the report wrote: ``results/summary.json``."""
-        return self.results / SUMMARY_FILE
-
-    @property
-    def cost_model(self) -> Path:
-        """The fitted serving cost model and its predictions: ``results/cost_model.json``."""
-        return self.results / COST_MODEL_FILE
-
-    @property
-    def recommendations(self) -> Path:
-        """A sweep's picks and Pareto frontier: ``results/recommendations.json``."""
-        return self.results / RECOMMENDATIONS_FILE
-
-    @property
-    def docs(self) -> Path:
-        """The folder of written documents: ``docs/``."""
-        return self.root / "docs"
-
-    @property
-    def experiment_log(self) -> Path:
-        """The experiment log in markdown: ``docs/experiment_log.md``."""
-        return self.docs / "experiment_log.md"
-
-    @property
-    def plots(self) -> Path:
-        """The folder of PNG plots: ``plots/``."""
-        return self.root / PLOTS_DIR
-
-    @property
-    def html_report(self) -> Path:
-        """The self-contained HTML page: ``report.html``."""
-        return self.root / "report.html"
-
-    @property
-    def readme(self) -> Path:
-        """The run folder's ``README.md``."""
-        return self.root / "README.md"
+from tritonlab.run_layout import SERVING_PATH_DIR, RunLayout
 
 
 @dataclass(frozen=True)
 class RunData:
     """A run folder, loaded once: what was measured and what the analysis made of it."""
 
-    paths: RunPaths
+    paths: RunLayout
     manifest: Manifest  # commands shown portably
     cells: list[CellResult]  # commands shown portably
     infer_checks: list[InferCheck]
@@ -160,7 +71,7 @@ def _json_or(path: Path, default: Any) -> Any:
 
 def fit_cost_model(run_dir: Path, cores: int) -> CostModel | None:
     """The run's cost model: serving-path cells + in-process timings, both from disk."""
-    operators = _json_or(RunPaths(run_dir).operators, None)
+    operators = _json_or(RunLayout(run_dir).operators, None)
     if not operators:
         return None
     groups: dict[str, list[Any]] = {}
@@ -208,7 +119,7 @@ def portable_records(
 
 def load_run(run_dir: Path) -> RunData:
     """Read ``run_dir``'s stored files once and derive everything the reports show."""
-    paths = RunPaths(run_dir)
+    paths = RunLayout(run_dir)
     manifest, cells = portable_records(
         run_dir, Manifest.from_dict(load_manifest(run_dir)), load_cells(run_dir)
     )
@@ -231,8 +142,8 @@ def load_run(run_dir: Path) -> RunData:
         recommendations=recommendations_from_manifest(manifest, summaries),
         efficiencies=serving_efficiency(summaries, parse_ceilings(_json_or(paths.operators, None))),
         faults=load_faults(run_dir),
-        tune=_json_or(paths.results / TUNE_FILE, None),
+        tune=_json_or(paths.tune, None),
         engine=load_engine_record(run_dir),
-        stopping=_json_or(paths.results / STOPPING_FILE, None),
+        stopping=_json_or(paths.stopping, None),
         noise_floors=noise_floors(cells),
     )
