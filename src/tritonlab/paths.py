@@ -23,6 +23,8 @@ import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from tritonlab.run_layout import MODELS_DIR
+
 CACHE_VAR = "TRITONLAB_CACHE"
 VENV_VAR = "VIRTUAL_ENV"
 CONDA_VAR = "CONDA_PREFIX"
@@ -205,7 +207,7 @@ def recorded_run_dir(server_command: Sequence[str] | None) -> Path | None:
     for arg in server_command or ():
         if arg.startswith("--model-repository="):
             repo = arg.split("=", 1)[1]
-            if os.path.isabs(repo) and Path(repo).name == "models":
+            if os.path.isabs(repo) and Path(repo).name == MODELS_DIR:
                 return Path(repo).parent
     return None
 

@@ -13,12 +13,11 @@ from tritonlab.analysis.adaptive import HEADLINE_FIGURES, undecided_project
 from tritonlab.analysis.aggregate import summarise
 from tritonlab.analysis.explain import analyse
 from tritonlab.experiments.store import (
-    CELLS_DIR,
-    RESULTS_DIR,
     CellResult,
     load_cells,
     save_cell,
 )
+from tritonlab.run_layout import CELLS_DIR, RESULTS_DIR
 
 LOAD = "grpc_b1_c8"
 # Per configuration and round, different for every pair of configurations.

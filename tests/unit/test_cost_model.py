@@ -19,15 +19,13 @@ from tritonlab.analysis.cost_model import (
     ServingPathPoint,
 )
 from tritonlab.experiments.store import (
-    OPERATORS_FILE,
-    RESULTS_DIR,
-    SERVING_PATH_DIR,
     CellResult,
     save_cell,
     write_json_atomic,
 )
 from tritonlab.report.build import fit_cost_model
 from tritonlab.report.experiment_log import cost_model_section
+from tritonlab.run_layout import OPERATORS_FILE, RESULTS_DIR, SERVING_PATH_DIR
 
 Names = dict[str, VariantSummary]
 

@@ -14,7 +14,7 @@ from tritonlab.analysis.recommend import recommend
 from tritonlab.analysis.rules import RuleContext, backend_fallback
 from tritonlab.errors import ConfigError, PerfAnalyzerError, ResultFileError, ServerError
 from tritonlab.experiments.plan import seed_comparison_plan, sequence_length_of
-from tritonlab.experiments.recovery import FAULTS_FILE, Recovery, load_faults
+from tritonlab.experiments.recovery import Recovery, load_faults
 from tritonlab.experiments.runner import quarantine_unusable
 from tritonlab.experiments.session import perf_deadline_s
 from tritonlab.experiments.store import (
@@ -31,6 +31,7 @@ from tritonlab.experiments.store import (
 )
 from tritonlab.report.experiment_log import faults_section
 from tritonlab.report.recommend_text import justification
+from tritonlab.run_layout import FAULTS_FILE
 from tritonlab.server.endpoint import RemoteServer
 
 

@@ -17,18 +17,21 @@ from tritonlab.errors import TritonlabError
 from tritonlab.experiments.manifest import AdaptiveEntry
 from tritonlab.experiments.rounds import AdaptiveRound
 from tritonlab.experiments.store import (
-    ADAPTIVE_FILE,
-    OPERATORS_FILE,
-    RESULTS_DIR,
-    SERVING_PATH_DIR,
     load_cells,
     save_cell,
     write_json_atomic,
 )
-from tritonlab.report.build import COST_MODEL_FILE, BuiltReport, build_report, load_run
+from tritonlab.report.build import BuiltReport, build_report, load_run
 from tritonlab.report.experiment_log import render_experiment_log
 from tritonlab.report.method_section import count_verdicts, method_lines
 from tritonlab.report.run_data import RunData
+from tritonlab.run_layout import (
+    ADAPTIVE_FILE,
+    COST_MODEL_FILE,
+    OPERATORS_FILE,
+    RESULTS_DIR,
+    SERVING_PATH_DIR,
+)
 
 TABLE_HEADER = (
     "| config | conc. | infer/s | avg µs | p95 µs | p99 µs | queue µs | compute infer µs "

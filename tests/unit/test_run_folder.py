@@ -12,12 +12,11 @@ from tritonlab.cli import app
 from tritonlab.errors import ConfigError
 from tritonlab.experiments.run_folder import (
     KEEP_TRASH,
-    MARKER,
-    TRASH,
     claim,
     discard_results,
     is_run_folder,
 )
+from tritonlab.run_layout import MARKER, RUN_OUTPUTS, RUN_SUBFOLDERS, TRASH, RunLayout
 
 runner = CliRunner()
 
@@ -85,3 +84,51 @@ def test_the_trash_keeps_the_newest_entries_only(tmp_path: Path) -> None:
     entries = sorted((folder / TRASH).iterdir())
     assert entries == kept[-KEEP_TRASH:]
     assert (entries[-1] / "docs" / "log.md").read_text() == str(KEEP_TRASH + 1)
+
+
+def _fill_with_run_outputs(folder: Path) -> None:
+    """One file in each folder a run writes, and the files it writes in the folder itself."""
+    layout = RunLayout(folder)
+    for name in RUN_OUTPUTS:
+        path = layout.root / name
+        if name in RUN_SUBFOLDERS:
+            path.mkdir()
+            (path / "x.txt").write_text(name)
+        else:
+            path.write_text(name)
+
+
+def test_fresh_sets_aside_everything_a_run_wrote_and_keeps_the_model(tmp_path: Path) -> None:
+    """inputs/, plots/, scripts/, client/, report.html and README.md went stale beside
+    the new results before: they are the run's outputs too."""
+    folder = tmp_path / "run"
+    claim(folder)
+    _fill_with_run_outputs(folder)
+    layout = RunLayout(folder)
+    layout.exported_model("m").write_bytes(b"kept")
+    moved = discard_results(folder)
+    assert moved is not None
+    assert sorted(p.name for p in folder.iterdir()) == sorted([MARKER, TRASH, "m.onnx"])
+    assert sorted(p.name for p in moved.iterdir()) == sorted(RUN_OUTPUTS)
+    assert (moved / "plots" / "x.txt").read_text() == "plots"
+    assert (moved / "README.md").read_text() == "README.md"
+
+
+@pytest.mark.parametrize("name", ["README.md", "scripts", "plots"])
+def test_a_users_readme_or_scripts_keeps_a_folder_unmarked(tmp_path: Path, name: str) -> None:
+    """A folder that holds a user's README.md (or scripts/, plots/) is not claimed, and
+    --fresh refuses it, naming what it holds, without moving anything."""
+    folder = tmp_path / "work"
+    folder.mkdir()
+    if name in RUN_SUBFOLDERS:
+        (folder / name).mkdir()
+        (folder / name / "mine.txt").write_text("mine")
+    else:
+        (folder / name).write_text("mine")
+    before = tree_digest(folder)
+    claim(folder)
+    assert not is_run_folder(folder)
+    shown = name + "/" if name in RUN_SUBFOLDERS else name
+    with pytest.raises(ConfigError, match=f"holds {shown} but tritonlab did not make it"):
+        discard_results(folder)
+    assert tree_digest(folder) == before

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tritonlab.analysis.recommend import RECOMMENDATIONS_FILE
 from tritonlab.report.build import build_report
+from tritonlab.run_layout import RECOMMENDATIONS_FILE
 
 SWEEP_RUN = Path(__file__).resolve().parent.parent / "fixtures" / "sweep_run"
 

@@ -13,13 +13,13 @@ from pathlib import Path
 from tritonlab.analysis.operators import OperatorsRecord, profile_operators
 from tritonlab.errors import ConfigError
 from tritonlab.experiments.plan import ExperimentPlan
-from tritonlab.experiments.serving_path import NULL_MODEL_PATH
-from tritonlab.experiments.store import OPERATORS_FILE, RESULTS_DIR, write_result
+from tritonlab.experiments.store import write_result
 from tritonlab.models.inputs import ModelInputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.perf.in_process import in_process_ceiling, openvino_precision_used, time_in_process
 from tritonlab.perf.machine import machine_ceilings
 from tritonlab.perf.op_timing import ROOFLINE_BATCHES, time_operators
+from tritonlab.run_layout import RunLayout
 from tritonlab.server.locate import default_cache_root
 
 CEILING_WINDOW_ENV = "TRITONLAB_CEILING_WINDOW_S"
@@ -45,7 +45,7 @@ def record_operator_profile(
     run_dir: Path, info: OnnxModelInfo, plan: ExperimentPlan, inputs: ModelInputs
 ) -> None:
     """Profile the heavy operators and time in-process runs once; kept across resumes."""
-    path = run_dir / RESULTS_DIR / OPERATORS_FILE
+    path = RunLayout(run_dir).operators
     if path.exists():
         return
     largest = min(v.max_batch_size for v in plan.variants) if info.batched else 1
@@ -101,7 +101,7 @@ def record_operator_profile(
         inputs,
     )
     null_us: dict[int, float] | None = None
-    null_path = run_dir / NULL_MODEL_PATH
+    null_path = RunLayout(run_dir).null_model
     if null_path.exists():
         # The serving-path cells already contain an empty onnxruntime call; the cost model
         # subtracts its in-process time so the model's own terms do not count it twice.

@@ -86,7 +86,6 @@ from tritonlab.repository.knobs import KNOB_LABELS
 if TYPE_CHECKING:
     from tritonlab.experiments.manifest import Manifest
 
-RECOMMENDATIONS_FILE = "recommendations.json"
 RankKey = Callable[[OperatingPoint], tuple[float, ...]]
 
 

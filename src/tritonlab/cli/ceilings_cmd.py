@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from tritonlab.cli.common import app, out, user_errors
+from tritonlab.run_layout import RunLayout
 
 
 @app.command()
@@ -28,7 +29,7 @@ def ceilings(
 
     from tritonlab.analysis.operators import OperatorsRecord
     from tritonlab.errors import TritonlabError
-    from tritonlab.experiments.store import OPERATORS_FILE, RESULTS_DIR, load_record, write_result
+    from tritonlab.experiments.store import load_record, write_result
     from tritonlab.perf.machine import measure_ceilings, store_ceilings
     from tritonlab.report.build import build_report
     from tritonlab.server.locate import default_cache_root
@@ -36,9 +37,10 @@ def ceilings(
     with user_errors():
         folders = list(runs or [])
         for run_dir in folders:
-            if not (run_dir / RESULTS_DIR / OPERATORS_FILE).exists():
+            layout = RunLayout(run_dir)
+            if not layout.operators.exists():
                 raise TritonlabError(
-                    f"{run_dir} has no {RESULTS_DIR}/{OPERATORS_FILE}; pass a run folder that "
+                    f"{run_dir} has no {layout.relative(layout.operators)}; pass a run folder that "
                     "`tritonlab run` or `sweep` measured"
                 )
         machine = measure_ceilings()
@@ -52,7 +54,7 @@ def ceilings(
             highlight=False,
         )
         for run_dir in folders:
-            path = run_dir / RESULTS_DIR / OPERATORS_FILE
+            path = RunLayout(run_dir).operators
             record = load_record(path, OperatorsRecord)
             assert record is not None  # checked above: every folder has one
             write_result(path, replace(record, machine_ceilings=machine).to_dict())

@@ -18,6 +18,7 @@ from tritonlab.cli.common import (
     user_errors,
 )
 from tritonlab.cli.options import DemoFlags, NameOpt, OutOpt, RunFlags, option_groups
+from tritonlab.run_layout import RunLayout
 
 
 def _run_pipeline(
@@ -106,7 +107,7 @@ def demo(
 
         builtin = builtin_model(model)
         out_dir.mkdir(parents=True, exist_ok=True)
-        check = builtin.export(out_dir / f"{builtin.name}.onnx")
+        check = builtin.export(RunLayout(out_dir).exported_model(builtin.name))
         err.print(
             f"exported {check.onnx_path}: {builtin.summary} "
             f"(max abs diff vs PyTorch {check.max_abs_diff:.2g})",

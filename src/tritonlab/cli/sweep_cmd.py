@@ -37,6 +37,7 @@ from tritonlab.cli.options import (
     option_groups,
 )
 from tritonlab.errors import PlanError
+from tritonlab.run_layout import RunLayout
 
 DEMO_ARGUMENT = "demo"
 
@@ -141,12 +142,12 @@ def sweep_engine(planned: str, asked: str | None, ray: str | None) -> str:
 
 
 def _print_outcome(run_dir: Path, measured: int, reused: int, wall_s: float) -> None:
-    from tritonlab.analysis.recommend import RECOMMENDATIONS_FILE
     from tritonlab.analysis.recommend_records import StoredRecommendations
-    from tritonlab.experiments.store import RESULTS_DIR, load_record
+    from tritonlab.experiments.store import load_record
 
+    layout = RunLayout(run_dir)
     _say(out, f"measured {measured} cells, reused {reused}, in {_duration(wall_s)} (m:ss)")
-    recs_path = run_dir / RESULTS_DIR / RECOMMENDATIONS_FILE
+    recs_path = layout.recommendations
     recs = load_record(recs_path, StoredRecommendations)
     if recs is not None:
         for pick in (recs.throughput_pick, recs.latency_pick):
@@ -161,7 +162,7 @@ def _print_outcome(run_dir: Path, measured: int, reused: int, wall_s: float) -> 
         _say(out, recs.summary_line)
     _say(
         out,
-        f"explained in {run_dir / 'docs' / 'experiment_log.md'}; recommendations in {recs_path}",
+        f"explained in {layout.experiment_log}; recommendations in {recs_path}",
     )
 
 
@@ -246,7 +247,7 @@ def sweep(
             from tritonlab.models.zoo import export_builtin
 
             name = sweep_plan.builtin
-            onnx_path = export_builtin(name, out_dir / f"{name}.onnx").onnx_path
+            onnx_path = export_builtin(name, RunLayout(out_dir).exported_model(name)).onnx_path
         elif sweep_plan.model_path is not None:
             onnx_path = sweep_plan.model_path
         else:  # pragma: no cover - parse_plan sets one of the two

@@ -30,6 +30,7 @@ from tritonlab.cli.options import (
 )
 from tritonlab.errors import ConfigError
 from tritonlab.report.tune_section import figure_span, over_budget_line
+from tritonlab.run_layout import RunLayout
 
 if TYPE_CHECKING:
     from tritonlab.analysis.tune_record import TunePick, TuneStep
@@ -153,7 +154,6 @@ def tune(
         from tritonlab.experiments.manifest import available_cores
         from tritonlab.experiments.plan import MeasurementSettings
         from tritonlab.experiments.run_folder import claim, discard_results
-        from tritonlab.experiments.store import RESULTS_DIR
         from tritonlab.models.shape_probe import checked_inputs
         from tritonlab.models.zoo import BUILTIN_MODELS, export_builtin
         from tritonlab.pipeline.project import (
@@ -181,7 +181,7 @@ def tune(
         if model in BUILTIN_MODELS:
             model_name = check_model_name(name or model)
             out_dir.mkdir(parents=True, exist_ok=True)
-            onnx_path = export_builtin(model, out_dir / f"{model}.onnx").onnx_path
+            onnx_path = export_builtin(model, RunLayout(out_dir).exported_model(model)).onnx_path
         else:
             onnx_path = Path(model)
             model_name = check_model_name(name or onnx_path.stem)
@@ -237,6 +237,6 @@ def tune(
         _say(
             f"measured {len(result.measured)} cells, reused {len(result.reused)}, in "
             f"{time.monotonic() - started:.0f} s; search path in "
-            f"{out_dir / RESULTS_DIR / 'tune.json'}; explained in {report.experiment_log}",
+            f"{RunLayout(out_dir).tune}; explained in {report.experiment_log}",
             to_out=True,
         )

@@ -8,7 +8,10 @@ from pathlib import Path
 
 from tritonlab.deploy.pick import DeployPick
 from tritonlab.errors import ConfigError
+from tritonlab.repository.config import MODEL_FILENAME
+from tritonlab.repository.layout import MODEL_VERSION
 from tritonlab.repository.variants import is_model_name, variant_model_name
+from tritonlab.run_layout import RunLayout
 
 
 def checked_model_name(name: str) -> str:
@@ -25,7 +28,7 @@ def checked_model_name(name: str) -> str:
 def write_repository(pick: DeployPick, run_dir: Path, repo: Path) -> int:
     """The native repository of the pick; returns the bytes it holds (the model's, if found)."""
     checked_model_name(pick.model_name)
-    served = run_dir / "models" / variant_model_name(pick.model_name, pick.variant)
+    served = RunLayout(run_dir).model_dir(variant_model_name(pick.model_name, pick.variant))
     config = served / "config.pbtxt"
     if not config.exists():
         raise ConfigError(
@@ -51,9 +54,11 @@ def write_repository(pick: DeployPick, run_dir: Path, repo: Path) -> int:
 
 def model_file(run_dir: Path, pick: DeployPick) -> Path | None:
     """The picked variant's ONNX file in ``run_dir`` (else the run's model), or None."""
+    layout = RunLayout(run_dir)
+    served = layout.model_dir(variant_model_name(pick.model_name, pick.variant))
     for candidate in (
-        run_dir / "models" / variant_model_name(pick.model_name, pick.variant) / "1" / "model.onnx",
-        run_dir / f"{pick.model_name}.onnx",
+        served / MODEL_VERSION / MODEL_FILENAME,
+        layout.exported_model(pick.model_name),
     ):
         if candidate.exists():
             return candidate

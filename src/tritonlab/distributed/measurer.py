@@ -26,12 +26,13 @@ from typing import Any
 from tritonlab.experiments.opening import open_session
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.session import CellSession
-from tritonlab.experiments.store import CELLS_DIR, RESULTS_DIR, CellResult
+from tritonlab.experiments.store import CellResult
 from tritonlab.models.inputs import ModelInputs
 from tritonlab.models.inspect import OnnxModelInfo, inspect_onnx
 from tritonlab.perf.locate import locate_perf_analyzer
 from tritonlab.repository.layout import RepositoryModel, add_model, build_repository
 from tritonlab.repository.variants import ServingVariant
+from tritonlab.run_layout import RunLayout
 from tritonlab.server.launch import ServerOptions
 from tritonlab.server.process import TritonServer
 
@@ -41,12 +42,13 @@ from .wire import NodeAnswerError, decode, encode, encode_answer
 WORK_PREFIX = "tritonlab-node-"
 # What stays on the node: its own cells (the driver writes them, with the node named), its
 # manifest, checks and faults (the driver merges them), and its server's log.
+_HERE = RunLayout(Path())
 _KEPT_HERE = (
-    f"{RESULTS_DIR}/{CELLS_DIR}/",
-    f"{RESULTS_DIR}/manifest.json",
-    f"{RESULTS_DIR}/infer_check.json",
-    f"{RESULTS_DIR}/faults.json",
-    "server/",
+    f"{_HERE.relative(_HERE.cells)}/",
+    _HERE.relative(_HERE.manifest),
+    _HERE.relative(_HERE.infer_check),
+    _HERE.relative(_HERE.faults),
+    f"{_HERE.relative(_HERE.server)}/",
 )
 
 
@@ -166,7 +168,9 @@ class NodeMeasurer:
         onnx.write_bytes(model_bytes)
         info = inspect_onnx(onnx)
         run_dir = self._work / "run"
-        models = build_repository(run_dir / "models", info, plan.model_name, list(plan.variants))
+        models = build_repository(
+            RunLayout(run_dir).models, info, plan.model_name, list(plan.variants)
+        )
         self._models = {m.variant.name: m for m in models}
         self._info, self._inputs = info, inputs
         session = self._stack.enter_context(
@@ -197,7 +201,7 @@ class NodeMeasurer:
         assert self._work is not None and self._info is not None
         session = self._require()
         self._models[variant.name] = add_model(
-            self._work / "run" / "models", self._info, session.plan.model_name, variant
+            RunLayout(self._work / "run").models, self._info, session.plan.model_name, variant
         )
 
     def unload_current(self) -> None:

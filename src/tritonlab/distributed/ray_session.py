@@ -37,10 +37,9 @@ from tritonlab.experiments.manifest import (
 )
 from tritonlab.experiments.opening import new_manifest
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
-from tritonlab.experiments.recovery import FAULTS_FILE, load_faults
+from tritonlab.experiments.recovery import load_faults
 from tritonlab.experiments.session import ProgressCallback, Round, cell_id
 from tritonlab.experiments.store import (
-    RESULTS_DIR,
     CellResult,
     save_cell,
     save_manifest,
@@ -52,6 +51,7 @@ from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.perf.locate import PerfAnalyzerInstall
 from tritonlab.records import RecordError
 from tritonlab.repository.layout import RepositoryModel
+from tritonlab.run_layout import RunLayout
 from tritonlab.server.launch import ServerOptions
 
 from .measurer import NodeMeasurer, Prepared
@@ -118,7 +118,7 @@ class ClusterFaults:
     def add(self, record: FaultRecord) -> None:
         """Record ``record`` and rewrite ``results/faults.json`` with every fault so far."""
         self.faults.append(record)
-        write_result(self.run_dir / RESULTS_DIR / FAULTS_FILE, [f.to_dict() for f in self.faults])
+        write_result(RunLayout(self.run_dir).faults, [f.to_dict() for f in self.faults])
 
 
 class RaySession:
@@ -493,8 +493,8 @@ def open_ray_session(
         session = RaySession(ray, nodes, plan, run_dir, manifest, checks, progress, deadline)
         session.save_manifest(**dict(manifest_extra or {}))
         every_check = [c.to_dict() for mine in node_checks for c in mine]
-        write_result(run_dir / RESULTS_DIR / "infer_check.json", every_check)
-        write_text_atomic(run_dir / "server" / "README.txt", _server_note(nodes))
+        write_result(RunLayout(run_dir).infer_check, every_check)
+        write_text_atomic(RunLayout(run_dir).server_note, _server_note(nodes))
         yield session
         clean_exit = True
     finally:

@@ -24,6 +24,7 @@ from typing import Any
 
 from tritonlab.errors import TritonlabError
 from tritonlab.experiments.store import CellResult
+from tritonlab.run_layout import cell_id
 
 MAX_ANSWER_BYTES = 256 * 2**20
 MAX_RESTARTS_REPORTED = 10_000
@@ -133,7 +134,7 @@ def _cell(value: object, what: str, expected: str | None) -> CellResult | None:
         cell = CellResult.from_dict(value)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise NodeAnswerError(f"{what}: the cell is not a valid record ({exc!r})") from None
-    implied = f"{cell.variant.name}__{cell.load_key}__r{cell.repeat}"
+    implied = cell_id(cell.variant.name, cell.load_key, cell.repeat)
     if cell.cell_id != expected or implied != expected:
         raise NodeAnswerError(
             f"{what}: answered cell {cell.cell_id!r} ({implied}), but {expected!r} was asked for"

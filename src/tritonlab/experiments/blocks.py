@@ -41,10 +41,11 @@ import psutil
 
 from tritonlab.errors import PerfAnalyzerError, ServerError
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
-from tritonlab.experiments.store import RESULTS_DIR, read_result, write_result
+from tritonlab.experiments.store import read_result, write_result
 from tritonlab.perf.runner import run_perf
 from tritonlab.records import Record
 from tritonlab.repository.layout import RepositoryModel
+from tritonlab.run_layout import RunLayout
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -54,7 +55,6 @@ if TYPE_CHECKING:
 ENGINE_BLOCKS = "blocks"
 ENGINE_CLASSIC = "classic"
 ENGINES = (ENGINE_BLOCKS, ENGINE_CLASSIC)
-ENGINE_FILE = "engine.json"
 SEARCH_KEY = "*"  # windows_ms key of a search's one window (tune)
 
 MIN_WINDOW_MS = 200
@@ -242,7 +242,7 @@ class EngineRecord:
 
 def engine_path(run_dir: Path) -> Path:
     """``results/engine.json`` of ``run_dir``: the block engine's record."""
-    return run_dir / RESULTS_DIR / ENGINE_FILE
+    return RunLayout(run_dir).engine
 
 
 def load_engine_record(run_dir: Path) -> EngineRecord | None:
@@ -423,7 +423,7 @@ class BlockSession:
             perf = run_perf(
                 session.perf_install,
                 settings,
-                session.run_dir / "benchmarks" / model.variant.name,
+                RunLayout(session.run_dir).benchmark_dir(model.variant.name),
                 f"warmup_{load.key}",
                 retries=0,
                 timeout_s=30.0 + 4 * WARMUP_WINDOW_MS / 1000 * WINDOWS_PER_CELL,

@@ -25,13 +25,14 @@ from tritonlab.experiments.manifest import (
 from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.experiments.recovery import Recovery, load_faults
 from tritonlab.experiments.session import CellSession, InputFiles, ProgressCallback
-from tritonlab.experiments.store import RESULTS_DIR, load_manifest, write_result
+from tritonlab.experiments.store import load_manifest, write_result
 from tritonlab.models.inputs import ModelInputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.paths import portable_command, portable_file, portable_path
 from tritonlab.perf.locate import PerfAnalyzerInstall
 from tritonlab.repository.knobs import server_args as knob_server_args
 from tritonlab.repository.layout import RepositoryModel
+from tritonlab.run_layout import RunLayout
 from tritonlab.server.launch import ServerOptions, running_server
 from tritonlab.server.process import TritonServer
 
@@ -103,7 +104,7 @@ def check_resume(run_dir: Path, fingerprint: str) -> None:
 
     Raises ``PlanError`` on a fingerprint mismatch; a folder without a manifest passes.
     """
-    manifest_path = run_dir / RESULTS_DIR / "manifest.json"
+    manifest_path = RunLayout(run_dir).manifest
     if not manifest_path.exists():
         return
     previous = Manifest.from_dict(load_manifest(run_dir)).plan_fingerprint
@@ -137,12 +138,12 @@ def open_session(
 
     ``manifest_extra`` sets further manifest fields (``sweep``, ``adaptive``, ``tune``).
     """
-    log_path = run_dir / "server" / "tritonserver.log"
+    log_path = RunLayout(run_dir).server_log
     # the flags the plan's knobs need (a response cache's size), on top of any already given
     needed = tuple(a for a in knob_server_args(plan.variants) if a not in options.server_args)
     options = replace(options, server_args=options.server_args + needed)
     with running_server(
-        options, run_dir / "models", log_path, explicit_model_control=True
+        options, RunLayout(run_dir).models, log_path, explicit_model_control=True
     ) as server:
         manifest = new_manifest(
             plan,
@@ -205,8 +206,6 @@ def open_session(
                 ]
             finally:
                 server.unload_model(model.model_name)
-        write_result(
-            run_dir / RESULTS_DIR / "infer_check.json", [c.to_dict() for c in session.checks]
-        )
+        write_result(RunLayout(run_dir).infer_check, [c.to_dict() for c in session.checks])
         yield session
     portable_file(log_path, run_dir)  # the server log names the repository and the cache

@@ -19,11 +19,11 @@ from tritonlab.errors import PerfAnalyzerError, ServerError
 
 # FaultRecord lives beside the manifest, which holds the faults too.
 from tritonlab.experiments.manifest import FaultRecord, utc_now
-from tritonlab.experiments.store import RESULTS_DIR, read_result, write_result
+from tritonlab.experiments.store import read_result, write_result
+from tritonlab.run_layout import RunLayout
 from tritonlab.server.endpoint import ServerEndpoint
 from tritonlab.server.process import TritonServer, relevant_log_lines
 
-FAULTS_FILE = "faults.json"
 MAX_RESTARTS = 3
 ATTEMPTS_PER_CELL = 2
 HUNG_MARKER = "ran past"  # perf_analyzer's deadline message (perf/runner.py)
@@ -34,7 +34,7 @@ def load_faults(run_dir: Path) -> list[FaultRecord]:
 
     ``ResultFileError`` for a corrupt file or one from a newer tritonlab.
     """
-    stored = read_result(run_dir / RESULTS_DIR / FAULTS_FILE, [])
+    stored = read_result(RunLayout(run_dir).faults, [])
     return [FaultRecord.from_dict(f) for f in stored]
 
 
@@ -110,6 +110,6 @@ class Recovery:
         return False
 
     def _save(self) -> None:
-        write_result(self.run_dir / RESULTS_DIR / FAULTS_FILE, [f.to_dict() for f in self.faults])
+        write_result(RunLayout(self.run_dir).faults, [f.to_dict() for f in self.faults])
         if self.on_fault is not None:
             self.on_fault(self.faults)

@@ -1,13 +1,14 @@
 """Which folders are tritonlab's, and ``--fresh`` that only ever moves what tritonlab made.
 
 A run folder is tritonlab's when it holds the marker file ``.tritonlab``, written when a run
-first uses a folder that holds none of the subfolders a run writes. A folder that already held
-one (someone's ``docs/``, or a run from before the marker) is never marked, whatever tritonlab
-later writes into it: a manifest beside a user's ``docs/`` does not make the ``docs/`` ours.
-``--fresh`` refuses any unmarked folder that holds one of those subfolders, with one line saying
-why and what to do, and never deletes: the earlier results move into ``.trash/<UTC time>/``
-inside the run folder, where the last ``KEEP_TRASH`` stay (older ones are removed, inside
-``.trash`` only).
+first uses a folder that holds none of what a run writes there (``run_layout.RUN_OUTPUTS``: the
+subfolders from ``results/`` to ``client/``, ``report.html`` and ``README.md``). A folder that
+already held one (someone's ``docs/`` or ``README.md``, or a run from before the marker) is never
+marked, whatever tritonlab later writes into it: a manifest beside a user's ``docs/`` does not
+make the ``docs/`` ours. ``--fresh`` refuses any unmarked folder that holds one of those, with
+one line saying why and what to do, and never deletes: every one of them moves into
+``.trash/<UTC time>/`` inside the run folder, where the last ``KEEP_TRASH`` stay (older ones are
+removed, inside ``.trash`` only). The model file and anything else in the folder stay.
 """
 
 from __future__ import annotations
@@ -18,27 +19,25 @@ import shutil
 from pathlib import Path
 
 from tritonlab.errors import ConfigError
+from tritonlab.run_layout import MARKER, RUN_OUTPUTS, RUN_SUBFOLDERS, RunLayout
 
-MARKER = ".tritonlab"
-TRASH = ".trash"
 KEEP_TRASH = 3
-# What a run writes and ``--fresh`` moves aside (the model file and everything else stay).
-RUN_SUBFOLDERS = ("results", "benchmarks", "models", "server", "docs", "serving_path", "pick")
 
 
 def is_run_folder(run_dir: Path) -> bool:
     """Whether tritonlab made ``run_dir`` (its marker)."""
-    return (run_dir / MARKER).is_file()
+    return RunLayout(run_dir).marker.is_file()
 
 
 def _present(run_dir: Path) -> list[str]:
-    return [sub for sub in RUN_SUBFOLDERS if (run_dir / sub).exists()]
+    root = RunLayout(run_dir).root
+    return [name for name in RUN_OUTPUTS if (root / name).exists()]
 
 
 def claim(run_dir: Path) -> None:
     """Mark ``run_dir`` as tritonlab's when it holds nothing a run writes; a folder with
     someone else's ``docs/`` or ``models/`` stays unmarked, so ``--fresh`` will not touch it."""
-    marker = run_dir / MARKER
+    marker = RunLayout(run_dir).marker
     if marker.is_file():
         return
     if not _present(run_dir):
@@ -49,23 +48,25 @@ def claim(run_dir: Path) -> None:
 def discard_results(run_dir: Path) -> Path | None:
     """``--fresh``: move what earlier runs measured and derived in ``run_dir`` into
     ``.trash/<UTC time>/`` (None when there was nothing to move). Refused, changing nothing,
-    when the folder holds such subfolders but tritonlab did not make it."""
+    when the folder holds such outputs but tritonlab did not make it."""
     present = _present(run_dir)
     if not present:
         return None
     if not is_run_folder(run_dir):
+        shown = ", ".join(s + "/" if s in RUN_SUBFOLDERS else s for s in present)
         raise ConfigError(
-            f"--fresh: {run_dir} holds {', '.join(s + '/' for s in present)} but tritonlab did "
+            f"--fresh: {run_dir} holds {shown} but tritonlab did "
             f"not make it (no {MARKER} file), so nothing was moved or deleted; choose another "
             f"--out (a run folder from before the marker: create an empty {MARKER} file in it "
-            "to let --fresh move those folders into .trash/)"
+            "to let --fresh move those into .trash/)"
         )
+    layout = RunLayout(run_dir)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
-    target = run_dir / TRASH / stamp
+    target = layout.trash / stamp
     target.mkdir(parents=True)
-    for sub in present:
-        (run_dir / sub).rename(target / sub)
-    _prune(run_dir / TRASH)
+    for name in present:
+        (layout.root / name).rename(target / name)
+    _prune(layout.trash)
     return target
 
 

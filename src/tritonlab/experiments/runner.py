@@ -41,11 +41,6 @@ from tritonlab.experiments.session import (
     cell_id,
 )
 from tritonlab.experiments.store import (
-    ADAPTIVE_FILE,
-    CELLS_DIR,
-    RESULTS_DIR,
-    SERVING_PATH_DIR,
-    STOPPING_FILE,
     cell_path,
     cell_problem,
     quarantine,
@@ -55,6 +50,7 @@ from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.perf.locate import locate_perf_analyzer
 from tritonlab.repository.layout import RepositoryModel, build_repository
+from tritonlab.run_layout import CELLS_DIR, SERVING_PATH_DIR, RunLayout
 from tritonlab.server.launch import ServerOptions
 
 # After the planned rounds: which (variant name, load key) cells need another round, and why.
@@ -174,7 +170,7 @@ def run_experiment(
     fingerprint = plan_fingerprint(plan, file_sha256(info.path), inputs)
     check_resume(run_dir, fingerprint)
     perf_install = locate_perf_analyzer(perf_analyzer)
-    models = build_repository(run_dir / "models", info, plan.model_name, list(plan.variants))
+    models = build_repository(RunLayout(run_dir).models, info, plan.model_name, list(plan.variants))
     quarantined = quarantine_unusable(run_dir)
     todo = [
         (repeat, model, load)
@@ -316,7 +312,7 @@ def run_experiment(
                 complete = session.measure_rounds([round_], round_cells, " (adaptive)")
                 if round_cells:
                     append_round(
-                        run_dir / RESULTS_DIR / ADAPTIVE_FILE,
+                        RunLayout(run_dir).adaptive,
                         AdaptiveRound(
                             round=max(r for _, _, r in todo_now) + 1,
                             reasons=tuple(reasons),
@@ -341,7 +337,7 @@ def run_experiment(
                 cells_wall_s=round(sum(getattr(session, "cell_seconds", [])), 1),
                 precision=adaptive.precision,
             )
-            write_result(run_dir / RESULTS_DIR / STOPPING_FILE, stopping.to_dict())
+            write_result(RunLayout(run_dir).stopping, stopping.to_dict())
             if over_budget():
                 stopped = f"time budget of {time_budget_s:.0f} s reached"
         if stopped is None:
@@ -373,7 +369,7 @@ def quarantine_unusable(run_dir: Path) -> list[str]:
     """Move truncated or corrupt cell files aside so a resume measures their cells again."""
     moved = []
     for folder in (CELLS_DIR, SERVING_PATH_DIR):
-        for path in sorted((run_dir / RESULTS_DIR / folder).glob("*.json")):
+        for path in sorted(RunLayout(run_dir).cell_folder(folder).glob("*.json")):
             problem = cell_problem(path)
             if problem is not None:
                 target = quarantine(path)

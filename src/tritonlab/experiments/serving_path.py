@@ -22,16 +22,16 @@ from typing import Any
 from google.protobuf import json_format
 
 from tritonlab.experiments.plan import LoadPoint
-from tritonlab.experiments.store import SERVING_PATH_DIR, cell_path
+from tritonlab.experiments.store import cell_path
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.repository.config import ModelConfig, config_dict, write_config
 from tritonlab.repository.layout import MODEL_VERSION, RepositoryModel, add_model
 from tritonlab.repository.variants import ServingVariant, variant_model_name
+from tritonlab.run_layout import SERVING_PATH_DIR, RunLayout, cell_id
 
 PROBE_REPEATS = 1  # once per run: three cells, ~40 s on 2 cores; resumes keep them
 PROBE_DELAY_US = 100_000  # long enough that a batch always fills to the preferred size
 PREFIX = "serving_path"
-NULL_MODEL_PATH = "serving_path/null_model.onnx"  # relative to the run folder
 
 
 def probe_load(loads: list[LoadPoint]) -> LoadPoint | None:
@@ -128,7 +128,7 @@ def add_null_model(
     repo_dir: Path, info: OnnxModelInfo, model_name: str, variant: ServingVariant
 ) -> RepositoryModel | None:
     """The null model of ``info`` as ``variant`` (served by the onnxruntime backend), or None."""
-    null_path = repo_dir.parent / NULL_MODEL_PATH
+    null_path = RunLayout(repo_dir.parent).null_model
     if not null_path.exists() and not write_null_model(info, null_path):
         return None
     null_info = replace(info, path=null_path, file_size_bytes=null_path.stat().st_size)
@@ -152,7 +152,7 @@ def add_identity_model(
 
 def probe_cell_id(variant: ServingVariant, load: LoadPoint, repeat: int) -> str:
     """The probe cell's id, named like a measured cell (``variant__load__rN``)."""
-    return f"{variant.name}__{load.key}__r{repeat + 1}"
+    return cell_id(variant.name, load.key, repeat + 1)
 
 
 def probe_done(run_dir: Path, variant: ServingVariant, load: LoadPoint, repeat: int) -> bool:

@@ -36,9 +36,6 @@ from tritonlab.experiments.serving_path import (
     probe_variants,
 )
 from tritonlab.experiments.store import (
-    CELLS_DIR,
-    INPUTS_DIR,
-    SERVING_PATH_DIR,
     CellResult,
     save_cell,
     save_manifest,
@@ -49,6 +46,8 @@ from tritonlab.paths import portable_command, portable_path
 from tritonlab.perf.locate import PerfAnalyzerInstall
 from tritonlab.perf.runner import run_perf
 from tritonlab.repository.layout import RepositoryModel
+from tritonlab.run_layout import CELLS_DIR, SERVING_PATH_DIR, RunLayout
+from tritonlab.run_layout import cell_id as layout_cell_id
 from tritonlab.server.endpoint import ServerEndpoint
 from tritonlab.server.process import TritonServer
 from tritonlab.server.stats import StatsSnapshot, stats_delta, tree_cpu_seconds
@@ -62,8 +61,8 @@ Round = list[tuple[RepositoryModel, list[tuple[LoadPoint, int]]]]
 
 
 def cell_id(variant_name: str, load: LoadPoint, repeat: int) -> str:
-    """A cell's id and file name: ``variant__load__rN`` (N counts from 1)."""
-    return f"{variant_name}__{load.key}__r{repeat + 1}"
+    """A cell's id and file name: ``variant__load__rN`` (``repeat`` counts from 0, N from 1)."""
+    return layout_cell_id(variant_name, load.key, repeat + 1)
 
 
 @dataclass(frozen=True)
@@ -91,8 +90,7 @@ class InputFiles:
             inputs = (
                 self.inputs if length is None else with_dynamic_dim(self.inputs, self.info, length)
             )
-            name = "perf_data.json" if length is None else f"perf_data_s{length}.json"
-            path = inputs.write_perf_data(self.run_dir / INPUTS_DIR / name)
+            path = inputs.write_perf_data(RunLayout(self.run_dir).perf_data(length))
             dynamic = {s.name for s in self.info.inputs if -1 in s.dims}
             shapes = {k: v for k, v in inputs.shapes.items() if k in dynamic}
             self._made[length] = LoadInputs(shapes, str(path))
@@ -143,7 +141,7 @@ def _measure_cell(
         perf = run_perf(
             perf_install,
             settings,
-            run_dir / "benchmarks" / model.variant.name,
+            RunLayout(run_dir).benchmark_dir(model.variant.name),
             f"{load.key}__r{repeat + 1}",
             retries=plan.measurement.retries_when_unstable,
             timeout_s=perf_deadline_s(plan),
@@ -425,7 +423,7 @@ def _measure_serving_path(
     if load is None or not info.batched:
         return
     variants = probe_variants(load, min(v.max_batch_size for v in plan.variants))
-    repo = run_dir / "models"
+    repo = RunLayout(run_dir).models
     models = [
         add_null_model(repo, info, plan.model_name, v)
         or add_identity_model(repo, info, plan.model_name, v)

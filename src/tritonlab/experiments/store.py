@@ -18,6 +18,7 @@ from tritonlab.experiments.interference import Interference
 from tritonlab.perf.runner import PerfRun
 from tritonlab.records import Record, RecordError
 from tritonlab.repository.variants import ServingVariant
+from tritonlab.run_layout import CELLS_DIR, RunLayout
 from tritonlab.server.stats import ServerStatsDelta
 
 R = TypeVar("R", bound=Record)
@@ -26,14 +27,6 @@ T = TypeVar("T")
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
-RESULTS_DIR = "results"
-CELLS_DIR = "cells"
-INPUTS_DIR = "inputs"  # perf_analyzer's JSON --input-data files (regenerated on a resume)
-SERVING_PATH_DIR = "serving_path"  # identity-model cells behind the cost model
-ADAPTIVE_FILE = "adaptive.json"  # the extra rounds adaptive repeats measured, and why
-STOPPING_FILE = "stopping.json"  # why the adaptive rounds stopped, and what a cell cost
-MANIFEST_FILE = "manifest.json"
-OPERATORS_FILE = "operators.json"
 # Cell files: 1 = written before the version was stored (still read), 2 = versioned.
 CELL_SCHEMA_VERSION = 2
 # The other files under results/ (operators, infer check, faults, adaptive rounds, cost model,
@@ -227,7 +220,7 @@ class CellResult:
 
 def cell_path(run_dir: Path, cell_id: str, folder: str = CELLS_DIR) -> Path:
     """The result file of ``cell_id`` under ``results/<folder>/``."""
-    return run_dir / RESULTS_DIR / folder / f"{cell_id}.json"
+    return RunLayout(run_dir).cell(cell_id, folder)
 
 
 def save_cell(run_dir: Path, cell: CellResult, folder: str = CELLS_DIR) -> Path:
@@ -302,7 +295,7 @@ def set_aside_cells(run_dir: Path, patterns: list[str] | tuple[str, ...]) -> lis
 
     from tritonlab.errors import ConfigError
 
-    folder = run_dir / RESULTS_DIR / CELLS_DIR
+    folder = RunLayout(run_dir).cells
     stored = sorted(folder.glob("*.json")) if folder.is_dir() else []
     chosen: list[Path] = []
     for pattern in patterns:
@@ -323,7 +316,7 @@ def load_cells(run_dir: Path, folder_name: str = CELLS_DIR) -> list[CellResult]:
 
     ``ResultFileError`` for a truncated, corrupt or newer-schema file.
     """
-    folder = run_dir / RESULTS_DIR / folder_name
+    folder = RunLayout(run_dir).cell_folder(folder_name)
     if not folder.is_dir():
         return []
     return [read_cell(p) for p in sorted(folder.glob("*.json"))]
@@ -331,7 +324,7 @@ def load_cells(run_dir: Path, folder_name: str = CELLS_DIR) -> list[CellResult]:
 
 def save_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
     """Write ``manifest`` to ``results/manifest.json`` atomically."""
-    write_json_atomic(run_dir / RESULTS_DIR / MANIFEST_FILE, manifest)
+    write_json_atomic(RunLayout(run_dir).manifest, manifest)
 
 
 def load_manifest(run_dir: Path) -> dict[str, Any]:
@@ -339,7 +332,7 @@ def load_manifest(run_dir: Path) -> dict[str, Any]:
 
     ``TritonlabError`` if it is missing, ``ResultFileError`` if it is not a JSON object.
     """
-    path = run_dir / RESULTS_DIR / MANIFEST_FILE
+    path = RunLayout(run_dir).manifest
     if not path.exists():
         from tritonlab.errors import TritonlabError
 

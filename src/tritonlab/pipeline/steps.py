@@ -24,6 +24,7 @@ from tritonlab.repository.variants import (
     ServingVariant,
     for_model,
 )
+from tritonlab.run_layout import SERVER_LOG_FILE, RunLayout
 from tritonlab.server.endpoint import ServerEndpoint
 from tritonlab.server.launch import ServerOptions, running_server
 from tritonlab.server.process import TritonServer
@@ -83,9 +84,9 @@ def served_model(
     with contextlib.ExitStack() as stack:
         folder = repo or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tritonlab-")))
         if not options.url:
-            add_model(folder / "models", info, model_name, variant)
+            add_model(RunLayout(folder).models, info, model_name, variant)
         server = stack.enter_context(
-            running_server(options, folder / "models", folder / "tritonserver.log")
+            running_server(options, RunLayout(folder).models, folder / SERVER_LOG_FILE)
         )
         if options.url:
             server.load_model(model_name)

@@ -44,7 +44,6 @@ from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSet
 from tritonlab.experiments.runner import quarantine_unusable
 from tritonlab.experiments.session import CellSession, cell_id
 from tritonlab.experiments.store import (
-    RESULTS_DIR,
     CellResult,
     cell_path,
     read_cell,
@@ -55,14 +54,13 @@ from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.perf.locate import locate_perf_analyzer
 from tritonlab.pipeline.project import write_scripts
-from tritonlab.report.run_data import TUNE_FILE
 from tritonlab.repository.config import build_model_config, config_to_text
 from tritonlab.repository.layout import RepositoryModel, add_model
 from tritonlab.repository.variants import ServingVariant
+from tritonlab.run_layout import RunLayout
 from tritonlab.server.launch import ServerOptions
 from tritonlab.server.process import TritonServer
 
-PICK_DIR = "pick"
 DEFAULT_TIME_BUDGET_S = 900.0
 
 
@@ -202,7 +200,7 @@ class _Tuner:
         if variant.name not in self.models:
             variant.validate(model_batches=self.info.batched)
             self.models[variant.name] = add_model(
-                self.run_dir / "models", self.info, self.model_name, variant
+                RunLayout(self.run_dir).models, self.info, self.model_name, variant
             )
         return self.models[variant.name]
 
@@ -303,7 +301,7 @@ class _Tuner:
 
     def save(self, stop_reason: str | None) -> TuneRecord:
         record = self.record(stop_reason)
-        write_result(self.run_dir / RESULTS_DIR / TUNE_FILE, record.to_dict())
+        write_result(RunLayout(self.run_dir).tune, record.to_dict())
         return record
 
 
@@ -410,6 +408,6 @@ def _write_pick(
     if pick is None:
         return None
     config = build_model_config(info, pick.configuration.variant(), model_name)
-    path = run_dir / PICK_DIR / model_name / "config.pbtxt"
+    path = RunLayout(run_dir).pick_config(model_name)
     write_text_atomic(path, config_to_text(config))
     return path

@@ -13,7 +13,6 @@ from tritonlab.report.plots import PlotData, write_plots
 from tritonlab.report.project import project_readme
 from tritonlab.report.recommend_summary_text import recommendations_dict
 from tritonlab.report.run_data import (
-    COST_MODEL_FILE,
     RunData,
     fit_cost_model,
     load_run,
@@ -21,7 +20,6 @@ from tritonlab.report.run_data import (
 )
 
 __all__ = [
-    "COST_MODEL_FILE",
     "BuiltReport",
     "build_report",
     "fit_cost_model",

@@ -56,8 +56,6 @@ if TYPE_CHECKING:
     from tritonlab.experiments.manifest import Manifest
     from tritonlab.report.run_data import RunData
 
-REPORT_FILE = "report.html"
-
 CSS_FILE = TEMPLATES / "report.css"
 
 
@@ -384,6 +382,6 @@ def render_html_report(run: RunData, plots: dict[str, Path]) -> str:
 
 def write_html_report(run: RunData, plots: dict[str, Path]) -> Path:
     """Write ``report.html`` into the run folder; returns its path."""
-    path = run.paths.root / REPORT_FILE
+    path = run.paths.html_report
     write_text_atomic(path, render_html_report(run, plots))
     return path

@@ -28,10 +28,10 @@ from tritonlab.report.server_plots import (
     plot_latency_breakdown,
     plot_roofline,
 )
+from tritonlab.run_layout import RunLayout
 
 __all__ = [
     "PLOTS",
-    "PLOTS_DIR",
     "PlotData",
     "batch_bins",
     "context_line",
@@ -46,8 +46,6 @@ __all__ = [
     "plot_throughput_vs_p99",
     "write_plots",
 ]
-
-PLOTS_DIR = "plots"
 
 
 PLOTS: dict[str, Callable[[PlotData, Path], Path | None]] = {
@@ -69,7 +67,7 @@ def write_plots(run_dir: Path, data: PlotData) -> dict[str, Path]:
     """
     written: dict[str, Path] = {}
     for name, draw in PLOTS.items():
-        path = run_dir / PLOTS_DIR / f"{name}.png"
+        path = RunLayout(run_dir).plot(name)
         result = draw(data, path)
         if result is None:
             path.unlink(missing_ok=True)

@@ -15,6 +15,7 @@ from tritonlab.experiments.store import write_text_atomic
 from tritonlab.paths import portable_path
 from tritonlab.perf.locate import PerfAnalyzerInstall
 from tritonlab.perf.settings import PerfSettings
+from tritonlab.run_layout import RunLayout
 from tritonlab.server.locate import ServerInstall
 
 if TYPE_CHECKING:
@@ -256,22 +257,17 @@ def write_project_files(
     export_script: str,
 ) -> None:
     """Write scripts and client (the README is written by the report step)."""
+    layout = RunLayout(run_dir)
     if server_install is not None:
-        write_text_atomic(
-            run_dir / "scripts" / "start_server.sh", start_server_script(server_install)
-        )
-    write_text_atomic(
-        run_dir / "scripts" / "run_perf.sh",
-        run_perf_script(perf_install, baseline_settings),
-    )
-    write_text_atomic(run_dir / "scripts" / "export_model.py", export_script)
-    write_text_atomic(run_dir / "client" / "infer_client.py", client_script(model_name))
-    for script in (
-        "scripts/start_server.sh",
-        "scripts/run_perf.sh",
-        "scripts/export_model.py",
-        "client/infer_client.py",
+        write_text_atomic(layout.start_server_script, start_server_script(server_install))
+    write_text_atomic(layout.run_perf_script, run_perf_script(perf_install, baseline_settings))
+    write_text_atomic(layout.export_model_script, export_script)
+    write_text_atomic(layout.infer_client, client_script(model_name))
+    for path in (
+        layout.start_server_script,
+        layout.run_perf_script,
+        layout.export_model_script,
+        layout.infer_client,
     ):
-        path = run_dir / script
         if path.exists():
             path.chmod(0o755)

@@ -22,7 +22,7 @@ from tritonlab.analysis.efficiency import (
 from tritonlab.analysis.explain import Analysis, analyse
 from tritonlab.analysis.noise_floor import NoiseFloor, noise_floors
 from tritonlab.analysis.operators import OperatorsRecord
-from tritonlab.analysis.recommend import RECOMMENDATIONS_FILE, recommendations_from_manifest
+from tritonlab.analysis.recommend import recommendations_from_manifest
 from tritonlab.analysis.recommend_records import Recommendations
 from tritonlab.analysis.tune_record import TuneRecord
 from tritonlab.client.infer import InferCheck
@@ -32,13 +32,6 @@ from tritonlab.experiments.manifest import FaultRecord, Manifest
 from tritonlab.experiments.recovery import load_faults
 from tritonlab.experiments.rounds import AdaptiveRound, StoppingRecord
 from tritonlab.experiments.store import (
-    ADAPTIVE_FILE,
-    CELLS_DIR,
-    MANIFEST_FILE,
-    OPERATORS_FILE,
-    RESULTS_DIR,
-    SERVING_PATH_DIR,
-    STOPPING_FILE,
     CellResult,
     load_cells,
     load_manifest,
@@ -47,96 +40,14 @@ from tritonlab.experiments.store import (
     read_result,
 )
 from tritonlab.paths import portable_command, portable_path, recorded_run_dir
-
-COST_MODEL_FILE = "cost_model.json"
-TUNE_FILE = "tune.json"  # written by pipeline/tune.py
-INFER_CHECK_FILE = "infer_check.json"
-SUMMARY_FILE = "summary.json"
-PLOTS_DIR = "plots"
-
-
-@dataclass(frozen=True)
-class RunPaths:
-    """Where a run folder keeps what it measured and what the report writes."""
-
-    root: Path
-
-    @property
-    def results(self) -> Path:
-        """The folder of measured results: ``results/``."""
-        return self.root / RESULTS_DIR
-
-    @property
-    def cells(self) -> Path:
-        """One JSON file per measured cell: ``results/cells/``."""
-        return self.results / CELLS_DIR
-
-    @property
-    def manifest(self) -> Path:
-        """What the run was and where: ``results/manifest.json``."""
-        return self.results / MANIFEST_FILE
-
-    @property
-    def infer_check(self) -> Path:
-        """The correctness checks against onnxruntime: ``results/infer_check.json``."""
-        return self.results / INFER_CHECK_FILE
-
-    @property
-    def operators(self) -> Path:
-        """onnxruntime's per-operator timings (the roofline's data): ``results/operators.json``."""
-        return self.results / OPERATORS_FILE
-
-    @property
-    def adaptive(self) -> Path:
-        """The adaptive repeats' rounds: ``results/adaptive.json``."""
-        return self.results / ADAPTIVE_FILE
-
-    @property
-    def summary(self) -> Path:
-        """The analyses the report wrote: ``results/summary.json``."""
-        return self.results / SUMMARY_FILE
-
-    @property
-    def cost_model(self) -> Path:
-        """The fitted serving cost model and its predictions: ``results/cost_model.json``."""
-        return self.results / COST_MODEL_FILE
-
-    @property
-    def recommendations(self) -> Path:
-        """A sweep's picks and Pareto frontier: ``results/recommendations.json``."""
-        return self.results / RECOMMENDATIONS_FILE
-
-    @property
-    def docs(self) -> Path:
-        """The folder of written documents: ``docs/``."""
-        return self.root / "docs"
-
-    @property
-    def experiment_log(self) -> Path:
-        """The experiment log in markdown: ``docs/experiment_log.md``."""
-        return self.docs / "experiment_log.md"
-
-    @property
-    def plots(self) -> Path:
-        """The folder of PNG plots: ``plots/``."""
-        return self.root / PLOTS_DIR
-
-    @property
-    def html_report(self) -> Path:
-        """The self-contained HTML page: ``report.html``."""
-        return self.root / "report.html"
-
-    @property
-    def readme(self) -> Path:
-        """The run folder's ``README.md``."""
-        return self.root / "README.md"
+from tritonlab.run_layout import SERVING_PATH_DIR, RunLayout
 
 
 @dataclass(frozen=True)
 class RunData:
     """A run folder, loaded once: what was measured and what the analysis made of it."""
 
-    paths: RunPaths
+    paths: RunLayout
     manifest: Manifest  # commands shown portably
     cells: list[CellResult]  # commands shown portably
     infer_checks: list[InferCheck]
@@ -165,7 +76,7 @@ def _json_or(path: Path, default: Any) -> Any:
 
 def load_operators(run_dir: Path) -> OperatorsRecord | None:
     """``results/operators.json`` of ``run_dir`` as its record; None when not measured yet."""
-    return load_record(RunPaths(run_dir).operators, OperatorsRecord)
+    return load_record(RunLayout(run_dir).operators, OperatorsRecord)
 
 
 def fit_cost_model(run_dir: Path, cores: int) -> CostModel | None:
@@ -222,7 +133,7 @@ def portable_records(
 
 def load_run(run_dir: Path) -> RunData:
     """Read ``run_dir``'s stored files once and derive everything the reports show."""
-    paths = RunPaths(run_dir)
+    paths = RunLayout(run_dir)
     manifest, cells = portable_records(
         run_dir, Manifest.from_dict(load_manifest(run_dir)), load_cells(run_dir)
     )
@@ -247,8 +158,8 @@ def load_run(run_dir: Path) -> RunData:
         recommendations=recommendations_from_manifest(manifest, summaries),
         efficiencies=serving_efficiency(summaries, parse_ceilings(operators)),
         faults=load_faults(run_dir),
-        tune=load_record(paths.results / TUNE_FILE, TuneRecord),
+        tune=load_record(paths.tune, TuneRecord),
         engine=load_engine_record(run_dir),
-        stopping=load_record(paths.results / STOPPING_FILE, StoppingRecord),
+        stopping=load_record(paths.stopping, StoppingRecord),
         noise_floors=noise_floors(cells),
     )
