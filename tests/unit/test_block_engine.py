@@ -15,6 +15,7 @@ import pytest
 
 from tritonlab.analysis.noise_floor import noise_floors
 from tritonlab.errors import PerfAnalyzerError
+from tritonlab.experiments.adaptive_run import cell_cost_s
 from tritonlab.experiments.blocks import (
     MIN_WINDOW_MS,
     block_order,
@@ -23,7 +24,6 @@ from tritonlab.experiments.blocks import (
     window_ms_for,
 )
 from tritonlab.experiments.interference import DISTURBED_FOREIGN_CORES, Interference, Window
-from tritonlab.experiments.runner import cell_cost_s
 from tritonlab.experiments.store import CellResult, load_cells
 from tritonlab.perf.locate import PerfAnalyzerInstall
 from tritonlab.perf.runner import run_perf

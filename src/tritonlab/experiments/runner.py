@@ -16,7 +16,6 @@ is the same for both passes, so an interrupted sweep resumes wherever it stopped
 from __future__ import annotations
 
 import contextlib
-import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -25,6 +24,7 @@ from typing import Protocol
 
 from tritonlab.client.infer import InferCheck
 from tritonlab.errors import PlanError
+from tritonlab.experiments.adaptive_run import AdaptiveRepeats, AdaptiveRun
 from tritonlab.experiments.blocks import ENGINE_BLOCKS, BlockSession, run_seed
 from tritonlab.experiments.manifest import (
     AdaptiveEntry,
@@ -33,7 +33,6 @@ from tritonlab.experiments.manifest import (
 )
 from tritonlab.experiments.opening import check_resume, file_sha256, open_session, plan_fingerprint
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
-from tritonlab.experiments.rounds import AdaptiveRound, StoppingRecord, append_round
 from tritonlab.experiments.session import (
     CellSession,
     ProgressCallback,
@@ -44,7 +43,6 @@ from tritonlab.experiments.store import (
     cell_path,
     cell_problem,
     quarantine,
-    write_result,
 )
 from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
@@ -54,20 +52,6 @@ from tritonlab.run_layout import CELLS_DIR, SERVING_PATH_DIR, RunLayout
 from tritonlab.server.launch import ServerOptions
 
 # After the planned rounds: which (variant name, load key) cells need another round, and why.
-UndecidedCells = Callable[[], tuple[list[tuple[str, str]], list[str]]]
-
-
-@dataclass(frozen=True)
-class AdaptiveRepeats:
-    """Measure more interleaved rounds of the cells ``undecided`` names, up to ``max_repeats``."""
-
-    max_repeats: int
-    undecided: UndecidedCells
-    # Seconds the extra rounds may take in all; a round starts only if it is expected to fit
-    # (its cells times the median cell of this run). None: no limit but ``max_repeats``.
-    budget_s: float | None = None
-    # Whether ``undecided`` also counts intervals wider than their target (the block engine).
-    precision: bool = False
 
 
 # One interleaved round: every configuration's (load, repeat) cells, in measuring order.
@@ -191,7 +175,6 @@ def run_experiment(
         "sweep": sweep,
         "adaptive": AdaptiveEntry(adaptive.max_repeats, adaptive.budget_s) if adaptive else None,
     }
-    opened: contextlib.AbstractContextManager[MeasuringSession]
     if cluster is not None:
         opened = cluster(
             options, run_dir, info, inputs, plan, fingerprint, perf_install,
@@ -204,35 +187,12 @@ def run_experiment(
         )  # fmt: skip
     with opened as session:
         session.done, session.total = len(skipped), total
-        if plan.measurement.engine == ENGINE_BLOCKS and isinstance(session, CellSession):
-            session.engine = BlockSession.start(
-                session,
-                models,
-                direct_loads,
-                info.file_size_bytes,
-                run_seed(fingerprint),
-                available_cores(),
-            )
+        _start_engine(session, plan, models, direct_loads, info, fingerprint)
         measured = session.measured
         without_rate: list[str] = []
 
-        def over_budget() -> bool:
-            return session.over_budget()
-
         def measure_pass(loads_of: Callable[[RepositoryModel], list[LoadPoint]]) -> str | None:
-            rounds: list[Round] = []
-            for repeat in range(plan.repeats):
-                round_: Round = []
-                for model in models:
-                    cells = [
-                        (ld, repeat)
-                        for ld in loads_of(model)
-                        if cell_id(model.variant.name, ld, repeat) not in finished
-                    ]
-                    if cells:
-                        round_.append((model, cells))
-                if round_:
-                    rounds.append(round_)
+            rounds = planned_rounds(plan.repeats, models, loads_of, finished)
             if not session.measure_rounds(rounds, []):
                 return f"time budget of {time_budget_s:.0f} s reached"
             return None
@@ -240,15 +200,6 @@ def run_experiment(
         stopped = measure_pass(lambda model: direct_loads)
         if stopped is None and derived_loads and open_loop_rates is not None:
             rates = open_loop_rates()
-
-            def rated_loads(model: RepositoryModel) -> list[LoadPoint]:
-                name = model.variant.name
-                return [
-                    replace(ld, request_rate_per_s=rates[(name, ld.key)])
-                    for ld in derived_loads
-                    if (name, ld.key) in rates
-                ]
-
             without_rate = [
                 cell_id(m.variant.name, ld, r)
                 for r, m, ld in todo
@@ -256,89 +207,15 @@ def run_experiment(
                 and (m.variant.name, ld.key) not in rates
                 and cell_id(m.variant.name, ld, r) not in finished
             ]
-            stopped = measure_pass(rated_loads)
+            stopped = measure_pass(lambda model: rated_loads(derived_loads, rates, model))
         if stopped is None:
             session.measure_serving_path(info)
         if stopped is None and adaptive is not None:
-            loads_by_key = {ld.key: ld for ld in direct_loads}
             rates = open_loop_rates() if derived_loads and open_loop_rates is not None else {}
-
-            def extra_round() -> str | None:
-                """One more round of the undecided cells; the reason to stop instead."""
-                targets, reasons = adaptive.undecided()
-                if not targets:
-                    return "every verdict the rule watches was decided" + (
-                        " and within its target width" if adaptive.precision else ""
-                    )
-                todo_now: list[tuple[RepositoryModel, LoadPoint, int]] = []
-                for model in models:
-                    for key in sorted({k for name, k in targets if name == model.variant.name}):
-                        load = loads_by_key.get(key)
-                        derived = next((ld for ld in derived_loads if ld.key == key), None)
-                        if (
-                            load is None
-                            and derived is not None
-                            and (model.variant.name, key) in rates
-                        ):
-                            load = replace(
-                                derived, request_rate_per_s=rates[(model.variant.name, key)]
-                            )
-                        if load is None:
-                            continue
-                        repeat = _next_repeat(run_dir, model.variant.name, load)
-                        if repeat < adaptive.max_repeats:
-                            todo_now.append((model, load, repeat))
-                if not todo_now:
-                    return (
-                        f"the limit of {adaptive.max_repeats} rounds was reached with "
-                        f"{len(reasons)} verdict(s) still open"
-                    )
-                if adaptive.budget_s is not None:
-                    spent = time.monotonic() - adaptive_started
-                    cost = cell_cost_s(session)
-                    if spent + len(todo_now) * cost > adaptive.budget_s:
-                        return (
-                            f"the next round ({len(todo_now)} cells x {cost:.1f} s, the median "
-                            f"cell) would pass the {adaptive.budget_s:.0f} s budget "
-                            f"({spent:.0f} s spent), with {len(reasons)} verdict(s) still open"
-                        )
-                session.total += len(todo_now)  # progress counts the added cells
-                round_cells: list[str] = []
-                round_: Round = []
-                for model in models:
-                    mine = [(ld, r) for m, ld, r in todo_now if m is model]
-                    if mine:
-                        round_.append((model, mine))
-                complete = session.measure_rounds([round_], round_cells, " (adaptive)")
-                if round_cells:
-                    append_round(
-                        RunLayout(run_dir).adaptive,
-                        AdaptiveRound(
-                            round=max(r for _, _, r in todo_now) + 1,
-                            reasons=tuple(reasons),
-                            cells=tuple(round_cells),
-                        ),
-                    )
-                return None if complete else "the run's time budget was reached"
-
-            adaptive_started = time.monotonic()
-            stop_reason = "the run's time budget was reached"
-            while not over_budget():
-                reason = extra_round()
-                if reason is not None:
-                    stop_reason = reason
-                    break
-            stopping = StoppingRecord(
-                reason=stop_reason,
-                max_rounds=adaptive.max_repeats,
-                budget_s=adaptive.budget_s,
-                extra_s=round(time.monotonic() - adaptive_started, 1),
-                cell_cost_s=round(cell_cost_s(session), 3),
-                cells_wall_s=round(sum(getattr(session, "cell_seconds", [])), 1),
-                precision=adaptive.precision,
-            )
-            write_result(RunLayout(run_dir).stopping, stopping.to_dict())
-            if over_budget():
+            AdaptiveRun(
+                session, adaptive, run_dir, models, direct_loads, derived_loads, rates
+            ).run()
+            if session.over_budget():
                 stopped = f"time budget of {time_budget_s:.0f} s reached"
         if stopped is None:
             session.profile_operators()
@@ -357,12 +234,58 @@ def run_experiment(
     )
 
 
-def cell_cost_s(session: MeasuringSession) -> float:
-    """What one more cell is expected to take: the median wall time of the cells this session
-    measured (retries included), not the run's elapsed time over its cells (which counted the
-    server's start, the export and the in-process timings as measuring). 0 before any cell."""
-    seconds = getattr(session, "cell_seconds", [])
-    return statistics.median(seconds) if seconds else 0.0
+def _start_engine(
+    session: MeasuringSession,
+    plan: ExperimentPlan,
+    models: list[RepositoryModel],
+    loads: list[LoadPoint],
+    info: OnnxModelInfo,
+    fingerprint: str,
+) -> None:
+    """Give a local session the block engine where the plan asks for it (a cluster's session
+    measures with the classic engine, see ``distributed/``)."""
+    if plan.measurement.engine == ENGINE_BLOCKS and isinstance(session, CellSession):
+        seed = run_seed(fingerprint)
+        cores = available_cores()
+        session.engine = BlockSession.start(
+            session, models, loads, info.file_size_bytes, seed, cores
+        )
+
+
+def planned_rounds(
+    repeats: int,
+    models: Sequence[RepositoryModel],
+    loads_of: Callable[[RepositoryModel], list[LoadPoint]],
+    finished: set[str],
+) -> list[Round]:
+    """The planned rounds still to measure, interleaved: every model's unfinished cells of
+    round 1, then of round 2, ...; rounds with nothing left are dropped."""
+    rounds: list[Round] = []
+    for repeat in range(repeats):
+        round_: Round = []
+        for model in models:
+            name = model.variant.name
+            cells = [
+                (ld, repeat) for ld in loads_of(model) if cell_id(name, ld, repeat) not in finished
+            ]
+            if cells:
+                round_.append((model, cells))
+        if round_:
+            rounds.append(round_)
+    return rounds
+
+
+def rated_loads(
+    derived: Sequence[LoadPoint], rates: Mapping[tuple[str, str], float], model: RepositoryModel
+) -> list[LoadPoint]:
+    """``model``'s loads at a fraction of the peak, each at the rate measured for it (loads
+    without a rate, because no peak was measured, are left out)."""
+    name = model.variant.name
+    return [
+        replace(ld, request_rate_per_s=rates[(name, ld.key)])
+        for ld in derived
+        if (name, ld.key) in rates
+    ]
 
 
 def quarantine_unusable(run_dir: Path) -> list[str]:
@@ -375,11 +298,3 @@ def quarantine_unusable(run_dir: Path) -> list[str]:
                 target = quarantine(path)
                 moved.append(f"{problem.split(';')[0]}; kept as {target.name}, re-measuring it")
     return moved
-
-
-def _next_repeat(run_dir: Path, variant_name: str, load: LoadPoint) -> int:
-    """The first repeat (0-based) of (variant, load) not yet stored."""
-    repeat = 0
-    while cell_path(run_dir, cell_id(variant_name, load, repeat)).exists():
-        repeat += 1
-    return repeat

@@ -14,6 +14,7 @@ from tritonlab.analysis.adaptive import undecided_project
 from tritonlab.analysis.operator_record import record_operator_profile
 from tritonlab.analysis.search import COMPUTE_BOUND_US
 from tritonlab.errors import ConfigError
+from tritonlab.experiments.adaptive_run import AdaptiveRepeats, UndecidedCells
 from tritonlab.experiments.blocks import (
     DEFAULT_EXTRA_BUDGET_S,
     DEFAULT_MAX_BLOCKS,
@@ -32,11 +33,9 @@ from tritonlab.experiments.plan import (
 from tritonlab.experiments.plan_file import engine_repeats
 from tritonlab.experiments.run_folder import claim, discard_results
 from tritonlab.experiments.runner import (
-    AdaptiveRepeats,
     ClusterOpener,
     OpenLoopRates,
     RunOutcome,
-    UndecidedCells,
     run_experiment,
 )
 from tritonlab.experiments.session import InputFiles, ProgressCallback

@@ -1,0 +1,167 @@
+"""The adaptive repeats of a run: more interleaved rounds of the cells whose verdicts are open.
+
+After the planned rounds, ``AdaptiveRun`` asks ``AdaptiveRepeats.undecided`` which cells still
+carry an undecided verdict (or, with the block engine, one wider than its target), measures one
+more round of exactly those, and repeats until every verdict the rule watches is decided, the
+round limit is reached or the next round would pass the budget (judged from the median cell so
+far). Each round is stored in ``results/adaptive.json``, and why the rounds stopped in
+``results/stopping.json``; the experiment log states both.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tritonlab.experiments.plan import LoadPoint
+from tritonlab.experiments.rounds import AdaptiveRound, StoppingRecord, append_round
+from tritonlab.experiments.session import Round, cell_id
+from tritonlab.experiments.store import cell_path, write_result
+from tritonlab.repository.layout import RepositoryModel
+from tritonlab.run_layout import RunLayout
+
+if TYPE_CHECKING:
+    from tritonlab.experiments.runner import MeasuringSession
+
+# The cells with an open verdict as (variant, load key) pairs, and the verdicts in words.
+UndecidedCells = Callable[[], tuple[list[tuple[str, str]], list[str]]]
+
+
+@dataclass(frozen=True)
+class AdaptiveRepeats:
+    """Measure more interleaved rounds of the cells ``undecided`` names, up to ``max_repeats``."""
+
+    max_repeats: int
+    undecided: UndecidedCells
+    # Seconds the extra rounds may take in all; a round starts only if it is expected to fit
+    # (its cells times the median cell of this run). None: no limit but ``max_repeats``.
+    budget_s: float | None = None
+    # Whether ``undecided`` also counts intervals wider than their target (the block engine).
+    precision: bool = False
+
+
+def cell_cost_s(session: object) -> float:
+    """What one more cell is expected to take: the median wall time of the cells this session
+    measured (retries included), not the run's elapsed time over its cells (which counted the
+    server's start, the export and the in-process timings as measuring). 0 before any cell."""
+    seconds = getattr(session, "cell_seconds", [])
+    return statistics.median(seconds) if seconds else 0.0
+
+
+def next_repeat(run_dir: Path, variant_name: str, load: LoadPoint) -> int:
+    """The first repeat (0-based) of (variant, load) not yet stored."""
+    repeat = 0
+    while cell_path(run_dir, cell_id(variant_name, load, repeat)).exists():
+        repeat += 1
+    return repeat
+
+
+@dataclass
+class AdaptiveRun:
+    """The extra rounds of one run: what to measure next, measuring it, and why it stopped."""
+
+    session: MeasuringSession
+    adaptive: AdaptiveRepeats
+    run_dir: Path
+    models: list[RepositoryModel]
+    direct_loads: list[LoadPoint]
+    derived_loads: list[LoadPoint]
+    # The open-loop rate of each (variant, load key) a fraction of the peak resolved to.
+    rates: Mapping[tuple[str, str], float]
+
+    def _load(self, variant: str, key: str) -> LoadPoint | None:
+        """The load point a target's key names (a derived load at its variant's rate)."""
+        load = next((ld for ld in self.direct_loads if ld.key == key), None)
+        derived = next((ld for ld in self.derived_loads if ld.key == key), None)
+        if load is None and derived is not None and (variant, key) in self.rates:
+            load = replace(derived, request_rate_per_s=self.rates[(variant, key)])
+        return load
+
+    def _cells(
+        self, targets: list[tuple[str, str]]
+    ) -> list[tuple[RepositoryModel, LoadPoint, int]]:
+        """The next repeat of every target below the round limit, in the models' order."""
+        cells = []
+        for model in self.models:
+            name = model.variant.name
+            for key in sorted({k for variant, k in targets if variant == name}):
+                load = self._load(name, key)
+                if load is None:
+                    continue
+                repeat = next_repeat(self.run_dir, name, load)
+                if repeat < self.adaptive.max_repeats:
+                    cells.append((model, load, repeat))
+        return cells
+
+    def _over_budget(self, cells: int, reasons: int, started: float) -> str | None:
+        """Why the next round of ``cells`` would not fit the extra rounds' budget (None: fits)."""
+        if self.adaptive.budget_s is None:
+            return None
+        spent = time.monotonic() - started
+        cost = cell_cost_s(self.session)
+        if spent + cells * cost <= self.adaptive.budget_s:
+            return None
+        return (
+            f"the next round ({cells} cells x {cost:.1f} s, the median "
+            f"cell) would pass the {self.adaptive.budget_s:.0f} s budget "
+            f"({spent:.0f} s spent), with {reasons} verdict(s) still open"
+        )
+
+    def extra_round(self, started: float) -> str | None:
+        """Measure one more round of the undecided cells; the reason to stop instead."""
+        targets, reasons = self.adaptive.undecided()
+        if not targets:
+            return "every verdict the rule watches was decided" + (
+                " and within its target width" if self.adaptive.precision else ""
+            )
+        todo = self._cells(targets)
+        if not todo:
+            return (
+                f"the limit of {self.adaptive.max_repeats} rounds was reached with "
+                f"{len(reasons)} verdict(s) still open"
+            )
+        too_long = self._over_budget(len(todo), len(reasons), started)
+        if too_long is not None:
+            return too_long
+        self.session.total += len(todo)  # progress counts the added cells
+        measured: list[str] = []
+        round_: Round = []
+        for model in self.models:
+            mine = [(ld, r) for m, ld, r in todo if m is model]
+            if mine:
+                round_.append((model, mine))
+        complete = self.session.measure_rounds([round_], measured, " (adaptive)")
+        if measured:
+            append_round(
+                RunLayout(self.run_dir).adaptive,
+                AdaptiveRound(
+                    round=max(r for _, _, r in todo) + 1,
+                    reasons=tuple(reasons),
+                    cells=tuple(measured),
+                ),
+            )
+        return None if complete else "the run's time budget was reached"
+
+    def run(self) -> None:
+        """Measure extra rounds until a reason to stop; store that reason and what it cost."""
+        started = time.monotonic()
+        stop_reason = "the run's time budget was reached"
+        while not self.session.over_budget():
+            reason = self.extra_round(started)
+            if reason is not None:
+                stop_reason = reason
+                break
+        stopping = StoppingRecord(
+            reason=stop_reason,
+            max_rounds=self.adaptive.max_repeats,
+            budget_s=self.adaptive.budget_s,
+            extra_s=round(time.monotonic() - started, 1),
+            cell_cost_s=round(cell_cost_s(self.session), 3),
+            cells_wall_s=round(sum(getattr(self.session, "cell_seconds", [])), 1),
+            precision=self.adaptive.precision,
+        )
+        write_result(RunLayout(self.run_dir).stopping, stopping.to_dict())
