@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from tritonlab.analysis.aggregate import summarise
+from tritonlab.analysis.measurement_rules import backend_fallback
 from tritonlab.analysis.recommend import recommend
-from tritonlab.analysis.rules import RuleContext, backend_fallback
+from tritonlab.analysis.rule_support import RuleContext
 from tritonlab.errors import ConfigError, PerfAnalyzerError, ResultFileError, ServerError
 from tritonlab.experiments.plan import seed_comparison_plan, sequence_length_of
 from tritonlab.experiments.recovery import Recovery, load_faults

@@ -15,29 +15,30 @@ import pytest
 
 from tritonlab.analysis.aggregate import VariantSummary
 from tritonlab.analysis.cost_model import CostModel
+from tritonlab.analysis.measurement_rules import (
+    QUEUE_CROSS_CHECK_TOLERANCE,
+    littles_law,
+    perf_analyzer_warnings,
+    queue_cross_check,
+    unstable_measurement,
+)
+from tritonlab.analysis.rule_support import RuleContext, changed_fields
 from tritonlab.analysis.rules import (
     CPU_BOUND_SHARE,
-    QUEUE_CROSS_CHECK_TOLERANCE,
     SATURATED_QUEUE_SHARE,
     TRAP_BATCH_SHARE_OF_IN_FLIGHT,
     TRAP_QUEUE_MAX_SHARE_OF_DELAY,
     TRAP_QUEUE_SHARE_OF_DELAY,
-    RuleContext,
     apply_rules,
-    batch_target,
     batching_amortised,
-    changed_fields,
     cpu_bound,
     instances_effect,
-    littles_law,
-    perf_analyzer_warnings,
-    queue_cross_check,
     queue_delay_trap,
     saturated_server,
-    unstable_measurement,
 )
 from tritonlab.analysis.verdicts import compare
 from tritonlab.experiments.store import CellResult
+from tritonlab.repository.variants import batch_target
 
 Names = dict[str, VariantSummary]
 CORES = 2  # the recorded run's machine
