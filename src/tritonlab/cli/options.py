@@ -309,13 +309,14 @@ class PlanFlags:
 
 @dataclass(frozen=True)
 class VariantFlags:
-    """The one serving configuration of ``serve`` and ``perf``."""
+    """The one serving configuration of ``serve`` and ``perf`` (its fields are
+    ``step_variant``'s)."""
 
-    dynamic_batching: BatchingOpt = False
-    max_queue_delay_us: DelayOpt = 0
+    batching: BatchingOpt = False
+    delay_us: DelayOpt = 0
     instances: InstancesOpt = 1
     kind: KindOpt = "KIND_CPU"
-    max_batch_size: MaxBatchOpt = 64
+    max_batch: MaxBatchOpt = 64
     backend: BackendOpt = "onnxruntime"
     precision: PrecisionOpt = "f32"
 
@@ -323,15 +324,7 @@ class VariantFlags:
         """The validated ``ServingVariant`` these flags describe."""
         from tritonlab.pipeline.steps import step_variant
 
-        return step_variant(
-            batching=self.dynamic_batching,
-            delay_us=self.max_queue_delay_us,
-            instances=self.instances,
-            kind=self.kind,
-            max_batch=self.max_batch_size,
-            backend=self.backend,
-            precision=self.precision,
-        )
+        return step_variant(**vars(self))
 
 
 @dataclass(frozen=True)
