@@ -104,3 +104,30 @@ def test_report_rebuilds_a_recorded_run(seed_run_dir: Path, tmp_path: Path) -> N
     assert "grpc_b1_c8" in result.output
     assert "baseline" in result.output
     assert "Traceback" not in result.output
+
+
+def test_serve_flags_reach_the_served_variant(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import contextlib
+    from collections.abc import Iterator
+
+    from tritonlab.pipeline import steps
+    from tritonlab.repository.variants import ServingVariant
+
+    seen: list[ServingVariant] = []
+
+    @contextlib.contextmanager
+    def serving(*args: object) -> Iterator[None]:
+        seen.append(args[2])  # type: ignore[arg-type]
+        raise KeyboardInterrupt
+        yield
+
+    monkeypatch.setattr(steps, "serving", serving)
+    flags = ["--dynamic-batching", "--max-queue-delay-us", "300", "--instances", "2"]
+    flags += ["--max-batch-size", "8", "--kind", "KIND_CPU"]
+    runner.invoke(app, ["serve", str(tmp_path / "m.onnx"), *flags])
+    (variant,) = seen
+    assert (variant.dynamic_batching, variant.max_queue_delay_us) == (True, 300)
+    assert (variant.instance_count, variant.max_batch_size) == (2, 8)
+    assert (variant.backend, variant.precision) == ("onnxruntime", "f32")

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from tritonlab.cli.common import app, out, user_errors
+from tritonlab.cli.options import target_load_option
 
 
 @app.command()
@@ -52,10 +53,8 @@ def deploy(
     max_replicas: Annotated[int, typer.Option("--max-replicas", min=1)] = 4,
     target_load: Annotated[
         Optional[float],  # noqa: UP045
-        typer.Option(
-            "--target-load",
-            min=1.0,
-            help="Load (infer/s) to carry: sizes the minimum replicas from the measured capacity.",
+        target_load_option(
+            "Load (infer/s) to carry: sizes the minimum replicas from the measured capacity."
         ),
     ] = None,
     no_validate: Annotated[

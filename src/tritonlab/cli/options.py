@@ -56,22 +56,44 @@ RayOpt = Annotated[
 ]
 
 # --- measurement ---------------------------------------------------------------------------------
+# An option several commands take, each with help in its own terms (its defaults differ), is
+# declared once here: its flag and its limits; the command gives the help.
+
+
+def engine_option(help: str) -> Any:
+    """``--engine``: blocks or classic."""
+    return typer.Option("--engine", help=help)
+
+
+def max_repeats_option(help: str) -> Any:
+    """``--max-repeats``: the most rounds measured while a verdict is undecided."""
+    return typer.Option("--max-repeats", min=1, help=help)
+
+
+def adaptive_budget_option(help: str) -> Any:
+    """``--adaptive-budget-s``: the seconds the extra (adaptive) rounds may take in all."""
+    return typer.Option("--adaptive-budget-s", min=0.0, help=help)
+
+
+def target_load_option(help: str) -> Any:
+    """``--target-load``: the load (infer/s) a pick must carry."""
+    return typer.Option("--target-load", min=1.0, help=help)
+
+
 EngineOpt = Annotated[
     str,
-    typer.Option(
-        "--engine",
-        help="blocks (every configuration loaded at once, short cells in a shuffled block order, "
+    engine_option(
+        "blocks (every configuration loaded at once, short cells in a shuffled block order, "
         "robust paired intervals, an A/A control in run/demo, an interference monitor; "
         "docs/measuring.md) or classic (one configuration loaded at a time, perf_analyzer's "
-        "stable windows).",
+        "stable windows)."
     ),
 ]
 SweepEngineOpt = Annotated[
     Optional[str],  # noqa: UP045
-    typer.Option(
-        "--engine",
-        help="blocks or classic (default: the plan's measurement.engine, itself blocks by "
-        "default; docs/measuring.md). A --ray run uses classic.",
+    engine_option(
+        "blocks or classic (default: the plan's measurement.engine, itself blocks by "
+        "default; docs/measuring.md). A --ray run uses classic."
     ),
 ]
 BlocksOpt = Annotated[
@@ -84,40 +106,32 @@ BlocksOpt = Annotated[
 ]
 MaxBlocksOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option(
-        "--max-repeats",
-        min=1,
-        help="Measure more rounds, up to this many, while a headline verdict is undecided "
+    max_repeats_option(
+        "Measure more rounds, up to this many, while a headline verdict is undecided "
         "(blocks: or wider than its target) (default: 40 blocks, 5 classic; = --repeats turns "
-        "it off).",
+        "it off)."
     ),
 ]
 ExtraBudgetOpt = Annotated[
     Optional[float],  # noqa: UP045
-    typer.Option(
-        "--adaptive-budget-s",
-        min=0.0,
-        help="Seconds the extra rounds may take in all; a round starts only if it fits, "
-        "judged from the median cell so far (default: 150 blocks, 60 classic).",
+    adaptive_budget_option(
+        "Seconds the extra rounds may take in all; a round starts only if it fits, "
+        "judged from the median cell so far (default: 150 blocks, 60 classic)."
     ),
 ]
 MaxRepeatsOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option(
-        "--max-repeats",
-        min=1,
-        help="Measure more interleaved rounds, up to this many, while a verdict the picks rest "
+    max_repeats_option(
+        "Measure more interleaved rounds, up to this many, while a verdict the picks rest "
         "on is undecided or, with the block engine, wider than ±5% (default: 40 with the block "
-        "engine, 5 with the classic one; = the plan's repeats turns it off).",
+        "engine, 5 with the classic one; = the plan's repeats turns it off)."
     ),
 ]
 AdaptiveBudgetOpt = Annotated[
     Optional[float],  # noqa: UP045
-    typer.Option(
-        "--adaptive-budget-s",
-        min=0.0,
-        help="Seconds the extra (adaptive) rounds may take in all; a round starts only if it "
-        "fits (default: 150 with the block engine, 120 with the classic one).",
+    adaptive_budget_option(
+        "Seconds the extra (adaptive) rounds may take in all; a round starts only if it "
+        "fits (default: 150 with the block engine, 120 with the classic one)."
     ),
 ]
 ConcurrencyOpt = Annotated[
@@ -295,13 +309,14 @@ class PlanFlags:
 
 @dataclass(frozen=True)
 class VariantFlags:
-    """The one serving configuration of ``serve`` and ``perf``."""
+    """The one serving configuration of ``serve`` and ``perf`` (its fields are
+    ``step_variant``'s)."""
 
-    dynamic_batching: BatchingOpt = False
-    max_queue_delay_us: DelayOpt = 0
+    batching: BatchingOpt = False
+    delay_us: DelayOpt = 0
     instances: InstancesOpt = 1
     kind: KindOpt = "KIND_CPU"
-    max_batch_size: MaxBatchOpt = 64
+    max_batch: MaxBatchOpt = 64
     backend: BackendOpt = "onnxruntime"
     precision: PrecisionOpt = "f32"
 
@@ -309,15 +324,7 @@ class VariantFlags:
         """The validated ``ServingVariant`` these flags describe."""
         from tritonlab.pipeline.steps import step_variant
 
-        return step_variant(
-            batching=self.dynamic_batching,
-            delay_us=self.max_queue_delay_us,
-            instances=self.instances,
-            kind=self.kind,
-            max_batch=self.max_batch_size,
-            backend=self.backend,
-            precision=self.precision,
-        )
+        return step_variant(**vars(self))
 
 
 @dataclass(frozen=True)

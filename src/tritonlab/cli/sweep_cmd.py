@@ -35,6 +35,7 @@ from tritonlab.cli.options import (
     ServerFlags,
     SweepEngineOpt,
     option_groups,
+    target_load_option,
 )
 from tritonlab.errors import PlanError
 from tritonlab.run_layout import RunLayout
@@ -201,10 +202,8 @@ def sweep(
     ] = None,
     target_load: Annotated[
         Optional[float],  # noqa: UP045
-        typer.Option(
-            "--target-load",
-            min=1.0,
-            help="Load (infer/s) the latency-first pick must carry (overrides the plan's).",
+        target_load_option(
+            "Load (infer/s) the latency-first pick must carry (overrides the plan's)."
         ),
     ] = None,
     server: ServerFlags,

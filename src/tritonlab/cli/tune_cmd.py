@@ -27,6 +27,7 @@ from tritonlab.cli.options import (
     StabilityOpt,
     WindowOpt,
     option_groups,
+    target_load_option,
 )
 from tritonlab.errors import ConfigError
 from tritonlab.report.tune_section import figure_span, over_budget_line
@@ -96,7 +97,7 @@ def tune(
     ] = None,
     target_load: Annotated[
         Optional[float],  # noqa: UP045
-        typer.Option("--target-load", min=1.0, help="goal latency: infer/s the pick must carry."),
+        target_load_option("goal latency: infer/s the pick must carry."),
     ] = None,
     time_budget_s: Annotated[
         float,
