@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, overload
 
 # Folders directly in the run folder.
 RESULTS_DIR = "results"
@@ -95,6 +96,34 @@ def cell_id(variant: str, load_key: str, repeat: int) -> str:
     return f"{variant}__{load_key}__r{repeat}"
 
 
+class _LayoutPath:
+    """A fixed path of the layout, ``parts`` below the run folder: ``RunLayout(root).<name>``
+    is ``root`` joined with them, and its docstring says what the path holds and where."""
+
+    def __init__(self, parts: tuple[str, ...], doc: str) -> None:
+        self.parts = parts
+        self.__doc__ = doc
+
+    @overload
+    def __get__(self, layout: None, owner: type[Any]) -> _LayoutPath: ...
+
+    @overload
+    def __get__(self, layout: RunLayout, owner: type[Any]) -> Path: ...
+
+    def __get__(self, layout: RunLayout | None, owner: type[Any]) -> Path | _LayoutPath:
+        return self if layout is None else layout.root.joinpath(*self.parts)
+
+
+def _folder(name: str, what: str) -> _LayoutPath:
+    """A folder directly in the run folder; its docstring is ``<what>: ``<name>/``.``."""
+    return _LayoutPath((name,), f"{what}: ``{name}/``.")
+
+
+def _file(folder: str, name: str, what: str) -> _LayoutPath:
+    """A file in a folder of the run folder; its docstring is ``<what>: ``<folder>/<name>``.``."""
+    return _LayoutPath((folder, name), f"{what}: ``{folder}/{name}``.")
+
+
 @dataclass(frozen=True)
 class RunLayout:
     """Where a run folder keeps each thing: every path below ``root``."""
@@ -103,10 +132,7 @@ class RunLayout:
 
     # results/
 
-    @property
-    def results(self) -> Path:
-        """The folder of measured and derived results: ``results/``."""
-        return self.root / RESULTS_DIR
+    results = _folder(RESULTS_DIR, "The folder of measured and derived results")
 
     def cell_folder(self, folder: str = CELLS_DIR) -> Path:
         """A folder of cell files under ``results/``: ``cells/``, or ``serving_path/``."""
@@ -126,115 +152,58 @@ class RunLayout:
         """The result file of ``cell_id``: ``results/<folder>/<cell_id>.json``."""
         return self.cell_folder(folder) / f"{cell_id}.json"
 
-    @property
-    def manifest(self) -> Path:
-        """What the run was and where: ``results/manifest.json``."""
-        return self.results / MANIFEST_FILE
-
-    @property
-    def infer_check(self) -> Path:
-        """The correctness checks against onnxruntime: ``results/infer_check.json``."""
-        return self.results / INFER_CHECK_FILE
-
-    @property
-    def operators(self) -> Path:
-        """onnxruntime's per-operator timings (the roofline's data): ``results/operators.json``."""
-        return self.results / OPERATORS_FILE
-
-    @property
-    def adaptive(self) -> Path:
-        """The adaptive repeats' rounds: ``results/adaptive.json``."""
-        return self.results / ADAPTIVE_FILE
-
-    @property
-    def stopping(self) -> Path:
-        """Why the adaptive rounds stopped: ``results/stopping.json``."""
-        return self.results / STOPPING_FILE
-
-    @property
-    def faults(self) -> Path:
-        """What went wrong while measuring and how it was recovered: ``results/faults.json``."""
-        return self.results / FAULTS_FILE
-
-    @property
-    def engine(self) -> Path:
-        """The block engine's record (seed, order, interference): ``results/engine.json``."""
-        return self.results / ENGINE_FILE
-
-    @property
-    def tune(self) -> Path:
-        """A tune's steps and pick: ``results/tune.json``."""
-        return self.results / TUNE_FILE
-
-    @property
-    def summary(self) -> Path:
-        """The analyses the report wrote: ``results/summary.json``."""
-        return self.results / SUMMARY_FILE
-
-    @property
-    def cost_model(self) -> Path:
-        """The fitted serving cost model and its predictions: ``results/cost_model.json``."""
-        return self.results / COST_MODEL_FILE
-
-    @property
-    def recommendations(self) -> Path:
-        """A sweep's picks and Pareto frontier: ``results/recommendations.json``."""
-        return self.results / RECOMMENDATIONS_FILE
+    manifest = _file(RESULTS_DIR, MANIFEST_FILE, "What the run was and where")
+    infer_check = _file(RESULTS_DIR, INFER_CHECK_FILE, "The correctness checks against onnxruntime")
+    operators = _file(
+        RESULTS_DIR, OPERATORS_FILE, "onnxruntime's per-operator timings (the roofline's data)"
+    )
+    adaptive = _file(RESULTS_DIR, ADAPTIVE_FILE, "The adaptive repeats' rounds")
+    stopping = _file(RESULTS_DIR, STOPPING_FILE, "Why the adaptive rounds stopped")
+    faults = _file(
+        RESULTS_DIR, FAULTS_FILE, "What went wrong while measuring and how it was recovered"
+    )
+    engine = _file(
+        RESULTS_DIR, ENGINE_FILE, "The block engine's record (seed, order, interference)"
+    )
+    tune = _file(RESULTS_DIR, TUNE_FILE, "A tune's steps and pick")
+    summary = _file(RESULTS_DIR, SUMMARY_FILE, "The analyses the report wrote")
+    cost_model = _file(
+        RESULTS_DIR, COST_MODEL_FILE, "The fitted serving cost model and its predictions"
+    )
+    recommendations = _file(
+        RESULTS_DIR, RECOMMENDATIONS_FILE, "A sweep's picks and Pareto frontier"
+    )
 
     # what the measuring stages serve, run and write beside the results
 
-    @property
-    def models(self) -> Path:
-        """The Triton model repository: ``models/``."""
-        return self.root / MODELS_DIR
+    models = _folder(MODELS_DIR, "The Triton model repository")
 
     def model_dir(self, served_name: str) -> Path:
         """One served model's folder in the repository: ``models/<served_name>/``."""
         return self.models / served_name
 
-    @property
-    def server(self) -> Path:
-        """The server's folder: ``server/``."""
-        return self.root / SERVER_DIR
-
-    @property
-    def server_log(self) -> Path:
-        """tritonserver's log: ``server/tritonserver.log``."""
-        return self.server / SERVER_LOG_FILE
-
-    @property
-    def server_note(self) -> Path:
-        """A cluster run's note on where each node's server log stayed: ``server/README.txt``."""
-        return self.server / SERVER_NOTE_FILE
-
-    @property
-    def benchmarks(self) -> Path:
-        """perf_analyzer's raw output: ``benchmarks/``."""
-        return self.root / BENCHMARKS_DIR
+    server = _folder(SERVER_DIR, "The server's folder")
+    server_log = _file(SERVER_DIR, SERVER_LOG_FILE, "tritonserver's log")
+    server_note = _file(
+        SERVER_DIR, SERVER_NOTE_FILE, "A cluster run's note on where each node's server log stayed"
+    )
+    benchmarks = _folder(BENCHMARKS_DIR, "perf_analyzer's raw output")
 
     def benchmark_dir(self, variant: str) -> Path:
         """One configuration's raw perf_analyzer output: ``benchmarks/<variant>/``."""
         return self.benchmarks / variant
 
-    @property
-    def inputs(self) -> Path:
-        """perf_analyzer's ``--input-data`` files: ``inputs/``."""
-        return self.root / INPUTS_DIR
+    inputs = _folder(INPUTS_DIR, "perf_analyzer's ``--input-data`` files")
 
     def perf_data(self, sequence_length: int | None = None) -> Path:
         """The ``--input-data`` file for a sequence length: ``inputs/perf_data[_s<N>].json``."""
         name = "perf_data.json" if sequence_length is None else f"perf_data_s{sequence_length}.json"
         return self.inputs / name
 
-    @property
-    def serving_path(self) -> Path:
-        """What the serving-path probes serve: ``serving_path/``."""
-        return self.root / SERVING_PATH_DIR
-
-    @property
-    def null_model(self) -> Path:
-        """The probes' null model (inputs, no work): ``serving_path/null_model.onnx``."""
-        return self.serving_path / NULL_MODEL_FILE
+    serving_path = _folder(SERVING_PATH_DIR, "What the serving-path probes serve")
+    null_model = _file(
+        SERVING_PATH_DIR, NULL_MODEL_FILE, "The probes' null model (inputs, no work)"
+    )
 
     def exported_model(self, model: str) -> Path:
         """A built-in model exported into the run folder: ``<model>.onnx``."""
@@ -242,20 +211,9 @@ class RunLayout:
 
     # the reports
 
-    @property
-    def docs(self) -> Path:
-        """The folder of written documents: ``docs/``."""
-        return self.root / DOCS_DIR
-
-    @property
-    def experiment_log(self) -> Path:
-        """The experiment log in markdown: ``docs/experiment_log.md``."""
-        return self.docs / EXPERIMENT_LOG_FILE
-
-    @property
-    def plots(self) -> Path:
-        """The folder of PNG plots: ``plots/``."""
-        return self.root / PLOTS_DIR
+    docs = _folder(DOCS_DIR, "The folder of written documents")
+    experiment_log = _file(DOCS_DIR, EXPERIMENT_LOG_FILE, "The experiment log in markdown")
+    plots = _folder(PLOTS_DIR, "The folder of PNG plots")
 
     def plot(self, name: str) -> Path:
         """One plot: ``plots/<name>.png``."""
@@ -271,40 +229,17 @@ class RunLayout:
         """The run folder's ``README.md``."""
         return self.root / README_FILE
 
-    @property
-    def scripts(self) -> Path:
-        """Scripts that reproduce the measurements: ``scripts/``."""
-        return self.root / SCRIPTS_DIR
-
-    @property
-    def start_server_script(self) -> Path:
-        """Starts tritonserver on the repository: ``scripts/start_server.sh``."""
-        return self.scripts / START_SERVER_SCRIPT
-
-    @property
-    def run_perf_script(self) -> Path:
-        """The baseline perf_analyzer command: ``scripts/run_perf.sh``."""
-        return self.scripts / RUN_PERF_SCRIPT
-
-    @property
-    def export_model_script(self) -> Path:
-        """Re-creates the model file: ``scripts/export_model.py``."""
-        return self.scripts / EXPORT_MODEL_SCRIPT
-
-    @property
-    def client(self) -> Path:
-        """The client's folder: ``client/``."""
-        return self.root / CLIENT_DIR
-
-    @property
-    def infer_client(self) -> Path:
-        """A standalone client that sends one request: ``client/infer_client.py``."""
-        return self.client / INFER_CLIENT_SCRIPT
-
-    @property
-    def pick(self) -> Path:
-        """A tune's chosen configurations: ``pick/``."""
-        return self.root / PICK_DIR
+    scripts = _folder(SCRIPTS_DIR, "Scripts that reproduce the measurements")
+    start_server_script = _file(
+        SCRIPTS_DIR, START_SERVER_SCRIPT, "Starts tritonserver on the repository"
+    )
+    run_perf_script = _file(SCRIPTS_DIR, RUN_PERF_SCRIPT, "The baseline perf_analyzer command")
+    export_model_script = _file(SCRIPTS_DIR, EXPORT_MODEL_SCRIPT, "Re-creates the model file")
+    client = _folder(CLIENT_DIR, "The client's folder")
+    infer_client = _file(
+        CLIENT_DIR, INFER_CLIENT_SCRIPT, "A standalone client that sends one request"
+    )
+    pick = _folder(PICK_DIR, "A tune's chosen configurations")
 
     def pick_config(self, model: str) -> Path:
         """The configuration a tune picked for ``model``: ``pick/<model>/config.pbtxt``."""
@@ -317,10 +252,7 @@ class RunLayout:
         """The file that says tritonlab made the folder: ``.tritonlab``."""
         return self.root / MARKER
 
-    @property
-    def trash(self) -> Path:
-        """Where ``--fresh`` sets earlier results aside: ``.trash/``."""
-        return self.root / TRASH
+    trash = _folder(TRASH, "Where ``--fresh`` sets earlier results aside")
 
     def relative(self, path: Path) -> str:
         """``path`` (one of this layout's) relative to the run folder, with ``/`` separators."""

@@ -46,7 +46,7 @@ from __future__ import annotations
 import itertools
 import statistics
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from tritonlab.analysis.aggregate import VariantSummary
@@ -170,19 +170,10 @@ class Prediction:
         return "; ".join(reasons)
 
     def to_dict(self) -> dict[str, Any]:
-        """The prediction, the measurement and the errors (%) as JSON."""
-        return {
-            "variant": self.variant,
-            "load_key": self.load_key,
-            "regime": self.regime,
-            "requests_per_execution": self.requests_per_execution,
-            "execution_us": self.execution_us,
-            "throughput_infer_per_s": self.throughput_infer_per_s,
-            "queue_us": self.queue_us,
-            "measured_requests_per_execution": self.measured_requests_per_execution,
-            "measured_execution_us": self.measured_execution_us,
-            "measured_throughput_infer_per_s": self.measured_throughput_infer_per_s,
-            "measured_queue_us": self.measured_queue_us,
+        """The prediction, the measurement and the errors (%) as JSON: every field but the
+        description, then the throughput error and which terms missed."""
+        fields = {k: v for k, v in asdict(self).items() if k != "description"}
+        return fields | {
             "throughput_error_pct": self.throughput_error_pct,
             "failure": self.failure(),
             "term_misses": self.term_misses(),

@@ -3,7 +3,7 @@ configuration fields two variants differ in (from the knob table), and small fig
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tritonlab.analysis.aggregate import VariantSummary
@@ -24,13 +24,7 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         """The finding as stored in ``summary.json`` (rule, variant, text, figures, kind)."""
-        return {
-            "rule": self.rule,
-            "variant": self.variant,
-            "text": self.text,
-            "figures": self.figures,
-            "kind": self.kind,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import base64
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -82,15 +82,7 @@ class InputRule:
 
     def to_dict(self) -> dict[str, Any]:
         """The rule as JSON (shape as a list), read back by :meth:`from_dict`."""
-        return {
-            "name": self.name,
-            "triton_dtype": self.triton_dtype,
-            "shape": list(self.shape),
-            "kind": self.kind,
-            "reason": self.reason,
-            "low": self.low,
-            "high": self.high,
-        }
+        return asdict(self) | {"shape": list(self.shape)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> InputRule:

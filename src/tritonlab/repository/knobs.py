@@ -134,6 +134,24 @@ class Knob:
     tune_field: str | None = None
 
 
+def _plain_choice_knob(
+    name: str, choices: tuple[str, ...], describe: Wording, change: Change
+) -> Knob:
+    """A plain choice knob: one of ``choices``, named ``name`` in the plan file, on the variant
+    and in a recommendation, its slug the value itself where it differs from the baseline's
+    (``instance_kind``, a choice with a shortened slug, is written out)."""
+    return Knob(
+        name,
+        name,
+        name,
+        ValueRule("choice", choices=choices),
+        slug=_differs(name, lambda v: str(getattr(v, name))),
+        describe=describe,
+        change=change,
+        plot_family=True,
+    )
+
+
 KNOBS: tuple[Knob, ...] = (
     Knob(
         "dynamic_batching",
@@ -224,25 +242,17 @@ KNOBS: tuple[Knob, ...] = (
         plot_family=True,
         tune_field="threads",
     ),
-    Knob(
+    _plain_choice_knob(
         "backend",
-        "backend",
-        "backend",
-        ValueRule("choice", choices=MODEL_BACKENDS),
-        slug=_differs("backend", lambda v: v.backend),
+        MODEL_BACKENDS,
         describe=_engine_text,  # backend and precision as one label
         change=lambda b, a: f"backend {b.backend} -> {a.backend} ({a.precision})",
-        plot_family=True,
     ),
-    Knob(
+    _plain_choice_knob(
         "precision",
-        "precision",
-        "precision",
-        ValueRule("choice", choices=PRECISIONS),
-        slug=_differs("precision", lambda v: v.precision),
+        PRECISIONS,
         describe=_none,  # in the backend's label
         change=lambda b, a: f"{a.backend} precision {b.precision} -> {a.precision}",
-        plot_family=True,
     ),
     Knob(
         "response_cache",
