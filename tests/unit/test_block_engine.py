@@ -221,12 +221,12 @@ def test_co_loaded_configurations_are_reloaded_at_each_new_epoch(
     """New processes before blocks 10 and 20 (not at the first block measured, which the
     session's own load serves, also after a resume), each warmed up; engine.json says so."""
     from tritonlab.experiments.blocks import BlockSession, EngineRecord, load_engine_record
-    from tritonlab.experiments.plan import LoadPoint, seed_comparison_plan
+    from tritonlab.experiments.plan import LoadPoint, PlanBasics, seed_comparison_plan
 
     models = _models(1, 1, 2)
     record = EngineRecord("blocks", "s", coload=decide_coload(models, 1 << 20))
     record.reload_every_blocks = 10  # off by default (measured not to pay): set as a trial
-    engine = BlockSession(seed_comparison_plan("m"), models, record)
+    engine = BlockSession(seed_comparison_plan(PlanBasics("m")), models, record)
     warmed: list[str] = []
     monkeypatch.setattr(
         engine, "_warm_up", lambda session, plan, model, load: warmed.append(model.variant.name)
@@ -245,7 +245,7 @@ def test_co_loaded_configurations_are_reloaded_at_each_new_epoch(
     assert stored is not None and stored.reload_every_blocks == 10
     assert [r.before_block for r in stored.reloads] == [10, 20]
     # one configuration loaded at a time: nothing to reload
-    alone = BlockSession(seed_comparison_plan("m"), models, EngineRecord("blocks", "s"))
+    alone = BlockSession(seed_comparison_plan(PlanBasics("m")), models, EngineRecord("blocks", "s"))
     alone._reload_if_due(session, 0, [])  # type: ignore[arg-type]
     alone._reload_if_due(session, 30, [])  # type: ignore[arg-type]
     assert len(session.calls) == 4 * len(models)

@@ -15,6 +15,7 @@ from tritonlab.experiments.plan import (
     ExperimentPlan,
     LoadPoint,
     MeasurementSettings,
+    PlanBasics,
     seed_comparison_plan,
 )
 from tritonlab.experiments.session import cell_id
@@ -34,11 +35,13 @@ SHA = "0" * 64
 
 
 def _plan(**changes: object) -> ExperimentPlan:
-    return dataclasses.replace(seed_comparison_plan("m"), **changes)  # type: ignore[arg-type]
+    return dataclasses.replace(seed_comparison_plan(PlanBasics("m")), **changes)  # type: ignore[arg-type]
 
 
 def test_seed_plan_is_valid() -> None:
-    plan = seed_comparison_plan("m", repeats=2, concurrency=4, protocol="http", max_batch_size=16)
+    plan = seed_comparison_plan(
+        PlanBasics("m", repeats=2, concurrency=4, protocol="http", max_batch_size=16)
+    )
     plan.validate()
     assert [v.name for v in plan.variants] == [
         "baseline",
@@ -149,13 +152,13 @@ def test_recorded_cell_ids_follow_the_format(seed_cells: list[CellResult]) -> No
 
 
 def test_plan_fingerprint() -> None:
-    plan = seed_comparison_plan("m")
+    plan = seed_comparison_plan(PlanBasics("m"))
     fp = plan_fingerprint(plan, SHA)
     assert len(fp) == 16
-    assert fp == plan_fingerprint(seed_comparison_plan("m"), SHA)
+    assert fp == plan_fingerprint(seed_comparison_plan(PlanBasics("m")), SHA)
     assert fp != plan_fingerprint(dataclasses.replace(plan, repeats=5), SHA)
-    assert fp != plan_fingerprint(seed_comparison_plan("m", concurrency=16), SHA)
-    assert fp != plan_fingerprint(seed_comparison_plan("other"), SHA)
+    assert fp != plan_fingerprint(seed_comparison_plan(PlanBasics("m", concurrency=16)), SHA)
+    assert fp != plan_fingerprint(seed_comparison_plan(PlanBasics("other")), SHA)
     assert fp != plan_fingerprint(plan, "1" * 64)
 
 

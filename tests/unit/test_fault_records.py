@@ -14,7 +14,7 @@ from tritonlab.analysis.measurement_rules import backend_fallback
 from tritonlab.analysis.recommend import recommend
 from tritonlab.analysis.rule_support import RuleContext
 from tritonlab.errors import ConfigError, PerfAnalyzerError, ResultFileError, ServerError
-from tritonlab.experiments.plan import seed_comparison_plan, sequence_length_of
+from tritonlab.experiments.plan import PlanBasics, seed_comparison_plan, sequence_length_of
 from tritonlab.experiments.recovery import Recovery, load_faults
 from tritonlab.experiments.runner import quarantine_unusable
 from tritonlab.experiments.session import perf_deadline_s
@@ -111,7 +111,7 @@ def test_recovery_retries_a_hung_perf_analyzer_and_records_it(tmp_path: Path) ->
 
 
 def test_perf_deadline_covers_every_window_it_may_open() -> None:
-    plan = seed_comparison_plan("m")
+    plan = seed_comparison_plan(PlanBasics("m"))
     m = plan.measurement
     assert perf_deadline_s(plan) > m.max_trials * 2 * m.measurement_interval_ms / 1000 + 30
 

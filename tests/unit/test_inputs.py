@@ -14,6 +14,7 @@ import pytest
 from tritonlab.errors import ModelError
 from tritonlab.experiments.plan import (
     LoadPoint,
+    PlanBasics,
     compute_plan,
     for_unbatched_model,
     seed_comparison_plan,
@@ -232,17 +233,17 @@ def test_sequence_length_load_resizes_every_dynamic_dim(tmp_path: Path) -> None:
 
 
 def test_unbatched_models_drop_batching_with_a_reason() -> None:
-    plan = for_unbatched_model(seed_comparison_plan("m"), cores=2)
+    plan = for_unbatched_model(seed_comparison_plan(PlanBasics("m")), cores=2)
     assert [v.name for v in plan.variants] == ["baseline", "instances_2"]
     assert all(v.max_batch_size == 0 and not v.dynamic_batching for v in plan.variants)
     assert "cannot batch" in plan.notes[-1] and "batch_5ms_x1" in plan.notes[-1]
     plan.validate(model_batches=False)
-    compute = for_unbatched_model(compute_plan("m", cores=2), cores=2)
+    compute = for_unbatched_model(compute_plan(PlanBasics("m"), cores=2), cores=2)
     assert [v.name for v in compute.variants] == ["baseline", "threads_2", "instances_2"]
 
 
 def test_compute_plan_is_threads_by_instances() -> None:
-    plan = compute_plan("m", cores=4)
+    plan = compute_plan(PlanBasics("m"), cores=4)
     by_name = {v.name: v for v in plan.variants}
     assert by_name["threads_4"].intra_op_threads == 4 and by_name["threads_4"].instance_count == 1
     assert by_name["instances_4"].instance_count == 4

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tritonlab.experiments.opening import open_session
+from tritonlab.experiments.opening import SessionRequest, open_session
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.session import CellSession
 from tritonlab.experiments.store import CellResult
@@ -175,13 +175,9 @@ class NodeMeasurer:
         self._info, self._inputs = info, inputs
         session = self._stack.enter_context(
             open_session(
-                options,
-                run_dir,
-                info,
-                inputs,
-                plan,
-                fingerprint,
-                locate_perf_analyzer(),
+                SessionRequest(
+                    options, run_dir, info, inputs, plan, fingerprint, locate_perf_analyzer()
+                ),
                 models[0],
                 engine_models=models,
             )

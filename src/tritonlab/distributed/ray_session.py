@@ -35,7 +35,7 @@ from tritonlab.experiments.manifest import (
     ServerRecord,
     utc_now,
 )
-from tritonlab.experiments.opening import new_manifest
+from tritonlab.experiments.opening import SessionRequest, new_manifest
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.recovery import load_faults
 from tritonlab.experiments.session import ProgressCallback, Round, cell_id
@@ -46,13 +46,10 @@ from tritonlab.experiments.store import (
     write_result,
     write_text_atomic,
 )
-from tritonlab.models.inputs import ModelInputs
 from tritonlab.models.inspect import OnnxModelInfo
-from tritonlab.perf.locate import PerfAnalyzerInstall
 from tritonlab.records import RecordError
 from tritonlab.repository.layout import RepositoryModel
 from tritonlab.run_layout import RunLayout
-from tritonlab.server.launch import ServerOptions
 
 from .measurer import NodeMeasurer, Prepared
 from .nodes import (
@@ -408,21 +405,11 @@ def measuring_nodes(ray: Any, address: str) -> list[dict[str, Any]]:
 
 @contextlib.contextmanager
 def open_ray_session(
-    address: str,
-    options: ServerOptions,
-    run_dir: Path,
-    info: OnnxModelInfo,
-    inputs: ModelInputs,
-    plan: ExperimentPlan,
-    fingerprint: str,
-    perf_install: PerfAnalyzerInstall,
-    progress: ProgressCallback | None = None,
-    deadline: float | None = None,
-    manifest_extra: dict[str, object] | None = None,
-    max_nodes: int | None = None,
+    address: str, request: SessionRequest, max_nodes: int | None = None
 ) -> Iterator[RaySession]:
     """Connect, check every measuring node, start a server on each, and yield a session that
     spreads rounds over them; on the way out (also on Ctrl-C) every node's server is stopped."""
+    options, info, plan = request.options, request.info, request.plan
     if options.url:
         raise ConfigError(
             "--ray starts a server on every node; --url measures a service that runs already: "
@@ -452,12 +439,14 @@ def open_ray_session(
             ]
         )
         facts = [NodeFacts.reported(r, n["NodeID"]) for r, n in zip(described, found, strict=True)]
-        driver = NodeFacts.current("driver", "driver", perf_install.version)
+        driver = NodeFacts.current("driver", "driver", request.perf_install.version)
         check_nodes(driver, facts)
         model = info.path.read_bytes()
         answers = ray.get(
             [
-                a.prepare.remote(model, info.path.name, plan, inputs, options, fingerprint)
+                a.prepare.remote(
+                    model, info.path.name, plan, request.inputs, options, request.fingerprint
+                )
                 for a in actors
             ]
         )
@@ -473,12 +462,7 @@ def open_ray_session(
         checks = [replace(c, node=None) for c in node_checks[0]]
         first = prepared[0]
         manifest = new_manifest(
-            plan,
-            info,
-            fingerprint,
-            inputs,
-            perf_install,
-            run_dir,
+            request,
             facts[0].machine,
             ServerRecord(
                 source=f"Ray cluster at {address}: {len(nodes)} nodes, each its own "
@@ -490,8 +474,11 @@ def open_ray_session(
             ),
         )
         manifest = replace(manifest, nodes=tuple(n.record.entry() for n in nodes))
-        session = RaySession(ray, nodes, plan, run_dir, manifest, checks, progress, deadline)
-        session.save_manifest(**dict(manifest_extra or {}))
+        run_dir = request.run_dir
+        session = RaySession(
+            ray, nodes, plan, run_dir, manifest, checks, request.progress, request.deadline
+        )
+        session.save_manifest(**request.manifest_extra)
         every_check = [c.to_dict() for mine in node_checks for c in mine]
         write_result(RunLayout(run_dir).infer_check, every_check)
         write_text_atomic(RunLayout(run_dir).server_note, _server_note(nodes))

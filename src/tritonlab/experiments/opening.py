@@ -7,7 +7,7 @@ import contextlib
 import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tritonlab.client.infer import infer_and_check
@@ -70,31 +70,43 @@ def model_record(plan: ExperimentPlan, info: OnnxModelInfo) -> ModelRecord:
     )
 
 
-def new_manifest(
-    plan: ExperimentPlan,
-    info: OnnxModelInfo,
-    fingerprint: str,
-    inputs: ModelInputs,
-    perf_install: PerfAnalyzerInstall,
-    run_dir: Path,
-    machine: MachineInfo,
-    server: ServerRecord,
-) -> Manifest:
+@dataclass(frozen=True)
+class SessionRequest:
+    """What opening a measuring session needs, locally (``open_session``) or on a cluster
+    (``distributed.ray_session.open_ray_session``): the server options, the run folder, the
+    model, what every request carries, the plan and its fingerprint, the perf_analyzer to
+    measure with, further manifest fields (``sweep``, ``adaptive``, ``tune``), whom to tell of
+    progress and when the time budget ends."""
+
+    options: ServerOptions
+    run_dir: Path
+    info: OnnxModelInfo
+    inputs: ModelInputs
+    plan: ExperimentPlan
+    fingerprint: str
+    perf_install: PerfAnalyzerInstall
+    manifest_extra: Mapping[str, object] = field(default_factory=dict)
+    progress: ProgressCallback | None = None
+    deadline: float | None = None
+
+
+def new_manifest(request: SessionRequest, machine: MachineInfo, server: ServerRecord) -> Manifest:
     """A run's manifest as it starts: this tritonlab, the model, plan, inputs, the machine that
     measures, the server, perf_analyzer and the faults an earlier attempt recorded."""
+    run_dir, perf_install = request.run_dir, request.perf_install
     return Manifest(
         tool=ToolInfo.current(),
         packages=package_versions(),
         machine=machine,
         created_utc=utc_now(),
-        plan=plan,
-        plan_fingerprint=fingerprint,
-        model=model_record(plan, info),
+        plan=request.plan,
+        plan_fingerprint=request.fingerprint,
+        model=model_record(request.plan, request.info),
         server=server,
         perf_analyzer=PerfAnalyzerRecord(
             binary=portable_path(perf_install.binary, run_dir), version=perf_install.version
         ),
-        inputs=inputs,
+        inputs=request.inputs,
         faults=tuple(load_faults(run_dir)),
     )
 
@@ -117,27 +129,19 @@ def check_resume(run_dir: Path, fingerprint: str) -> None:
 
 @contextlib.contextmanager
 def open_session(
-    options: ServerOptions,
-    run_dir: Path,
-    info: OnnxModelInfo,
-    inputs: ModelInputs,
-    plan: ExperimentPlan,
-    fingerprint: str,
-    perf_install: PerfAnalyzerInstall,
+    request: SessionRequest,
     check_model: RepositoryModel,
-    progress: ProgressCallback | None = None,
-    deadline: float | None = None,
-    manifest_extra: Mapping[str, object] | None = None,
     engine_models: Sequence[RepositoryModel] = (),
 ) -> Iterator[CellSession]:
-    """Start the server on ``run_dir/models``, write the manifest, check ``check_model``'s
-    answers on both protocols (``infer_check.json``), and yield a session to measure with.
+    """Start the server on the run folder's ``models``, write the manifest, check
+    ``check_model``'s answers on both protocols (``infer_check.json``), and yield a session to
+    measure with.
 
     ``engine_models``: the plan's models; the first of every other backend and precision is
     checked too (over gRPC), so each engine's accuracy against onnxruntime is on record.
-
-    ``manifest_extra`` sets further manifest fields (``sweep``, ``adaptive``, ``tune``).
     """
+    options, run_dir, info, inputs = request.options, request.run_dir, request.info, request.inputs
+    plan, perf_install = request.plan, request.perf_install
     log_path = RunLayout(run_dir).server_log
     # the flags the plan's knobs need (a response cache's size), on top of any already given
     needed = tuple(a for a in knob_server_args(plan.variants) if a not in options.server_args)
@@ -146,12 +150,7 @@ def open_session(
         options, RunLayout(run_dir).models, log_path, explicit_model_control=True
     ) as server:
         manifest = new_manifest(
-            plan,
-            info,
-            fingerprint,
-            inputs,
-            perf_install,
-            run_dir,
+            request,
             MachineInfo.current(),
             ServerRecord(
                 source=options.describe,
@@ -178,11 +177,11 @@ def open_session(
             run_dir,
             InputFiles(inputs, info, run_dir),
             recovery,
-            progress,
-            deadline,
+            request.progress,
+            request.deadline,
             manifest,
         )
-        session.save_manifest(**dict(manifest_extra or {}))
+        session.save_manifest(**request.manifest_extra)
         to_check: list[tuple[RepositoryModel, tuple[str, ...]]] = [(check_model, ("http", "grpc"))]
         engines = {check_model.variant.engine}
         for other in engine_models:

@@ -6,6 +6,7 @@ four variants and one load point (gRPC, batch 1, concurrency 8); sweeps add load
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -240,33 +241,43 @@ class ExperimentPlan:
         )
 
 
-def seed_comparison_plan(
-    model_name: str,
-    repeats: int = 3,
-    concurrency: int = 8,
-    protocol: str = "grpc",
-    max_batch_size: int = 64,
-    measurement: MeasurementSettings | None = None,
-) -> ExperimentPlan:
+@dataclass(frozen=True)
+class PlanBasics:
+    """What every built-in configuration set takes: the model's name, the repeats, the one load
+    point's concurrency (None: the set's own default) and protocol, the variants' largest batch
+    and the measurement settings (None: the defaults)."""
+
+    model_name: str
+    repeats: int = 3
+    concurrency: int | None = None
+    protocol: str = "grpc"
+    max_batch_size: int = 64
+    measurement: MeasurementSettings | None = None
+
+    def plan(self, variants: Sequence[ServingVariant], concurrency: int) -> ExperimentPlan:
+        """``variants`` at one load point: batch 1 at the concurrency given here, else at
+        ``concurrency`` (the set's default)."""
+        return ExperimentPlan(
+            model_name=self.model_name,
+            variants=tuple(variants),
+            loads=(
+                LoadPoint(
+                    protocol=self.protocol,
+                    batch_size=1,
+                    concurrency=self.concurrency or concurrency,
+                ),
+            ),
+            repeats=self.repeats,
+            measurement=self.measurement or MeasurementSettings(),
+        )
+
+
+def seed_comparison_plan(basics: PlanBasics) -> ExperimentPlan:
     """The seed's comparison: four variants at one load point (gRPC, batch 1, concurrency 8)."""
-    return ExperimentPlan(
-        model_name=model_name,
-        variants=tuple(seed_comparison_variants(max_batch_size)),
-        loads=(LoadPoint(protocol=protocol, batch_size=1, concurrency=concurrency),),
-        repeats=repeats,
-        measurement=measurement or MeasurementSettings(),
-    )
+    return basics.plan(seed_comparison_variants(basics.max_batch_size), 8)
 
 
-def compute_plan(
-    model_name: str,
-    cores: int,
-    repeats: int = 3,
-    concurrency: int | None = None,
-    protocol: str = "grpc",
-    max_batch_size: int = 64,
-    measurement: MeasurementSettings | None = None,
-) -> ExperimentPlan:
+def compute_plan(basics: PlanBasics, cores: int) -> ExperimentPlan:
     """Threads x instances for a compute-bound model, each one change from the baseline.
 
     The baseline is one instance with one onnxruntime thread; the others give the machine's
@@ -275,6 +286,7 @@ def compute_plan(
     instance has one waiting while another runs.
     """
     n = max(2, cores)
+    max_batch_size = basics.max_batch_size
     variants = [
         ServingVariant(
             "baseline", "baseline (1 instance x 1 thread)", max_batch_size=max_batch_size
@@ -299,30 +311,17 @@ def compute_plan(
             max_batch_size=max_batch_size,
         ),
     ]
-    return ExperimentPlan(
-        model_name=model_name,
-        variants=tuple(variants),
-        loads=(LoadPoint(protocol=protocol, batch_size=1, concurrency=concurrency or 2 * n),),
-        repeats=repeats,
-        measurement=measurement or MeasurementSettings(),
-    )
+    return basics.plan(variants, 2 * n)
 
 
-def backends_plan(
-    model_name: str,
-    repeats: int = 3,
-    concurrency: int = 8,
-    protocol: str = "grpc",
-    max_batch_size: int = 64,
-    measurement: MeasurementSettings | None = None,
-) -> ExperimentPlan:
+def backends_plan(basics: PlanBasics) -> ExperimentPlan:
     """onnxruntime against OpenVINO on the same model, server and load, each one change from
     its reference: without batching (the engines' cost of one small execution), with dynamic
     batching at delay 0 (their cost at the batches the load forms), and OpenVINO in bf16 (the
     precision alone; its accuracy against onnxruntime goes in the correctness check)."""
 
     def variant(name: str, description: str, **knobs: Any) -> ServingVariant:
-        return ServingVariant(name, description, max_batch_size=max_batch_size, **knobs)
+        return ServingVariant(name, description, max_batch_size=basics.max_batch_size, **knobs)
 
     batching = {"dynamic_batching": True, "max_queue_delay_us": 0}
     # Order matters: each is explained against the earliest configuration it differs from in
@@ -345,13 +344,7 @@ def backends_plan(
             **batching,
         ),
     ]
-    return ExperimentPlan(
-        model_name=model_name,
-        variants=tuple(variants),
-        loads=(LoadPoint(protocol=protocol, batch_size=1, concurrency=concurrency),),
-        repeats=repeats,
-        measurement=measurement or MeasurementSettings(),
-    )
+    return basics.plan(variants, 8)
 
 
 def for_unbatched_model(plan: ExperimentPlan, cores: int) -> ExperimentPlan:

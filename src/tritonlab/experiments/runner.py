@@ -31,7 +31,13 @@ from tritonlab.experiments.manifest import (
     SweepEntry,
     available_cores,
 )
-from tritonlab.experiments.opening import check_resume, file_sha256, open_session, plan_fingerprint
+from tritonlab.experiments.opening import (
+    SessionRequest,
+    check_resume,
+    file_sha256,
+    open_session,
+    plan_fingerprint,
+)
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.session import (
     CellSession,
@@ -101,9 +107,8 @@ class MeasuringSession(Protocol):
         """Profile the model's operators where the session does it (a local run profiles later)."""
 
 
-# Opens a cluster's measuring session from (options, run folder, model info, inputs, plan,
-# fingerprint, perf_analyzer, progress, deadline, manifest extras).
-ClusterOpener = Callable[..., contextlib.AbstractContextManager[MeasuringSession]]
+# Opens a cluster's measuring session for a request.
+ClusterOpener = Callable[[SessionRequest], contextlib.AbstractContextManager[MeasuringSession]]
 
 
 class Recovered(Protocol):
@@ -175,16 +180,15 @@ def run_experiment(
         "sweep": sweep,
         "adaptive": AdaptiveEntry(adaptive.max_repeats, adaptive.budget_s) if adaptive else None,
     }
-    if cluster is not None:
-        opened = cluster(
-            options, run_dir, info, inputs, plan, fingerprint, perf_install,
-            progress, deadline, manifest_extra,
-        )  # fmt: skip
-    else:
-        opened = open_session(
-            options, run_dir, info, inputs, plan, fingerprint, perf_install, models[0],
-            progress, deadline, manifest_extra, engine_models=models,
-        )  # fmt: skip
+    request = SessionRequest(
+        options, run_dir, info, inputs, plan, fingerprint, perf_install, manifest_extra,
+        progress, deadline,
+    )  # fmt: skip
+    opened = (
+        open_session(request, models[0], engine_models=models)
+        if cluster is None
+        else cluster(request)
+    )
     with opened as session:
         session.done, session.total = len(skipped), total
         _start_engine(session, plan, models, direct_loads, info, fingerprint)

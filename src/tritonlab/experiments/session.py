@@ -347,15 +347,7 @@ class CellSession:
         """The null-model cells behind the cost model (only on a server this run started)."""
         if isinstance(self.server, TritonServer):
             restarts = self.recovery.restarts
-            _measure_serving_path(
-                self.server,
-                self.perf_install,
-                self.plan,
-                info,
-                self.run_dir,
-                self.input_files,
-                self.recovery,
-            )
+            _measure_serving_path(self, self.server, info)
             if self.recovery.restarts > restarts:
                 self.reload_after_restart()  # the extra blocks that may follow need them
 
@@ -403,22 +395,16 @@ def _unload_quietly(server: ServerEndpoint, model_name: str) -> None:
         server.unload_model(model_name)
 
 
-def _measure_serving_path(
-    server: TritonServer,
-    perf_install: PerfAnalyzerInstall,
-    plan: ExperimentPlan,
-    info: OnnxModelInfo,
-    run_dir: Path,
-    input_files: InputFiles,
-    recovery: Recovery,
-) -> None:
-    """The null-model cells the cost model needs (``PROBE_REPEATS`` of each probe).
+def _measure_serving_path(session: CellSession, server: TritonServer, info: OnnxModelInfo) -> None:
+    """The null-model cells the cost model needs (``PROBE_REPEATS`` of each probe), measured
+    with ``session``'s perf_analyzer and plan on ``server`` (the session's, which it started).
 
     Kept across resumes. A live server that cannot load the probe (an external binary without
     tritonlab's backends) leaves the run without them; the log then says the cost model is
-    unavailable. A server that dies during a probe is restarted (``recovery``) and the probe
-    measured again, at most ``ATTEMPTS_PER_CELL`` times.
+    unavailable. A server that dies during a probe is restarted (the session's recovery) and the
+    probe measured again, at most ``ATTEMPTS_PER_CELL`` times.
     """
+    plan, run_dir, recovery = session.plan, session.run_dir, session.recovery
     load = probe_load(list(plan.loads))
     if load is None or not info.batched:
         return
@@ -435,9 +421,7 @@ def _measure_serving_path(
                 if probe_done(run_dir, model.variant, load, repeat):
                     break
                 try:
-                    _measure_probe(
-                        server, perf_install, plan, model, load, repeat, run_dir, input_files
-                    )
+                    _measure_probe(session, server, model, load, repeat)
                 except (ServerError, PerfAnalyzerError) as exc:
                     if not recovery.server_died():
                         if isinstance(exc, ServerError):
@@ -454,27 +438,20 @@ def _measure_serving_path(
 
 
 def _measure_probe(
-    server: TritonServer,
-    perf_install: PerfAnalyzerInstall,
-    plan: ExperimentPlan,
-    model: RepositoryModel,
-    load: LoadPoint,
-    repeat: int,
-    run_dir: Path,
-    input_files: InputFiles,
+    session: CellSession, server: TritonServer, model: RepositoryModel, load: LoadPoint, repeat: int
 ) -> None:
-    """Load a probe, measure its cell, unload it."""
+    """Load a probe, measure its cell with ``session``'s perf_analyzer and plan, unload it."""
     server.load_model(model.model_name)
     try:
         _measure_cell(
             server,
-            perf_install,
-            plan,
+            session.perf_install,
+            session.plan,
             model,
             load,
             repeat,
-            run_dir,
-            input_files.for_load(load),
+            session.run_dir,
+            session.input_files.for_load(load),
             SERVING_PATH_DIR,
         )
     except BaseException:

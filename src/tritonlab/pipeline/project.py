@@ -25,6 +25,7 @@ from tritonlab.experiments.manifest import SweepEntry, available_cores
 from tritonlab.experiments.plan import (
     ExperimentPlan,
     MeasurementSettings,
+    PlanBasics,
     backends_plan,
     compute_plan,
     for_unbatched_model,
@@ -166,18 +167,13 @@ def default_plan(
                 else ", so batching and instance counts are compared (the seed's four)."
             )
         )
+    basics = PlanBasics(model_name, repeats, concurrency, protocol, max_batch_size, measurement)
     if configs == "backends":
-        plan = backends_plan(
-            model_name, repeats, concurrency or 8, protocol, max_batch_size, measurement
-        )
+        plan = backends_plan(basics)
     elif configs == "compute":
-        plan = compute_plan(
-            model_name, cores, repeats, concurrency, protocol, max_batch_size, measurement
-        )
+        plan = compute_plan(basics, cores)
     else:
-        plan = seed_comparison_plan(
-            model_name, repeats, concurrency or 8, protocol, max_batch_size, measurement
-        )
+        plan = seed_comparison_plan(basics)
     plan = replace(plan, notes=tuple(notes))
     plan = plan if info.batched else for_unbatched_model(plan, cores)
     if plan.measurement.engine == ENGINE_BLOCKS:

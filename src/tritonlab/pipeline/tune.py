@@ -39,7 +39,12 @@ from tritonlab.analysis.verdicts import VerdictRecord
 from tritonlab.errors import PerfAnalyzerError
 from tritonlab.experiments.blocks import ENGINE_BLOCKS, BlockSession
 from tritonlab.experiments.manifest import available_cores
-from tritonlab.experiments.opening import check_resume, file_sha256, open_session
+from tritonlab.experiments.opening import (
+    SessionRequest,
+    check_resume,
+    file_sha256,
+    open_session,
+)
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
 from tritonlab.experiments.runner import quarantine_unusable
 from tritonlab.experiments.session import CellSession, cell_id
@@ -334,18 +339,16 @@ def run_tune(
     stop_reason = ""
     deadline = started + settings.time_budget_s
     opened: contextlib.AbstractContextManager[TuneSession]
+    request = SessionRequest(
+        options, run_dir, info, inputs, tuner.plan(), fingerprint, perf_install,
+        deadline=deadline, manifest_extra={"tune": settings.to_dict()},
+    )  # fmt: skip
     if cluster:
         from tritonlab.distributed.ray_session import open_ray_session
 
-        opened = open_ray_session(
-            cluster, options, run_dir, info, inputs, tuner.plan(), fingerprint, perf_install,
-            deadline=deadline, manifest_extra={"tune": settings.to_dict()}, max_nodes=1,
-        )  # fmt: skip
+        opened = open_ray_session(cluster, request, max_nodes=1)
     else:
-        opened = open_session(
-            options, run_dir, info, inputs, tuner.plan(), fingerprint, perf_install,
-            start_model, deadline=deadline, manifest_extra={"tune": settings.to_dict()},
-        )  # fmt: skip
+        opened = open_session(request, start_model)
     goal = settings.goal
     with opened as session:
         if settings.measurement.engine == ENGINE_BLOCKS and isinstance(session, CellSession):
