@@ -250,3 +250,50 @@ def test_compute_plan_is_threads_by_instances() -> None:
     assert by_name["instances_4"].intra_op_threads == 1
     assert plan.loads[0].concurrency == 8
     plan.validate()
+
+
+def _samples(path: Path) -> set[bytes]:
+    return {
+        base64.b64decode(t["b64"])
+        for entry in json.loads(path.read_text())["data"]
+        for t in entry.values()
+    }
+
+
+def test_fresh_inputs_draw_new_samples_for_every_cell(tmp_path: Path) -> None:
+    """A plan's fresh_inputs: every call (cell) rewrites the data file with samples no earlier
+    cell sent, as many as fresh_entries() says; without it the file is written once."""
+    from tritonlab.experiments.session import InputFiles
+
+    info = _info(factory.fp16_mlp, tmp_path)
+    inputs = derive_inputs(info)
+    fresh = InputFiles(inputs, info, tmp_path / "fresh", fresh=True)
+    first = Path(fresh.for_load(LoadPoint()).data_file or "")
+    one = _samples(first)
+    two = _samples(Path(fresh.for_load(LoadPoint()).data_file or ""))
+    assert len(one) == len(two) == inputs.fresh_entries() > inputs.perf_entries()
+    assert not one & two
+    fixed = InputFiles(inputs, info, tmp_path / "fixed")
+    path = Path(fixed.for_load(LoadPoint()).data_file or "")
+    written = path.stat().st_mtime_ns
+    fixed.for_load(LoadPoint())
+    assert path.stat().st_mtime_ns == written
+    assert len(_samples(path)) == inputs.perf_entries()
+
+
+def test_fresh_inputs_refuse_the_users_samples(tmp_path: Path) -> None:
+    from tritonlab.experiments.session import InputFiles
+
+    info = _info(factory.fp16_mlp, tmp_path)
+    inputs = derive_inputs(info)
+    sample = {"x": np.zeros((2, *inputs.rules[0].shape), dtype=np.float16)}
+    user = ModelInputs(inputs.rules, inputs.batched, samples=sample)
+    with pytest.raises(ModelError, match="leave out --input-data"):
+        InputFiles(user, info, tmp_path, fresh=True)
+
+
+def test_the_docs_state_the_fresh_sample_count() -> None:
+    from tritonlab.models.inputs import FRESH_SAMPLES
+
+    docs = Path(__file__).resolve().parents[2] / "docs" / "sweeps.md"
+    assert f"{FRESH_SAMPLES:,} of them" in docs.read_text()

@@ -92,6 +92,16 @@ def test_the_engine_comes_from_the_plan_and_repeats_given_are_kept() -> None:
         plan.with_engine("fast")
 
 
+def test_fresh_inputs_are_a_measurement_setting_kept_out_of_older_fingerprints() -> None:
+    """measurement.fresh_inputs reaches the plan's measurement settings and its stored form;
+    a plan without it stores what plans stored before the setting existed."""
+    fresh = _parse({**BASE, "measurement": {"fresh_inputs": True}}).experiment.measurement
+    assert fresh.fresh_inputs and fresh.to_dict()["fresh_inputs"] is True
+    plain = _parse(BASE).experiment.measurement
+    assert not plain.fresh_inputs and "fresh_inputs" not in plain.to_dict()
+    assert "measurement.fresh_inputs" in _error({**BASE, "measurement": {"fresh_inputs": "yes"}})
+
+
 def test_demo_plan_file_is_shipped_with_the_package() -> None:
     path = demo_plan_path()
     assert path.is_file()

@@ -293,16 +293,26 @@ def _server_sentence(s: VariantSummary) -> str:
     if q is None or c is None or b is None:
         return "The server reported no statistics for this variant."
     if s.cache_hits:
+        answered = (
+            f"{s.cache_hits:,} of {s.cache_hits + s.cache_misses:,} requests over the repeats "
+            f"and the model ran for the {s.cache_misses:,} others"
+            if s.cache_misses
+            else f"all {s.cache_hits:,} requests over the repeats (the model ran for none)"
+        )
         return (
-            f"The response cache answered {s.cache_hits:,} of "
-            f"{s.cache_hits + s.cache_misses:,} requests over the repeats and the model ran "
-            f"for the {s.cache_misses:,} others, so the server's per-request times (queue "
+            f"The response cache answered {answered}, so the server's per-request times (queue "
             f"{q:,.0f} µs, compute {c:,.0f} µs) average over requests that did no model work."
         )
-    return (
+    times = (
         f"In the server each request queued {q:,.0f} µs and computed {c:,.0f} µs "
         f"(compute infer, per request); Triton formed batches of {b:.1f} on average."
     )
+    if s.cache_misses:  # the cache was on and answered nothing
+        return (
+            f"The response cache answered none of the {s.cache_misses:,} requests that looked "
+            f"it up over the repeats, so the model ran for every one. {times}"
+        )
+    return times
 
 
 def _baseline_result(s: VariantSummary, findings: list[Finding]) -> str:

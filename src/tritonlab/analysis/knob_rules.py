@@ -210,16 +210,21 @@ def cache_effect(ctx: RuleContext) -> Finding | None:
         "cache_hit_share": rounded(share, 3),
         "throughput_change_pct": rounded(throughput.change_pct, 1),
     }
-    where = "with" if cached is s else "before, with"
+    where = "" if cached is s else " (before, with the cache)"
     text = (
-        f"The response cache answered {share:.0%} of the requests that looked it up "
-        f"({hits:,} hits, {misses:,} misses over the repeats, Triton's statistics; {where} "
-        "the cache): a hit returns the stored response without running the model, so the "
-        "model ran for the misses only."
+        f"The response cache answered {share:.0%} of the lookups{where} (Triton's counts): "
+        "a hit returns the stored response without running the model, so the model ran "
+        "for the misses only."
     )
     if share > 0.9:
         text += (
             " This is the figure for traffic whose inputs repeat as perf_analyzer's do (it cycles "
             "through a few distinct samples); requests that do not repeat would all miss."
+        )
+    elif share < 0.01:
+        text += (
+            " Almost no request found its response stored, as with inputs that do not repeat, "
+            "so whatever the throughput change shows is the cost of looking up and storing "
+            "responses that are never reused."
         )
     return Finding("cache-effect", s.variant.name, text, figures)

@@ -44,6 +44,8 @@ class OperatingPoint:
     latency_p99_max_us: float | None = None  # the highest repeat's p99 (None: the median)
     instance_count: int = 1
     repeats: int = 1
+    # The share of requests the response cache answered (None: the cache was off)
+    cache_hit_share: float | None = None
 
     @property
     def worst_p99_us(self) -> float:
@@ -74,7 +76,10 @@ class OperatingPoint:
     def to_dict(self) -> dict[str, Any]:
         """The point as stored in ``recommendations.json`` (read back by ``from_dict``), with the
         highest repeat's p99 filled in where it is the median."""
-        return dataclasses.asdict(self) | {"latency_p99_max_us": self.worst_p99_us}
+        data = dataclasses.asdict(self) | {"latency_p99_max_us": self.worst_p99_us}
+        if self.cache_hit_share is None:  # files from before the cache read the same
+            del data["cache_hit_share"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> OperatingPoint:
@@ -101,6 +106,9 @@ def operating_point(s: VariantSummary) -> OperatingPoint | None:
         latency_p99_max_us=s.latency_p99.high,
         instance_count=s.variant.instance_count,
         repeats=s.latency_p99.n,
+        cache_hit_share=(
+            round(s.cache_hits / lookups, 3) if (lookups := s.cache_hits + s.cache_misses) else None
+        ),
     )
 
 

@@ -161,10 +161,8 @@ def _print_outcome(run_dir: Path, measured: int, reused: int, wall_s: float) -> 
                     f"p99 {point.latency_p99_us:,.0f} µs",
                 )
         _say(out, recs.summary_line)
-    _say(
-        out,
-        f"explained in {layout.experiment_log}; recommendations in {recs_path}",
-    )
+    where = f"; recommendations in {recs_path}" if recs is not None else " (no recommendations)"
+    _say(out, f"explained in {layout.experiment_log}{where}")
 
 
 @app.command()

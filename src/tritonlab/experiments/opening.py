@@ -175,7 +175,7 @@ def open_session(
             perf_install,
             plan,
             run_dir,
-            InputFiles(inputs, info, run_dir),
+            InputFiles(inputs, info, run_dir, fresh=plan.measurement.fresh_inputs),
             recovery,
             request.progress,
             request.deadline,

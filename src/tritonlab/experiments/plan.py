@@ -141,12 +141,17 @@ class MeasurementSettings:
     # "blocks": every configuration co-loaded, short cells in random block order
     # (experiments/blocks.py), ``measurement_interval_ms`` the longest window it may use.
     engine: str = "classic"
+    # Every cell sends samples drawn afresh for it (models/inputs.FRESH_SAMPLES of them), so no
+    # input repeats across cells or within one: traffic a response cache cannot answer.
+    fresh_inputs: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The measurement settings as stored in the manifest."""
         data = dict(vars(self))
         if self.engine == "classic":  # plans from before the field keep their fingerprint
             del data["engine"]
+        if not self.fresh_inputs:  # likewise
+            del data["fresh_inputs"]
         return data
 
 

@@ -82,6 +82,7 @@ MEASUREMENT_KEYS = (
     "stability_percentage",
     "max_trials",
     "retries_when_unstable",
+    "fresh_inputs",
 )
 DEFAULT_REPEATS = 3  # the classic engine's; the block engine's is DEFAULT_BLOCKS
 DEFAULT_ENGINE = ENGINE_BLOCKS
@@ -266,6 +267,7 @@ def _measurement(check: PlanChecker, value: Any) -> MeasurementSettings:
             "measurement.retries_when_unstable",
             0,
         ),
+        fresh_inputs=check.boolean(data.get("fresh_inputs", False), "measurement.fresh_inputs"),
     )
 
 

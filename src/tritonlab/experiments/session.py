@@ -11,6 +11,7 @@ tune asked for them.
 from __future__ import annotations
 
 import contextlib
+import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonlab.client.infer import InferCheck
-from tritonlab.errors import PerfAnalyzerError, ServerError
+from tritonlab.errors import ModelError, PerfAnalyzerError, ServerError
 from tritonlab.experiments.blocks import BlockSession
 from tritonlab.experiments.interference import DISTURBED_RETRIES, Window, idle_stubs
 from tritonlab.experiments.manifest import (
@@ -74,23 +75,43 @@ class LoadInputs:
 
 
 class InputFiles:
-    """perf_analyzer's JSON data files under ``run_dir/inputs``, one per sequence length."""
+    """perf_analyzer's JSON data files under ``run_dir/inputs``, one per sequence length;
+    with ``fresh``, rewritten with samples drawn afresh before every cell (none repeats)."""
 
-    def __init__(self, inputs: ModelInputs, info: OnnxModelInfo, run_dir: Path) -> None:
-        self.inputs, self.info, self.run_dir = inputs, info, run_dir
+    def __init__(
+        self, inputs: ModelInputs, info: OnnxModelInfo, run_dir: Path, fresh: bool = False
+    ) -> None:
+        if fresh and inputs.samples:
+            raise ModelError(
+                "fresh_inputs draws its own samples for every cell: leave out --input-data, "
+                "or measure your samples without fresh_inputs"
+            )
+        self.inputs, self.info, self.run_dir, self.fresh = inputs, info, run_dir, fresh
         self._made: dict[int | None, LoadInputs] = {}
+        self._sized: dict[int | None, ModelInputs] = {}
+        # Where fresh samples start: a new draw each run, so that a resumed run's cells do not
+        # repeat an earlier process's samples either.
+        self._next_seed = secrets.randbits(31)
 
     def for_load(self, load: LoadPoint) -> LoadInputs:
-        """Shapes and perf_analyzer data file for ``load``'s sequence length (written once each).
+        """Shapes and perf_analyzer data file for ``load``'s sequence length (written once each,
+        or before every cell when ``fresh``).
 
         ``ModelError`` when a sequence length is asked of the user's ``--input-data`` samples.
         """
         length = load.sequence_length
-        if length not in self._made:
-            inputs = (
+        if length not in self._sized:
+            self._sized[length] = (
                 self.inputs if length is None else with_dynamic_dim(self.inputs, self.info, length)
             )
-            path = inputs.write_perf_data(RunLayout(self.run_dir).perf_data(length))
+        inputs = self._sized[length]
+        if length not in self._made or self.fresh:
+            path = RunLayout(self.run_dir).perf_data(length)
+            if self.fresh:
+                self._next_seed += inputs.fresh_entries()
+                inputs.write_perf_data(path, inputs.fresh_entries(), self._next_seed)
+            else:
+                inputs.write_perf_data(path)
             dynamic = {s.name for s in self.info.inputs if -1 in s.dims}
             shapes = {k: v for k, v in inputs.shapes.items() if k in dynamic}
             self._made[length] = LoadInputs(shapes, str(path))

@@ -46,6 +46,12 @@ SAFE_INT_RANGE = (0, 8)
 # from serving one repeated input, and the cap keeps the file small for large inputs.
 PERF_DATA_MAX_ENTRIES = 8
 PERF_DATA_MAX_BYTES = 2_000_000
+# A plan's ``fresh_inputs``: each cell's file holds this many samples drawn for it, more than a
+# block-engine cell sends at this machine's rates (three windows of a few thousand requests);
+# the cap keeps a large input's file to what one cell can read quickly. Triton's cache counts
+# show whether a cell ran past them (a hit).
+FRESH_SAMPLES = 8192
+FRESH_DATA_MAX_BYTES = 32_000_000
 
 _MASK_RE = re.compile(r"mask", re.IGNORECASE)
 _TYPE_RE = re.compile(r"token_?type|segment|type_ids", re.IGNORECASE)
@@ -135,26 +141,35 @@ class ModelInputs:
             out[rule.name] = _generate(rule, shape, dtype, rng)
         return out
 
+    @property
+    def sample_bytes(self) -> int:
+        """Bytes of one sample, every input together."""
+        return sum(
+            int(np.prod(r.shape, dtype=np.int64)) * np.dtype(_numpy_dtype(r.triton_dtype)).itemsize
+            for r in self.rules
+        )
+
     def perf_entries(self) -> int:
         """How many distinct samples perf_analyzer's data file holds."""
         if self.samples:
             return min(PERF_DATA_MAX_ENTRIES, min(len(s) for s in self.samples.values()))
-        sample_bytes = sum(
-            int(np.prod(r.shape, dtype=np.int64)) * np.dtype(_numpy_dtype(r.triton_dtype)).itemsize
-            for r in self.rules
-        )
-        return max(1, min(PERF_DATA_MAX_ENTRIES, PERF_DATA_MAX_BYTES // max(1, sample_bytes)))
+        return max(1, min(PERF_DATA_MAX_ENTRIES, PERF_DATA_MAX_BYTES // max(1, self.sample_bytes)))
 
-    def perf_data(self) -> dict[str, Any]:
-        """perf_analyzer's JSON input data: one entry per sample, each tensor base64-encoded."""
-        entries = self.perf_entries()
-        arrays = self.batch(entries, seed=1) if self.batched else None
+    def fresh_entries(self) -> int:
+        """How many samples a cell's file holds under a plan's ``fresh_inputs``."""
+        return max(1, min(FRESH_SAMPLES, FRESH_DATA_MAX_BYTES // max(1, self.sample_bytes)))
+
+    def perf_data(self, entries: int | None = None, seed: int = 1) -> dict[str, Any]:
+        """perf_analyzer's JSON input data: one entry per sample, each tensor base64-encoded;
+        ``entries`` samples (default ``perf_entries()``) drawn from ``seed``."""
+        entries = entries or self.perf_entries()
+        arrays = self.batch(entries, seed=seed) if self.batched else None
         data = []
         for i in range(entries):
             one = (
                 {k: v[i] for k, v in arrays.items()}
                 if arrays is not None
-                else self.batch(1, seed=1 + i, offset=i)
+                else self.batch(1, seed=seed + i, offset=i)
             )
             data.append(
                 {
@@ -168,11 +183,12 @@ class ModelInputs:
             )
         return {"data": data}
 
-    def write_perf_data(self, path: Path) -> Path:
-        """Write perf_analyzer's ``--input-data`` file atomically; return its path."""
+    def write_perf_data(self, path: Path, entries: int | None = None, seed: int = 1) -> Path:
+        """Write perf_analyzer's ``--input-data`` file atomically (``perf_data``'s samples);
+        return its path."""
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(self.perf_data()))
+        tmp.write_text(json.dumps(self.perf_data(entries, seed)))
         tmp.replace(path)
         return path
 

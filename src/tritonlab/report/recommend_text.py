@@ -286,4 +286,16 @@ def justification(pick: Pick, recs: Recommendations) -> str:
         + _judgement(pick, goal)
         + " "
         + _runner_up_sentence(pick)
+        + _cache_caveat(pick.point)
+    )
+
+
+def _cache_caveat(p: OperatingPoint) -> str:
+    """Where the pick serves from the response cache: its figures hold for traffic whose
+    requests repeat as often as the measured ones did."""
+    if p.cache_hit_share is None:
+        return ""
+    return (
+        f" Caveat: the response cache answered {p.cache_hit_share:.0%} of this point's requests; "
+        "its figures hold for traffic whose inputs repeat as often."
     )

@@ -65,7 +65,10 @@ def config_dict(info: OnnxModelInfo, variant: ServingVariant, model_name: str) -
         parameters["INFERENCE_PRECISION_HINT"] = variant.precision
     if parameters:
         config["parameters"] = {k: {"string_value": v} for k, v in sorted(parameters.items())}
-    config.update(config_additions(variant))
+    for key, value in config_additions(variant).items():
+        # a knob may add to a section written above (e.g. a setting of dynamic_batching)
+        base = config.get(key)
+        config[key] = base | value if isinstance(base, dict) and isinstance(value, dict) else value
     return config
 
 

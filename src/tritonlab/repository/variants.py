@@ -26,6 +26,8 @@ PRECISIONS = ("f32", "bf16", "f16")
 DEFAULT_PRECISION = "f32"
 DEFAULT_MAX_BATCH_SIZE = 64
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_]*$")
+# Fields added after records were first written: stored only where they differ from the default.
+ADDED_LATER = ("backend", "precision", "response_cache", "control")
 
 
 @dataclass(frozen=True)
@@ -58,15 +60,11 @@ class ServingVariant:
         records stay byte-identical)."""
         data = asdict(self)
         data["preferred_batch_sizes"] = list(self.preferred_batch_sizes)
-        # Records from before these fields existed (onnxruntime, f32) stay byte-identical.
-        if self.backend == DEFAULT_BACKEND:
-            del data["backend"]
-        if self.precision == DEFAULT_PRECISION:
-            del data["precision"]
-        if not self.control:
-            del data["control"]
-        if not self.response_cache:
-            del data["response_cache"]
+        # Records from before these fields existed stay byte-identical.
+        defaults = ServingVariant("", "")
+        for name in ADDED_LATER:
+            if data[name] == getattr(defaults, name):
+                del data[name]
         return data
 
     @property
