@@ -392,3 +392,42 @@ def test_recorded_sweep_0us_batching_names_the_queue() -> None:
     text = judgement(r)
     assert NO_EFFECT not in text
     assert "queue per request lower" in text
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _recorded(name: str) -> dict[str, Analysis]:
+    run = EXAMPLES / name
+    manifest = json.loads((run / "results" / "manifest.json").read_text())
+    order = [v["name"] for v in manifest["plan"]["variants"]]
+    return {a.load_key: a for a in analyse(summarise(load_cells(run), order), cores=2)}
+
+
+def _cache_finding(analysis: Analysis) -> tuple[str, dict[str, object]]:
+    r = next(r for r in analysis.reports if r.summary.variant.name == "nobatch_cache")
+    found = next(f for f in r.findings if f.rule == "cache-effect")
+    return found.text, found.figures
+
+
+@pytest.mark.parametrize("load", ["grpc_b1_c4", "grpc_b1_c16"])
+def test_recorded_cache_runs_word_repeated_and_fresh_inputs_apart(load: str) -> None:
+    """The two recorded cache runs: inputs that repeat (nearly every lookup a hit, said to hold
+    for repeating traffic) and inputs drawn afresh per cell (no hit, worded as the cost of
+    lookups that are never reused); the share is Triton's own counts."""
+    text, figures = _cache_finding(_recorded("simple_mlp_cache")[load])
+    assert float(str(figures["cache_hit_share"])) > 0.9 and "inputs repeat" in text
+    text, figures = _cache_finding(_recorded("simple_mlp_cache_fresh")[load])
+    assert figures["cache_hits"] == 0 and int(str(figures["cache_misses"])) > 0
+    assert "never reused" in text and "inputs repeat" not in text
+
+
+def test_a_pick_served_from_the_cache_carries_its_hit_share() -> None:
+    recs = json.loads((EXAMPLES / "simple_mlp_cache/results/recommendations.json").read_text())
+    pick = recs["throughput_pick"]
+    assert pick["point"]["cache_hit_share"] > 0.9
+    assert "Caveat: the response cache answered" in pick["justification"]
+    fresh = json.loads(
+        (EXAMPLES / "simple_mlp_cache_fresh/results/recommendations.json").read_text()
+    )
+    assert "cache_hit_share" not in fresh["throughput_pick"]["point"]  # batching alone won

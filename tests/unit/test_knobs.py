@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonlab.errors import PlanError
+from tritonlab.errors import ConfigError, PlanError
 from tritonlab.experiments.plan_checks import KNOBS as PLAN_KNOBS
 from tritonlab.experiments.plan_checks import PlanChecker
 from tritonlab.experiments.plan_file import variant_description, variant_name
@@ -62,6 +62,43 @@ def test_response_cache_end_to_end_through_the_table() -> None:
     assert build_model_config(info, cached, "m").response_cache.enable  # Triton's own schema
     assert ServingVariant.from_dict(cached.to_dict()) == cached
     assert "response_cache" not in base.to_dict()  # older records stay byte-identical
+
+
+def test_preserve_ordering_a_knob_added_in_two_source_files() -> None:
+    """preserve_ordering came in as a ServingVariant field and one table entry (nothing else
+    in src/ names it): the plan file, names, wording, the batcher check and config.pbtxt (inside
+    dynamic_batching, by Triton's own schema) follow."""
+    from tritonlab.experiments.plan_file import parse_plan
+
+    plan = parse_plan(
+        {
+            "model": "demo",
+            "anchor": {"dynamic_batching": True},
+            "axes": {"preserve_ordering": [True]},
+        },
+        "plan.yaml",
+        Path("."),
+    )
+    anchor, ordered = (
+        v for v in plan.experiment.variants if not v.control and v.name != "baseline"
+    )
+    assert ordered.preserve_ordering and ordered.name == "batch_0us_ordered"
+    assert describe_change("preserve_ordering", anchor, ordered).endswith("preserve_ordering: true")
+    x, y = TensorSpec("x", "TYPE_FP32", (4,)), TensorSpec("y", "TYPE_FP32", (2,))
+    info = OnnxModelInfo(Path("m.onnx"), (x,), (y,), batched=True, opset=17, file_size_bytes=1)
+    assert config_dict(info, ordered, "m")["dynamic_batching"] == {
+        "max_queue_delay_microseconds": 0,
+        "preserve_ordering": True,
+    }
+    assert build_model_config(info, ordered, "m").dynamic_batching.preserve_ordering
+    assert not build_model_config(info, anchor, "m").dynamic_batching.preserve_ordering
+    with pytest.raises(ConfigError, match="preserve_ordering only apply with dynamic_batching"):
+        replace(ServingVariant("baseline", ""), preserve_ordering=True).validate()
+    src = Path(__file__).resolve().parents[2] / "src" / "tritonlab"
+    naming = sorted(
+        str(p.relative_to(src)) for p in src.rglob("*.py") if "preserve_ordering" in p.read_text()
+    )
+    assert naming == ["repository/knobs.py", "repository/variants.py"]
 
 
 def test_the_plan_checker_follows_each_knobs_value_rule() -> None:

@@ -211,6 +211,14 @@ def cache_effect(ctx: RuleContext) -> Finding | None:
         "throughput_change_pct": rounded(throughput.change_pct, 1),
     }
     where = "" if cached is s else " (before, with the cache)"
+    if share < 0.01:
+        text = (
+            f"The response cache found almost no stored response ({share:.0%} of the "
+            f"lookups{where}, Triton's counts), as with inputs that do not repeat: whatever the "
+            "throughput change shows is the cost of looking up and storing responses that are "
+            "never reused."
+        )
+        return Finding("cache-effect", s.variant.name, text, figures)
     text = (
         f"The response cache answered {share:.0%} of the lookups{where} (Triton's counts): "
         "a hit returns the stored response without running the model, so the model ran "
@@ -220,11 +228,5 @@ def cache_effect(ctx: RuleContext) -> Finding | None:
         text += (
             " This is the figure for traffic whose inputs repeat as perf_analyzer's do (it cycles "
             "through a few distinct samples); requests that do not repeat would all miss."
-        )
-    elif share < 0.01:
-        text += (
-            " Almost no request found its response stored, as with inputs that do not repeat, "
-            "so whatever the throughput change shows is the cost of looking up and storing "
-            "responses that are never reused."
         )
     return Finding("cache-effect", s.variant.name, text, figures)

@@ -18,12 +18,15 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.server.launch import ServerOptions
+
+if TYPE_CHECKING:
+    from tritonlab.pipeline.project import Rounds, RunControls
 
 API_KEY_VARIABLE = "TRITONLAB_API_KEY"
 
@@ -133,6 +136,18 @@ AdaptiveBudgetOpt = Annotated[
         "Seconds the extra (adaptive) rounds may take in all; a round starts only if it "
         "fits (default: 150 with the block engine, 120 with the classic one)."
     ),
+]
+LatencyBudgetOpt = Annotated[
+    Optional[float],  # noqa: UP045
+    typer.Option(
+        "--latency-budget-us",
+        min=1.0,
+        help="p99 budget for the recommendations (overrides the plan's).",
+    ),
+]
+SweepTargetLoadOpt = Annotated[
+    Optional[float],  # noqa: UP045
+    target_load_option("Load (infer/s) the latency-first pick must carry (overrides the plan's)."),
 ]
 ConcurrencyOpt = Annotated[
     Optional[int],  # noqa: UP045
@@ -283,6 +298,19 @@ class ResultFlags:
     def remeasure_ids(self) -> tuple[str, ...]:
         """The ``--remeasure`` patterns, as the pipeline takes them."""
         return tuple(self.remeasure or ())
+
+    def controls(self, rounds: Rounds, **more: Any) -> RunControls:
+        """The pipeline's run controls: these flags, the extra rounds ``rounds`` (an
+        ``engine_rounds`` result) allows, and ``more`` (``time_budget_s``, ``cluster``)."""
+        from tritonlab.pipeline.project import RunControls
+
+        return RunControls(
+            fresh=self.fresh,
+            max_repeats=rounds.most,
+            adaptive_budget_s=rounds.extra_budget_s,
+            remeasure=self.remeasure_ids,
+            **more,
+        )
 
 
 @dataclass(frozen=True)

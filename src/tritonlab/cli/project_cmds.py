@@ -69,12 +69,9 @@ def _run_pipeline(
         project_plan,
         flags.server.options(),
         progress_printer(),
-        fresh=results.fresh,
+        results.controls(counts),
         demo=demo,
-        max_repeats=counts.most,
-        adaptive_budget_s=counts.extra_budget_s,
         inputs=model_inputs,
-        remeasure=results.remeasure_ids,
     )
     outcome = result.outcome
     for line in outcome.quarantined:

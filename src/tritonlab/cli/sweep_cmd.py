@@ -28,14 +28,15 @@ from rich.progress import (
 from tritonlab.cli.common import app, err, out, resume_hint, user_errors
 from tritonlab.cli.options import (
     AdaptiveBudgetOpt,
+    LatencyBudgetOpt,
     MaxRepeatsOpt,
     RayOpt,
     ResultFlags,
     ResumableOutOpt,
     ServerFlags,
     SweepEngineOpt,
+    SweepTargetLoadOpt,
     option_groups,
-    target_load_option,
 )
 from tritonlab.errors import PlanError
 from tritonlab.run_layout import RunLayout
@@ -190,20 +191,8 @@ def sweep(
     no_progress: Annotated[
         bool, typer.Option("--no-progress", help="No progress display on stderr.")
     ] = False,
-    latency_budget_us: Annotated[
-        Optional[float],  # noqa: UP045
-        typer.Option(
-            "--latency-budget-us",
-            min=1.0,
-            help="p99 budget for the recommendations (overrides the plan's).",
-        ),
-    ] = None,
-    target_load: Annotated[
-        Optional[float],  # noqa: UP045
-        target_load_option(
-            "Load (infer/s) the latency-first pick must carry (overrides the plan's)."
-        ),
-    ] = None,
+    latency_budget_us: LatencyBudgetOpt = None,
+    target_load: SweepTargetLoadOpt = None,
     server: ServerFlags,
     ray: RayOpt = None,
 ) -> None:
@@ -266,12 +255,7 @@ def sweep(
                 out_dir,
                 server.options(),
                 progress,
-                fresh=results.fresh,
-                time_budget_s=time_budget_s,
-                max_repeats=rounds.most,
-                adaptive_budget_s=rounds.extra_budget_s,
-                remeasure=results.remeasure_ids,
-                cluster=ray,
+                results.controls(rounds, time_budget_s=time_budget_s, cluster=ray),
             )
         outcome = result.outcome
         if outcome.stopped_early:

@@ -63,6 +63,23 @@ from tritonlab.server.process import LOOPBACK_HOSTS
 
 
 @dataclass(frozen=True)
+class RunControls:
+    """How a run goes, whatever it measures: ``fresh`` sets earlier results aside first,
+    ``time_budget_s`` stops it between cells, ``max_repeats`` and ``adaptive_budget_s`` (s) bound
+    the extra rounds, ``remeasure`` names cells to measure again, ``cluster`` is a Ray address."""
+
+    fresh: bool = False
+    time_budget_s: float | None = None
+    max_repeats: int | None = None
+    adaptive_budget_s: float | None = None
+    remeasure: tuple[str, ...] = ()
+    cluster: str | None = None
+
+
+DEFAULT_CONTROLS = RunControls()
+
+
+@dataclass(frozen=True)
 class ProjectResult:
     outcome: RunOutcome
     report: BuiltReport
@@ -194,24 +211,20 @@ def run_project(
     plan: ExperimentPlan,
     options: ServerOptions,
     progress: ProgressCallback | None = None,
+    controls: RunControls = DEFAULT_CONTROLS,
     *,
-    fresh: bool = False,
     demo: str | None = None,
-    time_budget_s: float | None = None,
     sweep: SweepEntry | None = None,
     open_loop_rates: OpenLoopRates | None = None,
-    max_repeats: int | None = None,
     undecided: UndecidedCells | None = None,
-    adaptive_budget_s: float | None = None,
     inputs: ModelInputs | None = None,
-    remeasure: tuple[str, ...] = (),
-    cluster: str | None = None,
 ) -> ProjectResult:
     """Deploy, check, measure and explain ``onnx_path`` into the project folder ``run_dir``.
 
-    With ``max_repeats`` above the plan's repeats, rounds are added while a verdict that the
-    explanations (or, with ``undecided`` given, the sweep's picks) rest on is undecided.
+    With ``controls.max_repeats`` above the plan's repeats, rounds are added while a verdict
+    that the explanations (or, with ``undecided`` given, the sweep's picks) rest on is undecided.
     """
+    fresh, max_repeats, cluster = controls.fresh, controls.max_repeats, controls.cluster
     check_model_name(plan.model_name)
     check_measuring_host(options)
     check_gpu_variants(plan.variants, remote=bool(options.url))
@@ -224,7 +237,7 @@ def run_project(
         discard_results(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     claim(run_dir)
-    set_aside_cells(run_dir, remeasure)
+    set_aside_cells(run_dir, controls.remeasure)
     adaptive = None
     if max_repeats is not None and max_repeats > plan.repeats:
         order = [v.name for v in plan.variants]
@@ -233,7 +246,7 @@ def run_project(
         adaptive = AdaptiveRepeats(
             max_repeats,
             undecided or (lambda: undecided_project(run_dir, order, cores, precision)),
-            adaptive_budget_s,
+            controls.adaptive_budget_s,
             precision,
         )
     outcome = run_experiment(
@@ -242,7 +255,7 @@ def run_project(
         run_dir,
         options,
         progress,
-        time_budget_s,
+        controls.time_budget_s,
         sweep=sweep,
         open_loop_rates=open_loop_rates,
         adaptive=adaptive,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tritonlab.experiments.blocks import ENGINE_BLOCKS
@@ -19,7 +19,7 @@ from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.experiments.plan_file import SweepPlan
 from tritonlab.experiments.session import ProgressCallback
 from tritonlab.experiments.store import CellResult, load_cells
-from tritonlab.pipeline.project import ProjectResult, run_project
+from tritonlab.pipeline.project import DEFAULT_CONTROLS, ProjectResult, RunControls, run_project
 from tritonlab.server.launch import ServerOptions
 
 
@@ -97,20 +97,15 @@ def run_sweep(
     run_dir: Path,
     options: ServerOptions,
     progress: ProgressCallback | None = None,
-    *,
-    fresh: bool = False,
-    time_budget_s: float | None = None,
-    max_repeats: int | None = None,
-    adaptive_budget_s: float | None = None,
-    remeasure: tuple[str, ...] = (),
-    cluster: str | None = None,
+    controls: RunControls = DEFAULT_CONTROLS,
 ) -> ProjectResult:
     """Measure every cell of the sweep not yet in ``run_dir``, then rebuild its reports.
 
-    ``cluster``: a Ray address; the cells are then measured on its nodes (whole rounds each).
+    ``controls.cluster``: a Ray address; the cells are then measured on its nodes (whole rounds
+    each).
 
-    With ``max_repeats`` above the plan's repeats, the picks' cells (and the baseline's at the
-    same loads) get more rounds while a verdict behind a pick is undecided.
+    With ``controls.max_repeats`` above the plan's repeats, the picks' cells (and the baseline's
+    at the same loads) get more rounds while a verdict behind a pick is undecided.
     """
     from tritonlab.analysis.adaptive import undecided_sweep
 
@@ -124,15 +119,10 @@ def run_sweep(
         plan,
         options,
         progress,
-        fresh=fresh,
+        controls if budget else replace(controls, max_repeats=None),
         demo=sweep.builtin,
-        time_budget_s=time_budget_s,
         sweep=sweep.manifest_entry(),
         open_loop_rates=lambda: open_loop_rates(plan, run_dir),
-        max_repeats=max_repeats if budget else None,
-        adaptive_budget_s=adaptive_budget_s,
-        remeasure=remeasure,
-        cluster=cluster,
         undecided=lambda: undecided_sweep(
             run_dir,
             order,

@@ -255,6 +255,28 @@ KNOBS: tuple[Knob, ...] = (
         change=lambda b, a: f"{a.backend} precision {b.precision} -> {a.precision}",
     ),
     Knob(
+        "preserve_ordering",
+        "preserve_ordering",
+        "preserve_ordering",
+        ValueRule("bool"),
+        slug=_differs(
+            "preserve_ordering", lambda v: "ordered" if v.preserve_ordering else "unordered"
+        ),
+        describe=_differs(
+            "preserve_ordering", lambda v: "ordered" if v.preserve_ordering else "unordered"
+        ),
+        change=lambda _b, a: (
+            "set dynamic_batching's preserve_ordering: "
+            + ("true" if a.preserve_ordering else "false")
+        ),
+        question="Does returning responses in request order cost throughput or tail latency?",
+        batcher=True,
+        plot_family=True,
+        config=lambda v: (
+            {"dynamic_batching": {"preserve_ordering": True}} if v.preserve_ordering else {}
+        ),
+    ),
+    Knob(
         "response_cache",
         "response_cache",
         "response_cache",

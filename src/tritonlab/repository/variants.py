@@ -27,7 +27,7 @@ DEFAULT_PRECISION = "f32"
 DEFAULT_MAX_BATCH_SIZE = 64
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_]*$")
 # Fields added after records were first written: stored only where they differ from the default.
-ADDED_LATER = ("backend", "precision", "response_cache", "control")
+ADDED_LATER = ("backend", "precision", "response_cache", "preserve_ordering", "control")
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,9 @@ class ServingVariant:
     # Triton's response cache (``response_cache { enable: true }``): a repeated request is
     # answered from the server's cache without running the model.
     response_cache: bool = False
+    # The dynamic batcher returns responses in the order the requests came in
+    # (``dynamic_batching { preserve_ordering: true }``).
+    preserve_ordering: bool = False
     # An A/A control: the baseline's configuration again under another name. Its difference
     # from the baseline is the run's noise floor; it is never a candidate or explained.
     control: bool = False
@@ -105,10 +108,13 @@ class ServingVariant:
             raise ConfigError(
                 f"{where}: max_queue_delay_microseconds must be >= 0, got {self.max_queue_delay_us}"
             )
-        if not self.dynamic_batching and (self.max_queue_delay_us or self.preferred_batch_sizes):
+        if not self.dynamic_batching and (
+            self.max_queue_delay_us or self.preferred_batch_sizes or self.preserve_ordering
+        ):
             raise ConfigError(
-                f"{where}: max_queue_delay_microseconds and preferred_batch_size only apply "
-                "with dynamic_batching on; enable dynamic_batching or drop them"
+                f"{where}: max_queue_delay_microseconds, preferred_batch_size and "
+                "preserve_ordering only apply with dynamic_batching on; enable dynamic_batching "
+                "or drop them"
             )
         for size in self.preferred_batch_sizes:
             if size < 1 or size > self.max_batch_size:
