@@ -37,7 +37,6 @@ from tritonlab.experiments.store import (
     load_manifest,
     load_record,
     load_records,
-    read_result,
 )
 from tritonlab.paths import portable_command, portable_path, recorded_run_dir
 from tritonlab.run_layout import SERVING_PATH_DIR, RunLayout
@@ -68,10 +67,6 @@ class RunData:
     def summaries(self) -> list[VariantSummary]:
         """Every configuration at every load, in analysis order (one VariantSummary each)."""
         return [r.summary for a in self.analyses for r in a.reports]
-
-
-def _json_or(path: Path, default: Any) -> Any:
-    return read_result(path, default)
 
 
 def load_operators(run_dir: Path) -> OperatorsRecord | None:
