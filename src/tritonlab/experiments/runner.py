@@ -174,7 +174,6 @@ def run_experiment(
         if cell_path(run_dir, cell_id(m.variant.name, ld, r)).exists()
     ]
     finished = set(skipped)
-    stopped: str | None = None
     deadline = None if time_budget_s is None else started + time_budget_s
     manifest_extra: dict[str, object] = {
         "sweep": sweep,
@@ -193,36 +192,9 @@ def run_experiment(
         session.done, session.total = len(skipped), total
         _start_engine(session, plan, models, direct_loads, info, fingerprint)
         measured = session.measured
-        without_rate: list[str] = []
-
-        def measure_pass(loads_of: Callable[[RepositoryModel], list[LoadPoint]]) -> str | None:
-            rounds = planned_rounds(plan.repeats, models, loads_of, finished)
-            if not session.measure_rounds(rounds, []):
-                return f"time budget of {time_budget_s:.0f} s reached"
-            return None
-
-        stopped = measure_pass(lambda model: direct_loads)
-        if stopped is None and derived_loads and open_loop_rates is not None:
-            rates = open_loop_rates()
-            without_rate = [
-                cell_id(m.variant.name, ld, r)
-                for r, m, ld in todo
-                if ld.peak_fraction is not None
-                and (m.variant.name, ld.key) not in rates
-                and cell_id(m.variant.name, ld, r) not in finished
-            ]
-            stopped = measure_pass(lambda model: rated_loads(derived_loads, rates, model))
-        if stopped is None:
-            session.measure_serving_path(info)
-        if stopped is None and adaptive is not None:
-            rates = open_loop_rates() if derived_loads and open_loop_rates is not None else {}
-            AdaptiveRun(
-                session, adaptive, run_dir, models, direct_loads, derived_loads, rates
-            ).run()
-            if session.over_budget():
-                stopped = f"time budget of {time_budget_s:.0f} s reached"
-        if stopped is None:
-            session.profile_operators()
+        stopped, without_rate = _measure_passes(
+            session, request, models, todo, finished, open_loop_rates, adaptive, time_budget_s
+        )
         if progress:
             progress(session.done, session.total, "done")
     return RunOutcome(
@@ -236,6 +208,55 @@ def run_experiment(
         session.recovery.failed_cells,
         session.recovery.restarts,
     )
+
+
+def _measure_passes(
+    session: MeasuringSession,
+    request: SessionRequest,
+    models: list[RepositoryModel],
+    todo: list[tuple[int, RepositoryModel, LoadPoint]],
+    finished: set[str],
+    open_loop_rates: OpenLoopRates | None,
+    adaptive: AdaptiveRepeats | None,
+    time_budget_s: float | None,
+) -> tuple[str | None, list[str]]:
+    """Measure the direct loads, then the loads at a fraction of the peak, the serving path,
+    the adaptive rounds and the operator profile, each only while nothing stopped the run.
+    Returns why the run stopped early (None: it did not) and the derived cells left without a
+    rate."""
+    plan = request.plan
+    derived_loads = [ld for ld in plan.loads if ld.peak_fraction is not None]
+    direct_loads = [ld for ld in plan.loads if ld.peak_fraction is None]
+    over_budget = f"time budget of {time_budget_s or 0:.0f} s reached"
+    without_rate: list[str] = []
+
+    def measure_pass(loads_of: Callable[[RepositoryModel], list[LoadPoint]]) -> str | None:
+        rounds = planned_rounds(plan.repeats, models, loads_of, finished)
+        return None if session.measure_rounds(rounds, []) else over_budget
+
+    stopped = measure_pass(lambda model: direct_loads)
+    if stopped is None and derived_loads and open_loop_rates is not None:
+        rates = open_loop_rates()
+        without_rate = [
+            cell_id(m.variant.name, ld, r)
+            for r, m, ld in todo
+            if ld.peak_fraction is not None
+            and (m.variant.name, ld.key) not in rates
+            and cell_id(m.variant.name, ld, r) not in finished
+        ]
+        stopped = measure_pass(lambda model: rated_loads(derived_loads, rates, model))
+    if stopped is None:
+        session.measure_serving_path(request.info)
+    if stopped is None and adaptive is not None:
+        rates = open_loop_rates() if derived_loads and open_loop_rates is not None else {}
+        AdaptiveRun(
+            session, adaptive, request.run_dir, models, direct_loads, derived_loads, rates
+        ).run()
+        if session.over_budget():
+            stopped = over_budget
+    if stopped is None:
+        session.profile_operators()
+    return stopped, without_rate
 
 
 def _start_engine(
