@@ -336,7 +336,6 @@ def run_tune(
     perf_install = locate_perf_analyzer()
     tuner = _Tuner(info, run_dir, model_name, settings, started)
     start_model = tuner.model(settings.goal.start)
-    stop_reason = ""
     deadline = started + settings.time_budget_s
     opened: contextlib.AbstractContextManager[TuneSession]
     request = SessionRequest(
@@ -358,37 +357,7 @@ def run_tune(
             )  # fmt: skip
             # the policy judges whether a load outgrows one window by the window measured with
             goal = replace(goal, window_ms=session.engine.search_window_ms)
-        try:
-            while True:
-                step = next_step(tuner.observations, goal)
-                if step.stop:
-                    stop_reason = step.reason
-                    break
-                assert step.knobs is not None
-                taken = tuner.take(session, step, step.knobs)
-                if taken is None:
-                    stop_reason = (
-                        f"time budget of {settings.time_budget_s:.0f} s reached; run the same "
-                        "command to go on"
-                    )
-                    break
-                cid, obs, reused = taken
-                tuner.observations.append(obs)
-                tuner.steps.append(
-                    TuneStep.of(
-                        step, cid, obs, time.monotonic() - started, reused, tuner.failures.get(cid)
-                    )
-                )
-                session.plan = tuner.plan()
-                session.save_manifest(plan=session.plan)
-                tuner.save(None)
-                if on_step is not None:
-                    on_step(tuner.steps[-1])
-        finally:
-            for loaded in [*tuner.kept.values(), *([tuner.loaded] if tuner.loaded else [])]:
-                session.unload(loaded, quietly=True)
-            tuner.loaded = None
-            tuner.kept.clear()
+        stop_reason = _search(tuner, session, goal, started, on_step)
     record = tuner.save(stop_reason)
     pick_config = _write_pick(run_dir, info, model_name, record.pick)
     write_scripts(run_dir, info, inputs, tuner.plan(), options, info.path, builtin)
@@ -402,6 +371,46 @@ def run_tune(
         time.monotonic() - started,
         pick_config,
     )
+
+
+def _search(
+    tuner: _Tuner,
+    session: TuneSession,
+    goal: Goal,
+    started: float,
+    on_step: Callable[[TuneStep], None] | None,
+) -> str:
+    """Take the policy's steps on ``session`` until it stops or the time budget is spent;
+    returns why the search stopped. Every configuration still loaded is unloaded at the end."""
+    try:
+        while True:
+            step = next_step(tuner.observations, goal)
+            if step.stop:
+                return step.reason
+            assert step.knobs is not None
+            taken = tuner.take(session, step, step.knobs)
+            if taken is None:
+                return (
+                    f"time budget of {tuner.settings.time_budget_s:.0f} s reached; run the same "
+                    "command to go on"
+                )
+            cid, obs, reused = taken
+            tuner.observations.append(obs)
+            tuner.steps.append(
+                TuneStep.of(
+                    step, cid, obs, time.monotonic() - started, reused, tuner.failures.get(cid)
+                )
+            )
+            session.plan = tuner.plan()
+            session.save_manifest(plan=session.plan)
+            tuner.save(None)
+            if on_step is not None:
+                on_step(tuner.steps[-1])
+    finally:
+        for loaded in [*tuner.kept.values(), *([tuner.loaded] if tuner.loaded else [])]:
+            session.unload(loaded, quietly=True)
+        tuner.loaded = None
+        tuner.kept.clear()
 
 
 def _write_pick(
