@@ -10,7 +10,7 @@ unset, so every stored file dumps back to the same JSON.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Annotated, Any
 
 from pydantic import Field, PlainSerializer
@@ -54,17 +54,8 @@ class TuneSettingsRecord(Record):
     def as_goal(self, window_ms: int | None = None) -> Goal:
         """The goal the search ran under (``window_ms``, the measurement window the policy
         judged loads by, is not stored: the block engine's is in ``engine.json``)."""
-        return Goal(
-            kind=self.goal,
-            p99_budget_us=self.p99_budget_us,
-            min_throughput_infer_per_s=self.min_throughput_infer_per_s,
-            cores=self.cores,
-            max_race_rounds=self.max_race_rounds,
-            start=self.start,
-            switch_protocol=self.switch_protocol,
-            max_instances=self.max_instances,
-            window_ms=window_ms,
-        )
+        shared = {f.name: getattr(self, f.name) for f in fields(Goal) if hasattr(self, f.name)}
+        return Goal(kind=self.goal, **shared | {"window_ms": window_ms})
 
 
 @dataclass(frozen=True)
