@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tritonlab.analysis.aggregate import compare_figure, same_offered_load
+from tritonlab.analysis.aggregate import VariantSummary, compare_figure, same_offered_load
+from tritonlab.analysis.cost_model import CostModel
 from tritonlab.analysis.rule_support import (
     Finding,
     RuleContext,
@@ -13,6 +14,7 @@ from tritonlab.analysis.rule_support import (
     execution_us,
     rounded,
 )
+from tritonlab.analysis.verdicts import Verdict
 
 
 def threads_effect(ctx: RuleContext) -> Finding | None:
@@ -125,8 +127,20 @@ def engine_effect(ctx: RuleContext) -> Finding | None:
     m1 = model.for_engine(after) if model else None
     if m0 is None or m1 is None or m0.engine != before or m1.engine != after:
         return Finding("engine-effect", s.variant.name, text + ".", figures)
-    k = s.settings.batch_size
     samples = b1  # mean batch, in samples
+    terms, terms_text, term = _engine_terms(m0, m1, before, after, samples)
+    predicted, predicted_text = _predicted_execution(s, m0, m1, samples, execution, term)
+    figures |= terms
+    figures |= predicted
+    text += terms_text + predicted_text
+    return Finding("engine-effect", s.variant.name, text + ".", figures)
+
+
+def _engine_terms(
+    m0: CostModel, m1: CostModel, before: str, after: str, samples: float
+) -> tuple[dict[str, Any], str, str]:
+    """The two engines' in-process cost terms at a batch of ``samples``: their figures, the
+    sentence that compares them, and the term (fixed or per-sample) that differs most."""
     f0, p0, f1, p1 = (
         m0.model_fixed_us,
         m0.model_per_sample_us,
@@ -136,7 +150,7 @@ def engine_effect(ctx: RuleContext) -> Finding | None:
     w0, w1 = f0 + p0 * samples, f1 + p1 * samples
     fixed_part, sample_part = f1 - f0, (p1 - p0) * samples
     term = "fixed cost per execution" if abs(fixed_part) >= abs(sample_part) else "per-sample cost"
-    figures |= {
+    figures: dict[str, Any] = {
         "model_fixed_us_before": rounded(f0, 1),
         "model_per_sample_us_before": rounded(p0, 2),
         "model_fixed_us_after": rounded(f1, 1),
@@ -145,22 +159,39 @@ def engine_effect(ctx: RuleContext) -> Finding | None:
         "model_us_at_batch_after": rounded(w1, 1),
         "dominant_term": term,
     }
-    text += (
+    text = (
         f". In the cost model's terms: in-process, the model's own work is "
         f"{f0:,.0f} µs fixed + {p0:,.1f} µs per sample on {before} and {f1:,.0f} µs + "
         f"{p1:,.1f} µs on {after}; at a batch of {samples:.1f} that is {w0:,.0f} against "
         f"{w1:,.0f} µs ({fixed_part:+,.0f} µs from the fixed cost, {sample_part:+,.0f} µs from "
         "the per-sample cost)"
     )
+    return figures, text, term
+
+
+def _predicted_execution(
+    s: VariantSummary,
+    m0: CostModel,
+    m1: CostModel,
+    samples: float,
+    execution: Verdict,
+    term: str,
+) -> tuple[dict[str, Any], str]:
+    """The whole execution each engine's model predicts with the serving path, against the
+    served change: its figures (``dominant_term`` set to None where no term is named as the
+    cause) and the sentence that says whether ``term`` explains the served figures."""
+    k = s.settings.batch_size
     # the whole execution the served figure measures: the same serving path plus each model
     threads = s.variant.intra_op_threads
     x0 = m0.execution_us(samples / k, k, threads)
     x1 = m1.execution_us(samples / k, k, threads)
     predicted_pct = 100 * (x1 / x0 - 1) if x0 else 0.0
-    figures["predicted_execution_us_before"] = rounded(x0)
-    figures["predicted_execution_us_after"] = rounded(x1)
-    figures["predicted_execution_change_pct"] = rounded(predicted_pct, 1)
-    text += f"; with the serving path, one execution is predicted at {x0:,.0f} against {x1:,.0f} µs"
+    figures: dict[str, Any] = {
+        "predicted_execution_us_before": rounded(x0),
+        "predicted_execution_us_after": rounded(x1),
+        "predicted_execution_change_pct": rounded(predicted_pct, 1),
+    }
+    text = f"; with the serving path, one execution is predicted at {x0:,.0f} against {x1:,.0f} µs"
     if abs(predicted_pct) < ENGINE_SAME_PCT:
         figures["dominant_term"] = None
         text += (
@@ -189,7 +220,7 @@ def engine_effect(ctx: RuleContext) -> Finding | None:
         )
     if k > 1:
         text += f" (client batch {k})"
-    return Finding("engine-effect", s.variant.name, text + ".", figures)
+    return figures, text
 
 
 def cache_effect(ctx: RuleContext) -> Finding | None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tritonlab.analysis.aggregate import compare_figure, same_offered_load
+from tritonlab.analysis.aggregate import VariantSummary, compare_figure, same_offered_load
+from tritonlab.analysis.cost_model import CostModel
 from tritonlab.analysis.knob_rules import cache_effect, engine_effect, threads_effect
 from tritonlab.analysis.measurement_rules import (
     backend_fallback,
@@ -28,7 +29,7 @@ from tritonlab.analysis.rule_support import (
     in_flight_inferences,
     rounded,
 )
-from tritonlab.analysis.verdicts import HIGHER, LOWER
+from tritonlab.analysis.verdicts import HIGHER, LOWER, Verdict
 from tritonlab.repository.variants import batch_target
 
 # Thresholds, named so the docs and tests can quote them.
@@ -190,35 +191,17 @@ def _slower_executions(ctx: RuleContext) -> str | None:
     return None
 
 
-def instances_effect(ctx: RuleContext) -> Finding | None:
-    """More (or fewer) instances: explained from what changed in the server and the CPU."""
+def _instances_changed(
+    ctx: RuleContext,
+    batch: Verdict,
+    per_inference: Verdict,
+    total_before: float | None,
+    total: float | None,
+) -> str:
+    """What moved from the reference to the subject, joined by "; ": the mean batch, compute
+    per inference (each with its verdict's word) and the server + client CPU."""
     s, r = ctx.subject, ctx.reference
-    if changed_fields(r.variant, s.variant) != ["instance_count"] or not same_offered_load(r, s):
-        return None
-    verdict = compare_figure("throughput", "throughput", r, s)
-    per_inference = compare_figure("compute per inference", "compute_per_inference_us", r, s)
-    batch = compare_figure("mean batch", "mean_batch", r, s)
-    used, used_before = s.server_cores.median, r.server_cores.median
-    client, client_before = s.perf_analyzer_cores.median, r.perf_analyzer_cores.median
-    total = None if used is None or client is None else used + client
-    total_before = (
-        None if used_before is None or client_before is None else used_before + client_before
-    )
-    n0, n1 = r.variant.instance_count, s.variant.instance_count
-    figures = {
-        "instances_before": n0,
-        "instances_after": n1,
-        "cores": ctx.cores,
-        "mean_batch_before": rounded(r.mean_batch.median, 2),
-        "mean_batch_after": rounded(s.mean_batch.median, 2),
-        "compute_us_per_inference_before": rounded(r.compute_per_inference_us.median),
-        "compute_us_per_inference_after": rounded(s.compute_per_inference_us.median),
-        "server_cores_used": rounded(used, 2),
-        "server_cores_used_before": rounded(used_before, 2),
-        "perf_analyzer_cores_used": rounded(client, 2),
-        "throughput_change_pct": rounded(verdict.change_pct, 1),
-    }
-    changed = "; ".join(
+    return "; ".join(
         [
             change_text("mean batch", r.mean_batch.median, s.mean_batch.median)
             + f" ({batch.word})",
@@ -234,7 +217,20 @@ def instances_effect(ctx: RuleContext) -> Finding | None:
             + f" of {ctx.cores} cores",
         ]
     )
-    head = f"{n0} -> {n1} instances: throughput {verdict.phrase()}. What changed: {changed}"
+
+
+def _instances_causes(
+    ctx: RuleContext,
+    verdict: Verdict,
+    batch: Verdict,
+    per_inference: Verdict,
+    total: float | None,
+) -> list[str]:
+    """Why the instance change moved throughput as it did: one clause per cause, never empty
+    (where no cause applies, the clause says that no server figure moved enough)."""
+    s, r = ctx.subject, ctx.reference
+    used, used_before = s.server_cores.median, r.server_cores.median
+    n0, n1 = r.variant.instance_count, s.variant.instance_count
     trap = queue_delay_trap(RuleContext(s, ctx.baseline, r, ctx.cores, ctx.others))
     causes: list[str] = []
     if trap is not None and n1 > n0 and verdict.word != HIGHER:
@@ -275,20 +271,65 @@ def instances_effect(ctx: RuleContext) -> Finding | None:
             else "the server figures moved as listed, but not enough to change throughput "
             "beyond the noise"
         )
+    return causes
+
+
+def _instances_prediction(
+    model: CostModel, r: VariantSummary, s: VariantSummary
+) -> tuple[dict[str, Any], str]:
+    """The cost model's throughput for the reference and the subject: its figures and the
+    sentence that gives them with the regime, batches and execution cost behind them."""
+    before, after = model.predict(r), model.predict(s)
+    figures: dict[str, Any] = {
+        "predicted_throughput_before": rounded(before.throughput_infer_per_s),
+        "predicted_throughput_after": rounded(after.throughput_infer_per_s),
+    }
+    text = (
+        f" The cost model predicts {before.throughput_infer_per_s:,.0f} -> "
+        f"{after.throughput_infer_per_s:,.0f} infer/s ({after.regime}; batches of "
+        f"{before.requests_per_execution:.1f} -> {after.requests_per_execution:.1f} "
+        f"requests, {before.execution_us:,.0f} -> {after.execution_us:,.0f} µs per "
+        "execution, instances limited by the cores perf_analyzer leaves free)."
+    )
+    return figures, text
+
+
+def instances_effect(ctx: RuleContext) -> Finding | None:
+    """More (or fewer) instances: explained from what changed in the server and the CPU."""
+    s, r = ctx.subject, ctx.reference
+    if changed_fields(r.variant, s.variant) != ["instance_count"] or not same_offered_load(r, s):
+        return None
+    verdict = compare_figure("throughput", "throughput", r, s)
+    per_inference = compare_figure("compute per inference", "compute_per_inference_us", r, s)
+    batch = compare_figure("mean batch", "mean_batch", r, s)
+    used, used_before = s.server_cores.median, r.server_cores.median
+    client, client_before = s.perf_analyzer_cores.median, r.perf_analyzer_cores.median
+    total = None if used is None or client is None else used + client
+    total_before = (
+        None if used_before is None or client_before is None else used_before + client_before
+    )
+    n0, n1 = r.variant.instance_count, s.variant.instance_count
+    figures = {
+        "instances_before": n0,
+        "instances_after": n1,
+        "cores": ctx.cores,
+        "mean_batch_before": rounded(r.mean_batch.median, 2),
+        "mean_batch_after": rounded(s.mean_batch.median, 2),
+        "compute_us_per_inference_before": rounded(r.compute_per_inference_us.median),
+        "compute_us_per_inference_after": rounded(s.compute_per_inference_us.median),
+        "server_cores_used": rounded(used, 2),
+        "server_cores_used_before": rounded(used_before, 2),
+        "perf_analyzer_cores_used": rounded(client, 2),
+        "throughput_change_pct": rounded(verdict.change_pct, 1),
+    }
+    changed = _instances_changed(ctx, batch, per_inference, total_before, total)
+    head = f"{n0} -> {n1} instances: throughput {verdict.phrase()}. What changed: {changed}"
+    causes = _instances_causes(ctx, verdict, batch, per_inference, total)
     text = f"{head}. Why: {'; and '.join(causes)}."
     if ctx.cost_model is not None:
-        before, after = ctx.cost_model.predict(r), ctx.cost_model.predict(s)
-        figures |= {
-            "predicted_throughput_before": rounded(before.throughput_infer_per_s),
-            "predicted_throughput_after": rounded(after.throughput_infer_per_s),
-        }
-        text += (
-            f" The cost model predicts {before.throughput_infer_per_s:,.0f} -> "
-            f"{after.throughput_infer_per_s:,.0f} infer/s ({after.regime}; batches of "
-            f"{before.requests_per_execution:.1f} -> {after.requests_per_execution:.1f} "
-            f"requests, {before.execution_us:,.0f} -> {after.execution_us:,.0f} µs per "
-            "execution, instances limited by the cores perf_analyzer leaves free)."
-        )
+        predicted, predicted_text = _instances_prediction(ctx.cost_model, r, s)
+        figures |= predicted
+        text += predicted_text
     return Finding("instances-effect", s.variant.name, text, figures)
 
 

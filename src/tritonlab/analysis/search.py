@@ -229,23 +229,29 @@ def _next_on_ladder(instances: int) -> int | None:
     return higher[0] if higher else None
 
 
-def propose_moves(observations: Sequence[Observation], leader: Candidate, goal: Goal) -> list[Move]:
-    """Neighbours of the leader its figures argue for, most promising first (tried or not)."""
-    k = leader.knobs
-    o = leader.observations[0]
-    at = f"at concurrency {leader.concurrency}"
-    moves: list[Move] = []
+def _batching_move(k: Knobs, o: Observation, at: str) -> Move | None:
+    """The move to dynamic batching when requests queue longer than they compute, else None."""
     queue, compute = o.queue_us, o.compute_us
     queued = queue is not None and compute is not None and queue > compute
     if not k.batching and k.max_batch > 0 and queued:
-        moves.append(
-            Move(
-                replace(k, batching=True),
-                f"{at} requests waited {queue:,.0f} µs in the queue against {compute:,.0f} µs "
-                "of compute each: one execution at a time leaves them waiting; dynamic "
-                "batching (delay 0) lets one execution take every request waiting",
-            )
+        return Move(
+            replace(k, batching=True),
+            f"{at} requests waited {queue:,.0f} µs in the queue against {compute:,.0f} µs "
+            "of compute each: one execution at a time leaves them waiting; dynamic "
+            "batching (delay 0) lets one execution take every request waiting",
         )
+    return None
+
+
+def _instance_moves(
+    observations: Sequence[Observation], leader: Candidate, goal: Goal, at: str
+) -> list[Move]:
+    """The moves along the instance ladder: the next count up when requests still queue or
+    the last count added paid off, and the count between when the next one did not win."""
+    k = leader.knobs
+    o = leader.observations[0]
+    moves: list[Move] = []
+    queue, compute = o.queue_us, o.compute_us
     more = _next_on_ladder(k.instances)
     if more is not None and more <= goal.max_instances:
         fewer = [
@@ -282,29 +288,42 @@ def propose_moves(observations: Sequence[Observation], leader: Candidate, goal: 
                     f"{leader.score(goal):,.0f}); the count between them is tried once",
                 )
             )
+    return moves
+
+
+def _max_batch_move(k: Knobs, o: Observation, at: str) -> Move | None:
+    """The move to twice the max_batch_size when batches nearly fill it, else None."""
     if (
         k.batching
         and o.mean_batch is not None
         and o.mean_batch >= 0.75 * k.max_batch
         and 2 * k.max_batch <= MAX_BATCH_LIMIT
     ):
-        moves.append(
-            Move(
-                replace(k, max_batch=2 * k.max_batch),
-                f"{at} executions averaged {o.mean_batch:.1f} requests, near max_batch_size "
-                f"{k.max_batch}: a larger limit lets batches grow",
-            )
+        return Move(
+            replace(k, max_batch=2 * k.max_batch),
+            f"{at} executions averaged {o.mean_batch:.1f} requests, near max_batch_size "
+            f"{k.max_batch}: a larger limit lets batches grow",
         )
+    return None
+
+
+def _spread_move(k: Knobs, goal: Goal) -> Move | None:
+    """The move from several threads per instance to as many single-thread instances, else
+    None."""
     spread = k.instances * k.threads if k.threads else 0
     if k.threads and k.threads > 1 and spread <= goal.max_instances:
-        moves.append(
-            Move(
-                replace(k, instances=spread, threads=1),
-                f"the same {spread} threads as {spread} instances x 1 thread instead of "
-                f"{k.instances} x {k.threads}: whole executions in parallel, with nothing to "
-                "synchronise inside one",
-            )
+        return Move(
+            replace(k, instances=spread, threads=1),
+            f"the same {spread} threads as {spread} instances x 1 thread instead of "
+            f"{k.instances} x {k.threads}: whole executions in parallel, with nothing to "
+            "synchronise inside one",
         )
+    return None
+
+
+def _threads_move(k: Knobs, o: Observation, goal: Goal, at: str) -> Move | None:
+    """The move to twice the onnxruntime threads when executions are long and cores idle,
+    else None."""
     busy = (o.server_cores or 0.0) + (o.load_generator_cores or 0.0)
     if (
         k.threads
@@ -313,24 +332,44 @@ def propose_moves(observations: Sequence[Observation], leader: Candidate, goal: 
         and o.execution_us >= COMPUTE_BOUND_US
         and busy < goal.cores - 0.5
     ):
-        moves.append(
-            Move(
-                replace(k, threads=2 * k.threads),
-                f"{at} one execution took {o.execution_us:,.0f} µs while server and load "
-                f"generator used {busy:.1f} of {goal.cores} cores: more onnxruntime threads can "
-                "use the idle ones",
-            )
+        return Move(
+            replace(k, threads=2 * k.threads),
+            f"{at} one execution took {o.execution_us:,.0f} µs while server and load "
+            f"generator used {busy:.1f} of {goal.cores} cores: more onnxruntime threads can "
+            "use the idle ones",
         )
+    return None
+
+
+def _protocol_move(
+    observations: Sequence[Observation], leader: Candidate, goal: Goal
+) -> Move | None:
+    """The move to the other protocol while only the leader's has been tried, else None."""
+    k = leader.knobs
     other = next(p for p in PROTOCOLS if p != k.protocol)
     if goal.switch_protocol and all(c.protocol == k.protocol for c in configurations(observations)):
-        moves.append(
-            Move(
-                replace(k, protocol=other),
-                f"the protocol changes the client's and server's cost per request; one ramp "
-                f"of {other} from concurrency {leader.concurrency} compares it",
-            )
+        return Move(
+            replace(k, protocol=other),
+            f"the protocol changes the client's and server's cost per request; one ramp "
+            f"of {other} from concurrency {leader.concurrency} compares it",
         )
-    return moves
+    return None
+
+
+def propose_moves(observations: Sequence[Observation], leader: Candidate, goal: Goal) -> list[Move]:
+    """Neighbours of the leader its figures argue for, most promising first (tried or not)."""
+    k = leader.knobs
+    o = leader.observations[0]
+    at = f"at concurrency {leader.concurrency}"
+    moves = [
+        _batching_move(k, o, at),
+        *_instance_moves(observations, leader, goal, at),
+        _max_batch_move(k, o, at),
+        _spread_move(k, goal),
+        _threads_move(k, o, goal, at),
+        _protocol_move(observations, leader, goal),
+    ]
+    return [move for move in moves if move is not None]
 
 
 def next_step(observations: Sequence[Observation], goal: Goal) -> Step:
