@@ -313,23 +313,14 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:+.0f}%"
 
 
-def cost_model_section(model: CostModel | None, predictions: list[Prediction]) -> list[str]:
-    """The fitted terms, predicted against measured per configuration and load, and misses."""
-    lines = ["## Serving cost model: predicted against measured", ""]
-    if model is None:
-        return [
-            *lines,
-            "Not available for this run: it needs the serving-path cells measured in the "
-            "same server run (`results/serving_path/`; a remote or external server without "
-            "tritonlab's backends has none) and the in-process timings (`operators.json`).",
-            "",
-        ]
+def _cost_terms_lines(model: CostModel) -> list[str]:
+    """Return the model's formula, its measured terms as a table, and the predictions' header."""
     points = ", ".join(
         f"{p.requests_per_execution:.1f} requests per execution: "
         f"{p.compute_us_per_execution:,.0f} µs"
         for p in model.serving_points
     )
-    lines += [
+    return [
         "One execution carrying r requests of k samples is modelled as "
         "T(r) = S_exec + S_req·r + F + P·r·k, and a busy instance takes T(r) + G(r) per "
         "execution; each term measured in this run "
@@ -368,18 +359,26 @@ def cost_model_section(model: CostModel | None, predictions: list[Prediction]) -
         "(pred / meas) | infer/s (pred / meas) | error | queue µs (pred / meas) |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for p in predictions:
-        lines.append(
-            f"| {p.description} | {p.load_key} | {p.regime} | "
-            f"{p.requests_per_execution:.1f} / {_plain(p.measured_requests_per_execution, 1)} | "
-            f"{p.execution_us:,.0f} / {_plain(p.measured_execution_us)} | "
-            f"{p.throughput_infer_per_s:,.0f} / {_plain(p.measured_throughput_infer_per_s)} | "
-            f"{_pct(p.throughput_error_pct)} | {_plain(p.queue_us)} / "
-            f"{_plain(p.measured_queue_us)} |"
-        )
+
+
+def _prediction_row(p: Prediction) -> str:
+    """Return one configuration and load's predicted against measured table row."""
+    return (
+        f"| {p.description} | {p.load_key} | {p.regime} | "
+        f"{p.requests_per_execution:.1f} / {_plain(p.measured_requests_per_execution, 1)} | "
+        f"{p.execution_us:,.0f} / {_plain(p.measured_execution_us)} | "
+        f"{p.throughput_infer_per_s:,.0f} / {_plain(p.measured_throughput_infer_per_s)} | "
+        f"{_pct(p.throughput_error_pct)} | {_plain(p.queue_us)} / "
+        f"{_plain(p.measured_queue_us)} |"
+    )
+
+
+def _misses_lines(predictions: list[Prediction]) -> list[str]:
+    """Return the throughput error summary, the configurations where the model fails, and
+    those right in total but off in a term (each part only when it has something to say)."""
     errors = [abs(e) for p in predictions if (e := p.throughput_error_pct) is not None]
     failures = [p for p in predictions if p.fails]
-    lines.append("")
+    lines = [""]
     if errors:
         lines.append(
             f"Throughput error: median {sorted(errors)[len(errors) // 2]:.0f}%, worst "
@@ -407,6 +406,25 @@ def cost_model_section(model: CostModel | None, predictions: list[Prediction]) -
         ]
         lines.append("")
     return lines
+
+
+def cost_model_section(model: CostModel | None, predictions: list[Prediction]) -> list[str]:
+    """The fitted terms, predicted against measured per configuration and load, and misses."""
+    lines = ["## Serving cost model: predicted against measured", ""]
+    if model is None:
+        return [
+            *lines,
+            "Not available for this run: it needs the serving-path cells measured in the "
+            "same server run (`results/serving_path/`; a remote or external server without "
+            "tritonlab's backends has none) and the in-process timings (`operators.json`).",
+            "",
+        ]
+    return [
+        *lines,
+        *_cost_terms_lines(model),
+        *(_prediction_row(p) for p in predictions),
+        *_misses_lines(predictions),
+    ]
 
 
 def render_experiment_log(run: RunData) -> str:

@@ -57,15 +57,9 @@ def _pick(title: str, pick: Pick | None, missing: str, recs: Recommendations) ->
     return lines
 
 
-def recommendations_section(recs: Recommendations, summaries: list[VariantSummary]) -> list[str]:
-    """Markdown lines for ``docs/experiment_log.md``."""
-    budget = f"{recs.latency_budget_p99_us:,.0f} µs"
-    target = (
-        f"{recs.target_load_infer_per_s:,.0f} infer/s"
-        if recs.target_load_infer_per_s is not None
-        else "none given"
-    )
-    lines = [
+def _rules_lines(recs: Recommendations, budget: str, target: str) -> list[str]:
+    """Return the section's heading, the budget and target line, the summary and the rules."""
+    return [
         "## Recommendations",
         "",
         f"Latency budget (p99): {budget}; target load: {target}. From "
@@ -89,14 +83,17 @@ def recommendations_section(recs: Recommendations, summaries: list[VariantSummar
         f"- Different optima: {RULES['different_optima']}.",
         "",
     ]
-    lines += _pick(
+
+
+def _picks_lines(recs: Recommendations, budget: str, target: str) -> list[str]:
+    """Return the throughput-first and the latency-first pick, or why each is missing."""
+    return _pick(
         "Throughput-first",
         recs.throughput_pick,
         f"No operating point kept every repeat's p99 within {budget}; raise the budget or "
         "lower the load.",
         recs,
-    )
-    lines += _pick(
+    ) + _pick(
         "Latency-first",
         recs.latency_pick,
         "No target load was given (`recommend.target_load_infer_per_s` or `--target-load`)."
@@ -104,7 +101,11 @@ def recommendations_section(recs: Recommendations, summaries: list[VariantSummar
         else f"No operating point carried {target}.",
         recs,
     )
-    lines += [
+
+
+def _frontier_lines(recs: Recommendations) -> list[str]:
+    """Return the Pareto frontier's subsection: its rule and one table row per point."""
+    lines = [
         "### Pareto frontier (throughput against p99)",
         "",
         f"Rule: {RULES['frontier']}.",
@@ -118,52 +119,89 @@ def recommendations_section(recs: Recommendations, summaries: list[VariantSummar
         for p in recs.frontier
     ]
     lines.append("")
-    if recs.knees:
-        lines += [
-            "### Knee of each concurrency curve",
-            "",
-            "The smallest concurrency that no higher measured level clearly beats (verdict "
-            f'"higher" and at least {KNEE_GAIN_PER_DOUBLING_PCT:g}% per doubling of concurrency); '
-            "the largest level measured when every level is beaten by a later one.",
-            "",
-            "| variant / protocol / client batch | knee (concurrency) |",
-            "|---|---|",
-        ]
-        lines += [f"| {curve} | {knee} |" for curve, knee in recs.knees.items()]
-        lines.append("")
+    return lines
+
+
+def _knees_lines(recs: Recommendations) -> list[str]:
+    """Return the knee of each concurrency curve as a table, or nothing when none was found."""
+    if not recs.knees:
+        return []
+    lines = [
+        "### Knee of each concurrency curve",
+        "",
+        "The smallest concurrency that no higher measured level clearly beats (verdict "
+        f'"higher" and at least {KNEE_GAIN_PER_DOUBLING_PCT:g}% per doubling of concurrency); '
+        "the largest level measured when every level is beaten by a later one.",
+        "",
+        "| variant / protocol / client batch | knee (concurrency) |",
+        "|---|---|",
+    ]
+    lines += [f"| {curve} | {knee} |" for curve, knee in recs.knees.items()]
+    lines.append("")
+    return lines
+
+
+def _open_loop_lines(recs: Recommendations) -> list[str]:
+    """Return the highest open-loop rate within the budget per curve, or nothing without any
+    open-loop point."""
     open_loop = sorted(
         {p.curve_key for p in recs.points if p.request_rate_per_s is not None}, key=str
     )
-    if open_loop:
-        lines += [
-            "### Highest open-loop rate within the budget (MLPerf Server question)",
-            "",
-            f"Rule: {RULES['max_rate']}.",
-            "",
-            "| variant / protocol / client batch | req/s with every repeat's p99 <= budget |",
-            "|---|---|",
-        ]
-        lines += [
-            f"| {key} | "
-            + (
-                f"{recs.max_rate_within_budget[key]:,.0f}"
-                if key in recs.max_rate_within_budget
-                else "none of the measured rates"
-            )
-            + " |"
-            for key in open_loop
-        ]
-        lines.append("")
-    saturations = saturation_findings(summaries)
-    if saturations:
-        lines += [
-            "### Saturation over concurrency",
-            "",
-            f"Queue time up by at least {SATURATION_QUEUE_GROWTH_PCT:g}% (and clearly higher) "
-            "from one concurrency level to the next while throughput shows no gain (not "
-            '"higher", median change under 5%):',
-            "",
-        ]
-        lines += [f"- `{s.curve}`: {saturation_text(s)}" for s in saturations]
-        lines.append("")
+    if not open_loop:
+        return []
+    lines = [
+        "### Highest open-loop rate within the budget (MLPerf Server question)",
+        "",
+        f"Rule: {RULES['max_rate']}.",
+        "",
+        "| variant / protocol / client batch | req/s with every repeat's p99 <= budget |",
+        "|---|---|",
+    ]
+    lines += [
+        f"| {key} | "
+        + (
+            f"{recs.max_rate_within_budget[key]:,.0f}"
+            if key in recs.max_rate_within_budget
+            else "none of the measured rates"
+        )
+        + " |"
+        for key in open_loop
+    ]
+    lines.append("")
     return lines
+
+
+def _saturation_lines(summaries: list[VariantSummary]) -> list[str]:
+    """Return the saturation found going up each concurrency curve, or nothing when none was."""
+    saturations = saturation_findings(summaries)
+    if not saturations:
+        return []
+    lines = [
+        "### Saturation over concurrency",
+        "",
+        f"Queue time up by at least {SATURATION_QUEUE_GROWTH_PCT:g}% (and clearly higher) "
+        "from one concurrency level to the next while throughput shows no gain (not "
+        '"higher", median change under 5%):',
+        "",
+    ]
+    lines += [f"- `{s.curve}`: {saturation_text(s)}" for s in saturations]
+    lines.append("")
+    return lines
+
+
+def recommendations_section(recs: Recommendations, summaries: list[VariantSummary]) -> list[str]:
+    """Markdown lines for ``docs/experiment_log.md``."""
+    budget = f"{recs.latency_budget_p99_us:,.0f} µs"
+    target = (
+        f"{recs.target_load_infer_per_s:,.0f} infer/s"
+        if recs.target_load_infer_per_s is not None
+        else "none given"
+    )
+    return [
+        *_rules_lines(recs, budget, target),
+        *_picks_lines(recs, budget, target),
+        *_frontier_lines(recs),
+        *_knees_lines(recs),
+        *_open_loop_lines(recs),
+        *_saturation_lines(summaries),
+    ]

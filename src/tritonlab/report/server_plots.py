@@ -8,6 +8,7 @@ has no such data.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tritonlab.report.plot_support import (
     PALETTE,
@@ -18,7 +19,15 @@ from tritonlab.report.plot_support import (
     save_png,
 )
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from tritonlab.analysis.operators import OperatorsRecord
+    from tritonlab.analysis.roofline import RooflinePoint
+    from tritonlab.perf.machine import MachineCeilings
+
 ROOFLINE_NAMED = 6  # operators named in the roofline's legend
+ROOFLINE_MARKERS = {1: "o", 8: "s", 64: "^"}  # operator markers by batch
 BREAKDOWN_PARTS = (
     ("queue_us", "queue", "#d62728"),
     ("compute_input_us", "compute input", "#9467bd"),
@@ -101,6 +110,102 @@ def plot_batch_sizes(data: PlotData, path: Path) -> Path | None:
         return save_png(fig, path, "Batch sizes formed by Triton", data, rows)
 
 
+def _draw_ceiling(ax: Axes, machine: MachineCeilings, low: float, high: float) -> None:
+    """Draw the machine's bandwidth and GEMM ceilings with their values; returns None."""
+    xs = [low, machine.ridge_flop_per_byte, high]
+    ys = [machine.attainable_flop_per_s(x) / 1e9 for x in xs]
+    ax.plot(xs, ys, color="black", linewidth=2, label="ceiling (this machine, 1 thread)")
+    ax.annotate(
+        f"{machine.bandwidth_bytes_per_s / 1e9:.1f} GB/s",
+        (low * 1.3, machine.attainable_flop_per_s(low * 1.3) / 1e9),
+        textcoords="offset points",
+        xytext=(0, 6),
+        fontsize=8,
+    )
+    ax.annotate(
+        f"GEMM {machine.gemm_flop_per_s / 1e9:.1f} GFLOP/s",
+        (machine.ridge_flop_per_byte, machine.gemm_flop_per_s / 1e9),
+        textcoords="offset points",
+        xytext=(4, 6),
+        fontsize=8,
+    )
+
+
+def _draw_operators(ax: Axes, ops: list[RooflinePoint], operators: OperatorsRecord) -> None:
+    """Draw each operator's points over batch, joined by a line; returns None."""
+    names = list(dict.fromkeys(p.name for p in ops))
+    # Named in the legend: the hottest operators and the one with the lowest intensity (the
+    # first to be bandwidth-bound); the rest are drawn in grey as one entry.
+    hot = {o.name for o in operators.profile.hottest(ROOFLINE_NAMED - 1)}
+    if ops:
+        hot.add(min(ops, key=lambda p: p.intensity_flop_per_byte).name)
+    named = [n for n in names if n in hot]
+    for name in names:
+        mine = [p for p in ops if p.name == name]
+        first_grey = name not in hot and name == next(n for n in names if n not in hot)
+        colour = PALETTE[named.index(name) % len(PALETTE)] if name in hot else "#b0b0b0"
+        label = (
+            f"{mine[0].kind} {name}"
+            if name in hot
+            else (f"other heavy operators ({len(names) - len(named)})" if first_grey else None)
+        )
+        ax.plot(
+            [p.intensity_flop_per_byte for p in mine],
+            [p.achieved_flop_per_s / 1e9 for p in mine],
+            color=colour,
+            linewidth=0.8,
+            alpha=0.5,
+            label=label,
+        )
+        for p in mine:
+            ax.scatter(
+                p.intensity_flop_per_byte,
+                p.achieved_flop_per_s / 1e9,
+                color=colour,
+                marker=ROOFLINE_MARKERS.get(int(p.batch), "D"),
+                s=28,
+                zorder=3,
+            )
+
+
+def _draw_served(ax: Axes, served: list[RooflinePoint], data: PlotData) -> None:
+    """Draw each served execution as a star named by its variant and batch; returns None."""
+    for p in served:
+        slug = next(s.variant.name for s in data.summaries if s.variant.description == p.name)
+        ax.scatter(
+            p.intensity_flop_per_byte,
+            p.achieved_flop_per_s / 1e9,
+            marker="*",
+            s=120,
+            color=data.colour(slug),
+            edgecolor="black",
+            zorder=4,
+        )
+        ax.annotate(
+            f"{slug} (b={p.batch:.1f})",
+            (p.intensity_flop_per_byte, p.achieved_flop_per_s / 1e9),
+            textcoords="offset points",
+            xytext=(6, -3),
+            fontsize=7,
+        )
+
+
+def _draw_marker_key(ax: Axes) -> None:
+    """Draw empty grey markers so the legend explains the batch and served shapes; returns
+    None."""
+    for batch, marker in ROOFLINE_MARKERS.items():
+        ax.scatter([], [], marker=marker, color="grey", label=f"operator at batch {batch}")
+    ax.scatter(
+        [],
+        [],
+        marker="*",
+        color="grey",
+        edgecolor="black",
+        s=120,
+        label="served execution (whole model, Triton compute time)",
+    )
+
+
 def plot_roofline(data: PlotData, path: Path) -> Path | None:
     """The hot operators at batch 1 / 8 / 64 and the served executions against the machine's
     measured bandwidth and GEMM ceilings (log-log)."""
@@ -122,86 +227,10 @@ def plot_roofline(data: PlotData, path: Path) -> Path | None:
     high = max([*intensities, machine.ridge_flop_per_byte]) * 4
     with new_figure(9.0, 5.6) as fig:
         ax = fig.add_subplot()
-        xs = [low, machine.ridge_flop_per_byte, high]
-        ys = [machine.attainable_flop_per_s(x) / 1e9 for x in xs]
-        ax.plot(xs, ys, color="black", linewidth=2, label="ceiling (this machine, 1 thread)")
-        ax.annotate(
-            f"{machine.bandwidth_bytes_per_s / 1e9:.1f} GB/s",
-            (low * 1.3, machine.attainable_flop_per_s(low * 1.3) / 1e9),
-            textcoords="offset points",
-            xytext=(0, 6),
-            fontsize=8,
-        )
-        ax.annotate(
-            f"GEMM {machine.gemm_flop_per_s / 1e9:.1f} GFLOP/s",
-            (machine.ridge_flop_per_byte, machine.gemm_flop_per_s / 1e9),
-            textcoords="offset points",
-            xytext=(4, 6),
-            fontsize=8,
-        )
-        markers = {1: "o", 8: "s", 64: "^"}
-        names = list(dict.fromkeys(p.name for p in ops))
-        # Named in the legend: the hottest operators and the one with the lowest intensity (the
-        # first to be bandwidth-bound); the rest are drawn in grey as one entry.
-        hot = {o.name for o in data.operators.profile.hottest(ROOFLINE_NAMED - 1)}
-        if ops:
-            hot.add(min(ops, key=lambda p: p.intensity_flop_per_byte).name)
-        named = [n for n in names if n in hot]
-        for name in names:
-            mine = [p for p in ops if p.name == name]
-            first_grey = name not in hot and name == next(n for n in names if n not in hot)
-            colour = PALETTE[named.index(name) % len(PALETTE)] if name in hot else "#b0b0b0"
-            label = (
-                f"{mine[0].kind} {name}"
-                if name in hot
-                else (f"other heavy operators ({len(names) - len(named)})" if first_grey else None)
-            )
-            ax.plot(
-                [p.intensity_flop_per_byte for p in mine],
-                [p.achieved_flop_per_s / 1e9 for p in mine],
-                color=colour,
-                linewidth=0.8,
-                alpha=0.5,
-                label=label,
-            )
-            for p in mine:
-                ax.scatter(
-                    p.intensity_flop_per_byte,
-                    p.achieved_flop_per_s / 1e9,
-                    color=colour,
-                    marker=markers.get(int(p.batch), "D"),
-                    s=28,
-                    zorder=3,
-                )
-        for p in served:
-            slug = next(s.variant.name for s in data.summaries if s.variant.description == p.name)
-            ax.scatter(
-                p.intensity_flop_per_byte,
-                p.achieved_flop_per_s / 1e9,
-                marker="*",
-                s=120,
-                color=data.colour(slug),
-                edgecolor="black",
-                zorder=4,
-            )
-            ax.annotate(
-                f"{slug} (b={p.batch:.1f})",
-                (p.intensity_flop_per_byte, p.achieved_flop_per_s / 1e9),
-                textcoords="offset points",
-                xytext=(6, -3),
-                fontsize=7,
-            )
-        for batch, marker in markers.items():
-            ax.scatter([], [], marker=marker, color="grey", label=f"operator at batch {batch}")
-        ax.scatter(
-            [],
-            [],
-            marker="*",
-            color="grey",
-            edgecolor="black",
-            s=120,
-            label="served execution (whole model, Triton compute time)",
-        )
+        _draw_ceiling(ax, machine, low, high)
+        _draw_operators(ax, ops, data.operators)
+        _draw_served(ax, served, data)
+        _draw_marker_key(ax)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlim(low, high)
