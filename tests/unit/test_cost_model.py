@@ -24,7 +24,7 @@ from tritonlab.experiments.store import (
     write_json_atomic,
 )
 from tritonlab.report.build import fit_cost_model
-from tritonlab.report.experiment_log import cost_model_section
+from tritonlab.report.cost_model_text import cost_model_section
 from tritonlab.run_layout import OPERATORS_FILE, RESULTS_DIR, SERVING_PATH_DIR
 
 Names = dict[str, VariantSummary]

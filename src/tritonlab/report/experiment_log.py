@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tritonlab.analysis.cost_model import MODEL_FAILS_PCT, CostModel, Prediction
+from tritonlab.analysis.cost_model import CostModel
 from tritonlab.analysis.explain import Analysis, VariantReport
 from tritonlab.analysis.operators import OperatorsRecord, operator_paragraph
 from tritonlab.experiments.manifest import FaultRecord
@@ -19,6 +19,7 @@ from tritonlab.perf.settings import PerfSettings
 
 if TYPE_CHECKING:
     from tritonlab.experiments.manifest import Manifest
+from tritonlab.report.cost_model_text import cost_model_section
 from tritonlab.report.efficiency_text import efficiency_section
 from tritonlab.report.engine_section import (
     engine_lines,
@@ -35,13 +36,10 @@ from tritonlab.report.nodes_section import nodes_section
 from tritonlab.report.recommend_section import recommendations_section
 from tritonlab.report.roofline_text import roofline_lines
 from tritonlab.report.run_data import RunData
+from tritonlab.report.text_format import num
 from tritonlab.report.tune_section import tune_section
 
 _PROTOCOL_NAMES = {"grpc": "gRPC", "http": "HTTP"}
-
-
-def _plain(value: float | None, digits: int = 0) -> str:
-    return "n/a" if value is None else f"{value:,.{digits}f}"
 
 
 def _load_line(settings: list[PerfSettings], load_points: int) -> str:
@@ -161,9 +159,9 @@ def _table(analysis: Analysis) -> list[str]:
         lines.append(
             f"| {s.variant.description} | {conc} | {s.throughput.text()} | "
             f"{s.latency_avg.text()} | {s.latency_p95.text()} | {s.latency_p99.text()} | "
-            f"{_plain(s.queue_us.median)} | {_plain(s.compute_infer_us.median)} | "
-            f"{_plain(s.mean_batch.median, 1)} | {_plain(s.server_cores.median, 2)} / "
-            f"{_plain(s.perf_analyzer_cores.median, 2)} | {r.note} |"
+            f"{num(s.queue_us.median)} | {num(s.compute_infer_us.median)} | "
+            f"{num(s.mean_batch.median, 1)} | {num(s.server_cores.median, 2)} / "
+            f"{num(s.perf_analyzer_cores.median, 2)} | {r.note} |"
         )
     return lines
 
@@ -180,12 +178,12 @@ def _variant_section(r: VariantReport) -> list[str]:
         f"- **Result and explanation.** {r.result}",
         "",
         f"Evidence: batch sizes Triton executed (size: executions, all repeats): {dist or 'n/a'}; "
-        f"per request in the server: queue {_plain(s.queue_us.median)} µs, compute input "
-        f"{_plain(s.compute_input_us.median)} µs, infer {_plain(s.compute_infer_us.median)} µs, "
-        f"output {_plain(s.compute_output_us.median)} µs, overhead "
-        f"{_plain(s.overhead_us.median)} µs; compute per inference "
-        f"{_plain(s.compute_per_inference_us.median)} µs; Little's law ratio "
-        f"{_plain(s.littles_law_ratio, 2)}; perf_analyzer windows per repeat: {trials} "
+        f"per request in the server: queue {num(s.queue_us.median)} µs, compute input "
+        f"{num(s.compute_input_us.median)} µs, infer {num(s.compute_infer_us.median)} µs, "
+        f"output {num(s.compute_output_us.median)} µs, overhead "
+        f"{num(s.overhead_us.median)} µs; compute per inference "
+        f"{num(s.compute_per_inference_us.median)} µs; Little's law ratio "
+        f"{num(s.littles_law_ratio, 2)}; perf_analyzer windows per repeat: {trials} "
         f"({s.stable_count}/{len(s.cells)} stable). Raw output: "
         f"`benchmarks/{s.variant.name}/`; config: `models/{s.model_name}/config.pbtxt`.",
         "",
@@ -307,124 +305,6 @@ def faults_section(faults: list[FaultRecord]) -> list[str]:
         lines.append(f"| {f.utc} | {f.cell} | {what[:160]} | {f.action} | {log[:200]} |")
     lines.append("")
     return lines
-
-
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:+.0f}%"
-
-
-def _cost_terms_lines(model: CostModel) -> list[str]:
-    """Return the model's formula, its measured terms as a table, and the predictions' header."""
-    points = ", ".join(
-        f"{p.requests_per_execution:.1f} requests per execution: "
-        f"{p.compute_us_per_execution:,.0f} µs"
-        for p in model.serving_points
-    )
-    return [
-        "One execution carrying r requests of k samples is modelled as "
-        "T(r) = S_exec + S_req·r + F + P·r·k, and a busy instance takes T(r) + G(r) per "
-        "execution; each term measured in this run "
-        "(the model and its assumptions: `tritonlab.analysis.cost_model`):",
-        "",
-        "| term | µs | measured by |",
-        "|---|---|---|",
-        f"| S_exec: serving path, fixed per execution | {model.serving_fixed_us:,.0f} | null "
-        f"model (the model's inputs and outputs, zeros) through the same backend in the same "
-        f"server ({points}) |",
-        f"| S_req: serving path, per request | {model.serving_per_request_us:,.1f} | the same "
-        "cells: least-squares line (predictions interpolate between the measured points) |",
-        f"| F: model, fixed per execution | {model.model_fixed_us:,.1f} | in-process "
-        "onnxruntime fit (1 thread, hot loop) |",
-        f"| P: model, per sample | {model.model_per_sample_us:,.1f} | the same fit |",
-        *(
-            f"| F, P on {engine} | {fixed:,.1f}, {per_sample:,.1f} | in-process {engine} fit "
-            "(1 stream, the same batches), less the same null-model call |"
-            for engine, fixed, per_sample in model.engine_terms
-        ),
-        "| G: hand-off between executions of a busy instance | "
-        + ", ".join(
-            f"{model.gap_us(p.requests_per_execution):,.0f} at {p.requests_per_execution:.1f}"
-            for p in model.serving_points[:-1] or model.serving_points
-        )
-        + " | null model: one instance's cycle (requests per execution / requests per second) "
-        "minus its compute; the probe that takes every request in flight is left out (its gap "
-        "holds the clients' round trip) |",
-        f"| L0: client round trip outside the server | {model.client_overhead_us:,.0f} | "
-        "null model without batching: client latency minus server time |",
-        "",
-        f"With {model.cores} cores, the instance count and perf_analyzer's measured CPU, it "
-        "predicts each configuration's batch, execution cost, throughput and queue:",
-        "",
-        "| config | load | regime | requests / execution (pred / meas) | µs per execution "
-        "(pred / meas) | infer/s (pred / meas) | error | queue µs (pred / meas) |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-
-
-def _prediction_row(p: Prediction) -> str:
-    """Return one configuration and load's predicted against measured table row."""
-    return (
-        f"| {p.description} | {p.load_key} | {p.regime} | "
-        f"{p.requests_per_execution:.1f} / {_plain(p.measured_requests_per_execution, 1)} | "
-        f"{p.execution_us:,.0f} / {_plain(p.measured_execution_us)} | "
-        f"{p.throughput_infer_per_s:,.0f} / {_plain(p.measured_throughput_infer_per_s)} | "
-        f"{_pct(p.throughput_error_pct)} | {_plain(p.queue_us)} / "
-        f"{_plain(p.measured_queue_us)} |"
-    )
-
-
-def _misses_lines(predictions: list[Prediction]) -> list[str]:
-    """Return the throughput error summary, the configurations where the model fails, and
-    those right in total but off in a term (each part only when it has something to say)."""
-    errors = [abs(e) for p in predictions if (e := p.throughput_error_pct) is not None]
-    failures = [p for p in predictions if p.fails]
-    lines = [""]
-    if errors:
-        lines.append(
-            f"Throughput error: median {sorted(errors)[len(errors) // 2]:.0f}%, worst "
-            f"{max(errors):.0f}% over {len(errors)} configurations and loads; "
-            f"{len(failures)} miss by more than {MODEL_FAILS_PCT:g}%."
-        )
-        lines.append("")
-    if failures:
-        lines += [f"Where the model fails (|error| > {MODEL_FAILS_PCT:g}%):", ""]
-        lines += [
-            f"- {p.description} at {p.load_key}: predicted {p.throughput_infer_per_s:,.0f}, "
-            f"measured {_plain(p.measured_throughput_infer_per_s)} infer/s: {p.failure()}."
-            for p in failures
-        ]
-        lines.append("")
-    partial = [p for p in predictions if not p.fails and p.term_misses()]
-    if partial:
-        lines += [
-            f"Throughput within {MODEL_FAILS_PCT:g}%, but a term off by more than "
-            f"{MODEL_FAILS_PCT:g}% (the right total for a partly wrong reason):",
-            "",
-        ]
-        lines += [
-            f"- {p.description} at {p.load_key}: {'; '.join(p.term_misses())}." for p in partial
-        ]
-        lines.append("")
-    return lines
-
-
-def cost_model_section(model: CostModel | None, predictions: list[Prediction]) -> list[str]:
-    """The fitted terms, predicted against measured per configuration and load, and misses."""
-    lines = ["## Serving cost model: predicted against measured", ""]
-    if model is None:
-        return [
-            *lines,
-            "Not available for this run: it needs the serving-path cells measured in the "
-            "same server run (`results/serving_path/`; a remote or external server without "
-            "tritonlab's backends has none) and the in-process timings (`operators.json`).",
-            "",
-        ]
-    return [
-        *lines,
-        *_cost_terms_lines(model),
-        *(_prediction_row(p) for p in predictions),
-        *_misses_lines(predictions),
-    ]
 
 
 def render_experiment_log(run: RunData) -> str:

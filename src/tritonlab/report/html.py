@@ -31,13 +31,13 @@ from tritonlab.analysis.explain import Analysis, VariantReport
 from tritonlab.analysis.verdicts import HIGHER, LOWER, Verdict
 from tritonlab.experiments.store import write_text_atomic
 from tritonlab.paths import PATHS_NOTE, shell_join
+from tritonlab.report.cost_model_text import cost_model_section
 from tritonlab.report.efficiency_text import efficiency_section
 from tritonlab.report.engine_section import (
     engine_lines,
     interference_lines,
     noise_floor_lines,
 )
-from tritonlab.report.experiment_log import cost_model_section
 from tritonlab.report.html_parts import (
     TEMPLATES,
     Figure,

@@ -19,6 +19,7 @@ from tritonlab.analysis.config_key import ConfigKey
 from tritonlab.report.plot_support import PROTOCOL_NAMES
 from tritonlab.report.recommend_summary_text import summary_line
 from tritonlab.report.recommend_text import justification
+from tritonlab.report.text_format import num
 
 if TYPE_CHECKING:
     from tritonlab.analysis.recommend_records import Pick, Recommendations
@@ -55,11 +56,6 @@ def inline_markdown(text: str) -> Markup:
     """Escape ``text``, then turn `code` and **bold** into tags (the log's only markup)."""
     out = _CODE.sub(r"<code>\1</code>", esc(text))
     return Markup(_BOLD.sub(r"<strong>\1</strong>", out))  # escaped above
-
-
-def num(value: float | None, digits: int = 0) -> str:
-    """A figure with thousands separators and ``digits`` decimals, or 'n/a' for None."""
-    return "n/a" if value is None else f"{value:,.{digits}f}"
 
 
 def protocol_name(protocol: str) -> str:
