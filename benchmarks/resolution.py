@@ -301,10 +301,9 @@ def readme_block(report: dict[str, Any]) -> str:
     )
 
 
-def rewrite_readme(readme: Path, report: dict[str, Any]) -> None:
-    text = readme.read_text()
-    start, end = text.index(README_BEGIN), text.index(README_END) + len(README_END)
-    readme.write_text(text[:start] + readme_block(report) + text[end:])
+def rewrite_results_page() -> None:
+    """docs/results.md (which quotes ``readme_block``) rebuilt from the stored files."""
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "results_pages.py")], check=True)
 
 
 def render_md(report: dict[str, Any]) -> str:
@@ -362,14 +361,14 @@ def main() -> None:
     parser.add_argument(
         "--readme",
         action="store_true",
-        help="measure nothing: rewrite OUT/resolution.md and the README's resolution figures "
-        "from OUT/resolution.json",
+        help="measure nothing: rewrite OUT/resolution.md and docs/results.md's resolution "
+        "figures from OUT/resolution.json",
     )
     args = parser.parse_args()
     if args.readme:
         stored = json.loads((args.out / "resolution.json").read_text())
         (args.out / "resolution.md").write_text(render_md(stored) + "\n")
-        rewrite_readme(ROOT / "README.md", stored)
+        rewrite_results_page()
         return
     tritonlab = str(Path(sys.executable).parent / "tritonlab")
     from bench_common import fresh_folder, report_header  # beside this script

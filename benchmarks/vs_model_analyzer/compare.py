@@ -433,16 +433,13 @@ def readme_block(data: dict[str, Any]) -> str:
 
 
 def render(out: Path) -> None:
-    """Rewrite the targets, vs_model_analyzer.md and the README's block from the stored JSON."""
+    """Rewrite the targets, vs_model_analyzer.md and docs/results.md from the stored JSON."""
     path = out / "vs_model_analyzer.json"
     data = json.loads(path.read_text())
     data["targets"] = targets(data)
     path.write_text(json.dumps(data, indent=2) + "\n")
     (out / "vs_model_analyzer.md").write_text(markdown(data))
-    readme = REPO / "README.md"
-    text = readme.read_text()
-    first, last = text.index(README_BEGIN), text.index(README_END) + len(README_END)
-    readme.write_text(text[:first] + readme_block(data) + text[last:])
+    subprocess.run([sys.executable, str(REPO / "scripts" / "results_pages.py")], check=True)
 
 
 def main(argv: list[str] | None = None) -> int:
