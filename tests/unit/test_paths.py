@@ -7,7 +7,9 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -165,36 +167,83 @@ def test_recorded_run_dir_reads_the_servers_repository() -> None:
     assert recorded_run_dir(None) is None
 
 
+OLD_RUN_DIR = "/tmp/demo1"  # where the fake old machine measured the seed run
+
+
 def _old_machine(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The machine that recorded the fixture runs (cache in /root, venv in /work/main)."""
+    """A machine that stored absolute paths (cache in /root, venv in /work/main)."""
     monkeypatch.setenv("TRITONLAB_CACHE", "/root/.cache/tritonlab")
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
     monkeypatch.setattr(sys, "prefix", "/work/main/.venv")
     monkeypatch.setattr(sys, "base_prefix", "/usr")
 
 
-def test_old_runs_are_shown_portably(seed_run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _absolute_arg(arg: str) -> str:
+    """``arg`` as tritonlab stored it before paths were portable (on ``_old_machine``)."""
+    flag, sep, value = arg.partition("=") if arg.startswith("-") else ("", "", arg)
+    if "/" in value or flag == "--model-repository":
+        value = expand_path(value, OLD_RUN_DIR)
+    return flag + sep + value
+
+
+def _rewrite_json(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def _old_run(seed_run_dir: Path, folder: Path) -> Path:
+    """A copy of the seed run stored the old way: absolute paths of ``_old_machine``.
+
+    The committed fixtures hold portable paths only (no machine's paths are committed), so the
+    old form is rebuilt here from them to keep reading such runs tested.
+    """
+    shutil.copytree(seed_run_dir, folder)
+    results = folder / "results"
+
+    def manifest(data: dict[str, Any]) -> None:
+        data["server"]["command"] = [_absolute_arg(a) for a in data["server"]["command"]]
+        data["perf_analyzer"]["binary"] = _absolute_arg(data["perf_analyzer"]["binary"])
+
+    def cell(data: dict[str, Any]) -> None:
+        data["perf"]["command"] = [_absolute_arg(a) for a in data["perf"]["command"]]
+
+    _rewrite_json(results / "manifest.json", manifest)
+    for path in (results / "cells").glob("*.json"):
+        _rewrite_json(path, cell)
+    text = (results / "manifest.json").read_text()
+    assert f"--model-repository={OLD_RUN_DIR}/models" in text and "/root/.cache/" in text
+    assert "/work/main/.venv/bin/perf_analyzer" in text
+    return folder
+
+
+def test_old_runs_are_shown_portably(
+    seed_run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _old_machine(monkeypatch)
-    stored = Manifest.from_dict(load_manifest(seed_run_dir))
-    manifest, cells = portable_records(seed_run_dir, stored, load_cells(seed_run_dir))
+    run = _old_run(seed_run_dir, tmp_path / "seed")
+    stored = Manifest.from_dict(load_manifest(run))
+    assert "/tmp/demo1/benchmarks/" in json.dumps([c.perf.command for c in load_cells(run)])
+    manifest, cells = portable_records(run, stored, load_cells(run))
     text = json.dumps([manifest.to_dict(), [c.perf.command for c in cells]])
     assert "/root/" not in text and "/work/" not in text and "/tmp/demo1" not in text
     assert manifest.server.command and "--model-repository=models" in manifest.server.command
     assert manifest.perf_analyzer.binary == "$VIRTUAL_ENV/bin/perf_analyzer"
     assert cells[0].perf.command[0] == "$VIRTUAL_ENV/bin/perf_analyzer"
+    assert "benchmarks/baseline/grpc_b1_c8__r1.csv" in {a for c in cells for a in c.perf.command}
 
 
 def test_rebuilt_reports_hold_no_absolute_paths(
     seed_run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _old_machine(monkeypatch)
-    run = tmp_path / "seed"
-    shutil.copytree(seed_run_dir, run)
+    run = _old_run(seed_run_dir, tmp_path / "seed")
     build_report(run)
     log = (run / "docs" / "experiment_log.md").read_text()
     page = (run / "report.html").read_text()
     for text in (log, page):
         assert "/root/" not in text and "/work/" not in text and str(tmp_path) not in text
-        assert "$TRITONLAB_CACHE" in text
+        assert "/tmp/demo1" not in text and "$TRITONLAB_CACHE" in text
     reproduce = log[log.index("## Reproduce") :]
     assert '- Server command: `"$TRITONLAB_CACHE"/' in reproduce
     assert "--model-repository=models" in reproduce
