@@ -18,7 +18,6 @@ from tritonlab.analysis.aggregate import (
     LITTLE_TOLERANCE,
     VariantSummary,
     compare_figure,
-    same_offered_load,
     summarise,
     why_not_comparable,
 )
@@ -35,6 +34,7 @@ from tritonlab.analysis.verdicts import (
     compare,
     paired_log_ratios,
 )
+from tritonlab.analysis.workload import same_offered_load
 from tritonlab.experiments.store import CellResult
 
 FELL_BEHIND_WARNING = "Perf Analyzer was not able to keep up the desired request rate."

@@ -171,10 +171,8 @@ def test_report_to_dict_is_json(analyses: list[Analysis]) -> None:
 
 def test_choose_reference_prefers_fewest_changes(by_name: Names) -> None:
     earlier = [by_name["baseline"], by_name["batch_5ms_x1"]]
-    assert choose_reference(by_name["batch_5ms_x2"].variant, earlier).variant.name == (
-        "batch_5ms_x1"
-    )
-    assert choose_reference(by_name["batch_0ms_x1"].variant, earlier).variant.name == "baseline"
+    assert choose_reference(by_name["batch_5ms_x2"], earlier).variant.name == ("batch_5ms_x1")
+    assert choose_reference(by_name["batch_0ms_x1"], earlier).variant.name == "baseline"
 
 
 def test_describe_change() -> None:

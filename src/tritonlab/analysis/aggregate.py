@@ -8,6 +8,7 @@ from typing import Any
 
 from tritonlab.analysis.summary import Summary
 from tritonlab.analysis.verdicts import Verdict, compare, not_comparable
+from tritonlab.analysis.workload import workload_differences
 from tritonlab.experiments.store import CellResult
 from tritonlab.perf.settings import PerfSettings
 from tritonlab.repository.variants import ServingVariant
@@ -228,20 +229,15 @@ def summarise(
     ]
 
 
-def same_offered_load(a: VariantSummary, b: VariantSummary, tolerance: float = 0.02) -> bool:
-    """Closed loop at one concurrency, or open loop at (nearly) the same request rate."""
-    ra, rb = a.settings.request_rate_per_s, b.settings.request_rate_per_s
-    if ra is None and rb is None:
-        return a.settings.concurrency == b.settings.concurrency
-    if ra is None or rb is None:
-        return False
-    return abs(ra - rb) <= tolerance * max(ra, rb)
-
-
 def why_not_comparable(a: VariantSummary, b: VariantSummary) -> str | None:
-    """Why two summaries' figures cannot be compared, or None when they can."""
-    if not same_offered_load(a, b):
-        return "different offered loads"
+    """Why two summaries' figures cannot be compared, or None when they can: what differs in
+    their work (model, input shapes) or offered load, or a rate perf_analyzer did not keep up.
+
+    The client (protocol, client batch size) may differ: a verdict between two clients at the
+    same load compares two ways of serving the same work (the picks' runner-ups do)."""
+    differences = workload_differences(a, b, client=False)
+    if differences:
+        return "; ".join(differences)
     if a.load_generator_fell_behind or b.load_generator_fell_behind:
         return "perf_analyzer did not keep up the offered rate"
     return None
@@ -251,7 +247,7 @@ def compare_figure(
     figure: str, attr: str, reference: VariantSummary, subject: VariantSummary
 ) -> Verdict:
     """The verdict on one figure (``attr`` of ``VariantSummary``), "not comparable" when the
-    loads differ or one was not really offered."""
+    work or the loads differ or one was not really offered (``why_not_comparable``)."""
     ref, sub = getattr(reference, attr), getattr(subject, attr)
     why = why_not_comparable(reference, subject)
     return not_comparable(figure, ref, sub, why) if why else compare(figure, ref, sub)

@@ -38,7 +38,9 @@ from the M/D/1 formula ``ρ / (2 (1 - ρ)) · T`` for ``ρ = λ T / M``, plus, w
 for the batch (``r = min(target, 1 + λ D)``).
 
 Every term is a measured figure from the same run; the log prints predicted against measured
-for every configuration and load, and names the term that was off where the error is large.
+for every configuration and load at the input shapes the terms were timed at (``fits``: a row
+at another sequence length gets no prediction), and names the term that was off where the error
+is large.
 """
 
 from __future__ import annotations
@@ -199,6 +201,9 @@ class CostModel:
     engine: str = "onnxruntime"  # whose F and P model_fixed_us / model_per_sample_us are
     # engine -> the precision it really computed in on this processor (OpenVINO's own report)
     precision_used: tuple[tuple[str, str], ...] = ()
+    # Input name -> the non-batch shape the in-process terms were timed at (the run's reference
+    # load); None: not recorded, and the terms are taken to hold for every row.
+    input_shapes: tuple[tuple[str, tuple[int, ...]], ...] | None = None
 
     @classmethod
     def fit(
@@ -249,6 +254,16 @@ class CostModel:
             ),
             precision_used=tuple(sorted((precision_used or {}).items())),
         )
+
+    def fits(self, s: VariantSummary) -> bool:
+        """True when ``s`` sent the input shapes the terms were timed at: every dynamic input
+        (``PerfSettings.input_shapes``) at its fitted shape. A row at another sequence length
+        does other work per inference, so the model predicts nothing for it and names no cause
+        there."""
+        if self.input_shapes is None:
+            return True
+        fitted = dict(self.input_shapes)
+        return all(fitted.get(k) == tuple(v) for k, v in s.settings.input_shapes.items())
 
     def computes_in(self, engine: str) -> str:
         """The precision ``engine`` ("openvino bf16") really computed in here."""

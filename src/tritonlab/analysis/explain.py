@@ -22,6 +22,7 @@ from tritonlab.analysis.rule_support import (
 from tritonlab.analysis.rules import apply_rules
 from tritonlab.analysis.summary import Summary
 from tritonlab.analysis.verdicts import HIGHER, LOWER, NO_CLEAR, NOT_COMPARABLE, Verdict
+from tritonlab.analysis.workload import same_workload
 from tritonlab.repository.knobs import KNOB_BY_FIELD, describe_change
 from tritonlab.repository.variants import ServingVariant
 
@@ -95,20 +96,28 @@ def _verdicts(
     return {key: compare_figure(label, key, ref, sub) for key, label in figures.items()}
 
 
-def choose_reference(subject: ServingVariant, earlier: list[VariantSummary]) -> VariantSummary:
+def choose_reference(subject: VariantSummary, earlier: list[VariantSummary]) -> VariantSummary:
     """The earlier variant that differs from ``subject`` in the fewest fields.
 
     Ties go to the one with fewer raw field differences (so 5 ms + preferred [8] is explained
     against 5 ms, not against the baseline it also differs from by "enabling batching"), then to
-    the earliest.
+    one measured under the same workload (``same_workload``: the rules compare only those),
+    then to the earliest.
     """
     return min(
         earlier,
         key=lambda e: (
-            len(changed_fields(e.variant, subject)),
-            len(raw_changed_fields(e.variant, subject)),
+            len(changed_fields(e.variant, subject.variant)),
+            len(raw_changed_fields(e.variant, subject.variant)),
+            not same_workload(e, subject),
         ),
     )
+
+
+def fitted_cost_model(model: CostModel | None, *rows: VariantSummary) -> CostModel | None:
+    """``model`` when it was fitted at the input shapes of every row in ``rows``, else None: a
+    row at another sequence length gets no prediction and no cause from the cost model."""
+    return model if model is not None and all(model.fits(r) for r in rows) else None
 
 
 def _background(
@@ -219,9 +228,10 @@ def explain_variant(
     """The experiment-log row of ``subject``: its reference, verdicts against it, the rules'
     findings and the background/action/result/why text."""
     baseline = earlier[0] if earlier else subject
-    reference = choose_reference(subject.variant, earlier) if earlier else subject
+    reference = choose_reference(subject, earlier) if earlier else subject
     changed = changed_fields(reference.variant, subject.variant)
-    ctx = RuleContext(subject, baseline, reference, cores, tuple(others), cost_model)
+    model = fitted_cost_model(cost_model, subject, reference)
+    ctx = RuleContext(subject, baseline, reference, cores, tuple(others), model)
     findings = apply_rules(ctx)
     verdicts = _verdicts(baseline, subject)
     if not earlier:

@@ -21,6 +21,7 @@ from tritonlab.analysis.recommend_records import (
     Saturation,
 )
 from tritonlab.analysis.verdicts import HIGHER, MIN_EFFECT_PCT, compare
+from tritonlab.analysis.workload import same_workload
 from tritonlab.experiments.plan import sequence_length_of
 
 
@@ -52,7 +53,8 @@ def _gain_per_doubling_pct(t0: float, t1: float, c0: int, c1: int) -> float:
 
 
 def closed_loop_curves(summaries: list[VariantSummary]) -> dict[ConfigKey, list[VariantSummary]]:
-    """Each configuration -> its closed-loop summaries, by concurrency."""
+    """Each configuration (at its sequence length) -> its closed-loop summaries, by
+    concurrency."""
     curves: dict[ConfigKey, list[VariantSummary]] = defaultdict(list)
     for s in summaries:
         st = s.settings
@@ -100,9 +102,13 @@ def saturation_over_concurrency(curve: list[VariantSummary]) -> Saturation | Non
     """The first step up the curve where queue time grows clearly while throughput stays flat.
 
     "Grows clearly": the queue-time verdict is "higher" and the median rose by at least
-    ``SATURATION_QUEUE_GROWTH_PCT``; "flat": the throughput verdict is not "higher".
+    ``SATURATION_QUEUE_GROWTH_PCT``; "flat": the throughput verdict is not "higher". A step is
+    one to a higher concurrency under the same workload but the load (``same_workload``): two
+    points at one concurrency, or at different sequence lengths, are no step up a curve.
     """
     for lower, upper in itertools.pairwise(curve):
+        if not _is_step_up(lower, upper):
+            continue
         q0, q1 = lower.queue_us.median, upper.queue_us.median
         if q0 is None or q1 is None:
             continue
@@ -115,6 +121,15 @@ def saturation_over_concurrency(curve: list[VariantSummary]) -> Saturation | Non
         c0, c1 = lower.settings.concurrency or 0, upper.settings.concurrency or 0
         return Saturation(ConfigKey.of(lower), c0, c1, q0, q1, tput)
     return None
+
+
+def _is_step_up(lower: VariantSummary, upper: VariantSummary) -> bool:
+    """True when ``upper`` is ``lower``'s configuration and workload at a higher concurrency."""
+    return (
+        lower.variant.name == upper.variant.name
+        and same_workload(lower, upper, load=False)
+        and (lower.settings.concurrency or 0) < (upper.settings.concurrency or 0)
+    )
 
 
 def saturation_findings(summaries: list[VariantSummary]) -> list[Saturation]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tritonlab.analysis.aggregate import VariantSummary, compare_figure, same_offered_load
+from tritonlab.analysis.aggregate import VariantSummary, compare_figure
 from tritonlab.analysis.cost_model import CostModel
 from tritonlab.analysis.rule_support import (
     Finding,
@@ -15,13 +15,14 @@ from tritonlab.analysis.rule_support import (
     rounded,
 )
 from tritonlab.analysis.verdicts import Verdict
+from tritonlab.analysis.workload import same_workload
 
 
 def threads_effect(ctx: RuleContext) -> Finding | None:
     """More (or fewer) onnxruntime threads per instance: how much faster one execution ran,
     against the in-process speedup, and what an instance-count change did at the same cores."""
     s, r = ctx.subject, ctx.reference
-    if changed_fields(r.variant, s.variant) != ["intra_op_threads"] or not same_offered_load(r, s):
+    if changed_fields(r.variant, s.variant) != ["intra_op_threads"] or not same_workload(r, s):
         return None
     t0, t1 = r.variant.intra_op_threads, s.variant.intra_op_threads
     e0, e1 = execution_us(r), execution_us(s)
@@ -60,7 +61,7 @@ def threads_effect(ctx: RuleContext) -> Finding | None:
         for o in ctx.others
         if changed_fields(r.variant, o.variant) == ["instance_count"]
         and o.variant.instance_count == (t1 or ctx.cores)
-        and same_offered_load(o, s)
+        and same_workload(o, s)
     ]
     if rivals:
         rival = rivals[0]
@@ -84,7 +85,7 @@ def engine_effect(ctx: RuleContext) -> Finding | None:
     which of the cost model's terms moved it (the engine's fixed cost per execution or its
     per-sample cost, both from its own in-process fit), at the batches actually formed."""
     s, r = ctx.subject, ctx.reference
-    if changed_fields(r.variant, s.variant) not in ENGINE_FIELDS or not same_offered_load(r, s):
+    if changed_fields(r.variant, s.variant) not in ENGINE_FIELDS or not same_workload(r, s):
         return None
     e0, e1 = execution_us(r), execution_us(s)
     b0, b1 = r.mean_batch.median, s.mean_batch.median
@@ -227,7 +228,7 @@ def cache_effect(ctx: RuleContext) -> Finding | None:
     """The response cache switched on (or off): the share of lookups it answered, from Triton's
     statistics (cache hits and misses), and what that did to throughput and the model's runs."""
     s, r = ctx.subject, ctx.reference
-    if changed_fields(r.variant, s.variant) != ["response_cache"] or not same_offered_load(r, s):
+    if changed_fields(r.variant, s.variant) != ["response_cache"] or not same_workload(r, s):
         return None
     cached = s if s.variant.response_cache else r
     hits, misses = cached.cache_hits, cached.cache_misses

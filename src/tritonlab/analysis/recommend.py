@@ -43,17 +43,19 @@ Rules, stated so a reader can re-check them against the tables:
   pick's, or the throughput pick's throughput clearly higher than the latency pick's; otherwise
   it says which is true (one configuration serves both goals, the picks are within each other's
   noise, or their loads cannot be compared).
-- Knee of a closed-loop curve (one variant, protocol and client batch size, concurrency sorted):
-  the smallest concurrency that no higher measured level clearly beats, where "clearly" means
-  the verdict is "higher" and the gain is at least ``KNEE_GAIN_PER_DOUBLING_PCT`` per doubling
-  of concurrency. If every level is beaten by a later one, the knee is the largest measured.
+- Knee of a closed-loop curve (one variant, protocol, client batch size and sequence length,
+  concurrency sorted): the smallest concurrency that no higher measured level clearly beats,
+  where "clearly" means the verdict is "higher" and the gain is at least
+  ``KNEE_GAIN_PER_DOUBLING_PCT`` per doubling of concurrency. If every level is beaten by a
+  later one, the knee is the largest measured.
 - Highest rate within budget (MLPerf "Server"): the highest open-loop request rate (req/s,
   Poisson arrivals) whose p99 is within the budget in every repeat, per variant, protocol and
   client batch size, among the rates perf_analyzer kept up and the server kept up with (median
   served >= ``RATE_KEPT_UP_SHARE`` of the offered load).
 - Saturation over concurrency (``saturation_over_concurrency``): going up the curve, queue time
   grows clearly while throughput shows no gain (not "higher", median change under 5%): the
-  added requests only wait.
+  added requests only wait. A step compares only points of one workload (``same_workload``
+  but the load): another sequence length is another curve.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from tritonlab.analysis.aggregate import VariantSummary, compare_figure, same_offered_load
+from tritonlab.analysis.aggregate import VariantSummary, compare_figure
 from tritonlab.analysis.frontier import (
     at_reference_length,
     knees,
@@ -81,6 +83,7 @@ from tritonlab.analysis.recommend_records import (
     operating_point,
 )
 from tritonlab.analysis.verdicts import NO_CLEAR, NOT_COMPARABLE, Verdict, compare
+from tritonlab.analysis.workload import same_offered_load
 from tritonlab.repository.knobs import KNOB_LABELS
 
 if TYPE_CHECKING:

@@ -16,6 +16,7 @@ from pydantic import PlainSerializer
 from tritonlab.analysis.aggregate import VariantSummary
 from tritonlab.analysis.config_key import ConfigKey
 from tritonlab.analysis.verdicts import Verdict, VerdictRecord
+from tritonlab.experiments.plan import sequence_length_of
 from tritonlab.records import Record
 
 BASELINE = "baseline"  # ExperimentPlan.validate makes the first variant the baseline
@@ -59,8 +60,10 @@ class OperatingPoint:
 
     @property
     def curve_key(self) -> ConfigKey:
-        """The configuration, without the load level."""
-        return ConfigKey(self.variant, self.protocol, self.batch_size)
+        """The configuration at its sequence length, without the load level."""
+        return ConfigKey(
+            self.variant, self.protocol, self.batch_size, sequence_length_of(self.load_key)
+        )
 
     @property
     def load_label(self) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tritonlab.analysis.aggregate import VariantSummary, compare_figure, same_offered_load
+from tritonlab.analysis.aggregate import VariantSummary, compare_figure
 from tritonlab.analysis.cost_model import CostModel
 from tritonlab.analysis.knob_rules import cache_effect, engine_effect, threads_effect
 from tritonlab.analysis.measurement_rules import (
@@ -30,6 +30,7 @@ from tritonlab.analysis.rule_support import (
     rounded,
 )
 from tritonlab.analysis.verdicts import HIGHER, LOWER, Verdict
+from tritonlab.analysis.workload import same_workload
 from tritonlab.repository.variants import batch_target
 
 # Thresholds, named so the docs and tests can quote them.
@@ -67,7 +68,7 @@ def queue_delay_trap(ctx: RuleContext) -> Finding | None:
         for o in ctx.others
         if o.variant.dynamic_batching
         and o.variant.max_queue_delay_us == 0
-        and o.load_key == s.load_key
+        and same_workload(o, s)
         and o.mean_batch.median
     ]
     evidence = (
@@ -111,7 +112,7 @@ def batching_amortised(ctx: RuleContext) -> Finding | None:
     s, r = ctx.subject, ctx.reference
     if not s.variant.dynamic_batching or r.variant.dynamic_batching:
         return None
-    if changed_fields(r.variant, s.variant) != ["dynamic_batching"] or not same_offered_load(r, s):
+    if changed_fields(r.variant, s.variant) != ["dynamic_batching"] or not same_workload(r, s):
         return None  # another knob changed too, or the loads differ: batching alone is not why
     b0, b1 = r.mean_batch.median, s.mean_batch.median
     c0, c1 = r.compute_per_inference_us.median, s.compute_per_inference_us.median
@@ -297,7 +298,7 @@ def _instances_prediction(
 def instances_effect(ctx: RuleContext) -> Finding | None:
     """More (or fewer) instances: explained from what changed in the server and the CPU."""
     s, r = ctx.subject, ctx.reference
-    if changed_fields(r.variant, s.variant) != ["instance_count"] or not same_offered_load(r, s):
+    if changed_fields(r.variant, s.variant) != ["instance_count"] or not same_workload(r, s):
         return None
     verdict = compare_figure("throughput", "throughput", r, s)
     per_inference = compare_figure("compute per inference", "compute_per_inference_us", r, s)
@@ -418,7 +419,7 @@ def batching_compute_bound(ctx: RuleContext) -> Finding | None:
     if model is None or not s.variant.dynamic_batching or r.variant.dynamic_batching:
         return None
     model = model.for_engine(s.variant.engine)
-    if changed_fields(r.variant, s.variant) != ["dynamic_batching"] or not same_offered_load(r, s):
+    if changed_fields(r.variant, s.variant) != ["dynamic_batching"] or not same_workload(r, s):
         return None
     b0, b1 = r.mean_batch.median, s.mean_batch.median
     c0, c1 = r.compute_per_inference_us.median, s.compute_per_inference_us.median

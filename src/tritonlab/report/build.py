@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tritonlab.analysis.explain import Analysis
 from tritonlab.experiments.store import write_result, write_text_atomic
@@ -38,6 +39,18 @@ class BuiltReport:
     html_report: Path | None = None
 
 
+def _unfitted(run: RunData) -> dict[str, Any]:
+    """The loads the cost model predicts nothing for, with the input shapes it was fitted at
+    (an empty dict when it fits every load, so such files read as before)."""
+    if not run.unfitted_loads or run.cost_model is None:
+        return {}
+    shapes = run.cost_model.input_shapes or ()
+    return {
+        "fitted_input_shapes": {k: list(v) for k, v in shapes},
+        "loads_at_other_input_shapes": run.unfitted_loads,
+    }
+
+
 def write_report(run: RunData) -> BuiltReport:
     """Write docs/, plots/, report.html, results/*.json and README.md from ``run``."""
     paths = run.paths
@@ -47,6 +60,7 @@ def write_report(run: RunData) -> BuiltReport:
             {
                 "terms": run.cost_model.to_dict(),
                 "predictions": [p.to_dict() for p in run.predictions],
+                **_unfitted(run),
             },
         )
     else:

@@ -4,6 +4,8 @@ against its measurement, and where the model misses."""
 from __future__ import annotations
 
 from tritonlab.analysis.cost_model import MODEL_FAILS_PCT, CostModel, Prediction
+from tritonlab.analysis.workload import shapes_text
+from tritonlab.experiments.plan import sequence_length_of
 from tritonlab.report.text_format import num
 
 
@@ -106,8 +108,31 @@ def _misses_lines(predictions: list[Prediction]) -> list[str]:
     return lines
 
 
-def cost_model_section(model: CostModel | None, predictions: list[Prediction]) -> list[str]:
-    """The fitted terms, predicted against measured per configuration and load, and misses."""
+def _unfitted_lines(model: CostModel, predictions: list[Prediction], loads: list[str]) -> list[str]:
+    """Return the sentence that names the loads left out because their rows sent other input
+    shapes than the terms were timed at (nothing when none was)."""
+    if not loads:
+        return []
+    lengths = {sequence_length_of(p.load_key) for p in predictions}
+    shapes = shapes_text(dict(model.input_shapes or ()))
+    fitted = (
+        f"sequence length {next(iter(lengths))} ({shapes})"
+        if len(lengths) == 1 and None not in lengths
+        else shapes
+    )
+    return [
+        f"The in-process terms were timed at {fitted}; {', '.join(loads)} sent other input "
+        "shapes, so the model predicts nothing there and the explanations name no cause from "
+        "it at those loads.",
+        "",
+    ]
+
+
+def cost_model_section(
+    model: CostModel | None, predictions: list[Prediction], unfitted_loads: list[str] | None = None
+) -> list[str]:
+    """The fitted terms, predicted against measured per configuration and load (at the input
+    shapes the terms were timed at; ``unfitted_loads`` are named as left out), and misses."""
     lines = ["## Serving cost model: predicted against measured", ""]
     if model is None:
         return [
@@ -122,4 +147,5 @@ def cost_model_section(model: CostModel | None, predictions: list[Prediction]) -
         *_cost_terms_lines(model),
         *(_prediction_row(p) for p in predictions),
         *_misses_lines(predictions),
+        *_unfitted_lines(model, predictions, unfitted_loads or []),
     ]

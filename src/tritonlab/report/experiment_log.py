@@ -350,7 +350,7 @@ def render_experiment_log(run: RunData) -> str:
     lines += faults_section(run.faults)
     lines += nodes_section(manifest.nodes, run.cells)
     lines += efficiency_section(run.efficiencies, run.summaries)
-    lines += cost_model_section(cost_model, run.predictions)
+    lines += cost_model_section(cost_model, run.predictions, run.unfitted_loads)
     if operators and analyses:
         lines += _operators_section(operators, analyses, cost_model)
     lines += method_lines(

@@ -62,6 +62,8 @@ class RunData:
     engine: EngineRecord | None = None  # results/engine.json of a block-engine run
     stopping: StoppingRecord | None = None  # results/stopping.json: why extra rounds stopped
     noise_floors: list[NoiseFloor] = field(default_factory=list)  # the A/A controls
+    # load keys whose rows sent other input shapes than the cost model was fitted at
+    unfitted_loads: list[str] = field(default_factory=list)
 
     @property
     def summaries(self) -> list[VariantSummary]:
@@ -76,10 +78,21 @@ def load_operators(run_dir: Path) -> OperatorsRecord | None:
 
 def fit_cost_model(run_dir: Path, cores: int) -> CostModel | None:
     """The run's cost model: serving-path cells + in-process timings, both from disk."""
-    return _cost_model(run_dir, cores, load_operators(run_dir))
+    manifest = Manifest.from_dict(load_manifest(run_dir))
+    return _cost_model(run_dir, cores, load_operators(run_dir), manifest)
 
 
-def _cost_model(run_dir: Path, cores: int, operators: OperatorsRecord | None) -> CostModel | None:
+def _fitted_shapes(manifest: Manifest) -> tuple[tuple[str, tuple[int, ...]], ...] | None:
+    """The input shapes the in-process timings were taken at (the manifest's inputs, sized for
+    the reference load); None for runs that did not record them."""
+    if manifest.inputs is None:
+        return None
+    return tuple(sorted(manifest.inputs.shapes.items()))
+
+
+def _cost_model(
+    run_dir: Path, cores: int, operators: OperatorsRecord | None, manifest: Manifest
+) -> CostModel | None:
     if operators is None:
         return None
     groups: dict[str, list[Any]] = {}
@@ -94,7 +107,7 @@ def _cost_model(run_dir: Path, cores: int, operators: OperatorsRecord | None) ->
         engine: {b: max(0.0, t - empty.get(b, 0.0)) for b, t in ts.items()}
         for engine, ts in (operators.engines_in_process_us_per_execution or {}).items()
     }
-    return CostModel.fit(
+    model = CostModel.fit(
         points,
         timings,
         cores,
@@ -102,6 +115,14 @@ def _cost_model(run_dir: Path, cores: int, operators: OperatorsRecord | None) ->
         engines,
         operators.engines_precision_used or {},
     )
+    return None if model is None else replace(model, input_shapes=_fitted_shapes(manifest))
+
+
+def _unfitted_loads(model: CostModel | None, summaries: list[VariantSummary]) -> list[str]:
+    """The load keys, in order, of the rows the cost model was not fitted for (``fits``)."""
+    if model is None:
+        return []
+    return list(dict.fromkeys(s.load_key for s in summaries if not model.fits(s)))
 
 
 def portable_records(
@@ -136,9 +157,12 @@ def load_run(run_dir: Path) -> RunData:
         raise TritonlabError(f"{run_dir} has no measured cells yet; run the experiment first")
     cores = manifest.machine.cpu_affinity_count or 1
     operators = load_operators(run_dir)
-    model = _cost_model(run_dir, cores, operators)
+    model = _cost_model(run_dir, cores, operators, manifest)
     analyses = analyse(summarise(cells, manifest.variant_order), cores, model)
     summaries = [r.summary for a in analyses for r in a.reports]
+    # the cost model prices model executions at the shapes it was timed at; a response from
+    # the cache runs none, and a row at another sequence length is other work
+    priced = [s for s in summaries if not s.cache_hits]
     return RunData(
         paths=paths,
         manifest=manifest,
@@ -148,8 +172,8 @@ def load_run(run_dir: Path) -> RunData:
         adaptive_rounds=load_records(paths.adaptive, AdaptiveRound),
         analyses=analyses,
         cost_model=model,
-        # the cost model prices model executions; a response from the cache runs none
-        predictions=[model.predict(s) for s in summaries if not s.cache_hits] if model else [],
+        predictions=[model.predict(s) for s in priced if model.fits(s)] if model else [],
+        unfitted_loads=_unfitted_loads(model, priced),
         recommendations=recommendations_from_manifest(manifest, summaries),
         efficiencies=serving_efficiency(summaries, parse_ceilings(operators)),
         faults=load_faults(run_dir),

@@ -224,3 +224,9 @@ def is_model_name(name: str) -> bool:
 def variant_model_name(model_name: str, variant: ServingVariant) -> str:
     """The Triton model name a variant is served under; the baseline keeps the plain name."""
     return model_name if variant.name == "baseline" else f"{model_name}__{variant.name}"
+
+
+def served_model_of(triton_name: str) -> str:
+    """The model a variant's Triton name was built from (``variant_model_name`` read back: a
+    model name holds no '__')."""
+    return triton_name.split("__", 1)[0]
