@@ -50,6 +50,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from tritonlab.analysis.aggregate import VariantSummary
+from tritonlab.analysis.fit_check import FitCheck, check_fit
 from tritonlab.analysis.operators import ExecutionCostFit
 from tritonlab.experiments.store import CellResult
 from tritonlab.repository.variants import batch_target
@@ -199,6 +200,10 @@ class CostModel:
     engine: str = "onnxruntime"  # whose F and P model_fixed_us / model_per_sample_us are
     # engine -> the precision it really computed in on this processor (OpenVINO's own report)
     precision_used: tuple[tuple[str, str], ...] = ()
+    # The in-process points (batch, µs per execution) F and P were fitted to, and each other
+    # engine's: what ``fit_check`` checks the line against before a cause is read off it.
+    model_points: tuple[tuple[int, float], ...] = ()
+    engine_points: tuple[tuple[str, tuple[tuple[int, float], ...]], ...] = ()
 
     @classmethod
     def fit(
@@ -248,6 +253,11 @@ class CostModel:
                 if (fit := ExecutionCostFit.fit(timings)) is not None
             ),
             precision_used=tuple(sorted((precision_used or {}).items())),
+            model_points=tuple(sorted(in_process_us_per_execution.items())),
+            engine_points=tuple(
+                (engine, tuple(sorted(timings.items())))
+                for engine, timings in sorted((engines_us_per_execution or {}).items())
+            ),
         )
 
     def computes_in(self, engine: str) -> str:
@@ -267,8 +277,14 @@ class CostModel:
                     model_per_sample_us=per_sample,
                     engine=engine,
                     thread_speedup=(),
+                    model_points=dict(self.engine_points).get(engine, ()),
                 )
         return self
+
+    def fit_check(self) -> FitCheck | None:
+        """How far F + P x batch misses the in-process points it was fitted to; None for a
+        model built without them (then nothing says the line is off)."""
+        return check_fit(self.model_fixed_us, self.model_per_sample_us, dict(self.model_points))
 
     def serving_us(self, requests: float) -> float:
         """The serving path for one execution of ``requests``: between the measured points,
