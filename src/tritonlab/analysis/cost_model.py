@@ -52,6 +52,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from tritonlab.analysis.aggregate import VariantSummary
+from tritonlab.analysis.fit_check import FitCheck, check_fit
 from tritonlab.analysis.operators import ExecutionCostFit
 from tritonlab.experiments.store import CellResult
 from tritonlab.repository.variants import batch_target
@@ -204,6 +205,10 @@ class CostModel:
     # Input name -> the non-batch shape the in-process terms were timed at (the run's reference
     # load); None: not recorded, and the terms are taken to hold for every row.
     input_shapes: tuple[tuple[str, tuple[int, ...]], ...] | None = None
+    # The in-process points (batch, µs per execution) F and P were fitted to, and each other
+    # engine's: what ``fit_check`` checks the line against before a cause is read off it.
+    model_points: tuple[tuple[int, float], ...] = ()
+    engine_points: tuple[tuple[str, tuple[tuple[int, float], ...]], ...] = ()
 
     @classmethod
     def fit(
@@ -253,6 +258,11 @@ class CostModel:
                 if (fit := ExecutionCostFit.fit(timings)) is not None
             ),
             precision_used=tuple(sorted((precision_used or {}).items())),
+            model_points=tuple(sorted(in_process_us_per_execution.items())),
+            engine_points=tuple(
+                (engine, tuple(sorted(timings.items())))
+                for engine, timings in sorted((engines_us_per_execution or {}).items())
+            ),
         )
 
     def fits(self, s: VariantSummary) -> bool:
@@ -282,8 +292,14 @@ class CostModel:
                     model_per_sample_us=per_sample,
                     engine=engine,
                     thread_speedup=(),
+                    model_points=dict(self.engine_points).get(engine, ()),
                 )
         return self
+
+    def fit_check(self) -> FitCheck | None:
+        """How far F + P x batch misses the in-process points it was fitted to; None for a
+        model built without them (then nothing says the line is off)."""
+        return check_fit(self.model_fixed_us, self.model_per_sample_us, dict(self.model_points))
 
     def serving_us(self, requests: float) -> float:
         """The serving path for one execution of ``requests``: between the measured points,

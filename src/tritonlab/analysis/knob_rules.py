@@ -7,6 +7,7 @@ from typing import Any
 
 from tritonlab.analysis.aggregate import VariantSummary, compare_figure
 from tritonlab.analysis.cost_model import CostModel
+from tritonlab.analysis.fit_check import points_around
 from tritonlab.analysis.rule_support import (
     Finding,
     RuleContext,
@@ -129,12 +130,54 @@ def engine_effect(ctx: RuleContext) -> Finding | None:
     if m0 is None or m1 is None or m0.engine != before or m1.engine != after:
         return Finding("engine-effect", s.variant.name, text + ".", figures)
     samples = b1  # mean batch, in samples
+    unfit = _fits_miss_the_effect(m0, m1, before, after, samples)
+    if unfit is not None:
+        figures |= unfit[0] | {"dominant_term": None}
+        return Finding("engine-effect", s.variant.name, text + unfit[1] + ".", figures)
     terms, terms_text, term = _engine_terms(m0, m1, before, after, samples)
     predicted, predicted_text = _predicted_execution(s, m0, m1, samples, execution, term)
     figures |= terms
     figures |= predicted
     text += terms_text + predicted_text
     return Finding("engine-effect", s.variant.name, text + ".", figures)
+
+
+def _fits_miss_the_effect(
+    m0: CostModel, m1: CostModel, before: str, after: str, samples: float
+) -> tuple[dict[str, Any], str] | None:
+    """None when both engines' in-process lines agree with their own points more closely than
+    the difference they put between the engines at a batch of ``samples``; otherwise the
+    figures and the sentence that quote the measured points instead and name no term."""
+    w0, w1 = m0.model_us(samples), m1.model_us(samples)
+    effect = w1 / w0 - 1 if w0 else 0.0
+    checks = [(c, e) for c, e in ((m0.fit_check(), before), (m1.fit_check(), after)) if c]
+    off = [(c, e) for c, e in checks if not c.supports(effect)]
+    if not off:
+        return None
+    check, engine = max(off, key=lambda ce: abs(ce[0].worst_miss_share))
+    p0, p1 = dict(m0.model_points), dict(m1.model_points)
+    quoted = [(b, t, p1[b]) for b, t in points_around(p0, samples) if p1.get(b)]
+    figures: dict[str, Any] = {
+        "fit_miss_engine": engine,
+        "fit_miss_batch": check.worst_batch,
+        "fit_miss_pct": rounded(100 * check.worst_miss_share, 1),
+        "fitted_difference_pct": rounded(100 * effect, 1),
+        "in_process_points_us": {b: [rounded(t0, 1), rounded(t1, 1)] for b, t0, t1 in quoted},
+    }
+    text = (
+        f". In-process, {engine}'s straight line (the cost model's F + P x batch) "
+        f"{check.miss_phrase()}, not less than the {100 * effect:+.0f}% it puts between the "
+        f"engines at a batch of {samples:.1f}, so no cost term is named as the cause"
+    )
+    if quoted:
+        text += "; the measured points (the model's own work, less the null model's call): " + (
+            ", ".join(
+                f"{t0:,.0f} µs on {before} against {t1:,.0f} µs on {after} at batch {b} "
+                f"({100 * (t1 / t0 - 1):+.0f}%)"
+                for b, t0, t1 in quoted
+            )
+        )
+    return figures, text
 
 
 def _engine_terms(

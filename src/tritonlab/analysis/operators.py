@@ -16,6 +16,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from tritonlab.analysis.fit_check import (
+    check_fit,
+    per_sample_text,
+    points_around,
+)
 from tritonlab.perf.in_process import Ceiling
 from tritonlab.perf.machine import MachineCeilings
 from tritonlab.records import Record
@@ -275,22 +280,49 @@ def operator_paragraph(
         )
     fit = ExecutionCostFit.fit(us_per_execution or {})
     if fit is not None:
-        parts.append(
-            f"Measured in-process, an execution costs {fit.fixed_us:.1f} µs fixed + "
-            f"{fit.per_sample_us:.1f} µs per sample (fitted over the batch sizes below, within "
-            f"{fit.max_relative_error:.0%} of each): "
-            f"the fixed part is {fit.fixed_share_at_batch_1:.0%} of a batch-1 run, and that is "
-            "all batching can save in compute."
-        )
-        batched = {k: v for k, v in mean_batches.items() if v and v > 1.05}
-        if batched:
-            listed = "; ".join(
-                f"{name}: mean batch {b:.1f} -> {fit.per_sample_at(b):.1f} µs per sample "
-                f"({profile.intensity(b):.2f} FLOP/byte)"
-                for name, b in batched.items()
-            )
-            parts.append(
-                f"At the batches Triton formed ({listed}) against {fit.per_sample_at(1):.1f} µs "
-                "at batch 1."
-            )
+        parts.append(_fit_sentences(fit, profile, mean_batches, us_per_execution or {}))
     return " ".join(parts)
+
+
+def _fit_sentences(
+    fit: ExecutionCostFit,
+    profile: OperatorProfile,
+    mean_batches: dict[str, float],
+    us_per_execution: dict[int, float],
+) -> str:
+    """The in-process line and the bound on batching its fixed part sets, where the line agrees
+    with its points (``fit_check``); otherwise how far it misses and the measured points."""
+    line = (
+        f"Measured in-process, an execution costs {fit.fixed_us:.1f} µs fixed + "
+        f"{fit.per_sample_us:.1f} µs per sample (fitted over the batch sizes below"
+    )
+    check = check_fit(fit.fixed_us, fit.per_sample_us, us_per_execution)
+    if check is not None and not check.supports_bound(fit.fixed_share_at_batch_1):
+        # the line misses its points by as much as the bound it would set: quote the points
+        def at(batch: float) -> str:
+            return "measured " + per_sample_text(points_around(us_per_execution, batch))
+
+        one = at(1)
+        text = (
+            f"{line}; the line {check.bound_phrase(fit.fixed_share_at_batch_1)}, so its fixed "
+            "part is not read as a bound on what batching can save in compute)."
+        )
+    else:
+
+        def at(batch: float) -> str:
+            return f"{fit.per_sample_at(batch):.1f} µs per sample"
+
+        one = f"{fit.per_sample_at(1):.1f} µs at batch 1"
+        text = (
+            f"{line}, within {fit.max_relative_error:.0%} of each): the fixed part is "
+            f"{fit.fixed_share_at_batch_1:.0%} of a batch-1 run, and that is all batching can "
+            "save in compute."
+        )
+    batched = {k: v for k, v in mean_batches.items() if v and v > 1.05}
+    if batched:
+        listed = "; ".join(
+            f"{name}: mean batch {b:.1f} -> {at(b)} ({profile.intensity(b):.2f} FLOP/byte)"
+            for name, b in batched.items()
+        )
+        text += f" At the batches Triton formed ({listed}) against {one}."
+    return text

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tritonlab.analysis.aggregate import VariantSummary, compare_figure
+from tritonlab.analysis.compute_bound_rule import batching_compute_bound
 from tritonlab.analysis.cost_model import CostModel
 from tritonlab.analysis.knob_rules import cache_effect, engine_effect, threads_effect
 from tritonlab.analysis.measurement_rules import (
@@ -401,70 +402,6 @@ def cpu_bound(ctx: RuleContext) -> Finding | None:
         },
         kind="flag",
     )
-
-
-COMPUTE_BOUND_MODEL_SHARE = 0.5  # model work >= 50% of a batch-1 execution (cost model)
-BATCHING_LITTLE_GAIN = 0.10  # compute per inference fell by less than 10%
-
-
-def batching_compute_bound(ctx: RuleContext) -> Finding | None:
-    """Batching formed batches but per-inference compute barely fell: the model's per-sample
-    work dominates each execution, and only the fixed part of an execution can be shared.
-
-    Needs the cost model (its in-process fit splits an execution into fixed and per-sample
-    work); the counter-example is a model whose serving path dominates, where
-    ``batching_amortised`` applies instead.
-    """
-    s, r, model = ctx.subject, ctx.reference, ctx.cost_model
-    if model is None or not s.variant.dynamic_batching or r.variant.dynamic_batching:
-        return None
-    model = model.for_engine(s.variant.engine)
-    if changed_fields(r.variant, s.variant) != ["dynamic_batching"] or not same_workload(r, s):
-        return None
-    b0, b1 = r.mean_batch.median, s.mean_batch.median
-    c0, c1 = r.compute_per_inference_us.median, s.compute_per_inference_us.median
-    if b0 is None or b1 is None or c0 is None or c1 is None or b1 <= 1.05 * b0 or not c0:
-        return None
-    k, th = s.settings.batch_size, s.variant.intra_op_threads
-    one = model.execution_us(1, k, th)
-    model_share = model.model_us(k, th) / one if one else 0.0
-    if model_share < COMPUTE_BOUND_MODEL_SHARE or (c0 - c1) / c0 >= BATCHING_LITTLE_GAIN:
-        return None
-    per_inference = compare_figure("compute per inference", "compute_per_inference_us", r, s)
-    throughput = compare_figure("throughput", "throughput", r, s)
-    fixed = model.model_fixed_us + model.serving_fixed_us
-    bound = fixed / one if one else 0.0
-    figures = {
-        "mean_batch_before": rounded(b0, 2),
-        "mean_batch_after": rounded(b1, 2),
-        "compute_us_per_inference_before": rounded(c0),
-        "compute_us_per_inference_after": rounded(c1),
-        "model_share_of_execution": rounded(model_share, 3),
-        "model_per_sample_us": rounded(model.model_per_sample_us, 1),
-        "fixed_us_per_execution": rounded(fixed, 1),
-        "throughput_change_pct": rounded(throughput.change_pct, 1),
-    }
-    saved = (c0 - c1) / c0
-    text = (
-        f"Batching formed batches of {b1:.1f} (was {b0:.1f}), yet compute per inference went "
-        f"only from {c0:,.0f} to {c1:,.0f} µs ({per_inference.phrase()}). Why: the model's own "
-        f"work is {model_share:.0%} of a {one:,.0f} µs batch-1 execution "
-        f"({model.model_per_sample_us:,.0f} µs per sample in-process), and batching shares "
-        f"only what an execution costs whatever its size: {fixed:,.0f} µs (serving path and the "
-        f"model's fixed part in the in-process fit), {bound:.0%} of a request's cost"
-    )
-    if saved > bound + 0.01:
-        # The measurement saved more than the straight-line fit allows: say so, do not claim
-        # the bound as a limit the same log contradicts.
-        text += (
-            f". The measured saving ({saved:.0%}) is larger than that: onnxruntime ran each "
-            "sample of a small batch somewhat faster than the fit's straight line over batch "
-            "sizes says, and that is the rest of the gain"
-        )
-    text += f". Throughput {throughput.phrase()}."
-    figures["measured_saving_share"] = rounded(saved, 3)
-    figures["fixed_share_of_request"] = rounded(bound, 3)
-    return Finding("batching-compute-bound", s.variant.name, text, figures)
 
 
 RULES: tuple[Callable[[RuleContext], Finding | None], ...] = (

@@ -1,0 +1,126 @@
+"""The rule for batching that buys little on a model whose own compute dominates an execution.
+
+Its "why" is read off the cost model's in-process line (``F + P x batch``), so it is stated only
+where that line agrees with the points it was fitted to (``fit_check``); otherwise the rule
+quotes the measured in-process points and names no cause. A measured saving larger than the
+line allows, or one whose own verdict is undecided, gets no cause either.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tritonlab.analysis.aggregate import compare_figure
+from tritonlab.analysis.cost_model import CostModel
+from tritonlab.analysis.fit_check import LITTLE_GAIN_SHARE, per_sample_text, points_around
+from tritonlab.analysis.rule_support import Finding, RuleContext, changed_fields, rounded
+from tritonlab.analysis.verdicts import Verdict
+from tritonlab.analysis.workload import same_workload
+
+COMPUTE_BOUND_MODEL_SHARE = 0.5  # model work >= 50% of a batch-1 execution (cost model)
+BATCHING_LITTLE_GAIN = LITTLE_GAIN_SHARE  # compute per inference fell by less than 10%
+
+
+def batching_compute_bound(ctx: RuleContext) -> Finding | None:
+    """Batching formed batches but per-inference compute barely fell: the model's per-sample
+    work dominates each execution, and only the fixed part of an execution can be shared.
+
+    Needs the cost model (its in-process fit splits an execution into fixed and per-sample
+    work); the counter-example is a model whose serving path dominates, where
+    ``batching_amortised`` applies instead.
+    """
+    s, r, model = ctx.subject, ctx.reference, ctx.cost_model
+    if model is None or not s.variant.dynamic_batching or r.variant.dynamic_batching:
+        return None
+    model = model.for_engine(s.variant.engine)
+    if changed_fields(r.variant, s.variant) != ["dynamic_batching"] or not same_workload(r, s):
+        return None
+    b0, b1 = r.mean_batch.median, s.mean_batch.median
+    c0, c1 = r.compute_per_inference_us.median, s.compute_per_inference_us.median
+    if b0 is None or b1 is None or c0 is None or c1 is None or b1 <= 1.05 * b0 or not c0:
+        return None
+    k, th = s.settings.batch_size, s.variant.intra_op_threads
+    one = model.execution_us(1, k, th)
+    model_share = model.model_us(k, th) / one if one else 0.0
+    if model_share < COMPUTE_BOUND_MODEL_SHARE or (c0 - c1) / c0 >= BATCHING_LITTLE_GAIN:
+        return None
+    per_inference = compare_figure("compute per inference", "compute_per_inference_us", r, s)
+    throughput = compare_figure("throughput", "throughput", r, s)
+    fixed = model.model_fixed_us + model.serving_fixed_us
+    bound = fixed / one if one else 0.0
+    saved = (c0 - c1) / c0
+    figures: dict[str, Any] = {
+        "mean_batch_before": rounded(b0, 2),
+        "mean_batch_after": rounded(b1, 2),
+        "compute_us_per_inference_before": rounded(c0),
+        "compute_us_per_inference_after": rounded(c1),
+        "model_share_of_execution": rounded(model_share, 3),
+        "model_per_sample_us": rounded(model.model_per_sample_us, 1),
+        "fixed_us_per_execution": rounded(fixed, 1),
+        "throughput_change_pct": rounded(throughput.change_pct, 1),
+        "measured_saving_share": rounded(saved, 3),
+        "fixed_share_of_request": rounded(bound, 3),
+    }
+    text = (
+        f"Batching formed batches of {b1:.1f} (was {b0:.1f}), yet compute per inference went "
+        f"only from {c0:,.0f} to {c1:,.0f} µs ({per_inference.phrase()})"
+    )
+    check = model.fit_check()
+    points = _points_text(model, b1 * k)
+    fixed_share = model.model_fixed_us / model.model_us(k) if model.model_us(k) else 0.0
+    if check is not None and not check.supports_bound(fixed_share):
+        # The line misses its own points by as much as the bound it would set: its fixed part
+        # bounds nothing, so the points are quoted and no cause is named.
+        figures["fit_miss_pct"] = rounded(100 * check.worst_miss_share, 1)
+        figures["fit_miss_batch"] = check.worst_batch
+        text += (
+            f". In-process, {model.engine}'s straight line (the cost model's F + P x batch) "
+            f"{check.bound_phrase(fixed_share)}, so no cost term is named as the cause; "
+            f"measured in-process: {points}"
+        )
+    else:
+        text += _why_text(model, one, model_share, fixed, bound, saved, per_inference, points)
+    text += f". Throughput {throughput.phrase()}."
+    return Finding("batching-compute-bound", s.variant.name, text, figures)
+
+
+def _points_text(model: CostModel, samples: float) -> str:
+    """The measured in-process points at batch 1 and around ``samples``, per sample, labelled
+    as the fit's points (the model's own work, less the null model's call)."""
+    points = dict(model.model_points)
+    quoted = sorted(set(points_around(points, 1) + points_around(points, samples)))
+    return f"{per_sample_text(quoted)} (the model's own work, less the null model's call)"
+
+
+def _why_text(
+    model: CostModel,
+    one: float,
+    model_share: float,
+    fixed: float,
+    bound: float,
+    saved: float,
+    per_inference: Verdict,
+    points: str,
+) -> str:
+    """The cost model's reason the saving is small (its line agrees with its points), and what
+    it says of a measured saving larger than its bound: no cause, the points quoted."""
+    share = (
+        f"the model's own work is {model_share:.0%} of a {one:,.0f} µs batch-1 execution "
+        f"({model.model_per_sample_us:,.0f} µs per sample in-process), and batching shares "
+        f"only what an execution costs whatever its size: {fixed:,.0f} µs (serving path and the "
+        f"model's fixed part in the in-process fit), {bound:.0%} of a request's cost"
+    )
+    if not per_inference.clear:
+        # An undecided change has no cause to name: the fit says what to expect, no more.
+        return (
+            f". By the cost model, {share}; the served change is within its own noise, so no "
+            "cause is named for it"
+        )
+    text = f". Why: {share}"
+    if saved > bound + 0.01:
+        text += (
+            f". The measured saving ({saved:.0%}) is larger than that, and the in-process "
+            f"points do not say where the rest comes from ({points}), so no cause is named "
+            "for it"
+        )
+    return text

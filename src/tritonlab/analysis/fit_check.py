@@ -1,0 +1,92 @@
+"""Whether a fitted straight line is evidence for what is read off it.
+
+The cost model and the operators paragraph summarise in-process timings as
+``fixed_us + per_sample_us x batch`` (``operators.ExecutionCostFit``). A cause read off those
+terms (an engine's fixed or per-sample cost, what batching can share) is only as good as the
+line's agreement with the points it was fitted to: a line that misses one of its own points by
+as much as the effect it attributes could produce that effect from its own error. So every such
+statement is made only when no point is missed by as much as the effect; otherwise the log
+quotes the measured points and names no cause.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+# The saving (share of compute per inference) the batching rules call little; a bound read off
+# a fit's fixed part ("that is all batching can save") is stated only when the line misses
+# none of its points by this much, since a larger miss could hide a saving the rules call real.
+LITTLE_GAIN_SHARE = 0.10
+
+
+@dataclass(frozen=True)
+class FitCheck:
+    """How far a fitted line misses the measured points (batch, µs per execution) it summarises."""
+
+    points: tuple[tuple[int, float], ...]
+    worst_batch: int
+    worst_miss_share: float  # (fitted - measured) / measured at ``worst_batch``, signed
+
+    def supports(self, effect_share: float) -> bool:
+        """True when no point is missed by as much as ``effect_share`` (a share, sign ignored):
+        then the effect the line attributes is larger than its own error."""
+        return abs(self.worst_miss_share) < abs(effect_share)
+
+    def supports_bound(self, fixed_share: float) -> bool:
+        """True when the line's bound on what batching can save (its fixed share of a batch-1
+        execution, counted as at least ``LITTLE_GAIN_SHARE``) is larger than its worst miss."""
+        return self.supports(max(fixed_share, LITTLE_GAIN_SHARE))
+
+    def bound_phrase(self, fixed_share: float) -> str:
+        """Why a bound is not read off the line: its worst miss against the bound it would set."""
+        return (
+            f"{self.miss_phrase()}, not less than the larger of its fixed share of a batch-1 "
+            f"execution ({fixed_share:.0%}) and the {LITTLE_GAIN_SHARE:.0%} saving the batching "
+            "rules call little"
+        )
+
+    def miss_phrase(self) -> str:
+        """'misses batch 1 by +12.7%': the worst point and by how much the line misses it."""
+        return f"misses batch {self.worst_batch} by {100 * self.worst_miss_share:+.1f}%"
+
+
+def check_fit(
+    fixed_us: float, per_sample_us: float, us_per_execution: dict[int, float]
+) -> FitCheck | None:
+    """The line ``fixed_us + per_sample_us x batch`` against the points it was fitted to;
+    None without a point above zero (nothing measured to check it against)."""
+    points = tuple(sorted((b, t) for b, t in us_per_execution.items() if t > 0))
+    if not points:
+        return None
+    misses = [((fixed_us + per_sample_us * b - t) / t, b) for b, t in points]
+    share, batch = max(misses, key=lambda m: abs(m[0]))
+    return FitCheck(points, batch, share)
+
+
+def points_around(us_per_execution: dict[int, float], batch: float) -> list[tuple[int, float]]:
+    """The measured points (batch, µs per execution) at ``batch`` or on either side of it: the
+    largest measured batch not above it and the smallest not below it (one where it was
+    measured, or where it lies beyond the measured batches)."""
+    points = sorted(us_per_execution.items())
+    if not points:
+        return []
+    sizes = [b for b, _ in points]
+    at = bisect.bisect_left(sizes, batch)
+    if at < len(sizes) and sizes[at] == batch:
+        return [points[at]]
+    return points[max(0, at - 1) : at + 1]
+
+
+def per_sample_text(points: list[tuple[int, float]]) -> str:
+    """'82,843 µs per sample at batch 1, 83,299 at batch 4': measured points as per-sample
+    times."""
+    parts = [f"{_us(t / b)} at batch {b}" for b, t in points]
+    if parts:
+        parts[0] = parts[0].replace(" at ", " µs per sample at ", 1)
+    return ", ".join(parts)
+
+
+def _us(value: float) -> str:
+    """Microseconds to a whole number from 100 up, to one decimal below."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.1f}"
