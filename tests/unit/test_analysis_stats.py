@@ -28,6 +28,7 @@ from tritonlab.analysis.verdicts import (
     LOWER,
     MIN_EFFECT_PCT,
     NO_CLEAR,
+    NO_VERDICT,
     NOT_COMPARABLE,
     Verdict,
     Word,
@@ -266,25 +267,25 @@ def test_one_common_round_is_not_enough_to_pair() -> None:
 
 def test_one_repeat_has_no_interval_and_no_verdict() -> None:
     v = compare("throughput", Summary.of([100.0]), Summary.of([200.0]))
-    assert v.word == NO_CLEAR
+    assert v.word == NO_VERDICT  # no word a rule could read as a difference or its absence
     assert v.change_pct == pytest.approx(100.0)
     assert not v.has_interval
     assert v.low_pct is None and v.high_pct is None
     assert not v.decided
     assert "one repeat" in v.method
-    assert v.phrase() == "no clear difference (+100%, one repeat)"
+    assert v.phrase() == "no verdict (one repeat; medians +100%)"
     # Three repeats against one: still no interval, whatever the size of the change.
     mixed = compare("throughput", Summary.of([100.0, 101.0, 99.0]), Summary.of([50.0]))
-    assert mixed.word == NO_CLEAR
+    assert mixed.word == NO_VERDICT
     assert not mixed.has_interval
 
 
 def test_missing_data() -> None:
     v = compare("p99", Summary.of([]), Summary.of([1.0, 2.0]))
-    assert v.word == NO_CLEAR
+    assert v.word == NO_VERDICT
     assert v.change_pct is None
     assert v.method == "missing data"
-    assert v.phrase() == "no clear difference"
+    assert v.phrase() == "no verdict (missing data)"
     assert not v.decided
     assert compare("q", Summary.of([0.0, 0.0]), Summary.of([1.0, 1.0])).method == "missing data"
 
@@ -313,7 +314,13 @@ def test_decided_within_min_effect_either_way() -> None:
 
 
 def test_word_spelling() -> None:
-    assert [str(w) for w in Word] == ["higher", "lower", "no clear difference", "not comparable"]
+    assert [str(w) for w in Word] == [
+        "higher",
+        "lower",
+        "no clear difference",
+        "not comparable",
+        "no verdict",
+    ]
     assert Word.HIGHER.value == "higher"
     assert Word("not comparable") is NOT_COMPARABLE
 
@@ -361,7 +368,7 @@ def test_the_word_follows_the_interval_in_random_cases() -> None:
         seen.add(v.word)
         phrase = v.phrase()
         if not v.has_interval:
-            assert v.word == NO_CLEAR
+            assert v.word == NO_VERDICT
             assert not v.decided
         elif v.low_pct is not None and v.high_pct is not None and v.low_pct <= 0 <= v.high_pct:
             assert v.word == NO_CLEAR, phrase
@@ -371,7 +378,7 @@ def test_the_word_follows_the_interval_in_random_cases() -> None:
             assert v.decided
         if v.has_interval:
             assert v.low_pct <= v.change_pct <= v.high_pct  # type: ignore[operator]
-    assert seen == {HIGHER, LOWER, NO_CLEAR}
+    assert seen <= {HIGHER, LOWER, NO_CLEAR, NO_VERDICT} and {HIGHER, LOWER, NO_CLEAR} <= seen
 
 
 # --- not comparable --------------------------------------------------------------------------

@@ -515,7 +515,31 @@ def test_one_repeat_shows_no_tie() -> None:
     pick = pick_recs.throughput_pick
     assert pick is not None and pick.point.variant == "batch_0us_x2"  # by median
     assert pick.tie_break is not None and not pick.tie_break.applied
-    assert "is not clear: throughput no clear difference" in justification(pick, pick_recs)
+    assert "is not clear: throughput no verdict (one repeat; medians" in justification(
+        pick, pick_recs
+    )
+
+
+def test_one_repeat_against_the_baseline_is_not_judged() -> None:
+    """A pick with one repeat on a side has no verdict against the baseline: the justification
+    neither says the change pays nor that the difference is within the noise."""
+    cells = [cell("baseline", 1000, 3000), cell("batch_0us_x2", 3000, 4000)]
+    pick_recs = recommend(summaries(cells), 5000)
+    pick = pick_recs.throughput_pick
+    assert pick is not None and pick.point.variant == "batch_0us_x2"
+    text = justification(pick, pick_recs)
+    assert "throughput has no verdict (one repeat; medians +200%)" in text
+    assert "does not show whether the change pays" in text
+    assert "within the noise" not in text and "the change pays:" not in text
+    # Counter-example: with paired rounds the verdict is a word and the judgement follows it.
+    paired = [
+        cell(v, t * f, 3000, repeat=r)
+        for r, f in ((1, 1.0), (2, 1.02), (3, 0.99))
+        for v, t in (("baseline", 1000), ("batch_0us_x2", 3000))
+    ]
+    recs = recommend(summaries(paired), 5000)
+    assert recs.throughput_pick is not None
+    assert "the change pays: more throughput" in justification(recs.throughput_pick, recs)
 
 
 def test_points_under_different_offered_rates_are_not_tied() -> None:

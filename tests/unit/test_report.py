@@ -23,7 +23,7 @@ from tritonlab.experiments.store import (
 )
 from tritonlab.report.build import BuiltReport, build_report, load_run
 from tritonlab.report.experiment_log import render_experiment_log
-from tritonlab.report.method_section import count_verdicts, method_lines
+from tritonlab.report.method_section import VerdictCount, count_verdicts, method_lines
 from tritonlab.report.run_data import RunData
 from tritonlab.run_layout import (
     ADAPTIVE_FILE,
@@ -132,7 +132,7 @@ def test_experiment_log_verdicts_and_method(built: Built) -> None:
     assert "The word follows the interval" in method
     assert '"not comparable"' in method
     # 3 configurations against the baseline, and batch_5ms_x2 also against batch_5ms_x1.
-    assert count_verdicts(built.first.analyses) == 8
+    assert count_verdicts(built.first.analyses).stated == 8
     assert "this log states 8 throughput and p99 verdicts" in method
     assert f"about {8 * (1 - CONFIDENCE):.1f} of them" in method
     assert "Adaptive repeats" not in text  # the recorded run planned none
@@ -148,7 +148,7 @@ def test_experiment_log_verdicts_and_method(built: Built) -> None:
 
 def test_method_lines_count_the_verdicts() -> None:
     assert "this log states 0 throughput and p99 verdicts" in "\n".join(method_lines())
-    lines = method_lines(20)
+    lines = method_lines(VerdictCount(20))
     assert lines[:2] == ["## Method", ""]
     assert "about 1.0 of them would still read higher or lower by chance" in "\n".join(lines)
 

@@ -113,8 +113,8 @@ def _why_text(
     if not per_inference.clear:
         # An undecided change has no cause to name: the fit says what to expect, no more.
         return (
-            f". By the cost model, {share}; the served change is within its own noise, so no "
-            "cause is named for it"
+            f". By the cost model, {share}; the served change is not clear, so no cause is "
+            "named for it"
         )
     text = f". Why: {share}"
     if saved > bound + 0.01:

@@ -21,7 +21,15 @@ from tritonlab.analysis.rule_support import (
 )
 from tritonlab.analysis.rules import apply_rules
 from tritonlab.analysis.summary import Summary
-from tritonlab.analysis.verdicts import HIGHER, LOWER, NO_CLEAR, NOT_COMPARABLE, Verdict
+from tritonlab.analysis.verdicts import (
+    HIGHER,
+    LOWER,
+    NO_CLEAR,
+    NO_VERDICT,
+    NOT_COMPARABLE,
+    ONE_REPEAT_METHOD,
+    Verdict,
+)
 from tritonlab.analysis.workload import same_workload
 from tritonlab.repository.knobs import KNOB_BY_FIELD, describe_change
 from tritonlab.repository.variants import ServingVariant
@@ -161,7 +169,10 @@ def _judgement(tput: Verdict, p99: Verdict, server: dict[str, Verdict] | None = 
             f"not comparable with the reference ({tput.method}): each configuration is judged "
             "on its own figures at its own load"
         )
-    if p99.reference_median is None or p99.variant_median is None:
+    p99_missing = p99.reference_median is None or p99.variant_median is None
+    if tput.word == NO_VERDICT or (p99.word == NO_VERDICT and not p99_missing):
+        return _no_verdict_judgement(tput, p99)
+    if p99_missing:
         return "p99 was not measured (unstable cells), so only throughput can be judged"
     pair = (tput.word, p99.word)
     if pair == (NO_CLEAR, NO_CLEAR):
@@ -185,6 +196,26 @@ def _judgement(tput: Verdict, p99: Verdict, server: dict[str, Verdict] | None = 
         (LOWER, HIGHER): "worse on both throughput and tail latency: avoid at this load",
     }
     return table[pair]
+
+
+def _no_verdict_judgement(tput: Verdict, p99: Verdict) -> str:
+    """No judgement where throughput or p99 has no verdict (one repeat, or a missing figure):
+    a change without an interval is neither an effect nor its absence."""
+    parts = [
+        f"{name} has no verdict ("
+        + (
+            "one repeat on a side, so no interval"
+            if v.method == ONE_REPEAT_METHOD
+            else "a side without the figure"
+        )
+        + ")"
+        for name, v in (("throughput", tput), ("p99", p99))
+        if v.word == NO_VERDICT
+    ]
+    return (
+        f"none: {' and '.join(parts)}, so this run cannot say whether the change has an effect "
+        "at this load"
+    )
 
 
 _NOTE_LABELS = {

@@ -19,6 +19,7 @@ two-sided p-value is 1/16), so callers fall back to the t-interval and say so.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -97,8 +98,7 @@ def hodges_lehmann_interval(values: Sequence[float], confidence: float) -> Paire
         return None
     walsh = walsh_averages(values)
     m = len(walsh)
-    middle = m // 2
-    estimate = walsh[middle] if m % 2 else (walsh[middle - 1] + walsh[middle]) / 2.0
+    estimate = statistics.median(walsh)
     return PairedInterval(estimate, walsh[k - 1], walsh[m - k], n, coverage_of(n, confidence))
 
 

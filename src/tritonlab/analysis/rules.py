@@ -30,7 +30,7 @@ from tritonlab.analysis.rule_support import (
     in_flight_inferences,
     rounded,
 )
-from tritonlab.analysis.verdicts import HIGHER, LOWER, Verdict
+from tritonlab.analysis.verdicts import HIGHER, LOWER, NO_VERDICT, Verdict
 from tritonlab.analysis.workload import same_workload
 from tritonlab.repository.variants import batch_target
 
@@ -230,6 +230,8 @@ def _instances_causes(
 ) -> list[str]:
     """Why the instance change moved throughput as it did: one clause per cause, never empty
     (where no cause applies, the clause says that no server figure moved enough)."""
+    if verdict.word == NO_VERDICT:  # no direction to explain: one repeat gives no interval
+        return [f"no cause is named: throughput has {verdict.phrase()}"]
     s, r = ctx.subject, ctx.reference
     used, used_before = s.server_cores.median, r.server_cores.median
     n0, n1 = r.variant.instance_count, s.variant.instance_count

@@ -11,8 +11,9 @@ Method (stated in every experiment log):
   not differences, because the noise here is multiplicative (a slow round slows every figure
   by a factor).
 - Without at least two rounds in common (e.g. extra repeats of one side only) the two sides'
-  log values are compared unpaired (Welch's interval); with one repeat on either side there is
-  no interval and no word beyond "no clear difference".
+  log values are compared unpaired (Welch's interval); with one repeat on either side (or a
+  side without its figure) there is no interval and no verdict: the word is "no verdict",
+  which no rule reads as a difference or as its absence (it is never "decided").
 - The word follows the interval, so the two can never disagree: "higher" or "lower" when the
   interval excludes no change, "no clear difference" when it includes it, "not comparable" when
   the two were measured under different offered loads (or a load perf_analyzer did not keep up),
@@ -51,17 +52,21 @@ class Word(str, Enum):
     LOWER = "lower"
     NO_CLEAR = "no clear difference"
     NOT_COMPARABLE = "not comparable"
+    NO_VERDICT = "no verdict"  # one repeat, or a side without the figure: no interval
 
     def __str__(self) -> str:
         return self.value
 
 
-HIGHER, LOWER, NO_CLEAR, NOT_COMPARABLE = (
+HIGHER, LOWER, NO_CLEAR, NOT_COMPARABLE, NO_VERDICT = (
     Word.HIGHER,
     Word.LOWER,
     Word.NO_CLEAR,
     Word.NOT_COMPARABLE,
+    Word.NO_VERDICT,
 )
+ONE_REPEAT_METHOD = "one repeat: no interval, so no verdict"
+MISSING_METHOD = "missing data"
 
 
 @dataclass(frozen=True)
@@ -117,13 +122,16 @@ class Verdict:
         return f"CI {self.low_pct:+.0f}% to {self.high_pct:+.0f}%"
 
     def phrase(self) -> str:
-        """e.g. 'higher (+35%, CI +12% to +61%)' or 'no clear difference (+3%, CI -9% to +17%)'."""
+        """e.g. 'higher (+35%, CI +12% to +61%)', 'no clear difference (+3%, CI -9% to +17%)'
+        or 'no verdict (one repeat; medians +112%)'."""
         if self.word == NOT_COMPARABLE:
             return f"{self.word} ({self.method})"
+        if self.word == NO_VERDICT:
+            return no_verdict_phrase(self.change_pct, self.method)
         if self.change_pct is None:
             return str(self.word)
         interval = self.interval_text()
-        detail = f"{self.change_pct:+.0f}%" + (f", {interval}" if interval else ", one repeat")
+        detail = f"{self.change_pct:+.0f}%" + (f", {interval}" if interval else "")
         return f"{self.word} ({detail})"
 
     def to_dict(self) -> dict[str, Any]:
@@ -140,6 +148,14 @@ class Verdict:
             "method": self.method,
             "decided": self.decided,
         }
+
+
+def no_verdict_phrase(change_pct: float | None, method: str) -> str:
+    """'no verdict (one repeat; medians +112%)', or 'no verdict (missing data)' without a
+    change: the medians' change is a figure, not a word."""
+    if change_pct is None:
+        return f"{NO_VERDICT} ({method})"
+    return f"{NO_VERDICT} (one repeat; medians {change_pct:+.0f}%)"
 
 
 def _pct(log_ratio: float) -> float:
@@ -178,7 +194,7 @@ def compare(figure: str, reference: Summary, variant: Summary) -> Verdict:
     """The verdict on ``variant`` against ``reference`` (method in the module docstring)."""
     ref_med, var_med = reference.median, variant.median
     if ref_med is None or var_med is None or ref_med <= 0 or var_med <= 0:
-        return Verdict(figure, NO_CLEAR, None, ref_med, var_med, "missing data")
+        return Verdict(figure, NO_VERDICT, None, ref_med, var_med, MISSING_METHOD)
     quantile = 0.5 + CONFIDENCE / 2
     logs = paired_log_ratios(reference, variant)
     robust = hodges_lehmann_interval(logs, CONFIDENCE)
@@ -244,11 +260,11 @@ def compare(figure: str, reference: Summary, variant: Summary) -> Verdict:
         )
     return Verdict(
         figure,
-        NO_CLEAR,
+        NO_VERDICT,
         100.0 * (var_med - ref_med) / ref_med,
         ref_med,
         var_med,
-        "one repeat: no interval, so no verdict",
+        ONE_REPEAT_METHOD,
     )
 
 
@@ -271,3 +287,26 @@ class VerdictRecord(Record):
     def of(cls, verdict: Verdict) -> VerdictRecord:
         """The stored form of ``verdict``."""
         return cls.from_dict(verdict.to_dict())
+
+    @property
+    def reading(self) -> Word:
+        """The word as this tritonlab reads it: a file written before "no verdict" existed
+        stored a verdict without an interval (one repeat, missing data) as "no clear
+        difference"; it reads as "no verdict"."""
+        word = Word(self.word)
+        if word == NO_CLEAR and self.ci95_change_pct is None:
+            return NO_VERDICT
+        return word
+
+    def phrase(self) -> str:
+        """The stored verdict in the log's words, e.g. 'no clear difference (-13%, 95% CI
+        -45% to +37%)' or 'no verdict (one repeat; medians +112%)'."""
+        word, ci, change = self.reading, self.ci95_change_pct, self.change_pct
+        if word == NO_VERDICT:
+            return no_verdict_phrase(change, self.method)
+        if word == NOT_COMPARABLE:
+            return f"{word} ({self.method})"
+        if change is None:
+            return str(word)
+        detail = f"{change:+.0f}%" + (f", 95% CI {ci[0]:+.0f}% to {ci[1]:+.0f}%" if ci else "")
+        return f"{word} ({detail})"

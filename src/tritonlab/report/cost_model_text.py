@@ -3,6 +3,8 @@ against its measurement, and where the model misses."""
 
 from __future__ import annotations
 
+import statistics
+
 from tritonlab.analysis.cost_model import MODEL_FAILS_PCT, CostModel, Prediction
 from tritonlab.analysis.workload import shapes_text
 from tritonlab.experiments.plan import sequence_length_of
@@ -81,7 +83,7 @@ def _misses_lines(predictions: list[Prediction]) -> list[str]:
     lines = [""]
     if errors:
         lines.append(
-            f"Throughput error: median {sorted(errors)[len(errors) // 2]:.0f}%, worst "
+            f"Throughput error: median {statistics.median(errors):.0f}%, worst "
             f"{max(errors):.0f}% over {len(errors)} configurations and loads; "
             f"{len(failures)} miss by more than {MODEL_FAILS_PCT:g}%."
         )

@@ -31,6 +31,7 @@ from tritonlab.report.method_section import (
     count_verdicts,
     method_lines,
     robust_blocks,
+    run_stopping_note,
 )
 from tritonlab.report.nodes_section import nodes_section
 from tritonlab.report.recommend_section import recommendations_section
@@ -353,12 +354,7 @@ def render_experiment_log(run: RunData) -> str:
     lines += cost_model_section(cost_model, run.predictions, run.unfitted_loads)
     if operators and analyses:
         lines += _operators_section(operators, analyses, cost_model)
-    lines += method_lines(
-        count_verdicts(analyses),
-        manifest.adaptive is not None,
-        robust_blocks(analyses),
-        bool(run.stopping and run.stopping.precision),
-    )
+    lines += method_lines(count_verdicts(analyses), run_stopping_note(run), robust_blocks(analyses))
     adaptive = adaptive_lines(manifest, run.adaptive_rounds, run.stopping)
     if adaptive:
         lines[-1:-1] = adaptive

@@ -48,7 +48,12 @@ from tritonlab.report.html_parts import (
     protocol_name,
     recommendations_view,
 )
-from tritonlab.report.method_section import count_verdicts, method_lines, robust_blocks
+from tritonlab.report.method_section import (
+    count_verdicts,
+    method_lines,
+    robust_blocks,
+    run_stopping_note,
+)
 from tritonlab.report.plot_support import context_line, load_text
 
 if TYPE_CHECKING:
@@ -302,12 +307,7 @@ def _load_rank(analysis: Analysis) -> tuple[bool, bool, int, float]:
 
 def _method(run: RunData, analyses: list[Analysis]) -> list[str]:
     lines = (
-        method_lines(
-            count_verdicts(analyses),
-            run.manifest.adaptive is not None,
-            robust_blocks(analyses),
-            bool(run.stopping and run.stopping.precision),
-        )
+        method_lines(count_verdicts(analyses), run_stopping_note(run), robust_blocks(analyses))
         + engine_lines(run.engine, run.stopping, run.cells)
         + noise_floor_lines(run.noise_floors)
         + interference_lines(run.cells)

@@ -3,6 +3,9 @@ the adaptive rounds stopped. The markdown log and the HTML report both use it.""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from tritonlab.analysis.adaptive import TARGET_HALF_WIDTH_PCT
 from tritonlab.analysis.explain import Analysis
 from tritonlab.analysis.robust import MIN_BLOCKS
@@ -13,21 +16,112 @@ from tritonlab.analysis.rules import (
     TRAP_QUEUE_MAX_SHARE_OF_DELAY,
     TRAP_QUEUE_SHARE_OF_DELAY,
 )
-from tritonlab.analysis.verdicts import CONFIDENCE, MIN_EFFECT_PCT
+from tritonlab.analysis.search_space import MIN_RACE_ROUNDS
+from tritonlab.analysis.tune_record import TuneRecord
+from tritonlab.analysis.verdicts import CONFIDENCE, MIN_EFFECT_PCT, Verdict
 from tritonlab.experiments.manifest import Manifest
 from tritonlab.experiments.rounds import AdaptiveRound, StoppingRecord
 
+if TYPE_CHECKING:
+    from tritonlab.report.run_data import RunData
 
-def count_verdicts(analyses: list[Analysis]) -> int:
-    """Throughput and p99 verdicts the log states: against the baseline, and against the
-    closest earlier configuration where that is another one."""
-    total = 0
-    for analysis in analyses:
-        for r in analysis.reports[1:]:
-            total += 2
-            if r.reference and r.reference != analysis.reports[0].summary.variant.name:
-                total += 2
-    return total
+
+@dataclass(frozen=True)
+class VerdictCount:
+    """The throughput and p99 verdicts a log states, and those that could not read higher or
+    lower whatever the noise: "not comparable", or "no verdict" (no interval)."""
+
+    stated: int = 0
+    not_comparable: int = 0
+    no_verdict: int = 0
+
+    @property
+    def open(self) -> int:
+        """Verdicts with an interval: the chances for a false "higher" or "lower"."""
+        return self.stated - self.not_comparable - self.no_verdict
+
+
+def _stated(analysis: Analysis) -> list[Verdict]:
+    """Throughput and p99 verdicts of one load: against the baseline, and against the closest
+    earlier configuration where that is another one."""
+    baseline = analysis.reports[0].summary.variant.name
+    figures = ("throughput", "latency_p99")
+    verdicts: list[Verdict] = []
+    for r in analysis.reports[1:]:
+        verdicts += [r.verdicts[f] for f in figures]
+        if r.reference and r.reference != baseline:
+            verdicts += [r.reference_verdicts[f] for f in figures]
+    return verdicts
+
+
+def count_verdicts(analyses: list[Analysis]) -> VerdictCount:
+    """The log's throughput and p99 verdicts, counted by what they could have read."""
+    verdicts = [v for a in analyses for v in _stated(a)]
+    return VerdictCount(
+        stated=len(verdicts),
+        not_comparable=sum(1 for v in verdicts if not v.comparable),
+        no_verdict=sum(1 for v in verdicts if v.comparable and not v.has_interval),
+    )
+
+
+def _race_rounds(tune: TuneRecord | None) -> int:
+    """The rounds a tune's race measured (``results/tune.json``'s race steps); 0 without."""
+    if tune is None:
+        return 0
+    return len({step.repeat for step in tune.steps if step.phase == "race"})
+
+
+def stopping_note(
+    adaptive: bool,
+    rounds: list[AdaptiveRound],
+    stopping: StoppingRecord | None = None,
+    tune: TuneRecord | None = None,
+) -> str:
+    """What the multiplicity count must allow for: the rounds a stopping rule added (from the
+    records of ``adaptive.json``, ``stopping.json`` and ``tune.json``), '' when none ran."""
+    level = f"{CONFIDENCE:.0%}"
+    optional = (
+        "looking after every round and stopping on a decided word raises the chance of a false "
+        "higher or lower above the level stated, so the count is approximate"
+    )
+    notes = []
+    if rounds and stopping is not None and stopping.precision:
+        notes.append(
+            f"{_rounds(len(rounds))} added after the planned ones while a headline throughput "
+            f"interval was wider than ±{TARGET_HALF_WIDTH_PCT:g}%, whatever its word: a rule on "
+            "the intervals' width, not on where they lie, keeps their coverage near "
+            f"{level} (the test suite simulates the rule: a rule that also waited for a "
+            "decided word would not), so the count is approximate"
+        )
+    elif rounds:
+        notes.append(
+            f"{_rounds(len(rounds))} added after the planned ones while a verdict that a "
+            "recommendation or an explanation rests on was undecided (adaptive repeats: until "
+            f"its interval excludes no change or lies within ±{MIN_EFFECT_PCT:g}%, or the round "
+            f"limit); {optional}"
+        )
+    elif adaptive:
+        notes.append("the adaptive rule added no round, so the count is for the planned rounds")
+    race = _race_rounds(tune)
+    if race > MIN_RACE_ROUNDS:
+        notes.append(
+            f"the tune's race verdicts (against its leader) were measured over {race} rounds, "
+            f"one more at a time after the first {MIN_RACE_ROUNDS} while one was undecided; "
+            "looking after every round and stopping on a decided word raises the chance of a "
+            "false higher or lower in those verdicts above the level stated"
+        )
+    return " ".join(f"{n[0].upper()}{n[1:]}." for n in notes)
+
+
+def run_stopping_note(run: RunData) -> str:
+    """``stopping_note`` of a loaded run."""
+    return stopping_note(
+        run.manifest.adaptive is not None, run.adaptive_rounds, run.stopping, run.tune
+    )
+
+
+def _rounds(count: int) -> str:
+    return f"{count} extra round{' was' if count == 1 else 's were'}"
 
 
 def robust_blocks(analyses: list[Analysis]) -> bool:
@@ -40,8 +134,34 @@ def robust_blocks(analyses: list[Analysis]) -> bool:
     )
 
 
+def multiplicity_line(count: VerdictCount, stopping: str = "") -> str:
+    """The multiplicity bullet: the verdicts that could read higher or lower by chance, how
+    many would if nothing differed, and ``stopping`` (``stopping_note``)."""
+    level = f"{CONFIDENCE:.0%}"
+    left_out = [
+        text
+        for n, text in (
+            (count.not_comparable, f"{count.not_comparable} are not comparable"),
+            (count.no_verdict, f"{count.no_verdict} have no verdict: one repeat or no figure"),
+        )
+        if n
+    ]
+    which = (
+        f"; {count.open} of them have an interval and could read higher or lower "
+        f"({', '.join(left_out)})"
+        if left_out
+        else ""
+    )
+    return (
+        f"- Multiplicity: this log states {count.stated} throughput and p99 verdicts{which}, "
+        f"each at {level} two-sided, with no correction: if nothing differed at all, about "
+        f"{count.open * (1 - CONFIDENCE):.1f} of them would still read higher or lower by "
+        "chance." + (f" {stopping}" if stopping else "")
+    )
+
+
 def method_lines(
-    verdicts: int = 0, adaptive: bool = False, robust: bool = False, precision: bool = False
+    count: VerdictCount | None = None, stopping: str = "", robust: bool = False
 ) -> list[str]:
     """The log's "Method" section as markdown lines: statistics, verdicts and rules."""
     level = f"{CONFIDENCE:.0%}"
@@ -67,29 +187,9 @@ def method_lines(
         "The word follows the interval: higher or lower only when the interval excludes no "
         "change, so a word can never contradict its numbers. Configurations under different "
         'offered loads, or a load perf_analyzer did not keep up, are "not comparable"; with '
-        "a single repeat there is no interval and no verdict.",
-        f"- Multiplicity: this log states {verdicts} throughput and p99 verdicts, each at "
-        f"{level} two-sided, with no correction: if nothing differed at all, about "
-        f"{verdicts * (1 - CONFIDENCE):.1f} of them would still read higher or lower by chance."
-        + (
-            (
-                " Rounds were added while a headline throughput interval was wider than "
-                f"±{TARGET_HALF_WIDTH_PCT:g}%, whatever its word: a rule on the intervals' "
-                "width, not on where they lie, keeps their coverage near "
-                f"{level} (the test suite simulates the rule: a rule that also waited for a "
-                "decided word would not)."
-            )
-            if precision
-            else (
-                " Verdicts that a recommendation or an explanation rests on are measured "
-                "further (adaptive repeats) until their interval excludes no change or lies "
-                f"within ±{MIN_EFFECT_PCT:g}%, or the round limit is reached; looking after "
-                "every round and stopping on a decided word raises the chance of a false "
-                "higher or lower above the level stated."
-            )
-            if adaptive
-            else ""
-        ),
+        'a single repeat on a side there is no interval and no verdict ("no verdict"), and no '
+        "judgement reads one as an effect or as its absence.",
+        multiplicity_line(count or VerdictCount(), stopping),
         "- Queue, compute and batch sizes come from Triton's statistics extension (the "
         "difference between snapshots taken just before and just after each perf_analyzer "
         "run), not from estimates; CPU is the user + system time of the server's process tree "

@@ -19,7 +19,7 @@ from tritonlab.analysis.recommend_records import (
     SweepShape,
     TieBreak,
 )
-from tritonlab.analysis.verdicts import HIGHER, LOWER, NO_CLEAR
+from tritonlab.analysis.verdicts import HIGHER, LOWER, NO_CLEAR, NO_VERDICT
 from tritonlab.report.recommend_text import (
     FELL_BEHIND_REASON,
     TIE_BREAK_ORDER,
@@ -101,6 +101,11 @@ def _two_goals(recs: Recommendations) -> str:
             f"the two picks were measured under offered loads that cannot be compared "
             f"({p99.method}), so this sweep does not show whether the two goals have different "
             "optima"
+        )
+    if NO_VERDICT in (p99.word, tput.word):
+        return (
+            f"the two picks have no verdict against each other ({evidence}), so this sweep does "
+            "not show whether the two goals have different optima"
         )
     if p99.word == NO_CLEAR and tput.word == NO_CLEAR:
         return (

@@ -14,7 +14,14 @@ from tritonlab.analysis.recommend_records import (
     Recommendations,
     TieBreak,
 )
-from tritonlab.analysis.verdicts import HIGHER, LOWER, NO_CLEAR, NOT_COMPARABLE, Verdict
+from tritonlab.analysis.verdicts import (
+    HIGHER,
+    LOWER,
+    NO_CLEAR,
+    NO_VERDICT,
+    NOT_COMPARABLE,
+    Verdict,
+)
 
 FELL_BEHIND_REASON = (
     "perf_analyzer could not keep up the requested rate in at least one repeat, so that rate "
@@ -156,6 +163,13 @@ def _judgement(pick: Pick, goal: str) -> str:
             f"point is not comparable with the pick's ({why}), so the pick rests on the ranking "
             "above, not on a verdict against the baseline."
         )
+    figure = verdicts["throughput" if goal == "throughput" else "latency_p99"]
+    if figure.word == NO_VERDICT:
+        return (
+            f"against the baseline, {'throughput' if goal == 'throughput' else 'p99'} has "
+            f"{figure.phrase()}, so this run does not show whether the change pays; the pick "
+            "rests on the ranking above."
+        )
     if goal == "throughput":
         return _throughput_judgement(pick, tput, p99)
     if p99 == LOWER:
@@ -229,7 +243,7 @@ def _runner_up_sentence(pick: Pick) -> str:
             f"It beats the runner-up, {_fmt_point(runner)}, on {figure}: {verdict.phrase()} "
             f"(rule: {verdict.method})."
         )
-    if verdict.word == NO_CLEAR:
+    if verdict.word in (NO_CLEAR, NO_VERDICT):
         return _runner_up_unclear(pick.point, runner, verdict)
     return (
         f"The runner-up, {_fmt_point(runner)}, is clearly better on {figure} "

@@ -71,16 +71,9 @@ def tune_section(tune: TuneRecord | None) -> list[str]:
     ]
     verdict = tune.verdict
     if verdict:
-        ci = verdict.ci95_change_pct
-        change = verdict.change_pct
-        detail = ""
-        if change is not None:
-            detail = f" ({change:+.0f}%" + (
-                f", 95% CI {ci[0]:+.0f}% to {ci[1]:+.0f}%)" if ci else ", no interval)"
-            )
         lines.append(
             f"- Runner-up against the pick ({verdict.figure}, paired over the race's "
-            f"{verdict.pairs} rounds): {verdict.word}{detail}."
+            f"{verdict.pairs} rounds): {verdict.phrase()}."
         )
     if tune.tie_break:
         lines.append(f"- Tie broken: {tune.tie_break}.")
