@@ -141,3 +141,14 @@ def test_a_delay_sweep_groups_by_every_knob_but_batching_and_the_delay() -> None
         "extra_parameters",
     }
     assert "preferred_batch_sizes" not in OFF_FIELDS and "instance_count" in OFF_FIELDS
+
+
+def test_a_one_knob_change_never_reads_as_changes_together() -> None:
+    """Every knob changed alone gets its own question, or one that names it by its plan name."""
+    from tritonlab.analysis.explain import _background
+
+    for knob in KNOBS:
+        text = _background([knob.field], ServingVariant("a", ""), ServingVariant("b", ""), 2)
+        assert "together" not in text, knob.plan_name
+        if text.startswith("What does changing"):
+            assert knob.plan_name in text, text

@@ -156,7 +156,10 @@ def _background(
             "with the same Triton configuration, change throughput and tail latency, and is it "
             "the engine's fixed cost per execution or its per-sample cost that moves?"
         )
-    return "What do these configuration changes do together: " + ", ".join(changed) + "?"
+    names = [KNOB_BY_FIELD[f].plan_name if f in KNOB_BY_FIELD else f for f in changed]
+    if len(names) == 1:
+        return f"What does changing {names[0]} do to throughput and tail latency?"
+    return "What do these configuration changes do together: " + ", ".join(names) + "?"
 
 
 def _ci(s: Summary, unit: str) -> str:

@@ -239,6 +239,10 @@ KNOBS: tuple[Knob, ...] = (
         ),
         describe=_differs("intra_op_threads", _threads_text),
         change=_arrow("intra_op_thread_count", "intra_op_threads"),
+        question=(
+            "Do more intra-op threads per instance make each execution faster, and do they "
+            "serve more than the same cores given to instances?"
+        ),
         plot_family=True,
         tune_field="threads",
     ),
