@@ -127,6 +127,12 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _interval(figure: dict[str, Any]) -> str:
+    """A stored verdict's 95% interval in %, or 'no interval'."""
+    ci = figure["ci95_pct"]
+    return f"CI {ci[0]:+.1f}% to {ci[1]:+.1f}%" if ci else "no interval"
+
+
 def render_md(report: dict[str, Any]) -> str:
     lines = [
         "# A/A: identical configurations compared by the block engine",
@@ -153,13 +159,11 @@ def render_md(report: dict[str, Any]) -> str:
         lines.append(f"## Run {run['run']}: {run['mode']} ({run['wall_s']:.0f} s)")
         lines.append("")
         for p in run["pairs"]:
-            t = p["throughput"]
-            ci = t["ci95_pct"]
-            interval = f"CI {ci[0]:+.1f}% to {ci[1]:+.1f}%" if ci else "no interval"
+            t, q = p["throughput"], p["latency_p99"]
             lines.append(
                 f"- {p['other']} against {p['reference']}: throughput {t['word']} "
-                f"({t['change_pct']:+.1f}%, {interval}, {t['pairs']} blocks); p99 "
-                f"{p['latency_p99']['word']} ({p['latency_p99']['change_pct']:+.1f}%)"
+                f"({t['change_pct']:+.1f}%, {_interval(t)}, {t['pairs']} blocks); p99 "
+                f"{q['word']} ({q['change_pct']:+.1f}%, {_interval(q)})"
             )
         lines.append("")
     return "\n".join(lines)

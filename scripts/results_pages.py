@@ -148,9 +148,15 @@ def conditions(run: RunData) -> str:
     engine = m.plan.measurement.engine
     cores = m.machine.cpu_affinity_count or m.machine.cpu_count_logical
     commit = f", tritonlab commit {m.tool.commit[:7]}" if m.tool.commit else ""
+    rounds = (
+        "tune's search (each point measured once, the contenders raced in up to "
+        f"{run.tune.settings.max_race_rounds} rounds)"
+        if run.tune is not None
+        else f"{m.plan.repeats} planned rounds"
+    )
     return (
         f"Measured {m.created_utc[:10]} on {m.machine.cpu_model} ({cores} cores){commit}, "
-        f"{engine} engine, {m.plan.repeats} planned rounds; model `{m.model.name}`."
+        f"{engine} engine, {rounds}; model `{m.model.name}`."
     )
 
 
@@ -195,6 +201,11 @@ def _bench(path: Path, name: str) -> ModuleType:
     return module
 
 
+def _from_docs(block: str) -> str:
+    """A block written for the repository's root, with its links made relative to docs/."""
+    return block.replace("](benchmarks/", "](../benchmarks/")
+
+
 def benchmark_blocks() -> list[str]:
     """The benchmarks' generated figures (their own renderers, from their stored JSON)."""
     resolution = _bench(ROOT / "benchmarks" / "resolution.py", "resolution")
@@ -209,7 +220,7 @@ def benchmark_blocks() -> list[str]:
         "([`benchmarks/results/resolution.md`](../benchmarks/results/resolution.md)). "
         "Half-width: h of the 95% log-ratio interval, stated as exp(h) - 1.",
         "",
-        resolution.readme_block(res),
+        _from_docs(resolution.readme_block(res)),
         "",
         "## tune against Triton Model Analyzer",
         "",
@@ -218,7 +229,7 @@ def benchmark_blocks() -> list[str]:
         "shuffled rounds ([`benchmarks/results/vs_model_analyzer.md`]"
         "(../benchmarks/results/vs_model_analyzer.md)).",
         "",
-        compare.readme_block(ma),
+        _from_docs(compare.readme_block(ma)),
         "",
         "## Other benchmarks",
         "",

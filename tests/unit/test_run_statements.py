@@ -178,3 +178,12 @@ def test_undecided_verdicts_without_an_adaptive_round_are_not_called_decided(nam
     assert "was decided after the planned rounds" not in text
     assert "every verdict" not in text.lower()
     assert "No extra round was measured." in _method(text)
+
+
+def test_an_interval_end_near_zero_keeps_its_sign_and_a_decimal() -> None:
+    """An interval that excludes no change must not print an end as 0% (issue 22 audit)."""
+    from tritonlab.analysis.verdicts import endpoint_text
+
+    assert endpoint_text(0.3) == "+0.3%" and endpoint_text(-0.4) == "-0.4%"
+    assert endpoint_text(0.0) == "+0%" and endpoint_text(12.6) == "+13%"
+    assert endpoint_text(0.03) == "+0.03%"

@@ -69,6 +69,15 @@ ONE_REPEAT_METHOD = "one repeat: no interval, so no verdict"
 MISSING_METHOD = "missing data"
 
 
+def endpoint_text(pct: float) -> str:
+    """An interval's end in %: whole percent, or one decimal where whole percent would print a
+    nonzero end as 0 (an interval that excludes no change must not seem to touch it)."""
+    decimals = 0
+    while pct != 0 and round(pct, decimals) == 0 and decimals < 4:
+        decimals += 1
+    return f"{pct:+.{decimals}f}%"
+
+
 @dataclass(frozen=True)
 class Verdict:
     """How a figure of a variant compares with the same figure of a reference."""
@@ -119,7 +128,7 @@ class Verdict:
         """The interval as 'CI -9% to +17%'; '' without one."""
         if self.low_pct is None or self.high_pct is None:
             return ""
-        return f"CI {self.low_pct:+.0f}% to {self.high_pct:+.0f}%"
+        return f"CI {endpoint_text(self.low_pct)} to {endpoint_text(self.high_pct)}"
 
     def phrase(self) -> str:
         """e.g. 'higher (+35%, CI +12% to +61%)', 'no clear difference (+3%, CI -9% to +17%)'
@@ -308,5 +317,7 @@ class VerdictRecord(Record):
             return f"{word} ({self.method})"
         if change is None:
             return str(word)
-        detail = f"{change:+.0f}%" + (f", 95% CI {ci[0]:+.0f}% to {ci[1]:+.0f}%" if ci else "")
+        detail = f"{change:+.0f}%" + (
+            f", 95% CI {endpoint_text(ci[0])} to {endpoint_text(ci[1])}" if ci else ""
+        )
         return f"{word} ({detail})"

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from tritonlab.experiments.plan import LoadPoint
 from tritonlab.experiments.rounds import AdaptiveRound, StoppingRecord, append_round
 from tritonlab.experiments.session import Round, cell_id
-from tritonlab.experiments.store import cell_path, write_result
+from tritonlab.experiments.store import cell_path, load_records, write_result
 from tritonlab.repository.layout import RepositoryModel
 from tritonlab.run_layout import RunLayout
 
@@ -72,6 +72,7 @@ class AdaptiveRun:
     derived_loads: list[LoadPoint]
     # The open-loop rate of each (variant, load key) a fraction of the peak resolved to.
     rates: Mapping[tuple[str, str], float]
+    planned: int = 0  # the plan's rounds: the first extra round is planned + 1 (from 1)
 
     def _load(self, variant: str, key: str) -> LoadPoint | None:
         """The load point a target's key names (a derived load at its variant's rate)."""
@@ -136,10 +137,13 @@ class AdaptiveRun:
                 round_.append((model, mine))
         complete = self.session.measure_rounds([round_], measured, " (adaptive)")
         if measured:
+            path = RunLayout(self.run_dir).adaptive
             append_round(
-                RunLayout(self.run_dir).adaptive,
+                path,
                 AdaptiveRound(
-                    round=max(r for _, _, r in todo) + 1,
+                    # counted over the run, not from one configuration's repeats: cells of one
+                    # round can be at different repeats of their own
+                    round=self.planned + len(load_records(path, AdaptiveRound)) + 1,
                     reasons=tuple(reasons),
                     cells=tuple(measured),
                 ),

@@ -250,8 +250,9 @@ def _measure_passes(
     if stopped is None and adaptive is not None:
         rates = open_loop_rates() if derived_loads and open_loop_rates is not None else {}
         AdaptiveRun(
-            session, adaptive, request.run_dir, models, direct_loads, derived_loads, rates
-        ).run()
+            session, adaptive, request.run_dir, models, direct_loads, derived_loads, rates,
+            plan.repeats,
+        ).run()  # fmt: skip
         if session.over_budget():
             stopped = over_budget
     if stopped is None:

@@ -10,7 +10,7 @@ import json
 import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -157,11 +157,17 @@ class CellResult:
     node: str = ""
     # What the interference monitor saw (the block engine); None for cells measured without it.
     interference: Interference | None = None
+    # The round (0-based) an extra round measured it in, from ``results/adaptive.json`` (set by
+    # ``load_cells``, not stored in the cell): a cell's repeat counts its own configuration's
+    # cells, and an extra round holds configurations at different counts. None: its repeat.
+    measured_round: int | None = None
 
     @property
     def block(self) -> int | str:
-        """What verdicts pair this cell by: its round, and on a cluster its node as well."""
-        return f"{self.node}#{self.repeat}" if self.node else self.repeat
+        """What verdicts pair this cell by: the round it was measured in, and on a cluster its
+        node as well."""
+        round_ = self.repeat if self.measured_round is None else self.measured_round
+        return f"{self.node}#{round_}" if self.node else round_
 
     @property
     def server_cores_used(self) -> float:
@@ -319,7 +325,25 @@ def load_cells(run_dir: Path, folder_name: str = CELLS_DIR) -> list[CellResult]:
     folder = RunLayout(run_dir).cell_folder(folder_name)
     if not folder.is_dir():
         return []
-    return [read_cell(p) for p in sorted(folder.glob("*.json"))]
+    cells = [read_cell(p) for p in sorted(folder.glob("*.json"))]
+    return with_measured_rounds(run_dir, cells) if folder_name == CELLS_DIR else cells
+
+
+def with_measured_rounds(run_dir: Path, cells: list[CellResult]) -> list[CellResult]:
+    """``cells`` with the round each extra round (``results/adaptive.json``, in order) measured
+    it in: the k-th extra round is round ``planned + k``, ``planned`` one past the highest
+    repeat of the cells no extra round holds."""
+    from tritonlab.experiments.rounds import AdaptiveRound
+
+    rounds = load_records(RunLayout(run_dir).adaptive, AdaptiveRound)
+    extra = {cid: k for k, record in enumerate(rounds) for cid in record.cells}
+    if not extra:
+        return cells
+    planned = 1 + max((c.repeat for c in cells if c.cell_id not in extra), default=-1)
+    return [
+        replace(c, measured_round=planned + extra[c.cell_id]) if c.cell_id in extra else c
+        for c in cells
+    ]
 
 
 def save_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:

@@ -38,7 +38,7 @@ def engine_lines(
 ) -> list[str]:
     """How the cells were measured (block engine), and why the rounds stopped."""
     lines: list[str] = []
-    blocks = {c.repeat for c in cells}
+    blocks = {c.block for c in cells}
     if engine is not None:
         windows = ", ".join(f"{ms} ms at {key}" for key, ms in sorted(engine.windows_ms.items()))
         lines += [

@@ -224,18 +224,20 @@ def adaptive_lines(
         ended = f" It stopped because {stopping.reason}." if stopping else ""
         return [head + " No extra round was measured." + ended]
     lines = [head]
-    shown = rounds if len(rounds) <= 3 else [rounds[0], rounds[-1]]
+    # numbered by their order after the planned rounds (older files could repeat a number)
+    numbered = list(enumerate(rounds, planned + 1))
+    shown = numbered if len(rounds) <= 3 else [numbered[0], numbered[-1]]
     if len(rounds) > 3:
         lines.append(
-            f"- {len(rounds)} extra rounds ({rounds[0].round} to {rounds[-1].round}), "
+            f"- {len(rounds)} extra rounds ({planned + 1} to {planned + len(rounds)}), "
             f"{sum(len(r.cells) for r in rounds)} cells; the first and the last:"
         )
-    for record in shown:
+    for number, record in shown:
         reasons = "; ".join(record.reasons[:4]) + (
             f"; and {len(record.reasons) - 4} more" if len(record.reasons) > 4 else ""
         )
         lines.append(
-            f"- Round {record.round}: {len(record.cells)} cells re-measured because "
+            f"- Round {number}: {len(record.cells)} cells re-measured because "
             f"these verdicts were undecided: {reasons}."
         )
     return lines
