@@ -26,7 +26,8 @@ def test_resolution_figures_are_the_benchmark_files() -> None:
     (`python benchmarks/resolution.py --readme` rewrites both)."""
     resolution = _bench("resolution")
     report = json.loads((RESULTS / "resolution.json").read_text())
-    assert resolution.readme_block(report) in (ROOT / "docs" / "results.md").read_text()
+    block = _pages()._from_docs(resolution.readme_block(report))
+    assert block in (ROOT / "docs" / "results.md").read_text()
     assert (RESULTS / "resolution.md").read_text() == resolution.render_md(report) + "\n"
     assert "/work/" not in (RESULTS / "resolution.json").read_text()  # no machine paths
 
@@ -42,7 +43,10 @@ def test_model_analyzer_figures_are_the_benchmark_files() -> None:
     spec.loader.exec_module(compare)
     data = json.loads((RESULTS / "vs_model_analyzer.json").read_text())
     assert data["targets"] == compare.targets(data)
-    assert compare.readme_block(data) in (ROOT / "docs" / "results.md").read_text()
+    assert (
+        _pages()._from_docs(compare.readme_block(data))
+        in (ROOT / "docs" / "results.md").read_text()
+    )
     assert (RESULTS / "vs_model_analyzer.md").read_text() == compare.markdown(data)
 
 
