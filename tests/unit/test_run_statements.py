@@ -187,3 +187,12 @@ def test_an_interval_end_near_zero_keeps_its_sign_and_a_decimal() -> None:
     assert endpoint_text(0.3) == "+0.3%" and endpoint_text(-0.4) == "-0.4%"
     assert endpoint_text(0.0) == "+0%" and endpoint_text(12.6) == "+13%"
     assert endpoint_text(0.03) == "+0.03%"
+
+
+def test_a_run_without_a_stopping_record_says_why_is_not_recorded() -> None:
+    """No extra round and no stopping.json: the log says the reason was not stored, and does not
+    claim one (issue 22 audit)."""
+    log = (EXAMPLES / "simple_mlp_backends" / "docs" / "experiment_log.md").read_text()
+    assert "No extra round was measured. Why is not recorded in this run folder" in log
+    cache = (EXAMPLES / "simple_mlp_cache" / "docs" / "experiment_log.md").read_text()
+    assert "Why is not recorded" not in cache

@@ -221,7 +221,11 @@ def adaptive_lines(
         + "."
     )
     if not rounds:
-        ended = f" It stopped because {stopping.reason}." if stopping else ""
+        ended = (
+            f" It stopped because {stopping.reason}."
+            if stopping
+            else " Why is not recorded in this run folder (it holds no results/stopping.json)."
+        )
         return [head + " No extra round was measured." + ended]
     lines = [head]
     # numbered by their order after the planned rounds (older files could repeat a number)
