@@ -300,7 +300,9 @@ def _fit_sentences(
     if check is not None and not check.supports_bound(fit.fixed_share_at_batch_1):
         # the line misses its points by as much as the bound it would set: quote the points
         def at(batch: float) -> str:
-            return "measured " + per_sample_text(points_around(us_per_execution, batch))
+            return "measured in-process (the whole call) " + per_sample_text(
+                points_around(us_per_execution, batch)
+            )
 
         one = at(1)
         text = (
