@@ -89,6 +89,12 @@ class VariantSummary:
         return self._server("compute_output_us_per_request")
 
     @property
+    def compute_us(self) -> Summary:
+        """Compute (input + infer + output) per request in the server (µs), one value per
+        repeat: the median of the sums, as the other figures are medians of their repeats."""
+        return self._server("compute_us_per_request")
+
+    @property
     def overhead_us(self) -> Summary:
         """Triton's per-request overhead outside queue and compute (µs), one value per repeat."""
         return self._server("overhead_us_per_request")

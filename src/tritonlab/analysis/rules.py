@@ -341,9 +341,7 @@ def saturated_server(ctx: RuleContext) -> Finding | None:
     """Requests mostly wait for a busy instance (not for a batch to fill)."""
     s = ctx.subject
     queue = s.queue_us.median
-    compute = sum(
-        x.median or 0.0 for x in (s.compute_input_us, s.compute_infer_us, s.compute_output_us)
-    )
+    compute = s.compute_us.median  # the median of each repeat's sum, as the log's figures are
     if queue is None or not compute:
         return None
     share = queue / (queue + compute)

@@ -91,6 +91,15 @@ class ServerStatsDelta:
         return self.inference_count / self.execution_count if self.execution_count else 0.0
 
     @property
+    def compute_us_per_request(self) -> float:
+        """Compute (input + infer + output) per request, µs."""
+        return (
+            self.compute_input_us_per_request
+            + self.compute_infer_us_per_request
+            + self.compute_output_us_per_request
+        )
+
+    @property
     def compute_us_per_execution(self) -> float:
         """Compute (input + infer + output) of one execution, whatever batch it carried."""
         return self.compute_us_per_inference * self.mean_batch_size
