@@ -108,11 +108,7 @@ class ServerStatsDelta:
     def request_us_per_request(self) -> float:
         """Server-side time per request in µs: queue, compute input/infer/output and overhead."""
         return (
-            self.queue_us_per_request
-            + self.compute_input_us_per_request
-            + self.compute_infer_us_per_request
-            + self.compute_output_us_per_request
-            + self.overhead_us_per_request
+            self.queue_us_per_request + self.compute_us_per_request + self.overhead_us_per_request
         )
 
     def to_dict(self) -> dict[str, Any]:
