@@ -87,7 +87,7 @@ def summarise_run(run_dir: Path, engine: str, wall_s: float) -> dict[str, Any]:
         "folder": run_dir.name,
         "verdicts": verdicts,
         "aa_control": [f.to_dict() for f in run.noise_floors],
-        "blocks": len({c.repeat for c in run.cells}),
+        "blocks": len({c.block for c in run.cells}),
         "cells": len(run.cells),
         "foreign_cores_median": statistics.median(m.foreign_cores for m in monitored)
         if monitored
@@ -306,6 +306,20 @@ def rewrite_results_page() -> None:
     subprocess.run([sys.executable, str(ROOT / "scripts" / "results_pages.py")], check=True)
 
 
+def _phrase(verdict: dict[str, Any]) -> str:
+    """A stored verdict's words, its interval's ends as the logs print them (an end near zero
+    keeps its sign: ``endpoint_text``); the stored phrase where it has no interval."""
+    from tritonlab.analysis.verdicts import endpoint_text
+
+    ci = verdict["ci95_pct"]
+    if ci is None or verdict["change_pct"] is None:
+        return str(verdict["phrase"])
+    return (
+        f"{verdict['word']} ({verdict['change_pct']:+.0f}%, CI {endpoint_text(ci[0])} to "
+        f"{endpoint_text(ci[1])})"
+    )
+
+
 def render_md(report: dict[str, Any]) -> str:
     lines = [
         "# Resolution: the block engine against the classic engine, side by side",
@@ -329,7 +343,7 @@ def render_md(report: dict[str, Any]) -> str:
         ]
         for v in run["verdicts"]:
             lines.append(
-                f"- {v['config']} {v['figure']}: {v['phrase']}, half-width "
+                f"- {v['config']} {v['figure']}: {_phrase(v)}, half-width "
                 f"{_pct(v['half_width_pct'])}, {'decided' if v['decided'] else 'undecided'}"
             )
         for f in run["aa_control"]:

@@ -196,3 +196,13 @@ def test_a_run_without_a_stopping_record_says_why_is_not_recorded() -> None:
     assert "No extra round was measured. Why is not recorded in this run folder" in log
     cache = (EXAMPLES / "simple_mlp_cache" / "docs" / "experiment_log.md").read_text()
     assert "Why is not recorded" not in cache
+
+
+def test_extra_rounds_without_a_stopping_record_say_why_is_not_recorded() -> None:
+    """Extra rounds measured, no stopping.json: the log says why they stopped is not stored
+    (issue 22, second audit); a run with the record states its reason instead."""
+    log = (EXAMPLES / "simple_mlp" / "docs" / "experiment_log.md").read_text()
+    assert "Why the extra rounds stopped is not recorded in this run folder" in log
+    blocks = (EXAMPLES / "simple_mlp_sweep_blocks" / "docs" / "experiment_log.md").read_text()
+    assert "Why the extra rounds stopped is not recorded" not in blocks
+    assert "it stopped because" in blocks

@@ -72,7 +72,7 @@ def engine_lines(
         budget = stopping.budget_s
         lines += [
             f"- Stopping rule: after the planned rounds, one more round at a time {rule}, up to "
-            f"{stopping.max_rounds} rounds"
+            f"{stopping.max_rounds} repeats of each configuration"
             + (f" and {budget:.0f} s of extra rounds" if budget is not None else "")
             + f"; it stopped because {stopping.reason}. Extra rounds took "
             f"{stopping.extra_s:.0f} s; a cell took {stopping.cell_cost_s:.2f} s (median, "

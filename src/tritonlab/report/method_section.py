@@ -216,7 +216,8 @@ def adaptive_lines(
         return []
     planned = manifest.plan.repeats
     head = (
-        f"- Adaptive repeats: {planned} rounds planned, at most {adaptive.max_repeats}"
+        f"- Adaptive repeats: {planned} rounds planned, at most {adaptive.max_repeats} repeats "
+        "of each configuration"
         + (f", extra rounds within {adaptive.budget_s:.0f} s" if adaptive.budget_s else "")
         + "."
     )
@@ -228,6 +229,11 @@ def adaptive_lines(
         )
         return [head + " No extra round was measured." + ended]
     lines = [head]
+    if stopping is None:
+        lines.append(
+            "- Why the extra rounds stopped is not recorded in this run folder (it holds no "
+            "results/stopping.json)."
+        )
     # numbered by their order after the planned rounds (older files could repeat a number)
     numbered = list(enumerate(rounds, planned + 1))
     shown = numbered if len(rounds) <= 3 else [numbered[0], numbered[-1]]
