@@ -176,7 +176,10 @@ def test_adaptive_lines_in_the_method(run_copy: Path) -> None:
     run = load_run(run_copy)
     decided = render_experiment_log(_with_adaptive(run, []))
     method = decided.split("## Method\n", 1)[1].split("\n## ", 1)[0]
-    assert "- Adaptive repeats: 3 rounds planned, at most 6 repeats of each configuration, extra rounds within 600 s." in method
+    assert (
+        "- Adaptive repeats: 3 rounds planned, at most 6 repeats of each configuration, extra "
+        "rounds within 600 s." in method
+    )
     assert "No extra round was measured." in method  # not a claim that all were decided
     record = AdaptiveRound(
         round=4,

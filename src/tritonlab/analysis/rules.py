@@ -363,10 +363,10 @@ def saturated_server(ctx: RuleContext) -> Finding | None:
         return None  # the server was not busy enough for its instances to be the queue's cause
     evidence = f" (the server used {used:.2f} of {ctx.cores} cores)" if used is not None else ""
     text = (
-        f"Saturated: requests spend {share:.0%} of their queue and compute time queued ({queue:.0f} µs) "
-        f"against {compute:.0f} µs of compute; the {n} instance{'s' if n > 1 else ''} "
-        f"{'are' if n > 1 else 'is'} kept busy{evidence} and the other requests in flight "
-        "wait behind it."
+        f"Saturated: requests spend {share:.0%} of their queue and compute time queued "
+        f"({queue:.0f} µs) against {compute:.0f} µs of compute; the {n} "
+        f"instance{'s' if n > 1 else ''} {'are' if n > 1 else 'is'} kept busy{evidence} and "
+        "the other requests in flight wait behind it."
     )
     return Finding(
         "saturated-server",
