@@ -79,7 +79,7 @@ def test_cells_pair_only_within_a_node() -> None:
 
 
 def test_an_address_where_nothing_answers_is_one_line() -> None:
-    from tritonlab.distributed.ray_session import check_reachable
+    from tritonlab.distributed.cluster import check_reachable
     from tritonlab.server.ports import find_free_ports
 
     (port,) = find_free_ports(1)  # free a moment ago: nothing listens there

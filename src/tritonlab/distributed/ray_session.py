@@ -19,7 +19,6 @@ What keeps the numbers valid:
 from __future__ import annotations
 
 import contextlib
-import socket
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -51,6 +50,7 @@ from tritonlab.records import RecordError
 from tritonlab.repository.layout import RepositoryModel
 from tritonlab.run_layout import RunLayout
 
+from .cluster import connect, measuring_nodes
 from .measurer import NodeMeasurer, Prepared
 from .nodes import (
     RESOURCE,
@@ -61,18 +61,8 @@ from .nodes import (
 )
 from .wire import Answer, NodeAnswerError, contained, decode_answer
 
-INSTALL_HINT = "--ray needs the optional extra: pip install 'tritonlab[ray]'"
 CLOSE_TIMEOUT_S = 120.0
 WAIT_SLICE_S = 1.0
-CONNECT_TIMEOUT_S = 10.0  # ray.wait in slices, so Ctrl-C is taken at once
-
-
-def _ray() -> Any:
-    try:
-        import ray
-    except ImportError as exc:
-        raise ConfigError(INSTALL_HINT) from exc
-    return ray
 
 
 @dataclass
@@ -354,53 +344,6 @@ def _cause(exc: Any, node: _Node) -> BaseException:
     if isinstance(cause, TritonlabError):
         return type(cause)(f"on Ray node {node.label}: {cause}")
     return ServerError(f"on Ray node {node.label}: {' '.join(str(exc).split())[:400]}")
-
-
-def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
-    """A ``host:port`` address must answer a TCP connect first: ``ray.init`` would otherwise
-    wait for an unreachable head for ever."""
-    host, _, port = address.rpartition(":")
-    if not host or not port.isdigit():
-        raise ConfigError(
-            f"--ray {address}: give the head's host:port (e.g. 10.0.0.1:6379) or auto"
-        )
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
-    except OSError as exc:
-        raise ConfigError(
-            f"--ray {address}: nothing answers there ({exc.strerror or exc}); start the head "
-            "with `ray start --head` or pass its address"
-        ) from exc
-
-
-def connect(address: str) -> Any:
-    """``ray.init`` on ``address`` ("auto": the cluster this machine belongs to)."""
-    ray = _ray()
-    if address != "auto" and "://" not in address:
-        check_reachable(address)
-    if not ray.is_initialized():
-        try:
-            ray.init(address=address, logging_level="WARNING", log_to_driver=False)
-        except (ConnectionError, ValueError, RuntimeError) as exc:
-            raise ConfigError(
-                f"--ray {address}: no Ray cluster answered ({' '.join(str(exc).split())[:200]});"
-                " start one with `ray start --head --resources '{\"tritonlab\": 1}'` or pass "
-                "its address"
-            ) from exc
-    return ray
-
-
-def measuring_nodes(ray: Any, address: str) -> list[dict[str, Any]]:
-    """Ray's live nodes that offer the measuring resource; ``ConfigError`` when there are none."""
-    found = [
-        n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get(RESOURCE, 0) >= 1
-    ]
-    if not found:
-        raise ConfigError(
-            f"no node of the Ray cluster at {address} offers the '{RESOURCE}' resource: start "
-            f"each measuring node with `ray start ... --resources '{{\"{RESOURCE}\": 1}}'`"
-        )
-    return found
 
 
 @contextlib.contextmanager

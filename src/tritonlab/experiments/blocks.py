@@ -259,16 +259,6 @@ def save_engine_record(run_dir: Path, record: EngineRecord) -> None:
     write_result(engine_path(run_dir), record.to_dict())
 
 
-def disjoint_cores_note(cores: int) -> str:
-    """Why perf_analyzer and the server share the cores (disjoint placement is not used)."""
-    return (
-        f"perf_analyzer and the server share this machine's {cores} cores; placing them on "
-        "disjoint cores is not done and was not measured here (on 2 cores it would leave the "
-        "server one, so a 2-instance configuration could not use the second: that changes what "
-        "is compared, not only its noise)"
-    )
-
-
 class BlockSession:
     """The block engine's side of a ``CellSession``: which models are loaded, each load
     point's window, and the order of every block's cells."""

@@ -17,7 +17,6 @@ from tritonlab.experiments.blocks import (
     WARMUP_WINDOW_MS,
     WINDOWS_PER_CELL,
     EngineRecord,
-    disjoint_cores_note,
 )
 from tritonlab.experiments.interference import (
     DISTURBED_FOREIGN_CORES,
@@ -31,6 +30,16 @@ from tritonlab.experiments.store import CellResult
 def _width(v: Verdict) -> str:
     width = v.half_width_pct
     return "no interval" if width is None else f"half-width ±{width:.1f}%"
+
+
+def disjoint_cores_note(cores: int) -> str:
+    """Why perf_analyzer and the server share the cores (disjoint placement is not used)."""
+    return (
+        f"perf_analyzer and the server share this machine's {cores} cores; placing them on "
+        "disjoint cores is not done and was not measured here (on 2 cores it would leave the "
+        "server one, so a 2-instance configuration could not use the second: that changes what "
+        "is compared, not only its noise)"
+    )
 
 
 def engine_lines(
