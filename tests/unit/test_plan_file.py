@@ -147,6 +147,20 @@ def test_turning_batching_off_drops_the_anchor_batcher_settings() -> None:
     assert names == ["baseline", "batch_100us", "batch_100us_x2"]
 
 
+def test_turning_batching_off_drops_every_batcher_setting_preserve_ordering_too() -> None:
+    """A plan whose anchor preserves ordering can still switch batching off (review finding:
+    only the delay and preferred sizes were dropped, so the variant failed validation)."""
+    plan = _parse(
+        {
+            **BASE,
+            "anchor": {"dynamic_batching": True, "preserve_ordering": True},
+            "combined": [{"changes": {"dynamic_batching": False, "instance_count": 2}}],
+        }
+    )
+    off = [v for v in _configs(plan) if v.instance_count == 2]
+    assert off and not off[0].dynamic_batching and not off[0].preserve_ordering
+
+
 def test_every_knob_and_combined_variants() -> None:
     plan = _parse(
         {

@@ -166,13 +166,13 @@ def _same_config(a: ServingVariant, b: ServingVariant) -> bool:
 
 def _apply(reference: ServingVariant, changes: dict[str, Any]) -> ServingVariant:
     """``reference`` with ``changes``; a batcher setting on a non-batching reference enables it."""
-    batcher = BATCHER_FIELDS
-    if batcher & changes.keys() and "dynamic_batching" not in changes:
+    if BATCHER_FIELDS & changes.keys() and "dynamic_batching" not in changes:
         changes = {"dynamic_batching": True, **changes}
     variant = replace(reference, **changes)
-    if not variant.dynamic_batching and not batcher & changes.keys():
-        # Switching batching off drops the reference's batcher settings with it.
-        variant = replace(variant, max_queue_delay_us=0, preferred_batch_sizes=())
+    if not variant.dynamic_batching and not BATCHER_FIELDS & changes.keys():
+        # Switching batching off drops every batcher setting of the reference with it.
+        defaults = ServingVariant("", "")
+        variant = replace(variant, **{f: getattr(defaults, f) for f in BATCHER_FIELDS})
     return variant
 
 
