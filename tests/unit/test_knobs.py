@@ -152,3 +152,15 @@ def test_a_one_knob_change_never_reads_as_changes_together() -> None:
         assert "together" not in text, knob.plan_name
         if text.startswith("What does changing"):
             assert knob.plan_name in text, text
+
+
+def test_knobs_adding_to_one_section_keep_both_settings() -> None:
+    from tritonlab.repository.knobs import merge_sections
+
+    base = {"dynamic_batching": {"max_queue_delay_microseconds": 0}, "name": "m"}
+    merged = merge_sections(base, {"dynamic_batching": {"preserve_ordering": True}})
+    assert merged["dynamic_batching"] == {
+        "max_queue_delay_microseconds": 0,
+        "preserve_ordering": True,
+    }
+    assert base["dynamic_batching"] == {"max_queue_delay_microseconds": 0}  # not changed

@@ -142,6 +142,12 @@ class VariantSummary:
         return sum(c.server.cache_miss_count for c in self.cells if c.server)
 
     @property
+    def cache_hit_share(self) -> float | None:
+        """The share of cache lookups the cache answered (0..1); None where none was made."""
+        lookups = self.cache_hits + self.cache_misses
+        return self.cache_hits / lookups if lookups else None
+
+    @property
     def batch_distribution(self) -> dict[int, int]:
         """Executions per batch size, summed over the repeats."""
         total: Counter[int] = Counter()

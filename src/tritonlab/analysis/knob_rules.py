@@ -274,10 +274,9 @@ def cache_effect(ctx: RuleContext) -> Finding | None:
     if changed_fields(r.variant, s.variant) != ["response_cache"] or not same_workload(r, s):
         return None
     cached = s if s.variant.response_cache else r
-    hits, misses = cached.cache_hits, cached.cache_misses
-    if hits + misses == 0:
+    hits, misses, share = cached.cache_hits, cached.cache_misses, cached.cache_hit_share
+    if share is None:
         return None  # no lookup counted: nothing measured to explain with
-    share = hits / (hits + misses)
     throughput = compare_figure("throughput", "throughput", r, s)
     figures: dict[str, Any] = {
         "cache_hits": hits,

@@ -109,9 +109,7 @@ def operating_point(s: VariantSummary) -> OperatingPoint | None:
         latency_p99_max_us=s.latency_p99.high,
         instance_count=s.variant.instance_count,
         repeats=s.latency_p99.n,
-        cache_hit_share=(
-            round(s.cache_hits / lookups, 3) if (lookups := s.cache_hits + s.cache_misses) else None
-        ),
+        cache_hit_share=None if s.cache_hit_share is None else round(s.cache_hit_share, 3),
     )
 
 

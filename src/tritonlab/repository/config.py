@@ -15,7 +15,7 @@ from tritonclient.grpc import model_config_pb2
 
 from tritonlab.errors import ConfigError
 from tritonlab.models.inspect import OnnxModelInfo, TensorSpec
-from tritonlab.repository.knobs import config_additions
+from tritonlab.repository.knobs import config_additions, merge_sections
 from tritonlab.repository.variants import ServingVariant
 
 ModelConfig = model_config_pb2.ModelConfig
@@ -65,11 +65,7 @@ def config_dict(info: OnnxModelInfo, variant: ServingVariant, model_name: str) -
         parameters["INFERENCE_PRECISION_HINT"] = variant.precision
     if parameters:
         config["parameters"] = {k: {"string_value": v} for k, v in sorted(parameters.items())}
-    for key, value in config_additions(variant).items():
-        # a knob may add to a section written above (e.g. a setting of dynamic_batching)
-        base = config.get(key)
-        config[key] = base | value if isinstance(base, dict) and isinstance(value, dict) else value
-    return config
+    return merge_sections(config, config_additions(variant))
 
 
 def build_model_config(

@@ -330,9 +330,24 @@ def describe_change(field_name: str, before: ServingVariant, after: ServingVaria
     return knob.change(before, after) if knob else f"{field_name} changed"
 
 
+def merge_sections(base: dict[str, Any], additions: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``additions``; a section both hold as a dict (e.g. ``dynamic_batching``)
+    keeps the settings of both."""
+    merged = dict(base)
+    for key, value in additions.items():
+        held = merged.get(key)
+        merged[key] = held | value if isinstance(held, dict) and isinstance(value, dict) else value
+    return merged
+
+
 def config_additions(v: ServingVariant) -> dict[str, Any]:
-    """What the knobs add to ``config.pbtxt`` (protobuf JSON) beyond ``repository/config.py``."""
-    return {key: value for k in KNOBS if k.config for key, value in k.config(v).items()}
+    """What the knobs add to ``config.pbtxt`` (protobuf JSON) beyond ``repository/config.py``;
+    two knobs that add to one section both keep their settings."""
+    additions: dict[str, Any] = {}
+    for knob in KNOBS:
+        if knob.config:
+            additions = merge_sections(additions, knob.config(v))
+    return additions
 
 
 def server_args(variants: Sequence[ServingVariant]) -> tuple[str, ...]:

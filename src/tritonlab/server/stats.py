@@ -80,12 +80,6 @@ class ServerStatsDelta:
     cache_miss_count: int = 0
 
     @property
-    def cache_hit_share(self) -> float | None:
-        """The share of cache lookups the cache answered (0..1); None where none was made."""
-        lookups = self.cache_hit_count + self.cache_miss_count
-        return self.cache_hit_count / lookups if lookups else None
-
-    @property
     def mean_batch_size(self) -> float:
         """Inferences per execution: the batch size the server really ran (0.0 with none)."""
         return self.inference_count / self.execution_count if self.execution_count else 0.0
