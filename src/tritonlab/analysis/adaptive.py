@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tritonlab.analysis.aggregate import VariantSummary, summarise
+from tritonlab.analysis.aggregate import summarise
 from tritonlab.analysis.explain import analyse
 from tritonlab.analysis.noise_floor import NoiseFloor, noise_floors
 from tritonlab.analysis.verdicts import Verdict
@@ -59,15 +59,9 @@ def _undecided(label: str, verdicts: dict[str, Verdict], precision: bool = False
     return found
 
 
-def _control_undecided(floor: NoiseFloor | None, label: str, precision: bool) -> list[str]:
-    """The A/A control's throughput interval as a reason to measure on (none without one)."""
-    if floor is None:
-        return []
+def _control_undecided(floor: NoiseFloor, label: str, precision: bool) -> list[str]:
+    """The A/A control's throughput interval as a reason to measure on."""
     return _undecided(label, {"throughput": floor.throughput}, precision)
-
-
-def _summaries(run_dir: Path, variant_order: list[str]) -> list[VariantSummary]:
-    return summarise(load_cells(run_dir), variant_order)
 
 
 def undecided_project(

@@ -229,6 +229,7 @@ def _measure_passes(
     direct_loads = [ld for ld in plan.loads if ld.peak_fraction is None]
     over_budget = f"time budget of {time_budget_s or 0:.0f} s reached"
     without_rate: list[str] = []
+    rates: Mapping[tuple[str, str], float] = {}  # the derived loads' rates, read once
 
     def measure_pass(loads_of: Callable[[RepositoryModel], list[LoadPoint]]) -> str | None:
         rounds = planned_rounds(plan.repeats, models, loads_of, finished)
@@ -248,7 +249,6 @@ def _measure_passes(
     if stopped is None:
         session.measure_serving_path(request.info)
     if stopped is None and adaptive is not None:
-        rates = open_loop_rates() if derived_loads and open_loop_rates is not None else {}
         AdaptiveRun(
             session, adaptive, request.run_dir, models, direct_loads, derived_loads, rates,
             plan.repeats,
