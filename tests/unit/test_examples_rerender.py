@@ -37,6 +37,11 @@ def differing_files(example: Path, work: Path) -> list[str]:
             changed.append(f"{rel} (new)")
         elif not filecmp.cmp(original, path, shallow=False):
             changed.append(str(rel))
+    changed += [  # a file the re-render deleted, or stopped writing
+        f"{p.relative_to(example)} (removed)"
+        for p in sorted(example.rglob("*"))
+        if p.is_file() and not (copy / p.relative_to(example)).exists()
+    ]
     return changed
 
 

@@ -12,7 +12,7 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -20,9 +20,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from tritonlab import __version__
-from tritonlab.analysis.explain import Analysis
 from tritonlab.errors import TritonlabError
 from tritonlab.procenv import interrupt
+
+if TYPE_CHECKING:  # the analysis stack (scipy, pydantic) stays out of every command's start-up
+    from tritonlab.analysis.explain import Analysis
 
 app = typer.Typer(
     add_completion=False,
