@@ -301,8 +301,12 @@ def readme_block(report: dict[str, Any]) -> str:
     )
 
 
-def rewrite_results_page() -> None:
-    """docs/results.md (which quotes ``readme_block``) rebuilt from the stored files."""
+def rewrite_results_page(out: Path) -> None:
+    """docs/results.md (which quotes ``readme_block``) rebuilt from the stored files, when
+    ``out`` is the folder it quotes (benchmarks/results); otherwise say it was left alone."""
+    if out.resolve() != (ROOT / "benchmarks" / "results").resolve():
+        print(f"docs/results.md quotes benchmarks/results, not {out}: left as it is")
+        return
     subprocess.run([sys.executable, str(ROOT / "scripts" / "results_pages.py")], check=True)
 
 
@@ -382,7 +386,7 @@ def main() -> None:
     if args.readme:
         stored = json.loads((args.out / "resolution.json").read_text())
         (args.out / "resolution.md").write_text(render_md(stored) + "\n")
-        rewrite_results_page()
+        rewrite_results_page(args.out)
         return
     tritonlab = str(Path(sys.executable).parent / "tritonlab")
     from bench_common import fresh_folder, report_header  # beside this script

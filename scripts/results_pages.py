@@ -13,6 +13,7 @@ files hold exactly what this script renders.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import sys
@@ -116,6 +117,12 @@ EXAMPLES_SHOWN = (
         "What does the adaptive search pick for the encoder, and why did it stop?",
     ),
 )
+
+
+@functools.cache
+def _run(folder: str) -> RunData:
+    """An example's run folder, loaded once per process."""
+    return load_run(EXAMPLES / folder)
 
 
 def _phrase(report: VariantReport, figure: str) -> str:
@@ -255,14 +262,14 @@ def render_results_page() -> str:
         "",
     ]
     for example in EXAMPLES_SHOWN:
-        lines += example_section(example, load_run(EXAMPLES / example.folder))
+        lines += example_section(example, _run(example.folder))
     lines += benchmark_blocks()
     return "\n".join(lines).rstrip() + "\n"
 
 
 def readme_block() -> str:
     """The README's key results: the headline example's table, between markers."""
-    run = load_run(EXAMPLES / HEADLINE)
+    run = _run(HEADLINE)
     analysis = run.analyses[0]
     lines = [
         README_BEGIN,
