@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -18,7 +18,11 @@ from tritonlab.cli.common import (
     user_errors,
 )
 from tritonlab.cli.options import DemoFlags, NameOpt, OutOpt, RunFlags, option_groups
+from tritonlab.errors import ConfigError
 from tritonlab.run_layout import RunLayout
+
+if TYPE_CHECKING:
+    from tritonlab.models.inspect import OnnxModelInfo
 
 
 def _run_pipeline(
@@ -27,9 +31,10 @@ def _run_pipeline(
     model_name: str,
     demo: str | None,
     flags: RunFlags | DemoFlags,
+    info: OnnxModelInfo | None = None,
 ) -> None:
-    """Measure ``onnx_path`` (``demo``: the built-in model it is) into ``out_dir``, and print
-    what came out."""
+    """Measure ``onnx_path`` (``demo``: the built-in model it is; ``info``: a repository's
+    model already read) into ``out_dir``, and print what came out."""
     from tritonlab.experiments.plan import MeasurementSettings
     from tritonlab.models.shape_probe import checked_inputs
     from tritonlab.pipeline.project import (
@@ -43,7 +48,7 @@ def _run_pipeline(
     counts = engine_rounds(
         rounds.engine, rounds.repeats, rounds.max_repeats, rounds.adaptive_budget_s
     )
-    info = load_model_info(onnx_path)
+    info = info or load_model_info(onnx_path)
     model_inputs = checked_inputs(info, inputs.shape, inputs.input_data)
     project_plan = default_plan(
         info,
@@ -72,6 +77,7 @@ def _run_pipeline(
         results.controls(counts),
         demo=demo,
         inputs=model_inputs,
+        info=info,
     )
     outcome = result.outcome
     for line in outcome.quarantined:
@@ -118,20 +124,41 @@ def demo(
 @app.command()
 @option_groups
 def run(
-    model: Annotated[Path, typer.Argument(help="The ONNX model file.")],
     out_dir: OutOpt,
+    model: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Argument(help="The ONNX model file (or --repository DIR --model NAME)."),
+    ] = None,
     name: NameOpt = None,
     *,
     flags: RunFlags,
 ) -> None:
-    """Deploy, check, measure and explain your ONNX model.
+    """Deploy, check, measure and explain your ONNX model, or a model of your Triton repository.
 
     The configurations compared fit the model (--configs auto): batching and instance counts for
     a model whose requests are cheap, threads x instances for a compute-bound one; a model
-    without a batch axis is compared without batching.
-    Example: tritonlab run model.onnx --out my-project --shape input_ids:256
+    without a batch axis is compared without batching. A repository's model (an ONNX or Python
+    model, an ensemble, a BLS model) is compared from its own config.pbtxt, one knob at a time.
+    Example: tritonlab run model.onnx --out my-project --shape input_ids:256;
+    tritonlab run --repository models --model pipeline --out pipeline-run
     """
     with user_errors(resume_hint(out_dir)):
+        repo = flags.repository
+        if repo.given(model):
+            from tritonlab.pipeline.project import load_repository_info
+
+            assert repo.repository is not None and repo.repo_model is not None
+            info = load_repository_info(
+                repo.repository,
+                repo.repo_model,
+                flags.server.options(),
+                repo.step,
+                repo.reference,
+            )
+            _run_pipeline(info.path, out_dir, name or repo.repo_model, None, flags, info)
+            return
+        if model is None:
+            raise ConfigError("give the ONNX model file, or --repository DIR --model NAME")
         _run_pipeline(model, out_dir, name or model.stem, None, flags)
 
 

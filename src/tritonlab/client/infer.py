@@ -22,6 +22,8 @@ TOLERANCE_ABS = {"TYPE_FP16": 1e-2, "TYPE_FP32": 1e-4, "TYPE_FP64": 1e-9}
 # A backend computing in reduced precision is held to a share of the output's largest magnitude
 # (bf16 keeps 8 significant bits, f16 11; errors grow through the layers), on top of the above.
 TOLERANCE_REL_OF_MAX = {"bf16": 5e-2, "f16": 1e-2}
+# What a Python model's or an ensemble's answer is checked against without a reference file.
+SHAPES_ONLY = "shapes and dtypes only"
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,10 @@ class InferCheck(Record):
     max_rel_diff: float | None = None
     # The cluster node that checked it (``distributed/``); None for a local run.
     node: str | None = None
+    # What the answer was checked against: "onnxruntime" (the graph run in-process), the user's
+    # reference file (``--reference``: inputs and expected outputs), or "shapes and dtypes
+    # only" (a Python model or an ensemble without a reference file).
+    reference: str = "onnxruntime"
 
     def to_dict(self) -> dict[str, Any]:
         """The record as JSON; an onnxruntime check leaves out ``engine`` and ``max_rel_diff``,
@@ -50,6 +56,8 @@ class InferCheck(Record):
             del data["engine"], data["max_rel_diff"]
         if self.node is None:
             del data["node"]
+        if self.reference == "onnxruntime":
+            del data["reference"]
         return data
 
 
@@ -137,7 +145,8 @@ def infer_and_check(
 
             metadata = json_format.MessageToDict(metadata, preserving_proto_field_name=True)
         check_metadata(metadata, info, model_name)
-        arrays = (inputs or derive_inputs(info)).batch(batch_size)
+        reference = _user_reference(info)
+        arrays = reference[0] if reference else (inputs or derive_inputs(info)).batch(batch_size)
         request_inputs = []
         for spec in info.inputs:
             array = arrays[spec.name]
@@ -155,7 +164,22 @@ def infer_and_check(
     finally:
         client.close()
 
-    expected = reference_outputs(info, arrays)
+    if reference is None and not info.runs_onnx:
+        return InferCheck(
+            protocol=protocol,
+            model_name=model_name,
+            input_shapes={k: list(v.shape) for k, v in arrays.items()},
+            output_shapes=_declared_check(result, info, arrays),
+            max_abs_diff=0.0,
+            tolerance_abs=0.0,
+            round_trip_ms=round_trip_ms,
+            engine=engine,
+            reference=SHAPES_ONLY,
+        )
+    if reference is not None:
+        expected, against = reference[1], reference[2]
+    else:
+        expected, against = reference_outputs(info, arrays), "onnxruntime"
     max_diff = 0.0
     max_rel = 0.0
     tolerance = 0.0
@@ -165,11 +189,13 @@ def infer_and_check(
         want = expected[spec.name]
         if got is not None and not spec.dims and got.size == want.size:
             got = got.reshape(want.shape)  # served as [batch, 1], the graph says [batch]
-        if got is None or got.shape != want.shape:
+        if got is None or not _same_shape(got.shape, want.shape):
             raise ClientError(
                 f"output '{spec.name}' has shape {None if got is None else list(got.shape)}, "
-                f"onnxruntime gives {list(want.shape)}"
+                f"{against} gives {list(want.shape)}"
             )
+        if got.dtype != want.dtype:
+            raise ClientError(f"output '{spec.name}' is {got.dtype}, {against} gives {want.dtype}")
         output_shapes[spec.name] = list(got.shape)
         tol = TOLERANCE_ABS.get(spec.triton_dtype, 0.0)
         scale = float(np.max(np.abs(want.astype(np.float64)))) if want.size else 0.0
@@ -177,10 +203,14 @@ def infer_and_check(
             tol += TOLERANCE_REL_OF_MAX[precision] * scale
         tolerance = max(tolerance, tol)
         if got.size:
+            if want.dtype.kind != "f" and not np.array_equal(got, want):
+                raise ClientError(
+                    f"output '{spec.name}' of {model_name} differs from {against} over {protocol}"
+                )
             diff = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
             if not diff <= tol:  # NaN fails too
                 raise ClientError(
-                    f"output '{spec.name}' of {engine} differs from onnxruntime by {diff:.3g} "
+                    f"output '{spec.name}' of {engine} differs from {against} by {diff:.3g} "
                     f"(tolerance {tol:g}) over {protocol}"
                 )
             max_diff = max(max_diff, diff)
@@ -195,4 +225,57 @@ def infer_and_check(
         round_trip_ms=round_trip_ms,
         engine=engine,
         max_rel_diff=max_rel,
+        reference=against,
     )
+
+
+def _same_shape(got: tuple[int, ...], want: tuple[int, ...]) -> bool:
+    """Shapes agree, -1 in ``want`` (a dim the config leaves dynamic) matching any size."""
+    return len(got) == len(want) and all(w in (-1, g) for g, w in zip(got, want, strict=True))
+
+
+def _user_reference(
+    info: OnnxModelInfo,
+) -> tuple[dict[str, np.ndarray[Any, Any]], dict[str, np.ndarray[Any, Any]], str] | None:
+    """The user's reference file of a repository model (``--reference``): the inputs to send,
+    the outputs expected, and its name; None where none was given."""
+    path = info.source.reference if info.source is not None else None
+    if path is None:
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            stored = {k: data[k] for k in data.files}
+    except (OSError, ValueError) as exc:
+        raise ClientError(f"--reference {path}: not a readable .npz file ({exc})") from exc
+    names = [s.name for s in (*info.inputs, *info.outputs)]
+    missing = [n for n in names if n not in stored]
+    if missing:
+        raise ClientError(
+            f"--reference {path}: no array named {', '.join(missing)}; store every input and "
+            "expected output under its tensor name (numpy.savez)"
+        )
+    sent = {s.name: stored[s.name] for s in info.inputs}
+    return sent, {s.name: stored[s.name] for s in info.outputs}, path.name
+
+
+def _declared_check(
+    result: Any, info: OnnxModelInfo, arrays: dict[str, np.ndarray[Any, Any]]
+) -> dict[str, list[int]]:
+    """Check each output against the shape and dtype its config declares (-1: any size);
+    return the shapes that came back."""
+    batch = [len(next(iter(arrays.values())))] if info.batched and arrays else []
+    shapes: dict[str, list[int]] = {}
+    for spec in info.outputs:
+        got = result.as_numpy(spec.name)
+        want = (*batch, *spec.dims)
+        if got is None or not _same_shape(got.shape, want):
+            raise ClientError(
+                f"output '{spec.name}' has shape {None if got is None else list(got.shape)}, "
+                f"its config declares {list(want)}"
+            )
+        if got.dtype != spec.numpy_dtype:
+            raise ClientError(
+                f"output '{spec.name}' is {got.dtype}, its config declares {spec.numpy_dtype}"
+            )
+        shapes[spec.name] = list(got.shape)
+    return shapes

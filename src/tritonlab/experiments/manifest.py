@@ -261,6 +261,9 @@ class ModelRecord:
     opset: int | None
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
+    # A model of a user's repository (``RepositorySource.to_dict``): what it is, which model
+    # the variants change and why, what it calls. None for an ONNX file given on its own.
+    repository: dict[str, Any] | None = None
 
     @property
     def input_shapes(self) -> dict[str, list[int]]:
@@ -283,14 +286,19 @@ class ModelRecord:
             opset=data.get("opset"),
             inputs=tuple(_tensor(t) for t in data.get("inputs", [])),
             outputs=tuple(_tensor(t) for t in data.get("outputs", [])),
+            repository=data.get("repository"),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The model as JSON: file, sha256, size in bytes, opset and tensors."""
-        return asdict(self) | {
+        """The model as JSON: file, sha256, size in bytes, opset and tensors (and, for a model
+        of a user's repository, where it came from)."""
+        data = asdict(self) | {
             "inputs": [_tensor_dict(t) for t in self.inputs],
             "outputs": [_tensor_dict(t) for t in self.outputs],
         }
+        if self.repository is None:
+            del data["repository"]  # records of ONNX files stay byte-identical
+        return data
 
 
 @dataclass(frozen=True)

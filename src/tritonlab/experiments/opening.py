@@ -31,7 +31,7 @@ from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.paths import portable_command, portable_file, portable_path
 from tritonlab.perf.locate import PerfAnalyzerInstall
 from tritonlab.repository.knobs import server_args as knob_server_args
-from tritonlab.repository.layout import RepositoryModel
+from tritonlab.repository.layout import RepositoryModel, load_order
 from tritonlab.run_layout import RunLayout
 from tritonlab.server.launch import ServerOptions, running_server
 from tritonlab.server.process import TritonServer
@@ -57,16 +57,32 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def model_sha256(info: OnnxModelInfo) -> str:
+    """The sha256 of what is served: the ONNX file, or for a model of a user's repository
+    every file of every model folder it needs (names and contents, in a fixed order)."""
+    if info.source is None:
+        return file_sha256(info.path)
+    digest = hashlib.sha256()
+    for name in sorted(info.source.needed):
+        folder = info.source.root / name
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            digest.update(path.relative_to(info.source.root).as_posix().encode() + b"\0")
+            digest.update(file_sha256(path).encode())
+    return digest.hexdigest()
+
+
 def model_record(plan: ExperimentPlan, info: OnnxModelInfo) -> ModelRecord:
-    """The manifest's record of the model file a run measures."""
+    """The manifest's record of the model a run measures."""
+    source = info.source
     return ModelRecord(
         name=plan.model_name,
-        onnx_file=info.path.name,
-        sha256=file_sha256(info.path),
+        onnx_file=info.path.name if source is None else f"{source.model}/{info.path.name}",
+        sha256=model_sha256(info),
         size_bytes=info.file_size_bytes,
-        opset=info.opset,
+        opset=info.opset if info.runs_onnx or source is None else None,
         inputs=tuple(info.inputs),
         outputs=tuple(info.outputs),
+        repository=None if source is None else source.to_dict() | {"repository": source.root.name},
     )
 
 
@@ -189,7 +205,8 @@ def open_session(
                 engines.add(other.variant.engine)
                 to_check.append((other, ("grpc",)))
         for model, protocols in to_check:
-            server.load_model(model.model_name)
+            for name in load_order(model):
+                server.load_model(name)
             try:
                 session.checks += [
                     infer_and_check(

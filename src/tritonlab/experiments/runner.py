@@ -34,7 +34,7 @@ from tritonlab.experiments.manifest import (
 from tritonlab.experiments.opening import (
     SessionRequest,
     check_resume,
-    file_sha256,
+    model_sha256,
     open_session,
     plan_fingerprint,
 )
@@ -156,7 +156,7 @@ def run_experiment(
             "`tritonlab sweep`"
         )
     inputs = inputs or derive_inputs(info)
-    fingerprint = plan_fingerprint(plan, file_sha256(info.path), inputs)
+    fingerprint = plan_fingerprint(plan, model_sha256(info), inputs)
     check_resume(run_dir, fingerprint)
     perf_install = locate_perf_analyzer(perf_analyzer)
     models = build_repository(RunLayout(run_dir).models, info, plan.model_name, list(plan.variants))

@@ -46,7 +46,7 @@ from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.paths import portable_command, portable_path
 from tritonlab.perf.locate import PerfAnalyzerInstall
 from tritonlab.perf.runner import run_perf
-from tritonlab.repository.layout import RepositoryModel
+from tritonlab.repository.layout import RepositoryModel, load_order
 from tritonlab.run_layout import CELLS_DIR, SERVING_PATH_DIR, RunLayout
 from tritonlab.run_layout import cell_id as layout_cell_id
 from tritonlab.server.endpoint import ServerEndpoint
@@ -153,6 +153,7 @@ def _measure_cell(
     processes = server.process_tree() if isinstance(server, TritonServer) else []
     log_offset = _log_size(server)
     before = StatsSnapshot.from_triton(server.model_statistics(model.model_name))
+    steps_before = _called_snapshots(server, model)
     idle = idle_stubs(processes, model.model_name) if monitor_tries else []
     idle_before = tree_cpu_seconds(idle)
     cpu_before = tree_cpu_seconds(processes)
@@ -185,6 +186,7 @@ def _measure_cell(
             attempts=monitor_tries,
         )
     after = StatsSnapshot.from_triton(server.model_statistics(model.model_name))
+    steps_after = _called_snapshots(server, model)
     # The exact command, written portably (run folder relative, cache and venv as variables).
     settings = perf.settings
     if settings.input_data is not None:
@@ -205,10 +207,20 @@ def _measure_cell(
         load_key=load.key,
         backend_fallbacks=_fallbacks_since(server, log_offset),
         interference=interference,
+        steps={n: stats_delta(steps_before[n], steps_after[n]) for n in steps_before},
     )
     if last_try or interference is None or not interference.disturbed:
         save_cell(run_dir, cell, folder)
     return cell
+
+
+def _called_snapshots(server: ServerEndpoint, model: RepositoryModel) -> dict[str, StatsSnapshot]:
+    """The statistics of every model ``model`` calls (an ensemble's steps, a BLS model's
+    callees), by their names in the user's repository."""
+    return {
+        name: StatsSnapshot.from_triton(server.model_statistics(served))
+        for name, served in model.called
+    }
 
 
 class CellSession:
@@ -245,8 +257,10 @@ class CellSession:
         return self.deadline is not None and time.monotonic() > self.deadline
 
     def load(self, model: RepositoryModel) -> None:
-        """Load a configuration (a server that dies while loading is restarted once)."""
-        _load_recovering(self.server, self.recovery, model.model_name)
+        """Load a configuration, and the models it calls first (a server that dies while loading
+        is restarted once)."""
+        for name in load_order(model):
+            _load_recovering(self.server, self.recovery, name)
 
     def unload(self, model: RepositoryModel, quietly: bool = False) -> None:
         """Unload it. A server that died meanwhile (between cells, say) is restarted: a new
@@ -268,7 +282,8 @@ class CellSession:
         the classic engine loads each configuration when it comes to it."""
         if self.engine is not None and self.engine.co_loaded:
             for other in self.engine.models:  # a new server has nothing loaded
-                _load_recovering(self.server, self.recovery, other.model_name)
+                for name in load_order(other):
+                    _load_recovering(self.server, self.recovery, name)
 
     def measure(
         self, model: RepositoryModel, load: LoadPoint, repeat: int, note: str = ""

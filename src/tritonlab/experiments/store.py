@@ -10,7 +10,7 @@ import json
 import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -161,6 +161,9 @@ class CellResult:
     # ``load_cells``, not stored in the cell): a cell's repeat counts its own configuration's
     # cells, and an extra round holds configurations at different counts. None: its repeat.
     measured_round: int | None = None
+    # The models the measured one called (an ensemble's steps, a BLS model's callees, from a
+    # user's repository): each one's statistics over the same window, by its name there.
+    steps: dict[str, ServerStatsDelta] = field(default_factory=dict)
 
     @property
     def block(self) -> int | str:
@@ -188,6 +191,8 @@ class CellResult:
             data["node"] = self.node
         if self.interference is not None:
             data["interference"] = self.interference.to_dict()
+        if self.steps:
+            data["steps"] = {name: delta.to_dict() for name, delta in self.steps.items()}
         return data | {
             "cell_id": self.cell_id,
             "variant": self.variant.to_dict(),
@@ -221,6 +226,10 @@ class CellResult:
             interference=(
                 Interference.from_dict(data["interference"]) if data.get("interference") else None
             ),
+            steps={
+                str(name): ServerStatsDelta.from_dict(delta)
+                for name, delta in (data.get("steps") or {}).items()
+            },
         )
 
 

@@ -300,14 +300,19 @@ def derive_inputs(
     dynamic_source: str = "tritonlab's default; set with --shape",
     input_data: Path | None = None,
 ) -> ModelInputs:
-    """Concrete shapes and value rules for every input of ``info``'s graph."""
+    """Concrete shapes and value rules for every input of ``info``'s graph (of its config, for
+    a model of a user's repository that is not an ONNX graph)."""
     import onnx
 
-    model = onnx.load(str(info.path), load_external_data=False)
-    dims_by_input = graph_dims(model, info.batched)
+    bounds: dict[str, tuple[int, str]] = {}
+    if info.runs_onnx:
+        model = onnx.load(str(info.path), load_external_data=False)
+        dims_by_input = graph_dims(model, info.batched)
+        bounds = gather_bounds(model)
+    else:  # the config's dims: -1 is a dynamic dim, sized like a graph's unnamed one
+        dims_by_input = {s.name: [d if d > 0 else "?" for d in s.dims] for s in info.inputs}
     if input_data is not None:
         return _user_inputs(info, dims_by_input, input_data)
-    bounds = gather_bounds(model)
     overrides = dict(shapes or {})
     capped = ""
     for name, dims in dims_by_input.items():

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from tritonlab.errors import ModelError
+from tritonlab.models.source import RepositorySource
 
 # ONNX TensorProto element type -> (Triton data type name, numpy dtype).
 _ONNX_TO_TRITON: dict[int, tuple[str, str]] = {
@@ -58,6 +59,15 @@ class OnnxModelInfo:
     batched: bool
     opset: int
     file_size_bytes: int
+    # A model of a user's Triton repository (``--repository``): where it comes from. ``path`` is
+    # then its ONNX file, or (a Python model, an ensemble) its ``config.pbtxt``.
+    source: RepositorySource | None = None
+
+    @property
+    def runs_onnx(self) -> bool:
+        """Whether ``path`` is an ONNX graph onnxruntime can run in-process (the reference
+        check, the operator profile, the in-process timings)."""
+        return self.source is None or self.source.runs_onnx
 
 
 def _dims(value_info: object) -> list[int | str]:

@@ -110,4 +110,6 @@ def checked_inputs(
     ``--input-data`` file), probed in-process before any server starts (``probe_inputs``)."""
     shapes = parse_shape_args(shape_args or [])
     inputs = derive_inputs(info, shapes, input_data=input_data)
+    if not info.runs_onnx:
+        return inputs  # a Python model or an ensemble: the served reference check is the probe
     return probe_inputs(info, inputs, sized_by_user=bool(shapes) or input_data is not None)

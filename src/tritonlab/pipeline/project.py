@@ -32,6 +32,7 @@ from tritonlab.experiments.plan import (
     seed_comparison_plan,
 )
 from tritonlab.experiments.plan_file import engine_repeats
+from tritonlab.experiments.repository_plan import repository_plan
 from tritonlab.experiments.run_folder import claim, discard_results
 from tritonlab.experiments.runner import (
     ClusterOpener,
@@ -52,9 +53,11 @@ from tritonlab.perf.locate import locate_perf_analyzer
 from tritonlab.report.build import BuiltReport, build_report
 from tritonlab.report.project import (
     export_script_demo,
+    export_script_repository,
     export_script_user,
     write_project_files,
 )
+from tritonlab.repository.user_repo import read_repository_model
 from tritonlab.repository.variants import aa_control, is_model_name
 from tritonlab.server.gpu import check_gpu_variants
 from tritonlab.server.launch import ServerOptions
@@ -144,6 +147,29 @@ def load_model_info(onnx_path: Path) -> OnnxModelInfo:
     return info
 
 
+def load_repository_info(
+    root: Path,
+    model: str,
+    options: ServerOptions,
+    step: str | None = None,
+    reference: Path | None = None,
+) -> OnnxModelInfo:
+    """Read ``model`` of the user's repository at ``root`` as it is (``user_repo``), before
+    any server starts: its backends checked against the server ``options`` name, an ONNX model
+    also loaded by onnxruntime, ``reference`` (an .npz) checked to exist."""
+    info = read_repository_model(root, model, step, native=bool(options.server_bin))
+    if reference is not None:
+        if not reference.is_file():
+            raise ConfigError(
+                f"--reference {reference}: not a file; pass an .npz of inputs and expected outputs"
+            )
+        assert info.source is not None
+        info = replace(info, source=replace(info.source, reference=reference))
+    if info.runs_onnx:
+        check_with_onnxruntime(info.path)
+    return info
+
+
 CONFIG_SETS = ("auto", "seed", "compute", "backends")
 
 
@@ -168,6 +194,17 @@ def default_plan(
     if configs not in CONFIG_SETS:
         raise ConfigError(f"--configs must be one of {', '.join(CONFIG_SETS)}, got {configs!r}")
     cores = available_cores()
+    if info.source is not None:
+        if configs != "auto":
+            raise ConfigError(
+                "--configs: a repository's model is compared from its own configuration; "
+                "leave --configs at auto, or write a plan file for `tritonlab sweep`"
+            )
+        basics = PlanBasics(model_name, repeats, concurrency, protocol, max_batch_size, measurement)
+        plan = repository_plan(info, basics)
+        if plan.measurement.engine == ENGINE_BLOCKS:
+            plan = replace(plan, variants=(*plan.variants, aa_control(plan.variants[0])))
+        return plan
     notes: list[str] = []
     if configs == "auto":
         batch1_us = time_in_process(info, [1], iterations=5, inputs=inputs)[1]
@@ -218,17 +255,19 @@ def run_project(
     open_loop_rates: OpenLoopRates | None = None,
     undecided: UndecidedCells | None = None,
     inputs: ModelInputs | None = None,
+    info: OnnxModelInfo | None = None,
 ) -> ProjectResult:
     """Deploy, check, measure and explain ``onnx_path`` into the project folder ``run_dir``.
 
     With ``controls.max_repeats`` above the plan's repeats, rounds are added while a verdict
     that the explanations (or, with ``undecided`` given, the sweep's picks) rest on is undecided.
+    ``info``: the model already read (a model of a user's repository); default: ``onnx_path``.
     """
     fresh, max_repeats, cluster = controls.fresh, controls.max_repeats, controls.cluster
     check_model_name(plan.model_name)
     check_measuring_host(options)
     check_gpu_variants(plan.variants, remote=bool(options.url))
-    info = load_model_info(onnx_path)
+    info = info or load_model_info(onnx_path)
     inputs = inputs or checked_inputs(info)
     if plan.loads and plan.loads[0].sequence_length is not None:
         # the reference load's length is what the profile, timings and check use too
@@ -263,7 +302,8 @@ def run_project(
         cluster=None if not cluster else cluster_opener(cluster),
     )
 
-    record_operator_profile(run_dir, info, plan, inputs)
+    if info.runs_onnx:
+        record_operator_profile(run_dir, info, plan, inputs)
     write_scripts(run_dir, info, inputs, plan, options, onnx_path, demo)
     return ProjectResult(outcome, build_report(run_dir))
 
@@ -304,6 +344,8 @@ def write_scripts(
         (
             export_script_demo(demo)
             if demo
+            else export_script_repository(info.source, plan.model_name, run_dir)
+            if info.source is not None
             else export_script_user(onnx_path.resolve(), plan.model_name, run_dir)
         ),
     )

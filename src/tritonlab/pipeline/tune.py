@@ -42,7 +42,7 @@ from tritonlab.experiments.manifest import available_cores
 from tritonlab.experiments.opening import (
     SessionRequest,
     check_resume,
-    file_sha256,
+    model_sha256,
     open_session,
 )
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
@@ -330,7 +330,7 @@ def run_tune(
     otherwise the project's ``scripts/export_model.py`` copies the user's file."""
     started = time.monotonic()
     inputs = inputs or derive_inputs(info)
-    fingerprint = settings.fingerprint(file_sha256(info.path), inputs)
+    fingerprint = settings.fingerprint(model_sha256(info), inputs)
     check_resume(run_dir, fingerprint)
     quarantine_unusable(run_dir)
     perf_install = locate_perf_analyzer()

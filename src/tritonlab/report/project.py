@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tritonlab.experiments.store import write_text_atomic
+from tritonlab.models.source import RepositorySource
 from tritonlab.paths import portable_path
 from tritonlab.perf.locate import PerfAnalyzerInstall
 from tritonlab.perf.settings import PerfSettings
@@ -175,6 +176,33 @@ def export_script_user(onnx_source: Path, model_name: str, run_dir: Path | None 
         f"for m in build_repository(here / 'models', info, {model_name!r}, "
         "seed_comparison_variants()):\n"
         "    print('wrote', m.config_path)\n"
+    )
+
+
+def export_script_repository(source: RepositorySource, model_name: str, run_dir: Path) -> str:
+    """Rebuild ``models/`` from the user's repository (the path as given, relative where it lies
+    inside the project): the baseline, the user's own configuration, written beside it."""
+    inside = portable_path(source.root.resolve(), run_dir.resolve())
+    root = inside if not inside.startswith(("/", "$")) else str(source.root)
+    return (
+        "#!/usr/bin/env python3\n"
+        '"""Rebuild models/ from the Triton repository: the model as its own config.pbtxt\n'
+        "serves it (the repository is only read).\n\n"
+        "Usage: python scripts/export_model.py [REPOSITORY] (default: ROOT).\n"
+        '"""\n'
+        "import sys\n"
+        "from pathlib import Path\n\n"
+        "from tritonlab.experiments.repository_plan import repository_baseline\n"
+        "from tritonlab.repository.layout import add_model\n"
+        "from tritonlab.repository.user_repo import read_repository_model\n\n"
+        f"ROOT = {root!r}\n"
+        f"MODEL = {source.model!r}\n"
+        f"STEP = {source.tuned if source.tuned != source.model else None!r}\n"
+        "here = Path(__file__).resolve().parent.parent\n"
+        "root = Path(sys.argv[1]) if len(sys.argv) > 1 else here / ROOT\n"
+        "info = read_repository_model(root, MODEL, STEP)\n"
+        f"model = add_model(here / 'models', info, {model_name!r}, repository_baseline(info))\n"
+        "print('wrote', model.config_path)\n"
     )
 
 

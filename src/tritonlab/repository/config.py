@@ -15,15 +15,11 @@ from tritonclient.grpc import model_config_pb2
 
 from tritonlab.errors import ConfigError
 from tritonlab.models.inspect import OnnxModelInfo, TensorSpec
-from tritonlab.repository.knobs import config_additions, merge_sections
+from tritonlab.repository.knobs import THREADS_PARAMETER, config_additions, merge_sections
 from tritonlab.repository.variants import ServingVariant
 
 ModelConfig = model_config_pb2.ModelConfig
 MODEL_FILENAME = "model.onnx"
-# Threads per instance, under each backend's own parameter name (the native Triton backends on
-# an NGC container read the same keys: onnxruntime's intra_op_thread_count, and OpenVINO's
-# properties INFERENCE_NUM_THREADS / NUM_STREAMS / INFERENCE_PRECISION_HINT).
-THREADS_PARAMETER = {"onnxruntime": "intra_op_thread_count", "openvino": "INFERENCE_NUM_THREADS"}
 
 
 def _tensor(spec: TensorSpec) -> dict[str, Any]:
@@ -39,16 +35,14 @@ def _tensor(spec: TensorSpec) -> dict[str, Any]:
     return {"name": spec.name, "data_type": spec.triton_dtype, "dims": list(spec.dims)}
 
 
-def config_dict(info: OnnxModelInfo, variant: ServingVariant, model_name: str) -> dict[str, Any]:
-    """The model configuration as a dict in protobuf's JSON mapping."""
-    variant.validate(model_batches=info.batched)
+def knob_sections(variant: ServingVariant, batched: bool = True) -> dict[str, Any]:
+    """The sections of ``config.pbtxt`` the knobs set (protobuf JSON): the batch ceiling, the
+    instance group, the dynamic batcher, the backend and its parameters, and what the knob
+    table adds (``config_additions``). A repository's variants are the user's config with these
+    sections changed where a knob changes them (``user_repo.patched_config``)."""
     config: dict[str, Any] = {
-        "name": model_name,
         "backend": variant.backend,
-        "default_model_filename": MODEL_FILENAME,
-        "max_batch_size": variant.max_batch_size if info.batched else 0,
-        "input": [_tensor(s) for s in info.inputs],
-        "output": [_tensor(s) for s in info.outputs],
+        "max_batch_size": variant.max_batch_size if batched else 0,
         "instance_group": [{"count": variant.instance_count, "kind": variant.instance_kind}],
     }
     if variant.dynamic_batching:
@@ -57,8 +51,9 @@ def config_dict(info: OnnxModelInfo, variant: ServingVariant, model_name: str) -
             batching["preferred_batch_size"] = list(variant.preferred_batch_sizes)
         config["dynamic_batching"] = batching
     parameters = dict(variant.extra_parameters)
-    if variant.intra_op_threads is not None:
-        parameters[THREADS_PARAMETER[variant.backend]] = str(variant.intra_op_threads)
+    threads_key = THREADS_PARAMETER.get(variant.backend)
+    if threads_key and variant.intra_op_threads is not None:
+        parameters[threads_key] = str(variant.intra_op_threads)
     if variant.backend == "openvino":
         # One stream per instance: Triton's instances are the parallelism, as with onnxruntime.
         parameters.setdefault("NUM_STREAMS", "1")
@@ -66,6 +61,19 @@ def config_dict(info: OnnxModelInfo, variant: ServingVariant, model_name: str) -
     if parameters:
         config["parameters"] = {k: {"string_value": v} for k, v in sorted(parameters.items())}
     return merge_sections(config, config_additions(variant))
+
+
+def config_dict(info: OnnxModelInfo, variant: ServingVariant, model_name: str) -> dict[str, Any]:
+    """The model configuration as a dict in protobuf's JSON mapping."""
+    variant.validate(model_batches=info.batched)
+    config: dict[str, Any] = {
+        "name": model_name,
+        "default_model_filename": MODEL_FILENAME,
+        "input": [_tensor(s) for s in info.inputs],
+        "output": [_tensor(s) for s in info.outputs],
+    }
+    sections = knob_sections(variant, info.batched)
+    return {"name": model_name, "backend": sections.pop("backend"), **config, **sections}
 
 
 def build_model_config(

@@ -23,6 +23,7 @@ from tritonlab.repository.variants import (
     INSTANCE_KINDS,
     MODEL_BACKENDS,
     PRECISIONS,
+    PYTHON_BACKEND,
     ServingVariant,
 )
 
@@ -34,6 +35,16 @@ RESPONSE_CACHE_BYTES = 64 * 1024 * 1024
 
 Wording = Callable[[ServingVariant, ServingVariant], "str | None"]
 Change = Callable[[ServingVariant, ServingVariant], str]
+# A knob's value in a user's config.pbtxt (protobuf JSON with proto field names), given the
+# model's backend: how a repository's own configuration becomes its baseline variant.
+ConfigRead = Callable[[dict[str, Any], str], Any]
+# Threads per instance, under each backend's own parameter name (the native Triton backends on
+# an NGC container read the same keys: onnxruntime's intra_op_thread_count, and OpenVINO's
+# properties INFERENCE_NUM_THREADS / NUM_STREAMS / INFERENCE_PRECISION_HINT).
+THREADS_PARAMETER = {"onnxruntime": "intra_op_thread_count", "openvino": "INFERENCE_NUM_THREADS"}
+# The backends a knob applies to unless its entry says otherwise: the Python-based model
+# backends and Triton's Python backend (a user's model.py).
+ALL_BACKENDS = (*MODEL_BACKENDS, PYTHON_BACKEND)
 
 
 @dataclass(frozen=True)
@@ -112,6 +123,30 @@ def _cache_config(v: ServingVariant) -> dict[str, Any]:
     return {"response_cache": {"enable": True}} if v.response_cache else {}
 
 
+def _batcher(config: dict[str, Any]) -> dict[str, Any]:
+    section = config.get("dynamic_batching")
+    return section if isinstance(section, dict) else {}
+
+
+def _group(config: dict[str, Any]) -> dict[str, Any]:
+    groups = config.get("instance_group") or [{}]
+    return groups[0] if isinstance(groups[0], dict) else {}
+
+
+def _parameter(config: dict[str, Any], key: str | None) -> str | None:
+    entry = (config.get("parameters") or {}).get(key or "", {})
+    value = str(entry.get("string_value", "")).strip() if isinstance(entry, dict) else ""
+    return value or None
+
+
+def _read_threads(config: dict[str, Any], backend: str) -> int | None:
+    value = _parameter(config, THREADS_PARAMETER.get(backend))
+    try:
+        return None if value is None else int(value)
+    except ValueError:
+        raise ValueError(f"parameter {THREADS_PARAMETER[backend]} must be an integer") from None
+
+
 @dataclass(frozen=True)
 class Knob:
     """One serving knob (see the module docstring for what each part is used for)."""
@@ -126,16 +161,18 @@ class Knob:
     question: str | None = None  # the background of a comparison that changes only this knob
     batcher: bool = False  # a setting of the dynamic batcher (meaningless with batching off)
     plot_family: bool = False  # a delay sweep's variants share it (all but batching and delay)
-    backends: tuple[str, ...] = MODEL_BACKENDS
+    backends: tuple[str, ...] = ALL_BACKENDS
     config: Callable[[ServingVariant], dict[str, Any]] | None = None  # config.pbtxt additions
     server_args: Callable[[Sequence[ServingVariant]], tuple[str, ...]] | None = None
     # The field of tune's search space (``analysis/search_space.Knobs``) that holds it; tune moves
     # batching, max batch, instances and threads, and holds the cache where the user set it.
     tune_field: str | None = None
+    # Its value in a user's config.pbtxt (``--repository``); None: the field's default.
+    read: ConfigRead | None = None
 
 
 def _plain_choice_knob(
-    name: str, choices: tuple[str, ...], describe: Wording, change: Change
+    name: str, choices: tuple[str, ...], describe: Wording, change: Change, read: ConfigRead
 ) -> Knob:
     """A plain choice knob: one of ``choices``, named ``name`` in the plan file, on the variant
     and in a recommendation, its slug the value itself where it differs from the baseline's
@@ -149,6 +186,8 @@ def _plain_choice_knob(
         describe=describe,
         change=change,
         plot_family=True,
+        backends=MODEL_BACKENDS,
+        read=read,
     )
 
 
@@ -162,6 +201,7 @@ KNOBS: tuple[Knob, ...] = (
         describe=_batching_head,
         change=_batching_change,
         tune_field="batching",
+        read=lambda c, _b: "dynamic_batching" in c,
     ),
     Knob(
         "max_queue_delay_microseconds",
@@ -172,6 +212,7 @@ KNOBS: tuple[Knob, ...] = (
         describe=_none,  # in the batching head
         change=_arrow("max_queue_delay_microseconds", "max_queue_delay_us"),
         batcher=True,
+        read=lambda c, _b: int(_batcher(c).get("max_queue_delay_microseconds", 0)),
     ),
     Knob(
         "preferred_batch_size",
@@ -190,6 +231,7 @@ KNOBS: tuple[Knob, ...] = (
         question="Does telling the batcher which batch size to form stop it from waiting?",
         batcher=True,
         plot_family=True,
+        read=lambda c, _b: tuple(int(s) for s in _batcher(c).get("preferred_batch_size", ())),
     ),
     Knob(
         "max_batch_size",
@@ -202,6 +244,7 @@ KNOBS: tuple[Knob, ...] = (
         question="Does a different batch ceiling change what the batcher forms?",
         plot_family=True,
         tune_field="max_batch",
+        read=lambda c, _b: int(c.get("max_batch_size", 0)),
     ),
     Knob(
         "instance_count",
@@ -217,6 +260,7 @@ KNOBS: tuple[Knob, ...] = (
         change=_arrow("instance_group count", "instance_count"),
         plot_family=True,
         tune_field="instances",
+        read=lambda c, _b: int(_group(c).get("count", 0)) or 1,
     ),
     Knob(
         "instance_kind",
@@ -227,6 +271,8 @@ KNOBS: tuple[Knob, ...] = (
         describe=_differs("instance_kind", lambda v: v.instance_kind),
         change=_arrow("instance_group kind", "instance_kind"),
         plot_family=True,
+        # KIND_AUTO (or none) runs on the CPU of a machine without a GPU
+        read=lambda c, _b: "KIND_GPU" if _group(c).get("kind") == "KIND_GPU" else "KIND_CPU",
     ),
     Knob(
         "intra_op_thread_count",
@@ -245,18 +291,26 @@ KNOBS: tuple[Knob, ...] = (
         ),
         plot_family=True,
         tune_field="threads",
+        backends=MODEL_BACKENDS,
+        read=_read_threads,
     ),
     _plain_choice_knob(
         "backend",
         MODEL_BACKENDS,
         describe=_engine_text,  # backend and precision as one label
         change=lambda b, a: f"backend {b.backend} -> {a.backend} ({a.precision})",
+        read=lambda _c, backend: backend,
     ),
     _plain_choice_knob(
         "precision",
         PRECISIONS,
         describe=_none,  # in the backend's label
         change=lambda b, a: f"{a.backend} precision {b.precision} -> {a.precision}",
+        read=lambda c, backend: (
+            _parameter(c, "INFERENCE_PRECISION_HINT") or PRECISIONS[0]
+            if backend == "openvino"
+            else PRECISIONS[0]
+        ),
     ),
     Knob(
         "preserve_ordering",
@@ -279,6 +333,7 @@ KNOBS: tuple[Knob, ...] = (
         config=lambda v: (
             {"dynamic_batching": {"preserve_ordering": True}} if v.preserve_ordering else {}
         ),
+        read=lambda c, _b: bool(_batcher(c).get("preserve_ordering", False)),
     ),
     Knob(
         "response_cache",
@@ -302,6 +357,7 @@ KNOBS: tuple[Knob, ...] = (
         config=_cache_config,
         server_args=_cache_server_args,
         tune_field="response_cache",
+        read=lambda c, _b: bool((c.get("response_cache") or {}).get("enable", False)),
     ),
 )
 
@@ -348,6 +404,11 @@ def config_additions(v: ServingVariant) -> dict[str, Any]:
         if knob.config:
             additions = merge_sections(additions, knob.config(v))
     return additions
+
+
+def config_values(config: dict[str, Any], backend: str) -> dict[str, Any]:
+    """Every knob's value in a user's config (protobuf JSON with proto field names)."""
+    return {k.field: k.read(config, backend) for k in KNOBS if k.read is not None}
 
 
 def server_args(variants: Sequence[ServingVariant]) -> tuple[str, ...]:

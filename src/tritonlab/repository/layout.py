@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.repository.config import MODEL_FILENAME, build_model_config, write_config
+from tritonlab.repository.user_repo import write_repository_variant
 from tritonlab.repository.variants import ServingVariant, variant_model_name
 
 MODEL_VERSION = "1"
@@ -21,6 +22,9 @@ class RepositoryModel:
     model_name: str
     variant: ServingVariant
     folder: Path
+    # The models it calls (a repository's ensemble steps or BLS callees): (the name in the
+    # user's repository, the name served), whose statistics every cell reads beside its own.
+    called: tuple[tuple[str, str], ...] = ()
 
     @property
     def config_path(self) -> Path:
@@ -45,7 +49,11 @@ def _place_model_file(source: Path, target: Path) -> None:
 def add_model(
     repo_dir: Path, info: OnnxModelInfo, model_name: str, variant: ServingVariant
 ) -> RepositoryModel:
-    """Write one variant of the model into ``repo_dir`` and return where it went."""
+    """Write one variant of the model into ``repo_dir`` and return where it went (a model of a
+    user's repository: a patched copy of its own configuration, ``user_repo``)."""
+    if info.source is not None:
+        written = write_repository_variant(repo_dir, info, model_name, variant)
+        return RepositoryModel(written.served_name, variant, written.folder, written.called)
     served_name = variant_model_name(model_name, variant)
     folder = repo_dir / served_name
     config = build_model_config(info, variant, served_name)
@@ -66,3 +74,10 @@ def build_repository(
         raise ValueError(f"variant names must be unique: {names}")
     repo_dir.mkdir(parents=True, exist_ok=True)
     return [add_model(repo_dir, info, model_name, v) for v in variants]
+
+
+def load_order(model: RepositoryModel) -> list[str]:
+    """The served names to load for ``model``, callees first (a BLS model's callees must be
+    loaded before it; Triton loads an ensemble's steps itself, loading them first is the same)."""
+    callees = [served for _, served in model.called if served != model.model_name]
+    return [*dict.fromkeys(callees), model.model_name]

@@ -20,6 +20,9 @@ INSTANCE_KINDS = ("KIND_CPU", "KIND_GPU")
 # default, and the one the correctness check's reference runs.
 MODEL_BACKENDS = ("onnxruntime", "openvino")
 DEFAULT_BACKEND = MODEL_BACKENDS[0]
+# Triton's Python backend: a user's own model.py (``--repository``), measured and tuned on the
+# knobs Triton applies to any model (batching, instances, max batch, cache).
+PYTHON_BACKEND = "python"
 # Inference precision: onnxruntime runs the graph's own types; OpenVINO is pinned to one of
 # these (its CPU default would be bf16 where the processor has it, so it is never left open).
 PRECISIONS = ("f32", "bf16", "f16")
@@ -135,7 +138,7 @@ class ServingVariant:
             raise ConfigError(
                 f"{where}: intra_op_thread_count must be >= 0, got {self.intra_op_threads}"
             )
-        if self.backend not in MODEL_BACKENDS:
+        if self.backend not in (*MODEL_BACKENDS, PYTHON_BACKEND):
             raise ConfigError(
                 f"{where}: backend must be one of {', '.join(MODEL_BACKENDS)}, got {self.backend!r}"
             )

@@ -1,0 +1,66 @@
+"""Where a measured model comes from when it is not one ONNX file: a user's Triton repository.
+
+``RepositorySource`` is plain data (the ``models`` layer sits below the repository writer that
+reads it): the user's repository, the model measured in it, what kind of model that is, the
+model whose knobs the variants change (the model itself, or an ensemble's step), and the models
+it calls (an ensemble's steps, or the models a BLS model names), whose Triton statistics every
+cell reads beside the measured model's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+# What the measured model is: an ONNX model (served by tritonlab's Python-based onnxruntime or
+# OpenVINO backend), a Python-backend model, a Python model that calls others through BLS, or
+# an ensemble of steps.
+KIND_ONNX = "onnx"
+KIND_PYTHON = "python"
+KIND_BLS = "bls"
+KIND_ENSEMBLE = "ensemble"
+SOURCE_KINDS = (KIND_ONNX, KIND_PYTHON, KIND_BLS, KIND_ENSEMBLE)
+
+
+@dataclass(frozen=True)
+class RepositorySource:
+    """A model of a user's Triton repository, read as it is (the repository is never written).
+
+    ``tuned`` is the model whose knobs the variants change: the measured model itself, or, for
+    an ensemble, the step named by ``--step`` or found to bind; ``tuned_backend`` is its
+    backend (``python``, ``onnxruntime`` or ``openvino``). ``called`` are the models the
+    measured one calls, in order (an ensemble's steps, a BLS model's callees); ``needed`` every
+    model the measured one needs loaded, its own name last.
+    """
+
+    root: Path
+    model: str
+    kind: str
+    tuned: str
+    tuned_backend: str
+    called: tuple[str, ...] = ()
+    needed: tuple[str, ...] = ()
+    # Why ``tuned`` was chosen (an ensemble's bottleneck figure, or "--step"), for the log.
+    tuned_reason: str = ""
+    # The user's reference (``--reference``): an .npz of inputs and expected outputs by tensor
+    # name, what the served answer is checked against; None: shapes and dtypes only.
+    reference: Path | None = None
+
+    @property
+    def runs_onnx(self) -> bool:
+        """Whether the measured model is itself an ONNX graph onnxruntime can run in-process."""
+        return self.kind == KIND_ONNX
+
+    def to_dict(self) -> dict[str, object]:
+        """The source as a manifest stores it (the repository path as given)."""
+        return {
+            "repository": str(self.root),
+            "model": self.model,
+            "kind": self.kind,
+            "tuned": self.tuned,
+            "tuned_backend": self.tuned_backend,
+            "called": list(self.called),
+            "needed": list(self.needed),
+            "tuned_reason": self.tuned_reason,
+            "reference": None if self.reference is None else self.reference.name,
+        }
