@@ -95,17 +95,23 @@ def is_disturbed(foreign_cores: float, steal_cores: float) -> bool:
     return foreign_cores > DISTURBED_FOREIGN_CORES or steal_cores > DISTURBED_STEAL_CORES
 
 
-def idle_stubs(processes: Sequence[psutil.Process], measured_model: str) -> list[psutil.Process]:
+def idle_stubs(
+    processes: Sequence[psutil.Process], measured_model: str, *called: str
+) -> list[psutil.Process]:
     """The backend stubs in the server's tree that serve another model than ``measured_model``
-    (a stub's command line names its model's folder in the repository)."""
-    marker = f"/{measured_model}/"
+    and the models it ``called`` (a stub's command line names its model's folder)."""
+    markers = [f"/{name}/" for name in (measured_model, *called)]
     found = []
     for proc in processes:
         try:
             cmdline = proc.cmdline()
         except psutil.Error:
             continue
-        if cmdline and cmdline[0].endswith(STUB_NAME) and not any(marker in a for a in cmdline):
+        if (
+            cmdline
+            and cmdline[0].endswith(STUB_NAME)
+            and not any(marker in a for a in cmdline for marker in markers)
+        ):
             found.append(proc)
     return found
 

@@ -131,7 +131,8 @@ def add_null_model(
     null_path = RunLayout(repo_dir.parent).null_model
     if not null_path.exists() and not write_null_model(info, null_path):
         return None
-    null_info = replace(info, path=null_path, file_size_bytes=null_path.stat().st_size)
+    # an ONNX null model of its own, whatever the measured model is (a repository's included)
+    null_info = replace(info, path=null_path, file_size_bytes=null_path.stat().st_size, source=None)
     return add_model(repo_dir, null_info, model_name, variant)
 
 

@@ -154,7 +154,8 @@ def _measure_cell(
     log_offset = _log_size(server)
     before = StatsSnapshot.from_triton(server.model_statistics(model.model_name))
     steps_before = _called_snapshots(server, model)
-    idle = idle_stubs(processes, model.model_name) if monitor_tries else []
+    called = (served for _, served in model.called)
+    idle = idle_stubs(processes, model.model_name, *called) if monitor_tries else []
     idle_before = tree_cpu_seconds(idle)
     cpu_before = tree_cpu_seconds(processes)
     started = utc_now()

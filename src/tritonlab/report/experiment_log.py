@@ -19,6 +19,7 @@ from tritonlab.perf.settings import PerfSettings
 
 if TYPE_CHECKING:
     from tritonlab.experiments.manifest import Manifest
+from tritonlab.client.infer import SHAPES_ONLY
 from tritonlab.report.cost_model_text import cost_model_section
 from tritonlab.report.efficiency_text import efficiency_section
 from tritonlab.report.engine_section import (
@@ -37,7 +38,8 @@ from tritonlab.report.nodes_section import nodes_section
 from tritonlab.report.recommend_section import recommendations_section
 from tritonlab.report.roofline_text import roofline_lines
 from tritonlab.report.run_data import RunData
-from tritonlab.report.text_format import num
+from tritonlab.report.steps_section import steps_section
+from tritonlab.report.text_format import check_against, model_source, num
 from tritonlab.report.tune_section import tune_section
 
 _PROTOCOL_NAMES = {"grpc": "gRPC", "http": "HTTP"}
@@ -106,8 +108,7 @@ def _conditions(manifest: Manifest, analyses: list[Analysis]) -> list[str]:
     return [
         "## Conditions",
         "",
-        f"- Model: `{model.name}` from `{model.onnx_file}` (opset {model.opset}, "
-        f"sha256 `{model.sha256[:12]}`); inputs: {inputs}.",
+        f"- Model: {model_source(model)}; inputs: {inputs}.",
         *_sent_lines(manifest),
         *(f"- Configurations: {note}" for note in plan.notes),
         _load_line(settings, len(analyses)),
@@ -325,9 +326,12 @@ def render_experiment_log(run: RunData) -> str:
             )
             lines.append(
                 f"- {_PROTOCOL_NAMES[check.protocol]}{served}: one request of shape "
-                f"{check.input_shapes} -> {check.output_shapes}; max abs diff against "
-                f"onnxruntime {check.max_abs_diff:.3g}{relative} "
-                f"(tolerance {check.tolerance_abs:g})."
+                f"{check.input_shapes} -> {check.output_shapes}; {check_against(check)}"
+                + (
+                    f"{relative} (tolerance {check.tolerance_abs:g})."
+                    if check.reference != SHAPES_ONLY
+                    else "."
+                )
             )
         lines.append("")
     lines += tune_section(run.tune)
@@ -345,6 +349,10 @@ def render_experiment_log(run: RunData) -> str:
             "",
         ]
         lines += [ln for r in analysis.reports for ln in _variant_section(r)]
+    if manifest.model.repository:
+        labels = {v.name: v.description for v in manifest.plan.variants}
+        kind = str(manifest.model.repository.get("kind", ""))
+        lines += steps_section(run.cells, labels, kind)
     lines += engine_lines(run.engine, run.stopping, run.cells)
     lines += noise_floor_lines(run.noise_floors)
     lines += interference_lines(run.cells)

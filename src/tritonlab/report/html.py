@@ -29,6 +29,7 @@ from markupsafe import Markup
 
 from tritonlab.analysis.explain import Analysis, VariantReport
 from tritonlab.analysis.verdicts import HIGHER, LOWER, Verdict
+from tritonlab.client.infer import SHAPES_ONLY
 from tritonlab.experiments.store import write_text_atomic
 from tritonlab.paths import PATHS_NOTE, shell_join
 from tritonlab.report.cost_model_text import cost_model_section
@@ -55,6 +56,7 @@ from tritonlab.report.method_section import (
     run_stopping_note,
 )
 from tritonlab.report.plot_support import context_line, load_text
+from tritonlab.report.text_format import check_against, model_source
 
 if TYPE_CHECKING:
     from tritonlab.client.infer import InferCheck
@@ -140,8 +142,8 @@ class CheckLine:
     engine: str  # "" for onnxruntime, else " served by <engine>"
     inputs: str
     outputs: str
-    max_abs_diff: str
-    tolerance: str
+    against: str  # what the answer was compared with, and how close (``check_against``)
+    tolerance: str  # " (tolerance X)", or "" for a shapes-only check
 
 
 @dataclass(frozen=True)
@@ -233,8 +235,7 @@ def _condition_items(manifest: Manifest, analyses: list[Analysis]) -> list[tuple
     items = [
         (
             "Model",
-            f"{model.name} from {model.onnx_file} (opset {model.opset}, sha256 "
-            f"{model.sha256[:12]}); inputs: {inputs}",
+            f"{model_source(model, code='')}; inputs: {inputs}",
         )
     ]
     if manifest.inputs is not None:
@@ -288,8 +289,8 @@ def conditions(
                 "" if c.engine == "onnxruntime" else f" served by {c.engine}",
                 _shapes(c.input_shapes),
                 _shapes(c.output_shapes),
-                f"{c.max_abs_diff:.3g}",
-                f"{c.tolerance_abs:g}",
+                check_against(c),
+                "" if c.reference == SHAPES_ONLY else f" (tolerance {c.tolerance_abs:g})",
             )
             for c in checks
         ],

@@ -2,7 +2,52 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from tritonlab.client.infer import SHAPES_ONLY
+
+if TYPE_CHECKING:
+    from tritonlab.client.infer import InferCheck
+    from tritonlab.experiments.manifest import ModelRecord
+
 
 def num(value: float | None, digits: int = 0) -> str:
     """A figure with thousands separators and ``digits`` decimals, or 'n/a' for None."""
     return "n/a" if value is None else f"{value:,.{digits}f}"
+
+
+_KIND_WORDS = {
+    "onnx": "an ONNX model",
+    "python": "a Python-backend model",
+    "bls": "a Python model calling {called} through BLS",
+    "ensemble": "an ensemble of {called}",
+}
+
+
+def model_source(model: ModelRecord, code: str = "`") -> str:
+    """Where the measured model came from, for the conditions: the ONNX file (opset, sha256),
+    or the user's repository, the model's kind and what it calls (``code`` quotes names)."""
+    q = code
+    repository = model.repository
+    if not repository:
+        return (
+            f"{q}{model.name}{q} from {q}{model.onnx_file}{q} (opset {model.opset}, "
+            f"sha256 {q}{model.sha256[:12]}{q})"
+        )
+    called = ", ".join(f"{q}{n}{q}" for n in repository.get("called", []))
+    kind = _KIND_WORDS.get(str(repository.get("kind")), "a model").format(called=called)
+    return (
+        f"{q}{model.name}{q}: model {q}{repository.get('model')}{q} of the Triton repository "
+        f"{q}{repository.get('repository')}{q}, {kind} (sha256 of its folders "
+        f"{q}{model.sha256[:12]}{q})"
+    )
+
+
+def check_against(check: InferCheck) -> str:
+    """What a correctness check compared the answer with, and how close it was."""
+    if check.reference == SHAPES_ONLY:
+        return (
+            "output shapes and dtypes as the config declares them (no expected values: pass "
+            "--reference to compare values)"
+        )
+    return f"max abs diff against {check.reference} {check.max_abs_diff:.3g}"

@@ -1,0 +1,163 @@
+"""Which step of a pipeline binds: each called model's share of the server time, from Triton's
+per-model statistics that every cell stores beside the measured model's (``CellResult.steps``).
+
+For an ensemble the called models are its steps; for a BLS model, the models its ``model.py``
+calls. A step's server time per pipeline request is its queue plus its compute, per request it
+served, times the requests it served per pipeline request (a step called twice per request counts
+twice). The step with the largest share binds at that configuration and load. Across loads, a
+step's queue *grows with load* where it is at least twice as long, and 100 µs longer, at the
+highest concurrency measured than at the lowest; the figures are stated either way.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tritonlab.experiments.store import CellResult
+from tritonlab.server.stats import ServerStatsDelta
+
+# A queue "grows with load" when it is at least this many times longer, and this much longer,
+# at the highest concurrency measured than at the lowest.
+GROWTH_RATIO = 2.0
+GROWTH_MIN_US = 100.0
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """One step's time in the server per pipeline request (medians over the repeats)."""
+
+    step: str
+    calls_per_request: float  # requests the step served per request of the measured model
+    queue_us: float  # per request the step served
+    compute_us: float  # per request the step served (input + infer + output)
+    mean_batch: float
+    share: float  # of the summed server time of every step, 0..1
+
+    @property
+    def server_us(self) -> float:
+        """Queue and compute per pipeline request, µs."""
+        return (self.queue_us + self.compute_us) * self.calls_per_request
+
+
+@dataclass(frozen=True)
+class StepsAtLoad:
+    """Every step of one configuration at one load, and the one that binds."""
+
+    variant: str
+    load_key: str
+    concurrency: int | None
+    repeats: int
+    steps: tuple[StepTime, ...]
+
+    @property
+    def binding(self) -> StepTime:
+        """The step with the largest share of the server time."""
+        return max(self.steps, key=lambda s: s.share)
+
+
+def _step_time(name: str, cells: Sequence[CellResult]) -> StepTime:
+    deltas: list[tuple[ServerStatsDelta, ServerStatsDelta]] = [
+        (c.steps[name], c.server) for c in cells if name in c.steps and c.server is not None
+    ]
+    calls = [d.request_count / top.request_count if top.request_count else 0.0 for d, top in deltas]
+    return StepTime(
+        step=name,
+        calls_per_request=statistics.median(calls) if calls else 0.0,
+        queue_us=statistics.median(d.queue_us_per_request for d, _ in deltas) if deltas else 0.0,
+        compute_us=(
+            statistics.median(d.compute_us_per_request for d, _ in deltas) if deltas else 0.0
+        ),
+        mean_batch=statistics.median(d.mean_batch_size for d, _ in deltas) if deltas else 0.0,
+        share=0.0,
+    )
+
+
+def steps_at_load(cells: Sequence[CellResult]) -> StepsAtLoad | None:
+    """The steps of one configuration's cells at one load (None: the model calls nothing)."""
+    names = list(dict.fromkeys(n for c in cells for n in c.steps))
+    if not cells or not names:
+        return None
+    times = [_step_time(n, cells) for n in names]
+    total = sum(t.server_us for t in times)
+    shared = tuple(
+        StepTime(
+            t.step,
+            t.calls_per_request,
+            t.queue_us,
+            t.compute_us,
+            t.mean_batch,
+            t.server_us / total if total else 0.0,
+        )
+        for t in times
+    )
+    first = cells[0]
+    return StepsAtLoad(
+        first.variant.name,
+        first.load_key,
+        first.perf.settings.concurrency,
+        len(cells),
+        shared,
+    )
+
+
+def steps_table(cells: Sequence[CellResult]) -> list[StepsAtLoad]:
+    """Every (configuration, load) with step statistics, in the cells' order."""
+    groups: dict[tuple[str, str], list[CellResult]] = {}
+    for cell in cells:
+        if cell.steps:
+            groups.setdefault((cell.variant.name, cell.load_key), []).append(cell)
+    return [s for group in groups.values() if (s := steps_at_load(group)) is not None]
+
+
+@dataclass(frozen=True)
+class QueueGrowth:
+    """One step's queue at the lowest and the highest concurrency a configuration was measured
+    at, and whether it grows with load (``GROWTH_RATIO`` and ``GROWTH_MIN_US``)."""
+
+    step: str
+    low_concurrency: int
+    high_concurrency: int
+    low_queue_us: float
+    high_queue_us: float
+
+    @property
+    def grows(self) -> bool:
+        """At least ``GROWTH_RATIO`` times and ``GROWTH_MIN_US`` longer at the higher load."""
+        return (
+            self.high_queue_us >= GROWTH_RATIO * self.low_queue_us
+            and self.high_queue_us - self.low_queue_us >= GROWTH_MIN_US
+        )
+
+
+def queue_growth(table: Sequence[StepsAtLoad], variant: str) -> list[QueueGrowth]:
+    """Each step's queue from the lowest to the highest closed-loop concurrency ``variant`` was
+    measured at (empty with fewer than two such loads)."""
+    rows = sorted(
+        (r for r in table if r.variant == variant and r.concurrency is not None),
+        key=lambda r: r.concurrency or 0,
+    )
+    if len(rows) < 2 or rows[0].concurrency == rows[-1].concurrency:
+        return []
+    low, high = rows[0], rows[-1]
+    by_step = {s.step: s for s in low.steps}
+    return [
+        QueueGrowth(
+            s.step,
+            low.concurrency or 0,
+            high.concurrency or 0,
+            by_step[s.step].queue_us,
+            s.queue_us,
+        )
+        for s in high.steps
+        if s.step in by_step
+    ]
+
+
+def binding_step(table: Sequence[StepsAtLoad], variant: str) -> StepTime | None:
+    """The step that binds ``variant`` at its highest measured load (None: no steps)."""
+    rows = [r for r in table if r.variant == variant]
+    if not rows:
+        return None
+    return max(rows, key=lambda r: r.concurrency or 0).binding
