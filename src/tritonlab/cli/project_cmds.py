@@ -36,6 +36,7 @@ def _run_pipeline(
     """Measure ``onnx_path`` (``demo``: the built-in model it is; ``info``: a repository's
     model already read) into ``out_dir``, and print what came out."""
     from tritonlab.experiments.plan import MeasurementSettings
+    from tritonlab.experiments.repository_plan import REPOSITORY_CONCURRENCY
     from tritonlab.models.shape_probe import checked_inputs
     from tritonlab.pipeline.project import (
         default_plan,
@@ -50,6 +51,19 @@ def _run_pipeline(
     )
     info = info or load_model_info(onnx_path)
     model_inputs = checked_inputs(info, inputs.shape, inputs.input_data)
+    if info.source is not None:  # an ensemble: the variants change the step that binds
+        from tritonlab.pipeline.step_probe import choose_binding_step
+
+        info = choose_binding_step(
+            info,
+            model_name,
+            flags.server.options(),
+            model_inputs,
+            out_dir,
+            plan.concurrency or REPOSITORY_CONCURRENCY,
+            plan.protocol,
+            fresh=results.fresh,
+        )
     project_plan = default_plan(
         info,
         model_inputs,
