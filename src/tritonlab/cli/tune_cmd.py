@@ -8,6 +8,7 @@ prints the pick, the runner-up and the verdict between them, and where the ready
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -22,6 +23,7 @@ from tritonlab.cli.options import (
     NameOpt,
     ProtocolOpt,
     RayOpt,
+    RepositoryFlags,
     ResumableOutOpt,
     ServerFlags,
     StabilityOpt,
@@ -82,11 +84,12 @@ def _summary_line(label: str, pick: TunePick | None) -> str:
 @option_groups
 def tune(
     model: Annotated[
-        str,
+        Optional[str],  # noqa: UP045
         typer.Argument(
-            help="The ONNX model file, or a built-in model: simple_mlp, resnet18_cnn, bert_encoder."
+            help="The ONNX model file, or a built-in model: simple_mlp, resnet18_cnn, "
+            "bert_encoder (or --repository DIR --model NAME)."
         ),
-    ],
+    ] = None,
     out_dir: ResumableOutOpt = Path("tune-out"),
     goal: Annotated[
         str, typer.Option("--goal", help="throughput (most infer/s) or latency (lowest p99).")
@@ -142,6 +145,7 @@ def tune(
     fresh: FreshOpt = False,
     server: ServerFlags,
     ray: RayOpt = None,
+    repository: RepositoryFlags,
 ) -> None:
     """Find the configuration that serves best: ramps concurrency to each configuration's
     knee, moves where the measured figures point (batching, instances, max batch, threads,
@@ -154,6 +158,7 @@ def tune(
         from tritonlab.experiments.blocks import ENGINE_BLOCKS
         from tritonlab.experiments.manifest import available_cores
         from tritonlab.experiments.plan import MeasurementSettings
+        from tritonlab.experiments.repository_plan import repository_baseline
         from tritonlab.experiments.run_folder import claim, discard_results
         from tritonlab.models.shape_probe import checked_inputs
         from tritonlab.models.zoo import BUILTIN_MODELS, export_builtin
@@ -162,8 +167,9 @@ def tune(
             check_measuring_host,
             check_model_name,
             load_model_info,
+            load_repository_info,
         )
-        from tritonlab.pipeline.tune import TuneSettings, run_tune
+        from tritonlab.pipeline.tune import TuneSettings, repository_start, run_tune
         from tritonlab.report.build import build_report
 
         if check_engine(engine) == ENGINE_BLOCKS and ray:
@@ -179,25 +185,59 @@ def tune(
             raise ConfigError(f"--protocol must be one of grpc, http, got {protocol!r}")
         options = server.options()
         check_measuring_host(options)
-        if model in BUILTIN_MODELS:
+        if repository.given(model):
+            assert repository.repository is not None and repository.repo_model is not None
+            model_name = check_model_name(name or repository.repo_model)
+            info = load_repository_info(
+                repository.repository,
+                repository.repo_model,
+                options,
+                repository.step,
+                repository.reference,
+            )
+        elif model is None:
+            raise ConfigError("give the ONNX model file, or --repository DIR --model NAME")
+        elif model in BUILTIN_MODELS:
             model_name = check_model_name(name or model)
             out_dir.mkdir(parents=True, exist_ok=True)
             onnx_path = export_builtin(model, RunLayout(out_dir).exported_model(model)).onnx_path
+            info = load_model_info(onnx_path)
         else:
             onnx_path = Path(model)
             model_name = check_model_name(name or onnx_path.stem)
-        info = load_model_info(onnx_path)
+            info = load_model_info(onnx_path)
         model_inputs = checked_inputs(info, inputs.shape, inputs.input_data)
+        if info.source is not None:  # an ensemble: tune moves the step that binds first
+            from tritonlab.pipeline.step_probe import choose_binding_step
+
+            start_concurrency = 1 if goal == "latency" else 8
+            info = choose_binding_step(
+                info, model_name, options, model_inputs, out_dir, start_concurrency, protocol, fresh
+            )
         # Every argument checked: only now may --fresh move earlier results aside.
         if fresh:
             discard_results(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
         claim(out_dir)
-        start = Knobs(
-            max_batch=max_batch_size if info.batched else 0,
-            protocol=protocol,
-            response_cache=response_cache,
-        )
+        if info.source is not None:
+            baseline = repository_baseline(info)
+            start = repository_start(baseline, protocol)
+            if response_cache:
+                start = replace(start, response_cache=True)
+            _say(
+                f"start: {baseline.description} of `{info.source.tuned}`"
+                + (
+                    f", the step tune moves first ({info.source.tuned_reason})"
+                    if info.source.tuned != info.source.model
+                    else ""
+                )
+            )
+        else:
+            start = Knobs(
+                max_batch=max_batch_size if info.batched else 0,
+                protocol=protocol,
+                response_cache=response_cache,
+            )
         settings = TuneSettings(
             Goal(
                 kind=goal,
@@ -224,7 +264,7 @@ def tune(
             options,
             inputs=model_inputs,
             on_step=_step_line,
-            builtin=model if model in BUILTIN_MODELS else None,
+            builtin=model if model in BUILTIN_MODELS and info.source is None else None,
             cluster=ray,
         )
         report = build_report(out_dir)

@@ -46,6 +46,7 @@ from tritonlab.experiments.opening import (
     open_session,
 )
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
+from tritonlab.experiments.repository_plan import repository_baseline
 from tritonlab.experiments.runner import quarantine_unusable
 from tritonlab.experiments.session import CellSession, cell_id
 from tritonlab.experiments.store import (
@@ -60,6 +61,7 @@ from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.perf.locate import locate_perf_analyzer
 from tritonlab.pipeline.project import write_scripts
 from tritonlab.repository.config import build_model_config, config_to_text
+from tritonlab.repository.knobs import BATCHER_FIELDS, KNOBS
 from tritonlab.repository.layout import RepositoryModel, add_model
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.run_layout import RunLayout
@@ -116,12 +118,36 @@ class TuneOutcome:
     pick_config: Path | None
 
 
-def variant_for(knobs: Knobs, start: Knobs) -> ServingVariant:
-    """The serving variant of ``knobs``; the start configuration is the plan's baseline."""
+def variant_for(
+    knobs: Knobs, start: Knobs, baseline: ServingVariant | None = None
+) -> ServingVariant:
+    """The serving variant of ``knobs``; the start configuration is the plan's baseline.
+
+    ``baseline``: a repository model's own configuration (the start): the knobs tune moves
+    come from ``knobs``, every other (the batcher's delay, the instance kind, the backend) stays
+    the user's, so the start is exactly the user's config."""
     variant = knobs.variant()
+    if baseline is not None:
+        moved = {k.field: getattr(variant, k.field) for k in KNOBS if k.tune_field}
+        variant = replace(baseline, name=variant.name, description=variant.description, **moved)
+        if not variant.dynamic_batching:  # batching off drops every batcher setting
+            defaults = ServingVariant("", "")
+            variant = replace(variant, **{f: getattr(defaults, f) for f in BATCHER_FIELDS})
     if replace(knobs, protocol=start.protocol) == start:
         variant = replace(variant, name="baseline", description="start: " + variant.description)
     return variant
+
+
+def repository_start(baseline: ServingVariant, protocol: str) -> Knobs:
+    """Tune's start at a repository model's own configuration (``baseline``)."""
+    return Knobs(
+        instances=baseline.instance_count,
+        batching=baseline.dynamic_batching,
+        max_batch=baseline.max_batch_size,
+        threads=baseline.intra_op_threads,
+        protocol=protocol,
+        response_cache=baseline.response_cache,
+    )
 
 
 def load_for(knobs: Knobs, concurrency: int, batch_size: int) -> LoadPoint:
@@ -191,6 +217,8 @@ class _Tuner:
         self.info, self.run_dir, self.model_name = info, run_dir, model_name
         self.settings, self.started = settings, started
         self.goal = settings.goal
+        # a repository model's own configuration: what every variant keeps but tune's knobs
+        self.baseline = repository_baseline(info) if info.source is not None else None
         self.models: dict[str, RepositoryModel] = {}
         self.observations: list[Observation] = []
         self.steps: list[TuneStep] = []
@@ -201,7 +229,7 @@ class _Tuner:
         self.failures: dict[str, str] = {}  # cell id -> why perf_analyzer could not measure it
 
     def model(self, knobs: Knobs) -> RepositoryModel:
-        variant = variant_for(knobs, self.goal.start)
+        variant = variant_for(knobs, self.goal.start, self.baseline)
         if variant.name not in self.models:
             variant.validate(model_batches=self.info.batched)
             self.models[variant.name] = add_model(
@@ -359,7 +387,7 @@ def run_tune(
             goal = replace(goal, window_ms=session.engine.search_window_ms)
         stop_reason = _search(tuner, session, goal, started, on_step)
     record = tuner.save(stop_reason)
-    pick_config = _write_pick(run_dir, info, model_name, record.pick)
+    pick_config = _write_pick(run_dir, info, model_name, record.pick, tuner.baseline)
     write_scripts(run_dir, info, inputs, tuner.plan(), options, info.path, builtin)
     return TuneOutcome(
         tuner.steps,
@@ -414,11 +442,20 @@ def _search(
 
 
 def _write_pick(
-    run_dir: Path, info: OnnxModelInfo, model_name: str, pick: TunePick | None
+    run_dir: Path,
+    info: OnnxModelInfo,
+    model_name: str,
+    pick: TunePick | None,
+    baseline: ServingVariant | None = None,
 ) -> Path | None:
-    """The pick's ready-to-deploy config.pbtxt (served under the model's own name)."""
+    """The pick's ready-to-deploy config.pbtxt (served under the model's own name); for a
+    repository model, the whole pipeline (the tuned model patched, every model it calls)."""
     if pick is None:
         return None
+    if info.source is not None and baseline is not None:
+        variant = variant_for(pick.configuration, pick.configuration, baseline)
+        add_model(RunLayout(run_dir).pick, info, model_name, variant)
+        return RunLayout(run_dir).pick_config(model_name)
     config = build_model_config(info, pick.configuration.variant(), model_name)
     path = RunLayout(run_dir).pick_config(model_name)
     write_text_atomic(path, config_to_text(config))
