@@ -4,6 +4,7 @@ from tritonlab.cli import (  # noqa: F401  (registers the commands)
     ceilings_cmd,
     deploy_cmd,
     locate_cmd,
+    pipeline_cmd,
     project_cmds,
     step_cmds,
     sweep_cmd,
