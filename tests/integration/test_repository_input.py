@@ -19,7 +19,7 @@ pytestmark = pytest.mark.integration
 # One configuration fewer than the default rounds: classic engine, one repeat (behaviour, not
 # precision), so each run measures the baseline and its one-change variants once.
 RUN_FLAGS = [*FAST_RUN_FLAGS, "--engine", "classic"]
-TUNE_FLAGS = ["--time-budget", "8", "--window-ms", "400", "--stability", "80"]
+TUNE_FLAGS = ["--time-budget", "3", "--window-ms", "400", "--stability", "80"]
 TUNE_FLAGS += ["--engine", "classic"]
 
 
