@@ -37,7 +37,8 @@ aa-bench: setup
 	$(PY) benchmarks/aa_floor.py --out benchmarks/results
 
 # The built-in pipeline (issue 23): its repository, the ensemble, the BLS model and the CNN step
-# alone measured from it, and a tune of the ensemble (about 50 minutes on 2 cores; re-run to resume).
+# alone measured from it, and a tune of the ensemble (about 50 minutes on 2 cores; re-run to
+# resume).
 PIPE := examples/resnet18_pipeline
 pipeline-example: setup
 	$(VENV)/bin/tritonlab pipeline-example --out $(PIPE)_repo
@@ -61,20 +62,7 @@ rerender-check: setup
 	TRITONLAB_ALL_EXAMPLES=1 $(PY) -m pytest -q tests/unit/test_examples_rerender.py
 
 # The OpenAI Triton kernel in Triton's CPU interpreter (also part of `make test`).
-kernel-# The built-in pipeline (issue 23): its repository, the ensemble, the BLS model and the CNN step
-# alone measured from it, and a tune of the ensemble (about 50 minutes on 2 cores; re-run to resume).
-PIPE := examples/resnet18_pipeline
-pipeline-example: setup
-	$(VENV)/bin/tritonlab pipeline-example --out $(PIPE)_repo
-	$(VENV)/bin/tritonlab run --repository $(PIPE)_repo --model pipeline --out $(PIPE) \
-		--reference $(PIPE)_repo/reference.npz
-	$(VENV)/bin/tritonlab run --repository $(PIPE)_repo --model pipeline_bls --out $(PIPE)_bls \
-		--reference $(PIPE)_repo/reference.npz
-	$(VENV)/bin/tritonlab run --repository $(PIPE)_repo --model cnn --out $(PIPE)_cnn
-	$(VENV)/bin/tritonlab tune --repository $(PIPE)_repo --model pipeline --out $(PIPE)_tune \
-		--time-budget 600
-
-test:
+kernel-test:
 	TRITONLAB_TEST_TOOLS=1 bash scripts/setup.sh $(VENV)
 	$(PY) -m pytest tests/kernel
 
