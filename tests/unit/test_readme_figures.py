@@ -99,6 +99,7 @@ def test_the_readme_and_results_page_are_generated_from_the_examples() -> None:
     pages = _pages()
     assert (ROOT / "docs" / "results.md").read_text() == pages.render_results_page()
     assert pages.readme_block() in (ROOT / "README.md").read_text()
+    assert pages.pipeline_block() in (ROOT / "README.md").read_text()
 
 
 # A figure with a unit, outside code and outside generated blocks: what a hand-typed

@@ -157,6 +157,12 @@ def load_repository_info(
     """Read ``model`` of the user's repository at ``root`` as it is (``user_repo``), before
     any server starts: its backends checked against the server ``options`` name, an ONNX model
     also loaded by onnxruntime, ``reference`` (an .npz) checked to exist."""
+    if options.url:
+        raise ConfigError(
+            "--url with --repository: the repository's configurations are written beside it and "
+            "served by a tritonserver tritonlab starts (the bundled one, or --server-bin); to "
+            "measure a server that already serves the repository, use `tritonlab perf --url`"
+        )
     info = read_repository_model(root, model, step, native=bool(options.server_bin))
     if reference is not None:
         if not reference.is_file():
