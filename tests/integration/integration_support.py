@@ -206,6 +206,19 @@ def write_renamed_input_model(path: Path, input_name: str, features: int = 256) 
     onnx.save(model, str(path))
 
 
+def run_cli(args: list[str], cwd: Path, timeout_s: float = 90) -> subprocess.CompletedProcess[str]:
+    """``tritonlab ARGS`` to its end, stdout and stderr captured (a command that ends soon)."""
+    return subprocess.run(
+        [*tritonlab_command(), *args],
+        cwd=cwd,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        stdin=subprocess.DEVNULL,
+    )
+
+
 def start_cli(args: list[str], cwd: Path, tag: str) -> tuple[subprocess.Popen[str], Path, Path]:
     """``tritonlab ARGS`` in its own session, stdout and stderr to files named by ``tag``."""
     out, err = cwd / f"{tag}.stdout", cwd / f"{tag}.stderr"

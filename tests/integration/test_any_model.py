@@ -12,23 +12,11 @@ from pathlib import Path
 import numpy as np
 import onnx_factory as factory
 import pytest
-from integration_support import FAST_RUN_FLAGS, StartServer, cli_env, tritonlab_command
+from integration_support import FAST_RUN_FLAGS, StartServer, run_cli
 
 from tritonlab.experiments.store import read_result
 
 pytestmark = pytest.mark.integration
-
-
-def _cli(args: list[str], cwd: Path, timeout_s: float) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*tritonlab_command(), *args],
-        cwd=cwd,
-        env=cli_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def _cells(out_dir: Path) -> list[dict[str, object]]:
@@ -39,7 +27,7 @@ def _cells(out_dir: Path) -> list[dict[str, object]]:
 def test_token_id_model_with_three_int64_inputs(start_server: StartServer, tmp_path: Path) -> None:
     model = factory.token_classifier(tmp_path / "tokens.onnx")
     out_dir = tmp_path / "tokens"
-    result = _cli(
+    result = run_cli(
         [
             "run",
             str(model),
@@ -96,7 +84,7 @@ def test_token_id_model_with_three_int64_inputs(start_server: StartServer, tmp_p
 def test_model_without_a_batch_axis(tmp_path: Path) -> None:
     model = factory.no_batch_axis(tmp_path / "fixed.onnx")
     out_dir = tmp_path / "fixed"
-    result = _cli(["run", str(model), "--out", str(out_dir), *FAST_RUN_FLAGS], tmp_path, 240)
+    result = run_cli(["run", str(model), "--out", str(out_dir), *FAST_RUN_FLAGS], tmp_path, 240)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "measured 3 cells, reused 0" in result.stdout  # 2 and the A/A control
     assert "cannot batch" in result.stderr
@@ -125,7 +113,7 @@ def test_run_on_dtypes_and_several_outputs(
 ) -> None:
     model = builder(tmp_path / "m.onnx")
     out_dir = tmp_path / "project"
-    result = _cli(
+    result = run_cli(
         ["run", str(model), "--out", str(out_dir), "--configs", "seed", *FAST_RUN_FLAGS],
         tmp_path,
         260,
@@ -144,7 +132,7 @@ def test_run_on_dtypes_and_several_outputs(
 @pytest.mark.timeout(120)
 def test_infer_on_mixed_dtypes(tmp_path: Path) -> None:
     model = factory.mixed_dtypes(tmp_path / "mixed.onnx")
-    result = _cli(["infer", str(model), "--protocol", "both"], tmp_path, 100)
+    result = run_cli(["infer", str(model), "--protocol", "both"], tmp_path, 100)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "`count` INT32 [batch, 4]: ints in [0, 8)" in result.stdout
     assert "`flag` BOOL [batch, 4]: random true/false" in result.stdout
@@ -161,13 +149,15 @@ def test_user_samples_are_sent_and_bad_ones_refused(tmp_path: Path) -> None:
         attention_mask=np.ones_like(ids),
         token_type_ids=np.zeros_like(ids),
     )
-    good = _cli(["infer", str(model), "--input-data", str(tmp_path / "samples.npz")], tmp_path, 150)
+    good = run_cli(
+        ["infer", str(model), "--input-data", str(tmp_path / "samples.npz")], tmp_path, 150
+    )
     assert good.returncode == 0, good.stdout + good.stderr
     assert "the user's samples (min 0, max 23)" in good.stdout
     assert "'input_ids': [2, 12]" in good.stdout
 
     np.savez(tmp_path / "bad.npz", input_ids=ids)
-    bad = _cli(["infer", str(model), "--input-data", str(tmp_path / "bad.npz")], tmp_path, 60)
+    bad = run_cli(["infer", str(model), "--input-data", str(tmp_path / "bad.npz")], tmp_path, 60)
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1 and "no array for input" in bad.stderr
 
@@ -183,7 +173,7 @@ def test_sequence_length_is_a_sweep_axis(tmp_path: Path) -> None:
         "measurement: {measurement_interval_ms: 400, stability_percentage: 80, max_trials: 6}\n"
     )
     out_dir = tmp_path / "seq"
-    result = _cli(
+    result = run_cli(
         ["sweep", "plan.yaml", "--out", str(out_dir), "--max-repeats", "1", "--no-progress"],
         tmp_path,
         260,

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import socket
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-from integration_support import BASELINE, StartServer, cli_env, tritonlab_command
+from integration_support import BASELINE, StartServer, run_cli
 
 from tritonlab.errors import PortInUseError, ServerError
 from tritonlab.models.inspect import OnnxModelInfo
@@ -28,18 +27,6 @@ def busy_port() -> Iterator[int]:
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         yield int(sock.getsockname()[1])
-
-
-def _run_cli(args: list[str], cwd: Path, timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*tritonlab_command(), *args],
-        cwd=cwd,
-        env=cli_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def _single_error_line(stderr: str) -> str:
@@ -66,7 +53,7 @@ def test_port_in_use_names_the_flag(busy_port: int) -> None:
 def test_cli_serve_on_a_busy_port_is_one_line(
     busy_port: int, demo_onnx: Path, tmp_path: Path
 ) -> None:
-    proc = _run_cli(
+    proc = run_cli(
         ["serve", str(demo_onnx), "--http-port", str(busy_port), "--grpc-port", "0"],
         tmp_path,
     )
@@ -105,7 +92,7 @@ def test_model_that_fails_to_load_reports_the_backend_reason(
 def test_cli_infer_on_a_corrupt_onnx_file(tmp_path: Path) -> None:
     corrupt = tmp_path / "corrupt.onnx"
     corrupt.write_bytes(np.random.default_rng(0).bytes(4096))
-    proc = _run_cli(["infer", str(corrupt)], tmp_path)
+    proc = run_cli(["infer", str(corrupt)], tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     line = _single_error_line(proc.stderr)
     assert "corrupt.onnx" in line
@@ -116,7 +103,7 @@ def test_cli_infer_on_a_corrupt_onnx_file(tmp_path: Path) -> None:
 def test_cli_perf_against_a_closed_url_fails_fast(demo_onnx: Path, tmp_path: Path) -> None:
     (port,) = find_free_ports(1)
     url = f"127.0.0.1:{port}"
-    proc = _run_cli(
+    proc = run_cli(
         ["perf", str(demo_onnx), "--url", url, "--out", str(tmp_path / "perf")], tmp_path, 60
     )
     assert proc.returncode != 0, proc.stdout + proc.stderr

@@ -1,10 +1,12 @@
-"""Single-step commands: ``serve``, ``infer`` and ``perf``."""
+"""Single-step commands: ``serve``, ``infer`` and ``perf`` (of an ONNX file, or of a model of a
+Triton repository as it is: ``--repository DIR --model NAME``)."""
 
 from __future__ import annotations
 
+import shlex
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -19,23 +21,98 @@ from tritonlab.cli.options import (
     NameOpt,
     PrecisionOpt,
     ProtocolOpt,
+    RepositoryFlags,
     StabilityOpt,
     VariantFlags,
     WindowOpt,
     option_groups,
 )
-from tritonlab.errors import ServerError, TritonlabError
+from tritonlab.errors import ConfigError, ServerError, TritonlabError
 from tritonlab.server.endpoint import RESTRICTED_HEADER
 from tritonlab.server.stats import ServerStatsDelta
+
+if TYPE_CHECKING:
+    from tritonlab.client.infer import InferCheck
+    from tritonlab.models.inspect import OnnxModelInfo
+    from tritonlab.server.called_models import CalledWindow
+    from tritonlab.server.launch import ServerOptions
+
+
+def say(text: str) -> None:
+    """One line of plain text on stdout (user paths and names are not rich markup)."""
+    out.print(text, highlight=False, soft_wrap=True, markup=False)
+
+
+def repository_model(
+    flags: RepositoryFlags, positional: object, options: ServerOptions, command: str
+) -> OnnxModelInfo | None:
+    """The repository model ``--repository DIR --model NAME`` names (read before any server
+    starts), or None for a model file; one-line errors for flags ``command`` has no use for."""
+    if not flags.given(positional):
+        return None
+    if flags.step is not None:
+        raise ConfigError(
+            f"--step chooses the ensemble step that run, sweep and tune vary; {command} serves "
+            "the model as its config.pbtxt says, so leave --step out"
+        )
+    if flags.reference is not None and command != "infer":
+        raise ConfigError(
+            f"--reference is what infer and run check answers against; {command} checks none, "
+            "so leave it out"
+        )
+    from tritonlab.pipeline.project import load_repository_info
+
+    assert flags.repository is not None and flags.repo_model is not None
+    return load_repository_info(
+        flags.repository, flags.repo_model, options, reference=flags.reference
+    )
+
+
+def as_configured(changed: bool, flags: str) -> None:
+    """A ``ConfigError`` where serving flags were given for a repository model, which is served
+    as its own config.pbtxt says."""
+    if changed:
+        raise ConfigError(
+            f"{flags} configure an ONNX file; a --repository model is served as its own "
+            "config.pbtxt says (change it there, or compare one-knob changes with `tritonlab run "
+            "--repository`)"
+        )
+
+
+def describe_source(info: OnnxModelInfo, url: str | None = None) -> str:
+    """A repository model in words: what it is, what it calls, where it came from (with
+    ``url``: the server there serves its own copy, which the repository describes)."""
+    source = info.source
+    assert source is not None
+    calls = f", calling {', '.join(source.called)}" if source.called else ""
+    what = f"{source.model} ({source.kind} model{calls})"
+    if url:
+        return f"{what} on the server at {url}, as {source.root} describes it"
+    return f"{what} of {source.root}, as its config.pbtxt says"
+
+
+VARIANT_FLAGS = (
+    "--dynamic-batching, --max-queue-delay-us, --instances, --kind, --max-batch-size, "
+    "--backend and --precision"
+)
 
 
 @app.command()
 @option_groups
 def serve(
-    model: Annotated[Path, typer.Argument(help="An ONNX file, or a model repository folder.")],
+    model: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Argument(
+            help="An ONNX file, or a model repository folder (served as it is, every model)."
+        ),
+    ] = None,
     repo: Annotated[
         Optional[Path],  # noqa: UP045
-        typer.Option("--repo", help="Where to write the repository for an ONNX file."),
+        typer.Option(
+            "--repo",
+            help="Where to write the served repository (of an ONNX file, or of the --repository "
+            "model's copy); default: a temporary folder.",
+        ),
     ] = None,
     name: NameOpt = None,
     http_port: Annotated[int, typer.Option("--http-port", help="0 picks a free port.")] = 8000,
@@ -44,16 +121,31 @@ def serve(
     *,
     served: VariantFlags,
     local: LocalServerFlags,
+    repository: RepositoryFlags,
 ) -> None:
     """Serve an ONNX model (or a whole repository) on Triton until Ctrl-C.
 
-    Example: tritonlab serve model.onnx --dynamic-batching --instances 2
+    With --repository DIR --model NAME: that model as its own config.pbtxt says, and the models
+    it calls (an ensemble's steps, a BLS model's callees), from a copy (the repository is only
+    read), loaded callees first.
+    Example: tritonlab serve model.onnx --dynamic-batching --instances 2;
+    tritonlab serve --repository models --model pipeline
     """
     from tritonlab.pipeline.steps import serving
 
     with user_errors("server stopped"):
         options = local.options(http_port=http_port, grpc_port=grpc_port, metrics_port=metrics_port)
-        with serving(model, name, served.variant(), options, repo) as server:
+        info = repository_model(repository, model, options, "serve")
+        if info is not None:
+            as_configured(served != VariantFlags(), VARIANT_FLAGS)
+            model = info.path
+        elif model is None:
+            raise ConfigError(
+                "give an ONNX file or a model repository folder, or --repository DIR --model NAME"
+            )
+        with serving(model, name, served.variant(), options, repo, info) as server:
+            if info is not None:
+                say(f"serving {describe_source(info)} (the repository is only read)")
             http_url, grpc_url = server.public_urls
             out.print(
                 f"Triton ready: HTTP {http_url}, gRPC {grpc_url}, metrics "
@@ -77,7 +169,10 @@ def serve(
 @app.command()
 @option_groups
 def infer(
-    model: Annotated[Path, typer.Argument(help="The ONNX model file (also the reference).")],
+    model: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Argument(help="The ONNX model file (also the reference)."),
+    ] = None,
     name: NameOpt = None,
     protocol: Annotated[str, typer.Option("--protocol", help="http, grpc or both.")] = "both",
     batch_size: BatchSizeOpt = 2,
@@ -86,11 +181,16 @@ def infer(
     inputs: InputFlags,
     backend: BackendOpt = "onnxruntime",
     precision: PrecisionOpt = "f32",
+    repository: RepositoryFlags,
 ) -> None:
     """Send one validated request and compare the output with onnxruntime.
 
-    Starts a server on free loopback ports unless --url is given.
-    Example: tritonlab infer model.onnx --protocol both
+    Starts a server on free loopback ports unless --url is given. With --repository DIR --model
+    NAME: that model as its config.pbtxt says, with the models it calls, checked against your
+    --reference .npz (its inputs sent, its outputs expected), else against the shapes and dtypes
+    its config declares (an ONNX model: against onnxruntime).
+    Example: tritonlab infer model.onnx --protocol both;
+    tritonlab infer --repository models --model pipeline --reference expected.npz
     """
     from tritonlab.models.input_graph import parse_shape_args
     from tritonlab.pipeline.steps import infer_step, step_variant
@@ -101,19 +201,44 @@ def infer(
         protocols = ("http", "grpc") if protocol == "both" else (protocol,)
         shapes = parse_shape_args(inputs.shape or [])
         variant = step_variant(backend=backend, precision=precision)
+        options = server.options()
+        info = repository_model(repository, model, options, "infer")
+        if info is not None:
+            as_configured(variant != step_variant(), "--backend and --precision")
+            model = info.path
+        elif model is None:
+            raise ConfigError("give the ONNX model file, or --repository DIR --model NAME")
         step = infer_step(
-            model, name, protocols, batch_size, server.options(), shapes, inputs.input_data, variant
+            model, name, protocols, batch_size, options, shapes, inputs.input_data, variant, info
         )
-        for line in step.inputs.describe():
-            out.print(f"input {line}", highlight=False, soft_wrap=True, markup=False)
+        reference = info.source.reference if info is not None and info.source else None
+        if info is not None:
+            say(f"served {describe_source(info, server.url)}")
+        if reference is not None:
+            say(f"checked against --reference {reference}: its inputs sent, its outputs expected")
+        else:
+            for line in step.inputs.describe():
+                say(f"input {line}")
         for check in step.checks:
-            out.print(
-                f"{check.protocol} ({check.engine}): {check.input_shapes} -> "
-                f"{check.output_shapes}, max abs diff vs onnxruntime {check.max_abs_diff:.3g} "
-                f"(tolerance {check.tolerance_abs:g}), {check.round_trip_ms:.1f} ms",
-                highlight=False,
-                markup=False,
-            )
+            say(check_line(check))
+
+
+def check_line(check: InferCheck) -> str:
+    """One checked request in words: shapes, what the answer was checked against, and how
+    close it came."""
+    from tritonlab.client.infer import SHAPES_ONLY
+
+    head = f"{check.protocol} ({check.engine}): {check.input_shapes} -> {check.output_shapes}"
+    if check.reference == SHAPES_ONLY:
+        against = "checked against the config's shapes and dtypes only (no --reference given)"
+    else:
+        name = check.reference
+        if name != "onnxruntime":
+            name = f"--reference {name}"
+        against = (
+            f"max abs diff vs {name} {check.max_abs_diff:.3g} (tolerance {check.tolerance_abs:g})"
+        )
+    return f"{head}, {against}, {check.round_trip_ms:.1f} ms"
 
 
 def service_note(url: str, delta: ServerStatsDelta) -> str:
@@ -138,7 +263,10 @@ def service_note(url: str, delta: ServerStatsDelta) -> str:
 @app.command()
 @option_groups
 def perf(
-    model: Annotated[Path, typer.Argument(help="The ONNX model file.")],
+    model: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Argument(help="The ONNX model file (or --repository DIR --model NAME)."),
+    ] = None,
     out_dir: Annotated[
         Path, typer.Option("--out", help="Folder for raw perf_analyzer output.")
     ] = Path("perf-out"),
@@ -156,33 +284,46 @@ def perf(
     served: VariantFlags,
     server: EndpointFlags,
     inputs: InputFlags,
+    repository: RepositoryFlags,
 ) -> None:
     """Measure one configuration with perf_analyzer; print what it and the server saw.
 
-    Example: tritonlab perf model.onnx --dynamic-batching --concurrency 16
+    With --repository DIR --model NAME: that model as its config.pbtxt says; for an ensemble or
+    a BLS model also each called model's statistics over the same window, and which of them
+    binds (the largest share of their summed server time).
+    Example: tritonlab perf model.onnx --dynamic-batching --concurrency 16;
+    tritonlab perf --repository models --model pipeline
     """
     from tritonlab.models.input_graph import parse_shape_args
     from tritonlab.pipeline.steps import PerfLoad, perf_step
 
     with user_errors():
         load = PerfLoad(protocol, batch_size, concurrency or 8, request_rate, window_ms, stability)
+        options = server.options()
+        info = repository_model(repository, model, options, "perf")
+        if info is not None:
+            as_configured(served != VariantFlags(), VARIANT_FLAGS)
+            model = info.path
+        elif model is None:
+            raise ConfigError("give the ONNX model file, or --repository DIR --model NAME")
         step = perf_step(
             model,
             name,
             served.variant(),
             load,
-            server.options(),
+            options,
             out_dir,
             parse_shape_args(inputs.shape or []),
             inputs.input_data,
+            info,
         )
         result, delta = step.run, step.server
         m = result.measurement
-        out.print(
-            "command: " + " ".join(result.command), highlight=False, soft_wrap=True, markup=False
-        )
+        say("command: " + shlex.join(result.command))
         if m is None:
             raise TritonlabError(f"perf_analyzer measured nothing; see {out_dir}")
+        if info is not None:
+            say(f"measured {describe_source(info, server.url)}")
         client = (
             f"{'stable' if result.stable else 'UNSTABLE'} after {result.trial_count} windows: "
             f"{m.throughput_infer_per_s:,.0f} infer/s, avg {m.latency_avg_us:,.0f} µs, "
@@ -198,3 +339,34 @@ def perf(
             out.print(service_note(server.url, delta), highlight=False)
         else:
             out.print(f"{client}; server: {server_side}; raw output in {out_dir}", highlight=False)
+        for line in called_lines(step.called):
+            say(line)
+
+
+def called_lines(window: CalledWindow) -> list[str]:
+    """The called models of a pipeline over the measured window, one line each, and the one
+    that binds (none for an ONNX file or a Python model that calls nothing)."""
+    if not window.models:
+        return []
+    if not window.consistent:
+        return [
+            "called models: their statistics changed inconsistently between two calls "
+            "(different replicas answered them), so none are shown"
+        ]
+    lines = ["called models over the same window (server time: requests x time per request):"]
+    for m in window.models:
+        d = m.delta
+        lines.append(
+            f"  {m.name}: {d.request_count:,} requests, queue {d.queue_us_per_request:,.0f} µs, "
+            f"compute {d.compute_us_per_request:,.0f} µs per request, "
+            f"{m.server_time_share:.0%} of their summed server time"
+        )
+    binding = window.binding
+    if binding is None:
+        lines.append("no called model saw a request in this window, so none binds")
+    else:
+        lines.append(
+            f"binding in this window: {binding.name} ({binding.server_time_share:.0%} of the "
+            "called models' summed server time)"
+        )
+    return lines

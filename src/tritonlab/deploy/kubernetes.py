@@ -5,7 +5,8 @@ What is written, and why:
   onnxruntime and OpenVINO backends read the same ``config.pbtxt`` parameters tritonlab's
   adapters do, so the configuration served is the configuration measured;
 - the model repository (``model_repository/``: the pick's ``config.pbtxt`` under the model's
-  own name, and ``model.onnx`` where the run folder has it), delivered by object storage (Triton
+  own name, and ``model.onnx`` where the run folder has it; for a model of a user's repository
+  the whole pipeline, ``served_repository``), delivered by object storage (Triton
   reads ``s3://``/``gs://``/``as://`` itself; KServe's storage initializer pulls it) or by a
   persistent volume: never a ConfigMap, which caps at 1 MiB;
 - probes on ``/v2/health/ready`` and ``/v2/health/live``, a startup probe for the model load;
@@ -33,7 +34,7 @@ from tritonlab.deploy.hardening import (
     harden_pod,
 )
 from tritonlab.deploy.pick import DeployPick
-from tritonlab.deploy.served_repository import write_repository
+from tritonlab.deploy.served_repository import pipeline_models, write_repository
 from tritonlab.errors import ConfigError
 
 NGC_IMAGE = "nvcr.io/nvidia/tritonserver:{tag}"
@@ -419,7 +420,8 @@ def _inference_service(
                 "minReplicas": min_replicas,
                 "maxReplicas": max_replicas,
                 "model": {
-                    "modelFormat": {"name": "onnx"},
+                    # a user's repository model (Python, ensemble, BLS) is Triton's own format
+                    "modelFormat": {"name": "onnx" if pick.repository is None else "triton"},
                     "runtime": "kserve-tritonserver",
                     "runtimeVersion": tag,
                     "storageUri": uri,
@@ -450,9 +452,16 @@ def _readme(
     max_replicas: int,
 ) -> str:
     v = pick.variant
+    models = pipeline_models(pick)
+    each = (
+        f" for each of {', '.join(f'`{n}`' for n in models)} (the whole pipeline)"
+        if len(models) > 1
+        else ""
+    )
+    copy = f"model_repository/{pick.model_name}" if len(models) == 1 else "model_repository/<model>"
     fill = (
         f"`pvc.yaml` claims a read-only volume; fill it once, e.g. from a pod that mounts it "
-        f"read-write: `kubectl cp model_repository/{pick.model_name} <pod>:/models/`."
+        f"read-write: `kubectl cp {copy} <pod>:/models/`{each}."
         if own_pvc
         else f"Upload the repository: `aws s3 sync model_repository/ {uri}/` (or gsutil/az); "
         "credentials go in the optional Secret `triton-storage`."

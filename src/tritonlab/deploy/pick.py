@@ -15,6 +15,7 @@ from tritonlab.analysis.aggregate import VariantSummary
 from tritonlab.analysis.recommend import recommend
 from tritonlab.errors import ConfigError
 from tritonlab.experiments.manifest import Manifest
+from tritonlab.models.source import RepositorySource
 from tritonlab.report.run_data import load_run
 from tritonlab.repository.variants import ServingVariant
 
@@ -39,6 +40,9 @@ class DeployPick:
     machine: str  # what it was measured on
     machine_cores: int  # the cores available there (what unset threads used)
     server_version: str
+    # A model of a user's repository (the manifest's record of it): the deployed repository
+    # holds the whole pipeline, the models it calls beside it. None for an ONNX file.
+    repository: RepositorySource | None = None
 
     def capacity_comment(self) -> str:
         """One line for the manifests: infer/s per replica, load, p99 (µs), machine and server."""
@@ -121,4 +125,19 @@ def _from_summary(manifest: Manifest, summary: VariantSummary, source: str) -> D
         + (f" + {', '.join(machine.gpus)}" if machine.gpus else ""),
         machine_cores=machine.cores,
         server_version=manifest.server.version,
+        repository=_repository_source(manifest),
     )
+
+
+def _repository_source(manifest: Manifest) -> RepositorySource | None:
+    """Where the run's model came from, if a user's repository; a damaged record is one line."""
+    stored = manifest.model.repository
+    if stored is None:
+        return None
+    try:
+        return RepositorySource.from_dict(stored)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ConfigError(
+            f"the run's manifest describes the model's repository without {exc}; the manifest "
+            "is damaged: restore it"
+        ) from exc

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 # What the measured model is: an ONNX model (served by tritonlab's Python-based onnxruntime or
 # OpenVINO backend), a Python-backend model, a Python model that calls others through BLS, or
@@ -64,3 +65,20 @@ class RepositorySource:
             "tuned_reason": self.tuned_reason,
             "reference": None if self.reference is None else self.reference.name,
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RepositorySource:
+        """The source a manifest stored (``to_dict``): its ``root`` and ``reference`` are the
+        paths as stored there (a run's manifest keeps the repository's folder name only)."""
+        reference = data.get("reference")
+        return cls(
+            root=Path(str(data["repository"])),
+            model=str(data["model"]),
+            kind=str(data["kind"]),
+            tuned=str(data["tuned"]),
+            tuned_backend=str(data["tuned_backend"]),
+            called=tuple(str(n) for n in data.get("called", ())),
+            needed=tuple(str(n) for n in data.get("needed", ())),
+            tuned_reason=str(data.get("tuned_reason", "")),
+            reference=None if reference is None else Path(str(reference)),
+        )

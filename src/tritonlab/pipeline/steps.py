@@ -1,23 +1,26 @@
 """The single steps (serve, infer, perf) as library calls: each serves one configuration of one
-ONNX file (or reaches a ``--url``) and returns typed records; the CLI only prints them."""
+ONNX file, or a model of a user's Triton repository as its own ``config.pbtxt`` says (with the
+models it calls, from a copy: the repository is only read), or reaches a ``--url``, and returns
+typed records; the CLI only prints them."""
 
 from __future__ import annotations
 
 import contextlib
 import tempfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tritonlab.client.infer import InferCheck, infer_and_check
-from tritonlab.errors import ServerError, TritonlabError
+from tritonlab.errors import ConfigError, ServerError, TritonlabError
+from tritonlab.experiments.repository_plan import repository_baseline
 from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.perf.locate import locate_perf_analyzer
 from tritonlab.perf.runner import PerfRun, run_perf
 from tritonlab.perf.settings import PROTOCOLS, PerfSettings
 from tritonlab.pipeline.project import check_model_name, load_model_info
-from tritonlab.repository.layout import add_model
+from tritonlab.repository.layout import add_model, load_order
 from tritonlab.repository.variants import (
     DEFAULT_BACKEND,
     DEFAULT_PRECISION,
@@ -25,6 +28,7 @@ from tritonlab.repository.variants import (
     for_model,
 )
 from tritonlab.run_layout import SERVER_LOG_FILE, RunLayout
+from tritonlab.server.called_models import CalledWindow, called_window
 from tritonlab.server.endpoint import ServerEndpoint
 from tritonlab.server.launch import ServerOptions, running_server
 from tritonlab.server.process import TritonServer
@@ -61,11 +65,27 @@ def step_variant(
 
 @dataclass(frozen=True)
 class ServedModel:
-    """A model being served: the endpoint, its name there and what the ONNX file declares."""
+    """A model being served: the endpoint, its name there, what the ONNX file (or the
+    repository's config) declares, the configuration served, and the models it calls."""
 
     server: ServerEndpoint
     model_name: str
     info: OnnxModelInfo
+    variant: ServingVariant
+    # A repository model's ensemble steps or BLS callees: (name in the user's repository,
+    # served name); empty for an ONNX file.
+    called: tuple[tuple[str, str], ...] = ()
+
+
+def check_apart(written: Path, repository: Path) -> None:
+    """A ``ConfigError`` where the folder a step writes overlaps the user's repository (one
+    inside the other): the repository is only ever read."""
+    mine, theirs = written.resolve(), repository.resolve()
+    if mine == theirs or theirs in mine.parents or mine in theirs.parents:
+        raise ConfigError(
+            f"--repo {written.parent}: its models/ folder would overlap --repository "
+            f"{repository}, which tritonlab never writes; pick a folder outside it"
+        )
 
 
 @contextlib.contextmanager
@@ -75,22 +95,39 @@ def served_model(
     variant: ServingVariant,
     options: ServerOptions,
     repo: Path | None = None,
+    info: OnnxModelInfo | None = None,
 ) -> Iterator[ServedModel]:
     """Serve one ONNX file as ``variant`` in ``repo`` (a temporary folder when None), or reach
-    ``options.url`` and load it there; the server stops when the block ends."""
-    info = load_model_info(model)
-    variant = for_model(variant, info.batched)
-    model_name = check_model_name(name or model.stem)
+    ``options.url`` and load it there; the server stops when the block ends.
+
+    ``info``: a model of a user's repository (``load_repository_info``), served instead as its
+    own config says (``variant`` is not used), with the models it calls, loaded callees first
+    under explicit model control; with ``options.url`` the server's own copies are loaded.
+    """
+    info = info or load_model_info(model)
+    source = info.source
+    # a repository model is served as its own config says; an ONNX file as ``variant``
+    variant = repository_baseline(info) if source else for_model(variant, info.batched)
+    model_name = check_model_name(name or (source.model if source else model.stem))
     with contextlib.ExitStack() as stack:
         folder = repo or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tritonlab-")))
+        models = RunLayout(folder).models
+        called = tuple((n, n) for n in source.called) if source else ()
+        order = [*source.called, model_name] if source else [model_name]
         if not options.url:
-            add_model(RunLayout(folder).models, info, model_name, variant)
+            if source is not None:
+                check_apart(models, source.root)
+            written = add_model(models, info, model_name, variant)
+            called, order = written.called, load_order(written)
         server = stack.enter_context(
-            running_server(options, RunLayout(folder).models, folder / SERVER_LOG_FILE)
+            running_server(
+                options, models, folder / SERVER_LOG_FILE, explicit_model_control=bool(source)
+            )
         )
-        if options.url:
-            server.load_model(model_name)
-        yield ServedModel(server, model_name, info)
+        if options.url or source is not None:
+            for served in order:
+                server.load_model(served)
+        yield ServedModel(server, model_name, info, variant, called)
 
 
 @contextlib.contextmanager
@@ -100,15 +137,18 @@ def serving(
     variant: ServingVariant,
     options: ServerOptions,
     repo: Path | None = None,
+    info: OnnxModelInfo | None = None,
 ) -> Iterator[TritonServer]:
-    """Start tritonserver on a repository folder as it is, or on one ONNX file as ``variant``;
-    yields the running server (``serve`` never reaches a ``--url``)."""
+    """Start tritonserver on a repository folder as it is, on one ONNX file as ``variant``, or
+    on a copy of a repository model (``info``) as its own config says, with the models it
+    calls; yields the running server (``serve`` never reaches a ``--url``)."""
     with contextlib.ExitStack() as stack:
-        if target.is_dir():
+        if info is None and target.is_dir():
             log = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "triton.log"
             server: ServerEndpoint = stack.enter_context(running_server(options, target, log))
         else:
-            server = stack.enter_context(served_model(target, name, variant, options, repo)).server
+            served = served_model(target, name, variant, options, repo, info)
+            server = stack.enter_context(served).server
         if not isinstance(server, TritonServer):
             raise ServerError("serve starts its own tritonserver; it cannot serve a --url")
         yield server
@@ -131,11 +171,16 @@ def infer_step(
     shapes: dict[str, tuple[int, ...]],
     input_data: Path | None = None,
     variant: ServingVariant | None = None,
+    info: OnnxModelInfo | None = None,
 ) -> InferStep:
     """Serve ``model`` as ``variant`` (default: one onnxruntime instance) or reach ``--url``,
-    send one request per protocol, check each answer against onnxruntime on the same inputs."""
-    variant = variant or step_variant()
-    with served_model(model, name, variant, options) as served:
+    send one request per protocol, check each answer against onnxruntime on the same inputs.
+
+    ``info``: a model of a user's repository, served as its config says and checked against
+    its ``--reference`` file where it has one, else against the shapes and dtypes its config
+    declares (an ONNX model without one: against onnxruntime).
+    """
+    with served_model(model, name, variant or step_variant(), options, info=info) as served:
         inputs = derive_inputs(served.info, shapes, input_data=input_data)
         checks = tuple(
             infer_and_check(
@@ -145,8 +190,8 @@ def infer_step(
                 p,
                 batch_size,
                 inputs,
-                engine=variant.engine,
-                precision=variant.precision,
+                engine=served.variant.engine,
+                precision=served.variant.precision,
             )
             for p in protocols
         )
@@ -155,11 +200,13 @@ def infer_step(
 
 @dataclass(frozen=True)
 class PerfStep:
-    """One perf_analyzer measurement and what the server's statistics saw during it."""
+    """One perf_analyzer measurement, what the server's statistics saw during it, and for a
+    pipeline (an ensemble, a BLS model) each called model's statistics over the same window."""
 
     run: PerfRun
     server: ServerStatsDelta
     out_dir: Path
+    called: CalledWindow = field(default_factory=lambda: CalledWindow(()))
 
 
 @dataclass(frozen=True)
@@ -183,15 +230,17 @@ def perf_step(
     out_dir: Path,
     shapes: dict[str, tuple[int, ...]],
     input_data: Path | None = None,
+    info: OnnxModelInfo | None = None,
 ) -> PerfStep:
     """Serve ``model`` as ``variant`` (or reach ``--url``) and measure it once with
-    perf_analyzer; raw output goes to ``out_dir``."""
+    perf_analyzer; raw output goes to ``out_dir``. ``info``: a model of a user's repository,
+    measured as its config says, with the statistics of every model it calls."""
     if load.protocol not in PROTOCOLS:  # before any server starts
         raise TritonlabError(
             f"--protocol must be one of {', '.join(PROTOCOLS)}, got {load.protocol!r}"
         )
     perf_install = locate_perf_analyzer()
-    with served_model(model, name, variant, options) as served:
+    with served_model(model, name, variant, options, info=info) as served:
         server, model_name, info = served.server, served.model_name, served.info
         inputs = derive_inputs(info, shapes, input_data=input_data)
         data_file = inputs.write_perf_data(out_dir / f"{model_name}.input_data.json")
@@ -208,7 +257,13 @@ def perf_step(
             input_shapes={k: v for k, v in inputs.shapes.items() if k in dynamic},
             input_data=str(data_file),
         )
-        before = StatsSnapshot.from_triton(server.model_statistics(model_name))
+        watched = [model_name, *(s for _, s in served.called)]
+        before = {n: StatsSnapshot.from_triton(server.model_statistics(n)) for n in watched}
         result = run_perf(perf_install, settings, out_dir, model_name)
-        after = StatsSnapshot.from_triton(server.model_statistics(model_name))
-    return PerfStep(result, stats_delta(before, after), out_dir)
+        after = {n: StatsSnapshot.from_triton(server.model_statistics(n)) for n in watched}
+    return PerfStep(
+        result,
+        stats_delta(before[model_name], after[model_name]),
+        out_dir,
+        called_window(served.called, before, after),
+    )

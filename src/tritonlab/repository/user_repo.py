@@ -358,6 +358,18 @@ class WrittenVariant:
     called: tuple[tuple[str, str], ...]  # (model in the user's repository, served name)
 
 
+def served_names(
+    source: RepositorySource, model_name: str, variant: ServingVariant
+) -> tuple[str, str]:
+    """The names ``variant`` of a repository model is served under: the measured model's, and
+    the tuned model's (the same, or an ensemble's step renamed for the variant; the baseline's
+    step keeps its own name)."""
+    served = variant_model_name(model_name, variant)
+    if source.tuned == source.model:
+        return served, served
+    return served, source.tuned if variant.name == "baseline" else f"{source.tuned}__{variant.name}"
+
+
 def write_repository_variant(
     repo_dir: Path, info: OnnxModelInfo, model_name: str, variant: ServingVariant
 ) -> WrittenVariant:
@@ -370,11 +382,8 @@ def write_repository_variant(
     models = {n: read_user_model(source.root, n) for n in source.needed}
     tuned = models[source.tuned]
     baseline = baseline_variant(tuned.config, source.tuned_backend)
-    served = variant_model_name(model_name, variant)
+    served, tuned_served = served_names(source, model_name, variant)
     repo_dir.mkdir(parents=True, exist_ok=True)
-    tuned_served = served if source.tuned == source.model else f"{source.tuned}__{variant.name}"
-    if variant.name == "baseline" and source.tuned != source.model:
-        tuned_served = source.tuned
     called: list[tuple[str, str]] = []
     for name in source.called:
         target = tuned_served if name == source.tuned else name

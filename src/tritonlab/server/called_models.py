@@ -1,0 +1,77 @@
+"""The models a pipeline calls, over one measured window: each one's statistics and its share of
+their summed server time, and the one that binds (the largest share).
+
+An ensemble's steps and a BLS model's callees keep Triton statistics of their own. The measured
+model's own figures include the time it waits for them, so the shares are taken over the called
+models alone: a step's server time is its requests times its server time per request (queue,
+compute and Triton's overhead).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from tritonlab.server.stats import ServerStatsDelta, StatsSnapshot, stats_delta
+
+
+def _server_us(delta: ServerStatsDelta) -> float:
+    return max(0, delta.request_count) * delta.request_us_per_request
+
+
+@dataclass(frozen=True)
+class CalledModelStats:
+    """One called model over the window: its name in the user's repository, the name it was
+    served under, what the server did for it, and its share of the called models' time."""
+
+    name: str
+    served_name: str
+    delta: ServerStatsDelta
+    server_time_share: float  # 0..1 of the summed server time of every called model
+
+    @property
+    def server_us(self) -> float:
+        """Server time over the window, µs: requests x server time per request."""
+        return _server_us(self.delta)
+
+
+@dataclass(frozen=True)
+class CalledWindow:
+    """Every called model's statistics over one window, in call order."""
+
+    models: tuple[CalledModelStats, ...]
+
+    @property
+    def consistent(self) -> bool:
+        """Whether every counter moved forward (a service behind a load balancer may answer two
+        statistics calls from different replicas, and then the differences mean nothing)."""
+        return all(
+            min(m.delta.request_count, m.delta.inference_count, m.delta.execution_count) >= 0
+            for m in self.models
+        )
+
+    @property
+    def binding(self) -> CalledModelStats | None:
+        """The called model with the largest share of the server time; None where no server
+        time was seen, or the counters are inconsistent."""
+        if not self.consistent or not any(m.server_us > 0 for m in self.models):
+            return None
+        return max(self.models, key=lambda m: m.server_time_share)
+
+
+def called_window(
+    called: Sequence[tuple[str, str]],
+    before: Mapping[str, StatsSnapshot],
+    after: Mapping[str, StatsSnapshot],
+) -> CalledWindow:
+    """The window of the ``called`` models ((name in the repository, served name) pairs) from
+    snapshots by served name taken before and after it."""
+    deltas = [(name, served, stats_delta(before[served], after[served])) for name, served in called]
+    times = [_server_us(d) for _, _, d in deltas]
+    total = sum(times)
+    return CalledWindow(
+        tuple(
+            CalledModelStats(name, served, delta, time / total if total > 0 else 0.0)
+            for (name, served, delta), time in zip(deltas, times, strict=True)
+        )
+    )
