@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from tritonlab.errors import ConfigError
+from tritonlab.cli.repository_options import RepositoryFlags
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.server.launch import ServerOptions
 
@@ -220,34 +220,6 @@ InputDataOpt = Annotated[
     ),
 ]
 
-RepositoryOpt = Annotated[
-    Optional[Path],  # noqa: UP045
-    typer.Option(
-        "--repository",
-        help="A Triton model repository as it is (with --model): its config.pbtxt is the "
-        "baseline; the repository is only read.",
-    ),
-]
-RepoModelOpt = Annotated[
-    Optional[str],  # noqa: UP045
-    typer.Option("--model", help="With --repository: the model to measure (a folder in it)."),
-]
-StepOpt = Annotated[
-    Optional[str],  # noqa: UP045
-    typer.Option(
-        "--step", help="With --repository and an ensemble: the step whose knobs are varied."
-    ),
-]
-ReferenceOpt = Annotated[
-    Optional[Path],  # noqa: UP045
-    typer.Option(
-        "--reference",
-        help="With --repository: an .npz of inputs and expected outputs (by tensor name) to "
-        "check the served answers against (default: shapes and dtypes only, for a Python "
-        "model or an ensemble).",
-    ),
-]
-
 # --- one serving configuration -------------------------------------------------------------------
 MaxBatchOpt = Annotated[int, typer.Option("--max-batch-size", min=1, help="Triton max_batch_size.")]
 BatchingOpt = Annotated[
@@ -314,29 +286,6 @@ class InputFlags:
 
     shape: ShapeOpt = None
     input_data: InputDataOpt = None
-
-
-@dataclass(frozen=True)
-class RepositoryFlags:
-    """A model of a Triton repository as it is, instead of one ONNX file."""
-
-    repository: RepositoryOpt = None
-    repo_model: RepoModelOpt = None
-    step: StepOpt = None
-    reference: ReferenceOpt = None
-
-    def given(self, positional: object) -> bool:
-        """Whether a repository model was asked for; a one-line error if it is half given, or
-        given with a model file besides."""
-        if self.repository is None and self.repo_model is None:
-            if self.step or self.reference:
-                raise ConfigError("--step and --reference go with --repository DIR --model NAME")
-            return False
-        if self.repository is None or self.repo_model is None:
-            raise ConfigError("--repository and --model go together: the folder, and the model")
-        if positional is not None:
-            raise ConfigError("give a model file or --repository DIR --model NAME, not both")
-        return True
 
 
 @dataclass(frozen=True)

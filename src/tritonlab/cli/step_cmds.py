@@ -21,12 +21,12 @@ from tritonlab.cli.options import (
     NameOpt,
     PrecisionOpt,
     ProtocolOpt,
-    RepositoryFlags,
     StabilityOpt,
     VariantFlags,
     WindowOpt,
     option_groups,
 )
+from tritonlab.cli.repository_options import RepositoryFlags
 from tritonlab.errors import ConfigError, ServerError, TritonlabError
 from tritonlab.server.endpoint import RESTRICTED_HEADER
 from tritonlab.server.stats import ServerStatsDelta

@@ -23,7 +23,6 @@ from tritonlab.cli.options import (
     NameOpt,
     ProtocolOpt,
     RayOpt,
-    RepositoryFlags,
     ResumableOutOpt,
     ServerFlags,
     StabilityOpt,
@@ -31,6 +30,7 @@ from tritonlab.cli.options import (
     option_groups,
     target_load_option,
 )
+from tritonlab.cli.repository_options import RepositoryFlags
 from tritonlab.errors import ConfigError
 from tritonlab.report.tune_section import figure_span, over_budget_line
 from tritonlab.run_layout import RunLayout

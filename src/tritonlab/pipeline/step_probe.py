@@ -62,14 +62,14 @@ def probe_steps(
     """Serve the pipeline as the user configured it and measure one perf_analyzer run; each
     step's statistics over it, by name (the measured model's own under ``model_name``)."""
     with tempfile.TemporaryDirectory(prefix="tritonlab-probe-") as tmp:
-        work = Path(tmp)
-        model = add_model(work / "models", info, model_name, repository_baseline(info))
+        work = RunLayout(Path(tmp))  # a scratch folder laid out like a run folder
+        model = add_model(work.models, info, model_name, repository_baseline(info))
         with running_server(
-            options, work / "models", work / "tritonserver.log", explicit_model_control=True
+            options, work.models, work.server_log, explicit_model_control=True
         ) as server:
             for name in load_order(model):
                 server.load_model(name)
-            data = inputs.write_perf_data(work / "perf_data.json")
+            data = inputs.write_perf_data(work.perf_data())
             dynamic = {s.name for s in info.inputs if -1 in s.dims}
             settings = PerfSettings(
                 model_name=model.model_name,
@@ -83,7 +83,7 @@ def probe_steps(
             )
             names = [(model_name, model.model_name), *model.called]
             before = {n: StatsSnapshot.from_triton(server.model_statistics(s)) for n, s in names}
-            run_perf(locate_perf_analyzer(), settings, work / "perf", "probe")
+            run_perf(locate_perf_analyzer(), settings, work.benchmark_dir("probe"), "probe")
             after = {n: StatsSnapshot.from_triton(server.model_statistics(s)) for n, s in names}
     return {n: stats_delta(before[n], after[n]) for n, _ in names}
 

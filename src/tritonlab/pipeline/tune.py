@@ -218,7 +218,9 @@ class _Tuner:
         self.settings, self.started = settings, started
         self.goal = settings.goal
         # a repository model's own configuration: what every variant keeps but tune's knobs
-        self.baseline = repository_baseline(info) if info.source is not None else None
+        self.baseline = (
+            repository_baseline(info) if info is not None and info.source is not None else None
+        )
         self.models: dict[str, RepositoryModel] = {}
         self.observations: list[Observation] = []
         self.steps: list[TuneStep] = []
