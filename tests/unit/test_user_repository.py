@@ -137,6 +137,7 @@ def test_step_shares_and_queue_growth_from_stored_cells() -> None:
     )
     table = steps_table([low, high])
     assert [r.binding.step for r in table] == ["pre", "cnn"]  # a tie goes to the first
-    assert table[1].binding.share == pytest.approx(1000 / 1200)
+    slow_us, fast_us = slow.request_us_per_request, fast.request_us_per_request
+    assert table[1].binding.share == pytest.approx(slow_us / (slow_us + fast_us))
     growth = {g.step: g.grows for g in queue_growth(table, cell.variant.name)}
     assert growth == {"pre": False, "cnn": True}

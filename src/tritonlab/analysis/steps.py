@@ -2,9 +2,10 @@
 per-model statistics that every cell stores beside the measured model's (``CellResult.steps``).
 
 For an ensemble the called models are its steps; for a BLS model, the models its ``model.py``
-calls. A step's server time per pipeline request is its queue plus its compute, per request it
-served, times the requests it served per pipeline request (a step called twice per request counts
-twice). The step with the largest share binds at that configuration and load. Across loads, a
+calls. A step's share is its requests times its server time per request (queue, compute and
+Triton's overhead) over the sum of all steps' (``server.called_models.server_time_shares``, the
+one definition ``perf`` and the opening probe use too), the median over the repeats. The step
+with the largest share binds at that configuration and load. Across loads, a
 step's queue *grows with load* where it is at least twice as long, and 100 µs longer, at the
 highest concurrency measured than at the lowest; the figures are stated either way.
 """
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tritonlab.experiments.store import CellResult
+from tritonlab.server.called_models import server_time_shares
 from tritonlab.server.stats import ServerStatsDelta
 
 # A queue "grows with load" when it is at least this many times longer, and this much longer,
@@ -33,12 +35,7 @@ class StepTime:
     queue_us: float  # per request the step served
     compute_us: float  # per request the step served (input + infer + output)
     mean_batch: float
-    share: float  # of the summed server time of every step, 0..1
-
-    @property
-    def server_us(self) -> float:
-        """Queue and compute per pipeline request, µs."""
-        return (self.queue_us + self.compute_us) * self.calls_per_request
+    share: float  # of the summed server time of every step, 0..1 (median over the repeats)
 
 
 @dataclass(frozen=True)
@@ -62,15 +59,18 @@ def _step_time(name: str, cells: Sequence[CellResult]) -> StepTime:
         (c.steps[name], c.server) for c in cells if name in c.steps and c.server is not None
     ]
     calls = [d.request_count / top.request_count if top.request_count else 0.0 for d, top in deltas]
+    shares = [server_time_shares(c.steps).get(name, 0.0) for c in cells if c.steps]
+
+    def median(values: Sequence[float]) -> float:
+        return statistics.median(values) if values else 0.0
+
     return StepTime(
         step=name,
-        calls_per_request=statistics.median(calls) if calls else 0.0,
-        queue_us=statistics.median(d.queue_us_per_request for d, _ in deltas) if deltas else 0.0,
-        compute_us=(
-            statistics.median(d.compute_us_per_request for d, _ in deltas) if deltas else 0.0
-        ),
-        mean_batch=statistics.median(d.mean_batch_size for d, _ in deltas) if deltas else 0.0,
-        share=0.0,
+        calls_per_request=median(calls),
+        queue_us=median([d.queue_us_per_request for d, _ in deltas]),
+        compute_us=median([d.compute_us_per_request for d, _ in deltas]),
+        mean_batch=median([d.mean_batch_size for d, _ in deltas]),
+        share=median(shares),
     )
 
 
@@ -79,26 +79,13 @@ def steps_at_load(cells: Sequence[CellResult]) -> StepsAtLoad | None:
     names = list(dict.fromkeys(n for c in cells for n in c.steps))
     if not cells or not names:
         return None
-    times = [_step_time(n, cells) for n in names]
-    total = sum(t.server_us for t in times)
-    shared = tuple(
-        StepTime(
-            t.step,
-            t.calls_per_request,
-            t.queue_us,
-            t.compute_us,
-            t.mean_batch,
-            t.server_us / total if total else 0.0,
-        )
-        for t in times
-    )
     first = cells[0]
     return StepsAtLoad(
         first.variant.name,
         first.load_key,
         first.perf.settings.concurrency,
         len(cells),
-        shared,
+        tuple(_step_time(n, cells) for n in names),
     )
 
 

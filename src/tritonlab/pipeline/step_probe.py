@@ -26,6 +26,7 @@ from tritonlab.perf.settings import PerfSettings
 from tritonlab.repository.layout import add_model, load_order
 from tritonlab.repository.user_repo import ENSEMBLE, read_user_model
 from tritonlab.run_layout import RunLayout
+from tritonlab.server.called_models import server_time_shares
 from tritonlab.server.launch import ServerOptions, running_server
 from tritonlab.server.stats import ServerStatsDelta, StatsSnapshot, stats_delta
 
@@ -44,11 +45,6 @@ def _stored_choice(run_dir: Path, info: OnnxModelInfo) -> dict[str, object] | No
     if repository.get("model") != info.source.model or not repository.get("tuned"):
         return None
     return dict(repository)
-
-
-def _step_server_us(step: ServerStatsDelta, top: ServerStatsDelta) -> float:
-    calls = step.request_count / top.request_count if top.request_count else 0.0
-    return (step.queue_us_per_request + step.compute_us_per_request) * calls
 
 
 def probe_steps(
@@ -109,14 +105,13 @@ def choose_binding_step(
     else:
         deltas = probe_steps(info, model_name, options, inputs, concurrency, protocol)
         top = deltas.pop(model_name)
-        server_us = {n: _step_server_us(d, top) for n, d in deltas.items()}
-        total = sum(server_us.values()) or 1.0
-        candidates = [n for n in server_us if read_user_model(source.root, n).backend != ENSEMBLE]
-        step = max(candidates, key=lambda n: server_us[n])
+        shares = server_time_shares(deltas)
+        candidates = [n for n in shares if read_user_model(source.root, n).backend != ENSEMBLE]
+        step = max(candidates, key=lambda n: shares[n])
         figures = "; ".join(
-            f"`{n}` {server_us[n] / total:.0%} (queue {deltas[n].queue_us_per_request:,.0f} µs "
+            f"`{n}` {shares[n]:.0%} (queue {deltas[n].queue_us_per_request:,.0f} µs "
             f"+ compute {deltas[n].compute_us_per_request:,.0f} µs per request)"
-            for n in server_us
+            for n in shares
         )
         reason = (
             f"it held the largest share of a request's server time in an opening probe (the "

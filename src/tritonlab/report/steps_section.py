@@ -98,9 +98,9 @@ def steps_section(cells: Sequence[CellResult], labels: dict[str, str], kind: str
         "## Pipeline steps",
         "",
         "Triton's statistics of every model the measured one calls, read over the same "
-        "windows as its own (medians over the repeats). A step's server time per request is its "
-        "queue plus its compute, per request it served, times the requests it served per "
-        "request of the measured model; its share is of the sum over the steps.",
+        "windows as its own (medians over the repeats). A step's share is its requests times "
+        "its server time per request (queue, compute and Triton's overhead), over the sum of "
+        "every step's.",
         "",
         "| config | load | step | calls / request | queue µs | compute µs | mean batch | share |",
         "|---|---|---|---|---|---|---|---|",

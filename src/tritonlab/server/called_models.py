@@ -59,6 +59,14 @@ class CalledWindow:
         return max(self.models, key=lambda m: m.server_time_share)
 
 
+def server_time_shares(deltas: Mapping[str, ServerStatsDelta]) -> dict[str, float]:
+    """Each called model's share (0..1) of the summed server time of all of them over one
+    window (every share 0.0 where none was seen): the one definition of a step's share."""
+    times = {name: _server_us(delta) for name, delta in deltas.items()}
+    total = sum(times.values())
+    return {name: time / total if total > 0 else 0.0 for name, time in times.items()}
+
+
 def called_window(
     called: Sequence[tuple[str, str]],
     before: Mapping[str, StatsSnapshot],
@@ -66,12 +74,8 @@ def called_window(
 ) -> CalledWindow:
     """The window of the ``called`` models ((name in the repository, served name) pairs) from
     snapshots by served name taken before and after it."""
-    deltas = [(name, served, stats_delta(before[served], after[served])) for name, served in called]
-    times = [_server_us(d) for _, _, d in deltas]
-    total = sum(times)
+    deltas = {name: stats_delta(before[served], after[served]) for name, served in called}
+    shares = server_time_shares(deltas)
     return CalledWindow(
-        tuple(
-            CalledModelStats(name, served, delta, time / total if total > 0 else 0.0)
-            for (name, served, delta), time in zip(deltas, times, strict=True)
-        )
+        tuple(CalledModelStats(name, served, deltas[name], shares[name]) for name, served in called)
     )
