@@ -299,8 +299,8 @@ class _Tuner:
         if path.exists():
             self.reused.append(cid)
             return cid, observation_of(read_cell(path), knobs), True
-        if session.over_budget():
-            return None
+        if session.over_budget() and self.observations:
+            return None  # the start is measured whatever the budget: a tune has a pick
         self.switch_to(session, model, load)
         try:
             cell = session.measure(model, load, step.repeat, f" ({step.phase})")
