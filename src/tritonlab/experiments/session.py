@@ -28,14 +28,6 @@ from tritonlab.experiments.manifest import (
 )
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.recovery import ATTEMPTS_PER_CELL, Recovery
-from tritonlab.experiments.serving_path import (
-    PROBE_REPEATS,
-    add_identity_model,
-    add_null_model,
-    probe_done,
-    probe_load,
-    probe_variants,
-)
 from tritonlab.experiments.store import (
     CellResult,
     save_cell,
@@ -47,7 +39,7 @@ from tritonlab.paths import portable_command, portable_path
 from tritonlab.perf.locate import PerfAnalyzerInstall
 from tritonlab.perf.runner import run_perf
 from tritonlab.repository.layout import RepositoryModel, load_order
-from tritonlab.run_layout import CELLS_DIR, SERVING_PATH_DIR, RunLayout
+from tritonlab.run_layout import CELLS_DIR, RunLayout
 from tritonlab.run_layout import cell_id as layout_cell_id
 from tritonlab.server.endpoint import ServerEndpoint
 from tritonlab.server.process import TritonServer
@@ -125,7 +117,7 @@ def perf_deadline_s(plan: ExperimentPlan) -> float:
     return 30.0 + 2 * m.max_trials * 2 * m.measurement_interval_ms / 1000
 
 
-def _measure_cell(
+def measure_cell(
     server: ServerEndpoint,
     perf_install: PerfAnalyzerInstall,
     plan: ExperimentPlan,
@@ -268,7 +260,7 @@ class CellSession:
         server has nothing loaded, which is what the unload was for. A live server that refuses
         stops the run, unless another error is on its way up."""
         if quietly:
-            _unload_quietly(self.server, model.model_name)
+            unload_quietly(self.server, model.model_name)
             return
         try:
             self.server.unload_model(model.model_name)
@@ -318,7 +310,7 @@ class CellSession:
         plan = self.engine.plan_for(load, self.plan) if self.engine is not None else self.plan
         for attempt in range(1, ATTEMPTS_PER_CELL + 1):
             try:
-                return _measure_cell(
+                return measure_cell(
                     server,
                     self.perf_install,
                     plan,
@@ -339,7 +331,7 @@ class CellSession:
                     self.reload_after_restart()
                     continue
                 if not restarted:  # reload: a stub that died starts afresh
-                    _unload_quietly(server, model.model_name)
+                    unload_quietly(server, model.model_name)
                 _load_recovering(server, recovery, model.model_name)
         return None
 
@@ -384,7 +376,9 @@ class CellSession:
         """The null-model cells behind the cost model (only on a server this run started)."""
         if isinstance(self.server, TritonServer):
             restarts = self.recovery.restarts
-            _measure_serving_path(self, self.server, info)
+            from tritonlab.experiments.probe_cells import measure_serving_path
+
+            measure_serving_path(self, self.server, info)
             if self.recovery.restarts > restarts:
                 self.reload_after_restart()  # the extra blocks that may follow need them
 
@@ -426,72 +420,7 @@ def _load_recovering(server: ServerEndpoint, recovery: Recovery, model_name: str
         server.load_model(model_name)
 
 
-def _unload_quietly(server: ServerEndpoint, model_name: str) -> None:
+def unload_quietly(server: ServerEndpoint, model_name: str) -> None:
     """Unload while another error is already on its way up (that error is the one to show)."""
     with contextlib.suppress(Exception):
         server.unload_model(model_name)
-
-
-def _measure_serving_path(session: CellSession, server: TritonServer, info: OnnxModelInfo) -> None:
-    """The null-model cells the cost model needs (``PROBE_REPEATS`` of each probe), measured
-    with ``session``'s perf_analyzer and plan on ``server`` (the session's, which it started).
-
-    Kept across resumes. A live server that cannot load the probe (an external binary without
-    tritonlab's backends) leaves the run without them; the log then says the cost model is
-    unavailable. A server that dies during a probe is restarted (the session's recovery) and the
-    probe measured again, at most ``ATTEMPTS_PER_CELL`` times.
-    """
-    plan, run_dir, recovery = session.plan, session.run_dir, session.recovery
-    load = probe_load(list(plan.loads))
-    if load is None or not info.batched:
-        return
-    variants = probe_variants(load, min(v.max_batch_size for v in plan.variants))
-    repo = RunLayout(run_dir).models
-    models = [
-        add_null_model(repo, info, plan.model_name, v)
-        or add_identity_model(repo, info, plan.model_name, v)
-        for v in variants
-    ]
-    for repeat in range(PROBE_REPEATS):
-        for model in models:
-            for attempt in range(1, ATTEMPTS_PER_CELL + 1):
-                if probe_done(run_dir, model.variant, load, repeat):
-                    break
-                try:
-                    _measure_probe(session, server, model, load, repeat)
-                except (ServerError, PerfAnalyzerError) as exc:
-                    if not recovery.server_died():
-                        if isinstance(exc, ServerError):
-                            return  # a live server that cannot load the probe
-                        raise
-                    # the server died during the probe: restart it and measure the probe again
-                    last = attempt == ATTEMPTS_PER_CELL
-                    probe = f"serving-path probe {model.model_name} (repeat {repeat + 1})"
-                    recovery.handle(probe, exc, last_attempt=last)
-                    if last:
-                        return
-                else:
-                    break
-
-
-def _measure_probe(
-    session: CellSession, server: TritonServer, model: RepositoryModel, load: LoadPoint, repeat: int
-) -> None:
-    """Load a probe, measure its cell with ``session``'s perf_analyzer and plan, unload it."""
-    server.load_model(model.model_name)
-    try:
-        _measure_cell(
-            server,
-            session.perf_install,
-            session.plan,
-            model,
-            load,
-            repeat,
-            session.run_dir,
-            session.input_files.for_load(load),
-            SERVING_PATH_DIR,
-        )
-    except BaseException:
-        _unload_quietly(server, model.model_name)
-        raise
-    server.unload_model(model.model_name)
