@@ -210,7 +210,9 @@ def infer_and_check(
             diff = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
             if not diff <= tol:  # NaN fails too
                 raise ClientError(
-                    f"output '{spec.name}' of {engine} differs from {against} by {diff:.3g} "
+                    f"output '{spec.name}' of "
+                    + (engine if against == "onnxruntime" else f"'{model_name}'")
+                    + f" differs from {against} by {diff:.3g} "
                     f"(tolerance {tol:g}) over {protocol}"
                 )
             max_diff = max(max_diff, diff)
