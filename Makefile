@@ -4,7 +4,7 @@ OUT ?= demo-out
 SWEEP_OUT ?= sweep-out
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo test unit rerender-check kernel-test gpu-check lint adapter-bench ma-bench resolution-bench aa-bench clean sweep pipeline-example
+.PHONY: setup demo test unit rerender-check kernel-test gpu-check lint adapter-bench ma-bench ma-pipeline-bench resolution-bench aa-bench clean sweep pipeline-example
 
 setup:
 	bash scripts/setup.sh $(VENV)
@@ -25,6 +25,12 @@ adapter-bench: setup
 # about 25 minutes on 2 cores; writes benchmarks/results/vs_model_analyzer.{json,md}.
 ma-bench: setup
 	$(PY) benchmarks/vs_model_analyzer/compare.py --out benchmarks/results
+
+# Model Analyzer 1.44.0's ensemble search (quick mode) and tritonlab tune on the built-in
+# pipeline (preprocess -> ResNet-18 -> postprocess), both picks re-measured by the block engine:
+# about 30 minutes on 2 cores; writes benchmarks/results/pipeline_vs_model_analyzer.{json,md}.
+ma-pipeline-bench: setup
+	$(PY) benchmarks/vs_model_analyzer/pipeline_compare.py --out benchmarks/results
 
 # The block engine against the classic one: the demo 3 times each, the tiny CNN once each, side
 # by side (about 35 minutes on 2 cores); writes benchmarks/results/resolution.{json,md}.

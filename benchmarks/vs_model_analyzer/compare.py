@@ -23,7 +23,6 @@ import argparse
 import datetime as dt
 import json
 import platform
-import shutil
 import statistics
 import subprocess
 import sys
@@ -35,6 +34,10 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 P99_BUDGET_US = 10_000.0
 sys.path.insert(0, str(REPO / "src"))  # tritonlab from this checkout, imported where used
+sys.path.insert(0, str(HERE))
+
+from remeasure import median_range_text  # noqa: E402
+
 COMMON_CONCURRENCY = 16  # inside Model Analyzer's brute grid, so every pick has a figure there
 SERVING_KEYS = (
     "dynamic_batching",
@@ -156,87 +159,36 @@ def picks_of(ma: dict[str, dict[str, Any]], tunes: dict[str, dict[str, Any]]) ->
 
 def remeasure(picks: list[dict[str, Any]], work: Path, rounds: int) -> list[dict[str, Any]]:
     """Every pick at its own load and at the common one, ``rounds`` interleaved rounds, by
-    tritonlab's cell runner on one server; the cells stay in ``work/remeasure``."""
-    from tritonlab.experiments.blocks import ENGINE_BLOCKS, BlockSession
-    from tritonlab.experiments.manifest import available_cores
-    from tritonlab.experiments.opening import open_session
-    from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
-    from tritonlab.experiments.session import cell_id
-    from tritonlab.experiments.store import cell_path, read_cell
+    tritonlab's block engine on one server (``remeasure.py``); the cells stay in ``work``."""
+    from remeasure import PickToMeasure, fresh_run_dir
+    from remeasure import remeasure as remeasure_picks
+
     from tritonlab.models.inputs import derive_inputs
     from tritonlab.models.zoo import export_builtin
-    from tritonlab.perf.locate import locate_perf_analyzer
     from tritonlab.pipeline.project import load_model_info
     from tritonlab.repository.layout import add_model
     from tritonlab.repository.variants import ServingVariant
-    from tritonlab.server.launch import ServerOptions
 
     run_dir = work / "remeasure"
-    shutil.rmtree(run_dir, ignore_errors=True)  # never reuse cells of an earlier benchmark run
+    models_dir = fresh_run_dir(run_dir)  # never reuse cells of an earlier benchmark run
     onnx = export_builtin("simple_mlp", work / "simple_mlp.onnx").onnx_path
     info = load_model_info(onnx)
-    inputs = derive_inputs(info)
-    variants = []
+    to_measure = []
     for pick in picks:
         fields = dict(pick["serving"])
         fields["preferred_batch_sizes"] = tuple(fields.get("preferred_batch_sizes") or ())
-        variants.append(
-            ServingVariant(pick["name"], f"{pick['tool']} ({', '.join(pick['goals'])})", **fields)
+        variant = ServingVariant(
+            pick["name"], f"{pick['tool']} ({', '.join(pick['goals'])})", **fields
         )
-    models = [add_model(run_dir / "models", info, "simple_mlp", v) for v in variants]
-    loads = {pick["name"]: sorted({pick["concurrency"], COMMON_CONCURRENCY}) for pick in picks}
-    every_load = sorted(
-        {LoadPoint(p["protocol"], 1, c) for p in picks for c in loads[p["name"]]},
-        key=lambda ld: ld.key,
-    )
-    plan = ExperimentPlan(
-        "simple_mlp",
-        tuple(variants),
-        (LoadPoint(),),
-        rounds,
-        MeasurementSettings(engine=ENGINE_BLOCKS),
-    )
-    perf = locate_perf_analyzer()
-    with open_session(
-        ServerOptions(), run_dir, info, inputs, plan, "remeasure", perf, models[0]
-    ) as session:
-        # The block engine: every pick loaded at once, warmed up, short cells in a shuffled
-        # order per round, the interference monitor on (experiments/blocks.py).
-        session.engine = BlockSession.start(
-            session, models, every_load, info.file_size_bytes, "remeasure", available_cores()
+        model = add_model(models_dir, info, "simple_mlp", variant)
+        to_measure.append(
+            PickToMeasure(pick["name"], model, pick["protocol"], int(pick["concurrency"]))
         )
-        session.total = rounds * sum(len(v) for v in loads.values())
-        ids: list[str] = []
-        for repeat in range(rounds):
-            log(f"round {repeat + 1} of {rounds}")
-            round_ = [
-                (model, [(LoadPoint(pick["protocol"], 1, c), repeat) for c in loads[pick["name"]]])
-                for pick, model in zip(picks, models, strict=True)
-            ]
-            session.measure_rounds([round_], ids)
-    rows = []
-    for pick, model in zip(picks, models, strict=True):
-        for c in loads[pick["name"]]:
-            cells = []
-            for repeat in range(rounds):
-                path = cell_path(
-                    run_dir, cell_id(model.variant.name, LoadPoint(pick["protocol"], 1, c), repeat)
-                )
-                if path.exists():
-                    cells.append(read_cell(path))
-            thr = [x.perf.measurement.throughput_infer_per_s for x in cells if x.perf.measurement]
-            p99 = [x.perf.measurement.latency_p99_us for x in cells if x.perf.measurement]
-            rows.append(
-                {
-                    "pick": pick["name"],
-                    "concurrency": c,
-                    "own_load": c == pick["concurrency"],
-                    "rounds": len(thr),
-                    "throughput_infer_per_s": thr,
-                    "p99_us": p99,
-                }
-            )
-    return rows
+    rows = remeasure_picks(
+        run_dir, info, derive_inputs(info), "simple_mlp", to_measure, COMMON_CONCURRENCY, rounds,
+        log,
+    )  # fmt: skip
+    return [row.to_dict() for row in rows]
 
 
 def _median(values: list[float]) -> float | None:
@@ -269,14 +221,6 @@ def verdicts(rows: list[dict[str, Any]], picks: list[dict[str, Any]]) -> list[di
                 }
             )
     return out
-
-
-def _fmt_range(values: list[float], scale: float = 1.0, digits: int = 0) -> str:
-    if not values:
-        return "n/a"
-    med = statistics.median(values) / scale
-    lo, hi = min(values) / scale, max(values) / scale
-    return f"{med:,.{digits}f} ({lo:,.{digits}f}–{hi:,.{digits}f})"
 
 
 def _serving_text(serving: dict[str, Any]) -> str:
@@ -333,8 +277,8 @@ def markdown(data: dict[str, Any]) -> str:
         meets = bool(row["p99_us"]) and max(row["p99_us"]) <= P99_BUDGET_US
         lines.append(
             f"| {row['pick']} | {_serving_text(pick['serving'])} | {load} | "
-            f"{_fmt_range(row['throughput_infer_per_s'])} | "
-            f"{_fmt_range(row['p99_us'], 1000, 2)} | {'yes' if meets else 'no'} |"
+            f"{median_range_text(row['throughput_infer_per_s'])} | "
+            f"{median_range_text(row['p99_us'], 1000, 2)} | {'yes' if meets else 'no'} |"
         )
     lines += ["", "## Verdicts (throughput at each pick's own load, paired by round)", ""]
     for v in data["verdicts"]:

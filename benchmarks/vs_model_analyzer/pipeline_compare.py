@@ -1,0 +1,685 @@
+#!/usr/bin/env python3
+"""Model Analyzer's ensemble search and ``tritonlab tune`` on the built-in pipeline, side by
+side, both picks re-measured by one tool (issue 23, item 6).
+
+    .venv/bin/python benchmarks/vs_model_analyzer/pipeline_compare.py --out benchmarks/results
+
+In order, each timed by its wall clock, on the same bundled tritonserver 2.51, the same
+Python-based ``onnxruntime`` backend and the same perf_analyzer 2.51:
+1. the pipeline repository (``write_pipeline_repository``: ``preprocess`` -> ``cnn`` (ResNet-18
+   by default) -> ``postprocess``, the ensemble ``pipeline``), written once for both tools;
+2. Model Analyzer 1.44.0's quick search on the ensemble, every composing model CPU-only
+   (``ensemble_run.py``: bounded to a few configurations, 2000 ms windows, stability 25%);
+3. ``tritonlab tune --repository REPO --model pipeline --time-budget S``; where it fails, the
+   record says ``tritonlab tune failed: <first error line>`` and the benchmark goes on;
+4. every pick re-measured by one tool (``remeasure.py``: the block engine on one server, every
+   pick loaded at once under its own prefix): ``--rounds`` rounds, each pick once at the
+   concurrency its tool chose and once at a common concurrency, in a shuffled order.
+
+Writes ``OUT/pipeline_vs_model_analyzer.json`` (every figure, every failure with its command,
+exit status and decisive lines) and ``OUT/pipeline_vs_model_analyzer.md`` (rendered from the
+JSON only; ``--render`` rebuilds it). The working folders stay under ``--work``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib.metadata
+import json
+import platform
+import re
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+sys.path.insert(0, str(REPO / "src"))  # tritonlab from this checkout, imported where used
+sys.path.insert(0, str(HERE))
+
+from remeasure import median_range_text  # noqa: E402
+
+RESULT_NAME = "pipeline_vs_model_analyzer"
+ENSEMBLE = "pipeline"
+COMMON_CONCURRENCY = 8
+TUNE_TIME_BUDGET_S = 600.0
+# Box-drawing characters typer frames its errors with.
+_FRAME = "│╭╮╰╯─┃━┏┓┗┛"
+
+
+def log(message: str) -> None:
+    print(f"[pipeline-compare {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def first_error_line(output: str) -> str:
+    """The line of a failed command's output that says what went wrong: the first line inside
+    an error frame, else the first line naming an error, else the last non-empty line."""
+    lines = [line.strip().strip(_FRAME).strip() for line in output.splitlines()]
+    lines = [line for line in lines if line]
+    for index, line in enumerate(lines):
+        if re.fullmatch(r"Error", line) and index + 1 < len(lines):
+            return lines[index + 1]
+    for line in lines:
+        if re.search(r"error|exception|failed|no such|not found", line, re.IGNORECASE):
+            return line
+    return lines[-1] if lines else "(no output)"
+
+
+def run_logged(command: list[str], log_path: Path) -> tuple[int, float, str]:
+    """Run ``command`` (an argument list, no shell), its output to ``log_path``; (exit status,
+    wall seconds, output)."""
+    log("running " + shlex.join(command[:6]) + (" ..." if len(command) > 6 else ""))
+    started = time.monotonic()
+    with open(log_path, "w") as out:
+        code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False).returncode
+    wall = time.monotonic() - started
+    log(f"exit {code} after {wall:.0f} s")
+    return code, wall, log_path.read_text(errors="replace")
+
+
+# --------------------------------------------------------------------------------------------
+# The two searches
+# --------------------------------------------------------------------------------------------
+
+
+def write_repository(work: Path, cnn: str) -> tuple[Path, dict[str, Any]]:
+    """The pipeline repository both tools read (neither writes into it), and what it holds."""
+    from ensemble_run import build_pipeline_repository
+
+    from tritonlab.models.pipeline_example import PIPELINE_CNNS
+
+    root = work / "pipeline_repository"
+    pipeline = build_pipeline_repository(root, cnn)
+    pipeline["cnn_pixels"] = PIPELINE_CNNS[cnn].pixels
+    return root, pipeline
+
+
+def portable(value: Any, replacements: dict[str, str]) -> Any:
+    """``value`` (JSON data) with every string's machine folders replaced, longest first
+    (``{"/home/me/repo/": "", "/home/me": "$HOME"}``): a committed record names no folder of
+    the machine that wrote it."""
+    if isinstance(value, str):
+        for old in sorted(replacements, key=len, reverse=True):
+            value = value.replace(old, replacements[old])
+        return value
+    if isinstance(value, list):
+        return [portable(v, replacements) for v in value]
+    if isinstance(value, dict):
+        return {k: portable(v, replacements) for k, v in value.items()}
+    return value
+
+
+def run_model_analyzer(work: Path, repository: Path, cnn: str, ma_args: list[str]) -> dict:
+    """Model Analyzer's ensemble search (``ensemble_run.py``); its result.json, or a record of
+    how it failed before writing one."""
+    command = [
+        sys.executable, str(HERE / "ensemble_run.py"), "--cnn", cnn, "--out", str(work),
+        "--repository", str(repository), *ma_args,
+    ]  # fmt: skip
+    code, wall, output = run_logged(command, work / "ma_ensemble.log")
+    result_path = work / f"ensemble_{cnn}" / "result.json"
+    if result_path.exists():
+        return dict(json.loads(result_path.read_text()))
+    return {
+        "ok": False,
+        "command": command,
+        "exit_code": code,
+        "wall_s": round(wall, 1),
+        "decisive_log_lines": [first_error_line(output)],
+    }
+
+
+def run_tune(work: Path, repository: Path, budget_s: float, tritonlab: Path) -> dict[str, Any]:
+    """``tritonlab tune`` on the repository's ensemble; never raises: a failure is recorded
+    as ``tritonlab tune failed: <first error line>``."""
+    out = work / "tune"
+    command = [
+        str(tritonlab), "tune", "--repository", str(repository), "--model", ENSEMBLE,
+        "--out", str(out), "--time-budget", f"{budget_s:g}", "--fresh",
+    ]  # fmt: skip
+    code, wall, output = run_logged(command, work / "tune.log")
+    record: dict[str, Any] = {
+        "command": [Path(command[0]).name, *command[1:]],
+        "exit_code": code,
+        "wall_s": round(wall, 1),
+        "out": str(out),
+    }
+    if code != 0:
+        record["ok"] = False
+        record["error"] = f"tritonlab tune failed: {first_error_line(output)}"
+        return record
+    try:
+        from tritonlab.analysis.tune_record import TuneRecord
+        from tritonlab.experiments.store import load_record
+        from tritonlab.run_layout import RunLayout
+
+        tune = load_record(RunLayout(out).tune, TuneRecord)
+    except Exception as exc:  # a record from a newer tune: say so, keep the benchmark going
+        tune = None
+        record["error"] = f"tritonlab tune's record could not be read: {exc}"
+    if tune is None or tune.pick is None:
+        record["ok"] = False
+        record.setdefault("error", "tritonlab tune made no pick")
+        return record
+    pick = tune.pick
+    record.update(
+        {
+            "ok": True,
+            "stop_reason": tune.stop_reason,
+            "cells_measured": tune.cells_measured,
+            "configurations": len({s.configuration for s in tune.steps if s.configuration}),
+            "pick": {
+                "knobs": pick.configuration.to_dict(),
+                "description": pick.description,
+                "concurrency": pick.concurrency,
+                "protocol": pick.configuration.protocol,
+                "throughput_infer_per_s": pick.throughput_infer_per_s.median,
+                "p99_latency_us": pick.latency_p99_us.median,
+            },
+        }
+    )
+    return record
+
+
+def tune_pick_repository(repository: Path, tune: dict[str, Any], target: Path) -> Path:
+    """The pipeline repository with tune's pick applied to the step it tuned (a patched copy
+    of that step's ``config.pbtxt``; the ensemble's max_batch_size lowered to match)."""
+    import shutil
+
+    from tritonlab.analysis.search_space import Knobs
+    from tritonlab.repository.config import config_to_text
+    from tritonlab.repository.user_repo import (
+        baseline_variant,
+        patched_config,
+        read_repository_model,
+        read_user_model,
+    )
+
+    source = read_repository_model(repository, ENSEMBLE).source
+    assert source is not None
+    tuned = read_user_model(repository, source.tuned)
+    variant = Knobs.from_dict(tune["pick"]["knobs"]).variant()
+    baseline = baseline_variant(tuned.config, source.tuned_backend)
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(repository, target)
+    config = patched_config(tuned.config, variant, baseline, source.tuned)
+    (target / source.tuned / "config.pbtxt").write_text(config_to_text(config))
+    top = read_user_model(target, ENSEMBLE).config
+    if variant.max_batch_size and top.max_batch_size > variant.max_batch_size:
+        top.max_batch_size = variant.max_batch_size
+        (target / ENSEMBLE / "config.pbtxt").write_text(config_to_text(top))
+    return target
+
+
+# --------------------------------------------------------------------------------------------
+# Re-measuring both picks
+# --------------------------------------------------------------------------------------------
+
+
+def pick_models(repository: Path) -> tuple[str, ...]:
+    """The ensemble and its steps: what one pick of the pipeline serves."""
+    from tritonlab.repository.user_repo import read_user_model
+
+    return (*read_user_model(repository, ENSEMBLE).steps, ENSEMBLE)
+
+
+def one_frame_reference(repository: Path, target: Path) -> Path:
+    """The pipeline's reference answer cut to its first frame: the check before re-measuring
+    sends it, and a pick whose ensemble takes batches of one (Model Analyzer sets the ensemble's
+    max_batch_size to its smallest step's) must accept it."""
+    import numpy as np
+
+    from tritonlab.models.pipeline_example import REFERENCE_FILE
+
+    with np.load(repository / REFERENCE_FILE, allow_pickle=False) as data:
+        arrays = {name: data[name][:1] for name in data.files}
+    with open(target, "wb") as out:
+        np.savez(out, **arrays)
+    return target
+
+
+def remeasure_picks(
+    work: Path, repository: Path, picks: list[dict[str, Any]], rounds: int
+) -> list[dict[str, Any]]:
+    """Both picks on one server (each pick's models under its own prefix), by the block engine
+    (``remeasure.py``); the first pick's answers are checked against the pipeline's reference
+    (its first frame) before anything is measured."""
+    from remeasure import PickToMeasure, copy_prefixed, fresh_run_dir, remeasure
+
+    from tritonlab.models.inputs import derive_inputs
+    from tritonlab.pipeline.project import load_repository_info
+    from tritonlab.repository.config import read_config
+    from tritonlab.repository.layout import RepositoryModel
+    from tritonlab.repository.variants import ServingVariant
+    from tritonlab.server.launch import ServerOptions
+
+    run_dir = work / "remeasure"
+    models_dir = fresh_run_dir(run_dir)
+    reference = one_frame_reference(repository, work / "reference_one_frame.npz")
+    info = load_repository_info(repository, ENSEMBLE, ServerOptions(), reference=reference)
+    to_measure = []
+    for pick in picks:
+        pick_repo = Path(pick["repository"])
+        names = pick_models(pick_repo)
+        served = copy_prefixed(pick_repo, names, models_dir, pick["name"])
+        batch = read_config(pick_repo / ENSEMBLE / "config.pbtxt").max_batch_size
+        variant = ServingVariant(pick["name"], pick["tool"], max_batch_size=max(batch, 1))
+        called = tuple((n, served[n]) for n in names if n != ENSEMBLE)
+        model = RepositoryModel(served[ENSEMBLE], variant, models_dir / served[ENSEMBLE], called)
+        to_measure.append(
+            PickToMeasure(pick["name"], model, pick["protocol"], int(pick["concurrency"]))
+        )
+    rows = remeasure(
+        run_dir, info, derive_inputs(info), ENSEMBLE, to_measure, COMMON_CONCURRENCY, rounds, log
+    )
+    return [row.to_dict() for row in rows]
+
+
+# --------------------------------------------------------------------------------------------
+# The record and its rendering
+# --------------------------------------------------------------------------------------------
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def versions(ma_venv: Path, server_logs: list[Path]) -> dict[str, str | None]:
+    """Every tool's version: Model Analyzer from its own venv, tritonserver from the first of
+    ``server_logs`` that names it, the rest from this environment."""
+    from tritonlab.perf.locate import locate_perf_analyzer
+
+    ma = subprocess.run(
+        [
+            str(ma_venv / "bin" / "python"),
+            "-c",
+            "import importlib.metadata as m; print(m.version('triton-model-analyzer'))",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    server = None
+    for server_log in server_logs:
+        if server is None and server_log.exists():
+            text = server_log.read_text(errors="replace")
+            found = re.search(r"server_version\s*\|\s*(\S+)", text)
+            server = found.group(1) if found else None
+    try:
+        perf = locate_perf_analyzer().version
+    except Exception:
+        perf = None
+    return {
+        "triton-model-analyzer": ma or None,
+        "tritonserver": server,
+        "perf_analyzer": perf,
+        "tritonlab": _version("tritonlab"),
+        "nvidia-pytriton": _version("nvidia-pytriton"),
+        "tritonclient": _version("tritonclient"),
+        "onnxruntime": _version("onnxruntime"),
+        "torch": _version("torch"),
+    }
+
+
+def ma_pick_configs(ma: dict[str, Any]) -> dict[str, Any]:
+    """Model Analyzer's pick as served: each model's ``config.pbtxt`` (the ensemble's first)
+    and the ensemble's max_batch_size."""
+    from google.protobuf import text_format
+    from tritonclient.grpc import model_config_pb2
+
+    best = ma.get("best_throughput")
+    if not best:
+        return {}
+    config = ma["configs"][best["config"]]
+    ensemble = text_format.Parse(config["ensemble_pbtxt"], model_config_pb2.ModelConfig())
+    return {
+        "ensemble_max_batch_size": int(ensemble.max_batch_size),
+        "config_pbtxt": {
+            ENSEMBLE: config["ensemble_pbtxt"],
+            **{name: c["config_pbtxt"] for name, c in config["composing"].items()},
+        },
+    }
+
+
+def _model_text(config: dict[str, Any]) -> str:
+    batching = "batching" if config.get("dynamic_batching") else "no batching"
+    count, batch = config.get("instance_count"), config.get("max_batch_size")
+    return f"{count} inst, max batch {batch}, {batching}"
+
+
+def ma_pick_text(ma: dict[str, Any]) -> str:
+    best = ma.get("best_throughput")
+    if not best:
+        return "none"
+    parts = [f"{name}: {_model_text(c)}" for name, c in best["composing"].items()]
+    return "; ".join(parts) + f"; c{best['concurrency']}"
+
+
+def tune_pick_text(tune: dict[str, Any]) -> str:
+    pick = tune.get("pick")
+    if not pick:
+        return "none"
+    return f"{pick['description']} (the tuned step); c{pick['concurrency']}"
+
+
+def _reported(figures: dict[str, Any] | None) -> str:
+    if not figures or figures.get("throughput_infer_per_s") is None:
+        return "n/a"
+    p99 = figures.get("p99_latency_us")
+    p99_text = "n/a" if p99 is None else f"{p99 / 1000:.2f} ms"
+    return f"{figures['throughput_infer_per_s']:,.0f} infer/s, p99 {p99_text}"
+
+
+def markdown(data: dict[str, Any]) -> str:
+    m, v = data["machine"], data["versions"]
+    ma, tune = data["model_analyzer"], data["tune"]
+    p = data["pipeline"]
+    lines = [
+        "# Model Analyzer's ensemble search and tritonlab tune on the built-in pipeline",
+        "",
+        f"Measured {data['date_utc']} UTC on {m['cpu']} ({m['cores']} cores, no GPU)"
+        + (f" at commit {data['commit']}" if data.get("commit") else "")
+        + f": tritonserver {v['tritonserver'] or 'n/a'} (nvidia-pytriton "
+        f"{v['nvidia-pytriton']}) and perf_analyzer {v['perf_analyzer'] or 'n/a'} for both "
+        f"tools, Model Analyzer {v['triton-model-analyzer'] or 'n/a'}, tritonlab "
+        f"{v['tritonlab']}, onnxruntime {v['onnxruntime']}, torch {v['torch']}. The pipeline: "
+        f"`preprocess` (Python) -> `cnn` ({p['cnn']}, {p['cnn_pixels']}x{p['cnn_pixels']}, "
+        "tritonlab's Python-based onnxruntime backend) -> `postprocess` (Python, top "
+        f"{p['top_k']}), chained by the ensemble `pipeline`; frames {p['image_hw'][0]}x"
+        f"{p['image_hw'][1]} uint8, gRPC, batch 1. Command: `make ma-pipeline-bench` "
+        f"(`benchmarks/vs_model_analyzer/pipeline_compare.py`); `$WORK` below is its work "
+        f"folder, `{data.get('work', 'runs/pipeline_vs_model_analyzer')}`.",
+        "",
+        "## The searches",
+        "",
+        "| tool | exit status | wall s | configurations | perf_analyzer runs / cells "
+        "| its pick (throughput) | as it reported |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    bounds = ma.get("search_bounds") or {}
+    lines.append(
+        f"| Model Analyzer quick (ensemble; at most {bounds.get('max_instances', '?')} "
+        f"instances, max batch {bounds.get('max_batch', '?')}, concurrency "
+        f"{bounds.get('max_concurrency', '?')}) | {ma.get('exit_code')} | "
+        f"{ma.get('wall_s', 0):.0f} | {ma.get('num_configs', 'n/a')} | "
+        f"{ma.get('num_perf_analyzer_runs', 'n/a')} | {ma_pick_text(ma)} | "
+        f"{_reported(ma.get('best_throughput'))} |"
+    )
+    lines.append(
+        f"| tritonlab tune (time budget {data['tune_time_budget_s']:.0f} s) | "
+        f"{tune['exit_code']} | {tune['wall_s']:.0f} | {tune.get('configurations', 'n/a')} | "
+        f"{tune.get('cells_measured', 'n/a')} | "
+        + (tune_pick_text(tune) if tune.get("ok") else tune.get("error", "failed"))
+        + f" | {_reported(tune.get('pick'))} |"
+    )
+    closing = ma.get("closing_log_lines") or []
+    if closing:
+        lines += ["", "How Model Analyzer's log ends:", "", "```", *closing, "```"]
+    best = ma.get("best_throughput")
+    if best:
+        lines += [
+            "",
+            "## Model Analyzer's pick, model by model",
+            "",
+            f"Its best throughput: `{best['config']}` at concurrency {best['concurrency']} "
+            f"(the repository with these configs: `$WORK/ensemble_{p['cnn']}/picked_repository/`"
+            ").",
+            "",
+            "| model | instances | kind | max batch | dynamic batching |",
+            "|---|---|---|---|---|",
+        ]
+        for name, c in best["composing"].items():
+            lines.append(
+                f"| {name} | {c['instance_count']} | {c['instance_kind']} | "
+                f"{c['max_batch_size']} | {'on' if c['dynamic_batching'] else 'off'} |"
+            )
+        picked = data.get("model_analyzer_pick_configs") or {}
+        if "ensemble_max_batch_size" in picked:
+            lines.append(
+                f"| {ENSEMBLE} (ensemble) | — | — | {picked['ensemble_max_batch_size']} | — |"
+            )
+        lines += [
+            "",
+            "Every model's `config.pbtxt` as Model Analyzer generated it is in the JSON "
+            "(`model_analyzer_pick_configs`).",
+        ]
+    lines += ["", f"## Both picks re-measured by one tool ({data['rounds']} shuffled rounds)", ""]
+    if data["remeasured"]:
+        lines += [
+            "The block engine (tritonlab's cell runner, perf_analyzer cells) on one server with "
+            "every pick loaded under its own prefix; median (min–max) over the rounds. "
+            f'"own" is the concurrency the tool chose; the common load is concurrency '
+            f"{data['common_concurrency']}.",
+            "",
+            "| pick | load | rounds | infer/s | p99 ms |",
+            "|---|---|---|---|---|",
+        ]
+        for row in data["remeasured"]:
+            load = f"c{row['concurrency']}" + (" (own)" if row["own_load"] else "")
+            lines.append(
+                f"| {row['pick']} | {load} | {row['rounds']} | "
+                f"{median_range_text(row['throughput_infer_per_s'])} | "
+                f"{median_range_text(row['p99_us'], 1000, 2)} |"
+            )
+    else:
+        lines.append(f"Not re-measured: {data.get('remeasure_note', 'no pick to measure')}.")
+    failures = data.get("failures") or []
+    if failures:
+        lines += ["", "## What failed", ""]
+        for failure in failures:
+            lines += [
+                f"### {failure['what']}",
+                "",
+                f"Command (exit status {failure['exit_code']}):",
+                "",
+                "```",
+                shlex.join(failure["command"]),
+                "```",
+                "",
+                "Decisive lines:",
+                "",
+                "```",
+                *failure["lines"],
+                "```",
+                "",
+                failure["why"],
+                "",
+            ]
+    lines += ["", "## Notes", ""]
+    lines += [f"- {note}" for note in data.get("notes", [])]
+    lines.append("")
+    return "\n".join(lines)
+
+
+def failures_of(ma: dict[str, Any], tune: dict[str, Any]) -> list[dict[str, Any]]:
+    """What failed, each with its command, exit status, decisive lines and why."""
+    out = []
+    if not ma.get("ok"):
+        out.append(
+            {
+                "what": "Model Analyzer's ensemble search",
+                "command": ma.get("command", []),
+                "exit_code": ma.get("exit_code"),
+                "lines": ma.get("decisive_log_lines") or ["(no line names an error)"],
+                "why": "Model Analyzer made no pick for the ensemble (see its log in the work "
+                "folder, `ensemble_<cnn>/model_analyzer.log`).",
+            }
+        )
+    if not tune.get("ok"):
+        out.append(
+            {
+                "what": "tritonlab tune on the ensemble",
+                "command": tune["command"],
+                "exit_code": tune["exit_code"],
+                "lines": [tune.get("error", "tritonlab tune failed")],
+                "why": "`tritonlab tune --repository DIR --model NAME` is being built; until it "
+                "lands the tune half records its failure and only Model Analyzer's pick is "
+                "re-measured.",
+            }
+        )
+    return out
+
+
+def render(out: Path) -> None:
+    data = json.loads((out / f"{RESULT_NAME}.json").read_text())
+    (out / f"{RESULT_NAME}.md").write_text(markdown(data))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
+    parser.add_argument("--work", type=Path, default=REPO / "runs" / "pipeline_vs_model_analyzer")
+    parser.add_argument("--cnn", choices=("resnet18_cnn", "tiny"), default="resnet18_cnn")
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--tune-time-budget", type=float, default=TUNE_TIME_BUDGET_S)
+    parser.add_argument("--ma-venv", type=Path, default=REPO / ".venv-ma")
+    parser.add_argument("--tritonlab", type=Path, default=Path(sys.executable).parent / "tritonlab")
+    parser.add_argument(
+        "--ma-arg",
+        action="append",
+        default=[],
+        help="passed on to ensemble_run.py (e.g. --ma-arg=--max-instances=3)",
+    )
+    parser.add_argument(
+        "--remeasure-only",
+        action="store_true",
+        help="keep the searches stored in --work (searches.json) and only re-measure their picks",
+    )
+    parser.add_argument(
+        "--render", action="store_true", help="measure nothing: rewrite the .md from the .json"
+    )
+    args = parser.parse_args(argv)
+    if args.render:
+        render(args.out)
+        return 0
+    work = args.work.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    searches_file = work / "searches.json"
+    if args.remeasure_only:
+        stored = json.loads(searches_file.read_text())
+        pipeline, ma, tune = stored["pipeline"], stored["model_analyzer"], stored["tune"]
+        repository = Path(stored["repository"])
+    else:
+        subprocess.run(["bash", str(HERE / "setup_ma.sh"), str(args.ma_venv)], check=True)
+        repository, pipeline = write_repository(work, args.cnn)
+        ma_args = [
+            "--ma-venv", str(args.ma_venv), "--tritonlab", str(args.tritonlab), *args.ma_arg
+        ]  # fmt: skip
+        ma = run_model_analyzer(work, repository, args.cnn, ma_args)
+        tune = run_tune(work, repository, args.tune_time_budget, args.tritonlab)
+        stored = {
+            "repository": str(repository),
+            "pipeline": pipeline,
+            "model_analyzer": ma,
+            "tune": tune,
+        }
+        searches_file.write_text(json.dumps(stored, indent=2) + "\n")
+
+    picks: list[dict[str, Any]] = []
+    if ma.get("best_throughput") and ma.get("picked_repository"):
+        picks.append(
+            {
+                "name": "ma",
+                "tool": "Model Analyzer quick (ensemble)",
+                "repository": ma["picked_repository"],
+                "concurrency": ma["best_throughput"]["concurrency"],
+                "protocol": "grpc",
+            }
+        )
+    notes = [
+        "Model Analyzer's pick is its best throughput over every measurement its checkpoint "
+        "holds (the quick search and the concurrency sweep after it), as Model Analyzer ranks "
+        "its results for the default objective (throughput); `<model>_config_default` is the "
+        "repository's own configuration, which Model Analyzer always measures too.",
+        "Model Analyzer changes every composing model (instances, max_batch_size, dynamic "
+        "batching on); tritonlab tune changes one step of the ensemble (the first that runs a "
+        "model graph, here `cnn`) and leaves the Python steps as written.",
+        "Client and server share the 2 cores: single figures are noisy; compare the "
+        "re-measured medians and their ranges, not the figures each tool reported.",
+    ]
+    if tune.get("ok"):
+        try:
+            target = tune_pick_repository(repository, tune, work / "tune_pick_repository")
+            picks.append(
+                {
+                    "name": "tune",
+                    "tool": "tritonlab tune",
+                    "repository": str(target),
+                    "concurrency": tune["pick"]["concurrency"],
+                    "protocol": tune["pick"]["protocol"],
+                }
+            )
+        except Exception as exc:  # tune's record for a repository may change shape
+            notes.append(f"tune's pick could not be served for re-measuring: {exc}")
+    rows: list[dict[str, Any]] = []
+    remeasure_note = ""
+    if picks:
+        try:
+            rows = remeasure_picks(work, repository, picks, args.rounds)
+        except Exception as exc:
+            remeasure_note = f"re-measuring failed: {first_error_line(str(exc))}"
+            log(remeasure_note)
+    else:
+        remeasure_note = "neither tool made a pick"
+
+    from tritonlab.experiments.manifest import MachineInfo
+
+    machine = MachineInfo.current().to_dict()
+    from tritonlab.run_layout import RunLayout
+
+    server_logs = [
+        work / f"ensemble_{args.cnn}" / "tritonserver.log",
+        RunLayout(work / "remeasure").server_log,
+    ]
+    data: dict[str, Any] = {
+        "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M"),
+        "machine": {
+            "cpu": machine.get("cpu_model") or platform.processor(),
+            "cores": machine.get("cpu_affinity_count"),
+            "platform": platform.platform(),
+        },
+        "commit": subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO
+        ).stdout.strip(),
+        "versions": versions(args.ma_venv, server_logs),
+        "pipeline": pipeline,
+        "rounds": args.rounds,
+        "common_concurrency": COMMON_CONCURRENCY,
+        "tune_time_budget_s": args.tune_time_budget,
+        "model_analyzer": {k: v for k, v in ma.items() if k not in ("configs", "measurements")},
+        "model_analyzer_pick_configs": ma_pick_configs(ma),
+        "model_analyzer_measurements": ma.get("measurements", []),
+        "tune": tune,
+        "picks": picks,
+        "remeasured": rows,
+        "remeasure_note": remeasure_note,
+        "failures": failures_of(ma, tune),
+        "notes": notes,
+    }
+    data = portable(
+        data,
+        {
+            f"{work}/": "$WORK/",
+            f"{REPO}/": "",
+            f"{sys.prefix}/": "$VIRTUAL_ENV/",
+            str(Path.home()): "$HOME",
+        },
+    )
+    data["work"] = portable(str(work), {f"{REPO}/": "", str(Path.home()): "$HOME"})
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{RESULT_NAME}.json").write_text(json.dumps(data, indent=2) + "\n")
+    (args.out / f"{RESULT_NAME}.md").write_text(markdown(data))
+    log(f"wrote {args.out / f'{RESULT_NAME}.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
