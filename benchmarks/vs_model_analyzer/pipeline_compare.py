@@ -186,33 +186,18 @@ def run_tune(work: Path, repository: Path, budget_s: float, tritonlab: Path) -> 
 
 
 def tune_pick_repository(repository: Path, tune: dict[str, Any], target: Path) -> Path:
-    """The pipeline repository with tune's pick applied to the step it tuned (a patched copy
-    of that step's ``config.pbtxt``; the ensemble's max_batch_size lowered to match)."""
+    """tune's pick as a repository: the whole pipeline tune wrote under its run folder's
+    ``pick/`` (the step it tuned patched, the other steps and the ensemble as configured)."""
     import shutil
 
-    from tritonlab.analysis.search_space import Knobs
-    from tritonlab.repository.config import config_to_text
-    from tritonlab.repository.user_repo import (
-        baseline_variant,
-        patched_config,
-        read_repository_model,
-        read_user_model,
-    )
+    from tritonlab.run_layout import RunLayout
 
-    source = read_repository_model(repository, ENSEMBLE).source
-    assert source is not None
-    tuned = read_user_model(repository, source.tuned)
-    variant = Knobs.from_dict(tune["pick"]["knobs"]).variant()
-    baseline = baseline_variant(tuned.config, source.tuned_backend)
+    pick = RunLayout(Path(tune["out"])).pick
+    if not (pick / ENSEMBLE / "config.pbtxt").is_file():
+        raise FileNotFoundError(f"{pick}: tune wrote no pick of {ENSEMBLE}")
     if target.exists():
         shutil.rmtree(target)
-    shutil.copytree(repository, target)
-    config = patched_config(tuned.config, variant, baseline, source.tuned)
-    (target / source.tuned / "config.pbtxt").write_text(config_to_text(config))
-    top = read_user_model(target, ENSEMBLE).config
-    if variant.max_batch_size and top.max_batch_size > variant.max_batch_size:
-        top.max_batch_size = variant.max_batch_size
-        (target / ENSEMBLE / "config.pbtxt").write_text(config_to_text(top))
+    shutil.copytree(pick, target)
     return target
 
 
