@@ -24,6 +24,7 @@ from types import ModuleType
 from tritonlab.analysis.explain import Analysis, VariantReport
 from tritonlab.report.run_data import RunData, load_run
 from tritonlab.report.text_format import num
+from tritonlab.report.tune_section import figure_span
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -263,6 +264,14 @@ def benchmark_blocks() -> list[str]:
         "",
         _from_docs(compare.readme_block(ma)),
         "",
+        "## The pipeline: tune against Model Analyzer's ensemble search",
+        "",
+        "`make ma-pipeline-bench` runs Model Analyzer 1.44.0's quick search on the built-in "
+        "pipeline's ensemble and `tritonlab tune --repository` on the same repository, then "
+        "re-measures both picks in shuffled rounds: "
+        "[`benchmarks/results/pipeline_vs_model_analyzer.md`]"
+        "(../benchmarks/results/pipeline_vs_model_analyzer.md).",
+        "",
         "## Other benchmarks",
         "",
         "- Identical configurations told apart: [`benchmarks/results/aa_floor.md`]"
@@ -313,6 +322,24 @@ def _baseline_figures(run: RunData) -> str:
     return f"{s.throughput.text()} infer/s, p99 {s.latency_p99.text()} µs"
 
 
+def _tune_gain(run: RunData) -> list[str]:
+    """tune's start (its first cell, measured once) and its pick (median over its repeats),
+    as figures: the race decided between the pick and its contenders, not against the start."""
+    if run.tune is None or run.tune.pick is None or not run.tune.steps:
+        return []
+    start, pick = run.tune.steps[0], run.tune.pick
+    return [
+        f"tune started at the configuration as given ({start.description}, concurrency "
+        f"{start.concurrency}): {num(start.throughput_infer_per_s)} infer/s, measured once; "
+        f"its pick served {figure_span(pick.throughput_infer_per_s, pick.repeats, 1, ',.0f')} "
+        f"infer/s over {pick.repeats} repeats (median, range), p99 "
+        f"{figure_span(pick.latency_p99_us, pick.repeats, 1, ',.0f')} µs. "
+        f"{len({s.configuration for s in run.tune.steps})} configurations, "
+        f"{run.tune.cells_measured} cells.",
+        "",
+    ]
+
+
 def pipeline_block() -> str:
     """The README's pipeline results: the binding step from Triton's per-step statistics, the
     ensemble's comparison, the BLS and CNN-alone baselines and tune's pick, between markers."""
@@ -339,6 +366,7 @@ def pipeline_block() -> str:
         f"{_baseline_figures(bls)}; the CNN step served alone (a request is one preprocessed "
         f"tensor, not a frame) {_baseline_figures(cnn)}.",
         "",
+        *_tune_gain(tune),
         *(f"{line}" for line in _headline_sentences(tune)),
         PIPELINE_END,
     ]
