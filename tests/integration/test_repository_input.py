@@ -129,16 +129,25 @@ def test_run_and_tune_on_a_python_model(repo: Path, tmp_path: Path) -> None:
     assert "a Python-backend model" in log
     assert "output shapes and dtypes as the config declares them" in log
     assert "`intra_op_thread_count`: the python backend does not read it" in log
-    tuned = _cli(["tune", *args, "--out", str(tmp_path / "double-tune"), *TUNE_FLAGS], tmp_path)
-    assert tuned.returncode == 0, tuned.stdout + tuned.stderr
-    assert "pick:" in tuned.stdout
-    pick = read_config(tmp_path / "double-tune" / "pick" / "double" / "config.pbtxt")
+    tuned = _tune(repo, "double", tmp_path)
+    pick = read_config(tuned / "pick" / "double" / "config.pbtxt")
     assert pick.backend == "python" and "intra_op_thread_count" not in pick.parameters
     assert tree_digest(repo) == before
 
 
-@pytest.mark.timeout(360)
-def test_run_and_tune_on_a_bls_model_and_tune_on_the_others(repo: Path, tmp_path: Path) -> None:
+def _tune(repo: Path, model: str, tmp_path: Path) -> Path:
+    """``tune`` on ``model`` of ``repo``, checked to end with a pick; its run folder."""
+    out = tmp_path / f"{model}-tune"
+    args = ["tune", "--repository", str(repo), "--model", model, "--out", str(out)]
+    tuned = _cli([*args, *TUNE_FLAGS], tmp_path)
+    assert tuned.returncode == 0, model + tuned.stdout + tuned.stderr
+    assert "pick:" in tuned.stdout
+    assert (out / "pick" / model / "config.pbtxt").is_file()
+    return out
+
+
+@pytest.mark.timeout(300)
+def test_run_and_tune_on_a_bls_model(repo: Path, tmp_path: Path) -> None:
     before = tree_digest(repo)
     args = ["--repository", str(repo), "--model", "bls_chain"]
     out = tmp_path / "bls-run"
@@ -149,29 +158,22 @@ def test_run_and_tune_on_a_bls_model_and_tune_on_the_others(repo: Path, tmp_path
     assert "the BLS model's compute" in log and "do not split it further" in log
     for cell in _cells(out):
         assert set(cell["steps"]) == {"double", "scorer"}  # type: ignore[arg-type]
-    for model in ("bls_chain", "scorer", "chain"):
-        tune_out = tmp_path / f"{model}-tune"
-        tuned = _cli(
-            [
-                "tune",
-                "--repository",
-                str(repo),
-                "--model",
-                model,
-                "--out",
-                str(tune_out),
-                *TUNE_FLAGS,
-            ],
-            tmp_path,
-        )
-        assert tuned.returncode == 0, model + tuned.stdout + tuned.stderr
-        assert (tune_out / "pick" / model / "config.pbtxt").is_file()
+    tuned = _tune(repo, "bls_chain", tmp_path)
+    # the pick holds the BLS model and the models it calls
+    assert {p.name for p in (tuned / "pick").iterdir()} == {"bls_chain", "double", "scorer"}
+    assert tree_digest(repo) == before
+
+
+@pytest.mark.timeout(300)
+def test_tune_on_a_users_onnx_config_and_on_an_ensemble(repo: Path, tmp_path: Path) -> None:
+    before = tree_digest(repo)
+    scorer = _tune(repo, "scorer", tmp_path)
+    start = json.loads((scorer / "results" / "tune.json").read_text())["steps"][0]
+    assert start["configuration"]["instances"] == 2, "tune starts at the user's 2 instances"
+    assert start["configuration"]["batching"] and start["configuration"]["max_batch"] == 8
+    chain = _tune(repo, "chain", tmp_path)
     # the ensemble's pick holds the whole pipeline
-    assert {p.name for p in (tmp_path / "chain-tune" / "pick").iterdir()} == {
-        "chain",
-        "double",
-        "scorer",
-    }
+    assert {p.name for p in (chain / "pick").iterdir()} == {"chain", "double", "scorer"}
     assert tree_digest(repo) == before
 
 
