@@ -585,8 +585,9 @@ def main(argv: list[str] | None = None) -> int:
         "its results for the default objective (throughput); `<model>_config_default` is the "
         "repository's own configuration, which Model Analyzer always measures too.",
         "Model Analyzer changes every composing model (instances, max_batch_size, dynamic "
-        "batching on); tritonlab tune changes one step of the ensemble (the first that runs a "
-        "model graph, here `cnn`) and leaves the Python steps as written.",
+        "batching on); tritonlab tune changes one step of the ensemble, the one its opening "
+        "probe found binding (its log names the step and the probe's figures), and leaves the "
+        "other steps as written.",
         "Client and server share the 2 cores: single figures are noisy; compare the "
         "re-measured medians and their ranges, not the figures each tool reported.",
     ]
