@@ -141,3 +141,25 @@ def test_step_shares_and_queue_growth_from_stored_cells() -> None:
     assert table[1].binding.share == pytest.approx(slow_us / (slow_us + fast_us))
     growth = {g.step: g.grows for g in queue_growth(table, cell.variant.name)}
     assert growth == {"pre": False, "cnn": True}
+
+
+def test_a_sweep_plan_takes_a_repository_and_its_backends_knobs(repo: Path, tmp_path: Path) -> None:
+    from tritonlab.errors import PlanError
+    from tritonlab.experiments.plan_file import parse_plan
+
+    data = {
+        "repository": str(repo),
+        "model": "double",
+        "axes": {"instance_count": [3], "dynamic_batching": [True]},
+    }
+    plan = parse_plan(data, "plan.yaml", tmp_path)
+    assert plan.repository == repo and plan.experiment.model_name == "double"
+    baseline, *others = [v for v in plan.experiment.variants if not v.control]
+    assert baseline.backend == "python" and baseline.intra_op_threads is None
+    assert [v.name for v in others] == ["nobatch_x3", "batch_0us"]
+    with pytest.raises(PlanError, match="the python backend does not read it"):
+        parse_plan({**data, "axes": {"intra_op_thread_count": [2]}}, "plan.yaml", tmp_path)
+    with pytest.raises(PlanError, match="no such model folder"):
+        parse_plan({**data, "model": "nope"}, "plan.yaml", tmp_path)
+    chain = parse_plan({**data, "model": "chain", "step": "scorer"}, "plan.yaml", tmp_path)
+    assert chain.step == "scorer" and chain.experiment.variants[0].max_batch_size == 8

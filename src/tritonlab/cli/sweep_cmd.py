@@ -229,7 +229,15 @@ def sweep(
         )
 
         out_dir.mkdir(parents=True, exist_ok=True)
-        if sweep_plan.builtin is not None:
+        info = None
+        if sweep_plan.repository is not None:
+            from tritonlab.pipeline.project import load_repository_info
+
+            info = load_repository_info(
+                sweep_plan.repository, sweep_plan.model, server.options(), sweep_plan.step
+            )
+            onnx_path = info.path
+        elif sweep_plan.builtin is not None:
             from tritonlab.models.zoo import export_builtin
 
             name = sweep_plan.builtin
@@ -256,6 +264,7 @@ def sweep(
                 server.options(),
                 progress,
                 results.controls(rounds, time_budget_s=time_budget_s, cluster=ray),
+                info=info,
             )
         outcome = result.outcome
         if outcome.stopped_early:

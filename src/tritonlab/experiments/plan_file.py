@@ -43,7 +43,12 @@ from tritonlab.experiments.plan import ExperimentPlan, MeasurementSettings
 from tritonlab.experiments.plan_checks import KNOBS, PlanChecker
 from tritonlab.experiments.plan_loads import parse_loads
 from tritonlab.models.zoo import BUILTIN_MODELS, DEFAULT_MODEL
-from tritonlab.repository.knobs import BATCHER_FIELDS, knob_description, knob_slug
+from tritonlab.repository.knobs import (
+    BATCHER_FIELDS,
+    KNOB_BY_FIELD,
+    knob_description,
+    knob_slug,
+)
 from tritonlab.repository.variants import (
     DEFAULT_MAX_BATCH_SIZE,
     ServingVariant,
@@ -64,6 +69,8 @@ DEMO_PLAN_NAME = "demo_sweep.yaml"
 
 TOP_KEYS = (
     "model",
+    "repository",
+    "step",
     "name",
     "baseline",
     "anchor",
@@ -99,16 +106,20 @@ class SweepPlan:
     latency_budget_p99_us: float | None = None
     target_load_infer_per_s: float | None = None
     repeats_given: int | None = None  # the plan's own ``repeats`` (None: the engine's default)
+    # A model of a Triton repository (``repository:``, relative to the plan; ``model:`` then
+    # names the model in it, ``step:`` an ensemble's step): its own config is the baseline.
+    repository: Path | None = None
+    step: str | None = None
 
     @property
     def is_demo(self) -> bool:
-        """Whether the plan serves a built-in model (no ONNX path of the user's)."""
-        return self.model_path is None
+        """Whether the plan serves a built-in model (no ONNX path or repository of the user's)."""
+        return self.model_path is None and self.repository is None
 
     @property
     def builtin(self) -> str | None:
-        """The built-in model the plan names (``demo`` is the MLP), None for an ONNX file."""
-        return builtin_name(self.model) if self.model_path is None else None
+        """The built-in model the plan names (``demo`` is the MLP), None for a user's model."""
+        return builtin_name(self.model) if self.is_demo else None
 
     def with_recommend(
         self, latency_budget_p99_us: float | None, target_load_infer_per_s: float | None
@@ -176,11 +187,15 @@ def _apply(reference: ServingVariant, changes: dict[str, Any]) -> ServingVariant
     return variant
 
 
-def _variants(check: PlanChecker, data: dict[str, Any]) -> tuple[list[ServingVariant], list[str]]:
-    """All variants (baseline first) and the plan path each came from."""
+def _variants(
+    check: PlanChecker, data: dict[str, Any], start: ServingVariant | None = None
+) -> tuple[list[ServingVariant], list[str]]:
+    """All variants (baseline first) and the plan path each came from; ``start``: a
+    repository model's own configuration, which the baseline's changes apply to."""
     base_changes = check.changes(data.get("baseline", {}), "baseline")
     baseline = _apply(
-        ServingVariant("baseline", "", max_batch_size=DEFAULT_MAX_BATCH_SIZE), base_changes
+        start or ServingVariant("baseline", "", max_batch_size=DEFAULT_MAX_BATCH_SIZE),
+        base_changes,
     )
     baseline = replace(
         baseline, description=f"baseline ({variant_description(baseline, baseline)})"
@@ -226,6 +241,14 @@ def _variants(check: PlanChecker, data: dict[str, Any]) -> tuple[list[ServingVar
             raise check.fail(f"{path}.name", f"must be a string, got {name!r}")
         description = item.get("description", variant_description(variant, baseline))
         add(replace(variant, name=name, description=str(description)), path, named=True)
+    if start is not None:  # a repository's model: only the knobs its backend reads
+        for variant, path in found:
+            for field_name, entry in KNOB_BY_FIELD.items():
+                changed = getattr(variant, field_name) != getattr(baseline, field_name)
+                if changed and start.backend not in entry.backends:
+                    raise check.fail(
+                        path, f"{entry.plan_name}: the {start.backend} backend does not read it"
+                    )
     for variant, path in found:
         try:
             variant.validate(model_batches=True)
@@ -271,6 +294,32 @@ def _measurement(check: PlanChecker, value: Any) -> MeasurementSettings:
     )
 
 
+def _repository(
+    check: PlanChecker, data: dict[str, Any], base_dir: Path
+) -> tuple[Path | None, str | None, ServingVariant | None]:
+    """The plan's repository (relative to the plan), its ensemble step, and the model's own
+    configuration as the starting point (None, None, None without ``repository:``)."""
+    if "repository" not in data:
+        if "step" in data:
+            raise check.fail("step", "goes with repository: (an ensemble's step)")
+        return None, None, None
+    root = data["repository"]
+    if not isinstance(root, str) or not root.strip():
+        raise check.fail("repository", f"must be a folder path, got {root!r}")
+    step = data.get("step")
+    if step is not None and not isinstance(step, str):
+        raise check.fail("step", f"must be a model name, got {step!r}")
+    from tritonlab.experiments.repository_plan import repository_baseline
+    from tritonlab.repository.user_repo import read_repository_model
+
+    path = (base_dir / root).resolve()
+    try:
+        info = read_repository_model(path, str(data["model"]), step)
+    except ConfigError as exc:
+        raise check.fail("repository", str(exc)) from None
+    return path, step, repository_baseline(info)
+
+
 def parse_plan(data: Any, source: str, base_dir: Path) -> SweepPlan:
     """Validate a plan already read from YAML; ONNX paths are relative to ``base_dir``."""
     check = PlanChecker(source)
@@ -282,20 +331,21 @@ def parse_plan(data: Any, source: str, base_dir: Path) -> SweepPlan:
     model = data["model"]
     if not isinstance(model, str) or not model.strip():
         raise check.fail("model", f"must be an ONNX path or {DEMO_MODEL!r}, got {model!r}")
-    builtin = builtin_name(model)
-    model_path = None if builtin else (base_dir / model).resolve()
+    repository, step, start = _repository(check, data, base_dir)
+    builtin = None if repository else builtin_name(model)
+    model_path = None if builtin or repository else (base_dir / model).resolve()
     if model_path is not None and not model_path.is_file():
         raise check.fail(
             "model",
             f"{model_path} does not exist (paths are relative to the plan; built-in models: "
             f"{', '.join([DEMO_MODEL, *BUILTIN_MODELS])})",
         )
-    default_name = builtin or (model_path.stem if model_path else "model")
+    default_name = builtin or (model_path.stem if model_path else model if repository else "model")
     name = data.get("name", default_name)
     if not isinstance(name, str) or not name:
         raise check.fail("name", f"must be a model name, got {name!r}")
 
-    variants, origins = _variants(check, data)
+    variants, origins = _variants(check, data, start)
     loads = parse_loads(check, data.get("loads", {}))
     for load in loads:
         for variant, origin in zip(variants, origins, strict=True):
@@ -335,6 +385,8 @@ def parse_plan(data: Any, source: str, base_dir: Path) -> SweepPlan:
         if target is None
         else check.number(target, "recommend.target_load_infer_per_s"),
         repeats_given=repeats_given,
+        repository=repository,
+        step=step,
     )
 
 

@@ -19,6 +19,7 @@ from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.experiments.plan_file import SweepPlan
 from tritonlab.experiments.session import ProgressCallback
 from tritonlab.experiments.store import CellResult, load_cells
+from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.pipeline.project import DEFAULT_CONTROLS, ProjectResult, RunControls, run_project
 from tritonlab.server.launch import ServerOptions
 
@@ -98,6 +99,7 @@ def run_sweep(
     options: ServerOptions,
     progress: ProgressCallback | None = None,
     controls: RunControls = DEFAULT_CONTROLS,
+    info: OnnxModelInfo | None = None,
 ) -> ProjectResult:
     """Measure every cell of the sweep not yet in ``run_dir``, then rebuild its reports.
 
@@ -121,6 +123,7 @@ def run_sweep(
         progress,
         controls if budget else replace(controls, max_repeats=None),
         demo=sweep.builtin,
+        info=info,
         sweep=sweep.manifest_entry(),
         open_loop_rates=lambda: open_loop_rates(plan, run_dir),
         undecided=lambda: undecided_sweep(
