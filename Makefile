@@ -59,7 +59,7 @@ pipeline-example: setup
 
 test:
 	TRITONLAB_TEST_TOOLS=1 bash scripts/setup.sh $(VENV)
-	$(PY) -m pytest -n 2 --dist worksteal tests
+	$(PY) -m pytest -n 2 --dist worksteal --durations=25 tests
 
 unit: setup
 	$(PY) -m pytest tests/unit

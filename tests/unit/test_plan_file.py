@@ -264,7 +264,8 @@ def test_error_names_the_offending_list_item() -> None:
 
 def test_unknown_keys_list_the_allowed_ones() -> None:
     message = _error({**BASE, "sweeps": {}})
-    assert message.startswith("plan.yaml: sweeps: unknown key; allowed: model, repository, step, name, baseline")
+    allowed = "allowed: model, repository, step, name, baseline"
+    assert message.startswith(f"plan.yaml: sweeps: unknown key; {allowed}")
     message = _error({**BASE, "axes": {"batch_delay": [1]}})
     assert "axes.batch_delay: unknown key; allowed: dynamic_batching, max_queue_delay" in message
     message = _error({**BASE, "loads": {"open_loop": {"rates": [1]}}})

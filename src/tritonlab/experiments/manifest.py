@@ -266,6 +266,12 @@ class ModelRecord:
     repository: dict[str, Any] | None = None
 
     @property
+    def is_graph(self) -> bool:
+        """Whether the measured model is an ONNX graph (not a repository's Python model, BLS
+        model or ensemble)."""
+        return not self.repository or self.repository.get("kind") == "onnx"
+
+    @property
     def input_shapes(self) -> dict[str, list[int]]:
         """Input name -> its dims as in the graph (-1 where dynamic)."""
         return {t.name: list(t.dims) for t in self.inputs}

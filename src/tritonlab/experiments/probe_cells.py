@@ -36,7 +36,9 @@ def measure_serving_path(session: CellSession, server: TritonServer, info: OnnxM
     """
     plan, run_dir = session.plan, session.run_dir
     load = probe_load(list(plan.loads))
-    if load is None or not info.batched:
+    if load is None or not info.batched or not info.runs_onnx:
+        # the cost model times an ONNX graph in-process: a Python model or a pipeline has none,
+        # so its probes would fit nothing (the log says why the cost model is absent)
         return
     variants = probe_variants(load, min(v.max_batch_size for v in plan.variants))
     repo = RunLayout(run_dir).models

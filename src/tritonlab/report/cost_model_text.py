@@ -131,11 +131,24 @@ def _unfitted_lines(model: CostModel, predictions: list[Prediction], loads: list
 
 
 def cost_model_section(
-    model: CostModel | None, predictions: list[Prediction], unfitted_loads: list[str] | None = None
+    model: CostModel | None,
+    predictions: list[Prediction],
+    unfitted_loads: list[str] | None = None,
+    graph: bool = True,
 ) -> list[str]:
     """The fitted terms, predicted against measured per configuration and load (at the input
-    shapes the terms were timed at; ``unfitted_loads`` are named as left out), and misses."""
+    shapes the terms were timed at; ``unfitted_loads`` are named as left out), and misses;
+    ``graph``: whether the measured model is an ONNX graph (a Python model or a pipeline of a
+    repository is not, and has no cost model)."""
     lines = ["## Serving cost model: predicted against measured", ""]
+    if model is None and not graph:
+        return [
+            *lines,
+            "Not available for this run: its terms are timed in-process on an ONNX graph, and a "
+            "Python model, an ensemble or a BLS model has none to time; the pipeline steps' "
+            "statistics say where the time goes.",
+            "",
+        ]
     if model is None:
         return [
             *lines,

@@ -359,7 +359,9 @@ def render_experiment_log(run: RunData) -> str:
     lines += faults_section(run.faults)
     lines += nodes_section(manifest.nodes, run.cells)
     lines += efficiency_section(run.efficiencies, run.summaries)
-    lines += cost_model_section(cost_model, run.predictions, run.unfitted_loads)
+    lines += cost_model_section(
+        cost_model, run.predictions, run.unfitted_loads, graph=manifest.model.is_graph
+    )
     if operators and analyses:
         lines += _operators_section(operators, analyses, cost_model)
     lines += method_lines(count_verdicts(analyses), run_stopping_note(run), robust_blocks(analyses))

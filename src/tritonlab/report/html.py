@@ -215,7 +215,11 @@ def markdown_section(lines: list[str]) -> MarkdownSection:
 
 def cost_model_html(run: RunData) -> MarkdownSection:
     """The log's "Serving cost model" section (terms, predicted against measured, misses)."""
-    return markdown_section(cost_model_section(run.cost_model, run.predictions, run.unfitted_loads))
+    return markdown_section(
+        cost_model_section(
+            run.cost_model, run.predictions, run.unfitted_loads, graph=run.manifest.model.is_graph
+        )
+    )
 
 
 def efficiency_html(run: RunData) -> MarkdownSection | None:
