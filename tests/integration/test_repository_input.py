@@ -155,7 +155,7 @@ def test_run_and_tune_on_a_bls_model(repo: Path, tmp_path: Path) -> None:
     result = _cli(["run", *args, "--out", str(out), *RUN_FLAGS], tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     log = (out / "docs" / "experiment_log.md").read_text()
-    assert "calling `double`, `scorer` through BLS" in log
+    assert "that calls `double`, `scorer` through BLS" in log
     assert "the BLS model's compute" in log and "do not split it further" in log
     for cell in _cells(out):
         assert set(cell["steps"]) == {"double", "scorer"}  # type: ignore[arg-type]

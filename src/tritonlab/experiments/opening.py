@@ -15,13 +15,13 @@ from tritonlab.errors import PlanError
 from tritonlab.experiments.manifest import (
     MachineInfo,
     Manifest,
-    ModelRecord,
     PerfAnalyzerRecord,
     ServerRecord,
     ToolInfo,
     package_versions,
     utc_now,
 )
+from tritonlab.experiments.model_record import ModelRecord
 from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.experiments.recovery import Recovery, load_faults
 from tritonlab.experiments.session import CellSession, InputFiles, ProgressCallback

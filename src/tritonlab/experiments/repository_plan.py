@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from tritonlab.experiments.plan import ExperimentPlan, PlanBasics
 from tritonlab.models.inspect import OnnxModelInfo
+from tritonlab.models.source import kind_words
 from tritonlab.repository.knobs import BATCHER_FIELDS, KNOB_BY_FIELD, knob_description, knob_slug
 from tritonlab.repository.user_repo import baseline_variant, left_out_knobs, read_user_model
 from tritonlab.repository.variants import ServingVariant
@@ -66,14 +67,7 @@ def repository_plan(info: OnnxModelInfo, basics: PlanBasics) -> ExperimentPlan:
     plan = basics.plan(
         [baseline, *one_change_variants(baseline, source.tuned_backend)], REPOSITORY_CONCURRENCY
     )
-    what = {
-        "onnx": "an ONNX model",
-        "python": "a Python-backend model",
-        "bls": "a Python model that calls "
-        + ", ".join(f"`{n}`" for n in source.called)
-        + " through BLS",
-        "ensemble": "an ensemble of " + ", ".join(f"`{n}`" for n in source.called),
-    }[source.kind]
+    what = kind_words(source.kind, source.called)
     notes = [
         f"The model is `{source.model}` of the repository `{source.root.name}`, {what}; the "
         "baseline is its own config.pbtxt as given, and every other configuration changes one "

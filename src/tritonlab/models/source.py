@@ -21,6 +21,18 @@ KIND_PYTHON = "python"
 KIND_BLS = "bls"
 KIND_ENSEMBLE = "ensemble"
 SOURCE_KINDS = (KIND_ONNX, KIND_PYTHON, KIND_BLS, KIND_ENSEMBLE)
+_KIND_WORDS = {
+    KIND_ONNX: "an ONNX model",
+    KIND_PYTHON: "a Python-backend model",
+    KIND_BLS: "a Python model that calls {called} through BLS",
+    KIND_ENSEMBLE: "an ensemble of {called}",
+}
+
+
+def kind_words(kind: str, called: list[str] | tuple[str, ...], quote: str = "`") -> str:
+    """What a repository model is, in words for the log (``quote`` around model names)."""
+    names = ", ".join(f"{quote}{n}{quote}" for n in called)
+    return _KIND_WORDS.get(kind, "a model").format(called=names)
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ per-model statistics (``analysis/steps.py``), and what could and could not be at
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 
 from tritonlab.analysis.steps import StepsAtLoad, binding_step, queue_growth, steps_table
@@ -65,7 +66,7 @@ def _attribution(kind: str, cells: Sequence[CellResult]) -> list[str]:
         for c in with_steps
         if c.server is not None
     ]
-    own_us, called_us = sorted(own)[len(own) // 2], sorted(called)[len(called) // 2]
+    own_us, called_us = statistics.median(own), statistics.median(called)
     if kind == "bls":
         return [
             "- What Triton attributes: the BLS model's compute (median "

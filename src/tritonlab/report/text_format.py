@@ -5,23 +5,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tritonlab.client.infer import SHAPES_ONLY
+from tritonlab.models.source import kind_words
 
 if TYPE_CHECKING:
     from tritonlab.client.infer import InferCheck
-    from tritonlab.experiments.manifest import ModelRecord
+    from tritonlab.experiments.model_record import ModelRecord
 
 
 def num(value: float | None, digits: int = 0) -> str:
     """A figure with thousands separators and ``digits`` decimals, or 'n/a' for None."""
     return "n/a" if value is None else f"{value:,.{digits}f}"
-
-
-_KIND_WORDS = {
-    "onnx": "an ONNX model",
-    "python": "a Python-backend model",
-    "bls": "a Python model calling {called} through BLS",
-    "ensemble": "an ensemble of {called}",
-}
 
 
 def model_source(model: ModelRecord, code: str = "`") -> str:
@@ -34,8 +27,7 @@ def model_source(model: ModelRecord, code: str = "`") -> str:
             f"{q}{model.name}{q} from {q}{model.onnx_file}{q} (opset {model.opset}, "
             f"sha256 {q}{model.sha256[:12]}{q})"
         )
-    called = ", ".join(f"{q}{n}{q}" for n in repository.get("called", []))
-    kind = _KIND_WORDS.get(str(repository.get("kind")), "a model").format(called=called)
+    kind = kind_words(str(repository.get("kind")), repository.get("called", []), q)
     return (
         f"{q}{model.name}{q}: model {q}{repository.get('model')}{q} of the Triton repository "
         f"{q}{repository.get('repository')}{q}, {kind} (sha256 of its folders "
