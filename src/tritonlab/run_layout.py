@@ -16,6 +16,7 @@ A run folder (what ``run``, ``demo``, ``sweep`` and ``tune`` write with ``--out`
     docs/  plots/  report.html  README.md    the reports
     scripts/  client/           scripts to reproduce the measurements, and a client
     pick/<model>/config.pbtxt   a tune's chosen configuration
+    candidate/<model>/          a live check's new ONNX file served with the baseline's config
 
 Every stage asks ``RunLayout`` for these paths; nothing else joins a run-folder path.
 Standard library only, so every layer may import it.
@@ -36,6 +37,7 @@ INPUTS_DIR = "inputs"  # perf_analyzer's JSON --input-data files (regenerated on
 DOCS_DIR = "docs"
 PLOTS_DIR = "plots"
 PICK_DIR = "pick"  # written by pipeline/tune.py
+CANDIDATE_DIR = "candidate"  # a live check's new ONNX file, as a repository (pipeline/check.py)
 SCRIPTS_DIR = "scripts"
 CLIENT_DIR = "client"
 # The serving-path probes: their cells under results/, their null model in the run folder.
@@ -55,12 +57,14 @@ TUNE_FILE = "tune.json"  # written by pipeline/tune.py
 COST_MODEL_FILE = "cost_model.json"
 SUMMARY_FILE = "summary.json"
 RECOMMENDATIONS_FILE = "recommendations.json"
+CHECK_FILE = "check.json"  # written by pipeline/check.py (and CHECK_MARKDOWN under docs/)
 
 # Other files.
 SERVER_LOG_FILE = "tritonserver.log"
 SERVER_NOTE_FILE = "README.txt"  # server/ of a cluster run: where each node's log stayed
 NULL_MODEL_FILE = "null_model.onnx"
 EXPERIMENT_LOG_FILE = "experiment_log.md"
+CHECK_MARKDOWN_FILE = "check.md"
 REPORT_FILE = "report.html"
 README_FILE = "README.md"
 START_SERVER_SCRIPT = "start_server.sh"
@@ -86,6 +90,7 @@ RUN_SUBFOLDERS = (
     PLOTS_DIR,
     SCRIPTS_DIR,
     CLIENT_DIR,
+    CANDIDATE_DIR,
 )
 RUN_FILES = (REPORT_FILE, README_FILE)
 RUN_OUTPUTS = RUN_SUBFOLDERS + RUN_FILES
@@ -173,6 +178,10 @@ class RunLayout:
     recommendations = _file(
         RESULTS_DIR, RECOMMENDATIONS_FILE, "A sweep's picks and Pareto frontier"
     )
+
+    check = _file(RESULTS_DIR, CHECK_FILE, "A live check's gate results")
+    check_markdown = _file(DOCS_DIR, CHECK_MARKDOWN_FILE, "A live check's summary")
+    candidate = _folder(CANDIDATE_DIR, "A live check's new model file as a repository")
 
     # what the measuring stages serve, run and write beside the results
 

@@ -2,6 +2,7 @@
 
 from tritonlab.cli import (  # noqa: F401  (registers the commands)
     ceilings_cmd,
+    check_cmd,
     deploy_cmd,
     locate_cmd,
     pipeline_cmd,

@@ -134,6 +134,8 @@ def run_experiment(
     adaptive: AdaptiveRepeats | None = None,
     inputs: ModelInputs | None = None,
     cluster: ClusterOpener | None = None,
+    models: list[RepositoryModel] | None = None,
+    probes: bool = True,
 ) -> RunOutcome:
     """Measure every cell of ``plan`` not yet on disk; results go under ``run_dir``.
 
@@ -145,6 +147,11 @@ def run_experiment(
 
     Closed-loop and fixed-rate loads are measured first; loads at a fraction of the peak then
     get their rates from ``open_loop_rates`` (required when the plan has such loads).
+
+    ``models``: the plan's variants already written in the run's repository, one per variant
+    (``pipeline/check.py`` serves two model files); the first is the one whose answers are
+    checked, against ``info``, and each round measures them in this order. ``probes``: measure
+    the serving-path probes behind the cost model (a check does not need them).
     """
     started = time.monotonic()
     plan.validate(info.batched)
@@ -159,7 +166,10 @@ def run_experiment(
     fingerprint = plan_fingerprint(plan, model_sha256(info), inputs)
     check_resume(run_dir, fingerprint)
     perf_install = locate_perf_analyzer(perf_analyzer)
-    models = build_repository(RunLayout(run_dir).models, info, plan.model_name, list(plan.variants))
+    if models is None:
+        models = build_repository(
+            RunLayout(run_dir).models, info, plan.model_name, list(plan.variants)
+        )
     quarantined = quarantine_unusable(run_dir)
     todo = [
         (repeat, model, load)
@@ -193,8 +203,9 @@ def run_experiment(
         _start_engine(session, plan, models, direct_loads, info, fingerprint)
         measured = session.measured
         stopped, without_rate = _measure_passes(
-            session, request, models, todo, finished, open_loop_rates, adaptive, time_budget_s
-        )
+            session, request, models, todo, finished, open_loop_rates, adaptive, time_budget_s,
+            probes,
+        )  # fmt: skip
         if progress:
             progress(session.done, session.total, "done")
     return RunOutcome(
@@ -219,6 +230,7 @@ def _measure_passes(
     open_loop_rates: OpenLoopRates | None,
     adaptive: AdaptiveRepeats | None,
     time_budget_s: float | None,
+    probes: bool = True,
 ) -> tuple[str | None, list[str]]:
     """Measure the direct loads, then the loads at a fraction of the peak, the serving path,
     the adaptive rounds and the operator profile, each only while nothing stopped the run.
@@ -246,7 +258,7 @@ def _measure_passes(
             and cell_id(m.variant.name, ld, r) not in finished
         ]
         stopped = measure_pass(lambda model: rated_loads(derived_loads, rates, model))
-    if stopped is None:
+    if stopped is None and probes:
         session.measure_serving_path(request.info)
     if stopped is None and adaptive is not None:
         AdaptiveRun(

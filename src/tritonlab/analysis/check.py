@@ -1,0 +1,211 @@
+"""``tritonlab check``'s comparison: a new run against a baseline run, through the gate.
+
+Two ways to get the figures, one report:
+
+- **stored** (two finished run folders): every configuration (by name) and load point both
+  runs measured is compared, figure by figure. The runs were measured at different times, so
+  their repeats share no round: the verdict is unpaired (Welch's interval on the log values,
+  ``verdicts.compare``), and it cannot see drift between the two days (a slower machine that
+  day reads as a slower model); the docs say so and recommend the live check for that reason.
+- **live** (a run folder from ``pipeline/check.py``): the baseline's model and the new one
+  were measured in one run, interleaved; the verdicts pair them by round.
+
+``check_report`` applies the gate (``gate.py``) to either and gives the exit status.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from tritonlab.analysis.aggregate import VariantSummary, compare_figure, summarise
+from tritonlab.analysis.comparability import manifest_differences, split_differences
+from tritonlab.analysis.gate import (
+    LATENCY_P99,
+    THROUGHPUT,
+    GateResult,
+    Thresholds,
+    exit_status,
+    gate,
+)
+from tritonlab.analysis.workload import workload_differences
+from tritonlab.experiments.manifest import Manifest
+from tritonlab.experiments.store import CellResult, load_cells, load_manifest
+
+# The live check's two configurations in its run folder.
+BASELINE_SIDE = "baseline"
+CANDIDATE_SIDE = "candidate"
+FIGURES = ((THROUGHPUT, "throughput"), (LATENCY_P99, "latency_p99"))
+
+EXIT_MEANINGS = {
+    0: "no regression beyond the thresholds and the noise",
+    1: "a regression beyond its threshold",
+    2: "not comparable",
+    3: "undecided within the rounds measured",
+}
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """What ``tritonlab check`` found: the gate's results, why runs were not comparable, the
+    changes the user declared, and the exit status."""
+
+    mode: str  # "stored" | "live"
+    baseline: str  # the baseline run folder, as given
+    new: str  # the new run folder, or the model measured against the baseline
+    thresholds: Thresholds
+    results: list[GateResult]
+    not_comparable: list[str]  # run-level reasons (empty: comparable)
+    notes: list[str] = field(default_factory=list)  # declared changes, loads left out, method
+    rounds: str = ""  # how the rounds were measured (live: paired; stored: unpaired)
+
+    @property
+    def exit_status(self) -> int:
+        """0 pass, 1 regression, 2 not comparable, 3 undecided (``gate.exit_status``)."""
+        return exit_status(self.results, self.not_comparable)
+
+    @property
+    def headline(self) -> str:
+        """One line for a CI log: the status, its meaning and what it rests on."""
+        status = self.exit_status
+        counts: dict[str, int] = {}
+        for r in self.results:
+            counts[r.outcome.value] = counts.get(r.outcome.value, 0) + 1
+        tally = ", ".join(f"{n} {word}" for word, n in sorted(counts.items()))
+        head = f"exit {status}: {EXIT_MEANINGS[status]}"
+        if self.not_comparable:
+            return f"{head} ({'; '.join(self.not_comparable)})"
+        return f"{head} ({tally or 'no figure in common'})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as ``check.json`` stores it."""
+        return {
+            "mode": self.mode,
+            "baseline": self.baseline,
+            "new": self.new,
+            "thresholds": self.thresholds.to_dict(),
+            "exit_status": self.exit_status,
+            "exit_meaning": EXIT_MEANINGS[self.exit_status],
+            "not_comparable": self.not_comparable,
+            "notes": self.notes,
+            "rounds": self.rounds,
+            "results": [r.to_dict() for r in self.results],
+        }
+
+
+def _apart(cells: list[CellResult], tag: str) -> list[CellResult]:
+    """``cells`` with rounds no other run shares (so two runs' verdicts are unpaired)."""
+    return [replace(c, node=f"{tag}:{c.node or ''}") for c in cells]
+
+
+def _gated(
+    config: str, base: VariantSummary, new: VariantSummary, thresholds: Thresholds
+) -> list[GateResult]:
+    results = []
+    for figure, attr in FIGURES:
+        verdict = compare_figure(figure, attr, base, new)
+        # unpaired verdicts rest on the repeats of each side
+        rounds = verdict.pairs or min(getattr(base, attr).n, getattr(new, attr).n)
+        results.append(gate(config, base.load_key, verdict, thresholds, rounds))
+    return results
+
+
+def compare_stored(
+    new_dir: Path, base_dir: Path, thresholds: Thresholds, expected: set[str]
+) -> CheckReport:
+    """Two finished run folders through the gate (no server is started)."""
+    base_manifest = Manifest.from_dict(load_manifest(base_dir))
+    new_manifest = Manifest.from_dict(load_manifest(new_dir))
+    blocking, notes = split_differences(manifest_differences(base_manifest, new_manifest), expected)
+    base = {
+        (s.variant.name, s.load_key): s
+        for s in summarise(_apart(load_cells(base_dir), "baseline"), base_manifest.variant_order)
+    }
+    new = {
+        (s.variant.name, s.load_key): s
+        for s in summarise(_apart(load_cells(new_dir), "new"), new_manifest.variant_order)
+    }
+    results: list[GateResult] = []
+    run_level = bool(blocking)
+    for key, b in base.items():
+        n = new.get(key)
+        if n is None:
+            continue
+        differ = workload_differences(b, n)
+        if differ:
+            if not run_level:  # a run-level difference already says why
+                blocking.append(f"{key[0]} at {key[1]}: " + "; ".join(differ))
+            continue
+        if b.variant != n.variant:
+            notes.append(f"configuration {key[0]!r} differs between the runs: {_knobs(b, n)}")
+        results += _gated(key[0], b, n, thresholds)
+    only = sorted({f"{c} at {k}" for c, k in base.keys() ^ new.keys()})
+    if only:
+        notes.append("measured in one run only, so not compared: " + ", ".join(only))
+    if not results and not blocking:
+        blocking.append("the runs have no configuration and load point in common")
+    return CheckReport(
+        mode="stored",
+        baseline=str(base_dir),
+        new=str(new_dir),
+        thresholds=thresholds,
+        results=results,
+        not_comparable=blocking,
+        notes=notes,
+        rounds="unpaired: the two runs were measured at different times, so no round is "
+        "shared; Welch's 95% interval of the log-ratio (drift between the two times is not in "
+        "it: a live check measures both in one run)",
+    )
+
+
+def _knobs(a: VariantSummary, b: VariantSummary) -> str:
+    va, vb = a.variant.to_dict(), b.variant.to_dict()
+    changed = [k for k in va if k not in ("name", "description") and va[k] != vb.get(k)]
+    return ", ".join(f"{k} {va[k]} -> {vb.get(k)}" for k in changed) or "its description"
+
+
+def _server_side(b: VariantSummary, n: VariantSummary) -> str:
+    """What the server measured on each side (medians), where a difference shows first."""
+
+    def pair(what: str, x: float | None, y: float | None, fmt: str) -> str:
+        shown = [format(v, fmt) if v is not None else "–" for v in (x, y)]
+        return f"{what} {shown[0]} -> {shown[1]}"
+
+    return ", ".join(
+        (
+            pair("queue µs/request", b.queue_us.median, n.queue_us.median, ",.0f"),
+            pair("compute µs/request", b.compute_us.median, n.compute_us.median, ",.0f"),
+            pair("mean batch", b.mean_batch.median, n.mean_batch.median, ".1f"),
+        )
+    )
+
+
+def compare_live(
+    run_dir: Path, base_dir: Path, new: str, thresholds: Thresholds, config: str = "baseline"
+) -> CheckReport:
+    """A live check's run folder (both models measured interleaved) through the gate;
+    ``config``: the baseline run's configuration both sides were served with."""
+    manifest = Manifest.from_dict(load_manifest(run_dir))
+    sides: dict[str, dict[str, VariantSummary]] = {}
+    for s in summarise(load_cells(run_dir), manifest.variant_order):
+        sides.setdefault(s.variant.name, {})[s.load_key] = s
+    results: list[GateResult] = []
+    notes = list(manifest.plan.notes)
+    base_side, new_side = sides.get(BASELINE_SIDE, {}), sides.get(CANDIDATE_SIDE, {})
+    for load_key, b in base_side.items():
+        n = new_side.get(load_key)
+        if n is not None:
+            results += _gated(config, b, n, thresholds)
+            notes.append(f"Server side at {load_key} (baseline -> new): {_server_side(b, n)}.")
+    return CheckReport(
+        mode="live",
+        baseline=str(base_dir),
+        new=new,
+        thresholds=thresholds,
+        results=results,
+        not_comparable=[] if results else ["no load point was measured on both sides"],
+        notes=notes,
+        rounds="paired: the baseline's model and the new one measured in one run, "
+        "interleaved round by round",
+    )

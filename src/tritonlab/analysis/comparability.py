@@ -1,0 +1,93 @@
+"""Whether two runs measured the same thing: what differs between their manifests, by kind.
+
+A regression gate compares figures only where everything but the change under test is the
+same. The kinds of difference, each named in the gate's reasons:
+
+- ``model``: the served files (sha256) or the model's name;
+- ``inputs``: the tensors sent (names, dtypes, dims) — never comparable, whatever is declared;
+- ``machine``: the CPU model, the cores the run could use, the GPUs;
+- ``software``: tritonserver, perf_analyzer, tritonlab's version, the Python packages that
+  serve or measure, Python itself;
+- ``measurement``: how perf_analyzer measured (window, stability, trials, engine, inputs).
+
+A user who is testing one of them (a new model version, a new server release, another machine)
+declares it (``--expect-change model``); a declared kind becomes a note, not a reason to stop.
+The loads are compared per load point by the caller (a load in one run only is left out and
+named).
+"""
+
+from __future__ import annotations
+
+from tritonlab.experiments.manifest import Manifest
+
+KINDS = ("model", "machine", "software", "measurement")
+NEVER_EXPECTED = ("inputs",)
+
+# The packages whose version can change a served or measured figure.
+SERVING_PACKAGES = ("nvidia-pytriton", "tritonclient", "onnxruntime", "openvino", "numpy")
+
+
+def _differ(what: str, a: object, b: object) -> str:
+    return f"{what}: {a} (baseline) vs {b} (new)"
+
+
+def manifest_differences(base: Manifest, new: Manifest) -> dict[str, list[str]]:
+    """Every difference between the two runs' manifests, by kind (kinds without one absent)."""
+    found: dict[str, list[str]] = {}
+
+    def note(kind: str, what: str, a: object, b: object) -> None:
+        if a != b:
+            found.setdefault(kind, []).append(_differ(what, a, b))
+
+    note("model", "model name", base.model.name, new.model.name)
+    note("model", "model sha256", base.model.sha256[:12], new.model.sha256[:12])
+    tensors_a = [(t.name, t.triton_dtype, tuple(t.dims)) for t in base.model.inputs]
+    tensors_b = [(t.name, t.triton_dtype, tuple(t.dims)) for t in new.model.inputs]
+    note("inputs", "model inputs", tensors_a, tensors_b)
+    note("inputs", "data sent", _inputs(base), _inputs(new))
+    ma, mb = base.machine, new.machine
+    note("machine", "CPU", ma.cpu_model, mb.cpu_model)
+    note("machine", "cores usable", ma.cores, mb.cores)
+    note("machine", "GPUs", list(ma.gpus) or "none", list(mb.gpus) or "none")
+    note("software", "tritonserver", base.server.version, new.server.version)
+    note("software", "perf_analyzer", base.perf_analyzer.version, new.perf_analyzer.version)
+    note("software", "tritonlab", base.tool.version, new.tool.version)
+    note("software", "Python", ma.python, mb.python)
+    for package in SERVING_PACKAGES:
+        note(
+            "software",
+            package,
+            base.packages.get(package, "absent"),
+            new.packages.get(package, "absent"),
+        )
+    note(
+        "measurement",
+        "perf_analyzer settings",
+        base.plan.measurement.to_dict(),
+        new.plan.measurement.to_dict(),
+    )
+    return found
+
+
+def _inputs(manifest: Manifest) -> object:
+    inputs = manifest.inputs
+    return None if inputs is None else inputs.fingerprint_dict()
+
+
+def split_differences(
+    found: dict[str, list[str]], expected: set[str]
+) -> tuple[list[str], list[str]]:
+    """(reasons the runs are not comparable, notes on the declared changes)."""
+    blocking = [
+        d
+        for kind, items in found.items()
+        if kind not in expected or kind in NEVER_EXPECTED
+        for d in items
+    ]
+    declared = [
+        f"{d} (declared with --expect-change {kind})"
+        for kind, items in found.items()
+        if kind in expected and kind not in NEVER_EXPECTED
+        for d in items
+    ]
+    return blocking, declared

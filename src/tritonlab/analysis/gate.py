@@ -1,0 +1,211 @@
+"""A regression gate: is a change worse than its threshold, beyond the noise?
+
+Each figure's verdict (``verdicts.compare``: a 95% interval of the change, in percent) is read
+against a threshold, as a non-inferiority test reads it:
+
+- throughput with ``max_regression_pct`` T: **pass** when the interval's low end is above -T
+  (the data rule out a drop larger than T), **regression** when its high end is below -T (the
+  data rule out a drop smaller than T), otherwise **undecided**;
+- p99 latency with ``max_p99_increase_pct`` P: pass when the high end is below +P, regression
+  when the low end is above +P, otherwise undecided;
+- a verdict without an interval (one repeat on a side) is undecided; a verdict on loads that
+  differ is **not comparable**.
+
+So a change smaller than the threshold never fails the gate, however clear it is, and a drop
+larger than the threshold fails it only when the interval says so. An undecided figure says
+how many more rounds would likely decide it: with n rounds and an interval of half-width h
+(log units) whose centre lies d from the threshold, about n (h / d)^2 rounds narrow it to d,
+assuming the spread stays as measured (the t quantile shrinking with n is left out, so the
+figure errs high).
+
+The gate's exit status, for a CI step: 2 when anything is not comparable, else 1 when a figure
+regressed, else 3 when one is undecided, else 0.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from tritonlab.analysis.verdicts import NO_VERDICT, NOT_COMPARABLE, Verdict
+
+THROUGHPUT = "throughput"
+LATENCY_P99 = "latency_p99"
+
+
+class Outcome(str, Enum):
+    """What the gate makes of one figure; its value is how the outputs spell it."""
+
+    PASS = "pass"
+    REGRESSION = "regression"
+    UNDECIDED = "undecided"
+    NOT_COMPARABLE = "not comparable"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+# Exit statuses of ``tritonlab check`` (also the order of precedence, worst first).
+EXIT_PASS, EXIT_REGRESSION, EXIT_NOT_COMPARABLE, EXIT_UNDECIDED = 0, 1, 2, 3
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """How much worse a figure may get before the gate fails, in percent."""
+
+    max_regression_pct: float = 5.0  # throughput drop
+    max_p99_increase_pct: float = 10.0
+
+    def for_figure(self, figure: str) -> float:
+        """The signed threshold of ``figure``'s change: -T for throughput, +P for p99."""
+        if figure == THROUGHPUT:
+            return -self.max_regression_pct
+        return self.max_p99_increase_pct
+
+    def to_dict(self) -> dict[str, float]:
+        """The thresholds as stored in ``check.json``."""
+        return {
+            "max_regression_pct": self.max_regression_pct,
+            "max_p99_increase_pct": self.max_p99_increase_pct,
+        }
+
+
+def _log(pct: float) -> float:
+    return math.log1p(pct / 100.0)
+
+
+def more_rounds_to_decide(
+    verdict: Verdict, threshold_pct: float, rounds: int | None = None
+) -> int | None:
+    """About how many more rounds would put ``verdict``'s interval clear of the threshold
+    (module docstring); None when its centre sits on the threshold or it has no interval.
+    ``rounds``: how many rounds the interval rests on (default: its pairs)."""
+    if verdict.low_pct is None or verdict.high_pct is None:
+        return None
+    low, high = _log(verdict.low_pct), _log(verdict.high_pct)
+    half, centre = (high - low) / 2.0, (high + low) / 2.0
+    distance = abs(centre - _log(threshold_pct))
+    if distance <= 1e-9 or half <= 0:
+        return None
+    n = max(rounds or verdict.pairs, 2)
+    needed = math.ceil(n * (half / distance) ** 2)
+    return max(1, needed - n)
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """One figure of one configuration at one load: its verdict and the gate's outcome."""
+
+    config: str
+    load_key: str
+    figure: str  # THROUGHPUT or LATENCY_P99
+    verdict: Verdict
+    threshold_pct: float  # signed: -T for throughput, +P for p99
+    outcome: Outcome
+    more_rounds: int | None  # for an undecided figure: about how many more rounds decide it
+
+    @property
+    def name(self) -> str:
+        """The result's name in JUnit and tables: ``baseline · grpc_b1_c8 · throughput``."""
+        return f"{self.config} · {self.load_key} · {self.figure}"
+
+    def reason(self) -> str:
+        """Why the outcome is what it is, in one sentence."""
+        v, thr = self.verdict, f"{self.threshold_pct:+g}%"
+        if self.outcome is Outcome.NOT_COMPARABLE:
+            return f"not comparable: {v.method}"
+        if v.low_pct is None or v.high_pct is None:
+            return f"no interval ({v.phrase()}): at least two rounds per side decide it"
+        interval = f"{v.change_pct:+.1f}% (95% CI {v.low_pct:+.1f}% to {v.high_pct:+.1f}%)"
+        worse = "a drop" if self.figure == THROUGHPUT else "an increase"
+        if self.outcome is Outcome.PASS:
+            return f"{interval}: the interval rules out {worse} beyond {thr}"
+        if self.outcome is Outcome.REGRESSION:
+            return f"{interval}: the whole interval is beyond the {thr} threshold"
+        more = (
+            f"; about {self.more_rounds} more round(s) would decide it if the spread holds"
+            if self.more_rounds is not None
+            else "; its estimate sits on the threshold, so more rounds may not decide it"
+        )
+        return f"{interval}: the interval straddles the {thr} threshold{more}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as stored in ``check.json``."""
+        return {
+            "config": self.config,
+            "load_key": self.load_key,
+            "figure": self.figure,
+            "outcome": self.outcome.value,
+            "threshold_pct": self.threshold_pct,
+            "more_rounds_to_decide": self.more_rounds,
+            "reason": self.reason(),
+            "verdict": self.verdict.to_dict(),
+        }
+
+
+def gate(
+    config: str,
+    load_key: str,
+    verdict: Verdict,
+    thresholds: Thresholds,
+    rounds: int | None = None,
+) -> GateResult:
+    """The gate's outcome on one figure's verdict (module docstring); ``rounds``: the rounds
+    (repeats per side, for an unpaired verdict) its interval rests on."""
+    figure = verdict.figure
+    threshold = thresholds.for_figure(figure)
+    low, high = verdict.low_pct, verdict.high_pct
+    more: int | None = None
+    if verdict.word == NOT_COMPARABLE:
+        outcome = Outcome.NOT_COMPARABLE
+    elif verdict.word == NO_VERDICT or low is None or high is None:
+        outcome = Outcome.UNDECIDED
+    elif figure == THROUGHPUT:
+        outcome = (
+            Outcome.PASS
+            if low > threshold
+            else Outcome.REGRESSION
+            if high < threshold
+            else Outcome.UNDECIDED
+        )
+    else:
+        outcome = (
+            Outcome.PASS
+            if high < threshold
+            else Outcome.REGRESSION
+            if low > threshold
+            else Outcome.UNDECIDED
+        )
+    if outcome is Outcome.UNDECIDED:
+        more = more_rounds_to_decide(verdict, threshold, rounds)
+    return GateResult(config, load_key, figure, verdict, threshold, outcome, more)
+
+
+def exit_status(results: list[GateResult], differences: list[str]) -> int:
+    """2 when the runs or a figure are not comparable, else 1 on a regression, else 3 when a
+    figure is undecided, else 0 (``differences``: run-level reasons not to compare)."""
+    outcomes = {r.outcome for r in results}
+    if differences or Outcome.NOT_COMPARABLE in outcomes or not results:
+        return EXIT_NOT_COMPARABLE
+    if Outcome.REGRESSION in outcomes:
+        return EXIT_REGRESSION
+    if Outcome.UNDECIDED in outcomes:
+        return EXIT_UNDECIDED
+    return EXIT_PASS
+
+
+def precision_targets(results: list[GateResult]) -> list[GateResult]:
+    """The figures another round should narrow: those whose interval is wider (half-width)
+    than half their threshold, whatever their outcome. Stopping on width, not on a decision,
+    keeps the interval's coverage (a rule that stops once a decision appears looks after every
+    round and so finds more false regressions; ``analysis/adaptive.py`` says the same)."""
+    wide = []
+    for r in results:
+        if r.outcome is Outcome.NOT_COMPARABLE:
+            continue
+        width = r.verdict.half_width_pct
+        if width is None or width > abs(r.threshold_pct) / 2.0:
+            wide.append(r)
+    return wide

@@ -1,0 +1,189 @@
+"""``tritonlab check``: a regression gate for CI (exit 0 pass, 1 regression, 2 not comparable
+or not checkable, 3 undecided)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from tritonlab.cli.common import app, err, out, progress_printer, resume_hint, user_errors
+from tritonlab.cli.options import FreshOpt, ServerFlags, option_groups
+from tritonlab.cli.repository_options import RepositoryFlags
+from tritonlab.errors import ConfigError
+
+
+def _percent(text: str, flag: str) -> float:
+    """``5%`` or ``5`` -> 5.0; a one-line error for anything else."""
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        raise ConfigError(f"{flag} {text!r}: give a percentage, e.g. 5%") from None
+    if not 0 <= value < 100:
+        raise ConfigError(f"{flag} {text!r}: give a percentage from 0% to below 100%")
+    return value
+
+
+def _write(text: str, target: Path) -> None:
+    """``text`` to ``target`` (``-``: standard output)."""
+    if str(target) == "-":
+        typer.echo(text, nl=False)
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+
+
+@app.command()
+@option_groups
+def check(
+    new: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Argument(
+            help="The new run folder (compared as stored), or a new ONNX model to measure now "
+            "against the baseline's model (or --repository DIR --model NAME)."
+        ),
+    ] = None,
+    against: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--against", help="The baseline: a finished tritonlab run folder."),
+    ] = None,
+    max_regression: Annotated[
+        str,
+        typer.Option(
+            "--max-regression", help="Throughput drop allowed beyond the noise (e.g. 5%)."
+        ),
+    ] = "5%",
+    max_p99_increase: Annotated[
+        str,
+        typer.Option("--max-p99-increase", help="p99 increase allowed beyond the noise."),
+    ] = "10%",
+    expect_change: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            "--expect-change",
+            help="Two stored runs: a difference that is the change under test, not a reason to "
+            "stop (model, machine, software, measurement); repeatable.",
+        ),
+    ] = None,
+    config: Annotated[
+        str,
+        typer.Option(
+            "--config", help="Live: the baseline run's configuration both models are served with."
+        ),
+    ] = "baseline",
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Live: the check's own run folder (re-run to resume).")
+    ] = Path("check-out"),
+    repeats: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option("--repeats", min=2, help="Live: planned rounds (default: the baseline's)."),
+    ] = None,
+    max_repeats: Annotated[
+        int,
+        typer.Option(
+            "--max-repeats",
+            min=2,
+            help="Live: most rounds, while an interval is wider than half its threshold.",
+        ),
+    ] = 8,
+    adaptive_budget_s: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option(
+            "--adaptive-budget-s", min=0.0, help="Live: seconds the extra rounds may take."
+        ),
+    ] = None,
+    window_ms: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option(
+            "--window-ms",
+            min=100,
+            help="Live: perf_analyzer's window for both sides (default: the baseline's).",
+        ),
+    ] = None,
+    markdown_file: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--markdown",
+            help="Write the summary as markdown (- for stdout), e.g. $GITHUB_STEP_SUMMARY.",
+        ),
+    ] = None,
+    junit_file: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--junit", help="Write JUnit XML: one test case per verdict."),
+    ] = None,
+    json_file: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--json", help="Write the report as JSON."),
+    ] = None,
+    *,
+    fresh: FreshOpt = False,
+    server: ServerFlags,
+    repository: RepositoryFlags,
+) -> None:
+    """Did serving get worse than a baseline, beyond a threshold and the noise? Exit 0: no;
+    1: a regression; 2: not comparable (says which difference) or not checkable; 3: undecided
+    (says about how many more rounds would decide it).
+
+    Example: tritonlab check new-run --against baseline-run --max-regression 5%;
+    tritonlab check model_v2.onnx --against baseline-run --out check-out
+    """
+    with user_errors(resume_hint(out_dir)):
+        from tritonlab.analysis.check import compare_stored
+        from tritonlab.analysis.comparability import KINDS
+        from tritonlab.analysis.gate import Thresholds
+        from tritonlab.experiments.run_folder import is_run_folder
+        from tritonlab.report.check_outputs import WRITERS
+        from tritonlab.run_layout import RunLayout
+
+        if against is None:
+            raise ConfigError("--against BASELINE_RUN is required: the run folder to compare with")
+        thresholds = Thresholds(
+            _percent(max_regression, "--max-regression"),
+            _percent(max_p99_increase, "--max-p99-increase"),
+        )
+        expected = set(expect_change or [])
+        unknown = sorted(expected - set(KINDS))
+        if unknown:
+            raise ConfigError(
+                f"--expect-change {', '.join(unknown)}: give one of {', '.join(KINDS)}"
+            )
+        live_repo = repository.given(new)
+        if new is not None and new.is_dir() and not live_repo:
+            if not is_run_folder(new) and not RunLayout(new).manifest.is_file():
+                raise ConfigError(f"{new}: not a tritonlab run folder; pass a run's --out folder")
+            report = compare_stored(new, against, thresholds, expected)
+        else:
+            from tritonlab.pipeline.check import LiveCheck, run_live_check
+
+            if new is None and not live_repo:
+                raise ConfigError(
+                    "give the new side: a run folder, an ONNX file, or --repository DIR "
+                    "--model NAME"
+                )
+            live = LiveCheck(
+                against, out_dir, config, repeats, max_repeats, adaptive_budget_s, fresh, window_ms
+            )
+            report = run_live_check(
+                live,
+                thresholds,
+                server.options(),
+                new_onnx=None if live_repo else new,
+                new_repository=(repository.repository, repository.repo_model)  # type: ignore[arg-type]
+                if live_repo
+                else None,
+                progress=progress_printer(),
+            )
+        for writer, target in (
+            ("markdown", markdown_file),
+            ("junit", junit_file),
+            ("json", json_file),
+        ):
+            if target is not None:
+                _write(WRITERS[writer](report), target)
+        for r in report.results:
+            out.print(f"{r.outcome.value:>14}  {r.name}: {r.reason()}", highlight=False)
+        for note in report.notes:
+            err.print(f"note: {note}", highlight=False, soft_wrap=True)
+        err.print(report.headline, highlight=False, soft_wrap=True)
+    raise typer.Exit(report.exit_status)
