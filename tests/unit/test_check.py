@@ -179,10 +179,11 @@ def test_a_live_check_of_a_model_with_other_inputs_stops_before_any_server(
     )
     assert report.exit_status == EXIT_NOT_COMPARABLE
     assert "model inputs" in report.not_comparable[0]
-    assert not (tmp_path / "check" / "server").exists()  # nothing was served
+    assert not (tmp_path / "check").exists()  # refused before anything was written or served
     broken = tmp_path / "broken.onnx"
     broken.write_bytes(b"not an onnx file")
     result = runner.invoke(
         app, ["check", str(broken), "--against", str(MLP), "--out", str(tmp_path / "c2")]
     )
     assert result.exit_code == 2 and "error:" in result.output, result.output
+    assert not (tmp_path / "c2").exists()  # refused before anything was written

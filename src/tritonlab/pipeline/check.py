@@ -133,25 +133,25 @@ def run_live_check(
     models_dir = RunLayout(check.baseline_run).models
     old_info = _single(read_repository_model(models_dir, served), f"{check.baseline_run}'s model")
     layout = RunLayout(check.out_dir)
-    if check.fresh:
-        discard_results(check.out_dir)
-    check.out_dir.mkdir(parents=True, exist_ok=True)
-    claim(check.out_dir)
-    if new_onnx is not None:
+    new_label = str(new_onnx) if new_onnx is not None else ""
+    if new_onnx is not None:  # checked before anything is written
         if not new_onnx.is_file():
             raise ConfigError(f"{new_onnx}: not a file; pass the new model's ONNX file")
         differ = _inputs_differ(old_info, load_model_info(new_onnx))  # the graph's own inputs
         if differ:
-            return CheckReport(
-                "live", str(check.baseline_run), str(new_onnx), thresholds, [], differ
-            )
-        root = _candidate_repository(layout, new_onnx, models_dir / served / "config.pbtxt", served)
-        new_info, new_label = read_repository_model(root, served), str(new_onnx)
+            return CheckReport("live", str(check.baseline_run), new_label, thresholds, [], differ)
     elif new_repository is not None:
         root, name = new_repository
         new_info, new_label = read_repository_model(root, name), f"{root}/{name}"
     else:
         raise ConfigError("give the new model: an ONNX file, or --repository DIR --model NAME")
+    if check.fresh:
+        discard_results(check.out_dir)
+    check.out_dir.mkdir(parents=True, exist_ok=True)
+    claim(check.out_dir)
+    if new_onnx is not None:
+        root = _candidate_repository(layout, new_onnx, models_dir / served / "config.pbtxt", served)
+        new_info = read_repository_model(root, served)
     new_info = _single(new_info, new_label)
     differ = _inputs_differ(old_info, new_info)
     if differ:
