@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -199,51 +200,66 @@ def _blocks(summary: Summary) -> str:
     return "node and round" if any(isinstance(r, str) for r in summary.rounds) else "round"
 
 
+@dataclass(frozen=True)
+class CentreInterval:
+    """The centre of log values (log-ratios of paired rounds, or one figure's log repeats) and
+    its two-sided 95% interval, in log units."""
+
+    estimate: float
+    low: float
+    high: float
+    n: int
+    robust: bool  # Hodges-Lehmann with the signed-rank interval; False: mean, t-interval
+    p_value: float | None  # two-sided, for a centre of 0 (None when not asked for)
+
+
+def centre_interval(logs: Sequence[float], p_value: bool = True) -> CentreInterval | None:
+    """From ``robust.MIN_BLOCKS`` values on, the Hodges-Lehmann estimate with the exact
+    signed-rank 95% interval; from two, the mean with a Student-t 95% interval; None below
+    two. The one interval of a centre: verdicts apply it to paired log-ratios, capacity
+    (``analysis.capacity``) to one figure's log repeats."""
+    robust = hodges_lehmann_interval(logs, CONFIDENCE)
+    if robust is not None:
+        p = signed_rank_p_value(logs) if p_value else None
+        return CentreInterval(robust.estimate, robust.low, robust.high, robust.n, True, p)
+    if len(logs) < 2:
+        return None
+    n = len(logs)
+    mean = statistics.fmean(logs)
+    sd = statistics.stdev(logs)
+    if sd <= 1e-12 * max(1.0, abs(mean)):  # constant values (up to rounding)
+        return CentreInterval(mean, mean, mean, n, False, (1.0 if mean == 0.0 else 0.0))
+    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1)) * sd / math.sqrt(n)
+    p = float(stats.ttest_1samp(logs, 0.0).pvalue) if p_value else None
+    return CentreInterval(mean, mean - half, mean + half, n, False, p)
+
+
 def compare(figure: str, reference: Summary, variant: Summary) -> Verdict:
     """The verdict on ``variant`` against ``reference`` (method in the module docstring)."""
     ref_med, var_med = reference.median, variant.median
     if ref_med is None or var_med is None or ref_med <= 0 or var_med <= 0:
         return Verdict(figure, NO_VERDICT, None, ref_med, var_med, MISSING_METHOD)
-    quantile = 0.5 + CONFIDENCE / 2
     logs = paired_log_ratios(reference, variant)
-    robust = hodges_lehmann_interval(logs, CONFIDENCE)
-    if robust is not None:
-        return Verdict(
-            figure,
-            _word(robust.low, robust.high),
-            _pct(robust.estimate),
-            ref_med,
-            var_med,
-            f"paired by {_blocks(reference)} ({robust.n} blocks): Hodges-Lehmann estimate of "
-            "the log-ratio with its exact 95% signed-rank interval, two-sided",
-            _pct(robust.low),
-            _pct(robust.high),
-            robust.n,
-            signed_rank_p_value(logs),
+    centre = centre_interval(logs)
+    if centre is not None:
+        method = (
+            f"paired by {_blocks(reference)} ({centre.n} blocks): Hodges-Lehmann estimate of "
+            "the log-ratio with its exact 95% signed-rank interval, two-sided"
+            if centre.robust
+            else f"paired by {_blocks(reference)} ({centre.n} rounds): 95% t-interval of the "
+            "mean log-ratio, two-sided"
         )
-    if len(logs) >= 2:
-        n = len(logs)
-        mean = statistics.fmean(logs)
-        sd = statistics.stdev(logs)
-        if sd <= 1e-12 * max(1.0, abs(mean)):  # constant ratios (up to rounding)
-            low = high = mean
-            p = 1.0 if mean == 0.0 else 0.0
-        else:
-            half = float(stats.t.ppf(quantile, n - 1)) * sd / math.sqrt(n)
-            low, high = mean - half, mean + half
-            p = float(stats.ttest_1samp(logs, 0.0).pvalue)
         return Verdict(
             figure,
-            _word(low, high),
-            _pct(mean),
+            _word(centre.low, centre.high),
+            _pct(centre.estimate),
             ref_med,
             var_med,
-            f"paired by {_blocks(reference)} ({n} rounds): 95% t-interval of the mean "
-            "log-ratio, two-sided",
-            _pct(low),
-            _pct(high),
-            n,
-            p,
+            method,
+            _pct(centre.low),
+            _pct(centre.high),
+            centre.n,
+            centre.p_value,
         )
     ref_logs = [math.log(v) for v in reference.values if v > 0]
     var_logs = [math.log(v) for v in variant.values if v > 0]

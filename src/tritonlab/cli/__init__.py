@@ -1,6 +1,7 @@
 """The command line: a thin typer layer over the library (one module per group of commands)."""
 
 from tritonlab.cli import (  # noqa: F401  (registers the commands)
+    capacity_cmd,
     ceilings_cmd,
     check_cmd,
     deploy_cmd,

@@ -57,6 +57,15 @@ def deploy(
             "Load (infer/s) to carry: sizes the minimum replicas from the measured capacity."
         ),
     ] = None,
+    p99_budget_ms: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option(
+            "--p99-budget-ms",
+            help="Size from the capacity at this p99 budget (ms), as `tritonlab capacity` "
+            "does: the pick's load point of highest throughput whose p99 holds it; with "
+            "--target-load, the minimum replicas are the cautious end of the range.",
+        ),
+    ] = None,
     no_validate: Annotated[
         bool, typer.Option("--no-validate", help="Skip the offline schema check.")
     ] = False,
@@ -65,13 +74,19 @@ def deploy(
     probes, metrics, autoscaling on queue time), and check them against the schema.
 
     Example: tritonlab deploy sweep-out --to kubernetes --repository s3://models/mlp --out k8s
+    --target-load 20000 --p99-budget-ms 50
     """
     from tritonlab.deploy.kubernetes import DeployOptions, write_deployment
     from tritonlab.deploy.pick import resolve_pick
     from tritonlab.deploy.validate import KUBERNETES_VERSION, validate_files
+    from tritonlab.errors import ConfigError
 
     with user_errors():
-        chosen = resolve_pick(run_dir, pick)
+        if p99_budget_ms is not None and not p99_budget_ms > 0:
+            raise ConfigError(f"--p99-budget-ms must be positive, got {p99_budget_ms:g}")
+        chosen = resolve_pick(
+            run_dir, pick, None if p99_budget_ms is None else p99_budget_ms * 1000.0
+        )
         written = write_deployment(
             chosen,
             run_dir,

@@ -12,10 +12,8 @@ What is written, and why:
 - probes on ``/v2/health/ready`` and ``/v2/health/live``, a startup probe for the model load;
 - CPU requests of instances x threads, the pick's instance count and threads; one GPU per pod
   for a KIND_GPU pick; metrics on port 8002 with Prometheus scrape annotations;
-- a HorizontalPodAutoscaler on queue time per request (``avg_time_queue_us``, made from
-  Triton's ``nv_inference_queue_duration_us`` and ``nv_inference_request_success`` by the
-  Prometheus adapter rule in ``metrics-adapter-config.yaml``, as Triton's autoscaling guide
-  does), with the measured per-replica capacity in a comment.
+- a HorizontalPodAutoscaler on queue time per request (``deploy.autoscaling``), with the
+  measured per-replica capacity in a comment.
 """
 
 from __future__ import annotations
@@ -27,6 +25,13 @@ from typing import Any
 
 import yaml
 
+from tritonlab.deploy.autoscaling import (
+    QUEUE_METRIC,
+    adapter_config,
+    add_sizing_notes,
+    hpa_manifest,
+    replicas_for_target,
+)
 from tritonlab.deploy.hardening import (
     checked_image,
     container_security,
@@ -42,7 +47,6 @@ NGC_IMAGE = "nvcr.io/nvidia/tritonserver:{tag}"
 NGC_TAGS = {"2.51.0": "24.10-py3", "2.50.0": "24.09-py3", "2.49.0": "24.08-py3"}
 TARGETS = ("kubernetes", "kserve")
 HTTP_PORT, GRPC_PORT, METRICS_PORT = 8000, 8001, 8002
-QUEUE_METRIC = "avg_time_queue_us"
 STORAGE_SCHEMES = ("s3://", "gs://", "as://", "pvc://")
 MODELS_MOUNT = "/models"
 
@@ -111,9 +115,11 @@ def write_deployment(
     out_dir.mkdir(parents=True, exist_ok=True)
     repo_bytes = write_repository(pick, run_dir, out_dir / "model_repository")
     min_replicas = options.min_replicas
-    if options.target_load_infer_per_s and pick.throughput_infer_per_s > 0:
-        needed = math.ceil(options.target_load_infer_per_s / pick.throughput_infer_per_s)
-        min_replicas = max(min_replicas, needed)
+    sized = replicas_for_target(pick, options.target_load_infer_per_s)
+    if sized is not None:
+        # at a p99 budget, the cautious end of the range (what `tritonlab capacity` says to
+        # provision); without one, the median as before (the pick's point holds no budget)
+        min_replicas = max(min_replicas, sized.cautious if pick.budget_sized else sized.at_median)
     max_replicas = max(options.max_replicas, min_replicas)
     own_pvc = uri is None
     claim = f"{name}-model-repository"
@@ -135,8 +141,10 @@ def write_deployment(
         manifests["service.yaml"] = [_service(name, options.namespace)]
     if own_pvc:
         manifests["pvc.yaml"] = [_pvc(claim, options.namespace, repo_bytes)]
-    manifests["hpa.yaml"] = [_hpa(pick, workload, options.namespace, min_replicas, max_replicas)]
-    manifests["metrics-adapter-config.yaml"] = [_adapter_config(options.namespace)]
+    hpa = hpa_manifest(pick, workload, options.namespace, min_replicas, max_replicas)
+    add_sizing_notes(hpa, pick, sized)
+    manifests["hpa.yaml"] = [hpa]
+    manifests["metrics-adapter-config.yaml"] = [adapter_config(options.namespace)]
     written = []
     for file_name, docs in manifests.items():
         path = out_dir / file_name
@@ -318,73 +326,6 @@ def _pvc(claim: str, namespace: str, repo_bytes: int) -> dict[str, Any]:
             "accessModes": ["ReadOnlyMany"],
             "resources": {"requests": {"storage": f"{gib}Gi"}},
         },
-    }
-
-
-def _queue_target_us(pick: DeployPick) -> int:
-    """Scale out when the mean queue time per request passes what it was at the measured
-    capacity (at least 1 ms: below that a CPU server's queue is noise)."""
-    return max(1000, round(pick.queue_us_per_request or 0))
-
-
-def _hpa(
-    pick: DeployPick, workload: str, namespace: str, min_replicas: int, max_replicas: int
-) -> dict[str, Any]:
-    return {
-        "apiVersion": "autoscaling/v2",
-        "kind": "HorizontalPodAutoscaler",
-        "metadata": {
-            "name": workload,
-            "namespace": namespace,
-            "annotations": {
-                "tritonlab/measured-capacity-per-replica": pick.capacity_comment(),
-                "tritonlab/queue-target": (
-                    f"{_queue_target_us(pick)} us mean queue time per request; at the measured "
-                    f"capacity it was {pick.queue_us_per_request or 0:,.0f} us"
-                ),
-            },
-        },
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": workload},
-            "minReplicas": min_replicas,
-            "maxReplicas": max_replicas,
-            "metrics": [
-                {
-                    "type": "Pods",
-                    "pods": {
-                        "metric": {"name": QUEUE_METRIC},
-                        "target": {
-                            "type": "AverageValue",
-                            "averageValue": str(_queue_target_us(pick)),
-                        },
-                    },
-                }
-            ],
-            "behavior": {
-                "scaleDown": {"stabilizationWindowSeconds": 300},
-                "scaleUp": {"stabilizationWindowSeconds": 30},
-            },
-        },
-    }
-
-
-def _adapter_config(namespace: str) -> dict[str, Any]:
-    rule = {
-        "seriesQuery": f'nv_inference_queue_duration_us{{namespace="{namespace}",pod!=""}}',
-        "resources": {
-            "overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}
-        },
-        "name": {"matches": "nv_inference_queue_duration_us", "as": QUEUE_METRIC},
-        "metricsQuery": (
-            "avg(delta(nv_inference_queue_duration_us{<<.LabelMatchers>>}[30s])"
-            "/(1+delta(nv_inference_request_success{<<.LabelMatchers>>}[30s]))) by (<<.GroupBy>>)"
-        ),
-    }
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": "tritonlab-adapter-rules", "namespace": "monitoring"},
-        "data": {"config.yaml": yaml.safe_dump({"rules": [rule]}, sort_keys=False)},
     }
 
 

@@ -4,6 +4,10 @@ A sweep's throughput-first pick (``results/recommendations.json``; ``latency`` p
 latency-first one), a tune's pick (``results/tune.json``), or for a plain run the operating
 point of highest median throughput among those measured (``analysis.recommend`` with no
 latency budget). The figures are the medians and ranges of that point's repeats.
+
+With a p99 budget, the pick's configuration (at its client) is sized by ``analysis.capacity``,
+the same figure ``tritonlab capacity`` prints: the operating point becomes the load point of
+highest throughput whose p99 holds the budget by the upper end of its interval.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tritonlab.analysis.aggregate import VariantSummary
+from tritonlab.analysis.capacity import Capacity, capacity_of
+from tritonlab.analysis.config_key import ConfigKey
 from tritonlab.analysis.recommend import recommend
 from tritonlab.errors import ConfigError
 from tritonlab.experiments.manifest import Manifest
@@ -43,9 +49,30 @@ class DeployPick:
     # A model of a user's repository (the manifest's record of it): the deployed repository
     # holds the whole pipeline, the models it calls beside it. None for an ONNX file.
     repository: RepositorySource | None = None
+    # The capacity the replicas are sized from (``analysis.capacity``): at the p99 budget when
+    # one was given, else this point as measured (no budget).
+    capacity: Capacity | None = None
+
+    @property
+    def budget_sized(self) -> bool:
+        """True when the capacity was taken at a p99 budget (``--p99-budget-ms``)."""
+        return self.capacity is not None and self.capacity.latency_budget_p99_us is not None
 
     def capacity_comment(self) -> str:
         """One line for the manifests: infer/s per replica, load, p99 (µs), machine and server."""
+        point = self.capacity.point if self.capacity else None
+        if self.capacity and self.capacity.latency_budget_p99_us is not None and point:
+            low, high = point.throughput_ci95_infer_per_s or (0.0, 0.0)
+            p99_high = (point.latency_p99_ci95_us or (0.0, 0.0))[1]
+            load = f"concurrency {self.concurrency}" if self.concurrency else self.load_key
+            return (
+                f"measured per replica at the p99 budget of "
+                f"{self.capacity.latency_budget_p99_us / 1000:g} ms: "
+                f"{point.throughput_infer_per_s:,.0f} infer/s (95% interval {low:,.0f}–"
+                f"{high:,.0f}) at {load} over {self.protocol}, p99 {point.latency_p99_us:,.0f} "
+                f"us (interval up to {p99_high:,.0f} us), {point.repeats} repeats, on "
+                f"{self.machine} (tritonserver {self.server_version})"
+            )
         spread = (
             f" (repeats {self.throughput_range[0]:,.0f}–{self.throughput_range[1]:,.0f})"
             if self.throughput_range
@@ -59,9 +86,13 @@ class DeployPick:
         )
 
 
-def resolve_pick(run_dir: Path, which: str = "throughput") -> DeployPick:
+def resolve_pick(
+    run_dir: Path, which: str = "throughput", p99_budget_us: float | None = None
+) -> DeployPick:
     """The configuration to deploy from ``run_dir``: tune's pick, else the ``which``-first
-    recommendation; ``ConfigError`` for an unknown ``which`` or no such pick.
+    recommendation; ``ConfigError`` for an unknown ``which`` or no such pick. With
+    ``p99_budget_us``, its operating point is its capacity at that budget
+    (``analysis.capacity``); ``ConfigError`` when no load point of it holds the budget.
     """
     if which not in PICKS:
         raise ConfigError(f"--pick must be one of {', '.join(PICKS)}, got {which!r}")
@@ -91,7 +122,17 @@ def resolve_pick(run_dir: Path, which: str = "throughput") -> DeployPick:
             if run.recommendations
             else "the highest median throughput of this run (no latency budget was set)"
         )
-    return _from_summary(manifest, summary, source)
+    if p99_budget_us is None:
+        return _from_summary(manifest, summary, source, capacity_of([summary], None))
+    key = ConfigKey.of(summary)
+    capacity = capacity_of([s for s in summaries if ConfigKey.of(s) == key], p99_budget_us)
+    if capacity.point is None:
+        raise ConfigError(capacity.why_none())
+    at = next(
+        s for s in summaries if ConfigKey.of(s) == key and s.load_key == capacity.point.load_key
+    )
+    source += f", sized at the p99 budget of {p99_budget_us / 1000:g} ms"
+    return _from_summary(manifest, at, source, capacity)
 
 
 def _best_summary(
@@ -106,7 +147,9 @@ def _best_summary(
     return max(exact or mine, key=lambda s: s.throughput.median or 0.0)
 
 
-def _from_summary(manifest: Manifest, summary: VariantSummary, source: str) -> DeployPick:
+def _from_summary(
+    manifest: Manifest, summary: VariantSummary, source: str, capacity: Capacity
+) -> DeployPick:
     machine = manifest.machine
     settings = summary.settings
     return DeployPick(
@@ -126,6 +169,7 @@ def _from_summary(manifest: Manifest, summary: VariantSummary, source: str) -> D
         machine_cores=machine.cores,
         server_version=manifest.server.version,
         repository=_repository_source(manifest),
+        capacity=capacity,
     )
 
 

@@ -29,6 +29,22 @@ def is_run_folder(run_dir: Path) -> bool:
     return RunLayout(run_dir).marker.is_file()
 
 
+def require_run_folder(run_dir: Path) -> None:
+    """``ConfigError`` in one line unless ``run_dir`` is a tritonlab run folder with results to
+    read: it exists and holds ``results/manifest.json`` (a folder from before the marker has no
+    ``.tritonlab``, so the manifest decides)."""
+    if not run_dir.is_dir():
+        raise ConfigError(
+            f"{run_dir}: no such folder; give a run folder of tritonlab run, sweep or tune"
+        )
+    if not RunLayout(run_dir).manifest.is_file():
+        made = "made by tritonlab but " if is_run_folder(run_dir) else ""
+        raise ConfigError(
+            f"{run_dir} is {made}not a finished tritonlab run (no results/manifest.json); give "
+            "the --out folder of tritonlab run, sweep or tune"
+        )
+
+
 def _present(run_dir: Path) -> list[str]:
     root = RunLayout(run_dir).root
     return [name for name in RUN_OUTPUTS if (root / name).exists()]
