@@ -1,0 +1,37 @@
+"""The example CI workflow (docs/ci/tritonlab-check.yml) is valid YAML and calls `tritonlab
+check` only with options the command has, and handles each of its exit statuses."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import yaml
+from typer.testing import CliRunner
+
+from tritonlab.analysis.gate import (
+    EXIT_NOT_COMPARABLE,
+    EXIT_PASS,
+    EXIT_REGRESSION,
+    EXIT_UNDECIDED,
+)
+from tritonlab.cli import app
+
+WORKFLOW = Path(__file__).resolve().parents[2] / "docs" / "ci" / "tritonlab-check.yml"
+
+
+def test_the_example_workflow_uses_real_options() -> None:
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    steps = workflow["jobs"]["check"]["steps"]
+    scripts = "\n".join(s.get("run", "") for s in steps)
+    command = re.search(r"tritonlab check (.*?)\n\s*status=", scripts, re.S)
+    assert command is not None, "the workflow must run `tritonlab check`"
+    words = shlex.split(command.group(1).replace("\\\n", " "))
+    flags = {w for w in words if w.startswith("--")}
+    help_text = CliRunner().invoke(app, ["check", "--help"], terminal_width=200).output
+    for flag in flags:
+        assert flag in help_text, f"{flag} is not an option of tritonlab check"
+    # 3 is handled as a warning; any other non-zero status fails the step
+    assert f'"$status" -eq {EXIT_UNDECIDED}' in scripts
+    assert {EXIT_PASS, EXIT_REGRESSION, EXIT_NOT_COMPARABLE, EXIT_UNDECIDED} == {0, 1, 2, 3}
