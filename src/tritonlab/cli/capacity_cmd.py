@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from tritonlab.cli.common import app, out, user_errors
+from tritonlab.cli.common import app, out, user_errors, write_output
 
 
 @app.command()
@@ -64,10 +64,5 @@ def capacity(
             (json_file, json.dumps(report.to_dict(), indent=2) + "\n"),
             (markdown_file, markdown(report)),
         ):
-            if path is None:
-                continue
-            if str(path) == "-":
-                print(text, end="")
-            else:
-                path.write_text(text)
-                out.print(f"wrote {path}", highlight=False)
+            if path is not None:
+                write_output(text, path)

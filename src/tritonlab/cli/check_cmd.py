@@ -8,7 +8,15 @@ from typing import Annotated, Optional
 
 import typer
 
-from tritonlab.cli.common import app, err, out, progress_printer, resume_hint, user_errors
+from tritonlab.cli.common import (
+    app,
+    err,
+    out,
+    progress_printer,
+    resume_hint,
+    user_errors,
+    write_output,
+)
 from tritonlab.cli.options import FreshOpt, ServerFlags, option_groups
 from tritonlab.cli.repository_options import RepositoryFlags
 from tritonlab.errors import ConfigError
@@ -23,15 +31,6 @@ def _percent(text: str, flag: str) -> float:
     if not 0 <= value < 100:
         raise ConfigError(f"{flag} {text!r}: give a percentage from 0% to below 100%")
     return value
-
-
-def _write(text: str, target: Path) -> None:
-    """``text`` to ``target`` (``-``: standard output)."""
-    if str(target) == "-":
-        typer.echo(text, nl=False)
-        return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
 
 
 @app.command()
@@ -180,7 +179,7 @@ def check(
             ("json", json_file),
         ):
             if target is not None:
-                _write(WRITERS[writer](report), target)
+                write_output(WRITERS[writer](report), target)
         for r in report.results:
             out.print(f"{r.outcome.value:>14}  {r.name}: {r.reason()}", highlight=False)
         for note in report.notes:

@@ -83,6 +83,17 @@ def user_errors(hint: str = "") -> Iterator[None]:
         raise typer.Exit(130) from None
 
 
+def write_output(text: str, target: Path) -> None:
+    """``text`` to the file ``target`` (its folder made), or to stdout when ``target`` is ``-``
+    (hyperfine's convention for exporters)."""
+    if str(target) == "-":
+        typer.echo(text, nl=False)
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    err.print(f"wrote {target}", highlight=False, soft_wrap=True)
+
+
 def resume_hint(out_dir: Path) -> str:
     """What an interrupted measuring command says: where its cells are, and how to resume."""
     return f"finished cells are kept in {out_dir}; run the same command to resume"
