@@ -99,7 +99,7 @@ class TraceStats:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Trace:
     """A trace read from a file: its cycle of intervals (µs), its figures and the file."""
 
