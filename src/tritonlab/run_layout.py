@@ -13,6 +13,7 @@ A run folder (what ``run``, ``demo``, ``sweep`` and ``tune`` write with ``--out`
     server/                     the server's log
     benchmarks/<variant>/       perf_analyzer's raw output
     inputs/                     perf_analyzer's --input-data files
+    traces/                     replayed traces: the CSV given and its --request-intervals file
     docs/  plots/  report.html  README.md    the reports
     scripts/  client/           scripts to reproduce the measurements, and a client
     pick/<model>/config.pbtxt   a tune's chosen configuration
@@ -34,6 +35,7 @@ MODELS_DIR = "models"
 SERVER_DIR = "server"
 BENCHMARKS_DIR = "benchmarks"
 INPUTS_DIR = "inputs"  # perf_analyzer's JSON --input-data files (regenerated on a resume)
+TRACES_DIR = "traces"  # replayed traces (perf/trace.py): the CSV and its interval file
 DOCS_DIR = "docs"
 PLOTS_DIR = "plots"
 PICK_DIR = "pick"  # written by pipeline/tune.py
@@ -87,6 +89,7 @@ RUN_SUBFOLDERS = (
     SERVING_PATH_DIR,
     PICK_DIR,
     INPUTS_DIR,
+    TRACES_DIR,
     PLOTS_DIR,
     SCRIPTS_DIR,
     CLIENT_DIR,
@@ -209,6 +212,17 @@ class RunLayout:
         name = "perf_data.json" if sequence_length is None else f"perf_data_s{sequence_length}.json"
         return self.inputs / name
 
+    traces = _folder(TRACES_DIR, "Replayed traces")
+
+    def trace_csv(self, name: str) -> Path:
+        """The trace CSV a load replays, as given: ``traces/<name>.csv``."""
+        return self.traces / f"{name}.csv"
+
+    def trace_intervals(self, name: str) -> Path:
+        """perf_analyzer's ``--request-intervals`` file of a trace (µs, one per line):
+        ``traces/<name>.intervals.txt``."""
+        return self.traces / f"{name}.intervals.txt"
+
     serving_path = _folder(SERVING_PATH_DIR, "What the serving-path probes serve")
     null_model = _file(
         SERVING_PATH_DIR, NULL_MODEL_FILE, "The probes' null model (inputs, no work)"
@@ -306,6 +320,7 @@ __all__ = [
     "START_SERVER_SCRIPT",
     "STOPPING_FILE",
     "SUMMARY_FILE",
+    "TRACES_DIR",
     "TRASH",
     "TUNE_FILE",
     "RunLayout",

@@ -63,6 +63,8 @@ def _layout_paths(layout: RunLayout) -> dict[str, Path]:
         "model_dir": ("simple_mlp__baseline",),
         "benchmark_dir": ("baseline",),
         "perf_data": (128,),
+        "trace_csv": ("bursts",),
+        "trace_intervals": ("bursts",),
         "plot": ("roofline",),
         "pick_config": ("simple_mlp",),
         "exported_model": ("simple_mlp",),
@@ -112,6 +114,7 @@ def test_the_layout_names_what_an_example_run_folder_holds() -> None:
     assert layout.relative(layout.perf_data()) == "inputs/perf_data.json"
     assert layout.relative(layout.perf_data(64)) == "inputs/perf_data_s64.json"
     assert layout.relative(layout.pick_config("m")) == "pick/m/config.pbtxt"
+    assert layout.relative(layout.trace_intervals("b")) == "traces/b.intervals.txt"
 
 
 @pytest.mark.parametrize("folder", [CELLS_DIR, SERVING_PATH_DIR])

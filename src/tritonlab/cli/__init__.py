@@ -10,6 +10,7 @@ from tritonlab.cli import (  # noqa: F401  (registers the commands)
     project_cmds,
     step_cmds,
     sweep_cmd,
+    trace_cmd,
     tune_cmd,
 )
 from tritonlab.cli.common import app

@@ -167,6 +167,14 @@ ConfigsOpt = Annotated[
         "1 ms in-process.",
     ),
 ]
+LoadTraceOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option(
+        "--load-trace",
+        help="Replay this trace CSV (timestamp_s, interarrival_ms or interval_us; see "
+        "`tritonlab trace`) as the load, through perf_analyzer's --request-intervals.",
+    ),
+]
 ProtocolOpt = Annotated[str, typer.Option("--protocol", help="grpc or http.")]
 WindowOpt = Annotated[
     int, typer.Option("--window-ms", min=200, help="perf_analyzer measurement window (ms).")
@@ -334,6 +342,7 @@ class PlanFlags:
     stability: StabilityOpt = 25.0
     max_batch_size: MaxBatchOpt = 64
     configs: ConfigsOpt = "auto"
+    load_trace: LoadTraceOpt = None
 
 
 @dataclass(frozen=True)

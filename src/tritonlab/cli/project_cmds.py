@@ -79,6 +79,15 @@ def _run_pipeline(
             engine=rounds.engine,
         ),
     )
+    traces = []
+    if plan.load_trace is not None:  # the plan's load shapes replay the trace instead
+        from tritonlab.experiments.trace_loads import under_trace
+        from tritonlab.perf.trace import read_trace
+
+        trace = read_trace(plan.load_trace)
+        project_plan = under_trace(project_plan, trace)
+        traces.append(trace)
+        err.print(f"load: {trace.stats.words()}", highlight=False, soft_wrap=True, markup=False)
     for note in project_plan.notes:
         err.print(note, highlight=False, soft_wrap=True, markup=False)
     started = time.monotonic()
@@ -92,6 +101,7 @@ def _run_pipeline(
         demo=demo,
         inputs=model_inputs,
         info=info,
+        traces=traces,
     )
     outcome = result.outcome
     for line in outcome.quarantined:

@@ -29,6 +29,7 @@ from tritonlab.cli.common import app, err, out, resume_hint, user_errors
 from tritonlab.cli.options import (
     AdaptiveBudgetOpt,
     LatencyBudgetOpt,
+    LoadTraceOpt,
     MaxRepeatsOpt,
     RayOpt,
     ResultFlags,
@@ -193,6 +194,7 @@ def sweep(
     ] = False,
     latency_budget_us: LatencyBudgetOpt = None,
     target_load: SweepTargetLoadOpt = None,
+    load_trace: LoadTraceOpt = None,
     server: ServerFlags,
     ray: RayOpt = None,
 ) -> None:
@@ -219,6 +221,10 @@ def sweep(
         else:
             sweep_plan = load_plan(Path(plan))
         sweep_plan = sweep_plan.with_recommend(latency_budget_us, target_load)
+        if load_trace is not None:
+            from tritonlab.perf.trace import read_trace
+
+            sweep_plan = sweep_plan.with_trace(read_trace(load_trace))
         sweep_plan = sweep_plan.with_engine(sweep_engine(sweep_plan.engine, engine, ray))
         rounds = engine_rounds(
             sweep_plan.engine,

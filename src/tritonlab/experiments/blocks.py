@@ -373,7 +373,9 @@ class BlockSession:
         warmup = replace(plan, measurement=cell_measurement(plan, WARMUP_WINDOW_MS))
         for load in loads:
             if load.open_loop and load.request_rate_per_s is None:
-                continue  # a share of the peak: its rate (and window) come later
+                # a share of the peak: its rate (and window) come later; a trace's window is
+                # whole cycles of it (LoadPoint.window_ms), not calibrated
+                continue
             speeds: dict[str, float] = {}
             for model in models:
                 if not engine.co_loaded:

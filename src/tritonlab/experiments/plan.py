@@ -12,6 +12,7 @@ from typing import Any
 
 from tritonlab.errors import PlanError
 from tritonlab.perf.settings import PROTOCOLS, PerfSettings
+from tritonlab.perf.trace import TraceStats
 from tritonlab.repository.variants import ServingVariant, seed_comparison_variants
 
 
@@ -19,8 +20,9 @@ from tritonlab.repository.variants import ServingVariant, seed_comparison_varian
 class LoadKey:
     """A load point's key as stored on disk: ``{protocol}_b{batch}_{load}[_s{sequence}]``.
 
-    ``load`` is ``c8`` (concurrency 8), ``r200`` (200 req/s) or ``p70`` (70% of peak); the
-    one place keys are built (``LoadPoint.key``) and parsed (``LoadKey.parse``).
+    ``load`` is ``c8`` (concurrency 8), ``r200`` (200 req/s), ``p70`` (70% of peak) or
+    ``tbursts`` (the trace named ``bursts`` replayed); the one place keys are built
+    (``LoadPoint.key``) and parsed (``LoadKey.parse``).
     """
 
     protocol: str
@@ -44,6 +46,11 @@ class LoadKey:
             return None
         return cls(parts[0], int(batch), parts[2], int(seq) if seq else None)
 
+    @property
+    def trace_name(self) -> str | None:
+        """The replayed trace's name (``tbursts`` -> ``bursts``); None for other loads."""
+        return self.load[1:] if self.load.startswith("t") and len(self.load) > 1 else None
+
 
 def sequence_length_of(load_key: str) -> int | None:
     """The sequence length a load key names (``grpc_b1_c4_s128`` -> 128); None without one."""
@@ -59,6 +66,8 @@ class LoadPoint:
     peak throughput each variant reached in the plan's closed-loop cells at the same protocol and
     batch size. Its key names the fraction (``grpc_b1_p70``), so a variant's open-loop cells line
     up with the other variants' at the same relative load; the runner fills in the absolute rate.
+    A ``trace`` is replayed traffic (``perf/trace.py``): perf_analyzer keeps the gaps of the
+    trace's interval file, copied into the run folder, looping over it.
     """
 
     protocol: str = "grpc"
@@ -68,17 +77,25 @@ class LoadPoint:
     peak_fraction: float | None = None
     # Every dynamic non-batch dim of every input at this length (a transformer's sequence axis).
     sequence_length: int | None = None
+    trace: TraceStats | None = None
 
     @property
     def open_loop(self) -> bool:
-        """Whether the load is a Poisson request rate (open loop), not a concurrency."""
-        return self.request_rate_per_s is not None or self.peak_fraction is not None
+        """Whether the load is a request schedule (a Poisson rate or a replayed trace), not a
+        concurrency."""
+        return (
+            self.request_rate_per_s is not None
+            or self.peak_fraction is not None
+            or self.trace is not None
+        )
 
     @property
     def key(self) -> str:
         """The load's stable id in file names and results: ``grpc_b1_c8``, ``grpc_b1_p50``,
         ``..._s128``."""
-        if self.peak_fraction is not None:
+        if self.trace is not None:
+            load = f"t{self.trace.name}"
+        elif self.peak_fraction is not None:
             load = f"p{100 * self.peak_fraction:g}"
         elif self.request_rate_per_s is not None:
             load = f"r{self.request_rate_per_s:g}"
@@ -88,8 +105,14 @@ class LoadPoint:
 
     @property
     def label(self) -> str:
-        """The load in words: protocol, client batch, sequence length and concurrency or rate."""
-        if self.peak_fraction is not None:
+        """The load in words: protocol, client batch, sequence length and concurrency, rate or
+        trace."""
+        if self.trace is not None:
+            load = (
+                f"trace {self.trace.name} (mean {self.trace.mean_rate_per_s:,.1f} req/s, "
+                f"inter-arrival CV {self.trace.interarrival_cv:.2f})"
+            )
+        elif self.peak_fraction is not None:
             rate = (
                 f" = {self.request_rate_per_s:g} req/s"
                 if self.request_rate_per_s is not None
@@ -119,14 +142,33 @@ class LoadPoint:
             raise PlanError(f"peak fraction must be in (0, 2], got {self.peak_fraction}")
         if self.sequence_length is not None and self.sequence_length < 1:
             raise PlanError(f"sequence length must be >= 1, got {self.sequence_length}")
+        if self.trace is not None and (
+            self.request_rate_per_s is not None or self.peak_fraction is not None
+        ):
+            raise PlanError("a trace load has no request rate or peak fraction of its own")
+
+    def window_ms(self, at_least_ms: int) -> int:
+        """The measurement window for this load: ``at_least_ms``, or under a trace the whole
+        cycles of it that last at least that long."""
+        return self.trace.window_ms(at_least_ms) if self.trace is not None else at_least_ms
 
     def to_dict(self) -> dict[str, Any]:
         """The load as stored in the manifest (unset optional fields omitted, as in older plans)."""
         data = dict(vars(self))
-        for key in ("peak_fraction", "sequence_length"):
+        for key in ("peak_fraction", "sequence_length", "trace"):
             if data[key] is None:  # plans without it keep their old fingerprint
                 del data[key]
+        if self.trace is not None:
+            data["trace"] = self.trace.to_dict()
         return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LoadPoint:
+        """The load stored by :meth:`to_dict`."""
+        data = dict(data)
+        if data.get("trace") is not None:
+            data["trace"] = TraceStats.from_dict(data["trace"])
+        return cls(**data)
 
 
 @dataclass(frozen=True)
@@ -199,17 +241,22 @@ class ExperimentPlan:
         url: str,
         input_shapes: dict[str, tuple[int, ...]],
         input_data: str | None = None,
+        request_intervals: str | None = None,
     ) -> PerfSettings:
-        """perf_analyzer's settings for one cell: this load on ``model_name`` at ``url``."""
+        """perf_analyzer's settings for one cell: this load on ``model_name`` at ``url``
+        (``request_intervals``: the interval file of the load's trace)."""
         m = self.measurement
+        if load.trace is not None and request_intervals is None:
+            raise PlanError(f"load {load.key} replays a trace: its interval file is needed")
         return PerfSettings(
             model_name=model_name,
             url=url,
             protocol=load.protocol,
             batch_size=load.batch_size,
-            concurrency=None if load.request_rate_per_s is not None else load.concurrency,
+            concurrency=None if load.open_loop else load.concurrency,
             request_rate_per_s=load.request_rate_per_s,
-            measurement_interval_ms=m.measurement_interval_ms,
+            request_intervals=request_intervals if load.trace is not None else None,
+            measurement_interval_ms=load.window_ms(m.measurement_interval_ms),
             stability_percentage=m.stability_percentage,
             max_trials=m.max_trials,
             input_shapes=input_shapes,
@@ -239,7 +286,7 @@ class ExperimentPlan:
         return cls(
             model_name=data["model_name"],
             variants=tuple(ServingVariant.from_dict(v) for v in data["variants"]),
-            loads=tuple(LoadPoint(**load) for load in data["loads"]),
+            loads=tuple(LoadPoint.from_dict(load) for load in data["loads"]),
             repeats=int(data["repeats"]),
             measurement=MeasurementSettings(**data["measurement"]),
             notes=tuple(data.get("notes", ())),

@@ -42,7 +42,9 @@ from tritonlab.experiments.manifest import SweepEntry
 from tritonlab.experiments.plan import ExperimentPlan, MeasurementSettings
 from tritonlab.experiments.plan_checks import KNOBS, PlanChecker
 from tritonlab.experiments.plan_loads import parse_loads
+from tritonlab.experiments.trace_loads import distinct_traces, trace_load
 from tritonlab.models.zoo import BUILTIN_MODELS, DEFAULT_MODEL
+from tritonlab.perf.trace import Trace, read_trace
 from tritonlab.repository.knobs import (
     BATCHER_FIELDS,
     KNOB_BY_FIELD,
@@ -110,6 +112,8 @@ class SweepPlan:
     # names the model in it, ``step:`` an ensemble's step): its own config is the baseline.
     repository: Path | None = None
     step: str | None = None
+    # The traces the plan's trace loads replay (``loads.trace``, ``--load-trace``).
+    traces: tuple[Trace, ...] = ()
 
     @property
     def is_demo(self) -> bool:
@@ -153,6 +157,19 @@ class SweepPlan:
             measurement=measurement,
         )
         return replace(self, experiment=experiment)
+
+    def with_trace(self, trace: Trace | None) -> SweepPlan:
+        """The plan with ``trace`` replayed too, at its first load's protocol, batch size and
+        sequence length (``sweep --load-trace``; None: the plan as it is)."""
+        if trace is None:
+            return self
+        first = self.experiment.loads[0]
+        load = trace_load(trace, first.protocol, first.batch_size, first.sequence_length)
+        traces = distinct_traces([*self.traces, trace])
+        loads = self.experiment.loads
+        if load.key not in {ld.key for ld in loads}:
+            loads = (*loads, load)
+        return replace(self, experiment=replace(self.experiment, loads=loads), traces=tuple(traces))
 
     def manifest_entry(self) -> SweepEntry:
         """What the run folder's manifest records under ``sweep`` (read by the report)."""
@@ -346,7 +363,8 @@ def parse_plan(data: Any, source: str, base_dir: Path) -> SweepPlan:
         raise check.fail("name", f"must be a model name, got {name!r}")
 
     variants, origins = _variants(check, data, start)
-    loads = parse_loads(check, data.get("loads", {}))
+    traces = _traces(check, data.get("loads", {}), base_dir)
+    loads = parse_loads(check, data.get("loads", {}), traces)
     for load in loads:
         for variant, origin in zip(variants, origins, strict=True):
             if load.batch_size > variant.max_batch_size:
@@ -387,7 +405,22 @@ def parse_plan(data: Any, source: str, base_dir: Path) -> SweepPlan:
         repeats_given=repeats_given,
         repository=repository,
         step=step,
+        traces=tuple(traces),
     )
+
+
+def _traces(check: PlanChecker, loads: Any, base_dir: Path) -> list[Trace]:
+    """The traces ``loads.trace`` names (a file or a list; relative to the plan), read."""
+    if not isinstance(loads, dict) or "trace" not in loads:
+        return []
+    files = check.items(loads["trace"], "loads.trace")
+    for i, f in enumerate(files):
+        if not isinstance(f, str) or not f:
+            raise check.fail(f"loads.trace[{i}]", f"must be a CSV file's path, got {f!r}")
+    try:
+        return distinct_traces([read_trace(base_dir / f) for f in files])
+    except PlanError as exc:
+        raise check.fail("loads.trace", str(exc)) from None
 
 
 def load_plan(path: Path) -> SweepPlan:

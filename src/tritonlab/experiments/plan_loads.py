@@ -1,16 +1,19 @@
 """The ``loads:`` section of a sweep plan file: the concurrency curve at the reference protocol
 and client batch size, the other protocols and batch sizes at the reference concurrency, the
-open-loop fractions of each configuration's peak and the sequence lengths (``docs/sweeps.md``).
+open-loop fractions of each configuration's peak, the sequence lengths and the replayed traces
+(``docs/sweeps.md``; ``plan_file`` reads the trace files ``loads.trace`` names).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from tritonlab.experiments.plan import LoadPoint
 from tritonlab.experiments.plan_checks import PlanChecker
 from tritonlab.perf.settings import PROTOCOLS
+from tritonlab.perf.trace import Trace
 
 LOAD_KEYS = (
     "protocol",
@@ -19,6 +22,7 @@ LOAD_KEYS = (
     "reference_concurrency",
     "open_loop",
     "sequence_length",
+    "trace",
 )
 OPEN_LOOP_KEYS = ("peak_fractions", "protocol")
 RANGE_KEYS = ("start", "stop", "factor", "step")
@@ -62,8 +66,9 @@ def _concurrency(check: PlanChecker, value: Any) -> list[int]:
     return sorted(levels)
 
 
-def parse_loads(check: PlanChecker, value: Any) -> list[LoadPoint]:
-    """The plan's load points (protocol x batch size x concurrency or rate x sequence length).
+def parse_loads(check: PlanChecker, value: Any, traces: Sequence[Trace] = ()) -> list[LoadPoint]:
+    """The plan's load points (protocol x batch size x concurrency or rate x sequence length),
+    and ``traces`` (the files of ``loads.trace``) replayed at the reference protocol and batch.
 
     Raises ``PlanError`` naming the key that is wrong.
     """
@@ -133,4 +138,8 @@ def parse_loads(check: PlanChecker, value: Any) -> list[LoadPoint]:
         loads += [
             LoadPoint(ref_protocol, ref_batch, ref_conc, sequence_length=n) for n in lengths[1:]
         ]
+    seq = loads[0].sequence_length
+    loads += [
+        LoadPoint(ref_protocol, ref_batch, None, sequence_length=seq, trace=t.stats) for t in traces
+    ]
     return loads

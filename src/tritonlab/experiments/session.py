@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonlab.client.infer import InferCheck
-from tritonlab.errors import ModelError, PerfAnalyzerError, ServerError
+from tritonlab.errors import ModelError, PerfAnalyzerError, PlanError, ServerError
 from tritonlab.experiments.blocks import BlockSession
 from tritonlab.experiments.interference import DISTURBED_RETRIES, Window, idle_stubs
 from tritonlab.experiments.manifest import (
@@ -60,10 +60,12 @@ def cell_id(variant_name: str, load: LoadPoint, repeat: int) -> str:
 
 @dataclass(frozen=True)
 class LoadInputs:
-    """What perf_analyzer sends under one load: shapes for dynamic dims and its data file."""
+    """What perf_analyzer sends under one load: shapes for dynamic dims, its data file and,
+    under a trace, its ``--request-intervals`` file."""
 
     shapes: dict[str, tuple[int, ...]]
     data_file: str | None
+    intervals_file: str | None = None
 
 
 class InputFiles:
@@ -107,14 +109,21 @@ class InputFiles:
             dynamic = {s.name for s in self.info.inputs if -1 in s.dims}
             shapes = {k: v for k, v in inputs.shapes.items() if k in dynamic}
             self._made[length] = LoadInputs(shapes, str(path))
-        return self._made[length]
+        if load.trace is None:
+            return self._made[length]
+        intervals = RunLayout(self.run_dir).trace_intervals(load.trace.name)
+        if not intervals.is_file():  # the pipeline copies every trace in before measuring
+            raise PlanError(f"load {load.key}: its trace's interval file {intervals} is missing")
+        return replace(self._made[length], intervals_file=str(intervals))
 
 
-def perf_deadline_s(plan: ExperimentPlan) -> float:
+def perf_deadline_s(plan: ExperimentPlan, load: LoadPoint | None = None) -> float:
     """How long one perf_analyzer attempt may run before it is taken as hung and killed:
-    every window it may open, at twice the length (a retry's), twice over, plus 30 s."""
+    every window it may open (``load``'s: whole trace cycles under a trace), at twice the
+    length (a retry's), twice over, plus 30 s."""
     m = plan.measurement
-    return 30.0 + 2 * m.max_trials * 2 * m.measurement_interval_ms / 1000
+    window_ms = load.window_ms(m.measurement_interval_ms) if load else m.measurement_interval_ms
+    return 30.0 + 2 * m.max_trials * 2 * window_ms / 1000
 
 
 def measure_cell(
@@ -141,6 +150,7 @@ def measure_cell(
         server.url(load.protocol),
         load_inputs.shapes,
         load_inputs.data_file,
+        load_inputs.intervals_file,
     )
     processes = server.process_tree() if isinstance(server, TritonServer) else []
     log_offset = _log_size(server)
@@ -159,7 +169,7 @@ def measure_cell(
             RunLayout(run_dir).benchmark_dir(model.variant.name),
             f"{load.key}__r{repeat + 1}",
             retries=plan.measurement.retries_when_unstable,
-            timeout_s=perf_deadline_s(plan),
+            timeout_s=perf_deadline_s(plan, load),
         )
     except PerfAnalyzerError as exc:
         if isinstance(server, TritonServer) and not server.is_alive():
@@ -184,6 +194,10 @@ def measure_cell(
     settings = perf.settings
     if settings.input_data is not None:
         settings = replace(settings, input_data=portable_path(settings.input_data, run_dir))
+    if settings.request_intervals is not None:
+        settings = replace(
+            settings, request_intervals=portable_path(settings.request_intervals, run_dir)
+        )
     perf = replace(
         perf, command=portable_command(perf.command, run_dir, cwd=Path.cwd()), settings=settings
     )

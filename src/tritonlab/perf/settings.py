@@ -33,6 +33,8 @@ class PerfSettings:
     async_mode: bool = False
     # perf_analyzer's JSON --input-data file (values every input accepts), None: its random data.
     input_data: str | None = None
+    # Replayed traffic instead: perf_analyzer's --request-intervals file (µs, one per line).
+    request_intervals: str | None = None
 
     def with_longer_window(self, factor: int = 2) -> PerfSettings:
         """These settings with the window and request count ``factor`` times longer."""
@@ -46,8 +48,9 @@ class PerfSettings:
         """The settings as JSON (shapes as lists; ``input_data`` omitted when unset)."""
         data = asdict(self)
         data["input_shapes"] = {k: list(v) for k, v in self.input_shapes.items()}
-        if data["input_data"] is None:  # records from before it existed stay byte-identical
-            del data["input_data"]
+        for key in ("input_data", "request_intervals"):
+            if data[key] is None:  # records from before it existed stay byte-identical
+                del data[key]
         return data
 
     @classmethod
@@ -58,7 +61,10 @@ class PerfSettings:
         return cls(**data)
 
     def load_label(self) -> str:
-        """The load in words: ``concurrency N`` or ``request rate R/s (Poisson)``."""
+        """The load in words: ``concurrency N``, ``request rate R/s (Poisson)`` or the
+        replayed intervals."""
+        if self.request_intervals is not None:
+            return f"request intervals replayed from {self.request_intervals}"
         if self.request_rate_per_s is not None:
             return f"request rate {self.request_rate_per_s:g}/s (Poisson)"
         return f"concurrency {self.concurrency}"
@@ -91,7 +97,10 @@ class PerfSettings:
             args += ["--measurement-request-count", str(self.measurement_request_count)]
         else:
             args += ["--measurement-interval", str(self.measurement_interval_ms)]
-        if self.request_rate_per_s is not None:
+        if self.request_intervals is not None:
+            # perf_analyzer loops over the file; it takes no rate or concurrency range with it.
+            args += ["--request-intervals", self.request_intervals]
+        elif self.request_rate_per_s is not None:
             rate = f"{self.request_rate_per_s:g}"
             args += ["--request-rate-range", rate, "--request-distribution", "poisson"]
         else:

@@ -7,6 +7,7 @@ library function of its own subpackage, and measuring and reporting meet only th
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -44,12 +45,14 @@ from tritonlab.experiments.session import InputFiles, ProgressCallback
 from tritonlab.experiments.store import (
     set_aside_cells,
 )
+from tritonlab.experiments.trace_loads import install_traces, plan_traces_missing
 from tritonlab.models.inputs import ModelInputs, with_dynamic_dim
 from tritonlab.models.inspect import OnnxModelInfo, check_with_onnxruntime, inspect_onnx
 from tritonlab.models.shape_probe import checked_inputs
 from tritonlab.paths import portable_path
 from tritonlab.perf.in_process import time_in_process
 from tritonlab.perf.locate import locate_perf_analyzer
+from tritonlab.perf.trace import Trace
 from tritonlab.report.build import BuiltReport, build_report
 from tritonlab.report.project import (
     export_script_demo,
@@ -262,12 +265,14 @@ def run_project(
     undecided: UndecidedCells | None = None,
     inputs: ModelInputs | None = None,
     info: OnnxModelInfo | None = None,
+    traces: Sequence[Trace] = (),
 ) -> ProjectResult:
     """Deploy, check, measure and explain ``onnx_path`` into the project folder ``run_dir``.
 
     With ``controls.max_repeats`` above the plan's repeats, rounds are added while a verdict
     that the explanations (or, with ``undecided`` given, the sweep's picks) rest on is undecided.
     ``info``: the model already read (a model of a user's repository); default: ``onnx_path``.
+    ``traces``: the traces the plan's trace loads replay, copied into the run folder first.
     """
     fresh, max_repeats, cluster = controls.fresh, controls.max_repeats, controls.cluster
     check_model_name(plan.model_name)
@@ -282,6 +287,10 @@ def run_project(
         discard_results(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     claim(run_dir)
+    missing = plan_traces_missing(plan, traces)
+    if missing:
+        raise ConfigError(f"the plan replays trace(s) {', '.join(missing)}: give their files")
+    install_traces(run_dir, traces)
     set_aside_cells(run_dir, controls.remeasure)
     adaptive = None
     if max_repeats is not None and max_repeats > plan.repeats:
@@ -340,6 +349,11 @@ def write_scripts(
         "URL",
         load_inputs.shapes,
         portable_path(Path(load_inputs.data_file), run_dir) if load_inputs.data_file else None,
+        (
+            portable_path(Path(load_inputs.intervals_file), run_dir)
+            if load_inputs.intervals_file
+            else None
+        ),
     )
     write_project_files(
         run_dir,

@@ -124,6 +124,7 @@ def run_sweep(
         controls if budget else replace(controls, max_repeats=None),
         demo=sweep.builtin,
         info=info,
+        traces=sweep.traces,
         sweep=sweep.manifest_entry(),
         open_loop_rates=lambda: open_loop_rates(plan, run_dir),
         undecided=lambda: undecided_sweep(

@@ -40,6 +40,7 @@ from tritonlab.report.roofline_text import roofline_lines
 from tritonlab.report.run_data import RunData
 from tritonlab.report.steps_section import steps_section
 from tritonlab.report.text_format import check_against, model_source, num
+from tritonlab.report.trace_section import trace_section
 from tritonlab.report.tune_section import tune_section
 
 _PROTOCOL_NAMES = {"grpc": "gRPC", "http": "HTTP"}
@@ -52,6 +53,8 @@ def _load_line(settings: list[PerfSettings], load_points: int) -> str:
         load = (
             f"concurrency {s.concurrency}"
             if s.concurrency
+            else "a replayed trace (see Replayed traces)"
+            if s.request_intervals is not None
             else f"request rate {s.request_rate_per_s:g}/s (Poisson)"
         )
         mode = "async" if s.async_mode else "sync"
@@ -74,6 +77,8 @@ def _load_line(settings: list[PerfSettings], load_points: int) -> str:
             f"open-loop Poisson rates from {rates[0]:,.0f} to {rates[-1]:,.0f} req/s "
             "(async requests, a fraction of each configuration's own peak)"
         )
+    if any(s.request_intervals is not None for s in settings):
+        parts.append("replayed traces (async requests; see Replayed traces)")
     return "- Load: " + "; ".join(parts) + "; perf_analyzer on the same machine."
 
 
@@ -169,6 +174,8 @@ def _table(analysis: Analysis) -> list[str]:
         conc = (
             str(s.settings.concurrency)
             if s.settings.concurrency
+            else "trace"
+            if s.settings.request_intervals is not None
             else (f"{s.settings.request_rate_per_s:g}/s")
         )
         lines.append(
@@ -352,6 +359,7 @@ def render_experiment_log(run: RunData) -> str:
     if recommendations is not None:  # sweeps: the conclusion before the tables behind it
         summaries = [r.summary for a in analyses for r in a.reports]
         lines += recommendations_section(recommendations, summaries)
+    lines += trace_section(manifest.plan.loads, run.cells)
     for analysis in analyses:
         lines += [f"## Results: {analysis.load_key}", ""]
         lines += _table(analysis)

@@ -86,6 +86,8 @@ class PlotData:
 def load_short(s: VariantSummary) -> str:
     """'c8' for closed-loop concurrency 8, 'r400/s' for an open-loop rate of 400 req/s."""
     st = s.settings
+    if st.request_intervals is not None:
+        return "trace"
     if st.request_rate_per_s is not None:
         return f"r{st.request_rate_per_s:g}/s"
     return f"c{st.concurrency}"

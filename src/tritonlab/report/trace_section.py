@@ -1,0 +1,97 @@
+"""The experiment log's "Replayed traces" section: each trace's figures and, per
+configuration, whether perf_analyzer kept to the trace (its achieved request rate against the
+trace's mean rate, and its own warnings that it could not keep up)."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from tritonlab.experiments.plan import LoadPoint
+from tritonlab.experiments.store import CellResult
+from tritonlab.perf.trace import KEPT_TO_PCT, TraceAdherence, TraceStats, adherence
+from tritonlab.run_layout import TRACES_DIR
+
+
+def cell_adherence(stats: TraceStats, cell: CellResult) -> TraceAdherence | None:
+    """A trace cell's achieved rate against the trace (None: the cell measured nothing)."""
+    m = cell.perf.measurement
+    if m is None:
+        return None
+    return adherence(
+        stats, m.throughput_infer_per_s, cell.perf.settings.batch_size, cell.perf.warnings
+    )
+
+
+def _windows(stats: TraceStats, cells: Sequence[CellResult]) -> str:
+    windows = sorted({c.perf.settings.measurement_interval_ms for c in cells})
+    cycles = sorted({round(w * 1000 / stats.cycle_us, 2) for w in windows})
+    return (
+        f"each measurement window lasted {', '.join(f'{w:,} ms' for w in windows)}, "
+        f"{' or '.join(f'{c:g}' for c in cycles)} whole cycle(s) of the trace"
+    )
+
+
+def _config_row(stats: TraceStats, description: str, cells: list[CellResult]) -> str:
+    found = [(c, a) for c in cells if (a := cell_adherence(stats, c)) is not None]
+    if not found:
+        return f"| {description} | {len(cells)} | no measurement | | | |"
+    rates = [a.achieved_rate_per_s for _, a in found]
+    median = statistics.median(rates)
+    kept = sum(1 for _, a in found if a.kept_to)
+    behind = sum(a.behind_warnings for _, a in found)
+    span = f" ({min(rates):,.1f}–{max(rates):,.1f})" if len(rates) > 1 else ""
+    pct = 100.0 * median / stats.mean_rate_per_s
+    verdict = "yes" if kept == len(found) else "no" if kept == 0 else "partly"
+    return (
+        f"| {description} | {len(found)} | {median:,.1f}{span} | {pct:.1f}% | "
+        f"{verdict} ({kept} of {len(found)} cells) | {behind} |"
+    )
+
+
+def trace_section(loads: Sequence[LoadPoint], cells: Sequence[CellResult]) -> list[str]:
+    """The section, or nothing when no load replayed a trace."""
+    traced = [ld for ld in loads if ld.trace is not None]
+    if not traced:
+        return []
+    lines = [
+        "## Replayed traces",
+        "",
+        "perf_analyzer sent requests at the gaps of each trace's interval file "
+        "(`--request-intervals`, async requests), looping over it; every measurement window "
+        "holds whole cycles of the trace, so a window that keeps to it carries the trace's "
+        "mean rate. The achieved rate is perf_analyzer's throughput over its windows divided by "
+        f"the client batch size; it *kept to* the trace when within {KEPT_TO_PCT:g}% of the "
+        "trace's mean rate. Falling short means perf_analyzer could not send on schedule (it "
+        "warns that it could not keep up) or the server answered slower than requests came.",
+        "",
+    ]
+    for load in traced:
+        stats = load.trace
+        assert stats is not None
+        own = [c for c in cells if c.load_key == load.key]
+        lines += [
+            f"### {load.key}: trace {stats.name}",
+            "",
+            f"- Trace `{TRACES_DIR}/{stats.name}.csv` (sha256 `{stats.sha256[:16]}…`, replayed "
+            f"from `{TRACES_DIR}/{stats.name}.intervals.txt`): {stats.request_count:,} requests "
+            f"in a {stats.duration_s:g} s cycle, mean rate {stats.mean_rate_per_s:,.1f} req/s, "
+            f"coefficient of variation of inter-arrival times {stats.interarrival_cv:.2f} (1 for "
+            f"Poisson arrivals, above 1 burstier), peak {stats.peak_rate_per_s:,.0f} req/s over "
+            "1 s.",
+        ]
+        if own:
+            lines += [f"- Measured in {len(own)} cell(s); {_windows(stats, own)}.", ""]
+            lines += [
+                "| config | cells | achieved req/s, median (range) | of the trace's mean "
+                "| kept to it | not-keeping-up warnings |",
+                "|---|---|---|---|---|---|",
+            ]
+            by_config: dict[str, list[CellResult]] = {}
+            for cell in own:
+                by_config.setdefault(cell.variant.description, []).append(cell)
+            lines += [_config_row(stats, d, cs) for d, cs in by_config.items()]
+        else:
+            lines.append("- No cell of this load was measured.")
+        lines.append("")
+    return lines
