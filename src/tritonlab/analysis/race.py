@@ -119,9 +119,9 @@ def choose(
     if side.word != better:
         return leader, second, None
     why = (
-        f"the race could not separate {leader.knobs.description} at concurrency "
-        f"{leader.concurrency} and {second.knobs.description} at concurrency "
-        f"{second.concurrency} on {main.figure} ({main.phrase()}), and the second's {figure} "
+        f"the race could not separate {leader.knobs.description} {goal.at(leader.concurrency)} "
+        f"and {second.knobs.description} {goal.at(second.concurrency)} "
+        f"on {main.figure} ({main.phrase()}), and the second's {figure} "
         f"is {side.phrase()}: it is the pick"
     )
     return second, leader, why
@@ -161,15 +161,21 @@ def race_step(observations: Sequence[Observation], goal: Goal) -> Step:
         leader = racing[0]
         verdicts = [race_verdict(leader, other, goal) for other in racing[1:]]
         if all(v.decided for v in verdicts):
-            return Step("stop", "the race is decided: " + _race_text(leader, racing, verdicts))
+            return Step(
+                "stop", "the race is decided: " + _race_text(leader, racing, verdicts, goal)
+            )
         if rounds >= goal.max_race_rounds:
             return Step(
                 "stop",
                 f"{rounds} race rounds measured (the limit), not every verdict decided: "
-                + _race_text(leader, racing, verdicts),
+                + _race_text(leader, racing, verdicts, goal),
             )
     round_no = rounds + 1
-    names = ", ".join(f"{c.knobs.variant_name} {c.knobs.protocol} c{c.concurrency}" for c in racing)
+    names = ", ".join(
+        f"{c.knobs.variant_name} {c.knobs.protocol}"
+        + ("" if goal.fixed_load else f" c{c.concurrency}")
+        for c in racing
+    )
     for c in racing:
         if len(c.race) < round_no:
             return Step(
@@ -183,13 +189,13 @@ def race_step(observations: Sequence[Observation], goal: Goal) -> Step:
     raise AssertionError("unreachable: a contender lacks the round")  # pragma: no cover
 
 
-def _race_text(leader: Candidate, racing: Sequence[Candidate], verdicts: Sequence[Verdict]) -> str:
+def _race_text(
+    leader: Candidate, racing: Sequence[Candidate], verdicts: Sequence[Verdict], goal: Goal
+) -> str:
     if len(racing) < 2:
         return f"{leader.knobs.description} is the only configuration that qualifies"
     parts = [
-        f"{o.knobs.description} at concurrency {o.concurrency}: {v.phrase()}"
+        f"{o.knobs.description} {goal.at(o.concurrency)}: {v.phrase()}"
         for o, v in zip(racing[1:], verdicts, strict=True)
     ]
-    return f"against {leader.knobs.description} at concurrency {leader.concurrency}, " + "; ".join(
-        parts
-    )
+    return f"against {leader.knobs.description} {goal.at(leader.concurrency)}, " + "; ".join(parts)

@@ -102,7 +102,7 @@ def _ramp_next(observations: Sequence[Observation], knobs: Knobs, goal: Goal) ->
     first = {
         c: ps[0] for c, ps in points_at(observations, knobs).items() if ps and ps[0].repeat == 0
     }
-    if not first:
+    if not first or goal.fixed_load is not None:  # a fixed load has one point, no ramp
         return None
     ok = sorted(c for c, o in first.items() if goal.within(o.latency_p99_us))
     if not ok:  # every point over the budget: come down
@@ -157,7 +157,7 @@ def _beatenpoints_at(observations: Sequence[Observation], knobs: Knobs, concurre
     return max(theirs) > mine[0].throughput_infer_per_s * (1 + NOISE_PCT / 100)
 
 
-def _early_batching(observations: Sequence[Observation], knobs: Knobs) -> Step | None:
+def _early_batching(observations: Sequence[Observation], knobs: Knobs, goal: Goal) -> Step | None:
     """Requests that queue longer than they compute, with batching off, argue for batching at
     once: the rest of this configuration's ramp would only measure the same queue growing."""
     if knobs.batching or knobs.max_batch <= 0:
@@ -173,10 +173,14 @@ def _early_batching(observations: Sequence[Observation], knobs: Knobs) -> Step |
         return None
     return Step(
         "move",
-        f"at concurrency {o.concurrency} requests waited {o.queue_us:,.0f} µs in the queue "
+        f"{goal.at(o.concurrency)} requests waited {o.queue_us:,.0f} µs in the queue "
         f"against {o.compute_us:,.0f} µs of compute each: one execution at a time leaves them "
-        "waiting; dynamic batching (delay 0) lets one execution take every request waiting "
-        "(the rest of this ramp is skipped: it would measure the same queue growing)",
+        "waiting; dynamic batching (delay 0) lets one execution take every request waiting"
+        + (
+            ""
+            if goal.fixed_load
+            else " (the rest of this ramp is skipped: it would measure the same queue growing)"
+        ),
         target,
         o.concurrency,
     )
@@ -350,8 +354,12 @@ def _protocol_move(
     if goal.switch_protocol and all(c.protocol == k.protocol for c in configurations(observations)):
         return Move(
             replace(k, protocol=other),
-            f"the protocol changes the client's and server's cost per request; one ramp "
-            f"of {other} from concurrency {leader.concurrency} compares it",
+            "the protocol changes the client's and server's cost per request; "
+            + (
+                f"{other} {goal.fixed_load} compares it"
+                if goal.fixed_load
+                else f"one ramp of {other} from concurrency {leader.concurrency} compares it"
+            ),
         )
     return None
 
@@ -360,7 +368,7 @@ def propose_moves(observations: Sequence[Observation], leader: Candidate, goal: 
     """Neighbours of the leader its figures argue for, most promising first (tried or not)."""
     k = leader.knobs
     o = leader.observations[0]
-    at = f"at concurrency {leader.concurrency}"
+    at = goal.at(leader.concurrency)
     moves = [
         _batching_move(k, o, at),
         *_instance_moves(observations, leader, goal, at),
@@ -378,13 +386,14 @@ def next_step(observations: Sequence[Observation], goal: Goal) -> Step:
     if not configs:
         return Step(
             "ramp",
-            f"start: {goal.start.description}, concurrency {goal.first_concurrency}",
+            f"start: {goal.start.description}, "
+            + (goal.fixed_load or f"concurrency {goal.first_concurrency}"),
             goal.start,
             goal.first_concurrency,
         )
     last = configs[-1]
     if goal.kind == "throughput" and len(configs) == 1:
-        early = _early_batching(observations, last)
+        early = _early_batching(observations, last, goal)
         if early is not None:
             return early
     upcoming = _ramp_next(observations, last, goal)
@@ -393,6 +402,8 @@ def next_step(observations: Sequence[Observation], goal: Goal) -> Step:
     leader = incumbent(observations, goal)
     if leader is None and all(o.failed for o in observations):
         return Step("stop", "every cell failed (results/faults.json says why)")
+    if leader is None and goal.fixed_load is not None:
+        return _from_the_unqualified(observations, goal)
     if leader is None:
         return Step(
             "stop",
@@ -408,12 +419,40 @@ def next_step(observations: Sequence[Observation], goal: Goal) -> Step:
                 reason = move.reason
                 if base is not leader:
                     reason = (
-                        f"{base.knobs.description} at concurrency {base.concurrency} is within "
+                        f"{base.knobs.description} {goal.at(base.concurrency)} is within "
                         f"{NOISE_PCT:.0f}% of the leader's single figure ({base.score(goal):,.0f} "
                         f"against {leader.score(goal):,.0f}), so its moves are tried too: " + reason
                     )
                 return Step("move", reason, move.knobs, base.concurrency)
     return race_step(observations, goal)
+
+
+def _from_the_unqualified(observations: Sequence[Observation], goal: Goal) -> Step:
+    """Under a fixed load (a trace) nothing qualifies yet: the load cannot come down, so the
+    search moves on from the configurations tried, newest first, where their figures argue."""
+    configs = configurations(observations)
+    for knobs in reversed(configs):
+        points = tuple(o for o in observations if o.knobs == knobs and not o.failed)
+        if not points:
+            continue
+        base = Candidate(knobs, points[0].concurrency, points)
+        for move in propose_moves(observations, base, goal):
+            if move.knobs not in configs:
+                return Step(
+                    "move",
+                    f"{knobs.description} did not carry the load {goal.fixed_load}"
+                    + (" within the p99 budget" if goal.p99_budget_us is not None else "")
+                    + ": "
+                    + move.reason,
+                    move.knobs,
+                    base.concurrency,
+                )
+    return Step(
+        "stop",
+        f"no configuration tried carried the load {goal.fixed_load}"
+        + (" within the p99 budget" if goal.p99_budget_us is not None else "")
+        + ", and their figures argue for no other",
+    )
 
 
 def _near_leaders(

@@ -135,6 +135,9 @@ class Goal:
     # perf_analyzer's measurement window: a load whose requests would take longer than one
     # window to come back cannot be measured with it (None: no limit).
     window_ms: int | None = None
+    # A fixed offered load (a replayed trace), in words ("under trace bursts"): no concurrency
+    # ramp, one point per configuration (its concurrency 0), compared at that load.
+    fixed_load: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in GOALS:
@@ -147,7 +150,13 @@ class Goal:
 
     @property
     def first_concurrency(self) -> int:
+        if self.fixed_load is not None:
+            return 0
         return 1 if self.kind == "latency" else 8
+
+    def at(self, concurrency: int) -> str:
+        """Where a point was measured, in words: ``at concurrency 8``, or the fixed load's."""
+        return self.fixed_load if self.fixed_load is not None else f"at concurrency {concurrency}"
 
 
 @dataclass(frozen=True)

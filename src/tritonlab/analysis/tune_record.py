@@ -50,6 +50,9 @@ class TuneSettingsRecord(Record):
     time_budget_s: float
     batch_size: int
     measurement: StoredMeasurement
+    # a tune under a replayed trace: the load in words, and the trace's figures
+    fixed_load: Annotated[str | None, Field(exclude_if=_unset)] = None
+    trace: Annotated[dict[str, Any] | None, Field(exclude_if=_unset)] = None
 
     def as_goal(self, window_ms: int | None = None) -> Goal:
         """The goal the search ran under (``window_ms``, the measurement window the policy
@@ -140,6 +143,12 @@ class TunePick(Record):
     meets_p99_budget_every_repeat: bool
     # repeats whose p99 was over the budget (None: a tune.json from before the median rule)
     p99_over_budget_repeats: Annotated[int | None, Field(exclude_if=_unset)] = None
+    # where it was measured when not at a concurrency (a replayed trace), in words
+    load: Annotated[str | None, Field(exclude_if=_unset)] = None
+
+    def where(self) -> str:
+        """``at concurrency 8``, or the fixed load's words (``under trace bursts``)."""
+        return self.load or f"at concurrency {self.concurrency}"
 
     @classmethod
     def of(cls, candidate: Candidate, goal: Goal) -> TunePick:
@@ -163,6 +172,7 @@ class TunePick(Record):
                 for o in candidate.observations
                 if o.latency_p99_us is None or o.latency_p99_us > budget
             ),
+            load=goal.fixed_load,
         )
 
 

@@ -19,6 +19,7 @@ from tritonlab.cli.options import (
     EngineOpt,
     FreshOpt,
     InputFlags,
+    LoadTraceOpt,
     MaxBatchOpt,
     NameOpt,
     ProtocolOpt,
@@ -62,7 +63,8 @@ def _step_line(step: TuneStep) -> None:
     if step.failure:
         reused += f" (perf_analyzer: {step.failure})"
     _say(
-        f"[{step.elapsed_s:.0f} s] {step.phase}: {name} c={step.concurrency} "
+        f"[{step.elapsed_s:.0f} s] {step.phase}: {name} "
+        f"{'trace' if step.concurrency == 0 else f'c={step.concurrency}'} "
         f"r{step.repeat} -> {_figures(step)}{reused}; why: {step.reason}"
     )
 
@@ -74,7 +76,7 @@ def _summary_line(label: str, pick: TunePick | None) -> str:
     thr = figure_span(pick.throughput_infer_per_s, pick.repeats, 1, ",.0f")
     p99 = figure_span(pick.latency_p99_us, pick.repeats, 1000, ",.2f")
     return (
-        f"{label}: {pick.description} at concurrency {pick.concurrency}: "
+        f"{label}: {pick.description} {pick.where()}: "
         f"{'n/a' if thr is None else thr + ' infer/s'}, "
         f"p99 {'n/a' if p99 is None else p99 + ' ms'} over {pick.repeats} repeats"
     )
@@ -135,6 +137,7 @@ def tune(
             "searched: perf_analyzer's samples repeat, so the cache would always win).",
         ),
     ] = False,
+    load_trace: LoadTraceOpt = None,
     name: NameOpt = None,
     protocol: ProtocolOpt = "grpc",
     window_ms: WindowOpt = 2000,
@@ -177,9 +180,23 @@ def tune(
             engine = "classic"
         if max_race_rounds is None:
             max_race_rounds = 12 if engine == ENGINE_BLOCKS else 3
+        trace = None
+        if load_trace is not None:
+            from tritonlab.perf.trace import KEPT_TO_PCT, read_trace
+
+            trace = read_trace(load_trace)
+            if goal != "latency" or target_load is not None:
+                _say(
+                    f"--load-trace: the offered load is the trace's ({trace.stats.words()}); "
+                    "the goal is the lowest p99 among the configurations that keep to it "
+                    f"(serve within {KEPT_TO_PCT:g}% of its mean rate)"
+                    + (" and hold the p99 budget" if p99_budget_ms is not None else "")
+                )
+            goal = "latency"
+            target_load = trace.stats.mean_rate_per_s * (1 - KEPT_TO_PCT / 100)
         if goal not in GOALS:
             raise ConfigError(f"--goal must be one of {', '.join(GOALS)}, got {goal!r}")
-        if goal == "latency" and p99_budget_ms is None:
+        if goal == "latency" and p99_budget_ms is None and trace is None:
             raise ConfigError("--goal latency needs --p99-budget-ms (the latency to stay under)")
         if protocol not in ("grpc", "http"):
             raise ConfigError(f"--protocol must be one of grpc, http, got {protocol!r}")
@@ -249,11 +266,13 @@ def tune(
                 switch_protocol=not keep_protocol,
                 max_instances=max_instances,
                 window_ms=window_ms,
+                fixed_load=None if trace is None else f"under trace {trace.stats.name}",
             ),
             time_budget_s=time_budget_s,
             measurement=MeasurementSettings(
                 measurement_interval_ms=window_ms, stability_percentage=stability, engine=engine
             ),
+            trace=trace,
         )
         started = time.monotonic()
         result = run_tune(

@@ -410,6 +410,7 @@ class BlockSession:
             session.server.url(load.protocol),
             inputs.shapes,
             inputs.data_file,
+            request_intervals=inputs.intervals_file,
         )
         try:
             perf = run_perf(

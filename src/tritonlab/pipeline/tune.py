@@ -56,9 +56,11 @@ from tritonlab.experiments.store import (
     write_result,
     write_text_atomic,
 )
+from tritonlab.experiments.trace_loads import install_traces, trace_load
 from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.perf.locate import locate_perf_analyzer
+from tritonlab.perf.trace import Trace
 from tritonlab.pipeline.project import write_scripts
 from tritonlab.repository.config import build_model_config, config_to_text
 from tritonlab.repository.knobs import BATCHER_FIELDS, KNOBS
@@ -79,10 +81,26 @@ class TuneSettings:
     time_budget_s: float = DEFAULT_TIME_BUDGET_S
     measurement: MeasurementSettings = field(default_factory=MeasurementSettings)
     batch_size: int = 1
+    # A replayed trace (``--load-trace``): every configuration measured under it, no ramp.
+    trace: Trace | None = None
+
+    def load(self, knobs: Knobs, concurrency: int) -> LoadPoint:
+        """The load of a search point: ``concurrency`` at the knobs' protocol, or the trace."""
+        if self.trace is not None:
+            return trace_load(self.trace, knobs.protocol, self.batch_size)
+        return load_for(knobs, concurrency, self.batch_size)
 
     def to_dict(self) -> dict[str, Any]:
         g = self.goal
-        return {
+        trace = (
+            {}
+            if self.trace is None
+            else {  # left out without one: old fingerprints hold
+                "fixed_load": g.fixed_load,
+                "trace": self.trace.stats.to_dict(),
+            }
+        )
+        return trace | {
             "goal": g.kind,
             "p99_budget_us": g.p99_budget_us,
             "min_throughput_infer_per_s": g.min_throughput_infer_per_s,
@@ -155,7 +173,8 @@ def load_for(knobs: Knobs, concurrency: int, batch_size: int) -> LoadPoint:
 
 
 def observation_of(cell: CellResult, knobs: Knobs) -> Observation:
-    """The policy's view of a stored cell (a cell without a measurement served nothing)."""
+    """The policy's view of a stored cell (a cell without a measurement served nothing); a
+    cell under a trace has no concurrency: 0, the search's fixed-load point."""
     m = cell.perf.measurement
     s = cell.server
     concurrency = int(cell.perf.settings.concurrency or 0)
@@ -243,11 +262,8 @@ class _Tuner:
         """The plan so far: every configuration and load the search has measured."""
         variants = [m.variant for m in self.models.values()]
         loads = list(
-            dict.fromkeys(
-                load_for(o.knobs, o.concurrency, self.settings.batch_size)
-                for o in self.observations
-            )
-        ) or [load_for(self.goal.start, self.goal.first_concurrency, self.settings.batch_size)]
+            dict.fromkeys(self.settings.load(o.knobs, o.concurrency) for o in self.observations)
+        ) or [self.settings.load(self.goal.start, self.goal.first_concurrency)]
         repeats = max([o.repeat + 1 for o in self.observations] or [1])
         return ExperimentPlan(
             self.model_name,
@@ -293,7 +309,7 @@ class _Tuner:
         """The step's cell: reused from disk, else measured; None when a new cell would start
         after the time budget. Returns its id, observation, and whether it was reused."""
         model = self.model(knobs)
-        load = load_for(knobs, step.concurrency, self.settings.batch_size)
+        load = self.settings.load(knobs, step.concurrency)
         cid = cell_id(model.variant.name, load, step.repeat)
         path = cell_path(self.run_dir, cid)
         if path.exists():
@@ -363,6 +379,8 @@ def run_tune(
     fingerprint = settings.fingerprint(model_sha256(info), inputs)
     check_resume(run_dir, fingerprint)
     quarantine_unusable(run_dir)
+    if settings.trace is not None:
+        install_traces(run_dir, [settings.trace])
     perf_install = locate_perf_analyzer()
     tuner = _Tuner(info, run_dir, model_name, settings, started)
     start_model = tuner.model(settings.goal.start)
@@ -383,7 +401,7 @@ def run_tune(
         if settings.measurement.engine == ENGINE_BLOCKS and isinstance(session, CellSession):
             session.engine = BlockSession.for_search(
                 session, start_model, info.file_size_bytes, fingerprint, available_cores(),
-                load_for(goal.start, goal.first_concurrency, settings.batch_size),
+                settings.load(goal.start, goal.first_concurrency),
             )  # fmt: skip
             # the policy judges whether a load outgrows one window by the window measured with
             goal = replace(goal, window_ms=session.engine.search_window_ms)

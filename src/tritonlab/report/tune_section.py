@@ -34,7 +34,7 @@ def _pick_line(label: str, pick: TunePick | None) -> str:
     thr = figure_span(pick.throughput_infer_per_s, pick.repeats, 1, ",.0f") or "n/a"
     p99 = figure_span(pick.latency_p99_us, pick.repeats, 1000, ".2f") or "n/a"
     return (
-        f"- **{label}**: {pick.description}, at concurrency {pick.concurrency}: "
+        f"- **{label}**: {pick.description}, {pick.where()}: "
         f"{thr} infer/s, p99 {p99} ms (median and range of {pick.repeats} repeats)."
     )
 
@@ -59,6 +59,15 @@ def tune_section(tune: TuneRecord | None) -> list[str]:
     )
     if settings.min_throughput_infer_per_s:
         goal += f", carrying at least {settings.min_throughput_infer_per_s:,.0f} infer/s"
+    if settings.trace is not None:
+        from tritonlab.perf.trace import KEPT_TO_PCT, TraceStats
+
+        trace = TraceStats.from_dict(settings.trace)
+        goal += (
+            f", every configuration measured under the replayed {trace.words()} (no "
+            "concurrency ramp: the offered load is the trace's; a configuration carries it "
+            f"when it serves within {KEPT_TO_PCT:g}% of the trace's mean rate)"
+        )
     lines = [
         "## Tune: the pick and the path to it",
         "",
@@ -85,10 +94,14 @@ def tune_section(tune: TuneRecord | None) -> list[str]:
         f"- Why the search stopped: {tune.stop_reason or 'it was interrupted'}.",
         "- The pick's `config.pbtxt`, ready to deploy: `pick/<model>/config.pbtxt`.",
         "",
-        "The path: each step's single measurement steers the search (ramp: concurrency "
-        "doubled while throughput rose more than the noise margin; move: a neighbour the "
-        "figures argue for; race: interleaved repeats of the close contenders, which decide "
-        "the pick).",
+        "The path: each step's single measurement steers the search ("
+        + (
+            "ramp: one point per configuration, under the trace"
+            if settings.fixed_load
+            else "ramp: concurrency doubled while throughput rose more than the noise margin"
+        )
+        + "; move: a neighbour the figures argue for; race: interleaved repeats of the close "
+        "contenders, which decide the pick).",
         "",
         "| # | phase | configuration | conc. | repeat | infer/s | p99 ms | why |",
         "|---|---|---|---|---|---|---|---|",
@@ -98,7 +111,8 @@ def tune_section(tune: TuneRecord | None) -> list[str]:
         rate_text = "failed" if rate is None else f"{rate:,.0f}"
         stored = " (stored)" if step.reused else ""
         lines.append(
-            f"| {i} | {step.phase} | {_configuration(step.configuration)} | {step.concurrency} | "
+            f"| {i} | {step.phase} | {_configuration(step.configuration)} | "
+            f"{'trace' if settings.fixed_load else step.concurrency} | "
             f"{step.repeat}{stored} | {rate_text} | {_ms(step.latency_p99_us)} | "
             f"{step.reason} |"
         )
