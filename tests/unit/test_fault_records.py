@@ -15,7 +15,7 @@ from tritonlab.analysis.recommend import recommend
 from tritonlab.analysis.rule_support import RuleContext
 from tritonlab.errors import ConfigError, PerfAnalyzerError, ResultFileError, ServerError
 from tritonlab.experiments.plan import PlanBasics, seed_comparison_plan, sequence_length_of
-from tritonlab.experiments.recovery import Recovery, load_faults
+from tritonlab.experiments.recovery import Recovery, load_faults, stub_died
 from tritonlab.experiments.runner import quarantine_unusable
 from tritonlab.experiments.session import perf_deadline_s
 from tritonlab.experiments.store import (
@@ -108,6 +108,14 @@ def test_recovery_retries_a_hung_perf_analyzer_and_records_it(tmp_path: Path) ->
     lines = "\n".join(faults_section(faults))
     assert "## Faults and recoveries" in lines and "gave up" in lines
     assert faults_section([]) == []
+
+
+def test_a_dead_stub_is_told_from_other_perf_analyzer_failures() -> None:
+    """Its reload does not wait for the unload, which Triton never finishes for a dead stub."""
+    dead = "perf_analyzer failed (exit 99) for model m: Thread [7] had error: Stub process "
+    assert stub_died(PerfAnalyzerError(dead + "'m_0_0' is not healthy."))
+    assert not stub_died(PerfAnalyzerError("perf_analyzer failed (exit 1) for model m: refused"))
+    assert not stub_died(ServerError("Stub process 'm_0_0' is not healthy."))
 
 
 def test_perf_deadline_covers_every_window_it_may_open() -> None:

@@ -27,6 +27,17 @@ from tritonlab.server.process import TritonServer, relevant_log_lines
 MAX_RESTARTS = 3
 ATTEMPTS_PER_CELL = 2
 HUNG_MARKER = "ran past"  # perf_analyzer's deadline message (perf/runner.py)
+# What perf_analyzer relays from Triton's Python backend when a model's stub process died.
+STUB_DIED_MARKER = "is not healthy"
+
+
+def stub_died(exc: BaseException) -> bool:
+    """True when ``exc`` says a backend stub died (``Stub process 'M_0_0' is not healthy``).
+
+    Triton 2.51 never finishes unloading a model whose stub died (its old version stays live
+    until the server exits), so the reload that replaces the stub does not wait for it.
+    """
+    return isinstance(exc, PerfAnalyzerError) and STUB_DIED_MARKER in str(exc)
 
 
 def load_faults(run_dir: Path) -> list[FaultRecord]:

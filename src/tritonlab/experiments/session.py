@@ -27,7 +27,7 @@ from tritonlab.experiments.manifest import (
     utc_now,
 )
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
-from tritonlab.experiments.recovery import ATTEMPTS_PER_CELL, Recovery
+from tritonlab.experiments.recovery import ATTEMPTS_PER_CELL, Recovery, stub_died
 from tritonlab.experiments.store import (
     CellResult,
     save_cell,
@@ -41,7 +41,7 @@ from tritonlab.perf.runner import run_perf
 from tritonlab.repository.layout import RepositoryModel, load_order
 from tritonlab.run_layout import CELLS_DIR, RunLayout
 from tritonlab.run_layout import cell_id as layout_cell_id
-from tritonlab.server.endpoint import ServerEndpoint
+from tritonlab.server.endpoint import UNLOAD_WAIT_S, ServerEndpoint
 from tritonlab.server.process import TritonServer
 from tritonlab.server.stats import StatsSnapshot, stats_delta, tree_cpu_seconds
 
@@ -345,7 +345,9 @@ class CellSession:
                     self.reload_after_restart()
                     continue
                 if not restarted:  # reload: a stub that died starts afresh
-                    unload_quietly(server, model.model_name)
+                    # (not waited for when the stub died: Triton never finishes that unload)
+                    wait_s = 0.0 if stub_died(exc) else UNLOAD_WAIT_S
+                    unload_quietly(server, model.model_name, wait_s)
                 _load_recovering(server, recovery, model.model_name)
         return None
 
@@ -434,7 +436,8 @@ def _load_recovering(server: ServerEndpoint, recovery: Recovery, model_name: str
         server.load_model(model_name)
 
 
-def unload_quietly(server: ServerEndpoint, model_name: str) -> None:
-    """Unload while another error is already on its way up (that error is the one to show)."""
+def unload_quietly(server: ServerEndpoint, model_name: str, wait_s: float = UNLOAD_WAIT_S) -> None:
+    """Unload while another error is already on its way up (that error is the one to show);
+    wait up to ``wait_s`` for it to go."""
     with contextlib.suppress(Exception):
-        server.unload_model(model_name)
+        server.unload_model(model_name, wait_s)

@@ -15,6 +15,8 @@ from tritonlab.errors import ServerError
 
 # A URL where nothing answers at all is wrong, not slow: fail after this, not the full timeout.
 UNREACHABLE_TIMEOUT_S = 10.0
+# How long an unload is waited for before the run stops (a model that will not go).
+UNLOAD_WAIT_S = 30.0
 # The header a server bound beyond loopback requires for its restricted APIs (see process.py).
 RESTRICTED_HEADER = "tritonlab-key"
 
@@ -101,7 +103,7 @@ class ServerEndpoint:
         finally:
             client.close()
 
-    def unload_model(self, model_name: str, wait_s: float = 30.0) -> None:
+    def unload_model(self, model_name: str, wait_s: float = UNLOAD_WAIT_S) -> None:
         """Unload a model and wait until its instances are gone, so the next cell runs alone."""
         client = self.http_client()
         try:
@@ -191,5 +193,5 @@ class RemoteServer(ServerEndpoint):
         if not ready:
             super().load_model(model_name)
 
-    def unload_model(self, model_name: str, wait_s: float = 30.0) -> None:
+    def unload_model(self, model_name: str, wait_s: float = UNLOAD_WAIT_S) -> None:
         """Never unload from a server tritonlab does not own."""

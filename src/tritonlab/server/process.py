@@ -28,7 +28,7 @@ import psutil
 from tritonlab.errors import ServerError
 from tritonlab.procenv import die_with_parent, raise_if_interrupted
 from tritonlab.server.auth_proxy import AuthProxy, Exposure
-from tritonlab.server.endpoint import ServerEndpoint
+from tritonlab.server.endpoint import UNLOAD_WAIT_S, ServerEndpoint
 from tritonlab.server.locate import ServerInstall
 from tritonlab.server.ports import ensure_port_free, find_free_ports
 
@@ -339,7 +339,7 @@ class TritonServer(ServerEndpoint):
             LOAD_DEADLINE_S,
         )
 
-    def unload_model(self, model_name: str, wait_s: float = 30.0) -> None:
+    def unload_model(self, model_name: str, wait_s: float = UNLOAD_WAIT_S) -> None:
         """Unload ``model_name`` and wait up to ``wait_s`` for it to go; ``ServerError`` if the
         server dies or the unload hangs 30 s past that.
         """
