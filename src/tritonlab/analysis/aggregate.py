@@ -45,7 +45,23 @@ class VariantSummary:
 
     @property
     def load_generator_fell_behind(self) -> bool:
-        """perf_analyzer said, in some repeat, that it could not keep up the requested rate."""
+        """perf_analyzer said, in some repeat, that it could not keep up the requested rate;
+        under a replayed trace, it sent more than a few requests late or missed the trace's
+        rate (``perf.trace.replay_fell_behind``)."""
+        if self.settings.request_intervals is not None:
+            from tritonlab.perf.trace import replay_fell_behind
+
+            return any(
+                replay_fell_behind(
+                    c.perf.measurement.throughput_infer_per_s,
+                    self.settings.batch_size,
+                    c.perf.measurement.request_rate_per_s,
+                    list(c.perf.warnings),
+                )
+                if c.perf.measurement is not None
+                else True
+                for c in self.cells
+            )
         return any(FELL_BEHIND in w for c in self.cells for w in c.perf.warnings)
 
     @property

@@ -273,3 +273,32 @@ def adherence(
     return TraceAdherence(
         stats.mean_rate_per_s, achieved_rate_per_s(throughput_infer_per_s, batch_size), behind
     )
+
+
+_DELAYED = re.compile(r"([0-9]+(?:\.[0-9]+)?)% of the requests were delayed")
+
+
+def delayed_pct(warnings: list[str]) -> float:
+    """The share of requests perf_analyzer said it sent late ("... not able to keep up with the
+    desired request rate. 3.99% of the requests were delayed."), the largest it stated; 0.0
+    when it said none."""
+    found = [float(m.group(1)) for w in warnings for m in _DELAYED.finditer(w)]
+    return max(found, default=0.0)
+
+
+def replay_fell_behind(
+    throughput_infer_per_s: float,
+    batch_size: int,
+    scheduled_rate_per_s: float | None,
+    warnings: list[str],
+) -> bool:
+    """Whether perf_analyzer failed to replay a trace: more than ``KEPT_TO_PCT`` of its requests
+    sent late, or its achieved rate more than ``KEPT_TO_PCT`` off the rate its interval file
+    schedules. (A replay of sub-millisecond burst gaps on a busy machine delays a few requests
+    now and then; that alone does not change the offered load.)"""
+    if delayed_pct(warnings) > KEPT_TO_PCT:
+        return True
+    if not scheduled_rate_per_s:
+        return False
+    achieved = achieved_rate_per_s(throughput_infer_per_s, batch_size)
+    return abs(100.0 * (achieved / scheduled_rate_per_s - 1.0)) > KEPT_TO_PCT

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from tritonlab.experiments.plan import LoadPoint
 from tritonlab.experiments.store import CellResult
-from tritonlab.perf.trace import KEPT_TO_PCT, TraceAdherence, TraceStats, adherence
+from tritonlab.perf.trace import KEPT_TO_PCT, TraceAdherence, TraceStats, adherence, delayed_pct
 from tritonlab.run_layout import TRACES_DIR
 
 
@@ -40,12 +40,14 @@ def _config_row(stats: TraceStats, description: str, cells: list[CellResult]) ->
     median = statistics.median(rates)
     kept = sum(1 for _, a in found if a.kept_to)
     behind = sum(a.behind_warnings for _, a in found)
+    late = max(delayed_pct(list(c.perf.warnings)) for c, _ in found)
+    behind_text = f"{behind}" + (f" (at most {late:g}% of requests late)" if late else "")
     span = f" ({min(rates):,.1f}–{max(rates):,.1f})" if len(rates) > 1 else ""
     pct = 100.0 * median / stats.mean_rate_per_s
     verdict = "yes" if kept == len(found) else "no" if kept == 0 else "partly"
     return (
         f"| {description} | {len(found)} | {median:,.1f}{span} | {pct:.1f}% | "
-        f"{verdict} ({kept} of {len(found)} cells) | {behind} |"
+        f"{verdict} ({kept} of {len(found)} cells) | {behind_text} |"
     )
 
 
@@ -63,7 +65,10 @@ def trace_section(loads: Sequence[LoadPoint], cells: Sequence[CellResult]) -> li
         "mean rate. The achieved rate is perf_analyzer's throughput over its windows divided by "
         f"the client batch size; it *kept to* the trace when within {KEPT_TO_PCT:g}% of the "
         "trace's mean rate. Falling short means perf_analyzer could not send on schedule (it "
-        "warns that it could not keep up) or the server answered slower than requests came.",
+        "warns that it could not keep up) or the server answered slower than requests came. "
+        "A configuration's figures are compared with another's under the trace only where "
+        f"perf_analyzer sent at most {KEPT_TO_PCT:g}% of the requests late and kept within "
+        f"{KEPT_TO_PCT:g}% of the rate its interval file schedules (else: not comparable).",
         "",
     ]
     for load in traced:
