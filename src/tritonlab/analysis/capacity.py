@@ -61,9 +61,9 @@ class LoadKind:
     recognises: Callable[[VariantSummary], bool]
 
 
-def _trace_of(summary: VariantSummary) -> object:
-    # the replayed-trace load (``LoadPoint.trace``), where this tritonlab stores one
-    return getattr(summary.settings, "trace", None) or getattr(summary, "trace", None)
+def _trace_of(summary: VariantSummary) -> str | None:
+    """The interval file a replayed trace was sent from (None: the load was not a trace)."""
+    return summary.settings.request_intervals
 
 
 # First match wins; a new kind of load point is one entry here.

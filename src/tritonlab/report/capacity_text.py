@@ -4,7 +4,7 @@ cells."""
 
 from __future__ import annotations
 
-from tritonlab.analysis.capacity import Capacity, PointCapacity
+from tritonlab.analysis.capacity import LOAD_KINDS, Capacity, PointCapacity
 from tritonlab.deploy.capacity_run import CapacityReport, SizedCapacity
 
 COLUMNS = (
@@ -54,8 +54,12 @@ def headline(report: CapacityReport) -> str:
     )
 
 
+TRACE_WORDS = LOAD_KINDS[0].words  # "under the trace"
+
+
 def notes(report: CapacityReport) -> list[str]:
-    """The rule, the interval, the cautious end and the hardware, as sentences."""
+    """The rule, the interval, the cautious end, what a trace capacity means and the
+    hardware, as sentences."""
     lines = [
         f"Capacity per replica: the highest median throughput among a configuration's load "
         f"points whose {report.rule}; throughput and p99 intervals are the {report.interval}.",
@@ -66,6 +70,13 @@ def notes(report: CapacityReport) -> list[str]:
     for row in report.rows:
         if row.capacity.point is None:
             lines.append(f"{row.capacity.config_key}: {row.capacity.why_none()}.")
+    if any(row.capacity.point is not None and row.capacity.load_words == TRACE_WORDS
+           for row in report.rows):  # fmt: skip
+        lines.append(
+            "Under a replayed trace the offered load is the trace's, so a capacity there is the "
+            "trace's rate a replica carried within the budget: a lower bound for traffic of "
+            "that shape (a faster replay of the same shape would find how much more it carries)."
+        )
     lines.append(f"Capacity {report.hardware_note}.")
     return lines
 
