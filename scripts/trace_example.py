@@ -30,7 +30,7 @@ import yaml
 TRACE = ["--kind", "bursts", "--rate", "3000", "--low-rate", "300", "--on-s", "0.5"]
 TRACE += ["--off-s", "1.5", "--duration-s", "2", "--seed", "1"]
 BUDGET = ["--p99-budget-ms", "20", "--keep-protocol", "--time-budget", "300"]
-COMPARE_REPEATS = 8
+COMPARE_REPEATS = 6
 
 
 def _tritonlab(*args: str) -> None:
@@ -39,11 +39,12 @@ def _tritonlab(*args: str) -> None:
     subprocess.run(command, check=True, stdin=subprocess.DEVNULL)
 
 
-def _pick(tune_dir: Path) -> dict[str, Any]:
+def _pick(tune_dir: Path, which: str = "pick") -> dict[str, Any]:
+    """A tune's pick (or ``runner_up``) as tune.json stores it."""
     data = json.loads((tune_dir / "results" / "tune.json").read_text())
-    if data.get("pick") is None:
-        raise SystemExit(f"{tune_dir}: the tune has no pick; see its docs/experiment_log.md")
-    return dict(data["pick"])
+    if data.get(which) is None:
+        raise SystemExit(f"{tune_dir}: the tune has no {which}; see its docs/experiment_log.md")
+    return dict(data[which])
 
 
 def _knobs(pick: dict[str, Any]) -> dict[str, Any]:
@@ -59,25 +60,43 @@ def _knobs(pick: dict[str, Any]) -> dict[str, Any]:
     return knobs
 
 
+# What the compare run measures besides the fixed-concurrency pick (its baseline), in order:
+# (name, tune folder, pick or runner_up, words); a configuration already listed is skipped.
+CONTENDERS = (
+    ("trace_pick", "tune_trace", "pick", "the pick under the trace"),
+    ("fixed_runner_up", "tune_concurrency", "runner_up", "the runner-up at a fixed concurrency"),
+    ("trace_runner_up", "tune_trace", "runner_up", "the runner-up under the trace"),
+)
+START = {"instance_count": 1, "dynamic_batching": False, "max_batch_size": 64}  # tune's start
+
+
 def compare_plan(out: Path) -> dict[str, Any]:
-    """The sweep that measures both picks under both loads (the first pick is the baseline)."""
-    fixed, traced = _pick(out / "tune_concurrency"), _pick(out / "tune_trace")
+    """The sweep that measures the fixed-concurrency pick (its baseline), the pick under the
+    trace, both runner-ups and the tunes' start, each under both loads."""
+    fixed = _pick(out / "tune_concurrency")
+    base = _knobs(fixed)
+    seen = [base]
+    combined = []
+    others = [(n, _pick(out / f, w), words) for n, f, w, words in CONTENDERS]
+    start = {"configuration": None, "description": "1 instance, no batching, 1 thread, grpc"}
+    for name, pick, words in [*others, ("start", start, "both tunes' start")]:
+        knobs = START if pick["configuration"] is None else _knobs(pick)
+        if knobs in seen:
+            continue
+        seen.append(knobs)
+        changes = {k: v for k, v in knobs.items() if base.get(k) != v}
+        combined.append(
+            {"name": name, "description": f"{words}: {pick['description']}", "changes": changes}
+        )
     plan: dict[str, Any] = {
         "model": "simple_mlp",
-        "baseline": _knobs(fixed),
+        "baseline": base,
         "loads": {"concurrency": [fixed["concurrency"]], "trace": ["bursts.csv"]},
         "repeats": COMPARE_REPEATS,
         "measurement": {"engine": "classic", "measurement_interval_ms": 2000},
     }
-    if _knobs(traced) != _knobs(fixed):
-        changes = {k: v for k, v in _knobs(traced).items() if _knobs(fixed).get(k) != v}
-        plan["combined"] = [
-            {
-                "name": "trace_pick",
-                "description": f"the pick under the trace: {traced['description']}",
-                "changes": changes,
-            }
-        ]
+    if combined:
+        plan["combined"] = combined
     return plan
 
 
@@ -102,22 +121,28 @@ def _figure(value: float | None, unit: str) -> str:
     return f"{value / 1000:,.2f} ms" if unit == "ms" else f"{value:,.0f} {unit}"
 
 
-def _why(rows: list[Any], label: str) -> str:
-    """What the server's figures say about the two rows' difference at one load: the change
-    in queue and in compute time per request, and which is the larger (computed, not assumed)."""
-    if len(rows) < 2:
-        return ""
-    a, b = rows[0], rows[1]
-    qa, qb, ca, cb = a.queue_us.median, b.queue_us.median, a.compute_us.median, b.compute_us.median
-    if None in (qa, qb, ca, cb):
-        return f"Under {label}: the server's queue or compute figures are missing."
-    where = "waiting in the queue" if abs(qb - qa) > abs(cb - ca) else "computing"
-    return (
-        f"Under {label}, from the first row to the second, the server's queue time per request "
-        f"went from {qa:,.0f} to {qb:,.0f} µs and its compute time from {ca:,.0f} to "
-        f"{cb:,.0f} µs (mean batch {a.mean_batch.median or 0:.1f} -> "
-        f"{b.mean_batch.median or 0:.1f}): the larger change is in {where}."
-    )
+def _why(rows: list[Any], label: str) -> list[str]:
+    """What the server's figures say about each row's difference from the first at one load:
+    the change in queue and in compute time per request, and which is the larger (computed
+    from the medians, not assumed)."""
+    first = rows[0]
+    qa, ca = first.queue_us.median, first.compute_us.median
+    lines = []
+    for row in rows[1:]:
+        qb, cb = row.queue_us.median, row.compute_us.median
+        if qa is None or ca is None or qb is None or cb is None:
+            lines.append(
+                f"- {row.variant.name}: the server's queue or compute figures are missing."
+            )
+            continue
+        where = "waiting in the queue" if abs(qb - qa) > abs(cb - ca) else "computing"
+        lines.append(
+            f"- `{row.variant.name}` against `{first.variant.name}` under {label}: queue time "
+            f"per request {qa:,.0f} -> {qb:,.0f} µs, compute time {ca:,.0f} -> {cb:,.0f} µs, "
+            f"mean batch {first.mean_batch.median or 0:.1f} -> {row.mean_batch.median or 0:.1f}: "
+            f"the larger change is in {where}."
+        )
+    return lines
 
 
 def render(out: Path) -> str:
@@ -150,10 +175,12 @@ def render(out: Path) -> str:
         f"{_figure(traced['throughput_infer_per_s']['median'], 'infer/s')}, p99 "
         f"{_figure(traced['latency_p99_us']['median'], 'ms')} (medians of {traced['repeats']}).",
         "",
-        "Both picks measured again side by side, interleaved, under both loads "
-        f"([`compare/`](compare/docs/experiment_log.md), {COMPARE_REPEATS} repeats each, classic "
-        "engine): medians over the repeats; queue and compute per request in the server "
-        "(Triton's statistics); the verdict of the second row against the first.",
+        "The fixed-concurrency pick (the first row), the pick under the trace, both tunes' "
+        "runner-ups and their start, measured again side by side, interleaved, under both "
+        f"loads ([`compare/`](compare/docs/experiment_log.md), {COMPARE_REPEATS} repeats each, "
+        "classic engine; a configuration two of them share is measured once): medians over the "
+        "repeats; queue and compute per request in the server (Triton's statistics); each "
+        "row's verdicts against the first row's, paired by round.",
         "",
     ]
     loads = list(dict.fromkeys(s.load_key for s in summaries))
@@ -183,10 +210,15 @@ def render(out: Path) -> str:
                 f"{_figure(s.compute_us.median, '')} | {s.mean_batch.median or 0:.1f} | "
                 f"{verdict or 'reference'} |"
             )
-        lines += ["", _why(rows, label), ""]
-    if len({s.variant.name for s in summaries}) == 1:
-        lines.append("Both tunes picked the same configuration: nothing to tell apart.")
+        lines += ["", *_why(rows, label), ""]
+    same = _knobs(fixed) == _knobs(traced)
+    lines.append(
+        "**The two tunes picked the same configuration**"
+        if same
+        else "**The two tunes picked different configurations**"
+    )
     lines += [
+        "",
         "",
         "A fixed concurrency never has more requests in flight than the concurrency, so no "
         "burst can queue more than that; a replayed trace sends on its own schedule whatever "

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from tritonlab.analysis.check import compare_stored
 from tritonlab.analysis.gate import (
+    EXIT_ERROR,
     EXIT_NOT_COMPARABLE,
     EXIT_PASS,
     EXIT_REGRESSION,
@@ -161,7 +162,8 @@ def test_cli_exit_codes_and_outputs(tmp_path: Path) -> None:
     assert result.exit_code in (EXIT_PASS, EXIT_UNDECIDED), result.output
     assert json.loads(data.read_text())["exit_status"] == result.exit_code
     assert ET.parse(junit).getroot().tag == "testsuite"
-    assert runner.invoke(app, ["check", str(CNN), "--against", str(MLP)]).exit_code == 2
+    different = runner.invoke(app, ["check", str(CNN), "--against", str(MLP)])
+    assert different.exit_code == EXIT_NOT_COMPARABLE
     for bad in (
         ["check", str(RERUN)],  # no --against
         ["check", str(RERUN), "--against", str(MLP), "--max-regression", "five"],
@@ -169,7 +171,7 @@ def test_cli_exit_codes_and_outputs(tmp_path: Path) -> None:
         ["check", str(tmp_path), "--against", str(MLP)],  # not a run folder
     ):
         result = runner.invoke(app, bad)
-        assert result.exit_code == 2, (bad, result.output)
+        assert result.exit_code == EXIT_ERROR, (bad, result.output)  # could not check
         assert "error:" in result.output
 
 
@@ -190,5 +192,70 @@ def test_a_live_check_of_a_model_with_other_inputs_stops_before_any_server(
     result = runner.invoke(
         app, ["check", str(broken), "--against", str(MLP), "--out", str(tmp_path / "c2")]
     )
-    assert result.exit_code == 2 and "error:" in result.output, result.output
+    assert result.exit_code == EXIT_ERROR and "error:" in result.output, result.output
     assert not (tmp_path / "c2").exists()  # refused before anything was written
+
+
+def _digest(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_out_may_not_be_the_baseline_or_another_run_and_nothing_is_written(
+    tmp_path: Path,
+) -> None:
+    baseline = tmp_path / "baseline"
+    shutil.copytree(MLP, baseline)
+    other = tmp_path / "other"
+    shutil.copytree(RERUN, other)
+    (other / ".tritonlab").write_text("{}\n")
+    before = _digest(baseline), _digest(other)
+    onnx = str(baseline / "simple_mlp.onnx")
+    # (--fresh on another run of ours sets it aside, as asked: not a case here)
+    cases = [
+        (out, f) for out in (baseline, baseline / "check", tmp_path) for f in ([], ["--fresh"])
+    ]
+    for out, fresh in [*cases, (other, [])]:
+        result = runner.invoke(
+            app, ["check", onnx, "--against", str(baseline), "--out", str(out), *fresh]
+        )
+        assert result.exit_code == EXIT_ERROR, (out, fresh, result.output)
+        assert (_digest(baseline), _digest(other)) == before, (out, fresh)
+    assert (
+        "only read"
+        in runner.invoke(
+            app, ["check", onnx, "--against", str(baseline), "--out", str(baseline)]
+        ).output
+    )
+
+
+def test_a_new_side_that_did_not_carry_the_load_is_a_regression_first(tmp_path: Path) -> None:
+    """perf_analyzer fell behind on the new side only: the new side could not serve what the
+    baseline served, a regression that outranks a figure not comparable elsewhere."""
+    new = _copy_run(RERUN, tmp_path / "new")
+    for path in (new / "results/cells").glob("baseline__*.json"):
+        cell = json.loads(path.read_text())
+        cell["perf"]["warnings"] = ["Perf Analyzer was not able to keep up with the desired rate"]
+        path.write_text(json.dumps(cell))
+    report = compare_stored(new, MLP, Thresholds(80.0, 80.0), set())
+    behind = [r for r in report.results if r.config == "baseline"]
+    assert {r.outcome for r in behind} == {Outcome.REGRESSION}
+    assert all("did not carry the offered load" in r.reason() for r in behind)
+    assert report.exit_status == EXIT_REGRESSION
+
+
+def test_two_sides_alternate_who_goes_first_every_other_round(tmp_path: Path) -> None:
+    from tritonlab.experiments.plan import LoadPoint
+    from tritonlab.experiments.runner import planned_rounds
+    from tritonlab.repository.layout import RepositoryModel
+    from tritonlab.repository.variants import ServingVariant
+
+    new, old = (
+        RepositoryModel(name, ServingVariant(name, name), tmp_path / name)
+        for name in ("candidate", "baseline")
+    )
+    loads = [LoadPoint()]
+    rounds = planned_rounds(4, [new, old], lambda m: loads, set(), alternate=True)
+    orders = [[m.variant.name for m, _ in r] for r in rounds]
+    assert orders == [["candidate", "baseline"], ["baseline", "candidate"]] * 2
+    plain = planned_rounds(2, [new, old], lambda m: loads, set())
+    assert [[m.variant.name for m, _ in r] for r in plain] == [["candidate", "baseline"]] * 2

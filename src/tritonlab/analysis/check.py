@@ -28,10 +28,13 @@ from tritonlab.analysis.gate import (
     Thresholds,
     exit_status,
     gate,
+    not_carried,
 )
+from tritonlab.analysis.verdicts import CONFIDENCE
 from tritonlab.analysis.workload import workload_differences
 from tritonlab.experiments.manifest import Manifest
 from tritonlab.experiments.store import CellResult, load_cells, load_manifest
+from tritonlab.repository.variants import ServingVariant
 
 # The live check's two configurations in its run folder.
 BASELINE_SIDE = "baseline"
@@ -43,6 +46,7 @@ EXIT_MEANINGS = {
     1: "a regression beyond its threshold",
     2: "not comparable",
     3: "undecided within the rounds measured",
+    4: "could not check",
 }
 
 
@@ -103,8 +107,12 @@ def _gated(
     config: str, base: VariantSummary, new: VariantSummary, thresholds: Thresholds
 ) -> list[GateResult]:
     results = []
+    behind = new.load_generator_fell_behind and not base.load_generator_fell_behind
     for figure, attr in FIGURES:
         verdict = compare_figure(figure, attr, base, new)
+        if behind and not workload_differences(base, new):
+            results.append(not_carried(config, base.load_key, verdict, thresholds))
+            continue
         # unpaired verdicts rest on the repeats of each side
         rounds = verdict.pairs or min(getattr(base, attr).n, getattr(new, attr).n)
         results.append(gate(config, base.load_key, verdict, thresholds, rounds))
@@ -126,6 +134,7 @@ def compare_stored(
         (s.variant.name, s.load_key): s
         for s in summarise(_apart(load_cells(new_dir), "new"), new_manifest.variant_order)
     }
+    blocking += _trace_differences(base_manifest, new_manifest)
     results: list[GateResult] = []
     run_level = bool(blocking)
     for key, b in base.items():
@@ -154,15 +163,36 @@ def compare_stored(
         not_comparable=blocking,
         notes=notes,
         rounds="unpaired: the two runs were measured at different times, so no round is "
-        "shared; Welch's 95% interval of the log-ratio (drift between the two times is not in "
+        f"shared; Welch's {100 * CONFIDENCE:g}% interval of the log-ratio (drift between the two "
+        "times is not in "
         "it: a live check measures both in one run)",
     )
 
 
+def variant_changes(a: ServingVariant, b: ServingVariant) -> list[str]:
+    """The knobs that differ from ``a`` to ``b``, as ``knob old -> new``."""
+    va, vb = a.to_dict(), b.to_dict()
+    return [
+        f"{k} {va[k]} -> {vb.get(k)}"
+        for k in va
+        if k not in ("name", "description") and va[k] != vb.get(k)
+    ]
+
+
+def _trace_differences(base: Manifest, new: Manifest) -> list[str]:
+    """Loads of the same key that replayed different trace files (a trace's key is its name)."""
+    a = {ld.key: ld.trace.sha256 for ld in base.plan.loads if ld.trace is not None}
+    b = {ld.key: ld.trace.sha256 for ld in new.plan.loads if ld.trace is not None}
+    return [
+        f"load {key}: different traces under one name (sha256 {a[key][:12]} (baseline) vs "
+        f"{b[key][:12]} (new))"
+        for key in sorted(a.keys() & b.keys())
+        if a[key] != b[key]
+    ]
+
+
 def _knobs(a: VariantSummary, b: VariantSummary) -> str:
-    va, vb = a.variant.to_dict(), b.variant.to_dict()
-    changed = [k for k in va if k not in ("name", "description") and va[k] != vb.get(k)]
-    return ", ".join(f"{k} {va[k]} -> {vb.get(k)}" for k in changed) or "its description"
+    return ", ".join(variant_changes(a.variant, b.variant)) or "its description"
 
 
 def _server_side(b: VariantSummary, n: VariantSummary) -> str:

@@ -18,13 +18,21 @@ named).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from tritonlab.experiments.manifest import Manifest
+from tritonlab.models.inspect import TensorSpec
 
 KINDS = ("model", "machine", "software", "measurement")
 NEVER_EXPECTED = ("inputs",)
 
 # The packages whose version can change a served or measured figure.
 SERVING_PACKAGES = ("nvidia-pytriton", "tritonclient", "onnxruntime", "openvino", "numpy")
+
+
+def input_signature(inputs: Sequence[TensorSpec]) -> list[tuple[str, str, tuple[int, ...]]]:
+    """The tensors a model takes, as compared: (name, Triton dtype, dims) each."""
+    return [(t.name, t.triton_dtype, tuple(t.dims)) for t in inputs]
 
 
 def _differ(what: str, a: object, b: object) -> str:
@@ -41,9 +49,12 @@ def manifest_differences(base: Manifest, new: Manifest) -> dict[str, list[str]]:
 
     note("model", "model name", base.model.name, new.model.name)
     note("model", "model sha256", base.model.sha256[:12], new.model.sha256[:12])
-    tensors_a = [(t.name, t.triton_dtype, tuple(t.dims)) for t in base.model.inputs]
-    tensors_b = [(t.name, t.triton_dtype, tuple(t.dims)) for t in new.model.inputs]
-    note("inputs", "model inputs", tensors_a, tensors_b)
+    note(
+        "inputs",
+        "model inputs",
+        input_signature(base.model.inputs),
+        input_signature(new.model.inputs),
+    )
     note("inputs", "data sent", _inputs(base), _inputs(new))
     ma, mb = base.machine, new.machine
     note("machine", "CPU", ma.cpu_model, mb.cpu_model)

@@ -18,8 +18,14 @@ how many more rounds would likely decide it: with n rounds and an interval of ha
 assuming the spread stays as measured (the t quantile shrinking with n is left out, so the
 figure errs high).
 
-The gate's exit status, for a CI step: 2 when anything is not comparable, else 1 when a figure
-regressed, else 3 when one is undecided, else 0.
+A figure whose load the new side did not carry (perf_analyzer fell behind the offered rate or
+trace on the new side only, while it kept up on the baseline's) is a **regression** too: the
+new side could not serve what the baseline served.
+
+The gate's exit status, for a CI step: 2 when the runs are not comparable as a whole, else 1
+when a figure regressed, else 2 when a figure is not comparable, else 3 when one is undecided,
+else 0. (``tritonlab check`` exits 4 when it could not check at all: a wrong path, a broken
+model, a server that would not start.)
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from tritonlab.analysis.verdicts import NO_VERDICT, NOT_COMPARABLE, Verdict
+from tritonlab.analysis.verdicts import CONFIDENCE, NO_VERDICT, NOT_COMPARABLE, Verdict
 
 THROUGHPUT = "throughput"
 LATENCY_P99 = "latency_p99"
@@ -47,8 +53,8 @@ class Outcome(str, Enum):
         return self.value
 
 
-# Exit statuses of ``tritonlab check`` (also the order of precedence, worst first).
-EXIT_PASS, EXIT_REGRESSION, EXIT_NOT_COMPARABLE, EXIT_UNDECIDED = 0, 1, 2, 3
+# Exit statuses of ``tritonlab check`` (precedence: ``exit_status``).
+EXIT_PASS, EXIT_REGRESSION, EXIT_NOT_COMPARABLE, EXIT_UNDECIDED, EXIT_ERROR = 0, 1, 2, 3, 4
 
 
 @dataclass(frozen=True)
@@ -105,6 +111,7 @@ class GateResult:
     threshold_pct: float  # signed: -T for throughput, +P for p99
     outcome: Outcome
     more_rounds: int | None  # for an undecided figure: about how many more rounds decide it
+    why: str | None = None  # the reason, where the interval is not it (a load not carried)
 
     @property
     def name(self) -> str:
@@ -114,11 +121,14 @@ class GateResult:
     def reason(self) -> str:
         """Why the outcome is what it is, in one sentence."""
         v, thr = self.verdict, f"{self.threshold_pct:+g}%"
+        if self.why is not None:
+            return self.why
         if self.outcome is Outcome.NOT_COMPARABLE:
             return f"not comparable: {v.method}"
         if v.low_pct is None or v.high_pct is None:
-            return f"no interval ({v.phrase()}): at least two rounds per side decide it"
-        interval = f"{v.change_pct:+.1f}% (95% CI {v.low_pct:+.1f}% to {v.high_pct:+.1f}%)"
+            return f"no interval ({v.phrase()}): an interval needs at least two rounds per side"
+        level = f"{100 * CONFIDENCE:g}%"
+        interval = f"{v.change_pct:+.1f}% ({level} CI {v.low_pct:+.1f}% to {v.high_pct:+.1f}%)"
         worse = "a drop" if self.figure == THROUGHPUT else "an increase"
         if self.outcome is Outcome.PASS:
             return f"{interval}: the interval rules out {worse} beyond {thr}"
@@ -183,14 +193,31 @@ def gate(
     return GateResult(config, load_key, figure, verdict, threshold, outcome, more)
 
 
+def not_carried(config: str, load_key: str, verdict: Verdict, thresholds: Thresholds) -> GateResult:
+    """A regression: the new side did not carry the load the baseline carried."""
+    return GateResult(
+        config,
+        load_key,
+        verdict.figure,
+        verdict,
+        thresholds.for_figure(verdict.figure),
+        Outcome.REGRESSION,
+        None,
+        "the new side did not carry the offered load the baseline carried (perf_analyzer fell "
+        "behind it on the new side only), so it could not serve what the baseline served",
+    )
+
+
 def exit_status(results: list[GateResult], differences: list[str]) -> int:
-    """2 when the runs or a figure are not comparable, else 1 on a regression, else 3 when a
-    figure is undecided, else 0 (``differences``: run-level reasons not to compare)."""
+    """2 when the runs are not comparable as a whole (``differences``), else 1 on a
+    regression, else 2 when a figure is not comparable, else 3 when one is undecided, else 0."""
     outcomes = {r.outcome for r in results}
-    if differences or Outcome.NOT_COMPARABLE in outcomes or not results:
+    if differences or not results:
         return EXIT_NOT_COMPARABLE
     if Outcome.REGRESSION in outcomes:
         return EXIT_REGRESSION
+    if Outcome.NOT_COMPARABLE in outcomes:
+        return EXIT_NOT_COMPARABLE
     if Outcome.UNDECIDED in outcomes:
         return EXIT_UNDECIDED
     return EXIT_PASS

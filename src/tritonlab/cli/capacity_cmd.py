@@ -48,7 +48,7 @@ def capacity(
     Example: tritonlab capacity sweep-out --target-load 20000 --p99-budget-ms 50 --json cap.json
     """
     from tritonlab.deploy.capacity_run import run_capacity
-    from tritonlab.report.capacity_text import COLUMNS, headline, markdown, notes, row_cells
+    from tritonlab.deploy.capacity_text import COLUMNS, headline, markdown, notes, row_cells
 
     with user_errors():
         report = run_capacity(run_dir, target_load, p99_budget_ms * 1000.0, config)

@@ -4,11 +4,13 @@ or not checkable, 3 undecided)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
+from rich.markup import escape
 
 from tritonlab.cli.common import (
+    _state,
     app,
     err,
     out,
@@ -20,6 +22,9 @@ from tritonlab.cli.common import (
 from tritonlab.cli.options import FreshOpt, ServerFlags, option_groups
 from tritonlab.cli.repository_options import RepositoryFlags
 from tritonlab.errors import ConfigError
+
+if TYPE_CHECKING:  # the analysis stack stays out of the command line's start-up
+    from tritonlab.analysis.check import CheckReport
 
 
 def _percent(text: str, flag: str) -> float:
@@ -121,19 +126,55 @@ def check(
     repository: RepositoryFlags,
 ) -> None:
     """Did serving get worse than a baseline, beyond a threshold and the noise? Exit 0: no;
-    1: a regression; 2: not comparable (says which difference) or not checkable; 3: undecided
-    (says about how many more rounds would decide it).
+    1: a regression; 2: not comparable (says which difference); 3: undecided (says about how
+    many more rounds would decide it); 4: could not check (a wrong path, a broken model).
 
     Example: tritonlab check new-run --against baseline-run --max-regression 5%;
     tritonlab check model_v2.onnx --against baseline-run --out check-out
     """
-    with user_errors(resume_hint(out_dir)):
+    try:
+        report = _check(**locals())
+    except (typer.Exit, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # an exit status of 1 would read as "a regression"
+        if _state["debug"]:
+            raise
+        err.print(
+            f"[bold red]error:[/] internal: {type(exc).__name__}: {escape(str(exc))} (rerun "
+            "with --debug for the traceback)",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(4) from None
+    raise typer.Exit(report.exit_status)
+
+
+def _check(
+    new: Path | None,
+    against: Path | None,
+    max_regression: str,
+    max_p99_increase: str,
+    expect_change: list[str] | None,
+    config: str,
+    out_dir: Path,
+    repeats: int | None,
+    max_repeats: int,
+    adaptive_budget_s: float | None,
+    window_ms: int | None,
+    markdown_file: Path | None,
+    junit_file: Path | None,
+    json_file: Path | None,
+    fresh: bool,
+    server: ServerFlags,
+    repository: RepositoryFlags,
+) -> CheckReport:
+    """The check itself; library errors exit 4 (could not check)."""
+    with user_errors(resume_hint(out_dir), code=4):
         from tritonlab.analysis.check import compare_stored
         from tritonlab.analysis.comparability import KINDS
         from tritonlab.analysis.gate import Thresholds
-        from tritonlab.experiments.run_folder import is_run_folder
+        from tritonlab.experiments.run_folder import require_run_folder
         from tritonlab.report.check_outputs import WRITERS
-        from tritonlab.run_layout import RunLayout
 
         if against is None:
             raise ConfigError("--against BASELINE_RUN is required: the run folder to compare with")
@@ -149,8 +190,7 @@ def check(
             )
         live_repo = repository.given(new)
         if new is not None and new.is_dir() and not live_repo:
-            if not is_run_folder(new) and not RunLayout(new).manifest.is_file():
-                raise ConfigError(f"{new}: not a tritonlab run folder; pass a run's --out folder")
+            require_run_folder(new)
             report = compare_stored(new, against, thresholds, expected)
         else:
             from tritonlab.pipeline.check import LiveCheck, run_live_check
@@ -185,4 +225,4 @@ def check(
         for note in report.notes:
             err.print(f"note: {note}", highlight=False, soft_wrap=True)
         err.print(report.headline, highlight=False, soft_wrap=True)
-    raise typer.Exit(report.exit_status)
+    return report

@@ -62,8 +62,8 @@ def _main(
 
 
 @contextlib.contextmanager
-def user_errors(hint: str = "") -> Iterator[None]:
-    """Library errors -> one line and exit 2; Ctrl-C -> one line and exit 130."""
+def user_errors(hint: str = "", code: int = 2) -> Iterator[None]:
+    """Library errors -> one line and exit ``code`` (2); Ctrl-C -> one line and exit 130."""
     try:
         yield
     except TritonlabError as exc:
@@ -73,7 +73,7 @@ def user_errors(hint: str = "") -> Iterator[None]:
         err.print(
             f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True, markup=True
         )
-        raise typer.Exit(2) from None
+        raise typer.Exit(code) from None
     except KeyboardInterrupt:
         if _state["debug"]:
             raise

@@ -189,7 +189,7 @@ def tune(
                 _say(
                     f"--load-trace: the offered load is the trace's ({trace.stats.words()}); "
                     "the goal is the lowest p99 among the configurations that keep to it "
-                    f"(serve within {KEPT_TO_PCT:g}% of its mean rate)"
+                    f"(serve at least {100 - KEPT_TO_PCT:g}% of its mean rate)"
                     + (" and hold the p99 budget" if p99_budget_ms is not None else "")
                 )
             goal = "latency"

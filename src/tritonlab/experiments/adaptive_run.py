@@ -73,6 +73,7 @@ class AdaptiveRun:
     # The open-loop rate of each (variant, load key) a fraction of the peak resolved to.
     rates: Mapping[tuple[str, str], float]
     planned: int = 0  # the plan's rounds: the first extra round is planned + 1 (from 1)
+    alternate: bool = False  # every other round in the reverse order (``planned_rounds``)
 
     def _load(self, variant: str, key: str) -> LoadPoint | None:
         """The load point a target's key names (a derived load at its variant's rate)."""
@@ -131,7 +132,9 @@ class AdaptiveRun:
         self.session.total += len(todo)  # progress counts the added cells
         measured: list[str] = []
         round_: Round = []
-        for model in self.models:
+        number = self.planned + len(load_records(RunLayout(self.run_dir).adaptive, AdaptiveRound))
+        order = self.models[::-1] if self.alternate and number % 2 else self.models
+        for model in order:
             mine = [(ld, r) for m, ld, r in todo if m is model]
             if mine:
                 round_.append((model, mine))

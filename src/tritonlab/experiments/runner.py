@@ -136,6 +136,7 @@ def run_experiment(
     cluster: ClusterOpener | None = None,
     models: list[RepositoryModel] | None = None,
     probes: bool = True,
+    alternate: bool = False,
 ) -> RunOutcome:
     """Measure every cell of ``plan`` not yet on disk; results go under ``run_dir``.
 
@@ -152,6 +153,8 @@ def run_experiment(
     (``pipeline/check.py`` serves two model files); the first is the one whose answers are
     checked, against ``info``, and each round measures them in this order. ``probes``: measure
     the serving-path probes behind the cost model (a check does not need them).
+    ``alternate``: reverse the configurations' order every other round (the classic engine;
+    the block engine shuffles), so no configuration always goes first.
     """
     started = time.monotonic()
     plan.validate(info.batched)
@@ -204,7 +207,7 @@ def run_experiment(
         measured = session.measured
         stopped, without_rate = _measure_passes(
             session, request, models, todo, finished, open_loop_rates, adaptive, time_budget_s,
-            probes,
+            probes, alternate,
         )  # fmt: skip
         if progress:
             progress(session.done, session.total, "done")
@@ -231,6 +234,7 @@ def _measure_passes(
     adaptive: AdaptiveRepeats | None,
     time_budget_s: float | None,
     probes: bool = True,
+    alternate: bool = False,
 ) -> tuple[str | None, list[str]]:
     """Measure the direct loads, then the loads at a fraction of the peak, the serving path,
     the adaptive rounds and the operator profile, each only while nothing stopped the run.
@@ -244,7 +248,7 @@ def _measure_passes(
     rates: Mapping[tuple[str, str], float] = {}  # the derived loads' rates, read once
 
     def measure_pass(loads_of: Callable[[RepositoryModel], list[LoadPoint]]) -> str | None:
-        rounds = planned_rounds(plan.repeats, models, loads_of, finished)
+        rounds = planned_rounds(plan.repeats, models, loads_of, finished, alternate)
         return None if session.measure_rounds(rounds, []) else over_budget
 
     stopped = measure_pass(lambda model: direct_loads)
@@ -263,7 +267,7 @@ def _measure_passes(
     if stopped is None and adaptive is not None:
         AdaptiveRun(
             session, adaptive, request.run_dir, models, direct_loads, derived_loads, rates,
-            plan.repeats,
+            plan.repeats, alternate,
         ).run()  # fmt: skip
         if session.over_budget():
             stopped = over_budget
@@ -295,13 +299,15 @@ def planned_rounds(
     models: Sequence[RepositoryModel],
     loads_of: Callable[[RepositoryModel], list[LoadPoint]],
     finished: set[str],
+    alternate: bool = False,
 ) -> list[Round]:
     """The planned rounds still to measure, interleaved: every model's unfinished cells of
-    round 1, then of round 2, ...; rounds with nothing left are dropped."""
+    round 1, then of round 2, ...; rounds with nothing left are dropped. ``alternate``: every
+    other round takes the models in reverse order."""
     rounds: list[Round] = []
     for repeat in range(repeats):
         round_: Round = []
-        for model in models:
+        for model in reversed(models) if alternate and repeat % 2 else models:
             name = model.variant.name
             cells = [
                 (ld, repeat) for ld in loads_of(model) if cell_id(name, ld, repeat) not in finished

@@ -18,6 +18,7 @@ model is compared as two stored runs instead).
 from __future__ import annotations
 
 import shutil
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -26,25 +27,31 @@ from tritonlab.analysis.check import (
     CANDIDATE_SIDE,
     CheckReport,
     compare_live,
+    variant_changes,
 )
+from tritonlab.analysis.comparability import input_signature
 from tritonlab.analysis.gate import Thresholds, precision_targets
 from tritonlab.errors import ConfigError
 from tritonlab.experiments.adaptive_run import AdaptiveRepeats
+from tritonlab.experiments.blocks import ENGINE_BLOCKS
 from tritonlab.experiments.manifest import Manifest
-from tritonlab.experiments.opening import model_sha256
+from tritonlab.experiments.opening import check_resume, model_sha256, plan_fingerprint
 from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.experiments.run_folder import claim, discard_results, is_run_folder
 from tritonlab.experiments.runner import run_experiment
 from tritonlab.experiments.session import ProgressCallback
 from tritonlab.experiments.store import load_cells, load_manifest, write_result
+from tritonlab.experiments.trace_loads import install_traces
 from tritonlab.models.inputs import derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.paths import portable_path
+from tritonlab.perf.trace import read_trace
 from tritonlab.pipeline.project import load_model_info
 from tritonlab.report.check_outputs import markdown
 from tritonlab.repository.config import MODEL_FILENAME
-from tritonlab.repository.layout import MODEL_VERSION, add_model
+from tritonlab.repository.layout import MODEL_VERSION, add_model, place_model_file
 from tritonlab.repository.user_repo import baseline_variant, read_repository_model, read_user_model
+from tritonlab.repository.variants import MODEL_NAME_RE
 from tritonlab.run_layout import RunLayout
 from tritonlab.server.launch import ServerOptions
 
@@ -64,7 +71,8 @@ class LiveCheck:
 
 
 def _served_name(baseline_run: Path, config: str, plan: ExperimentPlan) -> str:
-    """The name the baseline run served ``config`` under (from its cells)."""
+    """The name the baseline run served ``config`` under (from its cells: it becomes a path,
+    so it must be one plain model name)."""
     names = [v.name for v in plan.variants]
     if config not in names:
         raise ConfigError(
@@ -73,7 +81,13 @@ def _served_name(baseline_run: Path, config: str, plan: ExperimentPlan) -> str:
         )
     for cell in load_cells(baseline_run):
         if cell.variant.name == config:
-            return cell.perf.settings.model_name
+            name = cell.perf.settings.model_name
+            if not MODEL_NAME_RE.fullmatch(name):
+                raise ConfigError(
+                    f"{baseline_run}: configuration {config!r} was served as {name!r}, not a "
+                    "model name; is this a tritonlab run folder?"
+                )
+            return name
     raise ConfigError(f"{baseline_run}: configuration {config!r} has no measured cell")
 
 
@@ -87,29 +101,20 @@ def _single(info: OnnxModelInfo, what: str) -> OnnxModelInfo:
     return info
 
 
-def _candidate_repository(layout: RunLayout, new_onnx: Path, config_file: Path, name: str) -> Path:
-    """``candidate/<name>/``: the baseline's config with the new ONNX file (linked or copied)."""
-    folder = layout.candidate / name
+def _candidate_repository(root: Path, new_onnx: Path, config_file: Path, name: str) -> Path:
+    """``root/<name>/``: the baseline's config with the new ONNX file (linked or copied);
+    returns ``root``, a repository to read the new side from."""
+    folder = root / name
     if folder.exists():
-        if not is_run_folder(layout.root):
-            raise ConfigError(
-                f"{layout.root} holds a candidate/ folder tritonlab did not make; pass another "
-                "--out"
-            )
         shutil.rmtree(folder)  # ours: rewritten from its sources on every run
     (folder / MODEL_VERSION).mkdir(parents=True)
     shutil.copyfile(config_file, folder / "config.pbtxt")
-    target = folder / MODEL_VERSION / MODEL_FILENAME
-    try:
-        target.hardlink_to(new_onnx)
-    except OSError:
-        shutil.copyfile(new_onnx, target)
-    return layout.candidate
+    place_model_file(new_onnx, folder / MODEL_VERSION / MODEL_FILENAME)
+    return root
 
 
 def _inputs_differ(a: OnnxModelInfo, b: OnnxModelInfo) -> list[str]:
-    ta = [(t.name, t.triton_dtype, tuple(t.dims)) for t in a.inputs]
-    tb = [(t.name, t.triton_dtype, tuple(t.dims)) for t in b.inputs]
+    ta, tb = input_signature(a.inputs), input_signature(b.inputs)
     if ta != tb:
         return [f"model inputs: {ta} (baseline) vs {tb} (new)"]
     if a.batched != b.batched:
@@ -117,69 +122,42 @@ def _inputs_differ(a: OnnxModelInfo, b: OnnxModelInfo) -> list[str]:
     return []
 
 
-def run_live_check(
-    check: LiveCheck,
-    thresholds: Thresholds,
-    options: ServerOptions,
-    new_onnx: Path | None = None,
-    new_repository: tuple[Path, str] | None = None,
-    progress: ProgressCallback | None = None,
-) -> CheckReport:
-    """Measure the new model (``new_onnx``, or ``new_repository``'s (root, model)) against the
-    baseline run's model, interleaved, and put the figures through the gate."""
-    base = Manifest.from_dict(load_manifest(check.baseline_run))
-    plan = base.plan
-    served = _served_name(check.baseline_run, check.config, plan)
-    models_dir = RunLayout(check.baseline_run).models
-    old_info = _single(read_repository_model(models_dir, served), f"{check.baseline_run}'s model")
-    layout = RunLayout(check.out_dir)
-    new_label = str(new_onnx) if new_onnx is not None else ""
-    if new_onnx is not None:  # checked before anything is written
-        if not new_onnx.is_file():
-            raise ConfigError(f"{new_onnx}: not a file; pass the new model's ONNX file")
-        differ = _inputs_differ(old_info, load_model_info(new_onnx))  # the graph's own inputs
-        if differ:
-            return CheckReport("live", str(check.baseline_run), new_label, thresholds, [], differ)
-    elif new_repository is not None:
-        root, name = new_repository
-        new_info, new_label = read_repository_model(root, name), f"{root}/{name}"
-    else:
-        raise ConfigError("give the new model: an ONNX file, or --repository DIR --model NAME")
-    if check.fresh:
-        discard_results(check.out_dir)
-    check.out_dir.mkdir(parents=True, exist_ok=True)
-    claim(check.out_dir)
-    if new_onnx is not None:
-        root = _candidate_repository(layout, new_onnx, models_dir / served / "config.pbtxt", served)
-        new_info = read_repository_model(root, served)
-    new_info = _single(new_info, new_label)
-    differ = _inputs_differ(old_info, new_info)
-    if differ:
-        return CheckReport("live", str(check.baseline_run), new_label, thresholds, [], differ)
-    assert old_info.source is not None and new_info.source is not None
-    old_sha, new_sha = model_sha256(old_info), model_sha256(new_info)
-    old_config = read_user_model(old_info.source.root, old_info.source.model).config
-    new_config = read_user_model(new_info.source.root, new_info.source.model).config
+def _apart(out_dir: Path, baseline_run: Path) -> None:
+    """Refuse an ``--out`` that is the baseline run, inside it or around it: the check writes
+    its folder, and the baseline is only read."""
+    out, base = out_dir.resolve(), baseline_run.resolve()
+    if out == base or base in out.parents or out in base.parents:
+        raise ConfigError(
+            f"--out {out_dir}: the baseline run {baseline_run} is only read; give the check a "
+            "folder of its own, outside it"
+        )
+
+
+def _check_plan(
+    check: LiveCheck, plan: ExperimentPlan, served: str, old: OnnxModelInfo, new: OnnxModelInfo
+) -> tuple[ExperimentPlan, str]:
+    """The check's plan (the baseline's configuration twice, its loads and settings) and the
+    new side's label."""
+    assert old.source is not None and new.source is not None
+    old_sha, new_sha = model_sha256(old), model_sha256(new)
+    old_config = read_user_model(old.source.root, old.source.model).config
+    new_config = read_user_model(new.source.root, new.source.model).config
     old_variant = replace(
-        baseline_variant(old_config, old_info.source.tuned_backend),
+        baseline_variant(old_config, old.source.tuned_backend),
         name=BASELINE_SIDE,
         description=f"baseline run's {check.config} (model {old_sha[:12]})",
     )
     new_variant = replace(
-        baseline_variant(new_config, new_info.source.tuned_backend),
+        baseline_variant(new_config, new.source.tuned_backend),
         name=CANDIDATE_SIDE,
         description=f"new model (model {new_sha[:12]})",
     )
     loads = tuple(ld for ld in plan.loads if ld.peak_fraction is None)
-    changed = [
-        f"{k} {v} -> {new_variant.to_dict().get(k)}"
-        for k, v in old_variant.to_dict().items()
-        if k not in ("name", "description") and v != new_variant.to_dict().get(k)
-    ]
+    changed = variant_changes(old_variant, new_variant)
     notes: tuple[str, ...] = (
         f"The baseline is {portable_path(check.baseline_run, check.out_dir)}'s configuration "
         f"{check.config!r}, served as its models/{served}/ holds it (model files sha256 "
-        f"{old_sha[:12]}); the new side is {new_label} (sha256 {new_sha[:12]}); its "
+        f"{old_sha[:12]}); the new side's model files have sha256 {new_sha[:12]}; its "
         f"configuration differs in: {', '.join(changed) or 'nothing tritonlab varies'}.",
     )
     measurement = plan.measurement
@@ -191,6 +169,11 @@ def run_live_check(
         measurement = replace(measurement, measurement_interval_ms=check.window_ms)
     if len(loads) < len(plan.loads):
         notes += ("Loads at a fraction of the peak were left out (their rate is per model).",)
+    if measurement.engine != ENGINE_BLOCKS:
+        notes += (
+            "Each round measures the two sides in turn, the order reversed every other round "
+            "(new, baseline; baseline, new; ...), so neither side always goes first.",
+        )
     check_plan = ExperimentPlan(
         model_name=plan.model_name,
         variants=(old_variant, new_variant),
@@ -199,12 +182,76 @@ def run_live_check(
         measurement=measurement,
         notes=notes,
     )
+    return check_plan, new_sha
+
+
+def run_live_check(
+    check: LiveCheck,
+    thresholds: Thresholds,
+    options: ServerOptions,
+    new_onnx: Path | None = None,
+    new_repository: tuple[Path, str] | None = None,
+    progress: ProgressCallback | None = None,
+) -> CheckReport:
+    """Measure the new model (``new_onnx``, or ``new_repository``'s (root, model)) against the
+    baseline run's model, interleaved, and put the figures through the gate. Everything is
+    checked before anything is written: the paths, the new model, the inputs, and that
+    ``--out`` holds no other run (its plan fingerprint)."""
+    _apart(check.out_dir, check.baseline_run)
+    base = Manifest.from_dict(load_manifest(check.baseline_run))
+    plan = base.plan
+    served = _served_name(check.baseline_run, check.config, plan)
+    base_layout, layout = RunLayout(check.baseline_run), RunLayout(check.out_dir)
+    old_info = _single(
+        read_repository_model(base_layout.models, served), f"{check.baseline_run}'s model"
+    )
+    traces = [read_trace(base_layout.trace_csv(ld.trace.name)) for ld in plan.loads if ld.trace]
+    with tempfile.TemporaryDirectory(prefix="tritonlab-check-") as scratch:
+        if new_onnx is not None:
+            if not new_onnx.is_file():
+                raise ConfigError(f"{new_onnx}: not a file; pass the new model's ONNX file")
+            new_label = str(new_onnx)
+            differ = _inputs_differ(old_info, load_model_info(new_onnx))  # the graph's own
+            if differ:
+                return CheckReport(
+                    "live", str(check.baseline_run), new_label, thresholds, [], differ
+                )
+            config_file = base_layout.models / served / "config.pbtxt"
+            root = _candidate_repository(Path(scratch), new_onnx, config_file, served)
+            new_info = read_repository_model(root, served)
+        elif new_repository is not None:
+            root, name = new_repository
+            new_info, new_label = read_repository_model(root, name), f"{root}/{name}"
+        else:
+            raise ConfigError("give the new model: an ONNX file, or --repository DIR --model NAME")
+        new_info = _single(new_info, new_label)
+        differ = _inputs_differ(old_info, new_info)
+        if differ:
+            return CheckReport("live", str(check.baseline_run), new_label, thresholds, [], differ)
+        check_plan, new_sha = _check_plan(check, plan, served, old_info, new_info)
+        inputs = base.inputs or derive_inputs(new_info)
+        if not check.fresh:  # another run's folder is refused before anything is written
+            check_resume(check.out_dir, plan_fingerprint(check_plan, new_sha, inputs))
+    if check.fresh:
+        discard_results(check.out_dir)
+    check.out_dir.mkdir(parents=True, exist_ok=True)
+    claim(check.out_dir)
+    if not is_run_folder(check.out_dir):
+        raise ConfigError(
+            f"--out {check.out_dir} holds files tritonlab did not make; give the check its own "
+            "folder"
+        )
+    if new_onnx is not None:
+        config_file = base_layout.models / served / "config.pbtxt"
+        root = _candidate_repository(layout.candidate, new_onnx, config_file, served)
+        new_info = _single(read_repository_model(root, served), new_label)
+    install_traces(check.out_dir, traces)
+    old_variant, new_variant = check_plan.variants
     repo = layout.models
     built = [
         add_model(repo, new_info, plan.model_name, new_variant),
         add_model(repo, old_info, plan.model_name, old_variant),
     ]
-    inputs = base.inputs or derive_inputs(new_info)
 
     def undecided() -> tuple[list[tuple[str, str]], list[str]]:
         wide = precision_targets(
@@ -233,6 +280,7 @@ def run_live_check(
         inputs=inputs,
         models=built,
         probes=False,
+        alternate=True,
     )
     report = compare_live(check.out_dir, check.baseline_run, new_label, thresholds, check.config)
     write_result(layout.check, report.to_dict())

@@ -23,6 +23,7 @@ from tritonlab.experiments.blocks import (
     ENGINES,
 )
 from tritonlab.experiments.manifest import SweepEntry, available_cores
+from tritonlab.experiments.opening import check_resume, model_sha256, plan_fingerprint
 from tritonlab.experiments.plan import (
     ExperimentPlan,
     MeasurementSettings,
@@ -283,13 +284,15 @@ def run_project(
     if plan.loads and plan.loads[0].sequence_length is not None:
         # the reference load's length is what the profile, timings and check use too
         inputs = with_dynamic_dim(inputs, info, plan.loads[0].sequence_length)
-    if fresh:
-        discard_results(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    claim(run_dir)
     missing = plan_traces_missing(plan, traces)
     if missing:
         raise ConfigError(f"the plan replays trace(s) {', '.join(missing)}: give their files")
+    if fresh:
+        discard_results(run_dir)
+    elif traces:  # another run's folder is refused before its trace files are overwritten
+        check_resume(run_dir, plan_fingerprint(plan, model_sha256(info), inputs))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    claim(run_dir)
     install_traces(run_dir, traces)
     set_aside_cells(run_dir, controls.remeasure)
     adaptive = None

@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 
 from tritonlab.analysis.check import CheckReport
 from tritonlab.analysis.gate import Outcome
+from tritonlab.analysis.verdicts import CONFIDENCE
 
 _MARK = {
     Outcome.PASS: "pass",
@@ -38,7 +39,7 @@ def markdown(report: CheckReport) -> str:
         f"- baseline: `{report.baseline}`",
         f"- new: `{report.new}`",
         f"- thresholds: throughput may drop by {t.max_regression_pct:g}%, p99 may rise by "
-        f"{t.max_p99_increase_pct:g}%, beyond the noise (95% intervals)",
+        f"{t.max_p99_increase_pct:g}%, beyond the noise ({100 * CONFIDENCE:g}% intervals)",
         f"- rounds: {report.rounds}",
         "",
     ]

@@ -63,12 +63,14 @@ def trace_section(loads: Sequence[LoadPoint], cells: Sequence[CellResult]) -> li
         "(`--request-intervals`, async requests), looping over it; every measurement window "
         "holds whole cycles of the trace, so a window that keeps to it carries the trace's "
         "mean rate. The achieved rate is perf_analyzer's throughput over its windows divided by "
-        f"the client batch size; it *kept to* the trace when within {KEPT_TO_PCT:g}% of the "
-        "trace's mean rate. Falling short means perf_analyzer could not send on schedule (it "
+        "the client batch size; it *kept to* the trace when at least "
+        f"{100 - KEPT_TO_PCT:g}% of the trace's mean rate. Falling short means perf_analyzer "
+        "could not send on schedule (it "
         "warns that it could not keep up) or the server answered slower than requests came. "
         "A configuration's figures are compared with another's under the trace only where "
-        f"perf_analyzer sent at most {KEPT_TO_PCT:g}% of the requests late and kept within "
-        f"{KEPT_TO_PCT:g}% of the rate its interval file schedules (else: not comparable).",
+        f"perf_analyzer sent at most {KEPT_TO_PCT:g}% of the requests late and carried at "
+        f"least {100 - KEPT_TO_PCT:g}% of the rate its interval file schedules (else: not "
+        "comparable).",
         "",
     ]
     for load in traced:

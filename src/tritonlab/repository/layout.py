@@ -32,7 +32,7 @@ class RepositoryModel:
         return self.folder / "config.pbtxt"
 
 
-def _place_model_file(source: Path, target: Path) -> None:
+def place_model_file(source: Path, target: Path) -> None:
     """Hard-link the ONNX file when possible (large models), else copy it."""
     if target.exists():
         if target.stat().st_size == source.stat().st_size and (
@@ -58,7 +58,7 @@ def add_model(
     folder = repo_dir / served_name
     config = build_model_config(info, variant, served_name)
     (folder / MODEL_VERSION).mkdir(parents=True, exist_ok=True)
-    _place_model_file(info.path, folder / MODEL_VERSION / MODEL_FILENAME)
+    place_model_file(info.path, folder / MODEL_VERSION / MODEL_FILENAME)
     write_config(config, folder / "config.pbtxt")
     return RepositoryModel(served_name, variant, folder)
 
