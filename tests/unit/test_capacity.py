@@ -222,3 +222,16 @@ def test_deploy_without_a_budget_keeps_the_median_sizing(tmp_path: Path) -> None
     (hpa,) = [d for d in yaml.safe_load_all((tmp_path / "hpa.yaml").read_text()) if d]
     assert hpa["spec"]["minReplicas"] == math.ceil(20000 / pick.throughput_infer_per_s)
     assert "tritonlab/capacity-rule" not in hpa["metadata"]["annotations"]
+
+
+def test_a_capacity_at_the_highest_load_measured_is_a_lower_bound_and_says_so() -> None:
+    from tritonlab.deploy.capacity_run import run_capacity
+    from tritonlab.deploy.capacity_text import notes
+
+    report = run_capacity(EXAMPLES / "simple_mlp_sweep", 20000.0, 50_000.0, None)
+    row = report.rows[0]
+    assert row.capacity.point is not None
+    loads = [p for p in row.capacity.points if p.load_key.startswith("grpc_b1_c")]
+    top = max(loads, key=lambda p: int(p.load_key.rsplit("_c", 1)[1]))
+    assert row.capacity.at_least == (row.capacity.point.load_key == top.load_key)
+    assert any("at least this much" in n for n in notes(report)) == row.capacity.at_least

@@ -217,6 +217,10 @@ class Capacity(Record):
     points: tuple[PointCapacity, ...]
     load_words: str  # the kind of load the capacity stands on
     rule: str = P99_RULE
+    # the kinds of load left out because perf_analyzer did not keep to them (their words)
+    dropped: tuple[str, ...] = ()
+    # the chosen point is the highest load measured: the replica may carry more
+    at_least: bool = False
 
     @property
     def throughput_infer_per_s(self) -> float | None:
@@ -278,6 +282,7 @@ def capacity_of(summaries: Sequence[VariantSummary], budget_us: float | None) ->
         raise ConfigError(f"--p99-budget-ms must be positive, got {budget_us / 1000:g}")
     usable = [s for s in summaries if not s.load_generator_fell_behind]
     present = {load_kind(s).name for s in usable}
+    dropped = sorted({load_kind(s).words for s in summaries if load_kind(s).name not in present})
     alone = next((k for k in LOAD_KINDS if k.alone and k.name in present), None)
     chosen = [s for s in usable if load_kind(s) is alone] if alone else usable
     points = tuple(p for s in chosen if (p := point_capacity(s, budget_us)) is not None)
@@ -285,6 +290,7 @@ def capacity_of(summaries: Sequence[VariantSummary], budget_us: float | None) ->
     best = max(counted, key=lambda p: p.throughput_infer_per_s, default=None)
     words = sorted({p.load_words for p in points})
     first = summaries[0]
+    highest = max(chosen, key=_offered, default=None)
     return Capacity(
         config_key=str(next(iter(keys))),
         variant=first.variant.name,
@@ -293,7 +299,21 @@ def capacity_of(summaries: Sequence[VariantSummary], budget_us: float | None) ->
         point=best,
         points=points,
         load_words=best.load_words if best else " or ".join(words),
+        dropped=tuple(dropped),
+        at_least=best is not None
+        and highest is not None
+        and best.load_key == highest.load_key
+        and _offered(highest) > 0,
     )
+
+
+def _offered(summary: VariantSummary) -> float:
+    """How much load a closed- or open-loop point offered, to find the highest measured (0
+    for a trace: its load is the trace's, no other point of it is higher)."""
+    s = summary.settings
+    if s.request_intervals is not None:
+        return 0.0
+    return float(s.request_rate_per_s or s.concurrency or 0)
 
 
 def capacities(summaries: Sequence[VariantSummary], budget_us: float | None) -> list[Capacity]:

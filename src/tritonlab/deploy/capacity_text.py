@@ -68,8 +68,20 @@ def notes(report: CapacityReport) -> list[str]:
         if row.replicas is not None:
             lines.append(f"{row.capacity.config_key}: {row.replicas.words}.")
     for row in report.rows:
-        if row.capacity.point is None:
-            lines.append(f"{row.capacity.config_key}: {row.capacity.why_none()}.")
+        c = row.capacity
+        if c.point is None:
+            lines.append(f"{c.config_key}: {c.why_none()}.")
+        if c.dropped:
+            lines.append(
+                f"{c.config_key}: its load points {' and '.join(c.dropped)} were left out "
+                "(perf_analyzer did not keep to that load), so the capacity stands on the others."
+            )
+        if c.at_least:
+            lines.append(
+                f"{c.config_key}: the chosen point is the highest load measured and its p99 "
+                "holds, so a replica carries at least this much; measure higher loads to find "
+                "where the budget breaks."
+            )
     if any(row.capacity.point is not None and row.capacity.load_words == TRACE_WORDS
            for row in report.rows):  # fmt: skip
         lines.append(
