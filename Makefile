@@ -4,7 +4,7 @@ OUT ?= demo-out
 SWEEP_OUT ?= sweep-out
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo test unit rerender-check kernel-test gpu-check lint adapter-bench ma-bench ma-pipeline-bench resolution-bench aa-bench clean sweep pipeline-example
+.PHONY: trace-example setup demo test unit rerender-check kernel-test gpu-check lint adapter-bench ma-bench ma-pipeline-bench resolution-bench aa-bench clean sweep pipeline-example
 
 setup:
 	bash scripts/setup.sh $(VENV)
@@ -56,6 +56,12 @@ pipeline-example: setup
 	$(VENV)/bin/tritonlab run --repository $(PIPE)_repo --model cnn --out $(PIPE)_cnn $(PIPE_ROUNDS)
 	$(VENV)/bin/tritonlab tune --repository $(PIPE)_repo --model pipeline --out $(PIPE)_tune \
 		--time-budget 400
+
+# Replayed traffic (issue 24): a bursty trace, tune at a fixed concurrency and under the trace,
+# both picks (with the runner-ups and the start) re-measured under both loads, SUMMARY.md
+# (about 30 minutes on 2 cores; re-run to resume).
+trace-example: setup
+	$(PY) scripts/trace_example.py --out examples/simple_mlp_trace
 
 test:
 	TRITONLAB_TEST_TOOLS=1 bash scripts/setup.sh $(VENV)
