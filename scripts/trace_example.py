@@ -213,12 +213,13 @@ def render(out: Path) -> str:
         lines += ["", *_why(rows, label), ""]
     same = _knobs(fixed) == _knobs(traced)
     lines.append(
-        "**The two tunes picked the same configuration**"
+        "**The two tunes picked the same configuration** (the first row): under this trace "
+        "the fixed-concurrency search and the search under the trace agree; the rows below it "
+        "show what the others do under each load."
         if same
-        else "**The two tunes picked different configurations**"
+        else "**The two tunes picked different configurations**: the first two rows."
     )
     lines += [
-        "",
         "",
         "A fixed concurrency never has more requests in flight than the concurrency, so no "
         "burst can queue more than that; a replayed trace sends on its own schedule whatever "

@@ -204,14 +204,12 @@ def test_a_plan_file_replays_its_traces(tmp_path: Path) -> None:
         load_plan(tmp_path / "bad.yaml")
 
 
-def test_a_replay_falls_behind_only_when_many_requests_were_late_or_the_rate_was_missed() -> None:
+def test_a_replay_falls_behind_only_when_many_requests_were_late() -> None:
     from tritonlab.perf.trace import delayed_pct, replay_fell_behind
 
     few = ["Perf Analyzer was not able to keep up with the desired request rate. 3.99% of the "
            "requests were delayed."]  # fmt: skip
     many = [few[0].replace("3.99%", "12.5%")]
     assert delayed_pct(few) == 3.99 and delayed_pct([]) == 0.0
-    assert not replay_fell_behind(1001.4, 1, 989.0, few)  # on rate, a few late
-    assert replay_fell_behind(1001.4, 1, 989.0, many)  # many late
-    assert replay_fell_behind(900.0, 1, 989.0, [])  # 9% short of the schedule
-    assert not replay_fell_behind(1978.0, 2, 989.0, [])  # batch 2: 989 requests/s
+    assert not replay_fell_behind(few) and not replay_fell_behind([])
+    assert replay_fell_behind(many)

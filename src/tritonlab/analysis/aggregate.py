@@ -46,22 +46,12 @@ class VariantSummary:
     @property
     def load_generator_fell_behind(self) -> bool:
         """perf_analyzer said, in some repeat, that it could not keep up the requested rate;
-        under a replayed trace, it sent more than a few requests late or missed the trace's
-        rate (``perf.trace.replay_fell_behind``)."""
+        under a replayed trace, that it sent more than a few requests late
+        (``perf.trace.replay_fell_behind``)."""
         if self.settings.request_intervals is not None:
             from tritonlab.perf.trace import replay_fell_behind
 
-            return any(
-                replay_fell_behind(
-                    c.perf.measurement.throughput_infer_per_s,
-                    self.settings.batch_size,
-                    c.perf.measurement.request_rate_per_s,
-                    list(c.perf.warnings),
-                )
-                if c.perf.measurement is not None
-                else True
-                for c in self.cells
-            )
+            return any(replay_fell_behind(list(c.perf.warnings)) for c in self.cells)
         return any(FELL_BEHIND in w for c in self.cells for w in c.perf.warnings)
 
     @property
@@ -267,6 +257,13 @@ def why_not_comparable(a: VariantSummary, b: VariantSummary) -> str | None:
     if differences:
         return "; ".join(differences)
     if a.load_generator_fell_behind or b.load_generator_fell_behind:
+        if a.settings.request_intervals is not None:
+            from tritonlab.perf.trace import KEPT_TO_PCT
+
+            return (
+                f"perf_analyzer sent more than {KEPT_TO_PCT:g}% of the requests late in a "
+                "repeat: it did not keep to the trace"
+            )
         return "perf_analyzer did not keep up the offered rate"
     return None
 

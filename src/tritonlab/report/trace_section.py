@@ -68,9 +68,9 @@ def trace_section(loads: Sequence[LoadPoint], cells: Sequence[CellResult]) -> li
         "could not send on schedule (it "
         "warns that it could not keep up) or the server answered slower than requests came. "
         "A configuration's figures are compared with another's under the trace only where "
-        f"perf_analyzer sent at most {KEPT_TO_PCT:g}% of the requests late and carried at "
-        f"least {100 - KEPT_TO_PCT:g}% of the rate its interval file schedules (else: not "
-        "comparable).",
+        f"perf_analyzer sent at most {KEPT_TO_PCT:g}% of the requests late in every repeat "
+        "(what it sent is the offered load; completions short of the trace's rate are the "
+        "server's result, and show in the throughput and latency).",
         "",
     ]
     for load in traced:
