@@ -167,6 +167,7 @@ def test_cli_exit_codes_and_outputs(tmp_path: Path) -> None:
     for bad in (
         ["check", str(RERUN)],  # no --against
         ["check", str(RERUN), "--against", str(MLP), "--max-regression", "five"],
+        ["check", str(RERUN), "--against", str(MLP), "--max-regression", "0%"],
         ["check", str(RERUN), "--against", str(MLP), "--expect-change", "weather"],
         ["check", str(tmp_path), "--against", str(MLP)],  # not a run folder
     ):

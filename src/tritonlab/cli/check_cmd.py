@@ -3,6 +3,7 @@ or not checkable, 3 undecided)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -27,14 +28,16 @@ if TYPE_CHECKING:  # the analysis stack stays out of the command line's start-up
     from tritonlab.analysis.check import CheckReport
 
 
-def _percent(text: str, flag: str) -> float:
-    """``5%`` or ``5`` -> 5.0; a one-line error for anything else."""
+def _percent(text: str, flag: str, below: float | None = None) -> float:
+    """``5%`` or ``5`` -> 5.0; a one-line error for anything else. Zero is refused: no interval
+    of a measured change lies wholly above -0%, so such a gate could never pass."""
     try:
         value = float(text.strip().removesuffix("%"))
     except ValueError:
         raise ConfigError(f"{flag} {text!r}: give a percentage, e.g. 5%") from None
-    if not 0 <= value < 100:
-        raise ConfigError(f"{flag} {text!r}: give a percentage from 0% to below 100%")
+    if not math.isfinite(value) or value <= 0 or (below is not None and value >= below):
+        limit = f" and below {below:g}%" if below is not None else ""
+        raise ConfigError(f"{flag} {text!r}: give a percentage above 0%{limit}")
     return value
 
 
@@ -179,7 +182,7 @@ def _check(
         if against is None:
             raise ConfigError("--against BASELINE_RUN is required: the run folder to compare with")
         thresholds = Thresholds(
-            _percent(max_regression, "--max-regression"),
+            _percent(max_regression, "--max-regression", below=100.0),
             _percent(max_p99_increase, "--max-p99-increase"),
         )
         expected = set(expect_change or [])
