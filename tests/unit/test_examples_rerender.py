@@ -19,7 +19,14 @@ from tritonlab.report.build import build_report
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 COVERED = ("simple_mlp", "simple_mlp_sweep", "resnet18_cnn_tune", "simple_mlp_backends")
 if os.environ.get("TRITONLAB_ALL_EXAMPLES") == "1":  # make rerender-check
-    COVERED = tuple(sorted(p.name for p in EXAMPLES.iterdir() if (p / "results").is_dir()))
+    COVERED = tuple(  # every run folder, also those an example holds several of
+        sorted(
+            p.parent.relative_to(EXAMPLES).as_posix()
+            for pattern in ("*/results", "*/*/results")
+            for p in EXAMPLES.glob(pattern)
+            if p.is_dir()
+        )
+    )
 
 
 def differing_files(example: Path, work: Path) -> list[str]:
