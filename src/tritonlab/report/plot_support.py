@@ -188,12 +188,21 @@ def per_configuration_rows(
     return rows
 
 
+LABEL_WRAP_CHARS = 60  # a longer row label is wrapped onto lines of at most 48 characters
+
+
 def row_label(s: VariantSummary, rows: list[VariantSummary]) -> str:
-    """A row's label: the description, plus protocol, batch and load when rows differ in load."""
-    if len({r.load_key for r in rows}) == 1:
-        return s.variant.description
-    proto = PROTOCOL_NAMES[s.settings.protocol]
-    return f"{s.variant.description} · {proto} b{s.settings.batch_size} {load_short(s)}"
+    """A row's label: the description, plus protocol, batch and load when rows differ in load;
+    a long one wrapped (a plan's own descriptions can be a sentence)."""
+    label = s.variant.description
+    if len({r.load_key for r in rows}) > 1:
+        proto = PROTOCOL_NAMES[s.settings.protocol]
+        label = f"{label} · {proto} b{s.settings.batch_size} {load_short(s)}"
+    if len(label) > LABEL_WRAP_CHARS:
+        import textwrap
+
+        return textwrap.fill(label, 48)
+    return label
 
 
 def curves(

@@ -94,7 +94,8 @@ def plot_batch_sizes(data: PlotData, path: Path) -> Path | None:
         for s in rows
     ]
     labels = [f"{row_label(s, rows)} (mean {s.mean_batch.median or 0:.1f})" for s in rows]
-    with new_figure(max(8.0, 4.5 + 0.7 * len(bins)), 1.8 + 0.45 * len(rows)) as fig:
+    lines = sum(label.count("\n") + 1 for label in labels)
+    with new_figure(max(8.0, 4.5 + 0.7 * len(bins)), 1.8 + 0.45 * max(len(rows), lines)) as fig:
         ax = fig.add_subplot()
         image = ax.imshow(shares, cmap="Blues", vmin=0, vmax=100, aspect="auto")
         for r, row in enumerate(shares):
