@@ -15,6 +15,7 @@ Two ways to get the figures, one report:
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,11 @@ from typing import Any
 from tritonlab.analysis.aggregate import VariantSummary, compare_figure, summarise
 from tritonlab.analysis.comparability import manifest_differences, split_differences
 from tritonlab.analysis.gate import (
+    EXIT_ERROR,
+    EXIT_NOT_COMPARABLE,
+    EXIT_PASS,
+    EXIT_REGRESSION,
+    EXIT_UNDECIDED,
     LATENCY_P99,
     THROUGHPUT,
     GateResult,
@@ -42,11 +48,11 @@ CANDIDATE_SIDE = "candidate"
 FIGURES = ((THROUGHPUT, "throughput"), (LATENCY_P99, "latency_p99"))
 
 EXIT_MEANINGS = {
-    0: "no regression beyond the thresholds and the noise",
-    1: "a regression beyond its threshold",
-    2: "not comparable",
-    3: "undecided within the rounds measured",
-    4: "could not check",
+    EXIT_PASS: "no regression beyond the thresholds and the noise",
+    EXIT_REGRESSION: "a regression beyond its threshold",
+    EXIT_NOT_COMPARABLE: "not comparable",
+    EXIT_UNDECIDED: "undecided within the rounds measured",
+    EXIT_ERROR: "could not check",
 }
 
 
@@ -66,16 +72,15 @@ class CheckReport:
 
     @property
     def exit_status(self) -> int:
-        """0 pass, 1 regression, 2 not comparable, 3 undecided (``gate.exit_status``)."""
+        """0 pass, 1 regression, 2 not comparable, 3 undecided (``gate.exit_status``; 4, could
+        not check, is the command's own)."""
         return exit_status(self.results, self.not_comparable)
 
     @property
     def headline(self) -> str:
         """One line for a CI log: the status, its meaning and what it rests on."""
         status = self.exit_status
-        counts: dict[str, int] = {}
-        for r in self.results:
-            counts[r.outcome.value] = counts.get(r.outcome.value, 0) + 1
+        counts = Counter(r.outcome.value for r in self.results)
         tally = ", ".join(f"{n} {word}" for word, n in sorted(counts.items()))
         head = f"exit {status}: {EXIT_MEANINGS[status]}"
         if self.not_comparable:
@@ -106,11 +111,13 @@ def _apart(cells: list[CellResult], tag: str) -> list[CellResult]:
 def _gated(
     config: str, base: VariantSummary, new: VariantSummary, thresholds: Thresholds
 ) -> list[GateResult]:
+    """Both figures of one configuration at one load (the callers compare only summaries of
+    the same work) through the gate."""
     results = []
     behind = new.load_generator_fell_behind and not base.load_generator_fell_behind
     for figure, attr in FIGURES:
         verdict = compare_figure(figure, attr, base, new)
-        if behind and not workload_differences(base, new):
+        if behind:
             results.append(not_carried(config, base.load_key, verdict, thresholds))
             continue
         # unpaired verdicts rest on the repeats of each side

@@ -40,7 +40,7 @@ from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.experiments.run_folder import claim, discard_results, is_run_folder
 from tritonlab.experiments.runner import run_experiment
 from tritonlab.experiments.session import ProgressCallback
-from tritonlab.experiments.store import load_cells, load_manifest, write_result
+from tritonlab.experiments.store import load_manifest, read_cell, write_result
 from tritonlab.experiments.trace_loads import install_traces
 from tritonlab.models.inputs import derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
@@ -79,15 +79,15 @@ def _served_name(baseline_run: Path, config: str, plan: ExperimentPlan) -> str:
             f"--config {config!r}: the baseline run has no such configuration; it has "
             + ", ".join(names)
         )
-    for cell in load_cells(baseline_run):
-        if cell.variant.name == config:
-            name = cell.perf.settings.model_name
-            if not MODEL_NAME_RE.fullmatch(name):
-                raise ConfigError(
-                    f"{baseline_run}: configuration {config!r} was served as {name!r}, not a "
-                    "model name; is this a tritonlab run folder?"
-                )
-            return name
+    # one cell of it is enough (a cell file is ``<variant>__<load>__r<n>.json``)
+    for path in sorted(RunLayout(baseline_run).cells.glob(f"{config}__*.json"))[:1]:
+        name = read_cell(path).perf.settings.model_name
+        if not MODEL_NAME_RE.fullmatch(name):
+            raise ConfigError(
+                f"{baseline_run}: configuration {config!r} was served as {name!r}, not a "
+                "model name; is this a tritonlab run folder?"
+            )
+        return name
     raise ConfigError(f"{baseline_run}: configuration {config!r} has no measured cell")
 
 
@@ -137,7 +137,7 @@ def _check_plan(
     check: LiveCheck, plan: ExperimentPlan, served: str, old: OnnxModelInfo, new: OnnxModelInfo
 ) -> tuple[ExperimentPlan, str]:
     """The check's plan (the baseline's configuration twice, its loads and settings) and the
-    new side's label."""
+    new side's model sha256."""
     assert old.source is not None and new.source is not None
     old_sha, new_sha = model_sha256(old), model_sha256(new)
     old_config = read_user_model(old.source.root, old.source.model).config
