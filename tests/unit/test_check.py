@@ -260,3 +260,9 @@ def test_two_sides_alternate_who_goes_first_every_other_round(tmp_path: Path) ->
     assert orders == [["candidate", "baseline"], ["baseline", "candidate"]] * 2
     plain = planned_rounds(2, [new, old], lambda m: loads, set())
     assert [[m.variant.name for m, _ in r] for r in plain] == [["candidate", "baseline"]] * 2
+
+
+def test_the_command_exits_with_the_gates_could_not_check_status() -> None:
+    from tritonlab.cli.check_cmd import COULD_NOT_CHECK
+
+    assert COULD_NOT_CHECK == EXIT_ERROR

@@ -27,6 +27,9 @@ from tritonlab.errors import ConfigError
 if TYPE_CHECKING:  # the analysis stack stays out of the command line's start-up
     from tritonlab.analysis.check import CheckReport
 
+# ``analysis.gate.EXIT_ERROR``, not imported for the same reason (a test ties the two)
+COULD_NOT_CHECK = 4
+
 
 def _percent(text: str, flag: str, below: float | None = None) -> float:
     """``5%`` or ``5`` -> 5.0; a one-line error for anything else. Zero is refused: no interval
@@ -148,7 +151,7 @@ def check(
             highlight=False,
             soft_wrap=True,
         )
-        raise typer.Exit(4) from None
+        raise typer.Exit(COULD_NOT_CHECK) from None
     raise typer.Exit(report.exit_status)
 
 
@@ -172,7 +175,7 @@ def _check(
     repository: RepositoryFlags,
 ) -> CheckReport:
     """The check itself; library errors exit 4 (could not check)."""
-    with user_errors(resume_hint(out_dir), code=4):
+    with user_errors(resume_hint(out_dir), code=COULD_NOT_CHECK):
         from tritonlab.analysis.check import compare_stored
         from tritonlab.analysis.comparability import KINDS
         from tritonlab.analysis.gate import Thresholds
