@@ -14,10 +14,14 @@ from tritonlab.analysis.measurement_rules import backend_fallback
 from tritonlab.analysis.recommend import recommend
 from tritonlab.analysis.rule_support import RuleContext
 from tritonlab.errors import ConfigError, PerfAnalyzerError, ResultFileError, ServerError
-from tritonlab.experiments.plan import PlanBasics, seed_comparison_plan, sequence_length_of
+from tritonlab.experiments.plan import (
+    LoadPoint,
+    PlanBasics,
+    seed_comparison_plan,
+    sequence_length_of,
+)
 from tritonlab.experiments.recovery import Recovery, load_faults, stub_died
 from tritonlab.experiments.runner import quarantine_unusable
-from tritonlab.experiments.session import perf_deadline_s
 from tritonlab.experiments.store import (
     CELL_SCHEMA_VERSION,
     RESULT_SCHEMA_VERSION,
@@ -30,6 +34,7 @@ from tritonlab.experiments.store import (
     write_json_atomic,
     write_result,
 )
+from tritonlab.perf.trace import TraceStats
 from tritonlab.report.experiment_log import faults_section
 from tritonlab.report.recommend_text import justification
 from tritonlab.run_layout import FAULTS_FILE
@@ -121,7 +126,13 @@ def test_a_dead_stub_is_told_from_other_perf_analyzer_failures() -> None:
 def test_perf_deadline_covers_every_window_it_may_open() -> None:
     plan = seed_comparison_plan(PlanBasics("m"))
     m = plan.measurement
-    assert perf_deadline_s(plan) > m.max_trials * 2 * m.measurement_interval_ms / 1000 + 30
+    settings = plan.perf_settings(plan.loads[0], "m", "127.0.0.1:1", {})
+    assert settings.deadline_s > m.max_trials * 2 * m.measurement_interval_ms / 1000 + 30
+    # under a trace of 10 s cycles the windows are whole cycles, and the deadline covers them
+    stats = TraceStats("t", "0" * 64, 100, 10.0, 10.0, 1.0, 10.0)
+    traced = plan.perf_settings(LoadPoint(concurrency=None, trace=stats), "m", "u", {}, None, "t")
+    assert traced.measurement_interval_ms >= 10_000
+    assert traced.deadline_s > m.max_trials * 2 * 10.0 + 30
 
 
 def test_backend_fallbacks_are_flagged(seed_cells: list[CellResult], plan_order: list[str]) -> None:

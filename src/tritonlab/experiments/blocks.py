@@ -419,7 +419,7 @@ class BlockSession:
                 RunLayout(session.run_dir).benchmark_dir(model.variant.name),
                 f"warmup_{load.key}",
                 retries=0,
-                timeout_s=30.0 + 4 * WARMUP_WINDOW_MS / 1000 * WINDOWS_PER_CELL,
+                timeout_s=settings.deadline_s,  # a trace's whole cycles included
             )
         except (PerfAnalyzerError, ServerError) as exc:
             if not session.recovery.recoverable(exc):

@@ -117,15 +117,6 @@ class InputFiles:
         return replace(self._made[length], intervals_file=str(intervals))
 
 
-def perf_deadline_s(plan: ExperimentPlan, load: LoadPoint | None = None) -> float:
-    """How long one perf_analyzer attempt may run before it is taken as hung and killed:
-    every window it may open (``load``'s: whole trace cycles under a trace), at twice the
-    length (a retry's), twice over, plus 30 s."""
-    m = plan.measurement
-    window_ms = load.window_ms(m.measurement_interval_ms) if load else m.measurement_interval_ms
-    return 30.0 + 2 * m.max_trials * 2 * window_ms / 1000
-
-
 def measure_cell(
     server: ServerEndpoint,
     perf_install: PerfAnalyzerInstall,
@@ -169,7 +160,7 @@ def measure_cell(
             RunLayout(run_dir).benchmark_dir(model.variant.name),
             f"{load.key}__r{repeat + 1}",
             retries=plan.measurement.retries_when_unstable,
-            timeout_s=perf_deadline_s(plan, load),
+            timeout_s=settings.deadline_s,
         )
     except PerfAnalyzerError as exc:
         if isinstance(server, TritonServer) and not server.is_alive():

@@ -36,6 +36,13 @@ class PerfSettings:
     # Replayed traffic instead: perf_analyzer's --request-intervals file (µs, one per line).
     request_intervals: str | None = None
 
+    @property
+    def deadline_s(self) -> float:
+        """How long one perf_analyzer attempt with these settings may run before it is taken
+        as hung and killed: every window it may open, at twice the length (a retry's), twice
+        over, plus 30 s (the window is the one it runs with: whole cycles under a trace)."""
+        return 30.0 + 2 * self.max_trials * 2 * self.measurement_interval_ms / 1000
+
     def with_longer_window(self, factor: int = 2) -> PerfSettings:
         """These settings with the window and request count ``factor`` times longer."""
         return replace(
