@@ -13,7 +13,6 @@ import yaml
 from typer.testing import CliRunner
 
 from tritonlab.analysis.capacity import (
-    LOAD_KINDS,
     Interval,
     P99Holds,
     capacity_of,
@@ -113,9 +112,8 @@ def test_a_point_whose_p99_holds_by_its_median_only_is_not_counted() -> None:
     assert capacity.point is not None and capacity.point.load_key != "grpc_b1_c16"
 
 
-def test_a_trace_load_is_used_alone_and_named() -> None:
-    """A kind marked ``alone`` (a replayed trace) is recognised by its entry alone."""
-    assert [k.name for k in LOAD_KINDS if k.alone] == ["trace"]
+def test_closed_and_open_loop_points_are_told_apart() -> None:
+    """(A trace's points, used alone: tests/unit/test_trace_example.py, on a run with them.)"""
     points = _points_of("simple_mlp_sweep", ConfigKey("batch_0us_x2", "grpc", 1, None))
     assert {load_kind(s).name for s in points} == {"concurrency", "rate"}
 
@@ -228,10 +226,14 @@ def test_a_capacity_at_the_highest_load_measured_is_a_lower_bound_and_says_so() 
     from tritonlab.deploy.capacity_run import run_capacity
     from tritonlab.deploy.capacity_text import notes
 
-    report = run_capacity(EXAMPLES / "simple_mlp_sweep", 20000.0, 50_000.0, None)
-    row = report.rows[0]
-    assert row.capacity.point is not None
-    loads = [p for p in row.capacity.points if p.load_key.startswith("grpc_b1_c")]
-    top = max(loads, key=lambda p: int(p.load_key.rsplit("_c", 1)[1]))
-    assert row.capacity.at_least == (row.capacity.point.load_key == top.load_key)
-    assert any("at least this much" in n for n in notes(report)) == row.capacity.at_least
+    # the pick, and a configuration with Poisson points beside its concurrency curve (a rate
+    # in req/s is no "higher load" than a concurrency: only points of one kind compare)
+    for config in (None, "batch_1000us"):
+        report = run_capacity(EXAMPLES / "simple_mlp_sweep", 20000.0, 50_000.0, config)
+        row = report.rows[0]
+        assert row.capacity.point is not None
+        assert row.capacity.point.load_key.startswith("grpc_b1_c")
+        loads = [p for p in row.capacity.points if p.load_key.startswith("grpc_b1_c")]
+        top = max(loads, key=lambda p: int(p.load_key.rsplit("_c", 1)[1]))
+        assert row.capacity.at_least == (row.capacity.point.load_key == top.load_key)
+        assert any("at least this much" in n for n in notes(report)) == row.capacity.at_least

@@ -35,16 +35,20 @@ from enum import Enum
 
 from tritonlab.analysis.aggregate import VariantSummary
 from tritonlab.analysis.config_key import ConfigKey
+from tritonlab.analysis.robust import MIN_BLOCKS
 from tritonlab.analysis.summary import Summary
-from tritonlab.analysis.verdicts import centre_interval
+from tritonlab.analysis.verdicts import CONFIDENCE, centre_interval
 from tritonlab.errors import ConfigError
 from tritonlab.records import Record
 
 INTERVAL_WORDS = (
-    "95% interval of the centre of the log repeats (Hodges-Lehmann with the signed-rank "
-    "interval from 6 repeats, Student-t below)"
+    f"{100 * CONFIDENCE:g}% interval of the centre of the log repeats (Hodges-Lehmann with the "
+    f"signed-rank interval from {MIN_BLOCKS} repeats, Student-t below)"
 )
-P99_RULE = "p99 holds the budget by the upper end of its 95% interval, not by its median alone"
+P99_RULE = (
+    f"p99 holds the budget by the upper end of its {100 * CONFIDENCE:g}% interval, not by its "
+    "median alone"
+)
 SAME_HARDWARE = (
     "measured on {machine}: it holds for a replica on the same hardware only; measure the "
     "service with `tritonlab perf --url` once it runs elsewhere"
@@ -61,14 +65,9 @@ class LoadKind:
     recognises: Callable[[VariantSummary], bool]
 
 
-def _trace_of(summary: VariantSummary) -> str | None:
-    """The interval file a replayed trace was sent from (None: the load was not a trace)."""
-    return summary.settings.request_intervals
-
-
 # First match wins; a new kind of load point is one entry here.
 LOAD_KINDS: tuple[LoadKind, ...] = (
-    LoadKind("trace", "under the trace", True, lambda s: bool(_trace_of(s))),
+    LoadKind("trace", "under the trace", True, lambda s: s.settings.request_intervals is not None),
     LoadKind(
         "rate",
         "under Poisson arrivals",
@@ -290,7 +289,9 @@ def capacity_of(summaries: Sequence[VariantSummary], budget_us: float | None) ->
     best = max(counted, key=lambda p: p.throughput_infer_per_s, default=None)
     words = sorted({p.load_words for p in points})
     first = summaries[0]
-    highest = max(chosen, key=_offered, default=None)
+    # the highest load of the best point's own kind (concurrencies and rates do not compare)
+    same_kind = [s for s in chosen if best is not None and load_kind(s).name == best.load_kind]
+    highest = max(same_kind, key=_offered, default=None)
     return Capacity(
         config_key=str(next(iter(keys))),
         variant=first.variant.name,
