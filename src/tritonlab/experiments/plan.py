@@ -46,11 +46,6 @@ class LoadKey:
             return None
         return cls(parts[0], int(batch), parts[2], int(seq) if seq else None)
 
-    @property
-    def trace_name(self) -> str | None:
-        """The replayed trace's name (``tbursts`` -> ``bursts``); None for other loads."""
-        return self.load[1:] if self.load.startswith("t") and len(self.load) > 1 else None
-
 
 def sequence_length_of(load_key: str) -> int | None:
     """The sequence length a load key names (``grpc_b1_c4_s128`` -> 128); None without one."""

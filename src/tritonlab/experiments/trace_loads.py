@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tritonlab.errors import PlanError
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
+from tritonlab.experiments.store import write_text_atomic
 from tritonlab.perf.trace import Trace
 from tritonlab.run_layout import RunLayout
 
@@ -53,7 +54,9 @@ def install_traces(run_dir: Path, traces: Sequence[Trace]) -> list[Path]:
         target = layout.trace_csv(name)
         if trace.path.resolve() != target.resolve():
             shutil.copyfile(trace.path, target)
-        written.append(trace.write_interval_file(layout.trace_intervals(name)))
+        intervals = layout.trace_intervals(name)
+        write_text_atomic(intervals, trace.interval_file_text())
+        written.append(intervals)
     return written
 
 

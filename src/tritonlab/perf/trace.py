@@ -111,12 +111,6 @@ class Trace:
         """perf_analyzer's ``--request-intervals`` file: one interval in µs per line."""
         return "".join(f"{int(v)}\n" for v in self.intervals_us)
 
-    def write_interval_file(self, path: Path) -> Path:
-        """Write :meth:`interval_file_text` to ``path`` (its folder made) and return it."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.interval_file_text())
-        return path
-
 
 def trace_name(path: Path) -> str:
     """A trace's name from its file name: lower-case letters, digits and ``-`` only (it goes

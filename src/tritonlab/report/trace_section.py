@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
+from pathlib import Path
 
 from tritonlab.experiments.plan import LoadPoint
 from tritonlab.experiments.store import CellResult
 from tritonlab.perf.trace import KEPT_TO_PCT, TraceAdherence, TraceStats, adherence, delayed_pct
-from tritonlab.run_layout import TRACES_DIR
+from tritonlab.run_layout import RunLayout
 
 
 def cell_adherence(stats: TraceStats, cell: CellResult) -> TraceAdherence | None:
@@ -77,11 +78,14 @@ def trace_section(loads: Sequence[LoadPoint], cells: Sequence[CellResult]) -> li
         stats = load.trace
         assert stats is not None
         own = [c for c in cells if c.load_key == load.key]
+        files = RunLayout(Path())  # the paths as the run folder names them
+        csv_file = files.trace_csv(stats.name).as_posix()
+        intervals = files.trace_intervals(stats.name).as_posix()
         lines += [
             f"### {load.key}: trace {stats.name}",
             "",
-            f"- Trace `{TRACES_DIR}/{stats.name}.csv` (sha256 `{stats.sha256[:16]}…`, replayed "
-            f"from `{TRACES_DIR}/{stats.name}.intervals.txt`): {stats.request_count:,} requests "
+            f"- Trace `{csv_file}` (sha256 `{stats.sha256[:16]}…`, replayed "
+            f"from `{intervals}`): {stats.request_count:,} requests "
             f"in a {stats.duration_s:g} s cycle, mean rate {stats.mean_rate_per_s:,.1f} req/s, "
             f"coefficient of variation of inter-arrival times {stats.interarrival_cv:.2f} (1 for "
             f"Poisson arrivals, above 1 burstier), peak {stats.peak_rate_per_s:,.0f} req/s over "
