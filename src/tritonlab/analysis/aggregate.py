@@ -10,11 +10,11 @@ from tritonlab.analysis.summary import Summary
 from tritonlab.analysis.verdicts import Verdict, compare, not_comparable
 from tritonlab.analysis.workload import workload_differences
 from tritonlab.experiments.store import CellResult
+from tritonlab.perf.records import FELL_BEHIND
 from tritonlab.perf.settings import PerfSettings
 from tritonlab.repository.variants import ServingVariant
 
 LITTLE_TOLERANCE = 0.2  # |throughput x latency / in-flight - 1| above this flags a cell
-FELL_BEHIND = "not able to keep up"  # perf_analyzer's warning for an open-loop rate it missed
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,15 @@ LOAD_KINDS: tuple[LoadKind, ...] = (
 )
 
 
+def check_sizing(target_infer_per_s: float | None, budget_us: float | None) -> None:
+    """``ConfigError`` in one line for a target load or a p99 budget that is not positive
+    (None: not given)."""
+    if target_infer_per_s is not None and not target_infer_per_s > 0:
+        raise ConfigError(f"--target-load must be positive (infer/s), got {target_infer_per_s:g}")
+    if budget_us is not None and not budget_us > 0:
+        raise ConfigError(f"--p99-budget-ms must be positive, got {budget_us / 1000:g}")
+
+
 def load_kind(summary: VariantSummary) -> LoadKind:
     """The kind of load ``summary`` was measured under (``LOAD_KINDS``, first match)."""
     return next(k for k in LOAD_KINDS if k.recognises(summary))
@@ -228,10 +237,7 @@ class Capacity(Record):
 
     def replicas(self, target_infer_per_s: float) -> Replicas:
         """Replicas for ``target_infer_per_s``; ``ConfigError`` without a capacity."""
-        if target_infer_per_s <= 0:
-            raise ConfigError(
-                f"--target-load must be positive (infer/s), got {target_infer_per_s:g}"
-            )
+        check_sizing(target_infer_per_s, None)
         if self.point is None:
             raise ConfigError(self.why_none())
         median = self.point.throughput_infer_per_s
@@ -277,8 +283,7 @@ def capacity_of(summaries: Sequence[VariantSummary], budget_us: float | None) ->
     keys = {ConfigKey.of(s) for s in summaries}
     if len(keys) > 1:
         raise ValueError(f"capacity_of takes one configuration key, got {sorted(map(str, keys))}")
-    if budget_us is not None and budget_us <= 0:
-        raise ConfigError(f"--p99-budget-ms must be positive, got {budget_us / 1000:g}")
+    check_sizing(None, budget_us)
     usable = [s for s in summaries if not s.load_generator_fell_behind]
     present = {load_kind(s).name for s in usable}
     dropped = sorted({load_kind(s).words for s in summaries if load_kind(s).name not in present})

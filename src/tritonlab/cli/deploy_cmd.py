@@ -76,14 +76,13 @@ def deploy(
     Example: tritonlab deploy sweep-out --to kubernetes --repository s3://models/mlp --out k8s
     --target-load 20000 --p99-budget-ms 50
     """
+    from tritonlab.analysis.capacity import check_sizing
     from tritonlab.deploy.kubernetes import DeployOptions, write_deployment
     from tritonlab.deploy.pick import resolve_pick
     from tritonlab.deploy.validate import KUBERNETES_VERSION, validate_files
-    from tritonlab.errors import ConfigError
 
     with user_errors():
-        if p99_budget_ms is not None and not p99_budget_ms > 0:
-            raise ConfigError(f"--p99-budget-ms must be positive, got {p99_budget_ms:g}")
+        check_sizing(None, None if p99_budget_ms is None else p99_budget_ms * 1000.0)
         chosen = resolve_pick(
             run_dir, pick, None if p99_budget_ms is None else p99_budget_ms * 1000.0
         )

@@ -20,6 +20,7 @@ from tritonlab.analysis.capacity import (
     Capacity,
     Replicas,
     capacities,
+    check_sizing,
 )
 from tritonlab.analysis.config_key import ConfigKey
 from tritonlab.errors import ConfigError
@@ -109,12 +110,7 @@ def run_capacity(
     ``ConfigError`` (one line) for a target or budget that is not positive, a folder that is
     not a finished tritonlab run, an unknown ``config``, or no load point within the budget.
     """
-    if not target_load_infer_per_s > 0:
-        raise ConfigError(
-            f"--target-load must be positive (infer/s), got {target_load_infer_per_s:g}"
-        )
-    if not budget_p99_us > 0:
-        raise ConfigError(f"--p99-budget-ms must be positive, got {budget_p99_us / 1000:g}")
+    check_sizing(target_load_infer_per_s, budget_p99_us)
     require_run_folder(run_dir)
     run = load_run(run_dir)
     chosen, selection = select(run, config)

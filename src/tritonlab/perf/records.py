@@ -144,6 +144,7 @@ def measurement_from_trials(
 
 
 UNSTABLE_MARKER = "Failed to obtain stable measurement"
+FELL_BEHIND = "not able to keep up"  # perf_analyzer's warning for a request schedule it missed
 _WARNING_RE = re.compile(r"^\s*(?:Warning:|\[WARNING\])\s*(.+?)\s*$", re.MULTILINE)
 
 

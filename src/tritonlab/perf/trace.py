@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tritonlab.errors import PlanError
+from tritonlab.perf.records import FELL_BEHIND
 
 Array = npt.NDArray[Any]  # intervals (int64 µs) or times (float64)
 COLUMNS = ("timestamp_s", "interarrival_ms", "interval_us")
@@ -263,8 +264,8 @@ def adherence(
     stats: TraceStats, throughput_infer_per_s: float, batch_size: int, warnings: list[str]
 ) -> TraceAdherence:
     """A trace cell's achieved rate against ``stats``, and perf_analyzer's warnings that it
-    could not keep up (its own words contain "keep up")."""
-    behind = sum(1 for w in warnings if "keep up" in w.lower())
+    could not keep up (``records.FELL_BEHIND``)."""
+    behind = sum(1 for w in warnings if FELL_BEHIND in w)
     return TraceAdherence(
         stats.mean_rate_per_s, achieved_rate_per_s(throughput_infer_per_s, batch_size), behind
     )
