@@ -1,5 +1,5 @@
 """``tritonlab check`` live, on the real server: the committed demo run as the stored baseline,
-and the same model served with a 5 ms queue-delay trap as the new side (a user's repository).
+and the same model served with a 20 ms queue-delay trap as the new side (a user's repository).
 Both are measured now, interleaved; the gate must fail on throughput and name it, and nothing
 outside the check's folder may change."""
 
@@ -18,7 +18,7 @@ from repository_factory import tree_digest
 pytestmark = pytest.mark.integration
 
 BASELINE_RUN = Path(__file__).resolve().parents[2] / "examples" / "simple_mlp"
-TRAP = "dynamic_batching {\n  max_queue_delay_microseconds: 5000\n}\n"
+TRAP = "dynamic_batching {\n  max_queue_delay_microseconds: 20000\n}\n"
 
 
 @pytest.mark.timeout(300)
@@ -69,7 +69,7 @@ def test_a_planted_queue_delay_trap_fails_the_gate_and_is_named(tmp_path: Path) 
     assert throughput["verdict"]["ci95_change_pct"][1] < -5.0
     # the trap is named: the knobs that differ, and the server's queue time on both sides
     notes = " ".join(data["notes"])
-    assert "max_queue_delay_us 0 -> 5000" in notes and "queue µs/request" in notes
+    assert "max_queue_delay_us 0 -> 20000" in notes and "queue µs/request" in notes
     failures = ET.parse(junit).getroot().findall("testcase/failure")
     assert any("throughput" in f.get("message", "") or f.text for f in failures)
     # the stored baseline and the user's repository are only read
