@@ -85,12 +85,18 @@ def test_run_experiment_stores_cells_resumes_and_reports(
     assert [c["protocol"] for c in checks] == ["http", "grpc"]
     assert all(c["max_abs_diff"] <= c["tolerance_abs"] for c in checks)
 
-    before = {p.name: p.read_bytes() for p in (results / "cells").glob("*.json")}
+    def stored() -> dict[str, bytes]:
+        kept = [*results.rglob("*"), run_dir / "server" / "tritonserver.log"]
+        return {p.relative_to(run_dir).as_posix(): p.read_bytes() for p in kept if p.is_file()}
+
+    before = stored()
     again = run_experiment(plan, demo_info, run_dir, ServerOptions())
     assert again.measured == []
     assert sorted(again.skipped) == expected
-    after = {p.name: p.read_bytes() for p in (results / "cells").glob("*.json")}
-    assert after == before, "a resumed run rewrote finished cells"
+    # nothing left to measure: no server started (its log untouched), no record rewritten
+    # (manifest, answer checks, cells), and the answer checks are the stored ones
+    assert stored() == before, "a re-run with nothing to measure rewrote a record"
+    assert [c.protocol for c in again.infer_checks] == ["http", "grpc"]
 
     report = build_report(run_dir)
     log = run_dir / "docs" / "experiment_log.md"

@@ -15,8 +15,7 @@ from tritonlab.experiments.serving_path import (
     add_identity_model,
     add_null_model,
     probe_done,
-    probe_load,
-    probe_variants,
+    run_probes,
 )
 from tritonlab.experiments.session import CellSession, measure_cell, unload_quietly
 from tritonlab.models.inspect import OnnxModelInfo
@@ -35,12 +34,10 @@ def measure_serving_path(session: CellSession, server: TritonServer, info: OnnxM
     probe measured again, at most ``ATTEMPTS_PER_CELL`` times.
     """
     plan, run_dir = session.plan, session.run_dir
-    load = probe_load(list(plan.loads))
-    if load is None or not info.batched or not info.runs_onnx:
-        # the cost model times an ONNX graph in-process: a Python model or a pipeline has none,
-        # so its probes would fit nothing (the log says why the cost model is absent)
+    probes = run_probes(plan, info)
+    if probes is None:
         return
-    variants = probe_variants(load, min(v.max_batch_size for v in plan.variants))
+    load, variants = probes
     repo = RunLayout(run_dir).models
     models = [
         add_null_model(repo, info, plan.model_name, v)

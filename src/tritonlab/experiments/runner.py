@@ -26,6 +26,7 @@ from tritonlab.client.infer import InferCheck
 from tritonlab.errors import PlanError
 from tritonlab.experiments.adaptive_run import AdaptiveRepeats, AdaptiveRun
 from tritonlab.experiments.blocks import ENGINE_BLOCKS, BlockSession, run_seed
+from tritonlab.experiments.lazy_session import LazySession, can_wait
 from tritonlab.experiments.manifest import (
     AdaptiveEntry,
     SweepEntry,
@@ -85,10 +86,16 @@ class RunOutcome:
 class MeasuringSession(Protocol):
     """What ``run_experiment`` measures through: a local ``CellSession`` or a cluster's."""
 
-    measured: list[str]
-    checks: list[InferCheck]
     done: int
     total: int
+
+    @property
+    def measured(self) -> list[str]:
+        """The cells this session measured, in order."""
+
+    @property
+    def checks(self) -> list[InferCheck]:
+        """The answer checks behind the run (the server's start's)."""
 
     @property
     def recovery(self) -> Recovered:
@@ -196,19 +203,31 @@ def run_experiment(
         options, run_dir, info, inputs, plan, fingerprint, perf_install, manifest_extra,
         progress, deadline,
     )  # fmt: skip
-    opened = (
-        open_session(request, models[0], engine_models=models)
-        if cluster is None
-        else cluster(request)
-    )
-    with opened as session:
-        session.done, session.total = len(skipped), total
-        _start_engine(session, plan, models, direct_loads, info, fingerprint)
-        measured = session.measured
+    with contextlib.ExitStack() as stack:
+        session: MeasuringSession
+        lazy: LazySession | None = None
+        if cluster is not None:
+            session = stack.enter_context(cluster(request))
+            session.done, session.total = len(skipped), total
+        else:
+            # a local run starts its server only when a cell is left to measure (a re-run of a
+            # finished run starts nothing); a first run, with nothing stored, starts at once
+            session = lazy = LazySession(
+                request,
+                lambda: open_session(request, models[0], engine_models=models),
+                lambda opened: _start_engine(opened, plan, models, direct_loads, info, fingerprint),
+                stack,
+            )
+            session.done, session.total = len(skipped), total
+            if not can_wait(request):
+                lazy.start()
         stopped, without_rate = _measure_passes(
             session, request, models, todo, finished, open_loop_rates, adaptive, time_budget_s,
             probes, alternate,
         )  # fmt: skip
+        if lazy is not None:
+            lazy.close_unopened(manifest_extra)
+        measured = session.measured
         if progress:
             progress(session.done, session.total, "done")
     return RunOutcome(

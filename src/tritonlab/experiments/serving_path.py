@@ -21,7 +21,7 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from tritonlab.experiments.plan import LoadPoint
+from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.store import cell_path
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.repository.config import ModelConfig, config_dict, write_config
@@ -77,6 +77,28 @@ _ONNX_TYPES = {
     "TYPE_FP32": "FLOAT",
     "TYPE_FP64": "DOUBLE",
 }
+
+
+def run_probes(
+    plan: ExperimentPlan, info: OnnxModelInfo
+) -> tuple[LoadPoint, list[ServingVariant]] | None:
+    """The load and the probes a run of ``plan`` on ``info`` measures; None where the
+    plan has no closed load or the model no batch axis or ONNX graph (the cost model times an
+    ONNX graph in-process: a Python model's or a pipeline's probes would fit nothing, and the
+    log says why the cost model is absent)."""
+    load = probe_load(list(plan.loads))
+    if load is None or not info.batched or not info.runs_onnx:
+        return None
+    return load, probe_variants(load, min(v.max_batch_size for v in plan.variants))
+
+
+def probes_pending(run_dir: Path, plan: ExperimentPlan, info: OnnxModelInfo) -> bool:
+    """Whether a probe cell of the run is still to measure."""
+    probes = run_probes(plan, info)
+    if probes is None:
+        return False
+    load, variants = probes
+    return not all(probe_done(run_dir, v, load, r) for v in variants for r in range(PROBE_REPEATS))
 
 
 def write_null_model(info: OnnxModelInfo, path: Path) -> bool:
