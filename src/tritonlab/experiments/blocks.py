@@ -368,8 +368,7 @@ class BlockSession:
             # stub's place in memory, say) then falls on no configuration in particular.
             order = block_order(models, record.seed, -1)
             record.load_order = [m.variant.name for m in order]
-            for model in order:
-                session.load(model)
+            session.load_together(order)
         warmup = replace(plan, measurement=cell_measurement(plan, WARMUP_WINDOW_MS))
         for load in loads:
             if load.open_loop and load.request_rate_per_s is None:
@@ -426,8 +425,7 @@ class BlockSession:
                 raise
             restarted = session.recovery.handle(f"warm-up of {model.model_name}", exc, False)
             if restarted and self.co_loaded:
-                for other in self.models:
-                    session.load(other)
+                session.load_together(self.models)
             return None
         return perf.measurement.throughput_infer_per_s if perf.measurement else None
 
@@ -480,8 +478,7 @@ class BlockSession:
         for model in self.models:
             session.unload(model, quietly=True)
         order = block_order(self.models, self.record.seed, -1 - epoch)
-        for model in order:
-            session.load(model)
+        session.load_together(order)
         warmup = replace(self.plan, measurement=cell_measurement(self.plan, WARMUP_WINDOW_MS))
         first_load = {m.variant.name: ld for m, ld, _ in reversed(cells)}
         for model in order:

@@ -4,8 +4,6 @@ session's server (``CellSession.measure_serving_path`` calls ``measure_serving_p
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 from tritonlab.errors import PerfAnalyzerError, ServerError
 from tritonlab.experiments.plan import LoadPoint
@@ -17,7 +15,7 @@ from tritonlab.experiments.serving_path import (
     probe_done,
     run_probes,
 )
-from tritonlab.experiments.session import CellSession, measure_cell, unload_quietly
+from tritonlab.experiments.session import CellSession, measure_cell, together, unload_quietly
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.repository.layout import RepositoryModel
 from tritonlab.run_layout import SERVING_PATH_DIR, RunLayout
@@ -52,18 +50,11 @@ def measure_serving_path(session: CellSession, server: TritonServer, info: OnnxM
     # Loaded together (Triton loads them in parallel; a later load of a loaded, unchanged model
     # returns at once), measured one by one, unloaded together: a few seconds less per run.
     with contextlib.suppress(ServerError):
-        _together(server.load_model, pending)
+        together(server.load_model, pending)
     try:
         _measure_probes(session, server, models, load)
     finally:
-        _together(lambda name: unload_quietly(server, name), pending)
-
-
-def _together(call: Callable[[str], object], names: Sequence[str]) -> None:
-    """``call`` on every name at once (threads: each is a request to the server)."""
-    if names:
-        with ThreadPoolExecutor(max_workers=len(names)) as pool:
-            list(pool.map(call, names))
+        together(lambda name: unload_quietly(server, name), pending)
 
 
 def _measure_probes(
