@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tritonlab.analysis.search import Goal, Knobs, Observation, choose, next_step
 from tritonlab.analysis.tune_record import TunePick, TuneSettingsRecord
-from tritonlab.perf.trace import read_trace
+from tritonlab.perf.trace import KEPT_TO_PCT, read_trace
 from tritonlab.perf.trace_gen import TraceSpec, generate, write_trace_csv
 from tritonlab.pipeline.tune import TuneSettings
 
@@ -80,3 +80,22 @@ def test_a_pick_under_a_trace_says_where_it_was_measured() -> None:
     assert best is not None
     assert TunePick.of(best, GOAL).where() == "under trace bursts"
     assert TunePick.of(best, replace(GOAL, fixed_load=None)).where() == "at concurrency 0"
+
+
+def test_a_configuration_the_replay_fell_behind_on_does_not_qualify() -> None:
+    """The figures of a repeat in which perf_analyzer sent more than KEPT_TO_PCT of the
+    requests late were taken under a lighter load than the trace's: carrying them is no proof
+    of carrying the trace, so the configuration is not picked, and the next move says why."""
+    batching = Knobs(batching=True)
+    kept, late = served(batching), replace(served(batching), late_pct=KEPT_TO_PCT + 1)
+    assert choose([kept], GOAL)[0] is not None
+    best, _, _ = choose([late], GOAL)
+    assert best is None
+    step = next_step([late], GOAL)
+    assert step.phase == "move" and step.knobs != batching
+    assert f"sent {KEPT_TO_PCT + 1:.0f}% of the requests late" in step.reason
+    # a few late (a busy machine's burst gaps) still counts as the trace's load
+    assert choose([replace(kept, late_pct=KEPT_TO_PCT - 1)], GOAL)[0] is not None
+    # without a trace the share is not read
+    plain = replace(GOAL, fixed_load=None)
+    assert choose([replace(late, concurrency=8)], plain)[0] is not None

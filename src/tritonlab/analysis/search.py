@@ -66,6 +66,7 @@ from tritonlab.analysis.search_space import (
     incumbent,
     points_at,
 )
+from tritonlab.perf.trace import KEPT_TO_PCT
 
 __all__ = [
     "COMPUTE_BOUND_US",
@@ -436,14 +437,19 @@ def _from_the_unqualified(observations: Sequence[Observation], goal: Goal) -> St
         if not points:
             continue
         base = Candidate(knobs, points[0].concurrency, points)
+        late = max(o.late_pct for o in points)
+        missed = (
+            f"{knobs.description} was not measured under the whole load {goal.fixed_load} "
+            f"(perf_analyzer sent {late:.0f}% of the requests late)"
+            if late > KEPT_TO_PCT
+            else f"{knobs.description} did not carry the load {goal.fixed_load}"
+            + (" within the p99 budget" if goal.p99_budget_us is not None else "")
+        )
         for move in propose_moves(observations, base, goal):
             if move.knobs not in configs:
                 return Step(
                     "move",
-                    f"{knobs.description} did not carry the load {goal.fixed_load}"
-                    + (" within the p99 budget" if goal.p99_budget_us is not None else "")
-                    + ": "
-                    + move.reason,
+                    missed + ": " + move.reason,
                     move.knobs,
                     base.concurrency,
                 )

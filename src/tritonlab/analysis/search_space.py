@@ -13,6 +13,7 @@ from typing import Any
 
 from tritonlab.analysis.summary import Summary
 from tritonlab.analysis.verdicts import MIN_EFFECT_PCT
+from tritonlab.perf.trace import KEPT_TO_PCT
 from tritonlab.repository.variants import ServingVariant
 
 GOALS = ("throughput", "latency")
@@ -113,6 +114,8 @@ class Observation:
     mean_batch: float | None = None
     server_cores: float | None = None
     load_generator_cores: float | None = None
+    # Under a replayed trace: the share of requests perf_analyzer said it sent late (0: none).
+    late_pct: float = 0.0
 
     @property
     def failed(self) -> bool:
@@ -236,7 +239,9 @@ def points_at(observations: Sequence[Observation], knobs: Knobs) -> dict[int, li
 
 def qualifies(points: Sequence[Observation], goal: Goal) -> bool:
     """Every repeat served (none failed), the p99 within the budget and, for goal latency,
-    carrying the load.
+    carrying the load. Under a replayed trace, a repeat in which perf_analyzer sent more than
+    ``KEPT_TO_PCT`` of the requests late was not measured under the trace's load (the log
+    calls it not comparable), so it does not qualify the configuration either.
 
     The p99 is the median of the point's repeats: one short cell's p99 is itself noisy, so a
     single repeat over the budget does not rule a point out, nor one under it in. Until the
@@ -244,6 +249,8 @@ def qualifies(points: Sequence[Observation], goal: Goal) -> bool:
     ``NEAR_BUDGET_PCT`` over the budget stays in: the race's repeats decide it.
     """
     if any(o.failed for o in points):
+        return False
+    if goal.fixed_load is not None and any(o.late_pct > KEPT_TO_PCT for o in points):
         return False
     if goal.p99_budget_us is not None:
         p99s = [o.latency_p99_us for o in points]

@@ -350,16 +350,16 @@ class BlockSession:
         session: CellSession,
         models: list[RepositoryModel],
         loads: Sequence[LoadPoint],
-        model_file_bytes: int,
+        coload: CoLoad,
         seed: str,
         cores: int,
     ) -> BlockSession:
-        """Decide co-loading, load, warm every configuration up at every load point and set
-        each load point's window (kept from an earlier attempt on a resume)."""
+        """Load as ``coload`` decided (``decide_coload``), warm every configuration up at every
+        load point and set each load point's window (kept from an earlier attempt on a resume)."""
         run_dir, plan = session.run_dir, session.plan
         started = time.monotonic()
         record = load_engine_record(run_dir) or EngineRecord(ENGINE_BLOCKS, seed)
-        record.coload = decide_coload(models, model_file_bytes)
+        record.coload = coload
         record.cores = cores
         engine = cls(plan, models, record)
         record.reload_every_blocks = RELOAD_EVERY_BLOCKS if engine.co_loaded else 0

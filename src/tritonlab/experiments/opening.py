@@ -148,6 +148,7 @@ def open_session(
     request: SessionRequest,
     check_model: RepositoryModel,
     engine_models: Sequence[RepositoryModel] = (),
+    keep_loaded: bool = False,
 ) -> Iterator[CellSession]:
     """Start the server on the run folder's ``models``, write the manifest, check
     ``check_model``'s answers on both protocols (``infer_check.json``), and yield a session to
@@ -155,6 +156,8 @@ def open_session(
 
     ``engine_models``: the plan's models; the first of every other backend and precision is
     checked too (over gRPC), so each engine's accuracy against onnxruntime is on record.
+    ``keep_loaded``: leave the checked models loaded (the block engine co-loads them next; an
+    unload and a load again cost a stub's start and stop).
     """
     options, run_dir, info, inputs = request.options, request.run_dir, request.info, request.inputs
     plan, perf_install = request.plan, request.perf_install
@@ -220,7 +223,10 @@ def open_session(
                     )
                     for protocol in protocols
                 ]
-            finally:
+            except BaseException:
+                server.unload_model(model.model_name)
+                raise
+            if not keep_loaded:
                 server.unload_model(model.model_name)
         write_result(RunLayout(run_dir).infer_check, [c.to_dict() for c in session.checks])
         yield session

@@ -25,7 +25,13 @@ from typing import Protocol
 from tritonlab.client.infer import InferCheck
 from tritonlab.errors import PlanError
 from tritonlab.experiments.adaptive_run import AdaptiveRepeats, AdaptiveRun
-from tritonlab.experiments.blocks import ENGINE_BLOCKS, BlockSession, run_seed
+from tritonlab.experiments.blocks import (
+    ENGINE_BLOCKS,
+    BlockSession,
+    CoLoad,
+    decide_coload,
+    run_seed,
+)
 from tritonlab.experiments.lazy_session import LazySession, can_wait
 from tritonlab.experiments.manifest import (
     AdaptiveEntry,
@@ -211,11 +217,22 @@ def run_experiment(
             session.done, session.total = len(skipped), total
         else:
             # a local run starts its server only when a cell is left to measure (a re-run of a
-            # finished run starts nothing); a first run, with nothing stored, starts at once
+            # finished run starts nothing); a first run, with nothing stored, starts at once.
+            # The models checked first stay loaded where the block engine co-loads them next.
+            coload = decide_coload(models, info.file_size_bytes)
+            if plan.measurement.engine != ENGINE_BLOCKS:
+                coload = replace(coload, co_loaded=False)
             session = lazy = LazySession(
                 request,
-                lambda: open_session(request, models[0], engine_models=models),
-                lambda opened: _start_engine(opened, plan, models, direct_loads, info, fingerprint),
+                lambda: open_session(
+                    request,
+                    models[0],
+                    engine_models=models,
+                    keep_loaded=coload.co_loaded,
+                ),
+                lambda opened: _start_engine(
+                    opened, plan, models, direct_loads, fingerprint, coload
+                ),
                 stack,
             )
             session.done, session.total = len(skipped), total
@@ -300,17 +317,15 @@ def _start_engine(
     plan: ExperimentPlan,
     models: list[RepositoryModel],
     loads: list[LoadPoint],
-    info: OnnxModelInfo,
     fingerprint: str,
+    coload: CoLoad,
 ) -> None:
-    """Give a local session the block engine where the plan asks for it (a cluster's session
-    measures with the classic engine, see ``distributed/``)."""
+    """Give a local session the block engine where the plan asks for it, with the co-loading
+    decided before the session opened."""
     if plan.measurement.engine == ENGINE_BLOCKS and isinstance(session, CellSession):
         seed = run_seed(fingerprint)
         cores = available_cores()
-        session.engine = BlockSession.start(
-            session, models, loads, info.file_size_bytes, seed, cores
-        )
+        session.engine = BlockSession.start(session, models, loads, coload, seed, cores)
 
 
 def planned_rounds(

@@ -60,7 +60,7 @@ from tritonlab.experiments.trace_loads import install_traces, trace_load
 from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.perf.locate import locate_perf_analyzer
-from tritonlab.perf.trace import Trace
+from tritonlab.perf.trace import Trace, delayed_pct
 from tritonlab.pipeline.project import write_scripts
 from tritonlab.repository.config import build_model_config, config_to_text
 from tritonlab.repository.knobs import BATCHER_FIELDS, KNOBS
@@ -196,6 +196,9 @@ def observation_of(cell: CellResult, knobs: Knobs) -> Observation:
         mean_batch=s.mean_batch_size if s else None,
         server_cores=cell.server_cores_used if cell.server_cpu_s else None,
         load_generator_cores=cell.perf_analyzer_cores_used,
+        late_pct=(
+            delayed_pct(list(cell.perf.warnings)) if cell.perf.settings.request_intervals else 0.0
+        ),
     )
 
 

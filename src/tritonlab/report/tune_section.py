@@ -66,7 +66,8 @@ def tune_section(tune: TuneRecord | None) -> list[str]:
         goal += (
             f", every configuration measured under the replayed {trace.words()} (no "
             "concurrency ramp: the offered load is the trace's; a configuration carries it "
-            f"when it serves at least {100 - KEPT_TO_PCT:g}% of the trace's mean rate)"
+            f"when it serves at least {100 - KEPT_TO_PCT:g}% of the trace's mean rate, and "
+            f"perf_analyzer sent at most {KEPT_TO_PCT:g}% of the requests late)"
         )
     lines = [
         "## Tune: the pick and the path to it",
