@@ -211,6 +211,10 @@ class _ReloadRecorder:
     def load(self, model: RepositoryModel) -> None:
         self.calls.append(f"load {model.variant.name}")
 
+    def load_together(self, models: list[RepositoryModel]) -> None:
+        for model in models:
+            self.load(model)
+
     def unload(self, model: RepositoryModel, quietly: bool = False) -> None:
         self.calls.append(f"unload {model.variant.name}")
 
