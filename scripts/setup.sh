@@ -32,9 +32,14 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   # torch==2.13.0 is only for exporting the demo model (a CPU build where one is on disk);
   # openvino is the second backend (the tests serve with it); triton runs the kernel tier;
   # ray spreads a sweep over a cluster (its tests start a two-node cluster on this machine).
-  # --no-compile: Python compiles a module when it is first imported; compiling every file of
-  # torch, ray and openvino up front took 70 of the install's 155 s here, for files never run.
+  # pip compiles the installed files one by one (70 of the install's 155 s here); compileall
+  # does it on every core (31 s). They must be compiled at install: where
+  # PYTHONDONTWRITEBYTECODE is set (as on this machine), every process would compile what it
+  # imports again (the test suite took 120 s longer).
   "$VENV/bin/python" -m pip install -q --no-compile -e '.[demo,dev,openvino,kernel,ray]'
+  site="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  # a few packages ship files of another Python's syntax (pip skips them the same way)
+  "$VENV/bin/python" -m compileall -q -j 0 "$site" >/dev/null 2>&1 || true
   touch "$stamp"
 fi
 echo "setup: ready ($("$VENV/bin/python" --version), $VENV)"
