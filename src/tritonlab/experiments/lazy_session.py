@@ -66,10 +66,6 @@ class LazySession:
         self._recovered = _NothingRecovered()
         self._checks: list[InferCheck] | None = None
 
-    @property
-    def opened(self) -> bool:
-        return self._session is not None
-
     def start(self) -> MeasuringSession:
         """The session, opened now if it was not."""
         if self._session is None:

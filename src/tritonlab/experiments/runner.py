@@ -220,15 +220,14 @@ def run_experiment(
             # finished run starts nothing); a first run, with nothing stored, starts at once.
             # The models checked first stay loaded where the block engine co-loads them next.
             coload = decide_coload(models, info.file_size_bytes)
-            if plan.measurement.engine != ENGINE_BLOCKS:
-                coload = replace(coload, co_loaded=False)
+            keep_loaded = plan.measurement.engine == ENGINE_BLOCKS and coload.co_loaded
             session = lazy = LazySession(
                 request,
                 lambda: open_session(
                     request,
                     models[0],
                     engine_models=models,
-                    keep_loaded=coload.co_loaded,
+                    keep_loaded=keep_loaded,
                 ),
                 lambda opened: _start_engine(
                     opened, plan, models, direct_loads, fingerprint, coload
