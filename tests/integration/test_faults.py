@@ -39,6 +39,7 @@ from integration_support import (
 
 from tritonlab.errors import ResultFileError
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
+from tritonlab.experiments.recovery import load_faults
 from tritonlab.experiments.runner import run_experiment
 from tritonlab.experiments.store import read_result
 from tritonlab.models.demo import DEMO_MODEL_NAME
@@ -142,6 +143,11 @@ def test_killed_backend_stub_is_retried_after_a_reload(demo_onnx: Path, tmp_path
     assert not [c for c, data in before.items() if after.get(c) != data]
     assert len(after) == SEED_CELL_COUNT
     assert not living(process_tree(proc.pid))
+    # The stubs died without a word in the server log: each fault says so, instead of quoting
+    # the GPU-less start-up's warnings as its cause.
+    faults = load_faults(out_dir)
+    assert faults and all(f.action == "retrying" for f in faults), faults
+    assert not [ln for f in faults for ln in f.log_lines if "CudaDriverHelper" in ln], faults
 
 
 @pytest.mark.timeout(480)

@@ -39,6 +39,8 @@ from tritonlab.report.experiment_log import faults_section
 from tritonlab.report.recommend_text import justification
 from tritonlab.run_layout import FAULTS_FILE
 from tritonlab.server.endpoint import RemoteServer
+from tritonlab.server.locate import ServerInstall
+from tritonlab.server.process import TritonServer, relevant_log_lines
 
 
 @pytest.fixture()
@@ -267,3 +269,56 @@ def test_remeasure_sets_matching_cells_aside_and_refuses_a_pattern_matching_none
     with pytest.raises(ConfigError) as exc:
         set_aside_cells(run_copy, ["no_such_cell"])
     assert "--remeasure no_such_cell" in str(exc.value) and "\n" not in str(exc.value)
+
+
+class _LiveServer(TritonServer):
+    """A TritonServer whose process counts as alive (none runs: only its log is read)."""
+
+    def is_alive(self) -> bool:
+        return True
+
+
+GPU_LESS_START = (
+    'W1203 02:49:32.938015 1 pinned_memory_manager.cc:273] "Unable to allocate pinned system '
+    'memory, pinned memory pool will not be available: CUDA driver version is insufficient"\n'
+    'E1203 02:49:32.938203 1 server.cc:241] "CudaDriverHelper has not been initialized."\n'
+    "Error: Failed to initialize NVML\n"
+    'W1203 02:49:32.939445 1 metrics.cc:798] "DCGM unable to start: DCGM initialization error"\n'
+)
+
+
+def test_a_fault_quotes_only_the_log_lines_written_during_its_attempt(tmp_path: Path) -> None:
+    """Not the GPU-less start-up's warnings, nor an earlier cell's or run's errors: a stub that
+    died silently is recorded with no log lines rather than with unrelated ones."""
+    (tmp_path / "results").mkdir()
+    log = tmp_path / "tritonserver.log"
+    earlier = 'E1203 01:00:00.000000 1 model.cc:1] "failed to load an earlier run\'s model"\n'
+    log.write_text(GPU_LESS_START + earlier)
+    install = ServerInstall(Path("/bin/true"), tmp_path, None, (), bundled=False)
+    recovery = Recovery(_LiveServer(install, tmp_path, log), tmp_path, 1.0)
+    stub = PerfAnalyzerError("perf_analyzer failed (exit 99): Stub process 'm_0_0' is not healthy.")
+
+    recovery.mark()  # the attempt starts; the stub dies and the log says nothing
+    recovery.handle("a__grpc_b1_c8__r1", stub, last_attempt=False)
+    recovery.mark()
+    now = 'E1203 02:50:00.000000 1 python_be.cc:1] "Stub process m_0_0 exited"\n'
+    with log.open("a") as f:
+        f.write(now)
+    recovery.handle("b__grpc_b1_c8__r1", stub, last_attempt=False)
+
+    faults = load_faults(tmp_path)
+    assert [f.log_lines for f in faults] == [(), (now.strip(),)]
+    assert "(nothing logged)" in "\n".join(faults_section(faults))
+    assert relevant_log_lines(GPU_LESS_START) == [], "start-up noise of every GPU-less host"
+    assert relevant_log_lines(GPU_LESS_START + earlier) == [earlier.strip()]
+
+
+def test_a_server_that_will_not_start_is_explained_by_its_own_lines_only(tmp_path: Path) -> None:
+    """A resumed run appends to the server log; a start that fails quotes only what it logged."""
+    log = tmp_path / "tritonserver.log"
+    log.write_text('E1203 01:00:00.000000 1 model.cc:1] "failed: an earlier run\'s error"\n')
+    install = ServerInstall(Path("/bin/true"), tmp_path, None, (), bundled=False)
+    server = TritonServer(install, tmp_path, log)
+    with pytest.raises(ServerError, match="exited") as exc:
+        server.start(ready_timeout_s=10)
+    assert "earlier run" not in str(exc.value), exc.value

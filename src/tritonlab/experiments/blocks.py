@@ -411,6 +411,7 @@ class BlockSession:
             inputs.data_file,
             request_intervals=inputs.intervals_file,
         )
+        session.recovery.mark()
         try:
             perf = run_perf(
                 session.perf_install,

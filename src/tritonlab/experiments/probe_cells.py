@@ -67,6 +67,7 @@ def _measure_probes(
             for attempt in range(1, ATTEMPTS_PER_CELL + 1):
                 if probe_done(run_dir, model.variant, load, repeat):
                     break
+                recovery.mark()
                 try:
                     _measure_probe(session, server, model, load, repeat)
                 except (ServerError, PerfAnalyzerError) as exc:

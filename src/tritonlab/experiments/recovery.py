@@ -68,6 +68,13 @@ class Recovery:
         self.restarts = 0
         self.faults = load_faults(run_dir)
         self.failed_cells: list[str] = []
+        self._log_mark = 0
+
+    def mark(self) -> None:
+        """An attempt starts here: a fault recorded next quotes only the server log's lines
+        written since (not an earlier cell's, nor a resumed run's, nor its start-up's)."""
+        if isinstance(self.server, TritonServer):
+            self._log_mark = self.server.log_size()
 
     def server_died(self) -> bool:
         """True when the local server this run started has exited (never for a remote one)."""
@@ -94,7 +101,7 @@ class Recovery:
         restarts are used up."""
         died = self.server_died()
         lines = (
-            tuple(relevant_log_lines(self.server.log_text(), limit=5))
+            tuple(relevant_log_lines(self.server.log_text(self._log_mark), limit=5))
             if isinstance(self.server, TritonServer)
             else ()
         )
@@ -117,7 +124,9 @@ class Recovery:
                 ) from exc
             self.restarts += 1
             self.server.restart(self.ready_timeout_s)
+            self.mark()
             return True
+        self.mark()
         return False
 
     def _save(self) -> None:

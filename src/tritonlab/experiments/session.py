@@ -331,6 +331,7 @@ class CellSession:
         cid = cell_id(model.variant.name, load, repeat)
         plan = self.engine.plan_for(load, self.plan) if self.engine is not None else self.plan
         for attempt in range(1, ATTEMPTS_PER_CELL + 1):
+            recovery.mark()
             try:
                 return measure_cell(
                     server,
@@ -419,18 +420,14 @@ FALLBACK_MARKER = "tritonlab-adapter-fallback"  # backends/adapter.py prints it
 
 
 def _log_size(server: ServerEndpoint) -> int:
-    if isinstance(server, TritonServer) and server.log_path.exists():
-        return server.log_path.stat().st_size
-    return 0
+    return server.log_size() if isinstance(server, TritonServer) else 0
 
 
 def _fallbacks_since(server: ServerEndpoint, offset: int) -> int:
     """Backend fallback lines the server log gained since ``offset`` (0 for a remote server)."""
-    if not isinstance(server, TritonServer) or not server.log_path.exists():
+    if not isinstance(server, TritonServer):
         return 0
-    with open(server.log_path, "rb") as log:
-        log.seek(offset)
-        return log.read().count(FALLBACK_MARKER.encode())
+    return server.log_text(offset).count(FALLBACK_MARKER)
 
 
 def together(call: Callable[[T], object], items: Sequence[T]) -> None:

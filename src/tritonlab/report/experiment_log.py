@@ -322,7 +322,9 @@ def faults_section(faults: list[FaultRecord]) -> list[str]:
         "|---|---|---|---|---|",
     ]
     for f in faults:
-        log = " / ".join(f.log_lines[-2:]).replace("|", "\\|")
+        # the lines logged during the failed attempt (records from before 2026-12-03: the
+        # log's last relevant lines)
+        log = " / ".join(f.log_lines[-2:]).replace("|", "\\|") or "(nothing logged)"
         what = f.what.replace("|", "\\|")
         lines.append(f"| {f.utc} | {f.cell} | {what[:160]} | {f.action} | {log[:200]} |")
     lines.append("")

@@ -72,8 +72,9 @@ class ServerPorts:
 
 def relevant_log_lines(log_text: str, limit: int = 6) -> list[str]:
     """The lines of a Triton log that explain a failure (errors first, else the last lines)."""
-    # Every GPU-less host logs NVML/DCGM start-up failures; they never explain a failure here.
-    noise = ("nvml", "dcgm")
+    # Every GPU-less host logs these start-up failures (NVML, DCGM, CUDA's pinned memory and
+    # driver helper); they never explain a failure here.
+    noise = ("nvml", "dcgm", "pinned system memory", "cudadriverhelper")
     lines = [
         ln.rstrip()
         for ln in log_text.splitlines()
@@ -110,6 +111,7 @@ class TritonServer(ServerEndpoint):
         self.exposure = exposure
         self._process: subprocess.Popen[bytes] | None = None
         self._log_file: object | None = None
+        self._log_start = 0  # where the running process's lines start in the (appended) log
         self._link_dir: Path | None = None  # the private folder of served_repository's link
         self._proxy: AuthProxy | None = None
         connect_host = "127.0.0.1" if host in ("0.0.0.0", "") else host
@@ -180,6 +182,7 @@ class TritonServer(ServerEndpoint):
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop(); a resume appends
         self._log_file = log
+        self._log_start = self.log_size()  # this process's lines start here
         try:
             self._process = subprocess.Popen(
                 self.command(),
@@ -209,16 +212,26 @@ class TritonServer(ServerEndpoint):
             return self.http_url, self.grpc_url
         return self.exposure.http_url, self.exposure.grpc_url
 
-    def log_text(self) -> str:
-        """The server's log so far ("" if it cannot be read)."""
+    def log_size(self) -> int:
+        """Bytes in the server's log so far (0 when there is none yet)."""
         try:
-            return self.log_path.read_text(errors="replace")
+            return self.log_path.stat().st_size
+        except OSError:
+            return 0
+
+    def log_text(self, since: int = 0) -> str:
+        """The server's log from byte ``since`` on ("" if it cannot be read)."""
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(since)
+                return log.read().decode(errors="replace")
         except OSError:
             return ""
 
     def failure_detail(self) -> str:
-        """The log's lines that explain a failure, joined by `` | `` ("" when none stands out)."""
-        return " | ".join(relevant_log_lines(self.log_text()))
+        """The lines this process logged that explain a failure, joined by `` | `` ("" when
+        none stands out; a resumed run's earlier processes are not this one's)."""
+        return " | ".join(relevant_log_lines(self.log_text(self._log_start)))
 
     def is_alive(self) -> bool:
         """True while the started process has not exited."""
