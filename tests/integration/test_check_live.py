@@ -43,8 +43,11 @@ def test_a_planted_queue_delay_trap_fails_the_gate_and_is_named(tmp_path: Path) 
             str(out),
             "--repeats",
             "3",
+            # More rounds while undecided, as on any shared CI runner: with other tests beside it
+            # on 2 cores, one run here measured the baseline at 729, 1,843 and 3,363 infer/s in
+            # its 3 rounds (trap: 341-346), and 3 pairs left the interval open (exit 3).
             "--max-repeats",
-            "3",
+            "6",
             "--window-ms",
             "500",
             "--junit",
@@ -65,7 +68,8 @@ def test_a_planted_queue_delay_trap_fails_the_gate_and_is_named(tmp_path: Path) 
     assert data["mode"] == "live" and "paired" in data["rounds"]
     throughput = next(r for r in data["results"] if r["figure"] == "throughput")
     assert throughput["outcome"] == "regression"
-    assert throughput["verdict"]["pairs"] == 3  # both sides measured in the same three rounds
+    # both sides measured in the same rounds: three, and more while a verdict was undecided
+    assert 3 <= throughput["verdict"]["pairs"] <= 6
     assert throughput["verdict"]["ci95_change_pct"][1] < -5.0
     # the trap is named: the knobs that differ, and the server's queue time on both sides
     notes = " ".join(data["notes"])
@@ -75,4 +79,4 @@ def test_a_planted_queue_delay_trap_fails_the_gate_and_is_named(tmp_path: Path) 
     # the stored baseline and the user's repository are only read
     assert (tree_digest(BASELINE_RUN), tree_digest(repo)) == before
     cells = sorted(p.name for p in (out / "results" / "cells").glob("*.json"))
-    assert len(cells) == 6 and cells[0].startswith("baseline__")
+    assert len(cells) == 2 * throughput["verdict"]["pairs"] and cells[0].startswith("baseline__")
