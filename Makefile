@@ -64,8 +64,8 @@ trace-example: setup
 	$(PY) scripts/trace_example.py --out examples/simple_mlp_trace
 
 # Three workers on two cores: an integration test spends most of its time waiting (model loads,
-# perf_analyzer's windows, deadlines), so a third keeps both cores busy. No test judges a small
-# effect: the one planted to be judged (check_live's 20 ms queue-delay trap) dwarfs the noise.
+# perf_analyzer's windows, deadlines), so a third keeps both cores busy. The one test that judges
+# a planted effect (check_live's 20 ms queue-delay trap) measures more rounds while undecided.
 test:
 	TRITONLAB_TEST_TOOLS=1 bash scripts/setup.sh $(VENV)
 	$(PY) -m pytest -n 3 --dist worksteal --durations=25 tests

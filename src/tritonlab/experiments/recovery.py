@@ -73,8 +73,7 @@ class Recovery:
     def mark(self) -> None:
         """An attempt starts here: a fault recorded next quotes only the server log's lines
         written since (not an earlier cell's, nor a resumed run's, nor its start-up's)."""
-        if isinstance(self.server, TritonServer):
-            self._log_mark = self.server.log_size()
+        self._log_mark = self.server.log_size()
 
     def server_died(self) -> bool:
         """True when the local server this run started has exited (never for a remote one)."""
@@ -100,11 +99,7 @@ class Recovery:
         """Record the fault and bring the server back (True when it was restarted); raise when
         restarts are used up."""
         died = self.server_died()
-        lines = (
-            tuple(relevant_log_lines(self.server.log_text(self._log_mark), limit=5))
-            if isinstance(self.server, TritonServer)
-            else ()
-        )
+        lines = tuple(relevant_log_lines(self.server.log_text(self._log_mark), limit=5))
         action = (
             "gave up: cell stored as failed"
             if last_attempt
@@ -115,7 +110,7 @@ class Recovery:
         if last_attempt:
             self.failed_cells.append(cell)
         self._save()
-        if died and isinstance(self.server, TritonServer):
+        if died and isinstance(self.server, TritonServer):  # server_died: only ours dies
             if self.restarts >= self.max_restarts:
                 raise ServerError(
                     f"tritonserver died {self.restarts + 1} times in this run (last in {cell}); "
@@ -124,10 +119,8 @@ class Recovery:
                 ) from exc
             self.restarts += 1
             self.server.restart(self.ready_timeout_s)
-            self.mark()
-            return True
-        self.mark()
-        return False
+        self.mark()  # the next failure (a reload's, say) quotes its own lines
+        return died
 
     def _save(self) -> None:
         write_result(RunLayout(self.run_dir).faults, [f.to_dict() for f in self.faults])

@@ -148,7 +148,7 @@ def measure_cell(
         load_inputs.intervals_file,
     )
     processes = server.process_tree() if isinstance(server, TritonServer) else []
-    log_offset = _log_size(server)
+    log_offset = server.log_size()
     before = StatsSnapshot.from_triton(server.model_statistics(model.model_name))
     steps_before = _called_snapshots(server, model)
     called = (served for _, served in model.called)
@@ -419,14 +419,8 @@ class CellSession:
 FALLBACK_MARKER = "tritonlab-adapter-fallback"  # backends/adapter.py prints it
 
 
-def _log_size(server: ServerEndpoint) -> int:
-    return server.log_size() if isinstance(server, TritonServer) else 0
-
-
 def _fallbacks_since(server: ServerEndpoint, offset: int) -> int:
     """Backend fallback lines the server log gained since ``offset`` (0 for a remote server)."""
-    if not isinstance(server, TritonServer):
-        return 0
     return server.log_text(offset).count(FALLBACK_MARKER)
 
 

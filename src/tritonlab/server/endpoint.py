@@ -47,6 +47,14 @@ class ServerEndpoint:
         """Log lines that explain a failure; a remote server has none to show."""
         return ""
 
+    def log_size(self) -> int:
+        """Bytes in the server's log so far; a remote server's log is not ours to read (0)."""
+        return 0
+
+    def log_text(self, since: int = 0) -> str:
+        """The server's log from byte ``since`` on; "" for a remote server."""
+        return ""
+
     @contextlib.contextmanager
     def _calling(self, what: str) -> Iterator[None]:
         """Turn a failed call (refused connection, server error, timeout) into one line."""
