@@ -299,8 +299,7 @@ def test_a_fault_quotes_only_the_log_lines_written_during_its_attempt(tmp_path: 
     stub = PerfAnalyzerError("perf_analyzer failed (exit 99): Stub process 'm_0_0' is not healthy.")
 
     recovery.mark()  # the attempt starts; the stub dies and the log says nothing
-    recovery.handle("a__grpc_b1_c8__r1", stub, last_attempt=False)
-    recovery.mark()
+    recovery.handle("a__grpc_b1_c8__r1", stub, last_attempt=False)  # marks the log again
     now = 'E1203 02:50:00.000000 1 python_be.cc:1] "Stub process m_0_0 exited"\n'
     with log.open("a") as f:
         f.write(now)
