@@ -2,11 +2,34 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tritonlab import gateway
+
 FIXTURES_DIR = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _test_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's temporary folders, open for the library calls of tests and their
+    fixtures, as a command opens the folder it writes (``tritonlab.gateway.open_root``)."""
+    base = tmp_path_factory.getbasetemp()
+    gateway.open_root(base)
+    return base
+
+
+@pytest.fixture(autouse=True)
+def _gateway_roots(request: pytest.FixtureRequest, _test_root: Path) -> Iterator[None]:
+    """No root a test opens outlives it; a test marked ``closed_roots`` starts with none open,
+    as a fresh process does."""
+    if request.node.get_closest_marker("closed_roots") is not None:
+        gateway.close_all()
+    yield
+    gateway.close_all()
+    gateway.open_root(_test_root)
 
 
 @pytest.fixture(scope="session")

@@ -23,6 +23,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from tritonlab import gateway
 from tritonlab.run_layout import MODELS_DIR
 
 CACHE_VAR = "TRITONLAB_CACHE"
@@ -160,9 +161,7 @@ def portable_file(path: Path, run_dir: RunDirs = None) -> None:
         return
     rewritten = portable_text(text, run_dir)
     if rewritten != text:
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(rewritten)
-        tmp.replace(path)
+        gateway.write_text(path, rewritten)
 
 
 _VARIABLE = re.compile(r"^\$\{?(" + "|".join(VARIABLES) + r")\}?(?=/|$)")

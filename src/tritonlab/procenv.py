@@ -7,11 +7,22 @@ import ctypes
 import os
 import signal
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
 _PARENT_PID = os.getpid()  # read in the child after fork: still the parent's pid
+# Secrets tritonlab reads from its own environment and hands to no child: not to tritonserver
+# (nor the Python backend stubs it starts, which run a model's own model.py), perf_analyzer,
+# nvidia-smi, git or a reaper. ``serve --host``'s key stays in tritonlab's memory.
+SECRET_VARIABLES = ("TRITONLAB_API_KEY",)
+
+
+def child_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default: this process's environment) without ``SECRET_VARIABLES``: the
+    environment of every process tritonlab starts."""
+    source = os.environ if env is None else env
+    return {k: v for k, v in source.items() if k not in SECRET_VARIABLES}
 
 
 def environment_with_libraries(library_path: Iterable[Path]) -> dict[str, str]:

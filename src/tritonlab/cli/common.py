@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from tritonlab import __version__
+from tritonlab import __version__, gateway
 from tritonlab.errors import TritonlabError
 from tritonlab.procenv import interrupt
 
@@ -89,8 +89,8 @@ def write_output(text: str, target: Path) -> None:
     if str(target) == "-":
         typer.echo(text, nl=False)
         return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
+    out_gate = gateway.open_root(target.parent)
+    out_gate.write_text(target, text)
     err.print(f"wrote {target}", highlight=False, soft_wrap=True)
 
 

@@ -19,6 +19,7 @@ from tritonlab.cli.common import (
 )
 from tritonlab.cli.options import DemoFlags, NameOpt, OutOpt, RunFlags, option_groups
 from tritonlab.errors import ConfigError
+from tritonlab.experiments.run_folder import open_run_folder
 from tritonlab.run_layout import RunLayout
 
 if TYPE_CHECKING:
@@ -133,7 +134,7 @@ def demo(
         from tritonlab.models.zoo import builtin_model
 
         builtin = builtin_model(model)
-        out_dir.mkdir(parents=True, exist_ok=True)
+        open_run_folder(out_dir)
         check = builtin.export(RunLayout(out_dir).exported_model(builtin.name))
         err.print(
             f"exported {check.onnx_path}: {builtin.summary} "
@@ -168,6 +169,16 @@ def run(
     """
     with user_errors(resume_hint(out_dir)):
         repo = flags.repository
+        open_run_folder(
+            out_dir,
+            {
+                "the model": model,
+                "--repository": repo.repository,
+                "--reference": repo.reference,
+                "--input-data": flags.inputs.input_data,
+                "--load-trace": flags.plan.load_trace,
+            },
+        )
         if repo.given(model):
             from tritonlab.pipeline.project import load_repository_info
 
@@ -199,6 +210,7 @@ def report(
     with user_errors():
         from tritonlab.report.build import build_report
 
+        open_run_folder(run_dir)
         built = build_report(run_dir)
         print_results(run_dir, built.analyses)
         out.print(f"wrote {built.experiment_log} and {built.html_report}", highlight=False)

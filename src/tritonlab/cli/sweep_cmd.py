@@ -209,6 +209,7 @@ def sweep(
     hint = resume_hint(out_dir)
     with user_errors(hint):
         from tritonlab.experiments.plan_file import load_demo_plan, load_plan
+        from tritonlab.experiments.run_folder import open_run_folder
         from tritonlab.pipeline.project import engine_rounds
         from tritonlab.pipeline.sweep import run_sweep
 
@@ -234,7 +235,15 @@ def sweep(
             classic_budget_s=120.0,
         )
 
-        out_dir.mkdir(parents=True, exist_ok=True)
+        open_run_folder(
+            out_dir,
+            {
+                "the plan": None if plan in (None, DEMO_ARGUMENT) else Path(plan),
+                "the plan's model": sweep_plan.model_path,
+                "the plan's repository": sweep_plan.repository,
+                "--load-trace": load_trace,
+            },
+        )
         info = None
         if sweep_plan.repository is not None:
             from tritonlab.pipeline.project import load_repository_info

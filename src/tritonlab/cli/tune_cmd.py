@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from tritonlab import gateway
 from tritonlab.cli.common import app, err, out, resume_hint, user_errors
 from tritonlab.cli.options import (
     EngineOpt,
@@ -162,7 +163,7 @@ def tune(
         from tritonlab.experiments.manifest import available_cores
         from tritonlab.experiments.plan import MeasurementSettings
         from tritonlab.experiments.repository_plan import repository_baseline
-        from tritonlab.experiments.run_folder import claim, discard_results
+        from tritonlab.experiments.run_folder import claim, discard_results, open_run_folder
         from tritonlab.models.shape_probe import checked_inputs
         from tritonlab.models.zoo import BUILTIN_MODELS, export_builtin
         from tritonlab.pipeline.project import (
@@ -202,6 +203,16 @@ def tune(
             raise ConfigError(f"--protocol must be one of grpc, http, got {protocol!r}")
         options = server.options()
         check_measuring_host(options)
+        open_run_folder(
+            out_dir,
+            {
+                "the model": None if model is None or model in BUILTIN_MODELS else Path(model),
+                "--repository": repository.repository,
+                "--reference": repository.reference,
+                "--input-data": inputs.input_data,
+                "--load-trace": load_trace,
+            },
+        )
         if repository.given(model):
             assert repository.repository is not None and repository.repo_model is not None
             model_name = check_model_name(name or repository.repo_model)
@@ -216,7 +227,6 @@ def tune(
             raise ConfigError("give the ONNX model file, or --repository DIR --model NAME")
         elif model in BUILTIN_MODELS:
             model_name = check_model_name(name or model)
-            out_dir.mkdir(parents=True, exist_ok=True)
             onnx_path = export_builtin(model, RunLayout(out_dir).exported_model(model)).onnx_path
             info = load_model_info(onnx_path)
         else:
@@ -234,7 +244,7 @@ def tune(
         # Every argument checked: only now may --fresh move earlier results aside.
         if fresh:
             discard_results(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
+        gateway.mkdir(out_dir)
         claim(out_dir)
         if info.source is not None:
             baseline = repository_baseline(info)

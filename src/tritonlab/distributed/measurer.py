@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tritonlab import gateway
 from tritonlab.experiments.opening import SessionRequest, open_session
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.session import CellSession
@@ -30,6 +30,7 @@ from tritonlab.experiments.store import CellResult
 from tritonlab.models.inputs import ModelInputs
 from tritonlab.models.inspect import OnnxModelInfo, inspect_onnx
 from tritonlab.perf.locate import locate_perf_analyzer
+from tritonlab.procenv import child_environment
 from tritonlab.repository.layout import RepositoryModel, add_model, build_repository
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.run_layout import RunLayout
@@ -37,7 +38,7 @@ from tritonlab.server.launch import ServerOptions
 from tritonlab.server.process import TritonServer
 
 from .nodes import NodeFacts
-from .wire import NodeAnswerError, decode, encode, encode_answer
+from .wire import NodeAnswerError, contained_name, decode, encode, encode_answer
 
 WORK_PREFIX = "tritonlab-node-"
 # What stays on the node: its own cells (the driver writes them, with the node named), its
@@ -116,7 +117,7 @@ def remove_stale_work(root: Path) -> None:
     for folder in root.glob(f"{WORK_PREFIX}*"):
         match = re.match(rf"{WORK_PREFIX}(\d+)-", folder.name)
         if match and not _alive(int(match.group(1))):
-            shutil.rmtree(folder, ignore_errors=True)
+            gateway.remove_tree(folder)
 
 
 def _alive(pid: int) -> bool:
@@ -138,6 +139,7 @@ class NodeMeasurer:
         self._models: dict[str, RepositoryModel] = {}
         self._loaded: RepositoryModel | None = None
         self._work: Path | None = None
+        self._gate: gateway.Gateway | None = None
         self._info: OnnxModelInfo | None = None
         self._inputs: ModelInputs | None = None
         self._seen: dict[str, tuple[int, int]] = {}
@@ -161,11 +163,12 @@ class NodeMeasurer:
 
         Returns a :class:`Prepared` as wire bytes; a failed start raises the session's error.
         """
-        root = Path(tempfile.gettempdir())
-        remove_stale_work(root)
-        self._work = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-", dir=root))
-        onnx = self._work / onnx_name
-        onnx.write_bytes(model_bytes)
+        temp = gateway.open_root(tempfile.gettempdir())  # the node's own, for its stale folders
+        remove_stale_work(temp.root)
+        self._gate = gateway.temporary_root(f"{WORK_PREFIX}{os.getpid()}-", temp.root)
+        self._work = self._gate.root
+        onnx = self._work / contained_name(onnx_name)
+        gateway.write_bytes(onnx, model_bytes)
         info = inspect_onnx(onnx)
         run_dir = self._work / "run"
         models = build_repository(
@@ -257,8 +260,9 @@ class NodeMeasurer:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(self._reaper, signal.SIGKILL)
                 self._reaper = None
-            if self._work is not None:
-                shutil.rmtree(self._work, ignore_errors=True)
+            if self._gate is not None:
+                gateway.remove_temporary(self._gate)
+                self._gate = None
             self._session = None
 
     def _watch_server(self) -> None:
@@ -270,7 +274,7 @@ class NodeMeasurer:
         if pid is None:
             return
         pgid_file = self._work / "server.pgid"
-        pgid_file.write_text(str(pid))  # the server leads its own session (process group)
+        gateway.write_text(pgid_file, str(pid))  # the server leads its own session (process group)
         if self._reaper is None:
             launcher = subprocess.Popen(
                 [
@@ -280,6 +284,7 @@ class NodeMeasurer:
                     *(sys.executable, REAPER, str(os.getpid()), str(pgid_file)),
                 ],
                 start_new_session=True,
+                env=child_environment(),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tritonlab import gateway
 from tritonlab.client.infer import InferCheck
 from tritonlab.errors import ConfigError, ServerError, TritonlabError
 from tritonlab.experiments.manifest import (
@@ -49,6 +50,7 @@ from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.records import RecordError
 from tritonlab.repository.layout import RepositoryModel
 from tritonlab.run_layout import RunLayout
+from tritonlab.server.process import LOOPBACK_HOSTS
 
 from .cluster import connect, measuring_nodes
 from .measurer import NodeMeasurer, Prepared
@@ -291,10 +293,7 @@ class RaySession:
     def _store(self, node: _Node, cid: str, answer: Answer, ids: list[str]) -> None:
         for rel, data in answer.files.items():
             path = contained(self.run_dir, rel, f"node {node.label}")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.part")
-            tmp.write_bytes(data)
-            tmp.replace(path)
+            gateway.write_bytes(path, data)
         for fault in answer.faults:
             record = FaultRecord.from_dict(fault)
             self.recovery.add(replace(record, what=f"on node {node.label}: {record.what}"))
@@ -358,6 +357,13 @@ def open_ray_session(
             "--ray starts a server on every node; --url measures a service that runs already: "
             "pass one of them"
         )
+    if options.host not in LOOPBACK_HOSTS:
+        raise ConfigError(
+            f"--ray with --host {options.host}: every node's server stays on its own loopback "
+            "(TRITONLAB_API_KEY is never sent to a Ray node); leave out --host"
+        )
+    # Never pickled into Ray's object store, nor onto a node: the key stays in this process.
+    options = replace(options, api_key=None)
     ray = connect(address)
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 

@@ -24,7 +24,8 @@ from typing import Any
 
 from tritonlab.errors import TritonlabError
 from tritonlab.experiments.store import CellResult
-from tritonlab.run_layout import cell_id
+from tritonlab.names import is_path_name
+from tritonlab.run_layout import BENCHMARKS_DIR, cell_id
 
 MAX_ANSWER_BYTES = 256 * 2**20
 MAX_RESTARTS_REPORTED = 10_000
@@ -80,13 +81,32 @@ def decode(raw: object, what: str) -> dict[str, Any]:
     return data
 
 
+# Where a node's files may go in the driver's run folder: perf_analyzer's raw output only
+# (never scripts/, docs/, models/ or results/, which the driver writes itself).
+_NODE_FOLDERS = (BENCHMARKS_DIR,)
+
+
+def contained_name(name: object) -> str:
+    """A file name the driver sent (the model's), when it is one plain path part."""
+    if not is_path_name(name):
+        raise NodeAnswerError(f"file name {name!r} is not a plain file name")
+    assert isinstance(name, str)
+    return name
+
+
 def contained(run_dir: Path, rel: object, what: str) -> Path:
-    """``run_dir / rel`` when ``rel`` is a plain relative path that stays inside ``run_dir``."""
-    if not isinstance(rel, str) or not rel or "\0" in rel or "\\" in rel:
+    """``run_dir / rel`` when ``rel`` is a plain relative path that stays inside ``run_dir``,
+    in a folder a node may write (``benchmarks/``)."""
+    if not isinstance(rel, str) or not rel or "\0" in rel or "\\" in rel or "\n" in rel:
         raise NodeAnswerError(f"{what}: file path {rel!r} is not a plain relative path")
     parts = PurePosixPath(rel).parts
     if rel.startswith("/") or not parts or ".." in parts:
         raise NodeAnswerError(f"{what}: file path {rel!r} leaves the run folder")
+    if len(parts) < 2 or parts[0] not in _NODE_FOLDERS or any(p.startswith(".") for p in parts):
+        raise NodeAnswerError(
+            f"{what}: file path {rel!r} is not in {', '.join(f + '/' for f in _NODE_FOLDERS)}, "
+            "the only folders a node's files may go to"
+        )
     path = run_dir / Path(*parts)
     root = run_dir.resolve()
     resolved = path.resolve()

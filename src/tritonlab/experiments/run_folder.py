@@ -9,19 +9,34 @@ make the ``docs/`` ours. ``--fresh`` refuses any unmarked folder that holds one 
 one line saying why and what to do, and never deletes: every one of them moves into
 ``.trash/<UTC time>/`` inside the run folder, where the last ``KEEP_TRASH`` stay (older ones are
 removed, inside ``.trash`` only). The model file and anything else in the folder stay.
+
+Every move and delete goes through the run folder's gateway (``tritonlab.gateway``): a
+``.trash``, ``results/`` or ``models/`` that is a symbolic link is refused in one line, never
+followed. ``open_run_folder`` opens that gateway after refusing an ``--out`` that overlaps an
+input of the command.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-import shutil
+import os
 from pathlib import Path
 
+from tritonlab import gateway
 from tritonlab.errors import ConfigError
-from tritonlab.run_layout import MARKER, RUN_OUTPUTS, RUN_SUBFOLDERS, RunLayout
+from tritonlab.run_layout import MARKER, RUN_OUTPUTS, RUN_SUBFOLDERS, TRASH, RunLayout
 
 KEEP_TRASH = 3
+
+
+def open_run_folder(
+    run_dir: Path, inputs: dict[str, Path | str | None] | None = None
+) -> gateway.Gateway:
+    """Open ``run_dir`` for writing after refusing an overlap with any of ``inputs`` (option ->
+    path: the model file, ``--repository``, a baseline run, traces, input data), before
+    anything is written."""
+    return gateway.open_root(run_dir, inputs)
 
 
 def is_run_folder(run_dir: Path) -> bool:
@@ -47,7 +62,7 @@ def require_run_folder(run_dir: Path) -> None:
 
 def _present(run_dir: Path) -> list[str]:
     root = RunLayout(run_dir).root
-    return [name for name in RUN_OUTPUTS if (root / name).exists()]
+    return [name for name in RUN_OUTPUTS if os.path.lexists(root / name)]
 
 
 def claim(run_dir: Path) -> None:
@@ -56,9 +71,20 @@ def claim(run_dir: Path) -> None:
     marker = RunLayout(run_dir).marker
     if marker.is_file():
         return
-    if not _present(run_dir):
-        run_dir.mkdir(parents=True, exist_ok=True)
-        marker.write_text(json.dumps({"made_by": "tritonlab"}) + "\n")
+    if not _present(run_dir) and not _is_foreign(run_dir):
+        gateway.write_text(marker, json.dumps({"made_by": "tritonlab"}) + "\n")
+
+
+def _is_foreign(run_dir: Path) -> bool:
+    """Whether ``run_dir`` already held something before tritonlab used it (a user's folder
+    with other files): a marker there would let ``--fresh`` move run outputs a user put in it
+    later, so only an absent or empty folder (or one holding just a model file) is claimed."""
+    if not run_dir.is_dir():
+        return False
+    return any(
+        not (p.is_file() and p.suffix == ".onnx") and p.name not in (MARKER, TRASH)
+        for p in run_dir.iterdir()
+    )
 
 
 def discard_results(run_dir: Path) -> Path | None:
@@ -78,16 +104,20 @@ def discard_results(run_dir: Path) -> Path | None:
         )
     layout = RunLayout(run_dir)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
-    target = layout.trash / stamp
-    target.mkdir(parents=True)
+    gate = gateway.open_root(run_dir)
     for name in present:
-        (layout.root / name).rename(target / name)
-    _prune(layout.trash)
+        gate.path(layout.root / name)  # a link among them refuses the whole move
+    target = gate.mkdir(layout.trash / stamp)
+    for name in present:
+        gate.move(layout.root / name, target / name)
+    _prune(gate, layout.trash)
     return target
 
 
-def _prune(trash: Path) -> None:
-    """Keep the newest ``KEEP_TRASH`` entries of ``trash`` (a folder tritonlab made)."""
+def _prune(gate: gateway.Gateway, trash: Path) -> None:
+    """Keep the newest ``KEEP_TRASH`` entries of ``trash`` (a folder tritonlab made, checked
+    by the gateway: never a link)."""
+    gate.path(trash)
     entries = sorted(p for p in trash.iterdir() if p.is_dir() and not p.is_symlink())
     for old in entries[:-KEEP_TRASH]:
-        shutil.rmtree(old)
+        gate.remove_tree(old)

@@ -21,6 +21,7 @@ from typing import Any
 
 from google.protobuf import json_format
 
+from tritonlab import gateway
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.store import cell_path
 from tritonlab.models.inspect import OnnxModelInfo
@@ -141,8 +142,7 @@ def write_null_model(info: OnnxModelInfo, path: Path) -> bool:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.checker.check_model(model)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    onnx.save(model, str(path))
+    gateway.write_file(path, lambda target: onnx.save(model, str(target)))
     return True
 
 
@@ -168,7 +168,7 @@ def add_identity_model(
     config.pop("default_model_filename", None)
     config["output"] = [{**tensor, "name": f"echo_{tensor['name']}"} for tensor in config["input"]]
     folder = repo_dir / served
-    (folder / MODEL_VERSION).mkdir(parents=True, exist_ok=True)
+    gateway.mkdir(folder / MODEL_VERSION)
     write_config(json_format.ParseDict(config, ModelConfig()), folder / "config.pbtxt")
     return RepositoryModel(served, variant, folder)
 

@@ -7,13 +7,13 @@ result, and ``tritonlab report`` can rebuild everything from disk alone.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from tritonlab import gateway
+from tritonlab.bounded_read import FileRefused, read_capped
 from tritonlab.experiments.interference import Interference
 from tritonlab.perf.runner import PerfRun
 from tritonlab.records import Record, RecordError
@@ -24,45 +24,58 @@ from tritonlab.server.stats import ServerStatsDelta
 R = TypeVar("R", bound=Record)
 T = TypeVar("T")
 
-_UMASK = os.umask(0)
-os.umask(_UMASK)
-
 # Cell files: 1 = written before the version was stored (still read), 2 = versioned.
 CELL_SCHEMA_VERSION = 2
 # The other files under results/ (operators, infer check, faults, adaptive rounds, cost model,
 # summary, recommendations): 1 = before they carried a version (still read), 2 = versioned.
 RESULT_SCHEMA_VERSION = 2
+# The most a stored results file (a cell, the manifest, any results/*.json) may hold: tritonlab
+# writes kilobytes; a bigger file is damaged or planted, and is refused unread.
+MAX_RESULT_BYTES = 64 * 1024 * 1024
 CORRUPT_SUFFIX = ".corrupt"
 REPLACED_SUFFIX = ".replaced"  # a cell the user asked to measure again (--remeasure), kept
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder and rename: readers never see half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp creates 0600; results are for sharing
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write through the gateway (a new file, then a rename): readers never see half, and a
+    file another name shares is replaced, never written through."""
+    gateway.write_text(path, text)
+
+
+def stored_json(path: Path) -> Any:
+    """The JSON in the stored file at ``path``, read in bounded time and memory: a regular file
+    of at most ``MAX_RESULT_BYTES`` (``bounded_read``; else ``FileRefused``), no deeper than
+    Python's recursion limit (else ``RecursionError``). ``OSError``, ``ValueError`` (not UTF-8,
+    not JSON, an int of over 4,300 digits) for the rest."""
+    return json.loads(read_capped(path, MAX_RESULT_BYTES).decode("utf-8"))
 
 
 def read_json(path: Path, default: Any = None) -> Any:
-    """A stored JSON file, ``default`` when absent; a corrupt one is a one-line error naming it."""
+    """A stored JSON file, ``default`` when absent; a corrupt one, one over
+    ``MAX_RESULT_BYTES`` or one that is not a regular file (a FIFO, a device) is a one-line
+    error naming it."""
     if not path.exists():
         return default
-    try:
-        return json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        from tritonlab.errors import ResultFileError
+    from tritonlab.errors import ResultFileError
 
+    try:
+        return stored_json(path)
+    except FileRefused as exc:
         raise ResultFileError(
-            f"{path} is unreadable ({type(exc).__name__}: {exc}); restore it or delete it "
+            f"{path} {exc}, so it is not what tritonlab wrote there; restore it or delete it "
             "(a re-run measures or derives what it held again)"
+        ) from None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise ResultFileError(
+            f"{path} is unreadable ({type(exc).__name__}: {_reason(exc)}); restore it or "
+            "delete it (a re-run measures or derives what it held again)"
         ) from exc
+
+
+def _reason(exc: BaseException) -> str:
+    """An error's message on one line of at most 200 characters."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -259,11 +272,11 @@ def read_cell(path: Path) -> CellResult:
     from tritonlab.errors import ResultFileError
 
     try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = stored_json(path)
+    except (OSError, ValueError, RecursionError, FileRefused) as exc:
         raise ResultFileError(
-            f"{path} is unreadable ({type(exc).__name__}: {exc}); run the same command with "
-            f"--remeasure {path.stem} to measure that cell again"
+            f"{path} is unreadable ({type(exc).__name__}: {_reason(exc)}); run the same "
+            f"command with --remeasure {path.stem} to measure that cell again"
         ) from exc
     version = data.get("schema_version", 1) if isinstance(data, dict) else None
     if not isinstance(version, int) or version > CELL_SCHEMA_VERSION:
@@ -294,9 +307,7 @@ def cell_problem(path: Path) -> str | None:
 
 def quarantine(path: Path) -> Path:
     """Move an unusable cell file aside (kept, never deleted) so its cell is measured again."""
-    target = path.with_name(path.name + CORRUPT_SUFFIX)
-    os.replace(path, target)
-    return target
+    return gateway.move(path, path.with_name(path.name + CORRUPT_SUFFIX))
 
 
 def set_aside_cells(run_dir: Path, patterns: list[str] | tuple[str, ...]) -> list[Path]:
@@ -322,7 +333,7 @@ def set_aside_cells(run_dir: Path, patterns: list[str] | tuple[str, ...]) -> lis
             )
         chosen.extend(p for p in matched if p not in chosen)
     for path in chosen:
-        os.replace(path, path.with_name(path.name + REPLACED_SUFFIX))
+        gateway.move(path, path.with_name(path.name + REPLACED_SUFFIX))
     return chosen
 
 

@@ -3,11 +3,11 @@ copied into the run folder before anything is measured (``perf/trace.py`` reads 
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from tritonlab import gateway
 from tritonlab.errors import PlanError
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.store import write_text_atomic
@@ -50,10 +50,9 @@ def install_traces(run_dir: Path, traces: Sequence[Trace]) -> list[Path]:
     written = []
     for trace in distinct_traces(traces):
         name = trace.stats.name
-        layout.traces.mkdir(parents=True, exist_ok=True)
         target = layout.trace_csv(name)
         if trace.path.resolve() != target.resolve():
-            shutil.copyfile(trace.path, target)
+            gateway.copy_in(trace.path, target)
         intervals = layout.trace_intervals(name)
         write_text_atomic(intervals, trace.interval_file_text())
         written.append(intervals)

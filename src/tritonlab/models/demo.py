@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tritonlab import gateway
 from tritonlab.errors import ModelError
 
 DEMO_MODEL_NAME = "simple_mlp"
@@ -51,20 +52,20 @@ def export_simple_mlp(onnx_path: Path, seed: int = DEMO_SEED) -> ExportCheck:
         torch.nn.ReLU(),
         torch.nn.Linear(DEMO_HIDDEN_FEATURES, DEMO_OUTPUT_FEATURES),
     ).eval()
-    onnx_path.parent.mkdir(parents=True, exist_ok=True)
     example = torch.zeros(1, DEMO_INPUT_FEATURES)
-    tmp_path = onnx_path.with_suffix(".onnx.tmp")
-    torch.onnx.export(
-        model,
-        (example,),
-        str(tmp_path),
-        input_names=["input"],
-        output_names=["output"],
-        dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
-        opset_version=17,
-        dynamo=False,
+    gateway.write_file(
+        onnx_path,
+        lambda tmp_path: torch.onnx.export(
+            model,
+            (example,),
+            str(tmp_path),
+            input_names=["input"],
+            output_names=["output"],
+            dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
+            opset_version=17,
+            dynamo=False,
+        ),
     )
-    tmp_path.replace(onnx_path)
 
     session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(seed)

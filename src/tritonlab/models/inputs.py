@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from tritonlab import gateway
 from tritonlab.errors import ModelError
 from tritonlab.models.input_graph import dims_text, gather_bounds, graph_dims, resolve_dims
 from tritonlab.models.input_samples import load_samples
@@ -186,11 +187,7 @@ class ModelInputs:
     def write_perf_data(self, path: Path, entries: int | None = None, seed: int = 1) -> Path:
         """Write perf_analyzer's ``--input-data`` file atomically (``perf_data``'s samples);
         return its path."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(self.perf_data(entries, seed)))
-        tmp.replace(path)
-        return path
+        return gateway.write_text(path, json.dumps(self.perf_data(entries, seed)))
 
     def describe(self) -> list[str]:
         """One line per input: dtype, shape sent and values, with the reason."""

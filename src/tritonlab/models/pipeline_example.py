@@ -37,7 +37,6 @@ Where the reference lives
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +47,7 @@ import numpy.typing as npt
 from google.protobuf import json_format, text_format
 from tritonclient.grpc import model_config_pb2
 
+from tritonlab import gateway
 from tritonlab.errors import ConfigError, ModelError
 from tritonlab.models.pipeline_steps import STEPS_DIR, postprocess, preprocess
 from tritonlab.models.resnet18 import (
@@ -167,8 +167,7 @@ class PipelineReference:
             postprocess.IDS_NAME: self.topk_ids,
             postprocess.SCORES_NAME: self.topk_scores,
         }
-        with open(path, "wb") as out:
-            np.savez(out, **arrays)
+        gateway.write_with(path, lambda out: np.savez(out, **arrays))
 
     @classmethod
     def load(cls, path: Path) -> PipelineReference:
@@ -286,9 +285,7 @@ def _write_config(config: dict[str, Any], path: Path) -> None:
         message = json_format.ParseDict(config, model_config_pb2.ModelConfig())
     except json_format.ParseError as exc:
         raise ConfigError(f"invalid configuration for '{config.get('name')}': {exc}") from exc
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text_format.MessageToString(message))
-    tmp.replace(path)
+    gateway.write_text(path, text_format.MessageToString(message))
 
 
 def _claim(root: Path, settings: dict[str, Any]) -> None:
@@ -301,8 +298,9 @@ def _claim(root: Path, settings: dict[str, Any]) -> None:
             f"{root} is not empty and tritonlab did not make it (no {MARKER_FILE} file), so "
             "nothing was written; choose a new or empty folder for the pipeline repository"
         )
-    root.mkdir(parents=True, exist_ok=True)
-    marker.write_text(json.dumps({"made_by": "tritonlab", **settings}, sort_keys=True) + "\n")
+    gateway.write_text(
+        marker, json.dumps({"made_by": "tritonlab", **settings}, sort_keys=True) + "\n"
+    )
 
 
 def _checked(cnn: str, image_hw: Sequence[int], top_k: int, max_batch_size: int) -> PipelineCnn:
@@ -345,16 +343,17 @@ def write_pipeline_repository(
         "max_batch_size": max_batch_size,
         "seed": seed,
     }
+    gateway.open_root(root)
     _claim(root, settings)
     for name, config in model_configs(spec, image_hw, top_k, max_batch_size).items():
-        (root / name / MODEL_VERSION).mkdir(parents=True, exist_ok=True)
+        gateway.mkdir(root / name / MODEL_VERSION)
         _write_config(config, root / name / "config.pbtxt")
         if name in STEP_SOURCES:
-            shutil.copyfile(
+            gateway.copy_in(
                 STEPS_DIR / STEP_SOURCES[name], root / name / MODEL_VERSION / "model.py"
             )
     onnx_path = root / CNN_MODEL / MODEL_VERSION / "model.onnx"
-    spec.write_onnx(onnx_path, seed)
+    gateway.write_file(onnx_path, lambda path: spec.write_onnx(path, seed))
     images = reference_images(min(REFERENCE_BATCH, max_batch_size), image_hw, seed)
     reference_path = root / REFERENCE_FILE
     compute_reference(images, onnx_path, spec.pixels, top_k).save(reference_path)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tritonlab import gateway
+
 TINY_CNN_NAME = "tiny"
 TINY_CNN_PIXELS = 32
 TINY_CNN_CLASSES = 10
@@ -74,6 +76,5 @@ def write_tiny_cnn(onnx_path: Path, seed: int = 0) -> Path:
         ir_version=_IR_VERSION,
     )
     onnx.checker.check_model(model, full_check=True)
-    onnx_path.parent.mkdir(parents=True, exist_ok=True)
-    onnx.save(model, str(onnx_path))
+    gateway.write_file(onnx_path, lambda path: onnx.save(model, str(path)))
     return onnx_path

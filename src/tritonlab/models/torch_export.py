@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tritonlab import gateway
 from tritonlab.errors import ModelError
 from tritonlab.models.demo import ExportCheck
 
@@ -59,29 +60,30 @@ def export_verified(
 
     Inputs are passed positionally in ``example``'s order. The tolerance is relative to the
     largest |PyTorch output| over all cases (at least 1), and ``ExportCheck.tolerance_abs``
-    holds the resulting absolute bound. The file is written to ``.onnx.tmp`` and replaced, so a
-    failed export leaves no half-written model. Raises ``ModelError`` on a mismatch.
+    holds the resulting absolute bound. The file is written through the gateway (a new file, then a
+    rename), so a failed export leaves no half-written model. Raises ``ModelError`` on a mismatch.
     """
     require_torch()
     import onnxruntime as ort
     import torch
 
-    onnx_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp_path = onnx_path.with_suffix(".onnx.tmp")
     input_names = list(example)
-    with torch.no_grad():
-        torch.onnx.export(
-            model,
-            tuple(torch.from_numpy(example[name]) for name in input_names),
-            str(tmp_path),
-            input_names=input_names,
-            output_names=list(output_names),
-            dynamic_axes={name: dict(axes) for name, axes in dynamic_axes.items()},
-            opset_version=ONNX_OPSET,
-            do_constant_folding=True,
-            dynamo=False,
-        )
-    tmp_path.replace(onnx_path)
+
+    def export(tmp_path: Path) -> None:
+        with torch.no_grad():
+            torch.onnx.export(  # gateway: the fresh path gateway.write_file gives
+                model,
+                tuple(torch.from_numpy(example[name]) for name in input_names),
+                str(tmp_path),
+                input_names=input_names,
+                output_names=list(output_names),
+                dynamic_axes={name: dict(axes) for name, axes in dynamic_axes.items()},
+                opset_version=ONNX_OPSET,
+                do_constant_folding=True,
+                dynamo=False,
+            )
+
+    gateway.write_file(onnx_path, export)
 
     session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
     max_diff, scale = 0.0, 1.0

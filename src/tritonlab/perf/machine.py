@@ -19,6 +19,7 @@ cache folder so a second run on the same machine reuses it (the record says when
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import platform
@@ -28,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from tritonlab import gateway
 
 BANDWIDTH_ELEMENTS = 1 << 24  # float64: 128 MiB per array, 16x an 8 MiB L3
 GEMM_SIZES = (256, 384, 512, 768, 1024)
@@ -203,13 +206,10 @@ def cache_key() -> str:
 def store_ceilings(cache_dir: Path, ceilings: MachineCeilings) -> None:
     """Keep ``ceilings`` for later runs on this machine (a read-only cache is no error)."""
     path = cache_dir / "machine_ceilings.json"
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps({"key": cache_key(), "ceilings": ceilings.to_dict()}, indent=1))
-        tmp.replace(path)
-    except OSError:
-        pass  # the next run measures again
+    text = json.dumps({"key": cache_key(), "ceilings": ceilings.to_dict()}, indent=1)
+    with contextlib.suppress(OSError):  # the next run measures again
+        cache_gate = gateway.open_root(cache_dir)
+        cache_gate.write_text(path, text)
 
 
 def machine_ceilings(cache_dir: Path | None) -> MachineCeilings:

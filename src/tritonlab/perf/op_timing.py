@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import json
 import statistics
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from tritonlab import gateway
 from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
 
@@ -91,8 +91,8 @@ def time_operators(
     feeds = inputs or derive_inputs(info)
     outputs = [o.name for o in info.outputs]
     marks: list[tuple[int, int]] = []  # (batch, number of events before its timed runs)
-    with tempfile.TemporaryDirectory(prefix="tritonlab-ortprof-") as folder:
-        session = _session(info, Path(folder))
+    with gateway.temporary_folder("tritonlab-ortprof-") as folder:
+        session = _session(info, folder.root)
         for batch in batch_sizes:
             feed = feeds.batch(batch)
             session.run(outputs, feed)  # warm: its events are skipped by run index below

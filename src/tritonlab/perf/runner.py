@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tritonlab import gateway
 from tritonlab.errors import PerfAnalyzerError
 from tritonlab.perf.locate import PerfAnalyzerInstall
 from tritonlab.perf.records import (
@@ -29,7 +30,7 @@ from tritonlab.perf.records import (
     parse_warnings,
 )
 from tritonlab.perf.settings import PerfSettings
-from tritonlab.procenv import die_with_parent, raise_if_interrupted
+from tritonlab.procenv import child_environment, die_with_parent, raise_if_interrupted
 
 
 @dataclass(frozen=True)
@@ -88,13 +89,13 @@ def _run_once(
     install: PerfAnalyzerInstall, args: list[str], console_path: Path, timeout_s: float
 ) -> tuple[int, str, float]:
     """Run perf_analyzer; return (exit code, console text, CPU seconds it used)."""
-    with open(console_path, "wb") as console:
+    with gateway.open_new(console_path) as console:
         proc = subprocess.Popen(
             [str(install.binary), *args],
             stdout=console,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env=install.environment(),
+            env=child_environment(install.environment()),  # without the API key
             start_new_session=True,
             preexec_fn=die_with_parent,
         )
@@ -161,10 +162,9 @@ def run_perf(
     on_start: Callable[[], None] | None = None,
 ) -> PerfRun:
     """Measure one cell; files go to ``out_dir/<stem>.*``. Raises only for real failures."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    gateway.mkdir(out_dir)
     csv_path = out_dir / f"{stem}.csv"
-    with contextlib.suppress(FileNotFoundError):
-        csv_path.unlink()
+    gateway.remove(csv_path)  # perf_analyzer writes it by name: never through an old link
     started = time.monotonic()
     attempt_settings = settings
     console_files: list[str] = []

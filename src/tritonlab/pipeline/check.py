@@ -17,11 +17,10 @@ model is compared as two stored runs instead).
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from tritonlab import gateway
 from tritonlab.analysis.check import (
     BASELINE_SIDE,
     CANDIDATE_SIDE,
@@ -37,7 +36,13 @@ from tritonlab.experiments.blocks import ENGINE_BLOCKS
 from tritonlab.experiments.manifest import Manifest
 from tritonlab.experiments.opening import check_resume, model_sha256, plan_fingerprint
 from tritonlab.experiments.plan import ExperimentPlan
-from tritonlab.experiments.run_folder import claim, discard_results, is_run_folder
+from tritonlab.experiments.run_folder import (
+    claim,
+    discard_results,
+    is_run_folder,
+    open_run_folder,
+    require_run_folder,
+)
 from tritonlab.experiments.runner import run_experiment
 from tritonlab.experiments.session import ProgressCallback
 from tritonlab.experiments.store import load_manifest, read_cell, write_result
@@ -48,7 +53,7 @@ from tritonlab.paths import portable_path
 from tritonlab.perf.trace import read_trace
 from tritonlab.pipeline.project import load_model_info
 from tritonlab.report.check_outputs import markdown
-from tritonlab.repository.config import MODEL_FILENAME
+from tritonlab.repository.config import CONFIG_FILE, MODEL_FILENAME
 from tritonlab.repository.layout import MODEL_VERSION, add_model, place_model_file
 from tritonlab.repository.user_repo import baseline_variant, read_repository_model, read_user_model
 from tritonlab.repository.variants import MODEL_NAME_RE
@@ -105,10 +110,8 @@ def _candidate_repository(root: Path, new_onnx: Path, config_file: Path, name: s
     """``root/<name>/``: the baseline's config with the new ONNX file (linked or copied);
     returns ``root``, a repository to read the new side from."""
     folder = root / name
-    if folder.exists():
-        shutil.rmtree(folder)  # ours: rewritten from its sources on every run
-    (folder / MODEL_VERSION).mkdir(parents=True)
-    shutil.copyfile(config_file, folder / "config.pbtxt")
+    gateway.remove_tree(folder)  # ours: rewritten from its sources on every run
+    gateway.copy_in(config_file, folder / CONFIG_FILE)
     place_model_file(new_onnx, folder / MODEL_VERSION / MODEL_FILENAME)
     return root
 
@@ -122,15 +125,23 @@ def _inputs_differ(a: OnnxModelInfo, b: OnnxModelInfo) -> list[str]:
     return []
 
 
-def _apart(out_dir: Path, baseline_run: Path) -> None:
-    """Refuse an ``--out`` that is the baseline run, inside it or around it: the check writes
-    its folder, and the baseline is only read."""
-    out, base = out_dir.resolve(), baseline_run.resolve()
-    if out == base or base in out.parents or out in base.parents:
-        raise ConfigError(
-            f"--out {out_dir}: the baseline run {baseline_run} is only read; give the check a "
-            "folder of its own, outside it"
-        )
+def _apart(
+    out_dir: Path,
+    baseline_run: Path,
+    new_onnx: Path | None,
+    new_repository: tuple[Path, str] | None,
+) -> None:
+    """Open ``--out`` after refusing one that is the baseline run, inside it or around it (or
+    overlaps the new model or its repository): the check writes its folder, and the inputs are
+    only read."""
+    open_run_folder(
+        out_dir,
+        {
+            "--against": baseline_run,
+            "the new model": new_onnx,
+            "--repository": new_repository[0] if new_repository else None,
+        },
+    )
 
 
 def _check_plan(
@@ -196,8 +207,10 @@ def run_live_check(
     """Measure the new model (``new_onnx``, or ``new_repository``'s (root, model)) against the
     baseline run's model, interleaved, and put the figures through the gate. Everything is
     checked before anything is written: the paths, the new model, the inputs, and that
-    ``--out`` holds no other run (its plan fingerprint)."""
-    _apart(check.out_dir, check.baseline_run)
+    ``--out`` holds no other run (its plan fingerprint); first of all, that ``--against`` is
+    a finished tritonlab run folder (``require_run_folder``: one line if not)."""
+    require_run_folder(check.baseline_run)
+    _apart(check.out_dir, check.baseline_run, new_onnx, new_repository)
     base = Manifest.from_dict(load_manifest(check.baseline_run))
     plan = base.plan
     served = _served_name(check.baseline_run, check.config, plan)
@@ -206,7 +219,8 @@ def run_live_check(
         read_repository_model(base_layout.models, served), f"{check.baseline_run}'s model"
     )
     traces = [read_trace(base_layout.trace_csv(ld.trace.name)) for ld in plan.loads if ld.trace]
-    with tempfile.TemporaryDirectory(prefix="tritonlab-check-") as scratch:
+    with gateway.temporary_folder("tritonlab-check-") as scratch_gate:
+        scratch = scratch_gate.root
         if new_onnx is not None:
             if not new_onnx.is_file():
                 raise ConfigError(f"{new_onnx}: not a file; pass the new model's ONNX file")
@@ -234,7 +248,7 @@ def run_live_check(
             check_resume(check.out_dir, plan_fingerprint(check_plan, new_sha, inputs))
     if check.fresh:
         discard_results(check.out_dir)
-    check.out_dir.mkdir(parents=True, exist_ok=True)
+    gateway.mkdir(check.out_dir)
     claim(check.out_dir)
     if not is_run_folder(check.out_dir):
         raise ConfigError(
@@ -284,6 +298,5 @@ def run_live_check(
     )
     report = compare_live(check.out_dir, check.baseline_run, new_label, thresholds, check.config)
     write_result(layout.check, report.to_dict())
-    layout.check_markdown.parent.mkdir(parents=True, exist_ok=True)
-    layout.check_markdown.write_text(markdown(report), encoding="utf-8")
+    gateway.write_text(layout.check_markdown, markdown(report))
     return report

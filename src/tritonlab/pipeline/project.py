@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from tritonlab import gateway
 from tritonlab.analysis.adaptive import undecided_project
 from tritonlab.analysis.operator_record import record_operator_profile
 from tritonlab.analysis.search import COMPUTE_BOUND_US
@@ -35,7 +36,7 @@ from tritonlab.experiments.plan import (
 )
 from tritonlab.experiments.plan_file import engine_repeats
 from tritonlab.experiments.repository_plan import repository_plan
-from tritonlab.experiments.run_folder import claim, discard_results
+from tritonlab.experiments.run_folder import claim, discard_results, open_run_folder
 from tritonlab.experiments.runner import (
     ClusterOpener,
     OpenLoopRates,
@@ -287,11 +288,21 @@ def run_project(
     missing = plan_traces_missing(plan, traces)
     if missing:
         raise ConfigError(f"the plan replays trace(s) {', '.join(missing)}: give their files")
+    source = info.source
+    open_run_folder(
+        run_dir,
+        {
+            "the model": onnx_path,
+            "--repository": source.root if source else None,
+            "--reference": source.reference if source else None,
+            **{f"trace {t.path}": t.path for t in traces},
+        },
+    )
     if fresh:
         discard_results(run_dir)
     elif traces:  # another run's folder is refused before its trace files are overwritten
         check_resume(run_dir, plan_fingerprint(plan, model_sha256(info), inputs))
-    run_dir.mkdir(parents=True, exist_ok=True)
+    gateway.mkdir(run_dir)
     claim(run_dir)
     install_traces(run_dir, traces)
     set_aside_cells(run_dir, controls.remeasure)

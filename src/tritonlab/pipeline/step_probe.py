@@ -10,10 +10,10 @@ resumed run keeps the choice its manifest records, so its configurations stay th
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from tritonlab import gateway
 from tritonlab.errors import ResultFileError
 from tritonlab.experiments.repository_plan import repository_baseline
 from tritonlab.experiments.store import load_manifest
@@ -57,8 +57,8 @@ def probe_steps(
 ) -> dict[str, ServerStatsDelta]:
     """Serve the pipeline as the user configured it and measure one perf_analyzer run; each
     step's statistics over it, by name (the measured model's own under ``model_name``)."""
-    with tempfile.TemporaryDirectory(prefix="tritonlab-probe-") as tmp:
-        work = RunLayout(Path(tmp))  # a scratch folder laid out like a run folder
+    with gateway.temporary_folder("tritonlab-probe-") as tmp:
+        work = RunLayout(tmp.root)  # a scratch folder laid out like a run folder
         model = add_model(work.models, info, model_name, repository_baseline(info))
         with running_server(
             options, work.models, work.server_log, explicit_model_control=True

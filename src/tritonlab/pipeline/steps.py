@@ -6,13 +6,13 @@ typed records; the CLI only prints them."""
 from __future__ import annotations
 
 import contextlib
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tritonlab import gateway
 from tritonlab.client.infer import InferCheck, infer_and_check
-from tritonlab.errors import ConfigError, ServerError, TritonlabError
+from tritonlab.errors import ServerError, TritonlabError
 from tritonlab.experiments.repository_plan import repository_baseline
 from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
@@ -77,17 +77,6 @@ class ServedModel:
     called: tuple[tuple[str, str], ...] = ()
 
 
-def check_apart(written: Path, repository: Path) -> None:
-    """A ``ConfigError`` where the folder a step writes overlaps the user's repository (one
-    inside the other): the repository is only ever read."""
-    mine, theirs = written.resolve(), repository.resolve()
-    if mine == theirs or theirs in mine.parents or mine in theirs.parents:
-        raise ConfigError(
-            f"--repo {written.parent}: its models/ folder would overlap --repository "
-            f"{repository}, which tritonlab never writes; pick a folder outside it"
-        )
-
-
 @contextlib.contextmanager
 def served_model(
     model: Path,
@@ -110,13 +99,13 @@ def served_model(
     variant = repository_baseline(info) if source else for_model(variant, info.batched)
     model_name = check_model_name(name or (source.model if source else model.stem))
     with contextlib.ExitStack() as stack:
-        folder = repo or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tritonlab-")))
+        if repo is not None:
+            gateway.open_root(repo, {"--repository": source.root if source else None}, "--repo")
+        folder = repo or stack.enter_context(gateway.temporary_folder("tritonlab-")).root
         models = RunLayout(folder).models
         called = tuple((n, n) for n in source.called) if source else ()
         order = [*source.called, model_name] if source else [model_name]
         if not options.url:
-            if source is not None:
-                check_apart(models, source.root)
             written = add_model(models, info, model_name, variant)
             called, order = written.called, load_order(written)
         server = stack.enter_context(
@@ -144,7 +133,7 @@ def serving(
     calls; yields the running server (``serve`` never reaches a ``--url``)."""
     with contextlib.ExitStack() as stack:
         if info is None and target.is_dir():
-            log = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "triton.log"
+            log = stack.enter_context(gateway.temporary_folder("tritonlab-")).root / "triton.log"
             server: ServerEndpoint = stack.enter_context(running_server(options, target, log))
         else:
             served = served_model(target, name, variant, options, repo, info)
@@ -239,6 +228,14 @@ def perf_step(
         raise TritonlabError(
             f"--protocol must be one of {', '.join(PROTOCOLS)}, got {load.protocol!r}"
         )
+    gateway.open_root(
+        out_dir,
+        {
+            "the model": model,
+            "--repository": info.source.root if info and info.source else None,
+            "--input-data": input_data,
+        },
+    )
     perf_install = locate_perf_analyzer()
     with served_model(model, name, variant, options, info=info) as served:
         server, model_name, info = served.server, served.model_name, served.info

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tritonlab import gateway
 from tritonlab.analysis.explain import Analysis
 from tritonlab.experiments.store import write_result, write_text_atomic
 from tritonlab.report.experiment_log import render_experiment_log
@@ -64,11 +65,11 @@ def write_report(run: RunData) -> BuiltReport:
             },
         )
     else:
-        paths.cost_model.unlink(missing_ok=True)
+        gateway.remove(paths.cost_model)
     if run.recommendations is not None:  # sweeps name a latency budget
         write_result(paths.recommendations, recommendations_dict(run.recommendations))
     else:
-        paths.recommendations.unlink(missing_ok=True)
+        gateway.remove(paths.recommendations)
     write_text_atomic(paths.experiment_log, render_experiment_log(run))
     write_result(paths.summary, {"analyses": [a.to_dict() for a in run.analyses]})
     plots = write_plots(paths.root, PlotData.of(run))

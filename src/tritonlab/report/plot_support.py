@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import io
 import math
-import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tritonlab import gateway
 from tritonlab.analysis.aggregate import VariantSummary
 from tritonlab.analysis.config_key import ConfigKey
 from tritonlab.analysis.summary import Summary
@@ -236,18 +235,8 @@ def save_png(
     fig.suptitle(f"{title}\n{context_line(data.manifest, shown)}", fontsize=10, x=0.01, ha="left")
     buffer = io.BytesIO()
     # No 'Software' text chunk (it carries the matplotlib version) and no date: stable bytes.
-    fig.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(buffer.getvalue())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    fig.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})  # gateway: memory
+    return gateway.write_bytes(path, buffer.getvalue(), mode=0o644)
 
 
 def variant_legend(fig: Figure, data: PlotData, summaries: list[VariantSummary]) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from tritonlab import gateway
 from tritonlab.report.load_plots import (
     mark_recommendations,
     plot_concurrency_curves,
@@ -70,7 +71,7 @@ def write_plots(run_dir: Path, data: PlotData) -> dict[str, Path]:
         path = RunLayout(run_dir).plot(name)
         result = draw(data, path)
         if result is None:
-            path.unlink(missing_ok=True)
+            gateway.remove(path)
         else:
             written[name] = result
     return written

@@ -13,6 +13,7 @@ from typing import Any
 from google.protobuf import json_format, text_format
 from tritonclient.grpc import model_config_pb2
 
+from tritonlab import gateway
 from tritonlab.errors import ConfigError
 from tritonlab.models.inspect import OnnxModelInfo, TensorSpec
 from tritonlab.repository.knobs import THREADS_PARAMETER, config_additions, merge_sections
@@ -86,16 +87,18 @@ def build_model_config(
         raise ConfigError(f"invalid model configuration for '{model_name}': {exc}") from exc
 
 
+CONFIG_FILE = "config.pbtxt"
+
+
 def config_to_text(config: model_config_pb2.ModelConfig) -> str:
     """The configuration as ``config.pbtxt`` text (protobuf text format)."""
     return str(text_format.MessageToString(config))
 
 
 def write_config(config: model_config_pb2.ModelConfig, path: Path) -> None:
-    """Write ``config.pbtxt`` atomically."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(config_to_text(config))
-    tmp.replace(path)
+    """Write ``config.pbtxt`` through the gateway (a new file, then a rename: never through a
+    link or a name another file shares)."""
+    gateway.write_text(path, config_to_text(config))
 
 
 def parse_config_text(text: str, source: str = "config.pbtxt") -> model_config_pb2.ModelConfig:

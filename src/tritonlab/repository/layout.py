@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from tritonlab import gateway
 from tritonlab.models.inspect import OnnxModelInfo
-from tritonlab.repository.config import MODEL_FILENAME, build_model_config, write_config
+from tritonlab.repository.config import (
+    CONFIG_FILE,
+    MODEL_FILENAME,
+    build_model_config,
+    write_config,
+)
 from tritonlab.repository.user_repo import write_repository_variant
 from tritonlab.repository.variants import ServingVariant, variant_model_name
 
@@ -29,21 +33,13 @@ class RepositoryModel:
     @property
     def config_path(self) -> Path:
         """The model's ``config.pbtxt`` in its repository folder."""
-        return self.folder / "config.pbtxt"
+        return self.folder / CONFIG_FILE
 
 
 def place_model_file(source: Path, target: Path) -> None:
-    """Hard-link the ONNX file when possible (large models), else copy it."""
-    if target.exists():
-        if target.stat().st_size == source.stat().st_size and (
-            os.path.samefile(source, target) or target.read_bytes() == source.read_bytes()
-        ):
-            return
-        target.unlink()
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copyfile(source, target)
+    """Place the ONNX file for reading through the gateway: a hard link when possible (large
+    models; tritonlab never writes into it), else a copy; an equal file there is kept."""
+    gateway.link_in(source, target)
 
 
 def add_model(
@@ -57,9 +53,8 @@ def add_model(
     served_name = variant_model_name(model_name, variant)
     folder = repo_dir / served_name
     config = build_model_config(info, variant, served_name)
-    (folder / MODEL_VERSION).mkdir(parents=True, exist_ok=True)
     place_model_file(info.path, folder / MODEL_VERSION / MODEL_FILENAME)
-    write_config(config, folder / "config.pbtxt")
+    write_config(config, folder / CONFIG_FILE)
     return RepositoryModel(served_name, variant, folder)
 
 
@@ -72,7 +67,7 @@ def build_repository(
     names = [variant_model_name(model_name, v) for v in variants]
     if len(set(names)) != len(names):
         raise ValueError(f"variant names must be unique: {names}")
-    repo_dir.mkdir(parents=True, exist_ok=True)
+    gateway.mkdir(repo_dir)
     return [add_model(repo_dir, info, model_name, v) for v in variants]
 
 

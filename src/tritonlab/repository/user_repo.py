@@ -14,8 +14,6 @@ variant beside the user's repository (in the run folder), as a patched copy of t
 from __future__ import annotations
 
 import ast
-import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from typing import Any
 from google.protobuf import json_format
 from tritonclient.grpc import model_config_pb2
 
+from tritonlab import gateway
 from tritonlab.errors import ConfigError, ModelError
 from tritonlab.models.inspect import OnnxModelInfo, TensorSpec, inspect_onnx
 from tritonlab.models.source import (
@@ -32,7 +31,8 @@ from tritonlab.models.source import (
     KIND_PYTHON,
     RepositorySource,
 )
-from tritonlab.repository.config import config_to_text, knob_sections, read_config
+from tritonlab.names import check_path_name
+from tritonlab.repository.config import CONFIG_FILE, knob_sections, read_config, write_config
 from tritonlab.repository.knobs import KNOBS, config_values
 from tritonlab.repository.variants import (
     MODEL_BACKENDS,
@@ -112,21 +112,22 @@ def _backend_of(config: model_config_pb2.ModelConfig, where: str) -> str:
 
 
 def read_user_model(root: Path, name: str) -> UserModel:
-    """One model folder of the repository at ``root``, its config read through protobuf."""
-    folder = root / name
+    """One model folder of the repository at ``root``, its config read through protobuf; the
+    name (``--model``, an ensemble's step, a BLS callee) must be a plain model name."""
+    folder = root / check_path_name(name, f"model name in {root}")
     if not folder.is_dir():
-        present = sorted(p.name for p in root.iterdir() if (p / "config.pbtxt").is_file())
+        present = sorted(p.name for p in root.iterdir() if (p / CONFIG_FILE).is_file())
         raise ConfigError(
             f"--model {name!r}: no such model folder in {root}; models there: "
             + (", ".join(present) or "none")
         )
-    config = read_config(folder / "config.pbtxt")
+    config = read_config(folder / CONFIG_FILE)
     if config.name and config.name != name:
         raise ConfigError(
             f"{folder / 'config.pbtxt'}: name {config.name!r} differs from its folder {name!r}; "
             "Triton refuses that, so make them match"
         )
-    return UserModel(name, folder, config, _backend_of(config, str(folder / "config.pbtxt")))
+    return UserModel(name, folder, config, _backend_of(config, str(folder / CONFIG_FILE)))
 
 
 def check_servable(model: UserModel, native: bool) -> None:
@@ -159,7 +160,7 @@ def _tensors(config_tensors: object) -> tuple[TensorSpec, ...]:
 
 def _needed(root: Path, top: UserModel, native: bool) -> tuple[dict[str, UserModel], str]:
     """Every model ``top`` needs (its steps or callees, recursively) and ``top``'s kind."""
-    others = {p.name for p in root.iterdir() if (p / "config.pbtxt").is_file()}
+    others = {p.name for p in root.iterdir() if (p / CONFIG_FILE).is_file()}
     models = {top.name: top}
     todo = [top]
     while todo:
@@ -211,7 +212,7 @@ def read_repository_model(
         raise ConfigError(f"--step applies to an ensemble; {name!r} is a {kind} model")
     tuned_model = models[tuned]
     inputs, outputs = _tensors(top.config.input), _tensors(top.config.output)
-    path = top.onnx_file or top.folder / "config.pbtxt"
+    path = top.onnx_file or top.folder / CONFIG_FILE
     opset = 0
     if top.onnx_file is not None:
         graph = inspect_onnx(top.onnx_file)
@@ -325,28 +326,11 @@ def patched_config(
 
 
 def _place_tree(source: Path, target: Path) -> None:
-    """Copy a model folder (hard links for files where possible: large weights), replacing an
-    earlier copy; the user's folder is only read."""
-    if target.exists():
-        shutil.rmtree(target)
+    """Copy a model folder into the run's repository through the gateway, replacing an earlier
+    copy: ``config.pbtxt`` (rewritten for the variant) is copied, every other file (weights,
+    ``model.py``: only read) hard-linked where possible. The user's folder is only read."""
+    gateway.copy_tree_in(source, target, link=lambda path: path.name != CONFIG_FILE)
 
-    def link_or_copy(src: str, dst: str) -> str:
-        try:
-            os.link(src, dst)
-        except OSError:
-            shutil.copy2(src, dst)
-        return dst
-
-    shutil.copytree(source, target, copy_function=link_or_copy, symlinks=False)
-
-
-def _write_config(folder: Path, config: model_config_pb2.ModelConfig) -> None:
-    path = folder / "config.pbtxt"
-    if path.exists():
-        path.unlink()  # a hard link to the user's file: never write through it
-    tmp = path.with_name("config.pbtxt.tmp")
-    tmp.write_text(config_to_text(config))
-    tmp.replace(path)
 
 
 @dataclass(frozen=True)
@@ -383,7 +367,7 @@ def write_repository_variant(
     tuned = models[source.tuned]
     baseline = baseline_variant(tuned.config, source.tuned_backend)
     served, tuned_served = served_names(source, model_name, variant)
-    repo_dir.mkdir(parents=True, exist_ok=True)
+    gateway.mkdir(repo_dir)
     called: list[tuple[str, str]] = []
     for name in source.called:
         target = tuned_served if name == source.tuned else name
@@ -391,8 +375,9 @@ def write_repository_variant(
         if name != source.tuned and not (repo_dir / name).exists():
             _place_tree(models[name].folder, repo_dir / name)
     _place_tree(tuned.folder, repo_dir / tuned_served)
-    _write_config(
-        repo_dir / tuned_served, patched_config(tuned.config, variant, baseline, tuned_served)
+    write_config(
+        patched_config(tuned.config, variant, baseline, tuned_served),
+        repo_dir / tuned_served / CONFIG_FILE,
     )
     if source.tuned != source.model:  # an ensemble: its tuned step renamed for the variant
         top = models[source.model]
@@ -405,5 +390,5 @@ def write_repository_variant(
         if variant.max_batch_size and config.max_batch_size > variant.max_batch_size:
             config.max_batch_size = variant.max_batch_size  # no step may batch less
         _place_tree(top.folder, repo_dir / served)
-        _write_config(repo_dir / served, config)
+        write_config(config, repo_dir / served / CONFIG_FILE)
     return WrittenVariant(served, repo_dir / served, tuple(called))

@@ -8,12 +8,15 @@ out once per (server, Python, backend sources) in a cache folder; later runs reu
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from tritonlab import gateway
 from tritonlab.backends import BACKENDS_DIR
 from tritonlab.errors import ServerError
 from tritonlab.paths import cache_root as _cache_root
@@ -78,23 +81,35 @@ def prepare_bundled_server(cache_root: Path | None = None) -> ServerInstall:
         raise ServerError(
             f"the bundled Python backend has no stub for Python {py}; use Python 3.8 to 3.13"
         )
-    work = (cache_root or default_cache_root()) / f"tritonserver-2.51.0-py{py}-{_sources_digest()}"
-    marker = work / ".complete"
-    if not marker.exists():
-        tmp = work.with_name(work.name + f".tmp{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.copytree(source / "bin", tmp / "bin")
-        shutil.copytree(source / "caches", tmp / "caches")
-        shutil.copytree(source / "backends" / "python", tmp / "backends" / "python")
-        shutil.copy2(stub, tmp / "backends" / "python" / "triton_python_backend_stub")
-        for name in SERVED_BACKENDS:
-            (tmp / "backends" / name).mkdir(parents=True)
-            shutil.copy2(BACKENDS_DIR / name / "model.py", tmp / "backends" / name / "model.py")
-        (tmp / ".complete").write_text("ok\n")
+    cache_gate = gateway.open_root(cache_root or default_cache_root())
+    work = cache_gate.root / f"tritonserver-2.51.0-py{py}-{_sources_digest()}"
+    layout = {
+        "bin": source / "bin",
+        "caches": source / "caches",
+        "backends/python": source / "backends" / "python",
+        "backends/python/triton_python_backend_stub": stub,
+        **{
+            f"backends/{name}/model.py": BACKENDS_DIR / name / "model.py"
+            for name in SERVED_BACKENDS
+        },
+    }
+    expected = _digests(layout)
+    if not _prepared_intact(work, expected):
+        tmp = cache_gate.private_temp(f".{work.name}.tmp")
+        for rel, src in layout.items():
+            if src.is_dir():
+                cache_gate.copy_tree_in(src, tmp / rel)
+            else:
+                cache_gate.copy_in(src, tmp / rel)
+        cache_gate.write_text(tmp / PREPARED_MARKER, json.dumps(expected, sort_keys=True) + "\n")
+        if os.path.lexists(work):  # damaged, or changed since it was prepared: set aside
+            cache_gate.remove_tree(work)
         try:
-            tmp.rename(work)
+            cache_gate.move(tmp, work)
         except OSError:  # another process finished first; use its copy
-            shutil.rmtree(tmp, ignore_errors=True)
+            cache_gate.remove_tree(tmp)
+        if not _prepared_intact(work, expected):
+            raise ServerError(f"{work}: the prepared server does not match its sources; delete it")
     return ServerInstall(
         binary=work / "bin" / "tritonserver",
         backend_dir=work / "backends",
@@ -102,6 +117,39 @@ def prepare_bundled_server(cache_root: Path | None = None) -> ServerInstall:
         library_path=(libs,),
         bundled=True,
     )
+
+
+PREPARED_MARKER = ".complete"
+
+
+def _digests(layout: dict[str, Path]) -> dict[str, str]:
+    """sha256 of every file the prepared server holds, by its path there."""
+    digests: dict[str, str] = {}
+    for rel, src in layout.items():
+        files = sorted(p for p in src.rglob("*") if p.is_file()) if src.is_dir() else [src]
+        for path in files:
+            name = rel if path == src else f"{rel}/{path.relative_to(src).as_posix()}"
+            digests[name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return digests
+
+
+def _prepared_intact(work: Path, expected: dict[str, str]) -> bool:
+    """Whether the prepared server at ``work`` is this user's, writable by no one else, and
+    holds exactly the files it was made from (every file's sha256, not the marker alone)."""
+    marker = work / PREPARED_MARKER
+    try:
+        info = os.lstat(work)
+        if info.st_uid != os.getuid() or info.st_mode & 0o022 or not stat.S_ISDIR(info.st_mode):
+            return False
+        if json.loads(marker.read_text()) != expected:
+            return False
+        for rel, digest in expected.items():
+            path = work / rel
+            if path.is_symlink() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+                return False
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def external_server(binary: Path, backend_dir: Path | None = None) -> ServerInstall:

@@ -13,7 +13,6 @@ import os
 import re
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 import urllib.error
@@ -25,8 +24,9 @@ from types import TracebackType
 
 import psutil
 
+from tritonlab import gateway
 from tritonlab.errors import ServerError
-from tritonlab.procenv import die_with_parent, raise_if_interrupted
+from tritonlab.procenv import child_environment, die_with_parent, raise_if_interrupted
 from tritonlab.server.auth_proxy import AuthProxy, Exposure
 from tritonlab.server.endpoint import UNLOAD_WAIT_S, ServerEndpoint
 from tritonlab.server.locate import ServerInstall
@@ -112,7 +112,7 @@ class TritonServer(ServerEndpoint):
         self._process: subprocess.Popen[bytes] | None = None
         self._log_file: object | None = None
         self._log_start = 0  # where the running process's lines start in the (appended) log
-        self._link_dir: Path | None = None  # the private folder of served_repository's link
+        self._link_dir: gateway.Gateway | None = None  # served_repository's private folder
         self._proxy: AuthProxy | None = None
         connect_host = "127.0.0.1" if host in ("0.0.0.0", "") else host
         super().__init__(
@@ -160,10 +160,10 @@ class TritonServer(ServerEndpoint):
             return self.repository
         # In a private folder (mkdtemp: an unpredictable name, mode 0700), so no other user can
         # plant or swap the link; removed when the server stops.
-        if self._link_dir is None or not (self._link_dir / "models").is_symlink():
-            self._link_dir = Path(tempfile.mkdtemp(prefix="tritonlab-repo-"))
-            (self._link_dir / "models").symlink_to(self.repository, target_is_directory=True)
-        return self._link_dir / "models"
+        if self._link_dir is None or not (self._link_dir.root / "models").is_symlink():
+            self._link_dir = gateway.temporary_root("tritonlab-repo-")
+            self._link_dir.make_link(self.repository, self._link_dir.root / "models")
+        return self._link_dir.root / "models"
 
     @property
     def pid(self) -> int | None:
@@ -179,8 +179,7 @@ class TritonServer(ServerEndpoint):
         """
         if self._process is not None:
             raise ServerError("server already started")
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop(); a resume appends
+        log = gateway.open_append(self.log_path)  # closed in stop(); a resume appends
         self._log_file = log
         self._log_start = self.log_size()  # this process's lines start here
         try:
@@ -189,7 +188,7 @@ class TritonServer(ServerEndpoint):
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env=self.install.environment(),
+                env=child_environment(self.install.environment()),  # without the API key
                 start_new_session=True,
                 preexec_fn=die_with_parent,
             )
@@ -295,9 +294,7 @@ class TritonServer(ServerEndpoint):
                 self._log_file.close()  # type: ignore[attr-defined]
             self._log_file = None
         if self._link_dir is not None:
-            with contextlib.suppress(OSError):
-                (self._link_dir / "models").unlink()
-                self._link_dir.rmdir()
+            gateway.remove_temporary(self._link_dir)
             self._link_dir = None
 
     def restart(self, ready_timeout_s: float = 120.0) -> None:
