@@ -40,13 +40,34 @@ def deploy(
     namespace: Annotated[str, typer.Option("--namespace")] = "default",
     image: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option("--image", help="Default: the NGC tritonserver of the measured release."),
+        typer.Option(
+            "--image",
+            help="Default: nvcr.io/nvidia/tritonserver:25.10-py3 (past NVIDIA's August 2025 "
+            "Triton security fixes, which came in 25.07).",
+        ),
     ] = None,
     image_digest: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(
             "--image-digest",
             help="sha256:<64 hex>: pin the image by digest (a tag can be moved to other content).",
+        ),
+    ] = None,
+    allow_from: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            "--allow-from",
+            help="[NAMESPACE:]key=value[,key=value]: pods the NetworkPolicy lets reach the "
+            "inference ports (repeat for more). Default: tritonlab-client=true in --namespace.",
+        ),
+    ] = None,
+    allow_metrics_from: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            "--allow-metrics-from",
+            help="[NAMESPACE:]key=value[,key=value]: pods that may scrape the metrics port "
+            "(e.g. monitoring:app.kubernetes.io/name=prometheus). Default: tritonlab-client=true "
+            "in --namespace.",
         ),
     ] = None,
     min_replicas: Annotated[int, typer.Option("--min-replicas", min=1)] = 1,
@@ -97,13 +118,17 @@ def deploy(
                 repository_uri=repository,
                 image=image,
                 image_digest=image_digest,
+                allow_from=tuple(allow_from or ()),
+                allow_metrics_from=tuple(allow_metrics_from or ()),
                 min_replicas=min_replicas,
                 max_replicas=max_replicas,
                 target_load_infer_per_s=target_load,
             ),
         )
-        out.print(f"{chosen.source}: {chosen.variant.description}", highlight=False)
-        out.print(f"capacity {chosen.capacity_comment()}", highlight=False)
+        out.print(f"{chosen.source}: {chosen.variant.description}", highlight=False, markup=False)
+        out.print(f"capacity {chosen.capacity_comment()}", highlight=False, markup=False)
+        for warning in written.warnings:
+            out.print(f"warning: {warning}", highlight=False, markup=False)
         if not no_validate:
             count = validate_files(written.manifests)
             out.print(

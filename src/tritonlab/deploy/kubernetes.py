@@ -1,9 +1,16 @@
 """Manifests for the pick: a Triton Deployment (or a KServe InferenceService), Service, HPA.
 
+Every manifest is a Python mapping dumped by PyYAML (``yaml.safe_dump_all``) and parsed back
+before it is written: no text from a run (a variant's free-text description, a pick's source)
+is pasted into YAML, so none can start a document or a key; what the run says about itself is
+in ``tritonlab/*`` annotations, as string values. Every file goes through the out folder's
+``Gateway``, and ``--out`` may neither be, hold nor lie inside the run folder.
+
 What is written, and why:
-- the NGC ``tritonserver`` image of the release that was measured (2.51.0 is 24.10): its native
-  onnxruntime and OpenVINO backends read the same ``config.pbtxt`` parameters tritonlab's
-  adapters do, so the configuration served is the configuration measured;
+- a pinned NGC ``tritonserver`` release past NVIDIA's August 2025 security fixes
+  (``hardening.DEFAULT_IMAGE``, 25.10; the measured release is named in the README, and a
+  release before 25.07 is never the default): its native onnxruntime and OpenVINO backends read
+  the same ``config.pbtxt`` parameters tritonlab's adapters do; ``--image-digest`` pins it;
 - the model repository (``model_repository/``: the pick's ``config.pbtxt`` under the model's
   own name, and ``model.onnx`` where the run folder has it; for a model of a user's repository
   the whole pipeline, ``served_repository``), delivered by object storage (Triton
@@ -12,43 +19,66 @@ What is written, and why:
 - probes on ``/v2/health/ready`` and ``/v2/health/live``, a startup probe for the model load;
 - CPU requests of instances x threads, the pick's instance count and threads; one GPU per pod
   for a KIND_GPU pick; metrics on port 8002 with Prometheus scrape annotations;
+- a NetworkPolicy (``networkpolicy.yaml``): only the named client pods reach the inference
+  ports, only the named scrapers the metrics port (Triton's API has no authentication);
 - a HorizontalPodAutoscaler on queue time per request (``deploy.autoscaling``), with the
-  measured per-replica capacity in a comment.
+  measured per-replica capacity in its annotations.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from tritonlab.deploy.autoscaling import (
-    QUEUE_METRIC,
     adapter_config,
     add_sizing_notes,
     hpa_manifest,
     replicas_for_target,
 )
 from tritonlab.deploy.hardening import (
+    DEFAULT_IMAGE,
+    DNS_SUBDOMAIN_RE,
     checked_image,
+    checked_namespace,
     container_security,
     harden_container,
     harden_pod,
+    image_advisory,
+    image_tag,
+    network_policy,
+    peers,
+    selector_words,
+    tmp_mount,
+    tmp_volume,
 )
 from tritonlab.deploy.pick import DeployPick
-from tritonlab.deploy.served_repository import pipeline_models, write_repository
+from tritonlab.deploy.readme_text import ReadmeFacts, readme
+from tritonlab.deploy.served_repository import check_stored_names, write_repository
 from tritonlab.errors import ConfigError
+from tritonlab.gateway import Gateway, refuse_overlap
 
-NGC_IMAGE = "nvcr.io/nvidia/tritonserver:{tag}"
-# Triton releases by server version (the container tag of each).
+# Triton releases by server version (the container tag of each): named in the README as what
+# was measured; none is deployed by default (all are before NVIDIA's August 2025 fixes).
 NGC_TAGS = {"2.51.0": "24.10-py3", "2.50.0": "24.09-py3", "2.49.0": "24.08-py3"}
 TARGETS = ("kubernetes", "kserve")
 HTTP_PORT, GRPC_PORT, METRICS_PORT = 8000, 8001, 8002
 STORAGE_SCHEMES = ("s3://", "gs://", "as://", "pvc://")
 MODELS_MOUNT = "/models"
+# What a --repository URI may hold: it is shown in the README's shell commands.
+URI_RE = re.compile(r"[A-Za-z0-9._~/:%+=@,-]+")
+# The label KServe gives an InferenceService's predictor pods.
+KSERVE_POD_LABEL = "serving.kserve.io/inferenceservice"
+HEADER = (
+    "# Written by `tritonlab deploy`. Where the configuration and its measured capacity come\n"
+    "# from: the tritonlab/* annotations below, and README.md. A replica on other hardware\n"
+    "# carries a different load: measure the service with `tritonlab perf --url` once it runs.\n"
+)
 
 
 @dataclass(frozen=True)
@@ -61,8 +91,11 @@ class DeployOptions:
     # Where the cluster finds the repository: s3://, gs://, as:// or pvc://CLAIM[/path];
     # None: a PersistentVolumeClaim of our own (pvc.yaml), filled as the README says.
     repository_uri: str | None = None
-    image: str | None = None  # default: the NGC image of the measured release
+    image: str | None = None  # default: hardening.DEFAULT_IMAGE (past the August 2025 fixes)
     image_digest: str | None = None  # sha256:...: pin the image by digest, not by its tag
+    # NetworkPolicy peers, each [NAMESPACE:]key=value[,key=value]; () the default label
+    allow_from: tuple[str, ...] = ()
+    allow_metrics_from: tuple[str, ...] = ()
     min_replicas: int = 1
     max_replicas: int = 4
     target_load_infer_per_s: float | None = None  # sizes minReplicas from the capacity
@@ -70,26 +103,39 @@ class DeployOptions:
 
 def dns_label(text: str) -> str:
     """``text`` as a Kubernetes name: lower-case alphanumerics and dashes, at most 50 characters."""
-    label = "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
+    label = "".join(c if c.isascii() and c.isalnum() else "-" for c in text.lower()).strip("-")
     return (label or "triton")[:50].rstrip("-")
-
-
-def ngc_image(server_version: str) -> str:
-    """NGC's tritonserver image for ``server_version``; ``ConfigError`` if its tag is unknown."""
-    tag = NGC_TAGS.get(server_version)
-    if tag is None:
-        raise ConfigError(
-            f"no NGC tritonserver tag known for server {server_version!r}; pass --image "
-            "nvcr.io/nvidia/tritonserver:<YY.MM>-py3 of that release"
-        )
-    return NGC_IMAGE.format(tag=tag)
 
 
 @dataclass(frozen=True)
 class Written:
-    """The manifest files ``write_deployment`` wrote (besides README.md and the repository)."""
+    """The manifest files ``write_deployment`` wrote (besides README.md and the repository),
+    and what the user should know before applying them (an image before the fixes)."""
 
     manifests: list[Path]
+    warnings: list[str] = field(default_factory=list)
+
+
+def checked_repository_uri(uri: str) -> str:
+    """``uri`` when tritonlab can deliver a repository by it (and show it in a command)."""
+    if not uri.startswith(STORAGE_SCHEMES):
+        raise ConfigError(
+            f"--repository {uri}: give s3://, gs://, as:// or pvc://CLAIM[/path] (a ConfigMap "
+            "cannot hold a real model)"
+        )
+    if not URI_RE.fullmatch(uri):
+        raise ConfigError(
+            f"--repository {uri!r}: only letters, digits and ._~/:%+=@,- may appear in it "
+            "(it is shown in the README's commands)"
+        )
+    if uri.startswith("pvc://"):
+        claim, _, sub = uri.removeprefix("pvc://").partition("/")
+        if not DNS_SUBDOMAIN_RE.fullmatch(claim) or ".." in Path(sub).parts:
+            raise ConfigError(
+                f"--repository {uri!r}: pvc://CLAIM[/path] needs a claim name (lower-case "
+                "letters, digits, '-' and '.') and a path inside it (no '..')"
+            )
+    return uri
 
 
 def write_deployment(
@@ -103,17 +149,21 @@ def write_deployment(
     if options.target not in TARGETS:
         raise ConfigError(f"--to must be one of {', '.join(TARGETS)}, got {options.target!r}")
     uri = options.repository_uri
-    if uri is not None and not uri.startswith(STORAGE_SCHEMES):
-        raise ConfigError(
-            f"--repository {uri}: give s3://, gs://, as:// or pvc://CLAIM[/path] (a ConfigMap "
-            "cannot hold a real model)"
-        )
+    if uri is not None:
+        checked_repository_uri(uri)
     if options.min_replicas > options.max_replicas:
         raise ConfigError("--min-replicas must not exceed --max-replicas")
+    namespace = checked_namespace(options.namespace)
+    clients = peers(options.allow_from, "--allow-from")
+    scrapers = peers(options.allow_metrics_from, "--allow-metrics-from")
+    check_stored_names(pick, run_dir)  # before any path is made of one
     name = dns_label(options.name or pick.model_name)
-    image = checked_image(options.image or ngc_image(pick.server_version), options.image_digest)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    repo_bytes = write_repository(pick, run_dir, out_dir / "model_repository")
+    image = checked_image(options.image or DEFAULT_IMAGE, options.image_digest)
+    fixed, advisory = image_advisory(image)
+    refuse_overlap(out_dir, {"the run folder": run_dir})
+    gate = Gateway(out_dir)
+    gate.mkdir(out_dir)
+    repo_bytes = write_repository(pick, run_dir, out_dir / "model_repository", gate)
     min_replicas = options.min_replicas
     sized = replicas_for_target(pick, options.target_load_infer_per_s)
     if sized is not None:
@@ -125,48 +175,74 @@ def write_deployment(
     claim = f"{name}-model-repository"
     if uri is None:
         uri = f"pvc://{claim}"
-    header = _header(pick, run_dir)
     manifests: dict[str, list[dict[str, Any]]] = {}
-    workload = f"{name}-predictor" if options.target == "kserve" else name
-    if options.target == "kserve":
+    kserve = options.target == "kserve"
+    workload = f"{name}-predictor" if kserve else name
+    if kserve:
         manifests["inferenceservice.yaml"] = [
-            _inference_service(
-                pick, name, options.namespace, image, uri, min_replicas, max_replicas
-            )
+            _inference_service(pick, name, namespace, image, uri, min_replicas, max_replicas)
         ]
     else:
         manifests["deployment.yaml"] = [
-            _deployment(pick, name, options.namespace, image, uri, min_replicas)
+            _deployment(pick, name, namespace, image, uri, min_replicas)
         ]
-        manifests["service.yaml"] = [_service(name, options.namespace)]
+        manifests["service.yaml"] = [_service(name, namespace)]
+    pods = {KSERVE_POD_LABEL: name} if kserve else {"app.kubernetes.io/name": name}
+    ports = None if kserve else (HTTP_PORT, GRPC_PORT)
+    policy = network_policy(name, namespace, pods, clients, scrapers, ports, METRICS_PORT)
+    policy["metadata"]["labels"] = _labels(name)
+    manifests["networkpolicy.yaml"] = [policy]
     if own_pvc:
-        manifests["pvc.yaml"] = [_pvc(claim, options.namespace, repo_bytes)]
-    hpa = hpa_manifest(pick, workload, options.namespace, min_replicas, max_replicas)
+        manifests["pvc.yaml"] = [_pvc(claim, namespace, repo_bytes)]
+    hpa = hpa_manifest(pick, workload, namespace, min_replicas, max_replicas)
     add_sizing_notes(hpa, pick, sized)
     manifests["hpa.yaml"] = [hpa]
-    manifests["metrics-adapter-config.yaml"] = [adapter_config(options.namespace)]
-    written = []
+    notes = _provenance(pick, run_dir)
+    for docs in manifests.values():
+        for doc in docs:
+            doc["metadata"].setdefault("annotations", {}).update(notes)
+    manifests["metrics-adapter-config.yaml"] = [adapter_config(namespace)]
     for file_name, docs in manifests.items():
-        path = out_dir / file_name
-        text = header + "\n---\n".join(yaml.safe_dump(d, sort_keys=False) for d in docs)
-        path.write_text(text)
-        written.append(path)
-    readme = out_dir / "README.md"
-    readme.write_text(
-        _readme(pick, name, options, uri, own_pvc, workload, min_replicas, max_replicas)
+        gate.write_text(out_dir / file_name, dump_manifests(docs))
+    facts = ReadmeFacts(
+        target=options.target,
+        namespace=namespace,
+        uri=uri,
+        own_pvc=own_pvc,
+        workload=workload,
+        replicas=(min_replicas, max_replicas),
+        cores=_cpu_cores(pick),
+        image=image,
+        advisory=advisory,
+        measured_tag=NGC_TAGS.get(pick.server_version),
+        clients=selector_words(options.allow_from, namespace),
+        scrapers=selector_words(options.allow_metrics_from, namespace),
+        ports=(HTTP_PORT, GRPC_PORT, METRICS_PORT),
     )
-    return Written(written)
+    gate.write_text(out_dir / "README.md", readme(pick, facts))
+    return Written([out_dir / f for f in manifests], [] if fixed else [advisory])
 
 
-def _header(pick: DeployPick, run_dir: Path) -> str:
+def dump_manifests(docs: list[dict[str, Any]]) -> str:
+    """``docs`` as one YAML file (PyYAML's safe dumper, documents separated by ``---``) under
+    the fixed header; parsed back and compared, so what is written is exactly ``docs``. Text
+    beyond ASCII is escaped (PyYAML's ``allow_unicode`` would write a NEL or U+2028 raw, which
+    its reader takes for a line break)."""
+    text = HEADER + yaml.safe_dump_all(docs, sort_keys=False)
+    if list(yaml.safe_load_all(text)) != docs:
+        raise ConfigError("the manifests did not read back as written; report this as a bug")
+    return text
+
+
+def _provenance(pick: DeployPick, run_dir: Path) -> dict[str, str]:
+    """Where the deployment came from, as annotations (string values, whatever they hold)."""
     v = pick.variant
-    return (
-        f"# Written by `tritonlab deploy` from {run_dir.name}: {pick.source}.\n"
-        f"# Configuration: {v.description} ({v.name}).\n"
-        f"# Capacity {pick.capacity_comment()}.\n"
-        "# A replica on other hardware carries a different load: measure the service with\n"
-        "# `tritonlab perf --url` once it runs.\n"
-    )
+    return {
+        "tritonlab/run": run_dir.name,
+        "tritonlab/pick": pick.source,
+        "tritonlab/configuration": f"{v.description} ({v.name})",
+        "tritonlab/measured-capacity-per-replica": pick.capacity_comment(),
+    }
 
 
 def _labels(name: str) -> dict[str, str]:
@@ -340,7 +416,20 @@ def _inference_service(
 ) -> dict[str, Any]:
     """KServe's InferenceService with the Triton runtime, in raw-deployment mode so that the
     HPA in ``hpa.yaml`` (queue time) scales its ``<name>-predictor`` Deployment."""
-    tag = image.rsplit(":", 1)[-1]
+    tag = image_tag(image)  # KServe runs its runtime's image at this tag (a digest: README)
+    model: dict[str, Any] = {
+        # a user's repository model (Python, ensemble, BLS) is Triton's own format
+        "modelFormat": {"name": "onnx" if pick.repository is None else "triton"},
+        "runtime": "kserve-tritonserver",
+        **({"runtimeVersion": tag} if tag else {}),
+        "storageUri": uri,
+        "args": [f"--metrics-port={METRICS_PORT}", "--allow-metrics=true"],
+        "resources": _resources(pick),
+        "readinessProbe": _probe("/v2/health/ready", 5, 3),
+        "livenessProbe": _probe("/v2/health/live", 10, 3),
+        "securityContext": container_security(),
+        "volumeMounts": [tmp_mount()],  # the root filesystem is read-only
+    }
     return {
         "apiVersion": "serving.kserve.io/v1beta1",
         "kind": "InferenceService",
@@ -360,79 +449,9 @@ def _inference_service(
             "predictor": {
                 "minReplicas": min_replicas,
                 "maxReplicas": max_replicas,
-                "model": {
-                    # a user's repository model (Python, ensemble, BLS) is Triton's own format
-                    "modelFormat": {"name": "onnx" if pick.repository is None else "triton"},
-                    "runtime": "kserve-tritonserver",
-                    "runtimeVersion": tag,
-                    "storageUri": uri,
-                    "args": [f"--metrics-port={METRICS_PORT}", "--allow-metrics=true"],
-                    "resources": _resources(pick),
-                    "readinessProbe": _probe("/v2/health/ready", 5, 3),
-                    "livenessProbe": _probe("/v2/health/live", 10, 3),
-                    "securityContext": container_security(),
-                },
+                "model": model,
                 "automountServiceAccountToken": False,
+                "volumes": [tmp_volume()],
             }
         },
     }
-
-
-def _metric_path(namespace: str) -> str:
-    return f"/apis/custom.metrics.k8s.io/v1beta1/namespaces/{namespace}/pods/*/{QUEUE_METRIC}"
-
-
-def _readme(
-    pick: DeployPick,
-    name: str,
-    options: DeployOptions,
-    uri: str,
-    own_pvc: bool,
-    workload: str,
-    min_replicas: int,
-    max_replicas: int,
-) -> str:
-    v = pick.variant
-    models = pipeline_models(pick)
-    each = (
-        f" for each of {', '.join(f'`{n}`' for n in models)} (the whole pipeline)"
-        if len(models) > 1
-        else ""
-    )
-    copy = f"model_repository/{pick.model_name}" if len(models) == 1 else "model_repository/<model>"
-    fill = (
-        f"`pvc.yaml` claims a read-only volume; fill it once, e.g. from a pod that mounts it "
-        f"read-write: `kubectl cp {copy} <pod>:/models/`{each}."
-        if own_pvc
-        else f"Upload the repository: `aws s3 sync model_repository/ {uri}/` (or gsutil/az); "
-        "credentials go in the optional Secret `triton-storage`."
-    )
-    apply = (
-        "kubectl apply -f inferenceservice.yaml -f hpa.yaml"
-        if options.target == "kserve"
-        else "kubectl apply -f deployment.yaml -f service.yaml -f hpa.yaml"
-    )
-    return f"""# Deploying {pick.model_name}: {v.description}
-
-Written by `tritonlab deploy` ({options.target}) from the run's {pick.source}.
-
-- Capacity {pick.capacity_comment()}.
-- Replicas: {min_replicas} to {max_replicas}, scaled on `{QUEUE_METRIC}` (mean queue time per
-  request over 30 s, from Triton's metrics on port {METRICS_PORT}).
-- CPU: {_cpu_cores(pick)} cores requested per replica ({v.instance_count} instances x
-  {v.intra_op_threads or "all"} threads, as measured).
-
-## Steps
-
-1. Model repository (`model_repository/`, the measured `config.pbtxt`): {fill}
-2. `{apply}`{" -f pvc.yaml" if own_pvc else ""}
-3. Metrics adapter: merge `metrics-adapter-config.yaml`'s rule into your Prometheus adapter's
-   rules (it turns Triton's queue-duration counter into `{QUEUE_METRIC}` per pod), so that
-   `kubectl get --raw {_metric_path(options.namespace)}` answers.
-4. Measure the service as deployed: `tritonlab perf --url http://<{workload}>:{HTTP_PORT}
-   --grpc-url <{workload}>:{GRPC_PORT} --model {pick.model_name}` (a service, not one server:
-   the per-replica figures stay unknown).
-
-The manifests were validated offline against the Kubernetes schema by `tritonlab deploy`
-(`kubernetes-validate`); nothing was applied to a cluster.
-"""
