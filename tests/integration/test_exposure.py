@@ -6,11 +6,14 @@ since no user string is passed through a shell.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import signal
+import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +32,9 @@ GRPC_RE = re.compile(r"gRPC (\S+), metrics")
 KEY = "s3cret-key"
 
 
-def _serve(model: Path, cwd: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], Path]:
+def _serve(
+    model: Path, cwd: Path, env: dict[str, str], *more: str
+) -> tuple[subprocess.Popen[str], Path]:
     out = cwd / "serve.stdout"
     with open(out, "w") as stdout:
         proc = subprocess.Popen(
@@ -45,6 +50,7 @@ def _serve(model: Path, cwd: Path, env: dict[str, str]) -> tuple[subprocess.Pope
                 "0",
                 "--metrics-port",
                 "0",
+                *more,
             ],
             cwd=cwd,
             env=env,
@@ -146,6 +152,136 @@ def _check_grpc(url: str) -> None:
     answer = client.infer("simple_mlp", inputs, headers=good)
     assert answer.as_numpy("output").shape == (1, 10)
     client.close()
+
+
+@contextlib.contextmanager
+def _served(model: Path, cwd: Path, *more: str) -> Iterator[tuple[int, str, str]]:
+    """``serve --host 0.0.0.0`` with the key; yields (its pid, HTTP URL, gRPC URL) once ready,
+    and always stops it."""
+    proc, out = _serve(model, cwd, cli_env() | {"TRITONLAB_API_KEY": KEY}, *more)
+    try:
+        deadline = time.monotonic() + 120
+        while not READY_RE.search(out.read_text()):
+            assert proc.poll() is None, out.read_text()
+            assert time.monotonic() < deadline, out.read_text()
+            time.sleep(0.2)
+        text = out.read_text()
+        http_url = READY_RE.search(text).group(1)  # type: ignore[union-attr]
+        grpc_url = GRPC_RE.search(text).group(1)  # type: ignore[union-attr]
+        yield (
+            proc.pid,
+            http_url.replace("0.0.0.0", "127.0.0.1"),
+            grpc_url.replace("0.0.0.0", "127.0.0.1"),
+        )
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                kill_tree(proc)
+
+
+def _raw_http(url: str, raw: bytes) -> bytes:
+    host, _, port = url.rpartition(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(raw)
+        data = b""
+        while b"\r\n\r\n" not in data or not data.endswith(b"}"):
+            piece = sock.recv(65536)
+            if not piece:
+                break
+            data += piece
+    return data
+
+
+@pytest.mark.timeout(300)
+def test_exposed_serve_refuses_admin_endpoints_with_a_valid_key_unless_opened(
+    demo_onnx: Path, tmp_path: Path
+) -> None:
+    """Issue 32: model control, shared memory, trace and logging are 403 (gRPC:
+    PERMISSION_DENIED) for a key holder too, until ``--open-admin-api``; a chunked request is
+    re-framed before it reaches tritonserver, a ``Content-Length: -1`` refused."""
+    good = {RESTRICTED_HEADER: KEY}
+    with _served(demo_onnx, tmp_path) as (_, http_url, grpc_url):
+        client = httpclient.InferenceServerClient(http_url)
+        for call in (
+            lambda: client.get_model_repository_index(headers=good),
+            lambda: client.unload_model("simple_mlp", headers=good),
+            lambda: client.get_system_shared_memory_status(headers=good),
+            lambda: client.get_trace_settings(headers=good),
+            lambda: client.get_trace_settings("simple_mlp", headers=good),
+            lambda: client.get_log_settings(headers=good),
+        ):
+            with pytest.raises(InferenceServerException, match="open-admin-api"):
+                call()
+        assert client.is_model_ready("simple_mlp", headers=good), "the refused unload did nothing"
+        client.close()
+        grpc_client = grpcclient.InferenceServerClient(grpc_url)
+        for grpc_call in (
+            lambda: grpc_client.get_model_repository_index(headers=good),
+            lambda: grpc_client.unload_model("simple_mlp", headers=good),
+            lambda: grpc_client.get_system_shared_memory_status(headers=good),
+            lambda: grpc_client.get_log_settings(headers=good),
+        ):
+            with pytest.raises(InferenceServerException, match=r"PERMISSION_DENIED|open-admin"):
+                grpc_call()
+        assert grpc_client.is_model_ready("simple_mlp", headers=good)
+        grpc_client.close()
+        body = json.dumps(
+            {
+                "inputs": [
+                    {"name": "input", "shape": [1, 256], "datatype": "FP32", "data": [0.0] * 256}
+                ]
+            }
+        ).encode()
+        head = (
+            f"POST /v2/models/simple_mlp/infer HTTP/1.1\r\nHost: x\r\n{RESTRICTED_HEADER}: "
+            f"{KEY}\r\nContent-Type: application/json\r\n"
+        ).encode()
+        half = len(body) // 2
+        chunked = b"".join(
+            f"{len(part):x}\r\n".encode() + part + b"\r\n" for part in (body[:half], body[half:])
+        )
+        answer = _raw_http(
+            http_url, head + b"Transfer-Encoding: chunked\r\n\r\n" + chunked + b"0\r\n\r\n"
+        )
+        assert answer.startswith(b"HTTP/1.1 200"), answer[:300]
+        assert b'"name":"output"' in answer
+        refused = _raw_http(http_url, head + b"Content-Length: -1\r\n\r\n" + body)
+        assert refused.startswith(b"HTTP/1.1 400"), refused[:300]
+    with _served(demo_onnx, tmp_path, "--open-admin-api") as (_, http_url, grpc_url):
+        client = httpclient.InferenceServerClient(http_url)
+        index = client.get_model_repository_index(headers=good)
+        assert [m["name"] for m in index] == ["simple_mlp"]
+        with pytest.raises(InferenceServerException):
+            client.get_model_repository_index()
+        client.close()
+        grpc_client = grpcclient.InferenceServerClient(grpc_url)
+        assert grpc_client.get_log_settings(headers=good, as_json=True)
+        grpc_client.close()
+
+
+@pytest.mark.timeout(240)
+def test_no_child_of_an_exposed_serve_holds_the_key(demo_onnx: Path, tmp_path: Path) -> None:
+    """Issue 32: neither tritonserver nor a Python backend stub (which runs the model's own
+    model.py) has the key in its environment or on its command line."""
+    with _served(demo_onnx, tmp_path) as (pid, http_url, _):
+        client = httpclient.InferenceServerClient(http_url)
+        inputs = [httpclient.InferInput("input", [1, 256], "FP32")]
+        inputs[0].set_data_from_numpy(np.zeros((1, 256), dtype=np.float32))
+        client.infer("simple_mlp", inputs, headers={RESTRICTED_HEADER: KEY})
+        client.close()
+        children = psutil.Process(pid).children(recursive=True)
+        names = [" ".join(c.cmdline()) for c in children]
+        assert any("tritonserver" in n for n in names), names
+        assert any("triton_python_backend_stub" in n for n in names), names
+        for child in children:
+            environ = Path(f"/proc/{child.pid}/environ").read_bytes()
+            cmdline = Path(f"/proc/{child.pid}/cmdline").read_bytes()
+            assert KEY.encode() not in environ, child.name()
+            assert b"TRITONLAB_API_KEY=" not in environ, child.name()
+            assert KEY.encode() not in cmdline, child.name()
 
 
 @pytest.mark.timeout(300)

@@ -118,6 +118,23 @@ def serve(
     http_port: Annotated[int, typer.Option("--http-port", help="0 picks a free port.")] = 8000,
     grpc_port: Annotated[int, typer.Option("--grpc-port", help="0 picks a free port.")] = 8001,
     metrics_port: Annotated[int, typer.Option("--metrics-port", help="0: free port.")] = 8002,
+    open_admin_api: Annotated[
+        bool,
+        typer.Option(
+            "--open-admin-api",
+            help="With --host beyond loopback: key holders may also use model control (a "
+            "loaded model's code runs as you), shared memory, trace and log settings; "
+            "refused (403) without it.",
+        ),
+    ] = False,
+    max_request_mib: Annotated[
+        int,
+        typer.Option(
+            "--max-request-mib",
+            min=1,
+            help="With --host beyond loopback: the largest request body taken (413 above).",
+        ),
+    ] = 64,
     *,
     served: VariantFlags,
     local: LocalServerFlags,
@@ -134,7 +151,13 @@ def serve(
     from tritonlab.pipeline.steps import serving
 
     with user_errors("server stopped"):
-        options = local.options(http_port=http_port, grpc_port=grpc_port, metrics_port=metrics_port)
+        options = local.options(
+            http_port=http_port,
+            grpc_port=grpc_port,
+            metrics_port=metrics_port,
+            open_admin_api=open_admin_api,
+            max_request_bytes=max_request_mib << 20,
+        )
         info = repository_model(repository, model, options, "serve")
         if info is not None:
             as_configured(served != VariantFlags(), VARIANT_FLAGS)
@@ -156,8 +179,9 @@ def serve(
                 out.print(
                     f"listening on {server.exposure.host} through tritonlab's proxy: every request "
                     f"but health needs the header (gRPC: metadata) '{RESTRICTED_HEADER}: "
-                    "$TRITONLAB_API_KEY'; no TLS (put a TLS terminator in front); metrics stay "
-                    "on 127.0.0.1",
+                    "$TRITONLAB_API_KEY'; model control, shared memory, trace and logging "
+                    + ("open to key holders" if open_admin_api else "closed (--open-admin-api)")
+                    + "; no TLS (put a TLS terminator in front); metrics stay on 127.0.0.1",
                     highlight=False,
                     markup=False,
                 )

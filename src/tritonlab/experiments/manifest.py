@@ -21,6 +21,7 @@ import tritonlab
 from tritonlab.experiments.model_record import ModelRecord
 from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.models.inputs import ModelInputs
+from tritonlab.procenv import child_environment
 from tritonlab.records import Record
 from tritonlab.server.gpu import gpu_names
 
@@ -63,6 +64,7 @@ def _tool_commit() -> str | None:
             capture_output=True,
             text=True,
             timeout=5,
+            env=child_environment(),
         )
         if out.returncode == 0:
             dirty = subprocess.run(
@@ -79,6 +81,7 @@ def _tool_commit() -> str | None:
                 capture_output=True,
                 text=True,
                 timeout=5,
+                env=child_environment(),
             ).stdout.strip()
             return out.stdout.strip() + ("-dirty" if dirty else "")
     return None

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tritonlab.errors import PerfAnalyzerError
-from tritonlab.procenv import environment_with_libraries
+from tritonlab.procenv import child_environment, environment_with_libraries
 
 _MISSING_LIB_HINTS = {
     "libb64.so.0d": "apt-get install libb64-0d",
@@ -65,7 +65,7 @@ def locate_perf_analyzer(explicit: Path | None = None) -> PerfAnalyzerInstall:
     try:
         proc = subprocess.run(
             [str(binary), "--version"],
-            env=install.environment(),
+            env=child_environment(install.environment()),  # without the API key
             capture_output=True,
             text=True,
             timeout=30,

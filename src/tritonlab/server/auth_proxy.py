@@ -2,62 +2,77 @@
 
 Triton 2.51 takes its restricted-API key only on its own command line, where every local user
 can read it with ``ps``. So an exposed ``serve`` keeps tritonserver on 127.0.0.1 with no key at
-all, and this proxy, in tritonlab's own process (the key stays in its memory: never on a
-command line, on disk or in a log), listens on the address the user asked for:
+all, and this proxy, in tritonlab's own process, listens on the address the user asked for. The
+key (``TRITONLAB_API_KEY``) stays in tritonlab's memory: it is on no command line, on disk or in
+a log, in the environment of no child (tritonserver, the Python backend stubs that run a
+model's ``model.py``, perf_analyzer: ``procenv.child_environment``), and never sent to a Ray
+node.
 
-- HTTP/REST: every request but ``/v2/health/*`` needs the header ``tritonlab-key: <key>``
-  (compared in constant time); otherwise 401 and nothing reaches Triton. The header is removed
-  before the request is forwarded.
-- gRPC: every call but ``ServerLive`` and ``ServerReady`` needs the metadata
-  ``tritonlab-key``; otherwise ``UNAUTHENTICATED``. Calls are forwarded as raw bytes (a generic
-  handler), streaming ones included.
+- HTTP/REST (``proxy_http``): a request is judged on its request line and headers before any
+  of its body is read. Its path must be in normal form (no %-escapes, ``.``, ``..``, ``//``;
+  else 400); every path but ``/v2/health/live`` and ``/v2/health/ready`` needs the header
+  ``tritonlab-key: <key>`` (compared in constant time; else 401, and nothing reaches Triton);
+  the header is removed before the request is forwarded. Bodies are capped (``--max-request-mib``,
+  64 MiB by default: 413 above it, before reading); a Content-Length that is not one decimal
+  number (``-1``), or both framings at once: 400. A chunked body is read here, up to the cap,
+  and forwarded with a Content-Length: no chunked stream reaches tritonserver. Reads time out:
+  a request line and headers not in within 30 s (also an idle keep-alive connection) are cut;
+  a body read that waits 30 s gets 408, and a whole body gets 60 s plus 1 s per 256 KiB. At
+  most 64 connections are served at once (the next gets 503 and is closed).
+- gRPC (``proxy_grpc``): every call but ``ServerLive`` and ``ServerReady`` needs the metadata
+  ``tritonlab-key`` (else ``UNAUTHENTICATED``); only Triton's known methods are forwarded, as raw
+  bytes; messages are capped at the same size; at most 64 calls at once.
+- Admin endpoints, with a valid key too, are refused (HTTP 403, gRPC ``PERMISSION_DENIED``)
+  unless ``serve --open-admin-api``: model control (``/v2/repository/...``: loading a Python
+  model with file overrides runs its code as the tritonlab user), shared memory
+  (``/v2/systemsharedmemory``, ``/v2/cudasharedmemory``), trace (``/v2/trace``,
+  ``/v2/models/*/trace``) and logging (``/v2/logging``). Even when opened, a system
+  shared-memory registration whose key names the Python backend's own regions is refused.
+- Error messages that name the Python backend's internal shared-memory regions
+  (``triton_python_backend_shm_region_*``) are replaced by a generic one, HTTP and gRPC.
 
-Inference, metadata, model configuration, statistics and model control are all covered. Not
-covered: TLS (the key and the data cross the network in clear text: put a TLS terminator in
-front), and the metrics port, which stays on loopback.
+Against the bundled server's August 2025 advisories (fixed in Triton 25.07, not in 2.51.0): the
+chunked-encoding stack overflow (CVE-2025-23310/23311) is out of a remote client's reach, since
+no chunked request goes through the proxy; the Python-backend shared-memory chain
+(CVE-2025-23319/23320/23334) loses its first two steps (the region names in error messages, and
+the registration API, closed by default). A local user can still reach the loopback
+tritonserver directly, unauthenticated. Not covered: TLS (the key and the data cross the
+network in clear text: put a TLS terminator in front), the metrics port (it stays on loopback),
+and anything a key holder can do with inference itself.
 """
 
 from __future__ import annotations
 
-import hmac
-import http.client
 import threading
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tritonlab.server.endpoint import RESTRICTED_HEADER
+from tritonlab.server.proxy_grpc import MAX_ANSWER_BYTES, GrpcForwarder
+from tritonlab.server.proxy_http import BoundedHTTPServer, http_handler
+from tritonlab.server.proxy_rules import key_matches
 
-OPEN_HTTP_PREFIX = "/v2/health/"
-OPEN_GRPC_METHODS = (
-    "/inference.GRPCInferenceService/ServerLive",
-    "/inference.GRPCInferenceService/ServerReady",
-)
-HOP_BY_HOP = {
-    "connection",
-    "keep-alive",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "te",
-    "trailers",
-    "transfer-encoding",
-    "upgrade",
-    "host",
-}
-MAX_MESSAGE_BYTES = 1 << 30
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "AuthProxy", "Exposure", "key_matches"]
+
+DEFAULT_MAX_BODY_BYTES = 64 << 20
+DEFAULT_MAX_WORKERS = 64
+DEFAULT_READ_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
 class Exposure:
-    """Where an exposed server answers, through the proxy, and the key it asks for (never
-    shown: it is left out of the record's repr)."""
+    """Where an exposed server answers, through the proxy, the key it asks for (never shown:
+    it is left out of the record's repr) and what the proxy lets through."""
 
     host: str
     http_port: int
     grpc_port: int
     key: str = field(repr=False)
+    # Model control, shared memory, trace and logging for key holders (``--open-admin-api``).
+    open_admin_api: bool = False
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_workers: int = DEFAULT_MAX_WORKERS
+    read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
 
     @property
     def http_url(self) -> str:
@@ -70,98 +85,6 @@ class Exposure:
         return f"{self.host}:{self.grpc_port}"
 
 
-def key_matches(given: str | None, key: str) -> bool:
-    """True when ``given`` equals ``key``, compared in constant time; False when no key was sent."""
-    return given is not None and hmac.compare_digest(given.encode(), key.encode())
-
-
-def _http_handler(upstream: str, key: str) -> type[BaseHTTPRequestHandler]:
-    host, _, port = upstream.rpartition(":")
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            """Nothing to stderr: a request log could carry what a client sent."""
-
-        def _forward(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else None
-            if not self.path.startswith(OPEN_HTTP_PREFIX) and not key_matches(
-                self.headers.get(RESTRICTED_HEADER), key
-            ):
-                payload = (
-                    b'{"error":"this server needs the header '
-                    + RESTRICTED_HEADER.encode()
-                    + b': <key>"}'
-                )
-                self.send_response(401)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-                return
-            headers = {
-                k: v
-                for k, v in self.headers.items()
-                if k.lower() not in HOP_BY_HOP and k.lower() != RESTRICTED_HEADER
-            }
-            conn = http.client.HTTPConnection(host, int(port), timeout=600)
-            try:
-                conn.request(self.command, self.path, body=body, headers=headers)
-                answer = conn.getresponse()
-                data = answer.read()
-                self.send_response(answer.status, answer.reason)
-                for k, v in answer.getheaders():
-                    if k.lower() not in HOP_BY_HOP and k.lower() != "content-length":
-                        self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            finally:
-                conn.close()
-
-        do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _forward
-
-    return Handler
-
-
-class _GrpcForwarder:
-    """A generic gRPC handler: every method, forwarded as bytes after the key check."""
-
-    def __init__(self, upstream: str, key: str) -> None:
-        import grpc
-
-        self.grpc = grpc
-        self.key = key
-        options = [
-            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-        ]
-        self.channel = grpc.insecure_channel(upstream, options=options)
-
-    def service(self, details: Any) -> Any:
-        method = details.method
-
-        def behaviour(requests: Iterator[bytes], context: Any) -> Iterator[bytes]:
-            metadata = dict(context.invocation_metadata())
-            if method not in OPEN_GRPC_METHODS and not key_matches(
-                metadata.get(RESTRICTED_HEADER), self.key
-            ):
-                context.abort(
-                    self.grpc.StatusCode.UNAUTHENTICATED,
-                    f"this server needs the metadata {RESTRICTED_HEADER}: <key>",
-                )
-            forwarded = [(k, v) for k, v in metadata.items() if k != RESTRICTED_HEADER]
-            call = self.channel.stream_stream(method)
-            try:
-                yield from call(requests, metadata=forwarded)
-            except self.grpc.RpcError as exc:
-                context.abort(exc.code(), exc.details() or "")
-
-        return self.grpc.stream_stream_rpc_method_handler(behaviour)
-
-
 class AuthProxy:
     """Listens where ``exposure`` says and forwards requests that carry its key to the loopback
     server at ``upstream_http`` / ``upstream_grpc``."""
@@ -169,8 +92,9 @@ class AuthProxy:
     def __init__(self, exposure: Exposure, upstream_http: str, upstream_grpc: str) -> None:
         self.exposure = exposure
         self.upstream_http, self.upstream_grpc = upstream_http, upstream_grpc
-        self._http: ThreadingHTTPServer | None = None
+        self._http: BoundedHTTPServer | None = None
         self._grpc: Any = None
+        self._forwarder: GrpcForwarder | None = None
 
     def start(self) -> AuthProxy:
         """Start the HTTP and gRPC listeners in background threads; return ``self``.
@@ -179,18 +103,24 @@ class AuthProxy:
         """
         import grpc
 
-        where, key = self.exposure, self.exposure.key
-        self._http = ThreadingHTTPServer(
-            (where.host, where.http_port), _http_handler(self.upstream_http, key)
+        where = self.exposure
+        self._http = BoundedHTTPServer(
+            (where.host, where.http_port),
+            http_handler(self.upstream_http, where),
+            where.max_workers,
         )
-        self._http.daemon_threads = True
-        threading.Thread(target=self._http.serve_forever, daemon=True).start()
+        threading.Thread(target=self._http.serve_forever, args=(0.1,), daemon=True).start()
         options = [
-            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", MAX_ANSWER_BYTES),
+            ("grpc.max_receive_message_length", where.max_body_bytes),
         ]
-        self._grpc = grpc.server(ThreadPoolExecutor(max_workers=16), options=options)
-        self._grpc.add_generic_rpc_handlers([_GrpcForwarder(self.upstream_grpc, key)])
+        self._forwarder = GrpcForwarder(self.upstream_grpc, where)
+        self._grpc = grpc.server(
+            ThreadPoolExecutor(max_workers=where.max_workers),
+            options=options,
+            maximum_concurrent_rpcs=where.max_workers,
+        )
+        self._grpc.add_generic_rpc_handlers([self._forwarder])
         self._grpc.add_insecure_port(where.grpc_url)
         self._grpc.start()
         return self
@@ -204,3 +134,6 @@ class AuthProxy:
         if self._grpc is not None:
             self._grpc.stop(grace=2).wait()
             self._grpc = None
+        if self._forwarder is not None:
+            self._forwarder.close()
+            self._forwarder = None

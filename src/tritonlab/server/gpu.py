@@ -12,6 +12,7 @@ import subprocess
 from collections.abc import Iterable
 
 from tritonlab.errors import ConfigError
+from tritonlab.procenv import child_environment
 from tritonlab.repository.variants import ServingVariant
 
 
@@ -23,6 +24,7 @@ def gpu_names() -> list[str]:
             capture_output=True,
             text=True,
             timeout=10,
+            env=child_environment(),
         )
     except (OSError, subprocess.TimeoutExpired):
         return []

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tritonlab.errors import ServerError
-from tritonlab.server.auth_proxy import Exposure
+from tritonlab.server.auth_proxy import DEFAULT_MAX_BODY_BYTES, Exposure
 from tritonlab.server.endpoint import RESTRICTED_HEADER, RemoteServer, ServerEndpoint
 from tritonlab.server.locate import external_server, prepare_bundled_server
 from tritonlab.server.process import LOOPBACK_HOSTS, ServerPorts, TritonServer
@@ -33,7 +33,11 @@ class ServerOptions:
     metrics_port: int = 0
     ready_timeout_s: float = 120.0
     # Required when ``host`` is not loopback: the restricted APIs then need this header value.
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    # Exposed (``auth_proxy``): key holders may also reach model control, shared memory, trace
+    # and logging; and the largest request body the proxy takes.
+    open_admin_api: bool = False
+    max_request_bytes: int = DEFAULT_MAX_BODY_BYTES
     # Further tritonserver flags the served configurations need (``repository/knobs.py``: a
     # response cache's ``--cache-config``); ignored for a remote server, which has its own.
     server_args: tuple[str, ...] = ()
@@ -84,7 +88,14 @@ def make_server(
     # authenticating proxy on the address and ports the user asked for (``auth_proxy``).
     public = ServerPorts.resolve(options.http_port, options.grpc_port, 0, options.host)
     inner = ServerPorts.resolve(0, 0, options.metrics_port, "127.0.0.1")
-    exposure = Exposure(options.host, public.http, public.grpc, key)
+    exposure = Exposure(
+        options.host,
+        public.http,
+        public.grpc,
+        key,
+        open_admin_api=options.open_admin_api,
+        max_body_bytes=options.max_request_bytes,
+    )
     return TritonServer(
         install,
         repository,
