@@ -376,6 +376,11 @@ def open_root(
     with any of ``inputs`` (``refuse_overlap``: directory inputs may not overlap it at all; a
     file input may lie directly in it, where nothing is written or moved, but nowhere below)."""
     gateway = Gateway(root)
+    if os.path.lexists(gateway.given) and not os.path.isdir(gateway.given):
+        raise GatewayError(
+            f"{out_option} {root} is a file, not a folder; choose a folder (new, or one "
+            "tritonlab wrote) for it"
+        )
     for option, path in (inputs or {}).items():
         if path is None:
             continue

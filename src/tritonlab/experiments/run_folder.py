@@ -34,9 +34,13 @@ def open_run_folder(
     run_dir: Path, inputs: dict[str, Path | str | None] | None = None
 ) -> gateway.Gateway:
     """Open ``run_dir`` for writing after refusing an overlap with any of ``inputs`` (option ->
-    path: the model file, ``--repository``, a baseline run, traces, input data), before
+    path: the model file, ``--repository``, a baseline run, traces, input data), and a link
+    where a run's folder or file would be (``results/``, ``models/``, ``.trash``, ...), before
     anything is written."""
-    return gateway.open_root(run_dir, inputs)
+    gate = gateway.open_root(run_dir, inputs)
+    for name in (*RUN_OUTPUTS, TRASH, MARKER):
+        gate.path(gate.root / name)  # a symbolic link there: one line, nothing changed
+    return gate
 
 
 def is_run_folder(run_dir: Path) -> bool:
