@@ -52,3 +52,24 @@ def test_hostile_strings_are_escaped_everywhere(tmp_path: Path) -> None:
     assert f"<title>{html.escape(ATTRIBUTE)} on Triton: experiment report</title>" in page
     assert f"<h1>{html.escape(ATTRIBUTE)} on NVIDIA Triton" in page
     assert html.escape(SCRIPT + ".onnx") in page  # the conditions' model line
+
+
+def test_the_report_allows_only_its_own_style_and_script(tmp_path: Path) -> None:
+    """Issue 32, 10: the offline report had no Content-Security-Policy. Now nothing loads from
+    anywhere and only the page's own style sheet and script run, named by their sha256."""
+    import base64
+    import hashlib
+    import re
+
+    page = render_html_report(load_run(hostile_copy(tmp_path)), {})
+    (policy,) = re.findall(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', page)
+    assert policy.startswith("default-src 'none'; img-src data:;")
+    assert "unsafe-inline" not in policy and "unsafe-eval" not in policy
+    (style,) = re.findall(r"<style>(.*?)</style>", page, re.S)
+    (script,) = re.findall(r"<script>(.*?)</script>", page, re.S)
+
+    def digest(text: str) -> str:
+        return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+    assert f"style-src {digest(style)};" in policy
+    assert f"script-src {digest(script)};" in policy

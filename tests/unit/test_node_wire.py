@@ -84,3 +84,26 @@ def test_node_facts_are_checked_against_where_the_measurer_was_placed() -> None:
         NodeFacts.reported(encode(facts.to_dict()), "another")
     with pytest.raises(NodeAnswerError):
         NodeFacts.reported(encode({"address": 1}), "abcdef0123")
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "scripts/start_server.sh",
+        "client/infer_client.py",
+        "results/manifest.json",
+        "results/cells/baseline__grpc_b1_c8__r1.json",
+        "models/simple_mlp/config.pbtxt",
+        "docs/experiment_log.md",
+        "README.md",
+        ".tritonlab",
+        "benchmarks/.hidden",
+        "benchmarks",
+    ],
+)
+def test_a_node_may_write_only_raw_benchmark_output(tmp_path: Path, rel: str) -> None:
+    """Issue 32, 10: a node could overwrite any file of the driver's run folder, scripts the
+    user runs later included; now only files under benchmarks/."""
+    raw = encode_answer(None, {rel: b"#!/bin/sh\nevil\n"}, [], 0)
+    with pytest.raises(NodeAnswerError):
+        decode_answer(raw, "node n1", tmp_path, None)

@@ -48,7 +48,16 @@ BackendDirOpt = Annotated[
     Optional[Path],  # noqa: UP045
     typer.Option("--backend-dir", help="Backend folder for --server-bin."),
 ]
-HostOpt = Annotated[str, typer.Option("--host", help="Address the server binds to.")]
+HostOpt = Annotated[
+    str,
+    typer.Option(
+        "--host",
+        help="Address the server binds to. On 127.0.0.1 (the default) tritonserver has no "
+        "authentication: any local user of this machine can call it, load a Python model "
+        "through it (code run as you) and reach the 2.51 server's known advisories; measure on a "
+        "single-user machine or container (docs/reliability.md, Exposure).",
+    ),
+]
 RayOpt = Annotated[
     Optional[str],  # noqa: UP045
     typer.Option(

@@ -19,6 +19,8 @@ indentation around it, elsewhere (between words or values) it becomes one space.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +66,21 @@ if TYPE_CHECKING:
     from tritonlab.report.run_data import RunData
 
 CSS_FILE = TEMPLATES / "report.css"
+SCRIPT_FILE = TEMPLATES / "report.js"
+
+
+def content_security_policy(css: str, script: str) -> str:
+    """The page's policy: nothing loads from anywhere (plots are ``data:`` images), and only
+    the page's own style sheet and script run, named by their sha256 (a name or a path in the
+    page can never become markup that runs)."""
+
+    def digest(text: str) -> str:
+        return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+    return (
+        f"default-src 'none'; img-src data:; style-src {digest(css)}; "
+        f"script-src {digest(script)}; base-uri 'none'; form-action 'none'"
+    )
 
 
 class VerdictCell(NamedTuple):
@@ -179,6 +196,8 @@ class Page:
     model: str
     context: str
     css: Markup
+    script: Markup
+    csp: Markup
     sections: list[Section]
     recommendations: RecommendationsView | None
     results: list[ResultGroup]
@@ -342,10 +361,14 @@ def html_page(run: RunData, plots: dict[str, Path]) -> Page:
     manifest, recommendations = run.manifest, run.recommendations
     analyses = sorted(run.analyses, key=_load_rank)  # closed loop, gRPC first, by level
     many = len(analyses) > 1
+    css = CSS_FILE.read_text(encoding="utf-8")
+    script = SCRIPT_FILE.read_text(encoding="utf-8")
     page = Page(
         model=manifest.model.name,
         context=context_line(manifest, [r.summary for a in analyses for r in a.reports]),
-        css=Markup(CSS_FILE.read_text(encoding="utf-8")),  # our own file
+        css=Markup(css),  # our own files
+        script=Markup(script),
+        csp=Markup(content_security_policy(css, script)),  # our own text: no user string
         sections=[],
         recommendations=(
             recommendations_view(recommendations, plots) if recommendations is not None else None
