@@ -143,7 +143,7 @@ class Gateway:
                     f"{folder} is not a folder (a file or a link is in the way); move it and "
                     "run the same command again"
                 )
-        return target
+        return Path(path)
 
     def private_temp(self, prefix: str) -> Path:
         """A new folder under the root only this user may enter (``mkdtemp``, mode 0700)."""
@@ -182,7 +182,7 @@ class Gateway:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
-        return target
+        return Path(path)
 
     def write_file(
         self, path: Path | str, producer: Callable[[Path], object], mode: int | None = None
@@ -201,7 +201,7 @@ class Gateway:
             os.replace(produced, target)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
-        return target
+        return Path(path)
 
     @contextlib.contextmanager
     def open_new(self, path: Path | str) -> Iterator[IO[bytes]]:
@@ -250,7 +250,7 @@ class Gateway:
         target = self.path(path)
         self.mkdir(target.parent)
         if target.is_file() and _same_content(Path(source), target):
-            return target
+            return Path(path)
         scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
         try:
             try:
@@ -260,7 +260,7 @@ class Gateway:
             os.replace(scratch / "f", target)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
-        return target
+        return Path(path)
 
     def copy_tree_in(
         self,
@@ -291,7 +291,7 @@ class Gateway:
                 else:
                     self.copy_in(src, target / rel / name)
         self.mkdir(target)
-        return target
+        return Path(path)
 
     def make_link(self, target: Path | str, path: Path | str) -> Path:
         """A symbolic link at ``path`` (inside the root, new) pointing at ``target`` (a folder
@@ -299,7 +299,7 @@ class Gateway:
         link = self.path(path)
         self.mkdir(link.parent)
         os.symlink(target, link, target_is_directory=os.path.isdir(target))
-        return link
+        return Path(path)
 
     # moves and deletes
 
@@ -308,7 +308,7 @@ class Gateway:
         src, target = self.path(source), self.path(path)
         self.mkdir(target.parent)
         os.replace(src, target)
-        return target
+        return Path(path)
 
     def remove(self, path: Path | str, *, missing_ok: bool = True) -> None:
         """Delete the file (or link) ``path``; a folder is refused (``remove_tree``)."""

@@ -263,3 +263,19 @@ def test_the_marker_is_not_written_into_a_users_folder(tmp_path: Path) -> None:
     gateway.open_root(empty)
     claim(empty)
     assert (empty / MARKER).is_file()
+
+
+def test_a_report_file_is_never_written_into_the_run_it_reads(
+    tmp_path: Path, seed_run_dir: Path
+) -> None:
+    """`capacity RUN --json RUN/results/manifest.json` would have overwritten the run's record."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(seed_run_dir, run)
+    before = snapshot(run)
+    target = run / "results" / "manifest.json"
+    args = ["capacity", str(run), "--target-load", "100", "--p99-budget-ms", "50"]
+    line = one_line_error([*args, "--json", str(target)])
+    assert "which this command only reads" in line
+    assert snapshot(run) == before

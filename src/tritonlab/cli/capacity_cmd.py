@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from tritonlab.cli.common import app, out, user_errors, write_output
+from tritonlab.cli.common import app, out, refuse_outputs_inside, user_errors, write_output
 
 
 @app.command()
@@ -51,6 +51,7 @@ def capacity(
     from tritonlab.deploy.capacity_text import COLUMNS, headline, markdown, notes, row_cells
 
     with user_errors():
+        refuse_outputs_inside([json_file, markdown_file], {"the run folder": run_dir})
         report = run_capacity(run_dir, target_load, p99_budget_ms * 1000.0, config)
         table = Table(title=headline(report))
         for column in COLUMNS:
@@ -65,4 +66,4 @@ def capacity(
             (markdown_file, markdown(report)),
         ):
             if path is not None:
-                write_output(text, path)
+                write_output(text, path, inputs={"the run folder": run_dir})

@@ -29,6 +29,7 @@ def ceilings(
 
     from tritonlab.analysis.operators import OperatorsRecord
     from tritonlab.errors import TritonlabError
+    from tritonlab.experiments.run_folder import open_run_folder
     from tritonlab.experiments.store import load_record, write_result
     from tritonlab.perf.machine import measure_ceilings, store_ceilings
     from tritonlab.report.build import build_report
@@ -38,6 +39,7 @@ def ceilings(
         folders = list(runs or [])
         for run_dir in folders:
             layout = RunLayout(run_dir)
+            open_run_folder(run_dir)  # its operators and reports are rewritten
             if not layout.operators.exists():
                 raise TritonlabError(
                     f"{run_dir} has no {layout.relative(layout.operators)}; pass a run folder that "

@@ -16,6 +16,7 @@ from tritonlab.cli.common import (
     err,
     out,
     progress_printer,
+    refuse_outputs_inside,
     resume_hint,
     user_errors,
     write_output,
@@ -195,6 +196,10 @@ def _check(
                 f"--expect-change {', '.join(unknown)}: give one of {', '.join(KINDS)}"
             )
         live_repo = repository.given(new)
+        refuse_outputs_inside(
+            [markdown_file, junit_file, json_file],
+            {"--against": against, "the new run": new if new and new.is_dir() else None},
+        )
         if new is not None and new.is_dir() and not live_repo:
             require_run_folder(new)
             report = compare_stored(new, against, thresholds, expected)
@@ -225,7 +230,14 @@ def _check(
             ("json", json_file),
         ):
             if target is not None:
-                write_output(WRITERS[writer](report), target)
+                write_output(
+                    WRITERS[writer](report),
+                    target,
+                    inputs={
+                        "--against": against,
+                        "the new run": new if new and new.is_dir() else None,
+                    },
+                )
         for r in report.results:
             out.print(f"{r.outcome.value:>14}  {r.name}: {r.reason()}", highlight=False)
         for note in report.notes:

@@ -83,12 +83,29 @@ def user_errors(hint: str = "", code: int = 2) -> Iterator[None]:
         raise typer.Exit(130) from None
 
 
-def write_output(text: str, target: Path) -> None:
+def refuse_outputs_inside(targets: list[Path | None], inputs: dict[str, Path | str | None]) -> None:
+    """A one-line ``GatewayError`` when a file to write (``--json``, ``--markdown``) lies inside
+    one of ``inputs`` (a run folder the command only reads); call it before any work."""
+    for target in targets:
+        for option, path in inputs.items():
+            if target is None or str(target) == "-" or path is None:
+                continue
+            if gateway.overlaps(target, path):
+                raise gateway.GatewayError(
+                    f"{target} lies inside {option} {path}, which this command only reads; "
+                    "write it elsewhere (nothing was written)"
+                )
+
+
+def write_output(
+    text: str, target: Path, inputs: dict[str, Path | str | None] | None = None
+) -> None:
     """``text`` to the file ``target`` (its folder made), or to stdout when ``target`` is ``-``
-    (hyperfine's convention for exporters)."""
+    (hyperfine's convention for exporters); never inside one of ``inputs`` (a run folder)."""
     if str(target) == "-":
         typer.echo(text, nl=False)
         return
+    refuse_outputs_inside([target], inputs or {})
     out_gate = gateway.open_root(target.parent)
     out_gate.write_text(target, text)
     err.print(f"wrote {target}", highlight=False, soft_wrap=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tritonlab import gateway
 from tritonlab.errors import PlanError
 from tritonlab.perf.trace import MAX_CYCLE_S, MAX_REQUESTS, Array
 
@@ -118,7 +119,7 @@ def generate(spec: TraceSpec) -> Array:
 
 
 def write_trace_csv(intervals_us: Array, path: Path) -> Path:
-    """Write the intervals as a trace CSV (column ``interval_us``) to ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("interval_us\n" + "".join(f"{int(v)}\n" for v in intervals_us))
-    return path
+    """Write the intervals as a trace CSV (column ``interval_us``) to ``path``, through the
+    gateway of the folder it goes in (a new file, then a rename: never through a link)."""
+    out_gate = gateway.open_root(path.parent)
+    return out_gate.write_text(path, "interval_us\n" + "".join(f"{int(v)}\n" for v in intervals_us))
