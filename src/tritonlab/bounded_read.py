@@ -47,7 +47,7 @@ def _check(mode: int, size: int, cap: int) -> None:
     if not stat.S_ISREG(mode):
         raise FileRefused(f"is {_kind(mode)}, not a regular file")
     if size > cap:
-        raise FileRefused(f"is {size_words(size)}; at most {size_words(cap)}")
+        raise FileRefused(f"is {size:,} bytes; at most {size_words(cap)}")
 
 
 def read_capped(path: Path, cap: int) -> bytes:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tritonlab.errors import PlanError
+from tritonlab.experiments.plan_limits import check_plan_limits
 from tritonlab.perf.settings import PROTOCOLS, PerfSettings
 from tritonlab.perf.trace import TraceStats
 from tritonlab.repository.variants import ServingVariant, seed_comparison_variants
@@ -207,7 +208,8 @@ class ExperimentPlan:
 
     def validate(self, model_batches: bool = True) -> None:
         """Raise ``PlanError`` (or ``ConfigError``) naming the first variant or load Triton or
-        perf_analyzer would reject."""
+        perf_analyzer would reject, or the first key over its bound (``plan_limits``)."""
+        check_plan_limits(self)
         if not self.variants:
             raise PlanError("a plan needs at least one variant")
         if self.variants[0].name != "baseline":
@@ -303,8 +305,9 @@ class PlanBasics:
 
     def plan(self, variants: Sequence[ServingVariant], concurrency: int) -> ExperimentPlan:
         """``variants`` at one load point: batch 1 at the concurrency given here, else at
-        ``concurrency`` (the set's default)."""
-        return ExperimentPlan(
+        ``concurrency`` (the set's default); ``PlanError`` for a key over its bound
+        (``plan_limits``), before anything is built from it."""
+        plan = ExperimentPlan(
             model_name=self.model_name,
             variants=tuple(variants),
             loads=(
@@ -317,6 +320,8 @@ class PlanBasics:
             repeats=self.repeats,
             measurement=self.measurement or MeasurementSettings(),
         )
+        check_plan_limits(plan)
+        return plan
 
 
 def seed_comparison_plan(basics: PlanBasics) -> ExperimentPlan:

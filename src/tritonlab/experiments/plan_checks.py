@@ -4,14 +4,38 @@ the configuration knobs a plan may set (YAML name -> ``ServingVariant`` field)."
 from __future__ import annotations
 
 import math
+import reprlib
 from typing import Any
 
 from tritonlab.errors import PlanError
+from tritonlab.experiments.plan_limits import (
+    KNOB_CAPS,
+    MAX_LIST_VALUES,
+    count_words,
+    over_limit,
+)
 from tritonlab.repository.knobs import KNOB_BY_PLAN_NAME
 from tritonlab.repository.knobs import KNOBS as KNOB_TABLE
 
 # YAML knob name -> ServingVariant field (from the knob table).
 KNOBS = {k.plan_name: k.field for k in KNOB_TABLE}
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring, _REPR.maxother = 3, 8, 8, 60, 60
+
+
+def shown(value: Any) -> str:
+    """``value`` as an error quotes it, in at most about 80 characters whatever it is: a plan
+    may hold a huge value (an int of thousands of digits, a YAML alias bomb), and quoting one
+    whole could take longer than reading the file."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**18:
+        return count_words(value)
+    try:
+        text = _REPR.repr(value)
+    except ValueError:  # an int too long to print, deep inside
+        text = f"a {type(value).__name__}"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 class PlanChecker:
@@ -27,7 +51,7 @@ class PlanChecker:
     def mapping(self, value: Any, path: str, allowed: tuple[str, ...]) -> dict[str, Any]:
         """``value`` if it is a mapping with only ``allowed`` keys; ``PlanError`` otherwise."""
         if not isinstance(value, dict):
-            raise self.fail(path or "(top)", f"must be a mapping, got {value!r}")
+            raise self.fail(path or "(top)", f"must be a mapping, got {shown(value)}")
         for key in value:
             if key not in allowed:
                 raise self.fail(
@@ -36,36 +60,44 @@ class PlanChecker:
                 )
         return value
 
-    def integer(self, value: Any, path: str, minimum: int) -> int:
-        """``value`` if an integer (not a bool) of at least ``minimum``; else ``PlanError``."""
+    def integer(self, value: Any, path: str, minimum: int, maximum: int | None = None) -> int:
+        """``value`` if an integer (not a bool) of at least ``minimum`` (and at most
+        ``maximum``, a bound of ``plan_limits``); else ``PlanError``."""
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.fail(path, f"must be an integer >= {minimum}, got {value!r}")
+            raise self.fail(path, f"must be an integer >= {minimum}, got {shown(value)}")
+        if maximum is not None and value > maximum:
+            raise self.fail(path, over_limit(value, maximum))
         return value
 
     def number(self, value: Any, path: str, positive: bool = True) -> float:
         """``value`` as a float if finite (and > 0 when ``positive``); else ``PlanError``."""
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if ok and isinstance(value, int):
+            ok = abs(value) < 10**300  # float() of a longer int overflows
         if not ok or not math.isfinite(value) or (positive and value <= 0):
-            raise self.fail(path, f"must be a number > 0, got {value!r}")
+            raise self.fail(path, f"must be a number > 0, got {shown(value)}")
         return float(value)
 
     def boolean(self, value: Any, path: str) -> bool:
         """``value`` if it is true or false; ``PlanError`` otherwise."""
         if not isinstance(value, bool):
-            raise self.fail(path, f"must be true or false, got {value!r}")
+            raise self.fail(path, f"must be true or false, got {shown(value)}")
         return value
 
     def choice(self, value: Any, path: str, choices: tuple[str, ...]) -> str:
         """``value`` if it is one of ``choices``; ``PlanError`` otherwise."""
         if value not in choices:
-            raise self.fail(path, f"must be one of {', '.join(choices)}, got {value!r}")
+            raise self.fail(path, f"must be one of {', '.join(choices)}, got {shown(value)}")
         return str(value)
 
     def items(self, value: Any, path: str) -> list[Any]:
-        """A non-empty list; a single scalar is read as a list of one."""
+        """A non-empty list of at most ``MAX_LIST_VALUES``; a single scalar is read as a list
+        of one."""
         items = value if isinstance(value, list) else [value]
         if not items:
             raise self.fail(path, "must not be empty")
+        if len(items) > MAX_LIST_VALUES:
+            raise self.fail(path, over_limit(len(items), MAX_LIST_VALUES, "values"))
         return items
 
     def knob(self, name: str, value: Any, path: str) -> Any:
@@ -74,17 +106,21 @@ class PlanChecker:
         knob = KNOB_BY_PLAN_NAME.get(name)
         if knob is None:  # pragma: no cover - mapping() refused unknown keys already
             raise self.fail(path, f"unknown knob; allowed: {', '.join(KNOBS)}")
-        rule = knob.value
+        rule, cap = knob.value, KNOB_CAPS.get(name)
         if rule.kind == "bool":
             return self.boolean(value, path)
         if rule.kind == "ints":
             sizes = value if isinstance(value, list) else [value]
-            return tuple(self.integer(v, f"{path}[{i}]", rule.minimum) for i, v in enumerate(sizes))
+            if len(sizes) > MAX_LIST_VALUES:
+                raise self.fail(path, over_limit(len(sizes), MAX_LIST_VALUES, "values"))
+            return tuple(
+                self.integer(v, f"{path}[{i}]", rule.minimum, cap) for i, v in enumerate(sizes)
+            )
         if rule.kind == "optional_int" and value is None:
             return None
         if rule.kind == "choice":
             return self.choice(value, path, rule.choices)
-        return self.integer(value, path, rule.minimum)
+        return self.integer(value, path, rule.minimum, cap)
 
     def changes(self, value: Any, path: str) -> dict[str, Any]:
         """A configuration's knob changes by ``ServingVariant`` field; ``PlanError`` if invalid."""

@@ -36,11 +36,20 @@ from typing import Any
 
 import yaml
 
+from tritonlab.bounded_read import FileRefused, read_capped
 from tritonlab.errors import ConfigError, PlanError
 from tritonlab.experiments.blocks import DEFAULT_BLOCKS, ENGINE_BLOCKS, ENGINES
 from tritonlab.experiments.manifest import SweepEntry
 from tritonlab.experiments.plan import ExperimentPlan, MeasurementSettings
-from tritonlab.experiments.plan_checks import KNOBS, PlanChecker
+from tritonlab.experiments.plan_checks import KNOBS, PlanChecker, shown
+from tritonlab.experiments.plan_limits import (
+    MAX_REPEATS,
+    MAX_RETRIES,
+    MAX_TRIALS,
+    MAX_WINDOW_MS,
+    check_load_limits,
+    check_variant_count,
+)
 from tritonlab.experiments.plan_loads import parse_loads
 from tritonlab.experiments.trace_loads import distinct_traces, trace_load
 from tritonlab.models.zoo import BUILTIN_MODELS, DEFAULT_MODEL
@@ -94,6 +103,7 @@ MEASUREMENT_KEYS = (
     "fresh_inputs",
 )
 DEFAULT_REPEATS = 3  # the classic engine's; the block engine's is DEFAULT_BLOCKS
+MAX_PLAN_BYTES = 4 * 1024 * 1024  # a plan file is a page of YAML
 DEFAULT_ENGINE = ENGINE_BLOCKS
 
 
@@ -246,7 +256,7 @@ def _variants(
             add(_apply(anchor, {KNOBS[knob]: check.knob(knob, value, path)}), path)
     combined = data.get("combined", [])
     if not isinstance(combined, list):
-        raise check.fail("combined", f"must be a list of variants, got {combined!r}")
+        raise check.fail("combined", f"must be a list of variants, got {shown(combined)}")
     for i, entry in enumerate(combined):
         path = f"combined[{i}]"
         item = check.mapping(entry, path, COMBINED_KEYS)
@@ -255,7 +265,7 @@ def _variants(
         variant = _apply(anchor, check.changes(item["changes"], f"{path}.changes"))
         name = item.get("name", variant_name(variant, baseline))
         if not isinstance(name, str):
-            raise check.fail(f"{path}.name", f"must be a string, got {name!r}")
+            raise check.fail(f"{path}.name", f"must be a string, got {shown(name)}")
         description = item.get("description", variant_description(variant, baseline))
         add(replace(variant, name=name, description=str(description)), path, named=True)
     if start is not None:  # a repository's model: only the knobs its backend reads
@@ -294,18 +304,21 @@ def _measurement(check: PlanChecker, value: Any) -> MeasurementSettings:
     interval = data.get("measurement_interval_ms", default.measurement_interval_ms)
     return MeasurementSettings(
         engine=check.choice(data.get("engine", DEFAULT_ENGINE), "measurement.engine", ENGINES),
-        measurement_interval_ms=check.integer(interval, "measurement.measurement_interval_ms", 100),
+        measurement_interval_ms=check.integer(
+            interval, "measurement.measurement_interval_ms", 100, MAX_WINDOW_MS
+        ),
         stability_percentage=check.number(
             data.get("stability_percentage", default.stability_percentage),
             "measurement.stability_percentage",
         ),
         max_trials=check.integer(
-            data.get("max_trials", default.max_trials), "measurement.max_trials", 3
+            data.get("max_trials", default.max_trials), "measurement.max_trials", 3, MAX_TRIALS
         ),
         retries_when_unstable=check.integer(
             data.get("retries_when_unstable", default.retries_when_unstable),
             "measurement.retries_when_unstable",
             0,
+            MAX_RETRIES,
         ),
         fresh_inputs=check.boolean(data.get("fresh_inputs", False), "measurement.fresh_inputs"),
     )
@@ -322,10 +335,10 @@ def _repository(
         return None, None, None
     root = data["repository"]
     if not isinstance(root, str) or not root.strip():
-        raise check.fail("repository", f"must be a folder path, got {root!r}")
+        raise check.fail("repository", f"must be a folder path, got {shown(root)}")
     step = data.get("step")
     if step is not None and not isinstance(step, str):
-        raise check.fail("step", f"must be a model name, got {step!r}")
+        raise check.fail("step", f"must be a model name, got {shown(step)}")
     from tritonlab.experiments.repository_plan import repository_baseline
     from tritonlab.repository.user_repo import read_repository_model
 
@@ -347,7 +360,7 @@ def parse_plan(data: Any, source: str, base_dir: Path) -> SweepPlan:
         raise check.fail("model", f"missing: an ONNX path relative to the plan, or {DEMO_MODEL!r}")
     model = data["model"]
     if not isinstance(model, str) or not model.strip():
-        raise check.fail("model", f"must be an ONNX path or {DEMO_MODEL!r}, got {model!r}")
+        raise check.fail("model", f"must be an ONNX path or {DEMO_MODEL!r}, got {shown(model)}")
     repository, step, start = _repository(check, data, base_dir)
     builtin = None if repository else builtin_name(model)
     model_path = None if builtin or repository else (base_dir / model).resolve()
@@ -360,11 +373,15 @@ def parse_plan(data: Any, source: str, base_dir: Path) -> SweepPlan:
     default_name = builtin or (model_path.stem if model_path else model if repository else "model")
     name = data.get("name", default_name)
     if not isinstance(name, str) or not name:
-        raise check.fail("name", f"must be a model name, got {name!r}")
+        raise check.fail("name", f"must be a model name, got {shown(name)}")
 
+    check_variant_count(check, data)
+    given = data.get("repeats")
+    repeats_given = None if given is None else check.integer(given, "repeats", 1, MAX_REPEATS)
     variants, origins = _variants(check, data, start)
     traces = _traces(check, data.get("loads", {}), base_dir)
     loads = parse_loads(check, data.get("loads", {}), traces)
+    check_load_limits(check, loads)
     for load in loads:
         for variant, origin in zip(variants, origins, strict=True):
             if load.batch_size > variant.max_batch_size:
@@ -373,8 +390,6 @@ def parse_plan(data: Any, source: str, base_dir: Path) -> SweepPlan:
                     f"client batch size {load.batch_size} exceeds max_batch_size "
                     f"{variant.max_batch_size} of {origin} ({variant.name})",
                 )
-    given = data.get("repeats")
-    repeats_given = None if given is None else check.integer(given, "repeats", 1)
     measurement = _measurement(check, data.get("measurement", {}))
     repeats = engine_repeats(measurement.engine, repeats_given)
     recommend = check.mapping(data.get("recommend", {}), "recommend", RECOMMEND_KEYS)
@@ -416,7 +431,7 @@ def _traces(check: PlanChecker, loads: Any, base_dir: Path) -> list[Trace]:
     files = check.items(loads["trace"], "loads.trace")
     for i, f in enumerate(files):
         if not isinstance(f, str) or not f:
-            raise check.fail(f"loads.trace[{i}]", f"must be a CSV file's path, got {f!r}")
+            raise check.fail(f"loads.trace[{i}]", f"must be a CSV file's path, got {shown(f)}")
     try:
         return distinct_traces([read_trace(base_dir / f) for f in files])
     except PlanError as exc:
@@ -427,7 +442,11 @@ def load_plan(path: Path) -> SweepPlan:
     """Read and validate a YAML plan file."""
     source = str(path)
     try:
-        text = path.read_text()
+        text = read_capped(path, MAX_PLAN_BYTES).decode("utf-8")
+    except FileRefused as exc:
+        raise PlanError(f"{source}: {exc} (a plan is a YAML file)") from None
+    except UnicodeDecodeError:
+        raise PlanError(f"{source}: is not UTF-8 text; write the plan as YAML") from None
     except OSError as exc:
         raise PlanError(f"{source}: cannot read the plan: {exc.strerror or exc}") from None
     try:
@@ -437,6 +456,9 @@ def load_plan(path: Path) -> SweepPlan:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise PlanError(f"{source}: not valid YAML{where}: {problem}") from None
+    except (ValueError, RecursionError) as exc:  # an int of over 4,300 digits; deep nesting
+        what = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:120]
+        raise PlanError(f"{source}: not a plan tritonlab reads: {what}") from None
     return parse_plan(data, source, path.resolve().parent)
 
 

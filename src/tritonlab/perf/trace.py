@@ -11,15 +11,23 @@ cycle as written (its duration is their sum). A file of timestamps gives the gap
 them, closed by one gap of their mean length from the last request back to the first, so that
 ``n`` requests span ``n`` mean gaps and the cycle's rate is the timestamps' own
 (``(n - 1) / (last - first)``).
+
+A trace file is read safely whatever it holds: only a regular file (never a FIFO, a device
+such as ``/dev/zero`` or a folder) of at most ``MAX_TRACE_BYTES``, read with a bounded read
+(``tritonlab.bounded_read``); at most ``MAX_REQUESTS`` requests on at most ``MAX_LINES`` lines;
+every interval, and their running total, checked against ``MAX_CYCLE_S`` as a float before it
+becomes a whole number of µs (so none can overflow int64); and the 1 s peak computed over one
+cycle of cumulative times (``peak_rate_per_s``), never a copy per cycle in the window.
 """
 
 from __future__ import annotations
 
 import csv
 import hashlib
-import io
 import math
 import re
+from array import array
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +35,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from tritonlab.bounded_read import FileRefused, read_capped
 from tritonlab.errors import PlanError
 from tritonlab.perf.records import FELL_BEHIND
 
@@ -36,7 +45,12 @@ COLUMNS = ("timestamp_s", "interarrival_ms", "interval_us")
 # measurement window holds at least one whole cycle, so a cycle of an hour is a cell of hours.
 MAX_TRACE_BYTES = 64 * 1024 * 1024
 MAX_REQUESTS = 2_000_000
+# Lines of the file, blank ones included (a file of nothing but newlines is not parsed for
+# long), and characters on one line (so no row of the CSV holds millions of fields).
+MAX_LINES = 2 * MAX_REQUESTS + 1
+MAX_LINE_CHARS = 64 * 1024
 MAX_CYCLE_S = 600.0
+MAX_CYCLE_US = round(MAX_CYCLE_S * 1e6)  # every interval, and the cycle, at most this (µs)
 MAX_NAME_CHARS = 24
 # Achieved within this share of the trace's mean rate: perf_analyzer kept to the trace.
 KEPT_TO_PCT = 5.0
@@ -88,8 +102,10 @@ class TraceStats:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TraceStats:
-        """The figures stored by :meth:`to_dict`."""
-        return cls(
+        """The figures stored by :meth:`to_dict`; ``ValueError`` for figures no trace has
+        (a cycle of no time or over ``MAX_CYCLE_S``, fewer than 2 or over ``MAX_REQUESTS``
+        requests), which a stored file's reader reports as a damaged file."""
+        stats = cls(
             name=str(data["name"]),
             sha256=str(data["sha256"]),
             request_count=int(data["request_count"]),
@@ -98,6 +114,13 @@ class TraceStats:
             interarrival_cv=float(data["interarrival_cv"]),
             peak_rate_per_s=float(data["peak_rate_per_s"]),
         )
+        if not 0 < stats.duration_s <= MAX_CYCLE_S or stats.cycle_us < 1:
+            raise ValueError(f"trace duration_s {stats.duration_s!r}: 0 to {MAX_CYCLE_S:g} s")
+        if not 2 <= stats.request_count <= MAX_REQUESTS:
+            raise ValueError(
+                f"trace request_count {stats.request_count}: 2 to {MAX_REQUESTS:,} requests"
+            )
+        return stats
 
 
 @dataclass(frozen=True, eq=False)
@@ -124,9 +147,33 @@ def _fail(path: Path, what: str) -> TraceError:
     return TraceError(f"trace {str(path)!r}: {what}")
 
 
+def _lines(path: Path, text: str) -> Iterator[str]:
+    """The lines of ``text`` (each with its ``\\n``), one at a time: at most ``MAX_LINES`` of
+    them, each at most ``MAX_LINE_CHARS`` long, or a ``TraceError``."""
+    start, size = 0, len(text)
+    for number in range(1, MAX_LINES + 2):
+        if start >= size:
+            return
+        if number > MAX_LINES:
+            break
+        end = text.find("\n", start, start + MAX_LINE_CHARS + 1)
+        if end < 0 and size - start > MAX_LINE_CHARS:
+            raise _fail(
+                path, f"line {number} is over {MAX_LINE_CHARS:,} characters; is it a trace CSV?"
+            )
+        end = size if end < 0 else end + 1
+        yield text[start:end]
+        start = end
+    raise _fail(path, f"has more than {MAX_LINES:,} lines; replay a shorter excerpt")
+
+
 def _column(path: Path, text: str) -> tuple[str, Array]:
-    """The trace's one time column and its values (as float64), or a ``TraceError``."""
-    reader = csv.reader(io.StringIO(text))
+    """The trace's one time column and its values (as float64), or a ``TraceError``.
+
+    Every value is checked as it is read: a finite number >= 0; an interval at most
+    ``MAX_CYCLE_S`` long, and the intervals so far too; a timestamp at most ``MAX_CYCLE_S``
+    after the first. So no value can overflow when it becomes whole µs."""
+    reader = csv.reader(_lines(path, text))
     header = [h.strip() for h in next(reader, [])]
     found = [c for c in COLUMNS if c in header]
     if len(found) != 1:
@@ -137,7 +184,9 @@ def _column(path: Path, text: str) -> tuple[str, Array]:
         )
     column = found[0]
     index = header.index(column)
-    values: list[float] = []
+    scale_us = {"timestamp_s": 1e6, "interarrival_ms": 1e3, "interval_us": 1.0}[column]
+    values = array("d")
+    total_us = 0.0  # the intervals so far, or the span of the timestamps so far (µs)
     for line, row in enumerate(reader, start=2):
         if not row or not any(cell.strip() for cell in row):
             continue
@@ -152,12 +201,34 @@ def _column(path: Path, text: str) -> tuple[str, Array]:
             raise _fail(path, f"line {line}: {column} is {cell[:40]!r}; times must be finite")
         if value < 0:
             raise _fail(path, f"line {line}: {column} {value:g} is negative")
+        if column == "timestamp_s":
+            total_us = max(total_us, (value - values[0]) * scale_us) if values else 0.0
+        else:
+            total_us += value * scale_us
+        if total_us > MAX_CYCLE_US:
+            raise _fail(path, f"line {line}: {_too_long(column, value * scale_us)}")
         values.append(value)
-    return column, np.asarray(values, dtype=np.float64)
+    return column, np.frombuffer(values, dtype=np.float64) if values else np.zeros(0)
+
+
+def _too_long(column: str, value_us: float) -> str:
+    """Why a line takes the trace past ``MAX_CYCLE_S``, with what to do."""
+    what = (
+        f"{column} is over {MAX_CYCLE_S:g} s after the first request"
+        if column == "timestamp_s"
+        else f"{column} {value_us / 1e6:,.6g} s is longer than a whole cycle"
+        if value_us > MAX_CYCLE_US
+        else "the intervals up to here last over a whole cycle"
+    )
+    return (
+        f"{what}; a trace lasts at most {MAX_CYCLE_S:g} s (every measurement window replays "
+        "it whole: compress it, or cut an excerpt)"
+    )
 
 
 def _intervals_us(path: Path, column: str, values: Array) -> Array:
-    """The cycle of whole-µs intervals the column describes (see the module's docstring)."""
+    """The cycle of whole-µs intervals the column describes (see the module's docstring);
+    ``values`` are bounded by ``_column``, so every sum here is far inside int64."""
     if values.size < 2:
         raise _fail(path, f"has {values.size} request(s); a trace needs at least 2")
     if column == "timestamp_s":
@@ -168,30 +239,45 @@ def _intervals_us(path: Path, column: str, values: Array) -> Array:
         stamps_us = np.round((values - values[0]) * 1e6).astype(np.int64)
         gaps = np.diff(stamps_us)
         closing = round(int(stamps_us[-1]) / gaps.size) if gaps.size else 0
-        intervals = np.concatenate([[closing], gaps])
+        intervals: Array = np.concatenate([np.array([closing], dtype=np.int64), gaps])
     else:
         scale = 1000.0 if column == "interarrival_ms" else 1.0
         intervals = np.round(values * scale).astype(np.int64)
-    if int(intervals.sum()) <= 0:
+    cycle_us = int(intervals.sum())
+    if cycle_us <= 0:
         raise _fail(path, "all its requests are at the same instant; it has no duration")
-    if intervals.sum() > MAX_CYCLE_S * 1e6:
+    if cycle_us > MAX_CYCLE_US:
         raise _fail(
             path,
-            f"lasts {intervals.sum() / 1e6:,.0f} s; at most {MAX_CYCLE_S:g} s (every measurement "
+            f"lasts {cycle_us / 1e6:,.0f} s; at most {MAX_CYCLE_S:g} s (every measurement "
             "window replays it whole: compress it, or cut an excerpt)",
         )
     return intervals
 
 
 def peak_rate_per_s(intervals_us: Array, window_s: float = 1.0) -> float:
-    """The most requests in any ``window_s`` window of the looping replay, per second."""
-    cycle_us = int(intervals_us.sum())
-    window_us = round(window_s * 1e6)
-    copies = math.ceil(window_us / cycle_us) + 1
-    stamps = np.cumsum(np.tile(intervals_us, copies))
-    first = stamps[: intervals_us.size]
-    ends = np.searchsorted(stamps, first + window_us, side="left")
-    return float((ends - np.arange(first.size)).max()) / window_s
+    """The most requests in any ``window_s`` window of the looping replay, per second.
+
+    A window starting at a request holds ``q`` whole cycles (``q * n`` requests) and then the
+    requests of the next ``r`` µs (``window = q * cycle + r``, ``r < cycle``), which wrap past
+    the cycle's end at most once: so one cycle of cumulative times and its copy one cycle on
+    (``2 n`` values) answer every window, in memory of a few arrays of ``n``, whatever the
+    window or the cycle. The intervals must be whole µs, each 0 to ``MAX_CYCLE_US``, with a
+    positive sum (``read_trace`` and the generator make them so)."""
+    n = int(intervals_us.size)
+    if n == 0 or int(intervals_us.min()) < 0 or int(intervals_us.max()) > MAX_CYCLE_US:
+        raise ValueError(f"intervals must be 0 to {MAX_CYCLE_US:,} µs each")
+    stamps = np.cumsum(intervals_us, dtype=np.int64)  # n <= memory: no overflow at <= 6e8 each
+    cycle_us = int(stamps[-1])
+    if cycle_us <= 0:
+        raise ValueError("the intervals have no duration")
+    whole, rest_us = divmod(round(window_s * 1e6), cycle_us)
+    extra = 0
+    if rest_us:
+        both = np.concatenate([stamps, stamps + cycle_us])
+        ends = np.searchsorted(both, stamps + rest_us, side="left")
+        extra = int((ends - np.arange(n)).max())
+    return float(whole * n + extra) / window_s
 
 
 def stats_of(name: str, sha256: str, intervals_us: Array) -> TraceStats:
@@ -212,18 +298,20 @@ def stats_of(name: str, sha256: str, intervals_us: Array) -> TraceStats:
 
 def read_trace(path: Path) -> Trace:
     """The trace in the CSV at ``path``; ``TraceError`` (one line) for anything that is not a
-    replayable trace: missing, empty, too large, wrong columns, NaN, negative or unsorted."""
+    replayable trace: missing, not a regular file (a FIFO, a device, a folder), empty, too
+    large, wrong columns, NaN, negative, unsorted or too long."""
     try:
-        size = path.stat().st_size
-        if size > MAX_TRACE_BYTES:
-            raise _fail(path, f"is {size / 2**20:,.0f} MiB; at most {MAX_TRACE_BYTES >> 20} MiB")
-        data = path.read_bytes()
+        data = read_capped(path, MAX_TRACE_BYTES)
+    except FileRefused as exc:
+        raise _fail(path, f"{exc} (a trace is a CSV file)") from None
     except OSError as exc:
         raise _fail(path, f"cannot be read ({exc.strerror or exc})") from None
+    sha256 = hashlib.sha256(data).hexdigest()
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise _fail(path, "is not UTF-8 text; write it as a CSV") from None
+    del data  # the text is all that is parsed: hold one copy of the file, not two
     if not text.strip():
         raise _fail(path, f"is empty; write a header ({' or '.join(COLUMNS)}) and one row each")
     try:
@@ -231,7 +319,7 @@ def read_trace(path: Path) -> Trace:
     except csv.Error as exc:
         raise _fail(path, f"is not a readable CSV ({exc})") from None
     intervals = _intervals_us(path, column, values)
-    stats = stats_of(trace_name(path), hashlib.sha256(data).hexdigest(), intervals)
+    stats = stats_of(trace_name(path), sha256, intervals)
     return Trace(intervals, stats, path)
 
 
