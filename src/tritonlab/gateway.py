@@ -421,6 +421,15 @@ def gate(path: Path | str) -> Gateway:
     )
 
 
+def ensure_root(folder: Path | str) -> Gateway:
+    """The open root holding ``folder``, else ``folder`` opened as a root of its own (a library
+    call made outside any command, such as a server started on its own)."""
+    try:
+        return gate(Path(folder) / "_")
+    except GatewayError:
+        return open_root(folder)
+
+
 def temporary_root(prefix: str, parent: Path | str | None = None) -> Gateway:
     """A new private folder (``mkdtemp``, mode 0700) opened as a root; ``remove_temporary``
     deletes it."""
@@ -520,6 +529,7 @@ __all__ = [
     "close_root",
     "copy_in",
     "copy_tree_in",
+    "ensure_root",
     "gate",
     "link_in",
     "mkdir",

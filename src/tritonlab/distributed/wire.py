@@ -25,7 +25,7 @@ from typing import Any
 from tritonlab.errors import TritonlabError
 from tritonlab.experiments.store import CellResult
 from tritonlab.names import is_path_name
-from tritonlab.run_layout import BENCHMARKS_DIR, cell_id
+from tritonlab.run_layout import BENCHMARKS_DIR, INPUTS_DIR, cell_id
 
 MAX_ANSWER_BYTES = 256 * 2**20
 MAX_RESTARTS_REPORTED = 10_000
@@ -81,9 +81,9 @@ def decode(raw: object, what: str) -> dict[str, Any]:
     return data
 
 
-# Where a node's files may go in the driver's run folder: perf_analyzer's raw output only
-# (never scripts/, docs/, models/ or results/, which the driver writes itself).
-_NODE_FOLDERS = (BENCHMARKS_DIR,)
+# Where a node's files may go in the driver's run folder: perf_analyzer's raw output and its
+# input data only (never scripts/, docs/, models/ or results/, which the driver writes itself).
+_NODE_FOLDERS = (BENCHMARKS_DIR, INPUTS_DIR)
 
 
 def contained_name(name: object) -> str:
@@ -96,7 +96,7 @@ def contained_name(name: object) -> str:
 
 def contained(run_dir: Path, rel: object, what: str) -> Path:
     """``run_dir / rel`` when ``rel`` is a plain relative path that stays inside ``run_dir``,
-    in a folder a node may write (``benchmarks/``)."""
+    in a folder a node may write (``benchmarks/``, ``inputs/``)."""
     if not isinstance(rel, str) or not rel or "\0" in rel or "\\" in rel or "\n" in rel:
         raise NodeAnswerError(f"{what}: file path {rel!r} is not a plain relative path")
     parts = PurePosixPath(rel).parts

@@ -13,6 +13,7 @@ import os
 import shutil
 import stat
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,13 +57,6 @@ def _pytriton_root() -> Path:
     return Path(pytriton.__file__).parent
 
 
-def _sources_digest() -> str:
-    digest = hashlib.sha256()
-    for name in SERVED_BACKENDS:
-        digest.update((BACKENDS_DIR / name / "model.py").read_bytes())
-    return digest.hexdigest()[:12]
-
-
 def default_cache_root() -> Path:
     """Where prepared servers live: ``$TRITONLAB_CACHE``, else ``~/.cache/tritonlab``."""
     return _cache_root()
@@ -82,7 +76,6 @@ def prepare_bundled_server(cache_root: Path | None = None) -> ServerInstall:
             f"the bundled Python backend has no stub for Python {py}; use Python 3.8 to 3.13"
         )
     cache_gate = gateway.open_root(cache_root or default_cache_root())
-    work = cache_gate.root / f"tritonserver-2.51.0-py{py}-{_sources_digest()}"
     layout = {
         "bin": source / "bin",
         "caches": source / "caches",
@@ -94,6 +87,10 @@ def prepare_bundled_server(cache_root: Path | None = None) -> ServerInstall:
         },
     }
     expected = _digests(layout)
+    # Named by what it holds: a changed wheel or backend is a new folder, and a folder another
+    # tritonlab may be serving from is never deleted under it (a damaged one is set aside).
+    content = hashlib.sha256(json.dumps(expected, sort_keys=True).encode()).hexdigest()[:12]
+    work = cache_gate.root / f"tritonserver-2.51.0-py{py}-{content}"
     if not _prepared_intact(work, expected):
         tmp = cache_gate.private_temp(f".{work.name}.tmp")
         for rel, src in layout.items():
@@ -102,8 +99,9 @@ def prepare_bundled_server(cache_root: Path | None = None) -> ServerInstall:
             else:
                 cache_gate.copy_in(src, tmp / rel)
         cache_gate.write_text(tmp / PREPARED_MARKER, json.dumps(expected, sort_keys=True) + "\n")
-        if os.path.lexists(work):  # damaged, or changed since it was prepared: set aside
-            cache_gate.remove_tree(work)
+        if os.path.lexists(work):  # changed since it was prepared: set aside, never used
+            aside = f".{work.name}.damaged-{os.getpid()}-{time.time_ns()}"
+            cache_gate.move(work, work.with_name(aside))
         try:
             cache_gate.move(tmp, work)
         except OSError:  # another process finished first; use its copy

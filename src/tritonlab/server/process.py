@@ -179,7 +179,9 @@ class TritonServer(ServerEndpoint):
         """
         if self._process is not None:
             raise ServerError("server already started")
-        log = gateway.open_append(self.log_path)  # closed in stop(); a resume appends
+        # closed in stop(); a resume appends. A server started on its own (no command opened a
+        # folder for it) writes its log in the log's folder only.
+        log = gateway.ensure_root(self.log_path.parent).open_append(self.log_path)
         self._log_file = log
         self._log_start = self.log_size()  # this process's lines start here
         try:
