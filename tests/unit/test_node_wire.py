@@ -93,7 +93,8 @@ def test_node_facts_are_checked_against_where_the_measurer_was_placed() -> None:
         "client/infer_client.py",
         "results/manifest.json",
         "results/cells/baseline__grpc_b1_c8__r1.json",
-        "models/simple_mlp/config.pbtxt",
+        "models/simple_mlp/1/model.py",
+        "models/../x/config.pbtxt",
         "docs/experiment_log.md",
         "README.md",
         ".tritonlab",
@@ -101,7 +102,7 @@ def test_node_facts_are_checked_against_where_the_measurer_was_placed() -> None:
         "benchmarks",
     ],
 )
-def test_a_node_may_write_only_raw_benchmark_output(tmp_path: Path, rel: str) -> None:
+def test_a_node_may_write_only_its_outputs(tmp_path: Path, rel: str) -> None:
     """Issue 32, 10: a node could overwrite any file of the driver's run folder, scripts the
     user runs later included; now only files under benchmarks/."""
     raw = encode_answer(None, {rel: b"#!/bin/sh\nevil\n"}, [], 0)

@@ -25,7 +25,18 @@ from typing import Any
 from tritonlab.errors import TritonlabError
 from tritonlab.experiments.store import CellResult
 from tritonlab.names import is_path_name
-from tritonlab.run_layout import BENCHMARKS_DIR, INPUTS_DIR, cell_id
+from tritonlab.run_layout import (
+    BENCHMARKS_DIR,
+    CELLS_DIR,
+    FAULTS_FILE,
+    INFER_CHECK_FILE,
+    INPUTS_DIR,
+    MANIFEST_FILE,
+    MODELS_DIR,
+    RESULTS_DIR,
+    SERVING_PATH_DIR,
+    cell_id,
+)
 
 MAX_ANSWER_BYTES = 256 * 2**20
 MAX_RESTARTS_REPORTED = 10_000
@@ -82,8 +93,19 @@ def decode(raw: object, what: str) -> dict[str, Any]:
 
 
 # Where a node's files may go in the driver's run folder: perf_analyzer's raw output and its
-# input data only (never scripts/, docs/, models/ or results/, which the driver writes itself).
-_NODE_FOLDERS = (BENCHMARKS_DIR, INPUTS_DIR)
+# input data, the serving-path probes' null model, measured records under results/ (but the
+# cells, manifest, checks and faults, which the driver writes itself), and in the repository a
+# configuration's ``config.pbtxt`` and ``1/model.onnx`` (a tune builds its variants there);
+# never scripts/, client/, docs/, the reports or any other file of the repository (a
+# ``model.py`` or a script would run when the user starts the run's server later).
+_NODE_FOLDERS = ((BENCHMARKS_DIR,), (INPUTS_DIR,), (SERVING_PATH_DIR,), (RESULTS_DIR,))
+_DRIVER_OWNED = {
+    (RESULTS_DIR, CELLS_DIR),
+    (RESULTS_DIR, MANIFEST_FILE),
+    (RESULTS_DIR, INFER_CHECK_FILE),
+    (RESULTS_DIR, FAULTS_FILE),
+}
+_NODE_MODEL_FILES = (("config.pbtxt",), ("1", "model.onnx"))
 
 
 def contained_name(name: object) -> str:
@@ -96,16 +118,27 @@ def contained_name(name: object) -> str:
 
 def contained(run_dir: Path, rel: object, what: str) -> Path:
     """``run_dir / rel`` when ``rel`` is a plain relative path that stays inside ``run_dir``,
-    in a folder a node may write (``benchmarks/``, ``inputs/``)."""
+    where a node's files may go (``_NODE_FOLDERS``, a configuration's files)."""
     if not isinstance(rel, str) or not rel or "\0" in rel or "\\" in rel or "\n" in rel:
         raise NodeAnswerError(f"{what}: file path {rel!r} is not a plain relative path")
     parts = PurePosixPath(rel).parts
     if rel.startswith("/") or not parts or ".." in parts:
         raise NodeAnswerError(f"{what}: file path {rel!r} leaves the run folder")
-    if len(parts) < 2 or parts[0] not in _NODE_FOLDERS or any(p.startswith(".") for p in parts):
+    model_file = (
+        len(parts) >= 3
+        and parts[0] == MODELS_DIR
+        and is_path_name(parts[1])
+        and parts[2:] in _NODE_MODEL_FILES
+    )
+    in_folder = any(
+        len(parts) > len(folder) and parts[: len(folder)] == folder for folder in _NODE_FOLDERS
+    )
+    owned = tuple(parts[:2]) in _DRIVER_OWNED
+    if not (model_file or in_folder) or owned or any(p.startswith(".") for p in parts):
+        folders = ", ".join("/".join(f) + "/" for f in _NODE_FOLDERS)
         raise NodeAnswerError(
-            f"{what}: file path {rel!r} is not in {', '.join(f + '/' for f in _NODE_FOLDERS)}, "
-            "the only folders a node's files may go to"
+            f"{what}: file path {rel!r} is not in {folders} (but the driver's own records) "
+            "nor a configuration's config.pbtxt or 1/model.onnx, the only files a node may send"
         )
     path = run_dir / Path(*parts)
     root = run_dir.resolve()
