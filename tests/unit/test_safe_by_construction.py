@@ -279,3 +279,11 @@ def test_a_report_file_is_never_written_into_the_run_it_reads(
     line = one_line_error([*args, "--json", str(target)])
     assert "which this command only reads" in line
     assert snapshot(run) == before
+
+
+def test_check_of_stored_runs_needs_two_run_folders(tmp_path: Path, seed_run_dir: Path) -> None:
+    """`check NEW_RUN --against X` never checked that X is a run folder."""
+    plain = tmp_path / "plain"
+    (plain / "results").mkdir(parents=True)
+    line = one_line_error(["check", str(seed_run_dir), "--against", str(plain)])
+    assert "not a finished tritonlab run" in line

@@ -202,6 +202,7 @@ def _check(
         )
         if new is not None and new.is_dir() and not live_repo:
             require_run_folder(new)
+            require_run_folder(against)
             report = compare_stored(new, against, thresholds, expected)
         else:
             from tritonlab.pipeline.check import LiveCheck, run_live_check
