@@ -332,7 +332,6 @@ def _place_tree(source: Path, target: Path) -> None:
     gateway.copy_tree_in(source, target, link=lambda path: path.name != CONFIG_FILE)
 
 
-
 @dataclass(frozen=True)
 class WrittenVariant:
     """Where a variant went: its served name and the served names of the models it calls."""
