@@ -129,3 +129,20 @@ def test_a_backend_the_bundled_server_lacks_is_one_line(
     assert "tensorrt_plan" in lines[0] and "--server-bin" in lines[0]
     assert time.monotonic() - started < 30  # refused before any server starts
     assert user_repo.unchanged()
+
+
+@pytest.mark.timeout(120)
+def test_a_link_the_repository_ships_is_never_written_through(tmp_path: Path) -> None:
+    """Issue 32, 3, from the CLI: a repository that ships ``config.pbtxt.tmp`` as a link to a
+    user's file had that file overwritten with protobuf text when its copy was written; now the
+    copy is served and the user's file and the repository stay byte-identical."""
+    dotfile = tmp_path / "home" / ".bashrc"
+    dotfile.parent.mkdir()
+    dotfile.write_text("export PATH=/usr/bin\n")
+    repo = UserRepository(tmp_path / "user")
+    (repo.root / "scorer" / "config.pbtxt.tmp").symlink_to(dotfile)
+    repo.digest = tree_digest(repo.root)
+    done = run_cli(["infer", "--repository", str(repo.root), "--model", "scorer"], tmp_path)
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert dotfile.read_text() == "export PATH=/usr/bin\n"
+    assert repo.unchanged()

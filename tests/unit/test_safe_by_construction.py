@@ -287,3 +287,35 @@ def test_check_of_stored_runs_needs_two_run_folders(tmp_path: Path, seed_run_dir
     (plain / "results").mkdir(parents=True)
     line = one_line_error(["check", str(seed_run_dir), "--against", str(plain)])
     assert "not a finished tritonlab run" in line
+
+
+def test_deploy_from_the_cli_never_turns_a_description_into_yaml(tmp_path: Path) -> None:
+    """5. A newline in a stored variant description injected whole documents (a privileged
+    Pod) into the manifests, and the offline validation passed them; here from the CLI."""
+    import json
+    import shutil
+
+    import yaml
+
+    from tests.unit.test_deploy_hardening import INJECTION, SWEEP
+
+    run = tmp_path / "run"
+    for part in ("results", "models"):
+        shutil.copytree(SWEEP / part, run / part)
+    shutil.copy(SWEEP / "simple_mlp.onnx", run / "simple_mlp.onnx")
+    for cell in (run / "results" / "cells").glob("*.json"):
+        data = json.loads(cell.read_text())
+        data["variant"]["description"] = INJECTION
+        cell.write_text(json.dumps(data))
+    before = snapshot(run)
+    out = tmp_path / "k8s"
+    result = runner.invoke(app, ["deploy", str(run), "--to", "kubernetes", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    kinds = [
+        doc["kind"]
+        for path in sorted(out.glob("*.yaml"))
+        for doc in yaml.safe_load_all(path.read_text())
+        if doc is not None
+    ]
+    assert "Pod" not in kinds and "NetworkPolicy" in kinds and "Deployment" in kinds
+    assert snapshot(run) == before
