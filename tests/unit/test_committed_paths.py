@@ -38,6 +38,16 @@ ALLOWED: dict[tuple[str, str], str] = {
         "mountPath of the pod's writable emptyDir (tritonlab.deploy.hardening: the root "
         "filesystem is read-only); a folder inside the container, not of any machine"
     ),
+    ("examples/deploy/simple_mlp_sweep_kubernetes/README.md", "/tmp"): (
+        "the README's words for the pod's writable emptyDir; a folder inside the container"
+    ),
+    ("examples/deploy/resnet18_cnn_tune_kserve/README.md", "/tmp"): (
+        "the README's words for the predictor's writable emptyDir; a folder inside the container"
+    ),
+    ("examples/deploy/resnet18_cnn_tune_kserve/inferenceservice.yaml", "/tmp"): (
+        "mountPath of the KServe predictor's writable emptyDir beside its read-only root "
+        "filesystem; a folder inside the container, not of any machine"
+    ),
 }
 
 # A path starts at a word boundary: not inside a word, a URL, a relative path or a variable.
