@@ -25,6 +25,7 @@ Standard library only, so every layer may import it.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import stat
@@ -232,6 +233,19 @@ class Gateway:
                 "move it away and run the same command again"
             )
         return os.fdopen(fd, "ab")
+
+    @contextlib.contextmanager
+    def lock(self, path: Path | str) -> Iterator[None]:
+        """Hold an exclusive lock on the file ``path`` (created empty, never through a link) for
+        the block: processes that share the folder (the cache) take turns."""
+        target = self.path(path)
+        self.mkdir(target.parent)
+        fd = os.open(target, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
 
     def copy_in(self, source: Path | str, path: Path | str) -> Path:
         """Copy the file ``source`` (read from anywhere) to ``path`` as a new file, with the

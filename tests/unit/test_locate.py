@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from tritonlab.server.locate import PREPARED_MARKER, prepare_bundled_server
 
@@ -24,3 +25,33 @@ def test_a_changed_prepared_server_is_prepared_again(tmp_path: Path) -> None:
     os.chmod(work, 0o777)  # writable by anyone: not trusted either
     prepare_bundled_server(tmp_path)
     assert not os.stat(work).st_mode & 0o022
+
+
+def _prepare_and_check(cache: str, barrier: Any, ok: Any) -> None:
+    barrier.wait()  # all at once, as the workers of a test run start their servers
+    install = prepare_bundled_server(Path(cache))
+    if (install.backend_dir / "python" / "triton_python_backend_utils.py").is_file():
+        with ok.get_lock():
+            ok.value += 1
+
+
+def test_processes_preparing_at_once_never_set_each_others_copy_aside(tmp_path: Path) -> None:
+    """Seen in a CI run: a process that found no prepared server, then found one another had
+    just finished, set it aside as damaged while a server started from it (a stub found no
+    triton_python_backend_utils). Preparing now takes turns under a lock. (The race is narrow:
+    this test did not fail on the unlocked code in the runs tried here; it checks that six
+    processes preparing at once all get a whole copy and none is set aside.)"""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    barrier, ok = context.Barrier(6), context.Value("i", 0)
+    procs = [
+        context.Process(target=_prepare_and_check, args=(str(tmp_path), barrier, ok))
+        for _ in range(6)
+    ]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(120)
+    assert ok.value == 6
+    assert not [p.name for p in tmp_path.iterdir() if ".damaged-" in p.name]

@@ -92,20 +92,11 @@ def prepare_bundled_server(cache_root: Path | None = None) -> ServerInstall:
     content = hashlib.sha256(json.dumps(expected, sort_keys=True).encode()).hexdigest()[:12]
     work = cache_gate.root / f"tritonserver-2.51.0-py{py}-{content}"
     if not _prepared_intact(work, expected):
-        tmp = cache_gate.private_temp(f".{work.name}.tmp")
-        for rel, src in layout.items():
-            if src.is_dir():
-                cache_gate.copy_tree_in(src, tmp / rel)
-            else:
-                cache_gate.copy_in(src, tmp / rel)
-        cache_gate.write_text(tmp / PREPARED_MARKER, json.dumps(expected, sort_keys=True) + "\n")
-        if os.path.lexists(work):  # changed since it was prepared: set aside, never used
-            aside = f".{work.name}.damaged-{os.getpid()}-{time.time_ns()}"
-            cache_gate.move(work, work.with_name(aside))
-        try:
-            cache_gate.move(tmp, work)
-        except OSError:  # another process finished first; use its copy
-            cache_gate.remove_tree(tmp)
+        # One process prepares at a time: another may be starting a server from the folder
+        # this one would set aside.
+        with cache_gate.lock(cache_gate.root / f".{work.name}.lock"):
+            if not _prepared_intact(work, expected):
+                _prepare(cache_gate, layout, expected, work)
         if not _prepared_intact(work, expected):
             raise ServerError(f"{work}: the prepared server does not match its sources; delete it")
     return ServerInstall(
@@ -118,6 +109,24 @@ def prepare_bundled_server(cache_root: Path | None = None) -> ServerInstall:
 
 
 PREPARED_MARKER = ".complete"
+
+
+def _prepare(
+    cache_gate: gateway.Gateway, layout: dict[str, Path], expected: dict[str, str], work: Path
+) -> None:
+    """Copy ``layout`` into a new private folder and put it in ``work``'s place; a folder there
+    that does not match (changed since it was prepared) is set aside, never used again."""
+    tmp = cache_gate.private_temp(f".{work.name}.tmp")
+    for rel, src in layout.items():
+        if src.is_dir():
+            cache_gate.copy_tree_in(src, tmp / rel)
+        else:
+            cache_gate.copy_in(src, tmp / rel)
+    cache_gate.write_text(tmp / PREPARED_MARKER, json.dumps(expected, sort_keys=True) + "\n")
+    if os.path.lexists(work):
+        aside = f".{work.name}.damaged-{os.getpid()}-{time.time_ns()}"
+        cache_gate.move(work, work.with_name(aside))
+    cache_gate.move(tmp, work)
 
 
 def _digests(layout: dict[str, Path]) -> dict[str, str]:
