@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "tritonlab"
-GATEWAY = SRC / "gateway.py"
+GATEWAY = SRC / "gateway"  # the package: its roots and its one folder class
 
 # Attribute calls that change the file system whatever they are called on.
 ALWAYS = {
@@ -144,12 +144,12 @@ def destructive_calls(tree: ast.AST, source: str = "") -> list[tuple[int, str]]:
 def test_no_destructive_call_outside_the_gateway() -> None:
     offenders = []
     for path in sorted(SRC.rglob("*.py")):
-        if path == GATEWAY:
+        if path.is_relative_to(GATEWAY):
             continue
         text = path.read_text()
         for line, call in destructive_calls(ast.parse(text, filename=str(path)), text):
             offenders.append(f"{path.relative_to(SRC.parent)}:{line}: {call}")
-    assert not offenders, "write, move, link or delete outside tritonlab/gateway.py:\n" + "\n".join(
+    assert not offenders, "write, move, link or delete outside tritonlab/gateway/:\n" + "\n".join(
         offenders
     )
 

@@ -1,26 +1,6 @@
-"""The one gateway to the file system: every write, move, link and delete tritonlab makes.
+"""One gateway folder: the ``Gateway`` class and what it refuses (``tritonlab.gateway``'s text
+says why). Standard library only."""
 
-A ``Gateway`` owns one folder (its root: a run folder, the cache, a private temporary folder,
-the folder of one output file). Every path it is handed is made absolute and must lie inside the
-root with no ``..`` part, and no part of it below the root may be a symbolic link, so nothing
-written, moved or deleted can land outside the root, whatever a planted link or a hostile name
-says. Files are never written in place: the text goes to a new file (``mkstemp``, created
-exclusively) in the same folder, which is then renamed over the name, so a file another path
-shares (a hard link to a user's file, a link planted as ``config.pbtxt.tmp``) is replaced, never
-written through. Folders are created one part at a time, refusing a link at every part. Files
-the run will not change may be hard-linked in (large weights); anything it will change is
-copied. A refusal is a ``GatewayError``: one line naming the path and what to change.
-
-Roots are opened once per command (``open_root``: the ``--out`` folder after the check that it
-overlaps no input, the cache, a private temporary folder) and registered; the module's functions
-(``write_text(path, ...)``, ``remove_tree(path)``, ...) act through the innermost open root that
-holds the path and refuse a path no open root holds, so a stage that forgot to open its folder
-fails loudly instead of writing anywhere.
-
-``tests/unit/test_gateway_only.py`` reads ``src/`` and fails on a destructive call (rmtree,
-unlink, remove, rename/replace, link, copytree, move, a write) anywhere but here.
-Standard library only, so every layer may import it.
-"""
 
 from __future__ import annotations
 
@@ -30,7 +10,6 @@ import os
 import shutil
 import stat
 import tempfile
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -45,7 +24,7 @@ class GatewayError(ConfigError):
     """A path a gateway refused: outside its root, through a link, or not the kind expected."""
 
 
-def _absolute(path: Path | str) -> Path:
+def absolute_path(path: Path | str) -> Path:
     """``path`` made absolute and normalised lexically (no symlink is followed)."""
     return Path(os.path.abspath(os.fspath(path)))
 
@@ -78,7 +57,7 @@ class Gateway:
     """Writes, moves, links and deletes inside one root folder only (see the module text)."""
 
     def __init__(self, root: Path | str) -> None:
-        given = _absolute(root)
+        given = absolute_path(root)
         # The root itself may be given through a link (the user chose it); below it, no link.
         self.root = Path(os.path.realpath(given))
         self.given = given
@@ -91,7 +70,7 @@ class Gateway:
     def path(self, path: Path | str) -> Path:
         """``path`` checked: inside the root, with no symbolic link at any part below it (the
         last part included). Returns it made absolute, under the resolved root."""
-        absolute = _absolute(path)
+        absolute = absolute_path(path)
         for base in (self.given, self.root):
             if absolute == base or absolute.is_relative_to(base):
                 relative = absolute.relative_to(base)
@@ -345,7 +324,7 @@ class Gateway:
 
     def _link_itself(self, path: Path | str) -> Path:
         """A link at ``path`` whose parent passes ``path()`` (removing the link, not its target)."""
-        absolute = _absolute(path)
+        absolute = absolute_path(path)
         return self.path(absolute.parent) / absolute.name
 
 
@@ -373,193 +352,3 @@ def _same_content(a: Path, b: Path) -> bool:
                     return True
     except OSError:
         return False
-
-
-# the open roots
-
-_ROOTS: dict[Path, Gateway] = {}
-_LOCK = threading.Lock()
-
-
-def open_root(
-    root: Path | str,
-    inputs: dict[str, Path | str | None] | None = None,
-    out_option: str = "--out",
-) -> Gateway:
-    """Open ``root`` for writing (registered until ``close_root``), after refusing an overlap
-    with any of ``inputs`` (``refuse_overlap``: directory inputs may not overlap it at all; a
-    file input may lie directly in it, where nothing is written or moved, but nowhere below)."""
-    gateway = Gateway(root)
-    if os.path.lexists(gateway.given) and not os.path.isdir(gateway.given):
-        raise GatewayError(
-            f"{out_option} {root} is a file, not a folder; choose a folder (new, or one "
-            "tritonlab wrote) for it"
-        )
-    for option, path in (inputs or {}).items():
-        if path is None:
-            continue
-        if os.path.isfile(path) and not os.path.islink(path):
-            parent = Path(os.path.realpath(path)).parent
-            if parent == gateway.root:
-                continue  # a model file beside the run's folders: read, never written
-        refuse_overlap(gateway.given, {option: path}, out_option)
-    with _LOCK:
-        _ROOTS[gateway.root] = gateway
-    return gateway
-
-
-def close_root(root: Path | str) -> None:
-    """Stop writing to ``root`` (a temporary folder about to be deleted)."""
-    with _LOCK:
-        _ROOTS.pop(Path(os.path.realpath(_absolute(root))), None)
-
-
-def close_all() -> None:
-    """Close every open root (between the commands of one process: tests)."""
-    with _LOCK:
-        _ROOTS.clear()
-
-
-def gate(path: Path | str) -> Gateway:
-    """The innermost open root holding ``path``; ``GatewayError`` when none does."""
-    absolute = _absolute(path)
-    with _LOCK:
-        roots = sorted(_ROOTS.values(), key=lambda g: len(g.root.parts), reverse=True)
-    for gateway in roots:
-        for base in (gateway.given, gateway.root):
-            if absolute.is_relative_to(base):
-                return gateway
-    raise GatewayError(
-        f"{path}: no folder this command writes holds it (open ones: "
-        f"{', '.join(str(g.given) for g in roots) or 'none'}); nothing was changed"
-    )
-
-
-def ensure_root(folder: Path | str) -> Gateway:
-    """The open root holding ``folder``, else ``folder`` opened as a root of its own (a library
-    call made outside any command, such as a server started on its own)."""
-    try:
-        return gate(Path(folder) / "_")
-    except GatewayError:
-        return open_root(folder)
-
-
-def temporary_root(prefix: str, parent: Path | str | None = None) -> Gateway:
-    """A new private folder (``mkdtemp``, mode 0700) opened as a root; ``remove_temporary``
-    deletes it."""
-    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
-    return open_root(folder)
-
-
-def remove_temporary(gateway: Gateway) -> None:
-    """Delete a ``temporary_root`` folder and close it."""
-    close_root(gateway.root)
-    shutil.rmtree(gateway.root, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def temporary_folder(prefix: str, parent: Path | str | None = None) -> Iterator[Gateway]:
-    """A ``temporary_root`` for the block, deleted when it ends."""
-    gateway = temporary_root(prefix, parent)
-    try:
-        yield gateway
-    finally:
-        remove_temporary(gateway)
-
-
-def mkdir(path: Path | str) -> Path:
-    """``Gateway.mkdir`` through the open root holding ``path``."""
-    return gate(path).mkdir(path)
-
-
-def write_text(path: Path | str, text: str, mode: int | None = None) -> Path:
-    """``Gateway.write_text`` through the open root holding ``path``."""
-    return gate(path).write_text(path, text, mode=mode)
-
-
-def write_bytes(path: Path | str, data: bytes, mode: int | None = None) -> Path:
-    """``Gateway.write_bytes`` through the open root holding ``path``."""
-    return gate(path).write_bytes(path, data, mode=mode)
-
-
-def write_with(
-    path: Path | str, writer: Callable[[IO[Any]], object], *, binary: bool = True
-) -> Path:
-    """``Gateway.write_with`` through the open root holding ``path``."""
-    return gate(path).write_with(path, writer, binary=binary)
-
-
-def write_file(path: Path | str, producer: Callable[[Path], object]) -> Path:
-    """``Gateway.write_file`` through the open root holding ``path``."""
-    return gate(path).write_file(path, producer)
-
-
-def open_new(path: Path | str) -> contextlib.AbstractContextManager[IO[bytes]]:
-    """``Gateway.open_new`` through the open root holding ``path``."""
-    return gate(path).open_new(path)
-
-
-def open_append(path: Path | str) -> IO[bytes]:
-    """``Gateway.open_append`` through the open root holding ``path``."""
-    return gate(path).open_append(path)
-
-
-def copy_in(source: Path | str, path: Path | str) -> Path:
-    """``Gateway.copy_in`` through the open root holding ``path``."""
-    return gate(path).copy_in(source, path)
-
-
-def link_in(source: Path | str, path: Path | str) -> Path:
-    """``Gateway.link_in`` through the open root holding ``path``."""
-    return gate(path).link_in(source, path)
-
-
-def copy_tree_in(
-    source: Path | str, path: Path | str, *, link: Callable[[Path], bool] = lambda _: False
-) -> Path:
-    """``Gateway.copy_tree_in`` through the open root holding ``path``."""
-    return gate(path).copy_tree_in(source, path, link=link)
-
-
-def move(source: Path | str, path: Path | str) -> Path:
-    """``Gateway.move`` through the open root holding ``path``."""
-    return gate(path).move(source, path)
-
-
-def remove(path: Path | str, *, missing_ok: bool = True) -> None:
-    """``Gateway.remove`` through the open root holding ``path``."""
-    gate(path).remove(path, missing_ok=missing_ok)
-
-
-def remove_tree(path: Path | str) -> None:
-    """``Gateway.remove_tree`` through the open root holding ``path``."""
-    gate(path).remove_tree(path)
-
-
-__all__ = [
-    "Gateway",
-    "GatewayError",
-    "close_all",
-    "close_root",
-    "copy_in",
-    "copy_tree_in",
-    "ensure_root",
-    "gate",
-    "link_in",
-    "mkdir",
-    "move",
-    "open_append",
-    "open_new",
-    "open_root",
-    "overlaps",
-    "refuse_overlap",
-    "remove",
-    "remove_temporary",
-    "remove_tree",
-    "temporary_folder",
-    "temporary_root",
-    "write_bytes",
-    "write_file",
-    "write_text",
-    "write_with",
-]
