@@ -1,7 +1,6 @@
 """One gateway folder: the ``Gateway`` class and what it refuses (``tritonlab.gateway``'s text
 says why). Standard library only."""
 
-
 from __future__ import annotations
 
 import contextlib
