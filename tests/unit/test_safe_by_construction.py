@@ -319,3 +319,12 @@ def test_deploy_from_the_cli_never_turns_a_description_into_yaml(tmp_path: Path)
     ]
     assert "Pod" not in kinds and "NetworkPolicy" in kinds and "Deployment" in kinds
     assert snapshot(run) == before
+
+
+def test_a_link_loop_in_a_model_folder_is_one_error_not_an_endless_copy(tmp_path: Path) -> None:
+    """A repository whose model folder links back to itself was walked without end."""
+    repo = write_test_repository(tmp_path / "repo")
+    (repo / "scorer" / "1" / "again").symlink_to(repo / "scorer", target_is_directory=True)
+    gate = gateway.open_root(tmp_path / "run")
+    with pytest.raises(ConfigError, match="links back to a folder above it"):
+        gate.copy_tree_in(repo / "scorer", tmp_path / "run" / "models" / "scorer")
