@@ -273,16 +273,15 @@ class Gateway:
         if os.path.lexists(target):
             self.remove_tree(target)
         source = Path(source)
-        seen: set[tuple[int, int]] = set()
-        for folder, dirs, files in os.walk(source, followlinks=True):
-            info = os.stat(folder)
-            if (info.st_dev, info.st_ino) in seen:  # a link back up the tree: never loop
+        for folder, _dirs, files in os.walk(source, followlinks=True):
+            rel = Path(folder).relative_to(source)
+            here = os.stat(folder)
+            above = [source.joinpath(*rel.parts[:i]) for i in range(len(rel.parts))]
+            if any(os.path.samestat(here, os.stat(a)) for a in above):  # never loop
                 raise GatewayError(
                     f"{folder} links back to a folder above it; tritonlab copies model folders "
                     "and will not follow a loop: remove the link"
                 )
-            seen.add((info.st_dev, info.st_ino))
-            rel = Path(folder).relative_to(source)
             self.mkdir(target / rel)
             for name in files:
                 src = Path(folder) / name
