@@ -55,3 +55,18 @@ def test_processes_preparing_at_once_never_set_each_others_copy_aside(tmp_path: 
         proc.join(120)
     assert ok.value == 6
     assert not [p.name for p in tmp_path.iterdir() if ".damaged-" in p.name]
+
+
+def test_byte_code_python_writes_into_the_copy_does_not_make_it_damaged(tmp_path: Path) -> None:
+    """Seen in a CI run: the stubs rewrote the copied __pycache__ (its recorded mtime was the
+    wheel's), the next process took the copy for a changed one and set it aside under running
+    servers ("the prepared server does not match its sources")."""
+    install = prepare_bundled_server(tmp_path)
+    python = install.backend_dir / "python"
+    assert not (python / "__pycache__").exists()  # left out of the copy
+    (python / "__pycache__").mkdir()
+    (python / "__pycache__" / "triton_python_backend_utils.cpython-311.pyc").write_bytes(b"x")
+    again = prepare_bundled_server(tmp_path)
+    assert again.backend_dir == install.backend_dir
+    assert (python / "__pycache__" / "triton_python_backend_utils.cpython-311.pyc").exists()
+    assert not [p.name for p in tmp_path.iterdir() if ".damaged-" in p.name]

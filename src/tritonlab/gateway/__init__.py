@@ -175,10 +175,14 @@ def link_in(source: Path | str, path: Path | str) -> Path:
 
 
 def copy_tree_in(
-    source: Path | str, path: Path | str, *, link: Callable[[Path], bool] = lambda _: False
+    source: Path | str,
+    path: Path | str,
+    *,
+    link: Callable[[Path], bool] = lambda _: False,
+    skip: Callable[[Path], bool] = lambda _: False,
 ) -> Path:
     """``Gateway.copy_tree_in`` through the open root holding ``path``."""
-    return gate(path).copy_tree_in(source, path, link=link)
+    return gate(path).copy_tree_in(source, path, link=link, skip=skip)
 
 
 def move(source: Path | str, path: Path | str) -> Path:

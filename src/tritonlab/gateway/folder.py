@@ -260,10 +260,11 @@ class Gateway:
         path: Path | str,
         *,
         link: Callable[[Path], bool] = lambda _: False,
+        skip: Callable[[Path], bool] = lambda _: False,
     ) -> Path:
         """Copy the folder ``source`` (read from anywhere; links in it are followed for reading)
         to ``path``, replacing an earlier copy: files for which ``link`` says so are hard-linked
-        (read-only weights), the rest copied."""
+        (read-only weights), the rest copied; files and folders ``skip`` names are left out."""
         target = self.path(path)
         if overlaps(source, target):
             raise GatewayError(
@@ -273,7 +274,8 @@ class Gateway:
         if os.path.lexists(target):
             self.remove_tree(target)
         source = Path(source)
-        for folder, _dirs, files in os.walk(source, followlinks=True):
+        for folder, dirs, files in os.walk(source, followlinks=True):
+            dirs[:] = [d for d in dirs if not skip(Path(folder) / d)]
             rel = Path(folder).relative_to(source)
             here = os.stat(folder)
             above = [source.joinpath(*rel.parts[:i]) for i in range(len(rel.parts))]
@@ -285,6 +287,8 @@ class Gateway:
             self.mkdir(target / rel)
             for name in files:
                 src = Path(folder) / name
+                if skip(src):
+                    continue
                 if link(src):
                     self.link_in(src, target / rel / name)
                 else:

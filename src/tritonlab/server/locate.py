@@ -119,7 +119,7 @@ def _prepare(
     tmp = cache_gate.private_temp(f".{work.name}.tmp")
     for rel, src in layout.items():
         if src.is_dir():
-            cache_gate.copy_tree_in(src, tmp / rel)
+            cache_gate.copy_tree_in(src, tmp / rel, skip=_byte_code)
         else:
             cache_gate.copy_in(src, tmp / rel)
     cache_gate.write_text(tmp / PREPARED_MARKER, json.dumps(expected, sort_keys=True) + "\n")
@@ -133,11 +133,21 @@ def _digests(layout: dict[str, Path]) -> dict[str, str]:
     """sha256 of every file the prepared server holds, by its path there."""
     digests: dict[str, str] = {}
     for rel, src in layout.items():
-        files = sorted(p for p in src.rglob("*") if p.is_file()) if src.is_dir() else [src]
+        files = (
+            sorted(p for p in src.rglob("*") if p.is_file() and not _byte_code(p))
+            if src.is_dir()
+            else [src]
+        )
         for path in files:
             name = rel if path == src else f"{rel}/{path.relative_to(src).as_posix()}"
             digests[name] = hashlib.sha256(path.read_bytes()).hexdigest()
     return digests
+
+
+def _byte_code(path: Path) -> bool:
+    """Python's byte code: rewritten by whatever imports the copy (its recorded mtime is the
+    source's), so it is left out of the copy and of the digests; Python writes its own."""
+    return path.name == "__pycache__" or path.suffix == ".pyc" or "__pycache__" in path.parts
 
 
 def _prepared_intact(work: Path, expected: dict[str, str]) -> bool:
