@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tritonlab import gateway
 from tritonlab.errors import PlanError, TritonlabError
 from tritonlab.experiments.manifest import utc_now
 from tritonlab.experiments.opening import plan_fingerprint
@@ -27,7 +28,6 @@ from tritonlab.experiments.store import (
     save_cell,
     save_manifest,
     write_json_atomic,
-    write_text_atomic,
 )
 from tritonlab.repository.variants import ServingVariant, seed_comparison_variants
 
@@ -211,9 +211,9 @@ def test_write_json_atomic_leaves_no_temp_file(tmp_path: Path) -> None:
 
 def test_write_text_atomic_failure_keeps_old_file_and_no_temp(tmp_path: Path) -> None:
     target = tmp_path / "log.md"
-    write_text_atomic(target, "old\n")
+    gateway.write_text(target, "old\n")
     with pytest.raises(UnicodeEncodeError):
-        write_text_atomic(target, "new \udcff cannot be encoded")
+        gateway.write_text(target, "new \udcff cannot be encoded")
     assert [p.name for p in tmp_path.iterdir()] == ["log.md"]
     assert target.read_text() == "old\n"
 

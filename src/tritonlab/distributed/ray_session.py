@@ -44,7 +44,6 @@ from tritonlab.experiments.store import (
     save_cell,
     save_manifest,
     write_result,
-    write_text_atomic,
 )
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.records import RecordError
@@ -430,7 +429,7 @@ def open_ray_session(
         session.save_manifest(**request.manifest_extra)
         every_check = [c.to_dict() for mine in node_checks for c in mine]
         write_result(RunLayout(run_dir).infer_check, every_check)
-        write_text_atomic(RunLayout(run_dir).server_note, _server_note(nodes))
+        gateway.write_text(RunLayout(run_dir).server_note, _server_note(nodes))
         yield session
         clean_exit = True
     finally:

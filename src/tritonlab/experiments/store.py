@@ -36,12 +36,6 @@ CORRUPT_SUFFIX = ".corrupt"
 REPLACED_SUFFIX = ".replaced"  # a cell the user asked to measure again (--remeasure), kept
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write through the gateway (a new file, then a rename): readers never see half, and a
-    file another name shares is replaced, never written through."""
-    gateway.write_text(path, text)
-
-
 def stored_json(path: Path) -> Any:
     """The JSON in the stored file at ``path``, read in bounded time and memory: a regular file
     of at most ``MAX_RESULT_BYTES`` (``bounded_read``; else ``FileRefused``), no deeper than
@@ -80,7 +74,7 @@ def _reason(exc: BaseException) -> str:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write ``data`` as indented, key-sorted JSON through a temporary file and a rename."""
-    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+    gateway.write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def load_record(path: Path, record: type[R], default: R | None = None) -> R | None:

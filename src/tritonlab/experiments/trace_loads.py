@@ -10,7 +10,6 @@ from pathlib import Path
 from tritonlab import gateway
 from tritonlab.errors import PlanError
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
-from tritonlab.experiments.store import write_text_atomic
 from tritonlab.perf.trace import Trace
 from tritonlab.run_layout import RunLayout
 
@@ -54,7 +53,7 @@ def install_traces(run_dir: Path, traces: Sequence[Trace]) -> list[Path]:
         if trace.path.resolve() != target.resolve():
             gateway.copy_in(trace.path, target)
         intervals = layout.trace_intervals(name)
-        write_text_atomic(intervals, trace.interval_file_text())
+        gateway.write_text(intervals, trace.interval_file_text())
         written.append(intervals)
     return written
 

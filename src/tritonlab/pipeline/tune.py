@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from tritonlab import gateway
 from tritonlab.analysis.search import (
     Goal,
     Knobs,
@@ -54,7 +55,6 @@ from tritonlab.experiments.store import (
     cell_path,
     read_cell,
     write_result,
-    write_text_atomic,
 )
 from tritonlab.experiments.trace_loads import install_traces, trace_load
 from tritonlab.models.inputs import ModelInputs, derive_inputs
@@ -481,5 +481,5 @@ def _write_pick(
         return RunLayout(run_dir).pick_config(model_name)
     config = build_model_config(info, pick.configuration.variant(), model_name)
     path = RunLayout(run_dir).pick_config(model_name)
-    write_text_atomic(path, config_to_text(config))
+    gateway.write_text(path, config_to_text(config))
     return path

@@ -8,7 +8,7 @@ from typing import Any
 
 from tritonlab import gateway
 from tritonlab.analysis.explain import Analysis
-from tritonlab.experiments.store import write_result, write_text_atomic
+from tritonlab.experiments.store import write_result
 from tritonlab.report.experiment_log import render_experiment_log
 from tritonlab.report.html import write_html_report
 from tritonlab.report.plots import PlotData, write_plots
@@ -70,11 +70,11 @@ def write_report(run: RunData) -> BuiltReport:
         write_result(paths.recommendations, recommendations_dict(run.recommendations))
     else:
         gateway.remove(paths.recommendations)
-    write_text_atomic(paths.experiment_log, render_experiment_log(run))
+    gateway.write_text(paths.experiment_log, render_experiment_log(run))
     write_result(paths.summary, {"analyses": [a.to_dict() for a in run.analyses]})
     plots = write_plots(paths.root, PlotData.of(run))
     html_path = write_html_report(run, plots)
-    write_text_atomic(paths.readme, project_readme(run))
+    gateway.write_text(paths.readme, project_readme(run))
     return BuiltReport(paths.experiment_log, paths.summary, run.analyses, plots, html_path)
 
 

@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, NamedTuple
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
+from tritonlab import gateway
 from tritonlab.analysis.explain import Analysis, VariantReport
 from tritonlab.analysis.verdicts import HIGHER, LOWER, Verdict
 from tritonlab.client.infer import SHAPES_ONLY
-from tritonlab.experiments.store import write_text_atomic
 from tritonlab.paths import PATHS_NOTE, shell_join
 from tritonlab.report.cost_model_text import cost_model_section
 from tritonlab.report.efficiency_text import efficiency_section
@@ -411,5 +411,5 @@ def render_html_report(run: RunData, plots: dict[str, Path]) -> str:
 def write_html_report(run: RunData, plots: dict[str, Path]) -> Path:
     """Write ``report.html`` into the run folder; returns its path."""
     path = run.paths.html_report
-    write_text_atomic(path, render_html_report(run, plots))
+    gateway.write_text(path, render_html_report(run, plots))
     return path

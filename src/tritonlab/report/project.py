@@ -11,7 +11,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tritonlab.experiments.store import write_text_atomic
+from tritonlab import gateway
 from tritonlab.models.source import RepositorySource
 from tritonlab.paths import portable_path
 from tritonlab.perf.locate import PerfAnalyzerInstall
@@ -287,10 +287,10 @@ def write_project_files(
     """Write scripts and client (the README is written by the report step)."""
     layout = RunLayout(run_dir)
     if server_install is not None:
-        write_text_atomic(layout.start_server_script, start_server_script(server_install))
-    write_text_atomic(layout.run_perf_script, run_perf_script(perf_install, baseline_settings))
-    write_text_atomic(layout.export_model_script, export_script)
-    write_text_atomic(layout.infer_client, client_script(model_name))
+        gateway.write_text(layout.start_server_script, start_server_script(server_install))
+    gateway.write_text(layout.run_perf_script, run_perf_script(perf_install, baseline_settings))
+    gateway.write_text(layout.export_model_script, export_script)
+    gateway.write_text(layout.infer_client, client_script(model_name))
     for path in (
         layout.start_server_script,
         layout.run_perf_script,
