@@ -19,7 +19,6 @@ from tritonlab.experiments.plan import (
     PlanBasics,
     seed_comparison_plan,
 )
-from tritonlab.experiments.session import cell_id
 from tritonlab.experiments.store import (
     CellResult,
     cell_path,
@@ -30,6 +29,7 @@ from tritonlab.experiments.store import (
     write_json_atomic,
 )
 from tritonlab.repository.variants import ServingVariant, seed_comparison_variants
+from tritonlab.run_layout import cell_id
 
 SHA = "0" * 64
 
@@ -139,9 +139,10 @@ def test_perf_settings_from_plan() -> None:
 
 
 def test_cell_id_format() -> None:
-    assert cell_id("baseline", LoadPoint(), 0) == "baseline__grpc_b1_c8__r1"
+    """One cell id (issue 33): the variant, the load's key and the round, counted from 1."""
+    assert cell_id("baseline", LoadPoint().key, 1) == "baseline__grpc_b1_c8__r1"
     assert (
-        cell_id("batch_5ms_x2", LoadPoint(protocol="http", concurrency=16), 2)
+        cell_id("batch_5ms_x2", LoadPoint(protocol="http", concurrency=16).key, 3)
         == "batch_5ms_x2__http_b1_c16__r3"
     )
 

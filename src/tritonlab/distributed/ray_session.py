@@ -38,7 +38,7 @@ from tritonlab.experiments.manifest import (
 from tritonlab.experiments.opening import SessionRequest, new_manifest
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.recovery import load_faults
-from tritonlab.experiments.session import ProgressCallback, Round, cell_id
+from tritonlab.experiments.session import ProgressCallback, Round
 from tritonlab.experiments.store import (
     CellResult,
     save_cell,
@@ -48,7 +48,7 @@ from tritonlab.experiments.store import (
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.records import RecordError
 from tritonlab.repository.layout import RepositoryModel
-from tritonlab.run_layout import RunLayout
+from tritonlab.run_layout import RunLayout, cell_id
 from tritonlab.server.process import LOOPBACK_HOSTS
 
 from .cluster import connect, measuring_nodes
@@ -148,7 +148,7 @@ class RaySession:
 
         def submit(node: _Node, unit: list[tuple[RepositoryModel, LoadPoint, int]]) -> None:
             model, load, repeat = unit[0]
-            cid = cell_id(model.variant.name, load, repeat)
+            cid = cell_id(model.variant.name, load.key, repeat + 1)
             if self.progress:
                 self.progress(self.done, self.total, f"{cid} on {node.label}{note}")
             ref = node.actor.measure.remote(model.variant.name, load, repeat)
@@ -167,7 +167,7 @@ class RaySession:
                 continue
             node, unit = running.pop(ready[0])
             model, load, repeat = unit[0]
-            cid = cell_id(model.variant.name, load, repeat)
+            cid = cell_id(model.variant.name, load.key, repeat + 1)
             try:
                 raw = ray.get(ready[0])
             except ray.exceptions.RayTaskError as exc:
@@ -257,7 +257,7 @@ class RaySession:
 
         Returns the cell (None if the node gave it up); ``ServerError`` when every node is lost.
         """
-        cid = cell_id(model.variant.name, load, repeat)
+        cid = cell_id(model.variant.name, load.key, repeat + 1)
         while True:
             node = self._tune_node()
             if self.progress:

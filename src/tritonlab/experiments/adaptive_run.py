@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 
 from tritonlab.experiments.plan import LoadPoint
 from tritonlab.experiments.rounds import AdaptiveRound, StoppingRecord, append_round
-from tritonlab.experiments.session import Round, cell_id
+from tritonlab.experiments.session import Round
 from tritonlab.experiments.store import cell_path, load_records, write_result
 from tritonlab.repository.layout import RepositoryModel
-from tritonlab.run_layout import RunLayout
+from tritonlab.run_layout import RunLayout, cell_id
 
 if TYPE_CHECKING:
     from tritonlab.experiments.runner import MeasuringSession
@@ -55,7 +55,7 @@ def cell_cost_s(session: object) -> float:
 def next_repeat(run_dir: Path, variant_name: str, load: LoadPoint) -> int:
     """The first repeat (0-based) of (variant, load) not yet stored."""
     repeat = 0
-    while cell_path(run_dir, cell_id(variant_name, load, repeat)).exists():
+    while cell_path(run_dir, cell_id(variant_name, load.key, repeat + 1)).exists():
         repeat += 1
     return repeat
 

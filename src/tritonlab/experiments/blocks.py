@@ -435,7 +435,7 @@ class BlockSession:
     ) -> bool:
         """Every round is a block: its cells in a shuffled order; False when the time budget
         ran out first (the cells measured until then are kept)."""
-        from tritonlab.experiments.session import cell_id
+        from tritonlab.run_layout import cell_id
 
         for round_ in rounds:
             cells = [(model, load, repeat) for model, todo in round_ for load, repeat in todo]
@@ -453,7 +453,7 @@ class BlockSession:
                     session.load(model)
                 try:
                     if session.measure(model, load, repeat, note) is not None:
-                        ids.append(cell_id(model.variant.name, load, repeat))
+                        ids.append(cell_id(model.variant.name, load.key, repeat + 1))
                 finally:
                     if not self.co_loaded:
                         session.unload(model, quietly=True)

@@ -50,7 +50,6 @@ from tritonlab.experiments.session import (
     CellSession,
     ProgressCallback,
     Round,
-    cell_id,
 )
 from tritonlab.experiments.store import (
     cell_path,
@@ -61,7 +60,7 @@ from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.perf.locate import locate_perf_analyzer
 from tritonlab.repository.layout import RepositoryModel, build_repository
-from tritonlab.run_layout import CELLS_DIR, SERVING_PATH_DIR, RunLayout
+from tritonlab.run_layout import CELLS_DIR, SERVING_PATH_DIR, RunLayout, cell_id
 from tritonlab.server.launch import ServerOptions
 
 # After the planned rounds: which (variant name, load key) cells need another round, and why.
@@ -195,9 +194,9 @@ def run_experiment(
     ]
     total = len(todo)
     skipped = [
-        cell_id(m.variant.name, ld, r)
+        cell_id(m.variant.name, ld.key, r + 1)
         for r, m, ld in todo
-        if cell_path(run_dir, cell_id(m.variant.name, ld, r)).exists()
+        if cell_path(run_dir, cell_id(m.variant.name, ld.key, r + 1)).exists()
     ]
     finished = set(skipped)
     deadline = None if time_budget_s is None else started + time_budget_s
@@ -290,11 +289,11 @@ def _measure_passes(
     if stopped is None and derived_loads and open_loop_rates is not None:
         rates = open_loop_rates()
         without_rate = [
-            cell_id(m.variant.name, ld, r)
+            cell_id(m.variant.name, ld.key, r + 1)
             for r, m, ld in todo
             if ld.peak_fraction is not None
             and (m.variant.name, ld.key) not in rates
-            and cell_id(m.variant.name, ld, r) not in finished
+            and cell_id(m.variant.name, ld.key, r + 1) not in finished
         ]
         stopped = measure_pass(lambda model: rated_loads(derived_loads, rates, model))
     if stopped is None and probes:
@@ -343,7 +342,9 @@ def planned_rounds(
         for model in reversed(models) if alternate and repeat % 2 else models:
             name = model.variant.name
             cells = [
-                (ld, repeat) for ld in loads_of(model) if cell_id(name, ld, repeat) not in finished
+                (ld, repeat)
+                for ld in loads_of(model)
+                if cell_id(name, ld.key, repeat + 1) not in finished
             ]
             if cells:
                 round_.append((model, cells))

@@ -40,8 +40,7 @@ from tritonlab.paths import portable_command, portable_path
 from tritonlab.perf.locate import PerfAnalyzerInstall
 from tritonlab.perf.runner import run_perf
 from tritonlab.repository.layout import RepositoryModel, load_order
-from tritonlab.run_layout import CELLS_DIR, RunLayout
-from tritonlab.run_layout import cell_id as layout_cell_id
+from tritonlab.run_layout import CELLS_DIR, RunLayout, cell_id
 from tritonlab.server.endpoint import UNLOAD_WAIT_S, ServerEndpoint
 from tritonlab.server.process import TritonServer
 from tritonlab.server.stats import StatsSnapshot, stats_delta, tree_cpu_seconds
@@ -55,11 +54,6 @@ Round = list[tuple[RepositoryModel, list[tuple[LoadPoint, int]]]]
 
 
 T = TypeVar("T")
-
-
-def cell_id(variant_name: str, load: LoadPoint, repeat: int) -> str:
-    """A cell's id and file name: ``variant__load__rN`` (``repeat`` counts from 0, N from 1)."""
-    return layout_cell_id(variant_name, load.key, repeat + 1)
 
 
 @dataclass(frozen=True)
@@ -138,7 +132,7 @@ def measure_cell(
     monitor's reading is stored with it (``monitor_tries``: this cell's attempt number). A
     disturbed attempt that is not ``last_try`` is not saved (the next try replaces it), so a
     stored cell never changes once written."""
-    cid = cell_id(model.variant.name, load, repeat)
+    cid = cell_id(model.variant.name, load.key, repeat + 1)
     settings = plan.perf_settings(
         load,
         model.model_name,
@@ -306,7 +300,7 @@ class CellSession:
         """Measure one cell of the loaded ``model`` and save it; None when it was given up on
         after repeated faults (``results/faults.json`` says why). Under the block engine a cell
         the interference monitor flags is measured again, at most ``DISTURBED_RETRIES`` times."""
-        cid = cell_id(model.variant.name, load, repeat)
+        cid = cell_id(model.variant.name, load.key, repeat + 1)
         if self.progress:
             self.progress(self.done, self.total, cid + note)
         started = time.monotonic()
@@ -328,7 +322,7 @@ class CellSession:
         self, model: RepositoryModel, load: LoadPoint, repeat: int, tries: int, last_try: bool
     ) -> CellResult | None:
         server, recovery = self.server, self.recovery
-        cid = cell_id(model.variant.name, load, repeat)
+        cid = cell_id(model.variant.name, load.key, repeat + 1)
         plan = self.engine.plan_for(load, self.plan) if self.engine is not None else self.plan
         for attempt in range(1, ATTEMPTS_PER_CELL + 1):
             recovery.mark()
@@ -379,7 +373,7 @@ class CellSession:
                     finished = True
                     return False
                 if self.measure(model, load, repeat, note) is not None:
-                    ids.append(cell_id(model.variant.name, load, repeat))
+                    ids.append(cell_id(model.variant.name, load.key, repeat + 1))
             finished = True
         finally:
             self.unload(model, quietly=not finished)  # the first error is the one shown

@@ -49,7 +49,7 @@ from tritonlab.experiments.opening import (
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
 from tritonlab.experiments.repository_plan import repository_baseline
 from tritonlab.experiments.runner import quarantine_unusable
-from tritonlab.experiments.session import CellSession, cell_id
+from tritonlab.experiments.session import CellSession
 from tritonlab.experiments.store import (
     CellResult,
     cell_path,
@@ -66,7 +66,7 @@ from tritonlab.repository.config import build_model_config, config_to_text
 from tritonlab.repository.knobs import BATCHER_FIELDS, KNOBS
 from tritonlab.repository.layout import RepositoryModel, add_model
 from tritonlab.repository.variants import ServingVariant
-from tritonlab.run_layout import RunLayout
+from tritonlab.run_layout import RunLayout, cell_id
 from tritonlab.server.launch import ServerOptions
 from tritonlab.server.process import TritonServer
 
@@ -313,7 +313,7 @@ class _Tuner:
         after the time budget. Returns its id, observation, and whether it was reused."""
         model = self.model(knobs)
         load = self.settings.load(knobs, step.concurrency)
-        cid = cell_id(model.variant.name, load, step.repeat)
+        cid = cell_id(model.variant.name, load.key, step.repeat + 1)
         path = cell_path(self.run_dir, cid)
         if path.exists():
             self.reused.append(cid)
