@@ -79,6 +79,7 @@ def _run_pipeline(
             stability_percentage=plan.stability,
             engine=rounds.engine,
         ),
+        resume_dir=None if results.fresh else out_dir,
     )
     traces = []
     if plan.load_trace is not None:  # the plan's load shapes replay the trace instead

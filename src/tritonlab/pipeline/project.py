@@ -7,6 +7,7 @@ library function of its own subpackage, and measuring and reporting meet only th
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -15,7 +16,7 @@ from tritonlab import gateway
 from tritonlab.analysis.adaptive import undecided_project
 from tritonlab.analysis.operator_record import record_operator_profile
 from tritonlab.analysis.search import COMPUTE_BOUND_US
-from tritonlab.errors import ConfigError
+from tritonlab.errors import ConfigError, TritonlabError
 from tritonlab.experiments.adaptive_run import AdaptiveRepeats, UndecidedCells
 from tritonlab.experiments.blocks import (
     DEFAULT_EXTRA_BUDGET_S,
@@ -23,7 +24,7 @@ from tritonlab.experiments.blocks import (
     ENGINE_BLOCKS,
     ENGINES,
 )
-from tritonlab.experiments.manifest import SweepEntry, available_cores
+from tritonlab.experiments.manifest import Manifest, SweepEntry, available_cores
 from tritonlab.experiments.opening import check_resume, model_sha256, plan_fingerprint
 from tritonlab.experiments.plan import (
     ExperimentPlan,
@@ -44,9 +45,7 @@ from tritonlab.experiments.runner import (
     run_experiment,
 )
 from tritonlab.experiments.session import InputFiles, ProgressCallback
-from tritonlab.experiments.store import (
-    set_aside_cells,
-)
+from tritonlab.experiments.store import load_manifest, set_aside_cells
 from tritonlab.experiments.trace_loads import install_traces, plan_traces_missing
 from tritonlab.models.inputs import ModelInputs, with_dynamic_dim
 from tritonlab.models.inspect import OnnxModelInfo, check_with_onnxruntime, inspect_onnx
@@ -64,6 +63,7 @@ from tritonlab.report.project import (
 )
 from tritonlab.repository.user_repo import read_repository_model
 from tritonlab.repository.variants import aa_control, is_model_name
+from tritonlab.run_layout import RunLayout
 from tritonlab.server.gpu import check_gpu_variants
 from tritonlab.server.launch import ServerOptions
 from tritonlab.server.locate import external_server, prepare_bundled_server
@@ -194,8 +194,12 @@ def default_plan(
     protocol: str = "grpc",
     max_batch_size: int = 64,
     measurement: MeasurementSettings | None = None,
+    resume_dir: Path | None = None,
 ) -> ExperimentPlan:
     """The configurations ``run`` and ``demo`` compare, adapted to the model.
+
+    ``resume_dir``: the run folder; when it holds a run whose ``auto`` set was chosen, that
+    choice is kept (with its note) instead of timing the model again.
 
     ``seed``: the seed's four (batching and instances); ``compute``: threads x instances;
     ``backends``: onnxruntime against OpenVINO (f32 and bf16), with and without batching;
@@ -217,7 +221,11 @@ def default_plan(
             plan = replace(plan, variants=(*plan.variants, aa_control(plan.variants[0])))
         return plan
     notes: list[str] = []
-    if configs == "auto":
+    stored = _stored_auto_choice(resume_dir) if configs == "auto" else None
+    if stored is not None:  # a resume keeps the set its run chose (a timing near the line
+        configs, note = stored  # would otherwise flip it and refuse the resume)
+        notes.append(note)
+    elif configs == "auto":
         batch1_us = time_in_process(info, [1], iterations=5, inputs=inputs)[1]
         configs = "compute" if batch1_us > COMPUTE_BOUND_US else "seed"
         notes.append(
@@ -251,6 +259,24 @@ def cluster_opener(address: str) -> ClusterOpener:
     from tritonlab.distributed.ray_session import open_ray_session
 
     return functools.partial(open_ray_session, address)
+
+
+AUTO_CHOICE_RE = re.compile(r"Configuration set `(seed|compute)` chosen automatically: ")
+
+
+def _stored_auto_choice(run_dir: Path | None) -> tuple[str, str] | None:
+    """The configuration set (and its note) a stored run in ``run_dir`` chose with ``auto``."""
+    if run_dir is None or not RunLayout(run_dir).manifest.is_file():
+        return None
+    try:
+        notes = Manifest.from_dict(load_manifest(run_dir)).plan.notes
+    except TritonlabError:
+        return None  # a damaged manifest is reported where the run reads it
+    for note in notes:
+        match = AUTO_CHOICE_RE.match(note)
+        if match:
+            return match.group(1), note
+    return None
 
 
 def run_project(
