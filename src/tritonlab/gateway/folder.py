@@ -94,14 +94,6 @@ class Gateway:
                 )
         return self.root / relative
 
-    def inside(self, path: Path | str) -> bool:
-        """Whether ``path`` passes ``path()``."""
-        try:
-            self.path(path)
-        except GatewayError:
-            return False
-        return True
-
     # folders
 
     def mkdir(self, path: Path | str, mode: int = 0o777) -> Path:
@@ -315,7 +307,7 @@ class Gateway:
 
     def remove(self, path: Path | str, *, missing_ok: bool = True) -> None:
         """Delete the file (or link) ``path``; a folder is refused (``remove_tree``)."""
-        target = self.path(path) if not _is_link(path) else self._link_itself(path)
+        target = self._link_itself(path) if os.path.islink(path) else self.path(path)
         try:
             os.unlink(target)
         except FileNotFoundError:
@@ -336,10 +328,6 @@ class Gateway:
         """A link at ``path`` whose parent passes ``path()`` (removing the link, not its target)."""
         absolute = absolute_path(path)
         return self.path(absolute.parent) / absolute.name
-
-
-def _is_link(path: Path | str) -> bool:
-    return os.path.islink(path)
 
 
 def _parts_below(root: Path, target: Path) -> list[Path]:
