@@ -99,7 +99,7 @@ def ensure_root(folder: Path | str) -> Gateway:
     """The open root holding ``folder``, else ``folder`` opened as a root of its own (a library
     call made outside any command, such as a server started on its own)."""
     try:
-        return gate(Path(folder) / "_")
+        return gate(folder)
     except GatewayError:
         return open_root(folder)
 
