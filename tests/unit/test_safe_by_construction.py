@@ -328,3 +328,16 @@ def test_a_link_loop_in_a_model_folder_is_one_error_not_an_endless_copy(tmp_path
     gate = gateway.open_root(tmp_path / "run")
     with pytest.raises(ConfigError, match="links back to a folder above it"):
         gate.copy_tree_in(repo / "scorer", tmp_path / "run" / "models" / "scorer")
+
+
+def test_only_a_temporary_root_is_ever_deleted_whole(tmp_path: Path) -> None:
+    """remove_temporary deletes a folder whole: only one temporary_root made, never a run
+    folder handed to it by mistake."""
+    run = tmp_path / "run"
+    (run / "results").mkdir(parents=True)
+    with pytest.raises(ConfigError, match="not a temporary folder"):
+        gateway.remove_temporary(gateway.open_root(run))
+    assert (run / "results").is_dir()
+    temp = gateway.temporary_root("tritonlab-test-", tmp_path)
+    gateway.remove_temporary(temp)
+    assert not temp.root.exists()

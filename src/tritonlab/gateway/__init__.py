@@ -38,6 +38,7 @@ from tritonlab.gateway.folder import Gateway, GatewayError, absolute_path, overl
 # the open roots
 
 _ROOTS: dict[Path, Gateway] = {}
+_TEMPORARY: set[Path] = set()  # roots temporary_root made: the only ones deleted whole
 _LOCK = threading.Lock()
 
 
@@ -108,11 +109,19 @@ def temporary_root(prefix: str, parent: Path | str | None = None) -> Gateway:
     """A new private folder (``mkdtemp``, mode 0700) opened as a root; ``remove_temporary``
     deletes it."""
     folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
-    return open_root(folder)
+    gateway = open_root(folder)
+    with _LOCK:
+        _TEMPORARY.add(gateway.root)
+    return gateway
 
 
 def remove_temporary(gateway: Gateway) -> None:
-    """Delete a ``temporary_root`` folder and close it."""
+    """Delete a ``temporary_root`` folder and close it; any other root is refused (only a folder
+    this process made with ``mkdtemp`` is ever deleted whole)."""
+    with _LOCK:
+        if gateway.root not in _TEMPORARY:
+            raise GatewayError(f"{gateway.root}: not a temporary folder tritonlab made; kept")
+        _TEMPORARY.discard(gateway.root)
     close_root(gateway.root)
     shutil.rmtree(gateway.root, ignore_errors=True)
 
