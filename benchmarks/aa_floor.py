@@ -5,7 +5,7 @@ names, all co-loaded in one server, and measures them with the block engine at t
 (gRPC, batch 1, concurrency 8) for a fixed number of blocks; ``RUNS`` times, each a fresh
 server from an empty folder (fresh stub processes and, since the seed carries a random part,
 fresh orders). Every pair of the served names is then compared exactly as the verdicts
-compare configurations (``analysis/verdicts.compare``, paired by block). Nothing differs
+compare configurations (``stats/verdicts.compare``, paired by block). Nothing differs
 between them but the name, so each interval should cover zero; at 95% about 1 in 20 will
 not by chance. (The pairs of one run share their cells, so they are not independent trials:
 the count is a check, not a precise rate.) The copies against the plain-named baseline are
@@ -66,9 +66,9 @@ def measure(run_dir: Path, onnx: Path, blocks: int, run: int, reloads: bool) -> 
 
 def compare_pairs(run_dir: Path) -> list[dict[str, Any]]:
     """Every pair of served names, each figure, as the verdicts compare them."""
-    from tritonlab.analysis.summary import Summary
-    from tritonlab.analysis.verdicts import compare
     from tritonlab.experiments.store import load_cells
+    from tritonlab.stats.summary import Summary
+    from tritonlab.stats.verdicts import compare
 
     by_name: dict[str, dict[int, Any]] = {}
     for cell in load_cells(run_dir):

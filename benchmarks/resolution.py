@@ -313,7 +313,7 @@ def rewrite_results_page(out: Path) -> None:
 def _phrase(verdict: dict[str, Any]) -> str:
     """A stored verdict's words, its interval's ends as the logs print them (an end near zero
     keeps its sign: ``endpoint_text``); the stored phrase where it has no interval."""
-    from tritonlab.analysis.verdicts import endpoint_text
+    from tritonlab.stats.verdicts import endpoint_text
 
     ci = verdict["ci95_pct"]
     if ci is None or verdict["change_pct"] is None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from tritonlab.analysis.explain import Analysis, VariantReport
+from tritonlab.explanation.explain import Analysis, VariantReport
 from tritonlab.report.run_data import RunData, load_run
 from tritonlab.report.text_format import num
 from tritonlab.report.tune_section import figure_span
@@ -343,7 +343,7 @@ def _tune_gain(run: RunData) -> list[str]:
 def pipeline_block() -> str:
     """The README's pipeline results: the binding step from Triton's per-step statistics, the
     ensemble's comparison, the BLS and CNN-alone baselines and tune's pick, between markers."""
-    from tritonlab.analysis.steps import steps_table
+    from tritonlab.explanation.steps import steps_table
 
     run, bls, cnn, tune = (_run(f"{PIPELINE}{s}") for s in ("", "_bls", "_cnn", "_tune"))
     base = next(r for r in steps_table(run.cells) if r.variant == "baseline")

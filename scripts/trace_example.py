@@ -147,9 +147,9 @@ def _why(rows: list[Any], label: str) -> list[str]:
 
 def render(out: Path) -> str:
     """SUMMARY.md from the stored results (no measurement)."""
-    from tritonlab.analysis.aggregate import compare_figure, summarise
     from tritonlab.experiments.manifest import Manifest
     from tritonlab.experiments.store import load_cells, load_manifest
+    from tritonlab.stats.aggregate import compare_figure, summarise
 
     fixed, traced = _pick(out / "tune_concurrency"), _pick(out / "tune_trace")
     compare = out / "compare"

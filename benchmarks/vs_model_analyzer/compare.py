@@ -197,8 +197,8 @@ def _median(values: list[float]) -> float | None:
 
 def verdicts(rows: list[dict[str, Any]], picks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """tune's picks against each Model Analyzer pick for the same goal, paired by round."""
-    from tritonlab.analysis.summary import Summary
-    from tritonlab.analysis.verdicts import compare
+    from tritonlab.stats.summary import Summary
+    from tritonlab.stats.verdicts import compare
 
     own = {r["pick"]: r for r in rows if r["own_load"]}
     out = []

@@ -153,7 +153,7 @@ def run_tune(work: Path, repository: Path, budget_s: float, tritonlab: Path) -> 
         record["error"] = f"tritonlab tune failed: {first_error_line(output)}"
         return record
     try:
-        from tritonlab.analysis.tune_record import TuneRecord
+        from tritonlab.decisions.tune_record import TuneRecord
         from tritonlab.experiments.store import load_record
         from tritonlab.run_layout import RunLayout
 

@@ -13,7 +13,7 @@ import json
 import shutil
 from pathlib import Path
 
-from tritonlab.analysis.recommend import recommend
+from tritonlab.decisions.recommend import recommend
 from tritonlab.report.html import render_html_report
 from tritonlab.report.run_data import load_run
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from tritonlab.analysis.recommend import recommend
+from tritonlab.decisions.recommend import recommend
 from tritonlab.report.build import build_report
 from tritonlab.report.html import render_html_report
 from tritonlab.report.recommend_summary_text import summary_line

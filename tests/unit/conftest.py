@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tritonlab.analysis.aggregate import VariantSummary, summarise
 from tritonlab.experiments.manifest import Manifest
 from tritonlab.experiments.store import CellResult, load_cells
+from tritonlab.stats.aggregate import VariantSummary, summarise
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""analysis/adaptive.py: which cells a project run measures again, and why."""
+"""decisions/adaptive.py: which cells a project run measures again, and why."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from tritonlab.analysis.adaptive import HEADLINE_FIGURES, undecided_project
-from tritonlab.analysis.aggregate import summarise
-from tritonlab.analysis.explain import analyse
+from tritonlab.decisions.adaptive import HEADLINE_FIGURES, undecided_project
 from tritonlab.experiments.store import (
     CellResult,
     load_cells,
     save_cell,
 )
+from tritonlab.explanation.explain import analyse
 from tritonlab.run_layout import CELLS_DIR, RESULTS_DIR
+from tritonlab.stats.aggregate import summarise
 
 LOAD = "grpc_b1_c8"
 # Per configuration and round, different for every pair of configurations.

@@ -1,4 +1,4 @@
-"""analysis/summary.py, verdicts.py and aggregate.py: repeats, ranges, verdicts, grouping."""
+"""stats/summary.py, verdicts.py and aggregate.py: repeats, ranges, verdicts, grouping."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tritonlab.analysis.aggregate import (
+from tritonlab.experiments.store import CellResult
+from tritonlab.stats.aggregate import (
     FELL_BEHIND,
     LITTLE_TOLERANCE,
     VariantSummary,
@@ -21,8 +22,8 @@ from tritonlab.analysis.aggregate import (
     summarise,
     why_not_comparable,
 )
-from tritonlab.analysis.summary import Summary
-from tritonlab.analysis.verdicts import (
+from tritonlab.stats.summary import Summary
+from tritonlab.stats.verdicts import (
     CONFIDENCE,
     HIGHER,
     LOWER,
@@ -35,8 +36,7 @@ from tritonlab.analysis.verdicts import (
     compare,
     paired_log_ratios,
 )
-from tritonlab.analysis.workload import same_offered_load
-from tritonlab.experiments.store import CellResult
+from tritonlab.stats.workload import same_offered_load
 
 FELL_BEHIND_WARNING = "Perf Analyzer was not able to keep up the desired request rate."
 

@@ -13,7 +13,6 @@ from types import SimpleNamespace
 import psutil
 import pytest
 
-from tritonlab.analysis.noise_floor import noise_floors
 from tritonlab.errors import PerfAnalyzerError
 from tritonlab.experiments.adaptive_run import cell_cost_s
 from tritonlab.experiments.blocks import (
@@ -31,6 +30,7 @@ from tritonlab.perf.settings import PerfSettings
 from tritonlab.report.engine_section import interference_lines, noise_floor_lines
 from tritonlab.repository.layout import RepositoryModel
 from tritonlab.repository.variants import ServingVariant, aa_control
+from tritonlab.stats.noise_floor import noise_floors
 
 
 def _models(*counts: int) -> list[RepositoryModel]:

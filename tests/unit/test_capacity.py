@@ -12,20 +12,20 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from tritonlab.analysis.capacity import (
+from tritonlab.cli import app
+from tritonlab.decisions.capacity import (
     Interval,
     P99Holds,
     capacity_of,
     load_kind,
 )
-from tritonlab.analysis.config_key import ConfigKey
-from tritonlab.analysis.verdicts import centre_interval
-from tritonlab.cli import app
 from tritonlab.deploy.capacity_run import CapacityReport, run_capacity
 from tritonlab.deploy.kubernetes import DeployOptions, write_deployment
 from tritonlab.deploy.pick import resolve_pick
 from tritonlab.errors import ConfigError
 from tritonlab.report.run_data import load_run
+from tritonlab.stats.config_key import ConfigKey
+from tritonlab.stats.verdicts import centre_interval
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 runner = CliRunner()

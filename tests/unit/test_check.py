@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tritonlab.analysis.check import compare_stored
-from tritonlab.analysis.gate import (
+from tritonlab.cli import app
+from tritonlab.decisions.check import compare_stored
+from tritonlab.decisions.gate import (
     EXIT_ERROR,
     EXIT_NOT_COMPARABLE,
     EXIT_PASS,
@@ -26,11 +27,10 @@ from tritonlab.analysis.gate import (
     gate,
     more_rounds_to_decide,
 )
-from tritonlab.analysis.verdicts import HIGHER, LOWER, NO_CLEAR, NOT_COMPARABLE, Verdict
-from tritonlab.cli import app
 from tritonlab.pipeline.check import LiveCheck, run_live_check
 from tritonlab.report.check_outputs import json_text, junit_xml, markdown
 from tritonlab.server.launch import ServerOptions
+from tritonlab.stats.verdicts import HIGHER, LOWER, NO_CLEAR, NOT_COMPARABLE, Verdict
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MLP, RERUN, CNN = EXAMPLES / "simple_mlp", EXAMPLES / "simple_mlp_rerun", EXAMPLES / "tiny_cnn"

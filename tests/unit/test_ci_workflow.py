@@ -10,9 +10,9 @@ from pathlib import Path
 import yaml
 from typer.testing import CliRunner
 
-from tritonlab.analysis.check import EXIT_MEANINGS
-from tritonlab.analysis.gate import EXIT_UNDECIDED
 from tritonlab.cli import app
+from tritonlab.decisions.check import EXIT_MEANINGS
+from tritonlab.decisions.gate import EXIT_UNDECIDED
 
 WORKFLOW = Path(__file__).resolve().parents[2] / "docs" / "ci" / "tritonlab-check.yml"
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tritonlab.analysis.recommend_records import StoredRecommendations
-from tritonlab.analysis.tune_record import TuneRecord
+from tritonlab.decisions.recommend_records import StoredRecommendations
+from tritonlab.decisions.tune_record import TuneRecord
 from tritonlab.experiments.store import load_record, read_result
 from tritonlab.records import Record
 

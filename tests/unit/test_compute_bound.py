@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from tritonlab.analysis.aggregate import VariantSummary
-from tritonlab.analysis.efficiency import parse_ceilings, thread_speedup
-from tritonlab.analysis.knob_rules import threads_effect
-from tritonlab.analysis.rule_support import RuleContext
-from tritonlab.analysis.rules import apply_rules, batching_amortised, batching_compute_bound
+from tritonlab.decisions.efficiency import parse_ceilings, thread_speedup
+from tritonlab.explanation.knob_rules import threads_effect
+from tritonlab.explanation.rule_support import RuleContext
+from tritonlab.explanation.rules import apply_rules, batching_amortised, batching_compute_bound
 from tritonlab.report.efficiency_text import efficiency_section
 from tritonlab.report.run_data import RunData, load_run
+from tritonlab.stats.aggregate import VariantSummary
 
 CORES = 2
 

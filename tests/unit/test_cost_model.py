@@ -1,4 +1,4 @@
-"""analysis/cost_model.py: the fitted serving cost model and what it predicts, by hand."""
+"""explanation/cost_model.py: the fitted serving cost model and what it predicts, by hand."""
 
 from __future__ import annotations
 
@@ -11,21 +11,21 @@ from typing import Any
 
 import pytest
 
-from tritonlab.analysis.aggregate import VariantSummary
-from tritonlab.analysis.cost_model import (
-    MODEL_FAILS_PCT,
-    CostModel,
-    Prediction,
-    ServingPathPoint,
-)
 from tritonlab.experiments.store import (
     CellResult,
     save_cell,
     write_json_atomic,
 )
+from tritonlab.explanation.cost_model import (
+    MODEL_FAILS_PCT,
+    CostModel,
+    Prediction,
+    ServingPathPoint,
+)
 from tritonlab.report.build import fit_cost_model
 from tritonlab.report.cost_model_text import cost_model_section
 from tritonlab.run_layout import OPERATORS_FILE, RESULTS_DIR, SERVING_PATH_DIR
+from tritonlab.stats.aggregate import VariantSummary
 
 Names = dict[str, VariantSummary]
 

@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from tritonlab.analysis.summary import Summary
-from tritonlab.analysis.verdicts import compare
 from tritonlab.distributed.nodes import NodeFacts, NodeRecord, check_nodes, check_server_versions
 from tritonlab.errors import ConfigError
 from tritonlab.experiments.manifest import MachineInfo
+from tritonlab.stats.summary import Summary
+from tritonlab.stats.verdicts import compare
 
 MACHINE = MachineInfo("AMD EPYC", 2, 2, 23.5, (), "Linux", "3.11.7")
 PACKAGES = {"nvidia-pytriton": "0.7.0", "tritonclient": "2.51.0", "onnxruntime": "1.32.0"}

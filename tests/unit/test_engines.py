@@ -13,16 +13,16 @@ import pytest
 import yaml
 from test_rules import CORES, ctx, map_cells, with_variant
 
-from tritonlab.analysis.aggregate import VariantSummary
-from tritonlab.analysis.cost_model import CostModel
-from tritonlab.analysis.knob_rules import engine_effect
-from tritonlab.analysis.rule_support import changed_fields
 from tritonlab.errors import ConfigError, PlanError
 from tritonlab.experiments.plan_file import SweepPlan, parse_plan
 from tritonlab.experiments.store import CellResult
+from tritonlab.explanation.cost_model import CostModel
+from tritonlab.explanation.knob_rules import engine_effect
+from tritonlab.explanation.rule_support import changed_fields
 from tritonlab.models.inspect import OnnxModelInfo, TensorSpec
 from tritonlab.repository.config import config_dict
 from tritonlab.repository.variants import ServingVariant
+from tritonlab.stats.aggregate import VariantSummary
 
 Names = dict[str, VariantSummary]
 

@@ -1,8 +1,9 @@
 """The committed examples re-render byte-identically from their stored results.
 
-A refactor of analysis/ or report/ must not change what a user reads: ``build_report`` on a
-copy of each example must write the same files. (``make rerender-check`` runs every example;
-this tier keeps the ones that cover each kind of run: one-off, sweep, tune, backends.)
+A refactor of stats/, explanation/, decisions/ or report/ must not change what a user reads:
+``build_report`` on a copy of each example must write the same files. (``make rerender-check``
+runs every example; this tier keeps the ones that cover each kind of run: one-off, sweep, tune,
+backends.)
 """
 
 from __future__ import annotations

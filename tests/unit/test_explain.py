@@ -1,4 +1,4 @@
-"""analysis/explain.py: the three layers per variant of the recorded seed run."""
+"""explanation/explain.py: the three layers per variant of the recorded seed run."""
 
 from __future__ import annotations
 
@@ -9,18 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from tritonlab.analysis.aggregate import VariantSummary, compare_figure, summarise
-from tritonlab.analysis.explain import (
+from tritonlab.experiments.store import load_cells
+from tritonlab.explanation.explain import (
     SERVER_FIGURES,
     Analysis,
     VariantReport,
     analyse,
     choose_reference,
 )
-from tritonlab.analysis.verdicts import HIGHER, LOWER, NO_CLEAR, NOT_COMPARABLE
-from tritonlab.experiments.store import load_cells
 from tritonlab.repository.knobs import describe_change
 from tritonlab.repository.variants import ServingVariant
+from tritonlab.stats.aggregate import VariantSummary, compare_figure, summarise
+from tritonlab.stats.verdicts import HIGHER, LOWER, NO_CLEAR, NOT_COMPARABLE
 
 Names = dict[str, VariantSummary]
 SWEEP_RUN = Path(__file__).resolve().parent.parent / "fixtures" / "sweep_run"

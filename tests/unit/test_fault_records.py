@@ -9,10 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonlab.analysis.aggregate import summarise
-from tritonlab.analysis.measurement_rules import backend_fallback
-from tritonlab.analysis.recommend import recommend
-from tritonlab.analysis.rule_support import RuleContext
+from tritonlab.decisions.recommend import recommend
 from tritonlab.errors import ConfigError, PerfAnalyzerError, ResultFileError, ServerError
 from tritonlab.experiments.plan import (
     LoadPoint,
@@ -34,6 +31,8 @@ from tritonlab.experiments.store import (
     write_json_atomic,
     write_result,
 )
+from tritonlab.explanation.measurement_rules import backend_fallback
+from tritonlab.explanation.rule_support import RuleContext
 from tritonlab.perf.trace import TraceStats
 from tritonlab.report.experiment_log import faults_section
 from tritonlab.report.recommend_text import justification
@@ -41,6 +40,7 @@ from tritonlab.run_layout import FAULTS_FILE
 from tritonlab.server.endpoint import RemoteServer
 from tritonlab.server.locate import ServerInstall
 from tritonlab.server.process import TritonServer, relevant_log_lines
+from tritonlab.stats.aggregate import summarise
 
 
 @pytest.fixture()
@@ -173,7 +173,7 @@ def test_picks_rank_only_the_reference_sequence_length(
 def test_efficiency_only_at_the_length_its_ceiling_was_measured(
     seed_cells: list[CellResult], plan_order: list[str]
 ) -> None:
-    from tritonlab.analysis.efficiency import serving_efficiency
+    from tritonlab.decisions.efficiency import serving_efficiency
     from tritonlab.perf.in_process import Ceiling
 
     at_128 = [dataclasses.replace(c, load_key="grpc_b1_c8_s128") for c in seed_cells]

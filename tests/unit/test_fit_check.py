@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tritonlab.analysis.fit_check import check_fit, per_sample_text, points_around
-from tritonlab.analysis.operators import operator_paragraph
-from tritonlab.analysis.rule_support import Finding
+from tritonlab.explanation.fit_check import check_fit, per_sample_text, points_around
+from tritonlab.explanation.operators import operator_paragraph
+from tritonlab.explanation.rule_support import Finding
 from tritonlab.report.run_data import RunData, load_run
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

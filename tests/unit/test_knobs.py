@@ -115,7 +115,7 @@ def test_the_plan_checker_follows_each_knobs_value_rule() -> None:
 
 
 def test_tune_fields_name_fields_of_tunes_search_space() -> None:
-    from tritonlab.analysis.search_space import Knobs
+    from tritonlab.decisions.search_space import Knobs
 
     space = {f.name for f in fields(Knobs)}
     for knob in KNOBS:
@@ -145,7 +145,7 @@ def test_a_delay_sweep_groups_by_every_knob_but_batching_and_the_delay() -> None
 
 def test_a_one_knob_change_never_reads_as_changes_together() -> None:
     """Every knob changed alone gets its own question, or one that names it by its plan name."""
-    from tritonlab.analysis.explain import _background
+    from tritonlab.explanation.explain import _background
 
     for knob in KNOBS:
         text = _background([knob.field], ServingVariant("a", ""), ServingVariant("b", ""), 2)

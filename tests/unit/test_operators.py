@@ -9,12 +9,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from tritonlab.analysis.operators import (
-    ExecutionCostFit,
-    OperatorProfile,
-    operator_paragraph,
-    profile_operators,
-)
+from tritonlab.explanation.operators import ExecutionCostFit, operator_paragraph
+from tritonlab.perf.operator_profile import OperatorProfile, profile_operators
 
 
 def _mlp(path: Path, k: int = 256, n: int = 1024) -> Path:

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 import yaml
 
-from tritonlab.analysis.rule_support import changed_fields
 from tritonlab.errors import PlanError
 from tritonlab.experiments.opening import plan_fingerprint
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
@@ -19,6 +18,7 @@ from tritonlab.experiments.plan_file import (
     load_plan,
     parse_plan,
 )
+from tritonlab.explanation.rule_support import changed_fields
 
 
 def _parse(data: Any, tmp_path: Path | None = None) -> Any:

@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from tritonlab.analysis.aggregate import VariantSummary
-from tritonlab.analysis.recommend import recommend
+from tritonlab.decisions.recommend import recommend
 from tritonlab.experiments.manifest import Manifest
 from tritonlab.report.build import load_run
 from tritonlab.report.plot_support import MAX_ROWS, per_configuration_rows, reference_load
@@ -24,6 +23,7 @@ from tritonlab.report.plots import (
     plot_throughput_vs_p99,
     write_plots,
 )
+from tritonlab.stats.aggregate import VariantSummary
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SEED_PLOTS = {"throughput_vs_p99", "latency_breakdown", "p99_vs_queue_delay", "batch_sizes"}

@@ -12,16 +12,14 @@ from typing import Any
 
 import pytest
 
-from tritonlab.analysis.aggregate import FELL_BEHIND, VariantSummary, summarise
-from tritonlab.analysis.config_key import ConfigKey
-from tritonlab.analysis.frontier import (
+from tritonlab.decisions.frontier import (
     knee_concurrency,
     pareto_frontier,
     saturation_findings,
     saturation_over_concurrency,
 )
-from tritonlab.analysis.recommend import recommend, recommendations_from_manifest
-from tritonlab.analysis.recommend_records import OperatingPoint, Recommendations, operating_point
+from tritonlab.decisions.recommend import recommend, recommendations_from_manifest
+from tritonlab.decisions.recommend_records import OperatingPoint, Recommendations, operating_point
 from tritonlab.experiments.manifest import Manifest, SweepEntry
 from tritonlab.experiments.store import CellResult, load_cells
 from tritonlab.report.recommend_section import recommendations_section
@@ -32,6 +30,8 @@ from tritonlab.report.recommend_summary_text import (
     summary_line,
 )
 from tritonlab.report.recommend_text import decided_by, exclusion_note, justification
+from tritonlab.stats.aggregate import FELL_BEHIND, VariantSummary, summarise
+from tritonlab.stats.config_key import ConfigKey
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 TEMPLATE = json.loads(

@@ -11,8 +11,6 @@ from typing import Any
 
 import pytest
 
-from tritonlab.analysis.aggregate import VariantSummary
-from tritonlab.analysis.verdicts import CONFIDENCE
 from tritonlab.errors import TritonlabError
 from tritonlab.experiments.manifest import AdaptiveEntry
 from tritonlab.experiments.rounds import AdaptiveRound
@@ -32,6 +30,8 @@ from tritonlab.run_layout import (
     RESULTS_DIR,
     SERVING_PATH_DIR,
 )
+from tritonlab.stats.aggregate import VariantSummary
+from tritonlab.stats.verdicts import CONFIDENCE
 
 TABLE_HEADER = (
     "| config | conc. | infer/s | avg µs | p95 µs | p99 µs | queue µs | compute infer µs "

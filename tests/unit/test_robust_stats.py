@@ -1,4 +1,4 @@
-"""analysis/robust.py: the signed-rank interval's ranks, its coverage with outliers, and the
+"""stats/robust.py: the signed-rank interval's ranks, its coverage with outliers, and the
 coverage the block engine's stopping rule leaves it (simulated, 2,000 comparisons each)."""
 
 from __future__ import annotations
@@ -8,15 +8,15 @@ import math
 import numpy as np
 import pytest
 
-from tritonlab.analysis.adaptive import TARGET_HALF_WIDTH_PCT
-from tritonlab.analysis.robust import (
+from tritonlab.decisions.adaptive import TARGET_HALF_WIDTH_PCT
+from tritonlab.stats.robust import (
     MIN_BLOCKS,
     critical_rank,
     half_width_pct,
     hodges_lehmann_interval,
 )
-from tritonlab.analysis.summary import Summary
-from tritonlab.analysis.verdicts import MIN_EFFECT_PCT, compare
+from tritonlab.stats.summary import Summary
+from tritonlab.stats.verdicts import MIN_EFFECT_PCT, compare
 
 SIMULATIONS = 2000
 

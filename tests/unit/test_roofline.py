@@ -14,11 +14,11 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from tritonlab.analysis.operators import OperatorProfile, OperatorsRecord, profile_operators
-from tritonlab.analysis.roofline import operator_points, served_points
+from tritonlab.explanation.roofline import operator_points, served_points
 from tritonlab.models.inspect import inspect_onnx
 from tritonlab.perf.machine import MachineCeilings, machine_ceilings, measure_ceilings
 from tritonlab.perf.op_timing import time_operators
+from tritonlab.perf.operator_profile import OperatorProfile, OperatorsRecord, profile_operators
 from tritonlab.report.roofline_text import roofline_lines
 
 CEILINGS = MachineCeilings(

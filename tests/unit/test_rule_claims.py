@@ -20,28 +20,28 @@ from pathlib import Path
 import pytest
 from test_rules import CORES, with_server
 
-from tritonlab.analysis.aggregate import VariantSummary
-from tritonlab.analysis.config_key import ConfigKey
-from tritonlab.analysis.cost_model import MODEL_FAILS_PCT, Prediction
-from tritonlab.analysis.frontier import (
+from tritonlab.decisions.frontier import (
     closed_loop_curves,
     knee_concurrency,
     knees,
     saturation_findings,
     saturation_over_concurrency,
 )
-from tritonlab.analysis.knob_rules import cache_effect, threads_effect
-from tritonlab.analysis.measurement_rules import backend_fallback
-from tritonlab.analysis.recommend_records import (
+from tritonlab.decisions.recommend_records import (
     KNEE_GAIN_PER_DOUBLING_PCT,
     SATURATION_QUEUE_GROWTH_PCT,
 )
-from tritonlab.analysis.rule_support import RuleContext
-from tritonlab.analysis.rules import RULES
-from tritonlab.analysis.verdicts import HIGHER, LOWER, compare
+from tritonlab.explanation.cost_model import MODEL_FAILS_PCT, Prediction
+from tritonlab.explanation.knob_rules import cache_effect, threads_effect
+from tritonlab.explanation.measurement_rules import backend_fallback
+from tritonlab.explanation.rule_support import RuleContext
+from tritonlab.explanation.rules import RULES
 from tritonlab.report.cost_model_text import cost_model_section
 from tritonlab.report.recommend_section import recommendations_section
 from tritonlab.report.run_data import RunData, load_run
+from tritonlab.stats.aggregate import VariantSummary
+from tritonlab.stats.config_key import ConfigKey
+from tritonlab.stats.verdicts import HIGHER, LOWER, compare
 
 UNIT = Path(__file__).resolve().parent
 EXAMPLES = UNIT.parents[1] / "examples"

@@ -1,4 +1,4 @@
-"""analysis/rules.py on the recorded seed run: each rule fires where it should and nowhere else.
+"""explanation/rules.py on the recorded seed run: each rule fires where it should and nowhere else.
 
 Negative and edge cases are built from the recorded cells with ``dataclasses.replace`` (on the
 CellResult, its PerfRun/PerfMeasurement, its ServerStatsDelta, or the variant), so every case
@@ -13,17 +13,17 @@ from typing import Any
 
 import pytest
 
-from tritonlab.analysis.aggregate import VariantSummary
-from tritonlab.analysis.cost_model import CostModel
-from tritonlab.analysis.measurement_rules import (
+from tritonlab.experiments.store import CellResult
+from tritonlab.explanation.cost_model import CostModel
+from tritonlab.explanation.measurement_rules import (
     QUEUE_CROSS_CHECK_TOLERANCE,
     littles_law,
     perf_analyzer_warnings,
     queue_cross_check,
     unstable_measurement,
 )
-from tritonlab.analysis.rule_support import RuleContext, changed_fields
-from tritonlab.analysis.rules import (
+from tritonlab.explanation.rule_support import RuleContext, changed_fields
+from tritonlab.explanation.rules import (
     CPU_BOUND_SHARE,
     SATURATED_QUEUE_SHARE,
     TRAP_BATCH_SHARE_OF_IN_FLIGHT,
@@ -36,9 +36,9 @@ from tritonlab.analysis.rules import (
     queue_delay_trap,
     saturated_server,
 )
-from tritonlab.analysis.verdicts import compare
-from tritonlab.experiments.store import CellResult
 from tritonlab.repository.variants import batch_target
+from tritonlab.stats.aggregate import VariantSummary
+from tritonlab.stats.verdicts import compare
 
 Names = dict[str, VariantSummary]
 CORES = 2  # the recorded run's machine

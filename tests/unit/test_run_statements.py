@@ -12,16 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from tritonlab.analysis.summary import Summary
-from tritonlab.analysis.verdicts import (
+from tritonlab.report.experiment_log import render_experiment_log
+from tritonlab.report.method_section import count_verdicts
+from tritonlab.report.run_data import RunData, load_run
+from tritonlab.stats.summary import Summary
+from tritonlab.stats.verdicts import (
     NO_CLEAR,
     NO_VERDICT,
     VerdictRecord,
     compare,
 )
-from tritonlab.report.experiment_log import render_experiment_log
-from tritonlab.report.method_section import count_verdicts
-from tritonlab.report.run_data import RunData, load_run
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SEED_RUN = Path(__file__).resolve().parents[1] / "fixtures" / "seed_run"
@@ -182,7 +182,7 @@ def test_undecided_verdicts_without_an_adaptive_round_are_not_called_decided(nam
 
 def test_an_interval_end_near_zero_keeps_its_sign_and_a_decimal() -> None:
     """An interval that excludes no change must not print an end as 0% (issue 22 audit)."""
-    from tritonlab.analysis.verdicts import endpoint_text
+    from tritonlab.stats.verdicts import endpoint_text
 
     assert endpoint_text(0.3) == "+0.3%" and endpoint_text(-0.4) == "-0.4%"
     assert endpoint_text(0.0) == "+0%" and endpoint_text(12.6) == "+13%"

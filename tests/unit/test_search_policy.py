@@ -15,8 +15,8 @@ from dataclasses import replace
 
 import pytest
 
-from tritonlab.analysis.race import race_step
-from tritonlab.analysis.search import (
+from tritonlab.decisions.race import race_step
+from tritonlab.decisions.search import (
     MAX_CONCURRENCY,
     NOISE_PCT,
     Goal,
@@ -357,8 +357,8 @@ def test_under_a_budget_a_configurations_other_point_near_the_leader_is_raced() 
 
 def test_tune_summary_line_says_na_for_a_pick_with_no_p99() -> None:
     """A pick measured in a short window may have no p99: the summary says n/a, never crashes."""
-    from tritonlab.analysis.tune_record import TuneFigure, TunePick
     from tritonlab.cli.tune_cmd import _summary_line
+    from tritonlab.decisions.tune_record import TuneFigure, TunePick
 
     pick = TunePick(
         configuration=Knobs(),

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from tritonlab.analysis.operators import OperatorsRecord
 from tritonlab.client.infer import InferCheck
 from tritonlab.errors import PlanError, ResultFileError
 from tritonlab.experiments.blocks import EngineRecord, Reload
@@ -20,6 +19,7 @@ from tritonlab.experiments.opening import check_resume
 from tritonlab.experiments.rounds import AdaptiveRound, StoppingRecord, append_round
 from tritonlab.experiments.store import load_record, load_records, read_result, save_manifest
 from tritonlab.perf.machine import MachineCeilings
+from tritonlab.perf.operator_profile import OperatorsRecord
 from tritonlab.records import Record
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,8 +10,8 @@ import shutil
 from pathlib import Path
 from types import ModuleType
 
-from tritonlab.analysis.check import compare_stored
-from tritonlab.analysis.gate import EXIT_NOT_COMPARABLE, Thresholds
+from tritonlab.decisions.check import compare_stored
+from tritonlab.decisions.gate import EXIT_NOT_COMPARABLE, Thresholds
 from tritonlab.deploy.capacity_run import run_capacity
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tritonlab.analysis.search import Step
-from tritonlab.analysis.tune_record import TuneRecord, TuneStep
+from tritonlab.decisions.search import Step
+from tritonlab.decisions.tune_record import TuneRecord, TuneStep
 from tritonlab.errors import ResultFileError
 from tritonlab.experiments.store import load_record, read_cell
 from tritonlab.pipeline.tune import TuneSettings, _Tuner, observation_of

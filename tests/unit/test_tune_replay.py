@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tritonlab.analysis.search import Goal, Observation, next_step, pick
-from tritonlab.analysis.tune_record import TuneRecord
+from tritonlab.decisions.search import Goal, Observation, next_step, pick
+from tritonlab.decisions.tune_record import TuneRecord
 from tritonlab.experiments.blocks import SEARCH_KEY, load_engine_record
 from tritonlab.experiments.store import load_record, read_cell
 from tritonlab.pipeline.tune import observation_of

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from tritonlab.analysis.search import Goal, Knobs, Observation, choose, next_step
-from tritonlab.analysis.tune_record import TunePick, TuneSettingsRecord
+from tritonlab.decisions.search import Goal, Knobs, Observation, choose, next_step
+from tritonlab.decisions.tune_record import TunePick, TuneSettingsRecord
 from tritonlab.perf.trace import KEPT_TO_PCT, read_trace
 from tritonlab.perf.trace_gen import TraceSpec, generate, write_trace_csv
 from tritonlab.pipeline.tune import TuneSettings

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from repository_factory import tree_digest, write_test_repository
 
-from tritonlab.analysis.steps import queue_growth, steps_table
 from tritonlab.errors import ConfigError
 from tritonlab.experiments.repository_plan import (
     one_change_variants,
     repository_baseline,
 )
+from tritonlab.explanation.steps import queue_growth, steps_table
 from tritonlab.models.source import KIND_BLS, KIND_ENSEMBLE, KIND_ONNX, KIND_PYTHON
 from tritonlab.repository.config import read_config
 from tritonlab.repository.layout import add_model, load_order

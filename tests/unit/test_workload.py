@@ -11,22 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from tritonlab.analysis.aggregate import VariantSummary, compare_figure, why_not_comparable
-from tritonlab.analysis.config_key import ConfigKey
-from tritonlab.analysis.explain import choose_reference, fitted_cost_model
-from tritonlab.analysis.frontier import (
+from tritonlab.decisions.frontier import (
     closed_loop_curves,
     saturation_findings,
     saturation_over_concurrency,
 )
-from tritonlab.analysis.knob_rules import threads_effect
-from tritonlab.analysis.rule_support import RuleContext
-from tritonlab.analysis.rules import instances_effect
-from tritonlab.analysis.verdicts import NOT_COMPARABLE
-from tritonlab.analysis.workload import same_workload, workload_differences
+from tritonlab.explanation.explain import choose_reference, fitted_cost_model
+from tritonlab.explanation.knob_rules import threads_effect
+from tritonlab.explanation.rule_support import RuleContext
+from tritonlab.explanation.rules import instances_effect
 from tritonlab.perf.settings import PerfSettings
 from tritonlab.report.cost_model_text import cost_model_section
 from tritonlab.report.run_data import RunData, load_run
+from tritonlab.stats.aggregate import VariantSummary, compare_figure, why_not_comparable
+from tritonlab.stats.config_key import ConfigKey
+from tritonlab.stats.verdicts import NOT_COMPARABLE
+from tritonlab.stats.workload import same_workload, workload_differences
 
 SWEEP = Path(__file__).resolve().parents[2] / "examples" / "bert_encoder_sweep"
 CORES = 2

@@ -26,7 +26,7 @@ from tritonlab.cli.repository_options import RepositoryFlags
 from tritonlab.errors import ConfigError
 
 if TYPE_CHECKING:  # the analysis stack stays out of the command line's start-up
-    from tritonlab.analysis.check import CheckReport
+    from tritonlab.decisions.check import CheckReport
 
 # ``analysis.gate.EXIT_ERROR``, not imported for the same reason (a test ties the two)
 COULD_NOT_CHECK = 4
@@ -177,11 +177,11 @@ def _check(
 ) -> CheckReport:
     """The check itself; library errors exit 4 (could not check)."""
     with user_errors(resume_hint(out_dir), code=COULD_NOT_CHECK):
-        from tritonlab.analysis.check import compare_stored
-        from tritonlab.analysis.comparability import KINDS
-        from tritonlab.analysis.gate import Thresholds
+        from tritonlab.decisions.check import compare_stored
+        from tritonlab.decisions.gate import Thresholds
         from tritonlab.experiments.run_folder import require_run_folder
         from tritonlab.report.check_outputs import WRITERS
+        from tritonlab.stats.comparability import KINDS
 
         if against is None:
             raise ConfigError("--against BASELINE_RUN is required: the run folder to compare with")

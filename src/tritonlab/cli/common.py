@@ -24,7 +24,7 @@ from tritonlab.errors import TritonlabError
 from tritonlab.procenv import interrupt
 
 if TYPE_CHECKING:  # the analysis stack (scipy, pydantic) stays out of every command's start-up
-    from tritonlab.analysis.explain import Analysis
+    from tritonlab.explanation.explain import Analysis
 
 app = typer.Typer(
     add_completion=False,

@@ -97,7 +97,7 @@ def deploy(
     Example: tritonlab deploy sweep-out --to kubernetes --repository s3://models/mlp --out k8s
     --target-load 20000 --p99-budget-ms 50
     """
-    from tritonlab.analysis.capacity import check_sizing
+    from tritonlab.decisions.capacity import check_sizing
     from tritonlab.deploy.kubernetes import DeployOptions, write_deployment
     from tritonlab.deploy.pick import resolve_pick
     from tritonlab.deploy.validate import KUBERNETES_VERSION, validate_files

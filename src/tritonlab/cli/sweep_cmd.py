@@ -145,7 +145,7 @@ def sweep_engine(planned: str, asked: str | None, ray: str | None) -> str:
 
 
 def _print_outcome(run_dir: Path, measured: int, reused: int, wall_s: float) -> None:
-    from tritonlab.analysis.recommend_records import StoredRecommendations
+    from tritonlab.decisions.recommend_records import StoredRecommendations
     from tritonlab.experiments.store import load_record
 
     layout = RunLayout(run_dir)

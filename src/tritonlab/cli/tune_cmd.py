@@ -38,7 +38,7 @@ from tritonlab.report.tune_section import figure_span, over_budget_line
 from tritonlab.run_layout import RunLayout
 
 if TYPE_CHECKING:
-    from tritonlab.analysis.tune_record import TunePick, TuneStep
+    from tritonlab.decisions.tune_record import TunePick, TuneStep
 
 
 def _say(text: str, to_out: bool = False) -> None:
@@ -158,7 +158,7 @@ def tune(
     Example: tritonlab tune model.onnx --out tuned --p99-budget-ms 10
     """
     with user_errors(resume_hint(out_dir)):
-        from tritonlab.analysis.search import GOALS, Goal, Knobs
+        from tritonlab.decisions.search import GOALS, Goal, Knobs
         from tritonlab.experiments.blocks import ENGINE_BLOCKS
         from tritonlab.experiments.manifest import available_cores
         from tritonlab.experiments.plan import MeasurementSettings

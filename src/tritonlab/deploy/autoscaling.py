@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from tritonlab.analysis.capacity import P99_RULE, Replicas
+from tritonlab.decisions.capacity import P99_RULE, Replicas
 from tritonlab.deploy.pick import DeployPick
 
 QUEUE_METRIC = "avg_time_queue_us"

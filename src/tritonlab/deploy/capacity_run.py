@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tritonlab.analysis.aggregate import VariantSummary
-from tritonlab.analysis.capacity import (
+from tritonlab.decisions.capacity import (
     INTERVAL_WORDS,
     P99_RULE,
     SAME_HARDWARE,
@@ -22,11 +21,12 @@ from tritonlab.analysis.capacity import (
     capacities,
     check_sizing,
 )
-from tritonlab.analysis.config_key import ConfigKey
 from tritonlab.errors import ConfigError
 from tritonlab.experiments.run_folder import require_run_folder
 from tritonlab.records import Record
 from tritonlab.report.run_data import RunData, load_run
+from tritonlab.stats.aggregate import VariantSummary
+from tritonlab.stats.config_key import ConfigKey
 
 
 @dataclass(frozen=True)

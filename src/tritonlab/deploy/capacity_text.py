@@ -4,7 +4,7 @@ cells."""
 
 from __future__ import annotations
 
-from tritonlab.analysis.capacity import LOAD_KINDS, Capacity, PointCapacity
+from tritonlab.decisions.capacity import LOAD_KINDS, Capacity, PointCapacity
 from tritonlab.deploy.capacity_run import CapacityReport, SizedCapacity
 
 COLUMNS = (

@@ -15,15 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tritonlab.analysis.aggregate import VariantSummary
-from tritonlab.analysis.capacity import Capacity, capacity_of
-from tritonlab.analysis.config_key import ConfigKey
-from tritonlab.analysis.recommend import recommend
+from tritonlab.decisions.capacity import Capacity, capacity_of
+from tritonlab.decisions.recommend import recommend
 from tritonlab.errors import ConfigError
 from tritonlab.experiments.manifest import Manifest
 from tritonlab.models.source import RepositorySource
 from tritonlab.report.run_data import load_run
 from tritonlab.repository.variants import ServingVariant
+from tritonlab.stats.aggregate import VariantSummary
+from tritonlab.stats.config_key import ConfigKey
 
 PICKS = ("throughput", "latency")
 

@@ -242,7 +242,7 @@ class NodeMeasurer:
 
     def profile(self) -> bytes:
         """``operators.json`` of this node (``analysis.operator_record``)."""
-        from tritonlab.analysis.operator_record import record_operator_profile
+        from tritonlab.experiments.operator_record import record_operator_profile
 
         session = self._require()
         assert self._info is not None and self._work is not None and self._inputs is not None

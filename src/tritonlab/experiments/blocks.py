@@ -23,7 +23,7 @@ one bad round could blow up. This engine:
    cells by block.
 4. Monitors **interference** per cell (``interference.py``) and re-measures disturbed cells.
 
-The statistics (``analysis/robust.py``) and the stopping rule (``analysis/adaptive.py``) are
+The statistics (``stats/robust.py``) and the stopping rule (``decisions/adaptive.py``) are
 the other half; ``results/engine.json`` records what this engine decided and why.
 """
 

@@ -37,7 +37,7 @@ The encoder's int64 inputs, as exported (what a graph analysis finds)
     activations: two on ``Shape`` outputs, and the pooler's (axis 1, index 0) on
     ``last_hidden_state``.
 
-Size and cost (FLOP = 2 x multiply-add, as :mod:`tritonlab.analysis.operators` counts)
+Size and cost (FLOP = 2 x multiply-add, as :mod:`tritonlab.explanation.operators` counts)
     22.71 M parameters (11.72 M of them the vocabulary table), ~2.87 GFLOP (1.43 GMAC: linear
     layers 1.36, attention 0.08) per sample at sequence 128, a 90.9 MB file; ~30 ms per sample
     on one thread, ~16 ms on two. Its cost grows with the sequence length, which the operator

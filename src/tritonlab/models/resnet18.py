@@ -12,7 +12,7 @@ Weights
     last BatchNorm of each residual branch scaled to gamma ~ 0.2 (a softer torchvision
     ``zero_init_residual``): logits stay O(1) (std ~0.2, max ~0.7 for standard-normal images).
 
-Size and cost (FLOP = 2 x multiply-add, as :mod:`tritonlab.analysis.operators` counts)
+Size and cost (FLOP = 2 x multiply-add, as :mod:`tritonlab.explanation.operators` counts)
     11.69 M parameters, ~3.63 GFLOP (1.81 GMAC) per image, a 46.7 MB file; ~33 ms per image in
     onnxruntime on one thread, ~17 ms on two (batch 1 or 4).
 """

@@ -21,15 +21,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tritonlab import gateway
-from tritonlab.analysis.check import (
+from tritonlab.decisions.check import (
     BASELINE_SIDE,
     CANDIDATE_SIDE,
     CheckReport,
     compare_live,
     variant_changes,
 )
-from tritonlab.analysis.comparability import input_signature
-from tritonlab.analysis.gate import Thresholds, precision_targets
+from tritonlab.decisions.gate import Thresholds, precision_targets
 from tritonlab.errors import ConfigError
 from tritonlab.experiments.adaptive_run import AdaptiveRepeats
 from tritonlab.experiments.blocks import ENGINE_BLOCKS
@@ -59,6 +58,7 @@ from tritonlab.repository.user_repo import baseline_variant, read_repository_mod
 from tritonlab.repository.variants import MODEL_NAME_RE
 from tritonlab.run_layout import RunLayout
 from tritonlab.server.launch import ServerOptions
+from tritonlab.stats.comparability import input_signature
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tritonlab import gateway
-from tritonlab.analysis.adaptive import undecided_project
-from tritonlab.analysis.operator_record import record_operator_profile
-from tritonlab.analysis.search import COMPUTE_BOUND_US
+from tritonlab.decisions.adaptive import undecided_project
+from tritonlab.decisions.search import COMPUTE_BOUND_US
 from tritonlab.errors import ConfigError, TritonlabError
 from tritonlab.experiments.adaptive_run import AdaptiveRepeats, UndecidedCells
 from tritonlab.experiments.blocks import (
@@ -26,6 +25,7 @@ from tritonlab.experiments.blocks import (
 )
 from tritonlab.experiments.manifest import Manifest, SweepEntry, available_cores
 from tritonlab.experiments.opening import check_resume, model_sha256, plan_fingerprint
+from tritonlab.experiments.operator_record import record_operator_profile
 from tritonlab.experiments.plan import (
     ExperimentPlan,
     MeasurementSettings,

@@ -109,7 +109,7 @@ def run_sweep(
     With ``controls.max_repeats`` above the plan's repeats, the picks' cells (and the baseline's
     at the same loads) get more rounds while a verdict behind a pick is undecided.
     """
-    from tritonlab.analysis.adaptive import undecided_sweep
+    from tritonlab.decisions.adaptive import undecided_sweep
 
     plan = sweep.experiment
     order = [v.name for v in plan.variants]

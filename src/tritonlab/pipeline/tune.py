@@ -1,6 +1,6 @@
 """``tritonlab tune``: an adaptive search for the best configuration, on the real server.
 
-The policy (``analysis/search.py``) picks each next cell from the cells measured so far; this
+The policy (``decisions/search.py``) picks each next cell from the cells measured so far; this
 module measures it through the same cell session as ``run`` and ``sweep`` (one configuration
 loaded at a time, every cell saved the moment it exists), writes the search's path to
 ``results/tune.json`` after every step, and at the end the pick's ``config.pbtxt`` and the usual
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tritonlab import gateway
-from tritonlab.analysis.search import (
+from tritonlab.decisions.search import (
     Goal,
     Knobs,
     Observation,
@@ -30,13 +30,12 @@ from tritonlab.analysis.search import (
     next_step,
     race_verdict,
 )
-from tritonlab.analysis.tune_record import (
+from tritonlab.decisions.tune_record import (
     TunePick,
     TuneRecord,
     TuneSettingsRecord,
     TuneStep,
 )
-from tritonlab.analysis.verdicts import VerdictRecord
 from tritonlab.errors import PerfAnalyzerError
 from tritonlab.experiments.blocks import ENGINE_BLOCKS, BlockSession
 from tritonlab.experiments.manifest import available_cores
@@ -69,6 +68,7 @@ from tritonlab.repository.variants import ServingVariant
 from tritonlab.run_layout import RunLayout, cell_id
 from tritonlab.server.launch import ServerOptions
 from tritonlab.server.process import TritonServer
+from tritonlab.stats.verdicts import VerdictRecord
 
 DEFAULT_TIME_BUDGET_S = 900.0
 

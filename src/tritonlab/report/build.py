@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from tritonlab import gateway
-from tritonlab.analysis.explain import Analysis
 from tritonlab.experiments.store import write_result
+from tritonlab.explanation.explain import Analysis
 from tritonlab.report.experiment_log import render_experiment_log
 from tritonlab.report.html import write_html_report
 from tritonlab.report.plots import PlotData, write_plots

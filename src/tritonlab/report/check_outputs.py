@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from tritonlab.analysis.check import CheckReport
-from tritonlab.analysis.gate import Outcome
-from tritonlab.analysis.verdicts import CONFIDENCE
+from tritonlab.decisions.check import CheckReport
+from tritonlab.decisions.gate import Outcome
+from tritonlab.stats.verdicts import CONFIDENCE
 
 _MARK = {
     Outcome.PASS: "pass",

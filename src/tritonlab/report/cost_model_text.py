@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import statistics
 
-from tritonlab.analysis.cost_model import MODEL_FAILS_PCT, CostModel, Prediction
-from tritonlab.analysis.workload import shapes_text
 from tritonlab.experiments.plan import sequence_length_of
+from tritonlab.explanation.cost_model import MODEL_FAILS_PCT, CostModel, Prediction
 from tritonlab.report.text_format import num
+from tritonlab.stats.workload import shapes_text
 
 
 def _pct(value: float | None) -> str:
@@ -26,7 +26,7 @@ def _cost_terms_lines(model: CostModel) -> list[str]:
         "One execution carrying r requests of k samples is modelled as "
         "T(r) = S_exec + S_req·r + F + P·r·k, and a busy instance takes T(r) + G(r) per "
         "execution; each term measured in this run "
-        "(the model and its assumptions: `tritonlab.analysis.cost_model`):",
+        "(the model and its assumptions: `tritonlab.explanation.cost_model`):",
         "",
         "| term | µs | measured by |",
         "|---|---|---|",

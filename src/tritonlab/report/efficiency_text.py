@@ -4,9 +4,9 @@ the most."""
 
 from __future__ import annotations
 
-from tritonlab.analysis.aggregate import VariantSummary
-from tritonlab.analysis.efficiency import Efficiency, best_served
-from tritonlab.analysis.summary import Summary
+from tritonlab.decisions.efficiency import Efficiency, best_served
+from tritonlab.stats.aggregate import VariantSummary
+from tritonlab.stats.summary import Summary
 
 
 def _ratio(summary: Summary) -> str:

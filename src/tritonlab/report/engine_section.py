@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import statistics
 
-from tritonlab.analysis.adaptive import TARGET_HALF_WIDTH_PCT
-from tritonlab.analysis.noise_floor import NoiseFloor
-from tritonlab.analysis.verdicts import Verdict
+from tritonlab.decisions.adaptive import TARGET_HALF_WIDTH_PCT
 from tritonlab.experiments.blocks import (
     REQUESTS_PER_WINDOW,
     WARMUP_WINDOW_MS,
@@ -25,6 +23,8 @@ from tritonlab.experiments.interference import (
 )
 from tritonlab.experiments.rounds import StoppingRecord
 from tritonlab.experiments.store import CellResult
+from tritonlab.stats.noise_floor import NoiseFloor
+from tritonlab.stats.verdicts import Verdict
 
 
 def _width(v: Verdict) -> str:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tritonlab.analysis.cost_model import CostModel
-from tritonlab.analysis.explain import Analysis, VariantReport
-from tritonlab.analysis.operators import OperatorsRecord, operator_paragraph
 from tritonlab.experiments.manifest import FaultRecord
+from tritonlab.explanation.cost_model import CostModel
+from tritonlab.explanation.explain import Analysis, VariantReport
+from tritonlab.explanation.operators import operator_paragraph
 from tritonlab.paths import PATHS_NOTE, shell_join
+from tritonlab.perf.operator_profile import OperatorsRecord
 from tritonlab.perf.settings import PerfSettings
 
 if TYPE_CHECKING:

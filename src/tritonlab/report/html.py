@@ -30,9 +30,8 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from tritonlab import gateway
-from tritonlab.analysis.explain import Analysis, VariantReport
-from tritonlab.analysis.verdicts import HIGHER, LOWER, Verdict
 from tritonlab.client.infer import SHAPES_ONLY
+from tritonlab.explanation.explain import Analysis, VariantReport
 from tritonlab.paths import PATHS_NOTE, shell_join
 from tritonlab.report.cost_model_text import cost_model_section
 from tritonlab.report.efficiency_text import efficiency_section
@@ -59,6 +58,7 @@ from tritonlab.report.method_section import (
 )
 from tritonlab.report.plot_support import context_line, load_text
 from tritonlab.report.text_format import check_against, model_source
+from tritonlab.stats.verdicts import HIGHER, LOWER, Verdict
 
 if TYPE_CHECKING:
     from tritonlab.client.infer import InferCheck

@@ -15,14 +15,14 @@ import jinja2
 from jinja2.ext import Extension
 from markupsafe import Markup
 
-from tritonlab.analysis.config_key import ConfigKey
 from tritonlab.report.plot_support import PROTOCOL_NAMES
 from tritonlab.report.recommend_summary_text import summary_line
 from tritonlab.report.recommend_text import justification
 from tritonlab.report.text_format import num
+from tritonlab.stats.config_key import ConfigKey
 
 if TYPE_CHECKING:
-    from tritonlab.analysis.recommend_records import Pick, Recommendations
+    from tritonlab.decisions.recommend_records import Pick, Recommendations
 
 CAPTIONS = {
     "throughput_vs_p99": "Each point is one configuration at one load: median over the repeats; "

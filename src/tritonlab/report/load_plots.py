@@ -11,7 +11,6 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tritonlab.analysis.aggregate import VariantSummary
 from tritonlab.report.plot_support import (
     PALETTE,
     PROTOCOL_LINES,
@@ -31,12 +30,13 @@ from tritonlab.report.plot_support import (
     variant_legend,
 )
 from tritonlab.repository.knobs import BATCHER_FIELDS, KNOBS
+from tritonlab.stats.aggregate import VariantSummary
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from tritonlab.analysis.recommend_records import Recommendations
+    from tritonlab.decisions.recommend_records import Recommendations
 
 LOG_X_SPAN = 20.0  # p99 spanning more than this factor is drawn on a log axis
 

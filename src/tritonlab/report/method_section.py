@@ -6,21 +6,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tritonlab.analysis.adaptive import TARGET_HALF_WIDTH_PCT
-from tritonlab.analysis.explain import Analysis
-from tritonlab.analysis.robust import MIN_BLOCKS
-from tritonlab.analysis.rules import (
+from tritonlab.decisions.adaptive import TARGET_HALF_WIDTH_PCT
+from tritonlab.decisions.search_space import MIN_RACE_ROUNDS
+from tritonlab.decisions.tune_record import TuneRecord
+from tritonlab.experiments.manifest import Manifest
+from tritonlab.experiments.rounds import AdaptiveRound, StoppingRecord
+from tritonlab.explanation.explain import Analysis
+from tritonlab.explanation.rules import (
     CPU_BOUND_SHARE,
     SATURATED_QUEUE_SHARE,
     TRAP_BATCH_SHARE_OF_IN_FLIGHT,
     TRAP_QUEUE_MAX_SHARE_OF_DELAY,
     TRAP_QUEUE_SHARE_OF_DELAY,
 )
-from tritonlab.analysis.search_space import MIN_RACE_ROUNDS
-from tritonlab.analysis.tune_record import TuneRecord
-from tritonlab.analysis.verdicts import CONFIDENCE, MIN_EFFECT_PCT, Verdict
-from tritonlab.experiments.manifest import Manifest
-from tritonlab.experiments.rounds import AdaptiveRound, StoppingRecord
+from tritonlab.stats.robust import MIN_BLOCKS
+from tritonlab.stats.verdicts import CONFIDENCE, MIN_EFFECT_PCT, Verdict
 
 if TYPE_CHECKING:
     from tritonlab.report.run_data import RunData

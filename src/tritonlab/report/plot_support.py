@@ -16,17 +16,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tritonlab import gateway
-from tritonlab.analysis.aggregate import VariantSummary
-from tritonlab.analysis.config_key import ConfigKey
-from tritonlab.analysis.summary import Summary
+from tritonlab.stats.aggregate import VariantSummary
+from tritonlab.stats.config_key import ConfigKey
+from tritonlab.stats.summary import Summary
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from tritonlab.analysis.operators import OperatorsRecord
-    from tritonlab.analysis.recommend_records import Recommendations
+    from tritonlab.decisions.recommend_records import Recommendations
     from tritonlab.experiments.manifest import Manifest
+    from tritonlab.perf.operator_profile import OperatorsRecord
     from tritonlab.report.run_data import RunData
 
 DPI = 100

@@ -10,9 +10,8 @@ could not keep up the requested rate, and the tie-break among points within each
 
 from __future__ import annotations
 
-from tritonlab.analysis.aggregate import VariantSummary
-from tritonlab.analysis.frontier import saturation_findings
-from tritonlab.analysis.recommend_records import (
+from tritonlab.decisions.frontier import saturation_findings
+from tritonlab.decisions.recommend_records import (
     KNEE_GAIN_PER_DOUBLING_PCT,
     SATURATION_QUEUE_GROWTH_PCT,
     OperatingPoint,
@@ -21,6 +20,7 @@ from tritonlab.analysis.recommend_records import (
 )
 from tritonlab.report.recommend_summary_text import RULES, saturation_text, summary_line
 from tritonlab.report.recommend_text import decided_by, exclusion_note, justification
+from tritonlab.stats.aggregate import VariantSummary
 
 
 def _load(p: OperatingPoint) -> str:

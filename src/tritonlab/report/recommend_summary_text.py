@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tritonlab.analysis.recommend_records import (
+from tritonlab.decisions.recommend_records import (
     BASELINE,
     KNEE_GAIN_PER_DOUBLING_PCT,
     RATE_KEPT_UP_SHARE,
@@ -19,7 +19,6 @@ from tritonlab.analysis.recommend_records import (
     SweepShape,
     TieBreak,
 )
-from tritonlab.analysis.verdicts import HIGHER, LOWER, NO_CLEAR, NO_VERDICT
 from tritonlab.report.recommend_text import (
     FELL_BEHIND_REASON,
     TIE_BREAK_ORDER,
@@ -29,6 +28,7 @@ from tritonlab.report.recommend_text import (
     n_of,
 )
 from tritonlab.repository.knobs import KNOB_LABELS
+from tritonlab.stats.verdicts import HIGHER, LOWER, NO_CLEAR, NO_VERDICT
 
 # The rules as one line each, for recommendations.json and the log (``analysis.recommend``'s
 # module docstring in full).

@@ -7,14 +7,14 @@ and ``recommendations.json`` are in ``report.recommend_summary_text``.
 
 from __future__ import annotations
 
-from tritonlab.analysis.recommend_records import (
+from tritonlab.decisions.recommend_records import (
     BASELINE,
     OperatingPoint,
     Pick,
     Recommendations,
     TieBreak,
 )
-from tritonlab.analysis.verdicts import (
+from tritonlab.stats.verdicts import (
     HIGHER,
     LOWER,
     NO_CLEAR,

@@ -4,15 +4,15 @@ executions sit (the points themselves: ``analysis.roofline``)."""
 
 from __future__ import annotations
 
-from tritonlab.analysis.aggregate import VariantSummary
-from tritonlab.analysis.operators import OperatorsRecord
-from tritonlab.analysis.roofline import (
+from tritonlab.explanation.roofline import (
     RooflinePoint,
     ceilings_of,
     operator_points,
     served_points,
 )
 from tritonlab.perf.machine import MachineCeilings
+from tritonlab.perf.operator_profile import OperatorsRecord
+from tritonlab.stats.aggregate import VariantSummary
 
 
 def _ceilings_paragraph(machine: MachineCeilings) -> list[str]:

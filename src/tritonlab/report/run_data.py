@@ -11,21 +11,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tritonlab.analysis.aggregate import VariantSummary, summarise
-from tritonlab.analysis.cost_model import CostModel, Prediction, ServingPathPoint
-from tritonlab.analysis.efficiency import (
+from tritonlab.client.infer import InferCheck
+from tritonlab.decisions.efficiency import (
     Efficiency,
     parse_ceilings,
     serving_efficiency,
     thread_speedup,
 )
-from tritonlab.analysis.explain import Analysis, analyse
-from tritonlab.analysis.noise_floor import NoiseFloor, noise_floors
-from tritonlab.analysis.operators import OperatorsRecord
-from tritonlab.analysis.recommend import recommendations_from_manifest
-from tritonlab.analysis.recommend_records import Recommendations
-from tritonlab.analysis.tune_record import TuneRecord
-from tritonlab.client.infer import InferCheck
+from tritonlab.decisions.recommend import recommendations_from_manifest
+from tritonlab.decisions.recommend_records import Recommendations
+from tritonlab.decisions.tune_record import TuneRecord
 from tritonlab.errors import TritonlabError
 from tritonlab.experiments.blocks import EngineRecord, load_engine_record
 from tritonlab.experiments.manifest import FaultRecord, Manifest
@@ -38,8 +33,13 @@ from tritonlab.experiments.store import (
     load_record,
     load_records,
 )
+from tritonlab.explanation.cost_model import CostModel, Prediction, ServingPathPoint
+from tritonlab.explanation.explain import Analysis, analyse
 from tritonlab.paths import portable_command, portable_path, recorded_run_dir
+from tritonlab.perf.operator_profile import OperatorsRecord
 from tritonlab.run_layout import SERVING_PATH_DIR, RunLayout
+from tritonlab.stats.aggregate import VariantSummary, summarise
+from tritonlab.stats.noise_floor import NoiseFloor, noise_floors
 
 
 @dataclass(frozen=True)

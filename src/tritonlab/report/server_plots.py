@@ -22,9 +22,9 @@ from tritonlab.report.plot_support import (
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from tritonlab.analysis.operators import OperatorsRecord
-    from tritonlab.analysis.roofline import RooflinePoint
+    from tritonlab.explanation.roofline import RooflinePoint
     from tritonlab.perf.machine import MachineCeilings
+    from tritonlab.perf.operator_profile import OperatorsRecord
 
 ROOFLINE_NAMED = 6  # operators named in the roofline's legend
 ROOFLINE_MARKERS = {1: "o", 8: "s", 64: "^"}  # operator markers by batch
@@ -210,7 +210,7 @@ def _draw_marker_key(ax: Axes) -> None:
 def plot_roofline(data: PlotData, path: Path) -> Path | None:
     """The hot operators at batch 1 / 8 / 64 and the served executions against the machine's
     measured bandwidth and GEMM ceilings (log-log)."""
-    from tritonlab.analysis.roofline import (
+    from tritonlab.explanation.roofline import (
         ceilings_of,
         operator_points,
         served_points,

@@ -1,13 +1,13 @@
 """The experiment log's "Pipeline steps" section: which called model binds, from Triton's
-per-model statistics (``analysis/steps.py``), and what could and could not be attributed."""
+per-model statistics (``explanation/steps.py``), and what could and could not be attributed."""
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
 
-from tritonlab.analysis.steps import StepsAtLoad, binding_step, queue_growth, steps_table
 from tritonlab.experiments.store import CellResult
+from tritonlab.explanation.steps import StepsAtLoad, binding_step, queue_growth, steps_table
 from tritonlab.report.text_format import num
 
 # Shares closer than this (in points of the total) are called close, not one step binding.

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tritonlab.analysis.search_space import Knobs
-    from tritonlab.analysis.tune_record import TuneFigure, TunePick, TuneRecord
+    from tritonlab.decisions.search_space import Knobs
+    from tritonlab.decisions.tune_record import TuneFigure, TunePick, TuneRecord
 
 
 def _ms(us: float | None) -> str:
@@ -123,7 +123,7 @@ def tune_section(tune: TuneRecord | None) -> list[str]:
 
 def over_budget_line(pick: TunePick) -> str:
     """What the log and the command say of a pick whose p99 went over the budget in a repeat
-    (a point is within the budget when the median of its repeats is: analysis/search.py)."""
+    (a point is within the budget when the median of its repeats is: decisions/search.py)."""
     over = pick.p99_over_budget_repeats
     median_us = pick.latency_p99_us.median
     if over is None or median_us is None:  # a tune.json from before the median rule

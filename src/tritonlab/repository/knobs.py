@@ -164,7 +164,7 @@ class Knob:
     backends: tuple[str, ...] = ALL_BACKENDS
     config: Callable[[ServingVariant], dict[str, Any]] | None = None  # config.pbtxt additions
     server_args: Callable[[Sequence[ServingVariant]], tuple[str, ...]] | None = None
-    # The field of tune's search space (``analysis/search_space.Knobs``) that holds it; tune moves
+    # The field of tune's search space (``decisions/search_space.Knobs``) that holds it; tune moves
     # batching, max batch, instances and threads, and holds the cache where the user set it.
     tune_field: str | None = None
     # Its value in a user's config.pbtxt (``--repository``); None: the field's default.

@@ -33,13 +33,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from tritonlab.analysis.aggregate import VariantSummary
-from tritonlab.analysis.config_key import ConfigKey
-from tritonlab.analysis.robust import MIN_BLOCKS
-from tritonlab.analysis.summary import Summary
-from tritonlab.analysis.verdicts import CONFIDENCE, centre_interval
 from tritonlab.errors import ConfigError
 from tritonlab.records import Record
+from tritonlab.stats.aggregate import VariantSummary
+from tritonlab.stats.config_key import ConfigKey
+from tritonlab.stats.robust import MIN_BLOCKS
+from tritonlab.stats.summary import Summary
+from tritonlab.stats.verdicts import CONFIDENCE, centre_interval
 
 INTERVAL_WORDS = (
     f"{100 * CONFIDENCE:g}% interval of the centre of the log repeats (Hodges-Lehmann with the "

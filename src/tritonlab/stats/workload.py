@@ -16,7 +16,7 @@ from tritonlab.experiments.plan import sequence_length_of
 from tritonlab.repository.variants import served_model_of
 
 if TYPE_CHECKING:
-    from tritonlab.analysis.aggregate import VariantSummary
+    from tritonlab.stats.aggregate import VariantSummary
 
 OFFERED_LOADS = "different offered loads"
 

@@ -10,9 +10,7 @@ import itertools
 import math
 from collections import defaultdict
 
-from tritonlab.analysis.aggregate import VariantSummary
-from tritonlab.analysis.config_key import ConfigKey
-from tritonlab.analysis.recommend_records import (
+from tritonlab.decisions.recommend_records import (
     KNEE_GAIN_PER_DOUBLING_PCT,
     RATE_KEPT_UP_SHARE,
     SATURATION_QUEUE_GROWTH_PCT,
@@ -20,9 +18,11 @@ from tritonlab.analysis.recommend_records import (
     OperatingPoint,
     Saturation,
 )
-from tritonlab.analysis.verdicts import HIGHER, MIN_EFFECT_PCT, compare
-from tritonlab.analysis.workload import same_workload
 from tritonlab.experiments.plan import sequence_length_of
+from tritonlab.stats.aggregate import VariantSummary
+from tritonlab.stats.config_key import ConfigKey
+from tritonlab.stats.verdicts import HIGHER, MIN_EFFECT_PCT, compare
+from tritonlab.stats.workload import same_workload
 
 
 def pareto_frontier(points: list[OperatingPoint]) -> list[OperatingPoint]:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from tritonlab.analysis.verdicts import CONFIDENCE, NO_VERDICT, NOT_COMPARABLE, Verdict
+from tritonlab.stats.verdicts import CONFIDENCE, NO_VERDICT, NOT_COMPARABLE, Verdict
 
 THROUGHPUT = "throughput"
 LATENCY_P99 = "latency_p99"
@@ -227,7 +227,7 @@ def precision_targets(results: list[GateResult]) -> list[GateResult]:
     """The figures another round should narrow: those whose interval is wider (half-width)
     than half their threshold, whatever their outcome. Stopping on width, not on a decision,
     keeps the interval's coverage (a rule that stops once a decision appears looks after every
-    round and so finds more false regressions; ``analysis/adaptive.py`` says the same)."""
+    round and so finds more false regressions; ``decisions/adaptive.py`` says the same)."""
     wide = []
     for r in results:
         if r.outcome is Outcome.NOT_COMPARABLE:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from tritonlab.experiments.plan import sequence_length_of
 
 if TYPE_CHECKING:
-    from tritonlab.analysis.aggregate import VariantSummary
+    from tritonlab.stats.aggregate import VariantSummary
 
 
 @dataclass(frozen=True)

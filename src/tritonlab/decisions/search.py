@@ -25,7 +25,7 @@ replays its path from the stored cells and goes on where it stopped. Three phase
    every qualifying point near the leader races, not only each configuration's best.
 
 The single ramp figures are one measurement each: they steer the search; only the race's
-paired rounds decide the pick (``analysis/verdicts.py``).
+paired rounds decide the pick (``stats/verdicts.py``).
 
 This module holds the ramp, the moves and ``next_step``; the space they work on (knobs,
 observations, goal, candidates) is ``search_space.py`` and the race ``race.py``, both
@@ -37,14 +37,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from tritonlab.analysis.race import (
+from tritonlab.decisions.race import (
     choose,
     pick,
     race_state,
     race_step,
     race_verdict,
 )
-from tritonlab.analysis.search_space import (
+from tritonlab.decisions.search_space import (
     COMPUTE_BOUND_US,
     GOALS,
     INSTANCE_LADDER,

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from tritonlab.analysis.aggregate import VariantSummary, compare_figure
-from tritonlab.analysis.cost_model import CostModel
-from tritonlab.analysis.fit_check import points_around
-from tritonlab.analysis.rule_support import (
+from tritonlab.explanation.cost_model import CostModel
+from tritonlab.explanation.fit_check import points_around
+from tritonlab.explanation.rule_support import (
     Finding,
     RuleContext,
     changed_fields,
     execution_us,
     rounded,
 )
-from tritonlab.analysis.verdicts import Verdict
-from tritonlab.analysis.workload import same_workload
+from tritonlab.stats.aggregate import VariantSummary, compare_figure
+from tritonlab.stats.verdicts import Verdict
+from tritonlab.stats.workload import same_workload
 
 
 def threads_effect(ctx: RuleContext) -> Finding | None:

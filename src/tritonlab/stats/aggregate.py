@@ -6,13 +6,13 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from tritonlab.analysis.summary import Summary
-from tritonlab.analysis.verdicts import Verdict, compare, not_comparable
-from tritonlab.analysis.workload import workload_differences
 from tritonlab.experiments.store import CellResult
 from tritonlab.perf.records import FELL_BEHIND
 from tritonlab.perf.settings import PerfSettings
 from tritonlab.repository.variants import ServingVariant
+from tritonlab.stats.summary import Summary
+from tritonlab.stats.verdicts import Verdict, compare, not_comparable
+from tritonlab.stats.workload import workload_differences
 
 LITTLE_TOLERANCE = 0.2  # |throughput x latency / in-flight - 1| above this flags a cell
 

@@ -11,17 +11,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tritonlab.analysis.aggregate import VariantSummary, compare_figure
-from tritonlab.analysis.cost_model import CostModel
-from tritonlab.analysis.rule_support import (
+from tritonlab.explanation.cost_model import CostModel
+from tritonlab.explanation.rule_support import (
     Finding,
     RuleContext,
     changed_fields,
     raw_changed_fields,
 )
-from tritonlab.analysis.rules import apply_rules
-from tritonlab.analysis.summary import Summary
-from tritonlab.analysis.verdicts import (
+from tritonlab.explanation.rules import apply_rules
+from tritonlab.repository.knobs import KNOB_BY_FIELD, describe_change
+from tritonlab.repository.variants import ServingVariant
+from tritonlab.stats.aggregate import VariantSummary, compare_figure
+from tritonlab.stats.summary import Summary
+from tritonlab.stats.verdicts import (
     HIGHER,
     LOWER,
     NO_CLEAR,
@@ -30,9 +32,7 @@ from tritonlab.analysis.verdicts import (
     ONE_REPEAT_METHOD,
     Verdict,
 )
-from tritonlab.analysis.workload import same_workload
-from tritonlab.repository.knobs import KNOB_BY_FIELD, describe_change
-from tritonlab.repository.variants import ServingVariant
+from tritonlab.stats.workload import same_workload
 
 FIGURES = {
     "throughput": "throughput",

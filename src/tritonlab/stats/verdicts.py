@@ -34,13 +34,13 @@ from typing import Any
 
 from scipy import stats
 
-from tritonlab.analysis.robust import (
+from tritonlab.records import Record
+from tritonlab.stats.robust import (
     half_width_pct,
     hodges_lehmann_interval,
     signed_rank_p_value,
 )
-from tritonlab.analysis.summary import Summary
-from tritonlab.records import Record
+from tritonlab.stats.summary import Summary
 
 CONFIDENCE = 0.95
 MIN_EFFECT_PCT = 5.0

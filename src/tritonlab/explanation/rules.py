@@ -10,18 +10,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tritonlab.analysis.aggregate import VariantSummary, compare_figure
-from tritonlab.analysis.compute_bound_rule import batching_compute_bound
-from tritonlab.analysis.cost_model import CostModel
-from tritonlab.analysis.knob_rules import cache_effect, engine_effect, threads_effect
-from tritonlab.analysis.measurement_rules import (
+from tritonlab.explanation.compute_bound_rule import batching_compute_bound
+from tritonlab.explanation.cost_model import CostModel
+from tritonlab.explanation.knob_rules import cache_effect, engine_effect, threads_effect
+from tritonlab.explanation.measurement_rules import (
     backend_fallback,
     littles_law,
     perf_analyzer_warnings,
     queue_cross_check,
     unstable_measurement,
 )
-from tritonlab.analysis.rule_support import (
+from tritonlab.explanation.rule_support import (
     Finding,
     RuleContext,
     change_text,
@@ -30,9 +29,10 @@ from tritonlab.analysis.rule_support import (
     in_flight_inferences,
     rounded,
 )
-from tritonlab.analysis.verdicts import HIGHER, LOWER, NO_VERDICT, Verdict
-from tritonlab.analysis.workload import same_workload
 from tritonlab.repository.variants import batch_target
+from tritonlab.stats.aggregate import VariantSummary, compare_figure
+from tritonlab.stats.verdicts import HIGHER, LOWER, NO_VERDICT, Verdict
+from tritonlab.stats.workload import same_workload
 
 # Thresholds, named so the docs and tests can quote them.
 TRAP_QUEUE_SHARE_OF_DELAY = 0.6  # queue time >= 60% of max_queue_delay ...

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tritonlab.analysis.aggregate import VariantSummary, compare_figure
-from tritonlab.analysis.frontier import at_reference_length
-from tritonlab.analysis.operators import OperatorsRecord
-from tritonlab.analysis.summary import Summary
-from tritonlab.analysis.verdicts import Verdict
+from tritonlab.decisions.frontier import at_reference_length
 from tritonlab.perf.in_process import Ceiling
+from tritonlab.perf.operator_profile import OperatorsRecord
+from tritonlab.stats.aggregate import VariantSummary, compare_figure
+from tritonlab.stats.summary import Summary
+from tritonlab.stats.verdicts import Verdict
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tritonlab.analysis.aggregate import VariantSummary, compare_figure, summarise
-from tritonlab.analysis.comparability import manifest_differences, split_differences
-from tritonlab.analysis.gate import (
+from tritonlab.decisions.gate import (
     EXIT_ERROR,
     EXIT_NOT_COMPARABLE,
     EXIT_PASS,
@@ -36,11 +34,13 @@ from tritonlab.analysis.gate import (
     gate,
     not_carried,
 )
-from tritonlab.analysis.verdicts import CONFIDENCE
-from tritonlab.analysis.workload import workload_differences
 from tritonlab.experiments.manifest import Manifest
 from tritonlab.experiments.store import CellResult, load_cells, load_manifest
 from tritonlab.repository.variants import ServingVariant
+from tritonlab.stats.aggregate import VariantSummary, compare_figure, summarise
+from tritonlab.stats.comparability import manifest_differences, split_differences
+from tritonlab.stats.verdicts import CONFIDENCE
+from tritonlab.stats.workload import workload_differences
 
 # The live check's two configurations in its run folder.
 BASELINE_SIDE = "baseline"

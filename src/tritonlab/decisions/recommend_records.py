@@ -13,11 +13,11 @@ from typing import Annotated, Any
 
 from pydantic import PlainSerializer
 
-from tritonlab.analysis.aggregate import VariantSummary
-from tritonlab.analysis.config_key import ConfigKey
-from tritonlab.analysis.verdicts import Verdict, VerdictRecord
 from tritonlab.experiments.plan import sequence_length_of
 from tritonlab.records import Record
+from tritonlab.stats.aggregate import VariantSummary
+from tritonlab.stats.config_key import ConfigKey
+from tritonlab.stats.verdicts import Verdict, VerdictRecord
 
 BASELINE = "baseline"  # ExperimentPlan.validate makes the first variant the baseline
 KNEE_GAIN_PER_DOUBLING_PCT = 10.0  # less than this per doubling of concurrency is "flat"

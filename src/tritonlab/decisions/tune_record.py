@@ -15,11 +15,11 @@ from typing import Annotated, Any
 
 from pydantic import Field, PlainSerializer
 
-from tritonlab.analysis.search_space import Candidate, Goal, Knobs, Observation, Step
-from tritonlab.analysis.summary import Summary
-from tritonlab.analysis.verdicts import VerdictRecord
+from tritonlab.decisions.search_space import Candidate, Goal, Knobs, Observation, Step
 from tritonlab.experiments.plan import MeasurementSettings
 from tritonlab.records import Record
+from tritonlab.stats.summary import Summary
+from tritonlab.stats.verdicts import VerdictRecord
 
 
 def _unset(value: object) -> bool:

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tritonlab.analysis.summary import Summary
-from tritonlab.analysis.verdicts import MIN_EFFECT_PCT
 from tritonlab.perf.trace import KEPT_TO_PCT
 from tritonlab.repository.variants import ServingVariant
+from tritonlab.stats.summary import Summary
+from tritonlab.stats.verdicts import MIN_EFFECT_PCT
 
 GOALS = ("throughput", "latency")
 PROTOCOLS = ("grpc", "http")

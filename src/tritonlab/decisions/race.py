@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from tritonlab.analysis.search_space import (
+from tritonlab.decisions.search_space import (
     MIN_RACE_ROUNDS,
     RACE_BAND_PCT,
     Candidate,
@@ -20,8 +20,8 @@ from tritonlab.analysis.search_space import (
     objective_value,
     qualifying_points,
 )
-from tritonlab.analysis.summary import Summary
-from tritonlab.analysis.verdicts import HIGHER, LOWER, NO_CLEAR, Verdict, compare
+from tritonlab.stats.summary import Summary
+from tritonlab.stats.verdicts import HIGHER, LOWER, NO_CLEAR, Verdict, compare
 
 
 def _contenders(observations: Sequence[Observation], goal: Goal) -> list[Candidate]:

@@ -51,11 +51,11 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from tritonlab.analysis.aggregate import VariantSummary
-from tritonlab.analysis.fit_check import FitCheck, check_fit
-from tritonlab.analysis.operators import ExecutionCostFit
 from tritonlab.experiments.store import CellResult
+from tritonlab.explanation.fit_check import FitCheck, check_fit
+from tritonlab.explanation.operators import ExecutionCostFit
 from tritonlab.repository.variants import batch_target
+from tritonlab.stats.aggregate import VariantSummary
 
 MODEL_FAILS_PCT = 25.0  # |predicted / measured - 1| above this: the log says the model failed
 

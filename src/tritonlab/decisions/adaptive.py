@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tritonlab.analysis.aggregate import summarise
-from tritonlab.analysis.explain import analyse
-from tritonlab.analysis.noise_floor import NoiseFloor, noise_floors
-from tritonlab.analysis.verdicts import Verdict
 from tritonlab.experiments.store import load_cells
+from tritonlab.explanation.explain import analyse
+from tritonlab.stats.aggregate import summarise
+from tritonlab.stats.noise_floor import NoiseFloor, noise_floors
+from tritonlab.stats.verdicts import Verdict
 
 Cells = list[tuple[str, str]]
 
@@ -105,8 +105,8 @@ def undecided_sweep(
     """Sweeps: the picks' verdicts against the baseline and the runner-up. ``precision`` (the
     block engine): a throughput interval wider than ``TARGET_HALF_WIDTH_PCT``, whatever its
     word, the A/A control's at the same load included (its cells join the pick's blocks)."""
-    from tritonlab.analysis.recommend import recommend
-    from tritonlab.analysis.recommend_records import BASELINE
+    from tritonlab.decisions.recommend import recommend
+    from tritonlab.decisions.recommend_records import BASELINE
 
     cells = load_cells(run_dir)
     recs = recommend(

@@ -10,7 +10,6 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from tritonlab.analysis.operators import OperatorsRecord, profile_operators
 from tritonlab.errors import ConfigError
 from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.experiments.store import write_result
@@ -19,6 +18,7 @@ from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.perf.in_process import in_process_ceiling, openvino_precision_used, time_in_process
 from tritonlab.perf.machine import machine_ceilings
 from tritonlab.perf.op_timing import ROOFLINE_BATCHES, time_operators
+from tritonlab.perf.operator_profile import OperatorsRecord, profile_operators
 from tritonlab.run_layout import RunLayout
 from tritonlab.server.locate import default_cache_root
 

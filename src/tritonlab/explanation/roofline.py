@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tritonlab.analysis.aggregate import VariantSummary
-from tritonlab.analysis.operators import OperatorCost, OperatorProfile, OperatorsRecord
 from tritonlab.perf.machine import MachineCeilings
+from tritonlab.perf.operator_profile import OperatorCost, OperatorProfile, OperatorsRecord
+from tritonlab.stats.aggregate import VariantSummary
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tritonlab.analysis.aggregate import compare_figure, summarise
-from tritonlab.analysis.verdicts import Verdict
 from tritonlab.experiments.store import CellResult
+from tritonlab.stats.aggregate import compare_figure, summarise
+from tritonlab.stats.verdicts import Verdict
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from tritonlab.analysis.aggregate import compare_figure
-from tritonlab.analysis.cost_model import CostModel
-from tritonlab.analysis.fit_check import LITTLE_GAIN_SHARE, per_sample_text, points_around
-from tritonlab.analysis.rule_support import Finding, RuleContext, changed_fields, rounded
-from tritonlab.analysis.verdicts import Verdict
-from tritonlab.analysis.workload import same_workload
+from tritonlab.explanation.cost_model import CostModel
+from tritonlab.explanation.fit_check import LITTLE_GAIN_SHARE, per_sample_text, points_around
+from tritonlab.explanation.rule_support import Finding, RuleContext, changed_fields, rounded
+from tritonlab.stats.aggregate import compare_figure
+from tritonlab.stats.verdicts import Verdict
+from tritonlab.stats.workload import same_workload
 
 COMPUTE_BOUND_MODEL_SHARE = 0.5  # model work >= 50% of a batch-1 execution (cost model)
 BATCHING_LITTLE_GAIN = LITTLE_GAIN_SHARE  # compute per inference fell by less than 10%

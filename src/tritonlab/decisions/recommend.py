@@ -64,15 +64,14 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from tritonlab.analysis.aggregate import VariantSummary, compare_figure
-from tritonlab.analysis.frontier import (
+from tritonlab.decisions.frontier import (
     at_reference_length,
     knees,
     length_filter,
     max_rates_within_budget,
     pareto_frontier,
 )
-from tritonlab.analysis.recommend_records import (
+from tritonlab.decisions.recommend_records import (
     BASELINE,
     TIE_MARGIN_PCT,
     OperatingPoint,
@@ -82,9 +81,10 @@ from tritonlab.analysis.recommend_records import (
     TieBreak,
     operating_point,
 )
-from tritonlab.analysis.verdicts import NO_CLEAR, NOT_COMPARABLE, Verdict, compare
-from tritonlab.analysis.workload import same_offered_load
 from tritonlab.repository.knobs import KNOB_LABELS
+from tritonlab.stats.aggregate import VariantSummary, compare_figure
+from tritonlab.stats.verdicts import NO_CLEAR, NOT_COMPARABLE, Verdict, compare
+from tritonlab.stats.workload import same_offered_load
 
 if TYPE_CHECKING:
     from tritonlab.experiments.manifest import Manifest

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tritonlab.analysis.aggregate import VariantSummary
-from tritonlab.analysis.cost_model import CostModel
+from tritonlab.explanation.cost_model import CostModel
 from tritonlab.repository.knobs import BATCHER_FIELDS, CONFIG_FIELDS
 from tritonlab.repository.variants import ServingVariant
+from tritonlab.stats.aggregate import VariantSummary
 
 
 @dataclass(frozen=True)

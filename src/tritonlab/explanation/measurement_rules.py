@@ -5,7 +5,7 @@ extension's queue time against perf_analyzer's, and perf_analyzer's own warnings
 
 from __future__ import annotations
 
-from tritonlab.analysis.rule_support import Finding, RuleContext, rounded
+from tritonlab.explanation.rule_support import Finding, RuleContext, rounded
 
 QUEUE_CROSS_CHECK_TOLERANCE = 0.25  # stats-extension vs perf_analyzer queue time
 

@@ -1,1 +1,0 @@
-"""Analysis: summaries over repeats, noise-aware verdicts, named explanation rules."""
