@@ -1,12 +1,9 @@
-"""The model's hot operators and their memory-access character (linking the "two Tritons").
+"""The hot operators in the experiment log's words (linking the "two Tritons").
 
-For every MatMul, Gemm and Conv node, the graph (with ONNX shape inference) gives the FLOPs per
-sample and the bytes it must move: weights once per execution, activations per sample. Their
-ratio at batch size b, the arithmetic intensity, says whether the operator is bound by memory
-bandwidth (few FLOPs per byte) or by compute. Weights are read once per execution however many
-samples it carries, so batching raises intensity: this is the operator-level reason a batched
-execution costs less per inference, and the figure the experiment log sets next to the batch
-sizes Triton actually formed.
+The profile itself (FLOPs and bytes per sample of every MatMul, Gemm and Conv) is read from the
+graph in ``perf/operator_profile.py``. Here: the in-process time per execution fitted as a fixed
+part plus a per-sample part (batching can only save the fixed part), and the paragraph that sets
+the operators' arithmetic intensity next to the batch sizes Triton actually formed.
 """
 
 from __future__ import annotations
