@@ -39,7 +39,8 @@ from typing import Any
 import numpy as np
 
 from tritonlab.experiments.manifest import build_manifest, utc_now
-from tritonlab.experiments.store import write_json_atomic, write_text_atomic
+from tritonlab.experiments.store import write_text_atomic
+from tritonlab.result_files import write_json_atomic
 from tritonlab.models.demo import export_simple_mlp
 from tritonlab.models.inspect import OnnxModelInfo, inspect_onnx
 from tritonlab.perf.locate import locate_perf_analyzer

@@ -80,7 +80,7 @@ def run_tune(work: Path, name: str, extra: list[str], tritonlab: Path) -> dict[s
         [str(tritonlab), "tune", "simple_mlp", "--out", str(out), "--fresh", *extra],
         work / f"{name}.log",
     )
-    from tritonlab.experiments.store import read_result
+    from tritonlab.result_files import read_result
 
     record = dict(read_result(out / "results" / "tune.json"))
     record["wall_s"] = round(wall, 1)

@@ -154,7 +154,7 @@ def run_tune(work: Path, repository: Path, budget_s: float, tritonlab: Path) -> 
         return record
     try:
         from tritonlab.decisions.tune_record import TuneRecord
-        from tritonlab.experiments.store import load_record
+        from tritonlab.result_files import load_record
         from tritonlab.run_layout import RunLayout
 
         tune = load_record(RunLayout(out).tune, TuneRecord)

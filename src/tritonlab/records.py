@@ -5,7 +5,7 @@ types (tuples as lists, nested records as objects) and ``from_dict`` validates a
 back into it, nested records, tuples and optional fields included, through pydantic's
 ``TypeAdapter`` on the dataclass itself. ``json_schema`` gives the JSON schema users' own tooling
 can check a file against. A file that does not fit its record is a ``ResultFileError`` naming the
-file and the first field that failed (``experiments/store.load_record``).
+file and the first field that failed (``result_files.load_record``).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import onnx_factory as factory
 import pytest
 from integration_support import FAST_RUN_FLAGS, StartServer, run_cli
 
-from tritonlab.experiments.store import read_result
+from tritonlab.result_files import read_result
 
 pytestmark = pytest.mark.integration
 

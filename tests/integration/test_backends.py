@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from integration_support import cli_env, tritonlab_command
 
-from tritonlab.experiments.store import read_result
+from tritonlab.result_files import read_result
 
 pytestmark = pytest.mark.integration
 

@@ -25,8 +25,9 @@ from integration_support import (
     write_two_input_model,
 )
 
-from tritonlab.experiments.store import CellResult, read_result
+from tritonlab.experiments.store import CellResult
 from tritonlab.repository.variants import AA_CONTROL_NAME, seed_comparison_variants
+from tritonlab.result_files import read_result
 from tritonlab.server.locate import default_cache_root
 
 pytestmark = pytest.mark.integration

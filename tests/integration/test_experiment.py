@@ -19,10 +19,11 @@ from integration_support import (
 
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
 from tritonlab.experiments.runner import run_experiment
-from tritonlab.experiments.store import load_cells, load_manifest, read_result
+from tritonlab.experiments.store import load_cells, load_manifest
 from tritonlab.models.demo import DEMO_MODEL_NAME
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.report.build import build_report
+from tritonlab.result_files import read_result
 from tritonlab.server.launch import ServerOptions
 
 pytestmark = pytest.mark.integration

@@ -41,9 +41,9 @@ from tritonlab.errors import ResultFileError
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
 from tritonlab.experiments.recovery import load_faults
 from tritonlab.experiments.runner import run_experiment
-from tritonlab.experiments.store import read_result
 from tritonlab.models.demo import DEMO_MODEL_NAME
 from tritonlab.models.inspect import OnnxModelInfo
+from tritonlab.result_files import read_result
 from tritonlab.server.launch import ServerOptions
 
 pytestmark = pytest.mark.integration

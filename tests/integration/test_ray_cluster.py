@@ -21,7 +21,8 @@ import pytest
 from integration_support import MAX_TRIALS, STABILITY_PCT, cli_env, tritonlab_command
 from netns_cluster import Cluster, Host, available, two_host_cluster
 
-from tritonlab.experiments.store import CellResult, read_result
+from tritonlab.experiments.store import CellResult
+from tritonlab.result_files import read_result
 
 pytestmark = [pytest.mark.integration]
 WHY_NOT = available()

@@ -25,7 +25,7 @@ from integration_support import (
     wait_for,
 )
 
-from tritonlab.experiments.store import read_result
+from tritonlab.result_files import read_result
 
 pytestmark = pytest.mark.integration
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from integration_support import cli_env, tritonlab_command
 
-from tritonlab.experiments.store import read_result
 from tritonlab.repository.config import read_config
+from tritonlab.result_files import read_result
 
 pytestmark = pytest.mark.integration
 

@@ -25,9 +25,10 @@ import pytest
 from tritonlab.errors import PlanError, ResultFileError
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings, PlanBasics
 from tritonlab.experiments.plan_file import load_plan, parse_plan
-from tritonlab.experiments.store import read_cell, read_json, read_result
+from tritonlab.experiments.store import read_cell
 from tritonlab.perf.trace import TraceError, TraceStats, peak_rate_per_s, read_trace
 from tritonlab.repository.variants import ServingVariant
+from tritonlab.result_files import read_json, read_result
 
 MEMORY_LIMIT = 1536 * 2**20  # the child's address space: 1.5 GiB (the old peak step: 15 GiB)
 CHILD_TIMEOUT_S = 90.0
@@ -471,11 +472,11 @@ def test_a_results_file_over_the_cap_is_refused_unread(tmp_path: Path) -> None:
 
 
 def test_a_cell_over_the_cap_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import tritonlab.experiments.store as store
+    import tritonlab.result_files as result_files
 
     cell = next((EXAMPLE_RUN / "results" / "cells").glob("*.json"))
     assert read_cell(cell).cell_id
-    monkeypatch.setattr(store, "MAX_RESULT_BYTES", 1024)
+    monkeypatch.setattr(result_files, "MAX_RESULT_BYTES", 1024)
     with pytest.raises(ResultFileError, match=r"FileRefused: is [0-9,]+ bytes; at most 1 KiB"):
         read_cell(cell)
 

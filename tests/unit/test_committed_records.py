@@ -11,8 +11,8 @@ import pytest
 
 from tritonlab.decisions.recommend_records import StoredRecommendations
 from tritonlab.decisions.tune_record import TuneRecord
-from tritonlab.experiments.store import load_record, read_result
 from tritonlab.records import Record
+from tritonlab.result_files import load_record, read_result
 
 ROOT = Path(__file__).parents[2]
 RECORDS: dict[str, type[Record]] = {

@@ -11,11 +11,7 @@ from typing import Any
 
 import pytest
 
-from tritonlab.experiments.store import (
-    CellResult,
-    save_cell,
-    write_json_atomic,
-)
+from tritonlab.experiments.store import CellResult, save_cell
 from tritonlab.explanation.cost_model import (
     MODEL_FAILS_PCT,
     CostModel,
@@ -24,6 +20,7 @@ from tritonlab.explanation.cost_model import (
 )
 from tritonlab.report.build import fit_cost_model
 from tritonlab.report.cost_model_text import cost_model_section
+from tritonlab.result_files import write_json_atomic
 from tritonlab.run_layout import OPERATORS_FILE, RESULTS_DIR, SERVING_PATH_DIR
 from tritonlab.stats.aggregate import VariantSummary
 

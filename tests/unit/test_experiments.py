@@ -26,9 +26,9 @@ from tritonlab.experiments.store import (
     load_manifest,
     save_cell,
     save_manifest,
-    write_json_atomic,
 )
 from tritonlab.repository.variants import ServingVariant, seed_comparison_variants
+from tritonlab.result_files import write_json_atomic
 from tritonlab.run_layout import cell_id
 
 SHA = "0" * 64

@@ -21,21 +21,23 @@ from tritonlab.experiments.recovery import Recovery, load_faults, stub_died
 from tritonlab.experiments.runner import quarantine_unusable
 from tritonlab.experiments.store import (
     CELL_SCHEMA_VERSION,
-    RESULT_SCHEMA_VERSION,
     CellResult,
     load_cells,
     read_cell,
-    read_result,
     save_cell,
     set_aside_cells,
-    write_json_atomic,
-    write_result,
 )
 from tritonlab.explanation.measurement_rules import backend_fallback
 from tritonlab.explanation.rule_support import RuleContext
 from tritonlab.perf.trace import TraceStats
 from tritonlab.report.experiment_log import faults_section
 from tritonlab.report.recommend_text import justification
+from tritonlab.result_files import (
+    RESULT_SCHEMA_VERSION,
+    read_result,
+    write_json_atomic,
+    write_result,
+)
 from tritonlab.run_layout import FAULTS_FILE
 from tritonlab.server.endpoint import RemoteServer
 from tritonlab.server.locate import ServerInstall

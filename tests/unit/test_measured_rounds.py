@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from tritonlab.experiments.rounds import AdaptiveRound
-from tritonlab.experiments.store import load_cells, load_records
+from tritonlab.experiments.store import load_cells
+from tritonlab.result_files import load_records
 from tritonlab.run_layout import RunLayout
 
 RUN = Path(__file__).resolve().parents[2] / "examples" / "simple_mlp_sweep_blocks"

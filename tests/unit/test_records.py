@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tritonlab.errors import ResultFileError
-from tritonlab.experiments.store import load_record, load_records, write_result
 from tritonlab.records import Record, RecordError
+from tritonlab.result_files import load_record, load_records, write_result
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,11 @@ from tritonlab.experiments.blocks import EngineRecord, Reload
 from tritonlab.experiments.manifest import FaultRecord, MachineInfo, Manifest, NodeEntry
 from tritonlab.experiments.opening import check_resume
 from tritonlab.experiments.rounds import AdaptiveRound, StoppingRecord, append_round
-from tritonlab.experiments.store import load_record, load_records, read_result, save_manifest
+from tritonlab.experiments.store import save_manifest
 from tritonlab.perf.machine import MachineCeilings
 from tritonlab.perf.operator_profile import OperatorsRecord
 from tritonlab.records import Record
+from tritonlab.result_files import load_record, load_records, read_result
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = sorted([*ROOT.glob("examples/*/results"), *ROOT.glob("tests/fixtures/*/results")])

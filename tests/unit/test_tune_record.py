@@ -13,9 +13,10 @@ import pytest
 from tritonlab.decisions.search import Step
 from tritonlab.decisions.tune_record import TuneRecord, TuneStep
 from tritonlab.errors import ResultFileError
-from tritonlab.experiments.store import load_record, read_cell
+from tritonlab.experiments.store import read_cell
 from tritonlab.pipeline.tune import TuneSettings, _Tuner, observation_of
 from tritonlab.report.tune_section import tune_section
+from tritonlab.result_files import load_record
 
 ROOT = Path(__file__).parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "tune_run"

@@ -18,8 +18,9 @@ import pytest
 from tritonlab.decisions.search import Goal, Observation, next_step, pick
 from tritonlab.decisions.tune_record import TuneRecord
 from tritonlab.experiments.blocks import SEARCH_KEY, load_engine_record
-from tritonlab.experiments.store import load_record, read_cell
+from tritonlab.experiments.store import read_cell
 from tritonlab.pipeline.tune import observation_of
+from tritonlab.result_files import load_record
 
 RUN = Path(__file__).parents[1] / "fixtures" / "tune_run"
 

@@ -29,10 +29,10 @@ def ceilings(
 
     from tritonlab.errors import TritonlabError
     from tritonlab.experiments.run_folder import open_run_folder
-    from tritonlab.experiments.store import load_record, write_result
     from tritonlab.perf.machine import measure_ceilings, store_ceilings
     from tritonlab.perf.operator_profile import OperatorsRecord
     from tritonlab.report.build import build_report
+    from tritonlab.result_files import load_record, write_result
     from tritonlab.server.locate import default_cache_root
 
     with user_errors():

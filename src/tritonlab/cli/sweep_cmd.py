@@ -146,7 +146,7 @@ def sweep_engine(planned: str, asked: str | None, ray: str | None) -> str:
 
 def _print_outcome(run_dir: Path, measured: int, reused: int, wall_s: float) -> None:
     from tritonlab.decisions.recommend_records import StoredRecommendations
-    from tritonlab.experiments.store import load_record
+    from tritonlab.result_files import load_record
 
     layout = RunLayout(run_dir)
     _say(out, f"measured {measured} cells, reused {reused}, in {_duration(wall_s)} (m:ss)")

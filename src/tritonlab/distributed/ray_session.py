@@ -39,15 +39,11 @@ from tritonlab.experiments.opening import SessionRequest, new_manifest
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.recovery import load_faults
 from tritonlab.experiments.session import ProgressCallback, Round
-from tritonlab.experiments.store import (
-    CellResult,
-    save_cell,
-    save_manifest,
-    write_result,
-)
+from tritonlab.experiments.store import CellResult, save_cell, save_manifest
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.records import RecordError
 from tritonlab.repository.layout import RepositoryModel
+from tritonlab.result_files import write_result
 from tritonlab.run_layout import RunLayout, cell_id
 from tritonlab.server.process import LOOPBACK_HOSTS
 

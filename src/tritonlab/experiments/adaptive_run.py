@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING
 from tritonlab.experiments.plan import LoadPoint
 from tritonlab.experiments.rounds import AdaptiveRound, StoppingRecord, append_round
 from tritonlab.experiments.session import Round
-from tritonlab.experiments.store import cell_path, load_records, write_result
+from tritonlab.experiments.store import cell_path
 from tritonlab.repository.layout import RepositoryModel
+from tritonlab.result_files import load_records, write_result
 from tritonlab.run_layout import RunLayout, cell_id
 
 if TYPE_CHECKING:

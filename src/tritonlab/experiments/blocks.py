@@ -41,10 +41,10 @@ import psutil
 
 from tritonlab.errors import PerfAnalyzerError, ServerError
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
-from tritonlab.experiments.store import read_result, write_result
 from tritonlab.perf.runner import run_perf
 from tritonlab.records import Record
 from tritonlab.repository.layout import RepositoryModel
+from tritonlab.result_files import read_result, write_result
 from tritonlab.run_layout import RunLayout
 
 if TYPE_CHECKING:

@@ -22,8 +22,9 @@ from tritonlab.experiments.manifest import Manifest
 from tritonlab.experiments.opening import SessionRequest
 from tritonlab.experiments.serving_path import probes_pending
 from tritonlab.experiments.session import Round
-from tritonlab.experiments.store import load_manifest, load_records, save_manifest
+from tritonlab.experiments.store import load_manifest, save_manifest
 from tritonlab.models.inspect import OnnxModelInfo
+from tritonlab.result_files import load_records
 from tritonlab.run_layout import RunLayout
 
 if TYPE_CHECKING:  # runner.py imports this module

@@ -25,13 +25,14 @@ from tritonlab.experiments.model_record import ModelRecord
 from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.experiments.recovery import Recovery, load_faults
 from tritonlab.experiments.session import CellSession, InputFiles, ProgressCallback
-from tritonlab.experiments.store import load_manifest, write_result
+from tritonlab.experiments.store import load_manifest
 from tritonlab.models.inputs import ModelInputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.paths import portable_command, portable_file, portable_path
 from tritonlab.perf.locate import PerfAnalyzerInstall
 from tritonlab.repository.knobs import server_args as knob_server_args
 from tritonlab.repository.layout import RepositoryModel, load_order
+from tritonlab.result_files import write_result
 from tritonlab.run_layout import RunLayout
 from tritonlab.server.launch import ServerOptions, running_server
 from tritonlab.server.process import TritonServer

@@ -12,13 +12,13 @@ from pathlib import Path
 
 from tritonlab.errors import ConfigError
 from tritonlab.experiments.plan import ExperimentPlan
-from tritonlab.experiments.store import write_result
 from tritonlab.models.inputs import ModelInputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.perf.in_process import in_process_ceiling, openvino_precision_used, time_in_process
 from tritonlab.perf.machine import machine_ceilings
 from tritonlab.perf.op_timing import ROOFLINE_BATCHES, time_operators
 from tritonlab.perf.operator_profile import OperatorsRecord, profile_operators
+from tritonlab.result_files import write_result
 from tritonlab.run_layout import RunLayout
 from tritonlab.server.locate import default_cache_root
 

@@ -19,7 +19,7 @@ from tritonlab.errors import PerfAnalyzerError, ServerError
 
 # FaultRecord lives beside the manifest, which holds the faults too.
 from tritonlab.experiments.manifest import FaultRecord, utc_now
-from tritonlab.experiments.store import read_result, write_result
+from tritonlab.result_files import read_result, write_result
 from tritonlab.run_layout import RunLayout
 from tritonlab.server.endpoint import ServerEndpoint
 from tritonlab.server.process import TritonServer, relevant_log_lines

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tritonlab.experiments.store import load_records, write_result
 from tritonlab.records import Record
+from tritonlab.result_files import load_records, write_result
 
 
 @dataclass(frozen=True)

@@ -6,140 +6,31 @@ result, and ``tritonlab report`` can rebuild everything from disk alone.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from tritonlab import gateway
-from tritonlab.bounded_read import FileRefused, read_capped
+from tritonlab.bounded_read import FileRefused
+from tritonlab.errors import ConfigError, ResultFileError, TritonlabError
 from tritonlab.experiments.interference import Interference
+from tritonlab.experiments.rounds import AdaptiveRound
 from tritonlab.perf.runner import PerfRun
-from tritonlab.records import Record, RecordError
 from tritonlab.repository.variants import ServingVariant
+from tritonlab.result_files import (
+    error_line,
+    load_records,
+    read_json,
+    stored_json,
+    write_json_atomic,
+)
 from tritonlab.run_layout import CELLS_DIR, RunLayout
 from tritonlab.server.stats import ServerStatsDelta
 
-R = TypeVar("R", bound=Record)
-T = TypeVar("T")
-
 # Cell files: 1 = written before the version was stored (still read), 2 = versioned.
 CELL_SCHEMA_VERSION = 2
-# The other files under results/ (operators, infer check, faults, adaptive rounds, cost model,
-# summary, recommendations): 1 = before they carried a version (still read), 2 = versioned.
-RESULT_SCHEMA_VERSION = 2
-# The most a stored results file (a cell, the manifest, any results/*.json) may hold: tritonlab
-# writes kilobytes; a bigger file is damaged or planted, and is refused unread.
-MAX_RESULT_BYTES = 64 * 1024 * 1024
 CORRUPT_SUFFIX = ".corrupt"
 REPLACED_SUFFIX = ".replaced"  # a cell the user asked to measure again (--remeasure), kept
-
-
-def stored_json(path: Path) -> Any:
-    """The JSON in the stored file at ``path``, read in bounded time and memory: a regular file
-    of at most ``MAX_RESULT_BYTES`` (``bounded_read``; else ``FileRefused``), no deeper than
-    Python's recursion limit (else ``RecursionError``). ``OSError``, ``ValueError`` (not UTF-8,
-    not JSON, an int of over 4,300 digits) for the rest."""
-    return json.loads(read_capped(path, MAX_RESULT_BYTES).decode("utf-8"))
-
-
-def read_json(path: Path, default: Any = None) -> Any:
-    """A stored JSON file, ``default`` when absent; a corrupt one, one over
-    ``MAX_RESULT_BYTES`` or one that is not a regular file (a FIFO, a device) is a one-line
-    error naming it."""
-    if not path.exists():
-        return default
-    from tritonlab.errors import ResultFileError
-
-    try:
-        return stored_json(path)
-    except FileRefused as exc:
-        raise ResultFileError(
-            f"{path} {exc}, so it is not what tritonlab wrote there; restore it or delete it "
-            "(a re-run measures or derives what it held again)"
-        ) from None
-    except (OSError, ValueError, RecursionError) as exc:
-        raise ResultFileError(
-            f"{path} is unreadable ({type(exc).__name__}: {_reason(exc)}); restore it or "
-            "delete it (a re-run measures or derives what it held again)"
-        ) from exc
-
-
-def _reason(exc: BaseException) -> str:
-    """An error's message on one line of at most 200 characters."""
-    text = " ".join(str(exc).split())
-    return text if len(text) <= 200 else text[:197] + "..."
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write ``data`` as indented, key-sorted JSON through a temporary file and a rename."""
-    gateway.write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
-
-
-def load_record(path: Path, record: type[R], default: R | None = None) -> R | None:
-    """The results file at ``path`` read into ``record`` (``default`` when absent); a damaged
-    file, or one that does not fit the record, is a one-line ``ResultFileError`` naming it."""
-    data = read_result(path)
-    if data is None:
-        return default
-    return _parsed(path, lambda: record.from_dict(data))
-
-
-def load_records(path: Path, record: type[R]) -> list[R]:
-    """A results file holding a list (``write_result`` of a list) read into ``record``s; an
-    absent file is an empty list, a damaged one a one-line ``ResultFileError`` naming it."""
-    data = read_result(path, default=[])
-    if not isinstance(data, list):
-        data = [data]  # lets the record's own check name what is wrong
-    return _parsed(path, lambda: [record.from_dict(item) for item in data])
-
-
-def _parsed(path: Path, parse: Callable[[], T]) -> T:
-    try:
-        return parse()
-    except RecordError as exc:
-        from tritonlab.errors import ResultFileError
-
-        raise ResultFileError(
-            f"{path} does not hold what tritonlab wrote there ({exc}); restore it or delete it "
-            "(a re-run measures or derives what it held again)"
-        ) from exc
-
-
-def write_result(path: Path, payload: dict[str, Any] | list[Any]) -> None:
-    """Write a results file with its schema version: an object gains ``schema_version``, a list
-    is stored as ``{"schema_version": N, "records": [...]}``."""
-    if isinstance(payload, list):
-        write_json_atomic(path, {"schema_version": RESULT_SCHEMA_VERSION, "records": payload})
-    else:
-        write_json_atomic(path, payload | {"schema_version": RESULT_SCHEMA_VERSION})
-
-
-def read_result(path: Path, default: Any = None) -> Any:
-    """What ``write_result`` stored (or an unversioned file of schema 1), ``default`` when absent;
-    a corrupt file or one from a newer tritonlab is a one-line error naming it."""
-    data = read_json(path)
-    if data is None:
-        return default
-    if isinstance(data, list):  # schema 1: lists were stored bare
-        return data
-    from tritonlab.errors import ResultFileError
-
-    if not isinstance(data, dict):
-        raise ResultFileError(
-            f"{path} is not a tritonlab results file (a JSON {type(data).__name__}); restore it "
-            "or delete it (a re-run measures or derives what it held again)"
-        )
-    version = data.get("schema_version", 1)
-    if not isinstance(version, int) or version > RESULT_SCHEMA_VERSION:
-        raise ResultFileError(
-            f"{path} has schema {version!r}, this tritonlab reads up to {RESULT_SCHEMA_VERSION}; "
-            "upgrade tritonlab, or delete the file (a re-run measures or derives it again)"
-        )
-    if "records" in data and version >= 2:
-        return data["records"]
-    return {k: v for k, v in data.items() if k != "schema_version"}
 
 
 @dataclass(frozen=True)
@@ -252,8 +143,6 @@ def save_cell(run_dir: Path, cell: CellResult, folder: str = CELLS_DIR) -> Path:
     try:
         write_json_atomic(path, cell.to_dict())
     except OSError as exc:
-        from tritonlab.errors import ResultFileError
-
         raise ResultFileError(
             f"cannot write {path}: {exc.strerror or exc}; free space or fix the folder's "
             "permissions, then run the same command to resume (finished cells are kept)"
@@ -263,13 +152,11 @@ def save_cell(run_dir: Path, cell: CellResult, folder: str = CELLS_DIR) -> Path:
 
 def read_cell(path: Path) -> CellResult:
     """One cell file; a truncated, corrupt or newer-schema file is a one-line error naming it."""
-    from tritonlab.errors import ResultFileError
-
     try:
         data = stored_json(path)
     except (OSError, ValueError, RecursionError, FileRefused) as exc:
         raise ResultFileError(
-            f"{path} is unreadable ({type(exc).__name__}: {_reason(exc)}); run the same "
+            f"{path} is unreadable ({type(exc).__name__}: {error_line(exc)}); run the same "
             f"command with --remeasure {path.stem} to measure that cell again"
         ) from exc
     version = data.get("schema_version", 1) if isinstance(data, dict) else None
@@ -290,8 +177,6 @@ def read_cell(path: Path) -> CellResult:
 
 def cell_problem(path: Path) -> str | None:
     """Why the cell file at ``path`` cannot be used, or None when it reads."""
-    from tritonlab.errors import ResultFileError
-
     try:
         read_cell(path)
     except ResultFileError as exc:
@@ -312,8 +197,6 @@ def set_aside_cells(run_dir: Path, patterns: list[str] | tuple[str, ...]) -> lis
     no stored cell is a one-line error that lists where the ids are.
     """
     from fnmatch import fnmatchcase
-
-    from tritonlab.errors import ConfigError
 
     folder = RunLayout(run_dir).cells
     stored = sorted(folder.glob("*.json")) if folder.is_dir() else []
@@ -347,8 +230,6 @@ def with_measured_rounds(run_dir: Path, cells: list[CellResult]) -> list[CellRes
     """``cells`` with the round each extra round (``results/adaptive.json``, in order) measured
     it in: the k-th extra round is round ``planned + k``, ``planned`` one past the highest
     repeat of the cells no extra round holds."""
-    from tritonlab.experiments.rounds import AdaptiveRound
-
     rounds = load_records(RunLayout(run_dir).adaptive, AdaptiveRound)
     extra = {cid: k for k, record in enumerate(rounds) for cid in record.cells}
     if not extra:
@@ -372,13 +253,9 @@ def load_manifest(run_dir: Path) -> dict[str, Any]:
     """
     path = RunLayout(run_dir).manifest
     if not path.exists():
-        from tritonlab.errors import TritonlabError
-
         raise TritonlabError(f"{path} not found: {run_dir} is not a tritonlab run folder")
     data = read_json(path)
     if not isinstance(data, dict):
-        from tritonlab.errors import ResultFileError
-
         raise ResultFileError(
             f"{path} is not a tritonlab manifest (not a JSON object); restore it, or pass "
             "--fresh to measure this folder again"

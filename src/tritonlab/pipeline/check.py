@@ -44,7 +44,7 @@ from tritonlab.experiments.run_folder import (
 )
 from tritonlab.experiments.runner import run_experiment
 from tritonlab.experiments.session import ProgressCallback
-from tritonlab.experiments.store import load_manifest, read_cell, write_result
+from tritonlab.experiments.store import load_manifest, read_cell
 from tritonlab.experiments.trace_loads import install_traces
 from tritonlab.models.inputs import derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
@@ -56,6 +56,7 @@ from tritonlab.repository.config import CONFIG_FILE, MODEL_FILENAME
 from tritonlab.repository.layout import MODEL_VERSION, add_model, place_model_file
 from tritonlab.repository.user_repo import baseline_variant, read_repository_model, read_user_model
 from tritonlab.repository.variants import MODEL_NAME_RE
+from tritonlab.result_files import write_result
 from tritonlab.run_layout import RunLayout
 from tritonlab.server.launch import ServerOptions
 from tritonlab.stats.comparability import input_signature

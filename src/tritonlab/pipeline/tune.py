@@ -49,12 +49,7 @@ from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSet
 from tritonlab.experiments.repository_plan import repository_baseline
 from tritonlab.experiments.runner import quarantine_unusable
 from tritonlab.experiments.session import CellSession
-from tritonlab.experiments.store import (
-    CellResult,
-    cell_path,
-    read_cell,
-    write_result,
-)
+from tritonlab.experiments.store import CellResult, cell_path, read_cell
 from tritonlab.experiments.trace_loads import install_traces, trace_load
 from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
@@ -65,6 +60,7 @@ from tritonlab.repository.config import build_model_config, config_to_text
 from tritonlab.repository.knobs import BATCHER_FIELDS, KNOBS
 from tritonlab.repository.layout import RepositoryModel, add_model
 from tritonlab.repository.variants import ServingVariant
+from tritonlab.result_files import write_result
 from tritonlab.run_layout import RunLayout, cell_id
 from tritonlab.server.launch import ServerOptions
 from tritonlab.server.process import TritonServer

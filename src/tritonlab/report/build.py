@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from tritonlab import gateway
-from tritonlab.experiments.store import write_result
 from tritonlab.explanation.explain import Analysis
 from tritonlab.report.experiment_log import render_experiment_log
 from tritonlab.report.html import write_html_report
@@ -20,6 +19,7 @@ from tritonlab.report.run_data import (
     load_run,
     portable_records,
 )
+from tritonlab.result_files import write_result
 
 __all__ = [
     "BuiltReport",

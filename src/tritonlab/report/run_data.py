@@ -26,17 +26,12 @@ from tritonlab.experiments.blocks import EngineRecord, load_engine_record
 from tritonlab.experiments.manifest import FaultRecord, Manifest
 from tritonlab.experiments.recovery import load_faults
 from tritonlab.experiments.rounds import AdaptiveRound, StoppingRecord
-from tritonlab.experiments.store import (
-    CellResult,
-    load_cells,
-    load_manifest,
-    load_record,
-    load_records,
-)
+from tritonlab.experiments.store import CellResult, load_cells, load_manifest
 from tritonlab.explanation.cost_model import CostModel, Prediction, ServingPathPoint
 from tritonlab.explanation.explain import Analysis, analyse
 from tritonlab.paths import portable_command, portable_path, recorded_run_dir
 from tritonlab.perf.operator_profile import OperatorsRecord
+from tritonlab.result_files import load_record, load_records
 from tritonlab.run_layout import SERVING_PATH_DIR, RunLayout
 from tritonlab.stats.aggregate import VariantSummary, summarise
 from tritonlab.stats.noise_floor import NoiseFloor, noise_floors
