@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tritonlab.errors import PlanError
-from tritonlab.experiments.plan_limits import check_plan_limits
+from tritonlab.experiments import plan_limits as limits
 from tritonlab.perf.settings import PROTOCOLS, PerfSettings
 from tritonlab.perf.trace import TraceStats
 from tritonlab.repository.variants import ServingVariant, seed_comparison_variants
@@ -206,10 +206,40 @@ class ExperimentPlan:
     # the experiment log states them. Not part of the fingerprint.
     notes: tuple[str, ...] = ()
 
+    def check_limits(self) -> None:
+        """``PlanError`` in one line naming the first key of the plan over its bound
+        (``plan_limits``): a plan built from flags meets the bounds a plan file does."""
+        over = limits.over_limit
+        if self.repeats > limits.MAX_REPEATS:
+            raise PlanError(f"repeats: {over(self.repeats, limits.MAX_REPEATS)}")
+        measured = [v for v in self.variants if not v.control]
+        if len(measured) > limits.MAX_VARIANTS:
+            what = over(len(measured), limits.MAX_VARIANTS, "configurations")
+            raise PlanError(f"variants: {what}")
+        for variant in self.variants:
+            for name, value in _bounded_values(variant):
+                if value > limits.KNOB_CAPS[name]:
+                    what = over(value, limits.KNOB_CAPS[name])
+                    raise PlanError(f"variant {variant.name!r}: {name}: {what}")
+        if len(self.loads) > limits.MAX_LOADS:
+            raise PlanError(f"loads: {over(len(self.loads), limits.MAX_LOADS, 'load points')}")
+        for load in self.loads:
+            problem = limits.load_problem(load.batch_size, load.sequence_length)
+            if problem is not None:
+                raise PlanError(f"load {load.key}: {problem[0]}: {problem[1]}")
+        m = self.measurement
+        for key, value, cap in (
+            ("measurement_interval_ms", m.measurement_interval_ms, limits.MAX_WINDOW_MS),
+            ("max_trials", m.max_trials, limits.MAX_TRIALS),
+            ("retries_when_unstable", m.retries_when_unstable, limits.MAX_RETRIES),
+        ):
+            if value > cap:
+                raise PlanError(f"measurement.{key}: {over(value, cap)}")
+
     def validate(self, model_batches: bool = True) -> None:
         """Raise ``PlanError`` (or ``ConfigError``) naming the first variant or load Triton or
         perf_analyzer would reject, or the first key over its bound (``plan_limits``)."""
-        check_plan_limits(self)
+        self.check_limits()
         if not self.variants:
             raise PlanError("a plan needs at least one variant")
         if self.variants[0].name != "baseline":
@@ -320,7 +350,7 @@ class PlanBasics:
             repeats=self.repeats,
             measurement=self.measurement or MeasurementSettings(),
         )
-        check_plan_limits(plan)
+        plan.check_limits()
         return plan
 
 
@@ -428,3 +458,15 @@ def for_unbatched_model(plan: ExperimentPlan, cores: int) -> ExperimentPlan:
     )
     loads = tuple(replace(ld, batch_size=1) for ld in plan.loads)
     return replace(plan, variants=tuple(kept), loads=loads, notes=(*plan.notes, note))
+
+
+def _bounded_values(variant: ServingVariant) -> list[tuple[str, int]]:
+    """A variant's bounded knobs as (plan name, value); threads None (the engine's) skipped."""
+    values = [
+        ("instance_count", variant.instance_count),
+        ("max_batch_size", variant.max_batch_size),
+        ("max_queue_delay_microseconds", variant.max_queue_delay_us),
+    ]
+    if variant.intra_op_threads is not None:
+        values.append(("intra_op_thread_count", variant.intra_op_threads))
+    return values + [("preferred_batch_size", s) for s in variant.preferred_batch_sizes]

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import math
 import reprlib
+from collections.abc import Sequence
 from typing import Any
 
 from tritonlab.errors import PlanError
+from tritonlab.experiments.plan import LoadPoint
 from tritonlab.experiments.plan_limits import (
     KNOB_CAPS,
     MAX_LIST_VALUES,
+    MAX_LOADS,
+    MAX_VARIANTS,
     count_words,
+    load_problem,
     over_limit,
 )
 from tritonlab.repository.knobs import KNOB_BY_PLAN_NAME
@@ -126,3 +131,33 @@ class PlanChecker:
         """A configuration's knob changes by ``ServingVariant`` field; ``PlanError`` if invalid."""
         data = self.mapping(value, path, tuple(KNOBS))
         return {KNOBS[k]: self.knob(k, v, f"{path}.{k}") for k, v in data.items()}
+
+
+def check_variant_count(check: PlanChecker, data: dict[str, Any]) -> None:
+    """Refuse a plan whose axes and combined variants are more than ``MAX_VARIANTS``
+    configurations (baseline and anchor included), before any of them is built."""
+    axes, combined = data.get("axes", {}), data.get("combined", [])
+    count = 1 + ("anchor" in data) + (len(combined) if isinstance(combined, list) else 0)
+    if isinstance(axes, dict):
+        count += sum(len(v) if isinstance(v, list) else 1 for v in axes.values())
+    if count > MAX_VARIANTS:
+        raise check.fail(
+            "axes" if isinstance(axes, dict) and axes else "combined",
+            over_limit(
+                count,
+                MAX_VARIANTS,
+                "configurations (the baseline, the anchor, every "
+                "axis value and every combined variant)",
+            ),
+        )
+
+
+def check_load_limits(check: PlanChecker, loads: Sequence[LoadPoint]) -> None:
+    """Refuse a load over its bound: a client batch size, a sequence length, one request's
+    input elements (``plan_limits.load_problem``), or more than ``MAX_LOADS`` load points."""
+    for load in loads:
+        problem = load_problem(load.batch_size, load.sequence_length)
+        if problem is not None:
+            raise check.fail(f"loads.{problem[0]}", problem[1])
+    if len(loads) > MAX_LOADS:
+        raise check.fail("loads", over_limit(len(loads), MAX_LOADS, "load points"))

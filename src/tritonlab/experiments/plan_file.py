@@ -41,15 +41,14 @@ from tritonlab.errors import ConfigError, PlanError
 from tritonlab.experiments.blocks import DEFAULT_BLOCKS, ENGINE_BLOCKS, ENGINES
 from tritonlab.experiments.manifest import SweepEntry
 from tritonlab.experiments.plan import ExperimentPlan, MeasurementSettings
-from tritonlab.experiments.plan_checks import KNOBS, PlanChecker, shown
-from tritonlab.experiments.plan_limits import (
-    MAX_REPEATS,
-    MAX_RETRIES,
-    MAX_TRIALS,
-    MAX_WINDOW_MS,
+from tritonlab.experiments.plan_checks import (
+    KNOBS,
+    PlanChecker,
     check_load_limits,
     check_variant_count,
+    shown,
 )
+from tritonlab.experiments.plan_limits import MAX_REPEATS, MAX_RETRIES, MAX_TRIALS, MAX_WINDOW_MS
 from tritonlab.experiments.plan_loads import parse_loads
 from tritonlab.experiments.trace_loads import distinct_traces, trace_load
 from tritonlab.models.zoo import BUILTIN_MODELS, DEFAULT_MODEL
