@@ -204,8 +204,15 @@ class _ReloadRecorder:
     """The parts of a CellSession that a reload touches, recording what it is asked to do."""
 
     def __init__(self, run_dir: Path) -> None:
+        from tritonlab.experiments.plan import PlanBasics, seed_comparison_plan
+
         self.run_dir = run_dir
+        self.plan = seed_comparison_plan(PlanBasics("m"))
         self.calls: list[str] = []
+        self.held: list[RepositoryModel] = []
+
+    def hold(self, models: list[RepositoryModel]) -> None:
+        self.held = list(models)
 
     def over_budget(self) -> bool:
         return False
@@ -226,22 +233,24 @@ def test_co_loaded_configurations_are_reloaded_at_each_new_epoch(
 ) -> None:
     """New processes before blocks 10 and 20 (not at the first block measured, which the
     session's own load serves, also after a resume), each warmed up; engine.json says so."""
-    from tritonlab.experiments.blocks import BlockSession, EngineRecord, load_engine_record
-    from tritonlab.experiments.plan import LoadPoint, PlanBasics, seed_comparison_plan
+    from tritonlab.experiments.block_engine import BlockEngine
+    from tritonlab.experiments.blocks import EngineRecord, load_engine_record
+    from tritonlab.experiments.plan import LoadPoint
 
     models = _models(1, 1, 2)
     record = EngineRecord("blocks", "s", coload=decide_coload(models, 1 << 20))
     record.reload_every_blocks = 10  # off by default (measured not to pay): set as a trial
-    engine = BlockSession(seed_comparison_plan(PlanBasics("m")), models, record)
+    session = _ReloadRecorder(tmp_path)
+    engine = BlockEngine(session, models, record)  # type: ignore[arg-type]
+    assert session.held == models  # co-loaded: a restarted server gets them all back
     warmed: list[str] = []
     monkeypatch.setattr(
-        engine, "_warm_up", lambda session, plan, model, load: warmed.append(model.variant.name)
+        engine, "_warm_up", lambda plan, model, load: warmed.append(model.variant.name)
     )
-    session = _ReloadRecorder(tmp_path)
     (tmp_path / "results").mkdir()
     load = LoadPoint()
     for block in (7, 8, 9, 10, 11, 19, 20):  # a resume at block 7
-        engine._reload_if_due(session, block, [(m, load, block) for m in models])  # type: ignore[arg-type]
+        engine._reload_if_due(block, [(m, load, block) for m in models])
     assert [r.before_block for r in record.reloads] == [10, 20]
     assert session.calls.count("unload v0") == 2 and session.calls.count("load v2") == 2
     assert sorted(warmed) == sorted([m.variant.name for m in models] * 2)
@@ -251,7 +260,7 @@ def test_co_loaded_configurations_are_reloaded_at_each_new_epoch(
     assert stored is not None and stored.reload_every_blocks == 10
     assert [r.before_block for r in stored.reloads] == [10, 20]
     # one configuration loaded at a time: nothing to reload
-    alone = BlockSession(seed_comparison_plan(PlanBasics("m")), models, EngineRecord("blocks", "s"))
-    alone._reload_if_due(session, 0, [])  # type: ignore[arg-type]
-    alone._reload_if_due(session, 30, [])  # type: ignore[arg-type]
+    alone = BlockEngine(session, models, EngineRecord("blocks", "s"))  # type: ignore[arg-type]
+    alone._reload_if_due(0, [])
+    alone._reload_if_due(30, [])
     assert len(session.calls) == 4 * len(models)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonlab import gateway
+from tritonlab.experiments.engine import ClassicEngine
 from tritonlab.experiments.opening import SessionRequest, open_session
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.session import CellSession
@@ -231,13 +232,14 @@ class NodeMeasurer:
         return self._answer(cell)
 
     def serving_path(self) -> bytes:
-        """The serving-path probes (``runner._measure_serving_path``), measured here."""
+        """The serving-path probes (``engine.ClassicEngine.measure_serving_path``), measured
+        here."""
         session = self._require()
         if self._loaded is not None:
             session.unload(self._loaded)
             self._loaded = None
         assert self._info is not None
-        session.measure_serving_path(self._info)
+        ClassicEngine(session).measure_serving_path(self._info)
         return self._answer(None)
 
     def profile(self) -> bytes:

@@ -38,7 +38,7 @@ from tritonlab.experiments.manifest import (
 from tritonlab.experiments.opening import SessionRequest, new_manifest
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.recovery import load_faults
-from tritonlab.experiments.session import ProgressCallback, Round
+from tritonlab.experiments.session import Progress, Round
 from tritonlab.experiments.store import CellResult, save_cell, save_manifest
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.records import RecordError
@@ -116,7 +116,7 @@ class RaySession:
         run_dir: Path,
         manifest: Manifest,
         checks: list[InferCheck],
-        progress: ProgressCallback | None,
+        progress: Progress,
         deadline: float | None,
     ) -> None:
         self.ray, self.nodes, self.plan, self.run_dir = ray, nodes, plan, run_dir
@@ -124,8 +124,6 @@ class RaySession:
         self.progress, self.deadline = progress, deadline
         self.recovery = ClusterFaults(run_dir)
         self.measured: list[str] = []
-        self.done = 0
-        self.total = 0
 
     def over_budget(self) -> bool:
         """True once the run's time budget (if any) has passed."""
@@ -145,8 +143,7 @@ class RaySession:
         def submit(node: _Node, unit: list[tuple[RepositoryModel, LoadPoint, int]]) -> None:
             model, load, repeat = unit[0]
             cid = cell_id(model.variant.name, load.key, repeat + 1)
-            if self.progress:
-                self.progress(self.done, self.total, f"{cid} on {node.label}{note}")
+            self.progress.tell(f"{cid} on {node.label}{note}")
             ref = node.actor.measure.remote(model.variant.name, load, repeat)
             running[ref] = (node, unit)
 
@@ -177,7 +174,7 @@ class RaySession:
                         "run the same command to resume when nodes are back"
                     ) from exc
                 continue
-            self.done += 1
+            self.progress.done += 1
             self._store(node, cid, self._checked(node, raw, cid), ids)
             if len(unit) > 1 and not self.over_budget():
                 submit(node, unit[1:])
@@ -256,8 +253,7 @@ class RaySession:
         cid = cell_id(model.variant.name, load.key, repeat + 1)
         while True:
             node = self._tune_node()
-            if self.progress:
-                self.progress(self.done, self.total, f"{cid} on {node.label}{note}")
+            self.progress.tell(f"{cid} on {node.label}{note}")
             try:
                 self.ray.get(node.actor.add_variant.remote(model.variant))
                 raw = self.ray.get(node.actor.measure.remote(model.variant.name, load, repeat))
@@ -266,7 +262,7 @@ class RaySession:
             except self.ray.exceptions.RayError as exc:
                 self._lose(node, cid, exc, "measuring the cell again on another node")
                 continue
-            self.done += 1
+            self.progress.done += 1
             answer = self._checked(node, raw, cid)
             self._store(node, cid, answer, [])
             return None if answer.cell is None else replace(answer.cell, node=node.label)
@@ -422,7 +418,7 @@ def open_ray_session(
         session = RaySession(
             ray, nodes, plan, run_dir, manifest, checks, request.progress, request.deadline
         )
-        session.save_manifest(**request.manifest_extra)
+        session.save_manifest()
         every_check = [c.to_dict() for mine in node_checks for c in mine]
         write_result(RunLayout(run_dir).infer_check, every_check)
         gateway.write_text(RunLayout(run_dir).server_note, _server_note(nodes))

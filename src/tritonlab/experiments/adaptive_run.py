@@ -13,20 +13,17 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from tritonlab.experiments.engine import MeasuringSession
 from tritonlab.experiments.plan import LoadPoint
 from tritonlab.experiments.rounds import AdaptiveRound, StoppingRecord, append_round
-from tritonlab.experiments.session import Round
+from tritonlab.experiments.session import Progress, Round
 from tritonlab.experiments.store import cell_path
 from tritonlab.repository.layout import RepositoryModel
 from tritonlab.result_files import load_records, write_result
 from tritonlab.run_layout import RunLayout, cell_id
-
-if TYPE_CHECKING:
-    from tritonlab.experiments.runner import MeasuringSession
 
 # The cells with an open verdict as (variant, load key) pairs, and the verdicts in words.
 UndecidedCells = Callable[[], tuple[list[tuple[str, str]], list[str]]]
@@ -75,6 +72,7 @@ class AdaptiveRun:
     rates: Mapping[tuple[str, str], float]
     planned: int = 0  # the plan's rounds: the first extra round is planned + 1 (from 1)
     alternate: bool = False  # every other round in the reverse order (``planned_rounds``)
+    progress: Progress = field(default_factory=Progress)  # counts the added cells too
 
     def _load(self, variant: str, key: str) -> LoadPoint | None:
         """The load point a target's key names (a derived load at its variant's rate)."""
@@ -130,7 +128,7 @@ class AdaptiveRun:
         too_long = self._over_budget(len(todo), len(reasons), started)
         if too_long is not None:
             return too_long
-        self.session.total += len(todo)  # progress counts the added cells
+        self.progress.total += len(todo)
         measured: list[str] = []
         round_: Round = []
         number = self.planned + len(load_records(RunLayout(self.run_dir).adaptive, AdaptiveRound))

@@ -23,8 +23,10 @@ one bad round could blow up. This engine:
    cells by block.
 4. Monitors **interference** per cell (``interference.py``) and re-measures disturbed cells.
 
-The statistics (``stats/robust.py``) and the stopping rule (``decisions/adaptive.py``) are
-the other half; ``results/engine.json`` records what this engine decided and why.
+This module holds the engine's decisions and records (co-loading, seeds, windows, block
+orders, ``results/engine.json``, which records what the engine decided and why); the measuring
+itself is ``block_engine.BlockEngine``. The statistics (``stats/robust.py``) and the stopping
+rule (``decisions/adaptive.py``) are the other half.
 """
 
 from __future__ import annotations
@@ -32,25 +34,20 @@ from __future__ import annotations
 import math
 import random
 import secrets
-import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from tritonlab.errors import PerfAnalyzerError, ServerError
-from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
-from tritonlab.perf.runner import run_perf
+from tritonlab.experiments.plan import ExperimentPlan, MeasurementSettings
 from tritonlab.records import Record
 from tritonlab.repository.layout import RepositoryModel
 from tritonlab.result_files import read_result, write_result
 from tritonlab.run_layout import RunLayout
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from tritonlab.experiments.session import CellSession, Round
+    pass
 
 ENGINE_BLOCKS = "blocks"
 ENGINE_CLASSIC = "classic"
@@ -257,241 +254,3 @@ def load_engine_record(run_dir: Path) -> EngineRecord | None:
 def save_engine_record(run_dir: Path, record: EngineRecord) -> None:
     """Write ``record`` to ``results/engine.json`` atomically, with its schema version."""
     write_result(engine_path(run_dir), record.to_dict())
-
-
-class BlockSession:
-    """The block engine's side of a ``CellSession``: which models are loaded, each load
-    point's window, and the order of every block's cells."""
-
-    def __init__(
-        self, plan: ExperimentPlan, models: list[RepositoryModel], record: EngineRecord
-    ) -> None:
-        self.plan, self.models, self.record = plan, models, record
-        self.model_file_bytes = 0
-        self._epoch: int | None = None  # the reload epoch the loaded processes belong to
-
-    @property
-    def co_loaded(self) -> bool:
-        """True when every configuration stays loaded for the whole run."""
-        return self.record.coload is not None and self.record.coload.co_loaded
-
-    def plan_for(self, load: LoadPoint, plan: ExperimentPlan | None = None) -> ExperimentPlan:
-        """``plan`` (default: the one the engine started with) with the block cell's settings:
-        the load point's window (a search's one window for every load)."""
-        plan = plan or self.plan
-        windows = self.record.windows_ms
-        window = windows.get(
-            load.key, windows.get(SEARCH_KEY, plan.measurement.measurement_interval_ms)
-        )
-        return replace(plan, measurement=cell_measurement(plan, window))
-
-    @property
-    def search_window_ms(self) -> int:
-        """A search's window in ms: the calibrated one, else the plan's measurement interval."""
-        return self.record.windows_ms.get(SEARCH_KEY, self.plan.measurement.measurement_interval_ms)
-
-    @classmethod
-    def for_search(
-        cls,
-        session: CellSession,
-        start: RepositoryModel,
-        model_file_bytes: int,
-        seed: str,
-        cores: int,
-        first_load: LoadPoint,
-    ) -> BlockSession:
-        """The engine of an adaptive search (``tune``): configurations arrive one by one and
-        stay loaded while the memory estimate fits; one window for every load, set from a
-        warm-up of the start at its first load (kept across resumes, so the path replays)."""
-        run_dir, plan = session.run_dir, session.plan
-        started = time.monotonic()
-        record = load_engine_record(run_dir) or EngineRecord(ENGINE_BLOCKS, seed)
-        record.cores = cores
-        engine = cls(plan, [start], record)
-        engine.model_file_bytes = model_file_bytes
-        decision = decide_coload([start, start], model_file_bytes)
-        one_mib, available_mib = decision.estimate_bytes / 2**21, decision.available_bytes / 2**20
-        record.coload = replace(
-            decision,
-            co_loaded=True,
-            reason="the search's configurations stay loaded as it adds them, while the memory "
-            f"estimate fits in half the memory available (one configuration: {one_mib:,.0f} "
-            f"MiB of {available_mib:,.0f} MiB); past that it loads one at a time",
-        )
-        if SEARCH_KEY not in record.windows_ms:
-            session.load(start)
-            try:
-                speed = engine.warm(session, start, first_load)
-            finally:
-                session.unload(start, quietly=True)
-            record.windows_ms[SEARCH_KEY] = window_ms_for(
-                speed or 0.0, first_load.batch_size, plan.measurement.measurement_interval_ms
-            )
-        record.warmup_s = round(time.monotonic() - started, 1)
-        save_engine_record(run_dir, record)
-        return engine
-
-    def keep_loaded(self, models: list[RepositoryModel]) -> bool:
-        """Whether ``models`` may all stay loaded (the co-load estimate fits); the first time
-        they do not, the record says the search fell back to one at a time."""
-        fits = decide_coload(models, self.model_file_bytes)
-        if not fits.co_loaded and len(models) > 1 and self.record.coload and self.co_loaded:
-            self.record.coload = replace(fits, reason="the search fell back to " + fits.reason)
-        return fits.co_loaded
-
-    def warm(self, session: CellSession, model: RepositoryModel, load: LoadPoint) -> float | None:
-        """A discarded warm-up cell of a configuration just loaded; its throughput."""
-        warmup = replace(session.plan, measurement=cell_measurement(session.plan, WARMUP_WINDOW_MS))
-        return self._warm_up(session, warmup, model, load)
-
-    @classmethod
-    def start(
-        cls,
-        session: CellSession,
-        models: list[RepositoryModel],
-        loads: Sequence[LoadPoint],
-        coload: CoLoad,
-        seed: str,
-        cores: int,
-    ) -> BlockSession:
-        """Load as ``coload`` decided (``decide_coload``), warm every configuration up at every
-        load point and set each load point's window (kept from an earlier attempt on a resume)."""
-        run_dir, plan = session.run_dir, session.plan
-        started = time.monotonic()
-        record = load_engine_record(run_dir) or EngineRecord(ENGINE_BLOCKS, seed)
-        record.coload = coload
-        record.cores = cores
-        engine = cls(plan, models, record)
-        record.reload_every_blocks = RELOAD_EVERY_BLOCKS if engine.co_loaded else 0
-        if engine.co_loaded:
-            # In a shuffled order too: whatever favours the first or last model loaded (a
-            # stub's place in memory, say) then falls on no configuration in particular.
-            order = block_order(models, record.seed, -1)
-            record.load_order = [m.variant.name for m in order]
-            session.load_together(order)
-        warmup = replace(plan, measurement=cell_measurement(plan, WARMUP_WINDOW_MS))
-        for load in loads:
-            if load.open_loop and load.request_rate_per_s is None:
-                # a share of the peak: its rate (and window) come later; a trace's window is
-                # whole cycles of it (LoadPoint.window_ms), not calibrated
-                continue
-            speeds: dict[str, float] = {}
-            for model in models:
-                if not engine.co_loaded:
-                    session.load(model)
-                try:
-                    speed = engine._warm_up(session, warmup, model, load)
-                finally:
-                    if not engine.co_loaded:
-                        session.unload(model, quietly=True)
-                if speed is not None:
-                    speeds[model.variant.name] = speed
-            record.warmup_infer_per_s[load.key] = speeds
-            if load.key not in record.windows_ms:
-                slowest = min(speeds.values(), default=0.0)
-                record.windows_ms[load.key] = window_ms_for(
-                    slowest, load.batch_size, plan.measurement.measurement_interval_ms
-                )
-        record.warmup_s = round(time.monotonic() - started, 1)
-        save_engine_record(run_dir, record)
-        return engine
-
-    def _warm_up(
-        self, session: CellSession, warmup: ExperimentPlan, model: RepositoryModel, load: LoadPoint
-    ) -> float | None:
-        """One discarded cell; its throughput, or None when it failed (the fault is recorded,
-        a dead server restarted with every configuration loaded again: the cells that follow
-        are what counts)."""
-        inputs = session.input_files.for_load(load)
-        settings = warmup.perf_settings(
-            load,
-            model.model_name,
-            session.server.url(load.protocol),
-            inputs.shapes,
-            inputs.data_file,
-            request_intervals=inputs.intervals_file,
-        )
-        session.recovery.mark()
-        try:
-            perf = run_perf(
-                session.perf_install,
-                settings,
-                RunLayout(session.run_dir).benchmark_dir(model.variant.name),
-                f"warmup_{load.key}",
-                retries=0,
-                timeout_s=settings.deadline_s,  # a trace's whole cycles included
-            )
-        except (PerfAnalyzerError, ServerError) as exc:
-            if not session.recovery.recoverable(exc):
-                raise
-            restarted = session.recovery.handle(f"warm-up of {model.model_name}", exc, False)
-            if restarted and self.co_loaded:
-                session.load_together(self.models)
-            return None
-        return perf.measurement.throughput_infer_per_s if perf.measurement else None
-
-    def measure_rounds(
-        self, session: CellSession, rounds: Sequence[Round], ids: list[str], note: str = ""
-    ) -> bool:
-        """Every round is a block: its cells in a shuffled order; False when the time budget
-        ran out first (the cells measured until then are kept)."""
-        from tritonlab.run_layout import cell_id
-
-        for round_ in rounds:
-            cells = [(model, load, repeat) for model, todo in round_ for load, repeat in todo]
-            if not cells:
-                continue
-            block = min(repeat for _, _, repeat in cells)
-            self._reload_if_due(session, block, cells)
-            for model, load, repeat in block_order(cells, self.record.seed, block):
-                if session.over_budget():
-                    return False
-                if load.key not in self.record.windows_ms:  # a rate from the peak, set now
-                    self.record.windows_ms[load.key] = self.plan.measurement.measurement_interval_ms
-                    save_engine_record(session.run_dir, self.record)
-                if not self.co_loaded:
-                    session.load(model)
-                try:
-                    if session.measure(model, load, repeat, note) is not None:
-                        ids.append(cell_id(model.variant.name, load.key, repeat + 1))
-                finally:
-                    if not self.co_loaded:
-                        session.unload(model, quietly=True)
-        return True
-
-    def _reload_if_due(
-        self, session: CellSession, block: int, cells: list[tuple[RepositoryModel, Any, int]]
-    ) -> None:
-        """Before the first block of a new epoch (``reload_every_blocks``), unload every
-        co-loaded configuration, load them again in a shuffled order and warm each up once
-        (discarded) at a load of this block. The processes loaded when the session started
-        serve the epoch of the first block measured, so a resume reloads nothing at once."""
-        every = self.record.reload_every_blocks
-        if not self.co_loaded or every <= 0:
-            return
-        epoch = block // every
-        if self._epoch is None or epoch == self._epoch:
-            self._epoch = epoch
-            return
-        if session.over_budget():
-            return  # the block will not be measured: nothing to reload for
-        started = time.monotonic()
-        for model in self.models:
-            session.unload(model, quietly=True)
-        order = block_order(self.models, self.record.seed, -1 - epoch)
-        session.load_together(order)
-        warmup = replace(self.plan, measurement=cell_measurement(self.plan, WARMUP_WINDOW_MS))
-        first_load = {m.variant.name: ld for m, ld, _ in reversed(cells)}
-        for model in order:
-            load = first_load.get(model.variant.name)
-            if load is not None:
-                self._warm_up(session, warmup, model, load)
-        self._epoch = epoch
-        self.record.reloads.append(
-            Reload(
-                before_block=block,
-                load_order=tuple(m.variant.name for m in order),
-                seconds=round(time.monotonic() - started, 1),
-            )
-        )
-        save_engine_record(session.run_dir, self.record)

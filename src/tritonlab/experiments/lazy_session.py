@@ -13,22 +13,19 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from tritonlab.client.infer import InferCheck
+from tritonlab.experiments.engine import MeasuringSession
 from tritonlab.experiments.manifest import Manifest
 from tritonlab.experiments.opening import SessionRequest
 from tritonlab.experiments.serving_path import probes_pending
-from tritonlab.experiments.session import Round
+from tritonlab.experiments.session import CellSession, Round
 from tritonlab.experiments.store import load_manifest, save_manifest
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.result_files import load_records
 from tritonlab.run_layout import RunLayout
-
-if TYPE_CHECKING:  # runner.py imports this module
-    from tritonlab.experiments.runner import MeasuringSession
 
 
 @dataclass
@@ -50,53 +47,30 @@ def can_wait(request: SessionRequest) -> bool:
 
 
 class LazySession:
-    """``MeasuringSession``'s calls, the session opened (and its engine started) on the first
-    one with something to measure; until then, what a session that measured nothing says."""
+    """``MeasuringSession``'s calls, the session opened and its engine started (``on_open``)
+    on the first one with something to measure; until then, what a session that measured
+    nothing says."""
 
     def __init__(
         self,
         request: SessionRequest,
-        opener: Callable[[], contextlib.AbstractContextManager[MeasuringSession]],
-        on_open: Callable[[MeasuringSession], None],
+        opener: Callable[[], contextlib.AbstractContextManager[CellSession]],
+        on_open: Callable[[CellSession], MeasuringSession],
         stack: contextlib.ExitStack,
     ) -> None:
         self._request = request
         self._opener, self._on_open, self._stack = opener, on_open, stack
         self._session: MeasuringSession | None = None
-        self._done = self._total = 0
         self._recovered = _NothingRecovered()
         self._checks: list[InferCheck] | None = None
 
     def start(self) -> MeasuringSession:
-        """The session, opened now if it was not."""
+        """The engine, its session opened now if it was not."""
         if self._session is None:
-            session = self._stack.enter_context(self._opener())
-            session.done, session.total = self._done, self._total
-            self._on_open(session)
-            self._session = session
+            self._session = self._on_open(self._stack.enter_context(self._opener()))
         return self._session
 
     # -- what a session that has not started says ------------------------------------------
-
-    @property
-    def done(self) -> int:
-        return self._session.done if self._session is not None else self._done
-
-    @done.setter
-    def done(self, value: int) -> None:
-        if self._session is not None:
-            self._session.done = value
-        self._done = value
-
-    @property
-    def total(self) -> int:
-        return self._session.total if self._session is not None else self._total
-
-    @total.setter
-    def total(self, value: int) -> None:
-        if self._session is not None:
-            self._session.total = value
-        self._total = value
 
     @property
     def measured(self) -> list[str]:
@@ -142,13 +116,13 @@ class LazySession:
         if self._session is not None:  # a local session profiles after its server stopped
             self._session.profile_operators()
 
-    def close_unopened(self, extra: Mapping[str, object]) -> None:
+    def close_unopened(self) -> None:
         """Where no session started: the manifest's run-level entries as this run gives them
-        (a re-run may allow more adaptive rounds than the run that measured), the rest kept."""
+        (``RunEntries.apply``), the rest kept."""
         if self._session is not None:
             return
         run_dir = self._request.run_dir
         stored = Manifest.from_dict(load_manifest(run_dir))
-        updated = replace(stored, **extra)  # type: ignore[arg-type]
+        updated = self._request.entries.apply(stored)
         if updated != stored:
             save_manifest(run_dir, updated.to_dict())

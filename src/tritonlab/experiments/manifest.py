@@ -13,7 +13,7 @@ import importlib.metadata
 import os
 import platform
 import subprocess
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -311,6 +311,22 @@ class AdaptiveEntry:
 
     max_repeats: int
     budget_s: float | None = None
+
+
+@dataclass(frozen=True)
+class RunEntries:
+    """The manifest's run-level entries as the command that runs gives them: what a sweep,
+    adaptive rounds or a tune asked for (None: not asked by this command)."""
+
+    sweep: SweepEntry | None = None
+    adaptive: AdaptiveEntry | None = None
+    tune: dict[str, Any] | None = None  # TuneSettings.to_dict()
+
+    def apply(self, manifest: Manifest) -> Manifest:
+        """``manifest`` with these entries (a re-run may allow more adaptive rounds than the
+        run that measured); a tune's stored entry is kept by a command that gives none."""
+        tune = manifest.tune if self.tune is None else self.tune
+        return replace(manifest, sweep=self.sweep, adaptive=self.adaptive, tune=tune)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -16,6 +16,7 @@ from tritonlab.experiments.manifest import (
     MachineInfo,
     Manifest,
     PerfAnalyzerRecord,
+    RunEntries,
     ServerRecord,
     ToolInfo,
     package_versions,
@@ -24,7 +25,7 @@ from tritonlab.experiments.manifest import (
 from tritonlab.experiments.model_record import ModelRecord
 from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.experiments.recovery import Recovery, load_faults
-from tritonlab.experiments.session import CellSession, InputFiles, ProgressCallback
+from tritonlab.experiments.session import CellSession, InputFiles, Progress
 from tritonlab.experiments.store import load_manifest
 from tritonlab.models.inputs import ModelInputs
 from tritonlab.models.inspect import OnnxModelInfo
@@ -92,8 +93,8 @@ class SessionRequest:
     """What opening a measuring session needs, locally (``open_session``) or on a cluster
     (``distributed.ray_session.open_ray_session``): the server options, the run folder, the
     model, what every request carries, the plan and its fingerprint, the perf_analyzer to
-    measure with, further manifest fields (``sweep``, ``adaptive``, ``tune``), whom to tell of
-    progress and when the time budget ends."""
+    measure with, the manifest's run-level entries (``sweep``, ``adaptive``, ``tune``), whom to
+    tell of progress and when the time budget ends."""
 
     options: ServerOptions
     run_dir: Path
@@ -102,8 +103,8 @@ class SessionRequest:
     plan: ExperimentPlan
     fingerprint: str
     perf_install: PerfAnalyzerInstall
-    manifest_extra: Mapping[str, object] = field(default_factory=dict)
-    progress: ProgressCallback | None = None
+    entries: RunEntries = field(default_factory=RunEntries)
+    progress: Progress = field(default_factory=Progress)
     deadline: float | None = None
 
 
@@ -111,7 +112,7 @@ def new_manifest(request: SessionRequest, machine: MachineInfo, server: ServerRe
     """A run's manifest as it starts: this tritonlab, the model, plan, inputs, the machine that
     measures, the server, perf_analyzer and the faults an earlier attempt recorded."""
     run_dir, perf_install = request.run_dir, request.perf_install
-    return Manifest(
+    manifest = Manifest(
         tool=ToolInfo.current(),
         packages=package_versions(),
         machine=machine,
@@ -126,6 +127,7 @@ def new_manifest(request: SessionRequest, machine: MachineInfo, server: ServerRe
         inputs=request.inputs,
         faults=tuple(load_faults(run_dir)),
     )
+    return request.entries.apply(manifest)
 
 
 def check_resume(run_dir: Path, fingerprint: str) -> None:
@@ -201,7 +203,7 @@ def open_session(
             request.deadline,
             manifest,
         )
-        session.save_manifest(**request.manifest_extra)
+        session.save_manifest()
         to_check: list[tuple[RepositoryModel, tuple[str, ...]]] = [(check_model, ("http", "grpc"))]
         engines = {check_model.variant.engine}
         for other in engine_models:

@@ -1,5 +1,5 @@
 """The serving-path probes' cells: the null models the cost model needs, measured on a
-session's server (``CellSession.measure_serving_path`` calls ``measure_serving_path``)."""
+session's server (``engine.ClassicEngine.measure_serving_path`` calls ``measure_serving_path``)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
 """Run an experiment plan against a real server, cells saved at once.
 
 Repeats are interleaved (every variant once, then again), so slow drift of a shared machine hits
-all variants alike. The block engine (``blocks.py``, the default of run and demo) loads every
-variant at once where memory allows and shuffles each round; the classic engine loads each
-variant alone (explicit model control), measures it under every load point and unloads it. A
-finished cell's JSON exists on disk before the next cell starts; a re-run with the same plan
-skips finished cells.
+all variants alike. The block engine (``block_engine.py``, the default of run and demo) loads
+every variant at once where memory allows and shuffles each round; the classic engine
+(``engine.py``) loads each variant alone (explicit model control), measures it under every load
+point and unloads it. A finished cell's JSON exists on disk before the next cell starts; a re-run
+with the same plan skips finished cells.
 
 Loads at a fraction of the measured peak (``LoadPoint.peak_fraction``) are measured in a second
 pass, after every closed-loop cell: ``open_loop_rates`` is then called once to turn the stored
@@ -20,21 +20,17 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
 
 from tritonlab.client.infer import InferCheck
 from tritonlab.errors import PlanError
 from tritonlab.experiments.adaptive_run import AdaptiveRepeats, AdaptiveRun
-from tritonlab.experiments.blocks import (
-    ENGINE_BLOCKS,
-    BlockSession,
-    CoLoad,
-    decide_coload,
-    run_seed,
-)
+from tritonlab.experiments.block_engine import BlockEngine
+from tritonlab.experiments.blocks import ENGINE_BLOCKS, CoLoad, decide_coload, run_seed
+from tritonlab.experiments.engine import ClassicEngine, MeasuringSession
 from tritonlab.experiments.lazy_session import LazySession, can_wait
 from tritonlab.experiments.manifest import (
     AdaptiveEntry,
+    RunEntries,
     SweepEntry,
     available_cores,
 )
@@ -46,11 +42,7 @@ from tritonlab.experiments.opening import (
     plan_fingerprint,
 )
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
-from tritonlab.experiments.session import (
-    CellSession,
-    ProgressCallback,
-    Round,
-)
+from tritonlab.experiments.session import CellSession, Progress, ProgressCallback, Round
 from tritonlab.experiments.store import (
     cell_path,
     cell_problem,
@@ -63,10 +55,7 @@ from tritonlab.repository.layout import RepositoryModel, build_repository
 from tritonlab.run_layout import CELLS_DIR, SERVING_PATH_DIR, RunLayout, cell_id
 from tritonlab.server.launch import ServerOptions
 
-# After the planned rounds: which (variant name, load key) cells need another round, and why.
-
-
-# One interleaved round: every configuration's (load, repeat) cells, in measuring order.
+# Called after the closed-loop pass: (variant name, load key) -> request rate (req/s).
 OpenLoopRates = Callable[[], Mapping[tuple[str, str], float]]
 
 
@@ -88,49 +77,8 @@ class RunOutcome:
     server_restarts: int = 0
 
 
-class MeasuringSession(Protocol):
-    """What ``run_experiment`` measures through: a local ``CellSession`` or a cluster's."""
-
-    done: int
-    total: int
-
-    @property
-    def measured(self) -> list[str]:
-        """The cells this session measured, in order."""
-
-    @property
-    def checks(self) -> list[InferCheck]:
-        """The answer checks behind the run (the server's start's)."""
-
-    @property
-    def recovery(self) -> Recovered:
-        """The faults met so far and the cells given up on."""
-
-    def over_budget(self) -> bool:
-        """True once the run's time budget (if any) has passed."""
-
-    def measure_rounds(self, rounds: Sequence[Round], ids: list[str], note: str = "") -> bool:
-        """Measure ``rounds`` and store each cell; False when the time budget ran out first."""
-
-    def measure_serving_path(self, info: OnnxModelInfo) -> None:
-        """Measure the null-model cells behind the cost model (where the session can; see each)."""
-
-    def profile_operators(self) -> None:
-        """Profile the model's operators where the session does it (a local run profiles later)."""
-
-
 # Opens a cluster's measuring session for a request.
 ClusterOpener = Callable[[SessionRequest], contextlib.AbstractContextManager[MeasuringSession]]
-
-
-class Recovered(Protocol):
-    """The faults side of a session, as the outcome reports it."""
-
-    failed_cells: list[str]
-
-    @property
-    def restarts(self) -> int:
-        """Server restarts during the run."""
 
 
 def run_experiment(
@@ -200,20 +148,19 @@ def run_experiment(
     ]
     finished = set(skipped)
     deadline = None if time_budget_s is None else started + time_budget_s
-    manifest_extra: dict[str, object] = {
-        "sweep": sweep,
-        "adaptive": AdaptiveEntry(adaptive.max_repeats, adaptive.budget_s) if adaptive else None,
-    }
+    entries = RunEntries(
+        sweep=sweep,
+        adaptive=AdaptiveEntry(adaptive.max_repeats, adaptive.budget_s) if adaptive else None,
+    )
     request = SessionRequest(
-        options, run_dir, info, inputs, plan, fingerprint, perf_install, manifest_extra,
-        progress, deadline,
+        options, run_dir, info, inputs, plan, fingerprint, perf_install, entries,
+        Progress(progress, len(skipped), total), deadline,
     )  # fmt: skip
     with contextlib.ExitStack() as stack:
         session: MeasuringSession
         lazy: LazySession | None = None
         if cluster is not None:
             session = stack.enter_context(cluster(request))
-            session.done, session.total = len(skipped), total
         else:
             # a local run starts its server only when a cell is left to measure (a re-run of a
             # finished run starts nothing); a first run, with nothing stored, starts at once.
@@ -233,7 +180,6 @@ def run_experiment(
                 ),
                 stack,
             )
-            session.done, session.total = len(skipped), total
             if not can_wait(request):
                 lazy.start()
         stopped, without_rate = _measure_passes(
@@ -241,10 +187,9 @@ def run_experiment(
             probes, alternate,
         )  # fmt: skip
         if lazy is not None:
-            lazy.close_unopened(manifest_extra)
+            lazy.close_unopened()
         measured = session.measured
-        if progress:
-            progress(session.done, session.total, "done")
+        request.progress.tell("done")
     return RunOutcome(
         measured,
         skipped,
@@ -301,7 +246,7 @@ def _measure_passes(
     if stopped is None and adaptive is not None:
         AdaptiveRun(
             session, adaptive, request.run_dir, models, direct_loads, derived_loads, rates,
-            plan.repeats, alternate,
+            plan.repeats, alternate, request.progress,
         ).run()  # fmt: skip
         if session.over_budget():
             stopped = over_budget
@@ -311,19 +256,19 @@ def _measure_passes(
 
 
 def _start_engine(
-    session: MeasuringSession,
+    session: CellSession,
     plan: ExperimentPlan,
     models: list[RepositoryModel],
     loads: list[LoadPoint],
     fingerprint: str,
     coload: CoLoad,
-) -> None:
-    """Give a local session the block engine where the plan asks for it, with the co-loading
-    decided before the session opened."""
-    if plan.measurement.engine == ENGINE_BLOCKS and isinstance(session, CellSession):
+) -> ClassicEngine:
+    """The engine a local session measures through: the block engine where the plan asks for
+    it (with the co-loading decided before the session opened), else the classic one."""
+    if plan.measurement.engine == ENGINE_BLOCKS:
         seed = run_seed(fingerprint)
-        cores = available_cores()
-        session.engine = BlockSession.start(session, models, loads, coload, seed, cores)
+        return BlockEngine.start(session, models, loads, coload, seed, available_cores())
+    return ClassicEngine(session)
 
 
 def planned_rounds(

@@ -1,11 +1,11 @@
 """Measuring one cell on a started server, and the session that loads configurations for it.
 
-``CellSession`` loads a configuration, measures its cells (each saved the moment it exists,
-faults recovered through ``recovery.py``) and unloads it; under the block engine
-(``blocks.py``) it keeps every configuration loaded, measures a block's cells in a shuffled
-order with short windows, and re-measures a cell the interference monitor flags. The runner
-(``runner.py``) decides which cells; the session does not know whether a project, a sweep or a
-tune asked for them.
+``CellSession`` loads a configuration, measures a cell as it is told (each saved the moment it
+exists, faults recovered through ``recovery.py``, a monitored cell the interference monitor
+flags measured again) and unloads it. It knows no engine: the engines (``engine.py``,
+``block_engine.py``) decide the order, the windows, what stays loaded (``hold``); the runner
+(``runner.py``) decides which cells, and the session does not know whether a project, a sweep
+or a tune asked for them.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from typing import Any, TypeVar
 
 from tritonlab.client.infer import InferCheck
 from tritonlab.errors import ModelError, PerfAnalyzerError, PlanError, ServerError
-from tritonlab.experiments.blocks import BlockSession
 from tritonlab.experiments.interference import DISTURBED_RETRIES, Window, idle_stubs
 from tritonlab.experiments.manifest import (
     Manifest,
@@ -47,13 +46,25 @@ from tritonlab.server.stats import StatsSnapshot, stats_delta, tree_cpu_seconds
 
 ProgressCallback = Callable[[int, int, str], None]
 
-
+# One interleaved round: every configuration's (load, repeat) cells, in measuring order.
 Round = list[tuple[RepositoryModel, list[tuple[LoadPoint, int]]]]
 
-# Called after the closed-loop pass: (variant name, load key) -> request rate (req/s).
-
-
 T = TypeVar("T")
+
+
+@dataclass
+class Progress:
+    """How far a run is, cells done of cells to do, told to ``callback`` as each cell starts
+    (the runner counts what is on disk; the adaptive rounds add their cells)."""
+
+    callback: ProgressCallback | None = None
+    done: int = 0
+    total: int = 0
+
+    def tell(self, text: str) -> None:
+        """Tell the callback (if any) where the run is, with ``text``."""
+        if self.callback is not None:
+            self.callback(self.done, self.total, text)
 
 
 @dataclass(frozen=True)
@@ -232,7 +243,7 @@ class CellSession:
         run_dir: Path,
         input_files: InputFiles,
         recovery: Recovery,
-        progress: ProgressCallback | None,
+        progress: Progress,
         deadline: float | None,
         manifest: Manifest,
     ) -> None:
@@ -241,16 +252,20 @@ class CellSession:
         self.progress, self.deadline, self.manifest = progress, deadline, manifest
         self.measured: list[str] = []
         self.checks: list[InferCheck] = []
-        self.done = 0
-        self.total = 0
+        # Configurations an engine keeps loaded: a restarted server gets them back at once.
+        self.held: list[RepositoryModel] = []
         # Wall seconds of every cell measured in this session (retries included): what the
         # stopping rule's budget check estimates a cell's cost from.
         self.cell_seconds: list[float] = []
-        self.engine: BlockSession | None = None
 
     def over_budget(self) -> bool:
         """True once the run's time budget (if any) has passed."""
         return self.deadline is not None and time.monotonic() > self.deadline
+
+    def hold(self, models: Sequence[RepositoryModel]) -> None:
+        """Keep ``models`` loaded across a server restart (an engine co-loads them); ``[]``:
+        nothing held, each configuration loaded when it comes to it."""
+        self.held = list(models)
 
     def load(self, model: RepositoryModel) -> None:
         """Load a configuration, and the models it calls first (a server that dies while loading
@@ -289,41 +304,56 @@ class CellSession:
             self.reload_after_restart()
 
     def reload_after_restart(self) -> None:
-        """After a restart, load again what the engine keeps loaded (co-loaded configurations);
-        the classic engine loads each configuration when it comes to it."""
-        if self.engine is not None and self.engine.co_loaded:
-            self.load_together(self.engine.models)  # a new server has nothing loaded
+        """After a restart, load again what is held (co-loaded configurations); a session that
+        holds nothing loads each configuration when it comes to it."""
+        if self.held:
+            self.load_together(self.held)  # a new server has nothing loaded
 
     def measure(
-        self, model: RepositoryModel, load: LoadPoint, repeat: int, note: str = ""
+        self,
+        model: RepositoryModel,
+        load: LoadPoint,
+        repeat: int,
+        note: str = "",
+        plan: ExperimentPlan | None = None,
+        monitored: bool = False,
     ) -> CellResult | None:
-        """Measure one cell of the loaded ``model`` and save it; None when it was given up on
-        after repeated faults (``results/faults.json`` says why). Under the block engine a cell
-        the interference monitor flags is measured again, at most ``DISTURBED_RETRIES`` times."""
+        """Measure one cell of the loaded ``model`` with ``plan``'s settings (default: the
+        session's) and save it; None when it was given up on after repeated faults
+        (``results/faults.json`` says why). A ``monitored`` cell carries the interference
+        monitor's reading, and one it flags is measured again, at most ``DISTURBED_RETRIES``
+        times."""
         cid = cell_id(model.variant.name, load.key, repeat + 1)
-        if self.progress:
-            self.progress(self.done, self.total, cid + note)
+        self.progress.tell(cid + note)
         started = time.monotonic()
-        tries = 1 + (DISTURBED_RETRIES if self.engine is not None else 0)
+        tries = 1 + (DISTURBED_RETRIES if monitored else 0)
         try:
             cell = None
             for attempt in range(1, tries + 1):
-                cell = self._measure_recovering(model, load, repeat, attempt, attempt == tries)
+                cell = self._measure_recovering(
+                    model, load, repeat, plan or self.plan, attempt if monitored else 0,
+                    attempt == tries,
+                )  # fmt: skip
                 if cell is None or cell.interference is None or not cell.interference.disturbed:
                     break
             if cell is not None:
                 self.measured.append(cid)
             return cell
         finally:
-            self.done += 1
+            self.progress.done += 1
             self.cell_seconds.append(time.monotonic() - started)
 
     def _measure_recovering(
-        self, model: RepositoryModel, load: LoadPoint, repeat: int, tries: int, last_try: bool
+        self,
+        model: RepositoryModel,
+        load: LoadPoint,
+        repeat: int,
+        plan: ExperimentPlan,
+        monitor_tries: int,
+        last_try: bool,
     ) -> CellResult | None:
         server, recovery = self.server, self.recovery
         cid = cell_id(model.variant.name, load.key, repeat + 1)
-        plan = self.engine.plan_for(load, self.plan) if self.engine is not None else self.plan
         for attempt in range(1, ATTEMPTS_PER_CELL + 1):
             recovery.mark()
             try:
@@ -336,7 +366,7 @@ class CellSession:
                     repeat,
                     self.run_dir,
                     self.input_files.for_load(load),
-                    monitor_tries=tries if self.engine is not None else 0,
+                    monitor_tries=monitor_tries,
                     last_try=last_try,
                 )
             except (ServerError, PerfAnalyzerError) as exc:
@@ -344,7 +374,7 @@ class CellSession:
                 if not recovery.recoverable(exc, last):
                     raise
                 restarted = recovery.handle(cid, exc, last_attempt=last)
-                if restarted and self.engine is not None and self.engine.co_loaded:
+                if restarted and self.held:
                     self.reload_after_restart()
                     continue
                 if not restarted:  # reload: a stub that died starts afresh
@@ -378,31 +408,6 @@ class CellSession:
         finally:
             self.unload(model, quietly=not finished)  # the first error is the one shown
         return True
-
-    def measure_rounds(self, rounds: Sequence[Round], ids: list[str], note: str = "") -> bool:
-        """Measure ``rounds`` in order, each configuration's cells in one load; False when the
-        time budget ran out first. (A cluster session spreads whole rounds over its nodes; the
-        block engine measures each round's cells in a shuffled order, co-loaded.)"""
-        if self.engine is not None:
-            return self.engine.measure_rounds(self, rounds, ids, note)
-        for round_ in rounds:
-            for model, cells in round_:
-                if not self.measure_model(model, cells, ids, note):
-                    return False
-        return True
-
-    def measure_serving_path(self, info: OnnxModelInfo) -> None:
-        """The null-model cells behind the cost model (only on a server this run started)."""
-        if isinstance(self.server, TritonServer):
-            restarts = self.recovery.restarts
-            from tritonlab.experiments.probe_cells import measure_serving_path
-
-            measure_serving_path(self, self.server, info)
-            if self.recovery.restarts > restarts:
-                self.reload_after_restart()  # the extra blocks that may follow need them
-
-    def profile_operators(self) -> None:
-        """Nothing here: a local run profiles after its server stopped (``run_project``)."""
 
     def save_manifest(self, **changes: Any) -> None:
         """Rewrite the manifest with ``changes`` (e.g. a plan that grew during a tune)."""

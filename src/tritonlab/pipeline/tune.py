@@ -37,8 +37,9 @@ from tritonlab.decisions.tune_record import (
     TuneStep,
 )
 from tritonlab.errors import PerfAnalyzerError
-from tritonlab.experiments.blocks import ENGINE_BLOCKS, BlockSession
-from tritonlab.experiments.manifest import available_cores
+from tritonlab.experiments.block_engine import BlockEngine
+from tritonlab.experiments.blocks import ENGINE_BLOCKS
+from tritonlab.experiments.manifest import RunEntries, available_cores
 from tritonlab.experiments.opening import (
     SessionRequest,
     check_resume,
@@ -246,6 +247,7 @@ class _Tuner:
         self.reused: list[str] = []
         self.loaded: RepositoryModel | None = None
         self.kept: dict[str, RepositoryModel] = {}  # loaded besides ``loaded`` (block engine)
+        self.engine: BlockEngine | None = None  # a local search's block engine, if any
         self.failures: dict[str, str] = {}  # cell id -> why perf_analyzer could not measure it
 
     def model(self, knobs: Knobs) -> RepositoryModel:
@@ -283,7 +285,7 @@ class _Tuner:
         with a discarded cell; the classic engine unloads the previous one."""
         if self.loaded is not None and self.loaded.model_name == model.model_name:
             return
-        engine = getattr(session, "engine", None)
+        engine = self.engine
         if engine is not None and model.model_name in self.kept:
             if self.loaded is not None:
                 self.kept[self.loaded.model_name] = self.loaded
@@ -300,7 +302,7 @@ class _Tuner:
         session.load(model)
         self.loaded = model
         if engine is not None:
-            engine.warm(session, model, load)
+            engine.warm(model, load)
 
     def take(
         self, session: TuneSession, step: Step, knobs: Knobs
@@ -318,7 +320,8 @@ class _Tuner:
             return None  # the start is measured whatever the budget: a tune has a pick
         self.switch_to(session, model, load)
         try:
-            cell = session.measure(model, load, step.repeat, f" ({step.phase})")
+            measurer = session if self.engine is None else self.engine
+            cell = measurer.measure(model, load, step.repeat, f" ({step.phase})")
         except PerfAnalyzerError as exc:
             # perf_analyzer could not measure this point (e.g. no request came back within a
             # window) while the server lives on: the point is out, the search goes on, and the
@@ -387,7 +390,7 @@ def run_tune(
     opened: contextlib.AbstractContextManager[TuneSession]
     request = SessionRequest(
         options, run_dir, info, inputs, tuner.plan(), fingerprint, perf_install,
-        deadline=deadline, manifest_extra={"tune": settings.to_dict()},
+        deadline=deadline, entries=RunEntries(tune=settings.to_dict()),
     )  # fmt: skip
     if cluster:
         from tritonlab.distributed.ray_session import open_ray_session
@@ -398,12 +401,12 @@ def run_tune(
     goal = settings.goal
     with opened as session:
         if settings.measurement.engine == ENGINE_BLOCKS and isinstance(session, CellSession):
-            session.engine = BlockSession.for_search(
+            tuner.engine = BlockEngine.for_search(
                 session, start_model, info.file_size_bytes, fingerprint, available_cores(),
                 settings.load(goal.start, goal.first_concurrency),
             )  # fmt: skip
             # the policy judges whether a load outgrows one window by the window measured with
-            goal = replace(goal, window_ms=session.engine.search_window_ms)
+            goal = replace(goal, window_ms=tuner.engine.search_window_ms)
         stop_reason = _search(tuner, session, goal, started, on_step)
     record = tuner.save(stop_reason)
     pick_config = _write_pick(run_dir, info, model_name, record.pick, tuner.baseline)
