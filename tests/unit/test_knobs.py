@@ -30,7 +30,7 @@ def test_every_configuration_field_has_exactly_one_knob() -> None:
     knob_fields = [k.field for k in KNOBS]
     assert len(knob_fields) == len(set(knob_fields))
     assert set(knob_fields) == variant_fields
-    assert set(CONFIG_FIELDS) == variant_fields | {"extra_parameters"}
+    assert set(CONFIG_FIELDS) == variant_fields | {"extra_parameters", "config_overrides"}
     assert len({k.plan_name for k in KNOBS}) == len(KNOBS)
     assert set(KNOB_LABELS) == variant_fields
     assert {k.plan_name: k.field for k in KNOBS} == PLAN_KNOBS
@@ -139,6 +139,7 @@ def test_a_delay_sweep_groups_by_every_knob_but_batching_and_the_delay() -> None
         "dynamic_batching",
         "max_queue_delay_us",
         "extra_parameters",
+        "config_overrides",  # passed through as given: the plots group by the knobs
     }
     assert "preferred_batch_sizes" not in OFF_FIELDS and "instance_count" in OFF_FIELDS
 

@@ -19,11 +19,14 @@ from tritonlab.experiments.plan_limits import (
     load_problem,
     over_limit,
 )
+from tritonlab.repository.config import override_problem
 from tritonlab.repository.knobs import KNOB_BY_PLAN_NAME
 from tritonlab.repository.knobs import KNOBS as KNOB_TABLE
 
 # YAML knob name -> ServingVariant field (from the knob table).
 KNOBS = {k.plan_name: k.field for k in KNOB_TABLE}
+# The changes' key for ModelConfig sections passed through as given (``ServingVariant``).
+OVERRIDES_KEY = "config_overrides"
 
 
 _REPR = reprlib.Repr()
@@ -128,9 +131,23 @@ class PlanChecker:
         return self.integer(value, path, rule.minimum, cap)
 
     def changes(self, value: Any, path: str) -> dict[str, Any]:
-        """A configuration's knob changes by ``ServingVariant`` field; ``PlanError`` if invalid."""
-        data = self.mapping(value, path, tuple(KNOBS))
-        return {KNOBS[k]: self.knob(k, v, f"{path}.{k}") for k, v in data.items()}
+        """A configuration's knob changes by ``ServingVariant`` field, and its
+        ``config_overrides`` (sections of Triton's ModelConfig tritonlab does not write, in
+        protobuf JSON); ``PlanError`` if invalid."""
+        data = self.mapping(value, path, (*KNOBS, OVERRIDES_KEY))
+        changes = {KNOBS[k]: self.knob(k, v, f"{path}.{k}") for k, v in data.items() if k in KNOBS}
+        if OVERRIDES_KEY in data:
+            where = f"{path}.{OVERRIDES_KEY}"
+            overrides = data[OVERRIDES_KEY]
+            if not isinstance(overrides, dict) or not overrides:
+                raise self.fail(
+                    where, f"must map config sections to values, got {shown(overrides)}"
+                )
+            problem = override_problem(overrides)
+            if problem is not None:
+                raise self.fail(f"{where}.{problem.split(':', 1)[0]}", problem.split(": ", 1)[1])
+            changes["config_overrides"] = dict(overrides)
+        return changes
 
 
 def check_variant_count(check: PlanChecker, data: dict[str, Any]) -> None:

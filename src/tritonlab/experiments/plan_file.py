@@ -205,6 +205,10 @@ def _apply(reference: ServingVariant, changes: dict[str, Any]) -> ServingVariant
     """``reference`` with ``changes``; a batcher setting on a non-batching reference enables it."""
     if BATCHER_FIELDS & changes.keys() and "dynamic_batching" not in changes:
         changes = {"dynamic_batching": True, **changes}
+    if "config_overrides" in changes:  # added to the reference's, section by section
+        changes = changes | {
+            "config_overrides": reference.config_overrides | changes["config_overrides"]
+        }
     variant = replace(reference, **changes)
     if not variant.dynamic_batching and not BATCHER_FIELDS & changes.keys():
         # Switching batching off drops every batcher setting of the reference with it.

@@ -36,11 +36,47 @@ def _tensor(spec: TensorSpec) -> dict[str, Any]:
     return {"name": spec.name, "data_type": spec.triton_dtype, "dims": list(spec.dims)}
 
 
+# The sections tritonlab writes itself, and what sets each: an override may not replace them.
+OWNED_SECTIONS = {
+    "name": "the model's name",
+    "platform": "the backend knob",
+    "backend": "the backend knob",
+    "default_model_filename": "the model file",
+    "input": "the model's graph (or --shape)",
+    "output": "the model's graph",
+    "max_batch_size": "the max_batch_size knob",
+    "instance_group": "the instance_count and instance_kind knobs",
+    "dynamic_batching": "the dynamic_batching knob and the batcher's knobs (docs/sweeps.md)",
+    "parameters": "the intra_op_thread_count and precision knobs",
+    "response_cache": "the response_cache knob",
+    "ensemble_scheduling": "the ensemble's own config.pbtxt",
+}
+
+
+def override_problem(overrides: dict[str, Any]) -> str | None:
+    """Why ``overrides`` (ModelConfig sections in protobuf JSON) cannot pass through to
+    ``config.pbtxt``, as ``section: what to change``; None when each is a field of Triton's
+    schema tritonlab does not write, with a value the schema accepts."""
+    fields = ModelConfig.DESCRIPTOR.fields_by_name
+    for section, value in overrides.items():
+        if section in OWNED_SECTIONS:
+            return f"{section}: tritonlab writes it; set it through {OWNED_SECTIONS[section]}"
+        if section not in fields:
+            near = sorted(f for f in fields if f not in OWNED_SECTIONS)
+            return f"{section}: not a field of Triton's ModelConfig; one of {', '.join(near)}"
+        try:
+            json_format.ParseDict({section: value}, ModelConfig())
+        except json_format.ParseError as exc:
+            return f"{section}: Triton's schema refuses it ({exc})"
+    return None
+
+
 def knob_sections(variant: ServingVariant, batched: bool = True) -> dict[str, Any]:
     """The sections of ``config.pbtxt`` the knobs set (protobuf JSON): the batch ceiling, the
     instance group, the dynamic batcher, the backend and its parameters, and what the knob
-    table adds (``config_additions``). A repository's variants are the user's config with these
-    sections changed where a knob changes them (``user_repo.patched_config``)."""
+    table adds (``config_additions``), then the variant's ``config_overrides`` as given. A
+    repository's variants are the user's config with these sections changed where a knob
+    changes them (``user_repo.patched_config``)."""
     config: dict[str, Any] = {
         "backend": variant.backend,
         "max_batch_size": variant.max_batch_size if batched else 0,
@@ -61,7 +97,10 @@ def knob_sections(variant: ServingVariant, batched: bool = True) -> dict[str, An
         parameters["INFERENCE_PRECISION_HINT"] = variant.precision
     if parameters:
         config["parameters"] = {k: {"string_value": v} for k, v in sorted(parameters.items())}
-    return merge_sections(config, config_additions(variant))
+    problem = override_problem(variant.config_overrides)
+    if problem is not None:
+        raise ConfigError(f"variant '{variant.name}': config_overrides.{problem}")
+    return merge_sections(config, config_additions(variant)) | variant.config_overrides
 
 
 def config_dict(info: OnnxModelInfo, variant: ServingVariant, model_name: str) -> dict[str, Any]:

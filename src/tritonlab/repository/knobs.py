@@ -27,8 +27,9 @@ from tritonlab.repository.variants import (
     ServingVariant,
 )
 
-# ServingVariant fields that are not knobs: identity, free-form backend parameters, the A/A flag.
-NOT_KNOBS = ("name", "description", "extra_parameters", "control")
+# ServingVariant fields that are not knobs: identity, free-form backend parameters, the A/A flag,
+# and the config sections passed through as given.
+NOT_KNOBS = ("name", "description", "extra_parameters", "control", "config_overrides")
 # The local response cache's size when a plan enables the cache (Triton's ``--cache-config``):
 # room for every distinct sample perf_analyzer sends many times over.
 RESPONSE_CACHE_BYTES = 64 * 1024 * 1024
@@ -364,25 +365,39 @@ KNOBS: tuple[Knob, ...] = (
 KNOB_BY_PLAN_NAME = {k.plan_name: k for k in KNOBS}
 KNOB_BY_FIELD = {k.field: k for k in KNOBS}
 # Every configuration field, in the table's order: what two variants are compared on.
-CONFIG_FIELDS = (*(k.field for k in KNOBS), "extra_parameters")
+CONFIG_FIELDS = (*(k.field for k in KNOBS), "extra_parameters", "config_overrides")
 BATCHER_FIELDS = frozenset(k.field for k in KNOBS if k.batcher)
 KNOB_LABELS = {k.field: k.label for k in KNOBS}
 
 
+def changed_overrides(v: ServingVariant, baseline: ServingVariant) -> list[str]:
+    """The ``config_overrides`` sections ``v`` sets differently from ``baseline``, sorted."""
+    mine, theirs = v.config_overrides, baseline.config_overrides
+    return sorted(k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k))
+
+
 def knob_slug(v: ServingVariant, baseline: ServingVariant) -> str:
-    """A variant's name from what it sets: ``batch_0us``, ``batch_5000us_pref8``, ``nobatch_x2``."""
-    return "_".join(part for k in KNOBS if (part := k.slug(v, baseline)))
+    """A variant's name from what it sets: ``batch_0us``, ``batch_5000us_pref8``, ``nobatch_x2``
+    (``cfg_model_warmup``: a config override that differs)."""
+    parts = [part for k in KNOBS if (part := k.slug(v, baseline))]
+    changed = changed_overrides(v, baseline)
+    return "_".join(parts + (["cfg_" + "_".join(changed)] if changed else []))
 
 
 def knob_description(v: ServingVariant, baseline: ServingVariant) -> str:
     """The seed's wording: ``batching (5 ms, count=2)``, plus any other knob that differs."""
     parts = [part for k in KNOBS if (part := k.describe(v, baseline))]
+    changed = changed_overrides(v, baseline)
+    if changed:
+        parts.append(f"config {', '.join(changed)} overridden")
     return ", ".join(parts)
 
 
 def describe_change(field_name: str, before: ServingVariant, after: ServingVariant) -> str:
     """How an explanation words the change of one field from ``before`` to ``after``."""
     knob = KNOB_BY_FIELD.get(field_name)
+    if knob is None and field_name == "config_overrides":
+        return f"overrode {', '.join(changed_overrides(after, before))} in config.pbtxt"
     return knob.change(before, after) if knob else f"{field_name} changed"
 
 

@@ -3,7 +3,8 @@
 A variant is what one row of the experiment log changes: dynamic batching and its queue delay,
 preferred batch sizes, ``max_batch_size``, the instance group's count and kind, the threads per
 instance, the backend that runs the model (onnxruntime or OpenVINO, at a stated precision) and
-the response cache. ``knobs.py`` holds one entry per knob: how plans, logs and tune name it.
+the response cache; any other section of Triton's model configuration passes through as a
+``config_overrides`` entry. ``knobs.py`` holds one entry per knob: how plans, logs and tune name it.
 Validation happens here, before any server starts, with a message that names the field to change.
 """
 
@@ -30,7 +31,9 @@ DEFAULT_PRECISION = "f32"
 DEFAULT_MAX_BATCH_SIZE = 64
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_]*$")
 # Fields added after records were first written: stored only where they differ from the default.
-ADDED_LATER = ("backend", "precision", "response_cache", "preserve_ordering", "control")
+ADDED_LATER = (
+    "backend", "precision", "response_cache", "preserve_ordering", "control", "config_overrides"
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,10 @@ class ServingVariant:
     # An A/A control: the baseline's configuration again under another name. Its difference
     # from the baseline is the run's noise floor; it is never a candidate or explained.
     control: bool = False
+    # Sections of Triton's ModelConfig tritonlab does not model (``model_warmup``,
+    # ``optimization``, ``sequence_batching``, ...), in protobuf's JSON mapping, passed through
+    # to ``config.pbtxt`` as given (``repository/config.py`` checks them against the schema).
+    config_overrides: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The variant as stored (fields at their defaults since added later are omitted, so older
