@@ -143,15 +143,6 @@ class ServerEndpoint:
                 return dict(entry)
         raise ServerError(f"Triton returned no statistics for model '{model_name}'")
 
-    def model_metadata(self, model_name: str) -> dict[str, Any]:
-        """Triton's metadata of ``model_name`` (inputs, outputs); ``ServerError`` on failure."""
-        client = self.http_client()
-        try:
-            with self._calling(f"reading metadata of model '{model_name}'"):
-                return dict(client.get_model_metadata(model_name))
-        finally:
-            client.close()
-
 
 class RemoteServer(ServerEndpoint):
     """A server someone else runs (``--url host:port`` for HTTP; gRPC given or port + 1)."""

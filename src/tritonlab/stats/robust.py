@@ -75,11 +75,6 @@ class PairedInterval:
     n: int
     coverage: float  # exact coverage under symmetry (>= the level asked for)
 
-    @property
-    def half_width(self) -> float:
-        """Half the interval's width, in the unit of the differences."""
-        return (self.high - self.low) / 2.0
-
 
 def walsh_averages(values: Sequence[float]) -> list[float]:
     """Every pairwise mean (i <= j) of ``values``, sorted: the Hodges-Lehmann estimator's sample."""
