@@ -91,7 +91,7 @@ def test_a_string_value_stays_a_quoted_string_in_config_pbtxt() -> None:
         (
             {"instance_group": [{"count": 4}]},
             "baseline.config_overrides.instance_group: tritonlab writes it; set it through "
-            "the instance_count and instance_kind knobs",
+            "the knobs instance_count, instance_kind",
         ),
         (
             {"input": []},

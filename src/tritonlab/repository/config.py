@@ -16,7 +16,12 @@ from tritonclient.grpc import model_config_pb2
 from tritonlab import gateway
 from tritonlab.errors import ConfigError
 from tritonlab.models.inspect import OnnxModelInfo, TensorSpec
-from tritonlab.repository.knobs import THREADS_PARAMETER, config_additions, merge_sections
+from tritonlab.repository.knobs import (
+    KNOB_SECTIONS,
+    THREADS_PARAMETER,
+    config_additions,
+    merge_sections,
+)
 from tritonlab.repository.variants import ServingVariant
 
 ModelConfig = model_config_pb2.ModelConfig
@@ -36,20 +41,19 @@ def _tensor(spec: TensorSpec) -> dict[str, Any]:
     return {"name": spec.name, "data_type": spec.triton_dtype, "dims": list(spec.dims)}
 
 
-# The sections tritonlab writes itself, and what sets each: an override may not replace them.
-OWNED_SECTIONS = {
+# The config.pbtxt fields the model (not a knob) decides; with the knobs' sections
+# (``knobs.KNOB_SECTIONS``), what tritonlab writes itself and no override may replace.
+MODEL_SECTIONS = {
     "name": "the model's name",
     "platform": "the backend knob",
-    "backend": "the backend knob",
     "default_model_filename": "the model file",
     "input": "the model's graph (or --shape)",
     "output": "the model's graph",
-    "max_batch_size": "the max_batch_size knob",
-    "instance_group": "the instance_count and instance_kind knobs",
-    "dynamic_batching": "the dynamic_batching knob and the batcher's knobs (docs/sweeps.md)",
-    "parameters": "the intra_op_thread_count and precision knobs",
-    "response_cache": "the response_cache knob",
     "ensemble_scheduling": "the ensemble's own config.pbtxt",
+}
+OWNED_SECTIONS = MODEL_SECTIONS | {
+    section: f"the knob{'s' if len(names) > 1 else ''} {', '.join(names)}"
+    for section, names in KNOB_SECTIONS.items()
 }
 
 

@@ -156,6 +156,7 @@ class Knob:
     field: str  # the ServingVariant field
     label: str  # how a recommendation names it
     value: ValueRule
+    section: str  # the top-level config.pbtxt field it writes (no config_overrides entry may)
     slug: Wording  # part of a variant's name where it sets the knob, None: nothing
     describe: Wording  # part of a variant's description, None: nothing
     change: Change  # an explanation's wording
@@ -173,7 +174,12 @@ class Knob:
 
 
 def _plain_choice_knob(
-    name: str, choices: tuple[str, ...], describe: Wording, change: Change, read: ConfigRead
+    name: str,
+    choices: tuple[str, ...],
+    section: str,
+    describe: Wording,
+    change: Change,
+    read: ConfigRead,
 ) -> Knob:
     """A plain choice knob: one of ``choices``, named ``name`` in the plan file, on the variant
     and in a recommendation, its slug the value itself where it differs from the baseline's
@@ -183,6 +189,7 @@ def _plain_choice_knob(
         name,
         name,
         ValueRule("choice", choices=choices),
+        section,
         slug=_differs(name, lambda v: str(getattr(v, name))),
         describe=describe,
         change=change,
@@ -198,6 +205,7 @@ KNOBS: tuple[Knob, ...] = (
         "dynamic_batching",
         "dynamic_batching",
         ValueRule("bool"),
+        "dynamic_batching",
         slug=lambda v, _b: f"batch_{v.max_queue_delay_us}us" if v.dynamic_batching else "nobatch",
         describe=_batching_head,
         change=_batching_change,
@@ -209,6 +217,7 @@ KNOBS: tuple[Knob, ...] = (
         "max_queue_delay_us",
         "max_queue_delay",
         ValueRule("int", 0),
+        "dynamic_batching",
         slug=_none,  # in the batching slug
         describe=_none,  # in the batching head
         change=_arrow("max_queue_delay_microseconds", "max_queue_delay_us"),
@@ -220,6 +229,7 @@ KNOBS: tuple[Knob, ...] = (
         "preferred_batch_sizes",
         "preferred_batch_size",
         ValueRule("ints", 1),
+        "dynamic_batching",
         slug=lambda v, _b: (
             "pref" + "_".join(str(s) for s in v.preferred_batch_sizes)
             if v.preferred_batch_sizes
@@ -239,6 +249,7 @@ KNOBS: tuple[Knob, ...] = (
         "max_batch_size",
         "max_batch_size",
         ValueRule("int", 1),
+        "max_batch_size",
         slug=_differs("max_batch_size", lambda v: f"max{v.max_batch_size}"),
         describe=_differs("max_batch_size", lambda v: f"max_batch_size {v.max_batch_size}"),
         change=_arrow("max_batch_size", "max_batch_size"),
@@ -252,6 +263,7 @@ KNOBS: tuple[Knob, ...] = (
         "instance_count",
         "instance_group count",
         ValueRule("int", 1),
+        "instance_group",
         slug=lambda v, b: (
             f"x{v.instance_count}"
             if v.instance_count != b.instance_count or v.instance_count > 1
@@ -268,6 +280,7 @@ KNOBS: tuple[Knob, ...] = (
         "instance_kind",
         "instance_group kind",
         ValueRule("choice", choices=INSTANCE_KINDS),
+        "instance_group",
         slug=_differs("instance_kind", lambda v: v.instance_kind.removeprefix("KIND_").lower()),
         describe=_differs("instance_kind", lambda v: v.instance_kind),
         change=_arrow("instance_group kind", "instance_kind"),
@@ -280,6 +293,7 @@ KNOBS: tuple[Knob, ...] = (
         "intra_op_threads",
         "intra-op threads",
         ValueRule("optional_int", 0),
+        "parameters",
         slug=_differs(
             "intra_op_threads",
             lambda v: f"t{v.intra_op_threads if v.intra_op_threads is not None else 'auto'}",
@@ -298,6 +312,7 @@ KNOBS: tuple[Knob, ...] = (
     _plain_choice_knob(
         "backend",
         MODEL_BACKENDS,
+        "backend",
         describe=_engine_text,  # backend and precision as one label
         change=lambda b, a: f"backend {b.backend} -> {a.backend} ({a.precision})",
         read=lambda _c, backend: backend,
@@ -305,6 +320,7 @@ KNOBS: tuple[Knob, ...] = (
     _plain_choice_knob(
         "precision",
         PRECISIONS,
+        "parameters",
         describe=_none,  # in the backend's label
         change=lambda b, a: f"{a.backend} precision {b.precision} -> {a.precision}",
         read=lambda c, backend: (
@@ -318,6 +334,7 @@ KNOBS: tuple[Knob, ...] = (
         "preserve_ordering",
         "preserve_ordering",
         ValueRule("bool"),
+        "dynamic_batching",
         slug=_differs(
             "preserve_ordering", lambda v: "ordered" if v.preserve_ordering else "unordered"
         ),
@@ -341,6 +358,7 @@ KNOBS: tuple[Knob, ...] = (
         "response_cache",
         "response_cache",
         ValueRule("bool"),
+        "response_cache",
         slug=_differs("response_cache", lambda v: "cache" if v.response_cache else "nocache"),
         describe=_differs(
             "response_cache", lambda v: "response cache" if v.response_cache else "no cache"
@@ -368,6 +386,10 @@ KNOB_BY_FIELD = {k.field: k for k in KNOBS}
 CONFIG_FIELDS = (*(k.field for k in KNOBS), "extra_parameters", "config_overrides")
 BATCHER_FIELDS = frozenset(k.field for k in KNOBS if k.batcher)
 KNOB_LABELS = {k.field: k.label for k in KNOBS}
+# The config.pbtxt fields the knobs write -> the knobs' plan names (what a user sets instead).
+KNOB_SECTIONS: dict[str, tuple[str, ...]] = {}
+for _knob in KNOBS:
+    KNOB_SECTIONS[_knob.section] = (*KNOB_SECTIONS.get(_knob.section, ()), _knob.plan_name)
 
 
 def changed_overrides(v: ServingVariant, baseline: ServingVariant) -> list[str]:
