@@ -79,9 +79,9 @@ def test_run_experiment_stores_cells_resumes_and_reports(
     assert cells[expected[0]].server.mean_batch_size == 1.0  # type: ignore[union-attr]
 
     manifest = load_manifest(run_dir)
-    assert manifest["plan"]["repeats"] == 1
-    assert manifest["plan_fingerprint"]
-    assert manifest["server"]["version"] == "2.51.0"
+    assert manifest.plan.repeats == 1
+    assert manifest.plan_fingerprint
+    assert manifest.server.version == "2.51.0"
     checks = read_result(results / "infer_check.json")
     assert [c["protocol"] for c in checks] == ["http", "grpc"]
     assert all(c["max_abs_diff"] <= c["tolerance_abs"] for c in checks)

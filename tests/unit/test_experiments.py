@@ -10,7 +10,7 @@ import pytest
 
 from tritonlab import gateway
 from tritonlab.errors import PlanError, TritonlabError
-from tritonlab.experiments.manifest import utc_now
+from tritonlab.experiments.manifest import Manifest, utc_now
 from tritonlab.experiments.opening import plan_fingerprint
 from tritonlab.experiments.plan import (
     ExperimentPlan,
@@ -219,11 +219,13 @@ def test_write_text_atomic_failure_keeps_old_file_and_no_temp(tmp_path: Path) ->
     assert target.read_text() == "old\n"
 
 
-def test_manifest_round_trip(tmp_path: Path) -> None:
+def test_manifest_round_trip(tmp_path: Path, seed_manifest: Manifest) -> None:
     with pytest.raises(TritonlabError, match="not a tritonlab run folder"):
         load_manifest(tmp_path)
-    save_manifest(tmp_path, {"plan_fingerprint": "abc", "created_utc": utc_now()})
+    save_manifest(
+        tmp_path, dataclasses.replace(seed_manifest, plan_fingerprint="abc", created_utc=utc_now())
+    )
     manifest = load_manifest(tmp_path)
-    assert manifest["plan_fingerprint"] == "abc"
-    assert len(manifest["created_utc"]) == len("2026-01-01T00:00:00Z")
-    assert manifest["created_utc"].endswith("Z")
+    assert manifest.plan_fingerprint == "abc"
+    assert len(manifest.created_utc) == len("2026-01-01T00:00:00Z")
+    assert manifest.created_utc.endswith("Z")

@@ -13,6 +13,8 @@ import pytest
 from tritonlab.errors import PlanError, ResultFileError
 from tritonlab.experiments.manifest import Manifest
 from tritonlab.experiments.plan_file import parse_plan
+from tritonlab.experiments.store import load_manifest
+from tritonlab.records import RecordError
 from tritonlab.server.locate import ServerInstall
 from tritonlab.server.process import TritonServer
 
@@ -34,14 +36,18 @@ def test_a_huge_concurrency_range_is_refused_before_it_is_built() -> None:
         )
 
 
-def test_a_damaged_manifest_is_one_line_naming_what_is_missing() -> None:
+def test_a_damaged_manifest_is_one_line_naming_what_is_missing(tmp_path: Path) -> None:
     data = json.loads((EXAMPLE / "manifest.json").read_text())
     assert Manifest.from_dict(data).model.name  # the example parses
     del data["plan"]
-    with pytest.raises(ResultFileError, match="no 'plan' entry"):
+    with pytest.raises(RecordError, match="no 'plan' entry"):
         Manifest.from_dict(data)
-    with pytest.raises(ResultFileError, match="damaged"):
-        Manifest.from_dict({**json.loads((EXAMPLE / "manifest.json").read_text()), "model": 3})
+    run = tmp_path / "run"
+    (run / "results").mkdir(parents=True)
+    (run / "results" / "manifest.json").write_text(json.dumps({**data, "plan": 3}))
+    with pytest.raises(ResultFileError, match=r"manifest\.json is damaged .*plan") as exc:
+        load_manifest(run)
+    assert "\n" not in str(exc.value)
 
 
 def test_a_repository_path_with_a_space_is_linked_from_a_private_folder(tmp_path: Path) -> None:

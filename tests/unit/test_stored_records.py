@@ -17,11 +17,11 @@ from tritonlab.experiments.blocks import EngineRecord, Reload
 from tritonlab.experiments.manifest import FaultRecord, MachineInfo, Manifest, NodeEntry
 from tritonlab.experiments.opening import check_resume
 from tritonlab.experiments.rounds import AdaptiveRound, StoppingRecord, append_round
-from tritonlab.experiments.store import save_manifest
+from tritonlab.experiments.store import CellResult, save_manifest
 from tritonlab.perf.machine import MachineCeilings
 from tritonlab.perf.operator_profile import OperatorsRecord
-from tritonlab.records import Record
-from tritonlab.result_files import load_record, load_records, read_result
+from tritonlab.records import Record, RecordError
+from tritonlab.result_files import load_record, load_records, read_result, write_json_atomic
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = sorted([*ROOT.glob("examples/*/results"), *ROOT.glob("tests/fixtures/*/results")])
@@ -62,10 +62,16 @@ def test_every_committed_copy_dumps_back_as_stored(name: str, record: type[Recor
 def test_every_committed_manifest_dumps_back_as_stored() -> None:
     for path in _copies("manifest.json"):
         stored = json.loads(path.read_text())
-        dumped = Manifest.from_dict(stored).to_dict()
-        if "schema_version" not in stored:  # schema 1: written before the version was stored
-            assert dumped.pop("schema_version") == 1
+        dumped = Manifest.from_dict(stored).to_dict()  # schema 1 (no version) stays without
         assert _same_json(dumped, stored), _label(path)
+
+
+def test_every_committed_cell_dumps_back_as_stored() -> None:
+    cells = [p for r in RUNS for p in sorted((r / "cells").glob("*.json"))]
+    assert len(cells) > 100
+    for path in cells:
+        stored = json.loads(path.read_text())
+        assert _same_json(CellResult.from_dict(stored).to_dict(), stored), _label(path)
 
 
 def test_every_committed_engine_record_dumps_back_as_stored() -> None:
@@ -76,13 +82,13 @@ def test_every_committed_engine_record_dumps_back_as_stored() -> None:
 
 def test_a_manifest_from_a_newer_tritonlab_is_refused_in_one_line(tmp_path: Path) -> None:
     stored = json.loads((ROOT / "tests/fixtures/cnn_run/results/manifest.json").read_text())
-    with pytest.raises(ResultFileError, match=r"schema 3, this tritonlab reads up to 2") as exc:
+    with pytest.raises(RecordError, match=r"schema 3, this tritonlab reads up to 2"):
         Manifest.from_dict({**stored, "schema_version": 3})
-    assert "\n" not in str(exc.value)
-    save_manifest(tmp_path, {**stored, "schema_version": 3})
-    with pytest.raises(ResultFileError, match="schema 3"):
+    write_json_atomic(tmp_path / "results" / "manifest.json", {**stored, "schema_version": 3})
+    with pytest.raises(ResultFileError, match="schema 3, this tritonlab reads up to 2") as exc:
         check_resume(tmp_path, "any")  # a resume reads the fingerprint through the record
-    save_manifest(tmp_path, stored)
+    assert "\n" not in str(exc.value)
+    save_manifest(tmp_path, Manifest.from_dict(stored))
     check_resume(tmp_path, stored["plan_fingerprint"])
     with pytest.raises(PlanError):
         check_resume(tmp_path, "another plan")
@@ -108,7 +114,7 @@ def test_a_cluster_manifest_keeps_its_nodes_and_faults_as_records() -> None:
     assert data["nodes"][1]["lost_why"] == "ActorDiedError" and data["nodes"][1]["profiled"]
     assert data["nodes"][0]["machine"]["gpus"] == []
     assert Manifest.from_dict(data) == manifest
-    with pytest.raises(ResultFileError, match=r"manifest\.json is damaged .*NodeEntry"):
+    with pytest.raises(RecordError, match=r"Manifest: no 'nodes.0.node_id' entry"):
         Manifest.from_dict({**data, "nodes": [{"label": "10.0.0.1/abcdef01"}]})
 
 

@@ -111,7 +111,7 @@ def test_resume_accepts_the_same_sweep_and_refuses_another(
     fingerprint = plan_fingerprint(plan, "sha")
     check_resume(tmp_path, fingerprint)  # nothing there yet
     stored = replace(seed_manifest, plan=plan, plan_fingerprint=fingerprint)
-    save_manifest(tmp_path, stored.to_dict())
+    save_manifest(tmp_path, stored)
     check_resume(tmp_path, plan_fingerprint(load_demo_plan().experiment, "sha"))
     other = ExperimentPlan.from_dict({**plan.to_dict(), "repeats": plan.repeats + 1})
     with pytest.raises(PlanError, match="different plan or model"):

@@ -130,8 +130,8 @@ def compare_stored(
     new_dir: Path, base_dir: Path, thresholds: Thresholds, expected: set[str]
 ) -> CheckReport:
     """Two finished run folders through the gate (no server is started)."""
-    base_manifest = Manifest.from_dict(load_manifest(base_dir))
-    new_manifest = Manifest.from_dict(load_manifest(new_dir))
+    base_manifest = load_manifest(base_dir)
+    new_manifest = load_manifest(new_dir)
     blocking, notes = split_differences(manifest_differences(base_manifest, new_manifest), expected)
     base = {
         (s.variant.name, s.load_key): s
@@ -223,7 +223,7 @@ def compare_live(
 ) -> CheckReport:
     """A live check's run folder (both models measured interleaved) through the gate;
     ``config``: the baseline run's configuration both sides were served with."""
-    manifest = Manifest.from_dict(load_manifest(run_dir))
+    manifest = load_manifest(run_dir)
     sides: dict[str, dict[str, VariantSummary]] = {}
     for s in summarise(load_cells(run_dir), manifest.variant_order):
         sides.setdefault(s.variant.name, {})[s.load_key] = s

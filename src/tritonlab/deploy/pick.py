@@ -20,6 +20,7 @@ from tritonlab.decisions.recommend import recommend
 from tritonlab.errors import ConfigError
 from tritonlab.experiments.manifest import Manifest
 from tritonlab.models.source import RepositorySource
+from tritonlab.records import RecordError
 from tritonlab.report.run_data import load_run
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.stats.aggregate import VariantSummary
@@ -180,8 +181,8 @@ def _repository_source(manifest: Manifest) -> RepositorySource | None:
         return None
     try:
         return RepositorySource.from_dict(stored)
-    except (KeyError, TypeError, AttributeError) as exc:
+    except RecordError as exc:
         raise ConfigError(
-            f"the run's manifest describes the model's repository without {exc}; the manifest "
+            f"the run's manifest describes the model's repository wrongly ({exc}); the manifest "
             "is damaged: restore it"
         ) from exc

@@ -215,7 +215,7 @@ class RaySession:
     def save_manifest(self, **changes: Any) -> None:
         """Apply ``changes`` to the manifest and write it to the run folder."""
         self.manifest = replace(self.manifest, **changes)
-        save_manifest(self.run_dir, self.manifest.to_dict())
+        save_manifest(self.run_dir, self.manifest)
 
     # A tune's search measures one cell at a time, each step decided by the last: it runs on
     # one node (the next one if that node is lost), through the calls a CellSession offers.

@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import random
 import secrets
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -82,18 +82,15 @@ COLOAD_SHARE_OF_AVAILABLE = 0.5
 
 
 @dataclass(frozen=True)
-class CoLoad:
-    """Whether every configuration is loaded at once, with the estimate behind the decision."""
+class CoLoad(Record):
+    """Whether every configuration is loaded at once, with the estimate behind the decision
+    (sizes in bytes)."""
 
     co_loaded: bool
     estimate_bytes: int
     available_bytes: int
     instances: int
     reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """The decision and its estimate as JSON (sizes in bytes)."""
-        return asdict(self)
 
 
 def coload_estimate_bytes(models: list[RepositoryModel], model_file_bytes: int) -> int:
@@ -184,8 +181,11 @@ class Reload(Record):
 
 
 @dataclass
-class EngineRecord:
-    """``results/engine.json``: what the block engine decided (kept across resumes)."""
+class EngineRecord(Record):
+    """``results/engine.json``: what the block engine decided (kept across resumes), with the
+    engine's fixed constants (windows, requests) beside it."""
+
+    DERIVED = ("windows_per_cell", "min_window_ms", "requests_per_window")
 
     engine: str
     seed: str
@@ -198,43 +198,20 @@ class EngineRecord:
     reload_every_blocks: int = 0
     reloads: list[Reload] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The record as JSON, with the engine's fixed constants (windows, requests) beside it."""
-        return {
-            "engine": self.engine,
-            "seed": self.seed,
-            "coload": self.coload.to_dict() if self.coload else None,
-            "windows_ms": self.windows_ms,
-            "warmup_infer_per_s": self.warmup_infer_per_s,
-            "windows_per_cell": WINDOWS_PER_CELL,
-            "min_window_ms": MIN_WINDOW_MS,
-            "requests_per_window": REQUESTS_PER_WINDOW,
-            "cores": self.cores,
-            "warmup_s": self.warmup_s,
-            "load_order": self.load_order,
-            "reload_every_blocks": self.reload_every_blocks,
-            "reloads": [r.to_dict() for r in self.reloads],
-        }
+    @property
+    def windows_per_cell(self) -> int:
+        """Windows each cell measures (``WINDOWS_PER_CELL``)."""
+        return WINDOWS_PER_CELL
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> EngineRecord:
-        """The record stored by :meth:`to_dict`; ``KeyError`` without ``engine`` or ``seed``."""
-        coload = data.get("coload")
-        return cls(
-            engine=str(data["engine"]),
-            seed=str(data["seed"]),
-            coload=CoLoad(**coload) if coload else None,
-            windows_ms={str(k): int(v) for k, v in data.get("windows_ms", {}).items()},
-            warmup_infer_per_s={
-                str(k): {str(n): float(t) for n, t in v.items()}
-                for k, v in data.get("warmup_infer_per_s", {}).items()
-            },
-            cores=int(data.get("cores", 0)),
-            warmup_s=float(data.get("warmup_s", 0.0)),
-            load_order=[str(n) for n in data.get("load_order", [])],
-            reload_every_blocks=int(data.get("reload_every_blocks", 0)),
-            reloads=[Reload.from_dict(r) for r in data.get("reloads", [])],
-        )
+    @property
+    def min_window_ms(self) -> int:
+        """The shortest window (``MIN_WINDOW_MS``)."""
+        return MIN_WINDOW_MS
+
+    @property
+    def requests_per_window(self) -> int:
+        """Requests a window aims at (``REQUESTS_PER_WINDOW``)."""
+        return REQUESTS_PER_WINDOW
 
 
 def engine_path(run_dir: Path) -> Path:

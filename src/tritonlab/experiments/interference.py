@@ -20,10 +20,11 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 import psutil
+
+from tritonlab.records import Record
 
 # Thresholds in cores (CPU seconds per wall second). /proc/stat counts in ticks (10 ms), so a
 # 1-s cell reads its figures to about 0.02 cores; 0.25 cores is a process using a quarter of a
@@ -65,7 +66,7 @@ def own_cpu_s() -> float:
 
 
 @dataclass(frozen=True)
-class Interference:
+class Interference(Record):
     """What the monitor saw during one cell (cores = CPU seconds per wall second)."""
 
     foreign_cores: float
@@ -73,21 +74,6 @@ class Interference:
     idle_models_cores: float
     disturbed: bool
     attempts: int = 1  # how many times the cell was measured (retries when disturbed)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The readings as JSON (CPU use in cores)."""
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Interference:
-        """The readings stored by :meth:`to_dict`; ``KeyError`` without the cores or the verdict."""
-        return cls(
-            foreign_cores=float(data["foreign_cores"]),
-            steal_cores=float(data["steal_cores"]),
-            idle_models_cores=float(data.get("idle_models_cores", 0.0)),
-            disturbed=bool(data["disturbed"]),
-            attempts=int(data.get("attempts", 1)),
-        )
 
 
 def is_disturbed(foreign_cores: float, steal_cores: float) -> bool:

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 
 from tritonlab.client.infer import InferCheck
 from tritonlab.experiments.engine import MeasuringSession
-from tritonlab.experiments.manifest import Manifest
 from tritonlab.experiments.opening import SessionRequest
 from tritonlab.experiments.serving_path import probes_pending
 from tritonlab.experiments.session import CellSession, Round
@@ -122,7 +121,7 @@ class LazySession:
         if self._session is not None:
             return
         run_dir = self._request.run_dir
-        stored = Manifest.from_dict(load_manifest(run_dir))
+        stored = load_manifest(run_dir)
         updated = self._request.entries.apply(stored)
         if updated != stored:
-            save_manifest(run_dir, updated.to_dict())
+            save_manifest(run_dir, updated)

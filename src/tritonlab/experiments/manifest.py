@@ -1,8 +1,7 @@
 """What produced a result: tool, server and library versions, machine, OS, commit, date.
 
 ``Manifest`` is the typed face of ``results/manifest.json``: written once by the runner, read
-once by the report. ``to_dict`` writes the same keys as before plus ``schema_version``;
-``from_dict`` reads older manifests (without ``schema_version``, counted as version 1).
+by ``store.read_manifest`` (a damaged or newer file is one line naming it).
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import importlib.metadata
 import os
 import platform
 import subprocess
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from tritonlab.experiments.model_record import ModelRecord
 from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.models.inputs import ModelInputs
 from tritonlab.procenv import child_environment
-from tritonlab.records import Record
+from tritonlab.records import Record, later
 from tritonlab.server.gpu import gpu_names
 
 _PACKAGES = (
@@ -122,12 +121,12 @@ SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True)
-class ToolInfo:
+class ToolInfo(Record):
     """The tritonlab that measured: name, version and git commit (None outside a checkout)."""
 
-    name: str
-    version: str
-    commit: str | None
+    name: str = "tritonlab"
+    version: str = ""
+    commit: str | None = None
 
     @classmethod
     def current(cls) -> ToolInfo:
@@ -136,16 +135,17 @@ class ToolInfo:
 
 
 @dataclass(frozen=True)
-class MachineInfo:
-    """The machine measured on: CPU model and counts, memory in GiB, GPUs, OS and Python."""
+class MachineInfo(Record):
+    """The machine measured on: CPU model and counts, memory in GiB, GPUs, OS and Python
+    (a field a file lacks reads as unknown)."""
 
-    cpu_model: str
-    cpu_count_logical: int | None
-    cpu_affinity_count: int | None
-    memory_gib: float | None
-    gpus: tuple[str, ...]
-    os: str
-    python: str
+    cpu_model: str = "unknown CPU"
+    cpu_count_logical: int | None = None
+    cpu_affinity_count: int | None = None
+    memory_gib: float | None = None
+    gpus: tuple[str, ...] = ()
+    os: str = ""
+    python: str = ""
 
     @property
     def cores(self) -> int:
@@ -157,50 +157,16 @@ class MachineInfo:
         """The machine this runs on."""
         return cls.from_dict(machine_info())
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> MachineInfo:
-        """The machine stored by :meth:`to_dict`; missing fields read as unknown."""
-        return cls(
-            cpu_model=str(data.get("cpu_model", "unknown CPU")),
-            cpu_count_logical=data.get("cpu_count_logical"),
-            cpu_affinity_count=data.get("cpu_affinity_count"),
-            memory_gib=data.get("memory_gib"),
-            gpus=tuple(data.get("gpus") or ()),
-            os=str(data.get("os", "")),
-            python=str(data.get("python", "")),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """The machine as JSON (memory in GiB)."""
-        return asdict(self) | {"gpus": list(self.gpus)}
-
 
 @dataclass(frozen=True)
-class FaultRecord:
+class FaultRecord(Record):
     """One fault: which cell, what happened, the server log's lines, and what was done."""
 
-    cell: str
-    what: str
-    action: str  # "restarted, re-measuring" | "retrying" | "gave up: cell stored as failed"
-    log_lines: tuple[str, ...]
-    utc: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """The fault as JSON (log lines as a list)."""
-        data = asdict(self)
-        data["log_lines"] = list(self.log_lines)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> FaultRecord:
-        """The fault stored by :meth:`to_dict`; missing fields read as empty."""
-        return cls(
-            cell=str(data.get("cell", "")),
-            what=str(data.get("what", "")),
-            action=str(data.get("action", "")),
-            log_lines=tuple(data.get("log_lines") or ()),
-            utc=str(data.get("utc", "")),
-        )
+    cell: str = ""
+    what: str = ""
+    action: str = ""  # "restarted, re-measuring" | "retrying" | "gave up: cell stored as failed"
+    log_lines: tuple[str, ...] = ()
+    utc: str = ""
 
 
 @dataclass(frozen=True)
@@ -228,85 +194,47 @@ class NodeEntry(NodeIdentity, Record):
     its identity, its server, whether (and when) it was lost and what else it measured. The
     stored ``label`` is derived from the identity, so it is written, not read."""
 
-    server_version: str = ""
-    lost_utc: str | None = None
-    lost_why: str = ""
-    serving_path: bool = False  # it measured the serving-path probes
-    profiled: bool = False  # it took the operator profile and in-process timings
+    DERIVED = ("label",)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The node as JSON; when and why it was lost only if it was, the flags only if set."""
-        data = {"label": self.label} | super().to_dict()
-        if not self.lost_utc:
-            del data["lost_utc"], data["lost_why"]
-        for flag in ("serving_path", "profiled"):
-            if not data[flag]:
-                del data[flag]
-        return data
+    server_version: str = ""
+    lost_utc: str | None = later(group="lost")
+    lost_why: str = later("", group="lost")
+    serving_path: bool = later(False)  # it measured the serving-path probes
+    profiled: bool = later(False)  # it took the operator profile and in-process timings
 
 
 @dataclass(frozen=True)
-class ServerRecord:
+class ServerRecord(Record):
     """The tritonserver measured: where it came from, its version, its exact command."""
 
-    source: str
-    version: str
-    command: tuple[str, ...] | None  # None: a remote server tritonlab did not start
-    http_url: str
-    grpc_url: str
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ServerRecord:
-        """The server stored by :meth:`to_dict`; missing fields read as empty."""
-        command = data.get("command")
-        return cls(
-            source=str(data.get("source", "")),
-            version=str(data.get("version", "")),
-            command=tuple(command) if command else None,
-            http_url=str(data.get("http_url", "")),
-            grpc_url=str(data.get("grpc_url", "")),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """The server as JSON: where it came from, version, command line and URLs."""
-        return asdict(self) | {"command": None if self.command is None else list(self.command)}
+    source: str = ""
+    version: str = ""
+    command: tuple[str, ...] | None = None  # None: a remote server tritonlab did not start
+    http_url: str = ""
+    grpc_url: str = ""
 
 
 @dataclass(frozen=True)
-class PerfAnalyzerRecord:
+class PerfAnalyzerRecord(Record):
     """The perf_analyzer used: its binary (without this machine's path prefixes) and version."""
 
-    binary: str
-    version: str
+    binary: str = ""
+    version: str = ""
 
 
 @dataclass(frozen=True)
-class SweepEntry:
-    """What a sweep recorded: its plan file and what the report recommends for."""
+class SweepEntry(Record):
+    """What a sweep recorded: its plan file and what the report recommends for (latency budget
+    in µs, target load in inferences/s)."""
 
-    plan_file: str
-    model: str
+    plan_file: str = ""
+    model: str = ""
     latency_budget_p99_us: float | None = None
     target_load_infer_per_s: float | None = None
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SweepEntry:
-        """The sweep entry stored by :meth:`to_dict`; missing fields read as empty or None."""
-        budget, target = data.get("latency_budget_p99_us"), data.get("target_load_infer_per_s")
-        return cls(
-            plan_file=str(data.get("plan_file", "")),
-            model=str(data.get("model", "")),
-            latency_budget_p99_us=None if budget is None else float(budget),
-            target_load_infer_per_s=None if target is None else float(target),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """The entry as JSON (latency budget in µs, target load in inferences/s)."""
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class AdaptiveEntry:
+class AdaptiveEntry(Record):
     """Adaptive repeats: at most ``max_repeats`` rounds, extra rounds within ``budget_s``."""
 
     max_repeats: int
@@ -329,30 +257,31 @@ class RunEntries:
         return replace(manifest, sweep=self.sweep, adaptive=self.adaptive, tune=tune)
 
 
-@dataclass(frozen=True)
-class Manifest:
-    """``results/manifest.json``: everything that produced a run's results."""
+@dataclass(frozen=True, kw_only=True)
+class Manifest(Record):
+    """``results/manifest.json``: everything that produced a run's results. A manifest without
+    ``schema_version`` is of version 1; the optional parts are stored only when set."""
 
-    tool: ToolInfo
-    packages: dict[str, str]
-    machine: MachineInfo
-    created_utc: str
-    plan: ExperimentPlan
-    plan_fingerprint: str
-    model: ModelRecord
-    server: ServerRecord
-    perf_analyzer: PerfAnalyzerRecord
-    sweep: SweepEntry | None = None
-    adaptive: AdaptiveEntry | None = None
-    # What a tune searched for (goal, budgets, start); None for projects and sweeps.
-    tune: dict[str, Any] | None = None
-    # What every request carried (shapes and value rules); None in runs before it was recorded.
-    inputs: ModelInputs | None = None
-    # Faults met during the run and what was done (results/faults.json holds the same).
-    faults: tuple[FaultRecord, ...] = ()
-    # The cluster nodes that measured; () for a local run.
-    nodes: tuple[NodeEntry, ...] = ()
     schema_version: int = SCHEMA_VERSION
+    tool: ToolInfo = field(default_factory=ToolInfo)
+    packages: dict[str, str] = field(default_factory=dict)
+    machine: MachineInfo = field(default_factory=MachineInfo)
+    created_utc: str = ""
+    plan: ExperimentPlan
+    plan_fingerprint: str = ""
+    model: ModelRecord
+    server: ServerRecord = field(default_factory=ServerRecord)
+    perf_analyzer: PerfAnalyzerRecord = field(default_factory=PerfAnalyzerRecord)
+    sweep: SweepEntry | None = later()
+    adaptive: AdaptiveEntry | None = later()
+    # What a tune searched for (goal, budgets, start); None for projects and sweeps.
+    tune: dict[str, Any] | None = later()
+    # What every request carried (shapes and value rules); None in runs before it was recorded.
+    inputs: ModelInputs | None = later()
+    # Faults met during the run and what was done (results/faults.json holds the same).
+    faults: tuple[FaultRecord, ...] = later(())
+    # The cluster nodes that measured; () for a local run.
+    nodes: tuple[NodeEntry, ...] = later(())
 
     @property
     def variant_order(self) -> list[str]:
@@ -363,94 +292,3 @@ class Manifest:
     def descriptions(self) -> dict[str, str]:
         """Variant name -> its description, in plan order."""
         return {v.name: v.description for v in self.plan.variants}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Manifest:
-        """The manifest ``data`` holds; a damaged one (a key missing, a wrong type) is one
-        ``ResultFileError`` line naming what is wrong, not a traceback."""
-        from tritonlab.errors import ResultFileError
-
-        version = data.get("schema_version", 1) if isinstance(data, dict) else 1
-        if not isinstance(version, int) or version > SCHEMA_VERSION:
-            raise ResultFileError(
-                f"results/manifest.json has schema {version!r}, this tritonlab reads up to "
-                f"{SCHEMA_VERSION}; upgrade tritonlab, or pass --fresh to measure the folder again"
-            )
-        try:
-            return cls._parse(data)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            what = f"no {exc.args[0]!r} entry" if isinstance(exc, KeyError) else str(exc)
-            raise ResultFileError(
-                f"results/manifest.json is damaged ({what}); restore it from a copy, or pass "
-                "--fresh to measure the folder again"
-            ) from None
-
-    @classmethod
-    def _parse(cls, data: dict[str, Any]) -> Manifest:
-        tool = data.get("tool") or {}
-        sweep, adaptive = data.get("sweep"), data.get("adaptive")
-        return cls(
-            tool=ToolInfo(
-                str(tool.get("name", "tritonlab")), str(tool.get("version", "")), tool.get("commit")
-            ),
-            packages=dict(data.get("packages") or {}),
-            machine=MachineInfo.from_dict(data.get("machine") or {}),
-            created_utc=str(data.get("created_utc", "")),
-            plan=ExperimentPlan.from_dict(data["plan"]),
-            plan_fingerprint=str(data.get("plan_fingerprint", "")),
-            model=ModelRecord.from_dict(data["model"]),
-            server=ServerRecord.from_dict(data.get("server") or {}),
-            perf_analyzer=PerfAnalyzerRecord(
-                str((data.get("perf_analyzer") or {}).get("binary", "")),
-                str((data.get("perf_analyzer") or {}).get("version", "")),
-            ),
-            sweep=SweepEntry.from_dict(sweep) if isinstance(sweep, dict) else None,
-            adaptive=AdaptiveEntry(int(adaptive["max_repeats"]), adaptive.get("budget_s"))
-            if isinstance(adaptive, dict)
-            else None,
-            inputs=ModelInputs.from_dict(data["inputs"])
-            if isinstance(data.get("inputs"), dict)
-            else None,
-            faults=tuple(FaultRecord.from_dict(f) for f in data.get("faults") or ()),
-            nodes=tuple(NodeEntry.from_dict(n) for n in data.get("nodes") or ()),
-            tune=dict(data["tune"]) if isinstance(data.get("tune"), dict) else None,
-            schema_version=int(data.get("schema_version", 1)),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """The manifest as ``results/manifest.json`` stores it; optional parts only when set."""
-        data: dict[str, Any] = {
-            "schema_version": self.schema_version,
-            "tool": {
-                "name": self.tool.name,
-                "version": self.tool.version,
-                "commit": self.tool.commit,
-            },
-            "packages": dict(self.packages),
-            "machine": self.machine.to_dict(),
-            "created_utc": self.created_utc,
-            "plan": self.plan.to_dict(),
-            "plan_fingerprint": self.plan_fingerprint,
-            "model": self.model.to_dict(),
-            "server": self.server.to_dict(),
-            "perf_analyzer": {
-                "binary": self.perf_analyzer.binary,
-                "version": self.perf_analyzer.version,
-            },
-        }
-        if self.sweep is not None:
-            data["sweep"] = self.sweep.to_dict()
-        if self.inputs is not None:
-            data["inputs"] = self.inputs.to_dict()
-        if self.tune is not None:
-            data["tune"] = dict(self.tune)
-        if self.faults:
-            data["faults"] = [f.to_dict() for f in self.faults]
-        if self.nodes:
-            data["nodes"] = [n.to_dict() for n in self.nodes]
-        if self.adaptive is not None:
-            data["adaptive"] = {
-                "max_repeats": self.adaptive.max_repeats,
-                "budget_s": self.adaptive.budget_s,
-            }
-        return data

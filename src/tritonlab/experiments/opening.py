@@ -43,7 +43,7 @@ def plan_fingerprint(
     plan: ExperimentPlan, model_sha256: str, inputs: ModelInputs | None = None
 ) -> str:
     """16 hex digits identifying the plan (notes left out), the model file and the data sent."""
-    record: dict[str, object] = {"plan": plan.to_dict(with_notes=False), "model": model_sha256}
+    record: dict[str, object] = {"plan": plan.fingerprint_dict(), "model": model_sha256}
     if inputs is not None:
         record["inputs"] = inputs.fingerprint_dict()
     text = json.dumps(record, sort_keys=True)
@@ -138,7 +138,7 @@ def check_resume(run_dir: Path, fingerprint: str) -> None:
     manifest_path = RunLayout(run_dir).manifest
     if not manifest_path.exists():
         return
-    previous = Manifest.from_dict(load_manifest(run_dir)).plan_fingerprint
+    previous = load_manifest(run_dir).plan_fingerprint
     if previous and previous != fingerprint:
         raise PlanError(
             f"{run_dir} holds results of a different plan or model; pass another --out, "

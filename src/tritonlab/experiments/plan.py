@@ -14,6 +14,7 @@ from tritonlab.errors import PlanError
 from tritonlab.experiments import plan_limits as limits
 from tritonlab.perf.settings import PROTOCOLS, PerfSettings
 from tritonlab.perf.trace import TraceStats
+from tritonlab.records import Record, later
 from tritonlab.repository.variants import ServingVariant, seed_comparison_variants
 
 
@@ -55,7 +56,7 @@ def sequence_length_of(load_key: str) -> int | None:
 
 
 @dataclass(frozen=True)
-class LoadPoint:
+class LoadPoint(Record):
     """The client side of a cell: protocol, client batch size, and closed- or open-loop load.
 
     Open-loop load is either a fixed ``request_rate_per_s`` or ``peak_fraction``: a share of the
@@ -70,10 +71,10 @@ class LoadPoint:
     batch_size: int = 1
     concurrency: int | None = 8
     request_rate_per_s: float | None = None
-    peak_fraction: float | None = None
+    peak_fraction: float | None = later()
     # Every dynamic non-batch dim of every input at this length (a transformer's sequence axis).
-    sequence_length: int | None = None
-    trace: TraceStats | None = None
+    sequence_length: int | None = later()
+    trace: TraceStats | None = later()
 
     @property
     def open_loop(self) -> bool:
@@ -148,27 +149,9 @@ class LoadPoint:
         cycles of it that last at least that long."""
         return self.trace.window_ms(at_least_ms) if self.trace is not None else at_least_ms
 
-    def to_dict(self) -> dict[str, Any]:
-        """The load as stored in the manifest (unset optional fields omitted, as in older plans)."""
-        data = dict(vars(self))
-        for key in ("peak_fraction", "sequence_length", "trace"):
-            if data[key] is None:  # plans without it keep their old fingerprint
-                del data[key]
-        if self.trace is not None:
-            data["trace"] = self.trace.to_dict()
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LoadPoint:
-        """The load stored by :meth:`to_dict`."""
-        data = dict(data)
-        if data.get("trace") is not None:
-            data["trace"] = TraceStats.from_dict(data["trace"])
-        return cls(**data)
-
 
 @dataclass(frozen=True)
-class MeasurementSettings:
+class MeasurementSettings(Record):
     """How perf_analyzer measures each cell (the same for every cell of a plan)."""
 
     measurement_interval_ms: int = 2000
@@ -178,23 +161,14 @@ class MeasurementSettings:
     # "classic": one configuration loaded at a time, each cell perf_analyzer's stable windows;
     # "blocks": every configuration co-loaded, short cells in random block order
     # (experiments/blocks.py), ``measurement_interval_ms`` the longest window it may use.
-    engine: str = "classic"
+    engine: str = later("classic")
     # Every cell sends samples drawn afresh for it (models/inputs.FRESH_SAMPLES of them), so no
     # input repeats across cells or within one: traffic a response cache cannot answer.
-    fresh_inputs: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        """The measurement settings as stored in the manifest."""
-        data = dict(vars(self))
-        if self.engine == "classic":  # plans from before the field keep their fingerprint
-            del data["engine"]
-        if not self.fresh_inputs:  # likewise
-            del data["fresh_inputs"]
-        return data
+    fresh_inputs: bool = later(False)
 
 
 @dataclass(frozen=True)
-class ExperimentPlan:
+class ExperimentPlan(Record):
     """Variants x load points x repeats, measured interleaved (A B C D A B C D ...)."""
 
     model_name: str
@@ -204,7 +178,7 @@ class ExperimentPlan:
     measurement: MeasurementSettings = field(default_factory=MeasurementSettings)
     # Why the plan is what it is (variants dropped for this model, the configuration set chosen);
     # the experiment log states them. Not part of the fingerprint.
-    notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = later(())
 
     def check_limits(self) -> None:
         """``PlanError`` in one line naming the first key of the plan over its bound
@@ -293,31 +267,9 @@ class ExperimentPlan:
             async_mode=load.open_loop,
         )
 
-    def to_dict(self, with_notes: bool = True) -> dict[str, Any]:
-        """The plan as stored in the manifest and fingerprinted (``with_notes=False`` for the
-        fingerprint)."""
-        data: dict[str, Any] = {
-            "model_name": self.model_name,
-            "variants": [v.to_dict() for v in self.variants],
-            "loads": [load.to_dict() for load in self.loads],
-            "repeats": self.repeats,
-            "measurement": self.measurement.to_dict(),
-        }
-        if self.notes and with_notes:
-            data["notes"] = list(self.notes)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ExperimentPlan:
-        """The plan a manifest stored."""
-        return cls(
-            model_name=data["model_name"],
-            variants=tuple(ServingVariant.from_dict(v) for v in data["variants"]),
-            loads=tuple(LoadPoint.from_dict(load) for load in data["loads"]),
-            repeats=int(data["repeats"]),
-            measurement=MeasurementSettings(**data["measurement"]),
-            notes=tuple(data.get("notes", ())),
-        )
+    def fingerprint_dict(self) -> dict[str, Any]:
+        """The plan as fingerprinted: as stored, without its notes."""
+        return {k: v for k, v in self.to_dict().items() if k != "notes"}
 
 
 @dataclass(frozen=True)

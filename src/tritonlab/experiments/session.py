@@ -412,7 +412,7 @@ class CellSession:
     def save_manifest(self, **changes: Any) -> None:
         """Rewrite the manifest with ``changes`` (e.g. a plan that grew during a tune)."""
         self.manifest = replace(self.manifest, **changes)
-        save_manifest(self.run_dir, self.manifest.to_dict())
+        save_manifest(self.run_dir, self.manifest)
 
 
 FALLBACK_MARKER = "tritonlab-adapter-fallback"  # backends/adapter.py prints it

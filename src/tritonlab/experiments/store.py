@@ -6,16 +6,18 @@ result, and ``tritonlab report`` can rebuild everything from disk alone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated
 
 from tritonlab import gateway
 from tritonlab.bounded_read import FileRefused
 from tritonlab.errors import ConfigError, ResultFileError, TritonlabError
 from tritonlab.experiments.interference import Interference
+from tritonlab.experiments.manifest import Manifest
 from tritonlab.experiments.rounds import AdaptiveRound
 from tritonlab.perf.runner import PerfRun
+from tritonlab.records import NOT_STORED, Record, RecordError, later
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.result_files import (
     error_line,
@@ -34,7 +36,7 @@ REPLACED_SUFFIX = ".replaced"  # a cell the user asked to measure again (--remea
 
 
 @dataclass(frozen=True)
-class CellResult:
+class CellResult(Record):
     """One measured cell: a variant at one load, one repeat, with every fact behind it."""
 
     cell_id: str
@@ -50,18 +52,18 @@ class CellResult:
     schema_version: int = CELL_SCHEMA_VERSION
     # Executions the onnxruntime backend ran request by request because a batch failed (its
     # log lines during this cell); 0 when none, or for a server whose log tritonlab cannot read.
-    backend_fallbacks: int = 0
+    backend_fallbacks: int = later(0)
     # The cluster node that measured it (``distributed/``); "" for a cell measured locally.
-    node: str = ""
+    node: str = later("")
     # What the interference monitor saw (the block engine); None for cells measured without it.
-    interference: Interference | None = None
+    interference: Interference | None = later()
     # The round (0-based) an extra round measured it in, from ``results/adaptive.json`` (set by
     # ``load_cells``, not stored in the cell): a cell's repeat counts its own configuration's
     # cells, and an extra round holds configurations at different counts. None: its repeat.
-    measured_round: int | None = None
+    measured_round: Annotated[int | None, NOT_STORED] = None
     # The models the measured one called (an ensemble's steps, a BLS model's callees, from a
     # user's repository): each one's statistics over the same window, by its name there.
-    steps: dict[str, ServerStatsDelta] = field(default_factory=dict)
+    steps: dict[str, ServerStatsDelta] = later(factory=dict)
 
     @property
     def block(self) -> int | str:
@@ -79,56 +81,6 @@ class CellResult:
     def perf_analyzer_cores_used(self) -> float:
         """perf_analyzer's CPU seconds per wall second: the client's cores (0.0 if no run)."""
         return self.perf.perf_analyzer_cpu_s / self.perf.wall_s if self.perf.wall_s else 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        """The cell as JSON, as its file stores it; optional fields only when set."""
-        data: dict[str, Any] = {} if self.schema_version < 2 else {"schema_version": 2}
-        if self.backend_fallbacks:
-            data["backend_fallbacks"] = self.backend_fallbacks
-        if self.node:
-            data["node"] = self.node
-        if self.interference is not None:
-            data["interference"] = self.interference.to_dict()
-        if self.steps:
-            data["steps"] = {name: delta.to_dict() for name, delta in self.steps.items()}
-        return data | {
-            "cell_id": self.cell_id,
-            "variant": self.variant.to_dict(),
-            "model_name": self.model_name,
-            "repeat": self.repeat,
-            "perf": self.perf.to_dict(),
-            "server": self.server.to_dict() if self.server else None,
-            "server_cpu_s": self.server_cpu_s,
-            "config_pbtxt": self.config_pbtxt,
-            "started_utc": self.started_utc,
-            "load_key": self.load_key,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CellResult:
-        """The cell stored by :meth:`to_dict`; ``KeyError`` or ``ValueError`` if it is damaged."""
-        return cls(
-            cell_id=data["cell_id"],
-            variant=ServingVariant.from_dict(data["variant"]),
-            model_name=data["model_name"],
-            repeat=int(data["repeat"]),
-            perf=PerfRun.from_dict(data["perf"]),
-            server=ServerStatsDelta.from_dict(data["server"]) if data.get("server") else None,
-            server_cpu_s=float(data["server_cpu_s"]),
-            config_pbtxt=data["config_pbtxt"],
-            started_utc=data["started_utc"],
-            load_key=data.get("load_key", ""),
-            schema_version=int(data.get("schema_version", 1)),
-            backend_fallbacks=int(data.get("backend_fallbacks", 0)),
-            node=str(data.get("node", "")),
-            interference=(
-                Interference.from_dict(data["interference"]) if data.get("interference") else None
-            ),
-            steps={
-                str(name): ServerStatsDelta.from_dict(delta)
-                for name, delta in (data.get("steps") or {}).items()
-            },
-        )
 
 
 def cell_path(run_dir: Path, cell_id: str, folder: str = CELLS_DIR) -> Path:
@@ -241,16 +193,14 @@ def with_measured_rounds(run_dir: Path, cells: list[CellResult]) -> list[CellRes
     ]
 
 
-def save_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
+def save_manifest(run_dir: Path, manifest: Manifest) -> None:
     """Write ``manifest`` to ``results/manifest.json`` atomically."""
-    write_json_atomic(RunLayout(run_dir).manifest, manifest)
+    write_json_atomic(RunLayout(run_dir).manifest, manifest.to_dict())
 
 
-def load_manifest(run_dir: Path) -> dict[str, Any]:
-    """The run's ``results/manifest.json`` as a dict.
-
-    ``TritonlabError`` if it is missing, ``ResultFileError`` if it is not a JSON object.
-    """
+def load_manifest(run_dir: Path) -> Manifest:
+    """The run's ``results/manifest.json``: ``TritonlabError`` if it is missing,
+    ``ResultFileError`` (one line naming it) if it is damaged or from a newer tritonlab."""
     path = RunLayout(run_dir).manifest
     if not path.exists():
         raise TritonlabError(f"{path} not found: {run_dir} is not a tritonlab run folder")
@@ -260,4 +210,10 @@ def load_manifest(run_dir: Path) -> dict[str, Any]:
             f"{path} is not a tritonlab manifest (not a JSON object); restore it, or pass "
             "--fresh to measure this folder again"
         )
-    return dict(data)
+    try:
+        return Manifest.from_dict(data)
+    except RecordError as exc:
+        raise ResultFileError(
+            f"{path} is damaged or from a newer tritonlab ({exc}); restore it from a copy, or "
+            "pass --fresh to measure the folder again"
+        ) from None

@@ -29,9 +29,9 @@ from __future__ import annotations
 import base64
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
@@ -40,6 +40,7 @@ from tritonlab.errors import ModelError
 from tritonlab.models.input_graph import dims_text, gather_bounds, graph_dims, resolve_dims
 from tritonlab.models.input_samples import load_samples
 from tritonlab.models.inspect import OnnxModelInfo, TensorSpec
+from tritonlab.records import NOT_STORED, Record
 
 DEFAULT_DYNAMIC_DIM = 128
 SAFE_INT_RANGE = (0, 8)
@@ -60,7 +61,7 @@ _POSITION_RE = re.compile(r"position", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
-class InputRule:
+class InputRule(Record):
     """One input: the shape sent (without the batch dim) and how its values are made."""
 
     name: str
@@ -68,9 +69,9 @@ class InputRule:
     shape: tuple[int, ...]
     # normal | int_range | ones | zeros | positions | random_bool | user
     kind: str
-    reason: str
-    low: float | None = None  # int_range: [low, high); user: observed min and max
-    high: float | None = None
+    reason: str = ""
+    low: int | float | None = None  # int_range: [low, high); user: observed min and max
+    high: int | float | None = None  # ints for int_range (as stored, and fingerprinted)
 
     def values_text(self) -> str:
         """The values in a few words, e.g. ``ints in [0, 1000)``."""
@@ -87,34 +88,18 @@ class InputRule:
             "random_bool": "random true/false",
         }[self.kind]
 
-    def to_dict(self) -> dict[str, Any]:
-        """The rule as JSON (shape as a list), read back by :meth:`from_dict`."""
-        return asdict(self) | {"shape": list(self.shape)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> InputRule:
-        """The rule stored by :meth:`to_dict`; ``KeyError`` without name, dtype, shape or kind."""
-        return cls(
-            name=data["name"],
-            triton_dtype=data["triton_dtype"],
-            shape=tuple(int(d) for d in data["shape"]),
-            kind=data["kind"],
-            reason=str(data.get("reason", "")),
-            low=data.get("low"),
-            high=data.get("high"),
-        )
-
 
 @dataclass(frozen=True)
-class ModelInputs:
+class ModelInputs(Record):
     """Every input's rule; ``batch`` makes arrays, ``write_perf_data`` perf_analyzer's file."""
 
-    rules: tuple[InputRule, ...]
-    batched: bool
+    rules: tuple[InputRule, ...] = ()
+    batched: bool = True
     # How the dynamic dims were sized, stated in the log.
     dims_note: str = ""
-    # The user's samples per input (leading axis = sample), when --input-data was given.
-    samples: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict, compare=False)
+    # The user's samples per input (numpy arrays, leading axis = sample), when --input-data was
+    # given; in memory only (they stay in their file).
+    samples: Annotated[dict[str, Any], NOT_STORED] = field(default_factory=dict, compare=False)
 
     @property
     def shapes(self) -> dict[str, tuple[int, ...]]:
@@ -201,23 +186,6 @@ class ModelInputs:
     def fingerprint_dict(self) -> dict[str, Any]:
         """What decides the data sent, for the plan fingerprint."""
         return {"rules": [r.to_dict() for r in self.rules], "dims_note": self.dims_note}
-
-    def to_dict(self) -> dict[str, Any]:
-        """The rules as JSON, without the user's samples (they stay in their file)."""
-        return {
-            "batched": self.batched,
-            "dims_note": self.dims_note,
-            "rules": [r.to_dict() for r in self.rules],
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ModelInputs:
-        """The rules stored by :meth:`to_dict`; the user's samples are not restored."""
-        return cls(
-            rules=tuple(InputRule.from_dict(r) for r in data.get("rules", [])),
-            batched=bool(data.get("batched", True)),
-            dims_note=str(data.get("dims_note", "")),
-        )
 
 
 def _numpy_dtype(triton_dtype: str) -> str:

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated
+
+from pydantic import Field, PlainSerializer
+
+from tritonlab.records import Record
 
 # What the measured model is: an ONNX model (served by tritonlab's Python-based onnxruntime or
 # OpenVINO backend), a Python-backend model, a Python model that calls others through BLS, or
@@ -36,17 +40,18 @@ def kind_words(kind: str, called: list[str] | tuple[str, ...], quote: str = "`")
 
 
 @dataclass(frozen=True)
-class RepositorySource:
+class RepositorySource(Record):
     """A model of a user's Triton repository, read as it is (the repository is never written).
 
     ``tuned`` is the model whose knobs the variants change: the measured model itself, or, for
     an ensemble, the step named by ``--step`` or found to bind; ``tuned_backend`` is its
     backend (``python``, ``onnxruntime`` or ``openvino``). ``called`` are the models the
     measured one calls, in order (an ensemble's steps, a BLS model's callees); ``needed`` every
-    model the measured one needs loaded, its own name last.
+    model the measured one needs loaded, its own name last. As a manifest stores it, ``root``
+    is its ``repository`` entry (the path as given) and ``reference`` the file's name only.
     """
 
-    root: Path
+    root: Annotated[Path, Field(alias="repository")]
     model: str
     kind: str
     tuned: str
@@ -57,40 +62,9 @@ class RepositorySource:
     tuned_reason: str = ""
     # The user's reference (``--reference``): an .npz of inputs and expected outputs by tensor
     # name, what the served answer is checked against; None: shapes and dtypes only.
-    reference: Path | None = None
+    reference: Annotated[Path | None, PlainSerializer(lambda p: p and p.name)] = None
 
     @property
     def runs_onnx(self) -> bool:
         """Whether the measured model is itself an ONNX graph onnxruntime can run in-process."""
         return self.kind == KIND_ONNX
-
-    def to_dict(self) -> dict[str, object]:
-        """The source as a manifest stores it (the repository path as given)."""
-        return {
-            "repository": str(self.root),
-            "model": self.model,
-            "kind": self.kind,
-            "tuned": self.tuned,
-            "tuned_backend": self.tuned_backend,
-            "called": list(self.called),
-            "needed": list(self.needed),
-            "tuned_reason": self.tuned_reason,
-            "reference": None if self.reference is None else self.reference.name,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RepositorySource:
-        """The source a manifest stored (``to_dict``): its ``root`` and ``reference`` are the
-        paths as stored there (a run's manifest keeps the repository's folder name only)."""
-        reference = data.get("reference")
-        return cls(
-            root=Path(str(data["repository"])),
-            model=str(data["model"]),
-            kind=str(data["kind"]),
-            tuned=str(data["tuned"]),
-            tuned_backend=str(data["tuned_backend"]),
-            called=tuple(str(n) for n in data.get("called", ())),
-            needed=tuple(str(n) for n in data.get("needed", ())),
-            tuned_reason=str(data.get("tuned_reason", "")),
-            reference=None if reference is None else Path(str(reference)),
-        )

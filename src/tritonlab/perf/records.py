@@ -11,8 +11,10 @@ import csv
 import io
 import re
 import statistics
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from typing import Any
+
+from tritonlab.records import Record
 
 # CSV column -> PerfMeasurement field.
 CSV_COLUMNS: dict[str, str] = {
@@ -35,7 +37,7 @@ CSV_COLUMNS: dict[str, str] = {
 
 
 @dataclass(frozen=True)
-class PerfMeasurement:
+class PerfMeasurement(Record):
     """One load level as perf_analyzer measured it (client-side latencies, server breakdown)."""
 
     concurrency: int | None
@@ -53,16 +55,6 @@ class PerfMeasurement:
     server_compute_infer_us: float | None = None
     server_compute_output_us: float | None = None
     client_recv_us: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The measurement as JSON (latencies in µs, throughput in inferences/s)."""
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PerfMeasurement:
-        """The measurement stored by :meth:`to_dict`; unknown keys are ignored."""
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 def _number(text: str) -> float | None:

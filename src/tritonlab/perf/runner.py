@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from tritonlab import gateway
 from tritonlab.errors import PerfAnalyzerError
@@ -31,10 +30,11 @@ from tritonlab.perf.records import (
 )
 from tritonlab.perf.settings import PerfSettings
 from tritonlab.procenv import child_environment, die_with_parent, raise_if_interrupted
+from tritonlab.records import Record
 
 
 @dataclass(frozen=True)
-class PerfRun:
+class PerfRun(Record):
     """One perf_analyzer cell: what was asked, the exact command, and what came back."""
 
     settings: PerfSettings
@@ -49,40 +49,6 @@ class PerfRun:
     csv_file: str | None = None
     # perf_analyzer's own warnings about the final attempt (overload, requests delayed, ...)
     warnings: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The run as JSON: settings, command, the measurement (or None) and how it went."""
-        return {
-            "settings": self.settings.to_dict(),
-            "command": self.command,
-            "measurement": self.measurement.to_dict() if self.measurement else None,
-            "stable": self.stable,
-            "trial_count": self.trial_count,
-            "attempts": self.attempts,
-            "wall_s": self.wall_s,
-            "perf_analyzer_cpu_s": self.perf_analyzer_cpu_s,
-            "console_files": self.console_files,
-            "csv_file": self.csv_file,
-            "warnings": self.warnings,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PerfRun:
-        """The run stored by :meth:`to_dict`; ``KeyError`` if a required field is missing."""
-        m = data.get("measurement")
-        return cls(
-            settings=PerfSettings.from_dict(data["settings"]),
-            command=list(data["command"]),
-            measurement=PerfMeasurement.from_dict(m) if m else None,
-            stable=bool(data["stable"]),
-            trial_count=int(data["trial_count"]),
-            attempts=int(data["attempts"]),
-            wall_s=float(data["wall_s"]),
-            perf_analyzer_cpu_s=float(data["perf_analyzer_cpu_s"]),
-            console_files=list(data.get("console_files", [])),
-            csv_file=data.get("csv_file"),
-            warnings=list(data.get("warnings", [])),
-        )
 
 
 def _run_once(

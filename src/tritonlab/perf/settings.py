@@ -6,14 +6,15 @@ load, measurement window and stability threshold are always stated next to the n
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field, replace
+
+from tritonlab.records import Record, later
 
 PROTOCOLS = ("grpc", "http")
 
 
 @dataclass(frozen=True)
-class PerfSettings:
+class PerfSettings(Record):
     """What perf_analyzer is asked to do; ``to_args`` turns it into its command line."""
 
     model_name: str
@@ -32,9 +33,9 @@ class PerfSettings:
     input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     async_mode: bool = False
     # perf_analyzer's JSON --input-data file (values every input accepts), None: its random data.
-    input_data: str | None = None
+    input_data: str | None = later()
     # Replayed traffic instead: perf_analyzer's --request-intervals file (µs, one per line).
-    request_intervals: str | None = None
+    request_intervals: str | None = later()
 
     @property
     def deadline_s(self) -> float:
@@ -50,22 +51,6 @@ class PerfSettings:
             measurement_interval_ms=self.measurement_interval_ms * factor,
             measurement_request_count=self.measurement_request_count * factor,
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        """The settings as JSON (shapes as lists; ``input_data`` omitted when unset)."""
-        data = asdict(self)
-        data["input_shapes"] = {k: list(v) for k, v in self.input_shapes.items()}
-        for key in ("input_data", "request_intervals"):
-            if data[key] is None:  # records from before it existed stay byte-identical
-                del data[key]
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PerfSettings:
-        """The settings stored by :meth:`to_dict`; ``TypeError`` for an unknown key."""
-        data = dict(data)
-        data["input_shapes"] = {k: tuple(v) for k, v in data.get("input_shapes", {}).items()}
-        return cls(**data)
 
     def load_label(self) -> str:
         """The load in words: ``concurrency N``, ``request rate R/s (Poisson)`` or the

@@ -28,7 +28,7 @@ import math
 import re
 from array import array
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ import numpy.typing as npt
 from tritonlab.bounded_read import FileRefused, read_capped
 from tritonlab.errors import PlanError
 from tritonlab.perf.records import FELL_BEHIND
+from tritonlab.records import Record
 
 Array = npt.NDArray[Any]  # intervals (int64 µs) or times (float64)
 COLUMNS = ("timestamp_s", "interarrival_ms", "interval_us")
@@ -61,7 +62,7 @@ class TraceError(PlanError):
 
 
 @dataclass(frozen=True)
-class TraceStats:
+class TraceStats(Record):
     """A trace's figures, as one cycle of perf_analyzer's replay.
 
     ``interarrival_cv``: standard deviation over mean of the gaps (1 for Poisson arrivals, above
@@ -96,31 +97,16 @@ class TraceStats:
             f"{self.interarrival_cv:.2f}, peak {self.peak_rate_per_s:,.0f} req/s over 1 s)"
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        """The figures as stored in the plan (and so in its fingerprint)."""
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TraceStats:
-        """The figures stored by :meth:`to_dict`; ``ValueError`` for figures no trace has
-        (a cycle of no time or over ``MAX_CYCLE_S``, fewer than 2 or over ``MAX_REQUESTS``
-        requests), which a stored file's reader reports as a damaged file."""
-        stats = cls(
-            name=str(data["name"]),
-            sha256=str(data["sha256"]),
-            request_count=int(data["request_count"]),
-            duration_s=float(data["duration_s"]),
-            mean_rate_per_s=float(data["mean_rate_per_s"]),
-            interarrival_cv=float(data["interarrival_cv"]),
-            peak_rate_per_s=float(data["peak_rate_per_s"]),
-        )
-        if not 0 < stats.duration_s <= MAX_CYCLE_S or stats.cycle_us < 1:
-            raise ValueError(f"trace duration_s {stats.duration_s!r}: 0 to {MAX_CYCLE_S:g} s")
-        if not 2 <= stats.request_count <= MAX_REQUESTS:
+    def __post_init__(self) -> None:
+        """``ValueError`` for figures no trace has (a cycle of no time or over ``MAX_CYCLE_S``,
+        fewer than 2 or over ``MAX_REQUESTS`` requests): a stored file's reader reports it as a
+        damaged file."""
+        if not 0 < self.duration_s <= MAX_CYCLE_S or self.cycle_us < 1:
+            raise ValueError(f"trace duration_s {self.duration_s!r}: 0 to {MAX_CYCLE_S:g} s")
+        if not 2 <= self.request_count <= MAX_REQUESTS:
             raise ValueError(
-                f"trace request_count {stats.request_count}: 2 to {MAX_REQUESTS:,} requests"
+                f"trace request_count {self.request_count}: 2 to {MAX_REQUESTS:,} requests"
             )
-        return stats
 
 
 @dataclass(frozen=True, eq=False)

@@ -32,7 +32,6 @@ from tritonlab.decisions.gate import Thresholds, precision_targets
 from tritonlab.errors import ConfigError
 from tritonlab.experiments.adaptive_run import AdaptiveRepeats
 from tritonlab.experiments.blocks import ENGINE_BLOCKS
-from tritonlab.experiments.manifest import Manifest
 from tritonlab.experiments.opening import check_resume, model_sha256, plan_fingerprint
 from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.experiments.run_folder import (
@@ -212,7 +211,7 @@ def run_live_check(
     a finished tritonlab run folder (``require_run_folder``: one line if not)."""
     require_run_folder(check.baseline_run)
     _apart(check.out_dir, check.baseline_run, new_onnx, new_repository)
-    base = Manifest.from_dict(load_manifest(check.baseline_run))
+    base = load_manifest(check.baseline_run)
     plan = base.plan
     served = _served_name(check.baseline_run, check.config, plan)
     base_layout, layout = RunLayout(check.baseline_run), RunLayout(check.out_dir)

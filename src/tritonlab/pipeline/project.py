@@ -23,7 +23,7 @@ from tritonlab.experiments.blocks import (
     ENGINE_BLOCKS,
     ENGINES,
 )
-from tritonlab.experiments.manifest import Manifest, SweepEntry, available_cores
+from tritonlab.experiments.manifest import SweepEntry, available_cores
 from tritonlab.experiments.opening import check_resume, model_sha256, plan_fingerprint
 from tritonlab.experiments.operator_record import record_operator_profile
 from tritonlab.experiments.plan import (
@@ -269,7 +269,7 @@ def _stored_auto_choice(run_dir: Path | None) -> tuple[str, str] | None:
     if run_dir is None or not RunLayout(run_dir).manifest.is_file():
         return None
     try:
-        notes = Manifest.from_dict(load_manifest(run_dir)).plan.notes
+        notes = load_manifest(run_dir).plan.notes
     except TritonlabError:
         return None  # a damaged manifest is reported where the run reads it
     for note in notes:

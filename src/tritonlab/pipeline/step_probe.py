@@ -39,7 +39,7 @@ def _stored_choice(run_dir: Path, info: OnnxModelInfo) -> dict[str, object] | No
     if not RunLayout(run_dir).manifest.exists() or info.source is None:
         return None
     try:
-        repository = load_manifest(run_dir).get("model", {}).get("repository") or {}
+        repository = load_manifest(run_dir).model.repository or {}
     except ResultFileError:
         return None
     if repository.get("model") != info.source.model or not repository.get("tuned"):

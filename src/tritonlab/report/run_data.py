@@ -73,7 +73,7 @@ def load_operators(run_dir: Path) -> OperatorsRecord | None:
 
 def fit_cost_model(run_dir: Path, cores: int) -> CostModel | None:
     """The run's cost model: serving-path cells + in-process timings, both from disk."""
-    manifest = Manifest.from_dict(load_manifest(run_dir))
+    manifest = load_manifest(run_dir)
     return _cost_model(run_dir, cores, load_operators(run_dir), manifest)
 
 
@@ -145,9 +145,7 @@ def portable_records(
 def load_run(run_dir: Path) -> RunData:
     """Read ``run_dir``'s stored files once and derive everything the reports show."""
     paths = RunLayout(run_dir)
-    manifest, cells = portable_records(
-        run_dir, Manifest.from_dict(load_manifest(run_dir)), load_cells(run_dir)
-    )
+    manifest, cells = portable_records(run_dir, load_manifest(run_dir), load_cells(run_dir))
     if not cells:
         raise TritonlabError(f"{run_dir} has no measured cells yet; run the experiment first")
     cores = manifest.machine.cpu_affinity_count or 1

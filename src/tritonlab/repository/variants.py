@@ -11,10 +11,11 @@ Validation happens here, before any server starts, with a message that names the
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tritonlab.errors import ConfigError
+from tritonlab.records import Record, later
 
 INSTANCE_KINDS = ("KIND_CPU", "KIND_GPU")
 # The Python-based backends that run model.onnx (backends/<name>/model.py); the first is the
@@ -30,14 +31,10 @@ PRECISIONS = ("f32", "bf16", "f16")
 DEFAULT_PRECISION = "f32"
 DEFAULT_MAX_BATCH_SIZE = 64
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_]*$")
-# Fields added after records were first written: stored only where they differ from the default.
-ADDED_LATER = (
-    "backend", "precision", "response_cache", "preserve_ordering", "control", "config_overrides"
-)  # fmt: skip
 
 
 @dataclass(frozen=True)
-class ServingVariant:
+class ServingVariant(Record):
     """One serving configuration. ``name`` is a slug used in model and file names."""
 
     name: str
@@ -52,33 +49,21 @@ class ServingVariant:
     intra_op_threads: int | None = 1
     extra_parameters: dict[str, str] = field(default_factory=dict)
     # The backend that runs model.onnx, and the precision it computes in.
-    backend: str = DEFAULT_BACKEND
-    precision: str = DEFAULT_PRECISION
+    backend: str = later(DEFAULT_BACKEND)
+    precision: str = later(DEFAULT_PRECISION)
     # Triton's response cache (``response_cache { enable: true }``): a repeated request is
     # answered from the server's cache without running the model.
-    response_cache: bool = False
+    response_cache: bool = later(False)
     # The dynamic batcher returns responses in the order the requests came in
     # (``dynamic_batching { preserve_ordering: true }``).
-    preserve_ordering: bool = False
+    preserve_ordering: bool = later(False)
     # An A/A control: the baseline's configuration again under another name. Its difference
     # from the baseline is the run's noise floor; it is never a candidate or explained.
-    control: bool = False
+    control: bool = later(False)
     # Sections of Triton's ModelConfig tritonlab does not model (``model_warmup``,
     # ``optimization``, ``sequence_batching``, ...), in protobuf's JSON mapping, passed through
     # to ``config.pbtxt`` as given (``repository/config.py`` checks them against the schema).
-    config_overrides: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The variant as stored (fields at their defaults since added later are omitted, so older
-        records stay byte-identical)."""
-        data = asdict(self)
-        data["preferred_batch_sizes"] = list(self.preferred_batch_sizes)
-        # Records from before these fields existed stay byte-identical.
-        defaults = ServingVariant("", "")
-        for name in ADDED_LATER:
-            if data[name] == getattr(defaults, name):
-                del data[name]
-        return data
+    config_overrides: dict[str, Any] = later(factory=dict)
 
     @property
     def engine(self) -> str:
@@ -86,13 +71,6 @@ class ServingVariant:
         if self.backend == DEFAULT_BACKEND and self.precision == DEFAULT_PRECISION:
             return self.backend
         return f"{self.backend} {self.precision}"
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ServingVariant:
-        """The variant a stored dict describes (omitted fields take their defaults)."""
-        data = dict(data)
-        data["preferred_batch_sizes"] = tuple(data.get("preferred_batch_sizes", ()))
-        return cls(**data)
 
     def validate(self, model_batches: bool = True) -> None:
         """Raise ``ConfigError`` naming the field if Triton would reject this configuration."""

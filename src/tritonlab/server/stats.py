@@ -8,10 +8,12 @@ compute divides the execution time by the inferences it served, which is what ba
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import psutil
+
+from tritonlab.records import Record, later
 
 _PHASES = ("queue", "compute_input", "compute_infer", "compute_output")
 
@@ -60,7 +62,7 @@ class StatsSnapshot:
 
 
 @dataclass(frozen=True)
-class ServerStatsDelta:
+class ServerStatsDelta(Record):
     """What the server did between two snapshots, per request and per inference."""
 
     inference_count: int
@@ -73,11 +75,13 @@ class ServerStatsDelta:
     compute_output_us_per_request: float
     overhead_us_per_request: float
     compute_us_per_inference: float
-    batch_size_executions: dict[int, int] = field(default_factory=dict)
+    batch_size_executions: dict[int, int] = field(default_factory=dict)  # stored: str keys
     # The response cache (0 and 0 where the model has none): requests answered from it, and
     # requests it was asked for and did not hold (those ran the model).
-    cache_hit_count: int = 0
-    cache_miss_count: int = 0
+    cache_hit_count: int = later(0, group="cache")
+    cache_miss_count: int = later(0, group="cache")
+
+    DERIVED = ("mean_batch_size",)
 
     @property
     def mean_batch_size(self) -> float:
@@ -104,24 +108,6 @@ class ServerStatsDelta:
         return (
             self.queue_us_per_request + self.compute_us_per_request + self.overhead_us_per_request
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        """The delta as JSON, batch sizes as string keys, with ``mean_batch_size`` added."""
-        data = asdict(self)
-        data["batch_size_executions"] = {str(k): v for k, v in self.batch_size_executions.items()}
-        data["mean_batch_size"] = self.mean_batch_size
-        if not self.cache_hit_count and not self.cache_miss_count:
-            del data["cache_hit_count"], data["cache_miss_count"]  # records without a cache
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ServerStatsDelta:
-        """The delta stored by :meth:`to_dict` (the derived ``mean_batch_size`` is dropped)."""
-        data = {k: v for k, v in data.items() if k != "mean_batch_size"}
-        data["batch_size_executions"] = {
-            int(k): int(v) for k, v in data.get("batch_size_executions", {}).items()
-        }
-        return cls(**data)
 
 
 def stats_delta(before: StatsSnapshot, after: StatsSnapshot) -> ServerStatsDelta:
