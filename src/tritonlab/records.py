@@ -23,7 +23,7 @@ from typing import Any, ClassVar, TypeVar
 
 from pydantic import Field as PydanticField
 from pydantic import GetCoreSchemaHandler, TypeAdapter, ValidationError
-from pydantic_core import CoreSchema, core_schema
+from pydantic_core import CoreSchema, core_schema, to_jsonable_python
 
 R = TypeVar("R", bound="Record")
 
@@ -59,8 +59,9 @@ def _default(spec: Field[Any]) -> Any:
 class Record:
     """Mix into a (frozen) dataclass to give it a symmetric ``to_dict`` / ``from_dict``."""
 
-    # Properties written into the file (for its readers) and ignored when it is read back.
-    DERIVED: ClassVar[tuple[str, ...]] = ()
+    # Properties written into the file (for its readers) and ignored when it is read back: a
+    # name, or a (stored key, attribute) pair where the file names it otherwise.
+    DERIVED: ClassVar[tuple[str | tuple[str, str], ...]] = ()
 
     @classmethod
     def __get_pydantic_core_schema__(
@@ -86,8 +87,8 @@ class Record:
                         data.pop(spec.name, None)
             if versioned and data.get("schema_version") == 1:
                 del data["schema_version"]  # version 1 files were written without one
-            extra = {name: getattr(value, name) for name in derived}
-            return data | _adapter(dict[str, Any]).dump_python(extra, mode="json", by_alias=True)
+            pairs = [(d, d) if isinstance(d, str) else d for d in derived]
+            return data | {key: _plain(getattr(value, attr)) for key, attr in pairs}
 
         wrapped = dict(schema)
         wrapped["serialization"] = core_schema.wrap_serializer_function_ser_schema(serialize)
@@ -133,6 +134,18 @@ def _versioned(cls: type[Any], data: Any) -> Any:
             "upgrade tritonlab"
         )
     return {"schema_version": 1, **data}
+
+
+def _plain(value: Any) -> Any:
+    """A derived value as JSON types: records through their own ``to_dict``, the rest as
+    pydantic writes it (numbers as they are, mapping keys as strings)."""
+    if isinstance(value, Record):
+        return value.to_dict()
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return to_jsonable_python(value)
 
 
 class RecordError(ValueError):

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated
 
 from tritonlab.experiments.store import CellResult
 from tritonlab.perf.records import FELL_BEHIND
 from tritonlab.perf.settings import PerfSettings
+from tritonlab.records import NOT_STORED, Record
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.stats.summary import Summary
 from tritonlab.stats.verdicts import Verdict, compare, not_comparable
@@ -18,14 +19,41 @@ LITTLE_TOLERANCE = 0.2  # |throughput x latency / in-flight - 1| above this flag
 
 
 @dataclass(frozen=True)
-class VariantSummary:
-    """One variant at one load point, over its repeats."""
+class VariantSummary(Record):
+    """One variant at one load point, over its repeats; stored (in ``summary.json``) as its
+    variant, settings, repeat counts and each figure's summary, not its cells."""
+
+    DERIVED = (
+        ("repeats", "repeat_count"),
+        ("stable_repeats", "stable_count"),
+        "trial_counts",
+        ("throughput_infer_per_s", "throughput"),
+        ("latency_avg_us", "latency_avg"),
+        ("latency_p95_us", "latency_p95"),
+        ("latency_p99_us", "latency_p99"),
+        ("queue_us_per_request", "queue_us"),
+        ("compute_input_us_per_request", "compute_input_us"),
+        ("compute_infer_us_per_request", "compute_infer_us"),
+        ("compute_output_us_per_request", "compute_output_us"),
+        ("overhead_us_per_request", "overhead_us"),
+        ("compute_us_per_inference", "compute_per_inference_us"),
+        ("mean_batch_size", "mean_batch"),
+        ("batch_size_executions", "batch_distribution"),
+        ("server_cores_used", "server_cores"),
+        ("perf_analyzer_cores_used", "perf_analyzer_cores"),
+        "littles_law_ratio",
+    )
 
     variant: ServingVariant
     model_name: str
     load_key: str
     settings: PerfSettings
-    cells: tuple[CellResult, ...]
+    cells: Annotated[tuple[CellResult, ...], NOT_STORED]
+
+    @property
+    def repeat_count(self) -> int:
+        """How many repeats were measured (cells, stable or not)."""
+        return len(self.cells)
 
     @property
     def rounds(self) -> list[int | str]:
@@ -192,33 +220,6 @@ class VariantSummary:
         checked."""
         ratio = self.littles_law_ratio
         return None if ratio is None else abs(ratio - 1.0) <= LITTLE_TOLERANCE
-
-    def to_dict(self) -> dict[str, Any]:
-        """The summary as JSON: variant, settings, repeat counts and each figure's summary."""
-        return {
-            "variant": self.variant.to_dict(),
-            "model_name": self.model_name,
-            "load_key": self.load_key,
-            "settings": self.settings.to_dict(),
-            "repeats": len(self.cells),
-            "stable_repeats": self.stable_count,
-            "trial_counts": self.trial_counts,
-            "throughput_infer_per_s": self.throughput.to_dict(),
-            "latency_avg_us": self.latency_avg.to_dict(),
-            "latency_p95_us": self.latency_p95.to_dict(),
-            "latency_p99_us": self.latency_p99.to_dict(),
-            "queue_us_per_request": self.queue_us.to_dict(),
-            "compute_input_us_per_request": self.compute_input_us.to_dict(),
-            "compute_infer_us_per_request": self.compute_infer_us.to_dict(),
-            "compute_output_us_per_request": self.compute_output_us.to_dict(),
-            "overhead_us_per_request": self.overhead_us.to_dict(),
-            "compute_us_per_inference": self.compute_per_inference_us.to_dict(),
-            "mean_batch_size": self.mean_batch.to_dict(),
-            "batch_size_executions": {str(k): v for k, v in self.batch_distribution.items()},
-            "server_cores_used": self.server_cores.to_dict(),
-            "perf_analyzer_cores_used": self.perf_analyzer_cores.to_dict(),
-            "littles_law_ratio": self.littles_law_ratio,
-        }
 
 
 def summarise(

@@ -9,16 +9,18 @@ trusted, and the log says so.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from tritonlab.experiments.store import CellResult
+from tritonlab.records import Record
 from tritonlab.stats.aggregate import compare_figure, summarise
 from tritonlab.stats.verdicts import Verdict
 
 
 @dataclass(frozen=True)
-class NoiseFloor:
-    """The control against the baseline at one load point."""
+class NoiseFloor(Record):
+    """The control against the baseline at one load point (stored in ``summary.json``)."""
+
+    DERIVED = ("trusted",)
 
     load_key: str
     control: str
@@ -29,16 +31,6 @@ class NoiseFloor:
     def trusted(self) -> bool:
         """False when the control differs from the baseline "clearly" in throughput or p99."""
         return not (self.throughput.clear or self.latency_p99.clear)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The noise floor as stored in ``summary.json``."""
-        return {
-            "load_key": self.load_key,
-            "control": self.control,
-            "throughput": self.throughput.to_dict(),
-            "latency_p99": self.latency_p99.to_dict(),
-            "trusted": self.trusted,
-        }
 
 
 def noise_floors(cells: list[CellResult], baseline: str = "baseline") -> list[NoiseFloor]:

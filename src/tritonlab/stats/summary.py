@@ -12,13 +12,17 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from tritonlab.records import Record
 
 
 @dataclass(frozen=True)
-class Summary:
+class Summary(Record):
     """Repeated measurements of one figure; ``rounds[i]`` is the round of ``values[i]`` (on a
-    cluster, ``"node#round"``: cells pair only within a node)."""
+    cluster, ``"node#round"``: cells pair only within a node). Stored with its median, min, max
+    and spread (%)."""
+
+    DERIVED = ("median", ("min", "low"), ("max", "high"), "spread_pct")
 
     values: tuple[float, ...]
     rounds: tuple[int | str, ...] = ()
@@ -89,14 +93,3 @@ class Summary:
         if spread:
             text += f" ({spread[0]:,.{digits}f}–{spread[1]:,.{digits}f})"
         return text
-
-    def to_dict(self) -> dict[str, Any]:
-        """The values, rounds, median, min, max and spread (%) as JSON."""
-        return {
-            "values": list(self.values),
-            "rounds": list(self.rounds),
-            "median": self.median,
-            "min": self.low,
-            "max": self.high,
-            "spread_pct": self.spread_pct,
-        }

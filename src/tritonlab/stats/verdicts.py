@@ -30,11 +30,11 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Annotated
 
 from scipy import stats
 
-from tritonlab.records import Record
+from tritonlab.records import NOT_STORED, Record
 from tritonlab.stats.robust import (
     half_width_pct,
     hodges_lehmann_interval,
@@ -80,8 +80,11 @@ def endpoint_text(pct: float) -> str:
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """How a figure of a variant compares with the same figure of a reference."""
+class Verdict(Record):
+    """How a figure of a variant compares with the same figure of a reference. Stored
+    (``VerdictRecord`` reads it) with its interval as ``ci95_change_pct`` and ``decided``."""
+
+    DERIVED = ("ci95_change_pct", "decided")
 
     figure: str
     word: Word
@@ -89,8 +92,9 @@ class Verdict:
     reference_median: float | None
     variant_median: float | None
     method: str
-    low_pct: float | None = None  # the 95% confidence interval of the change, in percent
-    high_pct: float | None = None
+    # The 95% confidence interval of the change, in percent.
+    low_pct: Annotated[float | None, NOT_STORED] = None
+    high_pct: Annotated[float | None, NOT_STORED] = None
     pairs: int = 0  # rounds paired (0 when unpaired or undecidable)
     p_value: float | None = None  # two-sided, for "no change"
 
@@ -108,6 +112,11 @@ class Verdict:
     def has_interval(self) -> bool:
         """True when a 95% confidence interval of the change was computed."""
         return self.low_pct is not None and self.high_pct is not None
+
+    @property
+    def ci95_change_pct(self) -> list[float] | None:
+        """The interval as [low, high] in percent; None without one."""
+        return [self.low_pct, self.high_pct] if self.has_interval else None  # type: ignore[list-item]
 
     @property
     def decided(self) -> bool:
@@ -143,21 +152,6 @@ class Verdict:
         interval = self.interval_text()
         detail = f"{self.change_pct:+.0f}%" + (f", {interval}" if interval else "")
         return f"{self.word} ({detail})"
-
-    def to_dict(self) -> dict[str, Any]:
-        """The verdict as JSON: word, change and interval (%), pairs, p-value, medians, method."""
-        return {
-            "figure": self.figure,
-            "word": self.word.value,
-            "change_pct": self.change_pct,
-            "ci95_change_pct": [self.low_pct, self.high_pct] if self.has_interval else None,
-            "pairs": self.pairs,
-            "p_value": self.p_value,
-            "reference_median": self.reference_median,
-            "variant_median": self.variant_median,
-            "method": self.method,
-            "decided": self.decided,
-        }
 
 
 def no_verdict_phrase(change_pct: float | None, method: str) -> str:
