@@ -19,7 +19,7 @@ and refuses a file newer than its default.
 from __future__ import annotations
 
 from dataclasses import MISSING, Field, field, fields
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, get_type_hints
 
 from pydantic import Field as PydanticField
 from pydantic import GetCoreSchemaHandler, TypeAdapter, ValidationError
@@ -56,11 +56,34 @@ def _default(spec: Field[Any]) -> Any:
     return spec.default_factory()  # type: ignore[misc,operator]
 
 
+def _stored_names(source: type[Any]) -> dict[str, str]:
+    """Field name -> the key the file stores it under (its pydantic alias, if it has one)."""
+    hints = get_type_hints(source, include_extras=True)
+    names = {}
+    for spec in fields(source):
+        metadata = getattr(hints.get(spec.name), "__metadata__", ())
+        aliases = [
+            getattr(m, "serialization_alias", None) or getattr(m, "alias", None) for m in metadata
+        ]
+        names[spec.name] = next((a for a in aliases if a), spec.name)
+    return names
+
+
+def _at_default(record: Any, spec: Field[Any]) -> bool:
+    """Whether the record's field holds its default (a list and a tuple of the same items
+    count as one: the file cannot tell them apart)."""
+    value, default = getattr(record, spec.name), _default(spec)
+    if isinstance(value, (list, tuple)) and isinstance(default, (list, tuple)):
+        return tuple(value) == tuple(default)
+    return bool(value == default)
+
+
 class Record:
     """Mix into a (frozen) dataclass to give it a symmetric ``to_dict`` / ``from_dict``."""
 
-    # Properties written into the file (for its readers) and ignored when it is read back: a
-    # name, or a (stored key, attribute) pair where the file names it otherwise.
+    # Properties (or methods without arguments) written into the file for its readers and
+    # ignored when it is read back: a name, or a (stored key, attribute) pair where the file
+    # names it otherwise.
     DERIVED: ClassVar[tuple[str | tuple[str, str], ...]] = ()
 
     @classmethod
@@ -74,6 +97,7 @@ class Record:
             if spec.metadata.get("later"):
                 group = spec.metadata["later"]
                 groups.setdefault(spec.name if group is True else group, []).append(spec)
+        stored = _stored_names(source)
         versioned = any(f.name == "schema_version" for f in fields(source))
         derived = source.DERIVED if isinstance(source, type) and issubclass(source, Record) else ()
         if not groups and not derived and not versioned:
@@ -82,13 +106,13 @@ class Record:
         def serialize(value: Any, serialize_fields: Any) -> Any:
             data = serialize_fields(value)
             for specs in groups.values():
-                if all(getattr(value, f.name) == _default(f) for f in specs):
+                if all(_at_default(value, f) for f in specs):
                     for spec in specs:
-                        data.pop(spec.name, None)
+                        data.pop(stored[spec.name], None)
             if versioned and data.get("schema_version") == 1:
                 del data["schema_version"]  # version 1 files were written without one
             pairs = [(d, d) if isinstance(d, str) else d for d in derived]
-            return data | {key: _plain(getattr(value, attr)) for key, attr in pairs}
+            return data | {key: _plain(_derived(value, attr)) for key, attr in pairs}
 
         wrapped = dict(schema)
         wrapped["serialization"] = core_schema.wrap_serializer_function_ser_schema(serialize)
@@ -134,6 +158,12 @@ def _versioned(cls: type[Any], data: Any) -> Any:
             "upgrade tritonlab"
         )
     return {"schema_version": 1, **data}
+
+
+def _derived(record: Any, attr: str) -> Any:
+    """A derived value: the property's, or what the method returns when called bare."""
+    value = getattr(record, attr)
+    return value() if callable(value) else value
 
 
 def _plain(value: Any) -> Any:

@@ -48,12 +48,15 @@ from __future__ import annotations
 import itertools
 import statistics
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Annotated
+
+from pydantic import Field, PlainSerializer
 
 from tritonlab.experiments.store import CellResult
 from tritonlab.explanation.fit_check import FitCheck, check_fit
 from tritonlab.explanation.operators import ExecutionCostFit
+from tritonlab.records import NOT_STORED, Record, later
 from tritonlab.repository.variants import batch_target
 from tritonlab.stats.aggregate import VariantSummary
 
@@ -95,12 +98,23 @@ def _point(cell: CellResult) -> tuple[float, float, float, float] | None:
     return requests, per_execution, client, max(0.0, cycle - per_execution)
 
 
+# Stored forms: thread speedups as {threads: speedup}, engines as {engine: {F, P}}.
+_AS_MAPPING = PlainSerializer(lambda pairs: {str(k): v for k, v in pairs})
+_AS_ENGINES = PlainSerializer(
+    lambda terms: {e: {"model_fixed_us": f, "model_per_sample_us": p} for e, f, p in terms}
+)
+
+
 @dataclass(frozen=True)
-class Prediction:
-    """The cost model's figures for one configuration at one load, next to the measured ones."""
+class Prediction(Record):
+    """The cost model's figures for one configuration at one load, next to the measured ones;
+    stored (in ``cost_model.json``) without the description, with the throughput error (%) and
+    which terms missed."""
+
+    DERIVED = ("throughput_error_pct", "failure", "term_misses")
 
     variant: str
-    description: str
+    description: Annotated[str, NOT_STORED]
     load_key: str
     regime: str
     requests_per_execution: float
@@ -172,20 +186,14 @@ class Prediction:
             )
         return "; ".join(reasons)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The prediction, the measurement and the errors (%) as JSON: every field but the
-        description, then the throughput error and which terms missed."""
-        fields = {k: v for k, v in asdict(self).items() if k != "description"}
-        return fields | {
-            "throughput_error_pct": self.throughput_error_pct,
-            "failure": self.failure(),
-            "term_misses": self.term_misses(),
-        }
-
 
 @dataclass(frozen=True)
-class CostModel:
-    """The fitted terms (µs) and the machine's cores."""
+class CostModel(Record):
+    """The fitted terms (µs) and the machine's cores; stored (in ``cost_model.json``) with the
+    serving gap at one request per execution, thread speedups and each other engine's terms,
+    not the points and shapes the fit checks read."""
+
+    DERIVED = ("gap_us_at_1",)
 
     serving_fixed_us: float
     serving_per_request_us: float
@@ -196,19 +204,27 @@ class CostModel:
     serving_points: tuple[ServingPathPoint, ...] = ()
     # onnxruntime intra-op threads -> how many times faster one execution runs than on one
     # thread (in-process, batch 1, from the run's ceilings); threads not measured count as 1.
-    thread_speedup: tuple[tuple[int, float], ...] = ()
-    # Other engines (``ServingVariant.engine``) -> their own (F, P) in µs.
-    engine_terms: tuple[tuple[str, float, float], ...] = ()
-    engine: str = "onnxruntime"  # whose F and P model_fixed_us / model_per_sample_us are
+    thread_speedup: Annotated[tuple[tuple[int, float], ...], _AS_MAPPING] = ()
+    # Other engines (``ServingVariant.engine``) -> their own (F, P) in µs (stored as "engines").
+    engine_terms: Annotated[
+        tuple[tuple[str, float, float], ...], Field(alias="engines"), _AS_ENGINES
+    ] = later(())
+    # Whose F and P model_fixed_us / model_per_sample_us are.
+    engine: Annotated[str, NOT_STORED] = "onnxruntime"
     # engine -> the precision it really computed in on this processor (OpenVINO's own report)
-    precision_used: tuple[tuple[str, str], ...] = ()
+    precision_used: Annotated[tuple[tuple[str, str], ...], NOT_STORED] = ()
     # Input name -> the non-batch shape the in-process terms were timed at (the run's reference
     # load); None: not recorded, and the terms are taken to hold for every row.
-    input_shapes: tuple[tuple[str, tuple[int, ...]], ...] | None = None
+    input_shapes: Annotated[tuple[tuple[str, tuple[int, ...]], ...] | None, NOT_STORED] = None
     # The in-process points (batch, µs per execution) F and P were fitted to, and each other
     # engine's: what ``fit_check`` checks the line against before a cause is read off it.
-    model_points: tuple[tuple[int, float], ...] = ()
-    engine_points: tuple[tuple[str, tuple[tuple[int, float], ...]], ...] = ()
+    model_points: Annotated[tuple[tuple[int, float], ...], NOT_STORED] = ()
+    engine_points: Annotated[tuple[tuple[str, tuple[tuple[int, float], ...]], ...], NOT_STORED] = ()
+
+    @property
+    def gap_us_at_1(self) -> float:
+        """The serving gap (µs) at one request per execution."""
+        return self.gap_us(1.0)
 
     @classmethod
     def fit(
@@ -432,31 +448,6 @@ class CostModel:
             fill = min(delay, (r - 1) / rate)
             wait += (fill + (r - 1) * fill / 2) / r
         return "open loop below capacity", r, rate * 1e6, wait
-
-    def to_dict(self) -> dict[str, Any]:
-        """The fitted terms (µs), cores, thread speedups, serving-path points and engine terms as
-        JSON."""
-        return {
-            "serving_fixed_us": self.serving_fixed_us,
-            "serving_per_request_us": self.serving_per_request_us,
-            "model_fixed_us": self.model_fixed_us,
-            "model_per_sample_us": self.model_per_sample_us,
-            "client_overhead_us": self.client_overhead_us,
-            "gap_us_at_1": self.gap_us(1.0),
-            "cores": self.cores,
-            "thread_speedup": {str(t): x for t, x in self.thread_speedup},
-            "serving_points": [vars(p) for p in self.serving_points],
-            **(
-                {
-                    "engines": {
-                        e: {"model_fixed_us": f, "model_per_sample_us": p}
-                        for e, f, p in self.engine_terms
-                    }
-                }
-                if self.engine_terms
-                else {}
-            ),
-        }
 
 
 def _batch_target_requests(s: VariantSummary) -> float:

@@ -9,7 +9,9 @@ from the named rules in ``rules.py``; nothing here is a canned conclusion.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated
+
+from pydantic import Field
 
 from tritonlab.explanation.cost_model import CostModel
 from tritonlab.explanation.rule_support import (
@@ -19,6 +21,7 @@ from tritonlab.explanation.rule_support import (
     raw_changed_fields,
 )
 from tritonlab.explanation.rules import apply_rules
+from tritonlab.records import NOT_STORED, Record
 from tritonlab.repository.knobs import KNOB_BY_FIELD, describe_change
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.stats.aggregate import VariantSummary, compare_figure
@@ -49,52 +52,46 @@ SERVER_FIGURES = {
 
 
 @dataclass(frozen=True)
-class VariantReport:
-    summary: VariantSummary
+class VariantReport(Record):
+    """One row of the log: a variant's verdicts, findings and explanation (stored in
+    ``summary.json`` under its variant's name, without its summary and rule labels)."""
+
+    DERIVED = (("variant", "variant_name"),)
+
+    summary: Annotated[VariantSummary, NOT_STORED]
     reference: str | None
     changed: list[str]
-    verdicts: dict[str, Verdict]
-    reference_verdicts: dict[str, Verdict]
+    verdicts: Annotated[dict[str, Verdict], Field(alias="verdicts_vs_baseline")]
+    reference_verdicts: Annotated[dict[str, Verdict], Field(alias="verdicts_vs_reference")]
     findings: list[Finding]
     background: str
     action: str
     result: str
     note: str
-    labels: list[str] = field(default_factory=list)  # the rules that fired, as the note names them
+    # The rules that fired, as the note names them.
+    labels: Annotated[list[str], NOT_STORED] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The row's verdicts, findings and explanation as stored in ``summary.json``."""
-        return {
-            "variant": self.summary.variant.name,
-            "reference": self.reference,
-            "changed": self.changed,
-            "verdicts_vs_baseline": {k: v.to_dict() for k, v in self.verdicts.items()},
-            "verdicts_vs_reference": {k: v.to_dict() for k, v in self.reference_verdicts.items()},
-            "findings": [f.to_dict() for f in self.findings],
-            "background": self.background,
-            "action": self.action,
-            "result": self.result,
-            "note": self.note,
-        }
+    @property
+    def variant_name(self) -> str:
+        """The variant the row is about."""
+        return self.summary.variant.name
 
 
 @dataclass(frozen=True)
-class Analysis:
-    """Everything the experiment log says about one load point."""
+class Analysis(Record):
+    """Everything the experiment log says about one load point (stored in ``summary.json``
+    with every variant's summary and row)."""
+
+    DERIVED = ("variants",)
 
     load_key: str
     cores: int
-    reports: list[VariantReport] = field(default_factory=list)
+    reports: Annotated[list[VariantReport], NOT_STORED] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
-        """One load's analysis (every variant's row) as stored in ``summary.json``."""
-        return {
-            "load_key": self.load_key,
-            "cores": self.cores,
-            "variants": [
-                {"summary": r.summary.to_dict(), "report": r.to_dict()} for r in self.reports
-            ],
-        }
+    @property
+    def variants(self) -> list[dict[str, Record]]:
+        """Each row as stored: the variant's summary and its report."""
+        return [{"summary": r.summary, "report": r} for r in self.reports]
 
 
 def _verdicts(

@@ -3,28 +3,26 @@ configuration fields two variants differ in (from the knob table), and small fig
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from tritonlab.explanation.cost_model import CostModel
+from tritonlab.records import Record
 from tritonlab.repository.knobs import BATCHER_FIELDS, CONFIG_FIELDS
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.stats.aggregate import VariantSummary
 
 
 @dataclass(frozen=True)
-class Finding:
-    """One rule's conclusion about one variant, with the figures behind it."""
+class Finding(Record):
+    """One rule's conclusion about one variant, with the figures behind it (stored in
+    ``summary.json``)."""
 
     rule: str
     variant: str
     text: str
     figures: dict[str, Any] = field(default_factory=dict)
     kind: str = "explanation"  # or "flag": a warning about the measurement itself
-
-    def to_dict(self) -> dict[str, Any]:
-        """The finding as stored in ``summary.json`` (rule, variant, text, figures, kind)."""
-        return asdict(self)
 
 
 @dataclass(frozen=True)
