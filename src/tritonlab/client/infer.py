@@ -15,7 +15,7 @@ import numpy as np
 from tritonlab.errors import ClientError
 from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo, TensorSpec
-from tritonlab.records import Record
+from tritonlab.records import Record, later
 from tritonlab.server.endpoint import ServerEndpoint
 
 TOLERANCE_ABS = {"TYPE_FP16": 1e-2, "TYPE_FP32": 1e-4, "TYPE_FP64": 1e-9}
@@ -38,27 +38,15 @@ class InferCheck(Record):
     tolerance_abs: float
     round_trip_ms: float
     # What computed the answer; onnxruntime at f32 (the default) is the reference's own engine.
-    engine: str = "onnxruntime"
+    engine: str = later("onnxruntime", group="engine")
     # max abs diff over the reference output's largest magnitude.
-    max_rel_diff: float | None = None
+    max_rel_diff: float | None = later(group="engine")
     # The cluster node that checked it (``distributed/``); None for a local run.
-    node: str | None = None
+    node: str | None = later()
     # What the answer was checked against: "onnxruntime" (the graph run in-process), the user's
     # reference file (``--reference``: inputs and expected outputs), or "shapes and dtypes
     # only" (a Python model or an ensemble without a reference file).
-    reference: str = "onnxruntime"
-
-    def to_dict(self) -> dict[str, Any]:
-        """The record as JSON; an onnxruntime check leaves out ``engine`` and ``max_rel_diff``,
-        a local one ``node`` (records from before these fields stay byte-identical)."""
-        data = super().to_dict()
-        if self.engine == "onnxruntime":
-            del data["engine"], data["max_rel_diff"]
-        if self.node is None:
-            del data["node"]
-        if self.reference == "onnxruntime":
-            del data["reference"]
-        return data
+    reference: str = later("onnxruntime")
 
 
 def _triton_type(spec: TensorSpec) -> str:

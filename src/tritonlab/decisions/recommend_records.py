@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from pydantic import PlainSerializer
 
 from tritonlab.experiments.plan import sequence_length_of
-from tritonlab.records import Record
+from tritonlab.records import Record, later
 from tritonlab.stats.aggregate import VariantSummary
 from tritonlab.stats.config_key import ConfigKey
 from tritonlab.stats.verdicts import Verdict, VerdictRecord
@@ -28,8 +28,11 @@ TIE_MARGIN_PCT = 10.0  # a tied point is also within 10% of the best by median
 
 
 @dataclass(frozen=True)
-class OperatingPoint:
-    """One VariantSummary seen as a point on the throughput/p99 plane."""
+class OperatingPoint(Record):
+    """One VariantSummary seen as a point on the throughput/p99 plane; stored (in
+    ``recommendations.json``) with the highest repeat's p99 filled in where it is the median."""
+
+    DERIVED = (("latency_p99_max_us", "worst_p99_us"),)
 
     variant: str
     description: str
@@ -46,7 +49,7 @@ class OperatingPoint:
     instance_count: int = 1
     repeats: int = 1
     # The share of requests the response cache answered (None: the cache was off)
-    cache_hit_share: float | None = None
+    cache_hit_share: float | None = later()
 
     @property
     def worst_p99_us(self) -> float:
@@ -75,19 +78,6 @@ class OperatingPoint:
     def within(self, budget_us: float) -> bool:
         """True when every repeat's p99 is within ``budget_us`` (µs)."""
         return self.worst_p99_us <= budget_us
-
-    def to_dict(self) -> dict[str, Any]:
-        """The point as stored in ``recommendations.json`` (read back by ``from_dict``), with the
-        highest repeat's p99 filled in where it is the median."""
-        data = dataclasses.asdict(self) | {"latency_p99_max_us": self.worst_p99_us}
-        if self.cache_hit_share is None:  # files from before the cache read the same
-            del data["cache_hit_share"]
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> OperatingPoint:
-        """The point ``to_dict`` stored."""
-        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data})
 
 
 def operating_point(s: VariantSummary) -> OperatingPoint | None:

@@ -9,9 +9,9 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from tritonlab.perf.trace import KEPT_TO_PCT
+from tritonlab.records import Record, later
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.stats.summary import Summary
 from tritonlab.stats.verdicts import MIN_EFFECT_PCT
@@ -34,7 +34,7 @@ COMPUTE_BOUND_US = 1000.0
 
 
 @dataclass(frozen=True, order=True)
-class Knobs:
+class Knobs(Record):
     """A point of the configuration space tune searches."""
 
     instances: int = 1
@@ -44,7 +44,7 @@ class Knobs:
     protocol: str = "grpc"
     # Held where the user sets it (tune --response-cache), never moved: perf_analyzer cycles
     # through a few samples, so a cache would always win on traffic that is not the user's.
-    response_cache: bool = False
+    response_cache: bool = later(False)
 
     @property
     def variant_name(self) -> str:
@@ -81,22 +81,6 @@ class Knobs:
             intra_op_threads=self.threads,
             response_cache=self.response_cache,
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "instances": self.instances,
-            "batching": self.batching,
-            "max_batch": self.max_batch,
-            "threads": self.threads,
-            "protocol": self.protocol,
-        }
-        if self.response_cache:  # tune records from before the cache stay byte-identical
-            data["response_cache"] = True
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Knobs:
-        return cls(**data)
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,13 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from tritonlab.errors import TritonlabError
 from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
+from tritonlab.records import Record, later
 
 
 def time_in_process(
@@ -111,7 +112,7 @@ def _openvino_compiled(info: OnnxModelInfo, threads: int, precision: str) -> Any
 
 
 @dataclass(frozen=True)
-class Ceiling:
+class Ceiling(Record):
     """In-process throughput with the serving configuration's parallelism, without Triton."""
 
     instances: int
@@ -120,19 +121,7 @@ class Ceiling:
     infer_per_s: float
     executions: int
     window_s: float
-    engine: str = "onnxruntime"  # ServingVariant.engine of the configuration it bounds
-
-    def to_dict(self) -> dict[str, Any]:
-        """The ceiling as JSON; an onnxruntime one omits ``engine`` (older files stay identical)."""
-        data = asdict(self)
-        if self.engine == "onnxruntime":  # records from before engines stay byte-identical
-            del data["engine"]
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Ceiling:
-        """The ceiling stored by :meth:`to_dict` (no ``engine``: onnxruntime)."""
-        return cls(**data)
+    engine: str = later("onnxruntime")  # ServingVariant.engine of the configuration it bounds
 
 
 def in_process_ceiling(

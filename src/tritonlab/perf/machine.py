@@ -24,13 +24,13 @@ import datetime
 import json
 import platform
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from tritonlab import gateway
+from tritonlab.records import Record
 
 BANDWIDTH_ELEMENTS = 1 << 24  # float64: 128 MiB per array, 16x an 8 MiB L3
 GEMM_SIZES = (256, 384, 512, 768, 1024)
@@ -39,8 +39,9 @@ MIN_SECONDS_PER_SIZE = 0.3  # a GEMM size is run at least this long (best run ke
 
 
 @dataclass(frozen=True)
-class MachineCeilings:
-    """Per-thread roofline ceilings of this machine, with how they were measured."""
+class MachineCeilings(Record):
+    """Per-thread roofline ceilings of this machine, with how they were measured (rates in
+    bytes/s and FLOP/s)."""
 
     bandwidth_bytes_per_s: float  # max(triad, copy)
     triad_bytes_per_s: float
@@ -70,15 +71,6 @@ class MachineCeilings:
     def binding(self, intensity: float) -> str:
         """The roof that binds at ``intensity`` FLOP/byte: memory bandwidth or compute (GEMM)."""
         return "memory bandwidth" if intensity < self.ridge_flop_per_byte else "compute (GEMM)"
-
-    def to_dict(self) -> dict[str, Any]:
-        """The ceilings as JSON (rates in bytes/s and FLOP/s)."""
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> MachineCeilings:
-        """The ceilings stored by :meth:`to_dict`."""
-        return cls(**data)
 
 
 def _libraries() -> dict[str, str]:

@@ -8,19 +8,19 @@ arithmetic intensity: the operator-level reason a batched execution costs less p
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tritonlab.perf.in_process import Ceiling
 from tritonlab.perf.machine import MachineCeilings
-from tritonlab.records import Record
+from tritonlab.records import Record, later
 
 _HEAVY = ("MatMul", "Gemm", "Conv")
 
 
 @dataclass(frozen=True)
-class OperatorCost:
+class OperatorCost(Record):
     """One heavy operator: work per sample and data moved."""
 
     name: str
@@ -34,14 +34,13 @@ class OperatorCost:
         moved = self.weight_bytes + batch * self.activation_bytes_per_sample
         return batch * self.flops_per_sample / moved if moved else 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        """The operator's fields as JSON (FLOPs per sample, bytes)."""
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class OperatorProfile:
-    """The heavy operators of one model (per sample); the totals are derived from them."""
+class OperatorProfile(Record):
+    """The heavy operators of one model (per sample); the totals are derived from them (and
+    stored beside them, FLOPs and bytes)."""
+
+    DERIVED = ("flops_per_sample", "weight_bytes", "activation_bytes_per_sample")
 
     operators: tuple[OperatorCost, ...]
 
@@ -69,15 +68,6 @@ class OperatorProfile:
         """The ``count`` operators with the most FLOPs per sample, most first."""
         return sorted(self.operators, key=lambda o: -o.flops_per_sample)[:count]
 
-    def to_dict(self) -> dict[str, Any]:
-        """The operators and their totals (FLOPs, bytes) as JSON."""
-        return {
-            "operators": [o.to_dict() for o in self.operators],
-            "flops_per_sample": self.flops_per_sample,
-            "weight_bytes": self.weight_bytes,
-            "activation_bytes_per_sample": self.activation_bytes_per_sample,
-        }
-
 
 @dataclass(frozen=True)
 class OperatorsRecord(Record):
@@ -91,24 +81,15 @@ class OperatorsRecord(Record):
     profile: OperatorProfile
     in_process_us_per_execution: dict[int, float]
     # The empty model's in-process time: the serving-path cells contain it already.
-    null_in_process_us_per_execution: dict[int, float] | None = None
+    null_in_process_us_per_execution: dict[int, float] | None = later()
     # "backend precision" -> batch size -> µs per execution, for every engine but onnxruntime.
-    engines_in_process_us_per_execution: dict[str, dict[int, float]] | None = None
+    engines_in_process_us_per_execution: dict[str, dict[int, float]] | None = later()
     # "openvino precision" -> the precision OpenVINO compiled in on this processor.
-    engines_precision_used: dict[str, str] | None = None
-    in_process_ceilings: tuple[Ceiling, ...] | None = None
-    machine_ceilings: MachineCeilings | None = None
+    engines_precision_used: dict[str, str] | None = later()
+    in_process_ceilings: tuple[Ceiling, ...] | None = later()
+    machine_ceilings: MachineCeilings | None = later()
     # batch size -> operator name -> median µs per kernel run (onnxruntime's profiler).
-    operator_us_per_execution: dict[int, dict[str, float]] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The record as the file stores it: the profile with its totals, ceilings without an
-        onnxruntime ``engine``, and parts not measured left out."""
-        data = {k: v for k, v in super().to_dict().items() if v is not None}
-        data["profile"] = self.profile.to_dict()
-        if self.in_process_ceilings is not None:
-            data["in_process_ceilings"] = [c.to_dict() for c in self.in_process_ceilings]
-        return data
+    operator_us_per_execution: dict[int, dict[str, float]] | None = later()
 
 
 def _shape(value_info: Any) -> list[int] | None:
