@@ -63,13 +63,14 @@ def test_one_point_per_configuration_at_the_trace_and_reasons_name_it() -> None:
 
 def test_settings_without_a_trace_keep_their_fingerprint_keys(tmp_path: Path) -> None:
     plain = TuneSettings(replace(GOAL, fixed_load=None))
-    assert "trace" not in plain.to_dict() and "fixed_load" not in plain.to_dict()
+    stored_plain = plain.stored().to_dict()
+    assert "trace" not in stored_plain and "fixed_load" not in stored_plain
     trace_file = tmp_path / "bursts.csv"
     spec = TraceSpec("bursts", 2.0, 400.0, 50.0, 0.5, 0.5, seed=1)
     trace = read_trace(write_trace_csv(generate(spec), trace_file))
     under = TuneSettings(GOAL, trace=trace)
-    stored = TuneSettingsRecord.from_dict(under.to_dict())
-    assert stored.trace is not None and stored.trace["name"] == trace.stats.name
+    stored = TuneSettingsRecord.from_dict(under.stored().to_dict())
+    assert stored.trace is not None and stored.trace.name == trace.stats.name
     assert stored.as_goal().fixed_load == "under trace bursts"
     assert under.load(Knobs(), 0).trace == trace.stats
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from tritonlab.decisions.gate import (
     EXIT_ERROR,
@@ -36,6 +35,7 @@ from tritonlab.decisions.gate import (
 )
 from tritonlab.experiments.manifest import Manifest
 from tritonlab.experiments.store import CellResult, load_cells, load_manifest
+from tritonlab.records import Record
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.stats.aggregate import VariantSummary, compare_figure, summarise
 from tritonlab.stats.comparability import manifest_differences, split_differences
@@ -57,9 +57,12 @@ EXIT_MEANINGS = {
 
 
 @dataclass(frozen=True)
-class CheckReport:
+class CheckReport(Record):
     """What ``tritonlab check`` found: the gate's results, why runs were not comparable, the
-    changes the user declared, and the exit status."""
+    changes the user declared, and the exit status (stored, with its meaning, in
+    ``check.json``)."""
+
+    DERIVED = ("exit_status", "exit_meaning")
 
     mode: str  # "stored" | "live"
     baseline: str  # the baseline run folder, as given
@@ -77,6 +80,11 @@ class CheckReport:
         return exit_status(self.results, self.not_comparable)
 
     @property
+    def exit_meaning(self) -> str:
+        """The exit status in words."""
+        return EXIT_MEANINGS[self.exit_status]
+
+    @property
     def headline(self) -> str:
         """One line for a CI log: the status, its meaning and what it rests on."""
         status = self.exit_status
@@ -86,21 +94,6 @@ class CheckReport:
         if self.not_comparable:
             return f"{head} ({'; '.join(self.not_comparable)})"
         return f"{head} ({tally or 'no figure in common'})"
-
-    def to_dict(self) -> dict[str, Any]:
-        """The report as ``check.json`` stores it."""
-        return {
-            "mode": self.mode,
-            "baseline": self.baseline,
-            "new": self.new,
-            "thresholds": self.thresholds.to_dict(),
-            "exit_status": self.exit_status,
-            "exit_meaning": EXIT_MEANINGS[self.exit_status],
-            "not_comparable": self.not_comparable,
-            "notes": self.notes,
-            "rounds": self.rounds,
-            "results": [r.to_dict() for r in self.results],
-        }
 
 
 def _apart(cells: list[CellResult], tag: str) -> list[CellResult]:

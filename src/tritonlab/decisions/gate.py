@@ -33,8 +33,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Annotated
 
+from pydantic import Field
+
+from tritonlab.records import NOT_STORED, Record
 from tritonlab.stats.verdicts import CONFIDENCE, NO_VERDICT, NOT_COMPARABLE, Verdict
 
 THROUGHPUT = "throughput"
@@ -58,8 +61,9 @@ EXIT_PASS, EXIT_REGRESSION, EXIT_NOT_COMPARABLE, EXIT_UNDECIDED, EXIT_ERROR = 0,
 
 
 @dataclass(frozen=True)
-class Thresholds:
-    """How much worse a figure may get before the gate fails, in percent."""
+class Thresholds(Record):
+    """How much worse a figure may get before the gate fails, in percent (stored in
+    ``check.json``)."""
 
     max_regression_pct: float = 5.0  # throughput drop
     max_p99_increase_pct: float = 10.0
@@ -69,13 +73,6 @@ class Thresholds:
         if figure == THROUGHPUT:
             return -self.max_regression_pct
         return self.max_p99_increase_pct
-
-    def to_dict(self) -> dict[str, float]:
-        """The thresholds as stored in ``check.json``."""
-        return {
-            "max_regression_pct": self.max_regression_pct,
-            "max_p99_increase_pct": self.max_p99_increase_pct,
-        }
 
 
 def _log(pct: float) -> float:
@@ -101,8 +98,11 @@ def more_rounds_to_decide(
 
 
 @dataclass(frozen=True)
-class GateResult:
-    """One figure of one configuration at one load: its verdict and the gate's outcome."""
+class GateResult(Record):
+    """One figure of one configuration at one load: its verdict and the gate's outcome (stored
+    in ``check.json`` with its reason)."""
+
+    DERIVED = ("reason",)
 
     config: str
     load_key: str
@@ -110,8 +110,10 @@ class GateResult:
     verdict: Verdict
     threshold_pct: float  # signed: -T for throughput, +P for p99
     outcome: Outcome
-    more_rounds: int | None  # for an undecided figure: about how many more rounds decide it
-    why: str | None = None  # the reason, where the interval is not it (a load not carried)
+    # For an undecided figure: about how many more rounds decide it.
+    more_rounds: Annotated[int | None, Field(alias="more_rounds_to_decide")]
+    # The reason, where the interval is not it (a load not carried).
+    why: Annotated[str | None, NOT_STORED] = None
 
     @property
     def name(self) -> str:
@@ -140,19 +142,6 @@ class GateResult:
             else "; its estimate sits on the threshold, so more rounds may not decide it"
         )
         return f"{interval}: the interval straddles the {thr} threshold{more}"
-
-    def to_dict(self) -> dict[str, Any]:
-        """The result as stored in ``check.json``."""
-        return {
-            "config": self.config,
-            "load_key": self.load_key,
-            "figure": self.figure,
-            "outcome": self.outcome.value,
-            "threshold_pct": self.threshold_pct,
-            "more_rounds_to_decide": self.more_rounds,
-            "reason": self.reason(),
-            "verdict": self.verdict.to_dict(),
-        }
 
 
 def gate(

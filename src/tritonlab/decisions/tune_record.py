@@ -4,35 +4,20 @@ pick and the runner-up with their figures, and the race's verdict between them.
 ``pipeline/tune.py`` writes the file from ``TuneRecord.to_dict()`` after every step; the
 experiment log (``report/tune_section.py``), ``tritonlab deploy`` (``deploy/pick.py``) and the
 command's own summary (``cli/tune_cmd.py``) read it back through ``load_record(..., TuneRecord)``.
-Fields a file from an older tritonlab lacks are optional and left out of ``to_dict`` while
-unset, so every stored file dumps back to the same JSON.
+Fields a file from an older tritonlab lacks are ``later`` fields (``records.py``), left out
+while unset, so every stored file dumps back to the same JSON.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Annotated, Any
-
-from pydantic import Field, PlainSerializer
 
 from tritonlab.decisions.search_space import Candidate, Goal, Knobs, Observation, Step
 from tritonlab.experiments.plan import MeasurementSettings
-from tritonlab.records import Record
+from tritonlab.perf.trace import TraceStats
+from tritonlab.records import Record, later
 from tritonlab.stats.summary import Summary
 from tritonlab.stats.verdicts import VerdictRecord
-
-
-def _unset(value: object) -> bool:
-    return value is None
-
-
-# Nested types that keep their own stored form (Knobs leaves ``response_cache`` out while off,
-# MeasurementSettings ``engine`` while classic): validated as themselves, dumped by ``to_dict``.
-StoredKnobs = Annotated[Knobs, PlainSerializer(Knobs.to_dict, return_type=dict[str, Any])]
-StoredMeasurement = Annotated[
-    MeasurementSettings,
-    PlainSerializer(MeasurementSettings.to_dict, return_type=dict[str, Any]),
-]
 
 
 @dataclass(frozen=True)
@@ -44,15 +29,15 @@ class TuneSettingsRecord(Record):
     min_throughput_infer_per_s: float | None
     cores: int
     max_race_rounds: int
-    start: StoredKnobs
+    start: Knobs
     switch_protocol: bool
     max_instances: int
     time_budget_s: float
     batch_size: int
-    measurement: StoredMeasurement
+    measurement: MeasurementSettings
     # a tune under a replayed trace: the load in words, and the trace's figures
-    fixed_load: Annotated[str | None, Field(exclude_if=_unset)] = None
-    trace: Annotated[dict[str, Any] | None, Field(exclude_if=_unset)] = None
+    fixed_load: str | None = later()
+    trace: TraceStats | None = later()
 
     def as_goal(self, window_ms: int | None = None) -> Goal:
         """The goal the search ran under (``window_ms``, the measurement window the policy
@@ -67,7 +52,7 @@ class TuneStep(Record):
 
     phase: str  # ramp | move | race
     reason: str
-    configuration: StoredKnobs
+    configuration: Knobs
     description: str
     concurrency: int
     repeat: int  # from 1
@@ -81,7 +66,7 @@ class TuneStep(Record):
     mean_batch: float | None
     elapsed_s: float
     # why perf_analyzer could not measure the cell (the search went on without it)
-    failure: Annotated[str | None, Field(exclude_if=_unset)] = None
+    failure: str | None = later()
 
     @classmethod
     def of(
@@ -133,7 +118,7 @@ class TuneFigure(Record):
 class TunePick(Record):
     """The pick or the runner-up: a configuration at one concurrency, over its repeats."""
 
-    configuration: StoredKnobs
+    configuration: Knobs
     description: str
     variant: str  # the serving variant's name (``Knobs.variant_name``)
     concurrency: int
@@ -142,9 +127,9 @@ class TunePick(Record):
     latency_p99_us: TuneFigure
     meets_p99_budget_every_repeat: bool
     # repeats whose p99 was over the budget (None: a tune.json from before the median rule)
-    p99_over_budget_repeats: Annotated[int | None, Field(exclude_if=_unset)] = None
+    p99_over_budget_repeats: int | None = later()
     # where it was measured when not at a concurrency (a replayed trace), in words
-    load: Annotated[str | None, Field(exclude_if=_unset)] = None
+    load: str | None = later()
 
     def where(self) -> str:
         """``at concurrency 8``, or the fixed load's words (``under trace bursts``)."""
@@ -189,5 +174,5 @@ class TuneRecord(Record):
     pick: TunePick | None
     runner_up: TunePick | None
     # the runner-up against the pick, paired over the race's rounds (when both exist)
-    verdict: Annotated[VerdictRecord | None, Field(exclude_if=_unset)] = None
-    tie_break: Annotated[str | None, Field(exclude_if=_unset)] = None  # why, when one was
+    verdict: VerdictRecord | None = later()
+    tie_break: str | None = later()  # why, when one was

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import socket
 from collections import defaultdict
-from dataclasses import asdict, dataclass, fields
-from typing import Any
+from dataclasses import dataclass, fields
 
 import tritonlab
 from tritonlab.errors import ConfigError
 from tritonlab.experiments.manifest import MachineInfo, NodeEntry, NodeIdentity, package_versions
+from tritonlab.records import Record, RecordError
 
 # The Ray resource a node offers to say "measure here"; one per node: one measurement a host.
 RESOURCE = "tritonlab"
@@ -24,8 +24,11 @@ CHECKED_PACKAGES = ("nvidia-pytriton", "tritonclient", "onnxruntime", "openvino"
 
 
 @dataclass(frozen=True)
-class NodeFacts(NodeIdentity):
-    """A node as it describes itself before measuring anything."""
+class NodeFacts(NodeIdentity, Record):
+    """A node as it describes itself before measuring anything (sent as JSON with its label;
+    read back as untrusted input: a report that does not fit is refused)."""
+
+    DERIVED = ("label",)
 
     @property
     def hardware(self) -> tuple[object, ...]:
@@ -56,29 +59,11 @@ class NodeFacts(NodeIdentity):
         data = decode(raw, what)
         try:
             facts = cls.from_dict(data)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise NodeAnswerError(f"{what}: its facts are not a valid record ({exc!r})") from None
+        except RecordError as exc:
+            raise NodeAnswerError(f"{what}: its facts are not a valid record ({exc})") from None
         if facts.node_id != placed_on:
             raise NodeAnswerError(f"{what}: reported node id {facts.node_id!r}")
         return facts
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> NodeFacts:
-        """Facts a node reported (untrusted: every field coerced to its type)."""
-        packages = data.get("packages") or {}
-        return cls(
-            node_id=str(data["node_id"]),
-            address=str(data["address"]),
-            hostname=str(data.get("hostname", "")),
-            machine=MachineInfo.from_dict(dict(data.get("machine") or {})),
-            tritonlab_version=str(data.get("tritonlab_version", "")),
-            packages={str(k): str(v) for k, v in dict(packages).items()},
-            perf_analyzer_version=str(data.get("perf_analyzer_version", "")),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """The facts as JSON, for the manifest's node list."""
-        return {"label": self.label} | asdict(self) | {"machine": self.machine.to_dict()}
 
 
 @dataclass(frozen=True)

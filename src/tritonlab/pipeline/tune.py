@@ -87,33 +87,28 @@ class TuneSettings:
             return trace_load(self.trace, knobs.protocol, self.batch_size)
         return load_for(knobs, concurrency, self.batch_size)
 
-    def to_dict(self) -> dict[str, Any]:
+    def stored(self) -> TuneSettingsRecord:
+        """The settings as the manifest and ``tune.json`` store them (and fingerprint them)."""
         g = self.goal
-        trace = (
-            {}
-            if self.trace is None
-            else {  # left out without one: old fingerprints hold
-                "fixed_load": g.fixed_load,
-                "trace": self.trace.stats.to_dict(),
-            }
+        return TuneSettingsRecord(
+            goal=g.kind,
+            p99_budget_us=g.p99_budget_us,
+            min_throughput_infer_per_s=g.min_throughput_infer_per_s,
+            cores=g.cores,
+            max_race_rounds=g.max_race_rounds,
+            start=g.start,
+            switch_protocol=g.switch_protocol,
+            max_instances=g.max_instances,
+            time_budget_s=self.time_budget_s,
+            batch_size=self.batch_size,
+            measurement=self.measurement,
+            fixed_load=None if self.trace is None else g.fixed_load,
+            trace=None if self.trace is None else self.trace.stats,
         )
-        return trace | {
-            "goal": g.kind,
-            "p99_budget_us": g.p99_budget_us,
-            "min_throughput_infer_per_s": g.min_throughput_infer_per_s,
-            "cores": g.cores,
-            "max_race_rounds": g.max_race_rounds,
-            "start": g.start.to_dict(),
-            "switch_protocol": g.switch_protocol,
-            "max_instances": g.max_instances,
-            "time_budget_s": self.time_budget_s,
-            "batch_size": self.batch_size,
-            "measurement": self.measurement.to_dict(),
-        }
 
     def fingerprint(self, model_sha256: str, inputs: ModelInputs) -> str:
         """What a resume must share with the run it continues (not the time budget)."""
-        record = {k: v for k, v in self.to_dict().items() if k != "time_budget_s"}
+        record = {k: v for k, v in self.stored().to_dict().items() if k != "time_budget_s"}
         text = json.dumps(
             {"tune": record, "model": model_sha256, "inputs": inputs.fingerprint_dict()},
             sort_keys=True,
@@ -338,7 +333,7 @@ class _Tuner:
     def record(self, stop_reason: str | None) -> TuneRecord:
         best, runner_up, tie_break = choose(self.observations, self.goal)
         return TuneRecord(
-            settings=TuneSettingsRecord.from_dict(self.settings.to_dict()),
+            settings=self.settings.stored(),
             steps=tuple(self.steps),
             stop_reason=stop_reason,
             cells_measured=len(self.measured),
@@ -390,7 +385,7 @@ def run_tune(
     opened: contextlib.AbstractContextManager[TuneSession]
     request = SessionRequest(
         options, run_dir, info, inputs, tuner.plan(), fingerprint, perf_install,
-        deadline=deadline, entries=RunEntries(tune=settings.to_dict()),
+        deadline=deadline, entries=RunEntries(tune=settings.stored().to_dict()),
     )  # fmt: skip
     if cluster:
         from tritonlab.distributed.ray_session import open_ray_session
