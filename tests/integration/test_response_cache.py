@@ -69,9 +69,10 @@ def test_a_plan_enables_the_response_cache_and_the_log_explains_it(
 
 @pytest.mark.timeout(300)
 def test_tune_holds_the_response_cache_it_is_given(tmp_path: Path) -> None:
-    """tune --response-cache serves every configuration it measures with the cache on."""
+    """tune --hold response_cache=true serves every configuration it measures with the cache
+    on."""
     out_dir = tmp_path / "tuned"
-    args = ["tune", "simple_mlp", "--out", str(out_dir), "--response-cache"]
+    args = ["tune", "simple_mlp", "--out", str(out_dir), "--hold", "response_cache=true"]
     args += ["--time-budget", "10", "--window-ms", "400", "--max-race-rounds", "2"]
     args += ["--keep-protocol", "--max-instances", "1"]
     proc, _stdout, stderr = start_cli(args, tmp_path, "tune-cache")

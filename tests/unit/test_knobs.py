@@ -120,10 +120,25 @@ def test_tune_fields_name_fields_of_tunes_search_space() -> None:
     space = {f.name for f in fields(Knobs)}
     for knob in KNOBS:
         assert knob.tune_field is None or knob.tune_field in space, knob.plan_name
-    start = Knobs(response_cache=True)
+    start = Knobs(held=(("response_cache", True),))
     assert start.variant().response_cache and start.variant_name.endswith("_cache")
+    assert start.description.endswith(", response cache")
     assert Knobs.from_dict(start.to_dict()) == start
-    assert "response_cache" not in Knobs().to_dict()
+    assert "held" not in Knobs().to_dict()
+
+
+def test_tune_holds_only_the_knobs_the_table_marks_and_checks_their_values() -> None:
+    from tritonlab.errors import PlanError
+    from tritonlab.pipeline.tune import parse_holds
+
+    assert parse_holds(["response_cache=true"]) == (("response_cache", True),)
+    assert parse_holds([]) == ()
+    with pytest.raises(PlanError, match="must be true or false"):
+        parse_holds(["response_cache=yes please"])
+    with pytest.raises(PlanError, match="the name one of response_cache"):
+        parse_holds(["instance_count=4"])  # a knob tune moves itself
+    with pytest.raises(PlanError, match="give name=value"):
+        parse_holds(["response_cache"])
 
 
 def test_the_plan_file_page_shows_every_knob() -> None:

@@ -35,6 +35,7 @@ from tritonlab.cli.options import (
 from tritonlab.cli.repository_options import RepositoryFlags
 from tritonlab.errors import ConfigError
 from tritonlab.report.tune_section import figure_span, over_budget_line
+from tritonlab.repository.knobs import HELD_KNOBS
 from tritonlab.run_layout import RunLayout
 
 if TYPE_CHECKING:
@@ -130,14 +131,16 @@ def tune(
     max_instances: Annotated[
         int, typer.Option("--max-instances", min=1, help="Most instances to try (default 16).")
     ] = 16,
-    response_cache: Annotated[
-        bool,
+    hold: Annotated[
+        Optional[list[str]],  # noqa: UP045
         typer.Option(
-            "--response-cache",
-            help="Serve every configuration with Triton's response cache on (held, never "
-            "searched: perf_analyzer's samples repeat, so the cache would always win).",
+            "--hold",
+            metavar="KNOB=VALUE",
+            help=f"Serve every configuration with this knob at this value, never searched "
+            f"(one of: {', '.join(HELD_KNOBS)}; perf_analyzer's samples repeat, so a cache "
+            "would always win if tune moved it).",
         ),
-    ] = False,
+    ] = None,
     load_trace: LoadTraceOpt = None,
     name: NameOpt = None,
     protocol: ProtocolOpt = "grpc",
@@ -173,7 +176,7 @@ def tune(
             load_model_info,
             load_repository_info,
         )
-        from tritonlab.pipeline.tune import TuneSettings, repository_start, run_tune
+        from tritonlab.pipeline.tune import TuneSettings, parse_holds, repository_start, run_tune
         from tritonlab.report.build import build_report
 
         if check_engine(engine) == ENGINE_BLOCKS and ray:
@@ -201,6 +204,7 @@ def tune(
             raise ConfigError("--goal latency needs --p99-budget-ms (the latency to stay under)")
         if protocol not in ("grpc", "http"):
             raise ConfigError(f"--protocol must be one of grpc, http, got {protocol!r}")
+        held = parse_holds(hold or [])
         options = server.options()
         check_measuring_host(options)
         open_run_folder(
@@ -249,8 +253,8 @@ def tune(
         if info.source is not None:
             baseline = repository_baseline(info)
             start = repository_start(baseline, protocol)
-            if response_cache:
-                start = replace(start, response_cache=True)
+            if held:
+                start = replace(start, held=tuple((dict(start.held) | dict(held)).items()))
             _say(
                 f"start: {baseline.description} of `{info.source.tuned}`"
                 + (
@@ -263,7 +267,7 @@ def tune(
             start = Knobs(
                 max_batch=max_batch_size if info.batched else 0,
                 protocol=protocol,
-                response_cache=response_cache,
+                held=held,
             )
         settings = TuneSettings(
             Goal(

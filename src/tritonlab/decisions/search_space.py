@@ -8,10 +8,12 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from tritonlab.perf.trace import KEPT_TO_PCT
 from tritonlab.records import Record, later
+from tritonlab.repository.knobs import KNOB_BY_FIELD
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.stats.summary import Summary
 from tritonlab.stats.verdicts import MIN_EFFECT_PCT
@@ -42,16 +44,33 @@ class Knobs(Record):
     max_batch: int = 64
     threads: int | None = 1
     protocol: str = "grpc"
-    # Held where the user sets it (tune --response-cache), never moved: perf_analyzer cycles
-    # through a few samples, so a cache would always win on traffic that is not the user's.
-    response_cache: bool = later(False)
+    # Knobs held where the user sets them (``tune --hold``; the knob table's ``tune_held``),
+    # never moved: (ServingVariant field, value) pairs.
+    held: tuple[tuple[str, bool | int | str], ...] = later(())
+
+    @property
+    def held_fields(self) -> dict[str, Any]:
+        """The held knobs by ServingVariant field."""
+        return dict(self.held)
+
+    @property
+    def _held_variant(self) -> tuple[ServingVariant, ServingVariant]:
+        """A default variant with the held knobs set, and the default it differs from."""
+        default = ServingVariant("", "")
+        return replace(default, **self.held_fields), default
+
+    def held_text(self, part: str = "describe") -> str:
+        """The held knobs as the knob table words them (``describe`` or ``slug``), each after
+        a separator: ``, response cache`` (``_cache`` for the slug)."""
+        held, default = self._held_variant
+        words = [getattr(KNOB_BY_FIELD[f], part)(held, default) for f, _ in self.held]
+        return "".join(("_" if part == "slug" else ", ") + w for w in words if w)
 
     @property
     def variant_name(self) -> str:
         batching = "dyn" if self.batching else "nobatch"
         threads = f"t{self.threads}" if self.threads else "tdef"
-        cache = "_cache" if self.response_cache else ""
-        return f"x{self.instances}_{batching}_m{self.max_batch}_{threads}{cache}"
+        return f"x{self.instances}_{batching}_m{self.max_batch}_{threads}{self.held_text('slug')}"
 
     @property
     def description(self) -> str:
@@ -66,21 +85,20 @@ class Knobs(Record):
             else "default threads"
         )
         count = f"{self.instances} instance{'s' if self.instances != 1 else ''}"
-        cache = ", response cache" if self.response_cache else ""
-        return f"{count}, {batching}, {threads}, {self.protocol}{cache}"
+        return f"{count}, {batching}, {threads}, {self.protocol}{self.held_text()}"
 
     def variant(self) -> ServingVariant:
-        return ServingVariant(
+        variant = ServingVariant(
             self.variant_name,
             f"{self.instances} x, {'batching' if self.batching else 'no batching'}, "
             f"max {self.max_batch}, "
-            f"{self.threads or 'default'} thr" + (", cache" if self.response_cache else ""),
+            f"{self.threads or 'default'} thr{self.held_text()}",
             dynamic_batching=self.batching,
             max_batch_size=self.max_batch,
             instance_count=self.instances,
             intra_op_threads=self.threads,
-            response_cache=self.response_cache,
         )
+        return replace(variant, **self.held_fields)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from tritonlab.explanation.rule_support import (
     execution_us,
     rounded,
 )
+from tritonlab.repository.knobs import RESPONSE_CACHE
 from tritonlab.stats.aggregate import VariantSummary, compare_figure
 from tritonlab.stats.verdicts import Verdict
 from tritonlab.stats.workload import same_workload
@@ -271,9 +272,10 @@ def cache_effect(ctx: RuleContext) -> Finding | None:
     """The response cache switched on (or off): the share of lookups it answered, from Triton's
     statistics (cache hits and misses), and what that did to throughput and the model's runs."""
     s, r = ctx.subject, ctx.reference
-    if changed_fields(r.variant, s.variant) != ["response_cache"] or not same_workload(r, s):
+    cache = RESPONSE_CACHE.field
+    if changed_fields(r.variant, s.variant) != [cache] or not same_workload(r, s):
         return None
-    cached = s if s.variant.response_cache else r
+    cached = s if getattr(s.variant, cache) else r
     hits, misses, share = cached.cache_hits, cached.cache_misses, cached.cache_hit_share
     if share is None:
         return None  # no lookup counted: nothing measured to explain with

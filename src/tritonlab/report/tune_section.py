@@ -41,10 +41,9 @@ def _pick_line(label: str, pick: TunePick | None) -> str:
 
 def _configuration(k: Knobs) -> str:
     batching = "batching" if k.batching else "no batching"
-    cache = ", response cache" if k.response_cache else ""
     return (
         f"{k.instances} x, {batching}, max {k.max_batch}, {k.threads or 'default'} thr, "
-        f"{k.protocol}{cache}"
+        f"{k.protocol}{k.held_text()}"
     )
 
 

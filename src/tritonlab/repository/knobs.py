@@ -167,8 +167,10 @@ class Knob:
     config: Callable[[ServingVariant], dict[str, Any]] | None = None  # config.pbtxt additions
     server_args: Callable[[Sequence[ServingVariant]], tuple[str, ...]] | None = None
     # The field of tune's search space (``decisions/search_space.Knobs``) that holds it; tune moves
-    # batching, max batch, instances and threads, and holds the cache where the user set it.
+    # batching, max batch, instances and threads.
     tune_field: str | None = None
+    # Tune holds it where the user sets it (``tune --hold name=value``), and never moves it.
+    tune_held: bool = False
     # Its value in a user's config.pbtxt (``--repository``); None: the field's default.
     read: ConfigRead | None = None
 
@@ -375,13 +377,19 @@ KNOBS: tuple[Knob, ...] = (
         plot_family=True,
         config=_cache_config,
         server_args=_cache_server_args,
-        tune_field="response_cache",
+        # Held, never moved: perf_analyzer cycles through a few samples, so a cache would
+        # always win on traffic that is not the user's.
+        tune_held=True,
         read=lambda c, _b: bool((c.get("response_cache") or {}).get("enable", False)),
     ),
 )
 
 KNOB_BY_PLAN_NAME = {k.plan_name: k for k in KNOBS}
 KNOB_BY_FIELD = {k.field: k for k in KNOBS}
+# The knob the cache rule explains (``explanation/knob_rules.cache_effect``).
+RESPONSE_CACHE = KNOB_BY_PLAN_NAME["response_cache"]
+# What ``tune --hold`` accepts: the knobs tune holds and never moves.
+HELD_KNOBS = {k.plan_name: k for k in KNOBS if k.tune_held}
 # Every configuration field, in the table's order: what two variants are compared on.
 CONFIG_FIELDS = (*(k.field for k in KNOBS), "extra_parameters", "config_overrides")
 BATCHER_FIELDS = frozenset(k.field for k in KNOBS if k.batcher)
