@@ -58,8 +58,10 @@ def test_the_server_options_come_from_one_group_in_every_measuring_command() -> 
 def test_run_receives_its_flags_as_records(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: dict[str, Any] = {}
 
-    def fake(onnx: Path, out_dir: Path, name: str, demo: str | None, flags: RunFlags) -> None:
-        seen.update(onnx=onnx, out_dir=out_dir, name=name, demo=demo, flags=flags)
+    def fake(
+        onnx: Path, out_dir: Path, name: str | None, demo: str | None, flags: RunFlags, repo: Any
+    ) -> None:
+        seen.update(onnx=onnx, out_dir=out_dir, name=name, demo=demo, flags=flags, repo=repo)
 
     monkeypatch.setattr(project_cmds, "_run_pipeline", fake)
     args = ["run", "m.onnx", "--out", "o", "--shape", "x:4", "--fresh", "--repeats", "2"]
@@ -67,7 +69,12 @@ def test_run_receives_its_flags_as_records(monkeypatch: pytest.MonkeyPatch) -> N
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     flags = seen["flags"]
-    assert (seen["name"], seen["demo"]) == ("m", None)
+    assert (seen["onnx"], seen["name"], seen["demo"], seen["repo"]) == (
+        Path("m.onnx"),
+        None,
+        None,
+        None,
+    )
     assert flags.inputs == InputFlags(shape=["x:4"], input_data=None)
     assert flags.results.fresh and flags.results.remeasure_ids == ()
     assert (flags.rounds.repeats, flags.rounds.engine) == (2, "classic")

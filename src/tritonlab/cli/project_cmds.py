@@ -18,53 +18,45 @@ from tritonlab.cli.common import (
     user_errors,
 )
 from tritonlab.cli.options import DemoFlags, NameOpt, OutOpt, RunFlags, option_groups
-from tritonlab.errors import ConfigError
 from tritonlab.experiments.run_folder import open_run_folder
 from tritonlab.run_layout import RunLayout
 
 if TYPE_CHECKING:
-    from tritonlab.models.inspect import OnnxModelInfo
+    from tritonlab.pipeline.model_choice import RepositoryChoice
 
 
 def _run_pipeline(
-    onnx_path: Path,
+    model: Path | None,
     out_dir: Path,
-    model_name: str,
+    name: str | None,
     demo: str | None,
     flags: RunFlags | DemoFlags,
-    info: OnnxModelInfo | None = None,
+    repository: RepositoryChoice | None = None,
 ) -> None:
-    """Measure ``onnx_path`` (``demo``: the built-in model it is; ``info``: a repository's
-    model already read) into ``out_dir``, and print what came out."""
+    """Measure ``model`` (``demo``: the built-in model it is; ``repository``: a model of the
+    user's repository instead) into ``out_dir``, and print what came out."""
     from tritonlab.experiments.plan import MeasurementSettings
     from tritonlab.experiments.repository_plan import REPOSITORY_CONCURRENCY
-    from tritonlab.models.shape_probe import checked_inputs
-    from tritonlab.pipeline.project import (
-        default_plan,
-        engine_rounds,
-        load_model_info,
-        run_project,
-    )
+    from tritonlab.pipeline.model_choice import bind_step, choose_model
+    from tritonlab.pipeline.project import default_plan, engine_rounds, run_project
 
     rounds, plan, inputs, results = flags.rounds, flags.plan, flags.inputs, flags.results
     counts = engine_rounds(
         rounds.engine, rounds.repeats, rounds.max_repeats, rounds.adaptive_budget_s
     )
-    info = info or load_model_info(onnx_path)
-    model_inputs = checked_inputs(info, inputs.shape, inputs.input_data)
-    if info.source is not None:  # an ensemble: the variants change the step that binds
-        from tritonlab.pipeline.step_probe import choose_binding_step
-
-        info = choose_binding_step(
-            info,
-            model_name,
-            flags.server.options(),
-            model_inputs,
-            out_dir,
-            plan.concurrency or REPOSITORY_CONCURRENCY,
-            plan.protocol,
-            fresh=results.fresh,
-        )
+    options = flags.server.options()
+    chosen = choose_model(
+        model, name, out_dir, options, repository, inputs.shape, inputs.input_data
+    )
+    chosen = bind_step(
+        chosen,
+        options,
+        out_dir,
+        plan.concurrency or REPOSITORY_CONCURRENCY,
+        plan.protocol,
+        results.fresh,
+    )  # an ensemble: the variants change the step that binds
+    info, model_name, model_inputs = chosen.info, chosen.name, chosen.inputs
     project_plan = default_plan(
         info,
         model_inputs,
@@ -94,7 +86,7 @@ def _run_pipeline(
         err.print(note, highlight=False, soft_wrap=True, markup=False)
     started = time.monotonic()
     result = run_project(
-        onnx_path,
+        info.path,
         out_dir,
         project_plan,
         flags.server.options(),
@@ -180,22 +172,7 @@ def run(
                 "--load-trace": flags.plan.load_trace,
             },
         )
-        if repo.given(model):
-            from tritonlab.pipeline.project import load_repository_info
-
-            assert repo.repository is not None and repo.repo_model is not None
-            info = load_repository_info(
-                repo.repository,
-                repo.repo_model,
-                flags.server.options(),
-                repo.step,
-                repo.reference,
-            )
-            _run_pipeline(info.path, out_dir, name or repo.repo_model, None, flags, info)
-            return
-        if model is None:
-            raise ConfigError("give the ONNX model file, or --repository DIR --model NAME")
-        _run_pipeline(model, out_dir, name or model.stem, None, flags)
+        _run_pipeline(model, out_dir, name, None, flags, repo.choice(model))
 
 
 @app.command()

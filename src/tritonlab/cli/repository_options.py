@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from tritonlab.errors import ConfigError
+
+if TYPE_CHECKING:
+    from tritonlab.pipeline.model_choice import RepositoryChoice
 
 RepositoryOpt = Annotated[
     Optional[Path],  # noqa: UP045
@@ -48,6 +51,16 @@ class RepositoryFlags:
     repo_model: RepoModelOpt = None
     step: StepOpt = None
     reference: ReferenceOpt = None
+
+    def choice(self, positional: object) -> RepositoryChoice | None:
+        """The repository model asked for (None: a model file or built-in name), checked as
+        ``given`` checks it."""
+        from tritonlab.pipeline.model_choice import RepositoryChoice
+
+        if not self.given(positional):
+            return None
+        assert self.repository is not None and self.repo_model is not None
+        return RepositoryChoice(self.repository, self.repo_model, self.step, self.reference)
 
     def given(self, positional: object) -> bool:
         """Whether a repository model was asked for; a one-line error if it is half given, or

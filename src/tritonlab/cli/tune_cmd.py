@@ -167,15 +167,9 @@ def tune(
         from tritonlab.experiments.plan import MeasurementSettings
         from tritonlab.experiments.repository_plan import repository_baseline
         from tritonlab.experiments.run_folder import claim, discard_results, open_run_folder
-        from tritonlab.models.shape_probe import checked_inputs
-        from tritonlab.models.zoo import BUILTIN_MODELS, export_builtin
-        from tritonlab.pipeline.project import (
-            check_engine,
-            check_measuring_host,
-            check_model_name,
-            load_model_info,
-            load_repository_info,
-        )
+        from tritonlab.models.zoo import BUILTIN_MODELS
+        from tritonlab.pipeline.model_choice import bind_step, choose_model
+        from tritonlab.pipeline.project import check_engine, check_measuring_host
         from tritonlab.pipeline.tune import TuneSettings, parse_holds, repository_start, run_tune
         from tritonlab.report.build import build_report
 
@@ -217,34 +211,19 @@ def tune(
                 "--load-trace": load_trace,
             },
         )
-        if repository.given(model):
-            assert repository.repository is not None and repository.repo_model is not None
-            model_name = check_model_name(name or repository.repo_model)
-            info = load_repository_info(
-                repository.repository,
-                repository.repo_model,
-                options,
-                repository.step,
-                repository.reference,
-            )
-        elif model is None:
-            raise ConfigError("give the ONNX model file, or --repository DIR --model NAME")
-        elif model in BUILTIN_MODELS:
-            model_name = check_model_name(name or model)
-            onnx_path = export_builtin(model, RunLayout(out_dir).exported_model(model)).onnx_path
-            info = load_model_info(onnx_path)
-        else:
-            onnx_path = Path(model)
-            model_name = check_model_name(name or onnx_path.stem)
-            info = load_model_info(onnx_path)
-        model_inputs = checked_inputs(info, inputs.shape, inputs.input_data)
-        if info.source is not None:  # an ensemble: tune moves the step that binds first
-            from tritonlab.pipeline.step_probe import choose_binding_step
-
-            start_concurrency = 1 if goal == "latency" else 8
-            info = choose_binding_step(
-                info, model_name, options, model_inputs, out_dir, start_concurrency, protocol, fresh
-            )
+        chosen = choose_model(
+            model,
+            name,
+            out_dir,
+            options,
+            repository.choice(model),
+            inputs.shape,
+            inputs.input_data,
+        )
+        chosen = bind_step(
+            chosen, options, out_dir, 1 if goal == "latency" else 8, protocol, fresh
+        )  # an ensemble: tune moves the step that binds first
+        info, model_name, model_inputs = chosen.info, chosen.name, chosen.inputs
         # Every argument checked: only now may --fresh move earlier results aside.
         if fresh:
             discard_results(out_dir)
@@ -297,7 +276,7 @@ def tune(
             options,
             inputs=model_inputs,
             on_step=_step_line,
-            builtin=model if model in BUILTIN_MODELS and info.source is None else None,
+            builtin=chosen.builtin,
             cluster=ray,
         )
         report = build_report(out_dir)
