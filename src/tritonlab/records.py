@@ -99,7 +99,7 @@ class Record:
                 groups.setdefault(spec.name if group is True else group, []).append(spec)
         stored = _stored_names(source)
         versioned = any(f.name == "schema_version" for f in fields(source))
-        derived = source.DERIVED if isinstance(source, type) and issubclass(source, Record) else ()
+        derived = cls.DERIVED
         if not groups and not derived and not versioned:
             return schema
 

@@ -168,9 +168,10 @@ def tune(
         from tritonlab.experiments.repository_plan import repository_baseline
         from tritonlab.experiments.run_folder import claim, discard_results, open_run_folder
         from tritonlab.models.zoo import BUILTIN_MODELS
+        from tritonlab.pipeline.held_knobs import parse_holds
         from tritonlab.pipeline.model_choice import bind_step, choose_model
         from tritonlab.pipeline.project import check_engine, check_measuring_host
-        from tritonlab.pipeline.tune import TuneSettings, parse_holds, repository_start, run_tune
+        from tritonlab.pipeline.tune import TuneSettings, repository_start, run_tune
         from tritonlab.report.build import build_report
 
         if check_engine(engine) == ENGINE_BLOCKS and ray:

@@ -20,8 +20,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-import yaml
-
 from tritonlab import gateway
 from tritonlab.decisions.search import (
     Goal,
@@ -38,7 +36,7 @@ from tritonlab.decisions.tune_record import (
     TuneSettingsRecord,
     TuneStep,
 )
-from tritonlab.errors import PerfAnalyzerError, PlanError
+from tritonlab.errors import PerfAnalyzerError
 from tritonlab.experiments.block_engine import BlockEngine
 from tritonlab.experiments.blocks import ENGINE_BLOCKS
 from tritonlab.experiments.manifest import RunEntries, available_cores
@@ -49,7 +47,6 @@ from tritonlab.experiments.opening import (
     open_session,
 )
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
-from tritonlab.experiments.plan_checks import PlanChecker
 from tritonlab.experiments.repository_plan import repository_baseline
 from tritonlab.experiments.runner import quarantine_unusable
 from tritonlab.experiments.session import CellSession
@@ -59,9 +56,10 @@ from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.perf.locate import locate_perf_analyzer
 from tritonlab.perf.trace import Trace, delayed_pct
+from tritonlab.pipeline.held_knobs import held_of
 from tritonlab.pipeline.project import write_scripts
 from tritonlab.repository.config import build_model_config, config_to_text
-from tritonlab.repository.knobs import BATCHER_FIELDS, HELD_KNOBS, KNOBS
+from tritonlab.repository.knobs import BATCHER_FIELDS, KNOBS
 from tritonlab.repository.layout import RepositoryModel, add_model
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.result_files import write_result
@@ -161,35 +159,6 @@ def repository_start(baseline: ServingVariant, protocol: str) -> Knobs:
         protocol=protocol,
         held=held_of(baseline),
     )
-
-
-def held_of(variant: ServingVariant) -> tuple[tuple[str, Any], ...]:
-    """The held knobs (the table's ``tune_held``) ``variant`` sets away from their defaults."""
-    default = ServingVariant("", "")
-    return tuple(
-        (k.field, getattr(variant, k.field))
-        for k in KNOBS
-        if k.tune_held and getattr(variant, k.field) != getattr(default, k.field)
-    )
-
-
-def parse_holds(holds: list[str]) -> tuple[tuple[str, Any], ...]:
-    """``tune --hold name=value`` entries as held knobs: a knob tune holds (``HELD_KNOBS``), its
-    value a YAML scalar the knob's value rule accepts; ``PlanError`` in one line otherwise."""
-    check, held = PlanChecker("--hold"), {}
-    for entry in holds:
-        name, sep, text = entry.partition("=")
-        if name not in HELD_KNOBS or not sep:
-            raise PlanError(
-                f"--hold {entry}: give name=value, the name one of {', '.join(HELD_KNOBS)} "
-                "(tune moves the other knobs itself)"
-            )
-        try:
-            value = yaml.safe_load(text)
-        except yaml.YAMLError:
-            value = text
-        held[HELD_KNOBS[name].field] = check.knob(name, value, name)
-    return tuple(held.items())
 
 
 def load_for(knobs: Knobs, concurrency: int, batch_size: int) -> LoadPoint:
