@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from pydantic import PlainSerializer
 
 from tritonlab.experiments.plan import sequence_length_of
+from tritonlab.perf.settings import ARRIVALS, Arrivals, Distribution
 from tritonlab.records import Record, later
 from tritonlab.stats.aggregate import VariantSummary
 from tritonlab.stats.config_key import ConfigKey
@@ -50,6 +51,13 @@ class OperatingPoint(Record):
     repeats: int = 1
     # The share of requests the response cache answered (None: the cache was off)
     cache_hit_share: float | None = later()
+    # How the open-loop rate's requests were spaced
+    request_distribution: Distribution = later("poisson")
+
+    @property
+    def arrivals(self) -> Arrivals:
+        """How the open-loop rate's requests were spaced (the word the reports use)."""
+        return ARRIVALS[self.request_distribution]
 
     @property
     def worst_p99_us(self) -> float:
@@ -95,6 +103,7 @@ def operating_point(s: VariantSummary) -> OperatingPoint | None:
         batch_size=s.settings.batch_size,
         concurrency=s.settings.concurrency if s.settings.request_rate_per_s is None else None,
         request_rate_per_s=s.settings.request_rate_per_s,
+        request_distribution=s.settings.request_distribution,
         throughput_infer_per_s=tput,
         latency_p99_us=p99,
         load_generator_fell_behind=s.load_generator_fell_behind,

@@ -12,7 +12,8 @@ from typing import Any
 
 from tritonlab.errors import PlanError
 from tritonlab.experiments import plan_limits as limits
-from tritonlab.perf.settings import PROTOCOLS, PerfSettings
+from tritonlab.experiments.load_kinds import LoadKind, kind_of
+from tritonlab.perf.settings import PROTOCOLS, Distribution, PerfSettings
 from tritonlab.perf.trace import TraceStats
 from tritonlab.records import Record, later
 from tritonlab.repository.variants import ServingVariant, seed_comparison_variants
@@ -22,7 +23,8 @@ from tritonlab.repository.variants import ServingVariant, seed_comparison_varian
 class LoadKey:
     """A load point's key as stored on disk: ``{protocol}_b{batch}_{load}[_s{sequence}]``.
 
-    ``load`` is ``c8`` (concurrency 8), ``r200`` (200 req/s), ``p70`` (70% of peak) or
+    ``load`` is the load kind's letter and level (``load_kinds``): ``c8`` (concurrency 8),
+    ``r200`` (200 req/s Poisson), ``k200`` (200 req/s evenly spaced), ``p70`` (70% of peak) or
     ``tbursts`` (the trace named ``bursts`` replayed); the one place keys are built
     (``LoadPoint.key``) and parsed (``LoadKey.parse``).
     """
@@ -59,12 +61,11 @@ def sequence_length_of(load_key: str) -> int | None:
 class LoadPoint(Record):
     """The client side of a cell: protocol, client batch size, and closed- or open-loop load.
 
-    Open-loop load is either a fixed ``request_rate_per_s`` or ``peak_fraction``: a share of the
-    peak throughput each variant reached in the plan's closed-loop cells at the same protocol and
-    batch size. Its key names the fraction (``grpc_b1_p70``), so a variant's open-loop cells line
-    up with the other variants' at the same relative load; the runner fills in the absolute rate.
-    A ``trace`` is replayed traffic (``perf/trace.py``): perf_analyzer keeps the gaps of the
-    trace's interval file, copied into the run folder, looping over it.
+    Which fields a load sets makes its kind (``load_kinds``: concurrency, a Poisson or evenly
+    spaced rate, a share of each configuration's measured peak, a replayed trace); the kind
+    builds its key and words and checks it. A share of the peak keeps its fraction in its key
+    (``grpc_b1_p70``), so a variant's open-loop cells line up with the other variants' at the
+    same relative load; the runner fills in the absolute rate.
     """
 
     protocol: str = "grpc"
@@ -75,53 +76,33 @@ class LoadPoint(Record):
     # Every dynamic non-batch dim of every input at this length (a transformer's sequence axis).
     sequence_length: int | None = later()
     trace: TraceStats | None = later()
+    # How an open-loop rate's requests are spaced (perf_analyzer's --request-distribution).
+    request_distribution: Distribution = later("poisson")
+
+    @property
+    def kind(self) -> LoadKind:
+        """The load's kind (``load_kinds.LOAD_KINDS``)."""
+        return kind_of(self)
 
     @property
     def open_loop(self) -> bool:
-        """Whether the load is a request schedule (a Poisson rate or a replayed trace), not a
+        """Whether the load is a request schedule (a rate or a replayed trace), not a
         concurrency."""
-        return (
-            self.request_rate_per_s is not None
-            or self.peak_fraction is not None
-            or self.trace is not None
-        )
+        return self.kind.open_loop
 
     @property
     def key(self) -> str:
         """The load's stable id in file names and results: ``grpc_b1_c8``, ``grpc_b1_p50``,
         ``..._s128``."""
-        if self.trace is not None:
-            load = f"t{self.trace.name}"
-        elif self.peak_fraction is not None:
-            load = f"p{100 * self.peak_fraction:g}"
-        elif self.request_rate_per_s is not None:
-            load = f"r{self.request_rate_per_s:g}"
-        else:
-            load = f"c{self.concurrency}"
+        kind = self.kind
+        load = f"{kind.letter}{kind.level(self)}"
         return str(LoadKey(self.protocol, self.batch_size, load, self.sequence_length))
 
     @property
     def label(self) -> str:
-        """The load in words: protocol, client batch, sequence length and concurrency, rate or
-        trace."""
-        if self.trace is not None:
-            load = (
-                f"trace {self.trace.name} (mean {self.trace.mean_rate_per_s:,.1f} req/s, "
-                f"inter-arrival CV {self.trace.interarrival_cv:.2f})"
-            )
-        elif self.peak_fraction is not None:
-            rate = (
-                f" = {self.request_rate_per_s:g} req/s"
-                if self.request_rate_per_s is not None
-                else ""
-            )
-            load = f"{100 * self.peak_fraction:g}% of peak{rate}, Poisson"
-        elif self.request_rate_per_s is not None:
-            load = f"{self.request_rate_per_s:g} req/s Poisson"
-        else:
-            load = f"concurrency {self.concurrency}"
+        """The load in words: protocol, client batch, sequence length and the kind's words."""
         seq = f", sequence {self.sequence_length}" if self.sequence_length is not None else ""
-        return f"{self.protocol}, batch {self.batch_size}{seq}, {load}"
+        return f"{self.protocol}, batch {self.batch_size}{seq}, {self.kind.words(self)}"
 
     def validate(self) -> None:
         """Raise ``PlanError`` naming the setting if perf_analyzer could not run this load."""
@@ -131,18 +112,10 @@ class LoadPoint(Record):
             )
         if self.batch_size < 1:
             raise PlanError(f"batch_size must be >= 1, got {self.batch_size}")
-        if not self.open_loop and (self.concurrency is None or self.concurrency < 1):
-            raise PlanError(f"concurrency must be >= 1, got {self.concurrency}")
-        if self.request_rate_per_s is not None and self.request_rate_per_s <= 0:
-            raise PlanError(f"request rate must be > 0, got {self.request_rate_per_s}")
-        if self.peak_fraction is not None and not 0 < self.peak_fraction <= 2:
-            raise PlanError(f"peak fraction must be in (0, 2], got {self.peak_fraction}")
         if self.sequence_length is not None and self.sequence_length < 1:
             raise PlanError(f"sequence length must be >= 1, got {self.sequence_length}")
-        if self.trace is not None and (
-            self.request_rate_per_s is not None or self.peak_fraction is not None
-        ):
-            raise PlanError("a trace load has no request rate or peak fraction of its own")
+        if (problem := self.kind.problem(self)) is not None:
+            raise PlanError(problem)
 
     def window_ms(self, at_least_ms: int) -> int:
         """The measurement window for this load: ``at_least_ms``, or under a trace the whole
@@ -256,6 +229,7 @@ class ExperimentPlan(Record):
             batch_size=load.batch_size,
             concurrency=None if load.open_loop else load.concurrency,
             request_rate_per_s=load.request_rate_per_s,
+            request_distribution=load.request_distribution,
             request_intervals=request_intervals if load.trace is not None else None,
             measurement_interval_ms=load.window_ms(m.measurement_interval_ms),
             stability_percentage=m.stability_percentage,

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from tritonlab.experiments.load_kinds import LOAD_KINDS, PLAN_KEYS, LoadKind
 from tritonlab.experiments.plan import LoadPoint
 from tritonlab.experiments.plan_checks import PlanChecker
 from tritonlab.perf.settings import PROTOCOLS
@@ -23,6 +24,7 @@ LOAD_KEYS = (
     "open_loop",
     "sequence_length",
     "trace",
+    *PLAN_KEYS,
 )
 OPEN_LOOP_KEYS = ("peak_fractions", "protocol")
 RANGE_KEYS = ("start", "stop", "factor", "step")
@@ -63,6 +65,18 @@ def _concurrency(check: PlanChecker, value: Any) -> list[int]:
         raise check.fail(path, f"at most {MAX_LEVELS} levels, each at most {MAX_CONCURRENCY}")
     if len(set(levels)) != len(levels):
         raise check.fail(path, f"levels must be distinct, got {levels}")
+    return sorted(levels)
+
+
+def _kind_levels(check: PlanChecker, kind: LoadKind, value: Any) -> list[float]:
+    """A load kind's ``loads.<plan_key>`` list: distinct numbers > 0, each at most its
+    ``max_level``."""
+    path = f"loads.{kind.plan_key}"
+    levels = [check.number(v, f"{path}[{i}]") for i, v in enumerate(check.items(value, path))]
+    if len(set(levels)) != len(levels):
+        raise check.fail(path, f"values must be distinct, got {[f'{v:g}' for v in levels]}")
+    if max(levels) > kind.max_level:
+        raise check.fail(path, f"each at most {kind.max_level:g}, got {max(levels):g}")
     return sorted(levels)
 
 
@@ -125,6 +139,10 @@ def parse_loads(check: PlanChecker, value: Any, traces: Sequence[Trace] = ()) ->
             for p in open_protocols
             for f in sorted(set(fractions))
         ]
+    for kind in LOAD_KINDS:
+        if kind.plan_key is not None and kind.plan_key in data:
+            rates = _kind_levels(check, kind, data[kind.plan_key])
+            loads += [LoadPoint(ref_protocol, ref_batch, **kind.fields(v)) for v in rates]
     if "sequence_length" in data:
         # The first length is the reference every other load is measured at; the others are
         # measured at the reference protocol, batch size and concurrency.

@@ -118,8 +118,8 @@ def run_experiment(
     """
     started = time.monotonic()
     plan.validate(info.batched)
-    derived_loads = [ld for ld in plan.loads if ld.peak_fraction is not None]
-    direct_loads = [ld for ld in plan.loads if ld.peak_fraction is None]
+    derived_loads = [ld for ld in plan.loads if ld.kind.from_peak]
+    direct_loads = [ld for ld in plan.loads if not ld.kind.from_peak]
     if derived_loads and open_loop_rates is None:
         raise PlanError(
             "loads at a fraction of the measured peak need the peak first: run them with "
@@ -220,8 +220,8 @@ def _measure_passes(
     Returns why the run stopped early (None: it did not) and the derived cells left without a
     rate."""
     plan = request.plan
-    derived_loads = [ld for ld in plan.loads if ld.peak_fraction is not None]
-    direct_loads = [ld for ld in plan.loads if ld.peak_fraction is None]
+    derived_loads = [ld for ld in plan.loads if ld.kind.from_peak]
+    direct_loads = [ld for ld in plan.loads if not ld.kind.from_peak]
     over_budget = f"time budget of {time_budget_s or 0:.0f} s reached"
     without_rate: list[str] = []
     rates: Mapping[tuple[str, str], float] = {}  # the derived loads' rates, read once
@@ -236,7 +236,7 @@ def _measure_passes(
         without_rate = [
             cell_id(m.variant.name, ld.key, r + 1)
             for r, m, ld in todo
-            if ld.peak_fraction is not None
+            if ld.kind.from_peak
             and (m.variant.name, ld.key) not in rates
             and cell_id(m.variant.name, ld.key, r + 1) not in finished
         ]

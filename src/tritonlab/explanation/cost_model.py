@@ -443,7 +443,9 @@ class CostModel(Record):
         if rate >= capacity:
             return "overloaded: offered rate above capacity", r, capacity * 1e6 * 1.0, None
         rho = rate * t / (parallel * r)
-        wait = rho / (2.0 * (1.0 - rho)) * t
+        # Kingman's wait with fixed service times: Poisson arrivals wait rho / (2 (1 - rho)) t,
+        # evenly spaced ones none (the squared CV of the gaps scales it)
+        wait = s.settings.arrivals.interarrival_cv2 * rho / (2.0 * (1.0 - rho)) * t
         if delay > 0 and r > 1:
             fill = min(delay, (r - 1) / rate)
             wait += (fill + (r - 1) * fill / 2) / r

@@ -7,10 +7,32 @@ load, measurement window and stability threshold are always stated next to the n
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from tritonlab.records import Record, later
 
 PROTOCOLS = ("grpc", "http")
+
+
+@dataclass(frozen=True)
+class Arrivals:
+    """How an open-loop rate's requests are spaced (perf_analyzer's ``--request-distribution``):
+    the word the reports use, and the squared coefficient of variation of the gaps between
+    arrivals, which scales the queueing wait below capacity (Kingman: 1 for Poisson, 0 for
+    evenly spaced requests); ``table_note``, what a table's rate cell adds (Poisson, the
+    default, adds nothing)."""
+
+    word: str
+    interarrival_cv2: float
+    table_note: str = ""
+
+
+# perf_analyzer's --request-distribution values (a stored file with another is refused).
+Distribution = Literal["poisson", "constant"]
+ARRIVALS: dict[Distribution, Arrivals] = {
+    "poisson": Arrivals("Poisson", 1.0),
+    "constant": Arrivals("constant", 0.0, " constant"),
+}
 
 
 @dataclass(frozen=True)
@@ -22,7 +44,8 @@ class PerfSettings(Record):
     protocol: str = "grpc"
     batch_size: int = 1
     concurrency: int | None = 8
-    # Open-loop load instead of concurrency: requests per second, Poisson arrivals.
+    # Open-loop load instead of concurrency: requests per second, spaced as
+    # ``request_distribution`` says (a key of ARRIVALS).
     request_rate_per_s: float | None = None
     measurement_mode: str = "time_windows"
     measurement_interval_ms: int = 2000
@@ -36,6 +59,12 @@ class PerfSettings(Record):
     input_data: str | None = later()
     # Replayed traffic instead: perf_analyzer's --request-intervals file (µs, one per line).
     request_intervals: str | None = later()
+    request_distribution: Distribution = later("poisson")
+
+    @property
+    def arrivals(self) -> Arrivals:
+        """How the open-loop rate's requests are spaced."""
+        return ARRIVALS[self.request_distribution]
 
     @property
     def deadline_s(self) -> float:
@@ -53,12 +82,12 @@ class PerfSettings(Record):
         )
 
     def load_label(self) -> str:
-        """The load in words: ``concurrency N``, ``request rate R/s (Poisson)`` or the
-        replayed intervals."""
+        """The load in words: ``concurrency N``, ``request rate R/s (Poisson)`` (or evenly
+        spaced, ``constant``) or the replayed intervals."""
         if self.request_intervals is not None:
             return f"request intervals replayed from {self.request_intervals}"
         if self.request_rate_per_s is not None:
-            return f"request rate {self.request_rate_per_s:g}/s (Poisson)"
+            return f"request rate {self.request_rate_per_s:g}/s ({self.arrivals.word})"
         return f"concurrency {self.concurrency}"
 
     def to_args(self, csv_path: str) -> list[str]:
@@ -94,7 +123,8 @@ class PerfSettings(Record):
             args += ["--request-intervals", self.request_intervals]
         elif self.request_rate_per_s is not None:
             rate = f"{self.request_rate_per_s:g}"
-            args += ["--request-rate-range", rate, "--request-distribution", "poisson"]
+            spacing = self.request_distribution
+            args += ["--request-rate-range", rate, "--request-distribution", spacing]
         else:
             args += ["--concurrency-range", str(self.concurrency or 1)]
         if self.async_mode:

@@ -56,7 +56,7 @@ def _load_line(settings: list[PerfSettings], load_points: int) -> str:
             if s.concurrency
             else "a replayed trace (see Replayed traces)"
             if s.request_intervals is not None
-            else f"request rate {s.request_rate_per_s:g}/s (Poisson)"
+            else s.load_label()
         )
         mode = "async" if s.async_mode else "sync"
         return (
@@ -177,7 +177,7 @@ def _table(analysis: Analysis) -> list[str]:
             if s.settings.concurrency
             else "trace"
             if s.settings.request_intervals is not None
-            else (f"{s.settings.request_rate_per_s:g}/s")
+            else (f"{s.settings.request_rate_per_s:g}/s{s.settings.arrivals.table_note}")
         )
         lines.append(
             f"| {s.variant.description} | {conc} | {s.throughput.text()} | "

@@ -111,10 +111,10 @@ class RecommendationsView:
 
 
 def pick_load(pick: Pick) -> str:
-    """The pick's load in words: 'N req/s Poisson' or 'concurrency N'."""
+    """The pick's load in words: 'N req/s Poisson' (or 'constant') or 'concurrency N'."""
     p = pick.point
     if p.request_rate_per_s is not None:
-        return f"{p.request_rate_per_s:g} req/s Poisson"
+        return f"{p.request_rate_per_s:g} req/s {p.arrivals.word}"
     return f"concurrency {p.concurrency}"
 
 

@@ -25,7 +25,8 @@ from tritonlab.stats.aggregate import VariantSummary
 
 def _load(p: OperatingPoint) -> str:
     if p.request_rate_per_s is not None:
-        return f"{p.protocol}, b{p.batch_size}, {p.request_rate_per_s:g} req/s (Poisson)"
+        rate = f"{p.request_rate_per_s:g} req/s ({p.arrivals.word})"
+        return f"{p.protocol}, b{p.batch_size}, {rate}"
     return f"{p.protocol}, b{p.batch_size}, concurrency {p.concurrency}"
 
 

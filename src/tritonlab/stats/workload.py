@@ -32,11 +32,14 @@ class WorkloadRow(Protocol):
 
 
 def same_offered_load(a: WorkloadRow, b: WorkloadRow, tolerance: float = 0.02) -> bool:
-    """Closed loop at one concurrency, or open loop at (nearly) the same request rate."""
+    """Closed loop at one concurrency, or open loop at (nearly) the same request rate with
+    requests spaced alike (Poisson or evenly)."""
     ra, rb = a.settings.request_rate_per_s, b.settings.request_rate_per_s
     if ra is None and rb is None:
         return a.settings.concurrency == b.settings.concurrency
     if ra is None or rb is None:
+        return False
+    if a.settings.request_distribution != b.settings.request_distribution:
         return False
     return abs(ra - rb) <= tolerance * max(ra, rb)
 
