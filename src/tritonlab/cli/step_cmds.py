@@ -235,7 +235,7 @@ def infer(
         step = infer_step(
             model, name, protocols, batch_size, options, shapes, inputs.input_data, variant, info
         )
-        reference = info.source.reference if info is not None and info.source else None
+        reference = info.origin.reference if info is not None else None
         if info is not None:
             say(f"served {describe_source(info, server.url)}")
         if reference is not None:

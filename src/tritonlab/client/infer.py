@@ -229,7 +229,7 @@ def _user_reference(
 ) -> tuple[dict[str, np.ndarray[Any, Any]], dict[str, np.ndarray[Any, Any]], str] | None:
     """The user's reference file of a repository model (``--reference``): the inputs to send,
     the outputs expected, and its name; None where none was given."""
-    path = info.source.reference if info.source is not None else None
+    path = info.origin.reference
     if path is None:
         return None
     try:

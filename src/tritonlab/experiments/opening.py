@@ -50,41 +50,24 @@ def plan_fingerprint(
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def file_sha256(path: Path) -> str:
-    """The file's sha256 as hex, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def model_sha256(info: OnnxModelInfo) -> str:
     """The sha256 of what is served: the ONNX file, or for a model of a user's repository
     every file of every model folder it needs (names and contents, in a fixed order)."""
-    if info.source is None:
-        return file_sha256(info.path)
-    digest = hashlib.sha256()
-    for name in sorted(info.source.needed):
-        folder = info.source.root / name
-        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-            digest.update(path.relative_to(info.source.root).as_posix().encode() + b"\0")
-            digest.update(file_sha256(path).encode())
-    return digest.hexdigest()
+    return info.origin.sha256(info.path)
 
 
 def model_record(plan: ExperimentPlan, info: OnnxModelInfo) -> ModelRecord:
     """The manifest's record of the model a run measures."""
-    source = info.source
+    origin = info.origin
     return ModelRecord(
         name=plan.model_name,
-        onnx_file=info.path.name if source is None else f"{source.model}/{info.path.name}",
-        sha256=model_sha256(info),
+        onnx_file=origin.stored_name(info.path),
+        sha256=origin.sha256(info.path),
         size_bytes=info.file_size_bytes,
-        opset=info.opset if info.runs_onnx or source is None else None,
+        opset=info.opset if origin.runs_onnx else None,
         inputs=tuple(info.inputs),
         outputs=tuple(info.outputs),
-        repository=None if source is None else source.to_dict() | {"repository": source.root.name},
+        repository=origin.manifest_entry(),
     )
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from tritonlab.errors import ModelError
-from tritonlab.models.source import RepositorySource
+from tritonlab.models.source import OnnxFile, RepositorySource
 
 # ONNX TensorProto element type -> (Triton data type name, numpy dtype).
 _ONNX_TO_TRITON: dict[int, tuple[str, str]] = {
@@ -64,10 +64,16 @@ class OnnxModelInfo:
     source: RepositorySource | None = None
 
     @property
+    def origin(self) -> OnnxFile | RepositorySource:
+        """Where the model comes from, answering what differs between a file and a model of a
+        user's repository (``models/source.py``)."""
+        return self.source or OnnxFile(self.path)
+
+    @property
     def runs_onnx(self) -> bool:
         """Whether ``path`` is an ONNX graph onnxruntime can run in-process (the reference
         check, the operator profile, the in-process timings)."""
-        return self.source is None or self.source.runs_onnx
+        return self.origin.runs_onnx
 
 
 def _dims(value_info: object) -> list[int | str]:

@@ -1,17 +1,22 @@
-"""Where a measured model comes from when it is not one ONNX file: a user's Triton repository.
+"""Where a measured model comes from: one ONNX file, or a model of a user's Triton repository.
 
-``RepositorySource`` is plain data (the ``models`` layer sits below the repository writer that
-reads it): the user's repository, the model measured in it, what kind of model that is, the
-model whose knobs the variants change (the model itself, or an ensemble's step), and the models
-it calls (an ensemble's steps, or the models a BLS model names), whose Triton statistics every
-cell reads beside the measured model's.
+Each origin answers what differs between them (``OnnxModelInfo.origin`` picks one), so the
+rest of tritonlab asks the origin, not which origin it is: the file a manifest names, the
+digest of what is served, the repository a run must not write into, the user's reference
+answers, whether onnxruntime can run the model in-process. ``RepositorySource`` is plain data
+too (the ``models`` layer sits below the repository writer that reads it): the user's
+repository, the model measured in it, what kind of model that is, the model whose knobs the
+variants change (the model itself, or an ensemble's step), and the models it calls (an
+ensemble's steps, or the models a BLS model names), whose Triton statistics every cell reads
+beside the measured model's.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field, PlainSerializer
 
@@ -37,6 +42,40 @@ def kind_words(kind: str, called: list[str] | tuple[str, ...], quote: str = "`")
     """What a repository model is, in words for the log (``quote`` around model names)."""
     names = ", ".join(f"{quote}{n}{quote}" for n in called)
     return _KIND_WORDS.get(kind, "a model").format(called=names)
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of one file, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class OnnxFile:
+    """A model given as one ONNX file (``tritonlab run model.onnx``, or a built-in model
+    exported into the run folder): served from a repository tritonlab writes."""
+
+    path: Path
+    kind = "onnx file"
+    runs_onnx = True  # onnxruntime runs it in-process (reference check, operator profile)
+    needed: tuple[str, ...] = ()  # no other model to load beside it
+    reference: Path | None = None  # its expected answers come from onnxruntime, not a file
+    root: Path | None = None  # no repository of the user's to keep unwritten
+
+    def stored_name(self, path: Path) -> str:
+        """The model file as the manifest names it."""
+        return path.name
+
+    def sha256(self, path: Path) -> str:
+        """The digest of what is served: the file's."""
+        return file_sha256(path)
+
+    def manifest_entry(self) -> dict[str, Any] | None:
+        """The manifest's ``repository`` entry: none."""
+        return None
 
 
 @dataclass(frozen=True)
@@ -68,3 +107,22 @@ class RepositorySource(Record):
     def runs_onnx(self) -> bool:
         """Whether the measured model is itself an ONNX graph onnxruntime can run in-process."""
         return self.kind == KIND_ONNX
+
+    def stored_name(self, path: Path) -> str:
+        """The model file (``path``: its ONNX file or ``config.pbtxt``) as the manifest names
+        it, under the model's folder."""
+        return f"{self.model}/{path.name}"
+
+    def sha256(self, path: Path) -> str:
+        """The digest of what is served: every file of every model folder the model needs
+        (names and contents, in a fixed order)."""
+        digest = hashlib.sha256()
+        for name in sorted(self.needed):
+            for file in sorted(p for p in (self.root / name).rglob("*") if p.is_file()):
+                digest.update(file.relative_to(self.root).as_posix().encode() + b"\0")
+                digest.update(file_sha256(file).encode())
+        return digest.hexdigest()
+
+    def manifest_entry(self) -> dict[str, Any] | None:
+        """The manifest's ``repository`` entry: this record, the repository by its name."""
+        return self.to_dict() | {"repository": self.root.name}

@@ -34,6 +34,7 @@ from tritonlab.experiments.adaptive_run import AdaptiveRepeats
 from tritonlab.experiments.blocks import ENGINE_BLOCKS
 from tritonlab.experiments.opening import check_resume, model_sha256, plan_fingerprint
 from tritonlab.experiments.plan import ExperimentPlan
+from tritonlab.experiments.repository_plan import repository_baseline
 from tritonlab.experiments.run_folder import (
     claim,
     discard_results,
@@ -53,7 +54,7 @@ from tritonlab.pipeline.project import load_model_info
 from tritonlab.report.check_outputs import markdown
 from tritonlab.repository.config import CONFIG_FILE, MODEL_FILENAME
 from tritonlab.repository.layout import MODEL_VERSION, add_model, place_model_file
-from tritonlab.repository.user_repo import baseline_variant, read_repository_model, read_user_model
+from tritonlab.repository.user_repo import read_repository_model
 from tritonlab.repository.variants import MODEL_NAME_RE
 from tritonlab.result_files import write_result
 from tritonlab.run_layout import RunLayout
@@ -97,10 +98,9 @@ def _served_name(baseline_run: Path, config: str, plan: ExperimentPlan) -> str:
 
 
 def _single(info: OnnxModelInfo, what: str) -> OnnxModelInfo:
-    assert info.source is not None
-    if len(info.source.needed) > 1:
+    if len(info.origin.needed) > 1:
         raise ConfigError(
-            f"{what} is a pipeline ({info.source.kind}): a live check serves one model per "
+            f"{what} is a pipeline ({info.origin.kind}): a live check serves one model per "
             "side; measure both pipelines with `tritonlab run` and compare the two run folders"
         )
     return info
@@ -149,21 +149,18 @@ def _check_plan(
 ) -> tuple[ExperimentPlan, str]:
     """The check's plan (the baseline's configuration twice, its loads and settings) and the
     new side's model sha256."""
-    assert old.source is not None and new.source is not None
     old_sha, new_sha = model_sha256(old), model_sha256(new)
-    old_config = read_user_model(old.source.root, old.source.model).config
-    new_config = read_user_model(new.source.root, new.source.model).config
     old_variant = replace(
-        baseline_variant(old_config, old.source.tuned_backend),
+        repository_baseline(old),
         name=BASELINE_SIDE,
         description=f"baseline run's {check.config} (model {old_sha[:12]})",
     )
     new_variant = replace(
-        baseline_variant(new_config, new.source.tuned_backend),
+        repository_baseline(new),
         name=CANDIDATE_SIDE,
         description=f"new model (model {new_sha[:12]})",
     )
-    loads = tuple(ld for ld in plan.loads if ld.peak_fraction is None)
+    loads = tuple(ld for ld in plan.loads if not ld.kind.from_peak)
     changed = variant_changes(old_variant, new_variant)
     notes: tuple[str, ...] = (
         f"The baseline is {portable_path(check.baseline_run, check.out_dir)}'s configuration "

@@ -14,6 +14,7 @@ from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.models.shape_probe import checked_inputs
 from tritonlab.models.zoo import BUILTIN_MODELS, export_builtin
 from tritonlab.pipeline.project import check_model_name, load_model_info, load_repository_info
+from tritonlab.pipeline.step_probe import choose_binding_step
 from tritonlab.run_layout import RunLayout
 from tritonlab.server.launch import ServerOptions
 
@@ -82,10 +83,6 @@ def bind_step(
 ) -> ChosenModel:
     """``chosen`` with, for an ensemble of the user's repository, the step the configurations
     change (``choose_binding_step``); any other model as it is."""
-    if chosen.info.source is None:
-        return chosen
-    from tritonlab.pipeline.step_probe import choose_binding_step
-
     info = choose_binding_step(
         chosen.info, chosen.name, options, chosen.inputs, out_dir, concurrency, protocol, fresh
     )

@@ -168,14 +168,13 @@ def load_repository_info(
             "served by a tritonserver tritonlab starts (the bundled one, or --server-bin); to "
             "measure a server that already serves the repository, use `tritonlab perf --url`"
         )
-    info = read_repository_model(root, model, step, native=bool(options.server_bin))
-    if reference is not None:
-        if not reference.is_file():
-            raise ConfigError(
-                f"--reference {reference}: not a file; pass an .npz of inputs and expected outputs"
-            )
-        assert info.source is not None
-        info = replace(info, source=replace(info.source, reference=reference))
+    if reference is not None and not reference.is_file():
+        raise ConfigError(
+            f"--reference {reference}: not a file; pass an .npz of inputs and expected outputs"
+        )
+    info = read_repository_model(
+        root, model, step, native=bool(options.server_bin), reference=reference
+    )
     if info.runs_onnx:
         check_with_onnxruntime(info.path)
     return info

@@ -19,7 +19,7 @@ from tritonlab.experiments.repository_plan import repository_baseline
 from tritonlab.experiments.store import load_manifest
 from tritonlab.models.inputs import ModelInputs
 from tritonlab.models.inspect import OnnxModelInfo
-from tritonlab.models.source import KIND_ENSEMBLE
+from tritonlab.models.source import KIND_ENSEMBLE, RepositorySource
 from tritonlab.perf.locate import locate_perf_analyzer
 from tritonlab.perf.runner import run_perf
 from tritonlab.perf.settings import PerfSettings
@@ -34,15 +34,15 @@ PROBE_WINDOW_MS = 1000
 PROBE_STABILITY_PCT = 50.0
 
 
-def _stored_choice(run_dir: Path, info: OnnxModelInfo) -> dict[str, object] | None:
+def _stored_choice(run_dir: Path, source: RepositorySource) -> dict[str, object] | None:
     """The step a run folder's manifest records for the same model, if any."""
-    if not RunLayout(run_dir).manifest.exists() or info.source is None:
+    if not RunLayout(run_dir).manifest.exists():
         return None
     try:
         repository = load_manifest(run_dir).model.repository or {}
     except ResultFileError:
         return None
-    if repository.get("model") != info.source.model or not repository.get("tuned"):
+    if repository.get("model") != source.model or not repository.get("tuned"):
         return None
     return dict(repository)
 
@@ -99,7 +99,7 @@ def choose_binding_step(
     source = info.source
     if source is None or source.kind != KIND_ENSEMBLE or source.tuned_reason.startswith("chosen"):
         return info
-    stored = None if fresh else _stored_choice(run_dir, info)
+    stored = None if fresh else _stored_choice(run_dir, source)
     if stored is not None:
         step, reason = str(stored["tuned"]), str(stored.get("tuned_reason", ""))
     else:

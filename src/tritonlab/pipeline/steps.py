@@ -232,7 +232,7 @@ def perf_step(
         out_dir,
         {
             "the model": model,
-            "--repository": info.source.root if info and info.source else None,
+            "--repository": info.origin.root if info else None,
             "--input-data": input_data,
         },
     )

@@ -180,13 +180,18 @@ def _needed(root: Path, top: UserModel, native: bool) -> tuple[dict[str, UserMod
 
 
 def read_repository_model(
-    root: Path, name: str, step: str | None = None, native: bool = False
+    root: Path,
+    name: str,
+    step: str | None = None,
+    native: bool = False,
+    reference: Path | None = None,
 ) -> OnnxModelInfo:
     """The model ``name`` of the repository at ``root``, described for measuring.
 
     ``step``: for an ensemble, the step whose knobs the variants change (default: the first
     step that is not a Python model, else the first step); ``native``: a server binary with its
-    own backends was given (``--server-bin``), so no backend is refused here.
+    own backends was given (``--server-bin``), so no backend is refused here; ``reference``:
+    the user's expected answers (``--reference``, an .npz).
     """
     if not root.is_dir():
         raise ConfigError(f"--repository {root}: not a folder; pass a Triton model repository")
@@ -234,6 +239,7 @@ def read_repository_model(
         called=called,
         needed=(*called, name),
         tuned_reason=reason,
+        reference=reference,
     )
     return OnnxModelInfo(
         path=path,
