@@ -82,8 +82,7 @@ def as_configured(changed: bool, flags: str) -> None:
 def describe_source(info: OnnxModelInfo, url: str | None = None) -> str:
     """A repository model in words: what it is, what it calls, where it came from (with
     ``url``: the server there serves its own copy, which the repository describes)."""
-    source = info.source
-    assert source is not None
+    source = info.origin
     calls = f", calling {', '.join(source.called)}" if source.called else ""
     what = f"{source.model} ({source.kind} model{calls})"
     if url:

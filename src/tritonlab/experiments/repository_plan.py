@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from tritonlab.experiments.plan import ExperimentPlan, PlanBasics
 from tritonlab.models.inspect import OnnxModelInfo
-from tritonlab.models.source import kind_words
+from tritonlab.models.source import RepositorySource, kind_words
 from tritonlab.repository.knobs import BATCHER_FIELDS, KNOB_BY_FIELD, knob_description, knob_slug
 from tritonlab.repository.user_repo import baseline_variant, left_out_knobs, read_user_model
 from tritonlab.repository.variants import ServingVariant
@@ -23,12 +23,22 @@ REPOSITORY_CONCURRENCY = 8
 BATCHING_DELAY_US = 5000
 
 
-def repository_baseline(info: OnnxModelInfo) -> ServingVariant:
-    """The tuned model's own configuration (the user's config.pbtxt) as the baseline."""
+def own_baseline(info: OnnxModelInfo) -> ServingVariant | None:
+    """A repository model's tuned model as its own configuration (the user's config.pbtxt)
+    makes it, the baseline every variant changes; None for an ONNX file, which tritonlab
+    configures."""
     if info.source is None:
-        raise ValueError("repository_baseline needs a model read from a repository")
+        return None
     tuned = read_user_model(info.source.root, info.source.tuned)
     return baseline_variant(tuned.config, info.source.tuned_backend)
+
+
+def repository_baseline(info: OnnxModelInfo) -> ServingVariant:
+    """``own_baseline`` of a model read from a repository (the reproduction scripts call it)."""
+    baseline = own_baseline(info)
+    if baseline is None:
+        raise ValueError("repository_baseline needs a model read from a repository")
+    return baseline
 
 
 def _batching_off(v: ServingVariant) -> ServingVariant:
@@ -58,12 +68,10 @@ def one_change_variants(baseline: ServingVariant, backend: str) -> list[ServingV
     ]
 
 
-def repository_plan(info: OnnxModelInfo, basics: PlanBasics) -> ExperimentPlan:
+def repository_plan(
+    source: RepositorySource, baseline: ServingVariant, basics: PlanBasics
+) -> ExperimentPlan:
     """The baseline (the user's configuration) and its one-change variants at one load."""
-    source = info.source
-    if source is None:
-        raise ValueError("repository_plan needs a model read from a repository")
-    baseline = repository_baseline(info)
     plan = basics.plan(
         [baseline, *one_change_variants(baseline, source.tuned_backend)], REPOSITORY_CONCURRENCY
     )

@@ -61,9 +61,15 @@ class OnnxFile:
     path: Path
     kind = "onnx file"
     runs_onnx = True  # onnxruntime runs it in-process (reference check, operator profile)
+    called: tuple[str, ...] = ()  # it calls no other model
     needed: tuple[str, ...] = ()  # no other model to load beside it
     reference: Path | None = None  # its expected answers come from onnxruntime, not a file
     root: Path | None = None  # no repository of the user's to keep unwritten
+
+    @property
+    def model(self) -> str:
+        """The model's name where none is given: the file's stem."""
+        return self.path.stem
 
     def stored_name(self, path: Path) -> str:
         """The model file as the manifest names it."""

@@ -36,7 +36,7 @@ from tritonlab.experiments.plan import (
     seed_comparison_plan,
 )
 from tritonlab.experiments.plan_file import engine_repeats
-from tritonlab.experiments.repository_plan import repository_plan
+from tritonlab.experiments.repository_plan import repository_baseline, repository_plan
 from tritonlab.experiments.run_folder import claim, discard_results, open_run_folder
 from tritonlab.experiments.runner import (
     ClusterOpener,
@@ -208,14 +208,14 @@ def default_plan(
     if configs not in CONFIG_SETS:
         raise ConfigError(f"--configs must be one of {', '.join(CONFIG_SETS)}, got {configs!r}")
     cores = available_cores()
-    if info.source is not None:
+    if info.source is not None:  # a repository model: compared from its own configuration
         if configs != "auto":
             raise ConfigError(
                 "--configs: a repository's model is compared from its own configuration; "
                 "leave --configs at auto, or write a plan file for `tritonlab sweep`"
             )
         basics = PlanBasics(model_name, repeats, concurrency, protocol, max_batch_size, measurement)
-        plan = repository_plan(info, basics)
+        plan = repository_plan(info.source, repository_baseline(info), basics)
         if plan.measurement.engine == ENGINE_BLOCKS:
             plan = replace(plan, variants=(*plan.variants, aa_control(plan.variants[0])))
         return plan
@@ -313,13 +313,12 @@ def run_project(
     missing = plan_traces_missing(plan, traces)
     if missing:
         raise ConfigError(f"the plan replays trace(s) {', '.join(missing)}: give their files")
-    source = info.source
     open_run_folder(
         run_dir,
         {
             "the model": onnx_path,
-            "--repository": source.root if source else None,
-            "--reference": source.reference if source else None,
+            "--repository": info.origin.root,
+            "--reference": info.origin.reference,
             **{f"trace {t.path}": t.path for t in traces},
         },
     )

@@ -13,7 +13,7 @@ from pathlib import Path
 from tritonlab import gateway
 from tritonlab.client.infer import InferCheck, infer_and_check
 from tritonlab.errors import ServerError, TritonlabError
-from tritonlab.experiments.repository_plan import repository_baseline
+from tritonlab.experiments.repository_plan import own_baseline
 from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.perf.locate import locate_perf_analyzer
@@ -94,28 +94,24 @@ def served_model(
     under explicit model control; with ``options.url`` the server's own copies are loaded.
     """
     info = info or load_model_info(model)
-    source = info.source
+    origin = info.origin
     # a repository model is served as its own config says; an ONNX file as ``variant``
-    variant = repository_baseline(info) if source else for_model(variant, info.batched)
-    model_name = check_model_name(name or (source.model if source else model.stem))
+    variant = own_baseline(info) or for_model(variant, info.batched)
+    model_name = check_model_name(name or origin.model)
     with contextlib.ExitStack() as stack:
         if repo is not None:
-            gateway.open_root(repo, {"--repository": source.root if source else None}, "--repo")
+            gateway.open_root(repo, {"--repository": origin.root}, "--repo")
         folder = repo or stack.enter_context(gateway.temporary_folder("tritonlab-")).root
         models = RunLayout(folder).models
-        called = tuple((n, n) for n in source.called) if source else ()
-        order = [*source.called, model_name] if source else [model_name]
+        called, order = tuple((n, n) for n in origin.called), [*origin.called, model_name]
         if not options.url:
             written = add_model(models, info, model_name, variant)
             called, order = written.called, load_order(written)
         server = stack.enter_context(
-            running_server(
-                options, models, folder / SERVER_LOG_FILE, explicit_model_control=bool(source)
-            )
+            running_server(options, models, folder / SERVER_LOG_FILE, explicit_model_control=True)
         )
-        if options.url or source is not None:
-            for served in order:
-                server.load_model(served)
+        for served in order:
+            server.load_model(served)
         yield ServedModel(server, model_name, info, variant, called)
 
 

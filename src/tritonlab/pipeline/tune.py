@@ -47,7 +47,7 @@ from tritonlab.experiments.opening import (
     open_session,
 )
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
-from tritonlab.experiments.repository_plan import repository_baseline
+from tritonlab.experiments.repository_plan import own_baseline
 from tritonlab.experiments.runner import quarantine_unusable
 from tritonlab.experiments.session import CellSession
 from tritonlab.experiments.store import CellResult, cell_path, read_cell
@@ -233,9 +233,7 @@ class _Tuner:
         self.settings, self.started = settings, started
         self.goal = settings.goal
         # a repository model's own configuration: what every variant keeps but tune's knobs
-        self.baseline = (
-            repository_baseline(info) if info is not None and info.source is not None else None
-        )
+        self.baseline = own_baseline(info) if info is not None else None
         self.models: dict[str, RepositoryModel] = {}
         self.observations: list[Observation] = []
         self.steps: list[TuneStep] = []

@@ -48,7 +48,7 @@ def add_model(
     """Write one variant of the model into ``repo_dir`` and return where it went (a model of a
     user's repository: a patched copy of its own configuration, ``user_repo``)."""
     if info.source is not None:
-        written = write_repository_variant(repo_dir, info, model_name, variant)
+        written = write_repository_variant(repo_dir, info.source, model_name, variant)
         return RepositoryModel(written.served_name, variant, written.folder, written.called)
     served_name = variant_model_name(model_name, variant)
     folder = repo_dir / served_name

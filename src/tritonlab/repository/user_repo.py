@@ -360,14 +360,11 @@ def served_names(
 
 
 def write_repository_variant(
-    repo_dir: Path, info: OnnxModelInfo, model_name: str, variant: ServingVariant
+    repo_dir: Path, source: RepositorySource, model_name: str, variant: ServingVariant
 ) -> WrittenVariant:
-    """Write ``variant`` of the repository model ``info`` describes into ``repo_dir`` (the run
-    folder's repository): the tuned model as a patched copy of its config, an ensemble with its
-    tuned step renamed for the variant, and every other needed model copied as it is."""
-    source = info.source
-    if source is None:
-        raise ConfigError("write_repository_variant needs a model read from a repository")
+    """Write ``variant`` of the repository model ``source`` describes into ``repo_dir`` (the
+    run folder's repository): the tuned model as a patched copy of its config, an ensemble with
+    its tuned step renamed for the variant, and every other needed model copied as it is."""
     models = {n: read_user_model(source.root, n) for n in source.needed}
     tuned = models[source.tuned]
     baseline = baseline_variant(tuned.config, source.tuned_backend)
