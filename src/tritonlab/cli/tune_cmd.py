@@ -8,13 +8,11 @@ prints the pick, the runner-up and the verdict between them, and where the ready
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from tritonlab import gateway
 from tritonlab.cli.common import app, err, out, resume_hint, user_errors
 from tritonlab.cli.options import (
     EngineOpt,
@@ -33,7 +31,6 @@ from tritonlab.cli.options import (
     target_load_option,
 )
 from tritonlab.cli.repository_options import RepositoryFlags
-from tritonlab.errors import ConfigError
 from tritonlab.report.tune_section import figure_span, over_budget_line
 from tritonlab.repository.knobs import HELD_KNOBS
 from tritonlab.run_layout import RunLayout
@@ -161,121 +158,44 @@ def tune(
     Example: tritonlab tune model.onnx --out tuned --p99-budget-ms 10
     """
     with user_errors(resume_hint(out_dir)):
-        from tritonlab.decisions.search import GOALS, Goal, Knobs
-        from tritonlab.experiments.blocks import ENGINE_BLOCKS
-        from tritonlab.experiments.manifest import available_cores
-        from tritonlab.experiments.plan import MeasurementSettings
-        from tritonlab.experiments.repository_plan import repository_baseline
-        from tritonlab.experiments.run_folder import claim, discard_results, open_run_folder
-        from tritonlab.models.zoo import BUILTIN_MODELS
-        from tritonlab.pipeline.held_knobs import parse_holds
-        from tritonlab.pipeline.model_choice import bind_step, choose_model
-        from tritonlab.pipeline.project import check_engine, check_measuring_host
-        from tritonlab.pipeline.tune import TuneSettings, repository_start, run_tune
+        from tritonlab.pipeline.tune import run_tune
+        from tritonlab.pipeline.tune_request import TuneRequest, prepare_tune
         from tritonlab.report.build import build_report
 
-        if check_engine(engine) == ENGINE_BLOCKS and ray:
-            _say("--ray: the search measures on a cluster node with the classic engine")
-            engine = "classic"
-        if max_race_rounds is None:
-            max_race_rounds = 12 if engine == ENGINE_BLOCKS else 3
-        trace = None
-        if load_trace is not None:
-            from tritonlab.perf.trace import KEPT_TO_PCT, read_trace
-
-            trace = read_trace(load_trace)
-            if goal != "latency" or target_load is not None:
-                _say(
-                    f"--load-trace: the offered load is the trace's ({trace.stats.words()}); "
-                    "the goal is the lowest p99 among the configurations that keep to it "
-                    f"(serve at least {100 - KEPT_TO_PCT:g}% of its mean rate)"
-                    + (" and hold the p99 budget" if p99_budget_ms is not None else "")
-                )
-            goal = "latency"
-            target_load = trace.stats.mean_rate_per_s * (1 - KEPT_TO_PCT / 100)
-        if goal not in GOALS:
-            raise ConfigError(f"--goal must be one of {', '.join(GOALS)}, got {goal!r}")
-        if goal == "latency" and p99_budget_ms is None and trace is None:
-            raise ConfigError("--goal latency needs --p99-budget-ms (the latency to stay under)")
-        if protocol not in ("grpc", "http"):
-            raise ConfigError(f"--protocol must be one of grpc, http, got {protocol!r}")
-        held = parse_holds(hold or [])
-        options = server.options()
-        check_measuring_host(options)
-        open_run_folder(
-            out_dir,
-            {
-                "the model": None if model is None or model in BUILTIN_MODELS else Path(model),
-                "--repository": repository.repository,
-                "--reference": repository.reference,
-                "--input-data": inputs.input_data,
-                "--load-trace": load_trace,
-            },
-        )
-        chosen = choose_model(
+        request = TuneRequest(
             model,
-            name,
             out_dir,
-            options,
-            repository.choice(model),
-            inputs.shape,
+            name,
+            goal,
+            p99_budget_ms,
+            target_load,
+            time_budget_s,
+            max_race_rounds,
+            engine,
+            keep_protocol,
+            max_instances,
+            tuple(hold or ()),
+            load_trace,
+            protocol,
+            window_ms,
+            stability,
+            max_batch_size,
+            tuple(inputs.shape or ()),
             inputs.input_data,
+            fresh,
+            ray,
+            repository.choice(model),
         )
-        chosen = bind_step(
-            chosen, options, out_dir, 1 if goal == "latency" else 8, protocol, fresh
-        )  # an ensemble: tune moves the step that binds first
-        info, model_name, model_inputs = chosen.info, chosen.name, chosen.inputs
-        # Every argument checked: only now may --fresh move earlier results aside.
-        if fresh:
-            discard_results(out_dir)
-        gateway.mkdir(out_dir)
-        claim(out_dir)
-        if info.source is not None:
-            baseline = repository_baseline(info)
-            start = repository_start(baseline, protocol)
-            if held:
-                start = replace(start, held=tuple((dict(start.held) | dict(held)).items()))
-            _say(
-                f"start: {baseline.description} of `{info.source.tuned}`"
-                + (
-                    f", the step tune moves first ({info.source.tuned_reason})"
-                    if info.source.tuned != info.source.model
-                    else ""
-                )
-            )
-        else:
-            start = Knobs(
-                max_batch=max_batch_size if info.batched else 0,
-                protocol=protocol,
-                held=held,
-            )
-        settings = TuneSettings(
-            Goal(
-                kind=goal,
-                p99_budget_us=None if p99_budget_ms is None else p99_budget_ms * 1000,
-                min_throughput_infer_per_s=target_load,
-                cores=available_cores(),
-                max_race_rounds=max_race_rounds,
-                start=start,
-                switch_protocol=not keep_protocol,
-                max_instances=max_instances,
-                window_ms=window_ms,
-                fixed_load=None if trace is None else f"under trace {trace.stats.name}",
-            ),
-            time_budget_s=time_budget_s,
-            measurement=MeasurementSettings(
-                measurement_interval_ms=window_ms, stability_percentage=stability, engine=engine
-            ),
-            trace=trace,
-        )
+        prepared = prepare_tune(request, server.options(), _say)
+        chosen = prepared.chosen
         started = time.monotonic()
         result = run_tune(
-            info,
+            chosen.info,
             out_dir,
-            model_name,
-            settings,
-            options,
-            inputs=model_inputs,
+            chosen.name,
+            prepared.settings,
+            server.options(),
+            inputs=chosen.inputs,
             on_step=_step_line,
             builtin=chosen.builtin,
             cluster=ray,

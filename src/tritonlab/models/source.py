@@ -66,10 +66,17 @@ class OnnxFile:
     reference: Path | None = None  # its expected answers come from onnxruntime, not a file
     root: Path | None = None  # no repository of the user's to keep unwritten
 
+    tuned_reason = ""  # the variants change the model itself
+
     @property
     def model(self) -> str:
         """The model's name where none is given: the file's stem."""
         return self.path.stem
+
+    @property
+    def tuned(self) -> str:
+        """The model whose knobs the variants change: this one."""
+        return self.model
 
     def stored_name(self, path: Path) -> str:
         """The model file as the manifest names it."""
