@@ -39,10 +39,7 @@ from tritonlab.cli.options import (
     SweepTargetLoadOpt,
     option_groups,
 )
-from tritonlab.errors import PlanError
 from tritonlab.run_layout import RunLayout
-
-DEMO_ARGUMENT = "demo"
 
 
 def _say(console: Console, text: str) -> None:
@@ -122,28 +119,6 @@ def progress_mode(no_progress: bool, is_terminal: bool) -> str:
     return "rich" if is_terminal else "plain"
 
 
-def sweep_engine(planned: str, asked: str | None, ray: str | None) -> str:
-    """The engine a sweep measures with: ``--engine``, else the plan's; a Ray run's is classic
-    (each node measures whole rounds on its own server, so cells paired in one block would
-    come from different machines)."""
-    from tritonlab.experiments.blocks import ENGINE_BLOCKS, ENGINE_CLASSIC
-
-    engine = asked or planned
-    if ray and engine == ENGINE_BLOCKS:
-        if asked:
-            raise PlanError(
-                "--engine blocks needs one server for every configuration; a --ray run measures "
-                "whole rounds on separate nodes: use --engine classic"
-            )
-        _say(
-            err,
-            "the plan's block engine is not used across a Ray cluster (each node measures whole "
-            "rounds on its own server): measuring with the classic engine",
-        )
-        return ENGINE_CLASSIC
-    return engine
-
-
 def _print_outcome(run_dir: Path, measured: int, reused: int, wall_s: float) -> None:
     from tritonlab.decisions.recommend_records import StoredRecommendations
     from tritonlab.result_files import load_record
@@ -208,25 +183,12 @@ def sweep(
     """
     hint = resume_hint(out_dir)
     with user_errors(hint):
-        from tritonlab.experiments.plan_file import load_demo_plan, load_plan
         from tritonlab.experiments.run_folder import open_run_folder
         from tritonlab.pipeline.project import engine_rounds
-        from tritonlab.pipeline.sweep import run_sweep
+        from tritonlab.pipeline.sweep import SweepAsked, read_sweep_plan, run_sweep, sweep_model
 
-        if demo or plan == DEMO_ARGUMENT:
-            if demo and plan not in (None, DEMO_ARGUMENT):
-                raise PlanError(f"give either a plan file or --demo, not both ({plan})")
-            sweep_plan = load_demo_plan()
-        elif plan is None:
-            raise PlanError("give a plan file (see docs/sweeps.md), or 'demo' for the demo plan")
-        else:
-            sweep_plan = load_plan(Path(plan))
-        sweep_plan = sweep_plan.with_recommend(latency_budget_us, target_load)
-        if load_trace is not None:
-            from tritonlab.perf.trace import read_trace
-
-            sweep_plan = sweep_plan.with_trace(read_trace(load_trace))
-        sweep_plan = sweep_plan.with_engine(sweep_engine(sweep_plan.engine, engine, ray))
+        asked = SweepAsked(plan, demo, latency_budget_us, target_load, load_trace, engine, ray)
+        sweep_plan = read_sweep_plan(asked, lambda text: _say(err, text))
         rounds = engine_rounds(
             sweep_plan.engine,
             sweep_plan.experiment.repeats,
@@ -234,34 +196,16 @@ def sweep(
             adaptive_budget_s,
             classic_budget_s=120.0,
         )
-
         open_run_folder(
             out_dir,
             {
-                "the plan": None if plan in (None, DEMO_ARGUMENT) else Path(plan),
+                "the plan": asked.plan_file,
                 "the plan's model": sweep_plan.model_path,
                 "the plan's repository": sweep_plan.repository,
                 "--load-trace": load_trace,
             },
         )
-        info = None
-        if sweep_plan.repository is not None:
-            from tritonlab.pipeline.project import load_repository_info
-
-            info = load_repository_info(
-                sweep_plan.repository, sweep_plan.model, server.options(), sweep_plan.step
-            )
-            onnx_path = info.path
-        elif sweep_plan.builtin is not None:
-            from tritonlab.models.zoo import export_builtin
-
-            name = sweep_plan.builtin
-            onnx_path = export_builtin(name, RunLayout(out_dir).exported_model(name)).onnx_path
-        elif sweep_plan.model_path is not None:
-            onnx_path = sweep_plan.model_path
-        else:  # pragma: no cover - parse_plan sets one of the two
-            raise PlanError(f"{sweep_plan.source}: model: neither a built-in model nor a file")
-
+        onnx_path, info = sweep_model(sweep_plan, out_dir, server.options())
         exp = sweep_plan.experiment
         cells = len(exp.variants) * len(exp.loads) * exp.repeats
         _say(

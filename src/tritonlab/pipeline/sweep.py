@@ -10,18 +10,104 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tritonlab.experiments.blocks import ENGINE_BLOCKS
+from tritonlab.errors import PlanError
+from tritonlab.experiments.blocks import ENGINE_BLOCKS, ENGINE_CLASSIC
 from tritonlab.experiments.plan import ExperimentPlan
-from tritonlab.experiments.plan_file import SweepPlan
+from tritonlab.experiments.plan_file import SweepPlan, load_demo_plan, load_plan
 from tritonlab.experiments.session import ProgressCallback
 from tritonlab.experiments.store import CellResult, load_cells
 from tritonlab.models.inspect import OnnxModelInfo
-from tritonlab.pipeline.project import DEFAULT_CONTROLS, ProjectResult, RunControls, run_project
+from tritonlab.models.zoo import export_builtin
+from tritonlab.perf.trace import read_trace
+from tritonlab.pipeline.project import (
+    DEFAULT_CONTROLS,
+    ProjectResult,
+    RunControls,
+    load_repository_info,
+    run_project,
+)
+from tritonlab.run_layout import RunLayout
 from tritonlab.server.launch import ServerOptions
+
+DEMO_ARGUMENT = "demo"
+
+
+@dataclass(frozen=True)
+class SweepAsked:
+    """What ``tritonlab sweep`` was given: the plan (a file, or ``demo``), and the flags that
+    override the plan's recommendation, load and engine."""
+
+    plan: str | None
+    demo: bool = False
+    latency_budget_us: float | None = None
+    target_load: float | None = None
+    load_trace: Path | None = None
+    engine: str | None = None
+    ray: str | None = None
+
+    @property
+    def plan_file(self) -> Path | None:
+        """The plan file given, if any (``demo`` is none)."""
+        return None if self.plan in (None, DEMO_ARGUMENT) else Path(str(self.plan))
+
+
+def sweep_engine(
+    planned: str, asked: str | None, ray: str | None, say: Callable[[str], None]
+) -> str:
+    """The engine a sweep measures with: ``--engine``, else the plan's; a Ray run's is classic
+    (each node measures whole rounds on its own server, so cells paired in one block would
+    come from different machines)."""
+    engine = asked or planned
+    if ray and engine == ENGINE_BLOCKS:
+        if asked:
+            raise PlanError(
+                "--engine blocks needs one server for every configuration; a --ray run measures "
+                "whole rounds on separate nodes: use --engine classic"
+            )
+        say(
+            "the plan's block engine is not used across a Ray cluster (each node measures whole "
+            "rounds on its own server): measuring with the classic engine"
+        )
+        return ENGINE_CLASSIC
+    return engine
+
+
+def read_sweep_plan(asked: SweepAsked, say: Callable[[str], None]) -> SweepPlan:
+    """The plan file (or the demo plan) read and checked, with the flags' recommendation
+    targets, trace and engine applied (one-line ``PlanError``s)."""
+    if asked.demo or asked.plan == DEMO_ARGUMENT:
+        if asked.demo and asked.plan_file is not None:
+            raise PlanError(f"give either a plan file or --demo, not both ({asked.plan})")
+        sweep_plan = load_demo_plan()
+    elif asked.plan_file is None:
+        raise PlanError("give a plan file (see docs/sweeps.md), or 'demo' for the demo plan")
+    else:
+        sweep_plan = load_plan(asked.plan_file)
+    sweep_plan = sweep_plan.with_recommend(asked.latency_budget_us, asked.target_load)
+    if asked.load_trace is not None:
+        sweep_plan = sweep_plan.with_trace(read_trace(asked.load_trace))
+    engine = sweep_engine(sweep_plan.engine, asked.engine, asked.ray, say)
+    return sweep_plan.with_engine(engine)
+
+
+def sweep_model(
+    sweep: SweepPlan, run_dir: Path, options: ServerOptions
+) -> tuple[Path, OnnxModelInfo | None]:
+    """The model the plan names: a repository's (read as it is), a built-in one (exported into
+    the run folder) or an ONNX file; with what was read of a repository model."""
+    if sweep.repository is not None:
+        info = load_repository_info(sweep.repository, sweep.model, options, sweep.step)
+        return info.path, info
+    if sweep.builtin is not None:
+        exported = RunLayout(run_dir).exported_model(sweep.builtin)
+        return export_builtin(sweep.builtin, exported).onnx_path, None
+    if sweep.model_path is not None:
+        return sweep.model_path, None
+    raise PlanError(f"{sweep.source}: model: neither a built-in model nor a file")
 
 
 @dataclass(frozen=True)
