@@ -25,6 +25,10 @@ if TYPE_CHECKING:
     from tritonlab.pipeline.model_choice import RepositoryChoice
 
 
+def _note(text: str) -> None:
+    err.print(text, highlight=False, soft_wrap=True, markup=False)
+
+
 def _run_pipeline(
     model: Path | None,
     out_dir: Path,
@@ -36,70 +40,52 @@ def _run_pipeline(
     """Measure ``model`` (``demo``: the built-in model it is; ``repository``: a model of the
     user's repository instead) into ``out_dir``, and print what came out."""
     from tritonlab.experiments.plan import MeasurementSettings
-    from tritonlab.experiments.repository_plan import REPOSITORY_CONCURRENCY
-    from tritonlab.pipeline.model_choice import bind_step, choose_model
-    from tritonlab.pipeline.project import default_plan, engine_rounds, run_project
+    from tritonlab.pipeline.model_choice import RunAsked, prepare_run
+    from tritonlab.pipeline.project import engine_rounds, run_project
 
     rounds, plan, inputs, results = flags.rounds, flags.plan, flags.inputs, flags.results
     counts = engine_rounds(
         rounds.engine, rounds.repeats, rounds.max_repeats, rounds.adaptive_budget_s
     )
-    options = flags.server.options()
-    chosen = choose_model(
-        model, name, out_dir, options, repository, inputs.shape, inputs.input_data
+    measurement = MeasurementSettings(
+        measurement_interval_ms=plan.window_ms,
+        stability_percentage=plan.stability,
+        engine=rounds.engine,
     )
-    chosen = bind_step(
-        chosen,
-        options,
+    asked = RunAsked(
+        model,
         out_dir,
-        plan.concurrency or REPOSITORY_CONCURRENCY,
-        plan.protocol,
+        name,
+        repository,
+        tuple(inputs.shape or ()),
+        inputs.input_data,
         results.fresh,
-    )  # an ensemble: the variants change the step that binds
-    info, model_name, model_inputs = chosen.info, chosen.name, chosen.inputs
-    project_plan = default_plan(
-        info,
-        model_inputs,
-        model_name,
         plan.configs,
-        repeats=counts.first,
-        concurrency=plan.concurrency,
-        protocol=plan.protocol,
-        max_batch_size=plan.max_batch_size,
-        measurement=MeasurementSettings(
-            measurement_interval_ms=plan.window_ms,
-            stability_percentage=plan.stability,
-            engine=rounds.engine,
-        ),
-        resume_dir=None if results.fresh else out_dir,
+        counts.first,
+        plan.concurrency,
+        plan.protocol,
+        plan.max_batch_size,
+        measurement,
+        plan.load_trace,
     )
-    traces = []
-    if plan.load_trace is not None:  # the plan's load shapes replay the trace instead
-        from tritonlab.experiments.trace_loads import under_trace
-        from tritonlab.perf.trace import read_trace
-
-        trace = read_trace(plan.load_trace)
-        project_plan = under_trace(project_plan, trace)
-        traces.append(trace)
-        err.print(f"load: {trace.stats.words()}", highlight=False, soft_wrap=True, markup=False)
-    for note in project_plan.notes:
-        err.print(note, highlight=False, soft_wrap=True, markup=False)
+    prepared = prepare_run(asked, flags.server.options(), _note)
+    info = prepared.chosen.info
     started = time.monotonic()
     result = run_project(
         info.path,
         out_dir,
-        project_plan,
+        prepared.plan,
         flags.server.options(),
         progress_printer(),
         results.controls(counts),
         demo=demo,
-        inputs=model_inputs,
+        inputs=prepared.chosen.inputs,
         info=info,
-        traces=traces,
+        traces=list(prepared.traces),
     )
     outcome = result.outcome
     for line in outcome.quarantined:
-        err.print(f"warning: {line}", highlight=False, soft_wrap=True, markup=False)
+        _note(f"warning: {line}")
     print_results(out_dir, result.report.analyses)
     out.print(
         f"measured {len(outcome.measured)} cells, reused {len(outcome.skipped)}, in "
@@ -129,12 +115,9 @@ def demo(
         builtin = builtin_model(model)
         open_run_folder(out_dir)
         check = builtin.export(RunLayout(out_dir).exported_model(builtin.name))
-        err.print(
+        _note(
             f"exported {check.onnx_path}: {builtin.summary} "
-            f"(max abs diff vs PyTorch {check.max_abs_diff:.2g})",
-            highlight=False,
-            soft_wrap=True,
-            markup=False,
+            f"(max abs diff vs PyTorch {check.max_abs_diff:.2g})"
         )
         _run_pipeline(check.onnx_path, out_dir, builtin.name, builtin.name, flags)
 

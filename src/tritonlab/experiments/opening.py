@@ -64,7 +64,7 @@ def model_record(plan: ExperimentPlan, info: OnnxModelInfo) -> ModelRecord:
         onnx_file=origin.stored_name(info.path),
         sha256=origin.sha256(info.path),
         size_bytes=info.file_size_bytes,
-        opset=info.opset if origin.runs_onnx else None,
+        opset=info.opset or None,  # 0: no graph (a Python model, an ensemble)
         inputs=tuple(info.inputs),
         outputs=tuple(info.outputs),
         repository=origin.manifest_entry(),

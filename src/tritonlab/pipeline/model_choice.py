@@ -1,19 +1,29 @@
 """Which model a command measures, read and checked before any server starts: an ONNX file, a
 built-in model (exported into the run folder), or a model of the user's Triton repository as it
 is; for an ensemble, then, the step whose knobs the configurations change (``--step``, or the
-one a short probe finds to bind)."""
+one a short probe finds to bind); and the plan ``run`` and ``demo`` measure it with."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tritonlab.errors import ConfigError
+from tritonlab.experiments.plan import ExperimentPlan, MeasurementSettings
+from tritonlab.experiments.repository_plan import REPOSITORY_CONCURRENCY
+from tritonlab.experiments.trace_loads import under_trace
 from tritonlab.models.inputs import ModelInputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.models.shape_probe import checked_inputs
 from tritonlab.models.zoo import BUILTIN_MODELS, export_builtin
-from tritonlab.pipeline.project import check_model_name, load_model_info, load_repository_info
+from tritonlab.perf.trace import Trace, read_trace
+from tritonlab.pipeline.project import (
+    check_model_name,
+    default_plan,
+    load_model_info,
+    load_repository_info,
+)
 from tritonlab.pipeline.step_probe import choose_binding_step
 from tritonlab.run_layout import RunLayout
 from tritonlab.server.launch import ServerOptions
@@ -87,3 +97,72 @@ def bind_step(
         chosen.info, chosen.name, options, chosen.inputs, out_dir, concurrency, protocol, fresh
     )
     return replace(chosen, info=info)
+
+
+@dataclass(frozen=True)
+class RunAsked:
+    """What ``run`` and ``demo`` were asked to measure: the model (a file, a built-in one's
+    export, or ``repository``), what it is sent, and the default plan's flags."""
+
+    model: Path | None
+    out_dir: Path
+    name: str | None = None
+    repository: RepositoryChoice | None = None
+    shapes: tuple[str, ...] = ()
+    input_data: Path | None = None
+    fresh: bool = False
+    configs: str = "auto"
+    repeats: int = 3
+    concurrency: int | None = None
+    protocol: str = "grpc"
+    max_batch_size: int = 64
+    measurement: MeasurementSettings = field(default_factory=MeasurementSettings)
+    load_trace: Path | None = None
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """The model chosen, the plan it is measured with and the traces that plan replays."""
+
+    chosen: ChosenModel
+    plan: ExperimentPlan
+    traces: tuple[Trace, ...]
+
+
+def prepare_run(asked: RunAsked, options: ServerOptions, say: Callable[[str], None]) -> PreparedRun:
+    """Choose the model (an ensemble: the step that binds), build its default plan (the
+    configuration set ``configs`` names or a repository model's one-change variants; a resume
+    keeps its run's choice), and replay ``load_trace`` at the plan's load shapes; ``say`` tells
+    the plan's notes."""
+    chosen = choose_model(
+        asked.model,
+        asked.name,
+        asked.out_dir,
+        options,
+        asked.repository,
+        list(asked.shapes),
+        asked.input_data,
+    )
+    concurrency = asked.concurrency or REPOSITORY_CONCURRENCY
+    # an ensemble: the variants change the step that binds
+    chosen = bind_step(chosen, options, asked.out_dir, concurrency, asked.protocol, asked.fresh)
+    plan = default_plan(
+        chosen.info,
+        chosen.inputs,
+        chosen.name,
+        asked.configs,
+        repeats=asked.repeats,
+        concurrency=asked.concurrency,
+        protocol=asked.protocol,
+        max_batch_size=asked.max_batch_size,
+        measurement=asked.measurement,
+        resume_dir=None if asked.fresh else asked.out_dir,
+    )
+    traces: tuple[Trace, ...] = ()
+    if asked.load_trace is not None:  # the plan's load shapes replay the trace instead
+        trace = read_trace(asked.load_trace)
+        plan, traces = under_trace(plan, trace), (trace,)
+        say(f"load: {trace.stats.words()}")
+    for note in plan.notes:
+        say(note)
+    return PreparedRun(chosen, plan, traces)

@@ -468,7 +468,7 @@ def _write_pick(
     repository model, the whole pipeline (the tuned model patched, every model it calls)."""
     if pick is None:
         return None
-    if info.source is not None and baseline is not None:
+    if baseline is not None:  # the model's own configuration, patched
         variant = variant_for(pick.configuration, pick.configuration, baseline)
         add_model(RunLayout(run_dir).pick, info, model_name, variant)
         return RunLayout(run_dir).pick_config(model_name)
