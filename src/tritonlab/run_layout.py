@@ -132,6 +132,11 @@ def _file(folder: str, name: str, what: str) -> _LayoutPath:
     return _LayoutPath((folder, name), f"{what}: ``{folder}/{name}``.")
 
 
+def _result(name: str, what: str) -> _LayoutPath:
+    """A file in ``results/``."""
+    return _file(RESULTS_DIR, name, what)
+
+
 @dataclass(frozen=True)
 class RunLayout:
     """Where a run folder keeps each thing: every path below ``root``."""
@@ -160,29 +165,19 @@ class RunLayout:
         """The result file of ``cell_id``: ``results/<folder>/<cell_id>.json``."""
         return self.cell_folder(folder) / f"{cell_id}.json"
 
-    manifest = _file(RESULTS_DIR, MANIFEST_FILE, "What the run was and where")
-    infer_check = _file(RESULTS_DIR, INFER_CHECK_FILE, "The correctness checks against onnxruntime")
-    operators = _file(
-        RESULTS_DIR, OPERATORS_FILE, "onnxruntime's per-operator timings (the roofline's data)"
-    )
-    adaptive = _file(RESULTS_DIR, ADAPTIVE_FILE, "The adaptive repeats' rounds")
-    stopping = _file(RESULTS_DIR, STOPPING_FILE, "Why the adaptive rounds stopped")
-    faults = _file(
-        RESULTS_DIR, FAULTS_FILE, "What went wrong while measuring and how it was recovered"
-    )
-    engine = _file(
-        RESULTS_DIR, ENGINE_FILE, "The block engine's record (seed, order, interference)"
-    )
-    tune = _file(RESULTS_DIR, TUNE_FILE, "A tune's steps and pick")
-    summary = _file(RESULTS_DIR, SUMMARY_FILE, "The analyses the report wrote")
-    cost_model = _file(
-        RESULTS_DIR, COST_MODEL_FILE, "The fitted serving cost model and its predictions"
-    )
-    recommendations = _file(
-        RESULTS_DIR, RECOMMENDATIONS_FILE, "A sweep's picks and Pareto frontier"
-    )
+    manifest = _result(MANIFEST_FILE, "What the run was and where")
+    infer_check = _result(INFER_CHECK_FILE, "The correctness checks against onnxruntime")
+    operators = _result(OPERATORS_FILE, "onnxruntime's per-operator timings (the roofline's data)")
+    adaptive = _result(ADAPTIVE_FILE, "The adaptive repeats' rounds")
+    stopping = _result(STOPPING_FILE, "Why the adaptive rounds stopped")
+    faults = _result(FAULTS_FILE, "What went wrong while measuring and how it was recovered")
+    engine = _result(ENGINE_FILE, "The block engine's record (seed, order, interference)")
+    tune = _result(TUNE_FILE, "A tune's steps and pick")
+    summary = _result(SUMMARY_FILE, "The analyses the report wrote")
+    cost_model = _result(COST_MODEL_FILE, "The fitted serving cost model and its predictions")
+    recommendations = _result(RECOMMENDATIONS_FILE, "A sweep's picks and Pareto frontier")
 
-    check = _file(RESULTS_DIR, CHECK_FILE, "A live check's gate results")
+    check = _result(CHECK_FILE, "A live check's gate results")
     check_markdown = _file(DOCS_DIR, CHECK_MARKDOWN_FILE, "A live check's summary")
     candidate = _folder(CANDIDATE_DIR, "A live check's new model file as a repository")
 
