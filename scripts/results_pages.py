@@ -108,6 +108,12 @@ EXAMPLES_SHOWN = (
         "What does the cache cost when no request repeats?",
     ),
     Example(
+        "simple_mlp_warmup",
+        "A config section passed through: model_warmup",
+        "Does warming the model up at load (a `config_overrides` section tritonlab does not "
+        "model, `examples/plans/model_warmup.yaml`) change how it serves once loaded?",
+    ),
+    Example(
         "resnet18_cnn_tune",
         "tune on the CNN",
         "What does the adaptive search pick for the CNN, and why did it stop?",
