@@ -19,6 +19,7 @@ and refuses a file newer than its default.
 from __future__ import annotations
 
 from dataclasses import MISSING, Field, field, fields
+from enum import Enum
 from typing import Any, ClassVar, TypeVar, get_type_hints
 
 from pydantic import Field as PydanticField
@@ -26,6 +27,14 @@ from pydantic import GetCoreSchemaHandler, TypeAdapter, ValidationError
 from pydantic_core import CoreSchema, core_schema, to_jsonable_python
 
 R = TypeVar("R", bound="Record")
+
+
+class Worded(str, Enum):
+    """An enum whose value is how files and reports spell it: ``str()`` gives the value."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
 
 # A field kept in memory only (``Annotated[T, NOT_STORED]``): not written, not read.
 NOT_STORED = PydanticField(exclude=True)

@@ -31,10 +31,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from enum import Enum
 
 from tritonlab.errors import ConfigError
-from tritonlab.records import Record
+from tritonlab.records import Record, Worded
 from tritonlab.stats.aggregate import VariantSummary
 from tritonlab.stats.config_key import ConfigKey
 from tritonlab.stats.robust import MIN_BLOCKS
@@ -92,7 +91,7 @@ def load_kind(summary: VariantSummary) -> LoadKind:
     return next(k for k in LOAD_KINDS if k.recognises(summary))
 
 
-class P99Holds(str, Enum):
+class P99Holds(Worded):
     """Whether a load point's p99 holds the budget, and by which rule."""
 
     BY_INTERVAL = "by the upper end of its interval"
@@ -100,9 +99,6 @@ class P99Holds(str, Enum):
     ONE_REPEAT = "measured once: no interval"
     OVER = "over the budget"
     NO_BUDGET = "no budget asked"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)

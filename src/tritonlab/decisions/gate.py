@@ -32,28 +32,24 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import Enum
 from typing import Annotated
 
 from pydantic import Field
 
-from tritonlab.records import NOT_STORED, Record
+from tritonlab.records import NOT_STORED, Record, Worded
 from tritonlab.stats.verdicts import CONFIDENCE, NO_VERDICT, NOT_COMPARABLE, Verdict
 
 THROUGHPUT = "throughput"
 LATENCY_P99 = "latency_p99"
 
 
-class Outcome(str, Enum):
+class Outcome(Worded):
     """What the gate makes of one figure; its value is how the outputs spell it."""
 
     PASS = "pass"
     REGRESSION = "regression"
     UNDECIDED = "undecided"
     NOT_COMPARABLE = "not comparable"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 # Exit statuses of ``tritonlab check`` (precedence: ``exit_status``).

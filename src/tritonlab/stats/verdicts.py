@@ -29,12 +29,11 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import Annotated
 
 from scipy import stats
 
-from tritonlab.records import NOT_STORED, Record
+from tritonlab.records import NOT_STORED, Record, Worded
 from tritonlab.stats.robust import (
     half_width_pct,
     hodges_lehmann_interval,
@@ -46,7 +45,7 @@ CONFIDENCE = 0.95
 MIN_EFFECT_PCT = 5.0
 
 
-class Word(str, Enum):
+class Word(Worded):
     """The verdict's word; its value is how the log spells it."""
 
     HIGHER = "higher"
@@ -54,9 +53,6 @@ class Word(str, Enum):
     NO_CLEAR = "no clear difference"
     NOT_COMPARABLE = "not comparable"
     NO_VERDICT = "no verdict"  # one repeat, or a side without the figure: no interval
-
-    def __str__(self) -> str:
-        return self.value
 
 
 HIGHER, LOWER, NO_CLEAR, NOT_COMPARABLE, NO_VERDICT = (
