@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from tritonlab.cli.common import app, out, refuse_outputs_inside, user_errors, write_output
+from tritonlab.cli.options import JsonOutOpt, MarkdownOutOpt
 
 
 @app.command()
@@ -31,14 +32,8 @@ def capacity(
             help="One configuration by name (default: the run's pick, else every one).",
         ),
     ] = None,
-    json_file: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--json", help="Write the typed record as JSON here ('-': stdout)."),
-    ] = None,
-    markdown_file: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--markdown", help="Write the markdown summary here ('-': stdout)."),
-    ] = None,
+    json_file: JsonOutOpt = None,
+    markdown_file: MarkdownOutOpt = None,
 ) -> None:
     """Per-replica capacity at a p99 budget, with its 95% interval, and the replicas a target
     load needs (the range from the interval, and the end to provision). The figure is the one

@@ -21,7 +21,13 @@ from tritonlab.cli.common import (
     user_errors,
     write_output,
 )
-from tritonlab.cli.options import FreshOpt, ServerFlags, option_groups
+from tritonlab.cli.options import (
+    FreshOpt,
+    JsonOutOpt,
+    MarkdownOutOpt,
+    ServerFlags,
+    option_groups,
+)
 from tritonlab.cli.repository_options import RepositoryFlags
 from tritonlab.errors import ConfigError
 
@@ -112,21 +118,12 @@ def check(
             help="Live: perf_analyzer's window for both sides (default: the baseline's).",
         ),
     ] = None,
-    markdown_file: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option(
-            "--markdown",
-            help="Write the summary as markdown (- for stdout), e.g. $GITHUB_STEP_SUMMARY.",
-        ),
-    ] = None,
+    markdown_file: MarkdownOutOpt = None,
     junit_file: Annotated[
         Optional[Path],  # noqa: UP045
         typer.Option("--junit", help="Write JUnit XML: one test case per verdict."),
     ] = None,
-    json_file: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--json", help="Write the report as JSON."),
-    ] = None,
+    json_file: JsonOutOpt = None,
     *,
     fresh: FreshOpt = False,
     server: ServerFlags,

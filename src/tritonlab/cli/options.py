@@ -78,16 +78,6 @@ def engine_option(help: str) -> Any:
     return typer.Option("--engine", help=help)
 
 
-def max_repeats_option(help: str) -> Any:
-    """``--max-repeats``: the most rounds measured while a verdict is undecided."""
-    return typer.Option("--max-repeats", min=1, help=help)
-
-
-def adaptive_budget_option(help: str) -> Any:
-    """``--adaptive-budget-s``: the seconds the extra (adaptive) rounds may take in all."""
-    return typer.Option("--adaptive-budget-s", min=0.0, help=help)
-
-
 def target_load_option(help: str) -> Any:
     """``--target-load``: the load (infer/s) a pick must carry."""
     return typer.Option("--target-load", min=1.0, help=help)
@@ -117,34 +107,25 @@ BlocksOpt = Annotated[
         help="Rounds (blocks) measured first (default: 10 with --engine blocks, 3 classic).",
     ),
 ]
-MaxBlocksOpt = Annotated[
-    Optional[int],  # noqa: UP045
-    max_repeats_option(
-        "Measure more rounds, up to this many, while a headline verdict is undecided "
-        "(blocks: or wider than its target) (default: 40 blocks, 5 classic; = --repeats turns "
-        "it off)."
-    ),
-]
-ExtraBudgetOpt = Annotated[
-    Optional[float],  # noqa: UP045
-    adaptive_budget_option(
-        "Seconds the extra rounds may take in all; a round starts only if it fits, "
-        "judged from the median cell so far (default: 150 blocks, 60 classic)."
-    ),
-]
 MaxRepeatsOpt = Annotated[
     Optional[int],  # noqa: UP045
-    max_repeats_option(
-        "Measure more interleaved rounds, up to this many, while a verdict the picks rest "
-        "on is undecided or, with the block engine, wider than ±5% (default: 40 with the block "
-        "engine, 5 with the classic one; = the plan's repeats turns it off)."
+    typer.Option(
+        "--max-repeats",
+        min=1,
+        help="Measure more interleaved rounds, up to this many, while a verdict the headline "
+        "or the picks rest on is undecided or, with the block engine, wider than its target "
+        "(default: 40 with the block engine, 5 with the classic one; = the first rounds "
+        "turns it off).",
     ),
 ]
 AdaptiveBudgetOpt = Annotated[
     Optional[float],  # noqa: UP045
-    adaptive_budget_option(
-        "Seconds the extra (adaptive) rounds may take in all; a round starts only if it "
-        "fits (default: 150 with the block engine, 120 with the classic one)."
+    typer.Option(
+        "--adaptive-budget-s",
+        min=0.0,
+        help="Seconds the extra rounds may take in all; a round starts only if it fits, judged "
+        "from the median cell so far (default: 150 with the block engine; classic: 60 for a "
+        "run, 120 for a sweep).",
     ),
 ]
 LatencyBudgetOpt = Annotated[
@@ -212,6 +193,19 @@ RemeasureOpt = Annotated[
         "--remeasure",
         help="Measure this stored cell again (its id: the file name in results/cells without "
         ".json; globs work; repeatable). The old file is kept as .json.replaced.",
+    ),
+]
+
+# --- what a command that reads a run folder writes beside its output ------------------------------
+JsonOutOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option("--json", help="Write the typed record as JSON here ('-': stdout)."),
+]
+MarkdownOutOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option(
+        "--markdown",
+        help="Write the summary as markdown here ('-': stdout), e.g. $GITHUB_STEP_SUMMARY.",
     ),
 ]
 
@@ -336,8 +330,8 @@ class RoundFlags:
     """How many rounds ``run`` and ``demo`` measure, and with which engine."""
 
     repeats: BlocksOpt = None
-    max_repeats: MaxBlocksOpt = None
-    adaptive_budget_s: ExtraBudgetOpt = None
+    max_repeats: MaxRepeatsOpt = None
+    adaptive_budget_s: AdaptiveBudgetOpt = None
     engine: EngineOpt = "blocks"
 
 
