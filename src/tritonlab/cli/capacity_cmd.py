@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -18,18 +18,15 @@ from tritonlab.cli.options import JsonOutOpt, MarkdownOutOpt
 def capacity(
     run_dir: Annotated[Path, typer.Argument(help="A finished run folder (run, sweep or tune).")],
     target_load: Annotated[
-        float,
-        typer.Option("--target-load", help="The load to carry in all (infer/s)."),
+        float, typer.Option("--target-load", help="The load to carry in all (infer/s).")
     ],
     p99_budget_ms: Annotated[
-        float,
-        typer.Option("--p99-budget-ms", help="Each replica's p99 must stay under this (ms)."),
+        float, typer.Option("--p99-budget-ms", help="Each replica's p99 must stay under this (ms).")
     ],
     config: Annotated[
-        Optional[str],  # noqa: UP045 - typer needs Optional on Python 3.10
+        str | None,
         typer.Option(
-            "--config",
-            help="One configuration by name (default: the run's pick, else every one).",
+            "--config", help="One configuration by name (default: the run's pick, else every one)."
         ),
     ] = None,
     json_file: JsonOutOpt = None,

@@ -4,7 +4,7 @@ keep them for later runs, and optionally put them into run folders and rebuild t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -15,7 +15,7 @@ from tritonlab.run_layout import RunLayout
 @app.command()
 def ceilings(
     runs: Annotated[
-        Optional[list[Path]],  # noqa: UP045 - typer needs Optional on Python 3.10
+        list[Path] | None,
         typer.Argument(help="Run folders whose roofline should use the new figures."),
     ] = None,
 ) -> None:

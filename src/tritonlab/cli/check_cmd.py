@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -55,14 +55,14 @@ def _percent(text: str, flag: str, below: float | None = None) -> float:
 @option_groups
 def check(
     new: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Argument(
             help="The new run folder (compared as stored), or a new ONNX model to measure now "
             "against the baseline's model (or --repository DIR --model NAME)."
         ),
     ] = None,
     against: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option("--against", help="The baseline: a finished tritonlab run folder."),
     ] = None,
     max_regression: Annotated[
@@ -72,11 +72,10 @@ def check(
         ),
     ] = "5%",
     max_p99_increase: Annotated[
-        str,
-        typer.Option("--max-p99-increase", help="p99 increase allowed beyond the noise."),
+        str, typer.Option("--max-p99-increase", help="p99 increase allowed beyond the noise.")
     ] = "10%",
     expect_change: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option(
             "--expect-change",
             help="Two stored runs: a difference that is the change under test, not a reason to "
@@ -93,7 +92,7 @@ def check(
         Path, typer.Option("--out", help="Live: the check's own run folder (re-run to resume).")
     ] = Path("check-out"),
     repeats: Annotated[
-        Optional[int],  # noqa: UP045
+        int | None,
         typer.Option("--repeats", min=2, help="Live: planned rounds (default: the baseline's)."),
     ] = None,
     max_repeats: Annotated[
@@ -105,13 +104,13 @@ def check(
         ),
     ] = 8,
     adaptive_budget_s: Annotated[
-        Optional[float],  # noqa: UP045
+        float | None,
         typer.Option(
             "--adaptive-budget-s", min=0.0, help="Live: seconds the extra rounds may take."
         ),
     ] = None,
     window_ms: Annotated[
-        Optional[int],  # noqa: UP045
+        int | None,
         typer.Option(
             "--window-ms",
             min=100,
@@ -120,8 +119,7 @@ def check(
     ] = None,
     markdown_file: MarkdownOutOpt = None,
     junit_file: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--junit", help="Write JUnit XML: one test case per verdict."),
+        Path | None, typer.Option("--junit", help="Write JUnit XML: one test case per verdict.")
     ] = None,
     json_file: JsonOutOpt = None,
     *,

@@ -4,7 +4,7 @@ validated offline against Kubernetes' schemas; nothing is applied to a cluster."
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -25,7 +25,7 @@ def deploy(
         str, typer.Option("--pick", help="throughput or latency (a sweep's two picks).")
     ] = "throughput",
     repository: Annotated[
-        Optional[str],  # noqa: UP045 - typer needs Optional on Python 3.10
+        str | None,
         typer.Option(
             "--repository",
             help="Where the cluster finds the model repository: s3://, gs://, as:// or "
@@ -34,12 +34,11 @@ def deploy(
         ),
     ] = None,
     name: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option("--name", help="Resource name (default: the model's)."),
+        str | None, typer.Option("--name", help="Resource name (default: the model's).")
     ] = None,
     namespace: Annotated[str, typer.Option("--namespace")] = "default",
     image: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option(
             "--image",
             help="Default: nvcr.io/nvidia/tritonserver:25.10-py3 (past NVIDIA's August 2025 "
@@ -47,14 +46,14 @@ def deploy(
         ),
     ] = None,
     image_digest: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option(
             "--image-digest",
             help="sha256:<64 hex>: pin the image by digest (a tag can be moved to other content).",
         ),
     ] = None,
     allow_from: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option(
             "--allow-from",
             help="[NAMESPACE:]key=value[,key=value]: pods the NetworkPolicy lets reach the "
@@ -62,7 +61,7 @@ def deploy(
         ),
     ] = None,
     allow_metrics_from: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option(
             "--allow-metrics-from",
             help="[NAMESPACE:]key=value[,key=value]: pods that may scrape the metrics port "
@@ -73,13 +72,13 @@ def deploy(
     min_replicas: Annotated[int, typer.Option("--min-replicas", min=1)] = 1,
     max_replicas: Annotated[int, typer.Option("--max-replicas", min=1)] = 4,
     target_load: Annotated[
-        Optional[float],  # noqa: UP045
+        float | None,
         target_load_option(
             "Load (infer/s) to carry: sizes the minimum replicas from the measured capacity."
         ),
     ] = None,
     p99_budget_ms: Annotated[
-        Optional[float],  # noqa: UP045
+        float | None,
         typer.Option(
             "--p99-budget-ms",
             help="Size from the capacity at this p99 budget (ms), as `tritonlab capacity` "

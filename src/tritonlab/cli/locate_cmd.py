@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -21,8 +21,7 @@ def locate(
     server_bin: ServerBinOpt = None,
     backend_dir: BackendDirOpt = None,
     perf_analyzer: Annotated[
-        Optional[Path],  # noqa: UP045 - typer needs Optional on Python 3.10
-        typer.Option("--perf-analyzer", help="An explicit perf_analyzer binary."),
+        Path | None, typer.Option("--perf-analyzer", help="An explicit perf_analyzer binary.")
     ] = None,
 ) -> None:
     """Print where the server or perf_analyzer is, and the environment it runs in.

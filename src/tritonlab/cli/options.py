@@ -18,7 +18,7 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -33,20 +33,18 @@ API_KEY_VARIABLE = "TRITONLAB_API_KEY"
 
 # --- server: where it comes from, where it listens ---------------------------------------------
 UrlOpt = Annotated[
-    Optional[str],  # noqa: UP045 - typer needs Optional on Python 3.10
+    str | None,
     typer.Option("--url", help="Use a running Triton at HOST:PORT (HTTP) instead of starting one."),
 ]
 GrpcUrlOpt = Annotated[
-    Optional[str],  # noqa: UP045
-    typer.Option("--grpc-url", help="gRPC HOST:PORT of --url (default: its port + 1)."),
+    str | None, typer.Option("--grpc-url", help="gRPC HOST:PORT of --url (default: its port + 1).")
 ]
 ServerBinOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option("--server-bin", help="External tritonserver binary (e.g. an NGC container's)."),
 ]
 BackendDirOpt = Annotated[
-    Optional[Path],  # noqa: UP045
-    typer.Option("--backend-dir", help="Backend folder for --server-bin."),
+    Path | None, typer.Option("--backend-dir", help="Backend folder for --server-bin.")
 ]
 HostOpt = Annotated[
     str,
@@ -59,7 +57,7 @@ HostOpt = Annotated[
     ),
 ]
 RayOpt = Annotated[
-    Optional[str],  # noqa: UP045
+    str | None,
     typer.Option(
         "--ray",
         help="Measure on a Ray cluster: its address (host:port) or 'auto'. Every node that "
@@ -93,14 +91,14 @@ EngineOpt = Annotated[
     ),
 ]
 SweepEngineOpt = Annotated[
-    Optional[str],  # noqa: UP045
+    str | None,
     engine_option(
         "blocks or classic (default: the plan's measurement.engine, itself blocks by "
         "default; docs/measuring.md). A --ray run uses classic."
     ),
 ]
 BlocksOpt = Annotated[
-    Optional[int],  # noqa: UP045
+    int | None,
     typer.Option(
         "--repeats",
         min=1,
@@ -108,7 +106,7 @@ BlocksOpt = Annotated[
     ),
 ]
 MaxRepeatsOpt = Annotated[
-    Optional[int],  # noqa: UP045
+    int | None,
     typer.Option(
         "--max-repeats",
         min=1,
@@ -119,7 +117,7 @@ MaxRepeatsOpt = Annotated[
     ),
 ]
 AdaptiveBudgetOpt = Annotated[
-    Optional[float],  # noqa: UP045
+    float | None,
     typer.Option(
         "--adaptive-budget-s",
         min=0.0,
@@ -129,7 +127,7 @@ AdaptiveBudgetOpt = Annotated[
     ),
 ]
 LatencyBudgetOpt = Annotated[
-    Optional[float],  # noqa: UP045
+    float | None,
     typer.Option(
         "--latency-budget-us",
         min=1.0,
@@ -137,11 +135,11 @@ LatencyBudgetOpt = Annotated[
     ),
 ]
 SweepTargetLoadOpt = Annotated[
-    Optional[float],  # noqa: UP045
+    float | None,
     target_load_option("Load (infer/s) the latency-first pick must carry (overrides the plan's)."),
 ]
 ConcurrencyOpt = Annotated[
-    Optional[int],  # noqa: UP045
+    int | None,
     typer.Option(
         "--concurrency",
         min=1,
@@ -158,7 +156,7 @@ ConfigsOpt = Annotated[
     ),
 ]
 LoadTraceOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option(
         "--load-trace",
         help="Replay this trace CSV (timestamp_s, interarrival_ms or interval_us; see "
@@ -188,7 +186,7 @@ FreshOpt = Annotated[
     ),
 ]
 RemeasureOpt = Annotated[
-    Optional[list[str]],  # noqa: UP045
+    list[str] | None,
     typer.Option(
         "--remeasure",
         help="Measure this stored cell again (its id: the file name in results/cells without "
@@ -198,11 +196,10 @@ RemeasureOpt = Annotated[
 
 # --- what a command that reads a run folder writes beside its output ------------------------------
 JsonOutOpt = Annotated[
-    Optional[Path],  # noqa: UP045
-    typer.Option("--json", help="Write the typed record as JSON here ('-': stdout)."),
+    Path | None, typer.Option("--json", help="Write the typed record as JSON here ('-': stdout).")
 ]
 MarkdownOutOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option(
         "--markdown",
         help="Write the summary as markdown here ('-': stdout), e.g. $GITHUB_STEP_SUMMARY.",
@@ -211,11 +208,10 @@ MarkdownOutOpt = Annotated[
 
 # --- the model and its inputs --------------------------------------------------------------------
 NameOpt = Annotated[
-    Optional[str],  # noqa: UP045
-    typer.Option("--name", help="Model name in Triton (default: the file's stem)."),
+    str | None, typer.Option("--name", help="Model name in Triton (default: the file's stem).")
 ]
 ShapeOpt = Annotated[
-    Optional[list[str]],  # noqa: UP045
+    list[str] | None,
     typer.Option(
         "--shape",
         help="NAME:D1,D2,... sets an input's dims without the batch dim (repeatable); dynamic "
@@ -223,7 +219,7 @@ ShapeOpt = Annotated[
     ),
 ]
 InputDataOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option(
         "--input-data",
         help="Send your own samples: an .npz (one array per input, samples on the first axis) "
@@ -245,8 +241,7 @@ BackendOpt = Annotated[
     str, typer.Option("--backend", help="What runs model.onnx: onnxruntime or openvino.")
 ]
 PrecisionOpt = Annotated[
-    str,
-    typer.Option("--precision", help="openvino: f32, bf16 or f16 (onnxruntime: f32 only)."),
+    str, typer.Option("--precision", help="openvino: f32, bf16 or f16 (onnxruntime: f32 only).")
 ]
 
 

@@ -16,8 +16,7 @@ def pipeline_example(
         Path, typer.Option("--out", help="The repository folder to write (a new folder).")
     ] = Path("pipeline-repo"),
     cnn: Annotated[
-        str,
-        typer.Option("--cnn", help="resnet18_cnn (the ResNet-18-shaped CNN) or tiny (fast)."),
+        str, typer.Option("--cnn", help="resnet18_cnn (the ResNet-18-shaped CNN) or tiny (fast).")
     ] = "resnet18_cnn",
 ) -> None:
     """Write a realistic pipeline as a Triton repository: raw frames -> Python preprocessing

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -127,8 +127,7 @@ def demo(
 def run(
     out_dir: OutOpt,
     model: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Argument(help="The ONNX model file (or --repository DIR --model NAME)."),
+        Path | None, typer.Argument(help="The ONNX model file (or --repository DIR --model NAME).")
     ] = None,
     name: NameOpt = None,
     *,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from tritonlab.pipeline.model_choice import RepositoryChoice
 
 RepositoryOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option(
         "--repository",
         help="A Triton model repository as it is (with --model): its config.pbtxt is the "
@@ -23,17 +23,17 @@ RepositoryOpt = Annotated[
     ),
 ]
 RepoModelOpt = Annotated[
-    Optional[str],  # noqa: UP045
+    str | None,
     typer.Option("--model", help="With --repository: the model to measure (a folder in it)."),
 ]
 StepOpt = Annotated[
-    Optional[str],  # noqa: UP045
+    str | None,
     typer.Option(
         "--step", help="With --repository and an ensemble: the step whose knobs are varied."
     ),
 ]
 ReferenceOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option(
         "--reference",
         help="With --repository: an .npz of inputs and expected outputs (by tensor name) to "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -100,13 +100,13 @@ VARIANT_FLAGS = (
 @option_groups
 def serve(
     model: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Argument(
             help="An ONNX file, or a model repository folder (served as it is, every model)."
         ),
     ] = None,
     repo: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option(
             "--repo",
             help="Where to write the served repository (of an ONNX file, or of the --repository "
@@ -193,8 +193,7 @@ def serve(
 @option_groups
 def infer(
     model: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Argument(help="The ONNX model file (also the reference)."),
+        Path | None, typer.Argument(help="The ONNX model file (also the reference).")
     ] = None,
     name: NameOpt = None,
     protocol: Annotated[str, typer.Option("--protocol", help="http, grpc or both.")] = "both",
@@ -287,8 +286,7 @@ def service_note(url: str, delta: ServerStatsDelta) -> str:
 @option_groups
 def perf(
     model: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Argument(help="The ONNX model file (or --repository DIR --model NAME)."),
+        Path | None, typer.Argument(help="The ONNX model file (or --repository DIR --model NAME).")
     ] = None,
     out_dir: Annotated[
         Path, typer.Option("--out", help="Folder for raw perf_analyzer output.")
@@ -296,8 +294,7 @@ def perf(
     name: NameOpt = None,
     concurrency: ConcurrencyOpt = 8,
     request_rate: Annotated[
-        Optional[float],  # noqa: UP045
-        typer.Option("--request-rate", help="Open-loop load in req/s (Poisson)."),
+        float | None, typer.Option("--request-rate", help="Open-loop load in req/s (Poisson).")
     ] = None,
     protocol: ProtocolOpt = "grpc",
     batch_size: BatchSizeOpt = 1,

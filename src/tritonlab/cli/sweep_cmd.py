@@ -11,7 +11,7 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -146,13 +146,13 @@ def _print_outcome(run_dir: Path, measured: int, reused: int, wall_s: float) -> 
 @option_groups
 def sweep(
     plan: Annotated[
-        Optional[str],  # noqa: UP045 - typer needs Optional on Python 3.10
+        str | None,
         typer.Argument(help="A YAML sweep plan, or 'demo' for the built-in plan of the demo MLP."),
     ] = None,
     out_dir: ResumableOutOpt = Path("sweep-out"),
     demo: Annotated[bool, typer.Option("--demo", help="Run the built-in demo plan.")] = False,
     time_budget_s: Annotated[
-        Optional[float],  # noqa: UP045
+        float | None,
         typer.Option(
             "--time-budget-s",
             min=1.0,

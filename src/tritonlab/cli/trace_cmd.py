@@ -35,8 +35,7 @@ def generate(
     out_file: Annotated[Path, typer.Option("--out", help="The trace CSV to write.")],
     kind: Annotated[str, typer.Option("--kind", help="poisson, bursts or diurnal.")] = "poisson",
     rate: Annotated[
-        float,
-        typer.Option("--rate", help="req/s: Poisson's rate, the bursts' on rate, the peak."),
+        float, typer.Option("--rate", help="req/s: Poisson's rate, the bursts' on rate, the peak.")
     ] = 100.0,
     low_rate: Annotated[
         float, typer.Option("--low-rate", help="req/s: the bursts' off rate, the trough.")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -85,7 +85,7 @@ def _summary_line(label: str, pick: TunePick | None) -> str:
 @option_groups
 def tune(
     model: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Argument(
             help="The ONNX model file, or a built-in model: simple_mlp, resnet18_cnn, "
             "bert_encoder (or --repository DIR --model NAME)."
@@ -96,12 +96,11 @@ def tune(
         str, typer.Option("--goal", help="throughput (most infer/s) or latency (lowest p99).")
     ] = "throughput",
     p99_budget_ms: Annotated[
-        Optional[float],  # noqa: UP045
+        float | None,
         typer.Option("--p99-budget-ms", min=0.001, help="The pick's p99 must stay under this."),
     ] = None,
     target_load: Annotated[
-        Optional[float],  # noqa: UP045
-        target_load_option("goal latency: infer/s the pick must carry."),
+        float | None, target_load_option("goal latency: infer/s the pick must carry.")
     ] = None,
     time_budget_s: Annotated[
         float,
@@ -110,7 +109,7 @@ def tune(
         ),
     ] = 900.0,
     max_race_rounds: Annotated[
-        Optional[int],  # noqa: UP045
+        int | None,
         typer.Option(
             "--max-race-rounds",
             min=2,
@@ -129,7 +128,7 @@ def tune(
         int, typer.Option("--max-instances", min=1, help="Most instances to try (default 16).")
     ] = 16,
     hold: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option(
             "--hold",
             metavar="KNOB=VALUE",
