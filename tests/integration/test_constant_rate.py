@@ -7,6 +7,7 @@ One configuration, one closed-loop load and the two rates (3 cells, classic engi
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 from pathlib import Path
@@ -60,3 +61,24 @@ def test_poisson_and_evenly_spaced_rates_are_measured_and_told_apart(
 
     log = (out_dir / "docs" / "experiment_log.md").read_text()
     assert f"| {RATE}/s constant |" in log and f"| {RATE}/s |" in log
+
+
+@pytest.mark.timeout(120)
+def test_perf_offers_an_evenly_spaced_rate_and_refuses_another_spacing(
+    demo_onnx: Path, tmp_path: Path
+) -> None:
+    shutil.copyfile(demo_onnx, tmp_path / "simple_mlp.onnx")
+    args = ["perf", "simple_mlp.onnx", "--request-rate", str(RATE), "--window-ms", "800"]
+    wrong = run_cli([*args, "--request-distribution", "uniform", "--out", "bad"], tmp_path)
+    assert wrong.returncode == 2, wrong.stdout + wrong.stderr
+    assert "--request-distribution must be one of poisson, constant, got 'uniform'" in (
+        wrong.stderr
+    )
+    assert not (tmp_path / "bad").exists()  # refused before anything was written
+
+    done = run_cli([*args, "--request-distribution", "constant", "--out", "out"], tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "--request-distribution constant --async" in done.stdout
+    with (tmp_path / "out" / "simple_mlp.csv").open() as handle:
+        achieved = float(next(csv.DictReader(handle))["Inferences/Second"])
+    assert abs(achieved / RATE - 1) <= 0.05

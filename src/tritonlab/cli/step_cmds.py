@@ -294,8 +294,15 @@ def perf(
     name: NameOpt = None,
     concurrency: ConcurrencyOpt = 8,
     request_rate: Annotated[
-        float | None, typer.Option("--request-rate", help="Open-loop load in req/s (Poisson).")
+        float | None, typer.Option("--request-rate", min=0.001, help="Open-loop load in req/s.")
     ] = None,
+    arrivals: Annotated[
+        str,
+        typer.Option(
+            "--request-distribution",
+            help="With --request-rate: poisson (random gaps) or constant (evenly spaced).",
+        ),
+    ] = "poisson",
     protocol: ProtocolOpt = "grpc",
     batch_size: BatchSizeOpt = 1,
     window_ms: WindowOpt = 2000,
@@ -318,7 +325,9 @@ def perf(
     from tritonlab.pipeline.steps import PerfLoad, perf_step
 
     with user_errors():
-        load = PerfLoad(protocol, batch_size, concurrency or 8, request_rate, window_ms, stability)
+        load = PerfLoad(
+            protocol, batch_size, concurrency or 8, request_rate, window_ms, stability, arrivals
+        )
         options = server.options()
         info = repository_model(repository, model, options, "perf")
         if info is not None:

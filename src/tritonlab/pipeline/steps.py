@@ -18,7 +18,7 @@ from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.perf.locate import locate_perf_analyzer
 from tritonlab.perf.runner import PerfRun, run_perf
-from tritonlab.perf.settings import PROTOCOLS, PerfSettings
+from tritonlab.perf.settings import ARRIVALS, PROTOCOLS, PerfSettings
 from tritonlab.pipeline.project import check_model_name, load_model_info
 from tritonlab.repository.layout import add_model, load_order
 from tritonlab.repository.variants import (
@@ -204,6 +204,7 @@ class PerfLoad:
     request_rate_per_s: float | None = None
     window_ms: int = 2000
     stability_pct: float = 25.0
+    request_distribution: str = "poisson"  # how an open-loop rate's requests are spaced
 
 
 def perf_step(
@@ -223,6 +224,11 @@ def perf_step(
     if load.protocol not in PROTOCOLS:  # before any server starts
         raise TritonlabError(
             f"--protocol must be one of {', '.join(PROTOCOLS)}, got {load.protocol!r}"
+        )
+    if load.request_distribution not in ARRIVALS:
+        raise TritonlabError(
+            f"--request-distribution must be one of {', '.join(ARRIVALS)}, "
+            f"got {load.request_distribution!r}"
         )
     gateway.open_root(
         out_dir,
@@ -245,10 +251,13 @@ def perf_step(
             batch_size=load.batch_size,
             concurrency=None if load.request_rate_per_s else load.concurrency,
             request_rate_per_s=load.request_rate_per_s,
+            request_distribution=load.request_distribution,  # narrowed by the check above
             measurement_interval_ms=load.window_ms,
             stability_percentage=load.stability_pct,
             input_shapes={k: v for k, v in inputs.shapes.items() if k in dynamic},
             input_data=str(data_file),
+            # open loop needs async requests (as a plan's open-loop cells have them)
+            async_mode=load.request_rate_per_s is not None,
         )
         watched = [model_name, *(s for _, s in served.called)]
         before = {n: StatsSnapshot.from_triton(server.model_statistics(n)) for n in watched}
