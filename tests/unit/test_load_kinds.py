@@ -179,3 +179,28 @@ def test_evenly_spaced_requests_wait_less_in_the_cost_model(
     assert poisson.queue_us is not None and poisson.queue_us > 0
     assert constant.queue_us == 0.0
     assert constant.throughput_infer_per_s == poisson.throughput_infer_per_s
+
+
+def test_the_rate_within_budget_is_a_poisson_rate() -> None:
+    """Evenly spaced requests queue less: a constant rate within the budget says nothing of
+    what random traffic at that rate gets, so it does not raise a configuration's figure."""
+    from tritonlab.decisions.frontier import max_rates_within_budget
+    from tritonlab.decisions.recommend_records import OperatingPoint
+
+    def point(rate: float, distribution: str) -> OperatingPoint:
+        key = "r" if distribution == "poisson" else "k"
+        return OperatingPoint(
+            variant="baseline",
+            description="baseline",
+            load_key=f"grpc_b1_{key}{rate:g}",
+            protocol="grpc",
+            batch_size=1,
+            concurrency=None,
+            request_rate_per_s=rate,
+            throughput_infer_per_s=rate,
+            latency_p99_us=1000.0,
+            request_distribution=distribution,  # type: ignore[arg-type]
+        )
+
+    rates = max_rates_within_budget([point(500, "poisson"), point(800, "constant")], 5000.0)
+    assert list(rates.values()) == [500]

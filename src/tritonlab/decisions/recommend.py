@@ -214,7 +214,13 @@ def sweep_shape(summaries: list[VariantSummary], baseline: str = BASELINE) -> Sw
                 if s.settings.request_rate_per_s is None and s.settings.concurrency
             )
         ),
-        open_loop=any(s.settings.request_rate_per_s is not None for s in summaries),
+        arrivals=tuple(
+            dict.fromkeys(
+                s.settings.arrivals.word
+                for s in summaries
+                if s.settings.request_rate_per_s is not None
+            )
+        ),
         repeats=min(len(s.cells) for s in summaries),
         most_repeats=max(len(s.cells) for s in summaries),
     )

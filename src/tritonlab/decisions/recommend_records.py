@@ -182,7 +182,7 @@ class SweepShape:
     varied: tuple[str, ...]  # ServingVariant fields (``KNOB_LABELS`` keys) the sweep varied
     protocols: tuple[str, ...]
     concurrencies: tuple[int, ...]  # closed-loop levels, sorted
-    open_loop: bool
+    arrivals: tuple[str, ...]  # how its open-loop loads' requests were spaced, in words
     repeats: int  # the fewest repeats of any (variant, load point)
     most_repeats: int
 

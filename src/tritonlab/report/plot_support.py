@@ -88,7 +88,7 @@ def load_short(s: VariantSummary) -> str:
     if st.request_intervals is not None:
         return "trace"
     if st.request_rate_per_s is not None:
-        return f"r{st.request_rate_per_s:g}/s"
+        return f"r{st.request_rate_per_s:g}/s{st.arrivals.table_note}"
     return f"c{st.concurrency}"
 
 
@@ -206,11 +206,13 @@ def row_label(s: VariantSummary, rows: list[VariantSummary]) -> str:
 
 def curves(
     summaries: Iterable[VariantSummary],
-) -> dict[tuple[ConfigKey, bool], list[VariantSummary]]:
-    """Summaries grouped into curves (configuration, open loop), by level."""
-    groups: dict[tuple[ConfigKey, bool], list[VariantSummary]] = {}
+) -> dict[tuple[ConfigKey, str | None], list[VariantSummary]]:
+    """Summaries grouped into curves (configuration, and for open loop how its requests were
+    spaced: None for closed loop), by level."""
+    groups: dict[tuple[ConfigKey, str | None], list[VariantSummary]] = {}
     for s in summaries:
-        key = (ConfigKey.of(s), s.settings.request_rate_per_s is not None)
+        st = s.settings
+        key = (ConfigKey.of(s), None if st.request_rate_per_s is None else st.request_distribution)
         groups.setdefault(key, []).append(s)
     for members in groups.values():
         members.sort(key=lambda m: m.settings.request_rate_per_s or m.settings.concurrency or 0)

@@ -128,7 +128,7 @@ def _action(shape: SweepShape, excluded: int) -> str:
         + " with perf_analyzer over "
         + (f"concurrency {levels[0]}–{levels[-1]}" if levels else "open-loop load")
         + f", {'/'.join(p.upper() if p == 'http' else 'gRPC' for p in shape.protocols)}"
-        + (" and Poisson open-loop load" if shape.open_loop else "")
+        + (f" and {' and '.join(shape.arrivals)} open-loop load" if shape.arrivals else "")
         + f", {repeats} interleaved repeat{'s' if repeats != 1 else ''} per cell"
         + (
             f" (up to {shape.most_repeats} where adaptive repeats measured more)"
