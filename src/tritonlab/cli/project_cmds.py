@@ -68,14 +68,15 @@ def _run_pipeline(
         measurement,
         plan.load_trace,
     )
-    prepared = prepare_run(asked, flags.server.options(), _note)
+    options = flags.server.options()
+    prepared = prepare_run(asked, options, _note)
     info = prepared.chosen.info
     started = time.monotonic()
     result = run_project(
         info.path,
         out_dir,
         prepared.plan,
-        flags.server.options(),
+        options,
         progress_printer(),
         results.controls(counts),
         demo=demo,

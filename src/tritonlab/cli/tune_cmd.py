@@ -185,7 +185,8 @@ def tune(
             ray,
             repository.choice(model),
         )
-        prepared = prepare_tune(request, server.options(), _say)
+        options = server.options()
+        prepared = prepare_tune(request, options, _say)
         chosen = prepared.chosen
         started = time.monotonic()
         result = run_tune(
@@ -193,7 +194,7 @@ def tune(
             out_dir,
             chosen.name,
             prepared.settings,
-            server.options(),
+            options,
             inputs=chosen.inputs,
             on_step=_step_line,
             builtin=chosen.builtin,

@@ -42,11 +42,6 @@ class LoadKind:
     open_loop: bool = False
     # The rate is a share of the configuration's closed-loop peak, filled in when it is known.
     from_peak: bool = False
-    # A plan file's ``loads.<plan_key>``: a list of this kind's levels at the reference
-    # protocol and client batch size (None: asked for some other way).
-    plan_key: str | None = None
-    # The largest level a plan file may ask for (a plan must not ask for a billion requests).
-    max_level: float = 4096
 
     def matches(self, load: Load) -> bool:
         """Whether ``load`` is of this kind (the kinds are tried in ``LOAD_KINDS``' order)."""
@@ -66,10 +61,6 @@ class LoadKind:
             return f"concurrency must be >= 1, got {load.concurrency}"
         return None
 
-    def fields(self, level: float) -> dict[str, Any]:
-        """A plan file's level as the load point's fields."""
-        return {"concurrency": int(level)}
-
 
 @dataclass(frozen=True)
 class RateKind(LoadKind):
@@ -80,6 +71,9 @@ class RateKind(LoadKind):
     letter: str = "r"
     open_loop: bool = True
     distribution: Distribution = "poisson"
+    # A plan file's ``loads.<plan_key>``: a list of rates (req/s) at the reference protocol and
+    # client batch size (None: asked for some other way), each at most ``max_level``.
+    plan_key: str | None = None
     max_level: float = 1_000_000
 
     def matches(self, load: Load) -> bool:
@@ -102,6 +96,7 @@ class RateKind(LoadKind):
         return None
 
     def fields(self, level: float) -> dict[str, Any]:
+        """A plan file's rate as the load point's fields."""
         return {
             "concurrency": None,
             "request_rate_per_s": float(level),
@@ -173,7 +168,9 @@ LOAD_KINDS: tuple[LoadKind, ...] = (
     RateKind(name="constant", letter="k", distribution="constant", plan_key="constant_rate"),
     LoadKind(),
 )
-PLAN_KEYS = tuple(k.plan_key for k in LOAD_KINDS if k.plan_key is not None)
+# The kinds a plan file asks for by a ``loads:`` key of their own.
+PLAN_KINDS = tuple(k for k in LOAD_KINDS if isinstance(k, RateKind) and k.plan_key is not None)
+PLAN_KEYS = tuple(str(k.plan_key) for k in PLAN_KINDS)
 
 
 def kind_of(load: Load) -> LoadKind:

@@ -53,7 +53,7 @@ def plan_fingerprint(
 def model_sha256(info: OnnxModelInfo) -> str:
     """The sha256 of what is served: the ONNX file, or for a model of a user's repository
     every file of every model folder it needs (names and contents, in a fixed order)."""
-    return info.origin.sha256(info.path)
+    return info.origin.sha256()
 
 
 def model_record(plan: ExperimentPlan, info: OnnxModelInfo) -> ModelRecord:
@@ -62,7 +62,7 @@ def model_record(plan: ExperimentPlan, info: OnnxModelInfo) -> ModelRecord:
     return ModelRecord(
         name=plan.model_name,
         onnx_file=origin.stored_name(info.path),
-        sha256=origin.sha256(info.path),
+        sha256=origin.sha256(),
         size_bytes=info.file_size_bytes,
         opset=info.opset or None,  # 0: no graph (a Python model, an ensemble)
         inputs=tuple(info.inputs),

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from tritonlab.experiments.load_kinds import LOAD_KINDS, PLAN_KEYS, LoadKind
+from tritonlab.experiments.load_kinds import PLAN_KEYS, PLAN_KINDS, RateKind
 from tritonlab.experiments.plan import LoadPoint
 from tritonlab.experiments.plan_checks import PlanChecker
 from tritonlab.perf.settings import PROTOCOLS
@@ -68,7 +68,7 @@ def _concurrency(check: PlanChecker, value: Any) -> list[int]:
     return sorted(levels)
 
 
-def _kind_levels(check: PlanChecker, kind: LoadKind, value: Any) -> list[float]:
+def _kind_levels(check: PlanChecker, kind: RateKind, value: Any) -> list[float]:
     """A load kind's ``loads.<plan_key>`` list: distinct numbers > 0, each at most its
     ``max_level``."""
     path = f"loads.{kind.plan_key}"
@@ -139,10 +139,10 @@ def parse_loads(check: PlanChecker, value: Any, traces: Sequence[Trace] = ()) ->
             for p in open_protocols
             for f in sorted(set(fractions))
         ]
-    for kind in LOAD_KINDS:
-        if kind.plan_key is not None and kind.plan_key in data:
+    for kind in PLAN_KINDS:
+        if kind.plan_key in data:
             rates = _kind_levels(check, kind, data[kind.plan_key])
-            loads += [LoadPoint(ref_protocol, ref_batch, **kind.fields(v)) for v in rates]
+            loads += [LoadPoint(ref_protocol, ref_batch, **kind.fields(r)) for r in rates]
     if "sequence_length" in data:
         # The first length is the reference every other load is measured at; the others are
         # measured at the reference protocol, batch size and concurrency.

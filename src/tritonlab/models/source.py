@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, PlainSerializer
 
@@ -59,14 +59,13 @@ class OnnxFile:
     exported into the run folder): served from a repository tritonlab writes."""
 
     path: Path
-    kind = "onnx file"
-    runs_onnx = True  # onnxruntime runs it in-process (reference check, operator profile)
-    called: tuple[str, ...] = ()  # it calls no other model
-    needed: tuple[str, ...] = ()  # no other model to load beside it
-    reference: Path | None = None  # its expected answers come from onnxruntime, not a file
-    root: Path | None = None  # no repository of the user's to keep unwritten
-
-    tuned_reason = ""  # the variants change the model itself
+    kind: ClassVar[str] = "onnx file"
+    runs_onnx: ClassVar[bool] = True  # onnxruntime runs it in-process (reference, profile)
+    called: ClassVar[tuple[str, ...]] = ()  # it calls no other model
+    needed: ClassVar[tuple[str, ...]] = ()  # no other model to load beside it
+    reference: ClassVar[Path | None] = None  # its answers come from onnxruntime, not a file
+    root: ClassVar[Path | None] = None  # no repository of the user's to keep unwritten
+    tuned_reason: ClassVar[str] = ""  # the variants change the model itself
 
     @property
     def model(self) -> str:
@@ -82,9 +81,9 @@ class OnnxFile:
         """The model file as the manifest names it."""
         return path.name
 
-    def sha256(self, path: Path) -> str:
+    def sha256(self) -> str:
         """The digest of what is served: the file's."""
-        return file_sha256(path)
+        return file_sha256(self.path)
 
     def manifest_entry(self) -> dict[str, Any] | None:
         """The manifest's ``repository`` entry: none."""
@@ -126,7 +125,7 @@ class RepositorySource(Record):
         it, under the model's folder."""
         return f"{self.model}/{path.name}"
 
-    def sha256(self, path: Path) -> str:
+    def sha256(self) -> str:
         """The digest of what is served: every file of every model folder the model needs
         (names and contents, in a fixed order)."""
         digest = hashlib.sha256()

@@ -14,7 +14,7 @@ from pathlib import Path
 from tritonlab import gateway
 from tritonlab.decisions.search import GOALS, Goal, Knobs
 from tritonlab.errors import ConfigError
-from tritonlab.experiments.blocks import ENGINE_BLOCKS
+from tritonlab.experiments.blocks import ENGINE_BLOCKS, ENGINE_CLASSIC
 from tritonlab.experiments.manifest import available_cores
 from tritonlab.experiments.plan import MeasurementSettings
 from tritonlab.experiments.repository_plan import own_baseline
@@ -75,7 +75,7 @@ def prepare_tune(
     engine = check_engine(r.engine)
     if engine == ENGINE_BLOCKS and r.ray:
         say("--ray: the search measures on a cluster node with the classic engine")
-        engine = "classic"
+        engine = ENGINE_CLASSIC
     goal, target_load = r.goal, r.target_load
     trace = None if r.load_trace is None else read_trace(r.load_trace)
     if trace is not None:
