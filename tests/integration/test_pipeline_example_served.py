@@ -3,6 +3,7 @@ answer the reference frames as computed in-process, and each path runs every ste
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,21 @@ SCORE_TOLERANCE = 1e-6
 
 def _executions(server: TritonServer, models: tuple[str, ...]) -> dict[str, int]:
     return {m: int(server.model_statistics(m).get("execution_count", 0)) for m in models}
+
+
+def _executions_reaching(
+    server: TritonServer, models: tuple[str, ...], expected: dict[str, int], timeout_s: float = 5.0
+) -> dict[str, int]:
+    """The execution counts once they equal ``expected``, or as they stand at the deadline.
+    Triton counts an ensemble's (and its last step's) execution after the response has gone
+    out, so a read right after the answer may still miss it (a fresh-clone CI run, loaded by
+    three test workers, read 0 for the ensemble and its postprocess step)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        seen = _executions(server, models)
+        if seen == expected or time.monotonic() > deadline:
+            return seen
+        time.sleep(0.05)
 
 
 def _infer(client: httpclient.InferenceServerClient, model: str, images: np.ndarray) -> list:
@@ -57,7 +73,7 @@ def test_the_ensemble_and_the_bls_pipeline_answer_the_reference(
             np.testing.assert_allclose(scores, ref.topk_scores, atol=SCORE_TOLERANCE, err_msg=path)
             for model in (path, *repo.step_models):
                 counts[model] += 1
-            assert _executions(server, repo.models_to_load) == counts, path
+            assert _executions_reaching(server, repo.models_to_load, counts) == counts, path
     finally:
         client.close()  # an open keep-alive connection holds Triton's shutdown for its timeout
 
