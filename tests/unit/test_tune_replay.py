@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonlab.decisions.search import Goal, Observation, next_step, pick
+from tritonlab.decisions.search import Goal, Observation, choose, next_step
 from tritonlab.decisions.tune_record import TuneRecord
 from tritonlab.experiments.blocks import SEARCH_KEY, load_engine_record
 from tritonlab.experiments.store import read_cell
@@ -72,7 +72,7 @@ def test_the_recorded_stop_and_pick_follow_from_the_cells(
 ) -> None:
     final = next_step(observations, goal)
     assert final.stop and final.reason == record.stop_reason
-    best, runner_up = pick(observations, goal)
+    best, runner_up, _why = choose(observations, goal)
     assert best is not None and runner_up is not None
     assert record.pick is not None and record.runner_up is not None
     assert best.knobs == record.pick.configuration

@@ -17,6 +17,7 @@ from tritonlab.decisions.search_space import (
     best_point,
     configurations,
     incumbent,
+    near,
     objective_value,
     qualifying_points,
 )
@@ -44,8 +45,6 @@ def _contenders(observations: Sequence[Observation], goal: Goal) -> list[Candida
     reverse = goal.kind == "throughput"
     best.sort(key=lambda c: c.score(goal), reverse=reverse)
     lead = best[0].score(goal)
-    band = RACE_BAND_PCT / 100
-    chosen = best[:2]
     others = best[2:]
     if goal.p99_budget_us is not None:
         placed = {(b.knobs, b.concurrency) for b in best}
@@ -56,11 +55,7 @@ def _contenders(observations: Sequence[Observation], goal: Goal) -> list[Candida
             if (c.knobs, c.concurrency) not in placed
         ]
         others.sort(key=lambda c: c.score(goal), reverse=reverse)
-    for c in others:
-        value = c.score(goal)
-        near = value >= lead * (1 - band) if reverse else value <= lead * (1 + band)
-        if near:
-            chosen.append(c)
+    chosen = best[:2] + [c for c in others if near(c.score(goal), lead, RACE_BAND_PCT, goal)]
     return chosen
 
 
@@ -72,14 +67,6 @@ def race_verdict(leader: Candidate, other: Candidate, goal: Goal) -> Verdict:
 def _worse(verdict: Verdict, goal: Goal) -> bool:
     """The other side is clearly worse than the leader."""
     return verdict.word == (LOWER if goal.kind == "throughput" else HIGHER)
-
-
-def pick(
-    observations: Sequence[Observation], goal: Goal
-) -> tuple[Candidate | None, Candidate | None]:
-    """(the pick, the runner-up); ``choose`` says why when a tie was broken."""
-    best, runner_up, _why = choose(observations, goal)
-    return best, runner_up
 
 
 def choose(
@@ -100,22 +87,18 @@ def choose(
         return leader, None, None
     second = racing[1]
     main = race_verdict(leader, second, goal)
-    if main.word not in (NO_CLEAR,):
+    if main.word != NO_CLEAR:
         return leader, second, None
-    rounds_of = [o.repeat for o in leader.race]
-    if goal.kind == "throughput":
-        figure = "p99 latency"
-        lead = Summary.of([o.latency_p99_us for o in leader.race], rounds_of)
-        other = Summary.of([o.latency_p99_us for o in second.race], [o.repeat for o in second.race])
-        better = LOWER
-    else:
-        figure = "throughput"
-        lead = Summary.of([o.throughput_infer_per_s for o in leader.race], rounds_of)
-        other = Summary.of(
-            [o.throughput_infer_per_s for o in second.race], [o.repeat for o in second.race]
-        )
-        better = HIGHER
-    side = compare(figure, lead, other)
+    figure, attr, better = (
+        ("p99 latency", "latency_p99_us", LOWER)
+        if goal.kind == "throughput"
+        else ("throughput", "throughput_infer_per_s", HIGHER)
+    )
+
+    def raced(c: Candidate) -> Summary:
+        return Summary.of([getattr(o, attr) for o in c.race], [o.repeat for o in c.race])
+
+    side = compare(figure, raced(leader), raced(second))
     if side.word != better:
         return leader, second, None
     why = (

@@ -37,24 +37,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from tritonlab.decisions.race import (
-    choose,
-    pick,
-    race_state,
-    race_step,
-    race_verdict,
-)
+from tritonlab.decisions.race import choose, race_state, race_step, race_verdict
 from tritonlab.decisions.search_space import (
     COMPUTE_BOUND_US,
     GOALS,
     INSTANCE_LADDER,
     MAX_BATCH_LIMIT,
     MAX_CONCURRENCY,
-    MIN_RACE_ROUNDS,
-    NEAR_BUDGET_PCT,
     NOISE_PCT,
     PROTOCOLS,
-    RACE_BAND_PCT,
     THREADS_LIMIT,
     Candidate,
     Goal,
@@ -64,34 +55,25 @@ from tritonlab.decisions.search_space import (
     best_point,
     configurations,
     incumbent,
+    near,
     points_at,
 )
 from tritonlab.perf.trace import KEPT_TO_PCT
 
+# What other modules import from here (the space and the race live beside it).
 __all__ = [
     "COMPUTE_BOUND_US",
     "GOALS",
-    "INSTANCE_LADDER",
-    "MAX_BATCH_LIMIT",
     "MAX_CONCURRENCY",
-    "MIN_RACE_ROUNDS",
-    "NEAR_BUDGET_PCT",
     "NOISE_PCT",
-    "PROTOCOLS",
-    "RACE_BAND_PCT",
-    "THREADS_LIMIT",
-    "Candidate",
     "Goal",
     "Knobs",
-    "Move",
     "Observation",
     "Step",
     "best_point",
     "choose",
-    "configurations",
     "incumbent",
     "next_step",
-    "pick",
     "propose_moves",
     "race_state",
     "race_verdict",
@@ -466,19 +448,13 @@ def _near_leaders(
 ) -> list[Candidate]:
     """The leader, then every configuration whose single ramp figure is within ``NOISE_PCT``
     of it: one measurement each cannot order them, so the search goes on from each."""
-    band = NOISE_PCT / 100
     lead = leader.score(goal)
-    near = []
-    for knobs in configurations(observations):
-        c = best_point(observations, knobs, goal)
-        if c is None or c.knobs == leader.knobs:
-            continue
-        value = c.score(goal)
-        if goal.kind == "throughput":
-            close = value >= lead * (1 - band)
-        else:
-            close = value <= lead * (1 + band)
-        if close:
-            near.append(c)
-    near.sort(key=lambda c: c.score(goal), reverse=goal.kind == "throughput")
-    return [leader, *near]
+    near_ones = [
+        c
+        for knobs in configurations(observations)
+        if (c := best_point(observations, knobs, goal)) is not None
+        and c.knobs != leader.knobs
+        and near(c.score(goal), lead, NOISE_PCT, goal)
+    ]
+    near_ones.sort(key=lambda c: c.score(goal), reverse=goal.kind == "throughput")
+    return [leader, *near_ones]

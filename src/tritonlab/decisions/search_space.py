@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -221,9 +221,16 @@ def objective_value(obs: Observation, goal: Goal) -> float:
     return obs.latency_p99_us if obs.latency_p99_us is not None else float("inf")
 
 
-def better(a: float, b: float, goal: Goal) -> bool:
-    """Is objective value ``a`` better than ``b``."""
-    return a > b if goal.kind == "throughput" else a < b
+def near(value: float, lead: float, band_pct: float, goal: Goal) -> bool:
+    """Is objective value ``value`` within ``band_pct`` of ``lead`` (or better than it)."""
+    band = band_pct / 100
+    return value >= lead * (1 - band) if goal.kind == "throughput" else value <= lead * (1 + band)
+
+
+def _best(candidates: Iterable[Candidate], goal: Goal) -> Candidate | None:
+    """The candidate with the best ramp figure (ties: the first)."""
+    top = max if goal.kind == "throughput" else min
+    return top(candidates, key=lambda c: c.score(goal), default=None)
 
 
 def configurations(observations: Sequence[Observation]) -> list[Knobs]:
@@ -282,21 +289,11 @@ def qualifying_points(
 
 def best_point(observations: Sequence[Observation], knobs: Knobs, goal: Goal) -> Candidate | None:
     """The configuration's best qualifying point by its ramp figure, or None when none does."""
-    best: Candidate | None = None
-    for candidate in qualifying_points(observations, knobs, goal):
-        if best is None or better(candidate.score(goal), best.score(goal), goal):
-            best = candidate
-    return best
+    return _best(qualifying_points(observations, knobs, goal), goal)
 
 
 def incumbent(observations: Sequence[Observation], goal: Goal) -> Candidate | None:
     """The best best-point over all configurations by the ramp figures (ties: the one
     measured first): where the moves start from."""
-    best: Candidate | None = None
-    for knobs in configurations(observations):
-        candidate = best_point(observations, knobs, goal)
-        if candidate is None:
-            continue
-        if best is None or better(candidate.score(goal), best.score(goal), goal):
-            best = candidate
-    return best
+    points = (best_point(observations, k, goal) for k in configurations(observations))
+    return _best((c for c in points if c is not None), goal)
