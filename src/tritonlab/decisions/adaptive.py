@@ -1,18 +1,9 @@
 """Which cells need another interleaved round: the verdicts a conclusion rests on, undecided.
 
-A verdict is decided when its interval excludes no change, lies within ±5%, or the loads are
-not comparable (``Verdict.decided``). Two policies, one per kind of run:
-
-- a project run (the seed comparison): every configuration's throughput and p99 against the
-  baseline and against the configuration it is explained from (the table's words and the
-  explanations' "why");
-- a sweep: the verdicts behind the two picks (against the baseline at the same load, and
-  against the runner-up), so only those few cells are measured again.
-
-Another round re-measures every configuration at that load point (so every pair stays paired
-by round) for a project, and the pick, the runner-up and the baseline for a sweep. Each policy
-returns the cells and the undecided verdicts, which the runner records in
-``results/adaptive.json`` and the log quotes.
+Two policies: a project run re-measures every configuration at a load point where a headline
+verdict (against the baseline or the reference it is explained from) is undecided; a sweep
+re-measures the pick, the runner-up and the baseline where a verdict behind a pick is. Each
+returns the cells and the reasons, which ``results/adaptive.json`` and the log quote.
 """
 
 from __future__ import annotations

@@ -2,27 +2,16 @@
 
 The one place that says what one server of a configuration carries at a p99 budget:
 ``tritonlab capacity`` prints it, ``tritonlab deploy`` sizes the HPA's minimum replicas and
-writes its annotations from it.
+writes its annotations from it. The rules (``docs/scaling.md`` states them for users):
 
-Rules, stated so a reader can re-check them against the stored cells:
-
-- A load point's interval: the same interval of a centre the verdicts use
-  (``verdicts.centre_interval``), applied to the log of one figure's repeats instead of paired
-  log-ratios: from ``robust.MIN_BLOCKS`` repeats the Hodges-Lehmann estimate with the exact
-  signed-rank 95% interval, from two the Student-t 95% interval of the mean log; ``exp`` turns
-  it back into infer/s or µs. One repeat has no interval.
-- The p99 holds the budget only by the UPPER end of its 95% interval (conservative): a point
-  whose median p99 is within the budget but whose interval reaches past it holds "by its median
-  only" and is not counted, nor is a point measured once (no interval can show it holds).
-- Capacity: among a configuration's load points that hold the budget, the highest median
-  throughput; its throughput interval is carried through.
-- Replicas for a target: ``ceil(target / median)``, with the range ``ceil(target / high) ..
-  ceil(target / low)`` from the capacity's interval. A cautious user provisions the upper end:
-  the capacity may be as low as the interval's low end, and fewer replicas would each be pushed
-  past the load at which the p99 was measured to hold.
-- Loads: whatever kind the run measured (``LOAD_KINDS``). A kind marked ``alone`` (a replayed
-  trace) is used alone where a configuration has it: capacity is then "under the trace".
-  Open-loop points perf_analyzer could not keep up are excluded (that rate was not offered).
+- A figure's interval: ``verdicts.centre_interval`` on the logs of its repeats (``Interval``);
+  one repeat has none.
+- The p99 holds the budget only by the UPPER end of its 95% interval (``point_capacity``).
+- Capacity: the highest median throughput among the points that hold the budget; replicas for
+  a target: ``ceil(target / median)``, with the range from the capacity's interval, of which
+  a cautious user provisions the upper end (``Capacity.replicas``).
+- Loads: whatever kind the run measured (``LOAD_KINDS``); a replayed trace is used alone where
+  a configuration has one, and open-loop points perf_analyzer could not keep up are excluded.
 - Capacity holds for a replica on the hardware it was measured on only.
 """
 

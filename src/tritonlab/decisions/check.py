@@ -1,16 +1,10 @@
 """``tritonlab check``'s comparison: a new run against a baseline run, through the gate.
 
-Two ways to get the figures, one report:
-
-- **stored** (two finished run folders): every configuration (by name) and load point both
-  runs measured is compared, figure by figure. The runs were measured at different times, so
-  their repeats share no round: the verdict is unpaired (Welch's interval on the log values,
-  ``verdicts.compare``), and it cannot see drift between the two days (a slower machine that
-  day reads as a slower model); the docs say so and recommend the live check for that reason.
-- **live** (a run folder from ``pipeline/check.py``): the baseline's model and the new one
-  were measured in one run, interleaved; the verdicts pair them by round.
-
-``check_report`` applies the gate (``gate.py``) to either and gives the exit status.
+- **stored** (two finished run folders): every configuration and load point both runs measured
+  is compared. Their repeats share no round, so the verdicts are unpaired and cannot see drift
+  between the two days (the docs recommend the live check for that reason).
+- **live** (a run folder from ``pipeline/check.py``): both models measured in one run,
+  interleaved; the verdicts pair them by round.
 """
 
 from __future__ import annotations

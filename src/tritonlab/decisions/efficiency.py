@@ -1,14 +1,10 @@
 """Serving efficiency: served throughput over the in-process ceiling at the same parallelism.
 
-The ceiling of a configuration with I instances x T intra-op threads is what I onnxruntime
-sessions of T threads each deliver in this process, run back to back with no Triton, no network
-and no client (``perf.in_process.in_process_ceiling``, measured after the run on the same
-machine). Served / ceiling says how much of the compute the configuration buys reaches the
-client; the remainder is the serving path, the client and the requests' gaps. The best ceiling
-of any parallelism measured is the machine's in-process best, against which configurations of
-different parallelism are compared. A batching configuration can exceed its batch-1 ceiling,
-since batching makes each sample cheaper than the ceiling's batch-1 runs. The log's table and
-sentences are built in ``report.efficiency_text``.
+The ceiling of I instances x T intra-op threads is what I onnxruntime sessions of T threads
+deliver in this process with no Triton, network or client (``perf.in_process``). Served /
+ceiling says how much of the compute a configuration buys reaches the client; the best ceiling
+of any parallelism compares configurations of different parallelism. A batching configuration
+can exceed its batch-1 ceiling. The log's words are in ``report.efficiency_text``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The selection maths of a sweep's recommendations: the Pareto frontier, the knee of each
 concurrency curve, saturation over concurrency, the highest open-loop rate within a latency
-budget, and the reference sequence length the ranking keeps (rules: ``analysis.recommend``).
+budget, and the reference sequence length the ranking keeps, each with its rule.
 """
 
 from __future__ import annotations
@@ -64,12 +64,11 @@ def closed_loop_curves(summaries: list[VariantSummary]) -> dict[ConfigKey, list[
 
 
 def knee_concurrency(curve: list[VariantSummary]) -> int | None:
-    """The knee of one closed-loop curve (a concurrency; rule in ``analysis.recommend``); None
-    below 2 levels.
+    """The knee of one closed-loop curve (a concurrency); None below 2 levels.
 
-    A level is the knee when no higher level is clearly above it (verdict "higher" and at least
+    The smallest level that no higher level is clearly above (verdict "higher" and at least
     ``KNEE_GAIN_PER_DOUBLING_PCT`` per doubling), so one noisy flat step does not hide a later
-    gain.
+    gain; the largest level when every one is beaten.
     """
     if len(curve) < 2:
         return None
@@ -134,12 +133,8 @@ def _is_step_up(lower: VariantSummary, upper: VariantSummary) -> bool:
 
 def saturation_findings(summaries: list[VariantSummary]) -> list[Saturation]:
     """``saturation_over_concurrency`` for every closed-loop curve of the sweep."""
-    found = []
-    for curve in closed_loop_curves(summaries).values():
-        sat = saturation_over_concurrency(curve)
-        if sat is not None:
-            found.append(sat)
-    return found
+    curves = closed_loop_curves(summaries).values()
+    return [sat for curve in curves if (sat := saturation_over_concurrency(curve)) is not None]
 
 
 def max_rates_within_budget(

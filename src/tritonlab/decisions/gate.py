@@ -1,31 +1,19 @@
 """A regression gate: is a change worse than its threshold, beyond the noise?
 
 Each figure's verdict (``verdicts.compare``: a 95% interval of the change, in percent) is read
-against a threshold, as a non-inferiority test reads it:
+against a threshold as a non-inferiority test reads it (``gate``; ``docs/ci_gate.md``): **pass**
+when the interval rules out a change beyond the threshold, **regression** when the whole
+interval lies beyond it, otherwise **undecided**; a verdict without an interval is undecided,
+one on loads that differ **not comparable**. So a change smaller than the threshold never
+fails the gate, however clear it is. An undecided figure says how many more rounds would
+likely decide it (``more_rounds_to_decide``: with n rounds and an interval of half-width h, in
+log units, whose centre lies d from the threshold, about n (h / d)^2 rounds narrow it to d,
+assuming the spread holds; the t quantile shrinking with n is left out, so the figure errs
+high). A figure whose load the new side alone did not carry is a **regression** too.
 
-- throughput with ``max_regression_pct`` T: **pass** when the interval's low end is above -T
-  (the data rule out a drop larger than T), **regression** when its high end is below -T (the
-  data rule out a drop smaller than T), otherwise **undecided**;
-- p99 latency with ``max_p99_increase_pct`` P: pass when the high end is below +P, regression
-  when the low end is above +P, otherwise undecided;
-- a verdict without an interval (one repeat on a side) is undecided; a verdict on loads that
-  differ is **not comparable**.
-
-So a change smaller than the threshold never fails the gate, however clear it is, and a drop
-larger than the threshold fails it only when the interval says so. An undecided figure says
-how many more rounds would likely decide it: with n rounds and an interval of half-width h
-(log units) whose centre lies d from the threshold, about n (h / d)^2 rounds narrow it to d,
-assuming the spread stays as measured (the t quantile shrinking with n is left out, so the
-figure errs high).
-
-A figure whose load the new side did not carry (perf_analyzer fell behind the offered rate or
-trace on the new side only, while it kept up on the baseline's) is a **regression** too: the
-new side could not serve what the baseline served.
-
-The gate's exit status, for a CI step: 2 when the runs are not comparable as a whole, else 1
-when a figure regressed, else 2 when a figure is not comparable, else 3 when one is undecided,
-else 0. (``tritonlab check`` exits 4 when it could not check at all: a wrong path, a broken
-model, a server that would not start.)
+The exit status (``exit_status``): 2 when the runs are not comparable as a whole, else 1 on a
+regression, 2 on a figure not comparable, 3 on an undecided one, else 0 (``tritonlab check``
+exits 4 when it could not check at all).
 """
 
 from __future__ import annotations

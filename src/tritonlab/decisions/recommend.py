@@ -2,60 +2,25 @@
 knee of every concurrency curve, and the highest open-loop rate within a latency budget.
 
 The policy: which points qualify and which one is picked, over ``VariantSummary`` (one per
-variant and load point); the records are in ``analysis.recommend_records``, the maths in
-``analysis.frontier``, the words in ``report.recommend_text``. Figures are medians over
-repeats with the range of the repeats beside them; every comparison is a verdict of
-``analysis.verdicts`` (``compare``, or ``aggregate.compare_figure`` where the offered loads must
+variant and load point); the records are in ``recommend_records``, the maths (frontier, knee,
+rates, saturation, each with its rule) in ``frontier``, the words in ``report.recommend_text``;
+``docs/sweeps.md`` states the rules for users. Figures are medians over repeats; every
+comparison is a verdict (``compare``, or ``compare_figure`` where the offered loads must
 match); no statistic is computed here.
 
-Rules, stated so a reader can re-check them against the tables:
-
-- Operating point: one (variant, load point) with a median throughput and a median p99 over its
-  repeats; (variant, load point) cells without either (unstable in every repeat) are no point.
-- Excluded points: an open-loop point where perf_analyzer said, in any repeat, that it could not
-  keep up the requested rate is excluded everywhere (frontier, picks, runner-ups, the rate
-  table): that rate was not really offered, so its figures belong to no known load. The
-  recommendations say how many were excluded and why.
-- Within the budget: a point meets the p99 budget only when EVERY repeat's p99 is within it
-  (the highest repeat, not the median, is <= the budget).
-- Frontier (Pareto), over the points not excluded: a point is on it when no other point has
-  median throughput >= and median p99 <= with at least one strictly better.
-- Throughput-first pick: among the points within the budget, the highest median throughput;
-  then the tie-break below on throughput.
-- Latency-first pick: among the points whose median throughput >= the target load, the lowest
-  median p99; then the tie-break below on p99.
-- Tie-break: the points whose pick figure shows "no clear difference" against the best median
-  one, with a median change within ``TIE_MARGIN_PCT``, are tied with it within the noise; among
-  them prefer fewer instances (``instance_count``), then the shorter tail (lower median p99),
-  then higher median throughput, then plan order, and the justification says so. Two closed-loop
-  points are compared with ``compare`` even at different concurrencies (they are different
-  operating points of a curve); any other pair with ``compare_figure``, where different offered
-  rates are "not comparable" and such a point is not tied (it cannot displace the best one).
-- Runner-up: the best qualifying point (by median) of another configuration (variant, protocol
-  or client batch size; another concurrency of the same configuration is not an alternative).
-  The justification gives the verdict between the pick and the runner-up, and says when the
-  lead is not clear given the noise.
-- Verdicts against the baseline: the baseline's cells at the pick's load point, through
-  ``compare_figure`` ("not comparable" when the offered loads differ or perf_analyzer did not
-  keep up).
-- Summary line: "maximum throughput and low latency are different optima" only when the two
-  picks are different variants AND the latency pick's p99 is clearly lower than the throughput
-  pick's, or the throughput pick's throughput clearly higher than the latency pick's; otherwise
-  it says which is true (one configuration serves both goals, the picks are within each other's
-  noise, or their loads cannot be compared).
-- Knee of a closed-loop curve (one variant, protocol, client batch size and sequence length,
-  concurrency sorted): the smallest concurrency that no higher measured level clearly beats,
-  where "clearly" means the verdict is "higher" and the gain is at least
-  ``KNEE_GAIN_PER_DOUBLING_PCT`` per doubling of concurrency. If every level is beaten by a
-  later one, the knee is the largest measured.
-- Highest rate within budget (MLPerf "Server"): the highest open-loop request rate (req/s,
-  Poisson arrivals) whose p99 is within the budget in every repeat, per variant, protocol and
-  client batch size, among the rates perf_analyzer kept up and the server kept up with (median
-  served >= ``RATE_KEPT_UP_SHARE`` of the offered load).
-- Saturation over concurrency (``saturation_over_concurrency``): going up the curve, queue time
-  grows clearly while throughput shows no gain (not "higher", median change under 5%): the
-  added requests only wait. A step compares only points of one workload (``same_workload``
-  but the load): another sequence length is another curve.
+- Excluded points: an open-loop point where perf_analyzer could not keep up the requested rate
+  in any repeat is left out everywhere (frontier, picks, runner-ups, the rate table): that rate
+  was not really offered. A point within the budget has EVERY repeat's p99 within it.
+- Throughput-first pick: the highest median throughput within the budget; latency-first pick:
+  the lowest median p99 among the points carrying the target load; then the tie-break.
+- Tie-break: points whose pick figure shows "no clear difference" against the best median one,
+  within ``TIE_MARGIN_PCT`` of it, are tied with it; among them prefer fewer instances, then
+  the shorter tail, then higher throughput, then plan order (``_Picker.select``).
+- Runner-up: the best qualifying point of another configuration (variant, protocol or client
+  batch size; another concurrency of the same one is no alternative). Verdicts against the
+  baseline are taken at the pick's load point ("not comparable" when the loads differ).
+- Summary line: "different optima" only when the two picks are different variants AND one is
+  clearly better on its own figure (``optima_p99``, ``optima_throughput``).
 """
 
 from __future__ import annotations

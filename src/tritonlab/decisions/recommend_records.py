@@ -1,8 +1,6 @@
 """The records of a sweep's recommendations: operating points, picks, tie-breaks, saturation
-steps and the recommendations as a whole, with the thresholds that shape them.
-
-Data only: the maths is in ``analysis.frontier``, the policy in ``analysis.recommend`` and the
-words (justifications, the summary line, ``recommendations.json``) in ``report.recommend_text``.
+steps and the recommendations as a whole, with the thresholds that shape them (data only:
+the policy is ``recommend.py``, the words ``report.recommend_text``).
 """
 
 from __future__ import annotations
@@ -22,7 +20,6 @@ from tritonlab.stats.verdicts import Verdict, VerdictRecord
 
 BASELINE = "baseline"  # ExperimentPlan.validate makes the first variant the baseline
 KNEE_GAIN_PER_DOUBLING_PCT = 10.0  # less than this per doubling of concurrency is "flat"
-# ServingVariant field -> how the project line names it when the sweep varied it.
 RATE_KEPT_UP_SHARE = 0.9  # an open-loop rate counts only if >= 90% of it was served
 SATURATION_QUEUE_GROWTH_PCT = 50.0  # queue time up by at least this much ...
 TIE_MARGIN_PCT = 10.0  # a tied point is also within 10% of the best by median

@@ -1,35 +1,20 @@
 """The tune search policy: from the cells measured so far, the next cell to measure, and why.
 
 Pure and deterministic: the same observations give the same next step, so a resumed tune
-replays its path from the stored cells and goes on where it stopped. Three phases, in order:
+replays its path from the stored cells and goes on where it stopped. Three phases, in order
+(``docs/tune.md`` tells them in full):
 
-1. **Ramp** one configuration's concurrency, doubling from its start, while the throughput
-   of the newest point is more than ``NOISE_PCT`` above the point below it and its p99 is
-   within the budget (when one is set); a start over the budget halves instead. Its *best
-   point* is then the highest throughput within the budget (for ``goal latency``: the lowest
-   p99 among the points carrying the target load).
+1. **Ramp** one configuration's concurrency, doubling from its start while throughput rises by
+   more than ``NOISE_PCT`` and the p99 is within the budget (a start over it halves instead).
 2. **Move** from the incumbent (the configuration with the best best-point so far) to the
-   first untried neighbour that its measured figures argue for (``propose_moves``): dynamic
-   batching when requests wait longer in the queue than they compute; the next instance count
-   while requests still queue or the last instance added paid off; a larger ``max_batch_size``
-   when batches fill it; more onnxruntime threads when executions are long and cores idle;
-   the other protocol last. A move's ramp starts at the incumbent's best concurrency.
-3. **Race**: the incumbent, the runner-up and every configuration within ``RACE_BAND_PCT`` of
-   the incumbent's single ramp figure are measured again at their best points in interleaved
-   rounds (repeats 2, 3, ...). After ``MIN_RACE_ROUNDS`` rounds a contender whose paired
-   interval against the leader lies wholly below it is dropped; the race ends when every
-   verdict is decided (clear, or within +/-``NOISE_PCT``) or after ``max_race_rounds``. A
-   point is within the p99 budget when the median of its repeats is; one whose single ramp
-   figure was up to ``NEAR_BUDGET_PCT`` over it is raced too, and once raced a point over
-   the budget is out: the configuration's next best point takes its place. Under a budget
-   every qualifying point near the leader races, not only each configuration's best.
+   first untried neighbour its measured figures argue for (``propose_moves``), starting the
+   move's ramp at the incumbent's best concurrency.
+3. **Race** the close contenders in interleaved rounds until every verdict is decided or the
+   rounds run out (``race.py``).
 
 The single ramp figures are one measurement each: they steer the search; only the race's
-paired rounds decide the pick (``stats/verdicts.py``).
-
-This module holds the ramp, the moves and ``next_step``; the space they work on (knobs,
-observations, goal, candidates) is ``search_space.py`` and the race ``race.py``, both
-re-exported here.
+paired rounds decide the pick (``stats/verdicts.py``). The space the phases work on (knobs,
+observations, goal, candidates) is ``search_space.py``.
 """
 
 from __future__ import annotations

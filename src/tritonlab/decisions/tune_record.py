@@ -1,11 +1,8 @@
 """``results/tune.json`` as records: the settings a tune ran with, each step of its path, the
 pick and the runner-up with their figures, and the race's verdict between them.
 
-``pipeline/tune.py`` writes the file from ``TuneRecord.to_dict()`` after every step; the
-experiment log (``report/tune_section.py``), ``tritonlab deploy`` (``deploy/pick.py``) and the
-command's own summary (``cli/tune_cmd.py``) read it back through ``load_record(..., TuneRecord)``.
-Fields a file from an older tritonlab lacks are ``later`` fields (``records.py``), left out
-while unset, so every stored file dumps back to the same JSON.
+``pipeline/tune.py`` writes it after every step; readers load it with ``load_record``. Fields a
+file from an older tritonlab lacks are ``later`` fields, so every stored file dumps back the same.
 """
 
 from __future__ import annotations

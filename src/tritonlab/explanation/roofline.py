@@ -2,18 +2,11 @@
 sit against this machine's measured ceilings (memory bandwidth and GEMM rate, one thread).
 
 An operator at batch ``b`` does ``b · flops_per_sample`` FLOP and moves its weights once plus
-``b`` samples of activations (``analysis.operators``); its arithmetic intensity is the ratio. Its
-achieved rate is those FLOPs over its own kernel time from onnxruntime's profiler
-(``perf.op_timing``). The attainable rate at that intensity is ``min(GEMM rate, bandwidth ×
-intensity)``; the lower of the two is the ceiling that binds, and achieved over attainable says
-how far below it the operator runs.
-
-A served configuration's execution is placed by its mean batch (samples per execution, from
-Triton's statistics): the whole model's intensity at that batch, and the model's FLOPs per
-execution over Triton's measured compute time per execution. That time includes the serving
-path (the Python backend, its adapter, the copies), so the point sits below the operators'
-own: the vertical gap is what serving costs at that batch. The log's roofline paragraph and
-table are built in ``report.roofline_text``.
+``b`` samples of activations; its achieved rate is those FLOPs over its own kernel time
+(``perf.op_timing``), its attainable rate ``min(GEMM rate, bandwidth × intensity)``. A served
+configuration is placed by its mean batch and Triton's compute time per execution, which
+includes the serving path: the gap below the operators is what serving costs at that batch.
+The log's paragraph and table are built in ``report.roofline_text``.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Which step of a pipeline binds: each called model's share of the server time, from Triton's
 per-model statistics that every cell stores beside the measured model's (``CellResult.steps``).
 
-For an ensemble the called models are its steps; for a BLS model, the models its ``model.py``
-calls. A step's share is its requests times its server time per request (queue, compute and
-Triton's overhead) over the sum of all steps' (``server.called_models.server_time_shares``, the
-one definition ``perf`` and the opening probe use too), the median over the repeats. The step
-with the largest share binds at that configuration and load. Across loads, a
-step's queue *grows with load* where it is at least twice as long, and 100 µs longer, at the
-highest concurrency measured than at the lowest; the figures are stated either way.
+A step's share is ``server.called_models.server_time_shares`` (the one definition ``perf`` and
+the opening probe use too), the median over the repeats; the largest share binds.
 """
 
 from __future__ import annotations
