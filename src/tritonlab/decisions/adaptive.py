@@ -13,7 +13,7 @@ from pathlib import Path
 from tritonlab.experiments.store import load_cells
 from tritonlab.explanation.explain import analyse
 from tritonlab.stats.aggregate import summarise
-from tritonlab.stats.noise_floor import NoiseFloor, noise_floors
+from tritonlab.stats.noise_floor import noise_floors
 from tritonlab.stats.verdicts import Verdict
 
 Cells = list[tuple[str, str]]
@@ -50,11 +50,6 @@ def _undecided(label: str, verdicts: dict[str, Verdict], precision: bool = False
     return found
 
 
-def _control_undecided(floor: NoiseFloor, label: str, precision: bool) -> list[str]:
-    """The A/A control's throughput interval as a reason to measure on."""
-    return _undecided(label, {"throughput": floor.throughput}, precision)
-
-
 def undecided_project(
     run_dir: Path, variant_order: list[str], cores: int, precision: bool = False
 ) -> tuple[Cells, list[str]]:
@@ -75,9 +70,8 @@ def undecided_project(
                 found += _undecided(f"{name} vs {r.reference}:", r.reference_verdicts, precision)
         floor = floors.get(analysis.load_key)
         if floor is not None:
-            found += _control_undecided(
-                floor, f"A/A control {floor.control} vs {baseline}:", precision
-            )
+            label = f"A/A control {floor.control} vs {baseline}:"
+            found += _undecided(label, {"throughput": floor.throughput}, precision)
         if found:
             reasons += found
             targets += [(r.summary.variant.name, analysis.load_key) for r in analysis.reports]
@@ -126,9 +120,8 @@ def undecided_sweep(
                 targets += [(runner.variant, runner.load_key), (BASELINE, runner.load_key)]
         floor = floors.get(p.load_key)
         if floor is not None and precision:
-            found += _control_undecided(
-                floor, f"A/A control {floor.control} at {p.load_key}:", precision
-            )
+            label = f"A/A control {floor.control} at {p.load_key}:"
+            found += _undecided(label, {"throughput": floor.throughput}, precision)
         if found:
             reasons += found
             targets += [(p.variant, p.load_key), (BASELINE, p.load_key)]

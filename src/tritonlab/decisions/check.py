@@ -28,7 +28,7 @@ from tritonlab.decisions.gate import (
     not_carried,
 )
 from tritonlab.experiments.manifest import Manifest
-from tritonlab.experiments.store import CellResult, load_cells, load_manifest
+from tritonlab.experiments.store import load_cells, load_manifest
 from tritonlab.records import Record
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.stats.aggregate import VariantSummary, compare_figure, summarise
@@ -90,9 +90,11 @@ class CheckReport(Record):
         return f"{head} ({tally or 'no figure in common'})"
 
 
-def _apart(cells: list[CellResult], tag: str) -> list[CellResult]:
-    """``cells`` with rounds no other run shares (so two runs' verdicts are unpaired)."""
-    return [replace(c, node=f"{tag}:{c.node or ''}") for c in cells]
+def _by_point(run_dir: Path, manifest: Manifest, tag: str) -> dict[tuple[str, str], VariantSummary]:
+    """The run's summaries by (configuration, load key), their cells tagged with rounds no
+    other run shares (so two runs' verdicts are unpaired)."""
+    cells = [replace(c, node=f"{tag}:{c.node or ''}") for c in load_cells(run_dir)]
+    return {(s.variant.name, s.load_key): s for s in summarise(cells, manifest.variant_order)}
 
 
 def _gated(
@@ -120,14 +122,8 @@ def compare_stored(
     base_manifest = load_manifest(base_dir)
     new_manifest = load_manifest(new_dir)
     blocking, notes = split_differences(manifest_differences(base_manifest, new_manifest), expected)
-    base = {
-        (s.variant.name, s.load_key): s
-        for s in summarise(_apart(load_cells(base_dir), "baseline"), base_manifest.variant_order)
-    }
-    new = {
-        (s.variant.name, s.load_key): s
-        for s in summarise(_apart(load_cells(new_dir), "new"), new_manifest.variant_order)
-    }
+    base = _by_point(base_dir, base_manifest, "baseline")
+    new = _by_point(new_dir, new_manifest, "new")
     blocking += _trace_differences(base_manifest, new_manifest)
     results: list[GateResult] = []
     run_level = bool(blocking)
@@ -141,7 +137,8 @@ def compare_stored(
                 blocking.append(f"{key[0]} at {key[1]}: " + "; ".join(differ))
             continue
         if b.variant != n.variant:
-            notes.append(f"configuration {key[0]!r} differs between the runs: {_knobs(b, n)}")
+            changes = ", ".join(variant_changes(b.variant, n.variant)) or "its description"
+            notes.append(f"configuration {key[0]!r} differs between the runs: {changes}")
         results += _gated(key[0], b, n, thresholds)
     only = sorted({f"{c} at {k}" for c, k in base.keys() ^ new.keys()})
     if only:
@@ -183,10 +180,6 @@ def _trace_differences(base: Manifest, new: Manifest) -> list[str]:
         for key in sorted(a.keys() & b.keys())
         if a[key] != b[key]
     ]
-
-
-def _knobs(a: VariantSummary, b: VariantSummary) -> str:
-    return ", ".join(variant_changes(a.variant, b.variant)) or "its description"
 
 
 def _server_side(b: VariantSummary, n: VariantSummary) -> str:

@@ -128,29 +128,16 @@ def _beatenpoints_at(observations: Sequence[Observation], knobs: Knobs, concurre
 def _early_batching(observations: Sequence[Observation], knobs: Knobs, goal: Goal) -> Step | None:
     """Requests that queue longer than they compute, with batching off, argue for batching at
     once: the rest of this configuration's ramp would only measure the same queue growing."""
-    if knobs.batching or knobs.max_batch <= 0:
-        return None
-    target = replace(knobs, batching=True)
-    if target in configurations(observations):
-        return None
     newest = [o for o in observations if o.knobs == knobs and o.repeat == 0]
-    if not newest:
+    if not newest or newest[-1].failed:
         return None
     o = newest[-1]
-    if o.failed or o.queue_us is None or o.compute_us is None or o.queue_us <= o.compute_us:
+    move = _batching_move(knobs, o, goal.at(o.concurrency))
+    if move is None or move.knobs in configurations(observations):
         return None
+    skipped = " (the rest of this ramp is skipped: it would measure the same queue growing)"
     return Step(
-        "move",
-        f"{goal.at(o.concurrency)} requests waited {o.queue_us:,.0f} µs in the queue "
-        f"against {o.compute_us:,.0f} µs of compute each: one execution at a time leaves them "
-        "waiting; dynamic batching (delay 0) lets one execution take every request waiting"
-        + (
-            ""
-            if goal.fixed_load
-            else " (the rest of this ramp is skipped: it would measure the same queue growing)"
-        ),
-        target,
-        o.concurrency,
+        "move", move.reason + ("" if goal.fixed_load else skipped), move.knobs, o.concurrency
     )
 
 

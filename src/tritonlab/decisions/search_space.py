@@ -187,19 +187,18 @@ class Candidate:
     concurrency: int
     observations: tuple[Observation, ...]
 
-    @property
-    def throughput(self) -> Summary:
+    def _over_repeats(self, attr: str) -> Summary:
         return Summary.of(
-            [o.throughput_infer_per_s for o in self.observations],
-            [o.repeat + 1 for o in self.observations],
+            [getattr(o, attr) for o in self.observations], [o.repeat + 1 for o in self.observations]
         )
 
     @property
+    def throughput(self) -> Summary:
+        return self._over_repeats("throughput_infer_per_s")
+
+    @property
     def p99(self) -> Summary:
-        return Summary.of(
-            [o.latency_p99_us for o in self.observations],
-            [o.repeat + 1 for o in self.observations],
-        )
+        return self._over_repeats("latency_p99_us")
 
     @property
     def race(self) -> tuple[Observation, ...]:

@@ -105,6 +105,10 @@ _AS_ENGINES = PlainSerializer(
 )
 
 
+def _error_pct(predicted: float, measured: float | None) -> float | None:
+    return None if not measured else 100.0 * (predicted / measured - 1.0)
+
+
 @dataclass(frozen=True)
 class Prediction(Record):
     """The cost model's figures for one configuration at one load, next to the measured ones;
@@ -129,22 +133,17 @@ class Prediction(Record):
     @property
     def throughput_error_pct(self) -> float | None:
         """Predicted over measured throughput, minus 1, in percent; None without a measurement."""
-        m = self.measured_throughput_infer_per_s
-        return None if not m else 100.0 * (self.throughput_infer_per_s / m - 1.0)
+        return _error_pct(self.throughput_infer_per_s, self.measured_throughput_infer_per_s)
 
     @property
     def execution_error_pct(self) -> float | None:
-        """Predicted over measured execution cost, minus 1, in percent; None without a
-        measurement."""
-        m = self.measured_execution_us
-        return None if not m else 100.0 * (self.execution_us / m - 1.0)
+        """The same for the execution cost."""
+        return _error_pct(self.execution_us, self.measured_execution_us)
 
     @property
     def batch_error_pct(self) -> float | None:
-        """Predicted over measured requests per execution, minus 1, in percent; None without a
-        measurement."""
-        m = self.measured_requests_per_execution
-        return None if not m else 100.0 * (self.requests_per_execution / m - 1.0)
+        """The same for the requests per execution."""
+        return _error_pct(self.requests_per_execution, self.measured_requests_per_execution)
 
     @property
     def fails(self) -> bool:

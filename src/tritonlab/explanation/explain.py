@@ -25,7 +25,6 @@ from tritonlab.records import NOT_STORED, Record
 from tritonlab.repository.knobs import KNOB_BY_FIELD, describe_change
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.stats.aggregate import VariantSummary, compare_figure
-from tritonlab.stats.summary import Summary
 from tritonlab.stats.verdicts import (
     HIGHER,
     LOWER,
@@ -159,10 +158,6 @@ def _background(
     return "What do these configuration changes do together: " + ", ".join(names) + "?"
 
 
-def _ci(s: Summary, unit: str) -> str:
-    return s.text(unit=unit)
-
-
 def _judgement(tput: Verdict, p99: Verdict, server: dict[str, Verdict] | None = None) -> str:
     if tput.word == NOT_COMPARABLE:
         return (
@@ -287,10 +282,10 @@ def explain_variant(
     action += "."
     tput, p99 = ref_verdicts["throughput"], ref_verdicts["latency_p99"]
     lines = [
-        f"Throughput {tput.phrase()}: {_ci(subject.throughput, 'infer/s')} against "
-        f"{_ci(reference.throughput, 'infer/s')}.",
-        f"p99 {p99.phrase()}: {_ci(subject.latency_p99, 'µs')} against "
-        f"{_ci(reference.latency_p99, 'µs')}.",
+        f"Throughput {tput.phrase()}: {subject.throughput.text(unit='infer/s')} against "
+        f"{reference.throughput.text(unit='infer/s')}.",
+        f"p99 {p99.phrase()}: {subject.latency_p99.text(unit='µs')} against "
+        f"{reference.latency_p99.text(unit='µs')}.",
         _server_sentence(subject),
     ]
     if reference is not baseline:
@@ -358,7 +353,7 @@ def _server_sentence(s: VariantSummary) -> str:
 
 def _baseline_result(s: VariantSummary, findings: list[Finding]) -> str:
     lines = [
-        f"Throughput {_ci(s.throughput, 'infer/s')}; p99 {_ci(s.latency_p99, 'µs')}.",
+        f"Throughput {s.throughput.text(unit='infer/s')}; p99 {s.latency_p99.text(unit='µs')}.",
         _server_sentence(s),
     ]
     return " ".join(lines + [f.text for f in findings])

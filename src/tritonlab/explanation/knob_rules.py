@@ -11,7 +11,6 @@ from tritonlab.explanation.rule_support import (
     Finding,
     RuleContext,
     changed_fields,
-    execution_us,
     rounded,
 )
 from tritonlab.repository.knobs import RESPONSE_CACHE
@@ -27,7 +26,7 @@ def threads_effect(ctx: RuleContext) -> Finding | None:
     if changed_fields(r.variant, s.variant) != ["intra_op_threads"] or not same_workload(r, s):
         return None
     t0, t1 = r.variant.intra_op_threads, s.variant.intra_op_threads
-    e0, e1 = execution_us(r), execution_us(s)
+    e0, e1 = r.execution_us.median, s.execution_us.median
     if e0 is None or e1 is None or not e1:
         return None
     verdict = compare_figure("throughput", "throughput", r, s)
@@ -89,7 +88,7 @@ def engine_effect(ctx: RuleContext) -> Finding | None:
     s, r = ctx.subject, ctx.reference
     if changed_fields(r.variant, s.variant) not in ENGINE_FIELDS or not same_workload(r, s):
         return None
-    e0, e1 = execution_us(r), execution_us(s)
+    e0, e1 = r.execution_us.median, s.execution_us.median
     b0, b1 = r.mean_batch.median, s.mean_batch.median
     if e0 is None or e1 is None or not e0 or b0 is None or b1 is None:
         return None
@@ -186,12 +185,8 @@ def _engine_terms(
 ) -> tuple[dict[str, Any], str, str]:
     """The two engines' in-process cost terms at a batch of ``samples``: their figures, the
     sentence that compares them, and the term (fixed or per-sample) that differs most."""
-    f0, p0, f1, p1 = (
-        m0.model_fixed_us,
-        m0.model_per_sample_us,
-        m1.model_fixed_us,
-        m1.model_per_sample_us,
-    )
+    f0, p0 = m0.model_fixed_us, m0.model_per_sample_us
+    f1, p1 = m1.model_fixed_us, m1.model_per_sample_us
     w0, w1 = f0 + p0 * samples, f1 + p1 * samples
     fixed_part, sample_part = f1 - f0, (p1 - p0) * samples
     term = "fixed cost per execution" if abs(fixed_part) >= abs(sample_part) else "per-sample cost"

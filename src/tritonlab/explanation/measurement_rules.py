@@ -95,6 +95,3 @@ def perf_analyzer_warnings(ctx: RuleContext) -> Finding | None:
         {"warned_repeats": len(warned), "warnings": messages},
         kind="flag",
     )
-
-
-# Batching cannot buy much when the model's own per-sample work is most of an execution.

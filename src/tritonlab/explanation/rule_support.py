@@ -55,11 +55,6 @@ def rounded(value: float | None, digits: int = 0) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def execution_us(s: VariantSummary) -> float | None:
-    """Measured compute per execution (median over the repeats)."""
-    return s.execution_us.median
-
-
 def in_flight_inferences(s: VariantSummary) -> float | None:
     """Inferences in flight at the client (requests in flight x batch size), None if unknown."""
     return None if s.in_flight is None else s.in_flight * s.settings.batch_size

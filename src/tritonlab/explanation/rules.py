@@ -25,7 +25,6 @@ from tritonlab.explanation.rule_support import (
     RuleContext,
     change_text,
     changed_fields,
-    execution_us,
     in_flight_inferences,
     rounded,
 )
@@ -61,7 +60,7 @@ def queue_delay_trap(ctx: RuleContext) -> Finding | None:
         or batch < TRAP_BATCH_SHARE_OF_IN_FLIGHT * in_flight
     ):
         return None  # not waiting for the delay (or waiting longer: behind a busy instance)
-    execution = execution_us(s)
+    execution = s.execution_us.median
     if execution is not None and execution >= v.max_queue_delay_us:
         return None  # an instance busy longer than the delay: saturation, not the batcher
     zero_delay = [
@@ -171,7 +170,7 @@ def _slower_executions(ctx: RuleContext) -> str | None:
     the batch actually formed. Without it: executions got slower although batches did not grow.
     """
     s, r = ctx.subject, ctx.reference
-    after, before = execution_us(s), execution_us(r)
+    after, before = s.execution_us.median, r.execution_us.median
     b0, b1 = r.mean_batch.median, s.mean_batch.median
     if after is None or b1 is None:
         return None
@@ -348,7 +347,7 @@ def saturated_server(ctx: RuleContext) -> Finding | None:
     if share < SATURATED_QUEUE_SHARE or queue_delay_trap(ctx) is not None:
         return None
     v = s.variant
-    execution = execution_us(s)
+    execution = s.execution_us.median
     if (
         v.dynamic_batching
         and v.max_queue_delay_us > 0
