@@ -201,11 +201,9 @@ def precision_targets(results: list[GateResult]) -> list[GateResult]:
     than half their threshold, whatever their outcome. Stopping on width, not on a decision,
     keeps the interval's coverage (a rule that stops once a decision appears looks after every
     round and so finds more false regressions; ``decisions/adaptive.py`` says the same)."""
-    wide = []
-    for r in results:
-        if r.outcome is Outcome.NOT_COMPARABLE:
-            continue
-        width = r.verdict.half_width_pct
-        if width is None or width > abs(r.threshold_pct) / 2.0:
-            wide.append(r)
-    return wide
+    return [
+        r
+        for r in results
+        if r.outcome is not Outcome.NOT_COMPARABLE
+        and ((width := r.verdict.half_width_pct) is None or width > abs(r.threshold_pct) / 2.0)
+    ]

@@ -5,42 +5,31 @@ One execution that carries ``r`` requests of ``k`` samples each costs
     T(r) = S_exec + S_req * r  +  F + P * r * k
 
 - ``S_exec``, ``S_req``: the serving path (Triton, the Python backend's stub and IPC, the
-  adapter's reading, concatenating and splitting, one response per request, an empty
-  onnxruntime call), measured in the same server run on a null model with the model's inputs
-  and outputs (``experiments/serving_path.py``) without batching and with batches of half and
-  of all the requests in flight. The explanations cite the least-squares line through those
-  (requests per execution, compute per execution) points; predictions interpolate between the
-  points themselves.
-- ``F``, ``P``: the model's own fixed and per-sample cost, fitted on in-process onnxruntime runs
-  at the backend's thread count (``operators.json``; a hot loop, so a lower bound), less the
-  null model's in-process time so the empty call is not counted twice. Each other engine a
-  configuration is served by (OpenVINO at a precision) has its own ``F`` and ``P``, fitted the
-  same way on its own in-process runs (``CostModel.for_engine``): the serving path is the same
-  Triton and adapter whatever runs the graph.
+  adapter, one response per request, an empty onnxruntime call), measured in the same server
+  run on a null model with the model's inputs and outputs (``experiments/serving_path.py``)
+  without batching and with batches of half and of all the requests in flight. The
+  explanations cite the least-squares line through those points; predictions interpolate.
+- ``F``, ``P``: the model's own fixed and per-sample cost, fitted on in-process runs at the
+  backend's thread count (``operators.json``; a lower bound), less the null model's in-process
+  time; each other engine has its own (``CostModel.for_engine``) behind the same serving path.
 
-With the instance count ``N``, the cores left to the server ``M = min(N, cores - client cores)``
-and the client's own round trip outside the server ``L0`` (client latency minus server time on
-the null model without batching), it predicts for a closed loop of ``c`` requests in flight:
+With ``N`` instances, ``M = min(N, cores - client cores)`` and the client's round trip outside
+the server ``L0``, a closed loop of ``c`` requests in flight gives:
 
 - no batching: ``r = 1``, throughput ``min(M / (T(1) + G(1)), c / (T(1) + L0))``, where
-  ``G(r)`` is the hand-off between executions of a busy instance that Triton's compute timers
-  miss, measured on the same null-model cells (cycle time minus compute);
-- dynamic batching with no delay: requests already waiting form the batch; with ``N`` instances
-  busy and one batch waiting, ``r = c / (N + 1)`` (at least 1, at most the batch target);
-- dynamic batching with a delay ``D`` longer than one execution and fewer than the batch target
-  in flight (the queue-delay trap): every batch waits out ``D`` and takes all ``c`` requests,
-  throughput ``c / (D + T(c) + L0)``; with ``c`` at or above the target, batches of the target
-  leave at once;
+  ``G(r)`` is the hand-off between a busy instance's executions that Triton's compute timers
+  miss (cycle time minus compute on the null-model cells);
+- dynamic batching with no delay: ``r = c / (N + 1)`` (at least 1, at most the batch target);
+- a delay ``D`` longer than one execution with fewer than the batch target in flight (the
+  queue-delay trap): every batch waits out ``D`` and takes all ``c``, throughput
+  ``c / (D + T(c) + L0)``; at or above the target, batches of the target leave at once;
 - queue per request from Little's law: ``c / X - T(r) - L0``.
 
-Open-loop (Poisson) loads at rate ``λ``: throughput is the offered rate below capacity; queue
-from the M/D/1 formula ``ρ / (2 (1 - ρ)) · T`` for ``ρ = λ T / M``, plus, with a delay, the wait
-for the batch (``r = min(target, 1 + λ D)``).
+Open-loop loads at rate ``λ``: the offered rate below capacity; queue ``ρ / (2 (1 - ρ)) · T``
+for ``ρ = λ T / M`` (M/D/1), plus, with a delay, the wait for ``r = min(target, 1 + λ D)``.
 
-Every term is a measured figure from the same run; the log prints predicted against measured
-for every configuration and load at the input shapes the terms were timed at (``fits``: a row
-at another sequence length gets no prediction), and names the term that was off where the error
-is large.
+The log prints predicted against measured at the input shapes the terms were timed at
+(``fits``), and names the term that was off where the error is large.
 """
 
 from __future__ import annotations

@@ -111,6 +111,8 @@ def engine_effect(ctx: RuleContext) -> Finding | None:
         f"{b1:.1f}"
     )
     model = ctx.cost_model
+    m0 = model.for_engine(before) if model else None
+    m1 = model.for_engine(after) if model else None
     if (
         model is not None
         and r.variant.backend == s.variant.backend
@@ -124,21 +126,17 @@ def engine_effect(ctx: RuleContext) -> Finding | None:
             f"compiling), as {before} does: both run the same arithmetic, so the difference "
             "between them is noise, not precision"
         )
-        return Finding("engine-effect", s.variant.name, text + ".", figures)
-    m0 = model.for_engine(before) if model else None
-    m1 = model.for_engine(after) if model else None
-    if m0 is None or m1 is None or m0.engine != before or m1.engine != after:
-        return Finding("engine-effect", s.variant.name, text + ".", figures)
-    samples = b1  # mean batch, in samples
-    unfit = _fits_miss_the_effect(m0, m1, before, after, samples)
-    if unfit is not None:
-        figures |= unfit[0] | {"dominant_term": None}
-        return Finding("engine-effect", s.variant.name, text + unfit[1] + ".", figures)
-    terms, terms_text, term = _engine_terms(m0, m1, before, after, samples)
-    predicted, predicted_text = _predicted_execution(s, m0, m1, samples, execution, term)
-    figures |= terms
-    figures |= predicted
-    text += terms_text + predicted_text
+    elif m0 is not None and m1 is not None and m0.engine == before and m1.engine == after:
+        samples = b1  # mean batch, in samples
+        unfit = _fits_miss_the_effect(m0, m1, before, after, samples)
+        if unfit is not None:
+            figures |= unfit[0] | {"dominant_term": None}
+            text += unfit[1]
+        else:
+            terms, terms_text, term = _engine_terms(m0, m1, before, after, samples)
+            predicted, predicted_text = _predicted_execution(s, m0, m1, samples, execution, term)
+            figures |= terms | predicted
+            text += terms_text + predicted_text
     return Finding("engine-effect", s.variant.name, text + ".", figures)
 
 

@@ -74,9 +74,7 @@ def queue_delay_trap(ctx: RuleContext) -> Finding | None:
     evidence = (
         f" (the 0 µs variant formed batches of {zero_delay[0].mean_batch.median:.1f} "
         f"with {zero_delay[0].queue_us.median:.0f} µs of queueing)"
-        if zero_delay
-        and zero_delay[0].mean_batch.median
-        and zero_delay[0].queue_us.median is not None
+        if zero_delay and zero_delay[0].queue_us.median is not None
         else ""
     )
     text = (
@@ -234,7 +232,7 @@ def _instances_causes(
     s, r = ctx.subject, ctx.reference
     used, used_before = s.server_cores.median, r.server_cores.median
     n0, n1 = r.variant.instance_count, s.variant.instance_count
-    trap = queue_delay_trap(RuleContext(s, ctx.baseline, r, ctx.cores, ctx.others))
+    trap = queue_delay_trap(ctx)  # it reads the subject and the others only
     causes: list[str] = []
     if trap is not None and n1 > n0 and verdict.word != HIGHER:
         causes.append(
