@@ -57,10 +57,7 @@ class LoadKind:
 LOAD_KINDS: tuple[LoadKind, ...] = (
     LoadKind("trace", "under the trace", True, lambda s: s.settings.request_intervals is not None),
     LoadKind(
-        "rate",
-        "under Poisson arrivals",
-        False,
-        lambda s: s.settings.request_rate_per_s is not None,
+        "rate", "under Poisson arrivals", False, lambda s: s.settings.request_rate_per_s is not None
     ),
     LoadKind("concurrency", "at a closed-loop concurrency", False, lambda s: True),
 )

@@ -129,11 +129,7 @@ class GateResult(Record):
 
 
 def gate(
-    config: str,
-    load_key: str,
-    verdict: Verdict,
-    thresholds: Thresholds,
-    rounds: int | None = None,
+    config: str, load_key: str, verdict: Verdict, thresholds: Thresholds, rounds: int | None = None
 ) -> GateResult:
     """The gate's outcome on one figure's verdict (module docstring); ``rounds``: the rounds
     (repeats per side, for an unpaired verdict) its interval rests on."""

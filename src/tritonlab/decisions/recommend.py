@@ -164,8 +164,7 @@ def sweep_shape(summaries: list[VariantSummary], baseline: str = BASELINE) -> Sw
     configs = {s.variant.name: s.variant for s in summaries}.values()
     return SweepShape(
         model=next(
-            (s.model_name for s in summaries if s.variant.name == baseline),
-            summaries[0].model_name,
+            (s.model_name for s in summaries if s.variant.name == baseline), summaries[0].model_name
         ),
         variants=len({s.variant.name for s in summaries}),
         varied=tuple(

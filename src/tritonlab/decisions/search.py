@@ -401,12 +401,7 @@ def _from_the_unqualified(observations: Sequence[Observation], goal: Goal) -> St
         )
         for move in propose_moves(observations, base, goal):
             if move.knobs not in configs:
-                return Step(
-                    "move",
-                    missed + ": " + move.reason,
-                    move.knobs,
-                    base.concurrency,
-                )
+                return Step("move", missed + ": " + move.reason, move.knobs, base.concurrency)
     return Step(
         "stop",
         f"no configuration tried carried the load {goal.fixed_load}"

@@ -7,12 +7,7 @@ from typing import Any
 
 from tritonlab.explanation.cost_model import CostModel
 from tritonlab.explanation.fit_check import points_around
-from tritonlab.explanation.rule_support import (
-    Finding,
-    RuleContext,
-    changed_fields,
-    rounded,
-)
+from tritonlab.explanation.rule_support import Finding, RuleContext, changed_fields, rounded
 from tritonlab.repository.knobs import RESPONSE_CACHE
 from tritonlab.stats.aggregate import VariantSummary, compare_figure
 from tritonlab.stats.verdicts import Verdict
@@ -208,12 +203,7 @@ def _engine_terms(
 
 
 def _predicted_execution(
-    s: VariantSummary,
-    m0: CostModel,
-    m1: CostModel,
-    samples: float,
-    execution: Verdict,
-    term: str,
+    s: VariantSummary, m0: CostModel, m1: CostModel, samples: float, execution: Verdict, term: str
 ) -> tuple[dict[str, Any], str]:
     """The whole execution each engine's model predicts with the serving path, against the
     served change: its figures (``dominant_term`` set to None where no term is named as the

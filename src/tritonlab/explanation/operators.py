@@ -10,11 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tritonlab.explanation.fit_check import (
-    check_fit,
-    per_sample_text,
-    points_around,
-)
+from tritonlab.explanation.fit_check import check_fit, per_sample_text, points_around
 from tritonlab.perf.operator_profile import OperatorProfile
 
 

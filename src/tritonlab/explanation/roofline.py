@@ -102,14 +102,5 @@ def served_points(
         if s.load_key != first_load or not batch or not execution_us:
             continue
         flop_per_s = batch * profile.flops_per_sample / (execution_us * 1e-6)
-        points.append(
-            _point(
-                s.variant.description,
-                "served",
-                batch,
-                profile,
-                flop_per_s,
-                machine,
-            )
-        )
+        points.append(_point(s.variant.description, "served", batch, profile, flop_per_s, machine))
     return points

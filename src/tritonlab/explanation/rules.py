@@ -219,11 +219,7 @@ def _instances_changed(
 
 
 def _instances_causes(
-    ctx: RuleContext,
-    verdict: Verdict,
-    batch: Verdict,
-    per_inference: Verdict,
-    total: float | None,
+    ctx: RuleContext, verdict: Verdict, batch: Verdict, per_inference: Verdict, total: float | None
 ) -> list[str]:
     """Why the instance change moved throughput as it did: one clause per cause, never empty
     (where no cause applies, the clause says that no server figure moved enough)."""
