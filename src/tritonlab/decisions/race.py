@@ -29,11 +29,9 @@ def _contenders(observations: Sequence[Observation], goal: Goal) -> list[Candida
     """The leader first, then the runner-up and every point whose single ramp figure is within
     ``RACE_BAND_PCT`` of the leader's (ordered by that figure).
 
-    Without a p99 budget a configuration races at its best point only. With one, every point
-    of a configuration that qualifies may race: its best point sits at the budget's edge, where
-    the next concurrency down trades a little throughput for p99 margin, and one noisy figure
-    each cannot order the two (a configuration's lower concurrency can read higher by chance,
-    and hide the higher one that is in fact better and within the budget).
+    Under a p99 budget every qualifying point of a configuration may race, not only its best:
+    the best sits at the budget's edge, and one noisy figure each cannot order it and the next
+    concurrency down.
     """
     best = [
         c

@@ -99,16 +99,12 @@ def _ramp_next(observations: Sequence[Observation], knobs: Knobs, goal: Goal) ->
     return 2 * top
 
 
-def _round_trip_at_double_s(o: Observation) -> float:
-    """Little's law at twice the load, if throughput stays where it is: ``2c / X``."""
-    return 2 * o.concurrency / o.throughput_infer_per_s if o.throughput_infer_per_s > 0 else 0.0
-
-
 def _outgrows_window(o: Observation, goal: Goal) -> bool:
-    """Would doubling the load make a request take longer than one measurement window?"""
+    """Would doubling the load make a request take longer than one measurement window? (Little's
+    law at twice the load, if throughput stays where it is: ``2c / X``.)"""
     if goal.window_ms is None or o.failed or o.throughput_infer_per_s <= 0:
         return False
-    return _round_trip_at_double_s(o) * 1000 > goal.window_ms
+    return 2 * o.concurrency / o.throughput_infer_per_s * 1000 > goal.window_ms
 
 
 def _beatenpoints_at(observations: Sequence[Observation], knobs: Knobs, concurrency: int) -> bool:
@@ -183,11 +179,6 @@ class Move:
     reason: str
 
 
-def _next_on_ladder(instances: int) -> int | None:
-    higher = [n for n in INSTANCE_LADDER if n > instances]
-    return higher[0] if higher else None
-
-
 def _batching_move(k: Knobs, o: Observation, at: str) -> Move | None:
     """The move to dynamic batching when requests queue longer than they compute, else None."""
     queue, compute = o.queue_us, o.compute_us
@@ -211,20 +202,18 @@ def _instance_moves(
     o = leader.observations[0]
     moves: list[Move] = []
     queue, compute = o.queue_us, o.compute_us
-    more = _next_on_ladder(k.instances)
+    more = next((n for n in INSTANCE_LADDER if n > k.instances), None)
+    tried = configurations(observations)
     if more is not None and more <= goal.max_instances:
         fewer = [
-            c
-            for c in configurations(observations)
-            if replace(c, instances=k.instances) == k and c.instances < k.instances
+            c for c in tried if replace(c, instances=k.instances) == k and c.instances < k.instances
         ]
         paid_off = None
         if fewer:
             prev = best_point(observations, max(fewer, key=lambda c: c.instances), goal)
             if prev is not None:
                 paid_off = 100 * (leader.score(goal) / prev.score(goal) - 1)
-        some_queue = queue is not None and compute is not None and queue >= 0.25 * compute
-        if some_queue:
+        if queue is not None and compute is not None and queue >= 0.25 * compute:
             why = (
                 f"{at} requests still wait {queue:,.0f} µs in the queue "
                 f"({compute:,.0f} µs compute each): another instance can take them"
@@ -235,7 +224,6 @@ def _instance_moves(
             why = ""
         if why:
             moves.append(Move(replace(k, instances=more), why))
-        tried = configurations(observations)
         middle = (k.instances + more) // 2
         rung = best_point(observations, replace(k, instances=more), goal)
         if replace(k, instances=more) in tried and k.instances < middle < more:

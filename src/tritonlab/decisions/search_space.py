@@ -246,15 +246,12 @@ def points_at(observations: Sequence[Observation], knobs: Knobs) -> dict[int, li
 
 
 def qualifies(points: Sequence[Observation], goal: Goal) -> bool:
-    """Every repeat served (none failed), the p99 within the budget and, for goal latency,
-    carrying the load. Under a replayed trace, a repeat in which perf_analyzer sent more than
-    ``KEPT_TO_PCT`` of the requests late was not measured under the trace's load (the log
-    calls it not comparable), so it does not qualify the configuration either.
+    """Every repeat served (none failed, none sent more than ``KEPT_TO_PCT`` late under a
+    trace), the p99 within the budget and, for goal latency, carrying the load.
 
-    The p99 is the median of the point's repeats: one short cell's p99 is itself noisy, so a
-    single repeat over the budget does not rule a point out, nor one under it in. Until the
-    race has measured the point ``MIN_RACE_ROUNDS`` more times, a point up to
-    ``NEAR_BUDGET_PCT`` over the budget stays in: the race's repeats decide it.
+    The p99 is the median of the repeats (one short cell's p99 is itself noisy); until the race
+    has measured the point ``MIN_RACE_ROUNDS`` more times, up to ``NEAR_BUDGET_PCT`` over the
+    budget stays in: the race's repeats decide it.
     """
     if any(o.failed for o in points):
         return False

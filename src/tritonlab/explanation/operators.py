@@ -16,13 +16,8 @@ from tritonlab.perf.operator_profile import OperatorProfile
 
 @dataclass(frozen=True)
 class ExecutionCostFit:
-    """In-process time per execution fitted as ``fixed_us + per_sample_us x batch``.
-
-    Least squares over the measured batch sizes. The fixed part is what one execution costs
-    whatever its size (reading the weights, the call itself); the per-sample part grows with the
-    batch. Batching can only save the fixed part, which is why its share at batch 1 bounds what
-    server-side batching can gain in compute.
-    """
+    """In-process time per execution fitted as ``fixed_us + per_sample_us x batch``: batching
+    can only save the fixed part, so its share at batch 1 bounds what it can gain in compute."""
 
     fixed_us: float
     per_sample_us: float
@@ -33,22 +28,18 @@ class ExecutionCostFit:
     def fit(cls, us_per_execution: dict[int, float]) -> ExecutionCostFit | None:
         """Weighted least squares (weights 1/t², i.e. on relative error) over the batches.
 
-        None with fewer than 2 batches timed. When at most one batch timed above zero (the
-        times are what is left after the empty model's own time was taken off, and a model
-        as small as the empty one leaves nothing), the model's compute is below what the
-        timing resolves: the fit is zero, not missing (seen on the integration tests'
-        two-input model, which timed faster in-process than the empty model)."""
+        None with fewer than 2 batches timed. When at most one timed above zero (the times are
+        less the empty model's own, and a model as small as it leaves nothing), the compute is
+        below what the timing resolves: the fit is zero, not missing."""
         points = sorted((b, t) for b, t in us_per_execution.items() if t > 0)
         if len(points) < 2:
             return cls(0.0, 0.0, 0.0) if len(us_per_execution) >= 2 else None
-        weights = [1.0 / (t * t) for _, t in points]
-        total = sum(weights)
-        mean_b = sum(w * b for w, (b, _) in zip(weights, points, strict=True)) / total
-        mean_t = sum(w * t for w, (_, t) in zip(weights, points, strict=True)) / total
-        var_b = sum(w * (b - mean_b) ** 2 for w, (b, _) in zip(weights, points, strict=True))
-        cov = sum(
-            w * (b - mean_b) * (t - mean_t) for w, (b, t) in zip(weights, points, strict=True)
-        )
+        weighted = [(1.0 / (t * t), b, t) for b, t in points]
+        total = sum(w for w, _, _ in weighted)
+        mean_b = sum(w * b for w, b, _ in weighted) / total
+        mean_t = sum(w * t for w, _, t in weighted) / total
+        var_b = sum(w * (b - mean_b) ** 2 for w, b, _ in weighted)
+        cov = sum(w * (b - mean_b) * (t - mean_t) for w, b, t in weighted)
         slope = max(0.0, cov / var_b) if var_b else 0.0
         fixed = max(0.0, mean_t - slope * mean_b)
         worst = max(abs(fixed + slope * b - t) / t for b, t in points)
