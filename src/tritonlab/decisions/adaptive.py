@@ -53,9 +53,8 @@ def _undecided(label: str, verdicts: dict[str, Verdict], precision: bool = False
 def undecided_project(
     run_dir: Path, variant_order: list[str], cores: int, precision: bool = False
 ) -> tuple[Cells, list[str]]:
-    """Project runs: every load point with an undecided headline verdict, all its variants
-    (and its A/A control). ``precision`` (the block engine): instead, every load point with a
-    throughput interval wider than ``TARGET_HALF_WIDTH_PCT``, the control's included."""
+    """Project runs: every load point with an undecided headline verdict, all its variants and
+    its A/A control; ``precision`` (block engine): a throughput interval over the target width."""
     cells = load_cells(run_dir)
     targets: Cells = []
     reasons: list[str] = []
@@ -87,9 +86,8 @@ def undecided_sweep(
     target_load_infer_per_s: float | None,
     precision: bool = False,
 ) -> tuple[Cells, list[str]]:
-    """Sweeps: the picks' verdicts against the baseline and the runner-up. ``precision`` (the
-    block engine): a throughput interval wider than ``TARGET_HALF_WIDTH_PCT``, whatever its
-    word, the A/A control's at the same load included (its cells join the pick's blocks)."""
+    """Sweeps: the picks' verdicts against the baseline and the runner-up; ``precision`` (block
+    engine): a throughput interval over the target width, the A/A control's at that load too."""
     from tritonlab.decisions.recommend import recommend
     from tritonlab.decisions.recommend_records import BASELINE
 

@@ -64,8 +64,7 @@ LOAD_KINDS: tuple[LoadKind, ...] = (
 
 
 def check_sizing(target_infer_per_s: float | None, budget_us: float | None) -> None:
-    """``ConfigError`` in one line for a target load or a p99 budget that is not positive
-    (None: not given)."""
+    """``ConfigError`` for a target load or p99 budget that is not positive (None: not given)."""
     if target_infer_per_s is not None and not target_infer_per_s > 0:
         raise ConfigError(f"--target-load must be positive (infer/s), got {target_infer_per_s:g}")
     if budget_us is not None and not budget_us > 0:
@@ -111,8 +110,7 @@ class Interval:
 
 @dataclass(frozen=True)
 class PointCapacity(Record):
-    """One load point of a configuration: throughput and p99 with their intervals, and whether
-    its p99 holds the budget."""
+    """One load point: throughput and p99 with their intervals, and whether the p99 holds."""
 
     variant: str
     description: str
@@ -130,14 +128,12 @@ class PointCapacity(Record):
 
     @property
     def counted(self) -> bool:
-        """True when the point can carry a capacity (its p99 holds by its interval, or no
-        budget was asked)."""
+        """True when its p99 holds by its interval, or no budget was asked."""
         return self.p99_holds in (P99Holds.BY_INTERVAL, P99Holds.NO_BUDGET)
 
 
 def point_capacity(summary: VariantSummary, budget_us: float | None) -> PointCapacity | None:
-    """``summary`` as a load point, judged against ``budget_us`` (µs; None: no budget); None
-    without a median throughput or p99."""
+    """``summary`` judged against ``budget_us`` (None: no budget); None without both medians."""
     tput, p99 = Interval.of(summary.throughput), Interval.of(summary.latency_p99)
     if tput is None or p99 is None:
         return None
@@ -296,8 +292,7 @@ def capacity_of(summaries: Sequence[VariantSummary], budget_us: float | None) ->
 
 
 def _offered(summary: VariantSummary) -> float:
-    """How much load a closed- or open-loop point offered, to find the highest measured (0
-    for a trace: its load is the trace's, no other point of it is higher)."""
+    """The load a closed- or open-loop point offered (0 for a trace: none of it is higher)."""
     s = summary.settings
     if s.request_intervals is not None:
         return 0.0

@@ -53,8 +53,7 @@ EXIT_MEANINGS = {
 @dataclass(frozen=True)
 class CheckReport(Record):
     """What ``tritonlab check`` found: the gate's results, why runs were not comparable, the
-    changes the user declared, and the exit status (stored, with its meaning, in
-    ``check.json``)."""
+    declared changes and the exit status (stored, with its meaning, in ``check.json``)."""
 
     DERIVED = ("exit_status", "exit_meaning")
 

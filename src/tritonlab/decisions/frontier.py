@@ -26,10 +26,8 @@ from tritonlab.stats.workload import same_workload
 
 
 def pareto_frontier(points: list[OperatingPoint]) -> list[OperatingPoint]:
-    """Points no other point dominates (>= throughput and <= p99, one strictly), by throughput.
-
-    Points where perf_analyzer fell behind are left out: their load is not the one named.
-    """
+    """Points no other point dominates (>= throughput and <= p99, one strictly), by
+    throughput; points where perf_analyzer fell behind are left out (their load is not named)."""
     points = [p for p in points if not p.load_generator_fell_behind]
 
     def dominated(p: OperatingPoint) -> bool:
@@ -53,8 +51,7 @@ def _gain_per_doubling_pct(t0: float, t1: float, c0: int, c1: int) -> float:
 
 
 def closed_loop_curves(summaries: list[VariantSummary]) -> dict[ConfigKey, list[VariantSummary]]:
-    """Each configuration (at its sequence length) -> its closed-loop summaries, by
-    concurrency."""
+    """Each configuration at its length -> its closed-loop summaries, by concurrency."""
     curves: dict[ConfigKey, list[VariantSummary]] = defaultdict(list)
     for s in summaries:
         st = s.settings
@@ -64,12 +61,9 @@ def closed_loop_curves(summaries: list[VariantSummary]) -> dict[ConfigKey, list[
 
 
 def knee_concurrency(curve: list[VariantSummary]) -> int | None:
-    """The knee of one closed-loop curve (a concurrency); None below 2 levels.
-
-    The smallest level that no higher level is clearly above (verdict "higher" and at least
-    ``KNEE_GAIN_PER_DOUBLING_PCT`` per doubling), so one noisy flat step does not hide a later
-    gain; the largest level when every one is beaten.
-    """
+    """The knee of one closed-loop curve; None below 2 levels: the smallest level no higher level
+    is clearly above (verdict "higher" and ``KNEE_GAIN_PER_DOUBLING_PCT`` per doubling), else the
+    largest, so one noisy flat step does not hide a later gain."""
     if len(curve) < 2:
         return None
     for i, lower in enumerate(curve):
@@ -98,13 +92,9 @@ def knees(summaries: list[VariantSummary]) -> dict[ConfigKey, int]:
 
 
 def saturation_over_concurrency(curve: list[VariantSummary]) -> Saturation | None:
-    """The first step up the curve where queue time grows clearly while throughput stays flat.
-
-    "Grows clearly": the queue-time verdict is "higher" and the median rose by at least
-    ``SATURATION_QUEUE_GROWTH_PCT``; "flat": the throughput verdict is not "higher". A step is
-    one to a higher concurrency under the same workload but the load (``same_workload``): two
-    points at one concurrency, or at different sequence lengths, are no step up a curve.
-    """
+    """The first step up the curve where queue time grows clearly (verdict "higher", by at least
+    ``SATURATION_QUEUE_GROWTH_PCT``) while throughput is not "higher"; a step goes to a higher
+    concurrency under the same workload but the load (``same_workload``)."""
     for lower, upper in itertools.pairwise(curve):
         if not _is_step_up(lower, upper):
             continue
@@ -140,9 +130,9 @@ def saturation_findings(summaries: list[VariantSummary]) -> list[Saturation]:
 def max_rates_within_budget(
     points: list[OperatingPoint], budget_us: float
 ) -> dict[ConfigKey, float]:
-    """Each configuration's highest open-loop rate (req/s) with every repeat's p99 within
-    ``budget_us``, among the rates perf_analyzer and the server kept up with, under Poisson
-    arrivals (evenly spaced requests queue less and would overstate what random traffic gets)."""
+    """Each configuration's highest Poisson rate (req/s) with every repeat's p99 within
+    ``budget_us`` that perf_analyzer and the server kept up with (evenly spaced requests queue
+    less and would overstate what random traffic gets)."""
     best: dict[ConfigKey, float] = {}
     for p in points:
         if p.request_rate_per_s is None or not p.within(budget_us):

@@ -66,9 +66,8 @@ def _log(pct: float) -> float:
 def more_rounds_to_decide(
     verdict: Verdict, threshold_pct: float, rounds: int | None = None
 ) -> int | None:
-    """About how many more rounds would put ``verdict``'s interval clear of the threshold
-    (module docstring); None when its centre sits on the threshold or it has no interval.
-    ``rounds``: how many rounds the interval rests on (default: its pairs)."""
+    """About how many more rounds would put ``verdict``'s interval clear of the threshold (module
+    docstring; ``rounds``: default its pairs); None when it sits on the threshold or has none."""
     if verdict.low_pct is None or verdict.high_pct is None:
         return None
     low, high = _log(verdict.low_pct), _log(verdict.high_pct)
@@ -193,10 +192,8 @@ def exit_status(results: list[GateResult], differences: list[str]) -> int:
 
 
 def precision_targets(results: list[GateResult]) -> list[GateResult]:
-    """The figures another round should narrow: those whose interval is wider (half-width)
-    than half their threshold, whatever their outcome. Stopping on width, not on a decision,
-    keeps the interval's coverage (a rule that stops once a decision appears looks after every
-    round and so finds more false regressions; ``decisions/adaptive.py`` says the same)."""
+    """The figures another round should narrow: interval half-width over half their threshold,
+    whatever their outcome (stopping on width, not on a decision, keeps the coverage)."""
     return [
         r
         for r in results

@@ -72,11 +72,8 @@ def choose(
 ) -> tuple[Candidate | None, Candidate | None, str | None]:
     """(the pick, the runner-up, why a tie was broken): the race's leader by the median of its
     repeats once every contender has ``MIN_RACE_ROUNDS``, else the incumbent by the ramp figures.
-
-    When the race cannot separate the two on the goal's figure (no clear difference) and the
-    runner-up is clearly better on the other one (throughput goal: a lower p99; latency goal:
-    more infer/s), paired by round, the runner-up is the pick: the same service for less.
-    """
+    Where the race cannot separate the two on the goal's figure and the runner-up is clearly
+    better on the other one, paired by round, the runner-up is the pick: the same for less."""
     racing, _dropped = race_state(observations, goal)
     if not racing or min(len(c.race) for c in racing) < MIN_RACE_ROUNDS:
         return incumbent(observations, goal), None, None

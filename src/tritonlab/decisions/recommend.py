@@ -85,12 +85,8 @@ class _Picker:
         return (p.instance_count, p.latency_p99_us, -p.throughput_infer_per_s, self.rank(p))
 
     def versus(self, figure: str, reference: OperatingPoint, subject: OperatingPoint) -> Verdict:
-        """``subject`` against ``reference`` on ``figure`` ("throughput" or "p99").
-
-        Two closed-loop points are compared as they are (different concurrencies are different
-        operating points); any other pair through ``compare_figure``, which says "not
-        comparable" for different offered rates or a rate perf_analyzer did not keep up.
-        """
+        """``subject`` against ``reference`` on ``figure`` ("throughput" or "p99"): two closed-loop
+        points as they are, any other pair through ``compare_figure`` (loads must match)."""
         attr = "throughput" if figure == "throughput" else "latency_p99"
         ref, sub = self.of(reference), self.of(subject)
         if reference.closed_loop and subject.closed_loop:
@@ -195,11 +191,8 @@ def recommend(
     latency_budget_p99_us: float,
     target_load_infer_per_s: float | None = None,
 ) -> Recommendations:
-    """Frontier, picks, knees and rates within budget (req/s) from a sweep's summaries.
-
-    With several sequence lengths, only the reference length's load points are ranked: a
-    shorter sequence is less work per inference, not a better configuration.
-    """
+    """Frontier, picks, knees and rates within budget (req/s) from a sweep's summaries; with
+    several sequence lengths only the reference length's points are ranked."""
     lengths = length_filter(summaries)
     summaries = at_reference_length(summaries)
     pairs = [(p, s) for s in summaries if (p := operating_point(s)) is not None]

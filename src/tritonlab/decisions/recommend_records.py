@@ -86,9 +86,8 @@ class OperatingPoint(Record):
 
 
 def operating_point(s: VariantSummary) -> OperatingPoint | None:
-    """The summary as a point, or None when it has no throughput or no p99 (unstable cells), or
-    it replayed a trace (neither a concurrency nor a Poisson rate: the log's trace section
-    states those cells)."""
+    """The summary as a point; None without a throughput or a p99 (unstable cells), or for a
+    replayed trace (the log's trace section states those cells)."""
     tput, p99 = s.throughput.median, s.latency_p99.median
     if tput is None or p99 is None or s.settings.request_intervals is not None:
         return None

@@ -255,8 +255,7 @@ def _max_batch_move(k: Knobs, o: Observation, at: str) -> Move | None:
 
 
 def _spread_move(k: Knobs, goal: Goal) -> Move | None:
-    """The move from several threads per instance to as many single-thread instances, else
-    None."""
+    """The move from several threads per instance to as many single-thread instances."""
     spread = k.instances * k.threads if k.threads else 0
     if k.threads and k.threads > 1 and spread <= goal.max_instances:
         return Move(
@@ -269,8 +268,7 @@ def _spread_move(k: Knobs, goal: Goal) -> Move | None:
 
 
 def _threads_move(k: Knobs, o: Observation, goal: Goal, at: str) -> Move | None:
-    """The move to twice the onnxruntime threads when executions are long and cores idle,
-    else None."""
+    """The move to twice the onnxruntime threads when executions are long and cores idle."""
     busy = (o.server_cores or 0.0) + (o.load_generator_cores or 0.0)
     if (
         k.threads

@@ -22,13 +22,9 @@ BATCHING_LITTLE_GAIN = LITTLE_GAIN_SHARE  # compute per inference fell by less t
 
 
 def batching_compute_bound(ctx: RuleContext) -> Finding | None:
-    """Batching formed batches but per-inference compute barely fell: the model's per-sample
-    work dominates each execution, and only the fixed part of an execution can be shared.
-
-    Needs the cost model (its in-process fit splits an execution into fixed and per-sample
-    work); the counter-example is a model whose serving path dominates, where
-    ``batching_amortised`` applies instead.
-    """
+    """Batching formed batches but per-inference compute barely fell: the model's per-sample work
+    dominates each execution and only the fixed part can be shared (needs the cost model's
+    in-process split; a serving-path-bound model is ``batching_amortised``'s case)."""
     s, r, model = ctx.subject, ctx.reference, ctx.cost_model
     if model is None or not s.variant.dynamic_batching or r.variant.dynamic_batching:
         return None

@@ -100,9 +100,8 @@ def _error_pct(predicted: float, measured: float | None) -> float | None:
 
 @dataclass(frozen=True)
 class Prediction(Record):
-    """The cost model's figures for one configuration at one load, next to the measured ones;
-    stored (in ``cost_model.json``) without the description, with the throughput error (%) and
-    which terms missed."""
+    """The cost model's figures for one configuration at one load beside the measured ones
+    (stored in ``cost_model.json`` with the throughput error and the terms that missed)."""
 
     DERIVED = ("throughput_error_pct", "failure", "term_misses")
 
@@ -177,9 +176,8 @@ class Prediction(Record):
 
 @dataclass(frozen=True)
 class CostModel(Record):
-    """The fitted terms (µs) and the machine's cores; stored (in ``cost_model.json``) with the
-    serving gap at one request per execution, thread speedups and each other engine's terms,
-    not the points and shapes the fit checks read."""
+    """The fitted terms (µs) and the machine's cores (stored in ``cost_model.json`` without the
+    points and shapes the fit checks read)."""
 
     DERIVED = ("gap_us_at_1",)
 
@@ -224,13 +222,9 @@ class CostModel(Record):
         engines_us_per_execution: dict[str, dict[int, float]] | None = None,
         precision_used: dict[str, str] | None = None,
     ) -> CostModel | None:
-        """Fit the terms; None without a serving-path measurement or an in-process fit.
-
-        ``serving_fixed_us`` and ``serving_per_request_us`` are the least-squares line through
-        the serving-path points (what the explanations cite); predictions interpolate between
-        the measured points themselves (``serving_us``), since the serving path is not linear
-        in the batch on every machine.
-        """
+        """Fit the terms; None without a serving-path measurement or an in-process fit. The serving
+        terms are the least-squares line (what the explanations cite); predictions interpolate the
+        points themselves (``serving_us``): the serving path is not linear on every machine."""
         points = sorted(serving_points, key=lambda p: p.requests_per_execution)
         model = ExecutionCostFit.fit(in_process_us_per_execution)
         if not points or model is None:
@@ -270,10 +264,8 @@ class CostModel(Record):
         )
 
     def fits(self, s: VariantSummary) -> bool:
-        """True when ``s`` sent the input shapes the terms were timed at: every dynamic input
-        (``PerfSettings.input_shapes``) at its fitted shape. A row at another sequence length
-        does other work per inference, so the model predicts nothing for it and names no cause
-        there."""
+        """True when ``s`` sent every dynamic input at the shape the terms were timed at: another
+        sequence length does other work per inference, so the model says nothing of it."""
         if self.input_shapes is None:
             return True
         fitted = dict(self.input_shapes)
@@ -319,12 +311,9 @@ class CostModel(Record):
         return max(0.0, y0 + (y1 - y0) * (requests - x0) / (x1 - x0))
 
     def gap_us(self, requests: float) -> float:
-        """The hand-off between one execution and the next in a busy instance.
-
-        Measured on the probes whose batches were already waiting when an instance freed up:
-        every probe but the one that takes all the requests in flight (its gap also holds the
-        clients' round trip), interpolated in the batch size and held beyond the last one.
-        """
+        """The hand-off between one execution and the next in a busy instance: measured on every
+        probe but the one taking all the requests in flight (its gap holds the clients' round
+        trip too), interpolated in the batch size and held beyond the last one."""
         pts = [(p.requests_per_execution, p.gap_us) for p in self.serving_points]
         if len(pts) >= 3:
             pts = pts[:-1]
@@ -342,8 +331,7 @@ class CostModel(Record):
         return dict(self.thread_speedup).get(threads or 0, 1.0) if threads != 1 else 1.0
 
     def model_us(self, samples: float, threads: int | None = 1) -> float:
-        """The model's own cost of one execution of ``samples`` samples on ``threads`` threads
-        (µs)."""
+        """The model's own cost (µs) of one execution of ``samples`` on ``threads`` threads."""
         return (self.model_fixed_us + self.model_per_sample_us * samples) / self.speedup(threads)
 
     def execution_us(

@@ -101,13 +101,9 @@ def _verdicts(
 
 
 def choose_reference(subject: VariantSummary, earlier: list[VariantSummary]) -> VariantSummary:
-    """The earlier variant that differs from ``subject`` in the fewest fields.
-
-    Ties go to the one with fewer raw field differences (so 5 ms + preferred [8] is explained
-    against 5 ms, not against the baseline it also differs from by "enabling batching"), then to
-    one measured under the same workload (``same_workload``: the rules compare only those),
-    then to the earliest.
-    """
+    """The earlier variant that differs from ``subject`` in the fewest fields; ties go to fewer
+    raw differences (5 ms + preferred [8] is explained against 5 ms, not the baseline), then to
+    the same workload (the rules compare only those), then to the earliest."""
     return min(
         earlier,
         key=lambda e: (

@@ -65,9 +65,8 @@ def check_fit(
 
 
 def points_around(us_per_execution: dict[int, float], batch: float) -> list[tuple[int, float]]:
-    """The measured points (batch, µs per execution) at ``batch`` or on either side of it: the
-    largest measured batch not above it and the smallest not below it (one where it was
-    measured, or where it lies beyond the measured batches)."""
+    """The measured points (batch, µs per execution) at ``batch``, or the nearest on either
+    side of it (one where it lies beyond the measured batches)."""
     points = sorted(us_per_execution.items())
     if not points:
         return []
@@ -79,8 +78,7 @@ def points_around(us_per_execution: dict[int, float], batch: float) -> list[tupl
 
 
 def per_sample_text(points: list[tuple[int, float]]) -> str:
-    """'82,843 µs per sample at batch 1, 83,299 at batch 4': measured points as per-sample
-    times."""
+    """Measured points per sample: '82,843 µs per sample at batch 1, 83,299 at batch 4'."""
     parts = [f"{_us(t / b)} at batch {b}" for b, t in points]
     if parts:
         parts[0] = parts[0].replace(" at ", " µs per sample at ", 1)

@@ -78,8 +78,7 @@ ENGINE_SAME_PCT = 5.0  # in-process model work within this of each other: the sa
 
 def engine_effect(ctx: RuleContext) -> Finding | None:
     """Another backend (or precision) for the same model: how one execution's cost moved, and
-    which of the cost model's terms moved it (the engine's fixed cost per execution or its
-    per-sample cost, both from its own in-process fit), at the batches actually formed."""
+    which of the engines' own in-process terms (fixed or per-sample) moved it."""
     s, r = ctx.subject, ctx.reference
     if changed_fields(r.variant, s.variant) not in ENGINE_FIELDS or not same_workload(r, s):
         return None
@@ -138,9 +137,8 @@ def engine_effect(ctx: RuleContext) -> Finding | None:
 def _fits_miss_the_effect(
     m0: CostModel, m1: CostModel, before: str, after: str, samples: float
 ) -> tuple[dict[str, Any], str] | None:
-    """None when both engines' in-process lines agree with their own points more closely than
-    the difference they put between the engines at a batch of ``samples``; otherwise the
-    figures and the sentence that quote the measured points instead and name no term."""
+    """None when both engines' lines fit their points closer than the difference they put
+    between the engines; else the figures and sentence quoting the points, naming no term."""
     w0, w1 = m0.model_us(samples), m1.model_us(samples)
     effect = w1 / w0 - 1 if w0 else 0.0
     checks = [(c, e) for c, e in ((m0.fit_check(), before), (m1.fit_check(), after)) if c]
@@ -205,9 +203,8 @@ def _engine_terms(
 def _predicted_execution(
     s: VariantSummary, m0: CostModel, m1: CostModel, samples: float, execution: Verdict, term: str
 ) -> tuple[dict[str, Any], str]:
-    """The whole execution each engine's model predicts with the serving path, against the
-    served change: its figures (``dominant_term`` set to None where no term is named as the
-    cause) and the sentence that says whether ``term`` explains the served figures."""
+    """Each engine's predicted whole execution against the served change: the figures
+    (``dominant_term`` None where no term is the cause) and whether ``term`` explains it."""
     k = s.settings.batch_size
     # the whole execution the served figure measures: the same serving path plus each model
     threads = s.variant.intra_op_threads

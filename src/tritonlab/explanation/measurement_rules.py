@@ -25,8 +25,7 @@ def littles_law(ctx: RuleContext) -> Finding | None:
 
 
 def unstable_measurement(ctx: RuleContext) -> Finding | None:
-    """Flag a variant whose perf_analyzer windows did not all reach stability: its figures carry
-    more noise."""
+    """Flag a variant whose perf_analyzer windows did not all reach stability."""
     s = ctx.subject
     unstable = len(s.cells) - s.stable_count
     if not unstable:

@@ -15,8 +15,7 @@ from tritonlab.stats.aggregate import VariantSummary
 
 @dataclass(frozen=True)
 class Finding(Record):
-    """One rule's conclusion about one variant, with the figures behind it (stored in
-    ``summary.json``)."""
+    """One rule's conclusion about one variant, with its figures (stored in ``summary.json``)."""
 
     rule: str
     variant: str

@@ -102,11 +102,8 @@ def queue_delay_trap(ctx: RuleContext) -> Finding | None:
 
 
 def batching_amortised(ctx: RuleContext) -> Finding | None:
-    """Batching spread each execution's fixed cost over more requests (cost model terms cited).
-
-    Fires when batching alone was switched on, the batches grew and compute per inference fell
-    clearly; the throughput verdict is reported as it is (it may be unclear at this load).
-    """
+    """Batching alone switched on, the batches grew and compute per inference fell clearly: it
+    spread each execution's fixed cost (the cost model's terms cited; throughput as measured)."""
     s, r = ctx.subject, ctx.reference
     if not s.variant.dynamic_batching or r.variant.dynamic_batching:
         return None
@@ -162,11 +159,8 @@ def batching_amortised(ctx: RuleContext) -> Finding | None:
 
 
 def _slower_executions(ctx: RuleContext) -> str | None:
-    """Evidence that executions took longer than their batch explains, or None.
-
-    With the cost model: the measured execution is over 25% above the model's prediction at
-    the batch actually formed. Without it: executions got slower although batches did not grow.
-    """
+    """Evidence that executions took longer than their batch explains, or None: over 25% above
+    the cost model's prediction, or (without it) slower although batches did not grow."""
     s, r = ctx.subject, ctx.reference
     after, before = s.execution_us.median, r.execution_us.median
     b0, b1 = r.mean_batch.median, s.mean_batch.median
