@@ -140,20 +140,16 @@ def gate(
         outcome = Outcome.NOT_COMPARABLE
     elif verdict.word == NO_VERDICT or low is None or high is None:
         outcome = Outcome.UNDECIDED
-    elif figure == THROUGHPUT:
-        outcome = (
-            Outcome.PASS
-            if low > threshold
-            else Outcome.REGRESSION
-            if high < threshold
-            else Outcome.UNDECIDED
-        )
     else:
+        # p99 read with its sign flipped: then both figures pass above the edge, fail below it
+        sign = 1.0 if figure == THROUGHPUT else -1.0
+        worst, best = sorted((sign * low, sign * high))
+        edge = sign * threshold
         outcome = (
             Outcome.PASS
-            if high < threshold
+            if worst > edge
             else Outcome.REGRESSION
-            if low > threshold
+            if best < edge
             else Outcome.UNDECIDED
         )
     if outcome is Outcome.UNDECIDED:

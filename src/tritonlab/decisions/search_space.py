@@ -53,16 +53,11 @@ class Knobs(Record):
         """The held knobs by ServingVariant field."""
         return dict(self.held)
 
-    @property
-    def _held_variant(self) -> tuple[ServingVariant, ServingVariant]:
-        """A default variant with the held knobs set, and the default it differs from."""
-        default = ServingVariant("", "")
-        return replace(default, **self.held_fields), default
-
     def held_text(self, part: str = "describe") -> str:
         """The held knobs as the knob table words them (``describe`` or ``slug``), each after
         a separator: ``, response cache`` (``_cache`` for the slug)."""
-        held, default = self._held_variant
+        default = ServingVariant("", "")
+        held = replace(default, **self.held_fields)
         words = [getattr(KNOB_BY_FIELD[f], part)(held, default) for f, _ in self.held]
         return "".join(("_" if part == "slug" else ", ") + w for w in words if w)
 

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import Any
 
 from tritonlab.explanation.compute_bound_rule import batching_compute_bound
-from tritonlab.explanation.cost_model import CostModel
 from tritonlab.explanation.knob_rules import cache_effect, engine_effect, threads_effect
 from tritonlab.explanation.measurement_rules import (
     backend_fallback,
@@ -29,7 +28,7 @@ from tritonlab.explanation.rule_support import (
     rounded,
 )
 from tritonlab.repository.variants import batch_target
-from tritonlab.stats.aggregate import VariantSummary, compare_figure
+from tritonlab.stats.aggregate import compare_figure
 from tritonlab.stats.verdicts import HIGHER, LOWER, NO_VERDICT, Verdict
 from tritonlab.stats.workload import same_workload
 
@@ -265,26 +264,6 @@ def _instances_causes(
     return causes
 
 
-def _instances_prediction(
-    model: CostModel, r: VariantSummary, s: VariantSummary
-) -> tuple[dict[str, Any], str]:
-    """The cost model's throughput for the reference and the subject: its figures and the
-    sentence that gives them with the regime, batches and execution cost behind them."""
-    before, after = model.predict(r), model.predict(s)
-    figures: dict[str, Any] = {
-        "predicted_throughput_before": rounded(before.throughput_infer_per_s),
-        "predicted_throughput_after": rounded(after.throughput_infer_per_s),
-    }
-    text = (
-        f" The cost model predicts {before.throughput_infer_per_s:,.0f} -> "
-        f"{after.throughput_infer_per_s:,.0f} infer/s ({after.regime}; batches of "
-        f"{before.requests_per_execution:.1f} -> {after.requests_per_execution:.1f} "
-        f"requests, {before.execution_us:,.0f} -> {after.execution_us:,.0f} µs per "
-        "execution, instances limited by the cores perf_analyzer leaves free)."
-    )
-    return figures, text
-
-
 def instances_effect(ctx: RuleContext) -> Finding | None:
     """More (or fewer) instances: explained from what changed in the server and the CPU."""
     s, r = ctx.subject, ctx.reference
@@ -318,9 +297,16 @@ def instances_effect(ctx: RuleContext) -> Finding | None:
     causes = _instances_causes(ctx, verdict, batch, per_inference, total)
     text = f"{head}. Why: {'; and '.join(causes)}."
     if ctx.cost_model is not None:
-        predicted, predicted_text = _instances_prediction(ctx.cost_model, r, s)
-        figures |= predicted
-        text += predicted_text
+        before, after = ctx.cost_model.predict(r), ctx.cost_model.predict(s)
+        figures["predicted_throughput_before"] = rounded(before.throughput_infer_per_s)
+        figures["predicted_throughput_after"] = rounded(after.throughput_infer_per_s)
+        text += (
+            f" The cost model predicts {before.throughput_infer_per_s:,.0f} -> "
+            f"{after.throughput_infer_per_s:,.0f} infer/s ({after.regime}; batches of "
+            f"{before.requests_per_execution:.1f} -> {after.requests_per_execution:.1f} "
+            f"requests, {before.execution_us:,.0f} -> {after.execution_us:,.0f} µs per "
+            "execution, instances limited by the cores perf_analyzer leaves free)."
+        )
     return Finding("instances-effect", s.variant.name, text, figures)
 
 
