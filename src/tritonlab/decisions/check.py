@@ -154,8 +154,7 @@ def compare_stored(
         notes=notes,
         rounds="unpaired: the two runs were measured at different times, so no round is "
         f"shared; Welch's {100 * CONFIDENCE:g}% interval of the log-ratio (drift between the two "
-        "times is not in "
-        "it: a live check measures both in one run)",
+        "times is not in it: a live check measures both in one run)",
     )
 
 

@@ -96,8 +96,12 @@ def saturation_over_concurrency(curve: list[VariantSummary]) -> Saturation | Non
     ``SATURATION_QUEUE_GROWTH_PCT``) while throughput is not "higher"; a step goes to a higher
     concurrency under the same workload but the load (``same_workload``)."""
     for lower, upper in itertools.pairwise(curve):
-        if not _is_step_up(lower, upper):
-            continue
+        if (
+            lower.variant.name != upper.variant.name
+            or not same_workload(lower, upper, load=False)
+            or (lower.settings.concurrency or 0) >= (upper.settings.concurrency or 0)
+        ):
+            continue  # not the same configuration and workload at a higher concurrency
         q0, q1 = lower.queue_us.median, upper.queue_us.median
         if q0 is None or q1 is None:
             continue
@@ -110,15 +114,6 @@ def saturation_over_concurrency(curve: list[VariantSummary]) -> Saturation | Non
         c0, c1 = lower.settings.concurrency or 0, upper.settings.concurrency or 0
         return Saturation(ConfigKey.of(lower), c0, c1, q0, q1, tput)
     return None
-
-
-def _is_step_up(lower: VariantSummary, upper: VariantSummary) -> bool:
-    """True when ``upper`` is ``lower``'s configuration and workload at a higher concurrency."""
-    return (
-        lower.variant.name == upper.variant.name
-        and same_workload(lower, upper, load=False)
-        and (lower.settings.concurrency or 0) < (upper.settings.concurrency or 0)
-    )
 
 
 def saturation_findings(summaries: list[VariantSummary]) -> list[Saturation]:

@@ -54,9 +54,7 @@ class Thresholds(Record):
 
     def for_figure(self, figure: str) -> float:
         """The signed threshold of ``figure``'s change: -T for throughput, +P for p99."""
-        if figure == THROUGHPUT:
-            return -self.max_regression_pct
-        return self.max_p99_increase_pct
+        return -self.max_regression_pct if figure == THROUGHPUT else self.max_p99_increase_pct
 
 
 def _log(pct: float) -> float:

@@ -53,8 +53,7 @@ def _contenders(observations: Sequence[Observation], goal: Goal) -> list[Candida
             if (c.knobs, c.concurrency) not in placed
         ]
         others.sort(key=lambda c: c.score(goal), reverse=reverse)
-    chosen = best[:2] + [c for c in others if near(c.score(goal), lead, RACE_BAND_PCT, goal)]
-    return chosen
+    return best[:2] + [c for c in others if near(c.score(goal), lead, RACE_BAND_PCT, goal)]
 
 
 def race_verdict(leader: Candidate, other: Candidate, goal: Goal) -> Verdict:

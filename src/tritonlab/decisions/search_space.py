@@ -144,15 +144,12 @@ class Goal:
             raise ValueError(f"goal must be one of {', '.join(GOALS)}, got {self.kind!r}")
 
     def within(self, p99_us: float | None) -> bool:
-        if self.p99_budget_us is None:
-            return True
-        return p99_us is not None and p99_us <= self.p99_budget_us
+        budget = self.p99_budget_us
+        return budget is None or (p99_us is not None and p99_us <= budget)
 
     @property
     def first_concurrency(self) -> int:
-        if self.fixed_load is not None:
-            return 0
-        return 1 if self.kind == "latency" else 8
+        return 0 if self.fixed_load is not None else 1 if self.kind == "latency" else 8
 
     def at(self, concurrency: int) -> str:
         """Where a point was measured, in words: ``at concurrency 8``, or the fixed load's."""

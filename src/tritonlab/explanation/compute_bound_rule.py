@@ -62,7 +62,10 @@ def batching_compute_bound(ctx: RuleContext) -> Finding | None:
         f"only from {c0:,.0f} to {c1:,.0f} µs ({per_inference.phrase()})"
     )
     check = model.fit_check()
-    points = _points_text(model, b1 * k)
+    # the measured in-process points at batch 1 and around the batch formed, per sample
+    measured = dict(model.model_points)
+    quoted = sorted(set(points_around(measured, 1) + points_around(measured, b1 * k)))
+    points = f"{per_sample_text(quoted)} (the model's own work, less the null model's call)"
     fixed_share = model.model_fixed_us / model.model_us(k) if model.model_us(k) else 0.0
     if check is not None and not check.supports_bound(fixed_share):
         # The line misses its own points by as much as the bound it would set: its fixed part
@@ -78,14 +81,6 @@ def batching_compute_bound(ctx: RuleContext) -> Finding | None:
         text += _why_text(model, one, model_share, fixed, bound, saved, per_inference, points)
     text += f". Throughput {throughput.phrase()}."
     return Finding("batching-compute-bound", s.variant.name, text, figures)
-
-
-def _points_text(model: CostModel, samples: float) -> str:
-    """The measured in-process points at batch 1 and around ``samples``, per sample, labelled
-    as the fit's points (the model's own work, less the null model's call)."""
-    points = dict(model.model_points)
-    quoted = sorted(set(points_around(points, 1) + points_around(points, samples)))
-    return f"{per_sample_text(quoted)} (the model's own work, less the null model's call)"
 
 
 def _why_text(

@@ -361,12 +361,12 @@ class CostModel(Record):
         parallel = max(
             0.25, min(float(v.instance_count), (self.cores - client_cores) / per_instance)
         )
-        target = _batch_target_requests(s)
+        samples, _ = batch_target(v)
+        target = max(1.0, samples / max(1, k))  # the batch the batcher waits for, in requests
         if st.request_rate_per_s is not None:
             regime, requests, throughput, queue = self._open_loop(s, parallel, target)
         else:
             regime, requests, throughput, queue = self._closed_loop(s, parallel, target)
-        measured_exec = s.execution_us.median
         measured_requests = s.mean_batch.median / k if s.mean_batch.median else None
         return Prediction(
             variant=v.name,
@@ -378,7 +378,7 @@ class CostModel(Record):
             throughput_infer_per_s=throughput * k,
             queue_us=queue,
             measured_requests_per_execution=measured_requests,
-            measured_execution_us=measured_exec,
+            measured_execution_us=s.execution_us.median,
             measured_throughput_infer_per_s=s.throughput.median,
             measured_queue_us=s.queue_us.median,
         )
@@ -426,9 +426,3 @@ class CostModel(Record):
             fill = min(delay, (r - 1) / rate)
             wait += (fill + (r - 1) * fill / 2) / r
         return "open loop below capacity", r, rate * 1e6, wait
-
-
-def _batch_target_requests(s: VariantSummary) -> float:
-    """The batch the dynamic batcher waits for, in requests (its sizes count samples)."""
-    samples, _ = batch_target(s.variant)
-    return max(1.0, samples / max(1, s.settings.batch_size))

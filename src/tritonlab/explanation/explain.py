@@ -271,11 +271,9 @@ def explain_variant(
             labels=_labels(findings),
         )
     ref_verdicts = _verdicts(reference, subject)
-    action = ("One change" if len(changed) == 1 else f"{len(changed)} changes") + (
-        f" from '{reference.variant.description}': "
-    )
-    action += "; ".join(describe_change(c, reference.variant, subject.variant) for c in changed)
-    action += "."
+    count = "One change" if len(changed) == 1 else f"{len(changed)} changes"
+    described = "; ".join(describe_change(c, reference.variant, subject.variant) for c in changed)
+    action = f"{count} from '{reference.variant.description}': {described}."
     tput, p99 = ref_verdicts["throughput"], ref_verdicts["latency_p99"]
     lines = [
         f"Throughput {tput.phrase()}: {subject.throughput.text(unit='infer/s')} against "
