@@ -21,13 +21,10 @@ Cells = list[tuple[str, str]]
 HEADLINE_FIGURES = ("throughput", "latency_p99")
 
 
-# The block engine's stopping rule is on precision alone: more blocks while a headline
-# throughput interval is wider than this half-width (stated as exp(h) - 1), whatever its word.
-# A rule that also waited for a verdict to be "decided" would stop preferentially when an
-# interval happens to exclude no change, and with a look after every block that inflates the
-# false "higher"/"lower" (simulated: 89% coverage instead of 95%); a rule on the width alone
-# keeps the coverage near 95% (tests/unit/test_robust_stats.py simulates it). p99 intervals
-# have no target (their half-widths are stated).
+# The block engine measures on while a headline throughput interval is wider than this
+# half-width (exp(h) - 1), whatever its word: a rule that also waited for a "decided" verdict
+# would look after every block and stop preferentially on chance exclusions (simulated: 89%
+# coverage instead of 95%; tests/unit/test_robust_stats.py). p99 intervals have no target.
 TARGET_HALF_WIDTH_PCT = 5.0
 
 

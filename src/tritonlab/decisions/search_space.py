@@ -29,9 +29,8 @@ MAX_CONCURRENCY = 1024
 INSTANCE_LADDER = (1, 2, 4, 8, 16)  # doubled; a rung that loses is refined by its midpoint
 MAX_BATCH_LIMIT = 256
 THREADS_LIMIT = 16
-# Above this time per execution the model's own compute dwarfs the serving path (~0.1 ms per
-# request here): threads x instances is the question, not batching (`run --configs auto` picks
-# by it; tune proposes more threads past it).
+# Above this time per execution the model's compute dwarfs the serving path (~0.1 ms per
+# request): threads x instances is the question, not batching (`run --configs auto`, tune).
 COMPUTE_BOUND_US = 1000.0
 
 

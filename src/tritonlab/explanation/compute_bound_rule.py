@@ -1,9 +1,8 @@
 """The rule for batching that buys little on a model whose own compute dominates an execution.
 
-Its "why" is read off the cost model's in-process line (``F + P x batch``), so it is stated only
-where that line agrees with the points it was fitted to (``fit_check``); otherwise the rule
-quotes the measured in-process points and names no cause. A measured saving larger than the
-line allows, or one whose own verdict is undecided, gets no cause either.
+Its "why" is read off the cost model's in-process line (``F + P x batch``) only where that line
+agrees with its points (``fit_check``); otherwise, and for a saving larger than the line allows
+or one whose verdict is undecided, the rule names no cause.
 """
 
 from __future__ import annotations

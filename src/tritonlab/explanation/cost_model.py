@@ -188,8 +188,7 @@ class CostModel(Record):
     client_overhead_us: float
     cores: int
     serving_points: tuple[ServingPathPoint, ...] = ()
-    # onnxruntime intra-op threads -> how many times faster one execution runs than on one
-    # thread (in-process, batch 1, from the run's ceilings); threads not measured count as 1.
+    # onnxruntime intra-op threads -> in-process speedup over one thread (not measured: 1).
     thread_speedup: Annotated[tuple[tuple[int, float], ...], _AS_MAPPING] = ()
     # Other engines (``ServingVariant.engine``) -> their own (F, P) in µs (stored as "engines").
     engine_terms: Annotated[
@@ -199,11 +198,9 @@ class CostModel(Record):
     engine: Annotated[str, NOT_STORED] = "onnxruntime"
     # engine -> the precision it really computed in on this processor (OpenVINO's own report)
     precision_used: Annotated[tuple[tuple[str, str], ...], NOT_STORED] = ()
-    # Input name -> the non-batch shape the in-process terms were timed at (the run's reference
-    # load); None: not recorded, and the terms are taken to hold for every row.
+    # Input name -> the non-batch shape the terms were timed at (None: they hold for every row).
     input_shapes: Annotated[tuple[tuple[str, tuple[int, ...]], ...] | None, NOT_STORED] = None
-    # The in-process points (batch, µs per execution) F and P were fitted to, and each other
-    # engine's: what ``fit_check`` checks the line against before a cause is read off it.
+    # The in-process points (batch, µs per execution) F and P, and each other engine's, fit.
     model_points: Annotated[tuple[tuple[int, float], ...], NOT_STORED] = ()
     engine_points: Annotated[tuple[tuple[str, tuple[tuple[int, float], ...]], ...], NOT_STORED] = ()
 

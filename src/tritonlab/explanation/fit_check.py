@@ -1,12 +1,9 @@
 """Whether a fitted straight line is evidence for what is read off it.
 
-The cost model and the operators paragraph summarise in-process timings as
-``fixed_us + per_sample_us x batch`` (``operators.ExecutionCostFit``). A cause read off those
-terms (an engine's fixed or per-sample cost, what batching can share) is only as good as the
-line's agreement with the points it was fitted to: a line that misses one of its own points by
-as much as the effect it attributes could produce that effect from its own error. So every such
-statement is made only when no point is missed by as much as the effect; otherwise the log
-quotes the measured points and names no cause.
+A cause read off the in-process line ``fixed_us + per_sample_us x batch`` (an engine's fixed or
+per-sample cost, what batching can share) is stated only when the line misses none of its own
+points by as much as the effect, which a larger miss could produce from its own error;
+otherwise the log quotes the measured points and names no cause.
 """
 
 from __future__ import annotations
