@@ -95,6 +95,10 @@ class Interval:
     high: float | None
     repeats: int
 
+    @property
+    def bounds(self) -> tuple[float, float] | None:
+        return None if self.low is None or self.high is None else (self.low, self.high)
+
     @classmethod
     def of(cls, summary: Summary) -> Interval | None:
         """The interval of ``summary``'s positive values (``verdicts.centre_interval`` on their
@@ -155,18 +159,12 @@ def point_capacity(summary: VariantSummary, budget_us: float | None) -> PointCap
         load_words=kind.words,
         repeats=tput.repeats,
         throughput_infer_per_s=tput.median,
-        throughput_ci95_infer_per_s=_pair(tput),
+        throughput_ci95_infer_per_s=tput.bounds,
         latency_p99_us=p99.median,
-        latency_p99_ci95_us=_pair(p99),
+        latency_p99_ci95_us=p99.bounds,
         queue_us_per_request=summary.queue_us.median,
         p99_holds=holds,
     )
-
-
-def _pair(interval: Interval) -> tuple[float, float] | None:
-    if interval.low is None or interval.high is None:
-        return None
-    return (interval.low, interval.high)
 
 
 @dataclass(frozen=True)

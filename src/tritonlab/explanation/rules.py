@@ -183,34 +183,6 @@ def _slower_executions(ctx: RuleContext) -> str | None:
     return None
 
 
-def _instances_changed(
-    ctx: RuleContext,
-    batch: Verdict,
-    per_inference: Verdict,
-    total_before: float | None,
-    total: float | None,
-) -> str:
-    """What moved from the reference to the subject, joined by "; ": the mean batch, compute
-    per inference (each with its verdict's word) and the server + client CPU."""
-    s, r = ctx.subject, ctx.reference
-    return "; ".join(
-        [
-            change_text("mean batch", r.mean_batch.median, s.mean_batch.median)
-            + f" ({batch.word})",
-            change_text(
-                "compute per inference",
-                r.compute_per_inference_us.median,
-                s.compute_per_inference_us.median,
-                " µs",
-                digits=0,
-            )
-            + f" ({per_inference.word})",
-            change_text("server + client CPU", total_before, total, digits=2)
-            + f" of {ctx.cores} cores",
-        ]
-    )
-
-
 def _instances_causes(
     ctx: RuleContext, verdict: Verdict, batch: Verdict, per_inference: Verdict, total: float | None
 ) -> list[str]:
@@ -292,7 +264,23 @@ def instances_effect(ctx: RuleContext) -> Finding | None:
         "perf_analyzer_cores_used": rounded(client, 2),
         "throughput_change_pct": rounded(verdict.change_pct, 1),
     }
-    changed = _instances_changed(ctx, batch, per_inference, total_before, total)
+    # what moved: the mean batch and compute per inference (with their verdicts' words), the CPU
+    changed = "; ".join(
+        [
+            change_text("mean batch", r.mean_batch.median, s.mean_batch.median)
+            + f" ({batch.word})",
+            change_text(
+                "compute per inference",
+                r.compute_per_inference_us.median,
+                s.compute_per_inference_us.median,
+                " µs",
+                digits=0,
+            )
+            + f" ({per_inference.word})",
+            change_text("server + client CPU", total_before, total, digits=2)
+            + f" of {ctx.cores} cores",
+        ]
+    )
     head = f"{n0} -> {n1} instances: throughput {verdict.phrase()}. What changed: {changed}"
     causes = _instances_causes(ctx, verdict, batch, per_inference, total)
     text = f"{head}. Why: {'; and '.join(causes)}."
