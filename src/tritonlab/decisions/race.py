@@ -108,10 +108,9 @@ def race_state(
     observations: Sequence[Observation], goal: Goal
 ) -> tuple[list[Candidate], list[tuple[Candidate, Verdict]]]:
     """(still racing, dropped with the verdict that dropped them); the leader first."""
-    field_ = _contenders(observations, goal)
-    if not field_:
+    racing = _contenders(observations, goal)
+    if not racing:
         return [], []
-    racing = list(field_)
     dropped: list[tuple[Candidate, Verdict]] = []
     rounds = min(len(c.race) for c in racing)
     if rounds >= MIN_RACE_ROUNDS:

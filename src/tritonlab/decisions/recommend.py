@@ -96,22 +96,15 @@ class _Picker:
     def select(self, candidates: list[OperatingPoint], figure: str, rank: RankKey) -> TieBreak:
         """The best by median, the points tied with it within the noise, and the tie-break."""
         best = min(candidates, key=rank)
-        tied: list[OperatingPoint] = []
-        not_comparable = 0
-        for c in candidates:
-            if c == best:
-                continue
-            verdict = self.versus(figure, best, c)
-            if (
-                verdict.word == NO_CLEAR
-                and verdict.has_interval
-                and abs(verdict.change_pct or 0.0) <= TIE_MARGIN_PCT
-            ):
-                # one repeat has no interval (no tie can be shown), and a point far behind by
-                # median is not a practical alternative however wide the noise: medians rank
-                tied.append(c)
-            elif verdict.word == NOT_COMPARABLE:
-                not_comparable += 1
+        verdicts = [(c, self.versus(figure, best, c)) for c in candidates if c != best]
+        # one repeat has no interval (no tie can be shown), and a point far behind by median is
+        # not a practical alternative however wide the noise: medians rank
+        tied = [
+            c
+            for c, v in verdicts
+            if v.word == NO_CLEAR and v.has_interval and abs(v.change_pct or 0.0) <= TIE_MARGIN_PCT
+        ]
+        not_comparable = sum(v.word == NOT_COMPARABLE for _, v in verdicts)
         group = sorted([best, *tied], key=self.tie_key)
         chosen = group[0]
         next_in_tie = group[1] if len(group) > 1 else None

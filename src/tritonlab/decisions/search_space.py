@@ -1,7 +1,6 @@
-"""The space tune searches and what it knows of it: the knobs of a configuration, one
-measured point (``Observation``), the goal and its limits, a step of the search, and each
-configuration's best point so far (``Candidate``). The policy is in ``search.py``, the race
-that decides the pick in ``race.py``."""
+"""The space tune searches and what it knows of it: the knobs of a configuration, one measured
+point (``Observation``), the goal and its limits, a step of the search, and each configuration's
+best point so far (``Candidate``); the policy is ``search.py``, the race ``race.py``."""
 
 from __future__ import annotations
 

@@ -228,8 +228,7 @@ class CostModel(Record):
             return None
         xs = [p.requests_per_execution for p in points]
         ys = [p.compute_us_per_execution for p in points]
-        span = xs[-1] - xs[0]
-        if span > 0.5:
+        if xs[-1] - xs[0] > 0.5:
             mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
             slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / sum(
                 (x - mean_x) ** 2 for x in xs

@@ -1,9 +1,8 @@
 """The three layers for every variant: background, action, result and explanation.
 
 Each variant is compared with the baseline (the table's verdicts) and with its closest earlier
-variant (the one that differs in the fewest fields), which is what makes "change one variable"
-hold even for the seed's ``batching, count=2`` row. Sentences come from measured figures and
-from the named rules in ``rules.py``; nothing here is a canned conclusion.
+variant (fewest fields apart), so "change one variable" holds even for ``batching, count=2``.
+Sentences come from measured figures and the named rules in ``rules.py``, never canned.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """The hot operators in the experiment log's words (linking the "two Tritons").
 
-The profile itself (FLOPs and bytes per sample of every MatMul, Gemm and Conv) is read from the
-graph in ``perf/operator_profile.py``. Here: the in-process time per execution fitted as a fixed
-part plus a per-sample part (batching can only save the fixed part), and the paragraph that sets
-the operators' arithmetic intensity next to the batch sizes Triton actually formed.
+The profile (FLOPs and bytes per sample of every MatMul, Gemm and Conv) is read from the graph
+in ``perf/operator_profile.py``. Here: the in-process time per execution as a fixed plus a
+per-sample part, and the paragraph that sets the operators' intensity next to the batches formed.
 """
 
 from __future__ import annotations

@@ -140,6 +140,4 @@ def queue_growth(table: Sequence[StepsAtLoad], variant: str) -> list[QueueGrowth
 def binding_step(table: Sequence[StepsAtLoad], variant: str) -> StepTime | None:
     """The step that binds ``variant`` at its highest measured load (None: no steps)."""
     rows = [r for r in table if r.variant == variant]
-    if not rows:
-        return None
-    return max(rows, key=lambda r: r.concurrency or 0).binding
+    return max(rows, key=lambda r: r.concurrency or 0).binding if rows else None
