@@ -17,7 +17,6 @@ from tritonlab.stats.verdicts import Verdict
 from tritonlab.stats.workload import same_workload
 
 COMPUTE_BOUND_MODEL_SHARE = 0.5  # model work >= 50% of a batch-1 execution (cost model)
-BATCHING_LITTLE_GAIN = LITTLE_GAIN_SHARE  # compute per inference fell by less than 10%
 
 
 def batching_compute_bound(ctx: RuleContext) -> Finding | None:
@@ -37,7 +36,7 @@ def batching_compute_bound(ctx: RuleContext) -> Finding | None:
     k, th = s.settings.batch_size, s.variant.intra_op_threads
     one = model.execution_us(1, k, th)
     model_share = model.model_us(k, th) / one if one else 0.0
-    if model_share < COMPUTE_BOUND_MODEL_SHARE or (c0 - c1) / c0 >= BATCHING_LITTLE_GAIN:
+    if model_share < COMPUTE_BOUND_MODEL_SHARE or (c0 - c1) / c0 >= LITTLE_GAIN_SHARE:
         return None
     per_inference = compare_figure("compute per inference", "compute_per_inference_us", r, s)
     throughput = compare_figure("throughput", "throughput", r, s)

@@ -50,7 +50,6 @@ def _point(
     m: MachineCeilings,
 ) -> RooflinePoint:
     intensity = cost.intensity(batch)
-    moved = cost.weight_bytes + batch * cost.activation_bytes_per_sample
     return RooflinePoint(
         name,
         kind,
@@ -59,7 +58,7 @@ def _point(
         flop_per_s,
         m.attainable_flop_per_s(intensity),
         m.binding(intensity),
-        moved,
+        cost.weight_bytes + batch * cost.activation_bytes_per_sample,
     )
 
 
@@ -89,11 +88,8 @@ def served_points(
     operators: OperatorsRecord, summaries: list[VariantSummary]
 ) -> list[RooflinePoint]:
     """Each served configuration's executions (first load point only: one point each)."""
-    machine = operators.machine_ceilings
-    if machine is None:
-        return []
-    profile = operators.profile
-    if not profile.flops_per_sample:  # no MatMul, Gemm or Conv: no FLOPs to place
+    machine, profile = operators.machine_ceilings, operators.profile
+    if machine is None or not profile.flops_per_sample:  # no MatMul, Gemm or Conv: no FLOPs
         return []
     first_load = summaries[0].load_key if summaries else None
     points = []

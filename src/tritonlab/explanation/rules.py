@@ -317,10 +317,8 @@ def saturated_server(ctx: RuleContext) -> Finding | None:
         and (execution is None or execution < v.max_queue_delay_us)
     ):
         return None  # the wait can be the batcher's own delay, not a busy instance
-    n = v.instance_count
-    used = s.server_cores.median
-    busy_cores = min(n, ctx.cores) * SATURATED_MIN_CORES_PER_INSTANCE
-    if used is not None and used < busy_cores:
+    n, used = v.instance_count, s.server_cores.median
+    if used is not None and used < min(n, ctx.cores) * SATURATED_MIN_CORES_PER_INSTANCE:
         return None  # the server was not busy enough for its instances to be the queue's cause
     evidence = f" (the server used {used:.2f} of {ctx.cores} cores)" if used is not None else ""
     text = (
