@@ -198,8 +198,7 @@ def _instance_moves(
 ) -> list[Move]:
     """The moves along the instance ladder: the next count up when requests still queue or
     the last count added paid off, and the count between when the next one did not win."""
-    k = leader.knobs
-    o = leader.observations[0]
+    k, o = leader.knobs, leader.observations[0]
     moves: list[Move] = []
     queue, compute = o.queue_us, o.compute_us
     more = next((n for n in INSTANCE_LADDER if n > k.instances), None)
@@ -307,8 +306,7 @@ def _protocol_move(
 
 def propose_moves(observations: Sequence[Observation], leader: Candidate, goal: Goal) -> list[Move]:
     """Neighbours of the leader its figures argue for, most promising first (tried or not)."""
-    k = leader.knobs
-    o = leader.observations[0]
+    k, o = leader.knobs, leader.observations[0]
     at = goal.at(leader.concurrency)
     moves = [
         _batching_move(k, o, at),

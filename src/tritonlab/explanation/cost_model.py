@@ -165,13 +165,10 @@ class Prediction(Record):
         """Which term was off when the throughput prediction missed by more than 25%."""
         if not self.fails:
             return None
-        reasons = self.term_misses()
-        if not reasons:
-            reasons.append(
-                "execution cost and batch size were as predicted, so the error is in the "
-                "parallelism or the client's round trip (the CPU the server could really use)"
-            )
-        return "; ".join(reasons)
+        return "; ".join(self.term_misses()) or (
+            "execution cost and batch size were as predicted, so the error is in the "
+            "parallelism or the client's round trip (the CPU the server could really use)"
+        )
 
 
 @dataclass(frozen=True)
