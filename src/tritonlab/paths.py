@@ -209,20 +209,3 @@ def recorded_run_dir(server_command: Sequence[str] | None) -> Path | None:
             if os.path.isabs(repo) and Path(repo).name == MODELS_DIR:
                 return Path(repo).parent
     return None
-
-
-__all__ = [
-    "CACHE_VAR",
-    "PATHS_NOTE",
-    "VARIABLES",
-    "cache_root",
-    "expand_path",
-    "portable_command",
-    "portable_file",
-    "portable_path",
-    "portable_text",
-    "recorded_run_dir",
-    "shell_join",
-    "shell_word",
-    "variable_values",
-]
