@@ -37,6 +37,17 @@ out = Console()
 _state = {"debug": False}
 
 
+def say(text: str, console: Console = out) -> None:
+    """One line of plain text, stdout by default (user paths and names are not rich markup; no
+    hard wraps, so logs stay greppable)."""
+    console.print(text, highlight=False, markup=False, soft_wrap=True)
+
+
+def note(text: str) -> None:
+    """``say`` on stderr: what a command decided or warns of, beside its results."""
+    say(text, err)
+
+
 def _print_version(value: bool) -> None:
     # Eager: runs while parsing, so `tritonlab --version` needs no command.
     if value:

@@ -10,7 +10,7 @@ import typer
 
 from tritonlab.cli.common import (
     app,
-    err,
+    note,
     out,
     print_results,
     progress_printer,
@@ -23,10 +23,6 @@ from tritonlab.run_layout import RunLayout
 
 if TYPE_CHECKING:
     from tritonlab.pipeline.model_choice import RepositoryChoice
-
-
-def _note(text: str) -> None:
-    err.print(text, highlight=False, soft_wrap=True, markup=False)
 
 
 def _run_pipeline(
@@ -69,7 +65,7 @@ def _run_pipeline(
         plan.load_trace,
     )
     options = flags.server.options()
-    prepared = prepare_run(asked, options, _note)
+    prepared = prepare_run(asked, options, note)
     info = prepared.chosen.info
     started = time.monotonic()
     result = run_project(
@@ -86,7 +82,7 @@ def _run_pipeline(
     )
     outcome = result.outcome
     for line in outcome.quarantined:
-        _note(f"warning: {line}")
+        note(f"warning: {line}")
     print_results(out_dir, result.report.analyses)
     out.print(
         f"measured {len(outcome.measured)} cells, reused {len(outcome.skipped)}, in "
@@ -116,7 +112,7 @@ def demo(
         builtin = builtin_model(model)
         open_run_folder(out_dir)
         check = builtin.export(RunLayout(out_dir).exported_model(builtin.name))
-        _note(
+        note(
             f"exported {check.onnx_path}: {builtin.summary} "
             f"(max abs diff vs PyTorch {check.max_abs_diff:.2g})"
         )

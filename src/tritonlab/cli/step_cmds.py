@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tritonlab.cli.common import app, out, user_errors
+from tritonlab.cli.common import app, out, say, user_errors
 from tritonlab.cli.options import (
     BackendOpt,
     BatchSizeOpt,
@@ -36,11 +36,6 @@ if TYPE_CHECKING:
     from tritonlab.models.inspect import OnnxModelInfo
     from tritonlab.server.called_models import CalledWindow
     from tritonlab.server.launch import ServerOptions
-
-
-def say(text: str) -> None:
-    """One line of plain text on stdout (user paths and names are not rich markup)."""
-    out.print(text, highlight=False, soft_wrap=True, markup=False)
 
 
 def repository_model(
