@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -94,7 +94,9 @@ def user_errors(hint: str = "", code: int = 2) -> Iterator[None]:
         raise typer.Exit(130) from None
 
 
-def refuse_outputs_inside(targets: list[Path | None], inputs: dict[str, Path | str | None]) -> None:
+def refuse_outputs_inside(
+    targets: list[Path | None], inputs: Mapping[str, Path | str | None]
+) -> None:
     """A one-line ``GatewayError`` when a file to write (``--json``, ``--markdown``) lies inside
     one of ``inputs`` (a run folder the command only reads); call it before any work."""
     for target in targets:
@@ -109,7 +111,7 @@ def refuse_outputs_inside(targets: list[Path | None], inputs: dict[str, Path | s
 
 
 def write_output(
-    text: str, target: Path, inputs: dict[str, Path | str | None] | None = None
+    text: str, target: Path, inputs: Mapping[str, Path | str | None] | None = None
 ) -> None:
     """``text`` to the file ``target`` (its folder made), or to stdout when ``target`` is ``-``
     (hyperfine's convention for exporters); never inside one of ``inputs`` (a run folder)."""
