@@ -28,7 +28,6 @@ from tritonlab.experiments.opening import check_resume, model_sha256, plan_finge
 from tritonlab.experiments.operator_record import record_operator_profile
 from tritonlab.experiments.plan import (
     ExperimentPlan,
-    MeasurementSettings,
     PlanBasics,
     backends_plan,
     compute_plan,
@@ -186,13 +185,8 @@ CONFIG_SETS = ("auto", "seed", "compute", "backends")
 def default_plan(
     info: OnnxModelInfo,
     inputs: ModelInputs,
-    model_name: str,
+    basics: PlanBasics,
     configs: str = "auto",
-    repeats: int = 3,
-    concurrency: int | None = None,
-    protocol: str = "grpc",
-    max_batch_size: int = 64,
-    measurement: MeasurementSettings | None = None,
     resume_dir: Path | None = None,
 ) -> ExperimentPlan:
     """The configurations ``run`` and ``demo`` compare, adapted to the model.
@@ -214,7 +208,6 @@ def default_plan(
                 "--configs: a repository's model is compared from its own configuration; "
                 "leave --configs at auto, or write a plan file for `tritonlab sweep`"
             )
-        basics = PlanBasics(model_name, repeats, concurrency, protocol, max_batch_size, measurement)
         plan = repository_plan(info.source, repository_baseline(info), basics)
         if plan.measurement.engine == ENGINE_BLOCKS:
             plan = replace(plan, variants=(*plan.variants, aa_control(plan.variants[0])))
@@ -239,7 +232,6 @@ def default_plan(
                 else ", so batching and instance counts are compared (the seed's four)."
             )
         )
-    basics = PlanBasics(model_name, repeats, concurrency, protocol, max_batch_size, measurement)
     if configs == "backends":
         plan = backends_plan(basics)
     elif configs == "compute":
