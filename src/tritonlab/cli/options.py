@@ -390,27 +390,12 @@ class RunFlags:
     repository: RepositoryFlags
 
 
-GROUPS: tuple[type, ...] = (
-    EndpointFlags,
-    ServerFlags,
-    LocalServerFlags,
-    InputFlags,
-    RepositoryFlags,
-    ResultFlags,
-    RoundFlags,
-    PlanFlags,
-    VariantFlags,
-    DemoFlags,
-    RunFlags,
-)
-
-
-def _options_of(group: type) -> list[inspect.Parameter]:
+def _options_of(group: Any) -> list[inspect.Parameter]:
     """The options of a group, in order; a field that is itself a group gives its own."""
     hints = typing.get_type_hints(group, include_extras=True)
     params: list[inspect.Parameter] = []
     for field in dataclasses.fields(group):
-        if hints[field.name] in GROUPS:
+        if dataclasses.is_dataclass(hints[field.name]):
             params.extend(_options_of(hints[field.name]))
         else:
             params.append(
@@ -424,26 +409,28 @@ def _options_of(group: type) -> list[inspect.Parameter]:
     return params
 
 
-def _pack(group: type, values: dict[str, Any]) -> Any:
+def _pack(group: Any, values: dict[str, Any]) -> Any:
     """The ``group`` record of the parsed ``values`` (taken out of them)."""
     hints = typing.get_type_hints(group, include_extras=True)
     return group(
         **{
-            f.name: _pack(hints[f.name], values) if hints[f.name] in GROUPS else values.pop(f.name)
+            f.name: _pack(hints[f.name], values)
+            if dataclasses.is_dataclass(hints[f.name])
+            else values.pop(f.name)
             for f in dataclasses.fields(group)
         }
     )
 
 
-def _spread(command: Callable[..., None]) -> tuple[list[inspect.Parameter], dict[str, type]]:
+def _spread(command: Callable[..., None]) -> tuple[list[inspect.Parameter], dict[str, Any]]:
     """The parameters typer should see (each group parameter replaced by its options), and the
     group parameters by name."""
     hints = typing.get_type_hints(command, include_extras=True)
     params: list[inspect.Parameter] = []
-    groups: dict[str, type] = {}
+    groups: dict[str, Any] = {}
     for param in inspect.signature(command).parameters.values():
         annotation = hints.get(param.name, param.annotation)
-        if annotation in GROUPS:
+        if dataclasses.is_dataclass(annotation):
             groups[param.name] = annotation
             params.extend(_options_of(annotation))
         else:
@@ -456,8 +443,8 @@ def _spread(command: Callable[..., None]) -> tuple[list[inspect.Parameter], dict
 
 
 def option_groups(command: Callable[..., None]) -> Callable[..., None]:
-    """Let typer see the options of ``command``'s group parameters (annotated with a record of
-    ``GROUPS``), in place, and call ``command`` with the records packed."""
+    """Let typer see the options of ``command``'s group parameters (annotated with a group: a
+    dataclass), in place, and call ``command`` with the records packed."""
     params, groups = _spread(command)
 
     @functools.wraps(command)
