@@ -16,7 +16,7 @@ import json
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -90,21 +90,15 @@ class TuneSettings:
 
     def stored(self) -> TuneSettingsRecord:
         """The settings as the manifest and ``tune.json`` store them (and fingerprint them)."""
-        g = self.goal
-        return TuneSettingsRecord(
+        g, record = self.goal, TuneSettingsRecord
+        return record(
+            **{f.name: getattr(g, f.name) for f in fields(record) if hasattr(g, f.name)}
+            | {"fixed_load": g.fixed_load if self.trace is not None else None},
             goal=g.kind,
-            p99_budget_us=g.p99_budget_us,
-            min_throughput_infer_per_s=g.min_throughput_infer_per_s,
-            cores=g.cores,
-            max_race_rounds=g.max_race_rounds,
-            start=g.start,
-            switch_protocol=g.switch_protocol,
-            max_instances=g.max_instances,
             time_budget_s=self.time_budget_s,
             batch_size=self.batch_size,
             measurement=self.measurement,
-            fixed_load=None if self.trace is None else g.fixed_load,
-            trace=None if self.trace is None else self.trace.stats,
+            trace=self.trace.stats if self.trace is not None else None,
         )
 
     def fingerprint(self, model_sha256: str, inputs: ModelInputs) -> str:
