@@ -171,13 +171,6 @@ def open_loop_rates(plan: ExperimentPlan, run_dir: Path) -> dict[tuple[str, str]
     }
 
 
-def count_cells(plan: ExperimentPlan) -> tuple[int, int]:
-    """(closed-loop cells, open-loop cells) of the plan."""
-    per_load = len(plan.variants) * plan.repeats
-    open_loads = sum(1 for ld in plan.loads if ld.open_loop)
-    return (len(plan.loads) - open_loads) * per_load, open_loads * per_load
-
-
 def run_sweep(
     sweep: SweepPlan,
     onnx_path: Path,
