@@ -185,7 +185,7 @@ def tune(
         prepared = prepare_tune(request, options, note)
         chosen = prepared.chosen
         started = time.monotonic()
-        result = run_tune(
+        result, pick_config = run_tune(
             chosen.info,
             out_dir,
             chosen.name,
@@ -202,10 +202,10 @@ def tune(
         say(_summary_line("runner-up", result.runner_up))
         if result.pick is not None and not result.pick.meets_p99_budget_every_repeat:
             say(over_budget_line(result.pick))
-        if result.pick_config is not None:
-            say(f"config.pbtxt of the pick: {result.pick_config}")
+        if pick_config is not None:
+            say(f"config.pbtxt of the pick: {pick_config}")
         say(
-            f"measured {len(result.measured)} cells, reused {len(result.reused)}, in "
+            f"measured {result.cells_measured} cells, reused {result.cells_reused}, in "
             f"{time.monotonic() - started:.0f} s; search path in "
             f"{RunLayout(out_dir).tune}; explained in {report.experiment_log}"
         )

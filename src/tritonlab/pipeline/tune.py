@@ -111,18 +111,6 @@ class TuneSettings:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-@dataclass(frozen=True)
-class TuneOutcome:
-    steps: list[TuneStep]
-    stop_reason: str
-    pick: TunePick | None
-    runner_up: TunePick | None
-    measured: list[str]
-    reused: list[str]
-    wall_s: float
-    pick_config: Path | None
-
-
 def variant_for(
     knobs: Knobs, start: Knobs, baseline: ServingVariant | None = None
 ) -> ServingVariant:
@@ -356,8 +344,9 @@ def run_tune(
     on_step: Callable[[TuneStep], None] | None = None,
     builtin: str | None = None,
     cluster: str | None = None,
-) -> TuneOutcome:
-    """Search, measuring on a real server, until the policy stops or the budget is spent.
+) -> tuple[TuneRecord, Path | None]:
+    """Search, measuring on a real server, until the policy stops or the budget is spent; the
+    search's record (as ``tune.json`` holds it) and the pick's ``config.pbtxt``.
 
     ``cluster``: a Ray address; the search then measures on one node of that cluster (each
     step depends on the last, so it is not spread; a lost node hands over to the next).
@@ -399,16 +388,7 @@ def run_tune(
     record = tuner.save(stop_reason)
     pick_config = _write_pick(run_dir, info, model_name, record.pick, tuner.baseline)
     write_scripts(run_dir, info, inputs, tuner.plan(), options, info.path, builtin)
-    return TuneOutcome(
-        tuner.steps,
-        stop_reason,
-        record.pick,
-        record.runner_up,
-        tuner.measured,
-        tuner.reused,
-        time.monotonic() - started,
-        pick_config,
-    )
+    return record, pick_config
 
 
 def _search(
