@@ -38,13 +38,25 @@ if TYPE_CHECKING:
     from tritonlab.server.launch import ServerOptions
 
 
-def repository_model(
-    flags: RepositoryFlags, positional: object, options: ServerOptions, command: str
-) -> OnnxModelInfo | None:
-    """The repository model ``--repository DIR --model NAME`` names (read before any server
-    starts), or None for a model file; one-line errors for flags ``command`` has no use for."""
-    if not flags.given(positional):
-        return None
+def model_to_serve(
+    flags: RepositoryFlags,
+    model: Path | None,
+    options: ServerOptions,
+    command: str,
+    changed: str = "",
+) -> tuple[Path, OnnxModelInfo | None]:
+    """The model file a step serves, and the repository model ``--repository DIR --model NAME``
+    names (read before any server starts); one-line errors for flags ``command`` has no use
+    for, and for serving flags given (``changed``: their names) to a repository model, which is
+    served as its own config.pbtxt says."""
+    if not flags.given(model):
+        if model is None:
+            raise ConfigError(
+                "give an ONNX file or a model repository folder, or --repository DIR --model NAME"
+                if command == "serve"
+                else "give the ONNX model file, or --repository DIR --model NAME"
+            )
+        return model, None
     if flags.step is not None:
         raise ConfigError(
             f"--step chooses the ensemble step that run, sweep and tune vary; {command} serves "
@@ -58,20 +70,16 @@ def repository_model(
     from tritonlab.pipeline.project import load_repository_info
 
     assert flags.repository is not None and flags.repo_model is not None
-    return load_repository_info(
+    info = load_repository_info(
         flags.repository, flags.repo_model, options, reference=flags.reference
     )
-
-
-def as_configured(changed: bool, flags: str) -> None:
-    """A ``ConfigError`` where serving flags were given for a repository model, which is served
-    as its own config.pbtxt says."""
     if changed:
         raise ConfigError(
-            f"{flags} configure an ONNX file; a --repository model is served as its own "
+            f"{changed} configure an ONNX file; a --repository model is served as its own "
             "config.pbtxt says (change it there, or compare one-knob changes with `tritonlab run "
             "--repository`)"
         )
+    return info.path, info
 
 
 def describe_source(info: OnnxModelInfo, url: str | None = None) -> str:
@@ -152,15 +160,9 @@ def serve(
             open_admin_api=open_admin_api,
             max_request_bytes=max_request_mib << 20,
         )
-        info = repository_model(repository, model, options, "serve")
-        if info is not None:
-            as_configured(served != VariantFlags(), VARIANT_FLAGS)
-            model = info.path
-        elif model is None:
-            raise ConfigError(
-                "give an ONNX file or a model repository folder, or --repository DIR --model NAME"
-            )
-        with serving(model, name, served.variant(), options, repo, info) as server:
+        changed = VARIANT_FLAGS if served != VariantFlags() else ""
+        path, info = model_to_serve(repository, model, options, "serve", changed)
+        with serving(path, name, served.variant(), options, repo, info) as server:
             if info is not None:
                 say(f"serving {describe_source(info)} (the repository is only read)")
             http_url, grpc_url = server.public_urls
@@ -219,14 +221,10 @@ def infer(
         shapes = parse_shape_args(inputs.shape or [])
         variant = step_variant(backend=backend, precision=precision)
         options = server.options()
-        info = repository_model(repository, model, options, "infer")
-        if info is not None:
-            as_configured(variant != step_variant(), "--backend and --precision")
-            model = info.path
-        elif model is None:
-            raise ConfigError("give the ONNX model file, or --repository DIR --model NAME")
+        changed = "--backend and --precision" if variant != step_variant() else ""
+        path, info = model_to_serve(repository, model, options, "infer", changed)
         step = infer_step(
-            model, name, protocols, batch_size, options, shapes, inputs.input_data, variant, info
+            path, name, protocols, batch_size, options, shapes, inputs.input_data, variant, info
         )
         reference = info.origin.reference if info is not None else None
         if info is not None:
@@ -324,14 +322,10 @@ def perf(
             protocol, batch_size, concurrency or 8, request_rate, window_ms, stability, arrivals
         )
         options = server.options()
-        info = repository_model(repository, model, options, "perf")
-        if info is not None:
-            as_configured(served != VariantFlags(), VARIANT_FLAGS)
-            model = info.path
-        elif model is None:
-            raise ConfigError("give the ONNX model file, or --repository DIR --model NAME")
+        changed = VARIANT_FLAGS if served != VariantFlags() else ""
+        path, info = model_to_serve(repository, model, options, "perf", changed)
         step = perf_step(
-            model,
+            path,
             name,
             served.variant(),
             load,
