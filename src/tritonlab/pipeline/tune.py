@@ -68,15 +68,13 @@ from tritonlab.server.launch import ServerOptions
 from tritonlab.server.process import TritonServer
 from tritonlab.stats.verdicts import VerdictRecord
 
-DEFAULT_TIME_BUDGET_S = 900.0
-
 
 @dataclass(frozen=True)
 class TuneSettings:
     """What ``tritonlab tune`` was asked for."""
 
     goal: Goal
-    time_budget_s: float = DEFAULT_TIME_BUDGET_S
+    time_budget_s: float = 900.0
     measurement: MeasurementSettings = field(default_factory=MeasurementSettings)
     batch_size: int = 1
     # A replayed trace (``--load-trace``): every configuration measured under it, no ramp.
@@ -86,7 +84,9 @@ class TuneSettings:
         """The load of a search point: ``concurrency`` at the knobs' protocol, or the trace."""
         if self.trace is not None:
             return trace_load(self.trace, knobs.protocol, self.batch_size)
-        return load_for(knobs, concurrency, self.batch_size)
+        return LoadPoint(
+            protocol=knobs.protocol, batch_size=self.batch_size, concurrency=concurrency
+        )
 
     def stored(self) -> TuneSettingsRecord:
         """The settings as the manifest and ``tune.json`` store them (and fingerprint them)."""
@@ -143,19 +143,14 @@ def repository_start(baseline: ServingVariant, protocol: str) -> Knobs:
     )
 
 
-def load_for(knobs: Knobs, concurrency: int, batch_size: int) -> LoadPoint:
-    return LoadPoint(protocol=knobs.protocol, batch_size=batch_size, concurrency=concurrency)
-
-
 def observation_of(cell: CellResult, knobs: Knobs) -> Observation:
     """The policy's view of a stored cell (a cell without a measurement served nothing); a
     cell under a trace has no concurrency: 0, the search's fixed-load point."""
     m = cell.perf.measurement
     s = cell.server
-    concurrency = int(cell.perf.settings.concurrency or 0)
     return Observation(
         knobs=knobs,
-        concurrency=concurrency,
+        concurrency=int(cell.perf.settings.concurrency or 0),
         repeat=cell.repeat - 1,
         throughput_infer_per_s=m.throughput_infer_per_s if m else 0.0,
         latency_p99_us=m.latency_p99_us if m else None,
@@ -175,10 +170,6 @@ def observation_of(cell: CellResult, knobs: Knobs) -> Observation:
             delayed_pct(list(cell.perf.warnings)) if cell.perf.settings.request_intervals else 0.0
         ),
     )
-
-
-def _failed_observation(knobs: Knobs, concurrency: int, repeat: int) -> Observation:
-    return Observation(knobs, concurrency, repeat, math.nan, None)
 
 
 class TuneSession(Protocol):
@@ -307,7 +298,7 @@ class _Tuner:
             self.failures[cid] = str(exc)
             cell = None
         if cell is None:
-            return cid, _failed_observation(knobs, step.concurrency, step.repeat), False
+            return cid, Observation(knobs, step.concurrency, step.repeat, math.nan, None), False
         self.measured.append(cid)
         return cid, observation_of(cell, knobs), False
 
@@ -442,11 +433,11 @@ def _write_pick(
     repository model, the whole pipeline (the tuned model patched, every model it calls)."""
     if pick is None:
         return None
+    layout = RunLayout(run_dir)
     if baseline is not None:  # the model's own configuration, patched
         variant = variant_for(pick.configuration, pick.configuration, baseline)
-        add_model(RunLayout(run_dir).pick, info, model_name, variant)
-        return RunLayout(run_dir).pick_config(model_name)
-    config = build_model_config(info, pick.configuration.variant(), model_name)
-    path = RunLayout(run_dir).pick_config(model_name)
-    gateway.write_text(path, config_to_text(config))
-    return path
+        add_model(layout.pick, info, model_name, variant)
+    else:
+        config = build_model_config(info, pick.configuration.variant(), model_name)
+        gateway.write_text(layout.pick_config(model_name), config_to_text(config))
+    return layout.pick_config(model_name)
