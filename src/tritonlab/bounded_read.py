@@ -31,10 +31,6 @@ class FileRefused(Exception):
     """A file that is not a regular file, or is over the cap; the message says which."""
 
 
-def _kind(mode: int) -> str:
-    return next((words for test, words in _KINDS if test(mode)), "not a regular file")
-
-
 def size_words(size: int) -> str:
     """A byte count in words: ``64 MiB``, ``1.5 KiB``, ``12 bytes``."""
     for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
@@ -45,7 +41,8 @@ def size_words(size: int) -> str:
 
 def _check(mode: int, size: int, cap: int) -> None:
     if not stat.S_ISREG(mode):
-        raise FileRefused(f"is {_kind(mode)}, not a regular file")
+        kind = next((words for test, words in _KINDS if test(mode)), "not a regular file")
+        raise FileRefused(f"is {kind}, not a regular file")
     if size > cap:
         raise FileRefused(f"is {size:,} bytes; at most {size_words(cap)}")
 

@@ -71,17 +71,10 @@ def variable_values() -> dict[str, str]:
     return values
 
 
-def _run_dir_list(run_dir: RunDirs) -> list[str]:
-    if run_dir is None:
-        return []
-    if isinstance(run_dir, str | os.PathLike):
-        return [os.fspath(run_dir)]
-    return [os.fspath(d) for d in run_dir]
-
-
 def _roots(run_dir: RunDirs) -> list[tuple[str, str]]:
     """(absolute prefix, replacement) pairs, longest prefix first; '' means relative."""
-    named = [(str(p), "") for p in _run_dir_list(run_dir)]
+    dirs = [run_dir] if isinstance(run_dir, str | os.PathLike) else run_dir or []
+    named = [(os.fspath(p), "") for p in dirs]
     named += [(value, f"${name}") for name, value in variable_values().items()]
     roots: dict[str, str] = {}
     for prefix, replacement in named:
