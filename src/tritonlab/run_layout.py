@@ -137,15 +137,8 @@ class RunLayout:
         """A folder of cell files under ``results/``: ``cells/``, or ``serving_path/``."""
         return self.results / folder
 
-    @property
-    def cells(self) -> Path:
-        """One JSON file per measured cell: ``results/cells/``."""
-        return self.cell_folder(CELLS_DIR)
-
-    @property
-    def serving_path_cells(self) -> Path:
-        """The serving-path probes' cells: ``results/serving_path/``."""
-        return self.cell_folder(SERVING_PATH_DIR)
+    cells = _result(CELLS_DIR, "One JSON file per measured cell")
+    serving_path_cells = _result(SERVING_PATH_DIR, "The serving-path probes' cells")
 
     def cell(self, cell_id: str, folder: str = CELLS_DIR) -> Path:
         """The result file of ``cell_id``: ``results/<folder>/<cell_id>.json``."""
@@ -223,15 +216,9 @@ class RunLayout:
         """One plot: ``plots/<name>.png``."""
         return self.plots / f"{name}.png"
 
-    @property
-    def html_report(self) -> Path:
-        """The self-contained HTML page: ``report.html``."""
-        return self.root / REPORT_FILE
+    html_report = _LayoutPath((REPORT_FILE,), "The self-contained HTML page: ``report.html``.")
 
-    @property
-    def readme(self) -> Path:
-        """The run folder's ``README.md``."""
-        return self.root / README_FILE
+    readme = _LayoutPath((README_FILE,), "The run folder's ``README.md``.")
 
     scripts = _folder(SCRIPTS_DIR, "Scripts that reproduce the measurements")
     start_server_script = _file(
@@ -251,10 +238,7 @@ class RunLayout:
 
     # what tritonlab keeps for itself
 
-    @property
-    def marker(self) -> Path:
-        """The file that says tritonlab made the folder: ``.tritonlab``."""
-        return self.root / MARKER
+    marker = _LayoutPath((MARKER,), "The file that says tritonlab made the folder: ``.tritonlab``.")
 
     trash = _folder(TRASH, "Where ``--fresh`` sets earlier results aside")
 
