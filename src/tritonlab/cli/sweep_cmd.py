@@ -77,20 +77,15 @@ class SweepProgress:
         if self._progress is not None:
             self._progress.stop()
 
-    def eta_s(self, done: int, total: int) -> float | None:
-        """Seconds left for ``total - done`` cells at this session's mean cell time (None
-        before a cell was measured here)."""
-        if not self._durations:
-            return None
-        return statistics.fmean(self._durations) * (total - done)
-
     def __call__(self, done: int, total: int, cell: str) -> None:
         now = self.clock()
         if self._last is not None:
             self._durations.append(now - self._last)
         self._last = None if cell == "done" else now
-        eta = self.eta_s(done, total)
-        eta_text = "--" if eta is None else _duration(eta)
+        # the cells left at this session's mean cell time ("--" before one was measured here)
+        eta_text = "--"
+        if self._durations:
+            eta_text = _duration(statistics.fmean(self._durations) * (total - done))
         if self._progress is not None and self._task is not None:
             label = "finished" if cell == "done" else cell
             self._progress.update(
