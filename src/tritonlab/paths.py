@@ -52,22 +52,15 @@ def cache_root() -> Path:
     return Path(base) / "tritonlab"
 
 
-def _environment_root() -> tuple[str, str] | None:
-    """(variable, prefix) of the Python environment tritonlab runs in, if it is not the base."""
-    if sys.prefix != sys.base_prefix:
-        return VENV_VAR, sys.prefix
-    conda = os.environ.get(CONDA_VAR)
-    if conda and os.path.realpath(conda) == os.path.realpath(sys.prefix):
-        return CONDA_VAR, sys.prefix
-    return None
-
-
 def variable_values() -> dict[str, str]:
-    """Each named root's value on this machine (what the variables in portable paths mean)."""
+    """Each named root's value on this machine (what the variables in portable paths mean):
+    the Python environment tritonlab runs in only where it is not the base one."""
     values = {CACHE_VAR: str(cache_root()), HOME_VAR: str(Path.home())}
-    env = _environment_root()
-    if env is not None:
-        values[env[0]] = env[1]
+    conda = os.environ.get(CONDA_VAR)
+    if sys.prefix != sys.base_prefix:
+        values[VENV_VAR] = sys.prefix
+    elif conda and os.path.realpath(conda) == os.path.realpath(sys.prefix):
+        values[CONDA_VAR] = sys.prefix
     return values
 
 

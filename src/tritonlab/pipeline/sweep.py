@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -121,15 +121,6 @@ class PeakRate:
     request_rate_per_s: float
 
 
-def _median_throughput(cells: Iterable[CellResult]) -> float | None:
-    values = [
-        c.perf.measurement.throughput_infer_per_s
-        for c in cells
-        if c.perf.measurement and c.perf.measurement.throughput_infer_per_s > 0
-    ]
-    return statistics.median(values) if values else None
-
-
 def peak_rates(plan: ExperimentPlan, cells: list[CellResult]) -> list[PeakRate]:
     """The request rate of every (variant, fraction-of-peak load), from stored closed-loop cells.
 
@@ -138,29 +129,25 @@ def peak_rates(plan: ExperimentPlan, cells: list[CellResult]) -> list[PeakRate]:
     batch size gets no rate.
     """
     closed = {ld.key: ld for ld in plan.loads if not ld.open_loop}
-    groups: dict[tuple[str, str], list[CellResult]] = defaultdict(list)
-    for cell in cells:
-        if cell.load_key in closed:
-            groups[(cell.variant.name, cell.load_key)].append(cell)
+    throughputs: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for c in cells:
+        m = c.perf.measurement
+        if c.load_key in closed and m and m.throughput_infer_per_s > 0:
+            throughputs[(c.variant.name, c.load_key)].append(m.throughput_infer_per_s)
     out = []
     for variant in plan.variants:
         for load in plan.loads:
-            if load.peak_fraction is None:
+            medians = [  # (median throughput, load key) at the load's protocol and batch size
+                (statistics.median(throughputs[(variant.name, key)]), key)
+                for key, ld in closed.items()
+                if (ld.protocol, ld.batch_size) == (load.protocol, load.batch_size)
+                and throughputs[(variant.name, key)]
+            ]
+            if load.peak_fraction is None or not medians:
                 continue
-            best: tuple[float, str] | None = None
-            for key, closed_load in closed.items():
-                if (closed_load.protocol, closed_load.batch_size) != (
-                    load.protocol,
-                    load.batch_size,
-                ):
-                    continue
-                tput = _median_throughput(groups.get((variant.name, key), []))
-                if tput is not None and (best is None or tput > best[0]):
-                    best = (tput, key)
-            if best is None:
-                continue
-            rate = max(1.0, float(round(load.peak_fraction * best[0] / load.batch_size)))
-            out.append(PeakRate(variant.name, load.key, best[0], best[1], rate))
+            peak, peak_key = max(medians, key=lambda p: p[0])  # the first of equal peaks
+            rate = max(1.0, float(round(load.peak_fraction * peak / load.batch_size)))
+            out.append(PeakRate(variant.name, load.key, peak, peak_key, rate))
     return out
 
 
