@@ -167,14 +167,10 @@ def run_sweep(
     controls: RunControls = DEFAULT_CONTROLS,
     info: OnnxModelInfo | None = None,
 ) -> ProjectResult:
-    """Measure every cell of the sweep not yet in ``run_dir``, then rebuild its reports.
-
-    ``controls.cluster``: a Ray address; the cells are then measured on its nodes (whole rounds
-    each).
-
-    With ``controls.max_repeats`` above the plan's repeats, the picks' cells (and the baseline's
-    at the same loads) get more rounds while a verdict behind a pick is undecided.
-    """
+    """Measure every cell of the sweep not yet in ``run_dir`` (``controls.cluster``: on a Ray
+    cluster's nodes, whole rounds each), then rebuild its reports. With ``controls.max_repeats``
+    above the plan's repeats, the picks' cells (and the baseline's at the same loads) get more
+    rounds while a verdict behind a pick is undecided."""
     from tritonlab.decisions.adaptive import undecided_sweep
 
     plan = sweep.experiment

@@ -337,13 +337,10 @@ def run_tune(
     cluster: str | None = None,
 ) -> tuple[TuneRecord, Path | None]:
     """Search, measuring on a real server, until the policy stops or the budget is spent; the
-    search's record (as ``tune.json`` holds it) and the pick's ``config.pbtxt``.
-
-    ``cluster``: a Ray address; the search then measures on one node of that cluster (each
-    step depends on the last, so it is not spread; a lost node hands over to the next).
-
-    ``builtin``: the built-in model ``info`` was exported from (its export script is written);
-    otherwise the project's ``scripts/export_model.py`` copies the user's file."""
+    search's record (as ``tune.json`` holds it) and the pick's ``config.pbtxt``. ``cluster``:
+    a Ray address, measured on one node of it (each step depends on the last, so it is not
+    spread; a lost node hands over to the next). ``builtin``: the built-in model ``info`` was
+    exported from (its export script is written; else the script copies the user's file)."""
     started = time.monotonic()
     inputs = inputs or derive_inputs(info)
     fingerprint = settings.fingerprint(model_sha256(info), inputs)
