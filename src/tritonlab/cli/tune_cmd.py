@@ -182,14 +182,13 @@ def tune(
             repository.choice(model),
         )
         options = server.options()
-        prepared = prepare_tune(request, options, note)
-        chosen = prepared.chosen
+        chosen, settings = prepare_tune(request, options, note)
         started = time.monotonic()
         result, pick_config = run_tune(
             chosen.info,
             out_dir,
             chosen.name,
-            prepared.settings,
+            settings,
             options,
             inputs=chosen.inputs,
             on_step=_step_line,

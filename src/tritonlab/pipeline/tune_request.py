@@ -57,20 +57,13 @@ class TuneRequest:
     repository: RepositoryChoice | None = None
 
 
-@dataclass(frozen=True)
-class PreparedTune:
-    """The model to search, and how: what ``run_tune`` takes."""
-
-    chosen: ChosenModel
-    settings: TuneSettings
-
-
 def prepare_tune(
     request: TuneRequest, options: ServerOptions, say: Callable[[str], None]
-) -> PreparedTune:
+) -> tuple[ChosenModel, TuneSettings]:
     """Check every argument (one-line ``ConfigError``s), open ``out_dir`` against every input,
     choose and bind the model, then (``--fresh``) move earlier results aside and claim the
-    folder; ``say`` tells what was decided for the user."""
+    folder; ``say`` tells what was decided for the user. Returns what ``run_tune`` takes: the
+    model to search, and how."""
     r = request
     engine = check_engine(r.engine)
     if engine == ENGINE_BLOCKS and r.ray:
@@ -128,7 +121,7 @@ def prepare_tune(
         max_batch = r.max_batch_size if info.batched else 0
         start = Knobs(max_batch=max_batch, protocol=r.protocol, held=held)
     max_race_rounds = r.max_race_rounds or (12 if engine == ENGINE_BLOCKS else 3)
-    settings = TuneSettings(
+    return chosen, TuneSettings(
         Goal(
             kind=goal,
             p99_budget_us=None if r.p99_budget_ms is None else r.p99_budget_ms * 1000,
@@ -149,4 +142,3 @@ def prepare_tune(
         ),
         trace=trace,
     )
-    return PreparedTune(chosen, settings)
