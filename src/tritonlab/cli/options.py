@@ -245,18 +245,15 @@ PrecisionOpt = Annotated[
 ]
 
 
-def server_options(**flags: Any) -> ServerOptions:
-    """``ServerOptions`` from the server flags given (the rest at their defaults), with the API
-    key from the environment, never a flag: a command line is visible to every user (ps)."""
-    return ServerOptions(**flags, api_key=os.environ.get(API_KEY_VARIABLE) or None)
-
-
 class _ServerSource:
     """A group of server flags (its fields are ``ServerOptions``')."""
 
     def options(self, **more: Any) -> ServerOptions:
-        """The library's record of these flags, and of ``more`` (e.g. the ports of serve)."""
-        return server_options(**vars(self), **more)
+        """The library's record of these flags, and of ``more`` (e.g. the ports of serve), with
+        the API key from the environment, never a flag: a command line is visible to every
+        user (ps)."""
+        key = os.environ.get(API_KEY_VARIABLE) or None
+        return ServerOptions(**vars(self), **more, api_key=key)
 
 
 # --- the groups ----------------------------------------------------------------------------------
@@ -301,11 +298,6 @@ class ResultFlags:
     fresh: FreshOpt = False
     remeasure: RemeasureOpt = None
 
-    @property
-    def remeasure_ids(self) -> tuple[str, ...]:
-        """The ``--remeasure`` patterns, as the pipeline takes them."""
-        return tuple(self.remeasure or ())
-
     def controls(self, rounds: Rounds, **more: Any) -> RunControls:
         """The pipeline's run controls: these flags, the extra rounds ``rounds`` (an
         ``engine_rounds`` result) allows, and ``more`` (``time_budget_s``, ``cluster``)."""
@@ -315,7 +307,7 @@ class ResultFlags:
             fresh=self.fresh,
             max_repeats=rounds.most,
             adaptive_budget_s=rounds.extra_budget_s,
-            remeasure=self.remeasure_ids,
+            remeasure=tuple(self.remeasure or ()),
             **more,
         )
 
