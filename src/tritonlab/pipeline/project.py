@@ -373,17 +373,12 @@ def write_scripts(
             else prepare_bundled_server()
         )
     load_inputs = InputFiles(inputs, info, run_dir).for_load(plan.loads[0])
+    data, intervals = (
+        portable_path(Path(f), run_dir) if f else None
+        for f in (load_inputs.data_file, load_inputs.intervals_file)
+    )
     baseline_settings = plan.perf_settings(
-        plan.loads[0],
-        plan.model_name,
-        "URL",
-        load_inputs.shapes,
-        portable_path(Path(load_inputs.data_file), run_dir) if load_inputs.data_file else None,
-        (
-            portable_path(Path(load_inputs.intervals_file), run_dir)
-            if load_inputs.intervals_file
-            else None
-        ),
+        plan.loads[0], plan.model_name, "URL", load_inputs.shapes, data, intervals
     )
     write_project_files(
         run_dir,
