@@ -102,11 +102,11 @@ class Rounds:
     extra_budget_s: float
 
 
-def check_engine(engine: str) -> str:
-    """``engine`` if it is one of the measuring engines, else a ``ConfigError``."""
-    if engine not in ENGINES:
-        raise ConfigError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
-    return engine
+def check_choice(flag: str, value: str, choices: Sequence[str]) -> str:
+    """``value`` if it is one of ``choices``, else a one-line ``ConfigError`` naming ``flag``."""
+    if value not in choices:
+        raise ConfigError(f"{flag} must be one of {', '.join(choices)}, got {value!r}")
+    return value
 
 
 def engine_rounds(
@@ -118,7 +118,7 @@ def engine_rounds(
 ) -> Rounds:
     """The ``Rounds`` of ``engine``: what was given, else the engine's defaults
     (``classic_budget_s``: the classic engine's budget, which a sweep sets higher)."""
-    blocks = check_engine(engine) == ENGINE_BLOCKS
+    blocks = check_choice("--engine", engine, ENGINES) == ENGINE_BLOCKS
     first = engine_repeats(engine, repeats)
     most = max_repeats if max_repeats is not None else (DEFAULT_MAX_BLOCKS if blocks else 5)
     default_budget = DEFAULT_EXTRA_BUDGET_S if blocks else classic_budget_s
@@ -199,8 +199,7 @@ def default_plan(
     ``auto`` times one batch-1 execution in-process and picks ``compute`` above
     ``COMPUTE_BOUND_US``. A model without a batch axis loses its batching variants.
     """
-    if configs not in CONFIG_SETS:
-        raise ConfigError(f"--configs must be one of {', '.join(CONFIG_SETS)}, got {configs!r}")
+    check_choice("--configs", configs, CONFIG_SETS)
     cores = available_cores()
     if info.source is not None:  # a repository model: compared from its own configuration
         if configs != "auto":

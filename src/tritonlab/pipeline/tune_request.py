@@ -14,7 +14,7 @@ from pathlib import Path
 from tritonlab import gateway
 from tritonlab.decisions.search import GOALS, Goal, Knobs
 from tritonlab.errors import ConfigError
-from tritonlab.experiments.blocks import ENGINE_BLOCKS, ENGINE_CLASSIC
+from tritonlab.experiments.blocks import ENGINE_BLOCKS, ENGINE_CLASSIC, ENGINES
 from tritonlab.experiments.manifest import available_cores
 from tritonlab.experiments.plan import MeasurementSettings
 from tritonlab.experiments.repository_plan import own_baseline
@@ -24,7 +24,7 @@ from tritonlab.perf.settings import PROTOCOLS
 from tritonlab.perf.trace import KEPT_TO_PCT, read_trace
 from tritonlab.pipeline.held_knobs import parse_holds
 from tritonlab.pipeline.model_choice import ChosenModel, RepositoryChoice, bind_step, choose_model
-from tritonlab.pipeline.project import check_engine, check_measuring_host
+from tritonlab.pipeline.project import check_choice, check_measuring_host
 from tritonlab.pipeline.tune import TuneSettings, repository_start
 from tritonlab.server.launch import ServerOptions
 
@@ -65,7 +65,7 @@ def prepare_tune(
     folder; ``say`` tells what was decided for the user. Returns what ``run_tune`` takes: the
     model to search, and how."""
     r = request
-    engine = check_engine(r.engine)
+    engine = check_choice("--engine", r.engine, ENGINES)
     if engine == ENGINE_BLOCKS and r.ray:
         say("--ray: the search measures on a cluster node with the classic engine")
         engine = ENGINE_CLASSIC
@@ -81,12 +81,10 @@ def prepare_tune(
             )
         goal = "latency"
         target_load = trace.stats.mean_rate_per_s * (1 - KEPT_TO_PCT / 100)
-    if goal not in GOALS:
-        raise ConfigError(f"--goal must be one of {', '.join(GOALS)}, got {goal!r}")
+    check_choice("--goal", goal, GOALS)
     if goal == "latency" and r.p99_budget_ms is None and trace is None:
         raise ConfigError("--goal latency needs --p99-budget-ms (the latency to stay under)")
-    if r.protocol not in PROTOCOLS:
-        raise ConfigError(f"--protocol must be one of {', '.join(PROTOCOLS)}, got {r.protocol!r}")
+    check_choice("--protocol", r.protocol, PROTOCOLS)
     held = parse_holds(list(r.hold))
     check_measuring_host(options)
     choice = r.repository
