@@ -55,27 +55,6 @@ class SweepAsked:
         return None if self.plan in (None, DEMO_ARGUMENT) else Path(str(self.plan))
 
 
-def sweep_engine(
-    planned: str, asked: str | None, ray: str | None, say: Callable[[str], None]
-) -> str:
-    """The engine a sweep measures with: ``--engine``, else the plan's; a Ray run's is classic
-    (each node measures whole rounds on its own server, so cells paired in one block would
-    come from different machines)."""
-    engine = asked or planned
-    if ray and engine == ENGINE_BLOCKS:
-        if asked:
-            raise PlanError(
-                "--engine blocks needs one server for every configuration; a --ray run measures "
-                "whole rounds on separate nodes: use --engine classic"
-            )
-        say(
-            "the plan's block engine is not used across a Ray cluster (each node measures whole "
-            "rounds on its own server): measuring with the classic engine"
-        )
-        return ENGINE_CLASSIC
-    return engine
-
-
 def read_sweep_plan(asked: SweepAsked, say: Callable[[str], None]) -> SweepPlan:
     """The plan file (or the demo plan) read and checked, with the flags' recommendation
     targets, trace and engine applied (one-line ``PlanError``s)."""
@@ -90,7 +69,20 @@ def read_sweep_plan(asked: SweepAsked, say: Callable[[str], None]) -> SweepPlan:
     sweep_plan = sweep_plan.with_recommend(asked.latency_budget_us, asked.target_load)
     if asked.load_trace is not None:
         sweep_plan = sweep_plan.with_trace(read_trace(asked.load_trace))
-    engine = sweep_engine(sweep_plan.engine, asked.engine, asked.ray, say)
+    # the engine: --engine, else the plan's; a Ray run's is classic (each node measures whole
+    # rounds on its own server, so cells paired in one block would come from different machines)
+    engine = asked.engine or sweep_plan.engine
+    if asked.ray and engine == ENGINE_BLOCKS:
+        if asked.engine:
+            raise PlanError(
+                "--engine blocks needs one server for every configuration; a --ray run measures "
+                "whole rounds on separate nodes: use --engine classic"
+            )
+        say(
+            "the plan's block engine is not used across a Ray cluster (each node measures whole "
+            "rounds on its own server): measuring with the classic engine"
+        )
+        engine = ENGINE_CLASSIC
     return sweep_plan.with_engine(engine)
 
 
