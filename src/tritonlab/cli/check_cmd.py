@@ -3,17 +3,13 @@ or not checkable, 3 undecided)."""
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from tritonlab.cli.common import (
-    _state,
     app,
     err,
     out,
@@ -49,26 +45,6 @@ def _percent(text: str, flag: str, below: float | None = None) -> float:
         limit = f" and below {below:g}%" if below is not None else ""
         raise ConfigError(f"{flag} {text!r}: give a percentage above 0%{limit}")
     return value
-
-
-@contextlib.contextmanager
-def _could_not_check() -> Iterator[None]:
-    """Any error but the library's (which ``user_errors`` turns into exit 4 too) exits 4: an
-    exit status of 1 would read as "a regression"."""
-    try:
-        yield
-    except (typer.Exit, KeyboardInterrupt):
-        raise
-    except Exception as exc:
-        if _state["debug"]:
-            raise
-        err.print(
-            f"[bold red]error:[/] internal: {type(exc).__name__}: {escape(str(exc))} (rerun "
-            "with --debug for the traceback)",
-            highlight=False,
-            soft_wrap=True,
-        )
-        raise typer.Exit(COULD_NOT_CHECK) from None
 
 
 @app.command()
@@ -154,7 +130,8 @@ def check(
     Example: tritonlab check new-run --against baseline-run --max-regression 5%;
     tritonlab check model_v2.onnx --against baseline-run --out check-out
     """
-    with _could_not_check(), user_errors(resume_hint(out_dir), code=COULD_NOT_CHECK):
+    # exit 4 for any error: an exit status of 1 would read as "a regression"
+    with user_errors(resume_hint(out_dir), code=COULD_NOT_CHECK, internal=True):
         from tritonlab.decisions.check import compare_stored
         from tritonlab.decisions.gate import Thresholds
         from tritonlab.experiments.run_folder import require_run_folder

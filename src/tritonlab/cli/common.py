@@ -73,8 +73,9 @@ def _main(
 
 
 @contextlib.contextmanager
-def user_errors(hint: str = "", code: int = 2) -> Iterator[None]:
-    """Library errors -> one line and exit ``code`` (2); Ctrl-C -> one line and exit 130."""
+def user_errors(hint: str = "", code: int = 2, internal: bool = False) -> Iterator[None]:
+    """Library errors -> one line and exit ``code`` (2); Ctrl-C -> one line and exit 130; with
+    ``internal`` (where exit 1 has a meaning of its own), any other error too -> exit ``code``."""
     try:
         yield
     except TritonlabError as exc:
@@ -92,6 +93,16 @@ def user_errors(hint: str = "", code: int = 2) -> Iterator[None]:
             f"interrupted{': ' + escape(hint) if hint else ''}", highlight=False, soft_wrap=True
         )
         raise typer.Exit(130) from None
+    except Exception as exc:
+        if not internal or _state["debug"] or isinstance(exc, typer.Exit):
+            raise
+        err.print(
+            f"[bold red]error:[/] internal: {type(exc).__name__}: {escape(str(exc))} (rerun "
+            "with --debug for the traceback)",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(code) from None
 
 
 def refuse_outputs_inside(
