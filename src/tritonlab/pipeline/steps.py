@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from tritonlab import gateway
@@ -190,8 +190,7 @@ class PerfStep:
 
     run: PerfRun
     server: ServerStatsDelta
-    out_dir: Path
-    called: CalledWindow = field(default_factory=lambda: CalledWindow(()))
+    called: CalledWindow
 
 
 @dataclass(frozen=True)
@@ -263,6 +262,5 @@ def perf_step(
     return PerfStep(
         result,
         stats_delta(before[model_name], after[model_name]),
-        out_dir,
         called_window(served.called, before, after),
     )
