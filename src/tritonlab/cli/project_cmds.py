@@ -43,11 +43,6 @@ def _run_pipeline(
     counts = engine_rounds(
         rounds.engine, rounds.repeats, rounds.max_repeats, rounds.adaptive_budget_s
     )
-    measurement = MeasurementSettings(
-        measurement_interval_ms=plan.window_ms,
-        stability_percentage=plan.stability,
-        engine=rounds.engine,
-    )
     asked = RunAsked(
         model,
         out_dir,
@@ -61,7 +56,7 @@ def _run_pipeline(
         plan.concurrency,
         plan.protocol,
         plan.max_batch_size,
-        measurement,
+        MeasurementSettings(plan.window_ms, plan.stability, engine=rounds.engine),
         plan.load_trace,
     )
     options = flags.server.options()

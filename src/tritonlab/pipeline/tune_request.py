@@ -118,14 +118,13 @@ def prepare_tune(
     else:
         max_batch = r.max_batch_size if info.batched else 0
         start = Knobs(max_batch=max_batch, protocol=r.protocol, held=held)
-    max_race_rounds = r.max_race_rounds or (12 if engine == ENGINE_BLOCKS else 3)
     return chosen, TuneSettings(
         Goal(
             kind=goal,
             p99_budget_us=None if r.p99_budget_ms is None else r.p99_budget_ms * 1000,
             min_throughput_infer_per_s=target_load,
             cores=available_cores(),
-            max_race_rounds=max_race_rounds,
+            max_race_rounds=r.max_race_rounds or (12 if engine == ENGINE_BLOCKS else 3),
             start=start,
             switch_protocol=not r.keep_protocol,
             max_instances=r.max_instances,
@@ -133,10 +132,6 @@ def prepare_tune(
             fixed_load=None if trace is None else f"under trace {trace.stats.name}",
         ),
         time_budget_s=r.time_budget_s,
-        measurement=MeasurementSettings(
-            measurement_interval_ms=r.window_ms,
-            stability_percentage=r.stability_pct,
-            engine=engine,
-        ),
+        measurement=MeasurementSettings(r.window_ms, r.stability_pct, engine=engine),
         trace=trace,
     )
