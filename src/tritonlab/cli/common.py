@@ -130,7 +130,8 @@ def write_output(
         typer.echo(text, nl=False)
         return
     refuse_outputs_inside([target], inputs or {})
-    gateway.open_root(target.parent).write_text(target, text)
+    out_gate = gateway.open_root(target.parent)
+    out_gate.write_text(target, text)
     err.print(f"wrote {target}", highlight=False, soft_wrap=True)
 
 
