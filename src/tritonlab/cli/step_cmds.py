@@ -247,9 +247,8 @@ def check_line(check: InferCheck) -> str:
     if check.reference == SHAPES_ONLY:
         against = "checked against the config's shapes and dtypes only (no --reference given)"
     else:
-        name = check.reference
-        if name != "onnxruntime":
-            name = f"--reference {name}"
+        ref = check.reference
+        name = ref if ref == "onnxruntime" else f"--reference {ref}"
         against = (
             f"max abs diff vs {name} {check.max_abs_diff:.3g} (tolerance {check.tolerance_abs:g})"
         )
@@ -372,13 +371,12 @@ def called_lines(window: CalledWindow) -> list[str]:
             "(different replicas answered them), so none are shown"
         ]
     lines = ["called models over the same window (server time: requests x time per request):"]
-    for m in window.models:
-        d = m.delta
-        lines.append(
-            f"  {m.name}: {d.request_count:,} requests, queue {d.queue_us_per_request:,.0f} µs, "
-            f"compute {d.compute_us_per_request:,.0f} µs per request, "
-            f"{m.server_time_share:.0%} of their summed server time"
-        )
+    lines += [
+        f"  {m.name}: {m.delta.request_count:,} requests, queue "
+        f"{m.delta.queue_us_per_request:,.0f} µs, compute {m.delta.compute_us_per_request:,.0f} "
+        f"µs per request, {m.server_time_share:.0%} of their summed server time"
+        for m in window.models
+    ]
     binding = window.binding
     if binding is None:
         lines.append("no called model saw a request in this window, so none binds")
