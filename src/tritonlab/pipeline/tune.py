@@ -56,7 +56,6 @@ from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.perf.locate import locate_perf_analyzer
 from tritonlab.perf.trace import Trace, delayed_pct
-from tritonlab.pipeline.held_knobs import held_of
 from tritonlab.pipeline.project import write_scripts
 from tritonlab.repository.config import build_model_config, config_to_text
 from tritonlab.repository.knobs import BATCHER_FIELDS, KNOBS
@@ -129,18 +128,6 @@ def variant_for(
     if replace(knobs, protocol=start.protocol) == start:
         variant = replace(variant, name="baseline", description="start: " + variant.description)
     return variant
-
-
-def repository_start(baseline: ServingVariant, protocol: str) -> Knobs:
-    """Tune's start at a repository model's own configuration (``baseline``)."""
-    return Knobs(
-        instances=baseline.instance_count,
-        batching=baseline.dynamic_batching,
-        max_batch=baseline.max_batch_size,
-        threads=baseline.intra_op_threads,
-        protocol=protocol,
-        held=held_of(baseline),
-    )
 
 
 def observation_of(cell: CellResult, knobs: Knobs) -> Observation:

@@ -8,7 +8,7 @@ aside. The CLI parses its flags into a ``TuneRequest``, calls ``prepare_tune`` a
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from tritonlab import gateway
@@ -22,10 +22,10 @@ from tritonlab.experiments.run_folder import claim, discard_results, open_run_fo
 from tritonlab.models.zoo import BUILTIN_MODELS
 from tritonlab.perf.settings import PROTOCOLS
 from tritonlab.perf.trace import KEPT_TO_PCT, read_trace
-from tritonlab.pipeline.held_knobs import parse_holds
+from tritonlab.pipeline.held_knobs import held_of, parse_holds
 from tritonlab.pipeline.model_choice import ChosenModel, RepositoryChoice, bind_step, choose_model
 from tritonlab.pipeline.project import check_choice, check_measuring_host
-from tritonlab.pipeline.tune import TuneSettings, repository_start
+from tritonlab.pipeline.tune import TuneSettings
 from tritonlab.server.launch import ServerOptions
 
 
@@ -110,8 +110,14 @@ def prepare_tune(
     claim(r.out_dir)
     baseline = own_baseline(info)
     if baseline is not None:
-        start = repository_start(baseline, r.protocol)
-        start = replace(start, held=tuple((dict(start.held) | dict(held)).items()))
+        start = Knobs(  # the model's own configuration, and the holds given besides
+            instances=baseline.instance_count,
+            batching=baseline.dynamic_batching,
+            max_batch=baseline.max_batch_size,
+            threads=baseline.intra_op_threads,
+            protocol=r.protocol,
+            held=tuple((dict(held_of(baseline)) | dict(held)).items()),
+        )
         o = info.origin
         why = f", the step tune moves first ({o.tuned_reason})" if o.tuned != o.model else ""
         say(f"start: {baseline.description} of `{o.tuned}`{why}")
