@@ -60,20 +60,19 @@ def _run_pipeline(
         plan.load_trace,
     )
     options = flags.server.options()
-    prepared = prepare_run(asked, options, note)
-    info = prepared.chosen.info
+    chosen, measured_plan, traces = prepare_run(asked, options, note)
     started = time.monotonic()
     result = run_project(
-        info.path,
+        chosen.info.path,
         out_dir,
-        prepared.plan,
+        measured_plan,
         options,
         progress_printer(),
         results.controls(counts),
         demo=demo,
-        inputs=prepared.chosen.inputs,
-        info=info,
-        traces=list(prepared.traces),
+        inputs=chosen.inputs,
+        info=chosen.info,
+        traces=list(traces),
     )
     outcome = result.outcome
     for line in outcome.quarantined:

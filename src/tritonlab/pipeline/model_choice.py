@@ -120,20 +120,13 @@ class RunAsked:
     load_trace: Path | None = None
 
 
-@dataclass(frozen=True)
-class PreparedRun:
-    """The model chosen, the plan it is measured with and the traces that plan replays."""
-
-    chosen: ChosenModel
-    plan: ExperimentPlan
-    traces: tuple[Trace, ...]
-
-
-def prepare_run(asked: RunAsked, options: ServerOptions, say: Callable[[str], None]) -> PreparedRun:
+def prepare_run(
+    asked: RunAsked, options: ServerOptions, say: Callable[[str], None]
+) -> tuple[ChosenModel, ExperimentPlan, tuple[Trace, ...]]:
     """Choose the model (an ensemble: the step that binds), build its default plan (the
     configuration set ``configs`` names or a repository model's one-change variants; a resume
     keeps its run's choice), and replay ``load_trace`` at the plan's load shapes; ``say`` tells
-    the plan's notes."""
+    the plan's notes. Returns the model chosen, its plan and the traces that plan replays."""
     a = asked
     chosen = choose_model(
         a.model, a.name, a.out_dir, options, a.repository, list(a.shapes), a.input_data
@@ -154,4 +147,4 @@ def prepare_run(asked: RunAsked, options: ServerOptions, say: Callable[[str], No
         say(f"load: {trace.stats.words()}")
     for note in plan.notes:
         say(note)
-    return PreparedRun(chosen, plan, traces)
+    return chosen, plan, traces
