@@ -201,8 +201,7 @@ def sweep(
             f"{len(exp.loads)} loads x {exp.repeats} repeats = {cells} cells -> {out_dir}",
         )
         started = time.monotonic()
-        mode = progress_mode(no_progress, err.is_terminal)
-        with SweepProgress(mode) as progress:
+        with SweepProgress(progress_mode(no_progress, err.is_terminal)) as progress:
             result = run_sweep(
                 sweep_plan,
                 onnx_path,

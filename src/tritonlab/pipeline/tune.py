@@ -215,14 +215,13 @@ class _Tuner:
 
     def plan(self) -> ExperimentPlan:
         """The plan so far: every configuration and load the search has measured."""
-        variants = [m.variant for m in self.models.values()]
         loads = list(
             dict.fromkeys(self.settings.load(o.knobs, o.concurrency) for o in self.observations)
         ) or [self.settings.load(self.goal.start, self.goal.first_concurrency)]
         repeats = max([o.repeat + 1 for o in self.observations] or [1])
         return ExperimentPlan(
             self.model_name,
-            tuple(variants),
+            tuple(m.variant for m in self.models.values()),
             tuple(loads),
             repeats,
             self.settings.measurement,
