@@ -27,35 +27,6 @@ from tritonlab.errors import TritonlabError
 from tritonlab.paths import CACHE_VAR, cache_root, variable_values
 
 
-def _common() -> dict[str, str]:
-    return {CACHE_VAR: str(cache_root()), "TRITONLAB_BIN": str(Path(sys.executable).parent)}
-
-
-def server_variables(
-    server_bin: Path | None = None, backend_dir: Path | None = None
-) -> tuple[dict[str, str], dict[str, str]]:
-    """(variables, process environment) of the server tritonlab would start here."""
-    from tritonlab.server.locate import external_server, prepare_bundled_server
-
-    install = external_server(server_bin, backend_dir) if server_bin else prepare_bundled_server()
-    variables = {
-        "TRITONSERVER": str(install.binary),
-        "BACKEND_DIR": str(install.backend_dir),
-        "CACHE_DIR": str(install.cache_dir) if install.cache_dir else "",
-        **_common(),
-    }
-    return variables, install.environment()
-
-
-def perf_variables(explicit: Path | None = None) -> tuple[dict[str, str], dict[str, str]]:
-    """(variables, process environment) of the perf_analyzer tritonlab would run here."""
-    from tritonlab.perf.locate import locate_perf_analyzer
-
-    install = locate_perf_analyzer(explicit)
-    variables = {"PERF_ANALYZER": str(install.binary), **_common()}
-    return variables, install.environment()
-
-
 def shell_lines(
     variables: Mapping[str, str],
     environment: Mapping[str, str],
@@ -86,13 +57,29 @@ def locate(
     backend_dir: Path | None = None,
     perf_analyzer: Path | None = None,
 ) -> str:
-    """The text ``tritonlab locate`` prints; raises TritonlabError when a binary is unusable."""
+    """The text ``tritonlab locate`` prints: the variables of the server (or perf_analyzer)
+    tritonlab would start here, and its process environment; raises TritonlabError when a
+    binary is unusable."""
     if what == "server":
-        variables, env = server_variables(server_bin, backend_dir)
+        from tritonlab.server.locate import external_server, prepare_bundled_server
+
+        server = (
+            external_server(server_bin, backend_dir) if server_bin else prepare_bundled_server()
+        )
+        variables = {
+            "TRITONSERVER": str(server.binary),
+            "BACKEND_DIR": str(server.backend_dir),
+            "CACHE_DIR": str(server.cache_dir) if server.cache_dir else "",
+        }
+        env = server.environment()
     elif what == "perf":
-        variables, env = perf_variables(perf_analyzer)
+        from tritonlab.perf.locate import locate_perf_analyzer
+
+        perf = locate_perf_analyzer(perf_analyzer)
+        variables, env = {"PERF_ANALYZER": str(perf.binary)}, perf.environment()
     else:
         raise TritonlabError(f"locate what? 'server' or 'perf', not {what!r}")
+    variables |= {CACHE_VAR: str(cache_root()), "TRITONLAB_BIN": str(Path(sys.executable).parent)}
     return shell_lines(variables, env) if shell else describe(variables)
 
 

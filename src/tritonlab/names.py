@@ -39,6 +39,3 @@ def check_path_name(name: object, what: str) -> str:
         )
     assert isinstance(name, str)
     return name
-
-
-__all__ = ["MAX_NAME_CHARS", "PATH_NAME_RE", "check_path_name", "is_path_name"]

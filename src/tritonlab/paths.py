@@ -52,36 +52,22 @@ def cache_root() -> Path:
     return Path(base) / "tritonlab"
 
 
-def _environment_root() -> tuple[str, str] | None:
-    """(variable, prefix) of the Python environment tritonlab runs in, if it is not the base."""
-    if sys.prefix != sys.base_prefix:
-        return VENV_VAR, sys.prefix
-    conda = os.environ.get(CONDA_VAR)
-    if conda and os.path.realpath(conda) == os.path.realpath(sys.prefix):
-        return CONDA_VAR, sys.prefix
-    return None
-
-
 def variable_values() -> dict[str, str]:
-    """Each named root's value on this machine (what the variables in portable paths mean)."""
+    """Each named root's value on this machine (what the variables in portable paths mean):
+    the Python environment tritonlab runs in only where it is not the base one."""
     values = {CACHE_VAR: str(cache_root()), HOME_VAR: str(Path.home())}
-    env = _environment_root()
-    if env is not None:
-        values[env[0]] = env[1]
+    conda = os.environ.get(CONDA_VAR)
+    if sys.prefix != sys.base_prefix:
+        values[VENV_VAR] = sys.prefix
+    elif conda and os.path.realpath(conda) == os.path.realpath(sys.prefix):
+        values[CONDA_VAR] = sys.prefix
     return values
-
-
-def _run_dir_list(run_dir: RunDirs) -> list[str]:
-    if run_dir is None:
-        return []
-    if isinstance(run_dir, str | os.PathLike):
-        return [os.fspath(run_dir)]
-    return [os.fspath(d) for d in run_dir]
 
 
 def _roots(run_dir: RunDirs) -> list[tuple[str, str]]:
     """(absolute prefix, replacement) pairs, longest prefix first; '' means relative."""
-    named = [(str(p), "") for p in _run_dir_list(run_dir)]
+    dirs = [run_dir] if isinstance(run_dir, str | os.PathLike) else run_dir or []
+    named = [(os.fspath(p), "") for p in dirs]
     named += [(value, f"${name}") for name, value in variable_values().items()]
     roots: dict[str, str] = {}
     for prefix, replacement in named:
@@ -209,20 +195,3 @@ def recorded_run_dir(server_command: Sequence[str] | None) -> Path | None:
             if os.path.isabs(repo) and Path(repo).name == MODELS_DIR:
                 return Path(repo).parent
     return None
-
-
-__all__ = [
-    "CACHE_VAR",
-    "PATHS_NOTE",
-    "VARIABLES",
-    "cache_root",
-    "expand_path",
-    "portable_command",
-    "portable_file",
-    "portable_path",
-    "portable_text",
-    "recorded_run_dir",
-    "shell_join",
-    "shell_word",
-    "variable_values",
-]

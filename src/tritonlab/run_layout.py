@@ -51,29 +51,15 @@ CELLS_DIR = "cells"
 MANIFEST_FILE = "manifest.json"
 OPERATORS_FILE = "operators.json"
 ADAPTIVE_FILE = "adaptive.json"  # the extra rounds adaptive repeats measured, and why
-STOPPING_FILE = "stopping.json"  # why the adaptive rounds stopped, and what a cell cost
 INFER_CHECK_FILE = "infer_check.json"
 FAULTS_FILE = "faults.json"
-ENGINE_FILE = "engine.json"
-TUNE_FILE = "tune.json"  # written by pipeline/tune.py
 COST_MODEL_FILE = "cost_model.json"
-SUMMARY_FILE = "summary.json"
 RECOMMENDATIONS_FILE = "recommendations.json"
-CHECK_FILE = "check.json"  # written by pipeline/check.py (and CHECK_MARKDOWN under docs/)
 
 # Other files.
 SERVER_LOG_FILE = "tritonserver.log"
-SERVER_NOTE_FILE = "README.txt"  # server/ of a cluster run: where each node's log stayed
-NULL_MODEL_FILE = "null_model.onnx"
-EXPERIMENT_LOG_FILE = "experiment_log.md"
-CHECK_MARKDOWN_FILE = "check.md"
 REPORT_FILE = "report.html"
 README_FILE = "README.md"
-START_SERVER_SCRIPT = "start_server.sh"
-RUN_PERF_SCRIPT = "run_perf.sh"
-EXPORT_MODEL_SCRIPT = "export_model.py"
-INFER_CLIENT_SCRIPT = "infer_client.py"
-PICK_CONFIG_FILE = "config.pbtxt"
 
 MARKER = ".tritonlab"
 TRASH = ".trash"
@@ -151,15 +137,8 @@ class RunLayout:
         """A folder of cell files under ``results/``: ``cells/``, or ``serving_path/``."""
         return self.results / folder
 
-    @property
-    def cells(self) -> Path:
-        """One JSON file per measured cell: ``results/cells/``."""
-        return self.cell_folder(CELLS_DIR)
-
-    @property
-    def serving_path_cells(self) -> Path:
-        """The serving-path probes' cells: ``results/serving_path/``."""
-        return self.cell_folder(SERVING_PATH_DIR)
+    cells = _result(CELLS_DIR, "One JSON file per measured cell")
+    serving_path_cells = _result(SERVING_PATH_DIR, "The serving-path probes' cells")
 
     def cell(self, cell_id: str, folder: str = CELLS_DIR) -> Path:
         """The result file of ``cell_id``: ``results/<folder>/<cell_id>.json``."""
@@ -169,16 +148,16 @@ class RunLayout:
     infer_check = _result(INFER_CHECK_FILE, "The correctness checks against onnxruntime")
     operators = _result(OPERATORS_FILE, "onnxruntime's per-operator timings (the roofline's data)")
     adaptive = _result(ADAPTIVE_FILE, "The adaptive repeats' rounds")
-    stopping = _result(STOPPING_FILE, "Why the adaptive rounds stopped")
+    stopping = _result("stopping.json", "Why the adaptive rounds stopped")
     faults = _result(FAULTS_FILE, "What went wrong while measuring and how it was recovered")
-    engine = _result(ENGINE_FILE, "The block engine's record (seed, order, interference)")
-    tune = _result(TUNE_FILE, "A tune's steps and pick")
-    summary = _result(SUMMARY_FILE, "The analyses the report wrote")
+    engine = _result("engine.json", "The block engine's record (seed, order, interference)")
+    tune = _result("tune.json", "A tune's steps and pick")
+    summary = _result("summary.json", "The analyses the report wrote")
     cost_model = _result(COST_MODEL_FILE, "The fitted serving cost model and its predictions")
     recommendations = _result(RECOMMENDATIONS_FILE, "A sweep's picks and Pareto frontier")
 
-    check = _result(CHECK_FILE, "A live check's gate results")
-    check_markdown = _file(DOCS_DIR, CHECK_MARKDOWN_FILE, "A live check's summary")
+    check = _result("check.json", "A live check's gate results")
+    check_markdown = _file(DOCS_DIR, "check.md", "A live check's summary")
     candidate = _folder(CANDIDATE_DIR, "A live check's new model file as a repository")
 
     # what the measuring stages serve, run and write beside the results
@@ -192,7 +171,7 @@ class RunLayout:
     server = _folder(SERVER_DIR, "The server's folder")
     server_log = _file(SERVER_DIR, SERVER_LOG_FILE, "tritonserver's log")
     server_note = _file(
-        SERVER_DIR, SERVER_NOTE_FILE, "A cluster run's note on where each node's server log stayed"
+        SERVER_DIR, "README.txt", "A cluster run's note on where each node's server log stayed"
     )
     benchmarks = _folder(BENCHMARKS_DIR, "perf_analyzer's raw output")
 
@@ -220,7 +199,7 @@ class RunLayout:
 
     serving_path = _folder(SERVING_PATH_DIR, "What the serving-path probes serve")
     null_model = _file(
-        SERVING_PATH_DIR, NULL_MODEL_FILE, "The probes' null model (inputs, no work)"
+        SERVING_PATH_DIR, "null_model.onnx", "The probes' null model (inputs, no work)"
     )
 
     def exported_model(self, model: str) -> Path:
@@ -230,94 +209,39 @@ class RunLayout:
     # the reports
 
     docs = _folder(DOCS_DIR, "The folder of written documents")
-    experiment_log = _file(DOCS_DIR, EXPERIMENT_LOG_FILE, "The experiment log in markdown")
+    experiment_log = _file(DOCS_DIR, "experiment_log.md", "The experiment log in markdown")
     plots = _folder(PLOTS_DIR, "The folder of PNG plots")
 
     def plot(self, name: str) -> Path:
         """One plot: ``plots/<name>.png``."""
         return self.plots / f"{name}.png"
 
-    @property
-    def html_report(self) -> Path:
-        """The self-contained HTML page: ``report.html``."""
-        return self.root / REPORT_FILE
+    html_report = _LayoutPath((REPORT_FILE,), "The self-contained HTML page: ``report.html``.")
 
-    @property
-    def readme(self) -> Path:
-        """The run folder's ``README.md``."""
-        return self.root / README_FILE
+    readme = _LayoutPath((README_FILE,), "The run folder's ``README.md``.")
 
     scripts = _folder(SCRIPTS_DIR, "Scripts that reproduce the measurements")
     start_server_script = _file(
-        SCRIPTS_DIR, START_SERVER_SCRIPT, "Starts tritonserver on the repository"
+        SCRIPTS_DIR, "start_server.sh", "Starts tritonserver on the repository"
     )
-    run_perf_script = _file(SCRIPTS_DIR, RUN_PERF_SCRIPT, "The baseline perf_analyzer command")
-    export_model_script = _file(SCRIPTS_DIR, EXPORT_MODEL_SCRIPT, "Re-creates the model file")
+    run_perf_script = _file(SCRIPTS_DIR, "run_perf.sh", "The baseline perf_analyzer command")
+    export_model_script = _file(SCRIPTS_DIR, "export_model.py", "Re-creates the model file")
     client = _folder(CLIENT_DIR, "The client's folder")
     infer_client = _file(
-        CLIENT_DIR, INFER_CLIENT_SCRIPT, "A standalone client that sends one request"
+        CLIENT_DIR, "infer_client.py", "A standalone client that sends one request"
     )
     pick = _folder(PICK_DIR, "A tune's chosen configurations")
 
     def pick_config(self, model: str) -> Path:
         """The configuration a tune picked for ``model``: ``pick/<model>/config.pbtxt``."""
-        return self.pick / model / PICK_CONFIG_FILE
+        return self.pick / model / "config.pbtxt"
 
     # what tritonlab keeps for itself
 
-    @property
-    def marker(self) -> Path:
-        """The file that says tritonlab made the folder: ``.tritonlab``."""
-        return self.root / MARKER
+    marker = _LayoutPath((MARKER,), "The file that says tritonlab made the folder: ``.tritonlab``.")
 
     trash = _folder(TRASH, "Where ``--fresh`` sets earlier results aside")
 
     def relative(self, path: Path) -> str:
         """``path`` (one of this layout's) relative to the run folder, with ``/`` separators."""
         return path.relative_to(self.root).as_posix()
-
-
-__all__ = [
-    "ADAPTIVE_FILE",
-    "BENCHMARKS_DIR",
-    "CELLS_DIR",
-    "CLIENT_DIR",
-    "COST_MODEL_FILE",
-    "DOCS_DIR",
-    "ENGINE_FILE",
-    "EXPERIMENT_LOG_FILE",
-    "EXPORT_MODEL_SCRIPT",
-    "FAULTS_FILE",
-    "INFER_CHECK_FILE",
-    "INFER_CLIENT_SCRIPT",
-    "INPUTS_DIR",
-    "MANIFEST_FILE",
-    "MARKER",
-    "MODELS_DIR",
-    "NULL_MODEL_FILE",
-    "OPERATORS_FILE",
-    "PICK_CONFIG_FILE",
-    "PICK_DIR",
-    "PLOTS_DIR",
-    "README_FILE",
-    "RECOMMENDATIONS_FILE",
-    "REPORT_FILE",
-    "RESULTS_DIR",
-    "RUN_FILES",
-    "RUN_OUTPUTS",
-    "RUN_PERF_SCRIPT",
-    "RUN_SUBFOLDERS",
-    "SCRIPTS_DIR",
-    "SERVER_DIR",
-    "SERVER_LOG_FILE",
-    "SERVER_NOTE_FILE",
-    "SERVING_PATH_DIR",
-    "START_SERVER_SCRIPT",
-    "STOPPING_FILE",
-    "SUMMARY_FILE",
-    "TRACES_DIR",
-    "TRASH",
-    "TUNE_FILE",
-    "RunLayout",
-    "cell_id",
-]

@@ -76,7 +76,7 @@ def test_run_receives_its_flags_as_records(monkeypatch: pytest.MonkeyPatch) -> N
         None,
     )
     assert flags.inputs == InputFlags(shape=["x:4"], input_data=None)
-    assert flags.results.fresh and flags.results.remeasure_ids == ()
+    assert flags.results.fresh and flags.results.remeasure is None
     assert (flags.rounds.repeats, flags.rounds.engine) == (2, "classic")
     assert (flags.plan.window_ms, flags.plan.max_batch_size, flags.plan.protocol) == (
         500,

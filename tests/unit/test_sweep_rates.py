@@ -18,7 +18,7 @@ from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.plan_file import load_demo_plan
 from tritonlab.experiments.runner import run_experiment
 from tritonlab.experiments.store import save_cell, save_manifest
-from tritonlab.pipeline.sweep import count_cells, open_loop_rates, peak_rates
+from tritonlab.pipeline.sweep import open_loop_rates, peak_rates
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.server.launch import ServerOptions
 
@@ -89,12 +89,11 @@ def test_rates_come_from_the_stored_cells(tmp_path: Path) -> None:
     assert open_loop_rates(plan, tmp_path) == {("baseline", "grpc_b1_p50"): 1050.0}
 
 
-def test_count_cells_of_the_demo_plan() -> None:
+def test_the_demo_plan_has_five_closed_loop_and_two_open_loop_loads() -> None:
     plan = load_demo_plan().experiment
-    closed, open_loop = count_cells(plan)
     # 6 configurations and the A/A control, 5 closed-loop and 2 open-loop loads, 10 blocks
-    assert (closed, open_loop) == (7 * 5 * plan.repeats, 7 * 2 * plan.repeats)
-    assert plan.repeats == 10
+    assert (len(plan.variants), plan.repeats) == (7, 10)
+    assert sorted(ld.open_loop for ld in plan.loads) == [False] * 5 + [True] * 2
 
 
 def test_fraction_of_peak_loads_need_a_rate_resolver(tmp_path: Path) -> None:

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from tritonlab.cli.common import (
-    _state,
     app,
     err,
     out,
@@ -31,10 +29,8 @@ from tritonlab.cli.options import (
 from tritonlab.cli.repository_options import RepositoryFlags
 from tritonlab.errors import ConfigError
 
-if TYPE_CHECKING:  # the analysis stack stays out of the command line's start-up
-    from tritonlab.decisions.check import CheckReport
-
-# ``analysis.gate.EXIT_ERROR``, not imported for the same reason (a test ties the two)
+# ``analysis.gate.EXIT_ERROR``, not imported: the analysis stack stays out of the command line's
+# start-up (a test ties the two)
 COULD_NOT_CHECK = 4
 
 
@@ -134,44 +130,8 @@ def check(
     Example: tritonlab check new-run --against baseline-run --max-regression 5%;
     tritonlab check model_v2.onnx --against baseline-run --out check-out
     """
-    try:
-        report = _check(**locals())
-    except (typer.Exit, KeyboardInterrupt):
-        raise
-    except Exception as exc:  # an exit status of 1 would read as "a regression"
-        if _state["debug"]:
-            raise
-        err.print(
-            f"[bold red]error:[/] internal: {type(exc).__name__}: {escape(str(exc))} (rerun "
-            "with --debug for the traceback)",
-            highlight=False,
-            soft_wrap=True,
-        )
-        raise typer.Exit(COULD_NOT_CHECK) from None
-    raise typer.Exit(report.exit_status)
-
-
-def _check(
-    new: Path | None,
-    against: Path | None,
-    max_regression: str,
-    max_p99_increase: str,
-    expect_change: list[str] | None,
-    config: str,
-    out_dir: Path,
-    repeats: int | None,
-    max_repeats: int,
-    adaptive_budget_s: float | None,
-    window_ms: int | None,
-    markdown_file: Path | None,
-    junit_file: Path | None,
-    json_file: Path | None,
-    fresh: bool,
-    server: ServerFlags,
-    repository: RepositoryFlags,
-) -> CheckReport:
-    """The check itself; library errors exit 4 (could not check)."""
-    with user_errors(resume_hint(out_dir), code=COULD_NOT_CHECK):
+    # exit 4 for any error: an exit status of 1 would read as "a regression"
+    with user_errors(resume_hint(out_dir), code=COULD_NOT_CHECK, internal=True):
         from tritonlab.decisions.check import compare_stored
         from tritonlab.decisions.gate import Thresholds
         from tritonlab.experiments.run_folder import require_run_folder
@@ -191,10 +151,8 @@ def _check(
                 f"--expect-change {', '.join(unknown)}: give one of {', '.join(KINDS)}"
             )
         live_repo = repository.given(new)
-        refuse_outputs_inside(
-            [markdown_file, junit_file, json_file],
-            {"--against": against, "the new run": new if new and new.is_dir() else None},
-        )
+        read_only = {"--against": against, "the new run": new if new and new.is_dir() else None}
+        refuse_outputs_inside([markdown_file, junit_file, json_file], read_only)
         if new is not None and new.is_dir() and not live_repo:
             require_run_folder(new)
             require_run_folder(against)
@@ -226,17 +184,10 @@ def _check(
             ("json", json_file),
         ):
             if target is not None:
-                write_output(
-                    WRITERS[writer](report),
-                    target,
-                    inputs={
-                        "--against": against,
-                        "the new run": new if new and new.is_dir() else None,
-                    },
-                )
+                write_output(WRITERS[writer](report), target, inputs=read_only)
         for r in report.results:
             out.print(f"{r.outcome.value:>14}  {r.name}: {r.reason()}", highlight=False)
         for note in report.notes:
             err.print(f"note: {note}", highlight=False, soft_wrap=True)
         err.print(report.headline, highlight=False, soft_wrap=True)
-    return report
+    raise typer.Exit(report.exit_status)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -35,6 +35,17 @@ app = typer.Typer(
 err = Console(stderr=True)
 out = Console()
 _state = {"debug": False}
+
+
+def say(text: str, console: Console = out) -> None:
+    """One line of plain text, stdout by default (user paths and names are not rich markup; no
+    hard wraps, so logs stay greppable)."""
+    console.print(text, highlight=False, markup=False, soft_wrap=True)
+
+
+def note(text: str) -> None:
+    """``say`` on stderr: what a command decided or warns of, beside its results."""
+    say(text, err)
 
 
 def _print_version(value: bool) -> None:
@@ -62,8 +73,9 @@ def _main(
 
 
 @contextlib.contextmanager
-def user_errors(hint: str = "", code: int = 2) -> Iterator[None]:
-    """Library errors -> one line and exit ``code`` (2); Ctrl-C -> one line and exit 130."""
+def user_errors(hint: str = "", code: int = 2, internal: bool = False) -> Iterator[None]:
+    """Library errors -> one line and exit ``code`` (2); Ctrl-C -> one line and exit 130; with
+    ``internal`` (where exit 1 has a meaning of its own), any other error too -> exit ``code``."""
     try:
         yield
     except TritonlabError as exc:
@@ -81,9 +93,21 @@ def user_errors(hint: str = "", code: int = 2) -> Iterator[None]:
             f"interrupted{': ' + escape(hint) if hint else ''}", highlight=False, soft_wrap=True
         )
         raise typer.Exit(130) from None
+    except Exception as exc:
+        if not internal or _state["debug"] or isinstance(exc, typer.Exit):
+            raise
+        err.print(
+            f"[bold red]error:[/] internal: {type(exc).__name__}: {escape(str(exc))} (rerun "
+            "with --debug for the traceback)",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(code) from None
 
 
-def refuse_outputs_inside(targets: list[Path | None], inputs: dict[str, Path | str | None]) -> None:
+def refuse_outputs_inside(
+    targets: list[Path | None], inputs: Mapping[str, Path | str | None]
+) -> None:
     """A one-line ``GatewayError`` when a file to write (``--json``, ``--markdown``) lies inside
     one of ``inputs`` (a run folder the command only reads); call it before any work."""
     for target in targets:
@@ -98,7 +122,7 @@ def refuse_outputs_inside(targets: list[Path | None], inputs: dict[str, Path | s
 
 
 def write_output(
-    text: str, target: Path, inputs: dict[str, Path | str | None] | None = None
+    text: str, target: Path, inputs: Mapping[str, Path | str | None] | None = None
 ) -> None:
     """``text`` to the file ``target`` (its folder made), or to stdout when ``target`` is ``-``
     (hyperfine's convention for exporters); never inside one of ``inputs`` (a run folder)."""

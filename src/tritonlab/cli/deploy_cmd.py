@@ -102,10 +102,9 @@ def deploy(
     from tritonlab.deploy.validate import KUBERNETES_VERSION, validate_files
 
     with user_errors():
-        check_sizing(None, None if p99_budget_ms is None else p99_budget_ms * 1000.0)
-        chosen = resolve_pick(
-            run_dir, pick, None if p99_budget_ms is None else p99_budget_ms * 1000.0
-        )
+        p99_budget_us = None if p99_budget_ms is None else p99_budget_ms * 1000.0
+        check_sizing(None, p99_budget_us)
+        chosen = resolve_pick(run_dir, pick, p99_budget_us)
         written = write_deployment(
             chosen,
             run_dir,

@@ -245,18 +245,15 @@ PrecisionOpt = Annotated[
 ]
 
 
-def server_options(**flags: Any) -> ServerOptions:
-    """``ServerOptions`` from the server flags given (the rest at their defaults), with the API
-    key from the environment, never a flag: a command line is visible to every user (ps)."""
-    return ServerOptions(**flags, api_key=os.environ.get(API_KEY_VARIABLE) or None)
-
-
 class _ServerSource:
     """A group of server flags (its fields are ``ServerOptions``')."""
 
     def options(self, **more: Any) -> ServerOptions:
-        """The library's record of these flags, and of ``more`` (e.g. the ports of serve)."""
-        return server_options(**vars(self), **more)
+        """The library's record of these flags, and of ``more`` (e.g. the ports of serve), with
+        the API key from the environment, never a flag: a command line is visible to every
+        user (ps)."""
+        key = os.environ.get(API_KEY_VARIABLE) or None
+        return ServerOptions(**vars(self), **more, api_key=key)
 
 
 # --- the groups ----------------------------------------------------------------------------------
@@ -301,11 +298,6 @@ class ResultFlags:
     fresh: FreshOpt = False
     remeasure: RemeasureOpt = None
 
-    @property
-    def remeasure_ids(self) -> tuple[str, ...]:
-        """The ``--remeasure`` patterns, as the pipeline takes them."""
-        return tuple(self.remeasure or ())
-
     def controls(self, rounds: Rounds, **more: Any) -> RunControls:
         """The pipeline's run controls: these flags, the extra rounds ``rounds`` (an
         ``engine_rounds`` result) allows, and ``more`` (``time_budget_s``, ``cluster``)."""
@@ -315,7 +307,7 @@ class ResultFlags:
             fresh=self.fresh,
             max_repeats=rounds.most,
             adaptive_budget_s=rounds.extra_budget_s,
-            remeasure=self.remeasure_ids,
+            remeasure=tuple(self.remeasure or ()),
             **more,
         )
 
@@ -390,27 +382,12 @@ class RunFlags:
     repository: RepositoryFlags
 
 
-GROUPS: tuple[type, ...] = (
-    EndpointFlags,
-    ServerFlags,
-    LocalServerFlags,
-    InputFlags,
-    RepositoryFlags,
-    ResultFlags,
-    RoundFlags,
-    PlanFlags,
-    VariantFlags,
-    DemoFlags,
-    RunFlags,
-)
-
-
-def _options_of(group: type) -> list[inspect.Parameter]:
+def _options_of(group: Any) -> list[inspect.Parameter]:
     """The options of a group, in order; a field that is itself a group gives its own."""
     hints = typing.get_type_hints(group, include_extras=True)
     params: list[inspect.Parameter] = []
     for field in dataclasses.fields(group):
-        if hints[field.name] in GROUPS:
+        if dataclasses.is_dataclass(hints[field.name]):
             params.extend(_options_of(hints[field.name]))
         else:
             params.append(
@@ -424,26 +401,28 @@ def _options_of(group: type) -> list[inspect.Parameter]:
     return params
 
 
-def _pack(group: type, values: dict[str, Any]) -> Any:
+def _pack(group: Any, values: dict[str, Any]) -> Any:
     """The ``group`` record of the parsed ``values`` (taken out of them)."""
     hints = typing.get_type_hints(group, include_extras=True)
     return group(
         **{
-            f.name: _pack(hints[f.name], values) if hints[f.name] in GROUPS else values.pop(f.name)
+            f.name: _pack(hints[f.name], values)
+            if dataclasses.is_dataclass(hints[f.name])
+            else values.pop(f.name)
             for f in dataclasses.fields(group)
         }
     )
 
 
-def _spread(command: Callable[..., None]) -> tuple[list[inspect.Parameter], dict[str, type]]:
+def _spread(command: Callable[..., None]) -> tuple[list[inspect.Parameter], dict[str, Any]]:
     """The parameters typer should see (each group parameter replaced by its options), and the
     group parameters by name."""
     hints = typing.get_type_hints(command, include_extras=True)
     params: list[inspect.Parameter] = []
-    groups: dict[str, type] = {}
+    groups: dict[str, Any] = {}
     for param in inspect.signature(command).parameters.values():
         annotation = hints.get(param.name, param.annotation)
-        if annotation in GROUPS:
+        if dataclasses.is_dataclass(annotation):
             groups[param.name] = annotation
             params.extend(_options_of(annotation))
         else:
@@ -456,8 +435,8 @@ def _spread(command: Callable[..., None]) -> tuple[list[inspect.Parameter], dict
 
 
 def option_groups(command: Callable[..., None]) -> Callable[..., None]:
-    """Let typer see the options of ``command``'s group parameters (annotated with a record of
-    ``GROUPS``), in place, and call ``command`` with the records packed."""
+    """Let typer see the options of ``command``'s group parameters (annotated with a group: a
+    dataclass), in place, and call ``command`` with the records packed."""
     params, groups = _spread(command)
 
     @functools.wraps(command)

@@ -10,7 +10,7 @@ import typer
 
 from tritonlab.cli.common import (
     app,
-    err,
+    note,
     out,
     print_results,
     progress_printer,
@@ -23,10 +23,6 @@ from tritonlab.run_layout import RunLayout
 
 if TYPE_CHECKING:
     from tritonlab.pipeline.model_choice import RepositoryChoice
-
-
-def _note(text: str) -> None:
-    err.print(text, highlight=False, soft_wrap=True, markup=False)
 
 
 def _run_pipeline(
@@ -47,11 +43,6 @@ def _run_pipeline(
     counts = engine_rounds(
         rounds.engine, rounds.repeats, rounds.max_repeats, rounds.adaptive_budget_s
     )
-    measurement = MeasurementSettings(
-        measurement_interval_ms=plan.window_ms,
-        stability_percentage=plan.stability,
-        engine=rounds.engine,
-    )
     asked = RunAsked(
         model,
         out_dir,
@@ -65,28 +56,27 @@ def _run_pipeline(
         plan.concurrency,
         plan.protocol,
         plan.max_batch_size,
-        measurement,
+        MeasurementSettings(plan.window_ms, plan.stability, engine=rounds.engine),
         plan.load_trace,
     )
     options = flags.server.options()
-    prepared = prepare_run(asked, options, _note)
-    info = prepared.chosen.info
+    chosen, measured_plan, traces = prepare_run(asked, options, note)
     started = time.monotonic()
     result = run_project(
-        info.path,
+        chosen.info.path,
         out_dir,
-        prepared.plan,
+        measured_plan,
         options,
         progress_printer(),
         results.controls(counts),
         demo=demo,
-        inputs=prepared.chosen.inputs,
-        info=info,
-        traces=list(prepared.traces),
+        inputs=chosen.inputs,
+        info=chosen.info,
+        traces=list(traces),
     )
     outcome = result.outcome
     for line in outcome.quarantined:
-        _note(f"warning: {line}")
+        note(f"warning: {line}")
     print_results(out_dir, result.report.analyses)
     out.print(
         f"measured {len(outcome.measured)} cells, reused {len(outcome.skipped)}, in "
@@ -116,7 +106,7 @@ def demo(
         builtin = builtin_model(model)
         open_run_folder(out_dir)
         check = builtin.export(RunLayout(out_dir).exported_model(builtin.name))
-        _note(
+        note(
             f"exported {check.onnx_path}: {builtin.summary} "
             f"(max abs diff vs PyTorch {check.max_abs_diff:.2g})"
         )

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tritonlab.cli.common import app, out, user_errors
+from tritonlab.cli.common import app, out, say, user_errors
 from tritonlab.cli.options import (
     BackendOpt,
     BatchSizeOpt,
@@ -38,18 +38,25 @@ if TYPE_CHECKING:
     from tritonlab.server.launch import ServerOptions
 
 
-def say(text: str) -> None:
-    """One line of plain text on stdout (user paths and names are not rich markup)."""
-    out.print(text, highlight=False, soft_wrap=True, markup=False)
-
-
-def repository_model(
-    flags: RepositoryFlags, positional: object, options: ServerOptions, command: str
-) -> OnnxModelInfo | None:
-    """The repository model ``--repository DIR --model NAME`` names (read before any server
-    starts), or None for a model file; one-line errors for flags ``command`` has no use for."""
-    if not flags.given(positional):
-        return None
+def model_to_serve(
+    flags: RepositoryFlags,
+    model: Path | None,
+    options: ServerOptions,
+    command: str,
+    changed: str = "",
+) -> tuple[Path, OnnxModelInfo | None]:
+    """The model file a step serves, and the repository model ``--repository DIR --model NAME``
+    names (read before any server starts); one-line errors for flags ``command`` has no use
+    for, and for serving flags given (``changed``: their names) to a repository model, which is
+    served as its own config.pbtxt says."""
+    if not flags.given(model):
+        if model is None:
+            raise ConfigError(
+                "give an ONNX file or a model repository folder, or --repository DIR --model NAME"
+                if command == "serve"
+                else "give the ONNX model file, or --repository DIR --model NAME"
+            )
+        return model, None
     if flags.step is not None:
         raise ConfigError(
             f"--step chooses the ensemble step that run, sweep and tune vary; {command} serves "
@@ -63,20 +70,16 @@ def repository_model(
     from tritonlab.pipeline.project import load_repository_info
 
     assert flags.repository is not None and flags.repo_model is not None
-    return load_repository_info(
+    info = load_repository_info(
         flags.repository, flags.repo_model, options, reference=flags.reference
     )
-
-
-def as_configured(changed: bool, flags: str) -> None:
-    """A ``ConfigError`` where serving flags were given for a repository model, which is served
-    as its own config.pbtxt says."""
     if changed:
         raise ConfigError(
-            f"{flags} configure an ONNX file; a --repository model is served as its own "
+            f"{changed} configure an ONNX file; a --repository model is served as its own "
             "config.pbtxt says (change it there, or compare one-knob changes with `tritonlab run "
             "--repository`)"
         )
+    return info.path, info
 
 
 def describe_source(info: OnnxModelInfo, url: str | None = None) -> str:
@@ -157,15 +160,9 @@ def serve(
             open_admin_api=open_admin_api,
             max_request_bytes=max_request_mib << 20,
         )
-        info = repository_model(repository, model, options, "serve")
-        if info is not None:
-            as_configured(served != VariantFlags(), VARIANT_FLAGS)
-            model = info.path
-        elif model is None:
-            raise ConfigError(
-                "give an ONNX file or a model repository folder, or --repository DIR --model NAME"
-            )
-        with serving(model, name, served.variant(), options, repo, info) as server:
+        changed = VARIANT_FLAGS if served != VariantFlags() else ""
+        path, info = model_to_serve(repository, model, options, "serve", changed)
+        with serving(path, name, served.variant(), options, repo, info) as server:
             if info is not None:
                 say(f"serving {describe_source(info)} (the repository is only read)")
             http_url, grpc_url = server.public_urls
@@ -224,14 +221,10 @@ def infer(
         shapes = parse_shape_args(inputs.shape or [])
         variant = step_variant(backend=backend, precision=precision)
         options = server.options()
-        info = repository_model(repository, model, options, "infer")
-        if info is not None:
-            as_configured(variant != step_variant(), "--backend and --precision")
-            model = info.path
-        elif model is None:
-            raise ConfigError("give the ONNX model file, or --repository DIR --model NAME")
+        changed = "--backend and --precision" if variant != step_variant() else ""
+        path, info = model_to_serve(repository, model, options, "infer", changed)
         step = infer_step(
-            model, name, protocols, batch_size, options, shapes, inputs.input_data, variant, info
+            path, name, protocols, batch_size, options, shapes, inputs.input_data, variant, info
         )
         reference = info.origin.reference if info is not None else None
         if info is not None:
@@ -254,9 +247,8 @@ def check_line(check: InferCheck) -> str:
     if check.reference == SHAPES_ONLY:
         against = "checked against the config's shapes and dtypes only (no --reference given)"
     else:
-        name = check.reference
-        if name != "onnxruntime":
-            name = f"--reference {name}"
+        ref = check.reference
+        name = ref if ref == "onnxruntime" else f"--reference {ref}"
         against = (
             f"max abs diff vs {name} {check.max_abs_diff:.3g} (tolerance {check.tolerance_abs:g})"
         )
@@ -329,14 +321,10 @@ def perf(
             protocol, batch_size, concurrency or 8, request_rate, window_ms, stability, arrivals
         )
         options = server.options()
-        info = repository_model(repository, model, options, "perf")
-        if info is not None:
-            as_configured(served != VariantFlags(), VARIANT_FLAGS)
-            model = info.path
-        elif model is None:
-            raise ConfigError("give the ONNX model file, or --repository DIR --model NAME")
+        changed = VARIANT_FLAGS if served != VariantFlags() else ""
+        path, info = model_to_serve(repository, model, options, "perf", changed)
         step = perf_step(
-            model,
+            path,
             name,
             served.variant(),
             load,
@@ -383,13 +371,12 @@ def called_lines(window: CalledWindow) -> list[str]:
             "(different replicas answered them), so none are shown"
         ]
     lines = ["called models over the same window (server time: requests x time per request):"]
-    for m in window.models:
-        d = m.delta
-        lines.append(
-            f"  {m.name}: {d.request_count:,} requests, queue {d.queue_us_per_request:,.0f} µs, "
-            f"compute {d.compute_us_per_request:,.0f} µs per request, "
-            f"{m.server_time_share:.0%} of their summed server time"
-        )
+    lines += [
+        f"  {m.name}: {m.delta.request_count:,} requests, queue "
+        f"{m.delta.queue_us_per_request:,.0f} µs, compute {m.delta.compute_us_per_request:,.0f} "
+        f"µs per request, {m.server_time_share:.0%} of their summed server time"
+        for m in window.models
+    ]
     binding = window.binding
     if binding is None:
         lines.append("no called model saw a request in this window, so none binds")

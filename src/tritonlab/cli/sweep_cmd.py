@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -25,7 +24,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from tritonlab.cli.common import app, err, out, resume_hint, user_errors
+from tritonlab.cli.common import app, err, note, resume_hint, say, user_errors
 from tritonlab.cli.options import (
     AdaptiveBudgetOpt,
     LatencyBudgetOpt,
@@ -40,11 +39,6 @@ from tritonlab.cli.options import (
     option_groups,
 )
 from tritonlab.run_layout import RunLayout
-
-
-def _say(console: Console, text: str) -> None:
-    """Plain text (no markup, no highlighting, no hard wraps: logs stay greppable)."""
-    console.print(text, highlight=False, markup=False, soft_wrap=True)
 
 
 def _duration(seconds: float) -> str:
@@ -83,20 +77,15 @@ class SweepProgress:
         if self._progress is not None:
             self._progress.stop()
 
-    def eta_s(self, done: int, total: int) -> float | None:
-        """Seconds left for ``total - done`` cells at this session's mean cell time (None
-        before a cell was measured here)."""
-        if not self._durations:
-            return None
-        return statistics.fmean(self._durations) * (total - done)
-
     def __call__(self, done: int, total: int, cell: str) -> None:
         now = self.clock()
         if self._last is not None:
             self._durations.append(now - self._last)
         self._last = None if cell == "done" else now
-        eta = self.eta_s(done, total)
-        eta_text = "--" if eta is None else _duration(eta)
+        # the cells left at this session's mean cell time ("--" before one was measured here)
+        eta_text = "--"
+        if self._durations:
+            eta_text = _duration(statistics.fmean(self._durations) * (total - done))
         if self._progress is not None and self._task is not None:
             label = "finished" if cell == "done" else cell
             self._progress.update(
@@ -104,10 +93,10 @@ class SweepProgress:
             )
         elif self.mode == "plain":
             label = "finished" if cell == "done" else f"measuring {cell}"
-            _say(
-                err,
+            say(
                 f"[{done}/{total}] {label} (elapsed {_duration(now - self.started)}, "
                 f"ETA {eta_text})",
+                err,
             )
 
 
@@ -124,22 +113,21 @@ def _print_outcome(run_dir: Path, measured: int, reused: int, wall_s: float) -> 
     from tritonlab.result_files import load_record
 
     layout = RunLayout(run_dir)
-    _say(out, f"measured {measured} cells, reused {reused}, in {_duration(wall_s)} (m:ss)")
+    say(f"measured {measured} cells, reused {reused}, in {_duration(wall_s)} (m:ss)")
     recs_path = layout.recommendations
     recs = load_record(recs_path, StoredRecommendations)
     if recs is not None:
         for pick in (recs.throughput_pick, recs.latency_pick):
             if pick:
                 point = pick.point
-                _say(
-                    out,
+                say(
                     f"{pick.kind}: {point.description} at {point.load_key}: "
                     f"{point.throughput_infer_per_s:,.0f} infer/s, "
                     f"p99 {point.latency_p99_us:,.0f} µs",
                 )
-        _say(out, recs.summary_line)
+        say(recs.summary_line)
     where = f"; recommendations in {recs_path}" if recs is not None else " (no recommendations)"
-    _say(out, f"explained in {layout.experiment_log}{where}")
+    say(f"explained in {layout.experiment_log}{where}")
 
 
 @app.command()
@@ -188,7 +176,7 @@ def sweep(
         from tritonlab.pipeline.sweep import SweepAsked, read_sweep_plan, run_sweep, sweep_model
 
         asked = SweepAsked(plan, demo, latency_budget_us, target_load, load_trace, engine, ray)
-        sweep_plan = read_sweep_plan(asked, lambda text: _say(err, text))
+        sweep_plan = read_sweep_plan(asked, note)
         rounds = engine_rounds(
             sweep_plan.engine,
             sweep_plan.experiment.repeats,
@@ -208,14 +196,12 @@ def sweep(
         onnx_path, info = sweep_model(sweep_plan, out_dir, server.options())
         exp = sweep_plan.experiment
         cells = len(exp.variants) * len(exp.loads) * exp.repeats
-        _say(
-            err,
+        note(
             f"sweep {sweep_plan.source}: {len(exp.variants)} configurations x "
             f"{len(exp.loads)} loads x {exp.repeats} repeats = {cells} cells -> {out_dir}",
         )
         started = time.monotonic()
-        mode = progress_mode(no_progress, err.is_terminal)
-        with SweepProgress(mode) as progress:
+        with SweepProgress(progress_mode(no_progress, err.is_terminal)) as progress:
             result = run_sweep(
                 sweep_plan,
                 onnx_path,
@@ -227,12 +213,11 @@ def sweep(
             )
         outcome = result.outcome
         if outcome.stopped_early:
-            _say(err, f"stopped early: {outcome.stopped_early}; {hint}")
+            note(f"stopped early: {outcome.stopped_early}; {hint}")
         for line in outcome.quarantined:
-            _say(err, f"warning: {line}")
+            note(f"warning: {line}")
         if outcome.without_rate:
-            _say(
-                err,
+            note(
                 f"{len(outcome.without_rate)} open-loop cells had no measured peak to derive "
                 "their rate from (add the protocol/batch size to the closed-loop loads)",
             )

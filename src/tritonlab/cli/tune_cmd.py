@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tritonlab.cli.common import app, err, out, resume_hint, user_errors
+from tritonlab.cli.common import app, note, resume_hint, say, user_errors
 from tritonlab.cli.options import (
     EngineOpt,
     FreshOpt,
@@ -39,10 +39,6 @@ if TYPE_CHECKING:
     from tritonlab.decisions.tune_record import TunePick, TuneStep
 
 
-def _say(text: str, to_out: bool = False) -> None:
-    (out if to_out else err).print(text, highlight=False, markup=False, soft_wrap=True)
-
-
 def _figures(step: TuneStep) -> str:
     rate, p99 = step.throughput_infer_per_s, step.latency_p99_us
     if rate is None:
@@ -61,7 +57,7 @@ def _step_line(step: TuneStep) -> None:
     reused = " (stored)" if step.reused else ""
     if step.failure:
         reused += f" (perf_analyzer: {step.failure})"
-    _say(
+    note(
         f"[{step.elapsed_s:.0f} s] {step.phase}: {name} "
         f"{'trace' if step.concurrency == 0 else f'c={step.concurrency}'} "
         f"r{step.repeat} -> {_figures(step)}{reused}; why: {step.reason}"
@@ -186,14 +182,13 @@ def tune(
             repository.choice(model),
         )
         options = server.options()
-        prepared = prepare_tune(request, options, _say)
-        chosen = prepared.chosen
+        chosen, settings = prepare_tune(request, options, note)
         started = time.monotonic()
-        result = run_tune(
+        result, pick_config = run_tune(
             chosen.info,
             out_dir,
             chosen.name,
-            prepared.settings,
+            settings,
             options,
             inputs=chosen.inputs,
             on_step=_step_line,
@@ -201,16 +196,15 @@ def tune(
             cluster=ray,
         )
         report = build_report(out_dir)
-        _say(f"stopped: {result.stop_reason}")
-        _say(_summary_line("pick", result.pick), to_out=True)
-        _say(_summary_line("runner-up", result.runner_up), to_out=True)
+        note(f"stopped: {result.stop_reason}")
+        say(_summary_line("pick", result.pick))
+        say(_summary_line("runner-up", result.runner_up))
         if result.pick is not None and not result.pick.meets_p99_budget_every_repeat:
-            _say(over_budget_line(result.pick), to_out=True)
-        if result.pick_config is not None:
-            _say(f"config.pbtxt of the pick: {result.pick_config}", to_out=True)
-        _say(
-            f"measured {len(result.measured)} cells, reused {len(result.reused)}, in "
+            say(over_budget_line(result.pick))
+        if pick_config is not None:
+            say(f"config.pbtxt of the pick: {pick_config}")
+        say(
+            f"measured {result.cells_measured} cells, reused {result.cells_reused}, in "
             f"{time.monotonic() - started:.0f} s; search path in "
-            f"{RunLayout(out_dir).tune}; explained in {report.experiment_log}",
-            to_out=True,
+            f"{RunLayout(out_dir).tune}; explained in {report.experiment_log}"
         )

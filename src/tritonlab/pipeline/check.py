@@ -106,12 +106,12 @@ def _single(info: OnnxModelInfo, what: str) -> OnnxModelInfo:
     return info
 
 
-def _candidate_repository(root: Path, new_onnx: Path, config_file: Path, name: str) -> Path:
-    """``root/<name>/``: the baseline's config with the new ONNX file (linked or copied);
-    returns ``root``, a repository to read the new side from."""
+def _candidate_repository(root: Path, new_onnx: Path, models: Path, name: str) -> Path:
+    """``root/<name>/``: the baseline's config (of ``models/<name>/``) with the new ONNX file
+    (linked or copied); returns ``root``, a repository to read the new side from."""
     folder = root / name
     gateway.remove_tree(folder)  # ours: rewritten from its sources on every run
-    gateway.copy_in(config_file, folder / CONFIG_FILE)
+    gateway.copy_in(models / name / CONFIG_FILE, folder / CONFIG_FILE)
     place_model_file(new_onnx, folder / MODEL_VERSION / MODEL_FILENAME)
     return root
 
@@ -123,25 +123,6 @@ def _inputs_differ(a: OnnxModelInfo, b: OnnxModelInfo) -> list[str]:
     if a.batched != b.batched:
         return [f"batch axis: {a.batched} (baseline) vs {b.batched} (new)"]
     return []
-
-
-def _apart(
-    out_dir: Path,
-    baseline_run: Path,
-    new_onnx: Path | None,
-    new_repository: tuple[Path, str] | None,
-) -> None:
-    """Open ``--out`` after refusing one that is the baseline run, inside it or around it (or
-    overlaps the new model or its repository): the check writes its folder, and the inputs are
-    only read."""
-    open_run_folder(
-        out_dir,
-        {
-            "--against": baseline_run,
-            "the new model": new_onnx,
-            "--repository": new_repository[0] if new_repository else None,
-        },
-    )
 
 
 def _check_plan(
@@ -207,7 +188,14 @@ def run_live_check(
     ``--out`` holds no other run (its plan fingerprint); first of all, that ``--against`` is
     a finished tritonlab run folder (``require_run_folder``: one line if not)."""
     require_run_folder(check.baseline_run)
-    _apart(check.out_dir, check.baseline_run, new_onnx, new_repository)
+    open_run_folder(  # the check writes its folder; the inputs are only read
+        check.out_dir,
+        {
+            "--against": check.baseline_run,
+            "the new model": new_onnx,
+            "--repository": new_repository[0] if new_repository else None,
+        },
+    )
     base = load_manifest(check.baseline_run)
     plan = base.plan
     served = _served_name(check.baseline_run, check.config, plan)
@@ -216,8 +204,7 @@ def run_live_check(
         read_repository_model(base_layout.models, served), f"{check.baseline_run}'s model"
     )
     traces = [read_trace(base_layout.trace_csv(ld.trace.name)) for ld in plan.loads if ld.trace]
-    with gateway.temporary_folder("tritonlab-check-") as scratch_gate:
-        scratch = scratch_gate.root
+    with gateway.temporary_folder("tritonlab-check-") as scratch:
         if new_onnx is not None:
             if not new_onnx.is_file():
                 raise ConfigError(f"{new_onnx}: not a file; pass the new model's ONNX file")
@@ -227,8 +214,7 @@ def run_live_check(
                 return CheckReport(
                     "live", str(check.baseline_run), new_label, thresholds, [], differ
                 )
-            config_file = base_layout.models / served / "config.pbtxt"
-            root = _candidate_repository(Path(scratch), new_onnx, config_file, served)
+            root = _candidate_repository(Path(scratch.root), new_onnx, base_layout.models, served)
             new_info = read_repository_model(root, served)
         elif new_repository is not None:
             root, name = new_repository
@@ -253,8 +239,7 @@ def run_live_check(
             "folder"
         )
     if new_onnx is not None:
-        config_file = base_layout.models / served / "config.pbtxt"
-        root = _candidate_repository(layout.candidate, new_onnx, config_file, served)
+        root = _candidate_repository(layout.candidate, new_onnx, base_layout.models, served)
         new_info = _single(read_repository_model(root, served), new_label)
     install_traces(check.out_dir, traces)
     old_variant, new_variant = check_plan.variants

@@ -12,8 +12,6 @@ from tritonlab.experiments.plan_checks import PlanChecker
 from tritonlab.repository.knobs import HELD_KNOBS, KNOBS
 from tritonlab.repository.variants import ServingVariant
 
-__all__ = ["held_of", "parse_holds"]
-
 
 def held_of(variant: ServingVariant) -> tuple[tuple[str, Any], ...]:
     """The held knobs (the table's ``tune_held``) ``variant`` sets away from their defaults."""

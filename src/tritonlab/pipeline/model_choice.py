@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tritonlab.errors import ConfigError
-from tritonlab.experiments.plan import ExperimentPlan, MeasurementSettings
+from tritonlab.experiments.plan import ExperimentPlan, MeasurementSettings, PlanBasics
 from tritonlab.experiments.repository_plan import REPOSITORY_CONCURRENCY
 from tritonlab.experiments.trace_loads import under_trace
 from tritonlab.models.inputs import ModelInputs
@@ -120,49 +120,31 @@ class RunAsked:
     load_trace: Path | None = None
 
 
-@dataclass(frozen=True)
-class PreparedRun:
-    """The model chosen, the plan it is measured with and the traces that plan replays."""
-
-    chosen: ChosenModel
-    plan: ExperimentPlan
-    traces: tuple[Trace, ...]
-
-
-def prepare_run(asked: RunAsked, options: ServerOptions, say: Callable[[str], None]) -> PreparedRun:
+def prepare_run(
+    asked: RunAsked, options: ServerOptions, say: Callable[[str], None]
+) -> tuple[ChosenModel, ExperimentPlan, tuple[Trace, ...]]:
     """Choose the model (an ensemble: the step that binds), build its default plan (the
     configuration set ``configs`` names or a repository model's one-change variants; a resume
     keeps its run's choice), and replay ``load_trace`` at the plan's load shapes; ``say`` tells
-    the plan's notes."""
+    the plan's notes. Returns the model chosen, its plan and the traces that plan replays."""
+    a = asked
     chosen = choose_model(
-        asked.model,
-        asked.name,
-        asked.out_dir,
-        options,
-        asked.repository,
-        list(asked.shapes),
-        asked.input_data,
+        a.model, a.name, a.out_dir, options, a.repository, list(a.shapes), a.input_data
     )
-    concurrency = asked.concurrency or REPOSITORY_CONCURRENCY
     # an ensemble: the variants change the step that binds
-    chosen = bind_step(chosen, options, asked.out_dir, concurrency, asked.protocol, asked.fresh)
+    concurrency = a.concurrency or REPOSITORY_CONCURRENCY
+    chosen = bind_step(chosen, options, a.out_dir, concurrency, a.protocol, a.fresh)
+    basics = PlanBasics(
+        chosen.name, a.repeats, a.concurrency, a.protocol, a.max_batch_size, a.measurement
+    )
     plan = default_plan(
-        chosen.info,
-        chosen.inputs,
-        chosen.name,
-        asked.configs,
-        repeats=asked.repeats,
-        concurrency=asked.concurrency,
-        protocol=asked.protocol,
-        max_batch_size=asked.max_batch_size,
-        measurement=asked.measurement,
-        resume_dir=None if asked.fresh else asked.out_dir,
+        chosen.info, chosen.inputs, basics, a.configs, None if a.fresh else a.out_dir
     )
     traces: tuple[Trace, ...] = ()
-    if asked.load_trace is not None:  # the plan's load shapes replay the trace instead
-        trace = read_trace(asked.load_trace)
+    if a.load_trace is not None:  # the plan's load shapes replay the trace instead
+        trace = read_trace(a.load_trace)
         plan, traces = under_trace(plan, trace), (trace,)
         say(f"load: {trace.stats.words()}")
     for note in plan.notes:
         say(note)
-    return PreparedRun(chosen, plan, traces)
+    return chosen, plan, traces

@@ -28,7 +28,6 @@ from tritonlab.experiments.opening import check_resume, model_sha256, plan_finge
 from tritonlab.experiments.operator_record import record_operator_profile
 from tritonlab.experiments.plan import (
     ExperimentPlan,
-    MeasurementSettings,
     PlanBasics,
     backends_plan,
     compute_plan,
@@ -103,11 +102,11 @@ class Rounds:
     extra_budget_s: float
 
 
-def check_engine(engine: str) -> str:
-    """``engine`` if it is one of the measuring engines, else a ``ConfigError``."""
-    if engine not in ENGINES:
-        raise ConfigError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
-    return engine
+def check_choice(flag: str, value: str, choices: Sequence[str]) -> str:
+    """``value`` if it is one of ``choices``, else a one-line ``ConfigError`` naming ``flag``."""
+    if value not in choices:
+        raise ConfigError(f"{flag} must be one of {', '.join(choices)}, got {value!r}")
+    return value
 
 
 def engine_rounds(
@@ -119,7 +118,7 @@ def engine_rounds(
 ) -> Rounds:
     """The ``Rounds`` of ``engine``: what was given, else the engine's defaults
     (``classic_budget_s``: the classic engine's budget, which a sweep sets higher)."""
-    blocks = check_engine(engine) == ENGINE_BLOCKS
+    blocks = check_choice("--engine", engine, ENGINES) == ENGINE_BLOCKS
     first = engine_repeats(engine, repeats)
     most = max_repeats if max_repeats is not None else (DEFAULT_MAX_BLOCKS if blocks else 5)
     default_budget = DEFAULT_EXTRA_BUDGET_S if blocks else classic_budget_s
@@ -186,13 +185,8 @@ CONFIG_SETS = ("auto", "seed", "compute", "backends")
 def default_plan(
     info: OnnxModelInfo,
     inputs: ModelInputs,
-    model_name: str,
+    basics: PlanBasics,
     configs: str = "auto",
-    repeats: int = 3,
-    concurrency: int | None = None,
-    protocol: str = "grpc",
-    max_batch_size: int = 64,
-    measurement: MeasurementSettings | None = None,
     resume_dir: Path | None = None,
 ) -> ExperimentPlan:
     """The configurations ``run`` and ``demo`` compare, adapted to the model.
@@ -205,8 +199,7 @@ def default_plan(
     ``auto`` times one batch-1 execution in-process and picks ``compute`` above
     ``COMPUTE_BOUND_US``. A model without a batch axis loses its batching variants.
     """
-    if configs not in CONFIG_SETS:
-        raise ConfigError(f"--configs must be one of {', '.join(CONFIG_SETS)}, got {configs!r}")
+    check_choice("--configs", configs, CONFIG_SETS)
     cores = available_cores()
     if info.source is not None:  # a repository model: compared from its own configuration
         if configs != "auto":
@@ -214,7 +207,6 @@ def default_plan(
                 "--configs: a repository's model is compared from its own configuration; "
                 "leave --configs at auto, or write a plan file for `tritonlab sweep`"
             )
-        basics = PlanBasics(model_name, repeats, concurrency, protocol, max_batch_size, measurement)
         plan = repository_plan(info.source, repository_baseline(info), basics)
         if plan.measurement.engine == ENGINE_BLOCKS:
             plan = replace(plan, variants=(*plan.variants, aa_control(plan.variants[0])))
@@ -239,7 +231,6 @@ def default_plan(
                 else ", so batching and instance counts are compared (the seed's four)."
             )
         )
-    basics = PlanBasics(model_name, repeats, concurrency, protocol, max_batch_size, measurement)
     if configs == "backends":
         plan = backends_plan(basics)
     elif configs == "compute":
@@ -381,17 +372,12 @@ def write_scripts(
             else prepare_bundled_server()
         )
     load_inputs = InputFiles(inputs, info, run_dir).for_load(plan.loads[0])
+    data, intervals = (
+        portable_path(Path(f), run_dir) if f else None
+        for f in (load_inputs.data_file, load_inputs.intervals_file)
+    )
     baseline_settings = plan.perf_settings(
-        plan.loads[0],
-        plan.model_name,
-        "URL",
-        load_inputs.shapes,
-        portable_path(Path(load_inputs.data_file), run_dir) if load_inputs.data_file else None,
-        (
-            portable_path(Path(load_inputs.intervals_file), run_dir)
-            if load_inputs.intervals_file
-            else None
-        ),
+        plan.loads[0], plan.model_name, "URL", load_inputs.shapes, data, intervals
     )
     write_project_files(
         run_dir,

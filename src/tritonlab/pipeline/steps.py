@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from tritonlab import gateway
@@ -19,7 +19,7 @@ from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.perf.locate import locate_perf_analyzer
 from tritonlab.perf.runner import PerfRun, run_perf
 from tritonlab.perf.settings import ARRIVALS, PROTOCOLS, PerfSettings
-from tritonlab.pipeline.project import check_model_name, load_model_info
+from tritonlab.pipeline.project import check_choice, check_model_name, load_model_info
 from tritonlab.repository.layout import add_model, load_order
 from tritonlab.repository.variants import (
     DEFAULT_BACKEND,
@@ -190,8 +190,7 @@ class PerfStep:
 
     run: PerfRun
     server: ServerStatsDelta
-    out_dir: Path
-    called: CalledWindow = field(default_factory=lambda: CalledWindow(()))
+    called: CalledWindow
 
 
 @dataclass(frozen=True)
@@ -221,10 +220,7 @@ def perf_step(
     """Serve ``model`` as ``variant`` (or reach ``--url``) and measure it once with
     perf_analyzer; raw output goes to ``out_dir``. ``info``: a model of a user's repository,
     measured as its config says, with the statistics of every model it calls."""
-    if load.protocol not in PROTOCOLS:  # before any server starts
-        raise TritonlabError(
-            f"--protocol must be one of {', '.join(PROTOCOLS)}, got {load.protocol!r}"
-        )
+    check_choice("--protocol", load.protocol, PROTOCOLS)  # before any server starts
     if load.request_distribution not in ARRIVALS:
         raise TritonlabError(
             f"--request-distribution must be one of {', '.join(ARRIVALS)}, "
@@ -266,6 +262,5 @@ def perf_step(
     return PerfStep(
         result,
         stats_delta(before[model_name], after[model_name]),
-        out_dir,
         called_window(served.called, before, after),
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -55,27 +55,6 @@ class SweepAsked:
         return None if self.plan in (None, DEMO_ARGUMENT) else Path(str(self.plan))
 
 
-def sweep_engine(
-    planned: str, asked: str | None, ray: str | None, say: Callable[[str], None]
-) -> str:
-    """The engine a sweep measures with: ``--engine``, else the plan's; a Ray run's is classic
-    (each node measures whole rounds on its own server, so cells paired in one block would
-    come from different machines)."""
-    engine = asked or planned
-    if ray and engine == ENGINE_BLOCKS:
-        if asked:
-            raise PlanError(
-                "--engine blocks needs one server for every configuration; a --ray run measures "
-                "whole rounds on separate nodes: use --engine classic"
-            )
-        say(
-            "the plan's block engine is not used across a Ray cluster (each node measures whole "
-            "rounds on its own server): measuring with the classic engine"
-        )
-        return ENGINE_CLASSIC
-    return engine
-
-
 def read_sweep_plan(asked: SweepAsked, say: Callable[[str], None]) -> SweepPlan:
     """The plan file (or the demo plan) read and checked, with the flags' recommendation
     targets, trace and engine applied (one-line ``PlanError``s)."""
@@ -90,7 +69,20 @@ def read_sweep_plan(asked: SweepAsked, say: Callable[[str], None]) -> SweepPlan:
     sweep_plan = sweep_plan.with_recommend(asked.latency_budget_us, asked.target_load)
     if asked.load_trace is not None:
         sweep_plan = sweep_plan.with_trace(read_trace(asked.load_trace))
-    engine = sweep_engine(sweep_plan.engine, asked.engine, asked.ray, say)
+    # the engine: --engine, else the plan's; a Ray run's is classic (each node measures whole
+    # rounds on its own server, so cells paired in one block would come from different machines)
+    engine = asked.engine or sweep_plan.engine
+    if asked.ray and engine == ENGINE_BLOCKS:
+        if asked.engine:
+            raise PlanError(
+                "--engine blocks needs one server for every configuration; a --ray run measures "
+                "whole rounds on separate nodes: use --engine classic"
+            )
+        say(
+            "the plan's block engine is not used across a Ray cluster (each node measures whole "
+            "rounds on its own server): measuring with the classic engine"
+        )
+        engine = ENGINE_CLASSIC
     return sweep_plan.with_engine(engine)
 
 
@@ -121,15 +113,6 @@ class PeakRate:
     request_rate_per_s: float
 
 
-def _median_throughput(cells: Iterable[CellResult]) -> float | None:
-    values = [
-        c.perf.measurement.throughput_infer_per_s
-        for c in cells
-        if c.perf.measurement and c.perf.measurement.throughput_infer_per_s > 0
-    ]
-    return statistics.median(values) if values else None
-
-
 def peak_rates(plan: ExperimentPlan, cells: list[CellResult]) -> list[PeakRate]:
     """The request rate of every (variant, fraction-of-peak load), from stored closed-loop cells.
 
@@ -138,29 +121,25 @@ def peak_rates(plan: ExperimentPlan, cells: list[CellResult]) -> list[PeakRate]:
     batch size gets no rate.
     """
     closed = {ld.key: ld for ld in plan.loads if not ld.open_loop}
-    groups: dict[tuple[str, str], list[CellResult]] = defaultdict(list)
-    for cell in cells:
-        if cell.load_key in closed:
-            groups[(cell.variant.name, cell.load_key)].append(cell)
+    throughputs: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for c in cells:
+        m = c.perf.measurement
+        if c.load_key in closed and m and m.throughput_infer_per_s > 0:
+            throughputs[(c.variant.name, c.load_key)].append(m.throughput_infer_per_s)
     out = []
     for variant in plan.variants:
         for load in plan.loads:
-            if load.peak_fraction is None:
+            medians = [  # (median throughput, load key) at the load's protocol and batch size
+                (statistics.median(throughputs[(variant.name, key)]), key)
+                for key, ld in closed.items()
+                if (ld.protocol, ld.batch_size) == (load.protocol, load.batch_size)
+                and throughputs[(variant.name, key)]
+            ]
+            if load.peak_fraction is None or not medians:
                 continue
-            best: tuple[float, str] | None = None
-            for key, closed_load in closed.items():
-                if (closed_load.protocol, closed_load.batch_size) != (
-                    load.protocol,
-                    load.batch_size,
-                ):
-                    continue
-                tput = _median_throughput(groups.get((variant.name, key), []))
-                if tput is not None and (best is None or tput > best[0]):
-                    best = (tput, key)
-            if best is None:
-                continue
-            rate = max(1.0, float(round(load.peak_fraction * best[0] / load.batch_size)))
-            out.append(PeakRate(variant.name, load.key, best[0], best[1], rate))
+            peak, peak_key = max(medians, key=lambda p: p[0])  # the first of equal peaks
+            rate = max(1.0, float(round(load.peak_fraction * peak / load.batch_size)))
+            out.append(PeakRate(variant.name, load.key, peak, peak_key, rate))
     return out
 
 
@@ -169,13 +148,6 @@ def open_loop_rates(plan: ExperimentPlan, run_dir: Path) -> dict[tuple[str, str]
     return {
         (p.variant, p.load_key): p.request_rate_per_s for p in peak_rates(plan, load_cells(run_dir))
     }
-
-
-def count_cells(plan: ExperimentPlan) -> tuple[int, int]:
-    """(closed-loop cells, open-loop cells) of the plan."""
-    per_load = len(plan.variants) * plan.repeats
-    open_loads = sum(1 for ld in plan.loads if ld.open_loop)
-    return (len(plan.loads) - open_loads) * per_load, open_loads * per_load
 
 
 def run_sweep(
@@ -187,14 +159,10 @@ def run_sweep(
     controls: RunControls = DEFAULT_CONTROLS,
     info: OnnxModelInfo | None = None,
 ) -> ProjectResult:
-    """Measure every cell of the sweep not yet in ``run_dir``, then rebuild its reports.
-
-    ``controls.cluster``: a Ray address; the cells are then measured on its nodes (whole rounds
-    each).
-
-    With ``controls.max_repeats`` above the plan's repeats, the picks' cells (and the baseline's
-    at the same loads) get more rounds while a verdict behind a pick is undecided.
-    """
+    """Measure every cell of the sweep not yet in ``run_dir`` (``controls.cluster``: on a Ray
+    cluster's nodes, whole rounds each), then rebuild its reports. With ``controls.max_repeats``
+    above the plan's repeats, the picks' cells (and the baseline's at the same loads) get more
+    rounds while a verdict behind a pick is undecided."""
     from tritonlab.decisions.adaptive import undecided_sweep
 
     plan = sweep.experiment

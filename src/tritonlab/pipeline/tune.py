@@ -16,7 +16,7 @@ import json
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -56,7 +56,6 @@ from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.perf.locate import locate_perf_analyzer
 from tritonlab.perf.trace import Trace, delayed_pct
-from tritonlab.pipeline.held_knobs import held_of
 from tritonlab.pipeline.project import write_scripts
 from tritonlab.repository.config import build_model_config, config_to_text
 from tritonlab.repository.knobs import BATCHER_FIELDS, KNOBS
@@ -68,15 +67,13 @@ from tritonlab.server.launch import ServerOptions
 from tritonlab.server.process import TritonServer
 from tritonlab.stats.verdicts import VerdictRecord
 
-DEFAULT_TIME_BUDGET_S = 900.0
-
 
 @dataclass(frozen=True)
 class TuneSettings:
     """What ``tritonlab tune`` was asked for."""
 
     goal: Goal
-    time_budget_s: float = DEFAULT_TIME_BUDGET_S
+    time_budget_s: float = 900.0
     measurement: MeasurementSettings = field(default_factory=MeasurementSettings)
     batch_size: int = 1
     # A replayed trace (``--load-trace``): every configuration measured under it, no ramp.
@@ -86,25 +83,21 @@ class TuneSettings:
         """The load of a search point: ``concurrency`` at the knobs' protocol, or the trace."""
         if self.trace is not None:
             return trace_load(self.trace, knobs.protocol, self.batch_size)
-        return load_for(knobs, concurrency, self.batch_size)
+        return LoadPoint(
+            protocol=knobs.protocol, batch_size=self.batch_size, concurrency=concurrency
+        )
 
     def stored(self) -> TuneSettingsRecord:
         """The settings as the manifest and ``tune.json`` store them (and fingerprint them)."""
-        g = self.goal
-        return TuneSettingsRecord(
+        g, record = self.goal, TuneSettingsRecord
+        return record(
+            **{f.name: getattr(g, f.name) for f in fields(record) if hasattr(g, f.name)}
+            | {"fixed_load": g.fixed_load if self.trace is not None else None},
             goal=g.kind,
-            p99_budget_us=g.p99_budget_us,
-            min_throughput_infer_per_s=g.min_throughput_infer_per_s,
-            cores=g.cores,
-            max_race_rounds=g.max_race_rounds,
-            start=g.start,
-            switch_protocol=g.switch_protocol,
-            max_instances=g.max_instances,
             time_budget_s=self.time_budget_s,
             batch_size=self.batch_size,
             measurement=self.measurement,
-            fixed_load=None if self.trace is None else g.fixed_load,
-            trace=None if self.trace is None else self.trace.stats,
+            trace=self.trace.stats if self.trace is not None else None,
         )
 
     def fingerprint(self, model_sha256: str, inputs: ModelInputs) -> str:
@@ -115,18 +108,6 @@ class TuneSettings:
             sort_keys=True,
         )
         return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-@dataclass(frozen=True)
-class TuneOutcome:
-    steps: list[TuneStep]
-    stop_reason: str
-    pick: TunePick | None
-    runner_up: TunePick | None
-    measured: list[str]
-    reused: list[str]
-    wall_s: float
-    pick_config: Path | None
 
 
 def variant_for(
@@ -149,31 +130,14 @@ def variant_for(
     return variant
 
 
-def repository_start(baseline: ServingVariant, protocol: str) -> Knobs:
-    """Tune's start at a repository model's own configuration (``baseline``)."""
-    return Knobs(
-        instances=baseline.instance_count,
-        batching=baseline.dynamic_batching,
-        max_batch=baseline.max_batch_size,
-        threads=baseline.intra_op_threads,
-        protocol=protocol,
-        held=held_of(baseline),
-    )
-
-
-def load_for(knobs: Knobs, concurrency: int, batch_size: int) -> LoadPoint:
-    return LoadPoint(protocol=knobs.protocol, batch_size=batch_size, concurrency=concurrency)
-
-
 def observation_of(cell: CellResult, knobs: Knobs) -> Observation:
     """The policy's view of a stored cell (a cell without a measurement served nothing); a
     cell under a trace has no concurrency: 0, the search's fixed-load point."""
     m = cell.perf.measurement
     s = cell.server
-    concurrency = int(cell.perf.settings.concurrency or 0)
     return Observation(
         knobs=knobs,
-        concurrency=concurrency,
+        concurrency=int(cell.perf.settings.concurrency or 0),
         repeat=cell.repeat - 1,
         throughput_infer_per_s=m.throughput_infer_per_s if m else 0.0,
         latency_p99_us=m.latency_p99_us if m else None,
@@ -193,10 +157,6 @@ def observation_of(cell: CellResult, knobs: Knobs) -> Observation:
             delayed_pct(list(cell.perf.warnings)) if cell.perf.settings.request_intervals else 0.0
         ),
     )
-
-
-def _failed_observation(knobs: Knobs, concurrency: int, repeat: int) -> Observation:
-    return Observation(knobs, concurrency, repeat, math.nan, None)
 
 
 class TuneSession(Protocol):
@@ -255,14 +215,13 @@ class _Tuner:
 
     def plan(self) -> ExperimentPlan:
         """The plan so far: every configuration and load the search has measured."""
-        variants = [m.variant for m in self.models.values()]
         loads = list(
             dict.fromkeys(self.settings.load(o.knobs, o.concurrency) for o in self.observations)
         ) or [self.settings.load(self.goal.start, self.goal.first_concurrency)]
         repeats = max([o.repeat + 1 for o in self.observations] or [1])
         return ExperimentPlan(
             self.model_name,
-            tuple(variants),
+            tuple(m.variant for m in self.models.values()),
             tuple(loads),
             repeats,
             self.settings.measurement,
@@ -325,7 +284,7 @@ class _Tuner:
             self.failures[cid] = str(exc)
             cell = None
         if cell is None:
-            return cid, _failed_observation(knobs, step.concurrency, step.repeat), False
+            return cid, Observation(knobs, step.concurrency, step.repeat, math.nan, None), False
         self.measured.append(cid)
         return cid, observation_of(cell, knobs), False
 
@@ -362,14 +321,12 @@ def run_tune(
     on_step: Callable[[TuneStep], None] | None = None,
     builtin: str | None = None,
     cluster: str | None = None,
-) -> TuneOutcome:
-    """Search, measuring on a real server, until the policy stops or the budget is spent.
-
-    ``cluster``: a Ray address; the search then measures on one node of that cluster (each
-    step depends on the last, so it is not spread; a lost node hands over to the next).
-
-    ``builtin``: the built-in model ``info`` was exported from (its export script is written);
-    otherwise the project's ``scripts/export_model.py`` copies the user's file."""
+) -> tuple[TuneRecord, Path | None]:
+    """Search, measuring on a real server, until the policy stops or the budget is spent; the
+    search's record (as ``tune.json`` holds it) and the pick's ``config.pbtxt``. ``cluster``:
+    a Ray address, measured on one node of it (each step depends on the last, so it is not
+    spread; a lost node hands over to the next). ``builtin``: the built-in model ``info`` was
+    exported from (its export script is written; else the script copies the user's file)."""
     started = time.monotonic()
     inputs = inputs or derive_inputs(info)
     fingerprint = settings.fingerprint(model_sha256(info), inputs)
@@ -405,16 +362,7 @@ def run_tune(
     record = tuner.save(stop_reason)
     pick_config = _write_pick(run_dir, info, model_name, record.pick, tuner.baseline)
     write_scripts(run_dir, info, inputs, tuner.plan(), options, info.path, builtin)
-    return TuneOutcome(
-        tuner.steps,
-        stop_reason,
-        record.pick,
-        record.runner_up,
-        tuner.measured,
-        tuner.reused,
-        time.monotonic() - started,
-        pick_config,
-    )
+    return record, pick_config
 
 
 def _search(
@@ -468,11 +416,11 @@ def _write_pick(
     repository model, the whole pipeline (the tuned model patched, every model it calls)."""
     if pick is None:
         return None
+    layout = RunLayout(run_dir)
     if baseline is not None:  # the model's own configuration, patched
         variant = variant_for(pick.configuration, pick.configuration, baseline)
-        add_model(RunLayout(run_dir).pick, info, model_name, variant)
-        return RunLayout(run_dir).pick_config(model_name)
-    config = build_model_config(info, pick.configuration.variant(), model_name)
-    path = RunLayout(run_dir).pick_config(model_name)
-    gateway.write_text(path, config_to_text(config))
-    return path
+        add_model(layout.pick, info, model_name, variant)
+    else:
+        config = build_model_config(info, pick.configuration.variant(), model_name)
+        gateway.write_text(layout.pick_config(model_name), config_to_text(config))
+    return layout.pick_config(model_name)

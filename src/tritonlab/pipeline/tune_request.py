@@ -8,13 +8,13 @@ aside. The CLI parses its flags into a ``TuneRequest``, calls ``prepare_tune`` a
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from tritonlab import gateway
 from tritonlab.decisions.search import GOALS, Goal, Knobs
 from tritonlab.errors import ConfigError
-from tritonlab.experiments.blocks import ENGINE_BLOCKS, ENGINE_CLASSIC
+from tritonlab.experiments.blocks import ENGINE_BLOCKS, ENGINE_CLASSIC, ENGINES
 from tritonlab.experiments.manifest import available_cores
 from tritonlab.experiments.plan import MeasurementSettings
 from tritonlab.experiments.repository_plan import own_baseline
@@ -22,10 +22,10 @@ from tritonlab.experiments.run_folder import claim, discard_results, open_run_fo
 from tritonlab.models.zoo import BUILTIN_MODELS
 from tritonlab.perf.settings import PROTOCOLS
 from tritonlab.perf.trace import KEPT_TO_PCT, read_trace
-from tritonlab.pipeline.held_knobs import parse_holds
+from tritonlab.pipeline.held_knobs import held_of, parse_holds
 from tritonlab.pipeline.model_choice import ChosenModel, RepositoryChoice, bind_step, choose_model
-from tritonlab.pipeline.project import check_engine, check_measuring_host
-from tritonlab.pipeline.tune import TuneSettings, repository_start
+from tritonlab.pipeline.project import check_choice, check_measuring_host
+from tritonlab.pipeline.tune import TuneSettings
 from tritonlab.server.launch import ServerOptions
 
 
@@ -57,22 +57,15 @@ class TuneRequest:
     repository: RepositoryChoice | None = None
 
 
-@dataclass(frozen=True)
-class PreparedTune:
-    """The model to search, and how: what ``run_tune`` takes."""
-
-    chosen: ChosenModel
-    settings: TuneSettings
-
-
 def prepare_tune(
     request: TuneRequest, options: ServerOptions, say: Callable[[str], None]
-) -> PreparedTune:
+) -> tuple[ChosenModel, TuneSettings]:
     """Check every argument (one-line ``ConfigError``s), open ``out_dir`` against every input,
     choose and bind the model, then (``--fresh``) move earlier results aside and claim the
-    folder; ``say`` tells what was decided for the user."""
+    folder; ``say`` tells what was decided for the user. Returns what ``run_tune`` takes: the
+    model to search, and how."""
     r = request
-    engine = check_engine(r.engine)
+    engine = check_choice("--engine", r.engine, ENGINES)
     if engine == ENGINE_BLOCKS and r.ray:
         say("--ray: the search measures on a cluster node with the classic engine")
         engine = ENGINE_CLASSIC
@@ -88,12 +81,10 @@ def prepare_tune(
             )
         goal = "latency"
         target_load = trace.stats.mean_rate_per_s * (1 - KEPT_TO_PCT / 100)
-    if goal not in GOALS:
-        raise ConfigError(f"--goal must be one of {', '.join(GOALS)}, got {goal!r}")
+    check_choice("--goal", goal, GOALS)
     if goal == "latency" and r.p99_budget_ms is None and trace is None:
         raise ConfigError("--goal latency needs --p99-budget-ms (the latency to stay under)")
-    if r.protocol not in PROTOCOLS:
-        raise ConfigError(f"--protocol must be one of {', '.join(PROTOCOLS)}, got {r.protocol!r}")
+    check_choice("--protocol", r.protocol, PROTOCOLS)
     held = parse_holds(list(r.hold))
     check_measuring_host(options)
     choice = r.repository
@@ -119,22 +110,27 @@ def prepare_tune(
     claim(r.out_dir)
     baseline = own_baseline(info)
     if baseline is not None:
-        start = repository_start(baseline, r.protocol)
-        start = replace(start, held=tuple((dict(start.held) | dict(held)).items()))
+        start = Knobs(  # the model's own configuration, and the holds given besides
+            instances=baseline.instance_count,
+            batching=baseline.dynamic_batching,
+            max_batch=baseline.max_batch_size,
+            threads=baseline.intra_op_threads,
+            protocol=r.protocol,
+            held=tuple((dict(held_of(baseline)) | dict(held)).items()),
+        )
         o = info.origin
         why = f", the step tune moves first ({o.tuned_reason})" if o.tuned != o.model else ""
         say(f"start: {baseline.description} of `{o.tuned}`{why}")
     else:
         max_batch = r.max_batch_size if info.batched else 0
         start = Knobs(max_batch=max_batch, protocol=r.protocol, held=held)
-    max_race_rounds = r.max_race_rounds or (12 if engine == ENGINE_BLOCKS else 3)
-    settings = TuneSettings(
+    return chosen, TuneSettings(
         Goal(
             kind=goal,
             p99_budget_us=None if r.p99_budget_ms is None else r.p99_budget_ms * 1000,
             min_throughput_infer_per_s=target_load,
             cores=available_cores(),
-            max_race_rounds=max_race_rounds,
+            max_race_rounds=r.max_race_rounds or (12 if engine == ENGINE_BLOCKS else 3),
             start=start,
             switch_protocol=not r.keep_protocol,
             max_instances=r.max_instances,
@@ -142,11 +138,6 @@ def prepare_tune(
             fixed_load=None if trace is None else f"under trace {trace.stats.name}",
         ),
         time_budget_s=r.time_budget_s,
-        measurement=MeasurementSettings(
-            measurement_interval_ms=r.window_ms,
-            stability_percentage=r.stability_pct,
-            engine=engine,
-        ),
+        measurement=MeasurementSettings(r.window_ms, r.stability_pct, engine=engine),
         trace=trace,
     )
-    return PreparedTune(chosen, settings)
