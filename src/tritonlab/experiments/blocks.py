@@ -36,7 +36,7 @@ import random
 import secrets
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psutil
 
@@ -45,9 +45,6 @@ from tritonlab.records import Record
 from tritonlab.repository.layout import RepositoryModel
 from tritonlab.result_files import read_result, write_result
 from tritonlab.run_layout import RunLayout
-
-if TYPE_CHECKING:
-    pass
 
 ENGINE_BLOCKS = "blocks"
 ENGINE_CLASSIC = "classic"
@@ -93,47 +90,34 @@ class CoLoad(Record):
     reason: str
 
 
-def coload_estimate_bytes(models: list[RepositoryModel], model_file_bytes: int) -> int:
-    """Bytes that loading ``models`` at once would take: per instance a backend stub plus
-    ``MODEL_COPIES`` copies of the model file (a deliberate over-estimate).
-    """
-    instances = sum(m.variant.instance_count for m in models)
-    return instances * (STUB_BYTES + MODEL_COPIES * model_file_bytes)
-
-
 def decide_coload(
     models: list[RepositoryModel], model_file_bytes: int, available_bytes: int | None = None
 ) -> CoLoad:
-    """Co-load when the estimate fits in half the available memory; the reason either way."""
+    """Co-load when the estimate fits in half the available memory; the reason either way.
+
+    The estimate: per instance a backend stub plus ``MODEL_COPIES`` copies of the model file
+    (a deliberate over-estimate)."""
     available = psutil.virtual_memory().available if available_bytes is None else available_bytes
-    estimate = coload_estimate_bytes(models, model_file_bytes)
     instances = sum(m.variant.instance_count for m in models)
-    limit = int(COLOAD_SHARE_OF_AVAILABLE * available)
+    estimate = instances * (STUB_BYTES + MODEL_COPIES * model_file_bytes)
+    fits = estimate <= int(COLOAD_SHARE_OF_AVAILABLE * available)
     mib = 2**20
     if len(models) < 2:
-        return CoLoad(
-            False, estimate, available, instances, "one configuration: nothing to co-load"
-        )
-    if estimate <= limit:
-        return CoLoad(
-            True,
-            estimate,
-            available,
-            instances,
+        reason = "one configuration: nothing to co-load"
+    elif fits:
+        reason = (
             f"{len(models)} configurations ({instances} instances) co-loaded: estimated "
             f"{estimate / mib:,.0f} MiB ({instances} x ({STUB_BYTES / mib:.0f} MiB stub + "
             f"{MODEL_COPIES} x {model_file_bytes / mib:,.1f} MiB model)), within half of the "
-            f"{available / mib:,.0f} MiB available",
+            f"{available / mib:,.0f} MiB available"
         )
-    return CoLoad(
-        False,
-        estimate,
-        available,
-        instances,
-        f"one configuration loaded at a time: co-loading {len(models)} configurations "
-        f"({instances} instances) was estimated at {estimate / mib:,.0f} MiB, over half of the "
-        f"{available / mib:,.0f} MiB available",
-    )
+    else:
+        reason = (
+            f"one configuration loaded at a time: co-loading {len(models)} configurations "
+            f"({instances} instances) was estimated at {estimate / mib:,.0f} MiB, over half of "
+            f"the {available / mib:,.0f} MiB available"
+        )
+    return CoLoad(len(models) >= 2 and fits, estimate, available, instances, reason)
 
 
 def run_seed(fingerprint: str) -> str:

@@ -20,6 +20,7 @@ import tritonlab
 from tritonlab.experiments.model_record import ModelRecord
 from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.models.inputs import ModelInputs
+from tritonlab.perf.machine import cpu_model
 from tritonlab.procenv import child_environment
 from tritonlab.records import Record, later
 from tritonlab.server.gpu import gpu_names
@@ -41,15 +42,6 @@ def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def cpu_model() -> str:
-    """The CPU's model name from ``/proc/cpuinfo`` (else the platform's, else ``unknown``)."""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
-
-
 def _tool_commit() -> str | None:
     """The checkout's commit, "-dirty" when tritonlab's own sources differ from it.
 
@@ -57,31 +49,17 @@ def _tool_commit() -> str | None:
     checkout (the committed examples) does not make the code that measured it dirty.
     """
     source = Path(tritonlab.__file__).resolve().parent
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        out = subprocess.run(
-            ["git", "-C", str(source), "rev-parse", "--short=12", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            env=child_environment(),
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        command = ["git", "-C", str(source), *args]
+        return subprocess.run(
+            command, capture_output=True, text=True, timeout=5, env=child_environment()
         )
+
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        out = git("rev-parse", "--short=12", "HEAD")
         if out.returncode == 0:
-            dirty = subprocess.run(
-                [
-                    "git",
-                    "-C",
-                    str(source),
-                    "status",
-                    "--porcelain",
-                    "--untracked-files=no",
-                    "--",
-                    ".",
-                ],
-                capture_output=True,
-                text=True,
-                timeout=5,
-                env=child_environment(),
-            ).stdout.strip()
+            dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".").stdout.strip()
             return out.stdout.strip() + ("-dirty" if dirty else "")
     return None
 
@@ -90,10 +68,8 @@ def package_versions() -> dict[str, str]:
     """Installed version of each package the results depend on; missing packages are left out."""
     versions = {}
     for name in _PACKAGES:
-        try:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
     return versions
 
 

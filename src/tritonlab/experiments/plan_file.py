@@ -187,16 +187,6 @@ class SweepPlan:
         )
 
 
-def variant_name(v: ServingVariant, baseline: ServingVariant) -> str:
-    """A slug from what the variant sets: ``batch_0us``, ``batch_5000us_pref8``, ``nobatch_x2``."""
-    return knob_slug(v, baseline)
-
-
-def variant_description(v: ServingVariant, baseline: ServingVariant) -> str:
-    """The seed's wording: ``batching (5 ms, count=2)``, plus any other knob that differs."""
-    return knob_description(v, baseline)
-
-
 def _same_config(a: ServingVariant, b: ServingVariant) -> bool:
     return replace(a, name="", description="") == replace(b, name="", description="")
 
@@ -227,17 +217,15 @@ def _variants(
         start or ServingVariant("baseline", "", max_batch_size=DEFAULT_MAX_BATCH_SIZE),
         base_changes,
     )
-    baseline = replace(
-        baseline, description=f"baseline ({variant_description(baseline, baseline)})"
-    )
+    baseline = replace(baseline, description=f"baseline ({knob_description(baseline, baseline)})")
     found: list[tuple[ServingVariant, str]] = [(baseline, "baseline")]
 
     def add(variant: ServingVariant, path: str, named: bool = False) -> None:
         if not named:
             variant = replace(
                 variant,
-                name=variant_name(variant, baseline),
-                description=variant_description(variant, baseline),
+                name=knob_slug(variant, baseline),
+                description=knob_description(variant, baseline),
             )
         for other, other_path in found:
             if _same_config(other, variant):
@@ -266,10 +254,10 @@ def _variants(
         if "changes" not in item:
             raise check.fail(f"{path}.changes", "missing: list the knobs this variant changes")
         variant = _apply(anchor, check.changes(item["changes"], f"{path}.changes"))
-        name = item.get("name", variant_name(variant, baseline))
+        name = item.get("name", knob_slug(variant, baseline))
         if not isinstance(name, str):
             raise check.fail(f"{path}.name", f"must be a string, got {shown(name)}")
-        description = item.get("description", variant_description(variant, baseline))
+        description = item.get("description", knob_description(variant, baseline))
         add(replace(variant, name=name, description=str(description)), path, named=True)
     if start is not None:  # a repository's model: only the knobs its backend reads
         for variant, path in found:
@@ -304,26 +292,26 @@ def with_engine_controls(
 def _measurement(check: PlanChecker, value: Any) -> MeasurementSettings:
     data = check.mapping(value, "measurement", MEASUREMENT_KEYS)
     default = MeasurementSettings(measurement_interval_ms=1000)
-    interval = data.get("measurement_interval_ms", default.measurement_interval_ms)
+
+    def given(key: str) -> Any:
+        return data.get(key, getattr(default, key))
+
     return MeasurementSettings(
         engine=check.choice(data.get("engine", DEFAULT_ENGINE), "measurement.engine", ENGINES),
         measurement_interval_ms=check.integer(
-            interval, "measurement.measurement_interval_ms", 100, MAX_WINDOW_MS
+            given("measurement_interval_ms"),
+            "measurement.measurement_interval_ms",
+            100,
+            MAX_WINDOW_MS,
         ),
         stability_percentage=check.number(
-            data.get("stability_percentage", default.stability_percentage),
-            "measurement.stability_percentage",
+            given("stability_percentage"), "measurement.stability_percentage"
         ),
-        max_trials=check.integer(
-            data.get("max_trials", default.max_trials), "measurement.max_trials", 3, MAX_TRIALS
-        ),
+        max_trials=check.integer(given("max_trials"), "measurement.max_trials", 3, MAX_TRIALS),
         retries_when_unstable=check.integer(
-            data.get("retries_when_unstable", default.retries_when_unstable),
-            "measurement.retries_when_unstable",
-            0,
-            MAX_RETRIES,
+            given("retries_when_unstable"), "measurement.retries_when_unstable", 0, MAX_RETRIES
         ),
-        fresh_inputs=check.boolean(data.get("fresh_inputs", False), "measurement.fresh_inputs"),
+        fresh_inputs=check.boolean(given("fresh_inputs"), "measurement.fresh_inputs"),
     )
 
 
@@ -396,8 +384,6 @@ def parse_plan(data: Any, source: str, base_dir: Path) -> SweepPlan:
     measurement = _measurement(check, data.get("measurement", {}))
     repeats = engine_repeats(measurement.engine, repeats_given)
     recommend = check.mapping(data.get("recommend", {}), "recommend", RECOMMEND_KEYS)
-    budget = recommend.get("latency_budget_p99_us")
-    target = recommend.get("target_load_infer_per_s")
     experiment = ExperimentPlan(
         model_name=name,
         variants=with_engine_controls(tuple(variants), measurement.engine),
@@ -414,12 +400,11 @@ def parse_plan(data: Any, source: str, base_dir: Path) -> SweepPlan:
         model=model,
         model_path=model_path,
         experiment=experiment,
-        latency_budget_p99_us=None
-        if budget is None
-        else check.number(budget, "recommend.latency_budget_p99_us"),
-        target_load_infer_per_s=None
-        if target is None
-        else check.number(target, "recommend.target_load_infer_per_s"),
+        **{
+            key: check.number(recommend[key], f"recommend.{key}")
+            for key in RECOMMEND_KEYS
+            if recommend.get(key) is not None
+        },
         repeats_given=repeats_given,
         repository=repository,
         step=step,
@@ -472,6 +457,4 @@ def demo_plan_path() -> Path:
 
 def load_demo_plan() -> SweepPlan:
     """The shipped demo sweep plan (``experiments/plans/demo_sweep.yaml``), parsed."""
-    path = demo_plan_path()
-    plan = load_plan(path)
-    return replace(plan, source=DEMO_PLAN_NAME)
+    return replace(load_plan(demo_plan_path()), source=DEMO_PLAN_NAME)

@@ -79,14 +79,13 @@ def _libraries() -> dict[str, str]:
     return {"numpy": np.__version__, "onnxruntime": ort.__version__}
 
 
-def _cpu_name() -> str:
-    try:
+def cpu_model(fallback: str = "unknown") -> str:
+    """The CPU's model name from ``/proc/cpuinfo`` (else the platform's, else ``fallback``)."""
+    with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    return platform.processor() or fallback
 
 
 def last_level_cache_bytes() -> int:
@@ -183,7 +182,7 @@ def measure_ceilings(
         gemm_size=best,
         bandwidth_array_bytes=elements * 8,
         threads=1,
-        cpu=_cpu_name(),
+        cpu=cpu_model(platform.machine()),
         measured_utc=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         libraries=_libraries(),
         last_level_cache_bytes=last_level_cache_bytes(),
@@ -192,7 +191,7 @@ def measure_ceilings(
 
 def cache_key() -> str:
     """What the cached ceilings must match to be reused: the CPU model and numeric libraries."""
-    return f"v3|{_cpu_name()}|{json.dumps(_libraries(), sort_keys=True)}"
+    return f"v3|{cpu_model(platform.machine())}|{json.dumps(_libraries(), sort_keys=True)}"
 
 
 def store_ceilings(cache_dir: Path, ceilings: MachineCeilings) -> None:
