@@ -123,12 +123,6 @@ class BlockEngine(ClassicEngine):
             self.session.hold([])
         return fits.co_loaded
 
-    def warm(self, model: RepositoryModel, load: LoadPoint) -> float | None:
-        """A discarded warm-up cell of a configuration just loaded; its throughput."""
-        plan = self.session.plan
-        warmup = replace(plan, measurement=cell_measurement(plan, WARMUP_WINDOW_MS))
-        return self._warm_up(warmup, model, load)
-
     @classmethod
     def start(
         cls,
@@ -154,7 +148,6 @@ class BlockEngine(ClassicEngine):
             order = block_order(models, record.seed, -1)
             record.load_order = [m.variant.name for m in order]
             session.load_together(order)
-        warmup = replace(plan, measurement=cell_measurement(plan, WARMUP_WINDOW_MS))
         for load in loads:
             if load.open_loop and load.request_rate_per_s is None:
                 # a share of the peak: its rate (and window) come later; a trace's window is
@@ -165,7 +158,7 @@ class BlockEngine(ClassicEngine):
                 if not engine.co_loaded:
                     session.load(model)
                 try:
-                    speed = engine._warm_up(warmup, model, load)
+                    speed = engine.warm(model, load)
                 finally:
                     if not engine.co_loaded:
                         session.unload(model, quietly=True)
@@ -181,22 +174,14 @@ class BlockEngine(ClassicEngine):
         save_engine_record(run_dir, record)
         return engine
 
-    def _warm_up(
-        self, warmup: ExperimentPlan, model: RepositoryModel, load: LoadPoint
-    ) -> float | None:
-        """One discarded cell; its throughput, or None when it failed (the fault is recorded,
-        a dead server restarted with every configuration loaded again: the cells that follow
-        are what counts)."""
+    def warm(self, model: RepositoryModel, load: LoadPoint) -> float | None:
+        """A discarded warm-up cell of a configuration loaded; its throughput, or None when it
+        failed (the fault is recorded, a dead server restarted with every configuration loaded
+        again: the cells that follow are what counts)."""
         session = self.session
-        inputs = session.input_files.for_load(load)
-        settings = warmup.perf_settings(
-            load,
-            model.model_name,
-            session.server.url(load.protocol),
-            inputs.shapes,
-            inputs.data_file,
-            request_intervals=inputs.intervals_file,
-        )
+        warmup = replace(self.plan, measurement=cell_measurement(self.plan, WARMUP_WINDOW_MS))
+        url = session.server.url(load.protocol)
+        settings = session.input_files.for_load(load).settings(warmup, load, model.model_name, url)
         session.recovery.mark()
         try:
             perf = run_perf(
@@ -269,12 +254,11 @@ class BlockEngine(ClassicEngine):
             session.unload(model, quietly=True)
         order = block_order(self.models, self.record.seed, -1 - epoch)
         session.load_together(order)
-        warmup = replace(self.plan, measurement=cell_measurement(self.plan, WARMUP_WINDOW_MS))
         first_load = {m.variant.name: ld for m, ld, _ in reversed(cells)}
         for model in order:
             load = first_load.get(model.variant.name)
             if load is not None:
-                self._warm_up(warmup, model, load)
+                self.warm(model, load)
         self._epoch = epoch
         self.record.reloads.append(
             Reload(

@@ -28,10 +28,6 @@ class Recovered(Protocol):
 
     failed_cells: list[str]
 
-    @property
-    def restarts(self) -> int:
-        """Server restarts during the run."""
-
 
 class MeasuringSession(Protocol):
     """What ``run_experiment`` measures through: a local engine or a cluster's session."""

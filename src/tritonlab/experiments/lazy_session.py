@@ -33,10 +33,6 @@ class _NothingRecovered:
 
     failed_cells: list[str] = field(default_factory=list)
 
-    @property
-    def restarts(self) -> int:
-        return 0
-
 
 def can_wait(request: SessionRequest) -> bool:
     """Whether the run folder holds what a session that never starts leaves in place: the

@@ -72,9 +72,8 @@ class RunOutcome:
     without_rate: list[str] = field(default_factory=list)
     # Unusable cell files found on resume, moved aside (``*.json.corrupt``) and re-measured.
     quarantined: list[str] = field(default_factory=list)
-    # Cells given up on after repeated faults (results/faults.json says why), and restarts.
+    # Cells given up on after repeated faults (results/faults.json says why).
     failed: list[str] = field(default_factory=list)
-    server_restarts: int = 0
 
 
 # Opens a cluster's measuring session for a request.
@@ -199,7 +198,6 @@ def run_experiment(
         without_rate,
         quarantined,
         session.recovery.failed_cells,
-        session.recovery.restarts,
     )
 
 

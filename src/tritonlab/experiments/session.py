@@ -38,6 +38,7 @@ from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.paths import portable_command, portable_path
 from tritonlab.perf.locate import PerfAnalyzerInstall
 from tritonlab.perf.runner import run_perf
+from tritonlab.perf.settings import PerfSettings
 from tritonlab.repository.layout import RepositoryModel, load_order
 from tritonlab.run_layout import CELLS_DIR, RunLayout, cell_id
 from tritonlab.server.endpoint import UNLOAD_WAIT_S, ServerEndpoint
@@ -75,6 +76,12 @@ class LoadInputs:
     shapes: dict[str, tuple[int, ...]]
     data_file: str | None
     intervals_file: str | None = None
+
+    def settings(self, plan: ExperimentPlan, load: LoadPoint, model: str, url: str) -> PerfSettings:
+        """``plan``'s perf_analyzer settings for ``load`` on ``model`` at ``url``, sending these."""
+        return plan.perf_settings(
+            load, model, url, self.shapes, self.data_file, self.intervals_file
+        )
 
 
 class InputFiles:
@@ -144,14 +151,7 @@ def measure_cell(
     disturbed attempt that is not ``last_try`` is not saved (the next try replaces it), so a
     stored cell never changes once written."""
     cid = cell_id(model.variant.name, load.key, repeat + 1)
-    settings = plan.perf_settings(
-        load,
-        model.model_name,
-        server.url(load.protocol),
-        load_inputs.shapes,
-        load_inputs.data_file,
-        load_inputs.intervals_file,
-    )
+    settings = load_inputs.settings(plan, load, model.model_name, server.url(load.protocol))
     processes = server.process_tree() if isinstance(server, TritonServer) else []
     log_offset = server.log_size()
     before = StatsSnapshot.from_triton(server.model_statistics(model.model_name))
@@ -191,15 +191,15 @@ def measure_cell(
     after = StatsSnapshot.from_triton(server.model_statistics(model.model_name))
     steps_after = _called_snapshots(server, model)
     # The exact command, written portably (run folder relative, cache and venv as variables).
-    settings = perf.settings
-    if settings.input_data is not None:
-        settings = replace(settings, input_data=portable_path(settings.input_data, run_dir))
-    if settings.request_intervals is not None:
-        settings = replace(
-            settings, request_intervals=portable_path(settings.request_intervals, run_dir)
-        )
+    files: dict[str, Any] = {
+        name: portable_path(path, run_dir)
+        for name in ("input_data", "request_intervals")
+        if (path := getattr(perf.settings, name)) is not None
+    }
     perf = replace(
-        perf, command=portable_command(perf.command, run_dir, cwd=Path.cwd()), settings=settings
+        perf,
+        command=portable_command(perf.command, run_dir, cwd=Path.cwd()),
+        settings=replace(perf.settings, **files),
     )
     cell = CellResult(
         cell_id=cid,
