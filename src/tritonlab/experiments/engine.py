@@ -15,7 +15,7 @@ from typing import Protocol
 
 from tritonlab.client.infer import InferCheck
 from tritonlab.experiments.plan import LoadPoint
-from tritonlab.experiments.probe_cells import measure_serving_path
+from tritonlab.experiments.serving_path import measure_serving_path
 from tritonlab.experiments.session import CellSession, Round
 from tritonlab.experiments.store import CellResult
 from tritonlab.models.inspect import OnnxModelInfo

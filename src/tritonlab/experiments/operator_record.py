@@ -79,17 +79,8 @@ def record_operator_profile(
     )
     window_s = ceiling_window_s()
     ceilings = tuple(
-        in_process_ceiling(
-            info,
-            instances,
-            threads,
-            client_batch,
-            inputs,
-            window_s=window_s,
-            backend=backend,
-            precision=precision,
-        )
-        for instances, threads, backend, precision in parallelism
+        in_process_ceiling(info, n, threads, client_batch, inputs, window_s, backend, precision)
+        for n, threads, backend, precision in parallelism
     )
     # The roofline: this machine's per-thread ceilings, and each heavy operator's own time at
     # the batch sizes it is drawn at (onnxruntime's profiler).

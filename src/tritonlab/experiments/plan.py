@@ -259,6 +259,10 @@ class PlanBasics:
     max_batch_size: int = 64
     measurement: MeasurementSettings | None = None
 
+    def variant(self, name: str, description: str, **knobs: Any) -> ServingVariant:
+        """A configuration of a built-in set: ``knobs`` changed, at the largest batch here."""
+        return ServingVariant(name, description, max_batch_size=self.max_batch_size, **knobs)
+
     def plan(self, variants: Sequence[ServingVariant], concurrency: int) -> ExperimentPlan:
         """``variants`` at one load point: batch 1 at the concurrency given here, else at
         ``concurrency`` (the set's default); ``PlanError`` for a key over its bound
@@ -266,13 +270,7 @@ class PlanBasics:
         plan = ExperimentPlan(
             model_name=self.model_name,
             variants=tuple(variants),
-            loads=(
-                LoadPoint(
-                    protocol=self.protocol,
-                    batch_size=1,
-                    concurrency=self.concurrency or concurrency,
-                ),
-            ),
+            loads=(LoadPoint(self.protocol, 1, self.concurrency or concurrency),),
             repeats=self.repeats,
             measurement=self.measurement or MeasurementSettings(),
         )
@@ -294,29 +292,15 @@ def compute_plan(basics: PlanBasics, cores: int) -> ExperimentPlan:
     instance has one waiting while another runs.
     """
     n = max(2, cores)
-    max_batch_size = basics.max_batch_size
     variants = [
-        ServingVariant(
-            "baseline", "baseline (1 instance x 1 thread)", max_batch_size=max_batch_size
-        ),
-        ServingVariant(
-            f"threads_{n}",
-            f"1 instance x {n} threads",
-            max_batch_size=max_batch_size,
-            intra_op_threads=n,
-        ),
-        ServingVariant(
-            f"instances_{n}",
-            f"{n} instances x 1 thread",
-            max_batch_size=max_batch_size,
-            instance_count=n,
-        ),
-        ServingVariant(
+        basics.variant("baseline", "baseline (1 instance x 1 thread)"),
+        basics.variant(f"threads_{n}", f"1 instance x {n} threads", intra_op_threads=n),
+        basics.variant(f"instances_{n}", f"{n} instances x 1 thread", instance_count=n),
+        basics.variant(
             "batch_0ms_x1",
             "batching (0 ms, 1 instance x 1 thread)",
             dynamic_batching=True,
             max_queue_delay_us=0,
-            max_batch_size=max_batch_size,
         ),
     ]
     return basics.plan(variants, 2 * n)
@@ -327,10 +311,7 @@ def backends_plan(basics: PlanBasics) -> ExperimentPlan:
     its reference: without batching (the engines' cost of one small execution), with dynamic
     batching at delay 0 (their cost at the batches the load forms), and OpenVINO in bf16 (the
     precision alone; its accuracy against onnxruntime goes in the correctness check)."""
-
-    def variant(name: str, description: str, **knobs: Any) -> ServingVariant:
-        return ServingVariant(name, description, max_batch_size=basics.max_batch_size, **knobs)
-
+    variant = basics.variant
     batching = {"dynamic_batching": True, "max_queue_delay_us": 0}
     # Order matters: each is explained against the earliest configuration it differs from in
     # one field, so OpenVINO with batching is compared with onnxruntime with batching.
@@ -359,11 +340,7 @@ def for_unbatched_model(plan: ExperimentPlan, cores: int) -> ExperimentPlan:
     """``plan`` for a model without a batch axis: Triton cannot batch it, so batching variants
     are dropped and every variant is served with ``max_batch_size: 0``; with only the baseline
     left, an instance-count variant is added so there is still a comparison to explain."""
-    kept = [
-        replace(v, max_batch_size=0, description=v.description)
-        for v in plan.variants
-        if not v.dynamic_batching
-    ]
+    kept = [replace(v, max_batch_size=0) for v in plan.variants if not v.dynamic_batching]
     dropped = [v.name for v in plan.variants if v.dynamic_batching]
     if len(kept) == 1:
         n = max(2, cores)
@@ -372,15 +349,11 @@ def for_unbatched_model(plan: ExperimentPlan, cores: int) -> ExperimentPlan:
                 f"instances_{n}", f"no batching, count={n}", max_batch_size=0, instance_count=n
             )
         )
+    dropped_words = f", and the batching configurations ({', '.join(dropped)}) were dropped"
     note = (
         "The model has no batch axis (its first dim is fixed), so Triton cannot batch its "
-        "requests: it is served with max_batch_size 0"
-        + (
-            f", and the batching configurations ({', '.join(dropped)}) were dropped"
-            if dropped
-            else ""
-        )
-        + "; instance counts and threads are still compared."
+        f"requests: it is served with max_batch_size 0{dropped_words if dropped else ''}; "
+        "instance counts and threads are still compared."
     )
     loads = tuple(replace(ld, batch_size=1) for ld in plan.loads)
     return replace(plan, variants=tuple(kept), loads=loads, notes=(*plan.notes, note))

@@ -68,7 +68,8 @@ def engine_runner(
 ) -> Runner:
     """One engine instance opened as the served backend opens it: a call runs one feed."""
     if backend == "openvino":
-        return _openvino_runner(info, threads, precision)
+        request = _openvino_compiled(info, threads, precision).create_infer_request()
+        return lambda feed: request.infer(feed)
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -86,11 +87,6 @@ def openvino_precision_used(info: OnnxModelInfo, precision: str) -> str:
     compiled = _openvino_compiled(info, 1, precision)
     used = compiled.get_property("INFERENCE_PRECISION_HINT")
     return str(getattr(used, "get_type_name", lambda: used)())
-
-
-def _openvino_runner(info: OnnxModelInfo, threads: int, precision: str) -> Runner:
-    request = _openvino_compiled(info, threads, precision).create_infer_request()
-    return lambda feed: request.infer(feed)
 
 
 def _openvino_compiled(info: OnnxModelInfo, threads: int, precision: str) -> Any:
@@ -163,13 +159,6 @@ def in_process_ceiling(
         worker.join()
     elapsed = time.perf_counter() - started
     executions = sum(counts)
-    per_sample = batch_size if info.batched else 1
-    return Ceiling(
-        instances,
-        threads,
-        batch_size,
-        executions * per_sample / elapsed,
-        executions,
-        elapsed,
-        engine="onnxruntime" if backend == "onnxruntime" else f"{backend} {precision}",
-    )
+    rate = executions * (batch_size if info.batched else 1) / elapsed
+    engine = "onnxruntime" if backend == "onnxruntime" else f"{backend} {precision}"
+    return Ceiling(instances, threads, batch_size, rate, executions, elapsed, engine)

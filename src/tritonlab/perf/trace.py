@@ -309,11 +309,6 @@ def read_trace(path: Path) -> Trace:
     return Trace(intervals, stats, path)
 
 
-def achieved_rate_per_s(throughput_infer_per_s: float, batch_size: int) -> float:
-    """Requests per second a cell completed: its throughput over the client batch size."""
-    return throughput_infer_per_s / max(1, batch_size)
-
-
 @dataclass(frozen=True)
 class TraceAdherence:
     """Whether a trace cell's achieved request rate kept to the trace's mean rate."""
@@ -323,26 +318,21 @@ class TraceAdherence:
     behind_warnings: int
 
     @property
-    def achieved_pct(self) -> float:
-        """The achieved rate as a percentage of the trace's mean rate."""
-        return 100.0 * self.achieved_rate_per_s / self.trace_mean_rate_per_s
-
-    @property
     def kept_to(self) -> bool:
         """At least (100 - KEPT_TO_PCT)% of the trace's mean rate (one-sided: with bursty
         traffic, completions that spill across a window's edges can read a little high)."""
-        return self.achieved_pct >= 100.0 - KEPT_TO_PCT
+        return 100.0 * self.achieved_rate_per_s / self.trace_mean_rate_per_s >= 100 - KEPT_TO_PCT
 
 
 def adherence(
     stats: TraceStats, throughput_infer_per_s: float, batch_size: int, warnings: list[str]
 ) -> TraceAdherence:
-    """A trace cell's achieved rate against ``stats``, and perf_analyzer's warnings that it
-    could not keep up (``records.FELL_BEHIND``)."""
+    """A trace cell's achieved rate (requests completed per second: its throughput over the
+    client batch size) against ``stats``, and perf_analyzer's warnings that it could not keep up
+    (``records.FELL_BEHIND``)."""
     behind = sum(1 for w in warnings if FELL_BEHIND in w)
-    return TraceAdherence(
-        stats.mean_rate_per_s, achieved_rate_per_s(throughput_infer_per_s, batch_size), behind
-    )
+    achieved = throughput_infer_per_s / max(1, batch_size)
+    return TraceAdherence(stats.mean_rate_per_s, achieved, behind)
 
 
 _DELAYED = re.compile(r"([0-9]+(?:\.[0-9]+)?)% of the requests were delayed")
