@@ -53,17 +53,8 @@ from tritonlab.experiments.plan_loads import parse_loads
 from tritonlab.experiments.trace_loads import distinct_traces, trace_load
 from tritonlab.models.zoo import BUILTIN_MODELS, DEFAULT_MODEL
 from tritonlab.perf.trace import Trace, read_trace
-from tritonlab.repository.knobs import (
-    BATCHER_FIELDS,
-    KNOB_BY_FIELD,
-    knob_description,
-    knob_slug,
-)
-from tritonlab.repository.variants import (
-    DEFAULT_MAX_BATCH_SIZE,
-    ServingVariant,
-    aa_control,
-)
+from tritonlab.repository.knobs import BATCHER_FIELDS, KNOB_BY_FIELD, knob_description, knob_slug
+from tritonlab.repository.variants import DEFAULT_MAX_BATCH_SIZE, ServingVariant, aa_control
 
 DEMO_MODEL = "demo"
 

@@ -22,17 +22,10 @@ from typing import Any, TypeVar
 from tritonlab.client.infer import InferCheck
 from tritonlab.errors import ModelError, PerfAnalyzerError, PlanError, ServerError
 from tritonlab.experiments.interference import DISTURBED_RETRIES, Window, idle_stubs
-from tritonlab.experiments.manifest import (
-    Manifest,
-    utc_now,
-)
+from tritonlab.experiments.manifest import Manifest, utc_now
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.recovery import ATTEMPTS_PER_CELL, Recovery, stub_died
-from tritonlab.experiments.store import (
-    CellResult,
-    save_cell,
-    save_manifest,
-)
+from tritonlab.experiments.store import CellResult, save_cell, save_manifest
 from tritonlab.models.inputs import ModelInputs, with_dynamic_dim
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.paths import portable_command, portable_path

@@ -58,10 +58,7 @@ class PerfMeasurement(Record):
 
 
 def _number(text: str) -> float | None:
-    text = text.strip()
-    if not text:
-        return None
-    try:
+    try:  # an empty cell too
         return float(text)
     except ValueError:
         return None
@@ -74,16 +71,12 @@ def parse_perf_csv(text: str) -> list[PerfMeasurement]:
     """
     rows = []
     for raw in csv.DictReader(io.StringIO(text)):
-        values: dict[str, Any] = {}
-        for column, name in CSV_COLUMNS.items():
-            if column in raw:
-                values[name] = _number(raw[column] or "")
+        values: dict[str, Any] = {"concurrency": None, "request_rate_per_s": None}
+        values.update((name, _number(raw[c] or "")) for c, name in CSV_COLUMNS.items() if c in raw)
         if values.get("throughput_infer_per_s") is None or values.get("latency_avg_us") is None:
             continue
-        if values.get("concurrency") is not None:
+        if values["concurrency"] is not None:
             values["concurrency"] = int(values["concurrency"])
-        values.setdefault("concurrency", None)
-        values.setdefault("request_rate_per_s", None)
         rows.append(PerfMeasurement(**values))
     rows.sort(key=lambda m: (m.concurrency or 0, m.request_rate_per_s or 0.0))
     return rows
