@@ -130,26 +130,19 @@ class AdaptiveRun:
             return too_long
         self.progress.total += len(todo)
         measured: list[str] = []
-        round_: Round = []
-        number = self.planned + len(load_records(RunLayout(self.run_dir).adaptive, AdaptiveRound))
+        path = RunLayout(self.run_dir).adaptive
+        # Rounds are counted over the run, not from one configuration's repeats: cells of one
+        # round can be at different repeats of their own.
+        number = self.planned + len(load_records(path, AdaptiveRound))
         order = self.models[::-1] if self.alternate and number % 2 else self.models
-        for model in order:
-            mine = [(ld, r) for m, ld, r in todo if m is model]
-            if mine:
-                round_.append((model, mine))
+        round_: Round = [
+            (model, mine)
+            for model in order
+            if (mine := [(ld, r) for m, ld, r in todo if m is model])
+        ]
         complete = self.session.measure_rounds([round_], measured, " (adaptive)")
         if measured:
-            path = RunLayout(self.run_dir).adaptive
-            append_round(
-                path,
-                AdaptiveRound(
-                    # counted over the run, not from one configuration's repeats: cells of one
-                    # round can be at different repeats of their own
-                    round=self.planned + len(load_records(path, AdaptiveRound)) + 1,
-                    reasons=tuple(reasons),
-                    cells=tuple(measured),
-                ),
-            )
+            append_round(path, AdaptiveRound(number + 1, tuple(reasons), tuple(measured)))
         return None if complete else "the run's time budget was reached"
 
     def run(self) -> None:

@@ -204,10 +204,8 @@ def engine_path(run_dir: Path) -> Path:
 
 
 def load_engine_record(run_dir: Path) -> EngineRecord | None:
-    """The block engine's record of ``run_dir``, or None when there is none yet.
-
-    ``ResultFileError`` for a corrupt file or one from a newer tritonlab.
-    """
+    """The block engine's record of ``run_dir``, or None when there is none yet
+    (``ResultFileError`` for a corrupt file or one from a newer tritonlab)."""
     data = read_result(engine_path(run_dir))
     return EngineRecord.from_dict(data) if isinstance(data, dict) and data else None
 

@@ -43,11 +43,8 @@ def utc_now() -> str:
 
 
 def _tool_commit() -> str | None:
-    """The checkout's commit, "-dirty" when tritonlab's own sources differ from it.
-
-    Only the package's sources count: a run that writes into a tracked folder of the same
-    checkout (the committed examples) does not make the code that measured it dirty.
-    """
+    """The checkout's commit, "-dirty" when the package's own sources differ from it (a run
+    that writes into a tracked folder, the committed examples, does not make it dirty)."""
     source = Path(tritonlab.__file__).resolve().parent
 
     def git(*args: str) -> subprocess.CompletedProcess[str]:

@@ -74,10 +74,7 @@ def model_record(plan: ExperimentPlan, info: OnnxModelInfo) -> ModelRecord:
 @dataclass(frozen=True)
 class SessionRequest:
     """What opening a measuring session needs, locally (``open_session``) or on a cluster
-    (``distributed.ray_session.open_ray_session``): the server options, the run folder, the
-    model, what every request carries, the plan and its fingerprint, the perf_analyzer to
-    measure with, the manifest's run-level entries (``sweep``, ``adaptive``, ``tune``), whom to
-    tell of progress and when the time budget ends."""
+    (``distributed.ray_session.open_ray_session``)."""
 
     options: ServerOptions
     run_dir: Path
@@ -114,10 +111,8 @@ def new_manifest(request: SessionRequest, machine: MachineInfo, server: ServerRe
 
 
 def check_resume(run_dir: Path, fingerprint: str) -> None:
-    """Refuse to resume ``run_dir`` if its results are from another plan or model.
-
-    Raises ``PlanError`` on a fingerprint mismatch; a folder without a manifest passes.
-    """
+    """``PlanError`` if ``run_dir``'s results are from another plan or model (a folder
+    without a manifest passes)."""
     manifest_path = RunLayout(run_dir).manifest
     if not manifest_path.exists():
         return
@@ -137,13 +132,11 @@ def open_session(
     keep_loaded: bool = False,
 ) -> Iterator[CellSession]:
     """Start the server on the run folder's ``models``, write the manifest, check
-    ``check_model``'s answers on both protocols (``infer_check.json``), and yield a session to
-    measure with.
+    ``check_model``'s answers on both protocols (``infer_check.json``), and yield a session.
 
-    ``engine_models``: the plan's models; the first of every other backend and precision is
-    checked too (over gRPC), so each engine's accuracy against onnxruntime is on record.
-    ``keep_loaded``: leave the checked models loaded (the block engine co-loads them next; an
-    unload and a load again cost a stub's start and stop).
+    ``engine_models``: the plan's models; the first of every other engine is checked too (over
+    gRPC), so each one's accuracy is on record. ``keep_loaded``: leave the checked models
+    loaded (the block engine co-loads them next; a reload costs a stub's stop and start).
     """
     options, run_dir, info, inputs = request.options, request.run_dir, request.info, request.inputs
     plan, perf_install = request.plan, request.perf_install

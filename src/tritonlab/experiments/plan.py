@@ -248,9 +248,8 @@ class ExperimentPlan(Record):
 
 @dataclass(frozen=True)
 class PlanBasics:
-    """What every built-in configuration set takes: the model's name, the repeats, the one load
-    point's concurrency (None: the set's own default) and protocol, the variants' largest batch
-    and the measurement settings (None: the defaults)."""
+    """What every built-in configuration set takes (``concurrency`` None: the set's own
+    default; ``measurement`` None: the defaults)."""
 
     model_name: str
     repeats: int = 3

@@ -32,19 +32,14 @@ STUB_DIED_MARKER = "is not healthy"
 
 
 def stub_died(exc: BaseException) -> bool:
-    """True when ``exc`` says a backend stub died (``Stub process 'M_0_0' is not healthy``).
-
-    Triton 2.51 never finishes unloading a model whose stub died (its old version stays live
-    until the server exits), so the reload that replaces the stub does not wait for it.
-    """
+    """True when ``exc`` says a backend stub died (``Stub process 'M_0_0' is not healthy``):
+    Triton 2.51 never finishes unloading its model, so the reload does not wait for it."""
     return isinstance(exc, PerfAnalyzerError) and STUB_DIED_MARKER in str(exc)
 
 
 def load_faults(run_dir: Path) -> list[FaultRecord]:
-    """The faults recorded in ``results/faults.json`` of ``run_dir`` ([] when none).
-
-    ``ResultFileError`` for a corrupt file or one from a newer tritonlab.
-    """
+    """The faults recorded in ``results/faults.json`` of ``run_dir`` ([] when none;
+    ``ResultFileError`` for a corrupt file or one from a newer tritonlab)."""
     stored = read_result(RunLayout(run_dir).faults, [])
     return [FaultRecord.from_dict(f) for f in stored]
 

@@ -97,21 +97,15 @@ def run_experiment(
 ) -> RunOutcome:
     """Measure every cell of ``plan`` not yet on disk; results go under ``run_dir``.
 
-    ``inputs`` says what every request carries (default: derived from the graph).
-    ``cluster``: the opener of a cluster's measuring session (``pipeline/`` binds
-    ``distributed.ray_session.open_ray_session`` to a Ray address): whole rounds are then
-    measured on the cluster's nodes, each cell written here as it arrives. The runner does not
-    import ``distributed/``, which imports it.
-
-    Closed-loop and fixed-rate loads are measured first; loads at a fraction of the peak then
-    get their rates from ``open_loop_rates`` (required when the plan has such loads).
-
-    ``models``: the plan's variants already written in the run's repository, one per variant
-    (``pipeline/check.py`` serves two model files); the first is the one whose answers are
-    checked, against ``info``, and each round measures them in this order. ``probes``: measure
-    the serving-path probes behind the cost model (a check does not need them).
-    ``alternate``: reverse the configurations' order every other round (the classic engine;
-    the block engine shuffles), so no configuration always goes first.
+    ``inputs``: what every request carries (default: derived from the graph). ``cluster``: the
+    opener of a cluster's session (``pipeline/`` binds ``distributed.ray_session``, which
+    imports this module): whole rounds are then measured on its nodes, each cell written here
+    as it arrives. Loads at a fraction of the peak get their rates from ``open_loop_rates``
+    once the others are measured. ``models``: the variants already written in the run's
+    repository (``pipeline/check.py`` serves two model files); the first one's answers are
+    checked against ``info``, and each round measures them in this order. ``probes``: measure
+    the serving-path probes (a check does not need them). ``alternate``: reverse the order every
+    other round (the classic engine; the block engine shuffles).
     """
     started = time.monotonic()
     plan.validate(info.batched)
@@ -212,9 +206,8 @@ def _measure_passes(
     alternate: bool = False,
 ) -> tuple[str | None, list[str]]:
     """Measure the direct loads, then the loads at a fraction of the peak, the serving path,
-    the adaptive rounds and the operator profile, each only while nothing stopped the run.
-    Returns why the run stopped early (None: it did not) and the derived cells left without a
-    rate."""
+    the adaptive rounds and the operator profile, while nothing stopped the run; why it
+    stopped early (None: it did not), and the derived cells left without a rate."""
     plan = request.plan
     derived_loads = [ld for ld in plan.loads if ld.kind.from_peak]
     direct_loads = [ld for ld in plan.loads if not ld.kind.from_peak]

@@ -141,11 +141,8 @@ def quarantine(path: Path) -> Path:
 
 def set_aside_cells(run_dir: Path, patterns: list[str] | tuple[str, ...]) -> list[Path]:
     """Move the stored cells whose ids match ``patterns`` (exact ids or shell-style globs such as
-    ``dyn_batch__*``) aside as ``X.json.replaced`` so the next run measures them again.
-
-    The files are kept (an earlier ``.replaced`` copy is overwritten). A pattern that matches
-    no stored cell is a one-line error that lists where the ids are.
-    """
+    ``dyn_batch__*``) aside as ``X.json.replaced`` (an earlier copy overwritten) so the next
+    run measures them again. A pattern that matches no stored cell is a one-line error."""
     from fnmatch import fnmatchcase
 
     folder = RunLayout(run_dir).cells
@@ -165,10 +162,8 @@ def set_aside_cells(run_dir: Path, patterns: list[str] | tuple[str, ...]) -> lis
 
 
 def load_cells(run_dir: Path, folder_name: str = CELLS_DIR) -> list[CellResult]:
-    """Every cell stored under ``results/<folder_name>/``, sorted by file name ([] without it).
-
-    ``ResultFileError`` for a truncated, corrupt or newer-schema file.
-    """
+    """Every cell stored under ``results/<folder_name>/``, sorted by file name ([] without it;
+    ``ResultFileError`` for a truncated, corrupt or newer-schema file)."""
     folder = RunLayout(run_dir).cell_folder(folder_name)
     if not folder.is_dir():
         return []

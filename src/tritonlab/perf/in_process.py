@@ -35,11 +35,8 @@ def time_in_process(
     backend: str = "onnxruntime",
     precision: str = "f32",
 ) -> dict[int, float]:
-    """Median microseconds per execution for each batch size (``inputs``: what to feed).
-
-    Each batch size gets up to ``iterations`` timed runs, stopping after ``budget_s`` (but with
-    at least 3), so a model that takes seconds per batch is timed in seconds, not hours.
-    """
+    """Median microseconds per execution for each batch size (``inputs``: what to feed), from
+    up to ``iterations`` timed runs, stopping after ``budget_s`` (but with at least 3)."""
     run = engine_runner(info, threads, backend, precision)
     feeds = inputs or derive_inputs(info)
     result = {}

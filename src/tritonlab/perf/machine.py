@@ -169,8 +169,7 @@ def measure_ceilings(
     repeats: int = REPEATS,
 ) -> MachineCeilings:
     """Measure this machine's one-thread bandwidth (bytes/s, best of triad and copy) and GEMM
-    rate (FLOP/s, best of ``gemm_sizes``); takes a few seconds.
-    """
+    rate (FLOP/s, best of ``gemm_sizes``); takes a few seconds."""
     triad, copy = measure_bandwidth(elements, repeats)
     rates = {size: measure_gemm(size, repeats) for size in gemm_sizes}
     best = max(rates, key=lambda size: rates[size])

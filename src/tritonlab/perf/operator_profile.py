@@ -108,11 +108,8 @@ def _elem_bytes(elem_type: int) -> int:
 def profile_operators(
     onnx_path: Path, input_shapes: dict[str, tuple[int, ...]] | None = None, batched: bool = True
 ) -> OperatorProfile:
-    """Inspect the heavy operators of an ONNX model.
-
-    ``input_shapes`` (non-batch dims, as sent) fixes dynamic dims such as a sequence length
-    before shape inference; the batch dim counts as 1, so figures are per sample.
-    """
+    """The heavy operators of an ONNX model, per sample (the batch dim counts as 1);
+    ``input_shapes`` (non-batch dims, as sent) fixes dynamic dims before shape inference."""
     import onnx
 
     raw = onnx.load(str(onnx_path))

@@ -65,10 +65,8 @@ def _number(text: str) -> float | None:
 
 
 def parse_perf_csv(text: str) -> list[PerfMeasurement]:
-    """Parse perf_analyzer's ``-f`` CSV; rows are sorted by load (concurrency or rate).
-
-    perf_analyzer writes rows in the order it ran them, which is not always ascending.
-    """
+    """Parse perf_analyzer's ``-f`` CSV, rows sorted by load (concurrency or rate):
+    perf_analyzer writes them in the order it ran them, which is not always ascending."""
     rows = []
     for raw in csv.DictReader(io.StringIO(text)):
         values: dict[str, Any] = {"concurrency": None, "request_rate_per_s": None}
@@ -113,10 +111,8 @@ def measurement_from_trials(
     request_rate_per_s: float | None,
     last_n: int = 3,
 ) -> PerfMeasurement | None:
-    """An unstable cell's best estimate: the mean of its last ``last_n`` windows.
-
-    Percentiles and the server breakdown are not printed per window, so they stay empty.
-    """
+    """An unstable cell's best estimate: the mean of its last ``last_n`` windows (no
+    percentiles or server breakdown: perf_analyzer does not print them per window)."""
     if not trials:
         return None
     tail = trials[-last_n:]
