@@ -77,19 +77,6 @@ def available_cores() -> int:
     return os.cpu_count() or 1
 
 
-def machine_info() -> dict[str, Any]:
-    """This machine as JSON: CPU model and counts, memory (GiB), GPUs, OS and Python."""
-    return {
-        "cpu_model": cpu_model(),
-        "cpu_count_logical": os.cpu_count(),
-        "cpu_affinity_count": available_cores(),
-        "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
-        "gpus": gpu_names(),
-        "os": platform.platform(),
-        "python": platform.python_version(),
-    }
-
-
 SCHEMA_VERSION = 2
 
 
@@ -128,7 +115,15 @@ class MachineInfo(Record):
     @classmethod
     def current(cls) -> MachineInfo:
         """The machine this runs on."""
-        return cls.from_dict(machine_info())
+        return cls(
+            cpu_model=cpu_model(),
+            cpu_count_logical=os.cpu_count(),
+            cpu_affinity_count=available_cores(),
+            memory_gib=round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+            gpus=tuple(gpu_names()),
+            os=platform.platform(),
+            python=platform.python_version(),
+        )
 
 
 @dataclass(frozen=True)

@@ -373,13 +373,12 @@ def parse_plan(data: Any, source: str, base_dir: Path) -> SweepPlan:
                     f"{variant.max_batch_size} of {origin} ({variant.name})",
                 )
     measurement = _measurement(check, data.get("measurement", {}))
-    repeats = engine_repeats(measurement.engine, repeats_given)
     recommend = check.mapping(data.get("recommend", {}), "recommend", RECOMMEND_KEYS)
     experiment = ExperimentPlan(
         model_name=name,
         variants=with_engine_controls(tuple(variants), measurement.engine),
         loads=tuple(loads),
-        repeats=repeats,
+        repeats=engine_repeats(measurement.engine, repeats_given),
         measurement=measurement,
     )
     try:

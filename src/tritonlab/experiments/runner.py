@@ -160,15 +160,8 @@ def run_experiment(
             keep_loaded = plan.measurement.engine == ENGINE_BLOCKS and coload.co_loaded
             session = lazy = LazySession(
                 request,
-                lambda: open_session(
-                    request,
-                    models[0],
-                    engine_models=models,
-                    keep_loaded=keep_loaded,
-                ),
-                lambda opened: _start_engine(
-                    opened, plan, models, direct_loads, fingerprint, coload
-                ),
+                lambda: open_session(request, models[0], models, keep_loaded),
+                lambda opened: _start_engine(opened, fingerprint, models, direct_loads, coload),
                 stack,
             )
             if not can_wait(request):
@@ -246,15 +239,14 @@ def _measure_passes(
 
 def _start_engine(
     session: CellSession,
-    plan: ExperimentPlan,
+    fingerprint: str,
     models: list[RepositoryModel],
     loads: list[LoadPoint],
-    fingerprint: str,
     coload: CoLoad,
 ) -> ClassicEngine:
     """The engine a local session measures through: the block engine where the plan asks for
     it (with the co-loading decided before the session opened), else the classic one."""
-    if plan.measurement.engine == ENGINE_BLOCKS:
+    if session.plan.measurement.engine == ENGINE_BLOCKS:
         seed = run_seed(fingerprint)
         return BlockEngine.start(session, models, loads, coload, seed, available_cores())
     return ClassicEngine(session)

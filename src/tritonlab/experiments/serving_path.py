@@ -179,14 +179,11 @@ def add_identity_model(
     return RepositoryModel(served, variant, folder)
 
 
-def probe_cell_id(variant: ServingVariant, load: LoadPoint, repeat: int) -> str:
-    """The probe cell's id, named like a measured cell (``variant__load__rN``)."""
-    return cell_id(variant.name, load.key, repeat + 1)
-
-
 def probe_done(run_dir: Path, variant: ServingVariant, load: LoadPoint, repeat: int) -> bool:
-    """True when the probe cell's result file already exists (a resume skips it)."""
-    return cell_path(run_dir, probe_cell_id(variant, load, repeat), SERVING_PATH_DIR).exists()
+    """True when the probe cell's result file (named like a measured cell's) already exists."""
+    return cell_path(
+        run_dir, cell_id(variant.name, load.key, repeat + 1), SERVING_PATH_DIR
+    ).exists()
 
 
 def measure_serving_path(session: CellSession, server: TritonServer, info: OnnxModelInfo) -> None:
