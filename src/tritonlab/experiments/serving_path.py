@@ -27,7 +27,7 @@ from tritonlab import gateway
 from tritonlab.errors import PerfAnalyzerError, ServerError
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.recovery import ATTEMPTS_PER_CELL
-from tritonlab.experiments.session import CellSession, measure_cell, together, unload_quietly
+from tritonlab.experiments.session import CellSession, together, unload_quietly
 from tritonlab.experiments.store import cell_path
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.repository.config import ModelConfig, config_dict, write_config
@@ -233,7 +233,8 @@ def _measure_probes(
                     break
                 recovery.mark()
                 try:
-                    _measure_probe(session, server, model, load, repeat)
+                    server.load_model(model.model_name)  # at once where it is loaded already
+                    session.measure_cell(model, load, repeat, session.plan, SERVING_PATH_DIR)
                 except (ServerError, PerfAnalyzerError) as exc:
                     if not recovery.server_died():
                         if isinstance(exc, ServerError):
@@ -247,22 +248,3 @@ def _measure_probes(
                         return
                 else:
                     break
-
-
-def _measure_probe(
-    session: CellSession, server: TritonServer, model: RepositoryModel, load: LoadPoint, repeat: int
-) -> None:
-    """Load a probe (at once where it is loaded already), measure its cell with ``session``'s
-    perf_analyzer and plan; the caller unloads the probes."""
-    server.load_model(model.model_name)
-    measure_cell(
-        server,
-        session.perf_install,
-        session.plan,
-        model,
-        load,
-        repeat,
-        session.run_dir,
-        session.input_files.for_load(load),
-        SERVING_PATH_DIR,
-    )
