@@ -30,7 +30,7 @@ from tritonlab.experiments.blocks import (
     window_ms_for,
 )
 from tritonlab.experiments.engine import ClassicEngine
-from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
+from tritonlab.experiments.plan import LoadPoint
 from tritonlab.experiments.session import CellSession, Round
 from tritonlab.experiments.store import CellResult
 from tritonlab.perf.runner import run_perf
@@ -57,16 +57,6 @@ class BlockEngine(ClassicEngine):
     def co_loaded(self) -> bool:
         """True when every configuration stays loaded for the whole run."""
         return self.record.coload is not None and self.record.coload.co_loaded
-
-    def plan_for(self, load: LoadPoint, plan: ExperimentPlan | None = None) -> ExperimentPlan:
-        """``plan`` (default: the one the engine started with) with the block cell's settings:
-        the load point's window (a search's one window for every load)."""
-        plan = plan or self.plan
-        windows = self.record.windows_ms
-        window = windows.get(
-            load.key, windows.get(SEARCH_KEY, plan.measurement.measurement_interval_ms)
-        )
-        return replace(plan, measurement=cell_measurement(plan, window))
 
     @property
     def search_window_ms(self) -> int:
@@ -205,8 +195,10 @@ class BlockEngine(ClassicEngine):
         self, model: RepositoryModel, load: LoadPoint, repeat: int, note: str = ""
     ) -> CellResult | None:
         """One cell of the loaded ``model`` in its load point's window, monitored (a disturbed
-        one measured again, at most ``DISTURBED_RETRIES`` times); None: given up on."""
-        plan = self.plan_for(load, self.session.plan)
+        one measured again, at most ``DISTURBED_RETRIES`` times); None: given up on. A search
+        has one window for every load."""
+        window = self.record.windows_ms.get(load.key, self.search_window_ms)
+        plan = replace(self.plan, measurement=cell_measurement(self.plan, window))
         return self.session.measure(model, load, repeat, note, plan=plan, monitored=True)
 
     def measure_rounds(self, rounds: Sequence[Round], ids: list[str], note: str = "") -> bool:

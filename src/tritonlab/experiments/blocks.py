@@ -3,8 +3,7 @@
 Why: on a shared 2-core machine a stretch in which the scheduler, a neighbour or the hypervisor
 slows everything can last longer than one cell. The classic engine loaded one configuration at a
 time and measured it for ~10 s, so such a stretch could land on one configuration and not the
-other, and three rounds gave a t-interval that
-one bad round could blow up. This engine:
+other, and three rounds gave a t-interval that one bad round could blow up. This engine:
 
 1. **Co-loads** every configuration of the plan into one server (each is its own model name),
    when the memory estimate fits; switching is then free and cells can be short. Otherwise it
@@ -23,10 +22,9 @@ one bad round could blow up. This engine:
    cells by block.
 4. Monitors **interference** per cell (``interference.py``) and re-measures disturbed cells.
 
-This module holds the engine's decisions and records (co-loading, seeds, windows, block
-orders, ``results/engine.json``, which records what the engine decided and why); the measuring
-itself is ``block_engine.BlockEngine``. The statistics (``stats/robust.py``) and the stopping
-rule (``decisions/adaptive.py``) are the other half.
+This module holds the engine's decisions and their record (``results/engine.json``); the
+measuring is ``block_engine.BlockEngine``, the statistics ``stats/robust.py`` and the stopping
+rule ``decisions/adaptive.py``.
 """
 
 from __future__ import annotations
@@ -198,18 +196,13 @@ class EngineRecord(Record):
         return REQUESTS_PER_WINDOW
 
 
-def engine_path(run_dir: Path) -> Path:
-    """``results/engine.json`` of ``run_dir``: the block engine's record."""
-    return RunLayout(run_dir).engine
-
-
 def load_engine_record(run_dir: Path) -> EngineRecord | None:
     """The block engine's record of ``run_dir``, or None when there is none yet
     (``ResultFileError`` for a corrupt file or one from a newer tritonlab)."""
-    data = read_result(engine_path(run_dir))
+    data = read_result(RunLayout(run_dir).engine)
     return EngineRecord.from_dict(data) if isinstance(data, dict) and data else None
 
 
 def save_engine_record(run_dir: Path, record: EngineRecord) -> None:
     """Write ``record`` to ``results/engine.json`` atomically, with its schema version."""
-    write_result(engine_path(run_dir), record.to_dict())
+    write_result(RunLayout(run_dir).engine, record.to_dict())

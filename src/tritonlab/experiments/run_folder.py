@@ -114,14 +114,9 @@ def discard_results(run_dir: Path) -> Path | None:
     target = gate.mkdir(layout.trash / stamp)
     for name in present:
         gate.move(layout.root / name, target / name)
-    _prune(gate, layout.trash)
-    return target
-
-
-def _prune(gate: gateway.Gateway, trash: Path) -> None:
-    """Keep the newest ``KEEP_TRASH`` entries of ``trash`` (a folder tritonlab made, checked
-    by the gateway: never a link)."""
-    gate.path(trash)
-    entries = sorted(p for p in trash.iterdir() if p.is_dir() and not p.is_symlink())
+    # Keep the newest KEEP_TRASH entries of .trash (checked by the gateway: never a link).
+    gate.path(layout.trash)
+    entries = sorted(p for p in layout.trash.iterdir() if p.is_dir() and not p.is_symlink())
     for old in entries[:-KEEP_TRASH]:
         gate.remove_tree(old)
+    return target

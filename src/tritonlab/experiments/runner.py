@@ -164,7 +164,10 @@ def run_experiment(
                 lambda opened: _start_engine(opened, fingerprint, models, direct_loads, coload),
                 stack,
             )
-            if not can_wait(request):
+            layout = RunLayout(run_dir)
+            # A session that never starts leaves an earlier start's manifest and answer check
+            # in place; without them (a first run) it starts at once.
+            if not (layout.manifest.exists() and layout.infer_check.exists()):
                 lazy.start()
         stopped, without_rate = _measure_passes(
             session, request, models, todo, finished, open_loop_rates, adaptive, time_budget_s,
@@ -309,13 +312,6 @@ class _NothingRecovered:
     """The faults side of a session that never started: none met, none given up on."""
 
     failed_cells: list[str] = field(default_factory=list)
-
-
-def can_wait(request: SessionRequest) -> bool:
-    """Whether the run folder holds what a session that never starts leaves in place: the
-    manifest and the answer check of an earlier start (a first run starts at once)."""
-    layout = RunLayout(request.run_dir)
-    return layout.manifest.exists() and layout.infer_check.exists()
 
 
 class LazySession:

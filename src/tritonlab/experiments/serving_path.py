@@ -41,14 +41,6 @@ PROBE_DELAY_US = 100_000  # long enough that a batch always fills to the preferr
 PREFIX = "serving_path"
 
 
-def probe_load(loads: list[LoadPoint]) -> LoadPoint | None:
-    """The first closed-loop load of the plan, with at least 2 requests in flight."""
-    closed = [ld for ld in loads if not ld.open_loop and ld.concurrency]
-    if not closed:
-        return None
-    return replace(closed[0], concurrency=max(2, closed[0].concurrency or 2))
-
-
 def probe_variants(load: LoadPoint, max_batch_size: int) -> list[ServingVariant]:
     """No batching, then batches of half and of all the requests in flight."""
     in_flight = (load.concurrency or 2) * load.batch_size
@@ -93,9 +85,11 @@ def run_probes(
     plan has no closed load or the model no batch axis or ONNX graph (the cost model times an
     ONNX graph in-process: a Python model's or a pipeline's probes would fit nothing, and the
     log says why the cost model is absent)."""
-    load = probe_load(list(plan.loads))
-    if load is None or not info.batched or not info.runs_onnx:
+    closed = [ld for ld in plan.loads if not ld.open_loop and ld.concurrency]
+    if not closed or not info.batched or not info.runs_onnx:
         return None
+    # the first closed-loop load, with at least 2 requests in flight
+    load = replace(closed[0], concurrency=max(2, closed[0].concurrency or 2))
     return load, probe_variants(load, min(v.max_batch_size for v in plan.variants))
 
 

@@ -242,7 +242,7 @@ class CellSession:
             config_pbtxt=model.config_path.read_text(),
             started_utc=started,
             load_key=load.key,
-            backend_fallbacks=_fallbacks_since(server, log_offset),
+            backend_fallbacks=server.log_text(log_offset).count(FALLBACK_MARKER),
             interference=interference,
             steps={n: stats_delta(steps_before[n], steps_after[n]) for n in steps_before},
         )
@@ -399,11 +399,6 @@ class CellSession:
 
 
 FALLBACK_MARKER = "tritonlab-adapter-fallback"  # backends/adapter.py prints it
-
-
-def _fallbacks_since(server: ServerEndpoint, offset: int) -> int:
-    """Backend fallback lines the server log gained since ``offset`` (0 for a remote server)."""
-    return server.log_text(offset).count(FALLBACK_MARKER)
 
 
 def together(call: Callable[[T], object], items: Sequence[T]) -> None:
