@@ -7,7 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tritonlab.errors import PerfAnalyzerError
@@ -79,6 +79,4 @@ def locate_perf_analyzer(explicit: Path | None = None) -> PerfAnalyzerInstall:
         hint = _MISSING_LIB_HINTS.get(lib, "install the package that provides it")
         raise PerfAnalyzerError(f"perf_analyzer cannot load {lib}: {hint}")
     version = re.search(r"Perf Analyzer Version (\S+)", output)
-    return PerfAnalyzerInstall(
-        binary, install.library_path, version.group(1) if version else "unknown"
-    )
+    return replace(install, version=version.group(1)) if version else install

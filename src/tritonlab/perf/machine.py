@@ -198,22 +198,19 @@ def store_ceilings(cache_dir: Path, ceilings: MachineCeilings) -> None:
     path = cache_dir / "machine_ceilings.json"
     text = json.dumps({"key": cache_key(), "ceilings": ceilings.to_dict()}, indent=1)
     with contextlib.suppress(OSError):  # the next run measures again
-        cache_gate = gateway.open_root(cache_dir)
-        cache_gate.write_text(path, text)
+        gateway.open_root(cache_dir).write_text(path, text)
 
 
 def machine_ceilings(cache_dir: Path | None) -> MachineCeilings:
     """This machine's ceilings: from ``cache_dir`` when measured there for the same processor
     and libraries, else measured now (and stored there)."""
-    key = cache_key()
     path = cache_dir / "machine_ceilings.json" if cache_dir else None
     if path is not None and path.exists():
-        try:
+        # a damaged cache entry is measured again
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
             stored = json.loads(path.read_text())
-            if stored.get("key") == key:
+            if stored.get("key") == cache_key():
                 return MachineCeilings.from_dict(stored["ceilings"])
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # a damaged cache entry is measured again
     ceilings = measure_ceilings()
     if cache_dir is not None:
         store_ceilings(cache_dir, ceilings)

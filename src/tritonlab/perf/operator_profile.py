@@ -150,13 +150,8 @@ def profile_operators(
         )
         act_in = math.prod(a[0][1:]) * a[1] if node.input[0] not in weights else 0
         act_out = out_elems * out[1]
+        name = node.name or node.output[0]
         ops.append(
-            OperatorCost(
-                node.name or node.output[0],
-                node.op_type,
-                flops,
-                int(weight_bytes),
-                int(act_in + act_out),
-            )
+            OperatorCost(name, node.op_type, flops, int(weight_bytes), int(act_in + act_out))
         )
     return OperatorProfile(tuple(ops))
