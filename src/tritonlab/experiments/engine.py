@@ -59,8 +59,7 @@ class MeasuringSession(Protocol):
 
 class ClassicEngine:
     """Each configuration loaded alone, its cells measured in a row with the plan's own
-    settings, then unloaded; the base of the block engine, which changes how a round and a cell
-    are measured. What the runner asks of the session it answers from the ``CellSession``."""
+    settings, then unloaded; the block engine changes how a round and a cell are measured."""
 
     def __init__(self, session: CellSession) -> None:
         self.session = session

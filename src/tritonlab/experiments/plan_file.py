@@ -4,27 +4,13 @@
 Design: one factor at a time around a reference, plus an explicit list of combined variants.
 A full factorial of every axis would multiply the cost (5 delays x 3 batch sizes x 2 instance
 counts x 2 kinds = 60 configurations before any load point), and a cell that differs from every
-other cell in three knobs cannot be explained. So:
-
-- ``baseline`` is the reference configuration every verdict is measured against (variant
-  ``baseline``).
-- ``anchor`` (optional) is the point the axes vary from, written as changes to the baseline
-  (e.g. ``dynamic_batching: true``); it is measured as its own variant. Without it the axes vary
-  from the baseline.
-- ``axes`` lists values per knob; each value is one variant: the anchor with exactly that knob
-  changed. A batcher knob (``max_queue_delay_microseconds``, ``preferred_batch_size``) applied to
-  a reference without dynamic batching also turns batching on, which the explanations count as one
-  change ("enabled dynamic_batching with max_queue_delay_microseconds = X").
-- ``combined`` (optional) lists explicit variants as several changes to the anchor (e.g. the
-  queue-delay trap's fix: a 5 ms delay with ``preferred_batch_size: [8]``). Each is explained
-  against the earlier variant it differs from least, so it still reads as one change when a
-  matching axis variant exists.
-
-Loads follow the same rule: the concurrency curve is measured at the reference protocol and
-client batch size (the first of each list); every other protocol and batch size at the reference
-concurrency only; open-loop load (Poisson arrivals, perf_analyzer ``--request-rate-range``) at
-fractions of each variant's measured closed-loop peak. Every variant is measured at every load
-point. The full schema, with defaults, is in ``docs/sweeps.md``.
+other cell in three knobs cannot be explained. So ``baseline`` is the reference every verdict is
+measured against; ``anchor`` (optional, changes to the baseline, measured as its own variant) is
+the point the ``axes`` vary from, each axis value one variant with exactly that knob changed (a
+batcher knob on a reference without batching turns batching on too, counted as one change);
+``combined`` lists variants of several changes, each explained against the earlier variant it
+differs from least. Loads follow the same rule (``plan_loads``). The full schema, with
+defaults, is in ``docs/sweeps.md``.
 """
 
 from __future__ import annotations

@@ -131,7 +131,6 @@ def run_experiment(
         for model in models
         for load in plan.loads
     ]
-    total = len(todo)
     skipped = [
         cell_id(m.variant.name, ld.key, r + 1)
         for r, m, ld in todo
@@ -145,7 +144,7 @@ def run_experiment(
     )
     request = SessionRequest(
         options, run_dir, info, inputs, plan, fingerprint, perf_install, entries,
-        Progress(progress, len(skipped), total), deadline,
+        Progress(progress, len(skipped), len(todo)), deadline,
     )  # fmt: skip
     with contextlib.ExitStack() as stack:
         session: MeasuringSession

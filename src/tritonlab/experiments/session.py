@@ -136,9 +136,7 @@ def _called_snapshots(server: ServerEndpoint, model: RepositoryModel) -> dict[st
 
 
 class CellSession:
-    """A started server and what measuring on it needs: load a configuration, measure its
-    cells (each saved at once, faults recovered), unload it. The caller decides which cells;
-    the session does not know whether a project, a sweep or a tune asked for them."""
+    """A started server and what measuring on it needs (the module's docstring says what)."""
 
     def __init__(
         self,
