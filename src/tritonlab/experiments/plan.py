@@ -6,6 +6,7 @@ four variants and one load point (gRPC, batch 1, concurrency 8); sweeps add load
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -41,14 +42,11 @@ class LoadKey:
     @classmethod
     def parse(cls, key: str) -> LoadKey | None:
         """The key's parts, or None when ``key`` is not in the form ``LoadPoint.key`` builds."""
-        parts = key.split("_")
-        if len(parts) not in (3, 4) or not parts[1].startswith("b") or not parts[2]:
+        found = re.fullmatch(r"([^_]*)_b(\d+)_([^_]+)(?:_s(\d+))?", key)
+        if found is None:
             return None
-        batch = parts[1][1:]
-        seq = parts[3][1:] if len(parts) == 4 and parts[3].startswith("s") else None
-        if not batch.isdigit() or (len(parts) == 4 and not (seq and seq.isdigit())):
-            return None
-        return cls(parts[0], int(batch), parts[2], int(seq) if seq else None)
+        protocol, batch, load, seq = found.groups()
+        return cls(protocol, int(batch), load, int(seq) if seq else None)
 
 
 def sequence_length_of(load_key: str) -> int | None:

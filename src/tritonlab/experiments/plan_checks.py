@@ -158,15 +158,11 @@ def check_variant_count(check: PlanChecker, data: dict[str, Any]) -> None:
     if isinstance(axes, dict):
         count += sum(len(v) if isinstance(v, list) else 1 for v in axes.values())
     if count > MAX_VARIANTS:
-        raise check.fail(
-            "axes" if isinstance(axes, dict) and axes else "combined",
-            over_limit(
-                count,
-                MAX_VARIANTS,
-                "configurations (the baseline, the anchor, every "
-                "axis value and every combined variant)",
-            ),
+        what = (
+            "configurations (the baseline, the anchor, every axis value and every combined variant)"
         )
+        key = "axes" if isinstance(axes, dict) and axes else "combined"
+        raise check.fail(key, over_limit(count, MAX_VARIANTS, what))
 
 
 def check_load_limits(check: PlanChecker, loads: Sequence[LoadPoint]) -> None:
