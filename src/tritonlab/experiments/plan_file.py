@@ -189,10 +189,9 @@ def _variants(
 ) -> tuple[list[ServingVariant], list[str]]:
     """All variants (baseline first) and the plan path each came from; ``start``: a
     repository model's own configuration, which the baseline's changes apply to."""
-    base_changes = check.changes(data.get("baseline", {}), "baseline")
     baseline = _apply(
         start or ServingVariant("baseline", "", max_batch_size=DEFAULT_MAX_BATCH_SIZE),
-        base_changes,
+        check.changes(data.get("baseline", {}), "baseline"),
     )
     baseline = replace(baseline, description=f"baseline ({knob_description(baseline, baseline)})")
     found: list[tuple[ServingVariant, str]] = [(baseline, "baseline")]
