@@ -125,8 +125,7 @@ class AdaptiveRun:
                 f"the limit of {self.adaptive.max_repeats} rounds was reached with "
                 f"{len(reasons)} verdict(s) still open"
             )
-        too_long = self._over_budget(len(todo), len(reasons), started)
-        if too_long is not None:
+        if (too_long := self._over_budget(len(todo), len(reasons), started)) is not None:
             return too_long
         self.progress.total += len(todo)
         measured: list[str] = []
@@ -150,8 +149,7 @@ class AdaptiveRun:
         started = time.monotonic()
         stop_reason = "the run's time budget was reached"
         while not self.session.over_budget():
-            reason = self.extra_round(started)
-            if reason is not None:
+            if (reason := self.extra_round(started)) is not None:
                 stop_reason = reason
                 break
         stopping = StoppingRecord(

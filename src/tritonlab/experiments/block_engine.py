@@ -248,8 +248,7 @@ class BlockEngine(ClassicEngine):
         session.load_together(order)
         first_load = {m.variant.name: ld for m, ld, _ in reversed(cells)}
         for model in order:
-            load = first_load.get(model.variant.name)
-            if load is not None:
+            if (load := first_load.get(model.variant.name)) is not None:
                 self.warm(model, load)
         self._epoch = epoch
         self.record.reloads.append(

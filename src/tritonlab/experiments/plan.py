@@ -169,8 +169,7 @@ class ExperimentPlan(Record):
         if len(self.loads) > limits.MAX_LOADS:
             raise PlanError(f"loads: {over(len(self.loads), limits.MAX_LOADS, 'load points')}")
         for load in self.loads:
-            problem = limits.load_problem(load.batch_size, load.sequence_length)
-            if problem is not None:
+            if (problem := limits.load_problem(load.batch_size, load.sequence_length)) is not None:
                 raise PlanError(f"load {load.key}: {problem[0]}: {problem[1]}")
         m = self.measurement
         for key, value, cap in (

@@ -87,8 +87,7 @@ def repository_plan(
             f"The configurations change step `{source.tuned}` ({source.tuned_reason}); the "
             "other steps run as the user configured them."
         )
-    left_out = left_out_knobs(source.tuned_backend)
-    if left_out:
+    if left_out := left_out_knobs(source.tuned_backend):
         notes.append("Knobs left out: " + "; ".join(left_out) + ".")
     return replace(plan, notes=tuple(notes))
 

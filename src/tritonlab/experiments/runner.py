@@ -299,8 +299,7 @@ def quarantine_unusable(run_dir: Path) -> list[str]:
     moved = []
     for folder in (CELLS_DIR, SERVING_PATH_DIR):
         for path in sorted(RunLayout(run_dir).cell_folder(folder).glob("*.json")):
-            problem = cell_problem(path)
-            if problem is not None:
+            if (problem := cell_problem(path)) is not None:
                 target = quarantine(path)
                 moved.append(f"{problem.split(';')[0]}; kept as {target.name}, re-measuring it")
     return moved

@@ -95,8 +95,7 @@ def run_probes(
 
 def probes_pending(run_dir: Path, plan: ExperimentPlan, info: OnnxModelInfo) -> bool:
     """Whether a probe cell of the run is still to measure."""
-    probes = run_probes(plan, info)
-    if probes is None:
+    if (probes := run_probes(plan, info)) is None:
         return False
     load, variants = probes
     return not all(probe_done(run_dir, v, load, r) for v in variants for r in range(PROBE_REPEATS))
@@ -190,8 +189,7 @@ def measure_serving_path(session: CellSession, server: TritonServer, info: OnnxM
     probe measured again, at most ``ATTEMPTS_PER_CELL`` times.
     """
     plan, run_dir = session.plan, session.run_dir
-    probes = run_probes(plan, info)
-    if probes is None:
+    if (probes := run_probes(plan, info)) is None:
         return
     load, variants = probes
     repo = RunLayout(run_dir).models

@@ -112,8 +112,7 @@ def time_operators(
         for run in runs_done[i * (runs + 1) + 1 : (i + 1) * (runs + 1)]:
             totals: dict[str, float] = {}
             for event in run:
-                name = graph.match(str(event["name"]))
-                if name is not None:
+                if (name := graph.match(str(event["name"]))) is not None:
                     totals[name] = totals.get(name, 0.0) + float(event.get("dur", 0.0))
             for name, us in totals.items():
                 samples.setdefault(name, []).append(us)

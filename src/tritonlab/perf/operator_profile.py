@@ -114,8 +114,7 @@ def profile_operators(
 
     raw = onnx.load(str(onnx_path))
     for vi in raw.graph.input:
-        sent = (input_shapes or {}).get(vi.name)
-        if sent is None:
+        if (sent := (input_shapes or {}).get(vi.name)) is None:
             continue
         full = (1, *sent) if batched else sent
         dims = vi.type.tensor_type.shape.dim
@@ -127,8 +126,7 @@ def profile_operators(
     graph = model.graph
     shapes: dict[str, tuple[list[int], int]] = {}
     for vi in [*graph.input, *graph.value_info, *graph.output]:
-        shape = _shape(vi)
-        if shape is not None:
+        if (shape := _shape(vi)) is not None:
             shapes[vi.name] = (shape, _elem_bytes(vi.type.tensor_type.elem_type))
     weights = {
         init.name: (list(init.dims), _elem_bytes(init.data_type)) for init in graph.initializer

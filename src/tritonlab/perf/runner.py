@@ -161,16 +161,14 @@ def run_perf(
         try:
             code, text, used = _run_once(install, args, console_path, timeout_s)
         except PerfAnalyzerError:
-            finished = _finished_but_hung(csv_path, console_path)
-            if finished is None:
+            if (finished := _finished_but_hung(csv_path, console_path)) is None:
                 raise
             code, text, used = 0, finished, 0.0  # its CPU is lost with the kill
             text += f"\n{HUNG_AFTER_RESULTS}\n"
         cpu_s += used
         console_files.append(console_path.name)
         if code == 0 and csv_path.exists():
-            rows = parse_perf_csv(csv_path.read_text())
-            if not rows:
+            if not (rows := parse_perf_csv(csv_path.read_text())):
                 raise PerfAnalyzerError(f"perf_analyzer wrote an empty CSV: {csv_path}")
             hung = [HUNG_AFTER_RESULTS] if HUNG_AFTER_RESULTS in text else []
             return outcome(rows[-1], True, csv_path.name, parse_warnings(text) + hung)
