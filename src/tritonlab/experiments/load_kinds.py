@@ -12,12 +12,25 @@ follow from it (``docs/sweeps.md``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from tritonlab.perf.settings import ARRIVALS, Distribution
+from tritonlab.perf.trace import TraceStats
 
-if TYPE_CHECKING:  # plan.py imports this module
-    from tritonlab.experiments.plan import LoadPoint
+
+class Load(Protocol):
+    """What a kind reads of a load point (``plan.LoadPoint`` has it)."""
+
+    @property
+    def concurrency(self) -> int | None: ...
+    @property
+    def request_rate_per_s(self) -> float | None: ...
+    @property
+    def peak_fraction(self) -> float | None: ...
+    @property
+    def trace(self) -> TraceStats | None: ...
+    @property
+    def request_distribution(self) -> Distribution: ...
 
 
 @dataclass(frozen=True)
@@ -30,19 +43,19 @@ class LoadKind:
     # The rate is a share of the configuration's closed-loop peak, filled in when it is known.
     from_peak: bool = False
 
-    def matches(self, load: LoadPoint) -> bool:
+    def matches(self, load: Load) -> bool:
         """Whether ``load`` is of this kind (the kinds are tried in ``LOAD_KINDS``' order)."""
         return True
 
-    def level(self, load: LoadPoint) -> str:
+    def level(self, load: Load) -> str:
         """The load key's part after the letter."""
         return str(load.concurrency)
 
-    def words(self, load: LoadPoint) -> str:
+    def words(self, load: Load) -> str:
         """The load in words."""
         return f"concurrency {load.concurrency}"
 
-    def problem(self, load: LoadPoint) -> str | None:
+    def problem(self, load: Load) -> str | None:
         """Why perf_analyzer could not run ``load``, or None."""
         if load.concurrency is None or load.concurrency < 1:
             return f"concurrency must be >= 1, got {load.concurrency}"
@@ -63,20 +76,20 @@ class RateKind(LoadKind):
     plan_key: str | None = None
     max_level: float = 1_000_000
 
-    def matches(self, load: LoadPoint) -> bool:
+    def matches(self, load: Load) -> bool:
         return (
             load.request_rate_per_s is not None
             and load.peak_fraction is None
             and load.request_distribution == self.distribution
         )
 
-    def level(self, load: LoadPoint) -> str:
+    def level(self, load: Load) -> str:
         return f"{load.request_rate_per_s:g}"
 
-    def words(self, load: LoadPoint) -> str:
+    def words(self, load: Load) -> str:
         return f"{load.request_rate_per_s:g} req/s {ARRIVALS[self.distribution].word}"
 
-    def problem(self, load: LoadPoint) -> str | None:
+    def problem(self, load: Load) -> str | None:
         rate = load.request_rate_per_s
         if rate is not None and rate <= 0:
             return f"request rate must be > 0, got {rate}"
@@ -100,18 +113,18 @@ class PeakKind(RateKind):
     letter: str = "p"
     from_peak: bool = True
 
-    def matches(self, load: LoadPoint) -> bool:
+    def matches(self, load: Load) -> bool:
         return load.peak_fraction is not None
 
-    def level(self, load: LoadPoint) -> str:
+    def level(self, load: Load) -> str:
         return f"{100 * (load.peak_fraction or 0):g}"
 
-    def words(self, load: LoadPoint) -> str:
+    def words(self, load: Load) -> str:
         rate = load.request_rate_per_s
         of_peak = f"{100 * (load.peak_fraction or 0):g}% of peak"
         return f"{of_peak}{'' if rate is None else f' = {rate:g} req/s'}, Poisson"
 
-    def problem(self, load: LoadPoint) -> str | None:
+    def problem(self, load: Load) -> str | None:
         fraction = load.peak_fraction
         if fraction is not None and not 0 < fraction <= 2:
             return f"peak fraction must be in (0, 2], got {fraction}"
@@ -127,13 +140,13 @@ class TraceKind(LoadKind):
     letter: str = "t"
     open_loop: bool = True
 
-    def matches(self, load: LoadPoint) -> bool:
+    def matches(self, load: Load) -> bool:
         return load.trace is not None
 
-    def level(self, load: LoadPoint) -> str:
+    def level(self, load: Load) -> str:
         return load.trace.name if load.trace else ""
 
-    def words(self, load: LoadPoint) -> str:
+    def words(self, load: Load) -> str:
         t = load.trace
         assert t is not None
         return (
@@ -141,7 +154,7 @@ class TraceKind(LoadKind):
             f"inter-arrival CV {t.interarrival_cv:.2f})"
         )
 
-    def problem(self, load: LoadPoint) -> str | None:
+    def problem(self, load: Load) -> str | None:
         if load.request_rate_per_s is not None or load.peak_fraction is not None:
             return "a trace load has no request rate or peak fraction of its own"
         return None
@@ -160,6 +173,6 @@ PLAN_KINDS = tuple(k for k in LOAD_KINDS if isinstance(k, RateKind) and k.plan_k
 PLAN_KEYS = tuple(str(k.plan_key) for k in PLAN_KINDS)
 
 
-def kind_of(load: LoadPoint) -> LoadKind:
+def kind_of(load: Load) -> LoadKind:
     """The kind of ``load``."""
     return next(k for k in LOAD_KINDS if k.matches(load))

@@ -198,7 +198,8 @@ def store_ceilings(cache_dir: Path, ceilings: MachineCeilings) -> None:
     path = cache_dir / "machine_ceilings.json"
     text = json.dumps({"key": cache_key(), "ceilings": ceilings.to_dict()}, indent=1)
     with contextlib.suppress(OSError):  # the next run measures again
-        gateway.open_root(cache_dir).write_text(path, text)
+        cache_gate = gateway.open_root(cache_dir)
+        cache_gate.write_text(path, text)
 
 
 def machine_ceilings(cache_dir: Path | None) -> MachineCeilings:
