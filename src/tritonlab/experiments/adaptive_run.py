@@ -90,8 +90,7 @@ class AdaptiveRun:
         for model in self.models:
             name = model.variant.name
             for key in sorted({k for variant, k in targets if variant == name}):
-                load = self._load(name, key)
-                if load is None:
+                if (load := self._load(name, key)) is None:
                     continue
                 repeat = next_repeat(self.run_dir, name, load)
                 if repeat < self.adaptive.max_repeats:

@@ -78,8 +78,7 @@ COLOAD_SHARE_OF_AVAILABLE = 0.5
 
 @dataclass(frozen=True)
 class CoLoad(Record):
-    """Whether every configuration is loaded at once, with the estimate behind the decision
-    (sizes in bytes)."""
+    """Whether every configuration is loaded at once, and the estimate behind it (bytes)."""
 
     co_loaded: bool
     estimate_bytes: int
@@ -154,8 +153,7 @@ def cell_measurement(plan: ExperimentPlan, window_ms: int) -> MeasurementSetting
 
 @dataclass(frozen=True)
 class Reload(Record):
-    """One reload of the co-loaded configurations: the block it came before (0-based), the
-    order they were loaded in, and its wall seconds with the warm-ups that followed it."""
+    """One reload of the co-loaded configurations (``seconds``: with the warm-ups after it)."""
 
     before_block: int
     load_order: tuple[str, ...]

@@ -96,8 +96,7 @@ class ToolInfo(Record):
 
 @dataclass(frozen=True)
 class MachineInfo(Record):
-    """The machine measured on: CPU model and counts, memory in GiB, GPUs, OS and Python
-    (a field a file lacks reads as unknown)."""
+    """The machine measured on (a field a file lacks reads as unknown)."""
 
     cpu_model: str = "unknown CPU"
     cpu_count_logical: int | None = None
@@ -139,8 +138,7 @@ class FaultRecord(Record):
 
 @dataclass(frozen=True)
 class NodeIdentity:
-    """A cluster node as it describes itself: its Ray id, address, host, machine and the
-    versions that decide what it measures (``distributed/nodes.NodeFacts`` builds on it)."""
+    """A cluster node as it describes itself (``distributed/nodes.NodeFacts`` builds on it)."""
 
     node_id: str
     address: str
@@ -192,8 +190,7 @@ class PerfAnalyzerRecord(Record):
 
 @dataclass(frozen=True)
 class SweepEntry(Record):
-    """What a sweep recorded: its plan file and what the report recommends for (latency budget
-    in µs, target load in inferences/s)."""
+    """What a sweep recorded: its plan file and what the report recommends for."""
 
     plan_file: str = ""
     model: str = ""

@@ -89,8 +89,7 @@ class SessionRequest:
 
 
 def new_manifest(request: SessionRequest, machine: MachineInfo, server: ServerRecord) -> Manifest:
-    """A run's manifest as it starts: this tritonlab, the model, plan, inputs, the machine that
-    measures, the server, perf_analyzer and the faults an earlier attempt recorded."""
+    """A run's manifest as it starts, with the faults an earlier attempt recorded."""
     run_dir, perf_install = request.run_dir, request.perf_install
     manifest = Manifest(
         tool=ToolInfo.current(),

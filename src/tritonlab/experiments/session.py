@@ -63,8 +63,7 @@ class Progress:
 
 @dataclass(frozen=True)
 class LoadInputs:
-    """What perf_analyzer sends under one load: shapes for dynamic dims, its data file and,
-    under a trace, its ``--request-intervals`` file."""
+    """What perf_analyzer sends under one load (``intervals_file``: under a trace)."""
 
     shapes: dict[str, tuple[int, ...]]
     data_file: str | None
@@ -127,8 +126,7 @@ class InputFiles:
 
 
 def _called_snapshots(server: ServerEndpoint, model: RepositoryModel) -> dict[str, StatsSnapshot]:
-    """The statistics of every model ``model`` calls (an ensemble's steps, a BLS model's
-    callees), by their names in the user's repository."""
+    """The statistics of every model ``model`` calls, by their names in the user's repository."""
     return {
         name: StatsSnapshot.from_triton(server.model_statistics(served))
         for name, served in model.called

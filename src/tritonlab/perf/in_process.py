@@ -29,7 +29,6 @@ def time_in_process(
     info: OnnxModelInfo,
     batch_sizes: list[int],
     iterations: int = 300,
-    threads: int = 1,
     inputs: ModelInputs | None = None,
     budget_s: float = 2.0,
     backend: str = "onnxruntime",
@@ -37,7 +36,7 @@ def time_in_process(
 ) -> dict[int, float]:
     """Median microseconds per execution for each batch size (``inputs``: what to feed), from
     up to ``iterations`` timed runs, stopping after ``budget_s`` (but with at least 3)."""
-    run = engine_runner(info, threads, backend, precision)
+    run = engine_runner(info, 1, backend, precision)  # one intra-op thread, as served
     feeds = inputs or derive_inputs(info)
     result = {}
     for batch in batch_sizes:

@@ -40,8 +40,7 @@ MIN_SECONDS_PER_SIZE = 0.3  # a GEMM size is run at least this long (best run ke
 
 @dataclass(frozen=True)
 class MachineCeilings(Record):
-    """Per-thread roofline ceilings of this machine, with how they were measured (rates in
-    bytes/s and FLOP/s)."""
+    """Per-thread roofline ceilings of this machine (bytes/s, FLOP/s), and how measured."""
 
     bandwidth_bytes_per_s: float  # max(triad, copy)
     triad_bytes_per_s: float

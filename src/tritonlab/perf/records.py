@@ -98,10 +98,9 @@ def parse_trials(console: str) -> list[WindowTrial]:
     blocks = re.split(
         r"^Request (?:concurrency|Rate): (?![^\n]*throughput:)", console, flags=re.MULTILINE
     )
-    last = blocks[-1] if blocks else console
     return [
         WindowTrial(int(m.group(1)), float(m.group(2)), float(m.group(3)))
-        for m in _PASS_RE.finditer(last)
+        for m in _PASS_RE.finditer(blocks[-1])  # re.split gives at least one
     ]
 
 
