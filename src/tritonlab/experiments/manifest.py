@@ -252,8 +252,3 @@ class Manifest(Record):
     def variant_order(self) -> list[str]:
         """Configuration names in the plan's order."""
         return [v.name for v in self.plan.variants]
-
-    @property
-    def descriptions(self) -> dict[str, str]:
-        """Variant name -> its description, in plan order."""
-        return {v.name: v.description for v in self.plan.variants}
