@@ -135,8 +135,7 @@ def window_ms_for(throughput_infer_per_s: float, batch_size: int, max_window_ms:
     requests_per_s = throughput_infer_per_s / max(1, batch_size)
     if requests_per_s <= 0:
         return max_window_ms
-    needed = 1000.0 * REQUESTS_PER_WINDOW / requests_per_s
-    stepped = 50 * math.ceil(needed / 50)
+    stepped = 50 * math.ceil(1000.0 * REQUESTS_PER_WINDOW / requests_per_s / 50)
     return int(min(max_window_ms, max(MIN_WINDOW_MS, stepped)))
 
 

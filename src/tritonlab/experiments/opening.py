@@ -46,8 +46,7 @@ def plan_fingerprint(
     record: dict[str, object] = {"plan": plan.fingerprint_dict(), "model": model_sha256}
     if inputs is not None:
         record["inputs"] = inputs.fingerprint_dict()
-    text = json.dumps(record, sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def model_sha256(info: OnnxModelInfo) -> str:
@@ -112,8 +111,7 @@ def new_manifest(request: SessionRequest, machine: MachineInfo, server: ServerRe
 def check_resume(run_dir: Path, fingerprint: str) -> None:
     """``PlanError`` if ``run_dir``'s results are from another plan or model (a folder
     without a manifest passes)."""
-    manifest_path = RunLayout(run_dir).manifest
-    if not manifest_path.exists():
+    if not RunLayout(run_dir).manifest.exists():
         return
     previous = load_manifest(run_dir).plan_fingerprint
     if previous and previous != fingerprint:

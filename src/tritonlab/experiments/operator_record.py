@@ -96,8 +96,7 @@ def record_operator_profile(
     if null_path.exists():
         # The serving-path cells already contain an empty onnxruntime call; the cost model
         # subtracts its in-process time so the model's own terms do not count it twice.
-        null_info = replace(info, path=null_path)
-        null_us = time_in_process(null_info, batches, inputs=inputs)
+        null_us = time_in_process(replace(info, path=null_path), batches, inputs=inputs)
     record = OperatorsRecord(
         profile=profile,
         in_process_us_per_execution=in_process,

@@ -40,8 +40,7 @@ def stub_died(exc: BaseException) -> bool:
 def load_faults(run_dir: Path) -> list[FaultRecord]:
     """The faults recorded in ``results/faults.json`` of ``run_dir`` ([] when none;
     ``ResultFileError`` for a corrupt file or one from a newer tritonlab)."""
-    stored = read_result(RunLayout(run_dir).faults, [])
-    return [FaultRecord.from_dict(f) for f in stored]
+    return [FaultRecord.from_dict(f) for f in read_result(RunLayout(run_dir).faults, [])]
 
 
 class Recovery:

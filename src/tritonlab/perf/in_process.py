@@ -80,8 +80,7 @@ def engine_runner(
 def openvino_precision_used(info: OnnxModelInfo, precision: str) -> str:
     """The precision OpenVINO compiles ``info`` in when asked for ``precision`` on this
     processor (bf16 falls back to f32 on one without bf16 units)."""
-    compiled = _openvino_compiled(info, 1, precision)
-    used = compiled.get_property("INFERENCE_PRECISION_HINT")
+    used = _openvino_compiled(info, 1, precision).get_property("INFERENCE_PRECISION_HINT")
     return str(getattr(used, "get_type_name", lambda: used)())
 
 
@@ -129,8 +128,7 @@ def in_process_ceiling(
     """Samples per second from ``instances`` sessions of ``threads`` intra-op threads each,
     every session run back to back by its own Python thread (onnxruntime releases the GIL), as
     the served configuration's instances would be if requests cost nothing to deliver."""
-    feeds = inputs or derive_inputs(info)
-    feed = feeds.batch(batch_size)
+    feed = (inputs or derive_inputs(info)).batch(batch_size)
     runners = [engine_runner(info, threads, backend, precision) for _ in range(instances)]
     for run in runners:  # warm every engine before the window opens
         run(feed)

@@ -305,8 +305,7 @@ def read_trace(path: Path) -> Trace:
     except csv.Error as exc:
         raise _fail(path, f"is not a readable CSV ({exc})") from None
     intervals = _intervals_us(path, column, values)
-    stats = stats_of(trace_name(path), sha256, intervals)
-    return Trace(intervals, stats, path)
+    return Trace(intervals, stats_of(trace_name(path), sha256, intervals), path)
 
 
 @dataclass(frozen=True)
@@ -342,8 +341,7 @@ def delayed_pct(warnings: list[str]) -> float:
     """The share of requests perf_analyzer said it sent late ("... not able to keep up with the
     desired request rate. 3.99% of the requests were delayed."), the largest it stated; 0.0
     when it said none."""
-    found = [float(m.group(1)) for w in warnings for m in _DELAYED.finditer(w)]
-    return max(found, default=0.0)
+    return max((float(m.group(1)) for w in warnings for m in _DELAYED.finditer(w)), default=0.0)
 
 
 def replay_fell_behind(warnings: list[str]) -> bool:
