@@ -66,15 +66,23 @@ def engine_runner(
     if backend == "openvino":
         request = _openvino_compiled(info, threads, precision).create_infer_request()
         return lambda feed: request.infer(feed)
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
-    session = ort.InferenceSession(str(info.path), options, providers=["CPUExecutionProvider"])
+    session = ort_session(str(info.path), threads)
     names = [o.name for o in info.outputs]
     return lambda feed: session.run(names, feed)
+
+
+def ort_session(model: str | bytes, threads: int, **options: Any) -> Any:
+    """An onnxruntime CPU session with the backend's options: ``threads`` intra-op threads, no
+    spinning (``options``: further ``SessionOptions`` attributes)."""
+    import onnxruntime as ort
+
+    settings = ort.SessionOptions()
+    settings.intra_op_num_threads = threads
+    settings.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    settings.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    for name, value in options.items():
+        setattr(settings, name, value)
+    return ort.InferenceSession(model, settings, providers=["CPUExecutionProvider"])
 
 
 def openvino_precision_used(info: OnnxModelInfo, precision: str) -> str:

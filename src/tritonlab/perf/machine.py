@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from tritonlab import gateway
+from tritonlab.perf.in_process import ort_session
 from tritonlab.records import Record
 
 BANDWIDTH_ELEMENTS = 1 << 24  # float64: 128 MiB per array, 16x an 8 MiB L3
@@ -127,7 +128,6 @@ def measure_bandwidth(
 def measure_gemm(size: int = 512, repeats: int = REPEATS) -> float:
     """FLOP per second of one float32 ``size``³ MatMul in onnxruntime on one thread."""
     import onnx
-    import onnxruntime as ort
     from onnx import TensorProto, helper
 
     graph = helper.make_graph(
@@ -140,14 +140,7 @@ def measure_gemm(size: int = 512, repeats: int = REPEATS) -> float:
         [helper.make_tensor_value_info("c", TensorProto.FLOAT, [size, size])],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    session = ort.InferenceSession(
-        onnx.shape_inference.infer_shapes(model).SerializeToString(),
-        options,
-        providers=["CPUExecutionProvider"],
-    )
+    session = ort_session(onnx.shape_inference.infer_shapes(model).SerializeToString(), 1)
     rng = np.random.default_rng(2)
     feed = {n: rng.standard_normal((size, size)).astype(np.float32) for n in ("a", "b")}
     session.run(None, feed)  # warm

@@ -21,20 +21,10 @@ from typing import Any
 from tritonlab import gateway
 from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
+from tritonlab.perf.in_process import ort_session
 
 RUNS_PER_BATCH = 3
 ROOFLINE_BATCHES = (1, 8, 64)  # the batch sizes the roofline draws each operator at
-
-
-def _session(info: OnnxModelInfo, profile_dir: Path) -> Any:
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    options.enable_profiling = True
-    options.profile_file_prefix = str(profile_dir / "ort")
-    return ort.InferenceSession(str(info.path), options, providers=["CPUExecutionProvider"])
 
 
 class _Graph:
@@ -91,7 +81,8 @@ def time_operators(
     feeds = inputs or derive_inputs(info)
     outputs = [o.name for o in info.outputs]
     with gateway.temporary_folder("tritonlab-ortprof-") as folder:
-        session = _session(info, folder.root)
+        prefix = str(folder.root / "ort")
+        session = ort_session(str(info.path), 1, enable_profiling=True, profile_file_prefix=prefix)
         for batch in batch_sizes:
             feed = feeds.batch(batch)
             for _ in range(runs + 1):  # the first warms: its events are skipped below
