@@ -135,12 +135,11 @@ class SweepPlan:
             raise PlanError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
         plan = self.experiment
         variants = tuple(v for v in plan.variants if not v.control)
-        measurement = replace(plan.measurement, engine=engine)
         experiment = replace(
             plan,
             variants=with_engine_controls(variants, engine),
             repeats=engine_repeats(engine, self.repeats_given),
-            measurement=measurement,
+            measurement=replace(plan.measurement, engine=engine),
         )
         return replace(self, experiment=experiment)
 
@@ -162,10 +161,6 @@ class SweepPlan:
         return SweepEntry(
             self.source, self.model, self.latency_budget_p99_us, self.target_load_infer_per_s
         )
-
-
-def _same_config(a: ServingVariant, b: ServingVariant) -> bool:
-    return replace(a, name="", description="") == replace(b, name="", description="")
 
 
 def _apply(reference: ServingVariant, changes: dict[str, Any]) -> ServingVariant:
@@ -203,8 +198,9 @@ def _variants(
                 name=knob_slug(variant, baseline),
                 description=knob_description(variant, baseline),
             )
+        unnamed = replace(variant, name="", description="")
         for other, other_path in found:
-            if _same_config(other, variant):
+            if replace(other, name="", description="") == unnamed:  # the same knobs
                 if named:
                     raise check.fail(path, f"same configuration as {other_path} ({other.name})")
                 return  # an axis value equal to its reference adds nothing
