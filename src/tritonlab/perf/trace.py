@@ -12,12 +12,9 @@ them, closed by one gap of their mean length from the last request back to the f
 ``n`` requests span ``n`` mean gaps and the cycle's rate is the timestamps' own
 (``(n - 1) / (last - first)``).
 
-A trace file is read safely whatever it holds: only a regular file (never a FIFO, a device
-such as ``/dev/zero`` or a folder) of at most ``MAX_TRACE_BYTES``, read with a bounded read
-(``tritonlab.bounded_read``); at most ``MAX_REQUESTS`` requests on at most ``MAX_LINES`` lines;
-every interval, and their running total, checked against ``MAX_CYCLE_S`` as a float before it
-becomes a whole number of µs (so none can overflow int64); and the 1 s peak computed over one
-cycle of cumulative times (``peak_rate_per_s``), never a copy per cycle in the window.
+A trace file is read safely whatever it holds (``read_trace``, bounded by the ``MAX_*`` below):
+every interval, and their running total, is checked as a float before it becomes whole µs (so
+none can overflow int64), and the 1 s peak is computed over one cycle (``peak_rate_per_s``).
 """
 
 from __future__ import annotations
