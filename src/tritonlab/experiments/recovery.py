@@ -103,7 +103,9 @@ class Recovery:
         self.faults.append(FaultRecord(cell, what, action, lines, utc_now()))
         if last_attempt:
             self.failed_cells.append(cell)
-        self._save()
+        write_result(RunLayout(self.run_dir).faults, [f.to_dict() for f in self.faults])
+        if self.on_fault is not None:
+            self.on_fault(self.faults)
         if died and isinstance(self.server, TritonServer):  # server_died: only ours dies
             if self.restarts >= self.max_restarts:
                 raise ServerError(
@@ -115,8 +117,3 @@ class Recovery:
             self.server.restart(self.ready_timeout_s)
         self.mark()  # the next failure (a reload's, say) quotes its own lines
         return died
-
-    def _save(self) -> None:
-        write_result(RunLayout(self.run_dir).faults, [f.to_dict() for f in self.faults])
-        if self.on_fault is not None:
-            self.on_fault(self.faults)
