@@ -274,6 +274,9 @@ class PlanBasics:
         return plan
 
 
+BATCHING_0MS: dict[str, Any] = {"dynamic_batching": True, "max_queue_delay_us": 0}
+
+
 def seed_comparison_plan(basics: PlanBasics) -> ExperimentPlan:
     """The seed's comparison: four variants at one load point (gRPC, batch 1, concurrency 8)."""
     return basics.plan(seed_comparison_variants(basics.max_batch_size), 8)
@@ -292,12 +295,7 @@ def compute_plan(basics: PlanBasics, cores: int) -> ExperimentPlan:
         basics.variant("baseline", "baseline (1 instance x 1 thread)"),
         basics.variant(f"threads_{n}", f"1 instance x {n} threads", intra_op_threads=n),
         basics.variant(f"instances_{n}", f"{n} instances x 1 thread", instance_count=n),
-        basics.variant(
-            "batch_0ms_x1",
-            "batching (0 ms, 1 instance x 1 thread)",
-            dynamic_batching=True,
-            max_queue_delay_us=0,
-        ),
+        basics.variant("batch_0ms_x1", "batching (0 ms, 1 instance x 1 thread)", **BATCHING_0MS),
     ]
     return basics.plan(variants, 2 * n)
 
@@ -308,25 +306,24 @@ def backends_plan(basics: PlanBasics) -> ExperimentPlan:
     batching at delay 0 (their cost at the batches the load forms), and OpenVINO in bf16 (the
     precision alone; its accuracy against onnxruntime goes in the correctness check)."""
     variant = basics.variant
-    batching = {"dynamic_batching": True, "max_queue_delay_us": 0}
     # Order matters: each is explained against the earliest configuration it differs from in
     # one field, so OpenVINO with batching is compared with onnxruntime with batching.
     variants = [
         variant("baseline", "baseline (onnxruntime, no batching, count=1)"),
-        variant("batch_0ms_x1", "batching (0 ms, count=1), onnxruntime", **batching),
+        variant("batch_0ms_x1", "batching (0 ms, count=1), onnxruntime", **BATCHING_0MS),
         variant("openvino", "openvino f32 (no batching, count=1)", backend="openvino"),
         variant(
             "batch_0ms_x1_openvino",
             "batching (0 ms, count=1), openvino f32",
             backend="openvino",
-            **batching,
+            **BATCHING_0MS,
         ),
         variant(
             "batch_0ms_x1_openvino_bf16",
             "batching (0 ms, count=1), openvino bf16",
             backend="openvino",
             precision="bf16",
-            **batching,
+            **BATCHING_0MS,
         ),
     ]
     return basics.plan(variants, 8)

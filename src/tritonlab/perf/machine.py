@@ -133,10 +133,7 @@ def measure_gemm(size: int = 512, repeats: int = REPEATS) -> float:
     graph = helper.make_graph(
         [helper.make_node("MatMul", ["a", "b"], ["c"])],
         "gemm",
-        [
-            helper.make_tensor_value_info("a", TensorProto.FLOAT, [size, size]),
-            helper.make_tensor_value_info("b", TensorProto.FLOAT, [size, size]),
-        ],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [size, size]) for n in ("a", "b")],
         [helper.make_tensor_value_info("c", TensorProto.FLOAT, [size, size])],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
