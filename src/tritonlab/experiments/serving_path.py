@@ -46,22 +46,19 @@ def probe_variants(load: LoadPoint, max_batch_size: int) -> list[ServingVariant]
     in_flight = (load.concurrency or 2) * load.batch_size
     ceiling = max(max_batch_size, in_flight)
     sizes = sorted({max(2, in_flight // 2), in_flight})
-    return [
-        ServingVariant(
-            f"{PREFIX}_r1", "null model, no batching", max_batch_size=ceiling, intra_op_threads=1
-        ),
-        *(
-            ServingVariant(
-                f"{PREFIX}_r{size}",
-                f"null model, batches of {size}",
-                dynamic_batching=True,
-                max_queue_delay_us=PROBE_DELAY_US,
-                preferred_batch_sizes=(size,),
-                max_batch_size=ceiling,
-                intra_op_threads=1,
-            )
-            for size in sizes
-        ),
+    plain = ServingVariant(
+        f"{PREFIX}_r1", "null model, no batching", max_batch_size=ceiling, intra_op_threads=1
+    )
+    return [plain] + [
+        replace(
+            plain,
+            name=f"{PREFIX}_r{size}",
+            description=f"null model, batches of {size}",
+            dynamic_batching=True,
+            max_queue_delay_us=PROBE_DELAY_US,
+            preferred_batch_sizes=(size,),
+        )
+        for size in sizes
     ]
 
 
