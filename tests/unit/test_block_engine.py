@@ -244,9 +244,7 @@ def test_co_loaded_configurations_are_reloaded_at_each_new_epoch(
     engine = BlockEngine(session, models, record)  # type: ignore[arg-type]
     assert session.held == models  # co-loaded: a restarted server gets them all back
     warmed: list[str] = []
-    monkeypatch.setattr(
-        engine, "_warm_up", lambda plan, model, load: warmed.append(model.variant.name)
-    )
+    monkeypatch.setattr(engine, "warm", lambda model, load: warmed.append(model.variant.name))
     (tmp_path / "results").mkdir()
     load = LoadPoint()
     for block in (7, 8, 9, 10, 11, 19, 20):  # a resume at block 7

@@ -10,7 +10,6 @@ import pytest
 from tritonlab.errors import ConfigError, PlanError
 from tritonlab.experiments.plan_checks import KNOBS as PLAN_KNOBS
 from tritonlab.experiments.plan_checks import PlanChecker
-from tritonlab.experiments.plan_file import variant_description, variant_name
 from tritonlab.models.inspect import OnnxModelInfo, TensorSpec
 from tritonlab.repository.config import build_model_config, config_dict
 from tritonlab.repository.knobs import (
@@ -20,6 +19,8 @@ from tritonlab.repository.knobs import (
     NOT_KNOBS,
     RESPONSE_CACHE_BYTES,
     describe_change,
+    knob_description,
+    knob_slug,
     server_args,
 )
 from tritonlab.repository.variants import ServingVariant
@@ -50,8 +51,8 @@ def test_a_knob_at_its_default_is_not_named_and_a_change_is_worded() -> None:
 def test_response_cache_end_to_end_through_the_table() -> None:
     base = ServingVariant("baseline", "", dynamic_batching=False)
     cached = replace(base, response_cache=True)
-    assert variant_name(cached, base) == "nobatch_cache"
-    assert variant_description(cached, base) == "no batching, count=1, response cache"
+    assert knob_slug(cached, base) == "nobatch_cache"
+    assert knob_description(cached, base) == "no batching, count=1, response cache"
     assert describe_change("response_cache", base, cached).startswith("enabled the response cache")
     assert server_args([base]) == ()
     assert server_args([base, cached]) == (f"--cache-config=local,size={RESPONSE_CACHE_BYTES}",)

@@ -90,8 +90,7 @@ class AdaptiveRun:
         for model in self.models:
             name = model.variant.name
             for key in sorted({k for variant, k in targets if variant == name}):
-                load = self._load(name, key)
-                if load is None:
+                if (load := self._load(name, key)) is None:
                     continue
                 repeat = next_repeat(self.run_dir, name, load)
                 if repeat < self.adaptive.max_repeats:
@@ -125,31 +124,23 @@ class AdaptiveRun:
                 f"the limit of {self.adaptive.max_repeats} rounds was reached with "
                 f"{len(reasons)} verdict(s) still open"
             )
-        too_long = self._over_budget(len(todo), len(reasons), started)
-        if too_long is not None:
+        if (too_long := self._over_budget(len(todo), len(reasons), started)) is not None:
             return too_long
         self.progress.total += len(todo)
         measured: list[str] = []
-        round_: Round = []
-        number = self.planned + len(load_records(RunLayout(self.run_dir).adaptive, AdaptiveRound))
+        path = RunLayout(self.run_dir).adaptive
+        # Rounds are counted over the run, not from one configuration's repeats: cells of one
+        # round can be at different repeats of their own.
+        number = self.planned + len(load_records(path, AdaptiveRound))
         order = self.models[::-1] if self.alternate and number % 2 else self.models
-        for model in order:
-            mine = [(ld, r) for m, ld, r in todo if m is model]
-            if mine:
-                round_.append((model, mine))
+        round_: Round = [
+            (model, mine)
+            for model in order
+            if (mine := [(ld, r) for m, ld, r in todo if m is model])
+        ]
         complete = self.session.measure_rounds([round_], measured, " (adaptive)")
         if measured:
-            path = RunLayout(self.run_dir).adaptive
-            append_round(
-                path,
-                AdaptiveRound(
-                    # counted over the run, not from one configuration's repeats: cells of one
-                    # round can be at different repeats of their own
-                    round=self.planned + len(load_records(path, AdaptiveRound)) + 1,
-                    reasons=tuple(reasons),
-                    cells=tuple(measured),
-                ),
-            )
+            append_round(path, AdaptiveRound(number + 1, tuple(reasons), tuple(measured)))
         return None if complete else "the run's time budget was reached"
 
     def run(self) -> None:
@@ -157,8 +148,7 @@ class AdaptiveRun:
         started = time.monotonic()
         stop_reason = "the run's time budget was reached"
         while not self.session.over_budget():
-            reason = self.extra_round(started)
-            if reason is not None:
+            if (reason := self.extra_round(started)) is not None:
                 stop_reason = reason
                 break
         stopping = StoppingRecord(

@@ -30,7 +30,7 @@ from tritonlab.experiments.blocks import (
     window_ms_for,
 )
 from tritonlab.experiments.engine import ClassicEngine
-from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
+from tritonlab.experiments.plan import LoadPoint
 from tritonlab.experiments.session import CellSession, Round
 from tritonlab.experiments.store import CellResult
 from tritonlab.perf.runner import run_perf
@@ -57,16 +57,6 @@ class BlockEngine(ClassicEngine):
     def co_loaded(self) -> bool:
         """True when every configuration stays loaded for the whole run."""
         return self.record.coload is not None and self.record.coload.co_loaded
-
-    def plan_for(self, load: LoadPoint, plan: ExperimentPlan | None = None) -> ExperimentPlan:
-        """``plan`` (default: the one the engine started with) with the block cell's settings:
-        the load point's window (a search's one window for every load)."""
-        plan = plan or self.plan
-        windows = self.record.windows_ms
-        window = windows.get(
-            load.key, windows.get(SEARCH_KEY, plan.measurement.measurement_interval_ms)
-        )
-        return replace(plan, measurement=cell_measurement(plan, window))
 
     @property
     def search_window_ms(self) -> int:
@@ -123,12 +113,6 @@ class BlockEngine(ClassicEngine):
             self.session.hold([])
         return fits.co_loaded
 
-    def warm(self, model: RepositoryModel, load: LoadPoint) -> float | None:
-        """A discarded warm-up cell of a configuration just loaded; its throughput."""
-        plan = self.session.plan
-        warmup = replace(plan, measurement=cell_measurement(plan, WARMUP_WINDOW_MS))
-        return self._warm_up(warmup, model, load)
-
     @classmethod
     def start(
         cls,
@@ -154,7 +138,6 @@ class BlockEngine(ClassicEngine):
             order = block_order(models, record.seed, -1)
             record.load_order = [m.variant.name for m in order]
             session.load_together(order)
-        warmup = replace(plan, measurement=cell_measurement(plan, WARMUP_WINDOW_MS))
         for load in loads:
             if load.open_loop and load.request_rate_per_s is None:
                 # a share of the peak: its rate (and window) come later; a trace's window is
@@ -165,7 +148,7 @@ class BlockEngine(ClassicEngine):
                 if not engine.co_loaded:
                     session.load(model)
                 try:
-                    speed = engine._warm_up(warmup, model, load)
+                    speed = engine.warm(model, load)
                 finally:
                     if not engine.co_loaded:
                         session.unload(model, quietly=True)
@@ -181,22 +164,14 @@ class BlockEngine(ClassicEngine):
         save_engine_record(run_dir, record)
         return engine
 
-    def _warm_up(
-        self, warmup: ExperimentPlan, model: RepositoryModel, load: LoadPoint
-    ) -> float | None:
-        """One discarded cell; its throughput, or None when it failed (the fault is recorded,
-        a dead server restarted with every configuration loaded again: the cells that follow
-        are what counts)."""
+    def warm(self, model: RepositoryModel, load: LoadPoint) -> float | None:
+        """A discarded warm-up cell of a configuration loaded; its throughput, or None when it
+        failed (the fault is recorded, a dead server restarted with every configuration loaded
+        again: the cells that follow are what counts)."""
         session = self.session
-        inputs = session.input_files.for_load(load)
-        settings = warmup.perf_settings(
-            load,
-            model.model_name,
-            session.server.url(load.protocol),
-            inputs.shapes,
-            inputs.data_file,
-            request_intervals=inputs.intervals_file,
-        )
+        warmup = replace(self.plan, measurement=cell_measurement(self.plan, WARMUP_WINDOW_MS))
+        url = session.server.url(load.protocol)
+        settings = session.input_files.for_load(load).settings(warmup, load, model.model_name, url)
         session.recovery.mark()
         try:
             perf = run_perf(
@@ -220,8 +195,10 @@ class BlockEngine(ClassicEngine):
         self, model: RepositoryModel, load: LoadPoint, repeat: int, note: str = ""
     ) -> CellResult | None:
         """One cell of the loaded ``model`` in its load point's window, monitored (a disturbed
-        one measured again, at most ``DISTURBED_RETRIES`` times); None: given up on."""
-        plan = self.plan_for(load, self.session.plan)
+        one measured again, at most ``DISTURBED_RETRIES`` times); None: given up on. A search
+        has one window for every load."""
+        window = self.record.windows_ms.get(load.key, self.search_window_ms)
+        plan = replace(self.plan, measurement=cell_measurement(self.plan, window))
         return self.session.measure(model, load, repeat, note, plan=plan, monitored=True)
 
     def measure_rounds(self, rounds: Sequence[Round], ids: list[str], note: str = "") -> bool:
@@ -269,12 +246,10 @@ class BlockEngine(ClassicEngine):
             session.unload(model, quietly=True)
         order = block_order(self.models, self.record.seed, -1 - epoch)
         session.load_together(order)
-        warmup = replace(self.plan, measurement=cell_measurement(self.plan, WARMUP_WINDOW_MS))
         first_load = {m.variant.name: ld for m, ld, _ in reversed(cells)}
         for model in order:
-            load = first_load.get(model.variant.name)
-            if load is not None:
-                self._warm_up(warmup, model, load)
+            if (load := first_load.get(model.variant.name)) is not None:
+                self.warm(model, load)
         self._epoch = epoch
         self.record.reloads.append(
             Reload(

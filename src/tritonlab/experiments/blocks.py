@@ -3,8 +3,7 @@
 Why: on a shared 2-core machine a stretch in which the scheduler, a neighbour or the hypervisor
 slows everything can last longer than one cell. The classic engine loaded one configuration at a
 time and measured it for ~10 s, so such a stretch could land on one configuration and not the
-other, and three rounds gave a t-interval that
-one bad round could blow up. This engine:
+other, and three rounds gave a t-interval that one bad round could blow up. This engine:
 
 1. **Co-loads** every configuration of the plan into one server (each is its own model name),
    when the memory estimate fits; switching is then free and cells can be short. Otherwise it
@@ -23,10 +22,9 @@ one bad round could blow up. This engine:
    cells by block.
 4. Monitors **interference** per cell (``interference.py``) and re-measures disturbed cells.
 
-This module holds the engine's decisions and records (co-loading, seeds, windows, block
-orders, ``results/engine.json``, which records what the engine decided and why); the measuring
-itself is ``block_engine.BlockEngine``. The statistics (``stats/robust.py``) and the stopping
-rule (``decisions/adaptive.py``) are the other half.
+This module holds the engine's decisions and their record (``results/engine.json``); the
+measuring is ``block_engine.BlockEngine``, the statistics ``stats/robust.py`` and the stopping
+rule ``decisions/adaptive.py``.
 """
 
 from __future__ import annotations
@@ -36,7 +34,7 @@ import random
 import secrets
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psutil
 
@@ -45,9 +43,6 @@ from tritonlab.records import Record
 from tritonlab.repository.layout import RepositoryModel
 from tritonlab.result_files import read_result, write_result
 from tritonlab.run_layout import RunLayout
-
-if TYPE_CHECKING:
-    pass
 
 ENGINE_BLOCKS = "blocks"
 ENGINE_CLASSIC = "classic"
@@ -83,8 +78,7 @@ COLOAD_SHARE_OF_AVAILABLE = 0.5
 
 @dataclass(frozen=True)
 class CoLoad(Record):
-    """Whether every configuration is loaded at once, with the estimate behind the decision
-    (sizes in bytes)."""
+    """Whether every configuration is loaded at once, and the estimate behind it (bytes)."""
 
     co_loaded: bool
     estimate_bytes: int
@@ -93,47 +87,34 @@ class CoLoad(Record):
     reason: str
 
 
-def coload_estimate_bytes(models: list[RepositoryModel], model_file_bytes: int) -> int:
-    """Bytes that loading ``models`` at once would take: per instance a backend stub plus
-    ``MODEL_COPIES`` copies of the model file (a deliberate over-estimate).
-    """
-    instances = sum(m.variant.instance_count for m in models)
-    return instances * (STUB_BYTES + MODEL_COPIES * model_file_bytes)
-
-
 def decide_coload(
     models: list[RepositoryModel], model_file_bytes: int, available_bytes: int | None = None
 ) -> CoLoad:
-    """Co-load when the estimate fits in half the available memory; the reason either way."""
+    """Co-load when the estimate fits in half the available memory; the reason either way.
+
+    The estimate: per instance a backend stub plus ``MODEL_COPIES`` copies of the model file
+    (a deliberate over-estimate)."""
     available = psutil.virtual_memory().available if available_bytes is None else available_bytes
-    estimate = coload_estimate_bytes(models, model_file_bytes)
     instances = sum(m.variant.instance_count for m in models)
-    limit = int(COLOAD_SHARE_OF_AVAILABLE * available)
+    estimate = instances * (STUB_BYTES + MODEL_COPIES * model_file_bytes)
+    fits = estimate <= int(COLOAD_SHARE_OF_AVAILABLE * available)
     mib = 2**20
     if len(models) < 2:
-        return CoLoad(
-            False, estimate, available, instances, "one configuration: nothing to co-load"
-        )
-    if estimate <= limit:
-        return CoLoad(
-            True,
-            estimate,
-            available,
-            instances,
+        reason = "one configuration: nothing to co-load"
+    elif fits:
+        reason = (
             f"{len(models)} configurations ({instances} instances) co-loaded: estimated "
             f"{estimate / mib:,.0f} MiB ({instances} x ({STUB_BYTES / mib:.0f} MiB stub + "
             f"{MODEL_COPIES} x {model_file_bytes / mib:,.1f} MiB model)), within half of the "
-            f"{available / mib:,.0f} MiB available",
+            f"{available / mib:,.0f} MiB available"
         )
-    return CoLoad(
-        False,
-        estimate,
-        available,
-        instances,
-        f"one configuration loaded at a time: co-loading {len(models)} configurations "
-        f"({instances} instances) was estimated at {estimate / mib:,.0f} MiB, over half of the "
-        f"{available / mib:,.0f} MiB available",
-    )
+    else:
+        reason = (
+            f"one configuration loaded at a time: co-loading {len(models)} configurations "
+            f"({instances} instances) was estimated at {estimate / mib:,.0f} MiB, over half of "
+            f"the {available / mib:,.0f} MiB available"
+        )
+    return CoLoad(len(models) >= 2 and fits, estimate, available, instances, reason)
 
 
 def run_seed(fingerprint: str) -> str:
@@ -154,8 +135,7 @@ def window_ms_for(throughput_infer_per_s: float, batch_size: int, max_window_ms:
     requests_per_s = throughput_infer_per_s / max(1, batch_size)
     if requests_per_s <= 0:
         return max_window_ms
-    needed = 1000.0 * REQUESTS_PER_WINDOW / requests_per_s
-    stepped = 50 * math.ceil(needed / 50)
+    stepped = 50 * math.ceil(1000.0 * REQUESTS_PER_WINDOW / requests_per_s / 50)
     return int(min(max_window_ms, max(MIN_WINDOW_MS, stepped)))
 
 
@@ -172,8 +152,7 @@ def cell_measurement(plan: ExperimentPlan, window_ms: int) -> MeasurementSetting
 
 @dataclass(frozen=True)
 class Reload(Record):
-    """One reload of the co-loaded configurations: the block it came before (0-based), the
-    order they were loaded in, and its wall seconds with the warm-ups that followed it."""
+    """One reload of the co-loaded configurations (``seconds``: with the warm-ups after it)."""
 
     before_block: int
     load_order: tuple[str, ...]
@@ -214,20 +193,13 @@ class EngineRecord(Record):
         return REQUESTS_PER_WINDOW
 
 
-def engine_path(run_dir: Path) -> Path:
-    """``results/engine.json`` of ``run_dir``: the block engine's record."""
-    return RunLayout(run_dir).engine
-
-
 def load_engine_record(run_dir: Path) -> EngineRecord | None:
-    """The block engine's record of ``run_dir``, or None when there is none yet.
-
-    ``ResultFileError`` for a corrupt file or one from a newer tritonlab.
-    """
-    data = read_result(engine_path(run_dir))
+    """The block engine's record of ``run_dir``, or None when there is none yet
+    (``ResultFileError`` for a corrupt file or one from a newer tritonlab)."""
+    data = read_result(RunLayout(run_dir).engine)
     return EngineRecord.from_dict(data) if isinstance(data, dict) and data else None
 
 
 def save_engine_record(run_dir: Path, record: EngineRecord) -> None:
     """Write ``record`` to ``results/engine.json`` atomically, with its schema version."""
-    write_result(engine_path(run_dir), record.to_dict())
+    write_result(RunLayout(run_dir).engine, record.to_dict())

@@ -15,7 +15,7 @@ from typing import Protocol
 
 from tritonlab.client.infer import InferCheck
 from tritonlab.experiments.plan import LoadPoint
-from tritonlab.experiments.probe_cells import measure_serving_path
+from tritonlab.experiments.serving_path import measure_serving_path
 from tritonlab.experiments.session import CellSession, Round
 from tritonlab.experiments.store import CellResult
 from tritonlab.models.inspect import OnnxModelInfo
@@ -27,10 +27,6 @@ class Recovered(Protocol):
     """The faults side of a session, as the outcome reports it."""
 
     failed_cells: list[str]
-
-    @property
-    def restarts(self) -> int:
-        """Server restarts during the run."""
 
 
 class MeasuringSession(Protocol):
@@ -63,8 +59,7 @@ class MeasuringSession(Protocol):
 
 class ClassicEngine:
     """Each configuration loaded alone, its cells measured in a row with the plan's own
-    settings, then unloaded; the base of the block engine, which changes how a round and a cell
-    are measured. What the runner asks of the session it answers from the ``CellSession``."""
+    settings, then unloaded; the block engine changes how a round and a cell are measured."""
 
     def __init__(self, session: CellSession) -> None:
         self.session = session

@@ -76,11 +76,6 @@ class Interference(Record):
     attempts: int = 1  # how many times the cell was measured (retries when disturbed)
 
 
-def is_disturbed(foreign_cores: float, steal_cores: float) -> bool:
-    """True when other processes or the hypervisor (steal) took more than a quarter core each."""
-    return foreign_cores > DISTURBED_FOREIGN_CORES or steal_cores > DISTURBED_STEAL_CORES
-
-
 def idle_stubs(
     processes: Sequence[psutil.Process], measured_model: str, *called: str
 ) -> list[psutil.Process]:
@@ -122,5 +117,5 @@ class Window:
             round(foreign, 3),
             round(steal, 3),
             round(max(0.0, idle_models_cpu_s) / wall, 3),
-            is_disturbed(foreign, steal),
+            foreign > DISTURBED_FOREIGN_CORES or steal > DISTURBED_STEAL_CORES,
         )

@@ -20,6 +20,7 @@ import tritonlab
 from tritonlab.experiments.model_record import ModelRecord
 from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.models.inputs import ModelInputs
+from tritonlab.perf.machine import cpu_model
 from tritonlab.procenv import child_environment
 from tritonlab.records import Record, later
 from tritonlab.server.gpu import gpu_names
@@ -41,47 +42,21 @@ def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def cpu_model() -> str:
-    """The CPU's model name from ``/proc/cpuinfo`` (else the platform's, else ``unknown``)."""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
-
-
 def _tool_commit() -> str | None:
-    """The checkout's commit, "-dirty" when tritonlab's own sources differ from it.
-
-    Only the package's sources count: a run that writes into a tracked folder of the same
-    checkout (the committed examples) does not make the code that measured it dirty.
-    """
+    """The checkout's commit, "-dirty" when the package's own sources differ from it (a run
+    that writes into a tracked folder, the committed examples, does not make it dirty)."""
     source = Path(tritonlab.__file__).resolve().parent
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        out = subprocess.run(
-            ["git", "-C", str(source), "rev-parse", "--short=12", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            env=child_environment(),
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        command = ["git", "-C", str(source), *args]
+        return subprocess.run(
+            command, capture_output=True, text=True, timeout=5, env=child_environment()
         )
+
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        out = git("rev-parse", "--short=12", "HEAD")
         if out.returncode == 0:
-            dirty = subprocess.run(
-                [
-                    "git",
-                    "-C",
-                    str(source),
-                    "status",
-                    "--porcelain",
-                    "--untracked-files=no",
-                    "--",
-                    ".",
-                ],
-                capture_output=True,
-                text=True,
-                timeout=5,
-                env=child_environment(),
-            ).stdout.strip()
+            dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".").stdout.strip()
             return out.stdout.strip() + ("-dirty" if dirty else "")
     return None
 
@@ -90,10 +65,8 @@ def package_versions() -> dict[str, str]:
     """Installed version of each package the results depend on; missing packages are left out."""
     versions = {}
     for name in _PACKAGES:
-        try:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
     return versions
 
 
@@ -102,19 +75,6 @@ def available_cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
-
-
-def machine_info() -> dict[str, Any]:
-    """This machine as JSON: CPU model and counts, memory (GiB), GPUs, OS and Python."""
-    return {
-        "cpu_model": cpu_model(),
-        "cpu_count_logical": os.cpu_count(),
-        "cpu_affinity_count": available_cores(),
-        "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
-        "gpus": gpu_names(),
-        "os": platform.platform(),
-        "python": platform.python_version(),
-    }
 
 
 SCHEMA_VERSION = 2
@@ -136,8 +96,7 @@ class ToolInfo(Record):
 
 @dataclass(frozen=True)
 class MachineInfo(Record):
-    """The machine measured on: CPU model and counts, memory in GiB, GPUs, OS and Python
-    (a field a file lacks reads as unknown)."""
+    """The machine measured on (a field a file lacks reads as unknown)."""
 
     cpu_model: str = "unknown CPU"
     cpu_count_logical: int | None = None
@@ -155,7 +114,15 @@ class MachineInfo(Record):
     @classmethod
     def current(cls) -> MachineInfo:
         """The machine this runs on."""
-        return cls.from_dict(machine_info())
+        return cls(
+            cpu_model=cpu_model(),
+            cpu_count_logical=os.cpu_count(),
+            cpu_affinity_count=available_cores(),
+            memory_gib=round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+            gpus=tuple(gpu_names()),
+            os=platform.platform(),
+            python=platform.python_version(),
+        )
 
 
 @dataclass(frozen=True)
@@ -171,8 +138,7 @@ class FaultRecord(Record):
 
 @dataclass(frozen=True)
 class NodeIdentity:
-    """A cluster node as it describes itself: its Ray id, address, host, machine and the
-    versions that decide what it measures (``distributed/nodes.NodeFacts`` builds on it)."""
+    """A cluster node as it describes itself (``distributed/nodes.NodeFacts`` builds on it)."""
 
     node_id: str
     address: str
@@ -224,8 +190,7 @@ class PerfAnalyzerRecord(Record):
 
 @dataclass(frozen=True)
 class SweepEntry(Record):
-    """What a sweep recorded: its plan file and what the report recommends for (latency budget
-    in µs, target load in inferences/s)."""
+    """What a sweep recorded: its plan file and what the report recommends for."""
 
     plan_file: str = ""
     model: str = ""
@@ -287,8 +252,3 @@ class Manifest(Record):
     def variant_order(self) -> list[str]:
         """Configuration names in the plan's order."""
         return [v.name for v in self.plan.variants]
-
-    @property
-    def descriptions(self) -> dict[str, str]:
-        """Variant name -> its description, in plan order."""
-        return {v.name: v.description for v in self.plan.variants}

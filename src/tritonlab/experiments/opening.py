@@ -46,8 +46,7 @@ def plan_fingerprint(
     record: dict[str, object] = {"plan": plan.fingerprint_dict(), "model": model_sha256}
     if inputs is not None:
         record["inputs"] = inputs.fingerprint_dict()
-    text = json.dumps(record, sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def model_sha256(info: OnnxModelInfo) -> str:
@@ -74,10 +73,7 @@ def model_record(plan: ExperimentPlan, info: OnnxModelInfo) -> ModelRecord:
 @dataclass(frozen=True)
 class SessionRequest:
     """What opening a measuring session needs, locally (``open_session``) or on a cluster
-    (``distributed.ray_session.open_ray_session``): the server options, the run folder, the
-    model, what every request carries, the plan and its fingerprint, the perf_analyzer to
-    measure with, the manifest's run-level entries (``sweep``, ``adaptive``, ``tune``), whom to
-    tell of progress and when the time budget ends."""
+    (``distributed.ray_session.open_ray_session``)."""
 
     options: ServerOptions
     run_dir: Path
@@ -92,8 +88,7 @@ class SessionRequest:
 
 
 def new_manifest(request: SessionRequest, machine: MachineInfo, server: ServerRecord) -> Manifest:
-    """A run's manifest as it starts: this tritonlab, the model, plan, inputs, the machine that
-    measures, the server, perf_analyzer and the faults an earlier attempt recorded."""
+    """A run's manifest as it starts, with the faults an earlier attempt recorded."""
     run_dir, perf_install = request.run_dir, request.perf_install
     manifest = Manifest(
         tool=ToolInfo.current(),
@@ -114,12 +109,9 @@ def new_manifest(request: SessionRequest, machine: MachineInfo, server: ServerRe
 
 
 def check_resume(run_dir: Path, fingerprint: str) -> None:
-    """Refuse to resume ``run_dir`` if its results are from another plan or model.
-
-    Raises ``PlanError`` on a fingerprint mismatch; a folder without a manifest passes.
-    """
-    manifest_path = RunLayout(run_dir).manifest
-    if not manifest_path.exists():
+    """``PlanError`` if ``run_dir``'s results are from another plan or model (a folder
+    without a manifest passes)."""
+    if not RunLayout(run_dir).manifest.exists():
         return
     previous = load_manifest(run_dir).plan_fingerprint
     if previous and previous != fingerprint:
@@ -137,13 +129,11 @@ def open_session(
     keep_loaded: bool = False,
 ) -> Iterator[CellSession]:
     """Start the server on the run folder's ``models``, write the manifest, check
-    ``check_model``'s answers on both protocols (``infer_check.json``), and yield a session to
-    measure with.
+    ``check_model``'s answers on both protocols (``infer_check.json``), and yield a session.
 
-    ``engine_models``: the plan's models; the first of every other backend and precision is
-    checked too (over gRPC), so each engine's accuracy against onnxruntime is on record.
-    ``keep_loaded``: leave the checked models loaded (the block engine co-loads them next; an
-    unload and a load again cost a stub's start and stop).
+    ``engine_models``: the plan's models; the first of every other engine is checked too (over
+    gRPC), so each one's accuracy is on record. ``keep_loaded``: leave the checked models
+    loaded (the block engine co-loads them next; a reload costs a stub's stop and start).
     """
     options, run_dir, info, inputs = request.options, request.run_dir, request.info, request.inputs
     plan, perf_install = request.plan, request.perf_install

@@ -79,17 +79,8 @@ def record_operator_profile(
     )
     window_s = ceiling_window_s()
     ceilings = tuple(
-        in_process_ceiling(
-            info,
-            instances,
-            threads,
-            client_batch,
-            inputs,
-            window_s=window_s,
-            backend=backend,
-            precision=precision,
-        )
-        for instances, threads, backend, precision in parallelism
+        in_process_ceiling(info, n, threads, client_batch, inputs, window_s, backend, precision)
+        for n, threads, backend, precision in parallelism
     )
     # The roofline: this machine's per-thread ceilings, and each heavy operator's own time at
     # the batch sizes it is drawn at (onnxruntime's profiler).
@@ -105,8 +96,7 @@ def record_operator_profile(
     if null_path.exists():
         # The serving-path cells already contain an empty onnxruntime call; the cost model
         # subtracts its in-process time so the model's own terms do not count it twice.
-        null_info = replace(info, path=null_path)
-        null_us = time_in_process(null_info, batches, inputs=inputs)
+        null_us = time_in_process(replace(info, path=null_path), batches, inputs=inputs)
     record = OperatorsRecord(
         profile=profile,
         in_process_us_per_execution=in_process,

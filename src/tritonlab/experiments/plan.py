@@ -6,6 +6,7 @@ four variants and one load point (gRPC, batch 1, concurrency 8); sweeps add load
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -41,14 +42,11 @@ class LoadKey:
     @classmethod
     def parse(cls, key: str) -> LoadKey | None:
         """The key's parts, or None when ``key`` is not in the form ``LoadPoint.key`` builds."""
-        parts = key.split("_")
-        if len(parts) not in (3, 4) or not parts[1].startswith("b") or not parts[2]:
+        found = re.fullmatch(r"([^_]*)_b(\d+)_([^_]+)(?:_s(\d+))?", key)
+        if found is None:
             return None
-        batch = parts[1][1:]
-        seq = parts[3][1:] if len(parts) == 4 and parts[3].startswith("s") else None
-        if not batch.isdigit() or (len(parts) == 4 and not (seq and seq.isdigit())):
-            return None
-        return cls(parts[0], int(batch), parts[2], int(seq) if seq else None)
+        protocol, batch, load, seq = found.groups()
+        return cls(protocol, int(batch), load, int(seq) if seq else None)
 
 
 def sequence_length_of(load_key: str) -> int | None:
@@ -171,8 +169,7 @@ class ExperimentPlan(Record):
         if len(self.loads) > limits.MAX_LOADS:
             raise PlanError(f"loads: {over(len(self.loads), limits.MAX_LOADS, 'load points')}")
         for load in self.loads:
-            problem = limits.load_problem(load.batch_size, load.sequence_length)
-            if problem is not None:
+            if (problem := limits.load_problem(load.batch_size, load.sequence_length)) is not None:
                 raise PlanError(f"load {load.key}: {problem[0]}: {problem[1]}")
         m = self.measurement
         for key, value, cap in (
@@ -248,9 +245,8 @@ class ExperimentPlan(Record):
 
 @dataclass(frozen=True)
 class PlanBasics:
-    """What every built-in configuration set takes: the model's name, the repeats, the one load
-    point's concurrency (None: the set's own default) and protocol, the variants' largest batch
-    and the measurement settings (None: the defaults)."""
+    """What every built-in configuration set takes (``concurrency`` None: the set's own
+    default; ``measurement`` None: the defaults)."""
 
     model_name: str
     repeats: int = 3
@@ -259,6 +255,10 @@ class PlanBasics:
     max_batch_size: int = 64
     measurement: MeasurementSettings | None = None
 
+    def variant(self, name: str, description: str, **knobs: Any) -> ServingVariant:
+        """A configuration of a built-in set: ``knobs`` changed, at the largest batch here."""
+        return ServingVariant(name, description, max_batch_size=self.max_batch_size, **knobs)
+
     def plan(self, variants: Sequence[ServingVariant], concurrency: int) -> ExperimentPlan:
         """``variants`` at one load point: batch 1 at the concurrency given here, else at
         ``concurrency`` (the set's default); ``PlanError`` for a key over its bound
@@ -266,18 +266,15 @@ class PlanBasics:
         plan = ExperimentPlan(
             model_name=self.model_name,
             variants=tuple(variants),
-            loads=(
-                LoadPoint(
-                    protocol=self.protocol,
-                    batch_size=1,
-                    concurrency=self.concurrency or concurrency,
-                ),
-            ),
+            loads=(LoadPoint(self.protocol, 1, self.concurrency or concurrency),),
             repeats=self.repeats,
             measurement=self.measurement or MeasurementSettings(),
         )
         plan.check_limits()
         return plan
+
+
+BATCHING_0MS: dict[str, Any] = {"dynamic_batching": True, "max_queue_delay_us": 0}
 
 
 def seed_comparison_plan(basics: PlanBasics) -> ExperimentPlan:
@@ -294,30 +291,11 @@ def compute_plan(basics: PlanBasics, cores: int) -> ExperimentPlan:
     instance has one waiting while another runs.
     """
     n = max(2, cores)
-    max_batch_size = basics.max_batch_size
     variants = [
-        ServingVariant(
-            "baseline", "baseline (1 instance x 1 thread)", max_batch_size=max_batch_size
-        ),
-        ServingVariant(
-            f"threads_{n}",
-            f"1 instance x {n} threads",
-            max_batch_size=max_batch_size,
-            intra_op_threads=n,
-        ),
-        ServingVariant(
-            f"instances_{n}",
-            f"{n} instances x 1 thread",
-            max_batch_size=max_batch_size,
-            instance_count=n,
-        ),
-        ServingVariant(
-            "batch_0ms_x1",
-            "batching (0 ms, 1 instance x 1 thread)",
-            dynamic_batching=True,
-            max_queue_delay_us=0,
-            max_batch_size=max_batch_size,
-        ),
+        basics.variant("baseline", "baseline (1 instance x 1 thread)"),
+        basics.variant(f"threads_{n}", f"1 instance x {n} threads", intra_op_threads=n),
+        basics.variant(f"instances_{n}", f"{n} instances x 1 thread", instance_count=n),
+        basics.variant("batch_0ms_x1", "batching (0 ms, 1 instance x 1 thread)", **BATCHING_0MS),
     ]
     return basics.plan(variants, 2 * n)
 
@@ -327,29 +305,25 @@ def backends_plan(basics: PlanBasics) -> ExperimentPlan:
     its reference: without batching (the engines' cost of one small execution), with dynamic
     batching at delay 0 (their cost at the batches the load forms), and OpenVINO in bf16 (the
     precision alone; its accuracy against onnxruntime goes in the correctness check)."""
-
-    def variant(name: str, description: str, **knobs: Any) -> ServingVariant:
-        return ServingVariant(name, description, max_batch_size=basics.max_batch_size, **knobs)
-
-    batching = {"dynamic_batching": True, "max_queue_delay_us": 0}
+    variant = basics.variant
     # Order matters: each is explained against the earliest configuration it differs from in
     # one field, so OpenVINO with batching is compared with onnxruntime with batching.
     variants = [
         variant("baseline", "baseline (onnxruntime, no batching, count=1)"),
-        variant("batch_0ms_x1", "batching (0 ms, count=1), onnxruntime", **batching),
+        variant("batch_0ms_x1", "batching (0 ms, count=1), onnxruntime", **BATCHING_0MS),
         variant("openvino", "openvino f32 (no batching, count=1)", backend="openvino"),
         variant(
             "batch_0ms_x1_openvino",
             "batching (0 ms, count=1), openvino f32",
             backend="openvino",
-            **batching,
+            **BATCHING_0MS,
         ),
         variant(
             "batch_0ms_x1_openvino_bf16",
             "batching (0 ms, count=1), openvino bf16",
             backend="openvino",
             precision="bf16",
-            **batching,
+            **BATCHING_0MS,
         ),
     ]
     return basics.plan(variants, 8)
@@ -359,11 +333,7 @@ def for_unbatched_model(plan: ExperimentPlan, cores: int) -> ExperimentPlan:
     """``plan`` for a model without a batch axis: Triton cannot batch it, so batching variants
     are dropped and every variant is served with ``max_batch_size: 0``; with only the baseline
     left, an instance-count variant is added so there is still a comparison to explain."""
-    kept = [
-        replace(v, max_batch_size=0, description=v.description)
-        for v in plan.variants
-        if not v.dynamic_batching
-    ]
+    kept = [replace(v, max_batch_size=0) for v in plan.variants if not v.dynamic_batching]
     dropped = [v.name for v in plan.variants if v.dynamic_batching]
     if len(kept) == 1:
         n = max(2, cores)
@@ -372,15 +342,11 @@ def for_unbatched_model(plan: ExperimentPlan, cores: int) -> ExperimentPlan:
                 f"instances_{n}", f"no batching, count={n}", max_batch_size=0, instance_count=n
             )
         )
+    dropped_words = f", and the batching configurations ({', '.join(dropped)}) were dropped"
     note = (
         "The model has no batch axis (its first dim is fixed), so Triton cannot batch its "
-        "requests: it is served with max_batch_size 0"
-        + (
-            f", and the batching configurations ({', '.join(dropped)}) were dropped"
-            if dropped
-            else ""
-        )
-        + "; instance counts and threads are still compared."
+        f"requests: it is served with max_batch_size 0{dropped_words if dropped else ''}; "
+        "instance counts and threads are still compared."
     )
     loads = tuple(replace(ld, batch_size=1) for ld in plan.loads)
     return replace(plan, variants=tuple(kept), loads=loads, notes=(*plan.notes, note))

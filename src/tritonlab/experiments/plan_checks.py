@@ -143,8 +143,7 @@ class PlanChecker:
                 raise self.fail(
                     where, f"must map config sections to values, got {shown(overrides)}"
                 )
-            problem = override_problem(overrides)
-            if problem is not None:
+            if (problem := override_problem(overrides)) is not None:
                 raise self.fail(f"{where}.{problem.split(':', 1)[0]}", problem.split(": ", 1)[1])
             changes["config_overrides"] = dict(overrides)
         return changes
@@ -158,23 +157,18 @@ def check_variant_count(check: PlanChecker, data: dict[str, Any]) -> None:
     if isinstance(axes, dict):
         count += sum(len(v) if isinstance(v, list) else 1 for v in axes.values())
     if count > MAX_VARIANTS:
-        raise check.fail(
-            "axes" if isinstance(axes, dict) and axes else "combined",
-            over_limit(
-                count,
-                MAX_VARIANTS,
-                "configurations (the baseline, the anchor, every "
-                "axis value and every combined variant)",
-            ),
+        what = (
+            "configurations (the baseline, the anchor, every axis value and every combined variant)"
         )
+        key = "axes" if isinstance(axes, dict) and axes else "combined"
+        raise check.fail(key, over_limit(count, MAX_VARIANTS, what))
 
 
 def check_load_limits(check: PlanChecker, loads: Sequence[LoadPoint]) -> None:
     """Refuse a load over its bound: a client batch size, a sequence length, one request's
     input elements (``plan_limits.load_problem``), or more than ``MAX_LOADS`` load points."""
     for load in loads:
-        problem = load_problem(load.batch_size, load.sequence_length)
-        if problem is not None:
+        if (problem := load_problem(load.batch_size, load.sequence_length)) is not None:
             raise check.fail(f"loads.{problem[0]}", problem[1])
     if len(loads) > MAX_LOADS:
         raise check.fail("loads", over_limit(len(loads), MAX_LOADS, "load points"))

@@ -4,27 +4,13 @@
 Design: one factor at a time around a reference, plus an explicit list of combined variants.
 A full factorial of every axis would multiply the cost (5 delays x 3 batch sizes x 2 instance
 counts x 2 kinds = 60 configurations before any load point), and a cell that differs from every
-other cell in three knobs cannot be explained. So:
-
-- ``baseline`` is the reference configuration every verdict is measured against (variant
-  ``baseline``).
-- ``anchor`` (optional) is the point the axes vary from, written as changes to the baseline
-  (e.g. ``dynamic_batching: true``); it is measured as its own variant. Without it the axes vary
-  from the baseline.
-- ``axes`` lists values per knob; each value is one variant: the anchor with exactly that knob
-  changed. A batcher knob (``max_queue_delay_microseconds``, ``preferred_batch_size``) applied to
-  a reference without dynamic batching also turns batching on, which the explanations count as one
-  change ("enabled dynamic_batching with max_queue_delay_microseconds = X").
-- ``combined`` (optional) lists explicit variants as several changes to the anchor (e.g. the
-  queue-delay trap's fix: a 5 ms delay with ``preferred_batch_size: [8]``). Each is explained
-  against the earlier variant it differs from least, so it still reads as one change when a
-  matching axis variant exists.
-
-Loads follow the same rule: the concurrency curve is measured at the reference protocol and
-client batch size (the first of each list); every other protocol and batch size at the reference
-concurrency only; open-loop load (Poisson arrivals, perf_analyzer ``--request-rate-range``) at
-fractions of each variant's measured closed-loop peak. Every variant is measured at every load
-point. The full schema, with defaults, is in ``docs/sweeps.md``.
+other cell in three knobs cannot be explained. So ``baseline`` is the reference every verdict is
+measured against; ``anchor`` (optional, changes to the baseline, measured as its own variant) is
+the point the ``axes`` vary from, each axis value one variant with exactly that knob changed (a
+batcher knob on a reference without batching turns batching on too, counted as one change);
+``combined`` lists variants of several changes, each explained against the earlier variant it
+differs from least. Loads follow the same rule (``plan_loads``). The full schema, with
+defaults, is in ``docs/sweeps.md``.
 """
 
 from __future__ import annotations
@@ -53,17 +39,8 @@ from tritonlab.experiments.plan_loads import parse_loads
 from tritonlab.experiments.trace_loads import distinct_traces, trace_load
 from tritonlab.models.zoo import BUILTIN_MODELS, DEFAULT_MODEL
 from tritonlab.perf.trace import Trace, read_trace
-from tritonlab.repository.knobs import (
-    BATCHER_FIELDS,
-    KNOB_BY_FIELD,
-    knob_description,
-    knob_slug,
-)
-from tritonlab.repository.variants import (
-    DEFAULT_MAX_BATCH_SIZE,
-    ServingVariant,
-    aa_control,
-)
+from tritonlab.repository.knobs import BATCHER_FIELDS, KNOB_BY_FIELD, knob_description, knob_slug
+from tritonlab.repository.variants import DEFAULT_MAX_BATCH_SIZE, ServingVariant, aa_control
 
 DEMO_MODEL = "demo"
 
@@ -158,12 +135,11 @@ class SweepPlan:
             raise PlanError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
         plan = self.experiment
         variants = tuple(v for v in plan.variants if not v.control)
-        measurement = replace(plan.measurement, engine=engine)
         experiment = replace(
             plan,
             variants=with_engine_controls(variants, engine),
             repeats=engine_repeats(engine, self.repeats_given),
-            measurement=measurement,
+            measurement=replace(plan.measurement, engine=engine),
         )
         return replace(self, experiment=experiment)
 
@@ -187,20 +163,6 @@ class SweepPlan:
         )
 
 
-def variant_name(v: ServingVariant, baseline: ServingVariant) -> str:
-    """A slug from what the variant sets: ``batch_0us``, ``batch_5000us_pref8``, ``nobatch_x2``."""
-    return knob_slug(v, baseline)
-
-
-def variant_description(v: ServingVariant, baseline: ServingVariant) -> str:
-    """The seed's wording: ``batching (5 ms, count=2)``, plus any other knob that differs."""
-    return knob_description(v, baseline)
-
-
-def _same_config(a: ServingVariant, b: ServingVariant) -> bool:
-    return replace(a, name="", description="") == replace(b, name="", description="")
-
-
 def _apply(reference: ServingVariant, changes: dict[str, Any]) -> ServingVariant:
     """``reference`` with ``changes``; a batcher setting on a non-batching reference enables it."""
     if BATCHER_FIELDS & changes.keys() and "dynamic_batching" not in changes:
@@ -222,25 +184,23 @@ def _variants(
 ) -> tuple[list[ServingVariant], list[str]]:
     """All variants (baseline first) and the plan path each came from; ``start``: a
     repository model's own configuration, which the baseline's changes apply to."""
-    base_changes = check.changes(data.get("baseline", {}), "baseline")
     baseline = _apply(
         start or ServingVariant("baseline", "", max_batch_size=DEFAULT_MAX_BATCH_SIZE),
-        base_changes,
+        check.changes(data.get("baseline", {}), "baseline"),
     )
-    baseline = replace(
-        baseline, description=f"baseline ({variant_description(baseline, baseline)})"
-    )
+    baseline = replace(baseline, description=f"baseline ({knob_description(baseline, baseline)})")
     found: list[tuple[ServingVariant, str]] = [(baseline, "baseline")]
 
     def add(variant: ServingVariant, path: str, named: bool = False) -> None:
         if not named:
             variant = replace(
                 variant,
-                name=variant_name(variant, baseline),
-                description=variant_description(variant, baseline),
+                name=knob_slug(variant, baseline),
+                description=knob_description(variant, baseline),
             )
+        unnamed = replace(variant, name="", description="")
         for other, other_path in found:
-            if _same_config(other, variant):
+            if replace(other, name="", description="") == unnamed:  # the same knobs
                 if named:
                     raise check.fail(path, f"same configuration as {other_path} ({other.name})")
                 return  # an axis value equal to its reference adds nothing
@@ -266,10 +226,10 @@ def _variants(
         if "changes" not in item:
             raise check.fail(f"{path}.changes", "missing: list the knobs this variant changes")
         variant = _apply(anchor, check.changes(item["changes"], f"{path}.changes"))
-        name = item.get("name", variant_name(variant, baseline))
+        name = item.get("name", knob_slug(variant, baseline))
         if not isinstance(name, str):
             raise check.fail(f"{path}.name", f"must be a string, got {shown(name)}")
-        description = item.get("description", variant_description(variant, baseline))
+        description = item.get("description", knob_description(variant, baseline))
         add(replace(variant, name=name, description=str(description)), path, named=True)
     if start is not None:  # a repository's model: only the knobs its backend reads
         for variant, path in found:
@@ -304,26 +264,26 @@ def with_engine_controls(
 def _measurement(check: PlanChecker, value: Any) -> MeasurementSettings:
     data = check.mapping(value, "measurement", MEASUREMENT_KEYS)
     default = MeasurementSettings(measurement_interval_ms=1000)
-    interval = data.get("measurement_interval_ms", default.measurement_interval_ms)
+
+    def given(key: str) -> Any:
+        return data.get(key, getattr(default, key))
+
     return MeasurementSettings(
         engine=check.choice(data.get("engine", DEFAULT_ENGINE), "measurement.engine", ENGINES),
         measurement_interval_ms=check.integer(
-            interval, "measurement.measurement_interval_ms", 100, MAX_WINDOW_MS
+            given("measurement_interval_ms"),
+            "measurement.measurement_interval_ms",
+            100,
+            MAX_WINDOW_MS,
         ),
         stability_percentage=check.number(
-            data.get("stability_percentage", default.stability_percentage),
-            "measurement.stability_percentage",
+            given("stability_percentage"), "measurement.stability_percentage"
         ),
-        max_trials=check.integer(
-            data.get("max_trials", default.max_trials), "measurement.max_trials", 3, MAX_TRIALS
-        ),
+        max_trials=check.integer(given("max_trials"), "measurement.max_trials", 3, MAX_TRIALS),
         retries_when_unstable=check.integer(
-            data.get("retries_when_unstable", default.retries_when_unstable),
-            "measurement.retries_when_unstable",
-            0,
-            MAX_RETRIES,
+            given("retries_when_unstable"), "measurement.retries_when_unstable", 0, MAX_RETRIES
         ),
-        fresh_inputs=check.boolean(data.get("fresh_inputs", False), "measurement.fresh_inputs"),
+        fresh_inputs=check.boolean(given("fresh_inputs"), "measurement.fresh_inputs"),
     )
 
 
@@ -394,15 +354,12 @@ def parse_plan(data: Any, source: str, base_dir: Path) -> SweepPlan:
                     f"{variant.max_batch_size} of {origin} ({variant.name})",
                 )
     measurement = _measurement(check, data.get("measurement", {}))
-    repeats = engine_repeats(measurement.engine, repeats_given)
     recommend = check.mapping(data.get("recommend", {}), "recommend", RECOMMEND_KEYS)
-    budget = recommend.get("latency_budget_p99_us")
-    target = recommend.get("target_load_infer_per_s")
     experiment = ExperimentPlan(
         model_name=name,
         variants=with_engine_controls(tuple(variants), measurement.engine),
         loads=tuple(loads),
-        repeats=repeats,
+        repeats=engine_repeats(measurement.engine, repeats_given),
         measurement=measurement,
     )
     try:
@@ -414,12 +371,11 @@ def parse_plan(data: Any, source: str, base_dir: Path) -> SweepPlan:
         model=model,
         model_path=model_path,
         experiment=experiment,
-        latency_budget_p99_us=None
-        if budget is None
-        else check.number(budget, "recommend.latency_budget_p99_us"),
-        target_load_infer_per_s=None
-        if target is None
-        else check.number(target, "recommend.target_load_infer_per_s"),
+        **{
+            key: check.number(recommend[key], f"recommend.{key}")
+            for key in RECOMMEND_KEYS
+            if recommend.get(key) is not None
+        },
         repeats_given=repeats_given,
         repository=repository,
         step=step,
@@ -472,6 +428,4 @@ def demo_plan_path() -> Path:
 
 def load_demo_plan() -> SweepPlan:
     """The shipped demo sweep plan (``experiments/plans/demo_sweep.yaml``), parsed."""
-    path = demo_plan_path()
-    plan = load_plan(path)
-    return replace(plan, source=DEMO_PLAN_NAME)
+    return replace(load_plan(demo_plan_path()), source=DEMO_PLAN_NAME)

@@ -82,10 +82,8 @@ def _kind_levels(check: PlanChecker, kind: RateKind, value: Any) -> list[float]:
 
 def parse_loads(check: PlanChecker, value: Any, traces: Sequence[Trace] = ()) -> list[LoadPoint]:
     """The plan's load points (protocol x batch size x concurrency or rate x sequence length),
-    and ``traces`` (the files of ``loads.trace``) replayed at the reference protocol and batch.
-
-    Raises ``PlanError`` naming the key that is wrong.
-    """
+    and ``traces`` (the files of ``loads.trace``) replayed at the reference protocol and batch;
+    ``PlanError`` naming the key that is wrong."""
     data = check.mapping(value, "loads", LOAD_KEYS)
     protocols = [
         check.choice(p, f"loads.protocol[{i}]", PROTOCOLS)

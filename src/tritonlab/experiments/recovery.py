@@ -32,21 +32,15 @@ STUB_DIED_MARKER = "is not healthy"
 
 
 def stub_died(exc: BaseException) -> bool:
-    """True when ``exc`` says a backend stub died (``Stub process 'M_0_0' is not healthy``).
-
-    Triton 2.51 never finishes unloading a model whose stub died (its old version stays live
-    until the server exits), so the reload that replaces the stub does not wait for it.
-    """
+    """True when ``exc`` says a backend stub died (``Stub process 'M_0_0' is not healthy``):
+    Triton 2.51 never finishes unloading its model, so the reload does not wait for it."""
     return isinstance(exc, PerfAnalyzerError) and STUB_DIED_MARKER in str(exc)
 
 
 def load_faults(run_dir: Path) -> list[FaultRecord]:
-    """The faults recorded in ``results/faults.json`` of ``run_dir`` ([] when none).
-
-    ``ResultFileError`` for a corrupt file or one from a newer tritonlab.
-    """
-    stored = read_result(RunLayout(run_dir).faults, [])
-    return [FaultRecord.from_dict(f) for f in stored]
+    """The faults recorded in ``results/faults.json`` of ``run_dir`` ([] when none;
+    ``ResultFileError`` for a corrupt file or one from a newer tritonlab)."""
+    return [FaultRecord.from_dict(f) for f in read_result(RunLayout(run_dir).faults, [])]
 
 
 class Recovery:
@@ -109,7 +103,9 @@ class Recovery:
         self.faults.append(FaultRecord(cell, what, action, lines, utc_now()))
         if last_attempt:
             self.failed_cells.append(cell)
-        self._save()
+        write_result(RunLayout(self.run_dir).faults, [f.to_dict() for f in self.faults])
+        if self.on_fault is not None:
+            self.on_fault(self.faults)
         if died and isinstance(self.server, TritonServer):  # server_died: only ours dies
             if self.restarts >= self.max_restarts:
                 raise ServerError(
@@ -121,8 +117,3 @@ class Recovery:
             self.server.restart(self.ready_timeout_s)
         self.mark()  # the next failure (a reload's, say) quotes its own lines
         return died
-
-    def _save(self) -> None:
-        write_result(RunLayout(self.run_dir).faults, [f.to_dict() for f in self.faults])
-        if self.on_fault is not None:
-            self.on_fault(self.faults)

@@ -48,7 +48,6 @@ def _batching_off(v: ServingVariant) -> ServingVariant:
 
 def one_change_variants(baseline: ServingVariant, backend: str) -> list[ServingVariant]:
     """The variants one knob away from ``baseline`` that ``backend`` accepts."""
-    accepts = {field for field, knob in KNOB_BY_FIELD.items() if backend in knob.backends}
     changed: list[ServingVariant] = []
     if baseline.max_batch_size > 0:
         if baseline.dynamic_batching:
@@ -60,7 +59,7 @@ def one_change_variants(baseline: ServingVariant, backend: str) -> list[ServingV
     changed.append(replace(baseline, instance_count=baseline.instance_count + 1))
     if baseline.instance_count > 1:
         changed.append(replace(baseline, instance_count=baseline.instance_count - 1))
-    if "intra_op_threads" in accepts:
+    if backend in KNOB_BY_FIELD["intra_op_threads"].backends:
         changed.append(replace(baseline, intra_op_threads=2 * (baseline.intra_op_threads or 1)))
     return [
         replace(v, name=knob_slug(v, baseline), description=knob_description(v, baseline))
@@ -87,8 +86,7 @@ def repository_plan(
             f"The configurations change step `{source.tuned}` ({source.tuned_reason}); the "
             "other steps run as the user configured them."
         )
-    left_out = left_out_knobs(source.tuned_backend)
-    if left_out:
+    if left_out := left_out_knobs(source.tuned_backend):
         notes.append("Knobs left out: " + "; ".join(left_out) + ".")
     return replace(plan, notes=tuple(notes))
 

@@ -14,8 +14,7 @@ from tritonlab.result_files import load_records, write_result
 
 @dataclass(frozen=True)
 class AdaptiveRound(Record):
-    """One extra round: its number (counted from 1, the planned rounds included), the undecided
-    verdicts that asked for it, and the ids of the cells it measured."""
+    """One extra round (``round`` counted from 1, the planned rounds included)."""
 
     round: int
     reasons: tuple[str, ...]

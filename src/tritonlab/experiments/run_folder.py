@@ -1,19 +1,16 @@
 """Which folders are tritonlab's, and ``--fresh`` that only ever moves what tritonlab made.
 
 A run folder is tritonlab's when it holds the marker file ``.tritonlab``, written when a run
-first uses a folder that holds none of what a run writes there (``run_layout.RUN_OUTPUTS``: the
-subfolders from ``results/`` to ``client/``, ``report.html`` and ``README.md``). A folder that
-already held one (someone's ``docs/`` or ``README.md``, or a run from before the marker) is never
-marked, whatever tritonlab later writes into it: a manifest beside a user's ``docs/`` does not
-make the ``docs/`` ours. ``--fresh`` refuses any unmarked folder that holds one of those, with
-one line saying why and what to do, and never deletes: every one of them moves into
-``.trash/<UTC time>/`` inside the run folder, where the last ``KEEP_TRASH`` stay (older ones are
-removed, inside ``.trash`` only). The model file and anything else in the folder stay.
+first uses a folder that holds none of what a run writes there (``run_layout.RUN_OUTPUTS``). A
+folder that already held one (someone's ``docs/`` or ``README.md``, or a run from before the
+marker) is never marked, whatever tritonlab later writes into it. ``--fresh`` refuses any
+unmarked folder that holds one of those, in one line saying why and what to do, and never
+deletes: each moves into ``.trash/<UTC time>/`` inside the run folder, where the last
+``KEEP_TRASH`` stay. The model file and anything else in the folder stay.
 
 Every move and delete goes through the run folder's gateway (``tritonlab.gateway``): a
 ``.trash``, ``results/`` or ``models/`` that is a symbolic link is refused in one line, never
-followed. ``open_run_folder`` opens that gateway after refusing an ``--out`` that overlaps an
-input of the command.
+followed.
 """
 
 from __future__ import annotations
@@ -114,14 +111,9 @@ def discard_results(run_dir: Path) -> Path | None:
     target = gate.mkdir(layout.trash / stamp)
     for name in present:
         gate.move(layout.root / name, target / name)
-    _prune(gate, layout.trash)
-    return target
-
-
-def _prune(gate: gateway.Gateway, trash: Path) -> None:
-    """Keep the newest ``KEEP_TRASH`` entries of ``trash`` (a folder tritonlab made, checked
-    by the gateway: never a link)."""
-    gate.path(trash)
-    entries = sorted(p for p in trash.iterdir() if p.is_dir() and not p.is_symlink())
+    # Keep the newest KEEP_TRASH entries of .trash (checked by the gateway: never a link).
+    gate.path(layout.trash)
+    entries = sorted(p for p in layout.trash.iterdir() if p.is_dir() and not p.is_symlink())
     for old in entries[:-KEEP_TRASH]:
         gate.remove_tree(old)
+    return target

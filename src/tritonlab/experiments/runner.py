@@ -27,13 +27,7 @@ from tritonlab.experiments.adaptive_run import AdaptiveRepeats, AdaptiveRun
 from tritonlab.experiments.block_engine import BlockEngine
 from tritonlab.experiments.blocks import ENGINE_BLOCKS, CoLoad, decide_coload, run_seed
 from tritonlab.experiments.engine import ClassicEngine, MeasuringSession
-from tritonlab.experiments.lazy_session import LazySession, can_wait
-from tritonlab.experiments.manifest import (
-    AdaptiveEntry,
-    RunEntries,
-    SweepEntry,
-    available_cores,
-)
+from tritonlab.experiments.manifest import AdaptiveEntry, RunEntries, SweepEntry, available_cores
 from tritonlab.experiments.opening import (
     SessionRequest,
     check_resume,
@@ -42,16 +36,20 @@ from tritonlab.experiments.opening import (
     plan_fingerprint,
 )
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
+from tritonlab.experiments.serving_path import probes_pending
 from tritonlab.experiments.session import CellSession, Progress, ProgressCallback, Round
 from tritonlab.experiments.store import (
     cell_path,
     cell_problem,
+    load_manifest,
     quarantine,
+    save_manifest,
 )
 from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.perf.locate import locate_perf_analyzer
 from tritonlab.repository.layout import RepositoryModel, build_repository
+from tritonlab.result_files import load_records
 from tritonlab.run_layout import CELLS_DIR, SERVING_PATH_DIR, RunLayout, cell_id
 from tritonlab.server.launch import ServerOptions
 
@@ -72,9 +70,8 @@ class RunOutcome:
     without_rate: list[str] = field(default_factory=list)
     # Unusable cell files found on resume, moved aside (``*.json.corrupt``) and re-measured.
     quarantined: list[str] = field(default_factory=list)
-    # Cells given up on after repeated faults (results/faults.json says why), and restarts.
+    # Cells given up on after repeated faults (results/faults.json says why).
     failed: list[str] = field(default_factory=list)
-    server_restarts: int = 0
 
 
 # Opens a cluster's measuring session for a request.
@@ -100,21 +97,15 @@ def run_experiment(
 ) -> RunOutcome:
     """Measure every cell of ``plan`` not yet on disk; results go under ``run_dir``.
 
-    ``inputs`` says what every request carries (default: derived from the graph).
-    ``cluster``: the opener of a cluster's measuring session (``pipeline/`` binds
-    ``distributed.ray_session.open_ray_session`` to a Ray address): whole rounds are then
-    measured on the cluster's nodes, each cell written here as it arrives. The runner does not
-    import ``distributed/``, which imports it.
-
-    Closed-loop and fixed-rate loads are measured first; loads at a fraction of the peak then
-    get their rates from ``open_loop_rates`` (required when the plan has such loads).
-
-    ``models``: the plan's variants already written in the run's repository, one per variant
-    (``pipeline/check.py`` serves two model files); the first is the one whose answers are
-    checked, against ``info``, and each round measures them in this order. ``probes``: measure
-    the serving-path probes behind the cost model (a check does not need them).
-    ``alternate``: reverse the configurations' order every other round (the classic engine;
-    the block engine shuffles), so no configuration always goes first.
+    ``inputs``: what every request carries (default: derived from the graph). ``cluster``: the
+    opener of a cluster's session (``pipeline/`` binds ``distributed.ray_session``, which
+    imports this module): whole rounds are then measured on its nodes, each cell written here
+    as it arrives. Loads at a fraction of the peak get their rates from ``open_loop_rates``
+    once the others are measured. ``models``: the variants already written in the run's
+    repository (``pipeline/check.py`` serves two model files); the first one's answers are
+    checked against ``info``, and each round measures them in this order. ``probes``: measure
+    the serving-path probes (a check does not need them). ``alternate``: reverse the order every
+    other round (the classic engine; the block engine shuffles).
     """
     started = time.monotonic()
     plan.validate(info.batched)
@@ -140,7 +131,6 @@ def run_experiment(
         for model in models
         for load in plan.loads
     ]
-    total = len(todo)
     skipped = [
         cell_id(m.variant.name, ld.key, r + 1)
         for r, m, ld in todo
@@ -154,7 +144,7 @@ def run_experiment(
     )
     request = SessionRequest(
         options, run_dir, info, inputs, plan, fingerprint, perf_install, entries,
-        Progress(progress, len(skipped), total), deadline,
+        Progress(progress, len(skipped), len(todo)), deadline,
     )  # fmt: skip
     with contextlib.ExitStack() as stack:
         session: MeasuringSession
@@ -169,18 +159,14 @@ def run_experiment(
             keep_loaded = plan.measurement.engine == ENGINE_BLOCKS and coload.co_loaded
             session = lazy = LazySession(
                 request,
-                lambda: open_session(
-                    request,
-                    models[0],
-                    engine_models=models,
-                    keep_loaded=keep_loaded,
-                ),
-                lambda opened: _start_engine(
-                    opened, plan, models, direct_loads, fingerprint, coload
-                ),
+                lambda: open_session(request, models[0], models, keep_loaded),
+                lambda opened: _start_engine(opened, fingerprint, models, direct_loads, coload),
                 stack,
             )
-            if not can_wait(request):
+            layout = RunLayout(run_dir)
+            # A session that never starts leaves an earlier start's manifest and answer check
+            # in place; without them (a first run) it starts at once.
+            if not (layout.manifest.exists() and layout.infer_check.exists()):
                 lazy.start()
         stopped, without_rate = _measure_passes(
             session, request, models, todo, finished, open_loop_rates, adaptive, time_budget_s,
@@ -199,7 +185,6 @@ def run_experiment(
         without_rate,
         quarantined,
         session.recovery.failed_cells,
-        session.recovery.restarts,
     )
 
 
@@ -216,9 +201,8 @@ def _measure_passes(
     alternate: bool = False,
 ) -> tuple[str | None, list[str]]:
     """Measure the direct loads, then the loads at a fraction of the peak, the serving path,
-    the adaptive rounds and the operator profile, each only while nothing stopped the run.
-    Returns why the run stopped early (None: it did not) and the derived cells left without a
-    rate."""
+    the adaptive rounds and the operator profile, while nothing stopped the run; why it
+    stopped early (None: it did not), and the derived cells left without a rate."""
     plan = request.plan
     derived_loads = [ld for ld in plan.loads if ld.kind.from_peak]
     direct_loads = [ld for ld in plan.loads if not ld.kind.from_peak]
@@ -257,15 +241,14 @@ def _measure_passes(
 
 def _start_engine(
     session: CellSession,
-    plan: ExperimentPlan,
+    fingerprint: str,
     models: list[RepositoryModel],
     loads: list[LoadPoint],
-    fingerprint: str,
     coload: CoLoad,
 ) -> ClassicEngine:
     """The engine a local session measures through: the block engine where the plan asks for
     it (with the co-loading decided before the session opened), else the classic one."""
-    if plan.measurement.engine == ENGINE_BLOCKS:
+    if session.plan.measurement.engine == ENGINE_BLOCKS:
         seed = run_seed(fingerprint)
         return BlockEngine.start(session, models, loads, coload, seed, available_cores())
     return ClassicEngine(session)
@@ -316,8 +299,106 @@ def quarantine_unusable(run_dir: Path) -> list[str]:
     moved = []
     for folder in (CELLS_DIR, SERVING_PATH_DIR):
         for path in sorted(RunLayout(run_dir).cell_folder(folder).glob("*.json")):
-            problem = cell_problem(path)
-            if problem is not None:
+            if (problem := cell_problem(path)) is not None:
                 target = quarantine(path)
                 moved.append(f"{problem.split(';')[0]}; kept as {target.name}, re-measuring it")
     return moved
+
+
+@dataclass
+class _NothingRecovered:
+    """The faults side of a session that never started: none met, none given up on."""
+
+    failed_cells: list[str] = field(default_factory=list)
+
+
+class LazySession:
+    """``MeasuringSession``'s calls, the session opened and its engine started (``on_open``)
+    on the first one with something to measure; until then, what a session that measured
+    nothing says.
+
+    Re-running a finished run (to rebuild its reports, or after a resume that measured
+    everything) used to start the server, load every configuration, check the answers again,
+    warm the block engine up and stop the server: about 25 s on 2 cores for nothing measured,
+    and a manifest, an answer check and an engine record rewritten although no figure changed.
+    This holds off all of it until the first round with a cell in it, the serving-path probes
+    with a cell missing, or an adaptive round; a run that needs none of them keeps its records
+    as they are, and only the manifest's run-level entries (``sweep``, ``adaptive``) are brought
+    up to date.
+    """
+
+    def __init__(
+        self,
+        request: SessionRequest,
+        opener: Callable[[], contextlib.AbstractContextManager[CellSession]],
+        on_open: Callable[[CellSession], MeasuringSession],
+        stack: contextlib.ExitStack,
+    ) -> None:
+        self._request = request
+        self._opener, self._on_open, self._stack = opener, on_open, stack
+        self._session: MeasuringSession | None = None
+        self._recovered = _NothingRecovered()
+        self._checks: list[InferCheck] | None = None
+
+    def start(self) -> MeasuringSession:
+        """The engine, its session opened now if it was not."""
+        if self._session is None:
+            self._session = self._on_open(self._stack.enter_context(self._opener()))
+        return self._session
+
+    # -- what a session that has not started says ------------------------------------------
+
+    @property
+    def measured(self) -> list[str]:
+        return self._session.measured if self._session is not None else []
+
+    @property
+    def checks(self) -> list[InferCheck]:
+        """This start's answer checks, or the stored ones of the start that made them."""
+        if self._session is not None:
+            return self._session.checks
+        if self._checks is None:
+            self._checks = load_records(RunLayout(self._request.run_dir).infer_check, InferCheck)
+        return self._checks
+
+    @property
+    def cell_seconds(self) -> list[float]:
+        return list(getattr(self._session, "cell_seconds", []))
+
+    @property
+    def recovery(self) -> _NothingRecovered:
+        return self._session.recovery if self._session is not None else self._recovered  # type: ignore[return-value]
+
+    def over_budget(self) -> bool:
+        if self._session is not None:
+            return self._session.over_budget()
+        deadline = self._request.deadline
+        return deadline is not None and time.monotonic() > deadline
+
+    # -- the calls that measure ------------------------------------------------------------
+
+    def measure_rounds(self, rounds: Sequence[Round], ids: list[str], note: str = "") -> bool:
+        if not any(cells for round_ in rounds for _model, cells in round_):
+            return True
+        return self.start().measure_rounds(rounds, ids, note)
+
+    def measure_serving_path(self, info: OnnxModelInfo) -> None:
+        request = self._request
+        if self._session is None and not probes_pending(request.run_dir, request.plan, info):
+            return
+        self.start().measure_serving_path(info)
+
+    def profile_operators(self) -> None:
+        if self._session is not None:  # a local session profiles after its server stopped
+            self._session.profile_operators()
+
+    def close_unopened(self) -> None:
+        """Where no session started: the manifest's run-level entries as this run gives them
+        (``RunEntries.apply``), the rest kept."""
+        if self._session is not None:
+            return
+        run_dir = self._request.run_dir
+        stored = load_manifest(run_dir)
+        updated = self._request.entries.apply(stored)
+        if updated != stored:
+            save_manifest(run_dir, updated)

@@ -10,11 +10,13 @@ null graph can be built, misses the adapter's own work: measured here at ~60 µs
 Three cells, measured once after the planned rounds at the run's first closed-loop load, give
 the cost model its serving curve: no batching (one request per execution) and dynamic batchers
 waiting for half and for all of the requests in flight (a long delay with that preferred size,
-so batches fill). They are stored apart from the plan's cells (``results/serving_path/``).
+so batches fill). They are stored apart from the plan's cells (``results/serving_path/``),
+measured on a session's server (``engine.ClassicEngine.measure_serving_path``).
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -22,25 +24,21 @@ from typing import Any
 from google.protobuf import json_format
 
 from tritonlab import gateway
+from tritonlab.errors import PerfAnalyzerError, ServerError
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
+from tritonlab.experiments.recovery import ATTEMPTS_PER_CELL
+from tritonlab.experiments.session import CellSession, together, unload_quietly
 from tritonlab.experiments.store import cell_path
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.repository.config import ModelConfig, config_dict, write_config
 from tritonlab.repository.layout import MODEL_VERSION, RepositoryModel, add_model
 from tritonlab.repository.variants import ServingVariant, variant_model_name
 from tritonlab.run_layout import SERVING_PATH_DIR, RunLayout, cell_id
+from tritonlab.server.process import TritonServer
 
 PROBE_REPEATS = 1  # once per run: three cells, ~40 s on 2 cores; resumes keep them
 PROBE_DELAY_US = 100_000  # long enough that a batch always fills to the preferred size
 PREFIX = "serving_path"
-
-
-def probe_load(loads: list[LoadPoint]) -> LoadPoint | None:
-    """The first closed-loop load of the plan, with at least 2 requests in flight."""
-    closed = [ld for ld in loads if not ld.open_loop and ld.concurrency]
-    if not closed:
-        return None
-    return replace(closed[0], concurrency=max(2, closed[0].concurrency or 2))
 
 
 def probe_variants(load: LoadPoint, max_batch_size: int) -> list[ServingVariant]:
@@ -48,22 +46,19 @@ def probe_variants(load: LoadPoint, max_batch_size: int) -> list[ServingVariant]
     in_flight = (load.concurrency or 2) * load.batch_size
     ceiling = max(max_batch_size, in_flight)
     sizes = sorted({max(2, in_flight // 2), in_flight})
-    return [
-        ServingVariant(
-            f"{PREFIX}_r1", "null model, no batching", max_batch_size=ceiling, intra_op_threads=1
-        ),
-        *(
-            ServingVariant(
-                f"{PREFIX}_r{size}",
-                f"null model, batches of {size}",
-                dynamic_batching=True,
-                max_queue_delay_us=PROBE_DELAY_US,
-                preferred_batch_sizes=(size,),
-                max_batch_size=ceiling,
-                intra_op_threads=1,
-            )
-            for size in sizes
-        ),
+    plain = ServingVariant(
+        f"{PREFIX}_r1", "null model, no batching", max_batch_size=ceiling, intra_op_threads=1
+    )
+    return [plain] + [
+        replace(
+            plain,
+            name=f"{PREFIX}_r{size}",
+            description=f"null model, batches of {size}",
+            dynamic_batching=True,
+            max_queue_delay_us=PROBE_DELAY_US,
+            preferred_batch_sizes=(size,),
+        )
+        for size in sizes
     ]
 
 
@@ -87,16 +82,17 @@ def run_probes(
     plan has no closed load or the model no batch axis or ONNX graph (the cost model times an
     ONNX graph in-process: a Python model's or a pipeline's probes would fit nothing, and the
     log says why the cost model is absent)."""
-    load = probe_load(list(plan.loads))
-    if load is None or not info.batched or not info.runs_onnx:
+    closed = [ld for ld in plan.loads if not ld.open_loop and ld.concurrency]
+    if not closed or not info.batched or not info.runs_onnx:
         return None
+    # the first closed-loop load, with at least 2 requests in flight
+    load = replace(closed[0], concurrency=max(2, closed[0].concurrency or 2))
     return load, probe_variants(load, min(v.max_batch_size for v in plan.variants))
 
 
 def probes_pending(run_dir: Path, plan: ExperimentPlan, info: OnnxModelInfo) -> bool:
     """Whether a probe cell of the run is still to measure."""
-    probes = run_probes(plan, info)
-    if probes is None:
+    if (probes := run_probes(plan, info)) is None:
         return False
     load, variants = probes
     return not all(probe_done(run_dir, v, load, r) for v in variants for r in range(PROBE_REPEATS))
@@ -173,11 +169,71 @@ def add_identity_model(
     return RepositoryModel(served, variant, folder)
 
 
-def probe_cell_id(variant: ServingVariant, load: LoadPoint, repeat: int) -> str:
-    """The probe cell's id, named like a measured cell (``variant__load__rN``)."""
-    return cell_id(variant.name, load.key, repeat + 1)
-
-
 def probe_done(run_dir: Path, variant: ServingVariant, load: LoadPoint, repeat: int) -> bool:
-    """True when the probe cell's result file already exists (a resume skips it)."""
-    return cell_path(run_dir, probe_cell_id(variant, load, repeat), SERVING_PATH_DIR).exists()
+    """True when the probe cell's result file (named like a measured cell's) already exists."""
+    return cell_path(
+        run_dir, cell_id(variant.name, load.key, repeat + 1), SERVING_PATH_DIR
+    ).exists()
+
+
+def measure_serving_path(session: CellSession, server: TritonServer, info: OnnxModelInfo) -> None:
+    """The null-model cells the cost model needs (``PROBE_REPEATS`` of each probe), measured
+    with ``session``'s perf_analyzer and plan on ``server`` (the session's, which it started).
+
+    Kept across resumes. A live server that cannot load the probe (an external binary without
+    tritonlab's backends) leaves the run without them; the log then says the cost model is
+    unavailable. A server that dies during a probe is restarted (the session's recovery) and the
+    probe measured again, at most ``ATTEMPTS_PER_CELL`` times.
+    """
+    plan, run_dir = session.plan, session.run_dir
+    if (probes := run_probes(plan, info)) is None:
+        return
+    load, variants = probes
+    repo = RunLayout(run_dir).models
+    models = [
+        add_null_model(repo, info, plan.model_name, v)
+        or add_identity_model(repo, info, plan.model_name, v)
+        for v in variants
+    ]
+    pending = [
+        m.model_name
+        for m in models
+        if not all(probe_done(run_dir, m.variant, load, r) for r in range(PROBE_REPEATS))
+    ]
+    # Loaded together (Triton loads them in parallel; a later load of a loaded, unchanged model
+    # returns at once), measured one by one, unloaded together: a few seconds less per run.
+    with contextlib.suppress(ServerError):
+        together(server.load_model, pending)
+    try:
+        _measure_probes(session, server, models, load)
+    finally:
+        together(lambda name: unload_quietly(server, name), pending)
+
+
+def _measure_probes(
+    session: CellSession, server: TritonServer, models: list[RepositoryModel], load: LoadPoint
+) -> None:
+    """Each probe's cells, a probe whose server died measured again (see the caller)."""
+    run_dir, recovery = session.run_dir, session.recovery
+    for repeat in range(PROBE_REPEATS):
+        for model in models:
+            for attempt in range(1, ATTEMPTS_PER_CELL + 1):
+                if probe_done(run_dir, model.variant, load, repeat):
+                    break
+                recovery.mark()
+                try:
+                    server.load_model(model.model_name)  # at once where it is loaded already
+                    session.measure_cell(model, load, repeat, session.plan, SERVING_PATH_DIR)
+                except (ServerError, PerfAnalyzerError) as exc:
+                    if not recovery.server_died():
+                        if isinstance(exc, ServerError):
+                            return  # a live server that cannot load the probe
+                        raise
+                    # the server died during the probe: restart it and measure the probe again
+                    last = attempt == ATTEMPTS_PER_CELL
+                    probe = f"serving-path probe {model.model_name} (repeat {repeat + 1})"
+                    recovery.handle(probe, exc, last_attempt=last)
+                    if last:
+                        return
+                else:
+                    break

@@ -22,22 +22,16 @@ from typing import Any, TypeVar
 from tritonlab.client.infer import InferCheck
 from tritonlab.errors import ModelError, PerfAnalyzerError, PlanError, ServerError
 from tritonlab.experiments.interference import DISTURBED_RETRIES, Window, idle_stubs
-from tritonlab.experiments.manifest import (
-    Manifest,
-    utc_now,
-)
+from tritonlab.experiments.manifest import Manifest, utc_now
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.recovery import ATTEMPTS_PER_CELL, Recovery, stub_died
-from tritonlab.experiments.store import (
-    CellResult,
-    save_cell,
-    save_manifest,
-)
+from tritonlab.experiments.store import CellResult, save_cell, save_manifest
 from tritonlab.models.inputs import ModelInputs, with_dynamic_dim
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.paths import portable_command, portable_path
 from tritonlab.perf.locate import PerfAnalyzerInstall
 from tritonlab.perf.runner import run_perf
+from tritonlab.perf.settings import PerfSettings
 from tritonlab.repository.layout import RepositoryModel, load_order
 from tritonlab.run_layout import CELLS_DIR, RunLayout, cell_id
 from tritonlab.server.endpoint import UNLOAD_WAIT_S, ServerEndpoint
@@ -69,12 +63,17 @@ class Progress:
 
 @dataclass(frozen=True)
 class LoadInputs:
-    """What perf_analyzer sends under one load: shapes for dynamic dims, its data file and,
-    under a trace, its ``--request-intervals`` file."""
+    """What perf_analyzer sends under one load (``intervals_file``: under a trace)."""
 
     shapes: dict[str, tuple[int, ...]]
     data_file: str | None
     intervals_file: str | None = None
+
+    def settings(self, plan: ExperimentPlan, load: LoadPoint, model: str, url: str) -> PerfSettings:
+        """``plan``'s perf_analyzer settings for ``load`` on ``model`` at ``url``, sending these."""
+        return plan.perf_settings(
+            load, model, url, self.shapes, self.data_file, self.intervals_file
+        )
 
 
 class InputFiles:
@@ -126,104 +125,8 @@ class InputFiles:
         return replace(self._made[length], intervals_file=str(intervals))
 
 
-def measure_cell(
-    server: ServerEndpoint,
-    perf_install: PerfAnalyzerInstall,
-    plan: ExperimentPlan,
-    model: RepositoryModel,
-    load: LoadPoint,
-    repeat: int,
-    run_dir: Path,
-    load_inputs: LoadInputs,
-    folder: str = CELLS_DIR,
-    monitor_tries: int = 0,
-    last_try: bool = True,
-) -> CellResult:
-    """Measure and save one cell; with ``monitor_tries`` (the block engine), the interference
-    monitor's reading is stored with it (``monitor_tries``: this cell's attempt number). A
-    disturbed attempt that is not ``last_try`` is not saved (the next try replaces it), so a
-    stored cell never changes once written."""
-    cid = cell_id(model.variant.name, load.key, repeat + 1)
-    settings = plan.perf_settings(
-        load,
-        model.model_name,
-        server.url(load.protocol),
-        load_inputs.shapes,
-        load_inputs.data_file,
-        load_inputs.intervals_file,
-    )
-    processes = server.process_tree() if isinstance(server, TritonServer) else []
-    log_offset = server.log_size()
-    before = StatsSnapshot.from_triton(server.model_statistics(model.model_name))
-    steps_before = _called_snapshots(server, model)
-    called = (served for _, served in model.called)
-    idle = idle_stubs(processes, model.model_name, *called) if monitor_tries else []
-    idle_before = tree_cpu_seconds(idle)
-    cpu_before = tree_cpu_seconds(processes)
-    started = utc_now()
-    window = Window() if monitor_tries else None
-    try:
-        perf = run_perf(
-            perf_install,
-            settings,
-            RunLayout(run_dir).benchmark_dir(model.variant.name),
-            f"{load.key}__r{repeat + 1}",
-            retries=plan.measurement.retries_when_unstable,
-            timeout_s=settings.deadline_s,
-        )
-    except PerfAnalyzerError as exc:
-        if isinstance(server, TritonServer) and not server.is_alive():
-            raise ServerError(
-                f"tritonserver died while measuring {cid}; finished cells are kept; "
-                f"log: {server.failure_detail()}"
-            ) from exc
-        raise
-    cpu_after = tree_cpu_seconds(processes)
-    interference = None
-    if window is not None:
-        interference = replace(
-            window.close(
-                cpu_after - cpu_before + perf.perf_analyzer_cpu_s,
-                tree_cpu_seconds(idle) - idle_before,
-            ),
-            attempts=monitor_tries,
-        )
-    after = StatsSnapshot.from_triton(server.model_statistics(model.model_name))
-    steps_after = _called_snapshots(server, model)
-    # The exact command, written portably (run folder relative, cache and venv as variables).
-    settings = perf.settings
-    if settings.input_data is not None:
-        settings = replace(settings, input_data=portable_path(settings.input_data, run_dir))
-    if settings.request_intervals is not None:
-        settings = replace(
-            settings, request_intervals=portable_path(settings.request_intervals, run_dir)
-        )
-    perf = replace(
-        perf, command=portable_command(perf.command, run_dir, cwd=Path.cwd()), settings=settings
-    )
-    cell = CellResult(
-        cell_id=cid,
-        variant=model.variant,
-        model_name=model.model_name,
-        repeat=repeat + 1,
-        perf=perf,
-        server=stats_delta(before, after),
-        server_cpu_s=cpu_after - cpu_before if processes else 0.0,
-        config_pbtxt=model.config_path.read_text(),
-        started_utc=started,
-        load_key=load.key,
-        backend_fallbacks=_fallbacks_since(server, log_offset),
-        interference=interference,
-        steps={n: stats_delta(steps_before[n], steps_after[n]) for n in steps_before},
-    )
-    if last_try or interference is None or not interference.disturbed:
-        save_cell(run_dir, cell, folder)
-    return cell
-
-
 def _called_snapshots(server: ServerEndpoint, model: RepositoryModel) -> dict[str, StatsSnapshot]:
-    """The statistics of every model ``model`` calls (an ensemble's steps, a BLS model's
-    callees), by their names in the user's repository."""
+    """The statistics of every model ``model`` calls, by their names in the user's repository."""
     return {
         name: StatsSnapshot.from_triton(server.model_statistics(served))
         for name, served in model.called
@@ -231,9 +134,7 @@ def _called_snapshots(server: ServerEndpoint, model: RepositoryModel) -> dict[st
 
 
 class CellSession:
-    """A started server and what measuring on it needs: load a configuration, measure its
-    cells (each saved at once, faults recovered), unload it. The caller decides which cells;
-    the session does not know whether a project, a sweep or a tune asked for them."""
+    """A started server and what measuring on it needs (the module's docstring says what)."""
 
     def __init__(
         self,
@@ -257,6 +158,93 @@ class CellSession:
         # Wall seconds of every cell measured in this session (retries included): what the
         # stopping rule's budget check estimates a cell's cost from.
         self.cell_seconds: list[float] = []
+
+    def measure_cell(
+        self,
+        model: RepositoryModel,
+        load: LoadPoint,
+        repeat: int,
+        plan: ExperimentPlan,
+        folder: str = CELLS_DIR,
+        monitor_tries: int = 0,
+        last_try: bool = True,
+    ) -> CellResult:
+        """Measure and save one cell; with ``monitor_tries`` (the block engine), the interference
+        monitor's reading is stored with it (``monitor_tries``: this cell's attempt number). A
+        disturbed attempt that is not ``last_try`` is not saved (the next try replaces it), so a
+        stored cell never changes once written."""
+        server, run_dir = self.server, self.run_dir
+        cid = cell_id(model.variant.name, load.key, repeat + 1)
+        settings = self.input_files.for_load(load).settings(
+            plan, load, model.model_name, server.url(load.protocol)
+        )
+        processes = server.process_tree() if isinstance(server, TritonServer) else []
+        log_offset = server.log_size()
+        before = StatsSnapshot.from_triton(server.model_statistics(model.model_name))
+        steps_before = _called_snapshots(server, model)
+        called = (served for _, served in model.called)
+        idle = idle_stubs(processes, model.model_name, *called) if monitor_tries else []
+        idle_before = tree_cpu_seconds(idle)
+        cpu_before = tree_cpu_seconds(processes)
+        started = utc_now()
+        window = Window() if monitor_tries else None
+        try:
+            perf = run_perf(
+                self.perf_install,
+                settings,
+                RunLayout(run_dir).benchmark_dir(model.variant.name),
+                f"{load.key}__r{repeat + 1}",
+                retries=plan.measurement.retries_when_unstable,
+                timeout_s=settings.deadline_s,
+            )
+        except PerfAnalyzerError as exc:
+            if isinstance(server, TritonServer) and not server.is_alive():
+                raise ServerError(
+                    f"tritonserver died while measuring {cid}; finished cells are kept; "
+                    f"log: {server.failure_detail()}"
+                ) from exc
+            raise
+        cpu_after = tree_cpu_seconds(processes)
+        interference = None
+        if window is not None:
+            interference = replace(
+                window.close(
+                    cpu_after - cpu_before + perf.perf_analyzer_cpu_s,
+                    tree_cpu_seconds(idle) - idle_before,
+                ),
+                attempts=monitor_tries,
+            )
+        after = StatsSnapshot.from_triton(server.model_statistics(model.model_name))
+        steps_after = _called_snapshots(server, model)
+        # The exact command, written portably (run folder relative, cache and venv as variables).
+        files: dict[str, Any] = {
+            name: portable_path(path, run_dir)
+            for name in ("input_data", "request_intervals")
+            if (path := getattr(perf.settings, name)) is not None
+        }
+        perf = replace(
+            perf,
+            command=portable_command(perf.command, run_dir, cwd=Path.cwd()),
+            settings=replace(perf.settings, **files),
+        )
+        cell = CellResult(
+            cell_id=cid,
+            variant=model.variant,
+            model_name=model.model_name,
+            repeat=repeat + 1,
+            perf=perf,
+            server=stats_delta(before, after),
+            server_cpu_s=cpu_after - cpu_before if processes else 0.0,
+            config_pbtxt=model.config_path.read_text(),
+            started_utc=started,
+            load_key=load.key,
+            backend_fallbacks=server.log_text(log_offset).count(FALLBACK_MARKER),
+            interference=interference,
+            steps={n: stats_delta(steps_before[n], steps_after[n]) for n in steps_before},
+        )
+        if last_try or interference is None or not interference.disturbed:
+            save_cell(run_dir, cell, folder)
+        return cell
 
     def over_budget(self) -> bool:
         """True once the run's time budget (if any) has passed."""
@@ -357,17 +345,8 @@ class CellSession:
         for attempt in range(1, ATTEMPTS_PER_CELL + 1):
             recovery.mark()
             try:
-                return measure_cell(
-                    server,
-                    self.perf_install,
-                    plan,
-                    model,
-                    load,
-                    repeat,
-                    self.run_dir,
-                    self.input_files.for_load(load),
-                    monitor_tries=monitor_tries,
-                    last_try=last_try,
+                return self.measure_cell(
+                    model, load, repeat, plan, monitor_tries=monitor_tries, last_try=last_try
                 )
             except (ServerError, PerfAnalyzerError) as exc:
                 last = attempt == ATTEMPTS_PER_CELL
@@ -416,11 +395,6 @@ class CellSession:
 
 
 FALLBACK_MARKER = "tritonlab-adapter-fallback"  # backends/adapter.py prints it
-
-
-def _fallbacks_since(server: ServerEndpoint, offset: int) -> int:
-    """Backend fallback lines the server log gained since ``offset`` (0 for a remote server)."""
-    return server.log_text(offset).count(FALLBACK_MARKER)
 
 
 def together(call: Callable[[T], object], items: Sequence[T]) -> None:

@@ -104,26 +104,24 @@ def save_cell(run_dir: Path, cell: CellResult, folder: str = CELLS_DIR) -> Path:
 
 def read_cell(path: Path) -> CellResult:
     """One cell file; a truncated, corrupt or newer-schema file is a one-line error naming it."""
+    again = f"run the same command with --remeasure {path.stem} to measure that cell again"
     try:
         data = stored_json(path)
     except (OSError, ValueError, RecursionError, FileRefused) as exc:
         raise ResultFileError(
-            f"{path} is unreadable ({type(exc).__name__}: {error_line(exc)}); run the same "
-            f"command with --remeasure {path.stem} to measure that cell again"
+            f"{path} is unreadable ({type(exc).__name__}: {error_line(exc)}); {again}"
         ) from exc
     version = data.get("schema_version", 1) if isinstance(data, dict) else None
     if not isinstance(version, int) or version > CELL_SCHEMA_VERSION:
         raise ResultFileError(
             f"{path} has cell schema {version!r}, this tritonlab reads up to "
-            f"{CELL_SCHEMA_VERSION}; upgrade tritonlab, or run the same command with "
-            f"--remeasure {path.stem} to measure that cell again"
+            f"{CELL_SCHEMA_VERSION}; upgrade tritonlab, or {again}"
         )
     try:
         return CellResult.from_dict(data)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ResultFileError(
-            f"{path} is not a complete cell record (missing or bad {exc}); run the same command "
-            f"with --remeasure {path.stem} to measure that cell again"
+            f"{path} is not a complete cell record (missing or bad {exc}); {again}"
         ) from exc
 
 
@@ -143,11 +141,8 @@ def quarantine(path: Path) -> Path:
 
 def set_aside_cells(run_dir: Path, patterns: list[str] | tuple[str, ...]) -> list[Path]:
     """Move the stored cells whose ids match ``patterns`` (exact ids or shell-style globs such as
-    ``dyn_batch__*``) aside as ``X.json.replaced`` so the next run measures them again.
-
-    The files are kept (an earlier ``.replaced`` copy is overwritten). A pattern that matches
-    no stored cell is a one-line error that lists where the ids are.
-    """
+    ``dyn_batch__*``) aside as ``X.json.replaced`` (an earlier copy overwritten) so the next
+    run measures them again. A pattern that matches no stored cell is a one-line error."""
     from fnmatch import fnmatchcase
 
     folder = RunLayout(run_dir).cells
@@ -167,10 +162,8 @@ def set_aside_cells(run_dir: Path, patterns: list[str] | tuple[str, ...]) -> lis
 
 
 def load_cells(run_dir: Path, folder_name: str = CELLS_DIR) -> list[CellResult]:
-    """Every cell stored under ``results/<folder_name>/``, sorted by file name ([] without it).
-
-    ``ResultFileError`` for a truncated, corrupt or newer-schema file.
-    """
+    """Every cell stored under ``results/<folder_name>/``, sorted by file name ([] without it;
+    ``ResultFileError`` for a truncated, corrupt or newer-schema file)."""
     folder = RunLayout(run_dir).cell_folder(folder_name)
     if not folder.is_dir():
         return []

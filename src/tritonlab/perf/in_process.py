@@ -29,18 +29,14 @@ def time_in_process(
     info: OnnxModelInfo,
     batch_sizes: list[int],
     iterations: int = 300,
-    threads: int = 1,
     inputs: ModelInputs | None = None,
     budget_s: float = 2.0,
     backend: str = "onnxruntime",
     precision: str = "f32",
 ) -> dict[int, float]:
-    """Median microseconds per execution for each batch size (``inputs``: what to feed).
-
-    Each batch size gets up to ``iterations`` timed runs, stopping after ``budget_s`` (but with
-    at least 3), so a model that takes seconds per batch is timed in seconds, not hours.
-    """
-    run = engine_runner(info, threads, backend, precision)
+    """Median microseconds per execution for each batch size (``inputs``: what to feed), from
+    up to ``iterations`` timed runs, stopping after ``budget_s`` (but with at least 3)."""
+    run = engine_runner(info, 1, backend, precision)  # one intra-op thread, as served
     feeds = inputs or derive_inputs(info)
     result = {}
     for batch in batch_sizes:
@@ -68,29 +64,32 @@ def engine_runner(
 ) -> Runner:
     """One engine instance opened as the served backend opens it: a call runs one feed."""
     if backend == "openvino":
-        return _openvino_runner(info, threads, precision)
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
-    session = ort.InferenceSession(str(info.path), options, providers=["CPUExecutionProvider"])
+        request = _openvino_compiled(info, threads, precision).create_infer_request()
+        return lambda feed: request.infer(feed)
+    session = ort_session(str(info.path), threads)
     names = [o.name for o in info.outputs]
     return lambda feed: session.run(names, feed)
+
+
+def ort_session(model: str | bytes, threads: int, **options: Any) -> Any:
+    """An onnxruntime CPU session with the backend's options: ``threads`` intra-op threads, no
+    spinning (``options``: further ``SessionOptions`` attributes)."""
+    import onnxruntime as ort
+
+    settings = ort.SessionOptions()
+    settings.intra_op_num_threads = threads
+    settings.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    settings.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    for name, value in options.items():
+        setattr(settings, name, value)
+    return ort.InferenceSession(model, settings, providers=["CPUExecutionProvider"])
 
 
 def openvino_precision_used(info: OnnxModelInfo, precision: str) -> str:
     """The precision OpenVINO compiles ``info`` in when asked for ``precision`` on this
     processor (bf16 falls back to f32 on one without bf16 units)."""
-    compiled = _openvino_compiled(info, 1, precision)
-    used = compiled.get_property("INFERENCE_PRECISION_HINT")
+    used = _openvino_compiled(info, 1, precision).get_property("INFERENCE_PRECISION_HINT")
     return str(getattr(used, "get_type_name", lambda: used)())
-
-
-def _openvino_runner(info: OnnxModelInfo, threads: int, precision: str) -> Runner:
-    request = _openvino_compiled(info, threads, precision).create_infer_request()
-    return lambda feed: request.infer(feed)
 
 
 def _openvino_compiled(info: OnnxModelInfo, threads: int, precision: str) -> Any:
@@ -137,8 +136,7 @@ def in_process_ceiling(
     """Samples per second from ``instances`` sessions of ``threads`` intra-op threads each,
     every session run back to back by its own Python thread (onnxruntime releases the GIL), as
     the served configuration's instances would be if requests cost nothing to deliver."""
-    feeds = inputs or derive_inputs(info)
-    feed = feeds.batch(batch_size)
+    feed = (inputs or derive_inputs(info)).batch(batch_size)
     runners = [engine_runner(info, threads, backend, precision) for _ in range(instances)]
     for run in runners:  # warm every engine before the window opens
         run(feed)
@@ -163,13 +161,6 @@ def in_process_ceiling(
         worker.join()
     elapsed = time.perf_counter() - started
     executions = sum(counts)
-    per_sample = batch_size if info.batched else 1
-    return Ceiling(
-        instances,
-        threads,
-        batch_size,
-        executions * per_sample / elapsed,
-        executions,
-        elapsed,
-        engine="onnxruntime" if backend == "onnxruntime" else f"{backend} {precision}",
-    )
+    rate = executions * (batch_size if info.batched else 1) / elapsed
+    engine = "onnxruntime" if backend == "onnxruntime" else f"{backend} {precision}"
+    return Ceiling(instances, threads, batch_size, rate, executions, elapsed, engine)

@@ -7,7 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tritonlab.errors import PerfAnalyzerError
@@ -48,8 +48,7 @@ def _find_binary(explicit: Path | None) -> Path:
     beside_python = Path(sys.executable).parent / "perf_analyzer"
     if beside_python.exists():
         return beside_python
-    found = shutil.which("perf_analyzer")
-    if found:
+    if found := shutil.which("perf_analyzer"):
         return Path(found)
     raise PerfAnalyzerError(
         "perf_analyzer not found: pip install 'tritonclient[grpc,http]==2.51.0' "
@@ -73,12 +72,9 @@ def locate_perf_analyzer(explicit: Path | None = None) -> PerfAnalyzerInstall:
     except OSError as exc:
         raise PerfAnalyzerError(f"cannot run {binary}: {exc}") from exc
     output = proc.stdout + proc.stderr
-    missing = re.search(r"error while loading shared libraries: (\S+?):", output)
-    if missing:
+    if missing := re.search(r"error while loading shared libraries: (\S+?):", output):
         lib = missing.group(1)
         hint = _MISSING_LIB_HINTS.get(lib, "install the package that provides it")
         raise PerfAnalyzerError(f"perf_analyzer cannot load {lib}: {hint}")
     version = re.search(r"Perf Analyzer Version (\S+)", output)
-    return PerfAnalyzerInstall(
-        binary, install.library_path, version.group(1) if version else "unknown"
-    )
+    return replace(install, version=version.group(1)) if version else install

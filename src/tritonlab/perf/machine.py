@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from tritonlab import gateway
+from tritonlab.perf.in_process import ort_session
 from tritonlab.records import Record
 
 BANDWIDTH_ELEMENTS = 1 << 24  # float64: 128 MiB per array, 16x an 8 MiB L3
@@ -40,8 +41,7 @@ MIN_SECONDS_PER_SIZE = 0.3  # a GEMM size is run at least this long (best run ke
 
 @dataclass(frozen=True)
 class MachineCeilings(Record):
-    """Per-thread roofline ceilings of this machine, with how they were measured (rates in
-    bytes/s and FLOP/s)."""
+    """Per-thread roofline ceilings of this machine (bytes/s, FLOP/s), and how measured."""
 
     bandwidth_bytes_per_s: float  # max(triad, copy)
     triad_bytes_per_s: float
@@ -79,14 +79,13 @@ def _libraries() -> dict[str, str]:
     return {"numpy": np.__version__, "onnxruntime": ort.__version__}
 
 
-def _cpu_name() -> str:
-    try:
+def cpu_model(fallback: str = "unknown") -> str:
+    """The CPU's model name from ``/proc/cpuinfo`` (else the platform's, else ``fallback``)."""
+    with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    return platform.processor() or fallback
 
 
 def last_level_cache_bytes() -> int:
@@ -129,27 +128,16 @@ def measure_bandwidth(
 def measure_gemm(size: int = 512, repeats: int = REPEATS) -> float:
     """FLOP per second of one float32 ``size``³ MatMul in onnxruntime on one thread."""
     import onnx
-    import onnxruntime as ort
     from onnx import TensorProto, helper
 
     graph = helper.make_graph(
         [helper.make_node("MatMul", ["a", "b"], ["c"])],
         "gemm",
-        [
-            helper.make_tensor_value_info("a", TensorProto.FLOAT, [size, size]),
-            helper.make_tensor_value_info("b", TensorProto.FLOAT, [size, size]),
-        ],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [size, size]) for n in ("a", "b")],
         [helper.make_tensor_value_info("c", TensorProto.FLOAT, [size, size])],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    session = ort.InferenceSession(
-        onnx.shape_inference.infer_shapes(model).SerializeToString(),
-        options,
-        providers=["CPUExecutionProvider"],
-    )
+    session = ort_session(onnx.shape_inference.infer_shapes(model).SerializeToString(), 1)
     rng = np.random.default_rng(2)
     feed = {n: rng.standard_normal((size, size)).astype(np.float32) for n in ("a", "b")}
     session.run(None, feed)  # warm
@@ -170,8 +158,7 @@ def measure_ceilings(
     repeats: int = REPEATS,
 ) -> MachineCeilings:
     """Measure this machine's one-thread bandwidth (bytes/s, best of triad and copy) and GEMM
-    rate (FLOP/s, best of ``gemm_sizes``); takes a few seconds.
-    """
+    rate (FLOP/s, best of ``gemm_sizes``); takes a few seconds."""
     triad, copy = measure_bandwidth(elements, repeats)
     rates = {size: measure_gemm(size, repeats) for size in gemm_sizes}
     best = max(rates, key=lambda size: rates[size])
@@ -183,7 +170,7 @@ def measure_ceilings(
         gemm_size=best,
         bandwidth_array_bytes=elements * 8,
         threads=1,
-        cpu=_cpu_name(),
+        cpu=cpu_model(platform.machine()),
         measured_utc=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         libraries=_libraries(),
         last_level_cache_bytes=last_level_cache_bytes(),
@@ -192,7 +179,7 @@ def measure_ceilings(
 
 def cache_key() -> str:
     """What the cached ceilings must match to be reused: the CPU model and numeric libraries."""
-    return f"v3|{_cpu_name()}|{json.dumps(_libraries(), sort_keys=True)}"
+    return f"v3|{cpu_model(platform.machine())}|{json.dumps(_libraries(), sort_keys=True)}"
 
 
 def store_ceilings(cache_dir: Path, ceilings: MachineCeilings) -> None:
@@ -207,15 +194,13 @@ def store_ceilings(cache_dir: Path, ceilings: MachineCeilings) -> None:
 def machine_ceilings(cache_dir: Path | None) -> MachineCeilings:
     """This machine's ceilings: from ``cache_dir`` when measured there for the same processor
     and libraries, else measured now (and stored there)."""
-    key = cache_key()
     path = cache_dir / "machine_ceilings.json" if cache_dir else None
     if path is not None and path.exists():
-        try:
+        # a damaged cache entry is measured again
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
             stored = json.loads(path.read_text())
-            if stored.get("key") == key:
+            if stored.get("key") == cache_key():
                 return MachineCeilings.from_dict(stored["ceilings"])
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # a damaged cache entry is measured again
     ceilings = measure_ceilings()
     if cache_dir is not None:
         store_ceilings(cache_dir, ceilings)

@@ -21,20 +21,10 @@ from typing import Any
 from tritonlab import gateway
 from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
+from tritonlab.perf.in_process import ort_session
 
 RUNS_PER_BATCH = 3
 ROOFLINE_BATCHES = (1, 8, 64)  # the batch sizes the roofline draws each operator at
-
-
-def _session(info: OnnxModelInfo, profile_dir: Path) -> Any:
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    options.enable_profiling = True
-    options.profile_file_prefix = str(profile_dir / "ort")
-    return ort.InferenceSession(str(info.path), options, providers=["CPUExecutionProvider"])
 
 
 class _Graph:
@@ -90,17 +80,14 @@ def time_operators(
     """Batch size -> operator name -> median µs per kernel run, for the ``names`` found."""
     feeds = inputs or derive_inputs(info)
     outputs = [o.name for o in info.outputs]
-    marks: list[tuple[int, int]] = []  # (batch, number of events before its timed runs)
     with gateway.temporary_folder("tritonlab-ortprof-") as folder:
-        session = _session(info, folder.root)
+        prefix = str(folder.root / "ort")
+        session = ort_session(str(info.path), 1, enable_profiling=True, profile_file_prefix=prefix)
         for batch in batch_sizes:
             feed = feeds.batch(batch)
-            session.run(outputs, feed)  # warm: its events are skipped by run index below
-            for _ in range(runs):
+            for _ in range(runs + 1):  # the first warms: its events are skipped below
                 session.run(outputs, feed)
-            marks.append((batch, runs + 1))
-        profile = Path(session.end_profiling())
-        events = json.loads(profile.read_text())
+        events = json.loads(Path(session.end_profiling()).read_text())
     # Each session.run emits one "model_run" event; nodes between two of them belong to it.
     per_run: list[list[dict[str, Any]]] = [[]]
     for event in events:
@@ -111,16 +98,12 @@ def time_operators(
     runs_done = [r for r in per_run if r]  # one list of kernel events per session.run
     graph = _Graph(info, names)
     result: dict[int, dict[str, float]] = {}
-    index = 0
-    for batch, count in marks:
-        timed = runs_done[index + 1 : index + count]  # the first of each batch is the warm-up
-        index += count
+    for i, batch in enumerate(batch_sizes):  # runs + 1 each, the first of them the warm-up
         samples: dict[str, list[float]] = {}
-        for run in timed:
+        for run in runs_done[i * (runs + 1) + 1 : (i + 1) * (runs + 1)]:
             totals: dict[str, float] = {}
             for event in run:
-                name = graph.match(str(event["name"]))
-                if name is not None:
+                if (name := graph.match(str(event["name"]))) is not None:
                     totals[name] = totals.get(name, 0.0) + float(event.get("dur", 0.0))
             for name, us in totals.items():
                 samples.setdefault(name, []).append(us)

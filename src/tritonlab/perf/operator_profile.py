@@ -108,17 +108,13 @@ def _elem_bytes(elem_type: int) -> int:
 def profile_operators(
     onnx_path: Path, input_shapes: dict[str, tuple[int, ...]] | None = None, batched: bool = True
 ) -> OperatorProfile:
-    """Inspect the heavy operators of an ONNX model.
-
-    ``input_shapes`` (non-batch dims, as sent) fixes dynamic dims such as a sequence length
-    before shape inference; the batch dim counts as 1, so figures are per sample.
-    """
+    """The heavy operators of an ONNX model, per sample (the batch dim counts as 1);
+    ``input_shapes`` (non-batch dims, as sent) fixes dynamic dims before shape inference."""
     import onnx
 
     raw = onnx.load(str(onnx_path))
     for vi in raw.graph.input:
-        sent = (input_shapes or {}).get(vi.name)
-        if sent is None:
+        if (sent := (input_shapes or {}).get(vi.name)) is None:
             continue
         full = (1, *sent) if batched else sent
         dims = vi.type.tensor_type.shape.dim
@@ -130,8 +126,7 @@ def profile_operators(
     graph = model.graph
     shapes: dict[str, tuple[list[int], int]] = {}
     for vi in [*graph.input, *graph.value_info, *graph.output]:
-        shape = _shape(vi)
-        if shape is not None:
+        if (shape := _shape(vi)) is not None:
             shapes[vi.name] = (shape, _elem_bytes(vi.type.tensor_type.elem_type))
     weights = {
         init.name: (list(init.dims), _elem_bytes(init.data_type)) for init in graph.initializer
@@ -153,13 +148,8 @@ def profile_operators(
         )
         act_in = math.prod(a[0][1:]) * a[1] if node.input[0] not in weights else 0
         act_out = out_elems * out[1]
+        name = node.name or node.output[0]
         ops.append(
-            OperatorCost(
-                node.name or node.output[0],
-                node.op_type,
-                flops,
-                int(weight_bytes),
-                int(act_in + act_out),
-            )
+            OperatorCost(name, node.op_type, flops, int(weight_bytes), int(act_in + act_out))
         )
     return OperatorProfile(tuple(ops))

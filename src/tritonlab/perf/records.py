@@ -58,32 +58,23 @@ class PerfMeasurement(Record):
 
 
 def _number(text: str) -> float | None:
-    text = text.strip()
-    if not text:
-        return None
-    try:
+    try:  # an empty cell too
         return float(text)
     except ValueError:
         return None
 
 
 def parse_perf_csv(text: str) -> list[PerfMeasurement]:
-    """Parse perf_analyzer's ``-f`` CSV; rows are sorted by load (concurrency or rate).
-
-    perf_analyzer writes rows in the order it ran them, which is not always ascending.
-    """
+    """Parse perf_analyzer's ``-f`` CSV, rows sorted by load (concurrency or rate):
+    perf_analyzer writes them in the order it ran them, which is not always ascending."""
     rows = []
     for raw in csv.DictReader(io.StringIO(text)):
-        values: dict[str, Any] = {}
-        for column, name in CSV_COLUMNS.items():
-            if column in raw:
-                values[name] = _number(raw[column] or "")
+        values: dict[str, Any] = {"concurrency": None, "request_rate_per_s": None}
+        values.update((name, _number(raw[c] or "")) for c, name in CSV_COLUMNS.items() if c in raw)
         if values.get("throughput_infer_per_s") is None or values.get("latency_avg_us") is None:
             continue
-        if values.get("concurrency") is not None:
+        if values["concurrency"] is not None:
             values["concurrency"] = int(values["concurrency"])
-        values.setdefault("concurrency", None)
-        values.setdefault("request_rate_per_s", None)
         rows.append(PerfMeasurement(**values))
     rows.sort(key=lambda m: (m.concurrency or 0, m.request_rate_per_s or 0.0))
     return rows
@@ -107,10 +98,9 @@ def parse_trials(console: str) -> list[WindowTrial]:
     blocks = re.split(
         r"^Request (?:concurrency|Rate): (?![^\n]*throughput:)", console, flags=re.MULTILINE
     )
-    last = blocks[-1] if blocks else console
     return [
         WindowTrial(int(m.group(1)), float(m.group(2)), float(m.group(3)))
-        for m in _PASS_RE.finditer(last)
+        for m in _PASS_RE.finditer(blocks[-1])  # re.split gives at least one
     ]
 
 
@@ -120,10 +110,8 @@ def measurement_from_trials(
     request_rate_per_s: float | None,
     last_n: int = 3,
 ) -> PerfMeasurement | None:
-    """An unstable cell's best estimate: the mean of its last ``last_n`` windows.
-
-    Percentiles and the server breakdown are not printed per window, so they stay empty.
-    """
+    """An unstable cell's best estimate: the mean of its last ``last_n`` windows (no
+    percentiles or server breakdown: perf_analyzer does not print them per window)."""
     if not trials:
         return None
     tail = trials[-last_n:]

@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,10 +71,7 @@ def _run_once(
                 if pid:
                     break
                 raise_if_interrupted()
-                if time.monotonic() > deadline:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    pid, status, rusage = os.wait4(proc.pid, 0)
-                    proc.returncode = -9
+                if time.monotonic() > deadline:  # killed and reaped below
                     raise PerfAnalyzerError(
                         f"perf_analyzer ran past {timeout_s:.0f} s and was stopped; "
                         f"see {console_path}"
@@ -125,7 +121,6 @@ def run_perf(
     stem: str,
     retries: int = 1,
     timeout_s: float = 300.0,
-    on_start: Callable[[], None] | None = None,
 ) -> PerfRun:
     """Measure one cell; files go to ``out_dir/<stem>.*``. Raises only for real failures."""
     gateway.mkdir(out_dir)
@@ -139,41 +134,44 @@ def run_perf(
     command: list[str] = []
     widened = False
     attempt = -1
+
+    def outcome(
+        measurement: PerfMeasurement | None, stable: bool, csv_file: str | None, warnings: list[str]
+    ) -> PerfRun:
+        trials, elapsed = len(parse_trials(text)), time.monotonic() - started
+        return PerfRun(
+            attempt_settings,
+            command,
+            measurement,
+            stable,
+            trials,
+            attempt + 1,
+            elapsed,
+            cpu_s,
+            console_files,
+            csv_file,
+            warnings,
+        )
+
     while attempt < retries + int(widened):
         attempt += 1
         console_path = out_dir / f"{stem}.attempt{attempt + 1}.txt"
         args = attempt_settings.to_args(str(csv_path))
         command = [str(install.binary), *args]
-        if on_start:
-            on_start()
         try:
             code, text, used = _run_once(install, args, console_path, timeout_s)
         except PerfAnalyzerError:
-            finished = _finished_but_hung(csv_path, console_path)
-            if finished is None:
+            if (finished := _finished_but_hung(csv_path, console_path)) is None:
                 raise
             code, text, used = 0, finished, 0.0  # its CPU is lost with the kill
             text += f"\n{HUNG_AFTER_RESULTS}\n"
         cpu_s += used
         console_files.append(console_path.name)
-        trials = parse_trials(text)
         if code == 0 and csv_path.exists():
-            rows = parse_perf_csv(csv_path.read_text())
-            if not rows:
+            if not (rows := parse_perf_csv(csv_path.read_text())):
                 raise PerfAnalyzerError(f"perf_analyzer wrote an empty CSV: {csv_path}")
-            return PerfRun(
-                attempt_settings,
-                command,
-                rows[-1],
-                True,
-                len(trials),
-                attempt + 1,
-                time.monotonic() - started,
-                cpu_s,
-                console_files,
-                csv_path.name,
-                parse_warnings(text) + ([HUNG_AFTER_RESULTS] if HUNG_AFTER_RESULTS in text else []),
-            )
+            hung = [HUNG_AFTER_RESULTS] if HUNG_AFTER_RESULTS in text else []
+            return outcome(rows[-1], True, csv_path.name, parse_warnings(text) + hung)
         if NO_REQUESTS_MARKER in text and not widened:
             # A window too short for the requests to come back (a short block-engine window
             # right after a reload, on a loaded machine): once more with a 4x longer window.
@@ -188,16 +186,5 @@ def run_perf(
         if attempt < retries:
             attempt_settings = attempt_settings.with_longer_window()
     trials = parse_trials(text)
-    return PerfRun(
-        attempt_settings,
-        command,
-        measurement_from_trials(trials, settings.concurrency, settings.request_rate_per_s),
-        False,
-        len(trials),
-        attempt + 1,
-        time.monotonic() - started,
-        cpu_s,
-        console_files,
-        None,
-        parse_warnings(text),
-    )
+    measurement = measurement_from_trials(trials, settings.concurrency, settings.request_rate_per_s)
+    return outcome(measurement, False, None, parse_warnings(text))

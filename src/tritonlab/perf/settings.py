@@ -94,26 +94,10 @@ class PerfSettings(Record):
         """perf_analyzer's arguments (without the binary), writing its CSV to ``csv_path``."""
         if self.protocol not in PROTOCOLS:
             raise ValueError(f"protocol must be one of {PROTOCOLS}, got {self.protocol!r}")
-        args = [
-            "-m",
-            self.model_name,
-            "-u",
-            self.url,
-            "-i",
-            self.protocol,
-            "-b",
-            str(self.batch_size),
-            "--measurement-mode",
-            self.measurement_mode,
-            "-s",
-            f"{self.stability_percentage:g}",
-            "--max-trials",
-            str(self.max_trials),
-            "-f",
-            csv_path,
-            "--verbose-csv",
-            "-v",
-        ]
+        args = ["-m", self.model_name, "-u", self.url, "-i", self.protocol]
+        args += ["-b", str(self.batch_size), "--measurement-mode", self.measurement_mode]
+        args += ["-s", f"{self.stability_percentage:g}", "--max-trials", str(self.max_trials)]
+        args += ["-f", csv_path, "--verbose-csv", "-v"]
         if self.measurement_mode == "count_windows":
             args += ["--measurement-request-count", str(self.measurement_request_count)]
         else:

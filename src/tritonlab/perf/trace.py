@@ -12,12 +12,9 @@ them, closed by one gap of their mean length from the last request back to the f
 ``n`` requests span ``n`` mean gaps and the cycle's rate is the timestamps' own
 (``(n - 1) / (last - first)``).
 
-A trace file is read safely whatever it holds: only a regular file (never a FIFO, a device
-such as ``/dev/zero`` or a folder) of at most ``MAX_TRACE_BYTES``, read with a bounded read
-(``tritonlab.bounded_read``); at most ``MAX_REQUESTS`` requests on at most ``MAX_LINES`` lines;
-every interval, and their running total, checked against ``MAX_CYCLE_S`` as a float before it
-becomes a whole number of µs (so none can overflow int64); and the 1 s peak computed over one
-cycle of cumulative times (``peak_rate_per_s``), never a copy per cycle in the window.
+A trace file is read safely whatever it holds (``read_trace``, bounded by the ``MAX_*`` below):
+every interval, and their running total, is checked as a float before it becomes whole µs (so
+none can overflow int64), and the 1 s peak is computed over one cycle (``peak_rate_per_s``).
 """
 
 from __future__ import annotations
@@ -305,13 +302,7 @@ def read_trace(path: Path) -> Trace:
     except csv.Error as exc:
         raise _fail(path, f"is not a readable CSV ({exc})") from None
     intervals = _intervals_us(path, column, values)
-    stats = stats_of(trace_name(path), sha256, intervals)
-    return Trace(intervals, stats, path)
-
-
-def achieved_rate_per_s(throughput_infer_per_s: float, batch_size: int) -> float:
-    """Requests per second a cell completed: its throughput over the client batch size."""
-    return throughput_infer_per_s / max(1, batch_size)
+    return Trace(intervals, stats_of(trace_name(path), sha256, intervals), path)
 
 
 @dataclass(frozen=True)
@@ -323,26 +314,21 @@ class TraceAdherence:
     behind_warnings: int
 
     @property
-    def achieved_pct(self) -> float:
-        """The achieved rate as a percentage of the trace's mean rate."""
-        return 100.0 * self.achieved_rate_per_s / self.trace_mean_rate_per_s
-
-    @property
     def kept_to(self) -> bool:
         """At least (100 - KEPT_TO_PCT)% of the trace's mean rate (one-sided: with bursty
         traffic, completions that spill across a window's edges can read a little high)."""
-        return self.achieved_pct >= 100.0 - KEPT_TO_PCT
+        return 100.0 * self.achieved_rate_per_s / self.trace_mean_rate_per_s >= 100 - KEPT_TO_PCT
 
 
 def adherence(
     stats: TraceStats, throughput_infer_per_s: float, batch_size: int, warnings: list[str]
 ) -> TraceAdherence:
-    """A trace cell's achieved rate against ``stats``, and perf_analyzer's warnings that it
-    could not keep up (``records.FELL_BEHIND``)."""
+    """A trace cell's achieved rate (requests completed per second: its throughput over the
+    client batch size) against ``stats``, and perf_analyzer's warnings that it could not keep up
+    (``records.FELL_BEHIND``)."""
     behind = sum(1 for w in warnings if FELL_BEHIND in w)
-    return TraceAdherence(
-        stats.mean_rate_per_s, achieved_rate_per_s(throughput_infer_per_s, batch_size), behind
-    )
+    achieved = throughput_infer_per_s / max(1, batch_size)
+    return TraceAdherence(stats.mean_rate_per_s, achieved, behind)
 
 
 _DELAYED = re.compile(r"([0-9]+(?:\.[0-9]+)?)% of the requests were delayed")
@@ -352,8 +338,7 @@ def delayed_pct(warnings: list[str]) -> float:
     """The share of requests perf_analyzer said it sent late ("... not able to keep up with the
     desired request rate. 3.99% of the requests were delayed."), the largest it stated; 0.0
     when it said none."""
-    found = [float(m.group(1)) for w in warnings for m in _DELAYED.finditer(w)]
-    return max(found, default=0.0)
+    return max((float(m.group(1)) for w in warnings for m in _DELAYED.finditer(w)), default=0.0)
 
 
 def replay_fell_behind(warnings: list[str]) -> bool:

@@ -89,33 +89,22 @@ class TraceSpec:
         return f"{what}, {self.duration_s:g} s cycle, seed {self.seed}"
 
 
-def arrivals_s(spec: TraceSpec) -> Array:
-    """The cycle's request times (s), sorted, by thinning a Poisson process at the top rate."""
+def generate(spec: TraceSpec) -> Array:
+    """The spec's cycle of whole-µs intervals: the wrap from the last request back to the
+    first, then the gaps between requests, summing to the duration exactly. The request times
+    come from thinning a Poisson process at the top rate. ``PlanError`` for fewer than 2."""
     spec.validate()
     rng = np.random.default_rng(spec.seed)
     count = rng.poisson(spec.rate_per_s * spec.duration_s)
     times = np.sort(rng.uniform(0.0, spec.duration_s, size=count))
-    keep = rng.uniform(0.0, spec.rate_per_s, size=count) < spec.rate_at()(times)
-    return times[keep]
-
-
-def cycle_intervals_us(times_s: Array, duration_s: float) -> Array:
-    """Whole-µs intervals of the looping cycle: the wrap from the last request to the first,
-    then the gaps between requests; they sum to ``duration_s`` exactly."""
-    duration_us = round(duration_s * 1e6)
-    stamps = np.round(times_s * 1e6).astype(np.int64)
-    wrap = int(stamps[0]) + duration_us - int(stamps[-1])
-    return np.concatenate([[wrap], np.diff(stamps)]).astype(np.int64)
-
-
-def generate(spec: TraceSpec) -> Array:
-    """The spec's cycle of intervals (µs); ``PlanError`` when it holds fewer than 2 requests."""
-    times = arrivals_s(spec)
+    times = times[rng.uniform(0.0, spec.rate_per_s, size=count) < spec.rate_at()(times)]
     if times.size < 2:
         raise PlanError(
             f"{spec.words()} drew {times.size} request(s); raise --rate or --duration-s"
         )
-    return cycle_intervals_us(times, spec.duration_s)
+    stamps = np.round(times * 1e6).astype(np.int64)
+    wrap = int(stamps[0]) + round(spec.duration_s * 1e6) - int(stamps[-1])
+    return np.concatenate([[wrap], np.diff(stamps)]).astype(np.int64)
 
 
 def write_trace_csv(intervals_us: Array, path: Path) -> Path:
