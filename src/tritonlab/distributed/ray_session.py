@@ -60,6 +60,10 @@ from .wire import Answer, NodeAnswerError, contained, decode_answer
 
 CLOSE_TIMEOUT_S = 120.0
 WAIT_SLICE_S = 1.0
+ALL_LOST = (
+    "every Ray node measuring this run was lost; finished cells are kept; run the same command "
+    "to resume when nodes are back"
+)
 
 
 @dataclass
@@ -169,10 +173,7 @@ class RaySession:
                 self._lose(node, cid, exc)
                 queue.appendleft(unit)
                 if not any(n.alive for n in self.nodes):
-                    raise ServerError(
-                        "every Ray node measuring this run was lost; finished cells are kept; "
-                        "run the same command to resume when nodes are back"
-                    ) from exc
+                    raise ServerError(ALL_LOST) from exc
                 continue
             self.progress.done += 1
             self._store(node, cid, self._checked(node, raw, cid), ids)
@@ -186,20 +187,15 @@ class RaySession:
     def measure_serving_path(self, info: OnnxModelInfo) -> None:
         """The serving-path probes, on the first node still alive (the next if it is lost)."""
         del info  # the node has its own copy of the model
-        node = self._on_one_node("serving_path", "serving-path probes")
-        if node is not None:
-            node.record = replace(node.record, serving_path=True)
-            self._save_nodes()
+        self._on_one_node("serving_path", "serving-path probes", "serving_path")
 
     def profile_operators(self) -> None:
         """The operator profile and in-process timings (``operators.json``), taken on a node:
         the cost model's terms must come from the machine the cells were measured on."""
-        node = self._on_one_node("profile", "operator profile")
-        if node is not None:
-            node.record = replace(node.record, profiled=True)
-            self._save_nodes()
+        self._on_one_node("profile", "operator profile", "profiled")
 
-    def _on_one_node(self, method: str, what: str) -> _Node | None:
+    def _on_one_node(self, method: str, what: str, flag: str) -> None:
+        """Call ``method`` on the first live node that answers, and set its record's ``flag``."""
         for node in [n for n in self.nodes if n.alive]:
             try:
                 raw = self.ray.get(getattr(node.actor, method).remote())
@@ -209,8 +205,9 @@ class RaySession:
                 self._lose(node, what, exc)
                 continue
             self._store(node, "", self._checked(node, raw, None), [])
-            return node
-        return None
+            node.record = replace(node.record, **{flag: True})
+            self._save_nodes()
+            return
 
     def save_manifest(self, **changes: Any) -> None:
         """Apply ``changes`` to the manifest and write it to the run folder."""
@@ -222,17 +219,12 @@ class RaySession:
     server: Any = None  # no local server: tune's liveness check does not apply
 
     def load(self, model: RepositoryModel) -> None:
-        """Add ``model``'s configuration to the node that measures next (it loads it to measure).
-
-        ``ServerError`` when no node is left.
-        """
-        node = self._tune_node()
-        self.ray.get(node.actor.add_variant.remote(model.variant))
+        """Add ``model``'s configuration to the node that measures next (``ServerError``: none
+        is left); it loads it to measure."""
+        self.ray.get(self._tune_node().actor.add_variant.remote(model.variant))
 
     def unload(self, model: RepositoryModel, quietly: bool = False) -> None:
-        """Ask the first live node to unload its configuration; errors are raised unless
-        ``quietly``.
-        """
+        """Ask the first live node to unload its configuration (raising unless ``quietly``)."""
         del model
         alive = [n for n in self.nodes if n.alive]
         if not alive:
@@ -247,9 +239,7 @@ class RaySession:
         self, model: RepositoryModel, load: LoadPoint, repeat: int, note: str = ""
     ) -> CellResult | None:
         """Measure one cell on the first live node and store its files; a lost node passes it on.
-
-        Returns the cell (None if the node gave it up); ``ServerError`` when every node is lost.
-        """
+        None: the node gave it up; ``ServerError``: every node is lost."""
         cid = cell_id(model.variant.name, load.key, repeat + 1)
         while True:
             node = self._tune_node()
@@ -270,10 +260,7 @@ class RaySession:
     def _tune_node(self) -> _Node:
         alive = [n for n in self.nodes if n.alive]
         if not alive:
-            raise ServerError(
-                "every Ray node measuring this run was lost; finished cells are kept; run the "
-                "same command to resume when nodes are back"
-            )
+            raise ServerError(ALL_LOST)
         return alive[0]
 
     def _checked(self, node: _Node, raw: object, cid: str | None) -> Answer:
@@ -308,15 +295,8 @@ class RaySession:
         node.alive = False
         why = type(exc).__name__
         node.record = replace(node.record, lost_utc=utc_now(), lost_why=why)
-        self.recovery.add(
-            FaultRecord(
-                what,
-                f"Ray node {node.label} was lost ({why})",
-                action,
-                (),
-                utc_now(),
-            )
-        )
+        lost = f"Ray node {node.label} was lost ({why})"
+        self.recovery.add(FaultRecord(what, lost, action, (), utc_now()))
         self._save_nodes()
         with contextlib.suppress(Exception):
             self.ray.kill(node.actor, no_restart=True)

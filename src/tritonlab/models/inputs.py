@@ -109,10 +109,8 @@ class ModelInputs(Record):
     def batch(
         self, batch_size: int = 1, seed: int = 0, offset: int = 0
     ) -> dict[str, np.ndarray[Any, Any]]:
-        """Arrays for one request of ``batch_size`` samples (no batch axis if not batched).
-
-        The user's samples are taken in order from ``offset``, cycling.
-        """
+        """Arrays for one request of ``batch_size`` samples (no batch axis if not batched); the
+        user's samples are taken in order from ``offset``, cycling."""
         rng = np.random.default_rng(seed)
         count = batch_size if self.batched else 1
         out: dict[str, np.ndarray[Any, Any]] = {}
@@ -232,29 +230,13 @@ def _derived_rule(
             )
         return InputRule(name, dtype, shape, "positions", "named like position ids")
     if bound is not None and is_int:
-        rows, gather = bound
-        return InputRule(
-            name,
-            dtype,
-            shape,
-            "int_range",
-            f"indexes the {rows}-row table of Gather '{gather}'",
-            0,
-            rows,
-        )
+        reason = f"indexes the {bound[0]}-row table of Gather '{bound[1]}'"
+        return InputRule(name, dtype, shape, "int_range", reason, 0, bound[0])
     if dtype == "TYPE_BOOL":
         return InputRule(name, dtype, shape, "random_bool", "boolean input")
     if is_int:
-        low, high = SAFE_INT_RANGE
-        return InputRule(
-            name,
-            dtype,
-            shape,
-            "int_range",
-            "integer input that indexes no table: a small non-negative range",
-            low,
-            high,
-        )
+        reason = "integer input that indexes no table: a small non-negative range"
+        return InputRule(name, dtype, shape, "int_range", reason, *SAFE_INT_RANGE)
     return InputRule(name, dtype, shape, "normal", "float input")
 
 
@@ -332,17 +314,7 @@ def _user_inputs(
                     f"{spec.numpy_dtype}; save it as {spec.numpy_dtype}"
                 )
             samples[spec.name] = stack = stack.astype(spec.numpy_dtype)
-        low = float(stack.min()) if stack.size else 0.0
-        high = float(stack.max()) if stack.size else 0.0
-        rules.append(
-            InputRule(
-                spec.name,
-                spec.triton_dtype,
-                shape,
-                "user",
-                f"{len(stack)} sample(s) from {path.name}",
-                low,
-                high,
-            )
-        )
+        low, high = (float(stack.min()), float(stack.max())) if stack.size else (0.0, 0.0)
+        reason = f"{len(stack)} sample(s) from {path.name}"
+        rules.append(InputRule(spec.name, spec.triton_dtype, shape, "user", reason, low, high))
     return ModelInputs(tuple(rules), info.batched, f"shapes from {path.name}", samples)
