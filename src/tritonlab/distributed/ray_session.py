@@ -29,12 +29,7 @@ from typing import Any
 from tritonlab import gateway
 from tritonlab.client.infer import InferCheck
 from tritonlab.errors import ConfigError, ServerError, TritonlabError
-from tritonlab.experiments.manifest import (
-    FaultRecord,
-    Manifest,
-    ServerRecord,
-    utc_now,
-)
+from tritonlab.experiments.manifest import FaultRecord, Manifest, ServerRecord, utc_now
 from tritonlab.experiments.opening import SessionRequest, new_manifest
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.recovery import load_faults
@@ -49,13 +44,7 @@ from tritonlab.server.process import LOOPBACK_HOSTS
 
 from .cluster import connect, measuring_nodes
 from .measurer import NodeMeasurer, Prepared
-from .nodes import (
-    RESOURCE,
-    NodeFacts,
-    NodeRecord,
-    check_nodes,
-    check_server_versions,
-)
+from .nodes import RESOURCE, NodeFacts, NodeRecord, check_nodes, check_server_versions
 from .wire import Answer, NodeAnswerError, contained, decode_answer
 
 CLOSE_TIMEOUT_S = 120.0
@@ -303,8 +292,7 @@ class RaySession:
 
     def _save_nodes(self) -> None:
         self.save_manifest(
-            nodes=tuple(n.record.entry() for n in self.nodes),
-            faults=tuple(self.recovery.faults),
+            nodes=tuple(n.record.entry() for n in self.nodes), faults=tuple(self.recovery.faults)
         )
 
 

@@ -43,9 +43,7 @@ _LOCK = threading.Lock()
 
 
 def open_root(
-    root: Path | str,
-    inputs: dict[str, Path | str | None] | None = None,
-    out_option: str = "--out",
+    root: Path | str, inputs: dict[str, Path | str | None] | None = None, out_option: str = "--out"
 ) -> Gateway:
     """Open ``root`` for writing (registered until ``close_root``), after refusing an overlap
     with any of ``inputs`` (``refuse_overlap``: directory inputs may not overlap it at all; a
@@ -67,12 +65,6 @@ def open_root(
     with _LOCK:
         _ROOTS[gateway.root] = gateway
     return gateway
-
-
-def close_root(root: Path | str) -> None:
-    """Stop writing to ``root`` (a temporary folder about to be deleted)."""
-    with _LOCK:
-        _ROOTS.pop(Path(os.path.realpath(absolute_path(root))), None)
 
 
 def close_all() -> None:
@@ -122,7 +114,7 @@ def remove_temporary(gateway: Gateway) -> None:
         if gateway.root not in _TEMPORARY:
             raise GatewayError(f"{gateway.root}: not a temporary folder tritonlab made; kept")
         _TEMPORARY.discard(gateway.root)
-    close_root(gateway.root)
+        _ROOTS.pop(gateway.root, None)  # closed: nothing more is written there
     shutil.rmtree(gateway.root, ignore_errors=True)
 
 
@@ -213,7 +205,6 @@ __all__ = [
     "Gateway",
     "GatewayError",
     "close_all",
-    "close_root",
     "copy_in",
     "copy_tree_in",
     "ensure_root",

@@ -275,9 +275,7 @@ def baseline_variant(config: model_config_pb2.ModelConfig, backend: str) -> Serv
         else "no batching"
     )
     return ServingVariant(
-        "baseline",
-        f"your configuration ({batching}, count={values['instance_count']})",
-        **values,
+        "baseline", f"your configuration ({batching}, count={values['instance_count']})", **values
     )
 
 

@@ -29,12 +29,7 @@ def one_line(message: str) -> str:
 class ServerEndpoint:
     """Addresses of a server (``host:port`` for HTTP and gRPC) and the calls made to it."""
 
-    def __init__(
-        self,
-        http_url: str,
-        grpc_url: str,
-        metrics_url: str | None = None,
-    ) -> None:
+    def __init__(self, http_url: str, grpc_url: str, metrics_url: str | None = None) -> None:
         self.http_url = http_url
         self.grpc_url = grpc_url
         self.metrics_url = metrics_url

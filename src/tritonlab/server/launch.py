@@ -110,10 +110,7 @@ def make_server(
 
 @contextlib.contextmanager
 def running_server(
-    options: ServerOptions,
-    repository: Path,
-    log_path: Path,
-    explicit_model_control: bool = False,
+    options: ServerOptions, repository: Path, log_path: Path, explicit_model_control: bool = False
 ) -> Iterator[ServerEndpoint]:
     """Start (or reach) a server, yield it ready, and always stop what was started."""
     server = make_server(options, repository, log_path, explicit_model_control)
