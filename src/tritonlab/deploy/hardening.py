@@ -68,8 +68,7 @@ NAMESPACE_LABEL = "kubernetes.io/metadata.name"  # set by Kubernetes on every na
 
 def container_security() -> dict[str, Any]:
     """The container ``securityContext``: non-root, read-only root, no privilege escalation or
-    capabilities, the runtime's default seccomp profile.
-    """
+    capabilities, the runtime's default seccomp profile."""
     return {
         "runAsNonRoot": True,
         "runAsUser": RUN_AS_USER,

@@ -161,9 +161,7 @@ class NodeMeasurer:
         fingerprint: str,
     ) -> bytes:
         """Write the model to a fresh folder, build its repository, start and check the server.
-
-        Returns a :class:`Prepared` as wire bytes; a failed start raises the session's error.
-        """
+        Returns a :class:`Prepared` as wire bytes; a failed start raises the session's error."""
         temp = gateway.open_root(tempfile.gettempdir())  # the node's own, for its stale folders
         remove_stale_work(temp.root)
         self._gate = gateway.temporary_root(f"{WORK_PREFIX}{os.getpid()}-", temp.root)
@@ -212,9 +210,7 @@ class NodeMeasurer:
 
     def measure(self, variant_name: str, load: LoadPoint, repeat: int) -> bytes:
         """Measure one cell of ``variant_name`` (loading it first if another is loaded).
-
-        Returns the answer as wire bytes: the cell (None if given up on), new files and faults.
-        """
+        Returns the answer as wire bytes: the cell (None if given up on), new files and faults."""
         session = self._require()
         model = self._models[variant_name]
         if self._loaded is not model:

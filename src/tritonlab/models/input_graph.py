@@ -48,10 +48,8 @@ def _table_rows(model: Any) -> dict[str, int]:
 
 def gather_bounds(model: Any) -> dict[str, tuple[int, str]]:
     """Graph input -> (rows, gather node) for inputs that index a table through a Gather.
-
     Follows each input through value-preserving ops; with several Gathers, the smallest table
-    wins (every index must be valid for every table it reaches).
-    """
+    wins (every index must be valid for every table it reaches)."""
     consumers: dict[str, list[tuple[Any, int]]] = {}
     for node in model.graph.node:
         for index, name in enumerate(node.input):
@@ -85,9 +83,7 @@ def gather_bounds(model: Any) -> dict[str, tuple[int, str]]:
 
 def parse_shape_args(values: list[str]) -> dict[str, tuple[int, ...]]:
     """``NAME:D1,D2,...`` strings (perf_analyzer's --shape form, no batch dim) -> shapes.
-
-    Raises ``ModelError`` for a malformed value or a dim below 1.
-    """
+    Raises ``ModelError`` for a malformed value or a dim below 1."""
     shapes: dict[str, tuple[int, ...]] = {}
     for value in values:
         name, sep, dims = value.rpartition(":")
@@ -111,10 +107,8 @@ def resolve_dims(
     dynamic_source: str,
 ) -> tuple[dict[str, tuple[int, ...]], str]:
     """Concrete non-batch shapes per input and a note on how the dynamic dims were sized.
-
     A symbolic dim set by one input's override applies to every input sharing its name; the rest
-    take ``dynamic_dim``. Raises ``ModelError`` for an override that does not fit the graph.
-    """
+    take ``dynamic_dim``. Raises ``ModelError`` for an override that does not fit the graph."""
     for name, shape in overrides.items():
         if name not in graph_dims:
             raise ModelError(

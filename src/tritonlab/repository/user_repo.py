@@ -187,12 +187,10 @@ def read_repository_model(
     reference: Path | None = None,
 ) -> OnnxModelInfo:
     """The model ``name`` of the repository at ``root``, described for measuring.
-
     ``step``: for an ensemble, the step whose knobs the variants change (default: the first
     step that is not a Python model, else the first step); ``native``: a server binary with its
     own backends was given (``--server-bin``), so no backend is refused here; ``reference``:
-    the user's expected answers (``--reference``, an .npz).
-    """
+    the user's expected answers (``--reference``, an .npz)."""
     if not root.is_dir():
         raise ConfigError(f"--repository {root}: not a folder; pass a Triton model repository")
     top = read_user_model(root, name)

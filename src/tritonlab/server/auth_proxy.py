@@ -98,9 +98,7 @@ class AuthProxy:
 
     def start(self) -> AuthProxy:
         """Start the HTTP and gRPC listeners in background threads; return ``self``.
-
-        ``OSError`` (or gRPC's ``RuntimeError``) when a port cannot be bound.
-        """
+        ``OSError`` (or gRPC's ``RuntimeError``) when a port cannot be bound."""
         import grpc
 
         where = self.exposure

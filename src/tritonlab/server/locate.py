@@ -39,10 +39,8 @@ class ServerInstall:
 
     def environment(self) -> dict[str, str]:
         """The process environment: its libraries, and this Python's ``bin`` first on PATH.
-
         The Python backend stub imports packages (onnxruntime, numpy) from the environment
-        first on PATH, not from PYTHONPATH, so the running interpreter's environment goes first.
-        """
+        first on PATH, not from PYTHONPATH, so the running interpreter's environment goes first."""
         env = environment_with_libraries(self.library_path)
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
         env.pop("PYTHONHOME", None)
@@ -171,10 +169,8 @@ def _prepared_intact(work: Path, expected: dict[str, str]) -> bool:
 
 def external_server(binary: Path, backend_dir: Path | None = None) -> ServerInstall:
     """Use a tritonserver the user provides (for example inside an NGC container).
-
     Its own backend folder is used unless ``backend_dir`` is given; the native onnxruntime
-    backend there serves the same repository.
-    """
+    backend there serves the same repository."""
     resolved = shutil.which(str(binary)) if not binary.exists() else str(binary)
     if not resolved or not os.access(resolved, os.X_OK):
         raise ServerError(f"--server-bin {binary} is not an executable tritonserver")

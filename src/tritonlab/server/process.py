@@ -149,12 +149,10 @@ class TritonServer(ServerEndpoint):
     @property
     def served_repository(self) -> Path:
         """The repository path tritonserver is given.
-
         Triton 2.51's Python backend starts each stub through a shell without quoting the
         model's path (seen here: a space, '"' or '$' in it makes the load hang or the server
         abort with ``stol``). A path with any such character is served through a symlink with a
-        plain name in a private temporary folder, pointing at the real repository.
-        """
+        plain name in a private temporary folder, pointing at the real repository."""
         text = str(self.repository)
         if _SHELL_SAFE.fullmatch(text):
             return self.repository
@@ -175,8 +173,7 @@ class TritonServer(ServerEndpoint):
         return self.
 
         Raises ``ServerError`` if already started, if the binary cannot run or it is not ready in
-        time; the process is stopped before any error leaves.
-        """
+        time; the process is stopped before any error leaves."""
         if self._process is not None:
             raise ServerError("server already started")
         # closed in stop(); a resume appends. A server started on its own (no command opened a
@@ -306,10 +303,8 @@ class TritonServer(ServerEndpoint):
 
     def _watched(self, what: str, call: Callable[[], None], deadline_s: float) -> None:
         """Run ``call`` in a helper thread; fail at once if the server dies, or at the deadline.
-
         A blocking client call to a server killed mid-call can otherwise wait for its socket
-        timeout (minutes) while a backend stub lingers.
-        """
+        timeout (minutes) while a backend stub lingers."""
         outcome: list[BaseException | None] = []
 
         def run() -> None:
@@ -343,8 +338,7 @@ class TritonServer(ServerEndpoint):
 
     def load_model(self, model_name: str) -> None:
         """Load ``model_name``; ``ServerError`` with the log's reason if it fails, the server
-        dies or it takes longer than ``LOAD_DEADLINE_S``.
-        """
+        dies or it takes longer than ``LOAD_DEADLINE_S``."""
         self._watched(
             f"loading model '{model_name}'",
             lambda: ServerEndpoint.load_model(self, model_name),
@@ -353,8 +347,7 @@ class TritonServer(ServerEndpoint):
 
     def unload_model(self, model_name: str, wait_s: float = UNLOAD_WAIT_S) -> None:
         """Unload ``model_name`` and wait up to ``wait_s`` for it to go; ``ServerError`` if the
-        server dies or the unload hangs 30 s past that.
-        """
+        server dies or the unload hangs 30 s past that."""
         self._watched(
             f"unloading model '{model_name}'",
             lambda: ServerEndpoint.unload_model(self, model_name, wait_s),

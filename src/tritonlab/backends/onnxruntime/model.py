@@ -29,9 +29,7 @@ class TritonPythonModel(EngineModel):
 
     def open_engine(self, path, params, kind, device_id, input_names, output_names):
         """Open an onnxruntime session with the config's thread and spinning parameters.
-
-        Returns the graph's (input, output) names; ``TritonModelException`` for GPU without CUDA.
-        """
+        Returns the graph's (input, output) names; ``TritonModelException`` for GPU without CUDA."""
         options = ort.SessionOptions()
         intra = int_param(params, "intra_op_thread_count", 0)
         inter = int_param(params, "inter_op_thread_count", 0)
