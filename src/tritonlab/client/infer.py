@@ -7,7 +7,7 @@ shapes), so a repository that drifted from its model file is caught with the ten
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -150,25 +150,16 @@ def infer_and_check(
     finally:
         client.close()
 
+    sent = {k: list(v.shape) for k, v in arrays.items()}
+    check = InferCheck(protocol, model_name, sent, {}, 0.0, 0.0, round_trip_ms, engine=engine)
     if reference is None and not info.runs_onnx:
-        return InferCheck(
-            protocol=protocol,
-            model_name=model_name,
-            input_shapes={k: list(v.shape) for k, v in arrays.items()},
-            output_shapes=_declared_check(result, info, arrays),
-            max_abs_diff=0.0,
-            tolerance_abs=0.0,
-            round_trip_ms=round_trip_ms,
-            engine=engine,
-            reference=SHAPES_ONLY,
-        )
+        declared = _declared_check(result, info, arrays)
+        return replace(check, output_shapes=declared, reference=SHAPES_ONLY)
     if reference is not None:
         expected, against = reference[1], reference[2]
     else:
         expected, against = reference_outputs(info, arrays), "onnxruntime"
-    max_diff = 0.0
-    max_rel = 0.0
-    tolerance = 0.0
+    max_diff = max_rel = tolerance = 0.0
     output_shapes: dict[str, list[int]] = {}
     for spec in info.outputs:
         got = result.as_numpy(spec.name)
@@ -203,15 +194,11 @@ def infer_and_check(
                 )
             max_diff = max(max_diff, diff)
             max_rel = max(max_rel, diff / scale if scale else 0.0)
-    return InferCheck(
-        protocol=protocol,
-        model_name=model_name,
-        input_shapes={k: list(v.shape) for k, v in arrays.items()},
+    return replace(
+        check,
         output_shapes=output_shapes,
         max_abs_diff=max_diff,
         tolerance_abs=tolerance,
-        round_trip_ms=round_trip_ms,
-        engine=engine,
         max_rel_diff=max_rel,
         reference=against,
     )

@@ -29,16 +29,12 @@ MODEL_FILENAME = "model.onnx"
 
 
 def _tensor(spec: TensorSpec) -> dict[str, Any]:
+    tensor: dict[str, Any] = {"name": spec.name, "data_type": spec.triton_dtype}
     if not spec.dims:
         # One value per sample ([batch] in the graph): Triton needs at least one dim, so the
         # tensor is declared [1] and reshaped to the graph's [] (the standard Triton idiom).
-        return {
-            "name": spec.name,
-            "data_type": spec.triton_dtype,
-            "dims": [1],
-            "reshape": {"shape": []},
-        }
-    return {"name": spec.name, "data_type": spec.triton_dtype, "dims": list(spec.dims)}
+        return tensor | {"dims": [1], "reshape": {"shape": []}}
+    return tensor | {"dims": list(spec.dims)}
 
 
 # The config.pbtxt fields the model (not a knob) decides; with the knobs' sections
