@@ -1,28 +1,16 @@
 """Manifests for the pick: a Triton Deployment (or a KServe InferenceService), Service, HPA.
 
-Every manifest is a Python mapping dumped by PyYAML (``yaml.safe_dump_all``) and parsed back
-before it is written: no text from a run (a variant's free-text description, a pick's source)
-is pasted into YAML, so none can start a document or a key; what the run says about itself is
-in ``tritonlab/*`` annotations, as string values. Every file goes through the out folder's
-``Gateway``, and ``--out`` may neither be, hold nor lie inside the run folder.
+Every manifest is a Python mapping dumped by PyYAML and parsed back before it is written: no
+text from a run is pasted into YAML, so none can start a document or a key; what the run says
+about itself is in ``tritonlab/*`` annotations, as string values. Every file goes through the out
+folder's ``Gateway``, and ``--out`` may neither be, hold nor lie inside the run folder.
 
-What is written, and why:
-- a pinned NGC ``tritonserver`` release past NVIDIA's August 2025 security fixes
-  (``hardening.DEFAULT_IMAGE``, 25.10; the measured release is named in the README, and a
-  release before 25.07 is never the default): its native onnxruntime and OpenVINO backends read
-  the same ``config.pbtxt`` parameters tritonlab's adapters do; ``--image-digest`` pins it;
-- the model repository (``model_repository/``: the pick's ``config.pbtxt`` under the model's
-  own name, and ``model.onnx`` where the run folder has it; for a model of a user's repository
-  the whole pipeline, ``served_repository``), delivered by object storage (Triton
-  reads ``s3://``/``gs://``/``as://`` itself; KServe's storage initializer pulls it) or by a
-  persistent volume: never a ConfigMap, which caps at 1 MiB;
-- probes on ``/v2/health/ready`` and ``/v2/health/live``, a startup probe for the model load;
-- CPU requests of instances x threads, the pick's instance count and threads; one GPU per pod
-  for a KIND_GPU pick; metrics on port 8002 with Prometheus scrape annotations;
-- a NetworkPolicy (``networkpolicy.yaml``): only the named client pods reach the inference
-  ports, only the named scrapers the metrics port (Triton's API has no authentication);
-- a HorizontalPodAutoscaler on queue time per request (``deploy.autoscaling``), with the
-  measured per-replica capacity in its annotations.
+Written: a pinned NGC ``tritonserver`` release past NVIDIA's August 2025 fixes
+(``hardening``); the model repository (``served_repository``), delivered by object storage or a
+persistent volume, never a ConfigMap (it caps at 1 MiB); readiness, liveness and startup probes;
+CPU requests of instances x threads (one GPU for a KIND_GPU pick); Prometheus scrape annotations
+for the metrics port; a NetworkPolicy (Triton's API has no authentication); and an HPA on queue
+time per request (``autoscaling``), with the measured per-replica capacity in its annotations.
 """
 
 from __future__ import annotations
