@@ -13,6 +13,7 @@ from collections import deque
 from typing import Any
 
 from tritonlab.errors import ModelError
+from tritonlab.models.inspect import value_dims
 
 # Ops that carry index values through unchanged (only their first input is followed).
 _PASS_THROUGH = {"Cast", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Identity", "Expand"}
@@ -21,18 +22,11 @@ _PASS_THROUGH = {"Cast", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Identity
 def graph_dims(model: Any, batched: bool) -> dict[str, list[int | str]]:
     """Input name -> its non-batch dims: an int, or the symbolic name ('?' if unnamed)."""
     initializers = {i.name for i in model.graph.initializer}
-    out: dict[str, list[int | str]] = {}
-    for vi in model.graph.input:
-        if vi.name in initializers:
-            continue
-        dims: list[int | str] = []
-        for dim in vi.type.tensor_type.shape.dim:
-            if dim.HasField("dim_value") and dim.dim_value > 0:
-                dims.append(int(dim.dim_value))
-            else:
-                dims.append(dim.dim_param or "?")
-        out[vi.name] = dims[1:] if batched else dims
-    return out
+    return {
+        vi.name: value_dims(vi)[1:] if batched else value_dims(vi)
+        for vi in model.graph.input
+        if vi.name not in initializers
+    }
 
 
 def _table_rows(model: Any) -> dict[str, int]:

@@ -76,15 +76,13 @@ class OnnxModelInfo:
         return self.origin.runs_onnx
 
 
-def _dims(value_info: object) -> list[int | str]:
+def value_dims(value_info: object) -> list[int | str]:
+    """A graph tensor's dims: an int, or the symbolic name ('?' if unnamed)."""
     shape = value_info.type.tensor_type.shape  # type: ignore[attr-defined]
-    out: list[int | str] = []
-    for dim in shape.dim:
-        if dim.HasField("dim_value") and dim.dim_value > 0:
-            out.append(int(dim.dim_value))
-        else:
-            out.append(dim.dim_param or "?")
-    return out
+    return [
+        int(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0 else d.dim_param or "?"
+        for d in shape.dim
+    ]
 
 
 def _spec(value_info: object, batched: bool, kind: str) -> TensorSpec:
@@ -110,7 +108,7 @@ def _spec(value_info: object, batched: bool, kind: str) -> TensorSpec:
             f"{kind} '{name}' has element type {type_name}, which tritonlab cannot serve; "
             f"convert it to one of {supported}"
         )
-    dims = _dims(value_info)
+    dims = value_dims(value_info)
     if batched:
         dims = dims[1:]
     triton_dims = tuple(d if isinstance(d, int) else -1 for d in dims)
@@ -140,7 +138,7 @@ def inspect_onnx(path: Path) -> OnnxModelInfo:
         raise ModelError(f"{path} has no inputs; tritonlab needs at least one graph input")
 
     every = [*graph_inputs, *graph.output]
-    leading = [_dims(vi)[:1] for vi in every]
+    leading = [value_dims(vi)[:1] for vi in every]
     batched = all(lead and isinstance(lead[0], str) for lead in leading)
     inputs = tuple(_spec(vi, batched, "input") for vi in graph_inputs)
     outputs = tuple(_spec(vi, batched, "output") for vi in graph.output)
