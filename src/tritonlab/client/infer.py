@@ -116,10 +116,8 @@ def infer_and_check(
     precision: str = "f32",
 ) -> InferCheck:
     """One request over ``protocol``; fails if shapes or values disagree with onnxruntime.
-    ``inputs`` says what to send (default: derived from the graph); a model without a batch
-    axis gets one request of its fixed shape. ``engine`` names what serves the model (it is
-    recorded with the result) and ``precision`` what it computes in: bf16 and f16 are held to
-    ``TOLERANCE_REL_OF_MAX`` of the largest reference value instead of the dtype's tolerance."""
+    ``engine`` (recorded) serves the model in ``precision``: bf16 and f16 are held to
+    ``TOLERANCE_REL_OF_MAX`` of the largest reference value on top of the dtype's tolerance."""
     from tritonclient.utils import InferenceServerException
 
     module = _client_module(protocol)

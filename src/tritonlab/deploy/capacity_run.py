@@ -99,9 +99,8 @@ def select(run: RunData, config: str | None) -> tuple[list[VariantSummary], str]
 def run_capacity(
     run_dir: Path, target_load_infer_per_s: float, budget_p99_us: float, config: str | None = None
 ) -> CapacityReport:
-    """The capacity report of ``run_dir`` for a target load (infer/s) at a p99 budget (µs).
-    ``ConfigError`` (one line) for a target or budget that is not positive, a folder that is
-    not a finished tritonlab run, an unknown ``config``, or no load point within the budget."""
+    """The capacity report of ``run_dir`` for a target load (infer/s) at a p99 budget (µs);
+    ``ConfigError`` (one line) when it cannot be made."""
     check_sizing(target_load_infer_per_s, budget_p99_us)
     require_run_folder(run_dir)
     run = load_run(run_dir)

@@ -45,9 +45,8 @@ _LOCK = threading.Lock()
 def open_root(
     root: Path | str, inputs: dict[str, Path | str | None] | None = None, out_option: str = "--out"
 ) -> Gateway:
-    """Open ``root`` for writing (registered until ``close_root``), after refusing an overlap
-    with any of ``inputs`` (``refuse_overlap``: directory inputs may not overlap it at all; a
-    file input may lie directly in it, where nothing is written or moved, but nowhere below)."""
+    """Open ``root`` for writing, after ``refuse_overlap`` with each of ``inputs`` (a file input
+    may lie directly in it, where nothing is written or moved, but nowhere below)."""
     gateway = Gateway(root)
     if os.path.lexists(gateway.given) and not os.path.isdir(gateway.given):
         raise GatewayError(

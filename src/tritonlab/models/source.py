@@ -92,13 +92,10 @@ class OnnxFile:
 
 @dataclass(frozen=True)
 class RepositorySource(Record):
-    """A model of a user's Triton repository, read as it is (the repository is never written).
-    ``tuned`` is the model whose knobs the variants change: the measured model itself, or, for
-    an ensemble, the step named by ``--step`` or found to bind; ``tuned_backend`` is its
-    backend (``python``, ``onnxruntime`` or ``openvino``). ``called`` are the models the
-    measured one calls, in order (an ensemble's steps, a BLS model's callees); ``needed`` every
-    model the measured one needs loaded, its own name last. As a manifest stores it, ``root``
-    is its ``repository`` entry (the path as given) and ``reference`` the file's name only."""
+    """A model of a user's Triton repository, read as it is (never written): ``tuned`` is the
+    model whose knobs the variants change (itself, or an ensemble's step), ``called`` the models
+    it calls in order, ``needed`` every model it needs loaded, its own name last. A manifest
+    stores ``root`` as its ``repository`` entry and ``reference`` by the file's name only."""
 
     root: Annotated[Path, Field(alias="repository")]
     model: str

@@ -72,11 +72,8 @@ def override_problem(overrides: dict[str, Any]) -> str | None:
 
 
 def knob_sections(variant: ServingVariant, batched: bool = True) -> dict[str, Any]:
-    """The sections of ``config.pbtxt`` the knobs set (protobuf JSON): the batch ceiling, the
-    instance group, the dynamic batcher, the backend and its parameters, and what the knob
-    table adds (``config_additions``), then the variant's ``config_overrides`` as given. A
-    repository's variants are the user's config with these sections changed where a knob
-    changes them (``user_repo.patched_config``)."""
+    """The sections of ``config.pbtxt`` the knobs set (protobuf JSON), then the variant's
+    ``config_overrides`` as given (``user_repo.patched_config`` changes a user's config there)."""
     config: dict[str, Any] = {
         "backend": variant.backend,
         "max_batch_size": variant.max_batch_size if batched else 0,

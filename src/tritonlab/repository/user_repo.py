@@ -186,11 +186,9 @@ def read_repository_model(
     native: bool = False,
     reference: Path | None = None,
 ) -> OnnxModelInfo:
-    """The model ``name`` of the repository at ``root``, described for measuring.
-    ``step``: for an ensemble, the step whose knobs the variants change (default: the first
-    step that is not a Python model, else the first step); ``native``: a server binary with its
-    own backends was given (``--server-bin``), so no backend is refused here; ``reference``:
-    the user's expected answers (``--reference``, an .npz)."""
+    """The model ``name`` of the repository at ``root``, described for measuring: ``step`` is an
+    ensemble's step to tune (``--step``), ``native`` refuses no backend (``--server-bin``),
+    ``reference`` the user's expected answers (``--reference``)."""
     if not root.is_dir():
         raise ConfigError(f"--repository {root}: not a folder; pass a Triton model repository")
     top = read_user_model(root, name)
@@ -347,8 +345,7 @@ def served_names(
     source: RepositorySource, model_name: str, variant: ServingVariant
 ) -> tuple[str, str]:
     """The names ``variant`` of a repository model is served under: the measured model's, and
-    the tuned model's (the same, or an ensemble's step renamed for the variant; the baseline's
-    step keeps its own name)."""
+    the tuned model's (the same, or an ensemble's step renamed for the variant)."""
     served = variant_model_name(model_name, variant)
     if source.tuned == source.model:
         return served, served

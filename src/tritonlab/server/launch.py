@@ -16,10 +16,8 @@ from tritonlab.server.process import LOOPBACK_HOSTS, ServerPorts, TritonServer
 
 @dataclass(frozen=True)
 class ServerOptions:
-    """Where the server comes from and where it listens.
-    ``url`` selects a server someone else runs (nothing is started; its repository must already
-    hold the models). ``server_bin`` selects an external tritonserver (e.g. an NGC container's),
-    which then uses its own native backends unless ``backend_dir`` is given."""
+    """Where the server comes from (``url``: one someone else runs; ``server_bin``: an external
+    tritonserver, with its own backends unless ``backend_dir``) and where it listens."""
 
     url: str | None = None
     grpc_url: str | None = None

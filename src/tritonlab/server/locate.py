@@ -168,9 +168,8 @@ def _prepared_intact(work: Path, expected: dict[str, str]) -> bool:
 
 
 def external_server(binary: Path, backend_dir: Path | None = None) -> ServerInstall:
-    """Use a tritonserver the user provides (for example inside an NGC container).
-    Its own backend folder is used unless ``backend_dir`` is given; the native onnxruntime
-    backend there serves the same repository."""
+    """Use a tritonserver the user provides (an NGC container's) with its own backend folder
+    unless ``backend_dir`` is given."""
     resolved = shutil.which(str(binary)) if not binary.exists() else str(binary)
     if not resolved or not os.access(resolved, os.X_OK):
         raise ServerError(f"--server-bin {binary} is not an executable tritonserver")

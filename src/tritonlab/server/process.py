@@ -170,10 +170,7 @@ class TritonServer(ServerEndpoint):
 
     def start(self, ready_timeout_s: float = 120.0) -> TritonServer:
         """Launch tritonserver, wait ``ready_timeout_s`` for it to be ready, start the proxy;
-        return self.
-
-        Raises ``ServerError`` if already started, if the binary cannot run or it is not ready in
-        time; the process is stopped before any error leaves."""
+        return self. ``ServerError`` (the process stopped first) if it cannot start in time."""
         if self._process is not None:
             raise ServerError("server already started")
         # closed in stop(); a resume appends. A server started on its own (no command opened a
