@@ -57,12 +57,7 @@ class TritonPythonModel(EngineModel):
         core = ov.Core()
         compiled = core.compile_model(core.read_model(path), "CPU", properties)
         self.request = compiled.create_infer_request()
-        self.ports = {}
-        graph_outputs = set()
-        for port in compiled.outputs:
-            for name in port.get_names():
-                graph_outputs.add(name)
-                self.ports[name] = port
+        self.ports = {name: port for port in compiled.outputs for name in port.get_names()}
         graph_inputs = {name for port in compiled.inputs for name in port.get_names()}
         used = str(compiled.get_property("INFERENCE_PRECISION_HINT"))
         print(
@@ -73,7 +68,7 @@ class TritonPythonModel(EngineModel):
             flush=True,
         )
         self.compiled = compiled
-        return graph_inputs, graph_outputs
+        return graph_inputs, set(self.ports)
 
     def run(self, feed):
         """One inference of ``feed``; the outputs in ``self.output_names`` order."""
