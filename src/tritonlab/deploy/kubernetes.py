@@ -253,17 +253,6 @@ def _resources(pick: DeployPick) -> dict[str, Any]:
     return {"requests": requests, "limits": limits}
 
 
-def _server_args(repository: str) -> list[str]:
-    return [
-        f"--model-repository={repository}",
-        f"--http-port={HTTP_PORT}",
-        f"--grpc-port={GRPC_PORT}",
-        f"--metrics-port={METRICS_PORT}",
-        "--allow-metrics=true",
-        "--strict-readiness=true",
-    ]
-
-
 def _probe(path: str, period_s: int, failures: int) -> dict[str, Any]:
     return {
         "httpGet": {"path": path, "port": "http"},
@@ -299,7 +288,14 @@ def _container(pick: DeployPick, image: str, uri: str) -> tuple[dict[str, Any], 
         "name": "tritonserver",
         "image": image,
         "command": ["tritonserver"],
-        "args": _server_args(repository),
+        "args": [
+            f"--model-repository={repository}",
+            f"--http-port={HTTP_PORT}",
+            f"--grpc-port={GRPC_PORT}",
+            f"--metrics-port={METRICS_PORT}",
+            "--allow-metrics=true",
+            "--strict-readiness=true",
+        ],
         "ports": [
             {"name": "http", "containerPort": HTTP_PORT},
             {"name": "grpc", "containerPort": GRPC_PORT},

@@ -100,7 +100,8 @@ class Gateway:
         """Create ``path`` and its missing parents below the root (the root too), part by part,
         refusing a link or a file where a folder should be."""
         target = self.path(path)
-        chain = [self.root, *[self.root / p for p in _parts_below(self.root, target)]]
+        parts = target.relative_to(self.root).parts
+        chain = [self.root, *(self.root.joinpath(*parts[: i + 1]) for i in range(len(parts)))]
         for folder in chain:
             try:
                 os.mkdir(folder, mode)
@@ -307,7 +308,11 @@ class Gateway:
 
     def remove(self, path: Path | str, *, missing_ok: bool = True) -> None:
         """Delete the file (or link) ``path``; a folder is refused (``remove_tree``)."""
-        target = self._link_itself(path) if os.path.islink(path) else self.path(path)
+        if os.path.islink(path):  # the link itself (its parent checked), never its target
+            absolute = absolute_path(path)
+            target = self.path(absolute.parent) / absolute.name
+        else:
+            target = self.path(path)
         try:
             os.unlink(target)
         except FileNotFoundError:
@@ -323,16 +328,6 @@ class Gateway:
         if not os.path.lexists(target):
             return
         shutil.rmtree(target)
-
-    def _link_itself(self, path: Path | str) -> Path:
-        """A link at ``path`` whose parent passes ``path()`` (removing the link, not its target)."""
-        absolute = absolute_path(path)
-        return self.path(absolute.parent) / absolute.name
-
-
-def _parts_below(root: Path, target: Path) -> list[Path]:
-    relative = target.relative_to(root)
-    return [Path(*relative.parts[: i + 1]) for i in range(len(relative.parts))]
 
 
 def _same_content(a: Path, b: Path) -> bool:

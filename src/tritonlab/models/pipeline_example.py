@@ -112,11 +112,6 @@ class PipelineRepository:
     step_models = STEP_MODELS
 
     @property
-    def input_shape(self) -> tuple[int, int, int]:
-        """One frame's shape, [H, W, 3] (the batch axis comes first in a request)."""
-        return (*self.image_hw, 3)
-
-    @property
     def models_to_load(self) -> tuple[str, ...]:
         """Every model, called ones first: the order to load them in explicit model control."""
         return (*STEP_MODELS, ENSEMBLE_MODEL, BLS_MODEL)

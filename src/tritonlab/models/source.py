@@ -29,7 +29,6 @@ KIND_ONNX = "onnx"
 KIND_PYTHON = "python"
 KIND_BLS = "bls"
 KIND_ENSEMBLE = "ensemble"
-SOURCE_KINDS = (KIND_ONNX, KIND_PYTHON, KIND_BLS, KIND_ENSEMBLE)
 _KIND_WORDS = {
     KIND_ONNX: "an ONNX model",
     KIND_PYTHON: "a Python-backend model",

@@ -120,10 +120,6 @@ def _cache_server_args(variants: Sequence[ServingVariant]) -> tuple[str, ...]:
     return ()
 
 
-def _cache_config(v: ServingVariant) -> dict[str, Any]:
-    return {"response_cache": {"enable": True}} if v.response_cache else {}
-
-
 def _batcher(config: dict[str, Any]) -> dict[str, Any]:
     section = config.get("dynamic_batching")
     return section if isinstance(section, dict) else {}
@@ -375,7 +371,7 @@ KNOBS: tuple[Knob, ...] = (
             "and what does it cost where a request is not in the cache?"
         ),
         plot_family=True,
-        config=_cache_config,
+        config=lambda v: {"response_cache": {"enable": True}} if v.response_cache else {},
         server_args=_cache_server_args,
         # Held, never moved: perf_analyzer cycles through a few samples, so a cache would
         # always win on traffic that is not the user's.

@@ -47,14 +47,6 @@ class ServerInstall:
         return env
 
 
-def _pytriton_root() -> Path:
-    try:
-        import pytriton
-    except ImportError as exc:
-        raise ServerError(f"the bundled tritonserver is missing: {PYTRITON_HINT}") from exc
-    return Path(pytriton.__file__).parent
-
-
 def default_cache_root() -> Path:
     """Where prepared servers live: ``$TRITONLAB_CACHE``, else ``~/.cache/tritonlab``."""
     return _cache_root()
@@ -62,7 +54,11 @@ def default_cache_root() -> Path:
 
 def prepare_bundled_server(cache_root: Path | None = None) -> ServerInstall:
     """Lay out the bundled tritonserver with the stub and our backends; reuse if present."""
-    root = _pytriton_root()
+    try:
+        import pytriton
+    except ImportError as exc:
+        raise ServerError(f"the bundled tritonserver is missing: {PYTRITON_HINT}") from exc
+    root = Path(pytriton.__file__).parent
     source = root / "tritonserver"
     libs = root.parent / "nvidia_pytriton.libs"
     py = f"{sys.version_info.major}.{sys.version_info.minor}"
