@@ -1,19 +1,12 @@
 """A Python-based Triton backend named ``openvino``: serves the same ``model.onnx`` with OpenVINO.
 
-OpenVINO reads ONNX directly (no conversion step, no second file in the repository). Config
-parameters read, under OpenVINO's own property names (the keys the native Triton OpenVINO
-backend passes through on an NGC container):
-
-- ``INFERENCE_PRECISION_HINT``: ``f32`` (tritonlab's default), ``bf16`` or ``f16``. Always set
-  by tritonlab: on a processor with bf16 units OpenVINO's CPU default is bf16, which would
-  change the numbers silently. The precision the compiled model actually uses is printed to the
-  server log (``tritonlab-openvino``), since a processor without the units falls back to f32.
-- ``INFERENCE_NUM_THREADS``: threads per instance (0 = OpenVINO's default).
-- ``NUM_STREAMS``: parallel inference streams per instance (tritonlab writes 1: Triton's
-  instances are the parallelism, as with onnxruntime).
-
-Batching, splitting and profiling are shared with the onnxruntime backend
-(``tritonlab.backends.adapter``).
+OpenVINO reads ONNX directly (no second file in the repository). Config parameters, under
+OpenVINO's own property names (what the native Triton OpenVINO backend passes through):
+``INFERENCE_PRECISION_HINT`` (``f32``, ``bf16`` or ``f16``; always set by tritonlab, since on a
+processor with bf16 units OpenVINO's CPU default is bf16; the precision actually used is printed
+to the server log), ``INFERENCE_NUM_THREADS`` (0 = OpenVINO's default) and ``NUM_STREAMS``
+(tritonlab writes 1: Triton's instances are the parallelism). Batching, splitting and profiling
+are shared with the onnxruntime backend (``tritonlab.backends.adapter``).
 """
 
 import sys
