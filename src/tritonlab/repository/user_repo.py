@@ -147,14 +147,12 @@ def check_servable(model: UserModel, native: bool) -> None:
     )
 
 
-def _tensors(config_tensors: object) -> tuple[TensorSpec, ...]:
+def _tensors(config_tensors: Any) -> tuple[TensorSpec, ...]:
     return tuple(
         TensorSpec(
-            t.name,  # type: ignore[attr-defined]
-            model_config_pb2.DataType.Name(t.data_type),  # type: ignore[attr-defined]
-            tuple(int(d) for d in t.dims),  # type: ignore[attr-defined]
+            t.name, model_config_pb2.DataType.Name(t.data_type), tuple(int(d) for d in t.dims)
         )
-        for t in config_tensors  # type: ignore[attr-defined]
+        for t in config_tensors
     )
 
 
@@ -211,7 +209,6 @@ def read_repository_model(
             raise ConfigError(f"step {tuned!r} of {name!r} is itself an ensemble; pass --step")
     elif step is not None:
         raise ConfigError(f"--step applies to an ensemble; {name!r} is a {kind} model")
-    tuned_model = models[tuned]
     inputs, outputs = _tensors(top.config.input), _tensors(top.config.output)
     path = top.onnx_file or top.folder / CONFIG_FILE
     opset = 0
@@ -231,7 +228,7 @@ def read_repository_model(
         model=name,
         kind=kind,
         tuned=tuned,
-        tuned_backend=tuned_model.backend,
+        tuned_backend=models[tuned].backend,
         called=called,
         needed=(*called, name),
         tuned_reason=reason,
