@@ -6,6 +6,7 @@ shapes), so a repository that drifted from its model file is caught with the ten
 
 from __future__ import annotations
 
+import importlib
 import time
 from dataclasses import dataclass, replace
 from typing import Any
@@ -94,15 +95,9 @@ def reference_outputs(
 
 
 def _client_module(protocol: str) -> Any:
-    if protocol == "grpc":
-        import tritonclient.grpc as grpcclient
-
-        return grpcclient
-    if protocol == "http":
-        import tritonclient.http as httpclient
-
-        return httpclient
-    raise ClientError(f"protocol must be 'http' or 'grpc', got {protocol!r}")
+    if protocol not in ("grpc", "http"):
+        raise ClientError(f"protocol must be 'http' or 'grpc', got {protocol!r}")
+    return importlib.import_module(f"tritonclient.{protocol}")
 
 
 def infer_and_check(

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from tritonlab import gateway
 from tritonlab.experiments.engine import ClassicEngine
 from tritonlab.experiments.opening import SessionRequest, open_session
@@ -117,18 +119,8 @@ def remove_stale_work(root: Path) -> None:
     """Work folders of measurers whose process is gone (a node killed mid-run) are removed."""
     for folder in root.glob(f"{WORK_PREFIX}*"):
         match = re.match(rf"{WORK_PREFIX}(\d+)-", folder.name)
-        if match and not _alive(int(match.group(1))):
+        if match and not psutil.pid_exists(int(match.group(1))):
             gateway.remove_tree(folder)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class NodeMeasurer:
