@@ -263,33 +263,13 @@ def _probe(path: str, period_s: int, failures: int) -> dict[str, Any]:
 
 def _container(pick: DeployPick, image: str, uri: str) -> tuple[dict[str, Any], list[Any]]:
     """The tritonserver container and the pod's volumes for the repository at ``uri``."""
-    volumes: list[dict[str, Any]] = []
-    mounts: list[dict[str, Any]] = []
-    if uri.startswith("pvc://"):
-        claim, _, sub = uri.removeprefix("pvc://").partition("/")
-        volumes.append(
-            {
-                "name": "model-repository",
-                "persistentVolumeClaim": {"claimName": claim, "readOnly": True},
-            }
-        )
-        mount: dict[str, Any] = {
-            "name": "model-repository",
-            "mountPath": MODELS_MOUNT,
-            "readOnly": True,
-        }
-        if sub:
-            mount["subPath"] = sub
-        mounts.append(mount)
-        repository = MODELS_MOUNT
-    else:
-        repository = uri
+    pvc = uri.startswith("pvc://")
     container: dict[str, Any] = {
         "name": "tritonserver",
         "image": image,
         "command": ["tritonserver"],
         "args": [
-            f"--model-repository={repository}",
+            f"--model-repository={MODELS_MOUNT if pvc else uri}",
             f"--http-port={HTTP_PORT}",
             f"--grpc-port={GRPC_PORT}",
             f"--metrics-port={METRICS_PORT}",
@@ -306,11 +286,16 @@ def _container(pick: DeployPick, image: str, uri: str) -> tuple[dict[str, Any], 
         "readinessProbe": _probe("/v2/health/ready", 5, 3),
         "livenessProbe": _probe("/v2/health/live", 10, 3),
     }
-    if not uri.startswith("pvc://"):
+    volumes: list[dict[str, Any]] = []
+    if pvc:
+        claim, _, sub = uri.removeprefix("pvc://").partition("/")
+        claimed = {"claimName": claim, "readOnly": True}
+        volumes.append({"name": "model-repository", "persistentVolumeClaim": claimed})
+        mount = {"name": "model-repository", "mountPath": MODELS_MOUNT, "readOnly": True}
+        container["volumeMounts"] = [mount | ({"subPath": sub} if sub else {})]
+    else:
         # Object-store credentials (AWS_*, GOOGLE_APPLICATION_CREDENTIALS, AZURE_*), if any.
         container["envFrom"] = [{"secretRef": {"name": "triton-storage", "optional": True}}]
-    if mounts:
-        container["volumeMounts"] = mounts
     return harden_container(container), volumes
 
 
