@@ -66,13 +66,12 @@ class Prepared:
 
     def to_wire(self) -> bytes:
         """The report as JSON bytes for the driver."""
+        command = None if self.server_command is None else list(self.server_command)
         return encode(
             {
                 "checks": self.checks,
                 "server_version": self.server_version,
-                "server_command": None
-                if self.server_command is None
-                else list(self.server_command),
+                "server_command": command,
             }
         )
 
