@@ -229,8 +229,7 @@ def _user_reference(
 def _declared_check(
     result: Any, info: OnnxModelInfo, arrays: dict[str, np.ndarray[Any, Any]]
 ) -> dict[str, list[int]]:
-    """Check each output against the shape and dtype its config declares (-1: any size);
-    return the shapes that came back."""
+    """Check each output against its config's shape (-1: any) and dtype; the shapes returned."""
     batch = [len(next(iter(arrays.values())))] if info.batched and arrays else []
     shapes: dict[str, list[int]] = {}
     for spec in info.outputs:

@@ -99,8 +99,7 @@ def select(run: RunData, config: str | None) -> tuple[list[VariantSummary], str]
 def run_capacity(
     run_dir: Path, target_load_infer_per_s: float, budget_p99_us: float, config: str | None = None
 ) -> CapacityReport:
-    """The capacity report of ``run_dir`` for a target load (infer/s) at a p99 budget (µs);
-    ``ConfigError`` (one line) when it cannot be made."""
+    """The capacity report of ``run_dir`` for a target load at a p99 budget (µs)."""
     check_sizing(target_load_infer_per_s, budget_p99_us)
     require_run_folder(run_dir)
     run = load_run(run_dir)

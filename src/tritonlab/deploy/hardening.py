@@ -61,8 +61,7 @@ NAMESPACE_LABEL = "kubernetes.io/metadata.name"  # set by Kubernetes on every na
 
 
 def container_security() -> dict[str, Any]:
-    """The container ``securityContext``: non-root, read-only root, no privilege escalation or
-    capabilities, the runtime's default seccomp profile."""
+    """The container ``securityContext``: non-root, read-only, no privileges, default seccomp."""
     return {
         "runAsNonRoot": True,
         "runAsUser": RUN_AS_USER,
@@ -161,8 +160,7 @@ def _label_key_ok(key: str) -> bool:
 
 
 def parse_selector(text: str, option: str) -> dict[str, Any]:
-    """One ``[NAMESPACE:]key=value[,key=value]`` selector as a NetworkPolicy peer; a one-line
-    ``ConfigError`` naming ``option`` when it is not label syntax."""
+    """One ``[NAMESPACE:]key=value[,key=value]`` selector as a NetworkPolicy peer."""
     namespace, colon, pairs = text.partition(":") if ":" in text else ("", "", text)
     if colon and not DNS_LABEL_RE.fullmatch(namespace):
         raise ConfigError(f"{option} {text!r}: {namespace!r} is not a namespace name")

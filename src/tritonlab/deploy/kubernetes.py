@@ -129,8 +129,7 @@ def checked_repository_uri(uri: str) -> str:
 def write_deployment(
     pick: DeployPick, run_dir: Path, out_dir: Path, options: DeployOptions
 ) -> Written:
-    """Write the repository and ``options.target``'s manifests under ``out_dir``; list them
-    (``ConfigError`` for options that cannot be written)."""
+    """Write the repository and ``options.target``'s manifests under ``out_dir``; list them."""
     if options.target not in TARGETS:
         raise ConfigError(f"--to must be one of {', '.join(TARGETS)}, got {options.target!r}")
     uri = options.repository_uri

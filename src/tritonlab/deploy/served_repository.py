@@ -136,8 +136,7 @@ def model_file(run_dir: Path, pick: DeployPick) -> Path | None:
 
 
 def pipeline_models(pick: DeployPick) -> tuple[str, ...]:
-    """The model folders a deployment of ``pick`` holds: the model itself, then every model it
-    calls (for an ONNX file, the model alone)."""
+    """The model folders a deployment of ``pick`` holds: the model, then those it calls."""
     if pick.repository is None:
         return (pick.model_name,)
     return (pick.model_name, *pick.repository.called)

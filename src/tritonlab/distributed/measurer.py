@@ -151,8 +151,7 @@ class NodeMeasurer:
         options: ServerOptions,
         fingerprint: str,
     ) -> bytes:
-        """Write the model to a fresh folder, build its repository, start and check the server.
-        Returns a :class:`Prepared` as wire bytes; a failed start raises the session's error."""
+        """Write the model, build its repository, start and check the server; a ``Prepared``."""
         temp = gateway.open_root(tempfile.gettempdir())  # the node's own, for its stale folders
         remove_stale_work(temp.root)
         self._gate = gateway.temporary_root(f"{WORK_PREFIX}{os.getpid()}-", temp.root)
@@ -200,8 +199,7 @@ class NodeMeasurer:
             self._loaded = None
 
     def measure(self, variant_name: str, load: LoadPoint, repeat: int) -> bytes:
-        """Measure one cell of ``variant_name`` (loading it first if another is loaded).
-        Returns the answer as wire bytes: the cell (None if given up on), new files and faults."""
+        """Measure one cell of ``variant_name`` (loading it first); the answer as wire bytes."""
         session = self._require()
         model = self._models[variant_name]
         if self._loaded is not model:
@@ -219,8 +217,7 @@ class NodeMeasurer:
         return self._answer(cell)
 
     def serving_path(self) -> bytes:
-        """The serving-path probes (``engine.ClassicEngine.measure_serving_path``), measured
-        here."""
+        """The serving-path probes (``ClassicEngine.measure_serving_path``), measured here."""
         session = self._require()
         if self._loaded is not None:
             session.unload(self._loaded)
@@ -255,8 +252,7 @@ class NodeMeasurer:
             self._session = None
 
     def _watch_server(self) -> None:
-        """Record the server's process group (again after a restart) for the reaper, and
-        start the reaper once."""
+        """Record the server's process group (again after a restart); start the reaper once."""
         assert self._work is not None
         server = self._require().server
         pid = server.pid if isinstance(server, TritonServer) else None

@@ -212,8 +212,7 @@ class RaySession:
     server: Any = None  # no local server: tune's liveness check does not apply
 
     def load(self, model: RepositoryModel) -> None:
-        """Add ``model``'s configuration to the node that measures next (``ServerError``: none
-        is left); it loads it to measure."""
+        """Add ``model``'s configuration to the node that measures next (it loads it to measure)."""
         self.ray.get(self._tune_node().actor.add_variant.remote(model.variant))
 
     def unload(self, model: RepositoryModel, quietly: bool = False) -> None:

@@ -97,8 +97,7 @@ def ensure_root(folder: Path | str) -> Gateway:
 
 
 def temporary_root(prefix: str, parent: Path | str | None = None) -> Gateway:
-    """A new private folder (``mkdtemp``, mode 0700) opened as a root; ``remove_temporary``
-    deletes it."""
+    """A new private folder (``mkdtemp``, mode 0700) opened as a root."""
     folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
     gateway = open_root(folder)
     with _LOCK:

@@ -219,8 +219,7 @@ class Gateway:
             os.close(fd)  # closing releases the lock
 
     def copy_in(self, source: Path | str, path: Path | str) -> Path:
-        """Copy the file ``source`` (read from anywhere) to ``path`` as a new file, with the
-        source's permission bits (an executable stays one)."""
+        """Copy the file ``source`` to ``path`` as a new file, with the source's permission bits."""
 
         def copy(handle: IO[Any]) -> None:
             with open(source, "rb") as src:
@@ -320,8 +319,7 @@ class Gateway:
                 raise
 
     def remove_tree(self, path: Path | str) -> None:
-        """Delete the folder ``path`` and all in it; links inside are removed, never followed.
-        The root itself is refused."""
+        """Delete the folder ``path`` (never the root); links inside are removed, never followed."""
         target = self.path(path)
         if target == self.root:
             raise GatewayError(f"{target}: a gateway never deletes its own root")

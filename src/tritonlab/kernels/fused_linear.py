@@ -113,8 +113,7 @@ def linear_bias_relu(
 
 
 def linear_layers(onnx_path: Path) -> list[tuple[Any, Any, bool]]:
-    """The model's ``Gemm`` layers in graph order as (weight [N, K], bias [N], followed by a
-    Relu) numpy arrays, read from the ONNX file's initializers."""
+    """The ONNX file's ``Gemm`` layers in order: (weight [N, K], bias [N], followed by Relu)."""
     import onnx
     from onnx import numpy_helper
 

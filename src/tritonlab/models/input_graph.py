@@ -76,8 +76,7 @@ def gather_bounds(model: Any) -> dict[str, tuple[int, str]]:
 
 
 def parse_shape_args(values: list[str]) -> dict[str, tuple[int, ...]]:
-    """``NAME:D1,D2,...`` strings (perf_analyzer's --shape form, no batch dim) -> shapes.
-    Raises ``ModelError`` for a malformed value or a dim below 1."""
+    """``NAME:D1,D2,...`` strings (perf_analyzer's --shape form, no batch dim) -> shapes."""
     shapes: dict[str, tuple[int, ...]] = {}
     for value in values:
         name, sep, dims = value.rpartition(":")

@@ -168,8 +168,7 @@ class ModelInputs(Record):
         return {"data": data}
 
     def write_perf_data(self, path: Path, entries: int | None = None, seed: int = 1) -> Path:
-        """Write perf_analyzer's ``--input-data`` file atomically (``perf_data``'s samples);
-        return its path."""
+        """Write perf_analyzer's ``--input-data`` file atomically; return its path."""
         return gateway.write_text(path, json.dumps(self.perf_data(entries, seed)))
 
     def describe(self) -> list[str]:

@@ -65,8 +65,7 @@ class OnnxModelInfo:
 
     @property
     def origin(self) -> OnnxFile | RepositorySource:
-        """Where the model comes from, answering what differs between a file and a model of a
-        user's repository (``models/source.py``)."""
+        """Where the model comes from: a file or a model of a user's repository (``source.py``)."""
         return self.source or OnnxFile(self.path)
 
     @property

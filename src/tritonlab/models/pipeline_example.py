@@ -162,8 +162,7 @@ class PipelineReference:
 
 
 def reference_images(count: int, image_hw: tuple[int, int], seed: int) -> npt.NDArray[np.uint8]:
-    """``count`` camera-like uint8 frames [count, H, W, 3]: smooth colour fields (a coarse random
-    grid resized up) with a little sensor noise, from ``seed``."""
+    """``count`` camera-like uint8 frames [count, H, W, 3] (smooth colours, a little noise)."""
     rng = np.random.default_rng(seed)
     coarse = rng.integers(0, 256, size=(count, 6, 8, 3), dtype=np.uint8)
     smooth = preprocess.resize_bilinear(coarse, *image_hw)

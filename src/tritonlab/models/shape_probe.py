@@ -43,8 +43,7 @@ def _failing_node(error: str) -> str:
 
 
 def reshape_sizes(info: OnnxModelInfo) -> list[int]:
-    """The positive integers of the graph's Reshape targets (initializers or Constant nodes),
-    the most frequent first: where a traced size is recorded."""
+    """The positive integers of the graph's Reshape targets, the most frequent first."""
     import onnx
     from onnx import numpy_helper
 

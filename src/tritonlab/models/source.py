@@ -115,8 +115,7 @@ class RepositorySource(Record):
         return self.kind == KIND_ONNX
 
     def stored_name(self, path: Path) -> str:
-        """The model file (``path``: its ONNX file or ``config.pbtxt``) as the manifest names
-        it, under the model's folder."""
+        """The model file (its ONNX file or ``config.pbtxt``), under the model's folder."""
         return f"{self.model}/{path.name}"
 
     def sha256(self) -> str:

@@ -132,14 +132,12 @@ def config_to_text(config: model_config_pb2.ModelConfig) -> str:
 
 
 def write_config(config: model_config_pb2.ModelConfig, path: Path) -> None:
-    """Write ``config.pbtxt`` through the gateway (a new file, then a rename: never through a
-    link or a name another file shares)."""
+    """Write ``config.pbtxt`` through the gateway (a new file, then a rename)."""
     gateway.write_text(path, config_to_text(config))
 
 
 def parse_config_text(text: str, source: str = "config.pbtxt") -> model_config_pb2.ModelConfig:
-    """Parse ``config.pbtxt`` text into a ``ModelConfig``; a syntax error is a ``ConfigError``
-    naming ``source``."""
+    """Parse ``config.pbtxt`` text into a ``ModelConfig`` (``ConfigError`` naming ``source``)."""
     config = ModelConfig()
     try:
         text_format.Parse(text, config)

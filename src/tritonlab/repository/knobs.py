@@ -428,8 +428,7 @@ def describe_change(field_name: str, before: ServingVariant, after: ServingVaria
 
 
 def merge_sections(base: dict[str, Any], additions: dict[str, Any]) -> dict[str, Any]:
-    """``base`` with ``additions``; a section both hold as a dict (e.g. ``dynamic_batching``)
-    keeps the settings of both."""
+    """``base`` with ``additions``; a dict section both hold keeps the settings of both."""
     merged = dict(base)
     for key, value in additions.items():
         held = merged.get(key)
@@ -438,8 +437,7 @@ def merge_sections(base: dict[str, Any], additions: dict[str, Any]) -> dict[str,
 
 
 def config_additions(v: ServingVariant) -> dict[str, Any]:
-    """What the knobs add to ``config.pbtxt`` (protobuf JSON) beyond ``repository/config.py``;
-    two knobs that add to one section both keep their settings."""
+    """What the knobs add to ``config.pbtxt`` (protobuf JSON) beyond ``repository/config.py``."""
     additions: dict[str, Any] = {}
     for knob in KNOBS:
         if knob.config:

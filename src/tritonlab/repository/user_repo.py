@@ -341,8 +341,7 @@ class WrittenVariant:
 def served_names(
     source: RepositorySource, model_name: str, variant: ServingVariant
 ) -> tuple[str, str]:
-    """The names ``variant`` of a repository model is served under: the measured model's, and
-    the tuned model's (the same, or an ensemble's step renamed for the variant)."""
+    """The names ``variant`` is served under: the measured model's and the tuned model's."""
     served = variant_model_name(model_name, variant)
     if source.tuned == source.model:
         return served, served

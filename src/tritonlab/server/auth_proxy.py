@@ -75,8 +75,7 @@ class Exposure:
 
 
 class AuthProxy:
-    """Listens where ``exposure`` says and forwards requests that carry its key to the loopback
-    server at ``upstream_http`` / ``upstream_grpc``."""
+    """Forwards requests that carry the exposure's key to the loopback server."""
 
     def __init__(self, exposure: Exposure, upstream_http: str, upstream_grpc: str) -> None:
         self.exposure = exposure
@@ -86,8 +85,7 @@ class AuthProxy:
         self._forwarder: GrpcForwarder | None = None
 
     def start(self) -> AuthProxy:
-        """Start the HTTP and gRPC listeners in background threads; return ``self``.
-        ``OSError`` (or gRPC's ``RuntimeError``) when a port cannot be bound."""
+        """Start the HTTP and gRPC listeners in background threads; return ``self``."""
         import grpc
 
         where = self.exposure

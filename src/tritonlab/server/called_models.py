@@ -72,8 +72,7 @@ def called_window(
     before: Mapping[str, StatsSnapshot],
     after: Mapping[str, StatsSnapshot],
 ) -> CalledWindow:
-    """The window of the ``called`` models ((name in the repository, served name) pairs) from
-    snapshots by served name taken before and after it."""
+    """The window of the ``called`` (name, served name) models, from snapshots by served name."""
     deltas = {name: stats_delta(before[served], after[served]) for name, served in called}
     shares = server_time_shares(deltas)
     return CalledWindow(

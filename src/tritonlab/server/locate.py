@@ -164,8 +164,7 @@ def _prepared_intact(work: Path, expected: dict[str, str]) -> bool:
 
 
 def external_server(binary: Path, backend_dir: Path | None = None) -> ServerInstall:
-    """Use a tritonserver the user provides (an NGC container's) with its own backend folder
-    unless ``backend_dir`` is given."""
+    """Use a tritonserver the user provides, with its own backends unless ``backend_dir``."""
     resolved = shutil.which(str(binary)) if not binary.exists() else str(binary)
     if not resolved or not os.access(resolved, os.X_OK):
         raise ServerError(f"--server-bin {binary} is not an executable tritonserver")

@@ -334,8 +334,7 @@ class TritonServer(ServerEndpoint):
             raise outcome[0]
 
     def load_model(self, model_name: str) -> None:
-        """Load ``model_name``; ``ServerError`` with the log's reason if it fails, the server
-        dies or it takes longer than ``LOAD_DEADLINE_S``."""
+        """Load ``model_name``; ``ServerError`` if it fails, the server dies or it hangs."""
         self._watched(
             f"loading model '{model_name}'",
             lambda: ServerEndpoint.load_model(self, model_name),
@@ -343,8 +342,7 @@ class TritonServer(ServerEndpoint):
         )
 
     def unload_model(self, model_name: str, wait_s: float = UNLOAD_WAIT_S) -> None:
-        """Unload ``model_name`` and wait up to ``wait_s`` for it to go; ``ServerError`` if the
-        server dies or the unload hangs 30 s past that."""
+        """Unload ``model_name``; ``ServerError`` if the server dies or the unload hangs."""
         self._watched(
             f"unloading model '{model_name}'",
             lambda: ServerEndpoint.unload_model(self, model_name, wait_s),

@@ -111,8 +111,7 @@ class ServerStatsDelta(Record):
 
 
 def stats_delta(before: StatsSnapshot, after: StatsSnapshot) -> ServerStatsDelta:
-    """What happened between two snapshots of one model: counts, and phase times in µs per
-    request (0.0 when no request succeeded)."""
+    """What one model did between two snapshots: counts, and phase times in µs per request."""
     requests = after.success_count - before.success_count
     per = 1e-3 / requests if requests else 0.0  # ns total -> us per request
     phases = {p: (after.phase_ns[p] - before.phase_ns[p]) * per for p in _PHASES}
