@@ -205,8 +205,7 @@ def _same_shape(got: tuple[int, ...], want: tuple[int, ...]) -> bool:
 def _user_reference(
     info: OnnxModelInfo,
 ) -> tuple[dict[str, np.ndarray[Any, Any]], dict[str, np.ndarray[Any, Any]], str] | None:
-    """The user's reference file of a repository model (``--reference``): the inputs to send,
-    the outputs expected, and its name; None where none was given."""
+    """The user's ``--reference`` file: the inputs to send, the outputs expected, its name."""
     path = info.origin.reference
     if path is None:
         return None

@@ -119,8 +119,7 @@ def image_tag(image: str) -> str | None:
 
 
 def image_advisory(image: str) -> tuple[bool, str]:
-    """Whether ``image`` is known to be past NVIDIA's August 2025 Triton fixes, and a sentence
-    saying so (or why it is not, or that it cannot be dated)."""
+    """Whether ``image`` is past NVIDIA's August 2025 fixes, and a sentence saying so (or not)."""
     fixes = ", ".join(ADVISORIES)
     fixed = f"{FIXED_RELEASE[0]}.{FIXED_RELEASE[1]:02d}"
     tag = image_tag(image)

@@ -97,8 +97,7 @@ def dns_label(text: str) -> str:
 
 @dataclass(frozen=True)
 class Written:
-    """The manifest files ``write_deployment`` wrote (besides README.md and the repository),
-    and what the user should know before applying them (an image before the fixes)."""
+    """The manifests ``write_deployment`` wrote, and warnings to read before applying them."""
 
     manifests: list[Path]
     warnings: list[str] = field(default_factory=list)

@@ -94,8 +94,7 @@ def _missing(config: Path) -> ConfigError:
 
 
 def write_repository(pick: DeployPick, run_dir: Path, repo: Path, gate: Gateway) -> int:
-    """The native repository of the pick in ``repo`` (inside ``gate``'s root); returns the bytes
-    it holds (the model's, if found). The stored names are checked first."""
+    """The pick's native repository in ``repo`` (stored names checked first); its bytes."""
     check_stored_names(pick, run_dir)
     if pick.repository is not None:
         return write_pipeline(pick, pick.repository, run_dir, repo, gate)

@@ -144,8 +144,7 @@ class ModelInputs(Record):
         return max(1, min(FRESH_SAMPLES, FRESH_DATA_MAX_BYTES // max(1, self.sample_bytes)))
 
     def perf_data(self, entries: int | None = None, seed: int = 1) -> dict[str, Any]:
-        """perf_analyzer's JSON input data: one entry per sample, each tensor base64-encoded;
-        ``entries`` samples (default ``perf_entries()``) drawn from ``seed``."""
+        """perf_analyzer's JSON input data: ``entries`` samples from ``seed``, base64-encoded."""
         entries = entries or self.perf_entries()
         arrays = self.batch(entries, seed=seed) if self.batched else None
         data = []
@@ -246,8 +245,7 @@ def derive_inputs(
     dynamic_source: str = "tritonlab's default; set with --shape",
     input_data: Path | None = None,
 ) -> ModelInputs:
-    """Concrete shapes and value rules for every input of ``info``'s graph (of its config, for
-    a model of a user's repository that is not an ONNX graph)."""
+    """Concrete shapes and value rules for every input of ``info``'s graph (or of its config)."""
     import onnx
 
     bounds: dict[str, tuple[int, str]] = {}

@@ -70,8 +70,7 @@ class OnnxModelInfo:
 
     @property
     def runs_onnx(self) -> bool:
-        """Whether ``path`` is an ONNX graph onnxruntime can run in-process (the reference
-        check, the operator profile, the in-process timings)."""
+        """Whether ``path`` is an ONNX graph onnxruntime can run in-process."""
         return self.origin.runs_onnx
 
 

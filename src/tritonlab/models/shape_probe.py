@@ -105,8 +105,7 @@ def probe_inputs(info: OnnxModelInfo, inputs: ModelInputs, sized_by_user: bool) 
 def checked_inputs(
     info: OnnxModelInfo, shape_args: list[str] | None = None, input_data: Path | None = None
 ) -> ModelInputs:
-    """What every request carries (``derive_inputs`` from the ``--shape`` arguments and the
-    ``--input-data`` file), probed in-process before any server starts (``probe_inputs``)."""
+    """What every request carries (``--shape``, ``--input-data``), probed in-process first."""
     shapes = parse_shape_args(shape_args or [])
     inputs = derive_inputs(info, shapes, input_data=input_data)
     if not info.runs_onnx:

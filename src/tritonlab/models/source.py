@@ -54,8 +54,7 @@ def file_sha256(path: Path) -> str:
 
 @dataclass(frozen=True)
 class OnnxFile:
-    """A model given as one ONNX file (``tritonlab run model.onnx``, or a built-in model
-    exported into the run folder): served from a repository tritonlab writes."""
+    """A model given as one ONNX file, served from a repository tritonlab writes."""
 
     path: Path
     kind: ClassVar[str] = "onnx file"
@@ -119,8 +118,7 @@ class RepositorySource(Record):
         return f"{self.model}/{path.name}"
 
     def sha256(self) -> str:
-        """The digest of what is served: every file of every model folder the model needs
-        (names and contents, in a fixed order)."""
+        """The digest of every file (names and contents) of every folder the model needs."""
         digest = hashlib.sha256()
         for name in sorted(self.needed):
             for file in sorted(p for p in (self.root / name).rglob("*") if p.is_file()):

@@ -250,8 +250,7 @@ def _as_dict(config: model_config_pb2.ModelConfig) -> dict[str, Any]:
 
 
 def baseline_variant(config: model_config_pb2.ModelConfig, backend: str) -> ServingVariant:
-    """The configuration the user runs, as the variant every other is one change from (each
-    knob's value read by its entry in the knob table)."""
+    """The configuration the user runs, as the variant every other is one change from."""
     if len(config.instance_group) > 1:
         raise ConfigError(
             f"model {config.name!r} has {len(config.instance_group)} instance_group entries; "

@@ -21,8 +21,7 @@ def _server_us(delta: ServerStatsDelta) -> float:
 
 @dataclass(frozen=True)
 class CalledModelStats:
-    """One called model over the window: its name in the user's repository, the name it was
-    served under, what the server did for it, and its share of the called models' time."""
+    """One called model over the window: its names, statistics and share of the called time."""
 
     name: str
     served_name: str
@@ -52,8 +51,7 @@ class CalledWindow:
 
     @property
     def binding(self) -> CalledModelStats | None:
-        """The called model with the largest share of the server time; None where no server
-        time was seen, or the counters are inconsistent."""
+        """The called model with the largest share of server time (None: none, or inconsistent)."""
         if not self.consistent or not any(m.server_us > 0 for m in self.models):
             return None
         return max(self.models, key=lambda m: m.server_time_share)
