@@ -39,7 +39,7 @@ from tritonlab import gateway
 from tritonlab.errors import ModelError
 from tritonlab.models.input_graph import dims_text, gather_bounds, graph_dims, resolve_dims
 from tritonlab.models.input_samples import load_samples
-from tritonlab.models.inspect import OnnxModelInfo, TensorSpec
+from tritonlab.models.inspect import TRITON_TO_NUMPY, OnnxModelInfo, TensorSpec
 from tritonlab.records import NOT_STORED, Record
 
 DEFAULT_DYNAMIC_DIM = 128
@@ -115,7 +115,7 @@ class ModelInputs(Record):
         count = batch_size if self.batched else 1
         out: dict[str, np.ndarray[Any, Any]] = {}
         for rule in self.rules:
-            dtype = np.dtype(_numpy_dtype(rule.triton_dtype))
+            dtype = np.dtype(TRITON_TO_NUMPY[rule.triton_dtype])
             if rule.kind == "user":
                 stack = self.samples[rule.name]
                 picked = stack[(offset + np.arange(count)) % len(stack)]
@@ -129,7 +129,8 @@ class ModelInputs(Record):
     def sample_bytes(self) -> int:
         """Bytes of one sample, every input together."""
         return sum(
-            int(np.prod(r.shape, dtype=np.int64)) * np.dtype(_numpy_dtype(r.triton_dtype)).itemsize
+            int(np.prod(r.shape, dtype=np.int64))
+            * np.dtype(TRITON_TO_NUMPY[r.triton_dtype]).itemsize
             for r in self.rules
         )
 
@@ -182,12 +183,6 @@ class ModelInputs(Record):
     def fingerprint_dict(self) -> dict[str, Any]:
         """What decides the data sent, for the plan fingerprint."""
         return {"rules": [r.to_dict() for r in self.rules], "dims_note": self.dims_note}
-
-
-def _numpy_dtype(triton_dtype: str) -> str:
-    from tritonlab.models.inspect import TRITON_TO_NUMPY
-
-    return TRITON_TO_NUMPY[triton_dtype]
 
 
 def _generate(
