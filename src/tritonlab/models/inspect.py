@@ -106,9 +106,7 @@ def _spec(value_info: object, batched: bool, kind: str) -> TensorSpec:
             f"{kind} '{name}' has element type {type_name}, which tritonlab cannot serve; "
             f"convert it to one of {supported}"
         )
-    dims = value_dims(value_info)
-    if batched:
-        dims = dims[1:]
+    dims = value_dims(value_info)[1 if batched else 0 :]
     triton_dims = tuple(d if isinstance(d, int) else -1 for d in dims)
     return TensorSpec(name, _ONNX_TO_TRITON[elem_type][0], triton_dims)
 
