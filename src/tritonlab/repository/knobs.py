@@ -43,8 +43,7 @@ ConfigRead = Callable[[dict[str, Any], str], Any]
 # an NGC container read the same keys: onnxruntime's intra_op_thread_count, and OpenVINO's
 # properties INFERENCE_NUM_THREADS / NUM_STREAMS / INFERENCE_PRECISION_HINT).
 THREADS_PARAMETER = {"onnxruntime": "intra_op_thread_count", "openvino": "INFERENCE_NUM_THREADS"}
-# The backends a knob applies to unless its entry says otherwise: the Python-based model
-# backends and Triton's Python backend (a user's model.py).
+# The backends a knob applies to by default: the model backends and Triton's Python backend.
 ALL_BACKENDS = (*MODEL_BACKENDS, PYTHON_BACKEND)
 
 

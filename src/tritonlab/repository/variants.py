@@ -52,11 +52,9 @@ class ServingVariant(Record):
     # The backend that runs model.onnx, and the precision it computes in.
     backend: str = later(DEFAULT_BACKEND)
     precision: str = later(DEFAULT_PRECISION)
-    # Triton's response cache (``response_cache { enable: true }``): a repeated request is
-    # answered from the server's cache without running the model.
+    # Triton's response cache: a repeated request is answered without running the model.
     response_cache: bool = later(False)
-    # The dynamic batcher returns responses in the order the requests came in
-    # (``dynamic_batching { preserve_ordering: true }``).
+    # The dynamic batcher answers in request order (``dynamic_batching.preserve_ordering``).
     preserve_ordering: bool = later(False)
     # An A/A control: the baseline's configuration again under another name. Its difference
     # from the baseline is the run's noise floor; it is never a candidate or explained.

@@ -86,8 +86,7 @@ def prepare_bundled_server(cache_root: Path | None = None) -> ServerInstall:
     content = hashlib.sha256(json.dumps(expected, sort_keys=True).encode()).hexdigest()[:12]
     work = cache_gate.root / f"tritonserver-2.51.0-py{py}-{content}"
     if not _prepared_intact(work, expected):
-        # One process prepares at a time: another may be starting a server from the folder
-        # this one would set aside.
+        # One at a time: another process may be starting a server from a folder set aside.
         with cache_gate.lock(cache_gate.root / f".{work.name}.lock"):
             if not _prepared_intact(work, expected):
                 _prepare(cache_gate, layout, expected, work)

@@ -35,8 +35,7 @@ from tritonlab.server.ports import ensure_port_free, find_free_ports
 STOP_GRACE_S = 15.0
 # Characters a path may hold and still pass unquoted through the Python backend's shell.
 _SHELL_SAFE = re.compile(r"[A-Za-z0-9_./+:@%,=-]+")
-# Served beyond loopback, these need the key header: loading and unloading models, shared
-# memory (a client could map server memory), statistics, trace and log settings.
+# Hosts that keep a server on this machine; any other exposes it (behind ``auth_proxy``'s key).
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 # A model load that takes longer than this is treated as hung (the server is then restarted).
 LOAD_DEADLINE_S = 300.0

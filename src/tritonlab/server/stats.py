@@ -76,8 +76,7 @@ class ServerStatsDelta(Record):
     overhead_us_per_request: float
     compute_us_per_inference: float
     batch_size_executions: dict[int, int] = field(default_factory=dict)  # stored: str keys
-    # The response cache (0 and 0 where the model has none): requests answered from it, and
-    # requests it was asked for and did not hold (those ran the model).
+    # Requests the response cache answered, and those it missed (they ran the model); 0 without.
     cache_hit_count: int = later(0, group="cache")
     cache_miss_count: int = later(0, group="cache")
 
