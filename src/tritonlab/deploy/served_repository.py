@@ -144,9 +144,8 @@ def pipeline_models(pick: DeployPick) -> tuple[str, ...]:
 def write_pipeline(
     pick: DeployPick, source: RepositorySource, run_dir: Path, repo: Path, gate: Gateway
 ) -> int:
-    """The whole pipeline of a repository model's pick in ``repo``: the measured model under
-    the pick's model name, an ensemble's tuned step and every called model under their own
-    names, each folder copied from the run's ``models/``; returns the bytes written."""
+    """A repository model's whole pipeline in ``repo``, each folder copied from the run's
+    ``models/`` under the name it is deployed by; returns the bytes written."""
     layout = RunLayout(run_dir)
     served, tuned_served = served_names(source, pick.model_name, pick.variant)
     # (folder in the run's models/, name deployed): every name was checked before

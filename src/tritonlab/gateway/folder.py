@@ -37,9 +37,8 @@ def overlaps(a: Path | str, b: Path | str) -> bool:
 def refuse_overlap(
     out: Path | str, inputs: dict[str, Path | str | None], out_option: str = "--out"
 ) -> None:
-    """``GatewayError`` when the output folder ``out`` is, holds or lies inside an input (the
-    model file, the repository, a baseline run, a trace, input data), checked before anything
-    is written. ``inputs`` maps each input's option (``--repository``) to its path."""
+    """``GatewayError`` when the output folder ``out`` is, holds or lies inside an input, before
+    anything is written; ``inputs`` maps each input's option to its path."""
     for option, path in inputs.items():
         if path is None:
             continue
@@ -228,9 +227,8 @@ class Gateway:
         return self.write_with(path, copy, mode=os.stat(source).st_mode & 0o777)
 
     def link_in(self, source: Path | str, path: Path | str) -> Path:
-        """Place the file ``source`` at ``path`` for reading only (a model's weights, which
-        tritonlab never changes): a hard link where the file system allows one, else a copy.
-        An equal file already there is kept."""
+        """Place the file ``source`` at ``path`` for reading only (weights tritonlab never changes):
+        a hard link where possible, else a copy; an equal file there is kept."""
         target = self.path(path)
         self.mkdir(target.parent)
         if target.is_file() and _same_content(Path(source), target):
@@ -254,9 +252,8 @@ class Gateway:
         link: Callable[[Path], bool] = lambda _: False,
         skip: Callable[[Path], bool] = lambda _: False,
     ) -> Path:
-        """Copy the folder ``source`` (read from anywhere; links in it are followed for reading)
-        to ``path``, replacing an earlier copy: files for which ``link`` says so are hard-linked
-        (read-only weights), the rest copied; files and folders ``skip`` names are left out."""
+        """Copy the folder ``source`` (links in it followed for reading) to ``path``, replacing an
+        earlier copy: ``link``'s files hard-linked, the rest copied, ``skip``'s left out."""
         target = self.path(path)
         if overlaps(source, target):
             raise GatewayError(

@@ -41,9 +41,8 @@ def _table_rows(model: Any) -> dict[str, int]:
 
 
 def gather_bounds(model: Any) -> dict[str, tuple[int, str]]:
-    """Graph input -> (rows, gather node) for inputs that index a table through a Gather.
-    Follows each input through value-preserving ops; with several Gathers, the smallest table
-    wins (every index must be valid for every table it reaches)."""
+    """Graph input -> (rows, gather node) for inputs that index a table through a Gather (followed
+    through value-preserving ops); with several tables, the smallest wins (every index must fit)."""
     consumers: dict[str, list[tuple[Any, int]]] = {}
     for node in model.graph.node:
         for index, name in enumerate(node.input):
@@ -99,9 +98,8 @@ def resolve_dims(
     dynamic_dim: int,
     dynamic_source: str,
 ) -> tuple[dict[str, tuple[int, ...]], str]:
-    """Concrete non-batch shapes per input and a note on how the dynamic dims were sized.
-    A symbolic dim set by one input's override applies to every input sharing its name; the rest
-    take ``dynamic_dim``. Raises ``ModelError`` for an override that does not fit the graph."""
+    """Concrete non-batch shapes per input, and how the dynamic dims were sized: a symbolic dim an
+    override sets applies to every input sharing its name, the rest take ``dynamic_dim``."""
     for name, shape in overrides.items():
         if name not in graph_dims:
             raise ModelError(

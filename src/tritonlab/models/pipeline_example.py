@@ -304,9 +304,8 @@ def write_pipeline_repository(
     max_batch_size: int = 8,
     seed: int = ZOO_SEED,
 ) -> PipelineRepository:
-    """Write the pipeline's repository and ``reference.npz`` into ``root``; ``seed`` fixes the
-    CNN's weights and the frames. A non-empty folder this function did not write is refused
-    (``ConfigError``, nothing written); one it wrote is rewritten."""
+    """Write the pipeline's repository and ``reference.npz`` into ``root``; a non-empty folder this
+    function did not write is refused (nothing written), one it wrote is rewritten."""
     spec = _checked(cnn, image_hw, top_k, max_batch_size)
     image_hw = (image_hw[0], image_hw[1])
     gateway.open_root(root)

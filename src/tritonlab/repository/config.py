@@ -54,9 +54,8 @@ OWNED_SECTIONS = MODEL_SECTIONS | {
 
 
 def override_problem(overrides: dict[str, Any]) -> str | None:
-    """Why ``overrides`` (ModelConfig sections in protobuf JSON) cannot pass through to
-    ``config.pbtxt``, as ``section: what to change``; None when each is a field of Triton's
-    schema tritonlab does not write, with a value the schema accepts."""
+    """Why ``overrides`` (ModelConfig sections, protobuf JSON) cannot pass through, as ``section:
+    what to change``; None when each is a field tritonlab does not write, valid in the schema."""
     fields = ModelConfig.DESCRIPTOR.fields_by_name
     for section, value in overrides.items():
         if section in OWNED_SECTIONS:

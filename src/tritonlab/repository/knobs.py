@@ -178,9 +178,8 @@ def _plain_choice_knob(
     change: Change,
     read: ConfigRead,
 ) -> Knob:
-    """A plain choice knob: one of ``choices``, named ``name`` in the plan file, on the variant
-    and in a recommendation, its slug the value itself where it differs from the baseline's
-    (``instance_kind``, a choice with a shortened slug, is written out)."""
+    """A choice knob named ``name`` in the plan file, on the variant and in a recommendation, its
+    slug the value itself where it differs from the baseline's."""
     return Knob(
         name,
         name,

@@ -299,10 +299,8 @@ def patched_config(
     baseline: ServingVariant,
     served_name: str,
 ) -> model_config_pb2.ModelConfig:
-    """The user's ``config`` with ``variant``'s knobs where they differ from ``baseline`` (the
-    config as given), served as ``served_name``: a section of ``config.pbtxt`` changes only
-    where the knobs' sections (``knob_sections``) differ, and within it only the keys they set;
-    everything else stays as the user wrote it."""
+    """The user's ``config`` served as ``served_name`` with ``variant``'s knobs where they differ
+    from ``baseline``: only the keys the knobs set change, the rest stays as written."""
     user = _as_dict(config)
     before, after = knob_sections(baseline), knob_sections(variant)
     for section in sorted(set(before) | set(after)):
@@ -322,9 +320,8 @@ def patched_config(
 
 
 def _place_tree(source: Path, target: Path) -> None:
-    """Copy a model folder into the run's repository through the gateway, replacing an earlier
-    copy: ``config.pbtxt`` (rewritten for the variant) is copied, every other file (weights,
-    ``model.py``: only read) hard-linked where possible. The user's folder is only read."""
+    """Copy a model folder into the run's repository: ``config.pbtxt`` (rewritten for the variant)
+    copied, every other file (only read) hard-linked where possible."""
     gateway.copy_tree_in(source, target, link=lambda path: path.name != CONFIG_FILE)
 
 
@@ -350,9 +347,8 @@ def served_names(
 def write_repository_variant(
     repo_dir: Path, source: RepositorySource, model_name: str, variant: ServingVariant
 ) -> WrittenVariant:
-    """Write ``variant`` of the repository model ``source`` describes into ``repo_dir`` (the
-    run folder's repository): the tuned model as a patched copy of its config, an ensemble with
-    its tuned step renamed for the variant, and every other needed model copied as it is."""
+    """Write ``variant`` of the repository model into ``repo_dir``: the tuned model's config
+    patched, an ensemble's tuned step renamed, every other needed model copied."""
     models = {n: read_user_model(source.root, n) for n in source.needed}
     tuned = models[source.tuned]
     baseline = baseline_variant(tuned.config, source.tuned_backend)

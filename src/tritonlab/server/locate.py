@@ -38,9 +38,8 @@ class ServerInstall:
     bundled: bool
 
     def environment(self) -> dict[str, str]:
-        """The process environment: its libraries, and this Python's ``bin`` first on PATH.
-        The Python backend stub imports packages (onnxruntime, numpy) from the environment
-        first on PATH, not from PYTHONPATH, so the running interpreter's environment goes first."""
+        """The environment: its libraries, this Python's ``bin`` first on PATH (the stub imports
+        onnxruntime and numpy from the environment first on PATH, not from PYTHONPATH)."""
         env = environment_with_libraries(self.library_path)
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
         env.pop("PYTHONHOME", None)

@@ -121,9 +121,8 @@ class TritonServer(ServerEndpoint):
         )
 
     def command(self, redact: bool = False) -> list[str]:
-        """The exact command line, as a list (never passed through a shell); ``redact`` (for
-        anything written to disk) names the real repository, not the link it may be served by.
-        It never holds a key: an exposed server stays on loopback behind ``auth_proxy``."""
+        """The command line, as a list (never through a shell, never holding a key); ``redact``
+        names the real repository, not the link it may be served by."""
         cmd = [
             str(self.install.binary),
             # shown as the real folder; run through a plain-named link where it needs one

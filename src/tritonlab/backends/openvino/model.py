@@ -25,9 +25,8 @@ class TritonPythonModel(EngineModel):
     engine_name = "openvino"
 
     def open_engine(self, path, params, kind, device_id, input_names, output_names):
-        """Compile the model for OpenVINO's CPU plugin with the config's precision and threads.
-        Returns the graph's (input, output) names; ``TritonModelException`` for KIND_GPU or an
-        unknown ``INFERENCE_PRECISION_HINT``."""
+        """Compile the model for OpenVINO's CPU plugin with the config's precision and threads; the
+        graph's (input, output) names (else ``TritonModelException``)."""
         if kind == "GPU":
             raise pb_utils.TritonModelException(
                 "the openvino backend runs on the CPU here; use KIND_CPU (or backend onnxruntime "
