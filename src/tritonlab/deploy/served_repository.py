@@ -125,13 +125,8 @@ def model_file(run_dir: Path, pick: DeployPick) -> Path | None:
     """The picked variant's ONNX file in ``run_dir`` (else the run's model), or None."""
     layout = RunLayout(run_dir)
     served = layout.model_dir(variant_model_name(pick.model_name, pick.variant))
-    for candidate in (
-        served / MODEL_VERSION / MODEL_FILENAME,
-        layout.exported_model(pick.model_name),
-    ):
-        if candidate.exists():
-            return candidate
-    return None
+    candidates = (served / MODEL_VERSION / MODEL_FILENAME, layout.exported_model(pick.model_name))
+    return next((c for c in candidates if c.exists()), None)
 
 
 def pipeline_models(pick: DeployPick) -> tuple[str, ...]:
