@@ -354,10 +354,8 @@ def write_repository_variant(
     baseline = baseline_variant(tuned.config, source.tuned_backend)
     served, tuned_served = served_names(source, model_name, variant)
     gateway.mkdir(repo_dir)
-    called: list[tuple[str, str]] = []
+    called = tuple((n, tuned_served if n == source.tuned else n) for n in source.called)
     for name in source.called:
-        target = tuned_served if name == source.tuned else name
-        called.append((name, target))
         if name != source.tuned and not (repo_dir / name).exists():
             _place_tree(models[name].folder, repo_dir / name)
     _place_tree(tuned.folder, repo_dir / tuned_served)
@@ -377,4 +375,4 @@ def write_repository_variant(
             config.max_batch_size = variant.max_batch_size  # no step may batch less
         _place_tree(top.folder, repo_dir / served)
         write_config(config, repo_dir / served / CONFIG_FILE)
-    return WrittenVariant(served, repo_dir / served, tuple(called))
+    return WrittenVariant(served, repo_dir / served, called)
