@@ -6,13 +6,11 @@ a read-only root filesystem; ``/tmp`` is an ``emptyDir`` with a size limit (``TM
 for the KServe predictor too; the Python backend's shared memory is the pod's ``/dev/shm``. No
 pod mounts a service-account token (Triton calls no Kubernetes API).
 
-Triton's HTTP and gRPC API has no authentication (inference, model control, shared-memory
-registration), so a ``NetworkPolicy`` (``network_policy``) admits to the inference ports only
-the pods the user names (``--allow-from``; by default the pods labelled
-``tritonlab-client: "true"`` in the namespace) and to the metrics port only the named scrapers
-(``--allow-metrics-from``; the same default). A selector is ``key=value[,key=value]`` (all must
-match), optionally ``NAMESPACE:`` first for pods of another namespace (a Prometheus in
-``monitoring``); each is checked as Kubernetes label syntax.
+Triton's HTTP and gRPC API has no authentication, so a ``NetworkPolicy`` admits to the inference
+ports only the pods the user names (``--allow-from``; by default those labelled
+``tritonlab-client: "true"``) and to the metrics port only the named scrapers
+(``--allow-metrics-from``). A selector is ``[NAMESPACE:]key=value[,key=value]``, checked as
+Kubernetes label syntax.
 
 The default image is a pinned NGC release past NVIDIA's August 2025 Triton security fixes
 (``DEFAULT_IMAGE``; the fixes came in 25.07); ``--image`` is checked as an image reference and

@@ -1,21 +1,17 @@
 """The one gateway to the file system: every write, move, link and delete tritonlab makes.
 
-A ``Gateway`` owns one folder (its root: a run folder, the cache, a private temporary folder,
-the folder of one output file). Every path it is handed is made absolute and must lie inside the
-root with no ``..`` part, and no part of it below the root may be a symbolic link, so nothing
-written, moved or deleted can land outside the root, whatever a planted link or a hostile name
-says. Files are never written in place: the text goes to a new file (``mkstemp``, created
-exclusively) in the same folder, which is then renamed over the name, so a file another path
-shares (a hard link to a user's file, a link planted as ``config.pbtxt.tmp``) is replaced, never
-written through. Folders are created one part at a time, refusing a link at every part. Files
-the run will not change may be hard-linked in (large weights); anything it will change is
-copied. A refusal is a ``GatewayError``: one line naming the path and what to change.
+A ``Gateway`` owns one folder (its root: a run folder, the cache, a private temporary folder).
+Every path it is handed must lie inside the root, and no part of it below the root may be a
+symbolic link, so nothing written, moved or deleted can land outside the root, whatever a planted
+link or a hostile name says. Files are never written in place: a new file (``mkstemp``) in the
+same folder is renamed over the name, so a file another path shares (a hard link to a user's
+file, a planted link) is replaced, never written through. Folders are created one part at a
+time; files the run will not change may be hard-linked in, anything it changes is copied. A
+refusal is a ``GatewayError``: one line naming the path and what to change.
 
-Roots are opened once per command (``open_root``: the ``--out`` folder after the check that it
-overlaps no input, the cache, a private temporary folder) and registered; the module's functions
-(``write_text(path, ...)``, ``remove_tree(path)``, ...) act through the innermost open root that
-holds the path and refuse a path no open root holds, so a stage that forgot to open its folder
-fails loudly instead of writing anywhere.
+Roots are opened once per command (``open_root``, after the check that ``--out`` overlaps no
+input) and registered; the module's functions act through the innermost open root that holds
+the path and refuse any other, so a stage that forgot to open its folder fails loudly.
 
 ``tests/unit/test_gateway_only.py`` reads ``src/`` and fails on a destructive call (rmtree,
 unlink, remove, rename/replace, link, copytree, move, a write) anywhere but here.

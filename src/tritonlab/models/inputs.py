@@ -1,12 +1,9 @@
 """What to send to a model: a concrete shape and a value rule for every input, read from the graph.
 
-perf_analyzer's default random bytes are not valid for most integer inputs (a token id must be a
-row of its embedding table), and a dynamic non-batch dim has no size until someone picks one.
-This module picks both and states why, for each input. The correctness check, the in-process
-timing and perf_analyzer (through a JSON ``--input-data`` file written here) all send the same
-values, so a served run measures the inputs that were checked.
-
-Rules, in order, for each input:
+perf_analyzer's random bytes are not valid for most integer inputs (a token id must be a row of
+its embedding table), and a dynamic dim has no size until someone picks one: this module picks
+both and states why. The correctness check, the in-process timing and perf_analyzer (through a
+JSON ``--input-data`` file written here) all send the same values. Rules, in order, per input:
 
 - the user's samples (``--input-data FILE``, ``.npz`` or perf_analyzer's JSON) when given;
 - names like an attention mask get ones, token-type / segment ids get zeros, position ids get
@@ -15,13 +12,10 @@ Rules, in order, for each input:
   Unsqueeze, ...) whose table is a graph initializer stays below the table's row count;
 - other integers take ``[0, 8)``, booleans are random, floats are standard normal.
 
-Dynamic non-batch dims default to 128 (``DEFAULT_DYNAMIC_DIM``): the sequence length BERT-style
-encoders are most often fine-tuned and served at, long enough that per-token work dominates the
-fixed cost of a call. ``--shape NAME:D1,D2`` sets them; inputs that share a symbolic dim name
-(``input_ids`` and ``attention_mask`` both ``[batch, sequence]``) follow one another.
-
-Reading the graph (dims, Gather tables, ``--shape``) lives in :mod:`tritonlab.models.input_graph`,
-reading the user's sample files in :mod:`tritonlab.models.input_samples`.
+Dynamic non-batch dims default to 128 (``DEFAULT_DYNAMIC_DIM``), the sequence length BERT-style
+encoders are most often served at; ``--shape NAME:D1,D2`` sets them, and inputs that share a
+symbolic dim name follow one another. The graph is read in :mod:`~tritonlab.models.input_graph`,
+the user's sample files in :mod:`~tritonlab.models.input_samples`.
 """
 
 from __future__ import annotations
