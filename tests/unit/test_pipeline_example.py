@@ -127,7 +127,7 @@ def test_the_bls_model_names_the_models_it_calls_as_string_literals(
 def test_the_reference_is_what_the_step_code_computes(repo: PipelineRepository) -> None:
     ref = PipelineReference.load(repo.reference_path)
     assert repo.reference_path.parent == repo.root
-    assert ref.images.dtype == np.uint8 and ref.images.shape == (2, *repo.input_shape)
+    assert ref.images.dtype == np.uint8 and ref.images.shape == (2, *repo.image_hw, 3)
     again = compute_reference(
         ref.images, repo.folder("cnn") / "1" / "model.onnx", repo.cnn_pixels, repo.top_k
     )

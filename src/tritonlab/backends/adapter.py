@@ -58,9 +58,7 @@ class EngineModel:
 
     def initialize(self, args):
         """Open the engine on the model file; check the config's tensor names against the graph.
-
-        Raises ``TritonModelException`` (the load fails) for a missing file or an unknown name.
-        """
+        Raises ``TritonModelException`` (the load fails) for a missing file or an unknown name."""
         config = json.loads(args["model_config"])
         params = config.get("parameters", {})
         filename = config.get("default_model_filename") or "model.onnx"
@@ -117,8 +115,7 @@ class EngineModel:
 
     def execute(self, requests):
         """One response per request; several requests run as one batch when they can be
-        concatenated, else one by one (a line with ``FALLBACK_MARKER`` on stderr says so).
-        """
+        concatenated, else one by one (a line with ``FALLBACK_MARKER`` on stderr says so)."""
         if len(requests) == 1 or not self.batched:
             return [self._one(r) for r in requests]
         try:

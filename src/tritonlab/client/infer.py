@@ -6,8 +6,9 @@ shapes), so a repository that drifted from its model file is caught with the ten
 
 from __future__ import annotations
 
+import importlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -94,15 +95,9 @@ def reference_outputs(
 
 
 def _client_module(protocol: str) -> Any:
-    if protocol == "grpc":
-        import tritonclient.grpc as grpcclient
-
-        return grpcclient
-    if protocol == "http":
-        import tritonclient.http as httpclient
-
-        return httpclient
-    raise ClientError(f"protocol must be 'http' or 'grpc', got {protocol!r}")
+    if protocol not in ("grpc", "http"):
+        raise ClientError(f"protocol must be 'http' or 'grpc', got {protocol!r}")
+    return importlib.import_module(f"tritonclient.{protocol}")
 
 
 def infer_and_check(
@@ -116,12 +111,8 @@ def infer_and_check(
     precision: str = "f32",
 ) -> InferCheck:
     """One request over ``protocol``; fails if shapes or values disagree with onnxruntime.
-
-    ``inputs`` says what to send (default: derived from the graph); a model without a batch
-    axis gets one request of its fixed shape. ``engine`` names what serves the model (it is
-    recorded with the result) and ``precision`` what it computes in: bf16 and f16 are held to
-    ``TOLERANCE_REL_OF_MAX`` of the largest reference value instead of the dtype's tolerance.
-    """
+    ``engine`` (recorded) serves the model in ``precision``: bf16 and f16 are held to
+    ``TOLERANCE_REL_OF_MAX`` of the largest reference value on top of the dtype's tolerance."""
     from tritonclient.utils import InferenceServerException
 
     module = _client_module(protocol)
@@ -152,25 +143,16 @@ def infer_and_check(
     finally:
         client.close()
 
+    sent = {k: list(v.shape) for k, v in arrays.items()}
+    check = InferCheck(protocol, model_name, sent, {}, 0.0, 0.0, round_trip_ms, engine=engine)
     if reference is None and not info.runs_onnx:
-        return InferCheck(
-            protocol=protocol,
-            model_name=model_name,
-            input_shapes={k: list(v.shape) for k, v in arrays.items()},
-            output_shapes=_declared_check(result, info, arrays),
-            max_abs_diff=0.0,
-            tolerance_abs=0.0,
-            round_trip_ms=round_trip_ms,
-            engine=engine,
-            reference=SHAPES_ONLY,
-        )
+        declared = _declared_check(result, info, arrays)
+        return replace(check, output_shapes=declared, reference=SHAPES_ONLY)
     if reference is not None:
         expected, against = reference[1], reference[2]
     else:
         expected, against = reference_outputs(info, arrays), "onnxruntime"
-    max_diff = 0.0
-    max_rel = 0.0
-    tolerance = 0.0
+    max_diff = max_rel = tolerance = 0.0
     output_shapes: dict[str, list[int]] = {}
     for spec in info.outputs:
         got = result.as_numpy(spec.name)
@@ -205,15 +187,11 @@ def infer_and_check(
                 )
             max_diff = max(max_diff, diff)
             max_rel = max(max_rel, diff / scale if scale else 0.0)
-    return InferCheck(
-        protocol=protocol,
-        model_name=model_name,
-        input_shapes={k: list(v.shape) for k, v in arrays.items()},
+    return replace(
+        check,
         output_shapes=output_shapes,
         max_abs_diff=max_diff,
         tolerance_abs=tolerance,
-        round_trip_ms=round_trip_ms,
-        engine=engine,
         max_rel_diff=max_rel,
         reference=against,
     )
@@ -227,8 +205,7 @@ def _same_shape(got: tuple[int, ...], want: tuple[int, ...]) -> bool:
 def _user_reference(
     info: OnnxModelInfo,
 ) -> tuple[dict[str, np.ndarray[Any, Any]], dict[str, np.ndarray[Any, Any]], str] | None:
-    """The user's reference file of a repository model (``--reference``): the inputs to send,
-    the outputs expected, and its name; None where none was given."""
+    """The user's ``--reference`` file: the inputs to send, the outputs expected, its name."""
     path = info.origin.reference
     if path is None:
         return None
@@ -251,8 +228,7 @@ def _user_reference(
 def _declared_check(
     result: Any, info: OnnxModelInfo, arrays: dict[str, np.ndarray[Any, Any]]
 ) -> dict[str, list[int]]:
-    """Check each output against the shape and dtype its config declares (-1: any size);
-    return the shapes that came back."""
+    """Check each output against its config's shape (-1: any) and dtype; the shapes returned."""
     batch = [len(next(iter(arrays.values())))] if info.batched and arrays else []
     shapes: dict[str, list[int]] = {}
     for spec in info.outputs:

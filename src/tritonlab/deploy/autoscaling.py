@@ -21,8 +21,7 @@ QUEUE_METRIC = "avg_time_queue_us"
 
 
 def replicas_for_target(pick: DeployPick, target: float | None) -> Replicas | None:
-    """The replicas ``target`` (infer/s) needs from the pick's capacity; None without a
-    target or a capacity."""
+    """The replicas ``target`` (infer/s) needs from the pick's capacity, if it has both."""
     if not target or pick.capacity is None or pick.capacity.point is None:
         return None
     return pick.capacity.replicas(target)

@@ -21,6 +21,7 @@ from tritonlab.decisions.capacity import (
     capacities,
     check_sizing,
 )
+from tritonlab.deploy.pick import machine_words
 from tritonlab.errors import ConfigError
 from tritonlab.experiments.run_folder import require_run_folder
 from tritonlab.records import Record
@@ -56,13 +57,6 @@ class CapacityReport(Record):
     def sized(self) -> list[SizedCapacity]:
         """The rows that hold the budget somewhere (a capacity and its replicas)."""
         return [r for r in self.rows if r.replicas is not None]
-
-
-def machine_words(run: RunData) -> str:
-    """The machine a run was measured on: CPU x cores, and GPUs where it had any."""
-    machine = run.manifest.machine
-    gpus = f" + {', '.join(machine.gpus)}" if machine.gpus else ""
-    return f"{machine.cpu_model} x{machine.cores}{gpus}"
 
 
 def _pick_key(run: RunData) -> tuple[ConfigKey, str] | None:
@@ -105,11 +99,7 @@ def select(run: RunData, config: str | None) -> tuple[list[VariantSummary], str]
 def run_capacity(
     run_dir: Path, target_load_infer_per_s: float, budget_p99_us: float, config: str | None = None
 ) -> CapacityReport:
-    """The capacity report of ``run_dir`` for a target load (infer/s) at a p99 budget (µs).
-
-    ``ConfigError`` (one line) for a target or budget that is not positive, a folder that is
-    not a finished tritonlab run, an unknown ``config``, or no load point within the budget.
-    """
+    """The capacity report of ``run_dir`` for a target load at a p99 budget (µs)."""
     check_sizing(target_load_infer_per_s, budget_p99_us)
     require_run_folder(run_dir)
     run = load_run(run_dir)
@@ -132,7 +122,7 @@ def run_capacity(
             f"no configuration of {run_dir.name} holds the p99 budget of "
             f"{budget_p99_us / 1000:g} ms by the upper end of its 95% interval{where}"
         )
-    machine = machine_words(run)
+    machine = machine_words(run.manifest)
     return CapacityReport(
         run=run_dir.name,
         selection=selection,

@@ -58,8 +58,7 @@ TRACE_WORDS = LOAD_KINDS[0].words  # "under the trace"
 
 
 def notes(report: CapacityReport) -> list[str]:
-    """The rule, the interval, the cautious end, what a trace capacity means and the
-    hardware, as sentences."""
+    """The notes under the table, as sentences."""
     lines = [
         f"Capacity per replica: the highest median throughput among a configuration's load "
         f"points whose {report.rule}; throughput and p99 intervals are the {report.interval}.",

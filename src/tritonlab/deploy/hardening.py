@@ -6,13 +6,11 @@ a read-only root filesystem; ``/tmp`` is an ``emptyDir`` with a size limit (``TM
 for the KServe predictor too; the Python backend's shared memory is the pod's ``/dev/shm``. No
 pod mounts a service-account token (Triton calls no Kubernetes API).
 
-Triton's HTTP and gRPC API has no authentication (inference, model control, shared-memory
-registration), so a ``NetworkPolicy`` (``network_policy``) admits to the inference ports only
-the pods the user names (``--allow-from``; by default the pods labelled
-``tritonlab-client: "true"`` in the namespace) and to the metrics port only the named scrapers
-(``--allow-metrics-from``; the same default). A selector is ``key=value[,key=value]`` (all must
-match), optionally ``NAMESPACE:`` first for pods of another namespace (a Prometheus in
-``monitoring``); each is checked as Kubernetes label syntax.
+Triton's HTTP and gRPC API has no authentication, so a ``NetworkPolicy`` admits to the inference
+ports only the pods the user names (``--allow-from``; by default those labelled
+``tritonlab-client: "true"``) and to the metrics port only the named scrapers
+(``--allow-metrics-from``). A selector is ``[NAMESPACE:]key=value[,key=value]``, checked as
+Kubernetes label syntax.
 
 The default image is a pinned NGC release past NVIDIA's August 2025 Triton security fixes
 (``DEFAULT_IMAGE``; the fixes came in 25.07); ``--image`` is checked as an image reference and
@@ -39,13 +37,7 @@ TMP_SIZE_LIMIT = "1Gi"  # Triton's scratch (the Python backend's stubs, a cache'
 NGC_REPOSITORY = "nvcr.io/nvidia/tritonserver"
 DEFAULT_IMAGE = f"{NGC_REPOSITORY}:25.10-py3"
 FIXED_RELEASE = (25, 7)  # the first release with the fixes below
-ADVISORIES = (
-    "CVE-2025-23310",
-    "CVE-2025-23311",
-    "CVE-2025-23319",
-    "CVE-2025-23320",
-    "CVE-2025-23334",
-)
+ADVISORIES = tuple(f"CVE-2025-{n}" for n in (23310, 23311, 23319, 23320, 23334))
 _RELEASE_TAG = re.compile(r"(\d{2})\.(\d{2})(?:[-.].*)?")
 
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
@@ -67,9 +59,7 @@ NAMESPACE_LABEL = "kubernetes.io/metadata.name"  # set by Kubernetes on every na
 
 
 def container_security() -> dict[str, Any]:
-    """The container ``securityContext``: non-root, read-only root, no privilege escalation or
-    capabilities, the runtime's default seccomp profile.
-    """
+    """The container ``securityContext``: non-root, read-only, no privileges, default seccomp."""
     return {
         "runAsNonRoot": True,
         "runAsUser": RUN_AS_USER,
@@ -127,8 +117,7 @@ def image_tag(image: str) -> str | None:
 
 
 def image_advisory(image: str) -> tuple[bool, str]:
-    """Whether ``image`` is known to be past NVIDIA's August 2025 Triton fixes, and a sentence
-    saying so (or why it is not, or that it cannot be dated)."""
+    """Whether ``image`` is past NVIDIA's August 2025 fixes, and a sentence saying so (or not)."""
     fixes = ", ".join(ADVISORIES)
     fixed = f"{FIXED_RELEASE[0]}.{FIXED_RELEASE[1]:02d}"
     tag = image_tag(image)
@@ -168,8 +157,7 @@ def _label_key_ok(key: str) -> bool:
 
 
 def parse_selector(text: str, option: str) -> dict[str, Any]:
-    """One ``[NAMESPACE:]key=value[,key=value]`` selector as a NetworkPolicy peer; a one-line
-    ``ConfigError`` naming ``option`` when it is not label syntax."""
+    """One ``[NAMESPACE:]key=value[,key=value]`` selector as a NetworkPolicy peer."""
     namespace, colon, pairs = text.partition(":") if ":" in text else ("", "", text)
     if colon and not DNS_LABEL_RE.fullmatch(namespace):
         raise ConfigError(f"{option} {text!r}: {namespace!r} is not a namespace name")

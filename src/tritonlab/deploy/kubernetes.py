@@ -1,28 +1,16 @@
 """Manifests for the pick: a Triton Deployment (or a KServe InferenceService), Service, HPA.
 
-Every manifest is a Python mapping dumped by PyYAML (``yaml.safe_dump_all``) and parsed back
-before it is written: no text from a run (a variant's free-text description, a pick's source)
-is pasted into YAML, so none can start a document or a key; what the run says about itself is
-in ``tritonlab/*`` annotations, as string values. Every file goes through the out folder's
-``Gateway``, and ``--out`` may neither be, hold nor lie inside the run folder.
+Every manifest is a Python mapping dumped by PyYAML and parsed back before it is written: no
+text from a run is pasted into YAML, so none can start a document or a key; what the run says
+about itself is in ``tritonlab/*`` annotations, as string values. Every file goes through the out
+folder's ``Gateway``, and ``--out`` may neither be, hold nor lie inside the run folder.
 
-What is written, and why:
-- a pinned NGC ``tritonserver`` release past NVIDIA's August 2025 security fixes
-  (``hardening.DEFAULT_IMAGE``, 25.10; the measured release is named in the README, and a
-  release before 25.07 is never the default): its native onnxruntime and OpenVINO backends read
-  the same ``config.pbtxt`` parameters tritonlab's adapters do; ``--image-digest`` pins it;
-- the model repository (``model_repository/``: the pick's ``config.pbtxt`` under the model's
-  own name, and ``model.onnx`` where the run folder has it; for a model of a user's repository
-  the whole pipeline, ``served_repository``), delivered by object storage (Triton
-  reads ``s3://``/``gs://``/``as://`` itself; KServe's storage initializer pulls it) or by a
-  persistent volume: never a ConfigMap, which caps at 1 MiB;
-- probes on ``/v2/health/ready`` and ``/v2/health/live``, a startup probe for the model load;
-- CPU requests of instances x threads, the pick's instance count and threads; one GPU per pod
-  for a KIND_GPU pick; metrics on port 8002 with Prometheus scrape annotations;
-- a NetworkPolicy (``networkpolicy.yaml``): only the named client pods reach the inference
-  ports, only the named scrapers the metrics port (Triton's API has no authentication);
-- a HorizontalPodAutoscaler on queue time per request (``deploy.autoscaling``), with the
-  measured per-replica capacity in its annotations.
+Written: a pinned NGC ``tritonserver`` release past NVIDIA's August 2025 fixes
+(``hardening``); the model repository (``served_repository``), delivered by object storage or a
+persistent volume, never a ConfigMap (it caps at 1 MiB); readiness, liveness and startup probes;
+CPU requests of instances x threads (one GPU for a KIND_GPU pick); Prometheus scrape annotations
+for the metrics port; a NetworkPolicy (Triton's API has no authentication); and an HPA on queue
+time per request (``autoscaling``), with the measured per-replica capacity in its annotations.
 """
 
 from __future__ import annotations
@@ -109,8 +97,7 @@ def dns_label(text: str) -> str:
 
 @dataclass(frozen=True)
 class Written:
-    """The manifest files ``write_deployment`` wrote (besides README.md and the repository),
-    and what the user should know before applying them (an image before the fixes)."""
+    """The manifests ``write_deployment`` wrote, and warnings to read before applying them."""
 
     manifests: list[Path]
     warnings: list[str] = field(default_factory=list)
@@ -141,11 +128,7 @@ def checked_repository_uri(uri: str) -> str:
 def write_deployment(
     pick: DeployPick, run_dir: Path, out_dir: Path, options: DeployOptions
 ) -> Written:
-    """Write the repository and ``options.target``'s manifests under ``out_dir``; list them.
-
-    Raises ``ConfigError`` for an unknown target, an unsupported repository URI, min replicas
-    above max, or an image that cannot be named.
-    """
+    """Write the repository and ``options.target``'s manifests under ``out_dir``; list them."""
     if options.target not in TARGETS:
         raise ConfigError(f"--to must be one of {', '.join(TARGETS)}, got {options.target!r}")
     uri = options.repository_uri
@@ -268,17 +251,6 @@ def _resources(pick: DeployPick) -> dict[str, Any]:
     return {"requests": requests, "limits": limits}
 
 
-def _server_args(repository: str) -> list[str]:
-    return [
-        f"--model-repository={repository}",
-        f"--http-port={HTTP_PORT}",
-        f"--grpc-port={GRPC_PORT}",
-        f"--metrics-port={METRICS_PORT}",
-        "--allow-metrics=true",
-        "--strict-readiness=true",
-    ]
-
-
 def _probe(path: str, period_s: int, failures: int) -> dict[str, Any]:
     return {
         "httpGet": {"path": path, "port": "http"},
@@ -289,32 +261,19 @@ def _probe(path: str, period_s: int, failures: int) -> dict[str, Any]:
 
 def _container(pick: DeployPick, image: str, uri: str) -> tuple[dict[str, Any], list[Any]]:
     """The tritonserver container and the pod's volumes for the repository at ``uri``."""
-    volumes: list[dict[str, Any]] = []
-    mounts: list[dict[str, Any]] = []
-    if uri.startswith("pvc://"):
-        claim, _, sub = uri.removeprefix("pvc://").partition("/")
-        volumes.append(
-            {
-                "name": "model-repository",
-                "persistentVolumeClaim": {"claimName": claim, "readOnly": True},
-            }
-        )
-        mount: dict[str, Any] = {
-            "name": "model-repository",
-            "mountPath": MODELS_MOUNT,
-            "readOnly": True,
-        }
-        if sub:
-            mount["subPath"] = sub
-        mounts.append(mount)
-        repository = MODELS_MOUNT
-    else:
-        repository = uri
+    pvc = uri.startswith("pvc://")
     container: dict[str, Any] = {
         "name": "tritonserver",
         "image": image,
         "command": ["tritonserver"],
-        "args": _server_args(repository),
+        "args": [
+            f"--model-repository={MODELS_MOUNT if pvc else uri}",
+            f"--http-port={HTTP_PORT}",
+            f"--grpc-port={GRPC_PORT}",
+            f"--metrics-port={METRICS_PORT}",
+            "--allow-metrics=true",
+            "--strict-readiness=true",
+        ],
         "ports": [
             {"name": "http", "containerPort": HTTP_PORT},
             {"name": "grpc", "containerPort": GRPC_PORT},
@@ -325,11 +284,16 @@ def _container(pick: DeployPick, image: str, uri: str) -> tuple[dict[str, Any], 
         "readinessProbe": _probe("/v2/health/ready", 5, 3),
         "livenessProbe": _probe("/v2/health/live", 10, 3),
     }
-    if not uri.startswith("pvc://"):
+    volumes: list[dict[str, Any]] = []
+    if pvc:
+        claim, _, sub = uri.removeprefix("pvc://").partition("/")
+        claimed = {"claimName": claim, "readOnly": True}
+        volumes.append({"name": "model-repository", "persistentVolumeClaim": claimed})
+        mount = {"name": "model-repository", "mountPath": MODELS_MOUNT, "readOnly": True}
+        container["volumeMounts"] = [mount | ({"subPath": sub} if sub else {})]
+    else:
         # Object-store credentials (AWS_*, GOOGLE_APPLICATION_CREDENTIALS, AZURE_*), if any.
         container["envFrom"] = [{"secretRef": {"name": "triton-storage", "optional": True}}]
-    if mounts:
-        container["volumeMounts"] = mounts
     return harden_container(container), volumes
 
 

@@ -62,10 +62,10 @@ class DeployPick:
     def capacity_comment(self) -> str:
         """One line for the manifests: infer/s per replica, load, p99 (µs), machine and server."""
         point = self.capacity.point if self.capacity else None
+        load = f"concurrency {self.concurrency}" if self.concurrency else self.load_key
         if self.capacity and self.capacity.latency_budget_p99_us is not None and point:
             low, high = point.throughput_ci95_infer_per_s or (0.0, 0.0)
             p99_high = (point.latency_p99_ci95_us or (0.0, 0.0))[1]
-            load = f"concurrency {self.concurrency}" if self.concurrency else self.load_key
             return (
                 f"measured per replica at the p99 budget of "
                 f"{self.capacity.latency_budget_p99_us / 1000:g} ms: "
@@ -79,7 +79,6 @@ class DeployPick:
             if self.throughput_range
             else ""
         )
-        load = f"concurrency {self.concurrency}" if self.concurrency else self.load_key
         return (
             f"measured per replica: {self.throughput_infer_per_s:,.0f} infer/s{spread} at "
             f"{load} over {self.protocol}, p99 {self.latency_p99_us:,.0f} us, median of "
@@ -91,15 +90,11 @@ def resolve_pick(
     run_dir: Path, which: str = "throughput", p99_budget_us: float | None = None
 ) -> DeployPick:
     """The configuration to deploy from ``run_dir``: tune's pick, else the ``which``-first
-    recommendation; ``ConfigError`` for an unknown ``which`` or no such pick. With
-    ``p99_budget_us``, its operating point is its capacity at that budget
-    (``analysis.capacity``); ``ConfigError`` when no load point of it holds the budget.
-    """
+    recommendation; with ``p99_budget_us``, at its capacity at that budget (module text)."""
     if which not in PICKS:
         raise ConfigError(f"--pick must be one of {', '.join(PICKS)}, got {which!r}")
     run = load_run(run_dir)
-    manifest = run.manifest
-    summaries = run.summaries
+    manifest, summaries = run.manifest, run.summaries
     if run.tune and run.tune.pick:
         pick = run.tune.pick
         summary = _best_summary(
@@ -151,7 +146,6 @@ def _best_summary(
 def _from_summary(
     manifest: Manifest, summary: VariantSummary, source: str, capacity: Capacity
 ) -> DeployPick:
-    machine = manifest.machine
     settings = summary.settings
     return DeployPick(
         variant=summary.variant,
@@ -165,13 +159,19 @@ def _from_summary(
         latency_p99_us=summary.latency_p99.median or 0.0,
         queue_us_per_request=summary.queue_us.median,
         repeats=summary.throughput.n,
-        machine=f"{machine.cpu_model} x{machine.cores}"
-        + (f" + {', '.join(machine.gpus)}" if machine.gpus else ""),
-        machine_cores=machine.cores,
+        machine=machine_words(manifest),
+        machine_cores=manifest.machine.cores,
         server_version=manifest.server.version,
         repository=_repository_source(manifest),
         capacity=capacity,
     )
+
+
+def machine_words(manifest: Manifest) -> str:
+    """The machine a run was measured on: CPU x cores, and GPUs where it had any."""
+    machine = manifest.machine
+    gpus = f" + {', '.join(machine.gpus)}" if machine.gpus else ""
+    return f"{machine.cpu_model} x{machine.cores}{gpus}"
 
 
 def _repository_source(manifest: Manifest) -> RepositorySource | None:

@@ -39,10 +39,6 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _metric_path(namespace: str) -> str:
-    return f"/apis/custom.metrics.k8s.io/v1beta1/namespaces/{namespace}/pods/*/{QUEUE_METRIC}"
-
-
 def _image_line(pick: DeployPick, f: ReadmeFacts) -> str:
     line = f"- Image: {f.advisory}."
     if "@sha256:" not in f.image:
@@ -90,6 +86,7 @@ def readme(pick: DeployPick, f: ReadmeFacts) -> str:
     )
     files.append("hpa.yaml")
     apply = "kubectl apply " + " ".join(f"-f {name}" for name in files)
+    metric = f"/apis/custom.metrics.k8s.io/v1beta1/namespaces/{f.namespace}/pods/*/{QUEUE_METRIC}"
     where = (
         "every port of the predictor pods (KServe's runtime chooses them)"
         if f.target == "kserve"
@@ -122,7 +119,7 @@ Written by `tritonlab deploy` ({f.target}) from the run's {one_line(pick.source)
 3. `{apply}`
 4. Metrics adapter: merge `metrics-adapter-config.yaml`'s rule into your Prometheus adapter's
    rules (it turns Triton's queue-duration counter into `{QUEUE_METRIC}` per pod), so that
-   `kubectl get --raw {_metric_path(f.namespace)}` answers; Prometheus must be
+   `kubectl get --raw {metric}` answers; Prometheus must be
    one of the scrapers the NetworkPolicy admits.
 5. Measure the service as deployed, from a pod the NetworkPolicy admits: `tritonlab perf --url
    http://<{f.workload}>:{http} --grpc-url <{f.workload}>:{grpc} --model {pick.model_name}` (a

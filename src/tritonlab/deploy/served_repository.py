@@ -14,7 +14,6 @@ from, before any path is built. Every file is written through the out folder's `
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -31,7 +30,10 @@ from tritonlab.run_layout import RunLayout
 # A variant's name as tritonlab writes it (``ServingVariant.validate``): it joins a model name.
 VARIANT_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_]*")
 MAX_NAME = 200  # a folder name, with room for a variant's suffix, under 255 bytes
-_SKIPPED = frozenset({"__pycache__"})  # what the Python backend compiled
+
+
+def _compiled(path: Path) -> bool:
+    return path.name == "__pycache__"
 
 
 def _refuse(name: str, source: Path, what: str, rule: str) -> ConfigError:
@@ -76,11 +78,12 @@ def check_stored_names(pick: DeployPick, run_dir: Path) -> None:
     source = pick.repository
     if source is None:
         return
-    checked_callee_name(source.tuned, layout.manifest)
-    for name in source.called:
+    for name in (
+        source.tuned,
+        *source.called,
+        *served_names(source, pick.model_name, pick.variant),
+    ):
         checked_callee_name(name, layout.manifest)
-    for served in served_names(source, pick.model_name, pick.variant):
-        checked_callee_name(served, layout.manifest)
 
 
 def _missing(config: Path) -> ConfigError:
@@ -91,8 +94,7 @@ def _missing(config: Path) -> ConfigError:
 
 
 def write_repository(pick: DeployPick, run_dir: Path, repo: Path, gate: Gateway) -> int:
-    """The native repository of the pick in ``repo`` (inside ``gate``'s root); returns the bytes
-    it holds (the model's, if found). The stored names are checked first."""
+    """The pick's native repository in ``repo`` (stored names checked first); its bytes."""
     check_stored_names(pick, run_dir)
     if pick.repository is not None:
         return write_pipeline(pick, pick.repository, run_dir, repo, gate)
@@ -123,54 +125,35 @@ def model_file(run_dir: Path, pick: DeployPick) -> Path | None:
     """The picked variant's ONNX file in ``run_dir`` (else the run's model), or None."""
     layout = RunLayout(run_dir)
     served = layout.model_dir(variant_model_name(pick.model_name, pick.variant))
-    for candidate in (
-        served / MODEL_VERSION / MODEL_FILENAME,
-        layout.exported_model(pick.model_name),
-    ):
-        if candidate.exists():
-            return candidate
-    return None
+    candidates = (served / MODEL_VERSION / MODEL_FILENAME, layout.exported_model(pick.model_name))
+    return next((c for c in candidates if c.exists()), None)
 
 
 def pipeline_models(pick: DeployPick) -> tuple[str, ...]:
-    """The model folders a deployment of ``pick`` holds: the model itself, then every model it
-    calls (for an ONNX file, the model alone)."""
+    """The model folders a deployment of ``pick`` holds: the model, then those it calls."""
     if pick.repository is None:
         return (pick.model_name,)
     return (pick.model_name, *pick.repository.called)
 
 
-def _copy_model(source: Path, target: Path, gate: Gateway) -> None:
-    """Copy one model folder (links in it followed for reading, ``__pycache__`` left out) to
-    ``target``, replacing an earlier copy."""
-    gate.remove_tree(target)
-    for folder, dirs, files in os.walk(source, followlinks=True):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIPPED)
-        here = target / Path(folder).relative_to(source)
-        gate.mkdir(here)
-        for name in sorted(files):
-            gate.copy_in(Path(folder) / name, here / name)
-
-
 def write_pipeline(
     pick: DeployPick, source: RepositorySource, run_dir: Path, repo: Path, gate: Gateway
 ) -> int:
-    """The whole pipeline of a repository model's pick in ``repo``: the measured model under
-    the pick's model name, an ensemble's tuned step and every called model under their own
-    names, each folder copied from the run's ``models/``; returns the bytes written."""
+    """A repository model's whole pipeline in ``repo``, each folder copied from the run's
+    ``models/`` under the name it is deployed by; returns the bytes written."""
     layout = RunLayout(run_dir)
     served, tuned_served = served_names(source, pick.model_name, pick.variant)
     # (folder in the run's models/, name deployed): every name was checked before
     placed = [(served, pick.model_name)]
-    for name in source.called:
-        placed.append((tuned_served if name == source.tuned else name, name))
+    placed += [(tuned_served if name == source.tuned else name, name) for name in source.called]
     for run_name, _ in placed:
         if not (layout.model_dir(run_name) / "config.pbtxt").is_file():
             raise _missing(layout.model_dir(run_name) / "config.pbtxt")
     renamed = dict(placed)
     for run_name, name in placed:
         target = repo / name
-        _copy_model(layout.model_dir(run_name), target, gate)
+        # links in it followed for reading, what the Python backend compiled left out
+        gate.copy_tree_in(layout.model_dir(run_name), target, skip=_compiled)
         config = read_config(target / "config.pbtxt")
         config.name = name
         for step in config.ensemble_scheduling.step:

@@ -62,10 +62,9 @@ def validate_resource(resource: dict[str, Any], version: str = KUBERNETES_VERSIO
     if resource.get("apiVersion", "").startswith("serving.kserve.io/"):
         _check_inference_service(resource, what)
         predictor = resource["spec"]["predictor"]
-        model = dict(predictor["model"])
-        for key in ("modelFormat", "runtime", "runtimeVersion", "storageUri"):
-            model.pop(key, None)
-        model.update({"name": "kserve-container", "image": "kserve-runtime"})
+        kserve_only = ("modelFormat", "runtime", "runtimeVersion", "storageUri")
+        model = {k: v for k, v in predictor["model"].items() if k not in kserve_only}
+        model |= {"name": "kserve-container", "image": "kserve-runtime"}
         pod = {k: v for k, v in predictor.items() if k not in KSERVE_PREDICTOR_FIELDS}
         resource = {
             "apiVersion": "v1",

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from tritonlab import gateway
 from tritonlab.experiments.engine import ClassicEngine
 from tritonlab.experiments.opening import SessionRequest, open_session
@@ -64,13 +66,12 @@ class Prepared:
 
     def to_wire(self) -> bytes:
         """The report as JSON bytes for the driver."""
+        command = None if self.server_command is None else list(self.server_command)
         return encode(
             {
                 "checks": self.checks,
                 "server_version": self.server_version,
-                "server_command": None
-                if self.server_command is None
-                else list(self.server_command),
+                "server_command": command,
             }
         )
 
@@ -117,18 +118,8 @@ def remove_stale_work(root: Path) -> None:
     """Work folders of measurers whose process is gone (a node killed mid-run) are removed."""
     for folder in root.glob(f"{WORK_PREFIX}*"):
         match = re.match(rf"{WORK_PREFIX}(\d+)-", folder.name)
-        if match and not _alive(int(match.group(1))):
+        if match and not psutil.pid_exists(int(match.group(1))):
             gateway.remove_tree(folder)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class NodeMeasurer:
@@ -160,10 +151,7 @@ class NodeMeasurer:
         options: ServerOptions,
         fingerprint: str,
     ) -> bytes:
-        """Write the model to a fresh folder, build its repository, start and check the server.
-
-        Returns a :class:`Prepared` as wire bytes; a failed start raises the session's error.
-        """
+        """Write the model, build its repository, start and check the server; a ``Prepared``."""
         temp = gateway.open_root(tempfile.gettempdir())  # the node's own, for its stale folders
         remove_stale_work(temp.root)
         self._gate = gateway.temporary_root(f"{WORK_PREFIX}{os.getpid()}-", temp.root)
@@ -211,10 +199,7 @@ class NodeMeasurer:
             self._loaded = None
 
     def measure(self, variant_name: str, load: LoadPoint, repeat: int) -> bytes:
-        """Measure one cell of ``variant_name`` (loading it first if another is loaded).
-
-        Returns the answer as wire bytes: the cell (None if given up on), new files and faults.
-        """
+        """Measure one cell of ``variant_name`` (loading it first); the answer as wire bytes."""
         session = self._require()
         model = self._models[variant_name]
         if self._loaded is not model:
@@ -232,8 +217,7 @@ class NodeMeasurer:
         return self._answer(cell)
 
     def serving_path(self) -> bytes:
-        """The serving-path probes (``engine.ClassicEngine.measure_serving_path``), measured
-        here."""
+        """The serving-path probes (``ClassicEngine.measure_serving_path``), measured here."""
         session = self._require()
         if self._loaded is not None:
             session.unload(self._loaded)
@@ -268,8 +252,7 @@ class NodeMeasurer:
             self._session = None
 
     def _watch_server(self) -> None:
-        """Record the server's process group (again after a restart) for the reaper, and
-        start the reaper once."""
+        """Record the server's process group (again after a restart); start the reaper once."""
         assert self._work is not None
         server = self._require().server
         pid = server.pid if isinstance(server, TritonServer) else None

@@ -91,8 +91,7 @@ class NodeRecord:
 
 
 def version_mismatch(driver: NodeFacts, node: NodeFacts) -> str | None:
-    """What differs between ``node`` and the driver, as the error should say it; None if all
-    the versions that decide a measurement are equal."""
+    """What differs between ``node`` and the driver, in the error's words; None if nothing."""
     pairs = [("tritonlab", driver.tritonlab_version, node.tritonlab_version)]
     pairs.append(("perf_analyzer", driver.perf_analyzer_version, node.perf_analyzer_version))
     for name in CHECKED_PACKAGES:
@@ -105,8 +104,7 @@ def version_mismatch(driver: NodeFacts, node: NodeFacts) -> str | None:
 
 
 def check_nodes(driver: NodeFacts, nodes: list[NodeFacts]) -> None:
-    """Refuse, in one line, a node with other versions than the driver's, or a set of nodes of
-    more than one hardware type."""
+    """Refuse a node with other versions than the driver's, or nodes of several hardware types."""
     for node in nodes:
         mismatch = version_mismatch(driver, node)
         if mismatch:

@@ -29,12 +29,7 @@ from typing import Any
 from tritonlab import gateway
 from tritonlab.client.infer import InferCheck
 from tritonlab.errors import ConfigError, ServerError, TritonlabError
-from tritonlab.experiments.manifest import (
-    FaultRecord,
-    Manifest,
-    ServerRecord,
-    utc_now,
-)
+from tritonlab.experiments.manifest import FaultRecord, Manifest, ServerRecord, utc_now
 from tritonlab.experiments.opening import SessionRequest, new_manifest
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.recovery import load_faults
@@ -49,17 +44,15 @@ from tritonlab.server.process import LOOPBACK_HOSTS
 
 from .cluster import connect, measuring_nodes
 from .measurer import NodeMeasurer, Prepared
-from .nodes import (
-    RESOURCE,
-    NodeFacts,
-    NodeRecord,
-    check_nodes,
-    check_server_versions,
-)
+from .nodes import RESOURCE, NodeFacts, NodeRecord, check_nodes, check_server_versions
 from .wire import Answer, NodeAnswerError, contained, decode_answer
 
 CLOSE_TIMEOUT_S = 120.0
 WAIT_SLICE_S = 1.0
+ALL_LOST = (
+    "every Ray node measuring this run was lost; finished cells are kept; run the same command "
+    "to resume when nodes are back"
+)
 
 
 @dataclass
@@ -169,10 +162,7 @@ class RaySession:
                 self._lose(node, cid, exc)
                 queue.appendleft(unit)
                 if not any(n.alive for n in self.nodes):
-                    raise ServerError(
-                        "every Ray node measuring this run was lost; finished cells are kept; "
-                        "run the same command to resume when nodes are back"
-                    ) from exc
+                    raise ServerError(ALL_LOST) from exc
                 continue
             self.progress.done += 1
             self._store(node, cid, self._checked(node, raw, cid), ids)
@@ -222,17 +212,11 @@ class RaySession:
     server: Any = None  # no local server: tune's liveness check does not apply
 
     def load(self, model: RepositoryModel) -> None:
-        """Add ``model``'s configuration to the node that measures next (it loads it to measure).
-
-        ``ServerError`` when no node is left.
-        """
-        node = self._tune_node()
-        self.ray.get(node.actor.add_variant.remote(model.variant))
+        """Add ``model``'s configuration to the node that measures next (it loads it to measure)."""
+        self.ray.get(self._tune_node().actor.add_variant.remote(model.variant))
 
     def unload(self, model: RepositoryModel, quietly: bool = False) -> None:
-        """Ask the first live node to unload its configuration; errors are raised unless
-        ``quietly``.
-        """
+        """Ask the first live node to unload its configuration (raising unless ``quietly``)."""
         del model
         alive = [n for n in self.nodes if n.alive]
         if not alive:
@@ -247,9 +231,7 @@ class RaySession:
         self, model: RepositoryModel, load: LoadPoint, repeat: int, note: str = ""
     ) -> CellResult | None:
         """Measure one cell on the first live node and store its files; a lost node passes it on.
-
-        Returns the cell (None if the node gave it up); ``ServerError`` when every node is lost.
-        """
+        None: the node gave it up; ``ServerError``: every node is lost."""
         cid = cell_id(model.variant.name, load.key, repeat + 1)
         while True:
             node = self._tune_node()
@@ -270,10 +252,7 @@ class RaySession:
     def _tune_node(self) -> _Node:
         alive = [n for n in self.nodes if n.alive]
         if not alive:
-            raise ServerError(
-                "every Ray node measuring this run was lost; finished cells are kept; run the "
-                "same command to resume when nodes are back"
-            )
+            raise ServerError(ALL_LOST)
         return alive[0]
 
     def _checked(self, node: _Node, raw: object, cid: str | None) -> Answer:
@@ -308,23 +287,15 @@ class RaySession:
         node.alive = False
         why = type(exc).__name__
         node.record = replace(node.record, lost_utc=utc_now(), lost_why=why)
-        self.recovery.add(
-            FaultRecord(
-                what,
-                f"Ray node {node.label} was lost ({why})",
-                action,
-                (),
-                utc_now(),
-            )
-        )
+        lost = f"Ray node {node.label} was lost ({why})"
+        self.recovery.add(FaultRecord(what, lost, action, (), utc_now()))
         self._save_nodes()
         with contextlib.suppress(Exception):
             self.ray.kill(node.actor, no_restart=True)
 
     def _save_nodes(self) -> None:
         self.save_manifest(
-            nodes=tuple(n.record.entry() for n in self.nodes),
-            faults=tuple(self.recovery.faults),
+            nodes=tuple(n.record.entry() for n in self.nodes), faults=tuple(self.recovery.faults)
         )
 
 

@@ -48,9 +48,8 @@ class NodeAnswerError(TritonlabError):
 
 @dataclass(frozen=True)
 class Answer:
-    """One node answer, checked: the cell (None: given up on after faults), the files it wrote
-    (a path relative to the run folder -> bytes), the faults met meanwhile, and the node's
-    server restarts so far."""
+    """One node answer, checked: the cell (None: given up on), the files it wrote (run-folder path
+    -> bytes), the faults met meanwhile, the node's server restarts so far."""
 
     cell: CellResult | None
     files: dict[str, bytes]

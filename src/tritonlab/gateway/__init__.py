@@ -1,21 +1,17 @@
 """The one gateway to the file system: every write, move, link and delete tritonlab makes.
 
-A ``Gateway`` owns one folder (its root: a run folder, the cache, a private temporary folder,
-the folder of one output file). Every path it is handed is made absolute and must lie inside the
-root with no ``..`` part, and no part of it below the root may be a symbolic link, so nothing
-written, moved or deleted can land outside the root, whatever a planted link or a hostile name
-says. Files are never written in place: the text goes to a new file (``mkstemp``, created
-exclusively) in the same folder, which is then renamed over the name, so a file another path
-shares (a hard link to a user's file, a link planted as ``config.pbtxt.tmp``) is replaced, never
-written through. Folders are created one part at a time, refusing a link at every part. Files
-the run will not change may be hard-linked in (large weights); anything it will change is
-copied. A refusal is a ``GatewayError``: one line naming the path and what to change.
+A ``Gateway`` owns one folder (its root: a run folder, the cache, a private temporary folder).
+Every path it is handed must lie inside the root, and no part of it below the root may be a
+symbolic link, so nothing written, moved or deleted can land outside the root, whatever a planted
+link or a hostile name says. Files are never written in place: a new file (``mkstemp``) in the
+same folder is renamed over the name, so a file another path shares (a hard link to a user's
+file, a planted link) is replaced, never written through. Folders are created one part at a
+time; files the run will not change may be hard-linked in, anything it changes is copied. A
+refusal is a ``GatewayError``: one line naming the path and what to change.
 
-Roots are opened once per command (``open_root``: the ``--out`` folder after the check that it
-overlaps no input, the cache, a private temporary folder) and registered; the module's functions
-(``write_text(path, ...)``, ``remove_tree(path)``, ...) act through the innermost open root that
-holds the path and refuse a path no open root holds, so a stage that forgot to open its folder
-fails loudly instead of writing anywhere.
+Roots are opened once per command (``open_root``, after the check that ``--out`` overlaps no
+input) and registered; the module's functions act through the innermost open root that holds
+the path and refuse any other, so a stage that forgot to open its folder fails loudly.
 
 ``tests/unit/test_gateway_only.py`` reads ``src/`` and fails on a destructive call (rmtree,
 unlink, remove, rename/replace, link, copytree, move, a write) anywhere but here.
@@ -43,13 +39,10 @@ _LOCK = threading.Lock()
 
 
 def open_root(
-    root: Path | str,
-    inputs: dict[str, Path | str | None] | None = None,
-    out_option: str = "--out",
+    root: Path | str, inputs: dict[str, Path | str | None] | None = None, out_option: str = "--out"
 ) -> Gateway:
-    """Open ``root`` for writing (registered until ``close_root``), after refusing an overlap
-    with any of ``inputs`` (``refuse_overlap``: directory inputs may not overlap it at all; a
-    file input may lie directly in it, where nothing is written or moved, but nowhere below)."""
+    """Open ``root`` for writing, after ``refuse_overlap`` with each of ``inputs`` (a file input
+    may lie directly in it, where nothing is written or moved, but nowhere below)."""
     gateway = Gateway(root)
     if os.path.lexists(gateway.given) and not os.path.isdir(gateway.given):
         raise GatewayError(
@@ -67,12 +60,6 @@ def open_root(
     with _LOCK:
         _ROOTS[gateway.root] = gateway
     return gateway
-
-
-def close_root(root: Path | str) -> None:
-    """Stop writing to ``root`` (a temporary folder about to be deleted)."""
-    with _LOCK:
-        _ROOTS.pop(Path(os.path.realpath(absolute_path(root))), None)
 
 
 def close_all() -> None:
@@ -106,8 +93,7 @@ def ensure_root(folder: Path | str) -> Gateway:
 
 
 def temporary_root(prefix: str, parent: Path | str | None = None) -> Gateway:
-    """A new private folder (``mkdtemp``, mode 0700) opened as a root; ``remove_temporary``
-    deletes it."""
+    """A new private folder (``mkdtemp``, mode 0700) opened as a root."""
     folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
     gateway = open_root(folder)
     with _LOCK:
@@ -122,7 +108,7 @@ def remove_temporary(gateway: Gateway) -> None:
         if gateway.root not in _TEMPORARY:
             raise GatewayError(f"{gateway.root}: not a temporary folder tritonlab made; kept")
         _TEMPORARY.discard(gateway.root)
-    close_root(gateway.root)
+        _ROOTS.pop(gateway.root, None)  # closed: nothing more is written there
     shutil.rmtree(gateway.root, ignore_errors=True)
 
 
@@ -213,7 +199,6 @@ __all__ = [
     "Gateway",
     "GatewayError",
     "close_all",
-    "close_root",
     "copy_in",
     "copy_tree_in",
     "ensure_root",

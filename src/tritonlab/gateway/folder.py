@@ -37,9 +37,8 @@ def overlaps(a: Path | str, b: Path | str) -> bool:
 def refuse_overlap(
     out: Path | str, inputs: dict[str, Path | str | None], out_option: str = "--out"
 ) -> None:
-    """``GatewayError`` when the output folder ``out`` is, holds or lies inside an input (the
-    model file, the repository, a baseline run, a trace, input data), checked before anything
-    is written. ``inputs`` maps each input's option (``--repository``) to its path."""
+    """``GatewayError`` when the output folder ``out`` is, holds or lies inside an input, before
+    anything is written; ``inputs`` maps each input's option to its path."""
     for option, path in inputs.items():
         if path is None:
             continue
@@ -100,7 +99,8 @@ class Gateway:
         """Create ``path`` and its missing parents below the root (the root too), part by part,
         refusing a link or a file where a folder should be."""
         target = self.path(path)
-        chain = [self.root, *[self.root / p for p in _parts_below(self.root, target)]]
+        parts = target.relative_to(self.root).parts
+        chain = [self.root, *(self.root.joinpath(*parts[: i + 1]) for i in range(len(parts)))]
         for folder in chain:
             try:
                 os.mkdir(folder, mode)
@@ -218,8 +218,7 @@ class Gateway:
             os.close(fd)  # closing releases the lock
 
     def copy_in(self, source: Path | str, path: Path | str) -> Path:
-        """Copy the file ``source`` (read from anywhere) to ``path`` as a new file, with the
-        source's permission bits (an executable stays one)."""
+        """Copy the file ``source`` to ``path`` as a new file, with the source's permission bits."""
 
         def copy(handle: IO[Any]) -> None:
             with open(source, "rb") as src:
@@ -228,9 +227,8 @@ class Gateway:
         return self.write_with(path, copy, mode=os.stat(source).st_mode & 0o777)
 
     def link_in(self, source: Path | str, path: Path | str) -> Path:
-        """Place the file ``source`` at ``path`` for reading only (a model's weights, which
-        tritonlab never changes): a hard link where the file system allows one, else a copy.
-        An equal file already there is kept."""
+        """Place the file ``source`` at ``path`` for reading only (weights tritonlab never changes):
+        a hard link where possible, else a copy; an equal file there is kept."""
         target = self.path(path)
         self.mkdir(target.parent)
         if target.is_file() and _same_content(Path(source), target):
@@ -254,9 +252,8 @@ class Gateway:
         link: Callable[[Path], bool] = lambda _: False,
         skip: Callable[[Path], bool] = lambda _: False,
     ) -> Path:
-        """Copy the folder ``source`` (read from anywhere; links in it are followed for reading)
-        to ``path``, replacing an earlier copy: files for which ``link`` says so are hard-linked
-        (read-only weights), the rest copied; files and folders ``skip`` names are left out."""
+        """Copy the folder ``source`` (links in it followed for reading) to ``path``, replacing an
+        earlier copy: ``link``'s files hard-linked, the rest copied, ``skip``'s left out."""
         target = self.path(path)
         if overlaps(source, target):
             raise GatewayError(
@@ -307,7 +304,11 @@ class Gateway:
 
     def remove(self, path: Path | str, *, missing_ok: bool = True) -> None:
         """Delete the file (or link) ``path``; a folder is refused (``remove_tree``)."""
-        target = self._link_itself(path) if os.path.islink(path) else self.path(path)
+        if os.path.islink(path):  # the link itself (its parent checked), never its target
+            absolute = absolute_path(path)
+            target = self.path(absolute.parent) / absolute.name
+        else:
+            target = self.path(path)
         try:
             os.unlink(target)
         except FileNotFoundError:
@@ -315,24 +316,13 @@ class Gateway:
                 raise
 
     def remove_tree(self, path: Path | str) -> None:
-        """Delete the folder ``path`` and all in it; links inside are removed, never followed.
-        The root itself is refused."""
+        """Delete the folder ``path`` (never the root); links inside are removed, never followed."""
         target = self.path(path)
         if target == self.root:
             raise GatewayError(f"{target}: a gateway never deletes its own root")
         if not os.path.lexists(target):
             return
         shutil.rmtree(target)
-
-    def _link_itself(self, path: Path | str) -> Path:
-        """A link at ``path`` whose parent passes ``path()`` (removing the link, not its target)."""
-        absolute = absolute_path(path)
-        return self.path(absolute.parent) / absolute.name
-
-
-def _parts_below(root: Path, target: Path) -> list[Path]:
-    relative = target.relative_to(root)
-    return [Path(*relative.parts[: i + 1]) for i in range(len(relative.parts))]
 
 
 def _same_content(a: Path, b: Path) -> bool:

@@ -1,20 +1,13 @@
 """The demo MLP's hot operator as one OpenAI Triton kernel: ``y = relu(x @ W^T + b)``.
 
-ONNX exports ``torch.nn.Linear`` as ``Gemm(x, W, b, transB=1)`` followed by ``Relu``; onnxruntime
-fuses the two into one ``FusedGemm``. This kernel does the same in one pass: each program
-computes one ``BLOCK_M x BLOCK_N`` tile of ``y``, walking K in ``BLOCK_K`` steps with ``tl.dot``
-(fp32 accumulation), then adds the bias and applies the ReLU before the single store, so the
-pre-activation never goes to memory.
+onnxruntime fuses the exported ``Gemm(x, W, b, transB=1)`` and ``Relu`` into one ``FusedGemm``;
+this kernel does the same in one pass: each program computes one ``BLOCK_M x BLOCK_N`` tile of
+``y`` with ``tl.dot`` (fp32 accumulation) and applies bias and ReLU before the single store.
+For M samples: ``2·M·N·K`` FLOP and at least ``4·(N·K + N + M·K + M·N)`` bytes, so the weights
+dominate at small M (bandwidth-bound at batch 1, compute-bound as the batch grows).
 
-Bytes and FLOPs for a batch of M samples (K inputs, N outputs, fp32): ``2·M·N·K`` FLOP; at
-least ``4·(N·K + N + M·K + M·N)`` bytes (weights and bias once, inputs read and outputs written
-once). Weights dominate at small M, which is why the operator is bandwidth-bound at batch 1 and
-becomes compute-bound as the batch grows: the same argument the serving-side log makes for
-dynamic batching (``analysis.operators``).
-
-``input_precision``: ``"ieee"`` is exact fp32 (what the correctness tests use); on NVIDIA GPUs
-``"tf32"`` runs the tensor cores with 10-bit mantissas (what cuBLAS does under
-``torch.backends.cuda.matmul.allow_tf32``); the benchmark measures both.
+``input_precision``: ``"ieee"`` is exact fp32 (the correctness tests); ``"tf32"`` runs the tensor
+cores with 10-bit mantissas (as cuBLAS under ``allow_tf32``); the benchmark measures both.
 """
 
 from __future__ import annotations
@@ -107,12 +100,9 @@ def linear_bias_relu(
         m,
         n,
         k,
-        x.stride(0),
-        x.stride(1),
-        weight.stride(0),
-        weight.stride(1),
-        y.stride(0),
-        y.stride(1),
+        *x.stride(),
+        *weight.stride(),
+        *y.stride(),
         BLOCK_M=block_m,
         BLOCK_N=block_n,
         BLOCK_K=block_k,
@@ -123,8 +113,7 @@ def linear_bias_relu(
 
 
 def linear_layers(onnx_path: Path) -> list[tuple[Any, Any, bool]]:
-    """The model's ``Gemm`` layers in graph order as (weight [N, K], bias [N], followed by a
-    Relu) numpy arrays, read from the ONNX file's initializers."""
+    """The ONNX file's ``Gemm`` layers in order: (weight [N, K], bias [N], followed by Relu)."""
     import onnx
     from onnx import numpy_helper
 

@@ -1,48 +1,22 @@
-"""``bert_encoder``: a BERT-style encoder in the shape of MiniLM-L6-H384.
+"""``bert_encoder``: a BERT-style encoder in the shape of MiniLM-L6-H384 (all-MiniLM-L6-v2).
 
-As in the widely served all-MiniLM-L6-v2 sentence encoder: 6 post-LayerNorm layers, hidden 384,
-12 heads of 32, feed-forward 1536, exact-erf GELU, BERT's full 30522-token WordPiece vocabulary,
-512 positions and 2 token types. Inputs ``input_ids``, ``attention_mask`` and ``token_type_ids``,
-int64 [batch, sequence], both axes dynamic ("batch", "sequence"); outputs ``last_hidden_state``
-[batch, sequence, 384] and ``pooler_output`` [batch, 384] (tanh of a dense layer on the first
-token), two outputs on purpose. Sequences longer than 512 fail in ORT's position Gather. The size
-was chosen so that one sample at sequence 128 costs about as much as one CNN image in
-onnxruntime on one thread (~30 ms on a 2-core AMD EPYC VM).
+6 post-LayerNorm layers, hidden 384, 12 heads, feed-forward 1536, exact-erf GELU, BERT's 30522-token
+vocabulary, 512 positions, 2 token types. Inputs ``input_ids``, ``attention_mask`` and
+``token_type_ids``, int64 [batch, sequence] (both axes dynamic); outputs ``last_hidden_state``
+[batch, sequence, 384] and ``pooler_output`` [batch, 384], two outputs on purpose. One sample at
+sequence 128 costs about one CNN image (~30 ms on one thread of a 2-core AMD EPYC VM).
 
-Weights
-    From ``torch.manual_seed(seed)`` (see :mod:`tritonlab.models.zoo`): BERT's normal(0, 0.02)
-    for weights and embeddings, but random biases (std 0.02) and LayerNorm parameters (1 and 0,
-    std 0.02) instead of BERT's zeros and ones: identical initializers would be merged by the
-    exporter into ``Identity`` nodes. Its LayerNorms keep the hidden states O(1) (max |value|
-    ~4-6).
+Weights are BERT's normal(0, 0.02) from ``torch.manual_seed(seed)``, but biases and LayerNorm
+parameters are random too: identical initializers would be merged into ``Identity`` nodes.
 
-The encoder's int64 inputs, as exported (what a graph analysis finds)
-    Each lookup is an ``torch.nn.Embedding``, written as ``Gather(data=table, indices)`` with
-    ``axis`` 0 and ``data`` a graph initializer read directly (no Identity or Cast on it):
+As exported, ``input_ids`` and ``token_type_ids`` each feed a ``Gather`` (axis 0) of an
+initializer table ([30522, 384] and [2, 384]: their valid ranges); position ids come from
+``Shape(input_ids)`` through ``Range``; ``attention_mask`` (0/1) feeds no ``Gather`` but an
+additive bias on the attention scores, so padded keys get exactly zero weight. Other ``Gather``
+nodes read activations (two on ``Shape`` outputs, the pooler's on ``last_hidden_state``).
 
-    * ``input_ids`` -> ``Gather`` directly (no Cast, no Unsqueeze), table
-      ``word_embeddings.weight`` [30522, 384]. ``input_ids`` also feeds two ``Shape`` nodes,
-      which give the batch and sequence sizes for the attention Reshapes and position ids.
-    * ``token_type_ids`` -> ``Gather`` directly, table ``token_type_embeddings.weight`` [2, 384].
-    * position ids are not an input: ``Shape(input_ids) -> Gather(axis 0, index 1) -> Cast
-      (int64) -> Range(0, sequence, 1) -> Unsqueeze(axis 0)`` gives [1, sequence], which
-      indexes ``position_embeddings.weight`` [512, 384]; the sum broadcasts over the batch.
-    * ``attention_mask`` feeds no ``Gather``: ``Unsqueeze -> Unsqueeze -> Cast(float) ->
-      Sub(1 - mask) -> Mul(float32 min)`` makes an additive [batch, 1, 1, sequence] bias that
-      each layer ``Add``-s to its attention scores before ``Softmax``, so padded keys get
-      exactly zero weight (unpadded outputs do not change when padded tokens do).
-
-    The valid ranges of ``input_ids`` and ``token_type_ids`` are thus the row counts of the
-    initializers they index (30522 and 2); the mask is 0/1. Other ``Gather`` nodes read
-    activations: two on ``Shape`` outputs, and the pooler's (axis 1, index 0) on
-    ``last_hidden_state``.
-
-Size and cost (FLOP = 2 x multiply-add, as :mod:`tritonlab.explanation.operators` counts)
-    22.71 M parameters (11.72 M of them the vocabulary table), ~2.87 GFLOP (1.43 GMAC: linear
-    layers 1.36, attention 0.08) per sample at sequence 128, a 90.9 MB file; ~30 ms per sample
-    on one thread, ~16 ms on two. Its cost grows with the sequence length, which the operator
-    profiler, counting symbolic dims as 1, takes as 1: it reports one token's work (~0.02 GFLOP)
-    for this model.
+22.71 M parameters, ~2.87 GFLOP per sample at sequence 128; the operator profiler counts
+symbolic dims as 1, so it reports one token's work (~0.02 GFLOP) for this model.
 """
 
 from __future__ import annotations
@@ -197,11 +171,8 @@ def _build_encoder(shape: EncoderShape, seed: int) -> torch.nn.Module:
 def encoder_inputs(
     rng: np.random.Generator, batch: int, sequence: int, padding: Sequence[int], vocab: int
 ) -> dict[str, np.ndarray[Any, Any]]:
-    """Random ``input_ids``/``token_type_ids`` and a mask with ``padding[i]`` zeros at the end.
-
-    Like a tokenizer's output: a padded position has token id 0, type 0 and mask 0; the token
-    type switches from 0 to 1 half way through the unpadded part (a sentence pair).
-    """
+    """Tokenizer-like inputs: row ``i`` ends in ``padding[i]`` padded positions (id, type and
+    mask 0); the token type switches to 1 half way through the unpadded part (a sentence pair)."""
     ids = rng.integers(1, vocab, size=(batch, sequence), dtype=np.int64)
     mask = np.ones((batch, sequence), dtype=np.int64)
     types = np.zeros((batch, sequence), dtype=np.int64)
@@ -216,13 +187,8 @@ def encoder_inputs(
 def export_bert_encoder(
     onnx_path: Path, seed: int = ZOO_SEED, shape: EncoderShape | None = None
 ) -> ExportCheck:
-    """Export the BERT-style encoder with dynamic batch and sequence axes; verify it with ORT.
-
-    Compared with PyTorch at (batch 1, sequence 128) and (batch 2, sequence 32) with padded
-    attention masks, on the unpadded positions of ``last_hidden_state`` (a padded position's
-    state is meaningless) and on all of ``pooler_output``, within ``ENCODER_TOLERANCE_REL`` of
-    the largest |output|. Raises ``ModelError`` on a mismatch.
-    """
+    """Export the encoder with dynamic batch and sequence axes; verify it with ORT against
+    PyTorch (padded positions of ``last_hidden_state`` are meaningless and not compared)."""
     shape = shape or EncoderShape()
     model = _build_encoder(shape, seed)
     rng = np.random.default_rng(seed)

@@ -34,10 +34,7 @@ class ExportCheck:
 
 
 def export_simple_mlp(onnx_path: Path, seed: int = DEMO_SEED) -> ExportCheck:
-    """Export the demo MLP to ``onnx_path`` with a dynamic batch axis and verify it with ORT.
-
-    Raises ``ModelError`` if PyTorch is missing or the exported model disagrees with PyTorch.
-    """
+    """Export the demo MLP with a dynamic batch axis; verify it with ORT (else ``ModelError``)."""
     try:
         import torch
     except ImportError as exc:  # pragma: no cover - depends on the environment

@@ -13,6 +13,7 @@ from collections import deque
 from typing import Any
 
 from tritonlab.errors import ModelError
+from tritonlab.models.inspect import value_dims
 
 # Ops that carry index values through unchanged (only their first input is followed).
 _PASS_THROUGH = {"Cast", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Identity", "Expand"}
@@ -21,18 +22,11 @@ _PASS_THROUGH = {"Cast", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Identity
 def graph_dims(model: Any, batched: bool) -> dict[str, list[int | str]]:
     """Input name -> its non-batch dims: an int, or the symbolic name ('?' if unnamed)."""
     initializers = {i.name for i in model.graph.initializer}
-    out: dict[str, list[int | str]] = {}
-    for vi in model.graph.input:
-        if vi.name in initializers:
-            continue
-        dims: list[int | str] = []
-        for dim in vi.type.tensor_type.shape.dim:
-            if dim.HasField("dim_value") and dim.dim_value > 0:
-                dims.append(int(dim.dim_value))
-            else:
-                dims.append(dim.dim_param or "?")
-        out[vi.name] = dims[1:] if batched else dims
-    return out
+    return {
+        vi.name: value_dims(vi)[1:] if batched else value_dims(vi)
+        for vi in model.graph.input
+        if vi.name not in initializers
+    }
 
 
 def _table_rows(model: Any) -> dict[str, int]:
@@ -47,11 +41,8 @@ def _table_rows(model: Any) -> dict[str, int]:
 
 
 def gather_bounds(model: Any) -> dict[str, tuple[int, str]]:
-    """Graph input -> (rows, gather node) for inputs that index a table through a Gather.
-
-    Follows each input through value-preserving ops; with several Gathers, the smallest table
-    wins (every index must be valid for every table it reaches).
-    """
+    """Graph input -> (rows, gather node) for inputs that index a table through a Gather (followed
+    through value-preserving ops); with several tables, the smallest wins (every index must fit)."""
     consumers: dict[str, list[tuple[Any, int]]] = {}
     for node in model.graph.node:
         for index, name in enumerate(node.input):
@@ -84,10 +75,7 @@ def gather_bounds(model: Any) -> dict[str, tuple[int, str]]:
 
 
 def parse_shape_args(values: list[str]) -> dict[str, tuple[int, ...]]:
-    """``NAME:D1,D2,...`` strings (perf_analyzer's --shape form, no batch dim) -> shapes.
-
-    Raises ``ModelError`` for a malformed value or a dim below 1.
-    """
+    """``NAME:D1,D2,...`` strings (perf_analyzer's --shape form, no batch dim) -> shapes."""
     shapes: dict[str, tuple[int, ...]] = {}
     for value in values:
         name, sep, dims = value.rpartition(":")
@@ -110,11 +98,8 @@ def resolve_dims(
     dynamic_dim: int,
     dynamic_source: str,
 ) -> tuple[dict[str, tuple[int, ...]], str]:
-    """Concrete non-batch shapes per input and a note on how the dynamic dims were sized.
-
-    A symbolic dim set by one input's override applies to every input sharing its name; the rest
-    take ``dynamic_dim``. Raises ``ModelError`` for an override that does not fit the graph.
-    """
+    """Concrete non-batch shapes per input, and how the dynamic dims were sized: a symbolic dim an
+    override sets applies to every input sharing its name, the rest take ``dynamic_dim``."""
     for name, shape in overrides.items():
         if name not in graph_dims:
             raise ModelError(

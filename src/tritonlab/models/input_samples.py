@@ -19,10 +19,7 @@ from tritonlab.models.inspect import OnnxModelInfo, TensorSpec
 
 
 def load_samples(path: Path, info: OnnxModelInfo) -> dict[str, np.ndarray[Any, Any]]:
-    """One stacked array per model input (leading axis = sample), as read from ``path``.
-
-    Raises ``ModelError`` for a missing, unreadable or incomplete file, or uneven sample counts.
-    """
+    """One stacked array per model input (leading axis = sample), read from ``path``."""
     if not path.exists():
         raise ModelError(f"--input-data {path} not found; pass an .npz or perf_analyzer JSON file")
     specs = {s.name: s for s in info.inputs}

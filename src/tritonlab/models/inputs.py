@@ -1,12 +1,9 @@
 """What to send to a model: a concrete shape and a value rule for every input, read from the graph.
 
-perf_analyzer's default random bytes are not valid for most integer inputs (a token id must be a
-row of its embedding table), and a dynamic non-batch dim has no size until someone picks one.
-This module picks both and states why, for each input. The correctness check, the in-process
-timing and perf_analyzer (through a JSON ``--input-data`` file written here) all send the same
-values, so a served run measures the inputs that were checked.
-
-Rules, in order, for each input:
+perf_analyzer's random bytes are not valid for most integer inputs (a token id must be a row of
+its embedding table), and a dynamic dim has no size until someone picks one: this module picks
+both and states why. The correctness check, the in-process timing and perf_analyzer (through a
+JSON ``--input-data`` file written here) all send the same values. Rules, in order, per input:
 
 - the user's samples (``--input-data FILE``, ``.npz`` or perf_analyzer's JSON) when given;
 - names like an attention mask get ones, token-type / segment ids get zeros, position ids get
@@ -15,13 +12,10 @@ Rules, in order, for each input:
   Unsqueeze, ...) whose table is a graph initializer stays below the table's row count;
 - other integers take ``[0, 8)``, booleans are random, floats are standard normal.
 
-Dynamic non-batch dims default to 128 (``DEFAULT_DYNAMIC_DIM``): the sequence length BERT-style
-encoders are most often fine-tuned and served at, long enough that per-token work dominates the
-fixed cost of a call. ``--shape NAME:D1,D2`` sets them; inputs that share a symbolic dim name
-(``input_ids`` and ``attention_mask`` both ``[batch, sequence]``) follow one another.
-
-Reading the graph (dims, Gather tables, ``--shape``) lives in :mod:`tritonlab.models.input_graph`,
-reading the user's sample files in :mod:`tritonlab.models.input_samples`.
+Dynamic non-batch dims default to 128 (``DEFAULT_DYNAMIC_DIM``), the sequence length BERT-style
+encoders are most often served at; ``--shape NAME:D1,D2`` sets them, and inputs that share a
+symbolic dim name follow one another. The graph is read in :mod:`~tritonlab.models.input_graph`,
+the user's sample files in :mod:`~tritonlab.models.input_samples`.
 """
 
 from __future__ import annotations
@@ -39,7 +33,7 @@ from tritonlab import gateway
 from tritonlab.errors import ModelError
 from tritonlab.models.input_graph import dims_text, gather_bounds, graph_dims, resolve_dims
 from tritonlab.models.input_samples import load_samples
-from tritonlab.models.inspect import OnnxModelInfo, TensorSpec
+from tritonlab.models.inspect import TRITON_TO_NUMPY, OnnxModelInfo, TensorSpec
 from tritonlab.records import NOT_STORED, Record
 
 DEFAULT_DYNAMIC_DIM = 128
@@ -109,15 +103,13 @@ class ModelInputs(Record):
     def batch(
         self, batch_size: int = 1, seed: int = 0, offset: int = 0
     ) -> dict[str, np.ndarray[Any, Any]]:
-        """Arrays for one request of ``batch_size`` samples (no batch axis if not batched).
-
-        The user's samples are taken in order from ``offset``, cycling.
-        """
+        """Arrays for one request of ``batch_size`` samples (no batch axis if not batched); the
+        user's samples are taken in order from ``offset``, cycling."""
         rng = np.random.default_rng(seed)
         count = batch_size if self.batched else 1
         out: dict[str, np.ndarray[Any, Any]] = {}
         for rule in self.rules:
-            dtype = np.dtype(_numpy_dtype(rule.triton_dtype))
+            dtype = np.dtype(TRITON_TO_NUMPY[rule.triton_dtype])
             if rule.kind == "user":
                 stack = self.samples[rule.name]
                 picked = stack[(offset + np.arange(count)) % len(stack)]
@@ -131,7 +123,8 @@ class ModelInputs(Record):
     def sample_bytes(self) -> int:
         """Bytes of one sample, every input together."""
         return sum(
-            int(np.prod(r.shape, dtype=np.int64)) * np.dtype(_numpy_dtype(r.triton_dtype)).itemsize
+            int(np.prod(r.shape, dtype=np.int64))
+            * np.dtype(TRITON_TO_NUMPY[r.triton_dtype]).itemsize
             for r in self.rules
         )
 
@@ -146,8 +139,7 @@ class ModelInputs(Record):
         return max(1, min(FRESH_SAMPLES, FRESH_DATA_MAX_BYTES // max(1, self.sample_bytes)))
 
     def perf_data(self, entries: int | None = None, seed: int = 1) -> dict[str, Any]:
-        """perf_analyzer's JSON input data: one entry per sample, each tensor base64-encoded;
-        ``entries`` samples (default ``perf_entries()``) drawn from ``seed``."""
+        """perf_analyzer's JSON input data: ``entries`` samples from ``seed``, base64-encoded."""
         entries = entries or self.perf_entries()
         arrays = self.batch(entries, seed=seed) if self.batched else None
         data = []
@@ -170,8 +162,7 @@ class ModelInputs(Record):
         return {"data": data}
 
     def write_perf_data(self, path: Path, entries: int | None = None, seed: int = 1) -> Path:
-        """Write perf_analyzer's ``--input-data`` file atomically (``perf_data``'s samples);
-        return its path."""
+        """Write perf_analyzer's ``--input-data`` file atomically; return its path."""
         return gateway.write_text(path, json.dumps(self.perf_data(entries, seed)))
 
     def describe(self) -> list[str]:
@@ -186,12 +177,6 @@ class ModelInputs(Record):
     def fingerprint_dict(self) -> dict[str, Any]:
         """What decides the data sent, for the plan fingerprint."""
         return {"rules": [r.to_dict() for r in self.rules], "dims_note": self.dims_note}
-
-
-def _numpy_dtype(triton_dtype: str) -> str:
-    from tritonlab.models.inspect import TRITON_TO_NUMPY
-
-    return TRITON_TO_NUMPY[triton_dtype]
 
 
 def _generate(
@@ -232,29 +217,13 @@ def _derived_rule(
             )
         return InputRule(name, dtype, shape, "positions", "named like position ids")
     if bound is not None and is_int:
-        rows, gather = bound
-        return InputRule(
-            name,
-            dtype,
-            shape,
-            "int_range",
-            f"indexes the {rows}-row table of Gather '{gather}'",
-            0,
-            rows,
-        )
+        reason = f"indexes the {bound[0]}-row table of Gather '{bound[1]}'"
+        return InputRule(name, dtype, shape, "int_range", reason, 0, bound[0])
     if dtype == "TYPE_BOOL":
         return InputRule(name, dtype, shape, "random_bool", "boolean input")
     if is_int:
-        low, high = SAFE_INT_RANGE
-        return InputRule(
-            name,
-            dtype,
-            shape,
-            "int_range",
-            "integer input that indexes no table: a small non-negative range",
-            low,
-            high,
-        )
+        reason = "integer input that indexes no table: a small non-negative range"
+        return InputRule(name, dtype, shape, "int_range", reason, *SAFE_INT_RANGE)
     return InputRule(name, dtype, shape, "normal", "float input")
 
 
@@ -265,8 +234,7 @@ def derive_inputs(
     dynamic_source: str = "tritonlab's default; set with --shape",
     input_data: Path | None = None,
 ) -> ModelInputs:
-    """Concrete shapes and value rules for every input of ``info``'s graph (of its config, for
-    a model of a user's repository that is not an ONNX graph)."""
+    """Concrete shapes and value rules for every input of ``info``'s graph (or of its config)."""
     import onnx
 
     bounds: dict[str, tuple[int, str]] = {}
@@ -332,17 +300,7 @@ def _user_inputs(
                     f"{spec.numpy_dtype}; save it as {spec.numpy_dtype}"
                 )
             samples[spec.name] = stack = stack.astype(spec.numpy_dtype)
-        low = float(stack.min()) if stack.size else 0.0
-        high = float(stack.max()) if stack.size else 0.0
-        rules.append(
-            InputRule(
-                spec.name,
-                spec.triton_dtype,
-                shape,
-                "user",
-                f"{len(stack)} sample(s) from {path.name}",
-                low,
-                high,
-            )
-        )
+        low, high = (float(stack.min()), float(stack.max())) if stack.size else (0.0, 0.0)
+        reason = f"{len(stack)} sample(s) from {path.name}"
+        rules.append(InputRule(spec.name, spec.triton_dtype, shape, "user", reason, low, high))
     return ModelInputs(tuple(rules), info.batched, f"shapes from {path.name}", samples)

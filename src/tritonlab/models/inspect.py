@@ -65,26 +65,22 @@ class OnnxModelInfo:
 
     @property
     def origin(self) -> OnnxFile | RepositorySource:
-        """Where the model comes from, answering what differs between a file and a model of a
-        user's repository (``models/source.py``)."""
+        """Where the model comes from: a file or a model of a user's repository (``source.py``)."""
         return self.source or OnnxFile(self.path)
 
     @property
     def runs_onnx(self) -> bool:
-        """Whether ``path`` is an ONNX graph onnxruntime can run in-process (the reference
-        check, the operator profile, the in-process timings)."""
+        """Whether ``path`` is an ONNX graph onnxruntime can run in-process."""
         return self.origin.runs_onnx
 
 
-def _dims(value_info: object) -> list[int | str]:
+def value_dims(value_info: object) -> list[int | str]:
+    """A graph tensor's dims: an int, or the symbolic name ('?' if unnamed)."""
     shape = value_info.type.tensor_type.shape  # type: ignore[attr-defined]
-    out: list[int | str] = []
-    for dim in shape.dim:
-        if dim.HasField("dim_value") and dim.dim_value > 0:
-            out.append(int(dim.dim_value))
-        else:
-            out.append(dim.dim_param or "?")
-    return out
+    return [
+        int(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0 else d.dim_param or "?"
+        for d in shape.dim
+    ]
 
 
 def _spec(value_info: object, batched: bool, kind: str) -> TensorSpec:
@@ -110,9 +106,7 @@ def _spec(value_info: object, batched: bool, kind: str) -> TensorSpec:
             f"{kind} '{name}' has element type {type_name}, which tritonlab cannot serve; "
             f"convert it to one of {supported}"
         )
-    dims = _dims(value_info)
-    if batched:
-        dims = dims[1:]
+    dims = value_dims(value_info)[1 if batched else 0 :]
     triton_dims = tuple(d if isinstance(d, int) else -1 for d in dims)
     return TensorSpec(name, _ONNX_TO_TRITON[elem_type][0], triton_dims)
 
@@ -140,7 +134,7 @@ def inspect_onnx(path: Path) -> OnnxModelInfo:
         raise ModelError(f"{path} has no inputs; tritonlab needs at least one graph input")
 
     every = [*graph_inputs, *graph.output]
-    leading = [_dims(vi)[:1] for vi in every]
+    leading = [value_dims(vi)[:1] for vi in every]
     batched = all(lead and isinstance(lead[0], str) for lead in leading)
     inputs = tuple(_spec(vi, batched, "input") for vi in graph_inputs)
     outputs = tuple(_spec(vi, batched, "output") for vi in graph.output)

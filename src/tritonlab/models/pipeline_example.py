@@ -3,35 +3,19 @@
 ``write_pipeline_repository(root)`` lays out an image classifier the way it is deployed in
 practice: raw camera frames in, the k most likely classes out.
 
-``preprocess`` (Python backend)
-    ``IMAGE`` uint8 [batch, H, W, 3] -> ``PIXELS`` float32 [batch, 3, S, S]: bilinear resize,
-    scale to [0, 1], ImageNet mean/std, HWC -> CHW (:mod:`~tritonlab.models.pipeline_steps.
-    preprocess`).
-``cnn`` (``backend: "onnxruntime"``)
-    ``image`` float32 [batch, 3, S, S] -> ``logits`` [batch, classes]: ``resnet18_cnn``
-    (:mod:`tritonlab.models.resnet18`, S = 224, 1000 classes, needs PyTorch to export) or
-    ``tiny`` (:mod:`tritonlab.models.tiny_cnn`, S = 32, 10 classes, no PyTorch; for tests).
-``postprocess`` (Python backend)
-    ``LOGITS`` float32 [batch, classes] -> ``TOPK_IDS`` int64 and ``TOPK_SCORES`` float32
-    [batch, k]: softmax, the k largest, descending.
-``pipeline`` (``platform: "ensemble"``)
-    ``IMAGE`` -> ``TOPK_IDS``, ``TOPK_SCORES``: the three steps chained by Triton's ensemble
-    scheduler.
-``pipeline_bls`` (Python backend)
-    The same chain as one Python model calling the three through BLS.
+- ``preprocess`` (Python): ``IMAGE`` uint8 [batch, H, W, 3] -> ``PIXELS`` float32
+  [batch, 3, S, S] (bilinear resize, ImageNet normalisation, HWC -> CHW);
+- ``cnn`` (onnxruntime): ``image`` -> ``logits`` [batch, classes]: ``resnet18_cnn`` (S = 224,
+  1000 classes, needs PyTorch to export) or ``tiny`` (S = 32, 10 classes; for tests);
+- ``postprocess`` (Python): ``LOGITS`` -> ``TOPK_IDS`` int64 and ``TOPK_SCORES`` float32
+  [batch, k] (softmax, the k largest, descending);
+- ``pipeline`` (ensemble) chains the three; ``pipeline_bls`` (Python) calls them through BLS.
 
-Every ``config.pbtxt`` is built as a dict and written through Triton's protobuf schema. The
-Python models are copies of the static files in :mod:`tritonlab.models.pipeline_steps`; nothing
-of the caller's reaches code (the sizes reach only the configurations, which the step models
-read at load time). The same ``preprocess``/``postprocess`` functions and an onnxruntime session
-compute ``reference.npz``: a few frames and what each step must answer for them.
-
-Where the reference lives
-    ``<root>/reference.npz``, next to the model folders (and the ``.tritonlab-pipeline`` marker
-    beside it). tritonserver 2.51 builds its model index from the root's sub-folders only and
-    skips plain files, in the default (poll-less ``none``) and in explicit model control alike
-    (verified: both files present, every model loads READY and the index lists only the five
-    models), so the repository and its reference travel as one folder.
+The Python models are copies of the static files in :mod:`tritonlab.models.pipeline_steps`:
+nothing of the caller's reaches code (the sizes reach only the configurations). The same step
+functions and an onnxruntime session compute ``<root>/reference.npz``, beside the model folders:
+tritonserver 2.51 indexes the root's sub-folders only and skips plain files (verified), so the
+repository and its reference travel as one folder.
 """
 
 from __future__ import annotations
@@ -128,11 +112,6 @@ class PipelineRepository:
     step_models = STEP_MODELS
 
     @property
-    def input_shape(self) -> tuple[int, int, int]:
-        """One frame's shape, [H, W, 3] (the batch axis comes first in a request)."""
-        return (*self.image_hw, 3)
-
-    @property
     def models_to_load(self) -> tuple[str, ...]:
         """Every model, called ones first: the order to load them in explicit model control."""
         return (*STEP_MODELS, ENSEMBLE_MODEL, BLS_MODEL)
@@ -183,8 +162,7 @@ class PipelineReference:
 
 
 def reference_images(count: int, image_hw: tuple[int, int], seed: int) -> npt.NDArray[np.uint8]:
-    """``count`` camera-like uint8 frames [count, H, W, 3]: smooth colour fields (a coarse random
-    grid resized up) with a little sensor noise, from ``seed``."""
+    """``count`` camera-like uint8 frames [count, H, W, 3] (smooth colours, a little noise)."""
     rng = np.random.default_rng(seed)
     coarse = rng.integers(0, 256, size=(count, 6, 8, 3), dtype=np.uint8)
     smooth = preprocess.resize_bilinear(coarse, *image_hw)
@@ -326,15 +304,11 @@ def write_pipeline_repository(
     max_batch_size: int = 8,
     seed: int = ZOO_SEED,
 ) -> PipelineRepository:
-    """Write the pipeline's model repository into ``root`` (a folder it creates) and its
-    reference answer into ``root/reference.npz``; return where everything went.
-
-    ``cnn`` is ``"resnet18_cnn"`` (needs PyTorch to export; ~47 MB) or ``"tiny"``. ``seed`` fixes
-    the CNN's weights and the reference frames. Refused (``ConfigError``, nothing written) when
-    ``root`` is a non-empty folder this function did not write; one it wrote is rewritten.
-    """
+    """Write the pipeline's repository and ``reference.npz`` into ``root``; a non-empty folder this
+    function did not write is refused (nothing written), one it wrote is rewritten."""
     spec = _checked(cnn, image_hw, top_k, max_batch_size)
     image_hw = (image_hw[0], image_hw[1])
+    gateway.open_root(root)
     settings = {
         "what": "pipeline_example",
         "cnn": cnn,
@@ -343,7 +317,6 @@ def write_pipeline_repository(
         "max_batch_size": max_batch_size,
         "seed": seed,
     }
-    gateway.open_root(root)
     _claim(root, settings)
     for name, config in model_configs(spec, image_hw, top_k, max_batch_size).items():
         gateway.mkdir(root / name / MODEL_VERSION)
@@ -355,8 +328,7 @@ def write_pipeline_repository(
     onnx_path = root / CNN_MODEL / MODEL_VERSION / "model.onnx"
     gateway.write_file(onnx_path, lambda path: spec.write_onnx(path, seed))
     images = reference_images(min(REFERENCE_BATCH, max_batch_size), image_hw, seed)
-    reference_path = root / REFERENCE_FILE
-    compute_reference(images, onnx_path, spec.pixels, top_k).save(reference_path)
+    compute_reference(images, onnx_path, spec.pixels, top_k).save(root / REFERENCE_FILE)
     return PipelineRepository(
         root=root,
         cnn=cnn,
@@ -366,5 +338,5 @@ def write_pipeline_repository(
         top_k=top_k,
         max_batch_size=max_batch_size,
         seed=seed,
-        reference_path=reference_path,
+        reference_path=root / REFERENCE_FILE,
     )

@@ -43,8 +43,7 @@ def _failing_node(error: str) -> str:
 
 
 def reshape_sizes(info: OnnxModelInfo) -> list[int]:
-    """The positive integers of the graph's Reshape targets (initializers or Constant nodes),
-    the most frequent first: where a traced size is recorded."""
+    """The positive integers of the graph's Reshape targets, the most frequent first."""
     import onnx
     from onnx import numpy_helper
 
@@ -106,8 +105,7 @@ def probe_inputs(info: OnnxModelInfo, inputs: ModelInputs, sized_by_user: bool) 
 def checked_inputs(
     info: OnnxModelInfo, shape_args: list[str] | None = None, input_data: Path | None = None
 ) -> ModelInputs:
-    """What every request carries (``derive_inputs`` from the ``--shape`` arguments and the
-    ``--input-data`` file), probed in-process before any server starts (``probe_inputs``)."""
+    """What every request carries (``--shape``, ``--input-data``), probed in-process first."""
     shapes = parse_shape_args(shape_args or [])
     inputs = derive_inputs(info, shapes, input_data=input_data)
     if not info.runs_onnx:

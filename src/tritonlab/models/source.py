@@ -29,7 +29,6 @@ KIND_ONNX = "onnx"
 KIND_PYTHON = "python"
 KIND_BLS = "bls"
 KIND_ENSEMBLE = "ensemble"
-SOURCE_KINDS = (KIND_ONNX, KIND_PYTHON, KIND_BLS, KIND_ENSEMBLE)
 _KIND_WORDS = {
     KIND_ONNX: "an ONNX model",
     KIND_PYTHON: "a Python-backend model",
@@ -55,8 +54,7 @@ def file_sha256(path: Path) -> str:
 
 @dataclass(frozen=True)
 class OnnxFile:
-    """A model given as one ONNX file (``tritonlab run model.onnx``, or a built-in model
-    exported into the run folder): served from a repository tritonlab writes."""
+    """A model given as one ONNX file, served from a repository tritonlab writes."""
 
     path: Path
     kind: ClassVar[str] = "onnx file"
@@ -92,15 +90,10 @@ class OnnxFile:
 
 @dataclass(frozen=True)
 class RepositorySource(Record):
-    """A model of a user's Triton repository, read as it is (the repository is never written).
-
-    ``tuned`` is the model whose knobs the variants change: the measured model itself, or, for
-    an ensemble, the step named by ``--step`` or found to bind; ``tuned_backend`` is its
-    backend (``python``, ``onnxruntime`` or ``openvino``). ``called`` are the models the
-    measured one calls, in order (an ensemble's steps, a BLS model's callees); ``needed`` every
-    model the measured one needs loaded, its own name last. As a manifest stores it, ``root``
-    is its ``repository`` entry (the path as given) and ``reference`` the file's name only.
-    """
+    """A model of a user's Triton repository, read as it is (never written): ``tuned`` is the
+    model whose knobs the variants change (itself, or an ensemble's step), ``called`` the models
+    it calls in order, ``needed`` every model it needs loaded, its own name last. A manifest
+    stores ``root`` as its ``repository`` entry and ``reference`` by the file's name only."""
 
     root: Annotated[Path, Field(alias="repository")]
     model: str
@@ -121,13 +114,11 @@ class RepositorySource(Record):
         return self.kind == KIND_ONNX
 
     def stored_name(self, path: Path) -> str:
-        """The model file (``path``: its ONNX file or ``config.pbtxt``) as the manifest names
-        it, under the model's folder."""
+        """The model file (its ONNX file or ``config.pbtxt``), under the model's folder."""
         return f"{self.model}/{path.name}"
 
     def sha256(self) -> str:
-        """The digest of what is served: every file of every model folder the model needs
-        (names and contents, in a fixed order)."""
+        """The digest of every file (names and contents) of every folder the model needs."""
         digest = hashlib.sha256()
         for name in sorted(self.needed):
             for file in sorted(p for p in (self.root / name).rglob("*") if p.is_file()):

@@ -28,9 +28,7 @@ ONNX_OPSET = 17
 @dataclass(frozen=True)
 class VerifyCase:
     """One verification input: the feeds, and per output a boolean mask of what to compare.
-
-    Outputs without a mask are compared everywhere; a mask broadcasts to the output's shape.
-    """
+    Outputs without a mask are compared everywhere; a mask broadcasts to the output's shape."""
 
     feeds: Mapping[str, np.ndarray[Any, Any]]
     compare: Mapping[str, np.ndarray[Any, Any]] = field(default_factory=dict)
@@ -56,13 +54,9 @@ def export_verified(
     tolerance_rel: float,
     batch_sizes: tuple[int, ...],
 ) -> ExportCheck:
-    """Export ``model`` (eval mode) to ``onnx_path`` and compare ORT with PyTorch on ``cases``.
-
-    Inputs are passed positionally in ``example``'s order. The tolerance is relative to the
-    largest |PyTorch output| over all cases (at least 1), and ``ExportCheck.tolerance_abs``
-    holds the resulting absolute bound. The file is written through the gateway (a new file, then a
-    rename), so a failed export leaves no half-written model. Raises ``ModelError`` on a mismatch.
-    """
+    """Export ``model`` (eval mode) to ``onnx_path`` and compare ORT with PyTorch on ``cases``
+    (inputs passed positionally in ``example``'s order), within ``tolerance_rel`` of the largest
+    |PyTorch output| (at least 1); ``ModelError`` on a mismatch."""
     require_torch()
     import onnxruntime as ort
     import torch

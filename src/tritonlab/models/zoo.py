@@ -1,24 +1,10 @@
 """The built-in models ``tritonlab demo --model NAME`` can export: the registry.
 
-Three models, from cheap to heavy, all float32, random weights from a fixed seed, exported with
-PyTorch's TorchScript exporter (ONNX opset 17) and checked against onnxruntime
-(:mod:`tritonlab.models.torch_export`):
-
-``simple_mlp``
-    The original demo MLP (see :mod:`tritonlab.models.demo`), unchanged.
-``resnet18_cnn``
-    A ResNet-18-shaped CNN (:mod:`tritonlab.models.resnet18`): image float32
-    [batch, 3, 224, 224] -> logits [batch, 1000].
-``bert_encoder``
-    A BERT-style encoder in the shape of MiniLM-L6-H384 (:mod:`tritonlab.models.bert_encoder`):
-    int64 ``input_ids``/``attention_mask``/``token_type_ids`` [batch, sequence] ->
-    ``last_hidden_state`` and ``pooler_output``.
-
-Weights
-    Every weight comes from ``torch.manual_seed(seed)`` and PyTorch's CPU generator, never from
-    data or from a forward pass, so two exports with the same seed are bit-identical files.
-
-PyTorch is imported lazily: it is only needed to export these models, not to serve or measure.
+From cheap to heavy: ``simple_mlp`` (:mod:`tritonlab.models.demo`), ``resnet18_cnn``
+(:mod:`tritonlab.models.resnet18`) and ``bert_encoder`` (:mod:`tritonlab.models.bert_encoder`),
+all float32, exported at ONNX opset 17 and checked against onnxruntime. Every weight comes from
+``torch.manual_seed(seed)``, never from data, so two exports with the same seed are
+bit-identical. PyTorch is imported lazily: only exporting needs it.
 """
 
 from __future__ import annotations

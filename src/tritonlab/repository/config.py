@@ -29,16 +29,12 @@ MODEL_FILENAME = "model.onnx"
 
 
 def _tensor(spec: TensorSpec) -> dict[str, Any]:
+    tensor: dict[str, Any] = {"name": spec.name, "data_type": spec.triton_dtype}
     if not spec.dims:
         # One value per sample ([batch] in the graph): Triton needs at least one dim, so the
         # tensor is declared [1] and reshaped to the graph's [] (the standard Triton idiom).
-        return {
-            "name": spec.name,
-            "data_type": spec.triton_dtype,
-            "dims": [1],
-            "reshape": {"shape": []},
-        }
-    return {"name": spec.name, "data_type": spec.triton_dtype, "dims": list(spec.dims)}
+        return tensor | {"dims": [1], "reshape": {"shape": []}}
+    return tensor | {"dims": list(spec.dims)}
 
 
 # The config.pbtxt fields the model (not a knob) decides; with the knobs' sections
@@ -58,9 +54,8 @@ OWNED_SECTIONS = MODEL_SECTIONS | {
 
 
 def override_problem(overrides: dict[str, Any]) -> str | None:
-    """Why ``overrides`` (ModelConfig sections in protobuf JSON) cannot pass through to
-    ``config.pbtxt``, as ``section: what to change``; None when each is a field of Triton's
-    schema tritonlab does not write, with a value the schema accepts."""
+    """Why ``overrides`` (ModelConfig sections, protobuf JSON) cannot pass through, as ``section:
+    what to change``; None when each is a field tritonlab does not write, valid in the schema."""
     fields = ModelConfig.DESCRIPTOR.fields_by_name
     for section, value in overrides.items():
         if section in OWNED_SECTIONS:
@@ -76,11 +71,8 @@ def override_problem(overrides: dict[str, Any]) -> str | None:
 
 
 def knob_sections(variant: ServingVariant, batched: bool = True) -> dict[str, Any]:
-    """The sections of ``config.pbtxt`` the knobs set (protobuf JSON): the batch ceiling, the
-    instance group, the dynamic batcher, the backend and its parameters, and what the knob
-    table adds (``config_additions``), then the variant's ``config_overrides`` as given. A
-    repository's variants are the user's config with these sections changed where a knob
-    changes them (``user_repo.patched_config``)."""
+    """The sections of ``config.pbtxt`` the knobs set (protobuf JSON), then the variant's
+    ``config_overrides`` as given (``user_repo.patched_config`` changes a user's config there)."""
     config: dict[str, Any] = {
         "backend": variant.backend,
         "max_batch_size": variant.max_batch_size if batched else 0,
@@ -139,14 +131,12 @@ def config_to_text(config: model_config_pb2.ModelConfig) -> str:
 
 
 def write_config(config: model_config_pb2.ModelConfig, path: Path) -> None:
-    """Write ``config.pbtxt`` through the gateway (a new file, then a rename: never through a
-    link or a name another file shares)."""
+    """Write ``config.pbtxt`` through the gateway (a new file, then a rename)."""
     gateway.write_text(path, config_to_text(config))
 
 
 def parse_config_text(text: str, source: str = "config.pbtxt") -> model_config_pb2.ModelConfig:
-    """Parse ``config.pbtxt`` text into a ``ModelConfig``; a syntax error is a ``ConfigError``
-    naming ``source``."""
+    """Parse ``config.pbtxt`` text into a ``ModelConfig`` (``ConfigError`` naming ``source``)."""
     config = ModelConfig()
     try:
         text_format.Parse(text, config)

@@ -43,8 +43,7 @@ ConfigRead = Callable[[dict[str, Any], str], Any]
 # an NGC container read the same keys: onnxruntime's intra_op_thread_count, and OpenVINO's
 # properties INFERENCE_NUM_THREADS / NUM_STREAMS / INFERENCE_PRECISION_HINT).
 THREADS_PARAMETER = {"onnxruntime": "intra_op_thread_count", "openvino": "INFERENCE_NUM_THREADS"}
-# The backends a knob applies to unless its entry says otherwise: the Python-based model
-# backends and Triton's Python backend (a user's model.py).
+# The backends a knob applies to by default: the model backends and Triton's Python backend.
 ALL_BACKENDS = (*MODEL_BACKENDS, PYTHON_BACKEND)
 
 
@@ -120,10 +119,6 @@ def _cache_server_args(variants: Sequence[ServingVariant]) -> tuple[str, ...]:
     return ()
 
 
-def _cache_config(v: ServingVariant) -> dict[str, Any]:
-    return {"response_cache": {"enable": True}} if v.response_cache else {}
-
-
 def _batcher(config: dict[str, Any]) -> dict[str, Any]:
     section = config.get("dynamic_batching")
     return section if isinstance(section, dict) else {}
@@ -183,9 +178,8 @@ def _plain_choice_knob(
     change: Change,
     read: ConfigRead,
 ) -> Knob:
-    """A plain choice knob: one of ``choices``, named ``name`` in the plan file, on the variant
-    and in a recommendation, its slug the value itself where it differs from the baseline's
-    (``instance_kind``, a choice with a shortened slug, is written out)."""
+    """A choice knob named ``name`` in the plan file, on the variant and in a recommendation, its
+    slug the value itself where it differs from the baseline's."""
     return Knob(
         name,
         name,
@@ -375,7 +369,7 @@ KNOBS: tuple[Knob, ...] = (
             "and what does it cost where a request is not in the cache?"
         ),
         plot_family=True,
-        config=_cache_config,
+        config=lambda v: {"response_cache": {"enable": True}} if v.response_cache else {},
         server_args=_cache_server_args,
         # Held, never moved: perf_analyzer cycles through a few samples, so a cache would
         # always win on traffic that is not the user's.
@@ -432,8 +426,7 @@ def describe_change(field_name: str, before: ServingVariant, after: ServingVaria
 
 
 def merge_sections(base: dict[str, Any], additions: dict[str, Any]) -> dict[str, Any]:
-    """``base`` with ``additions``; a section both hold as a dict (e.g. ``dynamic_batching``)
-    keeps the settings of both."""
+    """``base`` with ``additions``; a dict section both hold keeps the settings of both."""
     merged = dict(base)
     for key, value in additions.items():
         held = merged.get(key)
@@ -442,8 +435,7 @@ def merge_sections(base: dict[str, Any], additions: dict[str, Any]) -> dict[str,
 
 
 def config_additions(v: ServingVariant) -> dict[str, Any]:
-    """What the knobs add to ``config.pbtxt`` (protobuf JSON) beyond ``repository/config.py``;
-    two knobs that add to one section both keep their settings."""
+    """What the knobs add to ``config.pbtxt`` (protobuf JSON) beyond ``repository/config.py``."""
     additions: dict[str, Any] = {}
     for knob in KNOBS:
         if knob.config:

@@ -45,8 +45,7 @@ def place_model_file(source: Path, target: Path) -> None:
 def add_model(
     repo_dir: Path, info: OnnxModelInfo, model_name: str, variant: ServingVariant
 ) -> RepositoryModel:
-    """Write one variant of the model into ``repo_dir`` and return where it went (a model of a
-    user's repository: a patched copy of its own configuration, ``user_repo``)."""
+    """Write one variant of the model into ``repo_dir``; return where it went."""
     if info.source is not None:
         written = write_repository_variant(repo_dir, info.source, model_name, variant)
         return RepositoryModel(written.served_name, variant, written.folder, written.called)

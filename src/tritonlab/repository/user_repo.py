@@ -147,14 +147,12 @@ def check_servable(model: UserModel, native: bool) -> None:
     )
 
 
-def _tensors(config_tensors: object) -> tuple[TensorSpec, ...]:
+def _tensors(config_tensors: Any) -> tuple[TensorSpec, ...]:
     return tuple(
         TensorSpec(
-            t.name,  # type: ignore[attr-defined]
-            model_config_pb2.DataType.Name(t.data_type),  # type: ignore[attr-defined]
-            tuple(int(d) for d in t.dims),  # type: ignore[attr-defined]
+            t.name, model_config_pb2.DataType.Name(t.data_type), tuple(int(d) for d in t.dims)
         )
-        for t in config_tensors  # type: ignore[attr-defined]
+        for t in config_tensors
     )
 
 
@@ -186,13 +184,9 @@ def read_repository_model(
     native: bool = False,
     reference: Path | None = None,
 ) -> OnnxModelInfo:
-    """The model ``name`` of the repository at ``root``, described for measuring.
-
-    ``step``: for an ensemble, the step whose knobs the variants change (default: the first
-    step that is not a Python model, else the first step); ``native``: a server binary with its
-    own backends was given (``--server-bin``), so no backend is refused here; ``reference``:
-    the user's expected answers (``--reference``, an .npz).
-    """
+    """The model ``name`` of the repository at ``root``, described for measuring: ``step`` is an
+    ensemble's step to tune (``--step``), ``native`` refuses no backend (``--server-bin``),
+    ``reference`` the user's expected answers (``--reference``)."""
     if not root.is_dir():
         raise ConfigError(f"--repository {root}: not a folder; pass a Triton model repository")
     top = read_user_model(root, name)
@@ -215,7 +209,6 @@ def read_repository_model(
             raise ConfigError(f"step {tuned!r} of {name!r} is itself an ensemble; pass --step")
     elif step is not None:
         raise ConfigError(f"--step applies to an ensemble; {name!r} is a {kind} model")
-    tuned_model = models[tuned]
     inputs, outputs = _tensors(top.config.input), _tensors(top.config.output)
     path = top.onnx_file or top.folder / CONFIG_FILE
     opset = 0
@@ -235,7 +228,7 @@ def read_repository_model(
         model=name,
         kind=kind,
         tuned=tuned,
-        tuned_backend=tuned_model.backend,
+        tuned_backend=models[tuned].backend,
         called=called,
         needed=(*called, name),
         tuned_reason=reason,
@@ -257,8 +250,7 @@ def _as_dict(config: model_config_pb2.ModelConfig) -> dict[str, Any]:
 
 
 def baseline_variant(config: model_config_pb2.ModelConfig, backend: str) -> ServingVariant:
-    """The configuration the user runs, as the variant every other is one change from (each
-    knob's value read by its entry in the knob table)."""
+    """The configuration the user runs, as the variant every other is one change from."""
     if len(config.instance_group) > 1:
         raise ConfigError(
             f"model {config.name!r} has {len(config.instance_group)} instance_group entries; "
@@ -275,9 +267,7 @@ def baseline_variant(config: model_config_pb2.ModelConfig, backend: str) -> Serv
         else "no batching"
     )
     return ServingVariant(
-        "baseline",
-        f"your configuration ({batching}, count={values['instance_count']})",
-        **values,
+        "baseline", f"your configuration ({batching}, count={values['instance_count']})", **values
     )
 
 
@@ -309,10 +299,8 @@ def patched_config(
     baseline: ServingVariant,
     served_name: str,
 ) -> model_config_pb2.ModelConfig:
-    """The user's ``config`` with ``variant``'s knobs where they differ from ``baseline`` (the
-    config as given), served as ``served_name``: a section of ``config.pbtxt`` changes only
-    where the knobs' sections (``knob_sections``) differ, and within it only the keys they set;
-    everything else stays as the user wrote it."""
+    """The user's ``config`` served as ``served_name`` with ``variant``'s knobs where they differ
+    from ``baseline``: only the keys the knobs set change, the rest stays as written."""
     user = _as_dict(config)
     before, after = knob_sections(baseline), knob_sections(variant)
     for section in sorted(set(before) | set(after)):
@@ -332,9 +320,8 @@ def patched_config(
 
 
 def _place_tree(source: Path, target: Path) -> None:
-    """Copy a model folder into the run's repository through the gateway, replacing an earlier
-    copy: ``config.pbtxt`` (rewritten for the variant) is copied, every other file (weights,
-    ``model.py``: only read) hard-linked where possible. The user's folder is only read."""
+    """Copy a model folder into the run's repository: ``config.pbtxt`` (rewritten for the variant)
+    copied, every other file (only read) hard-linked where possible."""
     gateway.copy_tree_in(source, target, link=lambda path: path.name != CONFIG_FILE)
 
 
@@ -350,9 +337,7 @@ class WrittenVariant:
 def served_names(
     source: RepositorySource, model_name: str, variant: ServingVariant
 ) -> tuple[str, str]:
-    """The names ``variant`` of a repository model is served under: the measured model's, and
-    the tuned model's (the same, or an ensemble's step renamed for the variant; the baseline's
-    step keeps its own name)."""
+    """The names ``variant`` is served under: the measured model's and the tuned model's."""
     served = variant_model_name(model_name, variant)
     if source.tuned == source.model:
         return served, served
@@ -362,18 +347,15 @@ def served_names(
 def write_repository_variant(
     repo_dir: Path, source: RepositorySource, model_name: str, variant: ServingVariant
 ) -> WrittenVariant:
-    """Write ``variant`` of the repository model ``source`` describes into ``repo_dir`` (the
-    run folder's repository): the tuned model as a patched copy of its config, an ensemble with
-    its tuned step renamed for the variant, and every other needed model copied as it is."""
+    """Write ``variant`` of the repository model into ``repo_dir``: the tuned model's config
+    patched, an ensemble's tuned step renamed, every other needed model copied."""
     models = {n: read_user_model(source.root, n) for n in source.needed}
     tuned = models[source.tuned]
     baseline = baseline_variant(tuned.config, source.tuned_backend)
     served, tuned_served = served_names(source, model_name, variant)
     gateway.mkdir(repo_dir)
-    called: list[tuple[str, str]] = []
+    called = tuple((n, tuned_served if n == source.tuned else n) for n in source.called)
     for name in source.called:
-        target = tuned_served if name == source.tuned else name
-        called.append((name, target))
         if name != source.tuned and not (repo_dir / name).exists():
             _place_tree(models[name].folder, repo_dir / name)
     _place_tree(tuned.folder, repo_dir / tuned_served)
@@ -393,4 +375,4 @@ def write_repository_variant(
             config.max_batch_size = variant.max_batch_size  # no step may batch less
         _place_tree(top.folder, repo_dir / served)
         write_config(config, repo_dir / served / CONFIG_FILE)
-    return WrittenVariant(served, repo_dir / served, tuple(called))
+    return WrittenVariant(served, repo_dir / served, called)

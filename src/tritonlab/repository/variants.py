@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from tritonlab.errors import ConfigError
@@ -51,11 +52,9 @@ class ServingVariant(Record):
     # The backend that runs model.onnx, and the precision it computes in.
     backend: str = later(DEFAULT_BACKEND)
     precision: str = later(DEFAULT_PRECISION)
-    # Triton's response cache (``response_cache { enable: true }``): a repeated request is
-    # answered from the server's cache without running the model.
+    # Triton's response cache: a repeated request is answered without running the model.
     response_cache: bool = later(False)
-    # The dynamic batcher returns responses in the order the requests came in
-    # (``dynamic_batching { preserve_ordering: true }``).
+    # The dynamic batcher answers in request order (``dynamic_batching.preserve_ordering``).
     preserve_ordering: bool = later(False)
     # An A/A control: the baseline's configuration again under another name. Its difference
     # from the baseline is the run's noise floor; it is never a candidate or explained.
@@ -145,32 +144,15 @@ class ServingVariant(Record):
 
 def seed_comparison_variants(max_batch_size: int = DEFAULT_MAX_BATCH_SIZE) -> list[ServingVariant]:
     """The seed's four configurations: a baseline and three single-variable changes."""
+    plain = partial(ServingVariant, max_batch_size=max_batch_size)
+    batching = partial(plain, dynamic_batching=True)
     return [
-        ServingVariant(
-            "baseline", "baseline (no batching, count=1)", max_batch_size=max_batch_size
+        plain("baseline", "baseline (no batching, count=1)"),
+        batching("batch_5ms_x1", "batching (5 ms, count=1)", max_queue_delay_us=5000),
+        batching(
+            "batch_5ms_x2", "batching (5 ms, count=2)", max_queue_delay_us=5000, instance_count=2
         ),
-        ServingVariant(
-            "batch_5ms_x1",
-            "batching (5 ms, count=1)",
-            dynamic_batching=True,
-            max_queue_delay_us=5000,
-            max_batch_size=max_batch_size,
-        ),
-        ServingVariant(
-            "batch_5ms_x2",
-            "batching (5 ms, count=2)",
-            dynamic_batching=True,
-            max_queue_delay_us=5000,
-            max_batch_size=max_batch_size,
-            instance_count=2,
-        ),
-        ServingVariant(
-            "batch_0ms_x1",
-            "batching (0 ms, count=1)",
-            dynamic_batching=True,
-            max_queue_delay_us=0,
-            max_batch_size=max_batch_size,
-        ),
+        batching("batch_0ms_x1", "batching (0 ms, count=1)", max_queue_delay_us=0),
     ]
 
 

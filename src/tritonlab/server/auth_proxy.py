@@ -8,28 +8,17 @@ a log, in the environment of no child (tritonserver, the Python backend stubs th
 model's ``model.py``, perf_analyzer: ``procenv.child_environment``), and never sent to a Ray
 node.
 
-- HTTP/REST (``proxy_http``): a request is judged on its request line and headers before any
-  of its body is read. Its path must be in normal form (no %-escapes, ``.``, ``..``, ``//``;
-  else 400); every path but ``/v2/health/live`` and ``/v2/health/ready`` needs the header
-  ``tritonlab-key: <key>`` (compared in constant time; else 401, and nothing reaches Triton);
-  the header is removed before the request is forwarded. Bodies are capped (``--max-request-mib``,
-  64 MiB by default: 413 above it, before reading); a Content-Length that is not one decimal
-  number (``-1``), or both framings at once: 400. A chunked body is read here, up to the cap,
-  and forwarded with a Content-Length: no chunked stream reaches tritonserver. Reads time out:
-  a request line and headers not in within 30 s (also an idle keep-alive connection) are cut;
-  a body read that waits 30 s gets 408, and a whole body gets 60 s plus 1 s per 256 KiB. At
-  most 64 connections are served at once (the next gets 503 and is closed).
-- gRPC (``proxy_grpc``): every call but ``ServerLive`` and ``ServerReady`` needs the metadata
-  ``tritonlab-key`` (else ``UNAUTHENTICATED``); only Triton's known methods are forwarded, as raw
-  bytes; messages are capped at the same size; at most 64 calls at once.
-- Admin endpoints, with a valid key too, are refused (HTTP 403, gRPC ``PERMISSION_DENIED``)
-  unless ``serve --open-admin-api``: model control (``/v2/repository/...``: loading a Python
-  model with file overrides runs its code as the tritonlab user), shared memory
-  (``/v2/systemsharedmemory``, ``/v2/cudasharedmemory``), trace (``/v2/trace``,
-  ``/v2/models/*/trace``) and logging (``/v2/logging``). Even when opened, a system
-  shared-memory registration whose key names the Python backend's own regions is refused.
-- Error messages that name the Python backend's internal shared-memory regions
-  (``triton_python_backend_shm_region_*``) are replaced by a generic one, HTTP and gRPC.
+- HTTP/REST (``proxy_http``) and gRPC (``proxy_grpc``): every request but health's needs the
+  key (``tritonlab-key``, compared in constant time; removed before forwarding), judged before
+  any of its body is read. HTTP paths must be in normal form; bodies are capped
+  (``--max-request-mib``, 64 MiB by default), a chunked body is read here and forwarded with a
+  Content-Length; reads time out (30 s for headers and each body read); at most 64 connections
+  (gRPC: calls) at once. gRPC forwards only Triton's known methods, as raw bytes.
+- Admin endpoints (model control, shared memory, trace, logging: ``proxy_rules``), with a valid
+  key too, are refused unless ``serve --open-admin-api``: loading a Python model with file
+  overrides runs its code as the tritonlab user. Even when opened, a shared-memory registration
+  whose key names the Python backend's own regions is refused, and error messages that name
+  those regions are replaced by a generic one.
 
 Against the bundled server's August 2025 advisories (fixed in Triton 25.07, not in 2.51.0): the
 chunked-encoding stack overflow (CVE-2025-23310/23311) is out of a remote client's reach, since
@@ -86,8 +75,7 @@ class Exposure:
 
 
 class AuthProxy:
-    """Listens where ``exposure`` says and forwards requests that carry its key to the loopback
-    server at ``upstream_http`` / ``upstream_grpc``."""
+    """Forwards requests that carry the exposure's key to the loopback server."""
 
     def __init__(self, exposure: Exposure, upstream_http: str, upstream_grpc: str) -> None:
         self.exposure = exposure
@@ -97,10 +85,7 @@ class AuthProxy:
         self._forwarder: GrpcForwarder | None = None
 
     def start(self) -> AuthProxy:
-        """Start the HTTP and gRPC listeners in background threads; return ``self``.
-
-        ``OSError`` (or gRPC's ``RuntimeError``) when a port cannot be bound.
-        """
+        """Start the HTTP and gRPC listeners in background threads; return ``self``."""
         import grpc
 
         where = self.exposure

@@ -21,8 +21,7 @@ def _server_us(delta: ServerStatsDelta) -> float:
 
 @dataclass(frozen=True)
 class CalledModelStats:
-    """One called model over the window: its name in the user's repository, the name it was
-    served under, what the server did for it, and its share of the called models' time."""
+    """One called model over the window: its names, statistics and share of the called time."""
 
     name: str
     served_name: str
@@ -52,8 +51,7 @@ class CalledWindow:
 
     @property
     def binding(self) -> CalledModelStats | None:
-        """The called model with the largest share of the server time; None where no server
-        time was seen, or the counters are inconsistent."""
+        """The called model with the largest share of server time (None: none, or inconsistent)."""
         if not self.consistent or not any(m.server_us > 0 for m in self.models):
             return None
         return max(self.models, key=lambda m: m.server_time_share)
@@ -72,8 +70,7 @@ def called_window(
     before: Mapping[str, StatsSnapshot],
     after: Mapping[str, StatsSnapshot],
 ) -> CalledWindow:
-    """The window of the ``called`` models ((name in the repository, served name) pairs) from
-    snapshots by served name taken before and after it."""
+    """The window of the ``called`` (name, served name) models, from snapshots by served name."""
     deltas = {name: stats_delta(before[served], after[served]) for name, served in called}
     shares = server_time_shares(deltas)
     return CalledWindow(

@@ -29,12 +29,7 @@ def one_line(message: str) -> str:
 class ServerEndpoint:
     """Addresses of a server (``host:port`` for HTTP and gRPC) and the calls made to it."""
 
-    def __init__(
-        self,
-        http_url: str,
-        grpc_url: str,
-        metrics_url: str | None = None,
-    ) -> None:
+    def __init__(self, http_url: str, grpc_url: str, metrics_url: str | None = None) -> None:
         self.http_url = http_url
         self.grpc_url = grpc_url
         self.metrics_url = metrics_url
@@ -64,11 +59,10 @@ class ServerEndpoint:
             yield
         except InferenceServerException as exc:
             raise self._failed(what, one_line(exc.message() or str(exc))) from exc
-        except (OSError, TimeoutError) as exc:
-            raise self._failed(what, f"{type(exc).__name__}: {exc}") from exc
         except Exception as exc:
-            # geventhttpclient raises its own types for resets and timeouts
-            if type(exc).__module__.startswith(("gevent", "geventhttpclient", "grpc")):
+            # an OSError (timeouts too), or geventhttpclient's own types for resets and timeouts
+            gevent = type(exc).__module__.startswith(("gevent", "geventhttpclient", "grpc"))
+            if isinstance(exc, OSError) or gevent:
                 raise self._failed(what, f"{type(exc).__name__}: {exc}") from exc
             raise
 

@@ -16,12 +16,8 @@ from tritonlab.server.process import LOOPBACK_HOSTS, ServerPorts, TritonServer
 
 @dataclass(frozen=True)
 class ServerOptions:
-    """Where the server comes from and where it listens.
-
-    ``url`` selects a server someone else runs (nothing is started; its repository must already
-    hold the models). ``server_bin`` selects an external tritonserver (e.g. an NGC container's),
-    which then uses its own native backends unless ``backend_dir`` is given.
-    """
+    """Where the server comes from (``url``: one someone else runs; ``server_bin``: an external
+    tritonserver, with its own backends unless ``backend_dir``) and where it listens."""
 
     url: str | None = None
     grpc_url: str | None = None
@@ -71,37 +67,30 @@ def make_server(
         if options.server_bin
         else prepare_bundled_server()
     )
+    host, exposure = options.host, None
     if not exposed or not key:
         ports = ServerPorts.resolve(
             options.http_port, options.grpc_port, options.metrics_port, options.host
         )
-        return TritonServer(
-            install,
-            repository,
-            log_path,
-            ports,
+    else:
+        # Exposed: tritonserver on loopback (free ports; metrics where asked, on loopback), and
+        # an authenticating proxy on the address and ports the user asked for (``auth_proxy``).
+        public = ServerPorts.resolve(options.http_port, options.grpc_port, 0, options.host)
+        host, ports = "127.0.0.1", ServerPorts.resolve(0, 0, options.metrics_port, "127.0.0.1")
+        exposure = Exposure(
             options.host,
-            explicit_model_control,
-            extra_args=options.server_args,
+            public.http,
+            public.grpc,
+            key,
+            open_admin_api=options.open_admin_api,
+            max_body_bytes=options.max_request_bytes,
         )
-    # Exposed: tritonserver on loopback (free ports; metrics where asked, on loopback), and an
-    # authenticating proxy on the address and ports the user asked for (``auth_proxy``).
-    public = ServerPorts.resolve(options.http_port, options.grpc_port, 0, options.host)
-    inner = ServerPorts.resolve(0, 0, options.metrics_port, "127.0.0.1")
-    exposure = Exposure(
-        options.host,
-        public.http,
-        public.grpc,
-        key,
-        open_admin_api=options.open_admin_api,
-        max_body_bytes=options.max_request_bytes,
-    )
     return TritonServer(
         install,
         repository,
         log_path,
-        inner,
-        "127.0.0.1",
+        ports,
+        host,
         explicit_model_control,
         extra_args=options.server_args,
         exposure=exposure,
@@ -110,10 +99,7 @@ def make_server(
 
 @contextlib.contextmanager
 def running_server(
-    options: ServerOptions,
-    repository: Path,
-    log_path: Path,
-    explicit_model_control: bool = False,
+    options: ServerOptions, repository: Path, log_path: Path, explicit_model_control: bool = False
 ) -> Iterator[ServerEndpoint]:
     """Start (or reach) a server, yield it ready, and always stop what was started."""
     server = make_server(options, repository, log_path, explicit_model_control)

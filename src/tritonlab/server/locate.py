@@ -38,23 +38,12 @@ class ServerInstall:
     bundled: bool
 
     def environment(self) -> dict[str, str]:
-        """The process environment: its libraries, and this Python's ``bin`` first on PATH.
-
-        The Python backend stub imports packages (onnxruntime, numpy) from the environment
-        first on PATH, not from PYTHONPATH, so the running interpreter's environment goes first.
-        """
+        """The environment: its libraries, this Python's ``bin`` first on PATH (the stub imports
+        onnxruntime and numpy from the environment first on PATH, not from PYTHONPATH)."""
         env = environment_with_libraries(self.library_path)
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
         env.pop("PYTHONHOME", None)
         return env
-
-
-def _pytriton_root() -> Path:
-    try:
-        import pytriton
-    except ImportError as exc:
-        raise ServerError(f"the bundled tritonserver is missing: {PYTRITON_HINT}") from exc
-    return Path(pytriton.__file__).parent
 
 
 def default_cache_root() -> Path:
@@ -64,7 +53,11 @@ def default_cache_root() -> Path:
 
 def prepare_bundled_server(cache_root: Path | None = None) -> ServerInstall:
     """Lay out the bundled tritonserver with the stub and our backends; reuse if present."""
-    root = _pytriton_root()
+    try:
+        import pytriton
+    except ImportError as exc:
+        raise ServerError(f"the bundled tritonserver is missing: {PYTRITON_HINT}") from exc
+    root = Path(pytriton.__file__).parent
     source = root / "tritonserver"
     libs = root.parent / "nvidia_pytriton.libs"
     py = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -92,8 +85,7 @@ def prepare_bundled_server(cache_root: Path | None = None) -> ServerInstall:
     content = hashlib.sha256(json.dumps(expected, sort_keys=True).encode()).hexdigest()[:12]
     work = cache_gate.root / f"tritonserver-2.51.0-py{py}-{content}"
     if not _prepared_intact(work, expected):
-        # One process prepares at a time: another may be starting a server from the folder
-        # this one would set aside.
+        # One at a time: another process may be starting a server from a folder set aside.
         with cache_gate.lock(cache_gate.root / f".{work.name}.lock"):
             if not _prepared_intact(work, expected):
                 _prepare(cache_gate, layout, expected, work)
@@ -170,11 +162,7 @@ def _prepared_intact(work: Path, expected: dict[str, str]) -> bool:
 
 
 def external_server(binary: Path, backend_dir: Path | None = None) -> ServerInstall:
-    """Use a tritonserver the user provides (for example inside an NGC container).
-
-    Its own backend folder is used unless ``backend_dir`` is given; the native onnxruntime
-    backend there serves the same repository.
-    """
+    """Use a tritonserver the user provides, with its own backends unless ``backend_dir``."""
     resolved = shutil.which(str(binary)) if not binary.exists() else str(binary)
     if not resolved or not os.access(resolved, os.X_OK):
         raise ServerError(f"--server-bin {binary} is not an executable tritonserver")

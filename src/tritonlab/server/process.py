@@ -35,8 +35,7 @@ from tritonlab.server.ports import ensure_port_free, find_free_ports
 STOP_GRACE_S = 15.0
 # Characters a path may hold and still pass unquoted through the Python backend's shell.
 _SHELL_SAFE = re.compile(r"[A-Za-z0-9_./+:@%,=-]+")
-# Served beyond loopback, these need the key header: loading and unloading models, shared
-# memory (a client could map server memory), statistics, trace and log settings.
+# Hosts that keep a server on this machine; any other exposes it (behind ``auth_proxy``'s key).
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 # A model load that takes longer than this is treated as hung (the server is then restarted).
 LOAD_DEADLINE_S = 300.0
@@ -122,9 +121,8 @@ class TritonServer(ServerEndpoint):
         )
 
     def command(self, redact: bool = False) -> list[str]:
-        """The exact command line, as a list (never passed through a shell); ``redact`` (for
-        anything written to disk) names the real repository, not the link it may be served by.
-        It never holds a key: an exposed server stays on loopback behind ``auth_proxy``."""
+        """The command line, as a list (never through a shell, never holding a key); ``redact``
+        names the real repository, not the link it may be served by."""
         cmd = [
             str(self.install.binary),
             # shown as the real folder; run through a plain-named link where it needs one
@@ -149,12 +147,10 @@ class TritonServer(ServerEndpoint):
     @property
     def served_repository(self) -> Path:
         """The repository path tritonserver is given.
-
         Triton 2.51's Python backend starts each stub through a shell without quoting the
         model's path (seen here: a space, '"' or '$' in it makes the load hang or the server
         abort with ``stol``). A path with any such character is served through a symlink with a
-        plain name in a private temporary folder, pointing at the real repository.
-        """
+        plain name in a private temporary folder, pointing at the real repository."""
         text = str(self.repository)
         if _SHELL_SAFE.fullmatch(text):
             return self.repository
@@ -172,11 +168,7 @@ class TritonServer(ServerEndpoint):
 
     def start(self, ready_timeout_s: float = 120.0) -> TritonServer:
         """Launch tritonserver, wait ``ready_timeout_s`` for it to be ready, start the proxy;
-        return self.
-
-        Raises ``ServerError`` if already started, if the binary cannot run or it is not ready in
-        time; the process is stopped before any error leaves.
-        """
+        return self. ``ServerError`` (the process stopped first) if it cannot start in time."""
         if self._process is not None:
             raise ServerError("server already started")
         # closed in stop(); a resume appends. A server started on its own (no command opened a
@@ -306,10 +298,8 @@ class TritonServer(ServerEndpoint):
 
     def _watched(self, what: str, call: Callable[[], None], deadline_s: float) -> None:
         """Run ``call`` in a helper thread; fail at once if the server dies, or at the deadline.
-
         A blocking client call to a server killed mid-call can otherwise wait for its socket
-        timeout (minutes) while a backend stub lingers.
-        """
+        timeout (minutes) while a backend stub lingers."""
         outcome: list[BaseException | None] = []
 
         def run() -> None:
@@ -342,9 +332,7 @@ class TritonServer(ServerEndpoint):
             raise outcome[0]
 
     def load_model(self, model_name: str) -> None:
-        """Load ``model_name``; ``ServerError`` with the log's reason if it fails, the server
-        dies or it takes longer than ``LOAD_DEADLINE_S``.
-        """
+        """Load ``model_name``; ``ServerError`` if it fails, the server dies or it hangs."""
         self._watched(
             f"loading model '{model_name}'",
             lambda: ServerEndpoint.load_model(self, model_name),
@@ -352,9 +340,7 @@ class TritonServer(ServerEndpoint):
         )
 
     def unload_model(self, model_name: str, wait_s: float = UNLOAD_WAIT_S) -> None:
-        """Unload ``model_name`` and wait up to ``wait_s`` for it to go; ``ServerError`` if the
-        server dies or the unload hangs 30 s past that.
-        """
+        """Unload ``model_name``; ``ServerError`` if the server dies or the unload hangs."""
         self._watched(
             f"unloading model '{model_name}'",
             lambda: ServerEndpoint.unload_model(self, model_name, wait_s),

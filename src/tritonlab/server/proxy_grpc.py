@@ -141,7 +141,4 @@ def _scrubbed_stream_answer(answer: bytes) -> bytes:
         return answer
     if not names_internal_region(message.error_message):
         return answer
-    withheld: bytes = service_pb2.ModelStreamInferResponse(
-        error_message=WITHHELD
-    ).SerializeToString()
-    return withheld
+    return bytes(service_pb2.ModelStreamInferResponse(error_message=WITHHELD).SerializeToString())

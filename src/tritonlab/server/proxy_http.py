@@ -91,8 +91,7 @@ def _busy_response() -> bytes:
 
 
 class BoundedHTTPServer(ThreadingHTTPServer):
-    """A thread per connection, at most ``max_workers`` at once; the next connection gets a
-    503 and is closed at once."""
+    """A thread per connection, at most ``max_workers``; the next gets a 503 and is closed."""
 
     daemon_threads = True
     block_on_close = False

@@ -82,12 +82,10 @@ def key_matches(given: str | None, key: str) -> bool:
 
 def normal_path(target: str) -> str | None:
     """The path of a request target (``/v2/...?query``) when it is in normal form, else None.
-
     Normal: absolute, no percent-escapes, no ``.`` or ``..`` segment, no ``//``, no trailing
     ``/``, only plain characters; i.e. percent-decoding and ``posixpath.normpath`` leave it as
     it was sent. Anything else is refused rather than normalised, so the proxy and Triton can
-    never disagree about which endpoint a request is for (``/v2/health/../repository/...``).
-    """
+    never disagree about which endpoint a request is for (``/v2/health/../repository/...``)."""
     path, _, query = target.partition("?")
     if not path.startswith("/") or not _QUERY_CHARS.fullmatch(query):
         return None
@@ -122,11 +120,9 @@ def names_internal_region(text: str | bytes) -> bool:
 
 def shm_register_refusal(body: bytes) -> str | None:
     """Why an HTTP shared-memory registration body is refused (None: it may go on).
-
     Only with ``--open-admin-api``: a ``key`` naming the backend's own regions is refused, as is
     a body that is not one JSON object with one string ``key`` (duplicate fields would let
-    Triton's parser and this one read different keys).
-    """
+    Triton's parser and this one read different keys)."""
 
     def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         names = [k for k, _ in pairs]

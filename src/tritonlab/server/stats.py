@@ -76,8 +76,7 @@ class ServerStatsDelta(Record):
     overhead_us_per_request: float
     compute_us_per_inference: float
     batch_size_executions: dict[int, int] = field(default_factory=dict)  # stored: str keys
-    # The response cache (0 and 0 where the model has none): requests answered from it, and
-    # requests it was asked for and did not hold (those ran the model).
+    # Requests the response cache answered, and those it missed (they ran the model); 0 without.
     cache_hit_count: int = later(0, group="cache")
     cache_miss_count: int = later(0, group="cache")
 
@@ -111,9 +110,7 @@ class ServerStatsDelta(Record):
 
 
 def stats_delta(before: StatsSnapshot, after: StatsSnapshot) -> ServerStatsDelta:
-    """What happened between two snapshots of one model: counts, and phase times in µs per
-    request (0.0 when no request succeeded).
-    """
+    """What one model did between two snapshots: counts, and phase times in µs per request."""
     requests = after.success_count - before.success_count
     per = 1e-3 / requests if requests else 0.0  # ns total -> us per request
     phases = {p: (after.phase_ns[p] - before.phase_ns[p]) * per for p in _PHASES}

@@ -1,17 +1,11 @@
 """A Python-based Triton backend named ``onnxruntime``: serves ``<model>/<version>/model.onnx``.
 
 Triton loads this file for every model whose config says ``backend: "onnxruntime"`` when no
-native ``libtriton_onnxruntime.so`` is present, so an unmodified ONNX model repository is served
-by the real tritonserver with its dynamic batcher, instance groups and statistics. On an NGC
-Triton container the native backend takes over and this file is not used.
-
-Config parameters read (same names as the native backend where it has them):
-``intra_op_thread_count``, ``inter_op_thread_count`` (0 = onnxruntime's default),
-``allow_spinning`` ("0"/"1", default "0": spinning pool threads steal CPU from the other
-instances and from the load generator on small machines).
-
-Batching, splitting and profiling are shared with the other backends (``tritonlab.backends.
-adapter``); this file only opens and runs the onnxruntime session.
+native ``libtriton_onnxruntime.so`` is present (on an NGC container the native backend takes
+over). Config parameters (the native backend's names): ``intra_op_thread_count``,
+``inter_op_thread_count`` (0 = onnxruntime's default), ``allow_spinning`` ("0"/"1", default "0":
+spinning threads steal CPU from other instances and the load generator on small machines).
+Batching, splitting and profiling live in ``tritonlab.backends.adapter``.
 """
 
 import onnxruntime as ort
@@ -29,9 +23,7 @@ class TritonPythonModel(EngineModel):
 
     def open_engine(self, path, params, kind, device_id, input_names, output_names):
         """Open an onnxruntime session with the config's thread and spinning parameters.
-
-        Returns the graph's (input, output) names; ``TritonModelException`` for GPU without CUDA.
-        """
+        Returns the graph's (input, output) names; ``TritonModelException`` for GPU without CUDA."""
         options = ort.SessionOptions()
         intra = int_param(params, "intra_op_thread_count", 0)
         inter = int_param(params, "inter_op_thread_count", 0)

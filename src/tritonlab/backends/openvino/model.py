@@ -1,19 +1,12 @@
 """A Python-based Triton backend named ``openvino``: serves the same ``model.onnx`` with OpenVINO.
 
-OpenVINO reads ONNX directly (no conversion step, no second file in the repository). Config
-parameters read, under OpenVINO's own property names (the keys the native Triton OpenVINO
-backend passes through on an NGC container):
-
-- ``INFERENCE_PRECISION_HINT``: ``f32`` (tritonlab's default), ``bf16`` or ``f16``. Always set
-  by tritonlab: on a processor with bf16 units OpenVINO's CPU default is bf16, which would
-  change the numbers silently. The precision the compiled model actually uses is printed to the
-  server log (``tritonlab-openvino``), since a processor without the units falls back to f32.
-- ``INFERENCE_NUM_THREADS``: threads per instance (0 = OpenVINO's default).
-- ``NUM_STREAMS``: parallel inference streams per instance (tritonlab writes 1: Triton's
-  instances are the parallelism, as with onnxruntime).
-
-Batching, splitting and profiling are shared with the onnxruntime backend
-(``tritonlab.backends.adapter``).
+OpenVINO reads ONNX directly (no second file in the repository). Config parameters, under
+OpenVINO's own property names (what the native Triton OpenVINO backend passes through):
+``INFERENCE_PRECISION_HINT`` (``f32``, ``bf16`` or ``f16``; always set by tritonlab, since on a
+processor with bf16 units OpenVINO's CPU default is bf16; the precision actually used is printed
+to the server log), ``INFERENCE_NUM_THREADS`` (0 = OpenVINO's default) and ``NUM_STREAMS``
+(tritonlab writes 1: Triton's instances are the parallelism). Batching, splitting and profiling
+are shared with the onnxruntime backend (``tritonlab.backends.adapter``).
 """
 
 import sys
@@ -32,11 +25,8 @@ class TritonPythonModel(EngineModel):
     engine_name = "openvino"
 
     def open_engine(self, path, params, kind, device_id, input_names, output_names):
-        """Compile the model for OpenVINO's CPU plugin with the config's precision and threads.
-
-        Returns the graph's (input, output) names; ``TritonModelException`` for KIND_GPU or an
-        unknown ``INFERENCE_PRECISION_HINT``.
-        """
+        """Compile the model for OpenVINO's CPU plugin with the config's precision and threads; the
+        graph's (input, output) names (else ``TritonModelException``)."""
         if kind == "GPU":
             raise pb_utils.TritonModelException(
                 "the openvino backend runs on the CPU here; use KIND_CPU (or backend onnxruntime "
@@ -59,12 +49,7 @@ class TritonPythonModel(EngineModel):
         core = ov.Core()
         compiled = core.compile_model(core.read_model(path), "CPU", properties)
         self.request = compiled.create_infer_request()
-        self.ports = {}
-        graph_outputs = set()
-        for port in compiled.outputs:
-            for name in port.get_names():
-                graph_outputs.add(name)
-                self.ports[name] = port
+        self.ports = {name: port for port in compiled.outputs for name in port.get_names()}
         graph_inputs = {name for port in compiled.inputs for name in port.get_names()}
         used = str(compiled.get_property("INFERENCE_PRECISION_HINT"))
         print(
@@ -75,7 +60,7 @@ class TritonPythonModel(EngineModel):
             flush=True,
         )
         self.compiled = compiled
-        return graph_inputs, graph_outputs
+        return graph_inputs, set(self.ports)
 
     def run(self, feed):
         """One inference of ``feed``; the outputs in ``self.output_names`` order."""
