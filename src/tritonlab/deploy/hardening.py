@@ -37,7 +37,13 @@ TMP_SIZE_LIMIT = "1Gi"  # Triton's scratch (the Python backend's stubs, a cache'
 NGC_REPOSITORY = "nvcr.io/nvidia/tritonserver"
 DEFAULT_IMAGE = f"{NGC_REPOSITORY}:25.10-py3"
 FIXED_RELEASE = (25, 7)  # the first release with the fixes below
-ADVISORIES = tuple(f"CVE-2025-{n}" for n in (23310, 23311, 23319, 23320, 23334))
+ADVISORIES = (
+    "CVE-2025-23310",
+    "CVE-2025-23311",
+    "CVE-2025-23319",
+    "CVE-2025-23320",
+    "CVE-2025-23334",
+)
 _RELEASE_TAG = re.compile(r"(\d{2})\.(\d{2})(?:[-.].*)?")
 
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
