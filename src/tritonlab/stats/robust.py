@@ -43,26 +43,14 @@ def _signed_rank_counts(n: int) -> tuple[int, ...]:
 def critical_rank(n: int, confidence: float) -> int:
     """The largest ``k`` with P(T+ <= k - 1) <= (1 - confidence) / 2 under the null, n blocks;
     0 when no interval at that level exists."""
-    counts = _signed_rank_counts(n)
     alpha_half = (1.0 - confidence) / 2.0
-    total = 2.0**n
-    cumulative = 0
-    k = 0
-    for t, ways in enumerate(counts):
+    cumulative = k = 0
+    for t, ways in enumerate(_signed_rank_counts(n)):
         cumulative += ways
-        if cumulative / total > alpha_half:
+        if cumulative / 2.0**n > alpha_half:
             break
         k = t + 1
     return k
-
-
-def coverage_of(n: int, confidence: float) -> float:
-    """The exact coverage of the interval ``critical_rank`` gives (at least ``confidence``)."""
-    k = critical_rank(n, confidence)
-    if k == 0:
-        return 1.0
-    counts = _signed_rank_counts(n)
-    return 1.0 - 2.0 * sum(counts[:k]) / 2.0**n
 
 
 @dataclass(frozen=True)
@@ -73,13 +61,6 @@ class PairedInterval:
     low: float
     high: float
     n: int
-    coverage: float  # exact coverage under symmetry (>= the level asked for)
-
-
-def walsh_averages(values: Sequence[float]) -> list[float]:
-    """Every pairwise mean (i <= j) of ``values``, sorted: the Hodges-Lehmann estimator's sample."""
-    n = len(values)
-    return sorted((values[i] + values[j]) / 2.0 for i in range(n) for j in range(i, n))
 
 
 def hodges_lehmann_interval(values: Sequence[float], confidence: float) -> PairedInterval | None:
@@ -91,10 +72,9 @@ def hodges_lehmann_interval(values: Sequence[float], confidence: float) -> Paire
     k = critical_rank(n, confidence)
     if k == 0:
         return None
-    walsh = walsh_averages(values)
-    m = len(walsh)
-    estimate = statistics.median(walsh)
-    return PairedInterval(estimate, walsh[k - 1], walsh[m - k], n, coverage_of(n, confidence))
+    # the Walsh averages: every pairwise mean (i <= j), sorted
+    walsh = sorted((values[i] + values[j]) / 2.0 for i in range(n) for j in range(i, n))
+    return PairedInterval(statistics.median(walsh), walsh[k - 1], walsh[-k], n)
 
 
 def signed_rank_p_value(values: Sequence[float]) -> float | None:

@@ -130,32 +130,25 @@ class Verdict(Record):
             return None
         return half_width_pct(self.low_pct, self.high_pct)
 
-    def interval_text(self) -> str:
-        """The interval as 'CI -9% to +17%'; '' without one."""
-        if self.low_pct is None or self.high_pct is None:
-            return ""
-        return f"CI {endpoint_text(self.low_pct)} to {endpoint_text(self.high_pct)}"
-
     def phrase(self) -> str:
         """e.g. 'higher (+35%, CI +12% to +61%)', 'no clear difference (+3%, CI -9% to +17%)'
         or 'no verdict (one repeat; medians +112%)'."""
-        if self.word == NOT_COMPARABLE:
-            return f"{self.word} ({self.method})"
-        if self.word == NO_VERDICT:
-            return no_verdict_phrase(self.change_pct, self.method)
-        if self.change_pct is None:
-            return str(self.word)
-        interval = self.interval_text()
-        detail = f"{self.change_pct:+.0f}%" + (f", {interval}" if interval else "")
-        return f"{self.word} ({detail})"
+        return _phrase(self.word, self.change_pct, self.method, self.ci95_change_pct, "CI")
 
 
-def no_verdict_phrase(change_pct: float | None, method: str) -> str:
-    """'no verdict (one repeat; medians +112%)', or 'no verdict (missing data)' without a
-    change: the medians' change is a figure, not a word."""
+def _phrase(
+    word: Word, change_pct: float | None, method: str, ci: Sequence[float] | None, ci_name: str
+) -> str:
+    """A verdict in the log's words; a "no verdict" without a change says why ('no verdict
+    (missing data)'): the medians' change is a figure, not a word."""
+    if word == NOT_COMPARABLE or (word == NO_VERDICT and change_pct is None):
+        return f"{word} ({method})"
+    if word == NO_VERDICT:
+        return f"{NO_VERDICT} (one repeat; medians {change_pct:+.0f}%)"
     if change_pct is None:
-        return f"{NO_VERDICT} ({method})"
-    return f"{NO_VERDICT} (one repeat; medians {change_pct:+.0f}%)"
+        return str(word)
+    interval = f", {ci_name} {endpoint_text(ci[0])} to {endpoint_text(ci[1])}" if ci else ""
+    return f"{word} ({change_pct:+.0f}%{interval})"
 
 
 def _pct(log_ratio: float) -> float:
@@ -316,14 +309,4 @@ class VerdictRecord(Record):
     def phrase(self) -> str:
         """The stored verdict in the log's words, e.g. 'no clear difference (-13%, 95% CI
         -45% to +37%)' or 'no verdict (one repeat; medians +112%)'."""
-        word, ci, change = self.reading, self.ci95_change_pct, self.change_pct
-        if word == NO_VERDICT:
-            return no_verdict_phrase(change, self.method)
-        if word == NOT_COMPARABLE:
-            return f"{word} ({self.method})"
-        if change is None:
-            return str(word)
-        detail = f"{change:+.0f}%" + (
-            f", 95% CI {endpoint_text(ci[0])} to {endpoint_text(ci[1])}" if ci else ""
-        )
-        return f"{word} ({detail})"
+        return _phrase(self.reading, self.change_pct, self.method, self.ci95_change_pct, "95% CI")
