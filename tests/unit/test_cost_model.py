@@ -18,8 +18,8 @@ from tritonlab.explanation.cost_model import (
     Prediction,
     ServingPathPoint,
 )
-from tritonlab.report.build import fit_cost_model
 from tritonlab.report.cost_model_text import cost_model_section
+from tritonlab.report.run_data import fit_cost_model
 from tritonlab.result_files import write_json_atomic
 from tritonlab.run_layout import OPERATORS_FILE, RESULTS_DIR, SERVING_PATH_DIR
 from tritonlab.stats.aggregate import VariantSummary

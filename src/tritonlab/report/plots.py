@@ -16,38 +16,14 @@ from pathlib import Path
 
 from tritonlab import gateway
 from tritonlab.report.load_plots import (
-    mark_recommendations,
     plot_concurrency_curves,
     plot_http_vs_grpc,
     plot_p99_vs_queue_delay,
     plot_throughput_vs_p99,
 )
-from tritonlab.report.plot_support import PlotData, context_line, load_text
-from tritonlab.report.server_plots import (
-    batch_bins,
-    plot_batch_sizes,
-    plot_latency_breakdown,
-    plot_roofline,
-)
+from tritonlab.report.plot_support import PlotData
+from tritonlab.report.server_plots import plot_batch_sizes, plot_latency_breakdown, plot_roofline
 from tritonlab.run_layout import RunLayout
-
-__all__ = [
-    "PLOTS",
-    "PlotData",
-    "batch_bins",
-    "context_line",
-    "load_text",
-    "mark_recommendations",
-    "plot_batch_sizes",
-    "plot_concurrency_curves",
-    "plot_http_vs_grpc",
-    "plot_latency_breakdown",
-    "plot_p99_vs_queue_delay",
-    "plot_roofline",
-    "plot_throughput_vs_p99",
-    "write_plots",
-]
-
 
 PLOTS: dict[str, Callable[[PlotData, Path], Path | None]] = {
     "throughput_vs_p99": plot_throughput_vs_p99,
