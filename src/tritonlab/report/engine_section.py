@@ -32,16 +32,6 @@ def _width(v: Verdict) -> str:
     return "no interval" if width is None else f"half-width ±{width:.1f}%"
 
 
-def disjoint_cores_note(cores: int) -> str:
-    """Why perf_analyzer and the server share the cores (disjoint placement is not used)."""
-    return (
-        f"perf_analyzer and the server share this machine's {cores} cores; placing them on "
-        "disjoint cores is not done and was not measured here (on 2 cores it would leave the "
-        "server one, so a 2-instance configuration could not use the second: that changes what "
-        "is compared, not only its noise)"
-    )
-
-
 def engine_lines(
     engine: EngineRecord | None, stopping: StoppingRecord | None, cells: list[CellResult]
 ) -> list[str]:
@@ -66,7 +56,10 @@ def engine_lines(
             f"slowest configuration's warm-up throughput, {WARMUP_WINDOW_MS} ms warm-up cells "
             f"first, discarded). {len(blocks)} blocks were measured; verdicts pair the cells of "
             "a block.",
-            f"- Placement: {disjoint_cores_note(engine.cores)}.",
+            f"- Placement: perf_analyzer and the server share this machine's {engine.cores} "
+            "cores; placing them on disjoint cores is not done and was not measured here (on 2 "
+            "cores it would leave the server one, so a 2-instance configuration could not use "
+            "the second: that changes what is compared, not only its noise).",
         ]
         lines += reload_lines(engine)
     if stopping is not None:

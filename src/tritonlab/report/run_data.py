@@ -77,14 +77,6 @@ def fit_cost_model(run_dir: Path, cores: int) -> CostModel | None:
     return _cost_model(run_dir, cores, load_operators(run_dir), manifest)
 
 
-def _fitted_shapes(manifest: Manifest) -> tuple[tuple[str, tuple[int, ...]], ...] | None:
-    """The input shapes the in-process timings were taken at (the manifest's inputs, sized for
-    the reference load); None for runs that did not record them."""
-    if manifest.inputs is None:
-        return None
-    return tuple(sorted(manifest.inputs.shapes.items()))
-
-
 def _cost_model(
     run_dir: Path, cores: int, operators: OperatorsRecord | None, manifest: Manifest
 ) -> CostModel | None:
@@ -110,14 +102,12 @@ def _cost_model(
         engines,
         operators.engines_precision_used or {},
     )
-    return None if model is None else replace(model, input_shapes=_fitted_shapes(manifest))
-
-
-def _unfitted_loads(model: CostModel | None, summaries: list[VariantSummary]) -> list[str]:
-    """The load keys, in order, of the rows the cost model was not fitted for (``fits``)."""
     if model is None:
-        return []
-    return list(dict.fromkeys(s.load_key for s in summaries if not model.fits(s)))
+        return None
+    # the in-process timings were taken at the manifest's inputs (sized for the reference
+    # load); runs that did not record them have no shapes
+    inputs = manifest.inputs
+    return replace(model, input_shapes=tuple(sorted(inputs.shapes.items())) if inputs else None)
 
 
 def portable_records(
@@ -166,7 +156,9 @@ def load_run(run_dir: Path) -> RunData:
         analyses=analyses,
         cost_model=model,
         predictions=[model.predict(s) for s in priced if model.fits(s)] if model else [],
-        unfitted_loads=_unfitted_loads(model, priced),
+        unfitted_loads=(
+            list(dict.fromkeys(s.load_key for s in priced if not model.fits(s))) if model else []
+        ),
         recommendations=recommendations_from_manifest(manifest, summaries),
         efficiencies=serving_efficiency(summaries, parse_ceilings(operators)),
         faults=load_faults(run_dir),

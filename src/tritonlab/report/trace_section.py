@@ -10,18 +10,8 @@ from pathlib import Path
 
 from tritonlab.experiments.plan import LoadPoint
 from tritonlab.experiments.store import CellResult
-from tritonlab.perf.trace import KEPT_TO_PCT, TraceAdherence, TraceStats, adherence, delayed_pct
+from tritonlab.perf.trace import KEPT_TO_PCT, TraceStats, adherence, delayed_pct
 from tritonlab.run_layout import RunLayout
-
-
-def cell_adherence(stats: TraceStats, cell: CellResult) -> TraceAdherence | None:
-    """A trace cell's achieved rate against the trace (None: the cell measured nothing)."""
-    m = cell.perf.measurement
-    if m is None:
-        return None
-    return adherence(
-        stats, m.throughput_infer_per_s, cell.perf.settings.batch_size, cell.perf.warnings
-    )
 
 
 def _windows(stats: TraceStats, cells: Sequence[CellResult]) -> str:
@@ -34,7 +24,11 @@ def _windows(stats: TraceStats, cells: Sequence[CellResult]) -> str:
 
 
 def _config_row(stats: TraceStats, description: str, cells: list[CellResult]) -> str:
-    found = [(c, a) for c in cells if (a := cell_adherence(stats, c)) is not None]
+    found = [  # each measured cell's achieved rate against the trace
+        (c, adherence(stats, m.throughput_infer_per_s, c.perf.settings.batch_size, c.perf.warnings))
+        for c in cells
+        if (m := c.perf.measurement) is not None
+    ]
     if not found:
         return f"| {description} | {len(cells)} | no measurement | | | |"
     rates = [a.achieved_rate_per_s for _, a in found]

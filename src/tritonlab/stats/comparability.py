@@ -35,17 +35,13 @@ def input_signature(inputs: Sequence[TensorSpec]) -> list[tuple[str, str, tuple[
     return [(t.name, t.triton_dtype, tuple(t.dims)) for t in inputs]
 
 
-def _differ(what: str, a: object, b: object) -> str:
-    return f"{what}: {a} (baseline) vs {b} (new)"
-
-
 def manifest_differences(base: Manifest, new: Manifest) -> dict[str, list[str]]:
     """Every difference between the two runs' manifests, by kind (kinds without one absent)."""
     found: dict[str, list[str]] = {}
 
     def note(kind: str, what: str, a: object, b: object) -> None:
         if a != b:
-            found.setdefault(kind, []).append(_differ(what, a, b))
+            found.setdefault(kind, []).append(f"{what}: {a} (baseline) vs {b} (new)")
 
     note("model", "model name", base.model.name, new.model.name)
     note("model", "model sha256", base.model.sha256[:12], new.model.sha256[:12])
