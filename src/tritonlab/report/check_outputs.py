@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from collections import Counter
 
 from tritonlab.decisions.check import CheckReport
 from tritonlab.decisions.gate import Outcome
@@ -72,11 +73,9 @@ def junit_xml(report: CheckReport) -> str:
     undecided figure is skipped, a figure not comparable is an error); runs that are not
     comparable at all are one erroring test case."""
     suite = ET.Element("testsuite", name="tritonlab check")
-    failures = errors = skipped = 0
     for reason in report.not_comparable:
         case = ET.SubElement(suite, "testcase", classname="tritonlab.check", name="comparable")
         ET.SubElement(case, "error", message=reason, type="not comparable").text = reason
-        errors += 1
     for r in report.results:
         case = ET.SubElement(
             suite, "testcase", classname=f"tritonlab.check.{r.config}", name=r.name
@@ -84,19 +83,17 @@ def junit_xml(report: CheckReport) -> str:
         reason = r.reason()
         if r.outcome is Outcome.REGRESSION:
             ET.SubElement(case, "failure", message=reason, type="regression").text = reason
-            failures += 1
         elif r.outcome is Outcome.UNDECIDED:
             ET.SubElement(case, "skipped", message=reason)
-            skipped += 1
         elif r.outcome is Outcome.NOT_COMPARABLE:
             ET.SubElement(case, "error", message=reason, type="not comparable").text = reason
-            errors += 1
         else:
             ET.SubElement(case, "system-out").text = reason
+    outcomes = Counter(r.outcome for r in report.results)
     suite.set("tests", str(len(report.results) + len(report.not_comparable)))
-    suite.set("failures", str(failures))
-    suite.set("errors", str(errors))
-    suite.set("skipped", str(skipped))
+    suite.set("failures", str(outcomes[Outcome.REGRESSION]))
+    suite.set("errors", str(outcomes[Outcome.NOT_COMPARABLE] + len(report.not_comparable)))
+    suite.set("skipped", str(outcomes[Outcome.UNDECIDED]))
     ET.indent(suite)
     return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
 

@@ -36,6 +36,7 @@ from tritonlab.report.method_section import (
     run_stopping_note,
 )
 from tritonlab.report.nodes_section import nodes_section
+from tritonlab.report.plot_support import PROTOCOL_NAMES
 from tritonlab.report.recommend_section import recommendations_section
 from tritonlab.report.roofline_text import roofline_lines
 from tritonlab.report.run_data import RunData
@@ -43,8 +44,6 @@ from tritonlab.report.steps_section import steps_section
 from tritonlab.report.text_format import check_against, model_source, num
 from tritonlab.report.trace_section import trace_section
 from tritonlab.report.tune_section import tune_section
-
-_PROTOCOL_NAMES = {"grpc": "gRPC", "http": "HTTP"}
 
 
 def _load_line(settings: list[PerfSettings], load_points: int) -> str:
@@ -60,10 +59,10 @@ def _load_line(settings: list[PerfSettings], load_points: int) -> str:
         )
         mode = "async" if s.async_mode else "sync"
         return (
-            f"- Load: {_PROTOCOL_NAMES[s.protocol]}, client batch size {s.batch_size}, {load}, "
+            f"- Load: {PROTOCOL_NAMES[s.protocol]}, client batch size {s.batch_size}, {load}, "
             f"{mode} requests from perf_analyzer on the same machine."
         )
-    protocols = sorted({_PROTOCOL_NAMES[s.protocol] for s in settings})
+    protocols = sorted({PROTOCOL_NAMES[s.protocol] for s in settings})
     batches = sorted({s.batch_size for s in settings})
     levels = sorted({s.concurrency for s in settings if s.concurrency})
     rates = sorted({s.request_rate_per_s for s in settings if s.request_rate_per_s})
@@ -288,10 +287,10 @@ def _engines_lines(operators: OperatorsRecord, reference: dict[int, float]) -> l
         "|---|---|" + "---|" * len(reference),
     ]
     for engine, timings in sorted(engines.items()):
-        cells = []
-        for b, ref in sorted(reference.items()):
-            us = timings.get(b, 0.0)
-            cells.append(f"{us:,.1f} ({ref / us:.2f}x)" if us else "–")
+        cells = [
+            f"{us:,.1f} ({ref / us:.2f}x)" if (us := timings.get(b, 0.0)) else "–"
+            for b, ref in sorted(reference.items())
+        ]
         lines.append(f"| {engine} | {used.get(engine, 'not recorded')} | {' | '.join(cells)} |")
     lines.append("")
     fell_back = [
@@ -348,7 +347,7 @@ def render_experiment_log(run: RunData) -> str:
                 else ""
             )
             lines.append(
-                f"- {_PROTOCOL_NAMES[check.protocol]}{served}: one request of shape "
+                f"- {PROTOCOL_NAMES[check.protocol]}{served}: one request of shape "
                 f"{check.input_shapes} -> {check.output_shapes}; {check_against(check)}"
                 + (
                     f"{relative} (tolerance {check.tolerance_abs:g})."

@@ -58,52 +58,6 @@ def _pick(title: str, pick: Pick | None, missing: str, recs: Recommendations) ->
     return lines
 
 
-def _rules_lines(recs: Recommendations, budget: str, target: str) -> list[str]:
-    """Return the section's heading, the budget and target line, the summary and the rules."""
-    return [
-        "## Recommendations",
-        "",
-        f"Latency budget (p99): {budget}; target load: {target}. From "
-        f"{len(recs.points)} measured operating points (medians over repeats), "
-        f"{len(recs.excluded)} of them excluded; machine-readable in "
-        "`results/recommendations.json`.",
-        "",
-        f"> {summary_line(recs)}",
-        "",
-        "Rules (from `analysis.recommend`):",
-        "",
-        f"- Budget: {RULES['budget']} (the highest repeat, not the median).",
-        f"- Excluded: {RULES['excluded']}. "
-        + (exclusion_note(recs) or "No point was excluded in this sweep."),
-        f"- Throughput-first: {RULES['throughput_first']}; latency-first: "
-        f"{RULES['latency_first']}.",
-        f"- Tie-break: {RULES['tie_break']}. Two closed-loop points are compared even at "
-        "different concurrencies; points under different offered rates are not comparable and "
-        "are not tied.",
-        f"- Runner-up: {RULES['runner_up']}.",
-        f"- Different optima: {RULES['different_optima']}.",
-        "",
-    ]
-
-
-def _picks_lines(recs: Recommendations, budget: str, target: str) -> list[str]:
-    """Return the throughput-first and the latency-first pick, or why each is missing."""
-    return _pick(
-        "Throughput-first",
-        recs.throughput_pick,
-        f"No operating point kept every repeat's p99 within {budget}; raise the budget or "
-        "lower the load.",
-        recs,
-    ) + _pick(
-        "Latency-first",
-        recs.latency_pick,
-        "No target load was given (`recommend.target_load_infer_per_s` or `--target-load`)."
-        if recs.target_load_infer_per_s is None
-        else f"No operating point carried {target}.",
-        recs,
-    )
-
-
 def _frontier_lines(recs: Recommendations) -> list[str]:
     """Return the Pareto frontier's subsection: its rule and one table row per point."""
     lines = [
@@ -191,7 +145,9 @@ def _saturation_lines(summaries: list[VariantSummary]) -> list[str]:
 
 
 def recommendations_section(recs: Recommendations, summaries: list[VariantSummary]) -> list[str]:
-    """Markdown lines for ``docs/experiment_log.md``."""
+    """Markdown lines for ``docs/experiment_log.md``: the budget, target, summary and rules, the
+    throughput-first and the latency-first pick (or why each is missing), the frontier, knees,
+    open-loop rates and saturation."""
     budget = f"{recs.latency_budget_p99_us:,.0f} µs"
     target = (
         f"{recs.target_load_infer_per_s:,.0f} infer/s"
@@ -199,8 +155,43 @@ def recommendations_section(recs: Recommendations, summaries: list[VariantSummar
         else "none given"
     )
     return [
-        *_rules_lines(recs, budget, target),
-        *_picks_lines(recs, budget, target),
+        "## Recommendations",
+        "",
+        f"Latency budget (p99): {budget}; target load: {target}. From "
+        f"{len(recs.points)} measured operating points (medians over repeats), "
+        f"{len(recs.excluded)} of them excluded; machine-readable in "
+        "`results/recommendations.json`.",
+        "",
+        f"> {summary_line(recs)}",
+        "",
+        "Rules (from `analysis.recommend`):",
+        "",
+        f"- Budget: {RULES['budget']} (the highest repeat, not the median).",
+        f"- Excluded: {RULES['excluded']}. "
+        + (exclusion_note(recs) or "No point was excluded in this sweep."),
+        f"- Throughput-first: {RULES['throughput_first']}; latency-first: "
+        f"{RULES['latency_first']}.",
+        f"- Tie-break: {RULES['tie_break']}. Two closed-loop points are compared even at "
+        "different concurrencies; points under different offered rates are not comparable and "
+        "are not tied.",
+        f"- Runner-up: {RULES['runner_up']}.",
+        f"- Different optima: {RULES['different_optima']}.",
+        "",
+        *_pick(
+            "Throughput-first",
+            recs.throughput_pick,
+            f"No operating point kept every repeat's p99 within {budget}; raise the budget or "
+            "lower the load.",
+            recs,
+        ),
+        *_pick(
+            "Latency-first",
+            recs.latency_pick,
+            "No target load was given (`recommend.target_load_infer_per_s` or `--target-load`)."
+            if recs.target_load_infer_per_s is None
+            else f"No operating point carried {target}.",
+            recs,
+        ),
         *_frontier_lines(recs),
         *_knees_lines(recs),
         *_open_loop_lines(recs),
