@@ -139,23 +139,21 @@ def noise_floor_lines(floors: list[NoiseFloor]) -> list[str]:
             f"with {len(intervals)} intervals at 95% and nothing but noise between the copies, "
             f"at least one would {chance:.0f}% of the time."
         )
-    lines.append("")
-    return lines
+    return [*lines, ""]
 
 
 def interference_lines(cells: list[CellResult]) -> list[str]:
     """What the interference monitor saw, which cells it had measured again, which stayed
     disturbed, and the idle co-loaded models' CPU."""
-    seen = [c for c in cells if c.interference is not None]
-    if not seen:
+    records = [(c.cell_id, c.interference) for c in cells if c.interference is not None]
+    if not records:
         return []
-    records = [c.interference for c in seen if c.interference is not None]
-    foreign = [r.foreign_cores for r in records]
-    steal = [r.steal_cores for r in records]
-    idle = [r.idle_models_cores for r in records]
-    retried = [c for c in seen if c.interference and c.interference.attempts > 1]
-    disturbed = [c.cell_id for c in seen if c.interference and c.interference.disturbed]
-    lines = [
+    foreign = [r.foreign_cores for _, r in records]
+    steal = [r.steal_cores for _, r in records]
+    idle = [r.idle_models_cores for _, r in records]
+    retried = [cell for cell, r in records if r.attempts > 1]
+    disturbed = [cell for cell, r in records if r.disturbed]
+    return [
         "## Interference",
         "",
         f"- Foreign CPU (used by processes other than the server, its stubs, perf_analyzer and "
@@ -164,16 +162,15 @@ def interference_lines(cells: list[CellResult]) -> list[str]:
         f"{max(steal):.2f} cores ({len(records)} cells). A cell above "
         f"{DISTURBED_FOREIGN_CORES:g} foreign or {DISTURBED_STEAL_CORES:g} steal cores is "
         f"disturbed and measured again, at most {DISTURBED_RETRIES} more times.",
-        f"- Re-measured because disturbed: {len(retried)} cell(s)"
-        + (": " + ", ".join(f"{c.cell_id}" for c in retried[:8]) if retried else "")
-        + (f" and {len(retried) - 8} more" if len(retried) > 8 else "")
-        + ".",
-        f"- Stored as disturbed (every try was): {len(disturbed)}"
-        + (": " + ", ".join(disturbed[:8]) if disturbed else "")
-        + (f" and {len(disturbed) - 8} more" if len(disturbed) > 8 else "")
-        + ".",
+        f"- Re-measured because disturbed: {len(retried)} cell(s){_first_eight(retried)}.",
+        f"- Stored as disturbed (every try was): {len(disturbed)}{_first_eight(disturbed)}.",
         f"- Idle co-loaded models (the other configurations' backend stubs) used median "
         f"{statistics.median(idle):.3f}, max {max(idle):.3f} cores while another was measured.",
         "",
     ]
-    return lines
+
+
+def _first_eight(cells: list[str]) -> str:
+    """': a, b, c' naming the first eight cells and how many more; '' for none."""
+    more = f" and {len(cells) - 8} more" if len(cells) > 8 else ""
+    return ": " + ", ".join(cells[:8]) + more if cells else ""

@@ -327,8 +327,7 @@ def faults_section(faults: list[FaultRecord]) -> list[str]:
         log = " / ".join(f.log_lines[-2:]).replace("|", "\\|") or "(nothing logged)"
         what = f.what.replace("|", "\\|")
         lines.append(f"| {f.utc} | {f.cell} | {what[:160]} | {f.action} | {log[:200]} |")
-    lines.append("")
-    return lines
+    return [*lines, ""]
 
 
 def render_experiment_log(run: RunData) -> str:

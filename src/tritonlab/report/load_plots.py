@@ -1,9 +1,6 @@
 """Plots of the load against what it bought: throughput against p99, the concurrency curves,
 p99 against the batcher's queue delay, and HTTP against gRPC (registered in ``plots.PLOTS``).
-
-Each takes ``PlotData`` and the PNG path and returns the path written, or ``None`` when the run
-has no such dimension.
-"""
+Each returns the PNG path written, or ``None`` when the run has no such dimension."""
 
 from __future__ import annotations
 

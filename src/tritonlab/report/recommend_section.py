@@ -73,8 +73,7 @@ def _frontier_lines(recs: Recommendations) -> list[str]:
         f"{p.latency_p99_us:,.0f} | {p.worst_p99_us:,.0f} |"
         for p in recs.frontier
     ]
-    lines.append("")
-    return lines
+    return [*lines, ""]
 
 
 def _knees_lines(recs: Recommendations) -> list[str]:
@@ -92,8 +91,7 @@ def _knees_lines(recs: Recommendations) -> list[str]:
         "|---|---|",
     ]
     lines += [f"| {curve} | {knee} |" for curve, knee in recs.knees.items()]
-    lines.append("")
-    return lines
+    return [*lines, ""]
 
 
 def _open_loop_lines(recs: Recommendations) -> list[str]:
@@ -122,8 +120,7 @@ def _open_loop_lines(recs: Recommendations) -> list[str]:
         + " |"
         for key in open_loop
     ]
-    lines.append("")
-    return lines
+    return [*lines, ""]
 
 
 def _saturation_lines(summaries: list[VariantSummary]) -> list[str]:
@@ -140,8 +137,7 @@ def _saturation_lines(summaries: list[VariantSummary]) -> list[str]:
         "",
     ]
     lines += [f"- `{s.curve}`: {saturation_text(s)}" for s in saturations]
-    lines.append("")
-    return lines
+    return [*lines, ""]
 
 
 def recommendations_section(recs: Recommendations, summaries: list[VariantSummary]) -> list[str]:

@@ -47,8 +47,7 @@ def _operator_table(shown: list[RooflinePoint]) -> list[str]:
             f"{p.achieved_flop_per_s / 1e9:.2f} | {p.binding} | "
             f"{p.attainable_flop_per_s / 1e9:.2f} | {p.share_of_ceiling:.0%} |"
         )
-    lines.append("")
-    return lines
+    return [*lines, ""]
 
 
 def _over_ceiling_note(ops: list[RooflinePoint], machine: MachineCeilings) -> list[str]:

@@ -1,9 +1,6 @@
 """Plots of what happens inside the server: the latency breakdown per request, the batch
 sizes Triton formed, and the roofline of the hot operators (registered in ``plots.PLOTS``).
-
-Each takes ``PlotData`` and the PNG path and returns the path written, or ``None`` when the run
-has no such data.
-"""
+Each returns the PNG path written, or ``None`` when the run has no such data."""
 
 from __future__ import annotations
 
@@ -112,7 +109,7 @@ def plot_batch_sizes(data: PlotData, path: Path) -> Path | None:
 
 
 def _draw_ceiling(ax: Axes, machine: MachineCeilings, low: float, high: float) -> None:
-    """Draw the machine's bandwidth and GEMM ceilings with their values; returns None."""
+    """Draw the machine's bandwidth and GEMM ceilings with their values."""
     xs = [low, machine.ridge_flop_per_byte, high]
     ys = [machine.attainable_flop_per_s(x) / 1e9 for x in xs]
     ax.plot(xs, ys, color="black", linewidth=2, label="ceiling (this machine, 1 thread)")
@@ -133,7 +130,7 @@ def _draw_ceiling(ax: Axes, machine: MachineCeilings, low: float, high: float) -
 
 
 def _draw_operators(ax: Axes, ops: list[RooflinePoint], operators: OperatorsRecord) -> None:
-    """Draw each operator's points over batch, joined by a line; returns None."""
+    """Draw each operator's points over batch, joined by a line."""
     names = list(dict.fromkeys(p.name for p in ops))
     # Named in the legend: the hottest operators and the one with the lowest intensity (the
     # first to be bandwidth-bound); the rest are drawn in grey as one entry.
@@ -170,7 +167,7 @@ def _draw_operators(ax: Axes, ops: list[RooflinePoint], operators: OperatorsReco
 
 
 def _draw_served(ax: Axes, served: list[RooflinePoint], data: PlotData) -> None:
-    """Draw each served execution as a star named by its variant and batch; returns None."""
+    """Draw each served execution as a star named by its variant and batch."""
     for p in served:
         slug = next(s.variant.name for s in data.summaries if s.variant.description == p.name)
         ax.scatter(
@@ -192,8 +189,7 @@ def _draw_served(ax: Axes, served: list[RooflinePoint], data: PlotData) -> None:
 
 
 def _draw_marker_key(ax: Axes) -> None:
-    """Draw empty grey markers so the legend explains the batch and served shapes; returns
-    None."""
+    """Draw empty grey markers so the legend explains the batch and served shapes."""
     for batch, marker in ROOFLINE_MARKERS.items():
         ax.scatter([], [], marker=marker, color="grey", label=f"operator at batch {batch}")
     ax.scatter(

@@ -116,8 +116,7 @@ def tune_section(tune: TuneRecord | None) -> list[str]:
             f"{step.repeat}{stored} | {rate_text} | {_ms(step.latency_p99_us)} | "
             f"{step.reason} |"
         )
-    lines.append("")
-    return lines
+    return [*lines, ""]
 
 
 def over_budget_line(pick: TunePick) -> str:
