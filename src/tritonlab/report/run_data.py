@@ -66,20 +66,10 @@ class RunData:
         return [r.summary for a in self.analyses for r in a.reports]
 
 
-def load_operators(run_dir: Path) -> OperatorsRecord | None:
-    """``results/operators.json`` of ``run_dir`` as its record; None when not measured yet."""
-    return load_record(RunLayout(run_dir).operators, OperatorsRecord)
-
-
-def fit_cost_model(run_dir: Path, cores: int) -> CostModel | None:
-    """The run's cost model: serving-path cells + in-process timings, both from disk."""
-    manifest = load_manifest(run_dir)
-    return _cost_model(run_dir, cores, load_operators(run_dir), manifest)
-
-
 def _cost_model(
     run_dir: Path, cores: int, operators: OperatorsRecord | None, manifest: Manifest
 ) -> CostModel | None:
+    """The run's cost model: serving-path cells + in-process timings."""
     if operators is None:
         return None
     groups: dict[str, list[Any]] = {}
@@ -139,7 +129,7 @@ def load_run(run_dir: Path) -> RunData:
     if not cells:
         raise TritonlabError(f"{run_dir} has no measured cells yet; run the experiment first")
     cores = manifest.machine.cpu_affinity_count or 1
-    operators = load_operators(run_dir)
+    operators = load_record(paths.operators, OperatorsRecord)  # None when not measured yet
     model = _cost_model(run_dir, cores, operators, manifest)
     analyses = analyse(summarise(cells, manifest.variant_order), cores, model)
     summaries = [r.summary for a in analyses for r in a.reports]
