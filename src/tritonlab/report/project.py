@@ -259,8 +259,7 @@ def project_readme(run: RunData) -> str:
         "",
     ]
     for analysis in analyses:
-        lines.append(f"Load point `{analysis.load_key}`:")
-        lines.append("")
+        lines += [f"Load point `{analysis.load_key}`:", ""]
         for report in analysis.reports:
             s = report.summary
             tput, p99 = s.throughput.median, s.latency_p99.median
@@ -271,8 +270,7 @@ def project_readme(run: RunData) -> str:
                 else f"- **{s.variant.description}**: not measured."
             )
         lines.append("")
-    lines.append("Why each number moved is explained in `docs/experiment_log.md`.")
-    lines.append("")
+    lines += ["Why each number moved is explained in `docs/experiment_log.md`.", ""]
     return "\n".join(lines)
 
 
