@@ -222,8 +222,7 @@ def compare(figure: str, reference: Summary, variant: Summary) -> Verdict:
     ref_med, var_med = reference.median, variant.median
     if ref_med is None or var_med is None or ref_med <= 0 or var_med <= 0:
         return Verdict(figure, NO_VERDICT, None, ref_med, var_med, MISSING_METHOD)
-    logs = paired_log_ratios(reference, variant)
-    centre = centre_interval(logs)
+    centre = centre_interval(paired_log_ratios(reference, variant))
     if centre is not None:
         method = (
             f"paired by {_blocks(reference)} ({centre.n} blocks): Hodges-Lehmann estimate of "
@@ -232,47 +231,35 @@ def compare(figure: str, reference: Summary, variant: Summary) -> Verdict:
             else f"paired by {_blocks(reference)} ({centre.n} rounds): 95% t-interval of the "
             "mean log-ratio, two-sided"
         )
-        return Verdict(
-            figure,
-            _word(centre.low, centre.high),
-            _pct(centre.estimate),
-            ref_med,
-            var_med,
-            method,
-            _pct(centre.low),
-            _pct(centre.high),
-            centre.n,
-            centre.p_value,
-        )
-    ref_logs = [math.log(v) for v in reference.values if v > 0]
-    var_logs = [math.log(v) for v in variant.values if v > 0]
-    if len(ref_logs) >= 2 and len(var_logs) >= 2:
+    else:
+        ref_logs = [math.log(v) for v in reference.values if v > 0]
+        var_logs = [math.log(v) for v in variant.values if v > 0]
+        if len(ref_logs) < 2 or len(var_logs) < 2:
+            change = 100.0 * (var_med - ref_med) / ref_med
+            return Verdict(figure, NO_VERDICT, change, ref_med, var_med, ONE_REPEAT_METHOD)
         result = stats.ttest_ind(var_logs, ref_logs, equal_var=False)
         diff = statistics.fmean(var_logs) - statistics.fmean(ref_logs)
         interval = result.confidence_interval(CONFIDENCE)
         low, high = float(interval.low), float(interval.high)
         if not (math.isfinite(low) and math.isfinite(high)):  # both sides constant
             low = high = diff
-        return Verdict(
-            figure,
-            _word(low, high),
-            _pct(diff),
-            ref_med,
-            var_med,
+        p = float(result.pvalue) if math.isfinite(result.pvalue) else None
+        centre = CentreInterval(diff, low, high, 0, False, p)  # no pairs
+        method = (
             f"unpaired ({len(var_logs)} vs {len(ref_logs)} repeats, no common rounds): "
-            "Welch 95% interval of the log-ratio, two-sided",
-            _pct(low),
-            _pct(high),
-            0,
-            float(result.pvalue) if math.isfinite(result.pvalue) else None,
+            "Welch 95% interval of the log-ratio, two-sided"
         )
     return Verdict(
         figure,
-        NO_VERDICT,
-        100.0 * (var_med - ref_med) / ref_med,
+        _word(centre.low, centre.high),
+        _pct(centre.estimate),
         ref_med,
         var_med,
-        ONE_REPEAT_METHOD,
+        method,
+        _pct(centre.low),
+        _pct(centre.high),
+        centre.n,
+        centre.p_value,
     )
 
 
