@@ -64,7 +64,6 @@ def _cost_terms_lines(model: CostModel) -> list[str]:
 
 
 def _prediction_row(p: Prediction) -> str:
-    """Return one configuration and load's predicted against measured table row."""
     return (
         f"| {p.description} | {p.load_key} | {p.regime} | "
         f"{p.requests_per_execution:.1f} / {num(p.measured_requests_per_execution, 1)} | "
@@ -76,8 +75,7 @@ def _prediction_row(p: Prediction) -> str:
 
 
 def _misses_lines(predictions: list[Prediction]) -> list[str]:
-    """Return the throughput error summary, the configurations where the model fails, and
-    those right in total but off in a term (each part only when it has something to say)."""
+    """The throughput error, where the model fails, and where a term is off (each if any)."""
     errors = [abs(e) for p in predictions if (e := p.throughput_error_pct) is not None]
     failures = [p for p in predictions if p.fails]
     lines = [""]
@@ -111,8 +109,7 @@ def _misses_lines(predictions: list[Prediction]) -> list[str]:
 
 
 def _unfitted_lines(model: CostModel, predictions: list[Prediction], loads: list[str]) -> list[str]:
-    """Return the sentence that names the loads left out because their rows sent other input
-    shapes than the terms were timed at (nothing when none was)."""
+    """The loads left out: their rows sent other input shapes than the terms were timed at."""
     if not loads:
         return []
     lengths = {sequence_length_of(p.load_key) for p in predictions}

@@ -64,9 +64,6 @@ if TYPE_CHECKING:
     from tritonlab.experiments.manifest import Manifest
     from tritonlab.report.run_data import RunData
 
-CSS_FILE = TEMPLATES / "report.css"
-SCRIPT_FILE = TEMPLATES / "report.js"
-
 
 def content_security_policy(css: str, script: str) -> str:
     """The page's policy: nothing loads from anywhere (plots are ``data:`` images), and only
@@ -323,8 +320,8 @@ def html_page(run: RunData, plots: dict[str, Path]) -> Page:
     manifest, recommendations = run.manifest, run.recommendations
     analyses = sorted(run.analyses, key=lambda a: load_rank(a.reports[0].summary.settings))
     many = len(analyses) > 1
-    css = CSS_FILE.read_text(encoding="utf-8")
-    script = SCRIPT_FILE.read_text(encoding="utf-8")
+    css = (TEMPLATES / "report.css").read_text(encoding="utf-8")
+    script = (TEMPLATES / "report.js").read_text(encoding="utf-8")
     page = Page(
         model=manifest.model.name,
         context=context_line(manifest, [r.summary for a in analyses for r in a.reports]),

@@ -95,8 +95,7 @@ def _knees_lines(recs: Recommendations) -> list[str]:
 
 
 def _open_loop_lines(recs: Recommendations) -> list[str]:
-    """Return the highest open-loop rate within the budget per curve, or nothing without any
-    open-loop point."""
+    """The highest open-loop rate within the budget per curve, or nothing without open loop."""
     open_loop = sorted(
         {p.curve_key for p in recs.points if p.request_rate_per_s is not None}, key=str
     )

@@ -305,8 +305,7 @@ def justification(pick: Pick, recs: Recommendations) -> str:
 
 
 def _cache_caveat(p: OperatingPoint) -> str:
-    """Where the pick serves from the response cache: its figures hold for traffic whose
-    requests repeat as often as the measured ones did."""
+    """Where the pick serves from the cache, its figures hold for inputs repeating as often."""
     if p.cache_hit_share is None:
         return ""
     return (

@@ -109,7 +109,6 @@ def plot_batch_sizes(data: PlotData, path: Path) -> Path | None:
 
 
 def _draw_ceiling(ax: Axes, machine: MachineCeilings, low: float, high: float) -> None:
-    """Draw the machine's bandwidth and GEMM ceilings with their values."""
     xs = [low, machine.ridge_flop_per_byte, high]
     ys = [machine.attainable_flop_per_s(x) / 1e9 for x in xs]
     ax.plot(xs, ys, color="black", linewidth=2, label="ceiling (this machine, 1 thread)")
@@ -167,7 +166,6 @@ def _draw_operators(ax: Axes, ops: list[RooflinePoint], operators: OperatorsReco
 
 
 def _draw_served(ax: Axes, served: list[RooflinePoint], data: PlotData) -> None:
-    """Draw each served execution as a star named by its variant and batch."""
     for p in served:
         slug = next(s.variant.name for s in data.summaries if s.variant.description == p.name)
         ax.scatter(
