@@ -139,13 +139,12 @@ def error_bars(summaries: list[Summary], scale: float = 1.0) -> list[list[float]
 
     None when no summary has a range (single repeats): no zero-length bars are drawn.
     """
-    pairs = []
-    for s in summaries:
-        spread, median = s.range, s.median
-        if spread is None or median is None:
-            pairs.append((0.0, 0.0))
-        else:
-            pairs.append(((median - spread[0]) * scale, (spread[1] - median) * scale))
+    pairs = [
+        ((s.median - s.range[0]) * scale, (s.range[1] - s.median) * scale)
+        if s.range is not None and s.median is not None
+        else (0.0, 0.0)
+        for s in summaries
+    ]
     if not any(low or high for low, high in pairs):
         return None
     return [[low for low, _ in pairs], [high for _, high in pairs]]

@@ -49,22 +49,21 @@ def _growth_sentence(table: Sequence[StepsAtLoad], variant: str, label: str) -> 
 
 def _attribution(kind: str, cells: Sequence[CellResult]) -> list[str]:
     """What Triton's statistics attribute to the measured model itself, and what they cannot."""
-    with_steps = [c for c in cells if c.steps and c.server is not None and c.server.request_count]
-    if not with_steps:
+    served = [
+        (c.steps, s) for c in cells if c.steps and (s := c.server) is not None and s.request_count
+    ]
+    if not served:
         return []
     own = [
-        c.server.compute_us_per_request if kind == "bls" else c.server.request_us_per_request
-        for c in with_steps
-        if c.server is not None
+        s.compute_us_per_request if kind == "bls" else s.request_us_per_request for _, s in served
     ]
     called = [
         sum(
             (d.queue_us_per_request + d.compute_us_per_request)
-            * (d.request_count / c.server.request_count)
-            for d in c.steps.values()
+            * (d.request_count / s.request_count)
+            for d in steps.values()
         )
-        for c in with_steps
-        if c.server is not None
+        for steps, s in served
     ]
     own_us, called_us = statistics.median(own), statistics.median(called)
     if kind == "bls":
