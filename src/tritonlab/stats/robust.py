@@ -54,16 +54,19 @@ def critical_rank(n: int, confidence: float) -> int:
 
 
 @dataclass(frozen=True)
-class PairedInterval:
-    """An estimate of the centre of paired log-ratios and its confidence interval (log units)."""
+class CentreInterval:
+    """The centre of log values (log-ratios of paired rounds, or one figure's log repeats) and
+    its two-sided interval, in log units."""
 
     estimate: float
     low: float
     high: float
     n: int
+    robust: bool  # Hodges-Lehmann with the signed-rank interval; False: mean, t-interval
+    p_value: float | None = None  # two-sided, for a centre of 0 (None when not asked for)
 
 
-def hodges_lehmann_interval(values: Sequence[float], confidence: float) -> PairedInterval | None:
+def hodges_lehmann_interval(values: Sequence[float], confidence: float) -> CentreInterval | None:
     """Hodges-Lehmann estimate with the exact signed-rank interval; None below MIN_BLOCKS or
     where no interval at ``confidence`` exists."""
     n = len(values)
@@ -74,7 +77,7 @@ def hodges_lehmann_interval(values: Sequence[float], confidence: float) -> Paire
         return None
     # the Walsh averages: every pairwise mean (i <= j), sorted
     walsh = sorted((values[i] + values[j]) / 2.0 for i in range(n) for j in range(i, n))
-    return PairedInterval(statistics.median(walsh), walsh[k - 1], walsh[-k], n)
+    return CentreInterval(statistics.median(walsh), walsh[k - 1], walsh[-k], n, robust=True)
 
 
 def signed_rank_p_value(values: Sequence[float]) -> float | None:

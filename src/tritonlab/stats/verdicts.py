@@ -28,13 +28,14 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated
 
 from scipy import stats
 
 from tritonlab.records import NOT_STORED, Record, Worded
 from tritonlab.stats.robust import (
+    CentreInterval,
     half_width_pct,
     hodges_lehmann_interval,
     signed_rank_p_value,
@@ -183,19 +184,6 @@ def _blocks(summary: Summary) -> str:
     return "node and round" if any(isinstance(r, str) for r in summary.rounds) else "round"
 
 
-@dataclass(frozen=True)
-class CentreInterval:
-    """The centre of log values (log-ratios of paired rounds, or one figure's log repeats) and
-    its two-sided 95% interval, in log units."""
-
-    estimate: float
-    low: float
-    high: float
-    n: int
-    robust: bool  # Hodges-Lehmann with the signed-rank interval; False: mean, t-interval
-    p_value: float | None  # two-sided, for a centre of 0 (None when not asked for)
-
-
 def centre_interval(logs: Sequence[float], p_value: bool = True) -> CentreInterval | None:
     """From ``robust.MIN_BLOCKS`` values on, the Hodges-Lehmann estimate with the exact
     signed-rank 95% interval; from two, the mean with a Student-t 95% interval; None below
@@ -203,8 +191,7 @@ def centre_interval(logs: Sequence[float], p_value: bool = True) -> CentreInterv
     (``analysis.capacity``) to one figure's log repeats."""
     robust = hodges_lehmann_interval(logs, CONFIDENCE)
     if robust is not None:
-        p = signed_rank_p_value(logs) if p_value else None
-        return CentreInterval(robust.estimate, robust.low, robust.high, robust.n, True, p)
+        return replace(robust, p_value=signed_rank_p_value(logs)) if p_value else robust
     if len(logs) < 2:
         return None
     n = len(logs)
