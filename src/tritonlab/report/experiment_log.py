@@ -114,15 +114,13 @@ def _tuned_step_lines(manifest: Manifest, tuned: bool) -> list[str]:
 
 def _conditions(manifest: Manifest, analyses: list[Analysis]) -> list[str]:
     plan, model, machine = manifest.plan, manifest.model, manifest.machine
-    packages = manifest.packages
+    measurement, server, packages = plan.measurement, manifest.server, manifest.packages
     settings = [r.summary.settings for a in analyses for r in a.reports]
     inputs = ", ".join(
         f"`{i.name}` {i.triton_dtype.removeprefix('TYPE_')} "
         f"[{', '.join(['batch', *[str(d) for d in i.dims]])}]"
         for i in model.inputs
     )
-    measurement = plan.measurement
-    server = manifest.server
     return [
         "## Conditions",
         "",
@@ -216,18 +214,12 @@ def _operators_section(
     operators: OperatorsRecord, analyses: list[Analysis], model: CostModel | None
 ) -> list[str]:
     """Serving behaviour next to the operators' arithmetic intensity and in-process timings."""
-    profile = operators.profile
-    mean_batches = {
-        r.summary.variant.description: r.summary.mean_batch.median or 0.0
-        for a in analyses[:1]
-        for r in a.reports
-    }
-    timings = operators.in_process_us_per_execution
+    profile, timings = operators.profile, operators.in_process_us_per_execution
+    first_load = [r.summary for a in analyses[:1] for r in a.reports]
+    mean_batches = {s.variant.description: s.mean_batch.median or 0.0 for s in first_load}
     lines = ["## Operators and batching", ""]
     if model is not None:
-        share1 = model.serving_share(1)
-        share8 = model.serving_share(8)
-        dominated = share1 >= 0.5
+        share1, share8 = model.serving_share(1), model.serving_share(8)
         lines += [
             (
                 f"Which cost does batching spread? By the cost model above, one execution of "
@@ -243,7 +235,7 @@ def _operators_section(
                     "would matter where the model's own compute dominates an execution "
                     "(CNNs, encoders and larger models, or a GPU where per-execution "
                     "launches and weight reads are the fixed cost)."
-                    if dominated
+                    if share1 >= 0.5
                     else "Here the model's own compute dominates an execution, so the "
                     "operators' character below decides what batching can gain: "
                     "weight-bound operators get cheaper per sample with batch size, "
@@ -259,15 +251,13 @@ def _operators_section(
         "",
         "| batch | µs per execution | µs per sample | FLOP/byte |",
         "|---|---|---|---|",
-    ]
-    for batch, us in sorted(timings.items()):
-        lines.append(
+        *(
             f"| {batch} | {us:,.1f} | {us / batch:,.1f} | {profile.intensity(batch):.2f} |"
-        )
-    lines.append("")
-    lines += _engines_lines(operators, timings)
-    lines += roofline_lines(operators, [r.summary for a in analyses[:1] for r in a.reports])
-    return lines
+            for batch, us in sorted(timings.items())
+        ),
+        "",
+    ]
+    return lines + _engines_lines(operators, timings) + roofline_lines(operators, first_load)
 
 
 def _engines_lines(operators: OperatorsRecord, reference: dict[int, float]) -> list[str]:
@@ -333,8 +323,7 @@ def faults_section(faults: list[FaultRecord]) -> list[str]:
 def render_experiment_log(run: RunData) -> str:
     manifest, analyses, recommendations = run.manifest, run.analyses, run.recommendations
     operators, cost_model = run.operators, run.cost_model
-    model_name = manifest.model.name
-    lines = [f"# Experiment log: {model_name} on Triton", ""]
+    lines = [f"# Experiment log: {manifest.model.name} on Triton", ""]
     lines += _conditions(manifest, analyses) if analyses else []
     if run.infer_checks:
         lines += ["## Correctness check", ""]
@@ -388,9 +377,7 @@ def render_experiment_log(run: RunData) -> str:
     if operators and analyses:
         lines += _operators_section(operators, analyses, cost_model)
     lines += method_lines(count_verdicts(analyses), run_stopping_note(run), robust_blocks(analyses))
-    adaptive = adaptive_lines(manifest, run.adaptive_rounds, run.stopping)
-    if adaptive:
-        lines[-1:-1] = adaptive
+    lines[-1:-1] = adaptive_lines(manifest, run.adaptive_rounds, run.stopping)
     lines += [
         "## Reproduce",
         "",

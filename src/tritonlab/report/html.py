@@ -216,14 +216,8 @@ def _condition_items(manifest: Manifest, analyses: list[Analysis]) -> list[tuple
         f"[{', '.join(['batch', *[str(d) for d in i.dims]])}]"
         for i in model.inputs
     )
-    items = [
-        (
-            "Model",
-            f"{model_source(model, code='')}; inputs: {inputs}",
-        )
-    ]
-    if manifest.inputs is not None:
-        data = manifest.inputs
+    items = [("Model", f"{model_source(model, code='')}; inputs: {inputs}")]
+    if (data := manifest.inputs) is not None:
         items.append(
             (
                 "Data sent",
@@ -234,7 +228,8 @@ def _condition_items(manifest: Manifest, analyses: list[Analysis]) -> list[tuple
         )
     items += [("Configurations", note) for note in plan.notes]
     summaries = [r.summary for a in analyses for r in a.reports]
-    items += [
+    return [
+        *items,
         ("Load", f"{load_text(summaries)}; perf_analyzer on the same machine"),
         (
             "Measurement",
@@ -257,7 +252,6 @@ def _condition_items(manifest: Manifest, analyses: list[Analysis]) -> list[tuple
         ),
         ("Date (UTC)", manifest.created_utc),
     ]
-    return items
 
 
 def conditions(
