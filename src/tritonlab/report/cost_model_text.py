@@ -80,31 +80,32 @@ def _misses_lines(predictions: list[Prediction]) -> list[str]:
     failures = [p for p in predictions if p.fails]
     lines = [""]
     if errors:
-        lines.append(
+        lines += [
             f"Throughput error: median {statistics.median(errors):.0f}%, worst "
             f"{max(errors):.0f}% over {len(errors)} configurations and loads; "
-            f"{len(failures)} miss by more than {MODEL_FAILS_PCT:g}%."
-        )
-        lines.append("")
-    if failures:
-        lines += [f"Where the model fails (|error| > {MODEL_FAILS_PCT:g}%):", ""]
-        lines += [
-            f"- {p.description} at {p.load_key}: predicted {p.throughput_infer_per_s:,.0f}, "
-            f"measured {num(p.measured_throughput_infer_per_s)} infer/s: {p.failure()}."
-            for p in failures
+            f"{len(failures)} miss by more than {MODEL_FAILS_PCT:g}%.",
+            "",
         ]
-        lines.append("")
+    if failures:
+        lines += [
+            f"Where the model fails (|error| > {MODEL_FAILS_PCT:g}%):",
+            "",
+            *(
+                f"- {p.description} at {p.load_key}: predicted {p.throughput_infer_per_s:,.0f}, "
+                f"measured {num(p.measured_throughput_infer_per_s)} infer/s: {p.failure()}."
+                for p in failures
+            ),
+            "",
+        ]
     partial = [p for p in predictions if not p.fails and p.term_misses()]
     if partial:
         lines += [
             f"Throughput within {MODEL_FAILS_PCT:g}%, but a term off by more than "
             f"{MODEL_FAILS_PCT:g}% (the right total for a partly wrong reason):",
             "",
+            *(f"- {p.description} at {p.load_key}: {'; '.join(p.term_misses())}." for p in partial),
+            "",
         ]
-        lines += [
-            f"- {p.description} at {p.load_key}: {'; '.join(p.term_misses())}." for p in partial
-        ]
-        lines.append("")
     return lines
 
 

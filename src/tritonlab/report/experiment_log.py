@@ -23,11 +23,7 @@ if TYPE_CHECKING:
 from tritonlab.client.infer import SHAPES_ONLY
 from tritonlab.report.cost_model_text import cost_model_section
 from tritonlab.report.efficiency_text import efficiency_section
-from tritonlab.report.engine_section import (
-    engine_lines,
-    interference_lines,
-    noise_floor_lines,
-)
+from tritonlab.report.engine_section import engine_lines, interference_lines, noise_floor_lines
 from tritonlab.report.method_section import (
     adaptive_lines,
     count_verdicts,

@@ -34,11 +34,7 @@ from tritonlab.explanation.explain import Analysis, VariantReport
 from tritonlab.paths import PATHS_NOTE, shell_join
 from tritonlab.report.cost_model_text import cost_model_section
 from tritonlab.report.efficiency_text import efficiency_section
-from tritonlab.report.engine_section import (
-    engine_lines,
-    interference_lines,
-    noise_floor_lines,
-)
+from tritonlab.report.engine_section import engine_lines, interference_lines, noise_floor_lines
 from tritonlab.report.html_parts import (
     TEMPLATES,
     Figure,

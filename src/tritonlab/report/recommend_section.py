@@ -140,9 +140,7 @@ def _saturation_lines(summaries: list[VariantSummary]) -> list[str]:
 
 
 def recommendations_section(recs: Recommendations, summaries: list[VariantSummary]) -> list[str]:
-    """Markdown lines for ``docs/experiment_log.md``: the budget, target, summary and rules, the
-    throughput-first and the latency-first pick (or why each is missing), the frontier, knees,
-    open-loop rates and saturation."""
+    """Markdown lines for ``docs/experiment_log.md``."""
     budget = f"{recs.latency_budget_p99_us:,.0f} µs"
     target = (
         f"{recs.target_load_infer_per_s:,.0f} infer/s"

@@ -14,14 +14,7 @@ from tritonlab.decisions.recommend_records import (
     Recommendations,
     TieBreak,
 )
-from tritonlab.stats.verdicts import (
-    HIGHER,
-    LOWER,
-    NO_CLEAR,
-    NO_VERDICT,
-    NOT_COMPARABLE,
-    Verdict,
-)
+from tritonlab.stats.verdicts import HIGHER, LOWER, NO_CLEAR, NO_VERDICT, NOT_COMPARABLE, Verdict
 
 FELL_BEHIND_REASON = (
     "perf_analyzer could not keep up the requested rate in at least one repeat, so that rate "

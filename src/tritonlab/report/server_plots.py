@@ -204,11 +204,7 @@ def _draw_marker_key(ax: Axes) -> None:
 def plot_roofline(data: PlotData, path: Path) -> Path | None:
     """The hot operators at batch 1 / 8 / 64 and the served executions against the machine's
     measured bandwidth and GEMM ceilings (log-log)."""
-    from tritonlab.explanation.roofline import (
-        ceilings_of,
-        operator_points,
-        served_points,
-    )
+    from tritonlab.explanation.roofline import ceilings_of, operator_points, served_points
 
     machine = ceilings_of(data.operators)
     if data.operators is None or machine is None:
