@@ -114,17 +114,6 @@ def _tie_sentence(tb: TieBreak | None) -> str:
     )
 
 
-def _action(p: OperatingPoint) -> str:
-    return f"'{p.description}' ({p.variant}), clients at {p.load_label}"
-
-
-def _result(p: OperatingPoint) -> str:
-    text = f"{p.throughput_infer_per_s:,.0f} infer/s at p99 {p.latency_p99_us:,.0f} µs"
-    if p.repeats > 1:
-        text += f" (medians; worst repeat's p99 {p.worst_p99_us:,.0f} µs)"
-    return text
-
-
 def _throughput_judgement(pick: Pick, tput: str, p99: str) -> str:
     if tput == HIGHER:
         cost = "a longer tail" if p99 == HIGHER else "no clear cost in tail latency"
@@ -249,7 +238,14 @@ def _result_sentence(pick: Pick, recs: Recommendations) -> str:
     """'Action: ... Result: ...' up to the end of the ranking's sentence."""
     best, budget = pick.point, recs.latency_budget_p99_us
     overridden = pick.tie_break is not None and pick.tie_break.overridden
-    head = f"Action: serve {_action(best)}. Result: {_result(best)}: "
+    worst = (
+        f" (medians; worst repeat's p99 {best.worst_p99_us:,.0f} µs)" if best.repeats > 1 else ""
+    )
+    head = (
+        f"Action: serve '{best.description}' ({best.variant}), clients at {best.load_label}. "
+        f"Result: {best.throughput_infer_per_s:,.0f} infer/s at p99 {best.latency_p99_us:,.0f} "
+        f"µs{worst}: "
+    )
     if pick.kind == "throughput-first":
         near = pick.near_budget
         lead = "tied within the noise with the highest" if overridden else "the highest"

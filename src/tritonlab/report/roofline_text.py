@@ -35,21 +35,6 @@ def _ceilings_paragraph(machine: MachineCeilings) -> list[str]:
     ]
 
 
-def _operator_table(shown: list[RooflinePoint]) -> list[str]:
-    lines = [
-        "| operator | batch | FLOP/byte | achieved GFLOP/s | binding ceiling | attainable "
-        "GFLOP/s | share of it |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for p in shown:
-        lines.append(
-            f"| {p.kind} `{p.name}` | {p.batch:g} | {p.intensity_flop_per_byte:.2f} | "
-            f"{p.achieved_flop_per_s / 1e9:.2f} | {p.binding} | "
-            f"{p.attainable_flop_per_s / 1e9:.2f} | {p.share_of_ceiling:.0%} |"
-        )
-    return [*lines, ""]
-
-
 def _over_ceiling_note(ops: list[RooflinePoint], machine: MachineCeilings) -> list[str]:
     over = [p for p in ops if p.share_of_ceiling > 1.0]
     if not over:
@@ -123,7 +108,19 @@ def roofline_lines(operators: OperatorsRecord | None, summaries: list[VariantSum
     if not ops:
         return [*lines, "No operator timings were recorded for this run.", ""]
     hot = {o.name for o in operators.profile.hottest(3)}
-    lines += _operator_table([p for p in ops if p.name in hot])
+    lines += [
+        "| operator | batch | FLOP/byte | achieved GFLOP/s | binding ceiling | attainable "
+        "GFLOP/s | share of it |",
+        "|---|---|---|---|---|---|---|",
+        *(
+            f"| {p.kind} `{p.name}` | {p.batch:g} | {p.intensity_flop_per_byte:.2f} | "
+            f"{p.achieved_flop_per_s / 1e9:.2f} | {p.binding} | "
+            f"{p.attainable_flop_per_s / 1e9:.2f} | {p.share_of_ceiling:.0%} |"
+            for p in ops
+            if p.name in hot
+        ),
+        "",
+    ]
     lines += _over_ceiling_note(ops, machine)
     lines += _by_batch_sentence(ops)
     return lines + _served_sentence(served_points(operators, summaries))

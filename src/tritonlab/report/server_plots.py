@@ -186,21 +186,6 @@ def _draw_served(ax: Axes, served: list[RooflinePoint], data: PlotData) -> None:
         )
 
 
-def _draw_marker_key(ax: Axes) -> None:
-    """Draw empty grey markers so the legend explains the batch and served shapes."""
-    for batch, marker in ROOFLINE_MARKERS.items():
-        ax.scatter([], [], marker=marker, color="grey", label=f"operator at batch {batch}")
-    ax.scatter(
-        [],
-        [],
-        marker="*",
-        color="grey",
-        edgecolor="black",
-        s=120,
-        label="served execution (whole model, Triton compute time)",
-    )
-
-
 def plot_roofline(data: PlotData, path: Path) -> Path | None:
     """The hot operators at batch 1 / 8 / 64 and the served executions against the machine's
     measured bandwidth and GEMM ceilings (log-log)."""
@@ -221,7 +206,18 @@ def plot_roofline(data: PlotData, path: Path) -> Path | None:
         _draw_ceiling(ax, machine, low, high)
         _draw_operators(ax, ops, data.operators)
         _draw_served(ax, served, data)
-        _draw_marker_key(ax)
+        # empty grey markers, so that the legend explains the batch and served shapes
+        for batch, marker in ROOFLINE_MARKERS.items():
+            ax.scatter([], [], marker=marker, color="grey", label=f"operator at batch {batch}")
+        ax.scatter(
+            [],
+            [],
+            marker="*",
+            color="grey",
+            edgecolor="black",
+            s=120,
+            label="served execution (whole model, Triton compute time)",
+        )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlim(low, high)

@@ -13,10 +13,6 @@ if TYPE_CHECKING:
     from tritonlab.decisions.tune_record import TuneFigure, TunePick, TuneRecord
 
 
-def _ms(us: float | None) -> str:
-    return "n/a" if us is None else f"{us / 1000:.2f}"
-
-
 def figure_span(figure: TuneFigure, repeats: int, scale: float, spec: str) -> str | None:
     """A pick's figure as 'median (low–high)' divided by ``scale`` and formatted with ``spec``
     (the range only over more than one repeat); None when it has no median."""
@@ -107,14 +103,13 @@ def tune_section(tune: TuneRecord | None) -> list[str]:
         "|---|---|---|---|---|---|---|---|",
     ]
     for i, step in enumerate(tune.steps, 1):
-        rate = step.throughput_infer_per_s
-        rate_text = "failed" if rate is None else f"{rate:,.0f}"
-        stored = " (stored)" if step.reused else ""
+        rate, p99 = step.throughput_infer_per_s, step.latency_p99_us
         lines.append(
             f"| {i} | {step.phase} | {_configuration(step.configuration)} | "
             f"{'trace' if settings.fixed_load else step.concurrency} | "
-            f"{step.repeat}{stored} | {rate_text} | {_ms(step.latency_p99_us)} | "
-            f"{step.reason} |"
+            f"{step.repeat}{' (stored)' if step.reused else ''} | "
+            f"{'failed' if rate is None else f'{rate:,.0f}'} | "
+            f"{'n/a' if p99 is None else f'{p99 / 1000:.2f}'} | {step.reason} |"
         )
     return [*lines, ""]
 
