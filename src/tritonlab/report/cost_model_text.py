@@ -63,17 +63,6 @@ def _cost_terms_lines(model: CostModel) -> list[str]:
     ]
 
 
-def _prediction_row(p: Prediction) -> str:
-    return (
-        f"| {p.description} | {p.load_key} | {p.regime} | "
-        f"{p.requests_per_execution:.1f} / {num(p.measured_requests_per_execution, 1)} | "
-        f"{p.execution_us:,.0f} / {num(p.measured_execution_us)} | "
-        f"{p.throughput_infer_per_s:,.0f} / {num(p.measured_throughput_infer_per_s)} | "
-        f"{_pct(p.throughput_error_pct)} | {num(p.queue_us)} / "
-        f"{num(p.measured_queue_us)} |"
-    )
-
-
 def _misses_lines(predictions: list[Prediction]) -> list[str]:
     """The throughput error, where the model fails, and where a term is off (each if any)."""
     errors = [abs(e) for p in predictions if (e := p.throughput_error_pct) is not None]
@@ -158,7 +147,14 @@ def cost_model_section(
     return [
         *lines,
         *_cost_terms_lines(model),
-        *(_prediction_row(p) for p in predictions),
+        *(
+            f"| {p.description} | {p.load_key} | {p.regime} | "
+            f"{p.requests_per_execution:.1f} / {num(p.measured_requests_per_execution, 1)} | "
+            f"{p.execution_us:,.0f} / {num(p.measured_execution_us)} | "
+            f"{p.throughput_infer_per_s:,.0f} / {num(p.measured_throughput_infer_per_s)} | "
+            f"{_pct(p.throughput_error_pct)} | {num(p.queue_us)} / {num(p.measured_queue_us)} |"
+            for p in predictions
+        ),
         *_misses_lines(predictions),
         *_unfitted_lines(model, predictions, unfitted_loads or []),
     ]

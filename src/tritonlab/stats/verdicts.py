@@ -56,13 +56,7 @@ class Word(Worded):
     NO_VERDICT = "no verdict"  # one repeat, or a side without the figure: no interval
 
 
-HIGHER, LOWER, NO_CLEAR, NOT_COMPARABLE, NO_VERDICT = (
-    Word.HIGHER,
-    Word.LOWER,
-    Word.NO_CLEAR,
-    Word.NOT_COMPARABLE,
-    Word.NO_VERDICT,
-)
+HIGHER, LOWER, NO_CLEAR, NOT_COMPARABLE, NO_VERDICT = Word  # its members, in their order
 ONE_REPEAT_METHOD = "one repeat: no interval, so no verdict"
 MISSING_METHOD = "missing data"
 
@@ -118,18 +112,16 @@ class Verdict(Record):
     @property
     def decided(self) -> bool:
         """Clear, not comparable, or shown to be within ±MIN_EFFECT_PCT."""
+        ci = self.ci95_change_pct
         if self.clear or not self.comparable:
             return True
-        if self.low_pct is None or self.high_pct is None:
-            return False
-        return self.low_pct >= -MIN_EFFECT_PCT and self.high_pct <= MIN_EFFECT_PCT
+        return ci is not None and ci[0] >= -MIN_EFFECT_PCT and ci[1] <= MIN_EFFECT_PCT
 
     @property
     def half_width_pct(self) -> float | None:
         """The interval's half-width h in log units, stated as exp(h) - 1 in percent."""
-        if self.low_pct is None or self.high_pct is None:
-            return None
-        return half_width_pct(self.low_pct, self.high_pct)
+        ci = self.ci95_change_pct
+        return None if ci is None else half_width_pct(*ci)
 
     def phrase(self) -> str:
         """e.g. 'higher (+35%, CI +12% to +61%)', 'no clear difference (+3%, CI -9% to +17%)'
