@@ -23,6 +23,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from itertools import accumulate
 
 MIN_BLOCKS = 6
 
@@ -43,14 +44,8 @@ def _signed_rank_counts(n: int) -> tuple[int, ...]:
 def critical_rank(n: int, confidence: float) -> int:
     """The largest ``k`` with P(T+ <= k - 1) <= (1 - confidence) / 2 under the null, n blocks;
     0 when no interval at that level exists."""
-    alpha_half = (1.0 - confidence) / 2.0
-    cumulative = k = 0
-    for t, ways in enumerate(_signed_rank_counts(n)):
-        cumulative += ways
-        if cumulative / 2.0**n > alpha_half:
-            break
-        k = t + 1
-    return k
+    alpha_half = (1.0 - confidence) / 2.0  # the tail grows with k: count the sums within it
+    return sum(1 for tail in accumulate(_signed_rank_counts(n)) if tail / 2.0**n <= alpha_half)
 
 
 @dataclass(frozen=True)
