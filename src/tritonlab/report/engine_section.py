@@ -37,7 +37,6 @@ def engine_lines(
 ) -> list[str]:
     """How the cells were measured (block engine), and why the rounds stopped."""
     lines: list[str] = []
-    blocks = {c.block for c in cells}
     if engine is not None:
         windows = ", ".join(f"{ms} ms at {key}" for key, ms in sorted(engine.windows_ms.items()))
         lines += [
@@ -54,14 +53,14 @@ def engine_lines(
             f"(seed {engine.seed}); a cell is {WINDOWS_PER_CELL} perf_analyzer windows of "
             f"{windows} (the shortest window that holds {REQUESTS_PER_WINDOW} requests at the "
             f"slowest configuration's warm-up throughput, {WARMUP_WINDOW_MS} ms warm-up cells "
-            f"first, discarded). {len(blocks)} blocks were measured; verdicts pair the cells of "
-            "a block.",
+            f"first, discarded). {len({c.block for c in cells})} blocks were measured; verdicts "
+            "pair the cells of a block.",
             f"- Placement: perf_analyzer and the server share this machine's {engine.cores} "
             "cores; placing them on disjoint cores is not done and was not measured here (on 2 "
             "cores it would leave the server one, so a 2-instance configuration could not use "
             "the second: that changes what is compared, not only its noise).",
+            *reload_lines(engine),
         ]
-        lines += reload_lines(engine)
     if stopping is not None:
         rule = (
             "while a headline throughput interval (each configuration against the baseline "
@@ -97,7 +96,6 @@ def reload_lines(engine: EngineRecord) -> list[str]:
             f"- Reloads: every configuration is loaded again (new processes) before every "
             f"{engine.reload_every_blocks} blocks ({why}); none was due in this run."
         ]
-    seconds = sum(r.seconds for r in engine.reloads)
     numbers = [str(r.before_block + 1) for r in engine.reloads]
     before = (
         f"block {numbers[0]}"
@@ -108,7 +106,7 @@ def reload_lines(engine: EngineRecord) -> list[str]:
         f"- Reloads: every configuration was loaded again (new processes, a shuffled order, "
         f"one discarded warm-up cell each) before {before} ({why}); "
         f"{len(engine.reloads)} reload{'s' if len(engine.reloads) != 1 else ''} took "
-        f"{seconds:.0f} s in all."
+        f"{sum(r.seconds for r in engine.reloads):.0f} s in all."
     ]
 
 
