@@ -95,19 +95,6 @@ def _sent_lines(manifest: Manifest) -> list[str]:
     return lines
 
 
-def _tuned_step_lines(manifest: Manifest, tuned: bool) -> list[str]:
-    """A tune of an ensemble: which step its search moved, and why (the manifest's record)."""
-    repository = manifest.model.repository or {}
-    step, model = repository.get("tuned"), repository.get("model")
-    if not tuned or not step or step == model:
-        return []
-    return [
-        f"The search moved step `{step}` of `{model}` (its instances, batching, max batch and "
-        f"threads; the other steps ran as configured): {repository.get('tuned_reason', '')}.",
-        "",
-    ]
-
-
 def _conditions(manifest: Manifest, analyses: list[Analysis]) -> list[str]:
     plan, model, machine = manifest.plan, manifest.model, manifest.machine
     measurement, server, packages = plan.measurement, manifest.server, manifest.packages
@@ -341,7 +328,14 @@ def render_experiment_log(run: RunData) -> str:
             )
         lines.append("")
     lines += tune_section(run.tune)
-    lines += _tuned_step_lines(manifest, run.tune is not None)
+    repository = manifest.model.repository or {}  # a tune of an ensemble: the step it moved
+    step, model = repository.get("tuned"), repository.get("model")
+    if run.tune is not None and step and step != model:
+        lines += [
+            f"The search moved step `{step}` of `{model}` (its instances, batching, max batch and "
+            f"threads; the other steps ran as configured): {repository.get('tuned_reason', '')}.",
+            "",
+        ]
     if recommendations is not None:  # sweeps: the conclusion before the tables behind it
         summaries = [r.summary for a in analyses for r in a.reports]
         lines += recommendations_section(recommendations, summaries)
