@@ -45,9 +45,7 @@ def markdown(report: CheckReport) -> str:
         "",
     ]
     if report.not_comparable:
-        lines += ["### Not comparable", ""]
-        lines += [f"- {_cell(r)}" for r in report.not_comparable]
-        lines.append("")
+        lines += ["### Not comparable", "", *(f"- {_cell(r)}" for r in report.not_comparable), ""]
     if report.results:
         lines += [
             "| configuration | load | figure | baseline | new | change (95% CI) | outcome | why |",
@@ -62,9 +60,7 @@ def markdown(report: CheckReport) -> str:
             )
         lines.append("")
     if report.notes:
-        lines += ["### Notes", ""]
-        lines += [f"- {_cell(n)}" for n in report.notes]
-        lines.append("")
+        lines += ["### Notes", "", *(f"- {_cell(n)}" for n in report.notes), ""]
     return "\n".join(lines)
 
 

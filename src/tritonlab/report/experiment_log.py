@@ -341,16 +341,17 @@ def render_experiment_log(run: RunData) -> str:
         lines += recommendations_section(recommendations, summaries)
     lines += trace_section(manifest.plan.loads, run.cells)
     for analysis in analyses:
-        lines += [f"## Results: {analysis.load_key}", ""]
-        lines += _table(analysis)
         lines += [
+            f"## Results: {analysis.load_key}",
+            "",
+            *_table(analysis),
             "",
             "Figures are medians over the repeats, with the range of the repeats (min–max) in "
             "brackets; verdicts in the notes carry the 95% interval of the change; "
             "latencies are client-side, queue and compute are per request in the server.",
             "",
+            *(line for r in analysis.reports for line in _variant_section(r)),
         ]
-        lines += [ln for r in analysis.reports for ln in _variant_section(r)]
     if manifest.model.repository:
         labels = {v.name: v.description for v in manifest.plan.variants}
         kind = str(manifest.model.repository.get("kind", ""))

@@ -112,20 +112,13 @@ def _draw_ceiling(ax: Axes, machine: MachineCeilings, low: float, high: float) -
     xs = [low, machine.ridge_flop_per_byte, high]
     ys = [machine.attainable_flop_per_s(x) / 1e9 for x in xs]
     ax.plot(xs, ys, color="black", linewidth=2, label="ceiling (this machine, 1 thread)")
-    ax.annotate(
-        f"{machine.bandwidth_bytes_per_s / 1e9:.1f} GB/s",
-        (low * 1.3, machine.attainable_flop_per_s(low * 1.3) / 1e9),
-        textcoords="offset points",
-        xytext=(0, 6),
-        fontsize=8,
-    )
-    ax.annotate(
-        f"GEMM {machine.gemm_flop_per_s / 1e9:.1f} GFLOP/s",
-        (machine.ridge_flop_per_byte, machine.gemm_flop_per_s / 1e9),
-        textcoords="offset points",
-        xytext=(4, 6),
-        fontsize=8,
-    )
+    bandwidth = (low * 1.3, machine.attainable_flop_per_s(low * 1.3) / 1e9)
+    gemm = (machine.ridge_flop_per_byte, machine.gemm_flop_per_s / 1e9)
+    for text, xy, offset in (
+        (f"{machine.bandwidth_bytes_per_s / 1e9:.1f} GB/s", bandwidth, (0, 6)),
+        (f"GEMM {machine.gemm_flop_per_s / 1e9:.1f} GFLOP/s", gemm, (4, 6)),
+    ):
+        ax.annotate(text, xy, textcoords="offset points", xytext=offset, fontsize=8)
 
 
 def _draw_operators(ax: Axes, ops: list[RooflinePoint], operators: OperatorsRecord) -> None:

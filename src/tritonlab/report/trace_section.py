@@ -14,15 +14,6 @@ from tritonlab.perf.trace import KEPT_TO_PCT, TraceStats, adherence, delayed_pct
 from tritonlab.run_layout import RunLayout
 
 
-def _windows(stats: TraceStats, cells: Sequence[CellResult]) -> str:
-    windows = sorted({c.perf.settings.measurement_interval_ms for c in cells})
-    cycles = sorted({round(w * 1000 / stats.cycle_us, 2) for w in windows})
-    return (
-        f"each measurement window lasted {', '.join(f'{w:,} ms' for w in windows)}, "
-        f"{' or '.join(f'{c:g}' for c in cycles)} whole cycle(s) of the trace"
-    )
-
-
 def _config_row(stats: TraceStats, description: str, cells: list[CellResult]) -> str:
     found = [  # each measured cell's achieved rate against the trace
         (c, adherence(stats, m.throughput_infer_per_s, c.perf.settings.batch_size, c.perf.warnings))
@@ -86,7 +77,14 @@ def trace_section(loads: Sequence[LoadPoint], cells: Sequence[CellResult]) -> li
             "1 s.",
         ]
         if own:
-            lines += [f"- Measured in {len(own)} cell(s); {_windows(stats, own)}.", ""]
+            windows = sorted({c.perf.settings.measurement_interval_ms for c in own})
+            cycles = sorted({round(w * 1000 / stats.cycle_us, 2) for w in windows})
+            lines += [
+                f"- Measured in {len(own)} cell(s); each measurement window lasted "
+                f"{', '.join(f'{w:,} ms' for w in windows)}, "
+                f"{' or '.join(f'{c:g}' for c in cycles)} whole cycle(s) of the trace.",
+                "",
+            ]
             lines += [
                 "| config | cells | achieved req/s, median (range) | of the trace's mean "
                 "| kept to it | not-keeping-up warnings |",

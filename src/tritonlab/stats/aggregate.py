@@ -159,8 +159,7 @@ class VariantSummary(Record):
         tput, lat = self.throughput.median, self.latency_avg.median
         if self.in_flight is None or not tput or not lat:
             return None
-        requests_per_s = tput / self.settings.batch_size
-        return requests_per_s * lat * 1e-6 / self.in_flight
+        return tput / self.settings.batch_size * lat * 1e-6 / self.in_flight  # requests/s x s
 
     @property
     def littles_law_ok(self) -> bool | None:
