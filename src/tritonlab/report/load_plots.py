@@ -328,8 +328,7 @@ def plot_http_vs_grpc(data: PlotData, path: Path) -> Path | None:
                 (ax_tput, _tputs(members), [m.throughput for m in members], 1.0, name),
                 (ax_p99, _p99s_ms(members), [m.latency_p99 for m in members], 1e-3, ""),
             ):
-                yerr = error_bars(figures, scale)
-                ax.bar(at, ys, color=colour, label=label, yerr=yerr, **bars)
+                ax.bar(at, ys, color=colour, label=label, yerr=error_bars(figures, scale), **bars)
         for ax in (ax_tput, ax_p99):
             ax.set_xticks(xs, labels, fontsize=8)
             ax.grid(axis="x", visible=False)

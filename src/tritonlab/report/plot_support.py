@@ -108,14 +108,10 @@ def load_text(summaries: Iterable[VariantSummary]) -> str:
     )
     rates = sorted({st.request_rate_per_s for st in settings if st.request_rate_per_s})
     if conc:
-        parts.append(
-            f"concurrency {conc[0]}" if len(conc) == 1 else f"concurrency {conc[0]}–{conc[-1]}"
-        )
+        parts.append(f"concurrency {conc[0]}" + (f"–{conc[-1]}" if len(conc) > 1 else ""))
     if rates:
-        low, high = rates[0], rates[-1]
-        parts.append(
-            f"{low:g} req/s Poisson" if len(rates) == 1 else f"{low:g}–{high:g} req/s Poisson"
-        )
+        span = f"{rates[0]:g}" + (f"–{rates[-1]:g}" if len(rates) > 1 else "")
+        parts.append(f"{span} req/s Poisson")
     return ", ".join(parts)
 
 

@@ -74,16 +74,14 @@ def tune_section(tune: TuneRecord | None) -> list[str]:
         _pick_line("Pick", tune.pick),
         _pick_line("Runner-up", tune.runner_up),
     ]
-    verdict = tune.verdict
-    if verdict:
+    if verdict := tune.verdict:
         lines.append(
             f"- Runner-up against the pick ({verdict.figure}, paired over the race's "
             f"{verdict.pairs} rounds): {verdict.phrase()}."
         )
     if tune.tie_break:
         lines.append(f"- Tie broken: {tune.tie_break}.")
-    pick = tune.pick
-    if pick and not pick.meets_p99_budget_every_repeat:
+    if (pick := tune.pick) and not pick.meets_p99_budget_every_repeat:
         line = over_budget_line(pick)
         lines.append(f"- {line[0].upper()}{line[1:]}.")
     lines += [
