@@ -10,18 +10,28 @@ with those words.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from tritonlab.experiments.plan import sequence_length_of
+from tritonlab.perf.settings import PerfSettings
 from tritonlab.repository.variants import served_model_of
-
-if TYPE_CHECKING:
-    from tritonlab.stats.aggregate import VariantSummary
 
 OFFERED_LOADS = "different offered loads"
 
 
-def same_offered_load(a: VariantSummary, b: VariantSummary, tolerance: float = 0.02) -> bool:
+class WorkloadRow(Protocol):
+    """What a workload comparison reads of a row (``aggregate.VariantSummary`` has it): the
+    served model, the load's key and the settings perf_analyzer ran with."""
+
+    @property
+    def model_name(self) -> str: ...
+    @property
+    def load_key(self) -> str: ...
+    @property
+    def settings(self) -> PerfSettings: ...
+
+
+def same_offered_load(a: WorkloadRow, b: WorkloadRow, tolerance: float = 0.02) -> bool:
     """Closed loop at one concurrency, or open loop at (nearly) the same request rate with
     requests spaced alike (Poisson or evenly)."""
     ra, rb = a.settings.request_rate_per_s, b.settings.request_rate_per_s
@@ -43,7 +53,7 @@ def _different(what: str, a: object, b: object) -> str:
     return f"different {what} ({a} and {b})"
 
 
-def _input_difference(a: VariantSummary, b: VariantSummary) -> str | None:
+def _input_difference(a: WorkloadRow, b: WorkloadRow) -> str | None:
     """The sequence lengths (or, without them, the input shapes) when they differ, else None."""
     la, lb = sequence_length_of(a.load_key), sequence_length_of(b.load_key)
     if la != lb and la is not None and lb is not None:
@@ -57,7 +67,7 @@ def _input_difference(a: VariantSummary, b: VariantSummary) -> str | None:
 
 
 def workload_differences(
-    a: VariantSummary, b: VariantSummary, *, client: bool = True, load: bool = True
+    a: WorkloadRow, b: WorkloadRow, *, client: bool = True, load: bool = True
 ) -> list[str]:
     """What differs between the workloads of ``a`` and ``b``, each as ``different X (a and
     b)``: the model, the input shapes (sequence length), with ``client`` the protocol and the
@@ -77,7 +87,7 @@ def workload_differences(
     return out
 
 
-def same_workload(a: VariantSummary, b: VariantSummary, *, load: bool = True) -> bool:
+def same_workload(a: WorkloadRow, b: WorkloadRow, *, load: bool = True) -> bool:
     """True when ``a`` and ``b`` share model, input shapes, protocol, client batch size and
     (with ``load``) the offered load: the precondition of every rule that compares two rows."""
     return not workload_differences(a, b, load=load)
