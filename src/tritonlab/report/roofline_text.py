@@ -15,26 +15,6 @@ from tritonlab.perf.operator_profile import OperatorsRecord
 from tritonlab.stats.aggregate import VariantSummary
 
 
-def _ceilings_paragraph(machine: MachineCeilings) -> list[str]:
-    return [
-        "### Roofline: the hot operators against this machine's ceilings",
-        "",
-        f"Ceilings of this machine for one thread ({machine.cpu}, measured "
-        f"{machine.measured_utc} with numpy {machine.libraries.get('numpy', '?')} and "
-        f"onnxruntime {machine.libraries.get('onnxruntime', '?')}; `tritonlab.perf.machine`): "
-        f"memory bandwidth {machine.bandwidth_bytes_per_s / 1e9:.1f} GB/s (the faster of a "
-        f"two-pass triad, {machine.triad_bytes_per_s / 1e9:.1f} GB/s, and a copy, "
-        f"{machine.copy_bytes_per_s / 1e9:.1f} GB/s, on {machine.bandwidth_array_bytes >> 20} "
-        f"MiB arrays), GEMM {machine.gemm_flop_per_s / 1e9:.1f} GFLOP/s (the fastest float32 "
-        f"square MatMul in onnxruntime, {machine.gemm_size}³). They meet at "
-        f"{machine.ridge_flop_per_byte:.2f} FLOP/byte: an operator below that intensity is "
-        "bound by memory bandwidth, above it by compute. Operator times are onnxruntime's own "
-        "kernel times (its profiler, one thread, the median of 3 runs); the plot is "
-        "`plots/roofline.png`.",
-        "",
-    ]
-
-
 def _over_ceiling_note(ops: list[RooflinePoint], machine: MachineCeilings) -> list[str]:
     over = [p for p in ops if p.share_of_ceiling > 1.0]
     if not over:
@@ -104,7 +84,23 @@ def roofline_lines(operators: OperatorsRecord | None, summaries: list[VariantSum
     if operators is None or machine is None:
         return []
     ops = operator_points(operators)
-    lines = _ceilings_paragraph(machine)
+    lines = [
+        "### Roofline: the hot operators against this machine's ceilings",
+        "",
+        f"Ceilings of this machine for one thread ({machine.cpu}, measured "
+        f"{machine.measured_utc} with numpy {machine.libraries.get('numpy', '?')} and "
+        f"onnxruntime {machine.libraries.get('onnxruntime', '?')}; `tritonlab.perf.machine`): "
+        f"memory bandwidth {machine.bandwidth_bytes_per_s / 1e9:.1f} GB/s (the faster of a "
+        f"two-pass triad, {machine.triad_bytes_per_s / 1e9:.1f} GB/s, and a copy, "
+        f"{machine.copy_bytes_per_s / 1e9:.1f} GB/s, on {machine.bandwidth_array_bytes >> 20} "
+        f"MiB arrays), GEMM {machine.gemm_flop_per_s / 1e9:.1f} GFLOP/s (the fastest float32 "
+        f"square MatMul in onnxruntime, {machine.gemm_size}³). They meet at "
+        f"{machine.ridge_flop_per_byte:.2f} FLOP/byte: an operator below that intensity is "
+        "bound by memory bandwidth, above it by compute. Operator times are onnxruntime's own "
+        "kernel times (its profiler, one thread, the median of 3 runs); the plot is "
+        "`plots/roofline.png`.",
+        "",
+    ]
     if not ops:
         return [*lines, "No operator timings were recorded for this run.", ""]
     hot = {o.name for o in operators.profile.hottest(3)}

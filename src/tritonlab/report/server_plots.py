@@ -158,27 +158,6 @@ def _draw_operators(ax: Axes, ops: list[RooflinePoint], operators: OperatorsReco
             )
 
 
-def _draw_served(ax: Axes, served: list[RooflinePoint], data: PlotData) -> None:
-    for p in served:
-        slug = next(s.variant.name for s in data.summaries if s.variant.description == p.name)
-        ax.scatter(
-            p.intensity_flop_per_byte,
-            p.achieved_flop_per_s / 1e9,
-            marker="*",
-            s=120,
-            color=data.colour(slug),
-            edgecolor="black",
-            zorder=4,
-        )
-        ax.annotate(
-            f"{slug} (b={p.batch:.1f})",
-            (p.intensity_flop_per_byte, p.achieved_flop_per_s / 1e9),
-            textcoords="offset points",
-            xytext=(6, -3),
-            fontsize=7,
-        )
-
-
 def plot_roofline(data: PlotData, path: Path) -> Path | None:
     """The hot operators at batch 1 / 8 / 64 and the served executions against the machine's
     measured bandwidth and GEMM ceilings (log-log)."""
@@ -198,7 +177,24 @@ def plot_roofline(data: PlotData, path: Path) -> Path | None:
         ax = fig.add_subplot()
         _draw_ceiling(ax, machine, low, high)
         _draw_operators(ax, ops, data.operators)
-        _draw_served(ax, served, data)
+        for p in served:  # a star named by its variant and batch
+            slug = next(s.variant.name for s in data.summaries if s.variant.description == p.name)
+            ax.scatter(
+                p.intensity_flop_per_byte,
+                p.achieved_flop_per_s / 1e9,
+                marker="*",
+                s=120,
+                color=data.colour(slug),
+                edgecolor="black",
+                zorder=4,
+            )
+            ax.annotate(
+                f"{slug} (b={p.batch:.1f})",
+                (p.intensity_flop_per_byte, p.achieved_flop_per_s / 1e9),
+                textcoords="offset points",
+                xytext=(6, -3),
+                fontsize=7,
+            )
         # empty grey markers, so that the legend explains the batch and served shapes
         for batch, marker in ROOFLINE_MARKERS.items():
             ax.scatter([], [], marker=marker, color="grey", label=f"operator at batch {batch}")
