@@ -138,19 +138,18 @@ def _judgement(pick: Pick, goal: str) -> str:
     if not verdicts:
         return f"the best measured point for {goal}, without a baseline to weigh it against."
     tput, p99 = verdicts["throughput"].word, verdicts["latency_p99"].word
-    if (tput if goal == "throughput" else p99) == NOT_COMPARABLE:
-        why = verdicts["throughput" if goal == "throughput" else "latency_p99"].method
-        return (
-            f"the baseline's {'throughput' if goal == 'throughput' else 'p99'} at this load "
-            f"point is not comparable with the pick's ({why}), so the pick rests on the ranking "
-            "above, not on a verdict against the baseline."
-        )
     figure = verdicts["throughput" if goal == "throughput" else "latency_p99"]
+    name = "throughput" if goal == "throughput" else "p99"
+    if figure.word == NOT_COMPARABLE:
+        return (
+            f"the baseline's {name} at this load point is not comparable with the pick's "
+            f"({figure.method}), so the pick rests on the ranking above, not on a verdict "
+            "against the baseline."
+        )
     if figure.word == NO_VERDICT:
         return (
-            f"against the baseline, {'throughput' if goal == 'throughput' else 'p99'} has "
-            f"{figure.phrase()}, so this run does not show whether the change pays; the pick "
-            "rests on the ranking above."
+            f"against the baseline, {name} has {figure.phrase()}, so this run does not show "
+            "whether the change pays; the pick rests on the ranking above."
         )
     if goal == "throughput":
         return _throughput_judgement(pick, tput, p99)
