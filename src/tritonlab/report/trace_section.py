@@ -64,13 +64,12 @@ def trace_section(loads: Sequence[LoadPoint], cells: Sequence[CellResult]) -> li
         assert stats is not None
         own = [c for c in cells if c.load_key == load.key]
         files = RunLayout(Path())  # the paths as the run folder names them
-        csv_file = files.trace_csv(stats.name).as_posix()
-        intervals = files.trace_intervals(stats.name).as_posix()
         lines += [
             f"### {load.key}: trace {stats.name}",
             "",
-            f"- Trace `{csv_file}` (sha256 `{stats.sha256[:16]}…`, replayed "
-            f"from `{intervals}`): {stats.request_count:,} requests "
+            f"- Trace `{files.trace_csv(stats.name).as_posix()}` (sha256 `{stats.sha256[:16]}…`, "
+            f"replayed from `{files.trace_intervals(stats.name).as_posix()}`): "
+            f"{stats.request_count:,} requests "
             f"in a {stats.duration_s:g} s cycle, mean rate {stats.mean_rate_per_s:,.1f} req/s, "
             f"coefficient of variation of inter-arrival times {stats.interarrival_cv:.2f} (1 for "
             f"Poisson arrivals, above 1 burstier), peak {stats.peak_rate_per_s:,.0f} req/s over "
