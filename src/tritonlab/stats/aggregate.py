@@ -163,8 +163,7 @@ class VariantSummary(Record):
 
     @property
     def littles_law_ok(self) -> bool | None:
-        """True when Little's law holds within ``LITTLE_TOLERANCE``; None when it cannot be
-        checked."""
+        """True when Little's law holds within ``LITTLE_TOLERANCE``; None when unchecked."""
         ratio = self.littles_law_ratio
         return None if ratio is None else abs(ratio - 1.0) <= LITTLE_TOLERANCE
 
