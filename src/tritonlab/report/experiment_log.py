@@ -266,9 +266,7 @@ def _engines_lines(operators: OperatorsRecord, reference: dict[int, float]) -> l
         ]
         lines.append(f"| {engine} | {used.get(engine, 'not recorded')} | {' | '.join(cells)} |")
     lines.append("")
-    fell_back = [
-        e for e, u in sorted(used.items()) if e.split(" ")[-1] != u and e.split(" ")[-1] != "f32"
-    ]
+    fell_back = [e for e, u in sorted(used.items()) if e.split(" ")[-1] not in (u, "f32")]
     if fell_back:
         lines += [
             "Asked for a reduced precision that this processor cannot run, "

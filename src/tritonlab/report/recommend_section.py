@@ -34,8 +34,7 @@ def _pick(title: str, pick: Pick | None, missing: str, recs: Recommendations) ->
     if pick is None:
         return [f"**{title}.** {missing}", ""]
     verdicts = "; ".join(f"{k}: {v.phrase()}" for k, v in pick.verdicts.items())
-    p = pick.point
-    tie = pick.tie_break
+    p, tie = pick.point, pick.tie_break
     lines = [
         f"**{title}: {p.description}** ({_load(p)}; median p99 {p.latency_p99_us:,.0f} µs, "
         f"worst repeat {p.worst_p99_us:,.0f} µs, {p.instance_count} instance"
