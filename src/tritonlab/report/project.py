@@ -218,8 +218,7 @@ def client_script(model_name: str) -> str:
 def project_readme(run: RunData) -> str:
     """The run folder's ``README.md`` as markdown text: what was measured and how to rerun it."""
     manifest, analyses = run.manifest, run.analyses
-    model = manifest.model.name
-    machine = manifest.machine
+    model, machine = manifest.model.name, manifest.machine
     lines = [
         f"# {model} on NVIDIA Triton Inference Server",
         "",

@@ -115,8 +115,7 @@ def tune_section(tune: TuneRecord | None) -> list[str]:
 def over_budget_line(pick: TunePick) -> str:
     """What the log and the command say of a pick whose p99 went over the budget in a repeat
     (a point is within the budget when the median of its repeats is: decisions/search.py)."""
-    over = pick.p99_over_budget_repeats
-    median_us = pick.latency_p99_us.median
+    over, median_us = pick.p99_over_budget_repeats, pick.latency_p99_us.median
     if over is None or median_us is None:  # a tune.json from before the median rule
         return "no configuration met the p99 budget in every repeat"
     return (
