@@ -112,9 +112,9 @@ class Verdict(Record):
     @property
     def decided(self) -> bool:
         """Clear, not comparable, or shown to be within ±MIN_EFFECT_PCT."""
-        ci = self.ci95_change_pct
         if self.clear or not self.comparable:
             return True
+        ci = self.ci95_change_pct
         return ci is not None and ci[0] >= -MIN_EFFECT_PCT and ci[1] <= MIN_EFFECT_PCT
 
     @property
