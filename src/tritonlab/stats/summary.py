@@ -81,7 +81,6 @@ class Summary(Record):
         if self.median is None:
             return "n/a"
         text = f"{self.median:,.{digits}f}" + (f" {unit}" if unit else "")
-        spread = self.range
-        if spread:
+        if spread := self.range:
             text += f" ({spread[0]:,.{digits}f}–{spread[1]:,.{digits}f})"
         return text
