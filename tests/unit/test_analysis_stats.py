@@ -48,11 +48,10 @@ def _pct(log_ratio: float) -> float:
 # --- Summary ---------------------------------------------------------------------------------
 
 
-def test_summary_median_mean_range_by_hand() -> None:
+def test_summary_median_range_by_hand() -> None:
     s = Summary.of([14.0, 10.0, 12.0])
     assert s.n == 3
     assert s.median == 12.0
-    assert s.mean == 12.0
     assert s.low == 10.0
     assert s.high == 14.0
     assert s.range == (10.0, 14.0)
@@ -105,7 +104,6 @@ def test_summary_keeps_rounds_and_drops_missing_values_with_their_round() -> Non
     assert empty.n == 0
     assert empty.rounds == ()
     assert empty.median is None
-    assert empty.mean is None
     assert empty.range is None
     assert empty.to_dict()["min"] is None
 

@@ -18,8 +18,8 @@ from tritonlab.explanation.cost_model import (
     Prediction,
     ServingPathPoint,
 )
-from tritonlab.report.build import fit_cost_model
 from tritonlab.report.cost_model_text import cost_model_section
+from tritonlab.report.run_data import load_run
 from tritonlab.result_files import write_json_atomic
 from tritonlab.run_layout import OPERATORS_FILE, RESULTS_DIR, SERVING_PATH_DIR
 from tritonlab.stats.aggregate import VariantSummary
@@ -164,12 +164,12 @@ def test_gap_slows_a_busy_instance_and_leaves_out_the_all_in_flight_probe(by_nam
     assert without.gap_us(4.0) == 0.0
 
 
-def test_fit_cost_model_reads_the_run_folder(
+def test_the_cost_model_reads_the_run_folder(
     seed_run_dir: Path, by_name: Names, tmp_path: Path
 ) -> None:
     run_dir = tmp_path / "run"
     shutil.copytree(seed_run_dir, run_dir)
-    assert fit_cost_model(run_dir, cores=2) is None  # no operators.json in the seed run
+    assert load_run(run_dir).cost_model is None  # no operators.json in the seed run
     write_json_atomic(
         run_dir / RESULTS_DIR / OPERATORS_FILE,
         {
@@ -177,7 +177,7 @@ def test_fit_cost_model_reads_the_run_folder(
             "in_process_us_per_execution": {str(b): t for b, t in IN_PROCESS.items()},
         },
     )
-    assert fit_cost_model(run_dir, cores=2) is None  # ... and no identity-model cells
+    assert load_run(run_dir).cost_model is None  # ... and no identity-model cells
     # Stand-ins for the identity probes: the baseline's cells (one request per execution)
     # and the 0 ms batcher's (about four).
     for source, name in (("baseline", "serving_path_1"), ("batch_0ms_x1", "serving_path_b")):
@@ -185,7 +185,7 @@ def test_fit_cost_model_reads_the_run_folder(
             variant = dataclasses.replace(c.variant, name=name)
             cell = dataclasses.replace(c, variant=variant, cell_id=f"{name}__r{c.repeat}")
             save_cell(run_dir, cell, SERVING_PATH_DIR)
-    fitted = fit_cost_model(run_dir, cores=2)
+    fitted = load_run(run_dir).cost_model
     assert fitted is not None
     low = ServingPathPoint.from_cells(list(by_name["baseline"].cells))
     high = ServingPathPoint.from_cells(list(by_name["batch_0ms_x1"].cells))

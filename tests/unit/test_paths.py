@@ -28,8 +28,9 @@ from tritonlab.paths import (
 )
 from tritonlab.perf.locate import PerfAnalyzerInstall
 from tritonlab.perf.settings import PerfSettings
-from tritonlab.report.build import build_report, portable_records
+from tritonlab.report.build import build_report
 from tritonlab.report.project import export_script_user, run_perf_script, start_server_script
+from tritonlab.report.run_data import portable_records
 from tritonlab.server.locate import ServerInstall, default_cache_root
 
 

@@ -9,20 +9,23 @@ from PIL import Image
 
 from tritonlab.decisions.recommend import recommend
 from tritonlab.experiments.manifest import Manifest
-from tritonlab.report.build import load_run
-from tritonlab.report.plot_support import MAX_ROWS, per_configuration_rows, reference_load
-from tritonlab.report.plots import (
-    PLOTS,
-    PlotData,
-    batch_bins,
-    context_line,
-    load_text,
+from tritonlab.report.load_plots import (
     plot_concurrency_curves,
     plot_http_vs_grpc,
     plot_p99_vs_queue_delay,
     plot_throughput_vs_p99,
-    write_plots,
 )
+from tritonlab.report.plot_support import (
+    MAX_ROWS,
+    PlotData,
+    context_line,
+    load_text,
+    per_configuration_rows,
+    reference_load,
+)
+from tritonlab.report.plots import PLOTS, write_plots
+from tritonlab.report.run_data import load_run
+from tritonlab.report.server_plots import batch_bins
 from tritonlab.stats.aggregate import VariantSummary
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -15,10 +15,10 @@ from tritonlab.errors import TritonlabError
 from tritonlab.experiments.manifest import AdaptiveEntry
 from tritonlab.experiments.rounds import AdaptiveRound
 from tritonlab.experiments.store import load_cells, save_cell
-from tritonlab.report.build import BuiltReport, build_report, load_run
+from tritonlab.report.build import BuiltReport, build_report
 from tritonlab.report.experiment_log import render_experiment_log
 from tritonlab.report.method_section import VerdictCount, count_verdicts, method_lines
-from tritonlab.report.run_data import RunData
+from tritonlab.report.run_data import RunData, load_run
 from tritonlab.result_files import write_json_atomic
 from tritonlab.run_layout import (
     ADAPTIVE_FILE,

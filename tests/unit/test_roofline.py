@@ -139,8 +139,9 @@ def test_no_roofline_without_ceilings() -> None:
 def test_the_roofline_plot_draws_operators_and_served_points(tmp_path: Path) -> None:
     from test_plots import SWEEP_RUN, assert_real_png
 
-    from tritonlab.report.plots import PlotData, plot_roofline
+    from tritonlab.report.plot_support import PlotData
     from tritonlab.report.run_data import load_run
+    from tritonlab.report.server_plots import plot_roofline
 
     run = PlotData.of(load_run(SWEEP_RUN))
     with_ceilings = dataclasses.replace(run, operators=_operators_record(100.0, 2000.0))
@@ -157,8 +158,9 @@ def test_a_model_without_heavy_operators_has_no_roofline_and_no_error(tmp_path: 
     no FLOPs to place and no plot; the run must not fail on the empty operator list."""
     from test_plots import SWEEP_RUN
 
-    from tritonlab.report.plots import PlotData, plot_roofline
+    from tritonlab.report.plot_support import PlotData
     from tritonlab.report.run_data import load_run
+    from tritonlab.report.server_plots import plot_roofline
 
     record = dataclasses.replace(
         _operators_record(100.0, 2000.0),

@@ -10,25 +10,12 @@ from tritonlab import gateway
 from tritonlab.explanation.explain import Analysis
 from tritonlab.report.experiment_log import render_experiment_log
 from tritonlab.report.html import write_html_report
-from tritonlab.report.plots import PlotData, write_plots
+from tritonlab.report.plot_support import PlotData
+from tritonlab.report.plots import write_plots
 from tritonlab.report.project import project_readme
 from tritonlab.report.recommend_summary_text import recommendations_dict
-from tritonlab.report.run_data import (
-    RunData,
-    fit_cost_model,
-    load_run,
-    portable_records,
-)
+from tritonlab.report.run_data import RunData, load_run
 from tritonlab.result_files import write_result
-
-__all__ = [
-    "BuiltReport",
-    "build_report",
-    "fit_cost_model",
-    "load_run",
-    "portable_records",
-    "write_report",
-]
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from collections import Counter
 
 from tritonlab.decisions.check import CheckReport
 from tritonlab.decisions.gate import Outcome
@@ -44,9 +45,7 @@ def markdown(report: CheckReport) -> str:
         "",
     ]
     if report.not_comparable:
-        lines += ["### Not comparable", ""]
-        lines += [f"- {_cell(r)}" for r in report.not_comparable]
-        lines.append("")
+        lines += ["### Not comparable", "", *(f"- {_cell(r)}" for r in report.not_comparable), ""]
     if report.results:
         lines += [
             "| configuration | load | figure | baseline | new | change (95% CI) | outcome | why |",
@@ -61,9 +60,7 @@ def markdown(report: CheckReport) -> str:
             )
         lines.append("")
     if report.notes:
-        lines += ["### Notes", ""]
-        lines += [f"- {_cell(n)}" for n in report.notes]
-        lines.append("")
+        lines += ["### Notes", "", *(f"- {_cell(n)}" for n in report.notes), ""]
     return "\n".join(lines)
 
 
@@ -72,11 +69,9 @@ def junit_xml(report: CheckReport) -> str:
     undecided figure is skipped, a figure not comparable is an error); runs that are not
     comparable at all are one erroring test case."""
     suite = ET.Element("testsuite", name="tritonlab check")
-    failures = errors = skipped = 0
     for reason in report.not_comparable:
         case = ET.SubElement(suite, "testcase", classname="tritonlab.check", name="comparable")
         ET.SubElement(case, "error", message=reason, type="not comparable").text = reason
-        errors += 1
     for r in report.results:
         case = ET.SubElement(
             suite, "testcase", classname=f"tritonlab.check.{r.config}", name=r.name
@@ -84,19 +79,17 @@ def junit_xml(report: CheckReport) -> str:
         reason = r.reason()
         if r.outcome is Outcome.REGRESSION:
             ET.SubElement(case, "failure", message=reason, type="regression").text = reason
-            failures += 1
         elif r.outcome is Outcome.UNDECIDED:
             ET.SubElement(case, "skipped", message=reason)
-            skipped += 1
         elif r.outcome is Outcome.NOT_COMPARABLE:
             ET.SubElement(case, "error", message=reason, type="not comparable").text = reason
-            errors += 1
         else:
             ET.SubElement(case, "system-out").text = reason
+    outcomes = Counter(r.outcome for r in report.results)
     suite.set("tests", str(len(report.results) + len(report.not_comparable)))
-    suite.set("failures", str(failures))
-    suite.set("errors", str(errors))
-    suite.set("skipped", str(skipped))
+    suite.set("failures", str(outcomes[Outcome.REGRESSION]))
+    suite.set("errors", str(outcomes[Outcome.NOT_COMPARABLE] + len(report.not_comparable)))
+    suite.set("skipped", str(outcomes[Outcome.UNDECIDED]))
     ET.indent(suite)
     return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
 

@@ -15,104 +15,43 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:+.0f}%"
 
 
-def _cost_terms_lines(model: CostModel) -> list[str]:
-    """Return the model's formula, its measured terms as a table, and the predictions' header."""
-    points = ", ".join(
-        f"{p.requests_per_execution:.1f} requests per execution: "
-        f"{p.compute_us_per_execution:,.0f} µs"
-        for p in model.serving_points
-    )
-    return [
-        "One execution carrying r requests of k samples is modelled as "
-        "T(r) = S_exec + S_req·r + F + P·r·k, and a busy instance takes T(r) + G(r) per "
-        "execution; each term measured in this run "
-        "(the model and its assumptions: `tritonlab.explanation.cost_model`):",
-        "",
-        "| term | µs | measured by |",
-        "|---|---|---|",
-        f"| S_exec: serving path, fixed per execution | {model.serving_fixed_us:,.0f} | null "
-        f"model (the model's inputs and outputs, zeros) through the same backend in the same "
-        f"server ({points}) |",
-        f"| S_req: serving path, per request | {model.serving_per_request_us:,.1f} | the same "
-        "cells: least-squares line (predictions interpolate between the measured points) |",
-        f"| F: model, fixed per execution | {model.model_fixed_us:,.1f} | in-process "
-        "onnxruntime fit (1 thread, hot loop) |",
-        f"| P: model, per sample | {model.model_per_sample_us:,.1f} | the same fit |",
-        *(
-            f"| F, P on {engine} | {fixed:,.1f}, {per_sample:,.1f} | in-process {engine} fit "
-            "(1 stream, the same batches), less the same null-model call |"
-            for engine, fixed, per_sample in model.engine_terms
-        ),
-        "| G: hand-off between executions of a busy instance | "
-        + ", ".join(
-            f"{model.gap_us(p.requests_per_execution):,.0f} at {p.requests_per_execution:.1f}"
-            for p in model.serving_points[:-1] or model.serving_points
-        )
-        + " | null model: one instance's cycle (requests per execution / requests per second) "
-        "minus its compute; the probe that takes every request in flight is left out (its gap "
-        "holds the clients' round trip) |",
-        f"| L0: client round trip outside the server | {model.client_overhead_us:,.0f} | "
-        "null model without batching: client latency minus server time |",
-        "",
-        f"With {model.cores} cores, the instance count and perf_analyzer's measured CPU, it "
-        "predicts each configuration's batch, execution cost, throughput and queue:",
-        "",
-        "| config | load | regime | requests / execution (pred / meas) | µs per execution "
-        "(pred / meas) | infer/s (pred / meas) | error | queue µs (pred / meas) |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-
-
-def _prediction_row(p: Prediction) -> str:
-    """Return one configuration and load's predicted against measured table row."""
-    return (
-        f"| {p.description} | {p.load_key} | {p.regime} | "
-        f"{p.requests_per_execution:.1f} / {num(p.measured_requests_per_execution, 1)} | "
-        f"{p.execution_us:,.0f} / {num(p.measured_execution_us)} | "
-        f"{p.throughput_infer_per_s:,.0f} / {num(p.measured_throughput_infer_per_s)} | "
-        f"{_pct(p.throughput_error_pct)} | {num(p.queue_us)} / "
-        f"{num(p.measured_queue_us)} |"
-    )
-
-
 def _misses_lines(predictions: list[Prediction]) -> list[str]:
-    """Return the throughput error summary, the configurations where the model fails, and
-    those right in total but off in a term (each part only when it has something to say)."""
+    """The throughput error, where the model fails, and where a term is off (each if any)."""
     errors = [abs(e) for p in predictions if (e := p.throughput_error_pct) is not None]
     failures = [p for p in predictions if p.fails]
     lines = [""]
     if errors:
-        lines.append(
+        lines += [
             f"Throughput error: median {statistics.median(errors):.0f}%, worst "
             f"{max(errors):.0f}% over {len(errors)} configurations and loads; "
-            f"{len(failures)} miss by more than {MODEL_FAILS_PCT:g}%."
-        )
-        lines.append("")
-    if failures:
-        lines += [f"Where the model fails (|error| > {MODEL_FAILS_PCT:g}%):", ""]
-        lines += [
-            f"- {p.description} at {p.load_key}: predicted {p.throughput_infer_per_s:,.0f}, "
-            f"measured {num(p.measured_throughput_infer_per_s)} infer/s: {p.failure()}."
-            for p in failures
+            f"{len(failures)} miss by more than {MODEL_FAILS_PCT:g}%.",
+            "",
         ]
-        lines.append("")
+    if failures:
+        lines += [
+            f"Where the model fails (|error| > {MODEL_FAILS_PCT:g}%):",
+            "",
+            *(
+                f"- {p.description} at {p.load_key}: predicted {p.throughput_infer_per_s:,.0f}, "
+                f"measured {num(p.measured_throughput_infer_per_s)} infer/s: {p.failure()}."
+                for p in failures
+            ),
+            "",
+        ]
     partial = [p for p in predictions if not p.fails and p.term_misses()]
     if partial:
         lines += [
             f"Throughput within {MODEL_FAILS_PCT:g}%, but a term off by more than "
             f"{MODEL_FAILS_PCT:g}% (the right total for a partly wrong reason):",
             "",
+            *(f"- {p.description} at {p.load_key}: {'; '.join(p.term_misses())}." for p in partial),
+            "",
         ]
-        lines += [
-            f"- {p.description} at {p.load_key}: {'; '.join(p.term_misses())}." for p in partial
-        ]
-        lines.append("")
     return lines
 
 
 def _unfitted_lines(model: CostModel, predictions: list[Prediction], loads: list[str]) -> list[str]:
-    """Return the sentence that names the loads left out because their rows sent other input
-    shapes than the terms were timed at (nothing when none was)."""
+    """The loads left out: their rows sent other input shapes than the terms were timed at."""
     if not loads:
         return []
     lengths = {sequence_length_of(p.load_key) for p in predictions}
@@ -157,10 +96,58 @@ def cost_model_section(
             "tritonlab's backends has none) and the in-process timings (`operators.json`).",
             "",
         ]
+    points = ", ".join(
+        f"{p.requests_per_execution:.1f} requests per execution: "
+        f"{p.compute_us_per_execution:,.0f} µs"
+        for p in model.serving_points
+    )
     return [
         *lines,
-        *_cost_terms_lines(model),
-        *(_prediction_row(p) for p in predictions),
+        "One execution carrying r requests of k samples is modelled as "
+        "T(r) = S_exec + S_req·r + F + P·r·k, and a busy instance takes T(r) + G(r) per "
+        "execution; each term measured in this run "
+        "(the model and its assumptions: `tritonlab.explanation.cost_model`):",
+        "",
+        "| term | µs | measured by |",
+        "|---|---|---|",
+        f"| S_exec: serving path, fixed per execution | {model.serving_fixed_us:,.0f} | null "
+        f"model (the model's inputs and outputs, zeros) through the same backend in the same "
+        f"server ({points}) |",
+        f"| S_req: serving path, per request | {model.serving_per_request_us:,.1f} | the same "
+        "cells: least-squares line (predictions interpolate between the measured points) |",
+        f"| F: model, fixed per execution | {model.model_fixed_us:,.1f} | in-process "
+        "onnxruntime fit (1 thread, hot loop) |",
+        f"| P: model, per sample | {model.model_per_sample_us:,.1f} | the same fit |",
+        *(
+            f"| F, P on {engine} | {fixed:,.1f}, {per_sample:,.1f} | in-process {engine} fit "
+            "(1 stream, the same batches), less the same null-model call |"
+            for engine, fixed, per_sample in model.engine_terms
+        ),
+        "| G: hand-off between executions of a busy instance | "
+        + ", ".join(
+            f"{model.gap_us(p.requests_per_execution):,.0f} at {p.requests_per_execution:.1f}"
+            for p in model.serving_points[:-1] or model.serving_points
+        )
+        + " | null model: one instance's cycle (requests per execution / requests per second) "
+        "minus its compute; the probe that takes every request in flight is left out (its gap "
+        "holds the clients' round trip) |",
+        f"| L0: client round trip outside the server | {model.client_overhead_us:,.0f} | "
+        "null model without batching: client latency minus server time |",
+        "",
+        f"With {model.cores} cores, the instance count and perf_analyzer's measured CPU, it "
+        "predicts each configuration's batch, execution cost, throughput and queue:",
+        "",
+        "| config | load | regime | requests / execution (pred / meas) | µs per execution "
+        "(pred / meas) | infer/s (pred / meas) | error | queue µs (pred / meas) |",
+        "|---|---|---|---|---|---|---|---|",
+        *(
+            f"| {p.description} | {p.load_key} | {p.regime} | "
+            f"{p.requests_per_execution:.1f} / {num(p.measured_requests_per_execution, 1)} | "
+            f"{p.execution_us:,.0f} / {num(p.measured_execution_us)} | "
+            f"{p.throughput_infer_per_s:,.0f} / {num(p.measured_throughput_infer_per_s)} | "
+            f"{_pct(p.throughput_error_pct)} | {num(p.queue_us)} / {num(p.measured_queue_us)} |"
+            for p in predictions
+        ),
         *_misses_lines(predictions),
         *_unfitted_lines(model, predictions, unfitted_loads or []),
     ]

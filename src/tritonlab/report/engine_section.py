@@ -32,22 +32,11 @@ def _width(v: Verdict) -> str:
     return "no interval" if width is None else f"half-width ±{width:.1f}%"
 
 
-def disjoint_cores_note(cores: int) -> str:
-    """Why perf_analyzer and the server share the cores (disjoint placement is not used)."""
-    return (
-        f"perf_analyzer and the server share this machine's {cores} cores; placing them on "
-        "disjoint cores is not done and was not measured here (on 2 cores it would leave the "
-        "server one, so a 2-instance configuration could not use the second: that changes what "
-        "is compared, not only its noise)"
-    )
-
-
 def engine_lines(
     engine: EngineRecord | None, stopping: StoppingRecord | None, cells: list[CellResult]
 ) -> list[str]:
     """How the cells were measured (block engine), and why the rounds stopped."""
     lines: list[str] = []
-    blocks = {c.block for c in cells}
     if engine is not None:
         windows = ", ".join(f"{ms} ms at {key}" for key, ms in sorted(engine.windows_ms.items()))
         lines += [
@@ -64,11 +53,14 @@ def engine_lines(
             f"(seed {engine.seed}); a cell is {WINDOWS_PER_CELL} perf_analyzer windows of "
             f"{windows} (the shortest window that holds {REQUESTS_PER_WINDOW} requests at the "
             f"slowest configuration's warm-up throughput, {WARMUP_WINDOW_MS} ms warm-up cells "
-            f"first, discarded). {len(blocks)} blocks were measured; verdicts pair the cells of "
-            "a block.",
-            f"- Placement: {disjoint_cores_note(engine.cores)}.",
+            f"first, discarded). {len({c.block for c in cells})} blocks were measured; verdicts "
+            "pair the cells of a block.",
+            f"- Placement: perf_analyzer and the server share this machine's {engine.cores} "
+            "cores; placing them on disjoint cores is not done and was not measured here (on 2 "
+            "cores it would leave the server one, so a 2-instance configuration could not use "
+            "the second: that changes what is compared, not only its noise).",
+            *reload_lines(engine),
         ]
-        lines += reload_lines(engine)
     if stopping is not None:
         rule = (
             "while a headline throughput interval (each configuration against the baseline "
@@ -104,7 +96,6 @@ def reload_lines(engine: EngineRecord) -> list[str]:
             f"- Reloads: every configuration is loaded again (new processes) before every "
             f"{engine.reload_every_blocks} blocks ({why}); none was due in this run."
         ]
-    seconds = sum(r.seconds for r in engine.reloads)
     numbers = [str(r.before_block + 1) for r in engine.reloads]
     before = (
         f"block {numbers[0]}"
@@ -115,7 +106,7 @@ def reload_lines(engine: EngineRecord) -> list[str]:
         f"- Reloads: every configuration was loaded again (new processes, a shuffled order, "
         f"one discarded warm-up cell each) before {before} ({why}); "
         f"{len(engine.reloads)} reload{'s' if len(engine.reloads) != 1 else ''} took "
-        f"{seconds:.0f} s in all."
+        f"{sum(r.seconds for r in engine.reloads):.0f} s in all."
     ]
 
 
@@ -146,23 +137,21 @@ def noise_floor_lines(floors: list[NoiseFloor]) -> list[str]:
             f"with {len(intervals)} intervals at 95% and nothing but noise between the copies, "
             f"at least one would {chance:.0f}% of the time."
         )
-    lines.append("")
-    return lines
+    return [*lines, ""]
 
 
 def interference_lines(cells: list[CellResult]) -> list[str]:
     """What the interference monitor saw, which cells it had measured again, which stayed
     disturbed, and the idle co-loaded models' CPU."""
-    seen = [c for c in cells if c.interference is not None]
-    if not seen:
+    records = [(c.cell_id, c.interference) for c in cells if c.interference is not None]
+    if not records:
         return []
-    records = [c.interference for c in seen if c.interference is not None]
-    foreign = [r.foreign_cores for r in records]
-    steal = [r.steal_cores for r in records]
-    idle = [r.idle_models_cores for r in records]
-    retried = [c for c in seen if c.interference and c.interference.attempts > 1]
-    disturbed = [c.cell_id for c in seen if c.interference and c.interference.disturbed]
-    lines = [
+    foreign = [r.foreign_cores for _, r in records]
+    steal = [r.steal_cores for _, r in records]
+    idle = [r.idle_models_cores for _, r in records]
+    retried = [cell for cell, r in records if r.attempts > 1]
+    disturbed = [cell for cell, r in records if r.disturbed]
+    return [
         "## Interference",
         "",
         f"- Foreign CPU (used by processes other than the server, its stubs, perf_analyzer and "
@@ -171,16 +160,15 @@ def interference_lines(cells: list[CellResult]) -> list[str]:
         f"{max(steal):.2f} cores ({len(records)} cells). A cell above "
         f"{DISTURBED_FOREIGN_CORES:g} foreign or {DISTURBED_STEAL_CORES:g} steal cores is "
         f"disturbed and measured again, at most {DISTURBED_RETRIES} more times.",
-        f"- Re-measured because disturbed: {len(retried)} cell(s)"
-        + (": " + ", ".join(f"{c.cell_id}" for c in retried[:8]) if retried else "")
-        + (f" and {len(retried) - 8} more" if len(retried) > 8 else "")
-        + ".",
-        f"- Stored as disturbed (every try was): {len(disturbed)}"
-        + (": " + ", ".join(disturbed[:8]) if disturbed else "")
-        + (f" and {len(disturbed) - 8} more" if len(disturbed) > 8 else "")
-        + ".",
+        f"- Re-measured because disturbed: {len(retried)} cell(s){_first_eight(retried)}.",
+        f"- Stored as disturbed (every try was): {len(disturbed)}{_first_eight(disturbed)}.",
         f"- Idle co-loaded models (the other configurations' backend stubs) used median "
         f"{statistics.median(idle):.3f}, max {max(idle):.3f} cores while another was measured.",
         "",
     ]
-    return lines
+
+
+def _first_eight(cells: list[str]) -> str:
+    """': a, b, c' naming the first eight cells and how many more; '' for none."""
+    more = f" and {len(cells) - 8} more" if len(cells) > 8 else ""
+    return ": " + ", ".join(cells[:8]) + more if cells else ""

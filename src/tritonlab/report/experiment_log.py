@@ -23,11 +23,7 @@ if TYPE_CHECKING:
 from tritonlab.client.infer import SHAPES_ONLY
 from tritonlab.report.cost_model_text import cost_model_section
 from tritonlab.report.efficiency_text import efficiency_section
-from tritonlab.report.engine_section import (
-    engine_lines,
-    interference_lines,
-    noise_floor_lines,
-)
+from tritonlab.report.engine_section import engine_lines, interference_lines, noise_floor_lines
 from tritonlab.report.method_section import (
     adaptive_lines,
     count_verdicts,
@@ -36,6 +32,7 @@ from tritonlab.report.method_section import (
     run_stopping_note,
 )
 from tritonlab.report.nodes_section import nodes_section
+from tritonlab.report.plot_support import PROTOCOL_NAMES
 from tritonlab.report.recommend_section import recommendations_section
 from tritonlab.report.roofline_text import roofline_lines
 from tritonlab.report.run_data import RunData
@@ -43,8 +40,6 @@ from tritonlab.report.steps_section import steps_section
 from tritonlab.report.text_format import check_against, model_source, num
 from tritonlab.report.trace_section import trace_section
 from tritonlab.report.tune_section import tune_section
-
-_PROTOCOL_NAMES = {"grpc": "gRPC", "http": "HTTP"}
 
 
 def _load_line(settings: list[PerfSettings], load_points: int) -> str:
@@ -60,10 +55,10 @@ def _load_line(settings: list[PerfSettings], load_points: int) -> str:
         )
         mode = "async" if s.async_mode else "sync"
         return (
-            f"- Load: {_PROTOCOL_NAMES[s.protocol]}, client batch size {s.batch_size}, {load}, "
+            f"- Load: {PROTOCOL_NAMES[s.protocol]}, client batch size {s.batch_size}, {load}, "
             f"{mode} requests from perf_analyzer on the same machine."
         )
-    protocols = sorted({_PROTOCOL_NAMES[s.protocol] for s in settings})
+    protocols = sorted({PROTOCOL_NAMES[s.protocol] for s in settings})
     batches = sorted({s.batch_size for s in settings})
     levels = sorted({s.concurrency for s in settings if s.concurrency})
     rates = sorted({s.request_rate_per_s for s in settings if s.request_rate_per_s})
@@ -100,30 +95,15 @@ def _sent_lines(manifest: Manifest) -> list[str]:
     return lines
 
 
-def _tuned_step_lines(manifest: Manifest, tuned: bool) -> list[str]:
-    """A tune of an ensemble: which step its search moved, and why (the manifest's record)."""
-    repository = manifest.model.repository or {}
-    step, model = repository.get("tuned"), repository.get("model")
-    if not tuned or not step or step == model:
-        return []
-    return [
-        f"The search moved step `{step}` of `{model}` (its instances, batching, max batch and "
-        f"threads; the other steps ran as configured): {repository.get('tuned_reason', '')}.",
-        "",
-    ]
-
-
 def _conditions(manifest: Manifest, analyses: list[Analysis]) -> list[str]:
     plan, model, machine = manifest.plan, manifest.model, manifest.machine
-    packages = manifest.packages
+    measurement, server, packages = plan.measurement, manifest.server, manifest.packages
     settings = [r.summary.settings for a in analyses for r in a.reports]
     inputs = ", ".join(
         f"`{i.name}` {i.triton_dtype.removeprefix('TYPE_')} "
         f"[{', '.join(['batch', *[str(d) for d in i.dims]])}]"
         for i in model.inputs
     )
-    measurement = plan.measurement
-    server = manifest.server
     return [
         "## Conditions",
         "",
@@ -217,18 +197,12 @@ def _operators_section(
     operators: OperatorsRecord, analyses: list[Analysis], model: CostModel | None
 ) -> list[str]:
     """Serving behaviour next to the operators' arithmetic intensity and in-process timings."""
-    profile = operators.profile
-    mean_batches = {
-        r.summary.variant.description: r.summary.mean_batch.median or 0.0
-        for a in analyses[:1]
-        for r in a.reports
-    }
-    timings = operators.in_process_us_per_execution
+    profile, timings = operators.profile, operators.in_process_us_per_execution
+    first_load = [r.summary for a in analyses[:1] for r in a.reports]
+    mean_batches = {s.variant.description: s.mean_batch.median or 0.0 for s in first_load}
     lines = ["## Operators and batching", ""]
     if model is not None:
-        share1 = model.serving_share(1)
-        share8 = model.serving_share(8)
-        dominated = share1 >= 0.5
+        share1, share8 = model.serving_share(1), model.serving_share(8)
         lines += [
             (
                 f"Which cost does batching spread? By the cost model above, one execution of "
@@ -244,7 +218,7 @@ def _operators_section(
                     "would matter where the model's own compute dominates an execution "
                     "(CNNs, encoders and larger models, or a GPU where per-execution "
                     "launches and weight reads are the fixed cost)."
-                    if dominated
+                    if share1 >= 0.5
                     else "Here the model's own compute dominates an execution, so the "
                     "operators' character below decides what batching can gain: "
                     "weight-bound operators get cheaper per sample with batch size, "
@@ -260,15 +234,13 @@ def _operators_section(
         "",
         "| batch | µs per execution | µs per sample | FLOP/byte |",
         "|---|---|---|---|",
-    ]
-    for batch, us in sorted(timings.items()):
-        lines.append(
+        *(
             f"| {batch} | {us:,.1f} | {us / batch:,.1f} | {profile.intensity(batch):.2f} |"
-        )
-    lines.append("")
-    lines += _engines_lines(operators, timings)
-    lines += roofline_lines(operators, [r.summary for a in analyses[:1] for r in a.reports])
-    return lines
+            for batch, us in sorted(timings.items())
+        ),
+        "",
+    ]
+    return lines + _engines_lines(operators, timings) + roofline_lines(operators, first_load)
 
 
 def _engines_lines(operators: OperatorsRecord, reference: dict[int, float]) -> list[str]:
@@ -288,15 +260,13 @@ def _engines_lines(operators: OperatorsRecord, reference: dict[int, float]) -> l
         "|---|---|" + "---|" * len(reference),
     ]
     for engine, timings in sorted(engines.items()):
-        cells = []
-        for b, ref in sorted(reference.items()):
-            us = timings.get(b, 0.0)
-            cells.append(f"{us:,.1f} ({ref / us:.2f}x)" if us else "–")
+        cells = [
+            f"{us:,.1f} ({ref / us:.2f}x)" if (us := timings.get(b, 0.0)) else "–"
+            for b, ref in sorted(reference.items())
+        ]
         lines.append(f"| {engine} | {used.get(engine, 'not recorded')} | {' | '.join(cells)} |")
     lines.append("")
-    fell_back = [
-        e for e, u in sorted(used.items()) if e.split(" ")[-1] != u and e.split(" ")[-1] != "f32"
-    ]
+    fell_back = [e for e, u in sorted(used.items()) if e.split(" ")[-1] not in (u, "f32")]
     if fell_back:
         lines += [
             "Asked for a reduced precision that this processor cannot run, "
@@ -328,15 +298,13 @@ def faults_section(faults: list[FaultRecord]) -> list[str]:
         log = " / ".join(f.log_lines[-2:]).replace("|", "\\|") or "(nothing logged)"
         what = f.what.replace("|", "\\|")
         lines.append(f"| {f.utc} | {f.cell} | {what[:160]} | {f.action} | {log[:200]} |")
-    lines.append("")
-    return lines
+    return [*lines, ""]
 
 
 def render_experiment_log(run: RunData) -> str:
     manifest, analyses, recommendations = run.manifest, run.analyses, run.recommendations
     operators, cost_model = run.operators, run.cost_model
-    model_name = manifest.model.name
-    lines = [f"# Experiment log: {model_name} on Triton", ""]
+    lines = [f"# Experiment log: {manifest.model.name} on Triton", ""]
     lines += _conditions(manifest, analyses) if analyses else []
     if run.infer_checks:
         lines += ["## Correctness check", ""]
@@ -348,7 +316,7 @@ def render_experiment_log(run: RunData) -> str:
                 else ""
             )
             lines.append(
-                f"- {_PROTOCOL_NAMES[check.protocol]}{served}: one request of shape "
+                f"- {PROTOCOL_NAMES[check.protocol]}{served}: one request of shape "
                 f"{check.input_shapes} -> {check.output_shapes}; {check_against(check)}"
                 + (
                     f"{relative} (tolerance {check.tolerance_abs:g})."
@@ -358,22 +326,30 @@ def render_experiment_log(run: RunData) -> str:
             )
         lines.append("")
     lines += tune_section(run.tune)
-    lines += _tuned_step_lines(manifest, run.tune is not None)
+    repository = manifest.model.repository or {}  # a tune of an ensemble: the step it moved
+    step, model = repository.get("tuned"), repository.get("model")
+    if run.tune is not None and step and step != model:
+        lines += [
+            f"The search moved step `{step}` of `{model}` (its instances, batching, max batch and "
+            f"threads; the other steps ran as configured): {repository.get('tuned_reason', '')}.",
+            "",
+        ]
     if recommendations is not None:  # sweeps: the conclusion before the tables behind it
         summaries = [r.summary for a in analyses for r in a.reports]
         lines += recommendations_section(recommendations, summaries)
     lines += trace_section(manifest.plan.loads, run.cells)
     for analysis in analyses:
-        lines += [f"## Results: {analysis.load_key}", ""]
-        lines += _table(analysis)
         lines += [
+            f"## Results: {analysis.load_key}",
+            "",
+            *_table(analysis),
             "",
             "Figures are medians over the repeats, with the range of the repeats (min–max) in "
             "brackets; verdicts in the notes carry the 95% interval of the change; "
             "latencies are client-side, queue and compute are per request in the server.",
             "",
+            *(line for r in analysis.reports for line in _variant_section(r)),
         ]
-        lines += [ln for r in analysis.reports for ln in _variant_section(r)]
     if manifest.model.repository:
         labels = {v.name: v.description for v in manifest.plan.variants}
         kind = str(manifest.model.repository.get("kind", ""))
@@ -390,9 +366,7 @@ def render_experiment_log(run: RunData) -> str:
     if operators and analyses:
         lines += _operators_section(operators, analyses, cost_model)
     lines += method_lines(count_verdicts(analyses), run_stopping_note(run), robust_blocks(analyses))
-    adaptive = adaptive_lines(manifest, run.adaptive_rounds, run.stopping)
-    if adaptive:
-        lines[-1:-1] = adaptive
+    lines[-1:-1] = adaptive_lines(manifest, run.adaptive_rounds, run.stopping)
     lines += [
         "## Reproduce",
         "",

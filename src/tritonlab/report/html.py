@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -35,11 +34,7 @@ from tritonlab.explanation.explain import Analysis, VariantReport
 from tritonlab.paths import PATHS_NOTE, shell_join
 from tritonlab.report.cost_model_text import cost_model_section
 from tritonlab.report.efficiency_text import efficiency_section
-from tritonlab.report.engine_section import (
-    engine_lines,
-    interference_lines,
-    noise_floor_lines,
-)
+from tritonlab.report.engine_section import engine_lines, interference_lines, noise_floor_lines
 from tritonlab.report.html_parts import (
     TEMPLATES,
     Figure,
@@ -56,7 +51,7 @@ from tritonlab.report.method_section import (
     robust_blocks,
     run_stopping_note,
 )
-from tritonlab.report.plot_support import context_line, load_text
+from tritonlab.report.plot_support import context_line, load_rank, load_text
 from tritonlab.report.text_format import check_against, model_source
 from tritonlab.stats.verdicts import HIGHER, LOWER, Verdict
 
@@ -64,9 +59,6 @@ if TYPE_CHECKING:
     from tritonlab.client.infer import InferCheck
     from tritonlab.experiments.manifest import Manifest
     from tritonlab.report.run_data import RunData
-
-CSS_FILE = TEMPLATES / "report.css"
-SCRIPT_FILE = TEMPLATES / "report.js"
 
 
 def content_security_policy(css: str, script: str) -> str:
@@ -123,17 +115,6 @@ def _result_row(r: VariantReport) -> ResultRow:
         )
     )
     return ResultRow(r, verdicts, "; ".join(r.labels) or "–")  # the verdicts have own columns
-
-
-def result_groups(analyses: list[Analysis]) -> list[ResultGroup]:
-    """The seed's table for every load point: one group of rows per load, baseline first."""
-    return [
-        ResultGroup(
-            f"{load_text([a.reports[0].summary])} ({a.load_key})",
-            [_result_row(r) for r in a.reports],
-        )
-        for a in analyses
-    ]
 
 
 @dataclass(frozen=True)
@@ -211,15 +192,6 @@ class Page:
     method: list[str]
 
 
-def _commands(analyses: Iterable[Analysis]) -> list[tuple[str, str]]:
-    out = []
-    for analysis in analyses:
-        for r in analysis.reports[:1]:
-            if r.summary.cells:
-                out.append((analysis.load_key, shell_join(r.summary.cells[0].perf.command)))
-    return out
-
-
 def _shapes(shapes: dict[str, list[int]]) -> str:
     return ", ".join(f"{name} [{', '.join(str(d) for d in dims)}]" for name, dims in shapes.items())
 
@@ -232,21 +204,6 @@ def markdown_section(lines: list[str]) -> MarkdownSection:
     return MarkdownSection(lines[0].removeprefix("## "), Markup(body))
 
 
-def cost_model_html(run: RunData) -> MarkdownSection:
-    """The log's "Serving cost model" section (terms, predicted against measured, misses)."""
-    return markdown_section(
-        cost_model_section(
-            run.cost_model, run.predictions, run.unfitted_loads, graph=run.manifest.model.is_graph
-        )
-    )
-
-
-def efficiency_html(run: RunData) -> MarkdownSection | None:
-    """The log's "Serving efficiency" section, or None without in-process ceilings."""
-    lines = efficiency_section(run.efficiencies, run.summaries)
-    return markdown_section(lines) if lines else None
-
-
 def _condition_items(manifest: Manifest, analyses: list[Analysis]) -> list[tuple[str, str]]:
     model, machine, plan = manifest.model, manifest.machine, manifest.plan
     server, tool, m = manifest.server, manifest.tool, plan.measurement
@@ -255,14 +212,8 @@ def _condition_items(manifest: Manifest, analyses: list[Analysis]) -> list[tuple
         f"[{', '.join(['batch', *[str(d) for d in i.dims]])}]"
         for i in model.inputs
     )
-    items = [
-        (
-            "Model",
-            f"{model_source(model, code='')}; inputs: {inputs}",
-        )
-    ]
-    if manifest.inputs is not None:
-        data = manifest.inputs
+    items = [("Model", f"{model_source(model, code='')}; inputs: {inputs}")]
+    if (data := manifest.inputs) is not None:
         items.append(
             (
                 "Data sent",
@@ -273,7 +224,8 @@ def _condition_items(manifest: Manifest, analyses: list[Analysis]) -> list[tuple
         )
     items += [("Configurations", note) for note in plan.notes]
     summaries = [r.summary for a in analyses for r in a.reports]
-    items += [
+    return [
+        *items,
         ("Load", f"{load_text(summaries)}; perf_analyzer on the same machine"),
         (
             "Measurement",
@@ -296,7 +248,6 @@ def _condition_items(manifest: Manifest, analyses: list[Analysis]) -> list[tuple
         ),
         ("Date (UTC)", manifest.created_utc),
     ]
-    return items
 
 
 def conditions(
@@ -318,15 +269,13 @@ def conditions(
             for c in checks
         ],
         shell_join(server.command) if server.command else "(remote server)",
-        _commands(analyses),
+        [
+            (a.load_key, shell_join(a.reports[0].summary.cells[0].perf.command))
+            for a in analyses
+            if a.reports and a.reports[0].summary.cells
+        ],
         PATHS_NOTE,
     )
-
-
-def _load_rank(analysis: Analysis) -> tuple[bool, bool, int, float]:
-    st = analysis.reports[0].summary.settings
-    level = st.request_rate_per_s if st.request_rate_per_s is not None else st.concurrency
-    return (st.request_rate_per_s is not None, st.protocol != "grpc", st.batch_size, level or 0)
 
 
 def _method(run: RunData, analyses: list[Analysis]) -> list[str]:
@@ -359,10 +308,10 @@ def _sections(page: Page, efficiencies: bool) -> list[Section]:
 def html_page(run: RunData, plots: dict[str, Path]) -> Page:
     """The data of the page, from ``run`` and the written plots."""
     manifest, recommendations = run.manifest, run.recommendations
-    analyses = sorted(run.analyses, key=_load_rank)  # closed loop, gRPC first, by level
+    analyses = sorted(run.analyses, key=lambda a: load_rank(a.reports[0].summary.settings))
     many = len(analyses) > 1
-    css = CSS_FILE.read_text(encoding="utf-8")
-    script = SCRIPT_FILE.read_text(encoding="utf-8")
+    css = (TEMPLATES / "report.css").read_text(encoding="utf-8")
+    script = (TEMPLATES / "report.js").read_text(encoding="utf-8")
     page = Page(
         model=manifest.model.name,
         context=context_line(manifest, [r.summary for a in analyses for r in a.reports]),
@@ -373,7 +322,13 @@ def html_page(run: RunData, plots: dict[str, Path]) -> Page:
         recommendations=(
             recommendations_view(recommendations, plots) if recommendations is not None else None
         ),
-        results=result_groups(analyses),
+        results=[  # the seed's table for every load point, baseline first
+            ResultGroup(
+                f"{load_text([a.reports[0].summary])} ({a.load_key})",
+                [_result_row(r) for r in a.reports],
+            )
+            for a in analyses
+        ],
         overview=figure("throughput_vs_p99", plots, "throughput against p99 latency"),
         time_figures=figures(
             plots,
@@ -394,8 +349,16 @@ def html_page(run: RunData, plots: dict[str, Path]) -> Page:
         explanations=[
             (a.load_key if many else "", [_explanation(r) for r in a.reports]) for a in analyses
         ],
-        efficiency=efficiency_html(run) if run.efficiencies else None,
-        cost_model=cost_model_html(run),
+        efficiency=(
+            markdown_section(efficiency_section(run.efficiencies, run.summaries))
+            if run.efficiencies
+            else None
+        ),
+        cost_model=markdown_section(
+            cost_model_section(
+                run.cost_model, run.predictions, run.unfitted_loads, graph=manifest.model.is_graph
+            )
+        ),
         conditions=conditions(manifest, analyses, run.infer_checks),
         method=_method(run, analyses),
     )

@@ -85,8 +85,7 @@ def figure(name: str, plots: dict[str, Path], alt: str) -> Figure | None:
 
 def figures(plots: dict[str, Path], wanted: dict[str, str]) -> list[Figure]:
     """The drawn plots among ``wanted`` (name -> alt text), in that order."""
-    found = (figure(name, plots, alt) for name, alt in wanted.items())
-    return [f for f in found if f is not None]
+    return [f for name, alt in wanted.items() if (f := figure(name, plots, alt)) is not None]
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,6 @@
 """Plots of the load against what it bought: throughput against p99, the concurrency curves,
 p99 against the batcher's queue delay, and HTTP against gRPC (registered in ``plots.PLOTS``).
-
-Each takes ``PlotData`` and the PNG path and returns the path written, or ``None`` when the run
-has no such dimension.
-"""
+Each returns the PNG path written, or ``None`` when the run has no such dimension."""
 
 from __future__ import annotations
 
@@ -41,12 +38,47 @@ if TYPE_CHECKING:
 LOG_X_SPAN = 20.0  # p99 spanning more than this factor is drawn on a log axis
 
 
+def _tputs(members: list[VariantSummary]) -> list[float]:
+    return [m.throughput.median or 0.0 for m in members]
+
+
+def _p99s_ms(members: list[VariantSummary]) -> list[float]:
+    return [(m.latency_p99.median or 0.0) / 1000 for m in members]
+
+
+def _errorbar_pair(
+    ax_tput: Axes,
+    ax_p99: Axes,
+    xs: list[int],
+    members: list[VariantSummary],
+    style: dict[str, Any],
+    labels: tuple[str | None, str | None],
+) -> None:
+    """Throughput and p99 of ``members`` against ``xs`` with the repeats' range, labelled
+    ``labels`` (throughput's, p99's)."""
+    for ax, ys, figures, scale, label in (
+        (ax_tput, _tputs(members), [m.throughput for m in members], 1.0, labels[0]),
+        (ax_p99, _p99s_ms(members), [m.latency_p99 for m in members], 1e-3, labels[1]),
+    ):
+        fade_error_bars(ax.errorbar(xs, ys, yerr=error_bars(figures, scale), label=label, **style))
+
+
+def _finish_pair(ax_tput: Axes, ax_p99: Axes, shown: list[VariantSummary], knee: str = "") -> None:
+    """Fit both panels to the medians of ``shown``; name their axes and titles."""
+    limits_from_medians(ax_tput, None, _tputs(shown))
+    limits_from_medians(ax_p99, None, _p99s_ms(shown))
+    ax_tput.set_ylabel("throughput (inferences/s)")
+    ax_p99.set_ylabel("p99 latency, client side (ms)")
+    ax_tput.set_title("throughput" + knee)
+    ax_p99.set_title("p99 latency")
+
+
 def plot_throughput_vs_p99(data: PlotData, path: Path) -> Path | None:
     """Throughput against p99 per configuration, with the frontier and the picks if known."""
     points = sorted((s for s in data.summaries if has_figures(s)), key=load_order(data))
     if not points:
         return None
-    p99_ms = [(s.latency_p99.median or 0.0) / 1000 for s in points]
+    p99_ms = _p99s_ms(points)
     log_x = min(p99_ms) > 0 and max(p99_ms) / min(p99_ms) > LOG_X_SPAN
     recs = data.recommendations
     on_frontier = {(p.variant, p.load_key) for p in recs.frontier} if recs else set()
@@ -56,8 +88,7 @@ def plot_throughput_vs_p99(data: PlotData, path: Path) -> Path | None:
         labelled: list[tuple[float, float, str]] = []
         for (key, open_loop), members in curves(points).items():
             name, protocol = key.variant, key.protocol
-            xs = [(m.latency_p99.median or 0.0) / 1000 for m in members]
-            ys = [m.throughput.median or 0.0 for m in members]
+            xs, ys = _p99s_ms(members), _tputs(members)
             bars = ax.errorbar(
                 xs,
                 ys,
@@ -92,9 +123,8 @@ def plot_throughput_vs_p99(data: PlotData, path: Path) -> Path | None:
         else:
             ax.set_xlabel("p99 latency, client side (ms)")
         ax.set_ylabel("throughput (inferences/s)")
-        tputs = [s.throughput.median or 0.0 for s in points]
         # Room on the right for the names of the rightmost points.
-        limits_from_medians(ax, p99_ms, tputs, log_x, 1.35 if label_variants else 1.12)
+        limits_from_medians(ax, p99_ms, _tputs(points), log_x, 1.35 if label_variants else 1.12)
         return save_png(fig, path, "Throughput against p99 latency", data, points)
 
 
@@ -183,39 +213,17 @@ def plot_concurrency_curves(data: PlotData, path: Path) -> Path | None:
                 "markersize": 5,
             }
             label = f"{members[0].variant.description} · {PROTOCOL_NAMES[protocol]} b{batch}"
-            tputs = [m.throughput.median or 0.0 for m in members]
-            fade_error_bars(
-                ax_tput.errorbar(
-                    xs,
-                    tputs,
-                    yerr=error_bars([m.throughput for m in members]),
-                    label=label,
-                    **style,
-                )
-            )
-            fade_error_bars(
-                ax_p99.errorbar(
-                    xs,
-                    [(m.latency_p99.median or 0.0) / 1000 for m in members],
-                    yerr=error_bars([m.latency_p99 for m in members], 1e-3),
-                    **style,
-                )
-            )
+            _errorbar_pair(ax_tput, ax_p99, xs, members, style, (label, None))
             knee = knees.get(key)
             if knee is not None and knee in xs:
-                y = tputs[xs.index(knee)]
+                y = _tputs(members)[xs.index(knee)]
                 ax_tput.plot([knee], [y], marker="v", color="black", markersize=9, zorder=5)
                 knee_drawn = True
         for ax in (ax_tput, ax_p99):
             ax.set_xscale("log", base=2)
             ax.set_xlabel("concurrency (requests in flight, log scale)")
             ax.xaxis.set_major_formatter("{x:g}")
-        limits_from_medians(ax_tput, None, [m.throughput.median or 0.0 for m in closed])
-        limits_from_medians(ax_p99, None, [(m.latency_p99.median or 0.0) / 1000 for m in closed])
-        ax_tput.set_ylabel("throughput (inferences/s)")
-        ax_p99.set_ylabel("p99 latency, client side (ms)")
-        ax_tput.set_title("throughput" + (" (▼ knee)" if knee_drawn else ""))
-        ax_p99.set_title("p99 latency")
+        _finish_pair(ax_tput, ax_p99, closed, " (▼ knee)" if knee_drawn else "")
         if len(batches) > 1:
             fig.legend(loc="outside right upper")
         else:
@@ -277,32 +285,11 @@ def plot_p99_vs_queue_delay(data: PlotData, path: Path) -> Path | None:
             first = members[0].settings
             label = f"{PROTOCOL_NAMES[first.protocol]} b{first.batch_size} {load_short(members[0])}"
             style = {"color": PALETTE[i], "marker": "o", "capsize": 2, "markersize": 5}
-            fade_error_bars(
-                ax_p99.errorbar(
-                    xs,
-                    [(m.latency_p99.median or 0.0) / 1000 for m in members],
-                    yerr=error_bars([m.latency_p99 for m in members], 1e-3),
-                    label=label,
-                    **style,
-                )
-            )
-            fade_error_bars(
-                ax_tput.errorbar(
-                    xs,
-                    [m.throughput.median or 0.0 for m in members],
-                    yerr=error_bars([m.throughput for m in members]),
-                    **style,
-                )
-            )
+            _errorbar_pair(ax_tput, ax_p99, xs, members, style, (None, label))
         for ax in (ax_p99, ax_tput):
             ax.set_xticks(range(len(ticks)), ticks)
             ax.set_xlabel("max_queue_delay_microseconds (µs; measured levels)")
-        limits_from_medians(ax_p99, None, [(m.latency_p99.median or 0.0) / 1000 for m in shown])
-        limits_from_medians(ax_tput, None, [m.throughput.median or 0.0 for m in shown])
-        ax_p99.set_ylabel("p99 latency, client side (ms)")
-        ax_tput.set_ylabel("throughput (inferences/s)")
-        ax_p99.set_title("p99 latency")
-        ax_tput.set_title("throughput")
+        _finish_pair(ax_tput, ax_p99, shown)
         fig.legend(loc="outside right upper", title="load")
         knobs = f"count={shared['instance_count']}, max_batch_size {shared['max_batch_size']}"
         preferred = shared["preferred_batch_sizes"]
@@ -332,36 +319,19 @@ def plot_http_vs_grpc(data: PlotData, path: Path) -> Path | None:
     with new_figure(max(10.0, min(24.0, 2.0 + 2.2 * len(pairs))), 5.5) as fig:
         ax_tput, ax_p99 = fig.subplots(1, 2)
         xs = list(range(len(pairs)))
+        bars = {"width": 0.4, "capsize": 3, "error_kw": {"alpha": 0.5}}
         for offset, protocol, colour in ((-0.2, "grpc", "#1f77b4"), (0.2, "http", "#ff7f0e")):
             members = [p[protocol] for p in pairs]
             at = [x + offset for x in xs]
-            ax_tput.bar(
-                at,
-                [m.throughput.median or 0.0 for m in members],
-                width=0.4,
-                color=colour,
-                label=PROTOCOL_NAMES[protocol],
-                yerr=error_bars([m.throughput for m in members]),
-                capsize=3,
-                error_kw={"alpha": 0.5},
-            )
-            ax_p99.bar(
-                at,
-                [(m.latency_p99.median or 0.0) / 1000 for m in members],
-                width=0.4,
-                color=colour,
-                yerr=error_bars([m.latency_p99 for m in members], 1e-3),
-                capsize=3,
-                error_kw={"alpha": 0.5},
-            )
+            name = PROTOCOL_NAMES[protocol]
+            for ax, ys, figures, scale, label in (
+                (ax_tput, _tputs(members), [m.throughput for m in members], 1.0, name),
+                (ax_p99, _p99s_ms(members), [m.latency_p99 for m in members], 1e-3, ""),
+            ):
+                ax.bar(at, ys, color=colour, label=label, yerr=error_bars(figures, scale), **bars)
         for ax in (ax_tput, ax_p99):
             ax.set_xticks(xs, labels, fontsize=8)
             ax.grid(axis="x", visible=False)
-        limits_from_medians(ax_tput, None, [m.throughput.median or 0.0 for m in shown])
-        limits_from_medians(ax_p99, None, [(m.latency_p99.median or 0.0) / 1000 for m in shown])
-        ax_tput.set_ylabel("throughput (inferences/s)")
-        ax_p99.set_ylabel("p99 latency, client side (ms)")
-        ax_tput.set_title("throughput")
-        ax_p99.set_title("p99 latency")
+        _finish_pair(ax_tput, ax_p99, shown)
         ax_tput.legend(loc="best")
         return save_png(fig, path, "HTTP against gRPC (same variant, same load)", data, shown)

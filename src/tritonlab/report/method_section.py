@@ -64,13 +64,6 @@ def count_verdicts(analyses: list[Analysis]) -> VerdictCount:
     )
 
 
-def _race_rounds(tune: TuneRecord | None) -> int:
-    """The rounds a tune's race measured (``results/tune.json``'s race steps); 0 without."""
-    if tune is None:
-        return 0
-    return len({step.repeat for step in tune.steps if step.phase == "race"})
-
-
 def stopping_note(
     adaptive: bool,
     rounds: list[AdaptiveRound],
@@ -102,7 +95,7 @@ def stopping_note(
         )
     elif adaptive:
         notes.append("the adaptive rule added no round, so the count is for the planned rounds")
-    race = _race_rounds(tune)
+    race = len({step.repeat for step in tune.steps if step.phase == "race"}) if tune else 0
     if race > MIN_RACE_ROUNDS:
         notes.append(
             f"the tune's race verdicts (against its leader) were measured over {race} rounds, "

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from tritonlab.decisions.recommend_records import Recommendations
     from tritonlab.experiments.manifest import Manifest
     from tritonlab.perf.operator_profile import OperatorsRecord
+    from tritonlab.perf.settings import PerfSettings
     from tritonlab.report.run_data import RunData
 
 DPI = 100
@@ -107,14 +108,10 @@ def load_text(summaries: Iterable[VariantSummary]) -> str:
     )
     rates = sorted({st.request_rate_per_s for st in settings if st.request_rate_per_s})
     if conc:
-        parts.append(
-            f"concurrency {conc[0]}" if len(conc) == 1 else f"concurrency {conc[0]}–{conc[-1]}"
-        )
+        parts.append(f"concurrency {conc[0]}" + (f"–{conc[-1]}" if len(conc) > 1 else ""))
     if rates:
-        low, high = rates[0], rates[-1]
-        parts.append(
-            f"{low:g} req/s Poisson" if len(rates) == 1 else f"{low:g}–{high:g} req/s Poisson"
-        )
+        span = f"{rates[0]:g}" + (f"–{rates[-1]:g}" if len(rates) > 1 else "")
+        parts.append(f"{span} req/s Poisson")
     return ", ".join(parts)
 
 
@@ -138,33 +135,26 @@ def error_bars(summaries: list[Summary], scale: float = 1.0) -> list[list[float]
 
     None when no summary has a range (single repeats): no zero-length bars are drawn.
     """
-    pairs = []
-    for s in summaries:
-        spread, median = s.range, s.median
-        if spread is None or median is None:
-            pairs.append((0.0, 0.0))
-        else:
-            pairs.append(((median - spread[0]) * scale, (spread[1] - median) * scale))
+    pairs = [
+        ((s.median - s.range[0]) * scale, (s.range[1] - s.median) * scale)
+        if s.range is not None and s.median is not None
+        else (0.0, 0.0)
+        for s in summaries
+    ]
     if not any(low or high for low, high in pairs):
         return None
     return [[low for low, _ in pairs], [high for _, high in pairs]]
 
 
+def load_rank(st: PerfSettings) -> tuple[bool, bool, int, float]:
+    """Sort key of a load: closed loop first, gRPC before HTTP, client batch, load level."""
+    level = st.request_rate_per_s if st.request_rate_per_s is not None else st.concurrency
+    return (st.request_rate_per_s is not None, st.protocol != "grpc", st.batch_size, level or 0)
+
+
 def load_order(data: PlotData) -> Callable[[VariantSummary], tuple[Any, ...]]:
-    """Sort key: closed loop first, gRPC before HTTP, client batch, load level, plan order."""
-
-    def key(s: VariantSummary) -> tuple[Any, ...]:
-        st = s.settings
-        level = st.request_rate_per_s if st.request_rate_per_s is not None else st.concurrency
-        return (
-            st.request_rate_per_s is not None,
-            st.protocol != "grpc",
-            st.batch_size,
-            level or 0,
-            data.variant_index(s.variant.name),
-        )
-
-    return key
+    """Sort key: ``load_rank``, then plan order."""
+    return lambda s: (*load_rank(s.settings), data.variant_index(s.variant.name))
 
 
 def reference_load(data: PlotData) -> str:
@@ -275,11 +265,7 @@ def annotate_points(
     """Label points; labels of points that nearly coincide are stacked, not overprinted."""
     if not labelled:
         return
-
-    def pos_x(x: float) -> float:
-        return math.log10(max(x, 1e-9)) if log_x else x
-
-    xs = [pos_x(x) for x, _, _ in labelled]
+    xs = [math.log10(max(x, 1e-9)) if log_x else x for x, _, _ in labelled]
     span_x = (max(xs) - min(xs)) if log_x else max(xs)
     span_y = max(y for _, y, _ in labelled) or 1.0
     placed: list[tuple[float, float]] = []

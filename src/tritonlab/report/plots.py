@@ -1,12 +1,7 @@
-"""PNG plots of a run, drawn from its stored results only.
-
-Each plot function takes the summaries of a run folder (``analysis.aggregate.summarise`` over
-``load_cells``) and returns the written path, or ``None`` when the run has no such dimension
-(a seed run has one concurrency and one protocol, so it has no concurrency curve and no HTTP
-against gRPC). ``write_plots`` writes every plot that applies to ``<run>/plots/<name>.png`` and
-removes the ones that no longer apply. Rebuilding from the same results writes the same bytes
-(see ``plot_support``). The plots against the load live in ``load_plots``, those of what
-happens inside the server in ``server_plots``; ``PLOTS`` lists them all, in page order.
+"""PNG plots of a run, drawn from its stored results only: ``PLOTS`` lists them in page order
+(those against the load in ``load_plots``, those of what happens inside the server in
+``server_plots``). A plot whose dimension the run lacks (a seed run has no concurrency curve and
+no HTTP against gRPC) is not drawn. The same results give the same bytes (``plot_support``).
 """
 
 from __future__ import annotations
@@ -16,38 +11,14 @@ from pathlib import Path
 
 from tritonlab import gateway
 from tritonlab.report.load_plots import (
-    mark_recommendations,
     plot_concurrency_curves,
     plot_http_vs_grpc,
     plot_p99_vs_queue_delay,
     plot_throughput_vs_p99,
 )
-from tritonlab.report.plot_support import PlotData, context_line, load_text
-from tritonlab.report.server_plots import (
-    batch_bins,
-    plot_batch_sizes,
-    plot_latency_breakdown,
-    plot_roofline,
-)
+from tritonlab.report.plot_support import PlotData
+from tritonlab.report.server_plots import plot_batch_sizes, plot_latency_breakdown, plot_roofline
 from tritonlab.run_layout import RunLayout
-
-__all__ = [
-    "PLOTS",
-    "PlotData",
-    "batch_bins",
-    "context_line",
-    "load_text",
-    "mark_recommendations",
-    "plot_batch_sizes",
-    "plot_concurrency_curves",
-    "plot_http_vs_grpc",
-    "plot_latency_breakdown",
-    "plot_p99_vs_queue_delay",
-    "plot_roofline",
-    "plot_throughput_vs_p99",
-    "write_plots",
-]
-
 
 PLOTS: dict[str, Callable[[PlotData, Path], Path | None]] = {
     "throughput_vs_p99": plot_throughput_vs_p99,
@@ -61,11 +32,8 @@ PLOTS: dict[str, Callable[[PlotData, Path], Path | None]] = {
 
 
 def write_plots(run_dir: Path, data: PlotData) -> dict[str, Path]:
-    """Write every plot that applies to ``run_dir/plots/<name>.png``; remove stale ones.
-
-    ``data`` is usually ``PlotData.of(run)``. Returns the written files by plot name, in the
-    fixed order of ``PLOTS``.
-    """
+    """Write every plot that applies to ``run_dir/plots/<name>.png`` and remove stale ones;
+    returns the written files by plot name, in the order of ``PLOTS``."""
     written: dict[str, Path] = {}
     for name, draw in PLOTS.items():
         path = RunLayout(run_dir).plot(name)

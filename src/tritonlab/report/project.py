@@ -218,8 +218,7 @@ def client_script(model_name: str) -> str:
 def project_readme(run: RunData) -> str:
     """The run folder's ``README.md`` as markdown text: what was measured and how to rerun it."""
     manifest, analyses = run.manifest, run.analyses
-    model = manifest.model.name
-    machine = manifest.machine
+    model, machine = manifest.model.name, manifest.machine
     lines = [
         f"# {model} on NVIDIA Triton Inference Server",
         "",
@@ -259,8 +258,7 @@ def project_readme(run: RunData) -> str:
         "",
     ]
     for analysis in analyses:
-        lines.append(f"Load point `{analysis.load_key}`:")
-        lines.append("")
+        lines += [f"Load point `{analysis.load_key}`:", ""]
         for report in analysis.reports:
             s = report.summary
             tput, p99 = s.throughput.median, s.latency_p99.median
@@ -271,8 +269,7 @@ def project_readme(run: RunData) -> str:
                 else f"- **{s.variant.description}**: not measured."
             )
         lines.append("")
-    lines.append("Why each number moved is explained in `docs/experiment_log.md`.")
-    lines.append("")
+    lines += ["Why each number moved is explained in `docs/experiment_log.md`.", ""]
     return "\n".join(lines)
 
 

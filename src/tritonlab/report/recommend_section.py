@@ -34,8 +34,7 @@ def _pick(title: str, pick: Pick | None, missing: str, recs: Recommendations) ->
     if pick is None:
         return [f"**{title}.** {missing}", ""]
     verdicts = "; ".join(f"{k}: {v.phrase()}" for k, v in pick.verdicts.items())
-    p = pick.point
-    tie = pick.tie_break
+    p, tie = pick.point, pick.tie_break
     lines = [
         f"**{title}: {p.description}** ({_load(p)}; median p99 {p.latency_p99_us:,.0f} µs, "
         f"worst repeat {p.worst_p99_us:,.0f} µs, {p.instance_count} instance"
@@ -58,52 +57,6 @@ def _pick(title: str, pick: Pick | None, missing: str, recs: Recommendations) ->
     return lines
 
 
-def _rules_lines(recs: Recommendations, budget: str, target: str) -> list[str]:
-    """Return the section's heading, the budget and target line, the summary and the rules."""
-    return [
-        "## Recommendations",
-        "",
-        f"Latency budget (p99): {budget}; target load: {target}. From "
-        f"{len(recs.points)} measured operating points (medians over repeats), "
-        f"{len(recs.excluded)} of them excluded; machine-readable in "
-        "`results/recommendations.json`.",
-        "",
-        f"> {summary_line(recs)}",
-        "",
-        "Rules (from `analysis.recommend`):",
-        "",
-        f"- Budget: {RULES['budget']} (the highest repeat, not the median).",
-        f"- Excluded: {RULES['excluded']}. "
-        + (exclusion_note(recs) or "No point was excluded in this sweep."),
-        f"- Throughput-first: {RULES['throughput_first']}; latency-first: "
-        f"{RULES['latency_first']}.",
-        f"- Tie-break: {RULES['tie_break']}. Two closed-loop points are compared even at "
-        "different concurrencies; points under different offered rates are not comparable and "
-        "are not tied.",
-        f"- Runner-up: {RULES['runner_up']}.",
-        f"- Different optima: {RULES['different_optima']}.",
-        "",
-    ]
-
-
-def _picks_lines(recs: Recommendations, budget: str, target: str) -> list[str]:
-    """Return the throughput-first and the latency-first pick, or why each is missing."""
-    return _pick(
-        "Throughput-first",
-        recs.throughput_pick,
-        f"No operating point kept every repeat's p99 within {budget}; raise the budget or "
-        "lower the load.",
-        recs,
-    ) + _pick(
-        "Latency-first",
-        recs.latency_pick,
-        "No target load was given (`recommend.target_load_infer_per_s` or `--target-load`)."
-        if recs.target_load_infer_per_s is None
-        else f"No operating point carried {target}.",
-        recs,
-    )
-
-
 def _frontier_lines(recs: Recommendations) -> list[str]:
     """Return the Pareto frontier's subsection: its rule and one table row per point."""
     lines = [
@@ -119,8 +72,7 @@ def _frontier_lines(recs: Recommendations) -> list[str]:
         f"{p.latency_p99_us:,.0f} | {p.worst_p99_us:,.0f} |"
         for p in recs.frontier
     ]
-    lines.append("")
-    return lines
+    return [*lines, ""]
 
 
 def _knees_lines(recs: Recommendations) -> list[str]:
@@ -138,13 +90,11 @@ def _knees_lines(recs: Recommendations) -> list[str]:
         "|---|---|",
     ]
     lines += [f"| {curve} | {knee} |" for curve, knee in recs.knees.items()]
-    lines.append("")
-    return lines
+    return [*lines, ""]
 
 
 def _open_loop_lines(recs: Recommendations) -> list[str]:
-    """Return the highest open-loop rate within the budget per curve, or nothing without any
-    open-loop point."""
+    """The highest open-loop rate within the budget per curve, or nothing without open loop."""
     open_loop = sorted(
         {p.curve_key for p in recs.points if p.request_rate_per_s is not None}, key=str
     )
@@ -168,8 +118,7 @@ def _open_loop_lines(recs: Recommendations) -> list[str]:
         + " |"
         for key in open_loop
     ]
-    lines.append("")
-    return lines
+    return [*lines, ""]
 
 
 def _saturation_lines(summaries: list[VariantSummary]) -> list[str]:
@@ -186,8 +135,7 @@ def _saturation_lines(summaries: list[VariantSummary]) -> list[str]:
         "",
     ]
     lines += [f"- `{s.curve}`: {saturation_text(s)}" for s in saturations]
-    lines.append("")
-    return lines
+    return [*lines, ""]
 
 
 def recommendations_section(recs: Recommendations, summaries: list[VariantSummary]) -> list[str]:
@@ -199,8 +147,43 @@ def recommendations_section(recs: Recommendations, summaries: list[VariantSummar
         else "none given"
     )
     return [
-        *_rules_lines(recs, budget, target),
-        *_picks_lines(recs, budget, target),
+        "## Recommendations",
+        "",
+        f"Latency budget (p99): {budget}; target load: {target}. From "
+        f"{len(recs.points)} measured operating points (medians over repeats), "
+        f"{len(recs.excluded)} of them excluded; machine-readable in "
+        "`results/recommendations.json`.",
+        "",
+        f"> {summary_line(recs)}",
+        "",
+        "Rules (from `analysis.recommend`):",
+        "",
+        f"- Budget: {RULES['budget']} (the highest repeat, not the median).",
+        f"- Excluded: {RULES['excluded']}. "
+        + (exclusion_note(recs) or "No point was excluded in this sweep."),
+        f"- Throughput-first: {RULES['throughput_first']}; latency-first: "
+        f"{RULES['latency_first']}.",
+        f"- Tie-break: {RULES['tie_break']}. Two closed-loop points are compared even at "
+        "different concurrencies; points under different offered rates are not comparable and "
+        "are not tied.",
+        f"- Runner-up: {RULES['runner_up']}.",
+        f"- Different optima: {RULES['different_optima']}.",
+        "",
+        *_pick(
+            "Throughput-first",
+            recs.throughput_pick,
+            f"No operating point kept every repeat's p99 within {budget}; raise the budget or "
+            "lower the load.",
+            recs,
+        ),
+        *_pick(
+            "Latency-first",
+            recs.latency_pick,
+            "No target load was given (`recommend.target_load_infer_per_s` or `--target-load`)."
+            if recs.target_load_infer_per_s is None
+            else f"No operating point carried {target}.",
+            recs,
+        ),
         *_frontier_lines(recs),
         *_knees_lines(recs),
         *_open_loop_lines(recs),

@@ -14,14 +14,7 @@ from tritonlab.decisions.recommend_records import (
     Recommendations,
     TieBreak,
 )
-from tritonlab.stats.verdicts import (
-    HIGHER,
-    LOWER,
-    NO_CLEAR,
-    NO_VERDICT,
-    NOT_COMPARABLE,
-    Verdict,
-)
+from tritonlab.stats.verdicts import HIGHER, LOWER, NO_CLEAR, NO_VERDICT, NOT_COMPARABLE, Verdict
 
 FELL_BEHIND_REASON = (
     "perf_analyzer could not keep up the requested rate in at least one repeat, so that rate "
@@ -121,17 +114,6 @@ def _tie_sentence(tb: TieBreak | None) -> str:
     )
 
 
-def _action(p: OperatingPoint) -> str:
-    return f"'{p.description}' ({p.variant}), clients at {p.load_label}"
-
-
-def _result(p: OperatingPoint) -> str:
-    text = f"{p.throughput_infer_per_s:,.0f} infer/s at p99 {p.latency_p99_us:,.0f} µs"
-    if p.repeats > 1:
-        text += f" (medians; worst repeat's p99 {p.worst_p99_us:,.0f} µs)"
-    return text
-
-
 def _throughput_judgement(pick: Pick, tput: str, p99: str) -> str:
     if tput == HIGHER:
         cost = "a longer tail" if p99 == HIGHER else "no clear cost in tail latency"
@@ -156,19 +138,18 @@ def _judgement(pick: Pick, goal: str) -> str:
     if not verdicts:
         return f"the best measured point for {goal}, without a baseline to weigh it against."
     tput, p99 = verdicts["throughput"].word, verdicts["latency_p99"].word
-    if (tput if goal == "throughput" else p99) == NOT_COMPARABLE:
-        why = verdicts["throughput" if goal == "throughput" else "latency_p99"].method
-        return (
-            f"the baseline's {'throughput' if goal == 'throughput' else 'p99'} at this load "
-            f"point is not comparable with the pick's ({why}), so the pick rests on the ranking "
-            "above, not on a verdict against the baseline."
-        )
     figure = verdicts["throughput" if goal == "throughput" else "latency_p99"]
+    name = "throughput" if goal == "throughput" else "p99"
+    if figure.word == NOT_COMPARABLE:
+        return (
+            f"the baseline's {name} at this load point is not comparable with the pick's "
+            f"({figure.method}), so the pick rests on the ranking above, not on a verdict "
+            "against the baseline."
+        )
     if figure.word == NO_VERDICT:
         return (
-            f"against the baseline, {'throughput' if goal == 'throughput' else 'p99'} has "
-            f"{figure.phrase()}, so this run does not show whether the change pays; the pick "
-            "rests on the ranking above."
+            f"against the baseline, {name} has {figure.phrase()}, so this run does not show "
+            "whether the change pays; the pick rests on the ranking above."
         )
     if goal == "throughput":
         return _throughput_judgement(pick, tput, p99)
@@ -256,7 +237,14 @@ def _result_sentence(pick: Pick, recs: Recommendations) -> str:
     """'Action: ... Result: ...' up to the end of the ranking's sentence."""
     best, budget = pick.point, recs.latency_budget_p99_us
     overridden = pick.tie_break is not None and pick.tie_break.overridden
-    head = f"Action: serve {_action(best)}. Result: {_result(best)}: "
+    worst = (
+        f" (medians; worst repeat's p99 {best.worst_p99_us:,.0f} µs)" if best.repeats > 1 else ""
+    )
+    head = (
+        f"Action: serve '{best.description}' ({best.variant}), clients at {best.load_label}. "
+        f"Result: {best.throughput_infer_per_s:,.0f} infer/s at p99 {best.latency_p99_us:,.0f} "
+        f"µs{worst}: "
+    )
     if pick.kind == "throughput-first":
         near = pick.near_budget
         lead = "tied within the noise with the highest" if overridden else "the highest"
@@ -305,8 +293,7 @@ def justification(pick: Pick, recs: Recommendations) -> str:
 
 
 def _cache_caveat(p: OperatingPoint) -> str:
-    """Where the pick serves from the response cache: its figures hold for traffic whose
-    requests repeat as often as the measured ones did."""
+    """Where the pick serves from the cache, its figures hold for inputs repeating as often."""
     if p.cache_hit_share is None:
         return ""
     return (

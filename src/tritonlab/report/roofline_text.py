@@ -15,42 +15,6 @@ from tritonlab.perf.operator_profile import OperatorsRecord
 from tritonlab.stats.aggregate import VariantSummary
 
 
-def _ceilings_paragraph(machine: MachineCeilings) -> list[str]:
-    return [
-        "### Roofline: the hot operators against this machine's ceilings",
-        "",
-        f"Ceilings of this machine for one thread ({machine.cpu}, measured "
-        f"{machine.measured_utc} with numpy {machine.libraries.get('numpy', '?')} and "
-        f"onnxruntime {machine.libraries.get('onnxruntime', '?')}; `tritonlab.perf.machine`): "
-        f"memory bandwidth {machine.bandwidth_bytes_per_s / 1e9:.1f} GB/s (the faster of a "
-        f"two-pass triad, {machine.triad_bytes_per_s / 1e9:.1f} GB/s, and a copy, "
-        f"{machine.copy_bytes_per_s / 1e9:.1f} GB/s, on {machine.bandwidth_array_bytes >> 20} "
-        f"MiB arrays), GEMM {machine.gemm_flop_per_s / 1e9:.1f} GFLOP/s (the fastest float32 "
-        f"square MatMul in onnxruntime, {machine.gemm_size}³). They meet at "
-        f"{machine.ridge_flop_per_byte:.2f} FLOP/byte: an operator below that intensity is "
-        "bound by memory bandwidth, above it by compute. Operator times are onnxruntime's own "
-        "kernel times (its profiler, one thread, the median of 3 runs); the plot is "
-        "`plots/roofline.png`.",
-        "",
-    ]
-
-
-def _operator_table(shown: list[RooflinePoint]) -> list[str]:
-    lines = [
-        "| operator | batch | FLOP/byte | achieved GFLOP/s | binding ceiling | attainable "
-        "GFLOP/s | share of it |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for p in shown:
-        lines.append(
-            f"| {p.kind} `{p.name}` | {p.batch:g} | {p.intensity_flop_per_byte:.2f} | "
-            f"{p.achieved_flop_per_s / 1e9:.2f} | {p.binding} | "
-            f"{p.attainable_flop_per_s / 1e9:.2f} | {p.share_of_ceiling:.0%} |"
-        )
-    lines.append("")
-    return lines
-
-
 def _over_ceiling_note(ops: list[RooflinePoint], machine: MachineCeilings) -> list[str]:
     over = [p for p in ops if p.share_of_ceiling > 1.0]
     if not over:
@@ -120,11 +84,39 @@ def roofline_lines(operators: OperatorsRecord | None, summaries: list[VariantSum
     if operators is None or machine is None:
         return []
     ops = operator_points(operators)
-    lines = _ceilings_paragraph(machine)
+    lines = [
+        "### Roofline: the hot operators against this machine's ceilings",
+        "",
+        f"Ceilings of this machine for one thread ({machine.cpu}, measured "
+        f"{machine.measured_utc} with numpy {machine.libraries.get('numpy', '?')} and "
+        f"onnxruntime {machine.libraries.get('onnxruntime', '?')}; `tritonlab.perf.machine`): "
+        f"memory bandwidth {machine.bandwidth_bytes_per_s / 1e9:.1f} GB/s (the faster of a "
+        f"two-pass triad, {machine.triad_bytes_per_s / 1e9:.1f} GB/s, and a copy, "
+        f"{machine.copy_bytes_per_s / 1e9:.1f} GB/s, on {machine.bandwidth_array_bytes >> 20} "
+        f"MiB arrays), GEMM {machine.gemm_flop_per_s / 1e9:.1f} GFLOP/s (the fastest float32 "
+        f"square MatMul in onnxruntime, {machine.gemm_size}³). They meet at "
+        f"{machine.ridge_flop_per_byte:.2f} FLOP/byte: an operator below that intensity is "
+        "bound by memory bandwidth, above it by compute. Operator times are onnxruntime's own "
+        "kernel times (its profiler, one thread, the median of 3 runs); the plot is "
+        "`plots/roofline.png`.",
+        "",
+    ]
     if not ops:
         return [*lines, "No operator timings were recorded for this run.", ""]
     hot = {o.name for o in operators.profile.hottest(3)}
-    lines += _operator_table([p for p in ops if p.name in hot])
+    lines += [
+        "| operator | batch | FLOP/byte | achieved GFLOP/s | binding ceiling | attainable "
+        "GFLOP/s | share of it |",
+        "|---|---|---|---|---|---|---|",
+        *(
+            f"| {p.kind} `{p.name}` | {p.batch:g} | {p.intensity_flop_per_byte:.2f} | "
+            f"{p.achieved_flop_per_s / 1e9:.2f} | {p.binding} | "
+            f"{p.attainable_flop_per_s / 1e9:.2f} | {p.share_of_ceiling:.0%} |"
+            for p in ops
+            if p.name in hot
+        ),
+        "",
+    ]
     lines += _over_ceiling_note(ops, machine)
     lines += _by_batch_sentence(ops)
     return lines + _served_sentence(served_points(operators, summaries))

@@ -66,28 +66,10 @@ class RunData:
         return [r.summary for a in self.analyses for r in a.reports]
 
 
-def load_operators(run_dir: Path) -> OperatorsRecord | None:
-    """``results/operators.json`` of ``run_dir`` as its record; None when not measured yet."""
-    return load_record(RunLayout(run_dir).operators, OperatorsRecord)
-
-
-def fit_cost_model(run_dir: Path, cores: int) -> CostModel | None:
-    """The run's cost model: serving-path cells + in-process timings, both from disk."""
-    manifest = load_manifest(run_dir)
-    return _cost_model(run_dir, cores, load_operators(run_dir), manifest)
-
-
-def _fitted_shapes(manifest: Manifest) -> tuple[tuple[str, tuple[int, ...]], ...] | None:
-    """The input shapes the in-process timings were taken at (the manifest's inputs, sized for
-    the reference load); None for runs that did not record them."""
-    if manifest.inputs is None:
-        return None
-    return tuple(sorted(manifest.inputs.shapes.items()))
-
-
 def _cost_model(
     run_dir: Path, cores: int, operators: OperatorsRecord | None, manifest: Manifest
 ) -> CostModel | None:
+    """The run's cost model: serving-path cells + in-process timings."""
     if operators is None:
         return None
     groups: dict[str, list[Any]] = {}
@@ -110,14 +92,12 @@ def _cost_model(
         engines,
         operators.engines_precision_used or {},
     )
-    return None if model is None else replace(model, input_shapes=_fitted_shapes(manifest))
-
-
-def _unfitted_loads(model: CostModel | None, summaries: list[VariantSummary]) -> list[str]:
-    """The load keys, in order, of the rows the cost model was not fitted for (``fits``)."""
     if model is None:
-        return []
-    return list(dict.fromkeys(s.load_key for s in summaries if not model.fits(s)))
+        return None
+    # the in-process timings were taken at the manifest's inputs (sized for the reference
+    # load); runs that did not record them have no shapes
+    inputs = manifest.inputs
+    return replace(model, input_shapes=tuple(sorted(inputs.shapes.items())) if inputs else None)
 
 
 def portable_records(
@@ -149,7 +129,7 @@ def load_run(run_dir: Path) -> RunData:
     if not cells:
         raise TritonlabError(f"{run_dir} has no measured cells yet; run the experiment first")
     cores = manifest.machine.cpu_affinity_count or 1
-    operators = load_operators(run_dir)
+    operators = load_record(paths.operators, OperatorsRecord)  # None when not measured yet
     model = _cost_model(run_dir, cores, operators, manifest)
     analyses = analyse(summarise(cells, manifest.variant_order), cores, model)
     summaries = [r.summary for a in analyses for r in a.reports]
@@ -166,7 +146,9 @@ def load_run(run_dir: Path) -> RunData:
         analyses=analyses,
         cost_model=model,
         predictions=[model.predict(s) for s in priced if model.fits(s)] if model else [],
-        unfitted_loads=_unfitted_loads(model, priced),
+        unfitted_loads=(
+            list(dict.fromkeys(s.load_key for s in priced if not model.fits(s))) if model else []
+        ),
         recommendations=recommendations_from_manifest(manifest, summaries),
         efficiencies=serving_efficiency(summaries, parse_ceilings(operators)),
         faults=load_faults(run_dir),

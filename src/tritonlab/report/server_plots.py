@@ -1,9 +1,6 @@
 """Plots of what happens inside the server: the latency breakdown per request, the batch
 sizes Triton formed, and the roofline of the hot operators (registered in ``plots.PLOTS``).
-
-Each takes ``PlotData`` and the PNG path and returns the path written, or ``None`` when the run
-has no such data.
-"""
+Each returns the PNG path written, or ``None`` when the run has no such data."""
 
 from __future__ import annotations
 
@@ -112,28 +109,20 @@ def plot_batch_sizes(data: PlotData, path: Path) -> Path | None:
 
 
 def _draw_ceiling(ax: Axes, machine: MachineCeilings, low: float, high: float) -> None:
-    """Draw the machine's bandwidth and GEMM ceilings with their values; returns None."""
     xs = [low, machine.ridge_flop_per_byte, high]
     ys = [machine.attainable_flop_per_s(x) / 1e9 for x in xs]
     ax.plot(xs, ys, color="black", linewidth=2, label="ceiling (this machine, 1 thread)")
-    ax.annotate(
-        f"{machine.bandwidth_bytes_per_s / 1e9:.1f} GB/s",
-        (low * 1.3, machine.attainable_flop_per_s(low * 1.3) / 1e9),
-        textcoords="offset points",
-        xytext=(0, 6),
-        fontsize=8,
-    )
-    ax.annotate(
-        f"GEMM {machine.gemm_flop_per_s / 1e9:.1f} GFLOP/s",
-        (machine.ridge_flop_per_byte, machine.gemm_flop_per_s / 1e9),
-        textcoords="offset points",
-        xytext=(4, 6),
-        fontsize=8,
-    )
+    bandwidth = (low * 1.3, machine.attainable_flop_per_s(low * 1.3) / 1e9)
+    gemm = (machine.ridge_flop_per_byte, machine.gemm_flop_per_s / 1e9)
+    for text, xy, offset in (
+        (f"{machine.bandwidth_bytes_per_s / 1e9:.1f} GB/s", bandwidth, (0, 6)),
+        (f"GEMM {machine.gemm_flop_per_s / 1e9:.1f} GFLOP/s", gemm, (4, 6)),
+    ):
+        ax.annotate(text, xy, textcoords="offset points", xytext=offset, fontsize=8)
 
 
 def _draw_operators(ax: Axes, ops: list[RooflinePoint], operators: OperatorsRecord) -> None:
-    """Draw each operator's points over batch, joined by a line; returns None."""
+    """Draw each operator's points over batch, joined by a line."""
     names = list(dict.fromkeys(p.name for p in ops))
     # Named in the legend: the hottest operators and the one with the lowest intensity (the
     # first to be bandwidth-bound); the rest are drawn in grey as one entry.
@@ -169,52 +158,10 @@ def _draw_operators(ax: Axes, ops: list[RooflinePoint], operators: OperatorsReco
             )
 
 
-def _draw_served(ax: Axes, served: list[RooflinePoint], data: PlotData) -> None:
-    """Draw each served execution as a star named by its variant and batch; returns None."""
-    for p in served:
-        slug = next(s.variant.name for s in data.summaries if s.variant.description == p.name)
-        ax.scatter(
-            p.intensity_flop_per_byte,
-            p.achieved_flop_per_s / 1e9,
-            marker="*",
-            s=120,
-            color=data.colour(slug),
-            edgecolor="black",
-            zorder=4,
-        )
-        ax.annotate(
-            f"{slug} (b={p.batch:.1f})",
-            (p.intensity_flop_per_byte, p.achieved_flop_per_s / 1e9),
-            textcoords="offset points",
-            xytext=(6, -3),
-            fontsize=7,
-        )
-
-
-def _draw_marker_key(ax: Axes) -> None:
-    """Draw empty grey markers so the legend explains the batch and served shapes; returns
-    None."""
-    for batch, marker in ROOFLINE_MARKERS.items():
-        ax.scatter([], [], marker=marker, color="grey", label=f"operator at batch {batch}")
-    ax.scatter(
-        [],
-        [],
-        marker="*",
-        color="grey",
-        edgecolor="black",
-        s=120,
-        label="served execution (whole model, Triton compute time)",
-    )
-
-
 def plot_roofline(data: PlotData, path: Path) -> Path | None:
     """The hot operators at batch 1 / 8 / 64 and the served executions against the machine's
     measured bandwidth and GEMM ceilings (log-log)."""
-    from tritonlab.explanation.roofline import (
-        ceilings_of,
-        operator_points,
-        served_points,
-    )
+    from tritonlab.explanation.roofline import ceilings_of, operator_points, served_points
 
     machine = ceilings_of(data.operators)
     if data.operators is None or machine is None:
@@ -230,8 +177,36 @@ def plot_roofline(data: PlotData, path: Path) -> Path | None:
         ax = fig.add_subplot()
         _draw_ceiling(ax, machine, low, high)
         _draw_operators(ax, ops, data.operators)
-        _draw_served(ax, served, data)
-        _draw_marker_key(ax)
+        for p in served:  # a star named by its variant and batch
+            slug = next(s.variant.name for s in data.summaries if s.variant.description == p.name)
+            ax.scatter(
+                p.intensity_flop_per_byte,
+                p.achieved_flop_per_s / 1e9,
+                marker="*",
+                s=120,
+                color=data.colour(slug),
+                edgecolor="black",
+                zorder=4,
+            )
+            ax.annotate(
+                f"{slug} (b={p.batch:.1f})",
+                (p.intensity_flop_per_byte, p.achieved_flop_per_s / 1e9),
+                textcoords="offset points",
+                xytext=(6, -3),
+                fontsize=7,
+            )
+        # empty grey markers, so that the legend explains the batch and served shapes
+        for batch, marker in ROOFLINE_MARKERS.items():
+            ax.scatter([], [], marker=marker, color="grey", label=f"operator at batch {batch}")
+        ax.scatter(
+            [],
+            [],
+            marker="*",
+            color="grey",
+            edgecolor="black",
+            s=120,
+            label="served execution (whole model, Triton compute time)",
+        )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlim(low, high)

@@ -34,37 +34,23 @@ def _share_sentence(row: StepsAtLoad, label: str) -> str:
     )
 
 
-def _growth_sentence(table: Sequence[StepsAtLoad], variant: str, label: str) -> list[str]:
-    growth = queue_growth(table, variant)
-    if not growth:
-        return []
-    parts = [
-        f"`{g.step}`'s queue {'grows' if g.grows else 'does not grow'} with load "
-        f"({num(g.low_queue_us)} µs at concurrency {g.low_concurrency}, "
-        f"{num(g.high_queue_us)} µs at {g.high_concurrency})"
-        for g in growth
-    ]
-    return [f"- {label}: " + "; ".join(parts) + "."]
-
-
 def _attribution(kind: str, cells: Sequence[CellResult]) -> list[str]:
     """What Triton's statistics attribute to the measured model itself, and what they cannot."""
-    with_steps = [c for c in cells if c.steps and c.server is not None and c.server.request_count]
-    if not with_steps:
+    served = [
+        (c.steps, s) for c in cells if c.steps and (s := c.server) is not None and s.request_count
+    ]
+    if not served:
         return []
     own = [
-        c.server.compute_us_per_request if kind == "bls" else c.server.request_us_per_request
-        for c in with_steps
-        if c.server is not None
+        s.compute_us_per_request if kind == "bls" else s.request_us_per_request for _, s in served
     ]
     called = [
         sum(
             (d.queue_us_per_request + d.compute_us_per_request)
-            * (d.request_count / c.server.request_count)
-            for d in c.steps.values()
+            * (d.request_count / s.request_count)
+            for d in steps.values()
         )
-        for c in with_steps
-        if c.server is not None
+        for steps, s in served
     ]
     own_us, called_us = statistics.median(own), statistics.median(called)
     if kind == "bls":
@@ -119,7 +105,14 @@ def steps_section(cells: Sequence[CellResult], labels: dict[str, str], kind: str
         rows = [r for r in table if r.variant == variant]
         top = max(rows, key=lambda r: r.concurrency or 0)
         lines.append(_share_sentence(top, label))
-        lines += _growth_sentence(table, variant, label)
+        if growth := queue_growth(table, variant):
+            parts = [
+                f"`{g.step}`'s queue {'grows' if g.grows else 'does not grow'} with load "
+                f"({num(g.low_queue_us)} µs at concurrency {g.low_concurrency}, "
+                f"{num(g.high_queue_us)} µs at {g.high_concurrency})"
+                for g in growth
+            ]
+            lines.append(f"- {label}: " + "; ".join(parts) + ".")
     lines += _attribution(kind, [c for c in cells if not c.variant.control])
     binding = binding_step(table, table[0].variant)
     if binding is not None:

@@ -20,8 +20,7 @@ def num(value: float | None, digits: int = 0) -> str:
 def model_source(model: ModelRecord, code: str = "`") -> str:
     """Where the measured model came from, for the conditions: the ONNX file (opset, sha256),
     or the user's repository, the model's kind and what it calls (``code`` quotes names)."""
-    q = code
-    repository = model.repository
+    q, repository = code, model.repository
     if not repository:
         return (
             f"{q}{model.name}{q} from {q}{model.onnx_file}{q} (opset {model.opset}, "

@@ -10,31 +10,16 @@ from pathlib import Path
 
 from tritonlab.experiments.plan import LoadPoint
 from tritonlab.experiments.store import CellResult
-from tritonlab.perf.trace import KEPT_TO_PCT, TraceAdherence, TraceStats, adherence, delayed_pct
+from tritonlab.perf.trace import KEPT_TO_PCT, TraceStats, adherence, delayed_pct
 from tritonlab.run_layout import RunLayout
 
 
-def cell_adherence(stats: TraceStats, cell: CellResult) -> TraceAdherence | None:
-    """A trace cell's achieved rate against the trace (None: the cell measured nothing)."""
-    m = cell.perf.measurement
-    if m is None:
-        return None
-    return adherence(
-        stats, m.throughput_infer_per_s, cell.perf.settings.batch_size, cell.perf.warnings
-    )
-
-
-def _windows(stats: TraceStats, cells: Sequence[CellResult]) -> str:
-    windows = sorted({c.perf.settings.measurement_interval_ms for c in cells})
-    cycles = sorted({round(w * 1000 / stats.cycle_us, 2) for w in windows})
-    return (
-        f"each measurement window lasted {', '.join(f'{w:,} ms' for w in windows)}, "
-        f"{' or '.join(f'{c:g}' for c in cycles)} whole cycle(s) of the trace"
-    )
-
-
 def _config_row(stats: TraceStats, description: str, cells: list[CellResult]) -> str:
-    found = [(c, a) for c in cells if (a := cell_adherence(stats, c)) is not None]
+    found = [  # each measured cell's achieved rate against the trace
+        (c, adherence(stats, m.throughput_infer_per_s, c.perf.settings.batch_size, c.perf.warnings))
+        for c in cells
+        if (m := c.perf.measurement) is not None
+    ]
     if not found:
         return f"| {description} | {len(cells)} | no measurement | | | |"
     rates = [a.achieved_rate_per_s for _, a in found]
@@ -79,20 +64,26 @@ def trace_section(loads: Sequence[LoadPoint], cells: Sequence[CellResult]) -> li
         assert stats is not None
         own = [c for c in cells if c.load_key == load.key]
         files = RunLayout(Path())  # the paths as the run folder names them
-        csv_file = files.trace_csv(stats.name).as_posix()
-        intervals = files.trace_intervals(stats.name).as_posix()
         lines += [
             f"### {load.key}: trace {stats.name}",
             "",
-            f"- Trace `{csv_file}` (sha256 `{stats.sha256[:16]}…`, replayed "
-            f"from `{intervals}`): {stats.request_count:,} requests "
+            f"- Trace `{files.trace_csv(stats.name).as_posix()}` (sha256 `{stats.sha256[:16]}…`, "
+            f"replayed from `{files.trace_intervals(stats.name).as_posix()}`): "
+            f"{stats.request_count:,} requests "
             f"in a {stats.duration_s:g} s cycle, mean rate {stats.mean_rate_per_s:,.1f} req/s, "
             f"coefficient of variation of inter-arrival times {stats.interarrival_cv:.2f} (1 for "
             f"Poisson arrivals, above 1 burstier), peak {stats.peak_rate_per_s:,.0f} req/s over "
             "1 s.",
         ]
         if own:
-            lines += [f"- Measured in {len(own)} cell(s); {_windows(stats, own)}.", ""]
+            windows = sorted({c.perf.settings.measurement_interval_ms for c in own})
+            cycles = sorted({round(w * 1000 / stats.cycle_us, 2) for w in windows})
+            lines += [
+                f"- Measured in {len(own)} cell(s); each measurement window lasted "
+                f"{', '.join(f'{w:,} ms' for w in windows)}, "
+                f"{' or '.join(f'{c:g}' for c in cycles)} whole cycle(s) of the trace.",
+                "",
+            ]
             lines += [
                 "| config | cells | achieved req/s, median (range) | of the trace's mean "
                 "| kept to it | not-keeping-up warnings |",

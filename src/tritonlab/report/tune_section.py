@@ -13,10 +13,6 @@ if TYPE_CHECKING:
     from tritonlab.decisions.tune_record import TuneFigure, TunePick, TuneRecord
 
 
-def _ms(us: float | None) -> str:
-    return "n/a" if us is None else f"{us / 1000:.2f}"
-
-
 def figure_span(figure: TuneFigure, repeats: int, scale: float, spec: str) -> str | None:
     """A pick's figure as 'median (low–high)' divided by ``scale`` and formatted with ``spec``
     (the range only over more than one repeat); None when it has no median."""
@@ -78,16 +74,14 @@ def tune_section(tune: TuneRecord | None) -> list[str]:
         _pick_line("Pick", tune.pick),
         _pick_line("Runner-up", tune.runner_up),
     ]
-    verdict = tune.verdict
-    if verdict:
+    if verdict := tune.verdict:
         lines.append(
             f"- Runner-up against the pick ({verdict.figure}, paired over the race's "
             f"{verdict.pairs} rounds): {verdict.phrase()}."
         )
     if tune.tie_break:
         lines.append(f"- Tie broken: {tune.tie_break}.")
-    pick = tune.pick
-    if pick and not pick.meets_p99_budget_every_repeat:
+    if (pick := tune.pick) and not pick.meets_p99_budget_every_repeat:
         line = over_budget_line(pick)
         lines.append(f"- {line[0].upper()}{line[1:]}.")
     lines += [
@@ -107,24 +101,21 @@ def tune_section(tune: TuneRecord | None) -> list[str]:
         "|---|---|---|---|---|---|---|---|",
     ]
     for i, step in enumerate(tune.steps, 1):
-        rate = step.throughput_infer_per_s
-        rate_text = "failed" if rate is None else f"{rate:,.0f}"
-        stored = " (stored)" if step.reused else ""
+        rate, p99 = step.throughput_infer_per_s, step.latency_p99_us
         lines.append(
             f"| {i} | {step.phase} | {_configuration(step.configuration)} | "
             f"{'trace' if settings.fixed_load else step.concurrency} | "
-            f"{step.repeat}{stored} | {rate_text} | {_ms(step.latency_p99_us)} | "
-            f"{step.reason} |"
+            f"{step.repeat}{' (stored)' if step.reused else ''} | "
+            f"{'failed' if rate is None else f'{rate:,.0f}'} | "
+            f"{'n/a' if p99 is None else f'{p99 / 1000:.2f}'} | {step.reason} |"
         )
-    lines.append("")
-    return lines
+    return [*lines, ""]
 
 
 def over_budget_line(pick: TunePick) -> str:
     """What the log and the command say of a pick whose p99 went over the budget in a repeat
     (a point is within the budget when the median of its repeats is: decisions/search.py)."""
-    over = pick.p99_over_budget_repeats
-    median_us = pick.latency_p99_us.median
+    over, median_us = pick.p99_over_budget_repeats, pick.latency_p99_us.median
     if over is None or median_us is None:  # a tune.json from before the median rule
         return "no configuration met the p99 budget in every repeat"
     return (

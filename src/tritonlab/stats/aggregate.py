@@ -18,6 +18,18 @@ from tritonlab.stats.workload import workload_differences
 LITTLE_TOLERANCE = 0.2  # |throughput x latency / in-flight - 1| above this flags a cell
 
 
+class _Repeats:
+    """A figure of every repeat as a ``Summary``: the named field of the cells' perf_analyzer
+    measurements, or with ``server`` of their server statistics (None where a cell has none)."""
+
+    def __init__(self, name: str, server: bool = False) -> None:
+        self.name, self.server = name, server
+
+    def __get__(self, summary: VariantSummary, owner: object = None) -> Summary:
+        parts = [c.server if self.server else c.perf.measurement for c in summary.cells]
+        return Summary.of([getattr(p, self.name) if p else None for p in parts], summary.rounds)
+
+
 @dataclass(frozen=True)
 class VariantSummary(Record):
     """One variant at one load point, over its repeats; stored (in ``summary.json``) as its
@@ -50,6 +62,24 @@ class VariantSummary(Record):
     settings: PerfSettings
     cells: Annotated[tuple[CellResult, ...], NOT_STORED]
 
+    # Client side (perf_analyzer), one value per repeat.
+    throughput = _Repeats("throughput_infer_per_s")  # served throughput (infer/s)
+    latency_avg = _Repeats("latency_avg_us")  # average latency (µs)
+    latency_p95 = _Repeats("latency_p95_us")  # p95 latency (µs)
+    latency_p99 = _Repeats("latency_p99_us")  # p99 latency (µs)
+    perf_queue_us = _Repeats("server_queue_us")  # to cross-check the statistics deltas
+    # In the server (Triton's statistics), per request in µs unless named otherwise.
+    queue_us = _Repeats("queue_us_per_request", server=True)
+    compute_input_us = _Repeats("compute_input_us_per_request", server=True)
+    compute_infer_us = _Repeats("compute_infer_us_per_request", server=True)  # model execution
+    compute_output_us = _Repeats("compute_output_us_per_request", server=True)
+    # input + infer + output: the median of the sums, as the other figures are medians
+    compute_us = _Repeats("compute_us_per_request", server=True)
+    overhead_us = _Repeats("overhead_us_per_request", server=True)  # outside queue and compute
+    compute_per_inference_us = _Repeats("compute_us_per_inference", server=True)
+    execution_us = _Repeats("compute_us_per_execution", server=True)  # per execution
+    mean_batch = _Repeats("mean_batch_size", server=True)  # samples per execution
+
     @property
     def repeat_count(self) -> int:
         """How many repeats were measured (cells, stable or not)."""
@@ -59,17 +89,6 @@ class VariantSummary(Record):
     def rounds(self) -> list[int | str]:
         """The pairing key of every cell: its round (with its node on a cluster)."""
         return [c.block for c in self.cells]
-
-    def _perf(self, name: str) -> Summary:
-        return Summary.of(
-            [getattr(c.perf.measurement, name) if c.perf.measurement else None for c in self.cells],
-            self.rounds,
-        )
-
-    def _server(self, name: str) -> Summary:
-        return Summary.of(
-            [getattr(c.server, name) if c.server else None for c in self.cells], self.rounds
-        )
 
     @property
     def load_generator_fell_behind(self) -> bool:
@@ -81,77 +100,6 @@ class VariantSummary(Record):
 
             return any(replay_fell_behind(list(c.perf.warnings)) for c in self.cells)
         return any(FELL_BEHIND in w for c in self.cells for w in c.perf.warnings)
-
-    @property
-    def throughput(self) -> Summary:
-        """Served throughput (infer/s), one value per repeat."""
-        return self._perf("throughput_infer_per_s")
-
-    @property
-    def latency_avg(self) -> Summary:
-        """Client-side average latency (µs), one value per repeat."""
-        return self._perf("latency_avg_us")
-
-    @property
-    def latency_p95(self) -> Summary:
-        """Client-side p95 latency (µs), one value per repeat."""
-        return self._perf("latency_p95_us")
-
-    @property
-    def latency_p99(self) -> Summary:
-        """Client-side p99 latency (µs), one value per repeat."""
-        return self._perf("latency_p99_us")
-
-    @property
-    def queue_us(self) -> Summary:
-        """Time queued in the server per request (µs), one value per repeat."""
-        return self._server("queue_us_per_request")
-
-    @property
-    def compute_input_us(self) -> Summary:
-        """Input handling per request in the server (µs), one value per repeat."""
-        return self._server("compute_input_us_per_request")
-
-    @property
-    def compute_infer_us(self) -> Summary:
-        """Model execution per request in the server (µs), one value per repeat."""
-        return self._server("compute_infer_us_per_request")
-
-    @property
-    def compute_output_us(self) -> Summary:
-        """Output handling per request in the server (µs), one value per repeat."""
-        return self._server("compute_output_us_per_request")
-
-    @property
-    def compute_us(self) -> Summary:
-        """Compute (input + infer + output) per request in the server (µs), one value per
-        repeat: the median of the sums, as the other figures are medians of their repeats."""
-        return self._server("compute_us_per_request")
-
-    @property
-    def overhead_us(self) -> Summary:
-        """Triton's per-request overhead outside queue and compute (µs), one value per repeat."""
-        return self._server("overhead_us_per_request")
-
-    @property
-    def compute_per_inference_us(self) -> Summary:
-        """Server compute per inference (µs), one value per repeat."""
-        return self._server("compute_us_per_inference")
-
-    @property
-    def execution_us(self) -> Summary:
-        """Compute per execution (Triton's batch statistics), one value per repeat."""
-        return self._server("compute_us_per_execution")
-
-    @property
-    def mean_batch(self) -> Summary:
-        """Mean batch size Triton formed (samples per execution), one value per repeat."""
-        return self._server("mean_batch_size")
-
-    @property
-    def perf_queue_us(self) -> Summary:
-        """perf_analyzer's own server-queue column, to cross-check the statistics deltas."""
-        return self._perf("server_queue_us")
 
     @property
     def server_cores(self) -> Summary:
@@ -211,13 +159,11 @@ class VariantSummary(Record):
         tput, lat = self.throughput.median, self.latency_avg.median
         if self.in_flight is None or not tput or not lat:
             return None
-        requests_per_s = tput / self.settings.batch_size
-        return requests_per_s * lat * 1e-6 / self.in_flight
+        return tput / self.settings.batch_size * lat * 1e-6 / self.in_flight  # requests/s x s
 
     @property
     def littles_law_ok(self) -> bool | None:
-        """True when Little's law holds within ``LITTLE_TOLERANCE``; None when it cannot be
-        checked."""
+        """True when Little's law holds within ``LITTLE_TOLERANCE``; None when unchecked."""
         ratio = self.littles_law_ratio
         return None if ratio is None else abs(ratio - 1.0) <= LITTLE_TOLERANCE
 

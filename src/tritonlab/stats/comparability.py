@@ -18,7 +18,7 @@ named).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from tritonlab.experiments.manifest import Manifest
 from tritonlab.models.inspect import TensorSpec
@@ -35,48 +35,29 @@ def input_signature(inputs: Sequence[TensorSpec]) -> list[tuple[str, str, tuple[
     return [(t.name, t.triton_dtype, tuple(t.dims)) for t in inputs]
 
 
-def _differ(what: str, a: object, b: object) -> str:
-    return f"{what}: {a} (baseline) vs {b} (new)"
-
-
 def manifest_differences(base: Manifest, new: Manifest) -> dict[str, list[str]]:
     """Every difference between the two runs' manifests, by kind (kinds without one absent)."""
     found: dict[str, list[str]] = {}
 
-    def note(kind: str, what: str, a: object, b: object) -> None:
+    def note(kind: str, what: str, get: Callable[[Manifest], object]) -> None:
+        a, b = get(base), get(new)
         if a != b:
-            found.setdefault(kind, []).append(_differ(what, a, b))
+            found.setdefault(kind, []).append(f"{what}: {a} (baseline) vs {b} (new)")
 
-    note("model", "model name", base.model.name, new.model.name)
-    note("model", "model sha256", base.model.sha256[:12], new.model.sha256[:12])
-    note(
-        "inputs",
-        "model inputs",
-        input_signature(base.model.inputs),
-        input_signature(new.model.inputs),
-    )
-    note("inputs", "data sent", _inputs(base), _inputs(new))
-    ma, mb = base.machine, new.machine
-    note("machine", "CPU", ma.cpu_model, mb.cpu_model)
-    note("machine", "cores usable", ma.cores, mb.cores)
-    note("machine", "GPUs", list(ma.gpus) or "none", list(mb.gpus) or "none")
-    note("software", "tritonserver", base.server.version, new.server.version)
-    note("software", "perf_analyzer", base.perf_analyzer.version, new.perf_analyzer.version)
-    note("software", "tritonlab", base.tool.version, new.tool.version)
-    note("software", "Python", ma.python, mb.python)
+    note("model", "model name", lambda m: m.model.name)
+    note("model", "model sha256", lambda m: m.model.sha256[:12])
+    note("inputs", "model inputs", lambda m: input_signature(m.model.inputs))
+    note("inputs", "data sent", _inputs)
+    note("machine", "CPU", lambda m: m.machine.cpu_model)
+    note("machine", "cores usable", lambda m: m.machine.cores)
+    note("machine", "GPUs", lambda m: list(m.machine.gpus) or "none")
+    note("software", "tritonserver", lambda m: m.server.version)
+    note("software", "perf_analyzer", lambda m: m.perf_analyzer.version)
+    note("software", "tritonlab", lambda m: m.tool.version)
+    note("software", "Python", lambda m: m.machine.python)
     for package in SERVING_PACKAGES:
-        note(
-            "software",
-            package,
-            base.packages.get(package, "absent"),
-            new.packages.get(package, "absent"),
-        )
-    note(
-        "measurement",
-        "perf_analyzer settings",
-        base.plan.measurement.to_dict(),
-        new.plan.measurement.to_dict(),
-    )
+        note("software", package, lambda m: m.packages.get(package, "absent"))  # noqa: B023
+    note("measurement", "perf_analyzer settings", lambda m: m.plan.measurement.to_dict())
     return found
 
 

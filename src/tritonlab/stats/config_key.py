@@ -31,8 +31,7 @@ class ConfigKey:
 
     @classmethod
     def of(cls, summary: VariantSummary) -> ConfigKey:
-        """The configuration key (variant, protocol, client batch, sequence length) a summary
-        was measured under."""
+        """The key (variant, protocol, client batch, sequence length) a summary was measured at."""
         return cls(
             summary.variant.name,
             summary.settings.protocol,

@@ -37,17 +37,13 @@ def noise_floors(cells: list[CellResult], baseline: str = "baseline") -> list[No
     """Every control against the baseline at the same load point (none without a control)."""
     summaries = summarise(cells, controls=True)
     refs = {s.load_key: s for s in summaries if s.variant.name == baseline}
-    floors = []
-    for s in summaries:
-        ref = refs.get(s.load_key)
-        if not s.variant.control or ref is None:
-            continue
-        floors.append(
-            NoiseFloor(
-                s.load_key,
-                s.variant.name,
-                compare_figure("throughput", "throughput", ref, s),
-                compare_figure("latency_p99", "latency_p99", ref, s),
-            )
+    return [
+        NoiseFloor(
+            s.load_key,
+            s.variant.name,
+            compare_figure("throughput", "throughput", ref, s),
+            compare_figure("latency_p99", "latency_p99", ref, s),
         )
-    return floors
+        for s in summaries
+        if s.variant.control and (ref := refs.get(s.load_key)) is not None
+    ]

@@ -23,6 +23,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from itertools import accumulate
 
 MIN_BLOCKS = 6
 
@@ -43,46 +44,24 @@ def _signed_rank_counts(n: int) -> tuple[int, ...]:
 def critical_rank(n: int, confidence: float) -> int:
     """The largest ``k`` with P(T+ <= k - 1) <= (1 - confidence) / 2 under the null, n blocks;
     0 when no interval at that level exists."""
-    counts = _signed_rank_counts(n)
-    alpha_half = (1.0 - confidence) / 2.0
-    total = 2.0**n
-    cumulative = 0
-    k = 0
-    for t, ways in enumerate(counts):
-        cumulative += ways
-        if cumulative / total > alpha_half:
-            break
-        k = t + 1
-    return k
-
-
-def coverage_of(n: int, confidence: float) -> float:
-    """The exact coverage of the interval ``critical_rank`` gives (at least ``confidence``)."""
-    k = critical_rank(n, confidence)
-    if k == 0:
-        return 1.0
-    counts = _signed_rank_counts(n)
-    return 1.0 - 2.0 * sum(counts[:k]) / 2.0**n
+    alpha_half = (1.0 - confidence) / 2.0  # the tail grows with k: count the sums within it
+    return sum(1 for tail in accumulate(_signed_rank_counts(n)) if tail / 2.0**n <= alpha_half)
 
 
 @dataclass(frozen=True)
-class PairedInterval:
-    """An estimate of the centre of paired log-ratios and its confidence interval (log units)."""
+class CentreInterval:
+    """The centre of log values (log-ratios of paired rounds, or one figure's log repeats) and
+    its two-sided interval, in log units."""
 
     estimate: float
     low: float
     high: float
     n: int
-    coverage: float  # exact coverage under symmetry (>= the level asked for)
+    robust: bool  # Hodges-Lehmann with the signed-rank interval; False: mean, t-interval
+    p_value: float | None = None  # two-sided, for a centre of 0 (None when not asked for)
 
 
-def walsh_averages(values: Sequence[float]) -> list[float]:
-    """Every pairwise mean (i <= j) of ``values``, sorted: the Hodges-Lehmann estimator's sample."""
-    n = len(values)
-    return sorted((values[i] + values[j]) / 2.0 for i in range(n) for j in range(i, n))
-
-
-def hodges_lehmann_interval(values: Sequence[float], confidence: float) -> PairedInterval | None:
+def hodges_lehmann_interval(values: Sequence[float], confidence: float) -> CentreInterval | None:
     """Hodges-Lehmann estimate with the exact signed-rank interval; None below MIN_BLOCKS or
     where no interval at ``confidence`` exists."""
     n = len(values)
@@ -91,10 +70,9 @@ def hodges_lehmann_interval(values: Sequence[float], confidence: float) -> Paire
     k = critical_rank(n, confidence)
     if k == 0:
         return None
-    walsh = walsh_averages(values)
-    m = len(walsh)
-    estimate = statistics.median(walsh)
-    return PairedInterval(estimate, walsh[k - 1], walsh[m - k], n, coverage_of(n, confidence))
+    # the Walsh averages: every pairwise mean (i <= j), sorted
+    walsh = sorted((values[i] + values[j]) / 2.0 for i in range(n) for j in range(i, n))
+    return CentreInterval(statistics.median(walsh), walsh[k - 1], walsh[-k], n, robust=True)
 
 
 def signed_rank_p_value(values: Sequence[float]) -> float | None:

@@ -52,11 +52,6 @@ class Summary(Record):
         return statistics.median(self.values) if self.values else None
 
     @property
-    def mean(self) -> float | None:
-        """The mean of the repeats (the figure's unit); None without values."""
-        return statistics.fmean(self.values) if self.values else None
-
-    @property
     def low(self) -> float | None:
         """The lowest repeat (the figure's unit); None without values."""
         return min(self.values) if self.values else None
@@ -69,16 +64,13 @@ class Summary(Record):
     @property
     def range(self) -> tuple[float, float] | None:
         """(min, max) of the repeats; None below two repeats."""
-        if self.n < 2:
-            return None
-        return (min(self.values), max(self.values))
+        return (min(self.values), max(self.values)) if self.n >= 2 else None
 
     @property
     def spread_pct(self) -> float | None:
         """(max - min) / median, in percent: the plain-language noise figure."""
-        if self.n < 2 or not self.median:
-            return None
-        return 100.0 * (max(self.values) - min(self.values)) / self.median
+        spread, median = self.range, self.median
+        return 100.0 * (spread[1] - spread[0]) / median if spread and median else None
 
     def by_round(self) -> dict[int | str, float]:
         """Round -> value, for pairing repeats measured in the same round."""
@@ -89,7 +81,6 @@ class Summary(Record):
         if self.median is None:
             return "n/a"
         text = f"{self.median:,.{digits}f}" + (f" {unit}" if unit else "")
-        spread = self.range
-        if spread:
+        if spread := self.range:
             text += f" ({spread[0]:,.{digits}f}–{spread[1]:,.{digits}f})"
         return text

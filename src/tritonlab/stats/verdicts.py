@@ -28,13 +28,14 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated
 
 from scipy import stats
 
 from tritonlab.records import NOT_STORED, Record, Worded
 from tritonlab.stats.robust import (
+    CentreInterval,
     half_width_pct,
     hodges_lehmann_interval,
     signed_rank_p_value,
@@ -55,13 +56,7 @@ class Word(Worded):
     NO_VERDICT = "no verdict"  # one repeat, or a side without the figure: no interval
 
 
-HIGHER, LOWER, NO_CLEAR, NOT_COMPARABLE, NO_VERDICT = (
-    Word.HIGHER,
-    Word.LOWER,
-    Word.NO_CLEAR,
-    Word.NOT_COMPARABLE,
-    Word.NO_VERDICT,
-)
+HIGHER, LOWER, NO_CLEAR, NOT_COMPARABLE, NO_VERDICT = Word  # its members, in their order
 ONE_REPEAT_METHOD = "one repeat: no interval, so no verdict"
 MISSING_METHOD = "missing data"
 
@@ -119,43 +114,34 @@ class Verdict(Record):
         """Clear, not comparable, or shown to be within ±MIN_EFFECT_PCT."""
         if self.clear or not self.comparable:
             return True
-        if self.low_pct is None or self.high_pct is None:
-            return False
-        return self.low_pct >= -MIN_EFFECT_PCT and self.high_pct <= MIN_EFFECT_PCT
+        ci = self.ci95_change_pct
+        return ci is not None and ci[0] >= -MIN_EFFECT_PCT and ci[1] <= MIN_EFFECT_PCT
 
     @property
     def half_width_pct(self) -> float | None:
         """The interval's half-width h in log units, stated as exp(h) - 1 in percent."""
-        if self.low_pct is None or self.high_pct is None:
-            return None
-        return half_width_pct(self.low_pct, self.high_pct)
-
-    def interval_text(self) -> str:
-        """The interval as 'CI -9% to +17%'; '' without one."""
-        if self.low_pct is None or self.high_pct is None:
-            return ""
-        return f"CI {endpoint_text(self.low_pct)} to {endpoint_text(self.high_pct)}"
+        ci = self.ci95_change_pct
+        return None if ci is None else half_width_pct(*ci)
 
     def phrase(self) -> str:
         """e.g. 'higher (+35%, CI +12% to +61%)', 'no clear difference (+3%, CI -9% to +17%)'
         or 'no verdict (one repeat; medians +112%)'."""
-        if self.word == NOT_COMPARABLE:
-            return f"{self.word} ({self.method})"
-        if self.word == NO_VERDICT:
-            return no_verdict_phrase(self.change_pct, self.method)
-        if self.change_pct is None:
-            return str(self.word)
-        interval = self.interval_text()
-        detail = f"{self.change_pct:+.0f}%" + (f", {interval}" if interval else "")
-        return f"{self.word} ({detail})"
+        return _phrase(self.word, self.change_pct, self.method, self.ci95_change_pct, "CI")
 
 
-def no_verdict_phrase(change_pct: float | None, method: str) -> str:
-    """'no verdict (one repeat; medians +112%)', or 'no verdict (missing data)' without a
-    change: the medians' change is a figure, not a word."""
+def _phrase(
+    word: Word, change_pct: float | None, method: str, ci: Sequence[float] | None, ci_name: str
+) -> str:
+    """A verdict in the log's words; a "no verdict" without a change says why ('no verdict
+    (missing data)'): the medians' change is a figure, not a word."""
+    if word == NOT_COMPARABLE or (word == NO_VERDICT and change_pct is None):
+        return f"{word} ({method})"
+    if word == NO_VERDICT:
+        return f"{NO_VERDICT} (one repeat; medians {change_pct:+.0f}%)"
     if change_pct is None:
-        return f"{NO_VERDICT} ({method})"
-    return f"{NO_VERDICT} (one repeat; medians {change_pct:+.0f}%)"
+        return str(word)
+    interval = f", {ci_name} {endpoint_text(ci[0])} to {endpoint_text(ci[1])}" if ci else ""
+    return f"{word} ({change_pct:+.0f}%{interval})"
 
 
 def _pct(log_ratio: float) -> float:
@@ -190,19 +176,6 @@ def _blocks(summary: Summary) -> str:
     return "node and round" if any(isinstance(r, str) for r in summary.rounds) else "round"
 
 
-@dataclass(frozen=True)
-class CentreInterval:
-    """The centre of log values (log-ratios of paired rounds, or one figure's log repeats) and
-    its two-sided 95% interval, in log units."""
-
-    estimate: float
-    low: float
-    high: float
-    n: int
-    robust: bool  # Hodges-Lehmann with the signed-rank interval; False: mean, t-interval
-    p_value: float | None  # two-sided, for a centre of 0 (None when not asked for)
-
-
 def centre_interval(logs: Sequence[float], p_value: bool = True) -> CentreInterval | None:
     """From ``robust.MIN_BLOCKS`` values on, the Hodges-Lehmann estimate with the exact
     signed-rank 95% interval; from two, the mean with a Student-t 95% interval; None below
@@ -210,8 +183,7 @@ def centre_interval(logs: Sequence[float], p_value: bool = True) -> CentreInterv
     (``analysis.capacity``) to one figure's log repeats."""
     robust = hodges_lehmann_interval(logs, CONFIDENCE)
     if robust is not None:
-        p = signed_rank_p_value(logs) if p_value else None
-        return CentreInterval(robust.estimate, robust.low, robust.high, robust.n, True, p)
+        return replace(robust, p_value=signed_rank_p_value(logs)) if p_value else robust
     if len(logs) < 2:
         return None
     n = len(logs)
@@ -229,8 +201,7 @@ def compare(figure: str, reference: Summary, variant: Summary) -> Verdict:
     ref_med, var_med = reference.median, variant.median
     if ref_med is None or var_med is None or ref_med <= 0 or var_med <= 0:
         return Verdict(figure, NO_VERDICT, None, ref_med, var_med, MISSING_METHOD)
-    logs = paired_log_ratios(reference, variant)
-    centre = centre_interval(logs)
+    centre = centre_interval(paired_log_ratios(reference, variant))
     if centre is not None:
         method = (
             f"paired by {_blocks(reference)} ({centre.n} blocks): Hodges-Lehmann estimate of "
@@ -239,47 +210,35 @@ def compare(figure: str, reference: Summary, variant: Summary) -> Verdict:
             else f"paired by {_blocks(reference)} ({centre.n} rounds): 95% t-interval of the "
             "mean log-ratio, two-sided"
         )
-        return Verdict(
-            figure,
-            _word(centre.low, centre.high),
-            _pct(centre.estimate),
-            ref_med,
-            var_med,
-            method,
-            _pct(centre.low),
-            _pct(centre.high),
-            centre.n,
-            centre.p_value,
-        )
-    ref_logs = [math.log(v) for v in reference.values if v > 0]
-    var_logs = [math.log(v) for v in variant.values if v > 0]
-    if len(ref_logs) >= 2 and len(var_logs) >= 2:
+    else:
+        ref_logs = [math.log(v) for v in reference.values if v > 0]
+        var_logs = [math.log(v) for v in variant.values if v > 0]
+        if len(ref_logs) < 2 or len(var_logs) < 2:
+            change = 100.0 * (var_med - ref_med) / ref_med
+            return Verdict(figure, NO_VERDICT, change, ref_med, var_med, ONE_REPEAT_METHOD)
         result = stats.ttest_ind(var_logs, ref_logs, equal_var=False)
         diff = statistics.fmean(var_logs) - statistics.fmean(ref_logs)
         interval = result.confidence_interval(CONFIDENCE)
         low, high = float(interval.low), float(interval.high)
         if not (math.isfinite(low) and math.isfinite(high)):  # both sides constant
             low = high = diff
-        return Verdict(
-            figure,
-            _word(low, high),
-            _pct(diff),
-            ref_med,
-            var_med,
+        p = float(result.pvalue) if math.isfinite(result.pvalue) else None
+        centre = CentreInterval(diff, low, high, 0, False, p)  # no pairs
+        method = (
             f"unpaired ({len(var_logs)} vs {len(ref_logs)} repeats, no common rounds): "
-            "Welch 95% interval of the log-ratio, two-sided",
-            _pct(low),
-            _pct(high),
-            0,
-            float(result.pvalue) if math.isfinite(result.pvalue) else None,
+            "Welch 95% interval of the log-ratio, two-sided"
         )
     return Verdict(
         figure,
-        NO_VERDICT,
-        100.0 * (var_med - ref_med) / ref_med,
+        _word(centre.low, centre.high),
+        _pct(centre.estimate),
         ref_med,
         var_med,
-        ONE_REPEAT_METHOD,
+        method,
+        _pct(centre.low),
+        _pct(centre.high),
+        centre.n,
+        centre.p_value,
     )
 
 
@@ -316,14 +275,4 @@ class VerdictRecord(Record):
     def phrase(self) -> str:
         """The stored verdict in the log's words, e.g. 'no clear difference (-13%, 95% CI
         -45% to +37%)' or 'no verdict (one repeat; medians +112%)'."""
-        word, ci, change = self.reading, self.ci95_change_pct, self.change_pct
-        if word == NO_VERDICT:
-            return no_verdict_phrase(change, self.method)
-        if word == NOT_COMPARABLE:
-            return f"{word} ({self.method})"
-        if change is None:
-            return str(word)
-        detail = f"{change:+.0f}%" + (
-            f", 95% CI {endpoint_text(ci[0])} to {endpoint_text(ci[1])}" if ci else ""
-        )
-        return f"{word} ({detail})"
+        return _phrase(self.reading, self.change_pct, self.method, self.ci95_change_pct, "95% CI")
