@@ -37,12 +37,7 @@ from tritonlab.experiments.plan import (
 from tritonlab.experiments.plan_file import engine_repeats
 from tritonlab.experiments.repository_plan import repository_baseline, repository_plan
 from tritonlab.experiments.run_folder import claim, discard_results, open_run_folder
-from tritonlab.experiments.runner import (
-    ClusterOpener,
-    OpenLoopRates,
-    RunOutcome,
-    run_experiment,
-)
+from tritonlab.experiments.runner import ClusterOpener, OpenLoopRates, RunOutcome, run_experiment
 from tritonlab.experiments.session import InputFiles, ProgressCallback
 from tritonlab.experiments.store import load_manifest, set_aside_cells
 from tritonlab.experiments.trace_loads import install_traces, plan_traces_missing

@@ -30,22 +30,12 @@ from tritonlab.decisions.search import (
     next_step,
     race_verdict,
 )
-from tritonlab.decisions.tune_record import (
-    TunePick,
-    TuneRecord,
-    TuneSettingsRecord,
-    TuneStep,
-)
+from tritonlab.decisions.tune_record import TunePick, TuneRecord, TuneSettingsRecord, TuneStep
 from tritonlab.errors import PerfAnalyzerError
 from tritonlab.experiments.block_engine import BlockEngine
 from tritonlab.experiments.blocks import ENGINE_BLOCKS
 from tritonlab.experiments.manifest import RunEntries, available_cores
-from tritonlab.experiments.opening import (
-    SessionRequest,
-    check_resume,
-    model_sha256,
-    open_session,
-)
+from tritonlab.experiments.opening import SessionRequest, check_resume, model_sha256, open_session
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
 from tritonlab.experiments.repository_plan import own_baseline
 from tritonlab.experiments.runner import quarantine_unusable
