@@ -34,7 +34,7 @@ from tritonlab.experiments.plan import (
     for_unbatched_model,
     seed_comparison_plan,
 )
-from tritonlab.experiments.plan_file import engine_repeats
+from tritonlab.experiments.plan_file import engine_repeats, with_engine_controls
 from tritonlab.experiments.repository_plan import repository_baseline, repository_plan
 from tritonlab.experiments.run_folder import claim, discard_results, open_run_folder
 from tritonlab.experiments.runner import ClusterOpener, OpenLoopRates, RunOutcome, run_experiment
@@ -56,7 +56,7 @@ from tritonlab.report.project import (
     write_project_files,
 )
 from tritonlab.repository.user_repo import read_repository_model
-from tritonlab.repository.variants import aa_control, is_model_name
+from tritonlab.repository.variants import is_model_name
 from tritonlab.run_layout import RunLayout
 from tritonlab.server.gpu import check_gpu_variants
 from tritonlab.server.launch import ServerOptions
@@ -203,9 +203,7 @@ def default_plan(
                 "leave --configs at auto, or write a plan file for `tritonlab sweep`"
             )
         plan = repository_plan(info.source, repository_baseline(info), basics)
-        if plan.measurement.engine == ENGINE_BLOCKS:
-            plan = replace(plan, variants=(*plan.variants, aa_control(plan.variants[0])))
-        return plan
+        return replace(plan, variants=with_engine_controls(plan.variants, plan.measurement.engine))
     notes: list[str] = []
     stored = _stored_auto_choice(resume_dir) if configs == "auto" else None
     if stored is not None:  # a resume keeps the set its run chose (a timing near the line
@@ -234,9 +232,7 @@ def default_plan(
         plan = seed_comparison_plan(basics)
     plan = replace(plan, notes=tuple(notes))
     plan = plan if info.batched else for_unbatched_model(plan, cores)
-    if plan.measurement.engine == ENGINE_BLOCKS:
-        plan = replace(plan, variants=(*plan.variants, aa_control(plan.variants[0])))
-    return plan
+    return replace(plan, variants=with_engine_controls(plan.variants, plan.measurement.engine))
 
 
 def cluster_opener(address: str) -> ClusterOpener:
