@@ -31,7 +31,6 @@ from tritonlab.experiments.manifest import AdaptiveEntry, RunEntries, SweepEntry
 from tritonlab.experiments.opening import (
     SessionRequest,
     check_resume,
-    model_sha256,
     open_session,
     plan_fingerprint,
 )
@@ -117,7 +116,7 @@ def run_experiment(
             "`tritonlab sweep`"
         )
     inputs = inputs or derive_inputs(info)
-    fingerprint = plan_fingerprint(plan, model_sha256(info), inputs)
+    fingerprint = plan_fingerprint(plan, info.origin.sha256(), inputs)
     check_resume(run_dir, fingerprint)
     perf_install = locate_perf_analyzer(perf_analyzer)
     if models is None:

@@ -32,7 +32,7 @@ from tritonlab.decisions.gate import Thresholds, precision_targets
 from tritonlab.errors import ConfigError
 from tritonlab.experiments.adaptive_run import AdaptiveRepeats
 from tritonlab.experiments.blocks import ENGINE_BLOCKS
-from tritonlab.experiments.opening import check_resume, model_sha256, plan_fingerprint
+from tritonlab.experiments.opening import check_resume, plan_fingerprint
 from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.experiments.repository_plan import repository_baseline
 from tritonlab.experiments.run_folder import (
@@ -130,7 +130,7 @@ def _check_plan(
 ) -> tuple[ExperimentPlan, str]:
     """The check's plan (the baseline's configuration twice, its loads and settings) and the
     new side's model sha256."""
-    old_sha, new_sha = model_sha256(old), model_sha256(new)
+    old_sha, new_sha = old.origin.sha256(), new.origin.sha256()
     old_variant = replace(
         repository_baseline(old),
         name=BASELINE_SIDE,

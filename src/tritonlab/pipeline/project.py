@@ -24,7 +24,7 @@ from tritonlab.experiments.blocks import (
     ENGINES,
 )
 from tritonlab.experiments.manifest import SweepEntry, available_cores
-from tritonlab.experiments.opening import check_resume, model_sha256, plan_fingerprint
+from tritonlab.experiments.opening import check_resume, plan_fingerprint
 from tritonlab.experiments.operator_record import record_operator_profile
 from tritonlab.experiments.plan import (
     ExperimentPlan,
@@ -307,7 +307,7 @@ def run_project(
     if fresh:
         discard_results(run_dir)
     elif traces:  # another run's folder is refused before its trace files are overwritten
-        check_resume(run_dir, plan_fingerprint(plan, model_sha256(info), inputs))
+        check_resume(run_dir, plan_fingerprint(plan, info.origin.sha256(), inputs))
     gateway.mkdir(run_dir)
     claim(run_dir)
     install_traces(run_dir, traces)

@@ -35,7 +35,7 @@ from tritonlab.errors import PerfAnalyzerError
 from tritonlab.experiments.block_engine import BlockEngine
 from tritonlab.experiments.blocks import ENGINE_BLOCKS
 from tritonlab.experiments.manifest import RunEntries, available_cores
-from tritonlab.experiments.opening import SessionRequest, check_resume, model_sha256, open_session
+from tritonlab.experiments.opening import SessionRequest, check_resume, open_session
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
 from tritonlab.experiments.repository_plan import own_baseline
 from tritonlab.experiments.runner import quarantine_unusable
@@ -319,7 +319,7 @@ def run_tune(
     exported from (its export script is written; else the script copies the user's file)."""
     started = time.monotonic()
     inputs = inputs or derive_inputs(info)
-    fingerprint = settings.fingerprint(model_sha256(info), inputs)
+    fingerprint = settings.fingerprint(info.origin.sha256(), inputs)
     check_resume(run_dir, fingerprint)
     quarantine_unusable(run_dir)
     if settings.trace is not None:
