@@ -15,6 +15,7 @@ defaults, is in ``docs/sweeps.md``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
@@ -265,25 +266,16 @@ def _measurement(check: PlanChecker, value: Any) -> MeasurementSettings:
     data = check.mapping(value, "measurement", MEASUREMENT_KEYS)
     default = MeasurementSettings(measurement_interval_ms=1000)
 
-    def given(key: str) -> Any:
-        return data.get(key, getattr(default, key))
+    def given(key: str, read: Callable[..., Any], *bounds: int) -> Any:
+        return read(data.get(key, getattr(default, key)), f"measurement.{key}", *bounds)
 
     return MeasurementSettings(
         engine=check.choice(data.get("engine", DEFAULT_ENGINE), "measurement.engine", ENGINES),
-        measurement_interval_ms=check.integer(
-            given("measurement_interval_ms"),
-            "measurement.measurement_interval_ms",
-            100,
-            MAX_WINDOW_MS,
-        ),
-        stability_percentage=check.number(
-            given("stability_percentage"), "measurement.stability_percentage"
-        ),
-        max_trials=check.integer(given("max_trials"), "measurement.max_trials", 3, MAX_TRIALS),
-        retries_when_unstable=check.integer(
-            given("retries_when_unstable"), "measurement.retries_when_unstable", 0, MAX_RETRIES
-        ),
-        fresh_inputs=check.boolean(given("fresh_inputs"), "measurement.fresh_inputs"),
+        measurement_interval_ms=given("measurement_interval_ms", check.integer, 100, MAX_WINDOW_MS),
+        stability_percentage=given("stability_percentage", check.number),
+        max_trials=given("max_trials", check.integer, 3, MAX_TRIALS),
+        retries_when_unstable=given("retries_when_unstable", check.integer, 0, MAX_RETRIES),
+        fresh_inputs=given("fresh_inputs", check.boolean),
     )
 
 
