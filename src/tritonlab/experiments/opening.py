@@ -15,6 +15,7 @@ from tritonlab.errors import PlanError
 from tritonlab.experiments.manifest import (
     MachineInfo,
     Manifest,
+    ModelRecord,
     PerfAnalyzerRecord,
     RunEntries,
     ServerRecord,
@@ -22,7 +23,6 @@ from tritonlab.experiments.manifest import (
     package_versions,
     utc_now,
 )
-from tritonlab.experiments.model_record import ModelRecord
 from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.experiments.recovery import Recovery, load_faults
 from tritonlab.experiments.session import CellSession, InputFiles, Progress
