@@ -27,7 +27,12 @@ from tritonlab.bounded_read import FileRefused, read_capped
 from tritonlab.errors import ConfigError, PlanError
 from tritonlab.experiments.blocks import DEFAULT_BLOCKS, ENGINE_BLOCKS, ENGINES
 from tritonlab.experiments.manifest import SweepEntry
-from tritonlab.experiments.plan import ExperimentPlan, MeasurementSettings
+from tritonlab.experiments.plan import (
+    ExperimentPlan,
+    MeasurementSettings,
+    distinct_traces,
+    trace_load,
+)
 from tritonlab.experiments.plan_checks import (
     KNOBS,
     PlanChecker,
@@ -37,7 +42,6 @@ from tritonlab.experiments.plan_checks import (
 )
 from tritonlab.experiments.plan_limits import MAX_REPEATS, MAX_RETRIES, MAX_TRIALS, MAX_WINDOW_MS
 from tritonlab.experiments.plan_loads import parse_loads
-from tritonlab.experiments.trace_loads import distinct_traces, trace_load
 from tritonlab.models.zoo import BUILTIN_MODELS, DEFAULT_MODEL
 from tritonlab.perf.trace import Trace, read_trace
 from tritonlab.repository.knobs import BATCHER_FIELDS, KNOB_BY_FIELD, knob_description, knob_slug

@@ -33,7 +33,7 @@ from tritonlab.errors import ConfigError
 from tritonlab.experiments.adaptive_run import AdaptiveRepeats
 from tritonlab.experiments.blocks import ENGINE_BLOCKS
 from tritonlab.experiments.opening import check_resume, plan_fingerprint
-from tritonlab.experiments.plan import ExperimentPlan
+from tritonlab.experiments.plan import ExperimentPlan, install_traces
 from tritonlab.experiments.repository_plan import repository_baseline
 from tritonlab.experiments.run_folder import (
     claim,
@@ -45,7 +45,6 @@ from tritonlab.experiments.run_folder import (
 from tritonlab.experiments.runner import run_experiment
 from tritonlab.experiments.session import ProgressCallback
 from tritonlab.experiments.store import load_manifest, read_cell
-from tritonlab.experiments.trace_loads import install_traces
 from tritonlab.models.inputs import derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.paths import portable_path

@@ -10,9 +10,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tritonlab.errors import ConfigError
-from tritonlab.experiments.plan import ExperimentPlan, MeasurementSettings, PlanBasics
+from tritonlab.experiments.plan import ExperimentPlan, MeasurementSettings, PlanBasics, under_trace
 from tritonlab.experiments.repository_plan import REPOSITORY_CONCURRENCY
-from tritonlab.experiments.trace_loads import under_trace
 from tritonlab.models.inputs import ModelInputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.models.shape_probe import checked_inputs

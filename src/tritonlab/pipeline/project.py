@@ -32,6 +32,8 @@ from tritonlab.experiments.plan import (
     backends_plan,
     compute_plan,
     for_unbatched_model,
+    install_traces,
+    plan_traces_missing,
     seed_comparison_plan,
 )
 from tritonlab.experiments.plan_file import engine_repeats, with_engine_controls
@@ -40,7 +42,6 @@ from tritonlab.experiments.run_folder import claim, discard_results, open_run_fo
 from tritonlab.experiments.runner import ClusterOpener, OpenLoopRates, RunOutcome, run_experiment
 from tritonlab.experiments.session import InputFiles, ProgressCallback
 from tritonlab.experiments.store import load_manifest, set_aside_cells
-from tritonlab.experiments.trace_loads import install_traces, plan_traces_missing
 from tritonlab.models.inputs import ModelInputs, with_dynamic_dim
 from tritonlab.models.inspect import OnnxModelInfo, check_with_onnxruntime, inspect_onnx
 from tritonlab.models.shape_probe import checked_inputs

@@ -36,12 +36,17 @@ from tritonlab.experiments.block_engine import BlockEngine
 from tritonlab.experiments.blocks import ENGINE_BLOCKS
 from tritonlab.experiments.manifest import RunEntries, available_cores
 from tritonlab.experiments.opening import SessionRequest, check_resume, open_session
-from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
+from tritonlab.experiments.plan import (
+    ExperimentPlan,
+    LoadPoint,
+    MeasurementSettings,
+    install_traces,
+    trace_load,
+)
 from tritonlab.experiments.repository_plan import own_baseline
 from tritonlab.experiments.runner import quarantine_unusable
 from tritonlab.experiments.session import CellSession
 from tritonlab.experiments.store import CellResult, cell_path, read_cell
-from tritonlab.experiments.trace_loads import install_traces, trace_load
 from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.perf.locate import locate_perf_analyzer
