@@ -236,13 +236,6 @@ def default_plan(
     return replace(plan, variants=with_engine_controls(plan.variants, plan.measurement.engine))
 
 
-def cluster_opener(address: str) -> ClusterOpener:
-    """The runner's opener of a Ray cluster's measuring session at ``address``."""
-    from tritonlab.distributed.ray_session import open_ray_session
-
-    return functools.partial(open_ray_session, address)
-
-
 AUTO_CHOICE_RE = re.compile(r"Configuration set `(seed|compute)` chosen automatically: ")
 
 
@@ -284,7 +277,7 @@ def run_project(
     ``info``: the model already read (a model of a user's repository); default: ``onnx_path``.
     ``traces``: the traces the plan's trace loads replay, copied into the run folder first.
     """
-    fresh, max_repeats, cluster = controls.fresh, controls.max_repeats, controls.cluster
+    fresh, max_repeats = controls.fresh, controls.max_repeats
     check_model_name(plan.model_name)
     check_measuring_host(options)
     check_gpu_variants(plan.variants, remote=bool(options.url))
@@ -324,6 +317,11 @@ def run_project(
             controls.adaptive_budget_s,
             precision,
         )
+    opener: ClusterOpener | None = None
+    if controls.cluster:  # (ray_session imports the runner: it is bound here, not imported there)
+        from tritonlab.distributed.ray_session import open_ray_session
+
+        opener = functools.partial(open_ray_session, controls.cluster)
     outcome = run_experiment(
         plan,
         info,
@@ -335,7 +333,7 @@ def run_project(
         open_loop_rates=open_loop_rates,
         adaptive=adaptive,
         inputs=inputs,
-        cluster=None if not cluster else cluster_opener(cluster),
+        cluster=opener,
     )
 
     if info.runs_onnx:
