@@ -62,13 +62,8 @@ def probe_variants(load: LoadPoint, max_batch_size: int) -> list[ServingVariant]
     ]
 
 
-_ONNX_TYPES = {
-    "TYPE_BOOL": "BOOL",
-    "TYPE_UINT8": "UINT8",
-    "TYPE_INT8": "INT8",
-    "TYPE_INT16": "INT16",
-    "TYPE_INT32": "INT32",
-    "TYPE_INT64": "INT64",
+# Triton's type -> ONNX's, for the outputs a null model can fill (the same name but floats').
+_ONNX_TYPES = {f"TYPE_{t}": t for t in ("BOOL", "UINT8", "INT8", "INT16", "INT32", "INT64")} | {
     "TYPE_FP16": "FLOAT16",
     "TYPE_FP32": "FLOAT",
     "TYPE_FP64": "DOUBLE",
