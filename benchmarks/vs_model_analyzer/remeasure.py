@@ -133,7 +133,6 @@ def remeasure(
     from tritonlab.experiments.manifest import available_cores
     from tritonlab.experiments.opening import (
         SessionRequest,
-        model_sha256,
         open_session,
         plan_fingerprint,
     )
@@ -156,7 +155,7 @@ def remeasure(
         rounds,
         MeasurementSettings(engine=ENGINE_BLOCKS),
     )
-    fingerprint = plan_fingerprint(plan, model_sha256(info), inputs)
+    fingerprint = plan_fingerprint(plan, info.origin.sha256(), inputs)
     request = SessionRequest(
         ServerOptions(), run_dir, info, inputs, plan, fingerprint, locate_perf_analyzer()
     )

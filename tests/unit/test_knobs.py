@@ -130,7 +130,7 @@ def test_tune_fields_name_fields_of_tunes_search_space() -> None:
 
 def test_tune_holds_only_the_knobs_the_table_marks_and_checks_their_values() -> None:
     from tritonlab.errors import PlanError
-    from tritonlab.pipeline.held_knobs import parse_holds
+    from tritonlab.pipeline.tune_request import parse_holds
 
     assert parse_holds(["response_cache=true"]) == (("response_cache", True),)
     assert parse_holds([]) == ()

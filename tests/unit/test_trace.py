@@ -10,8 +10,13 @@ import numpy as np
 import pytest
 
 from tritonlab.errors import PlanError
-from tritonlab.experiments.plan import ExperimentPlan, LoadKey, LoadPoint
-from tritonlab.experiments.trace_loads import distinct_traces, trace_load
+from tritonlab.experiments.plan import (
+    ExperimentPlan,
+    LoadKey,
+    LoadPoint,
+    distinct_traces,
+    trace_load,
+)
 from tritonlab.perf.settings import PerfSettings
 from tritonlab.perf.trace import (
     TraceError,

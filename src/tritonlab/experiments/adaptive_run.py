@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -50,12 +50,17 @@ def cell_cost_s(session: object) -> float:
     return statistics.median(seconds) if seconds else 0.0
 
 
-def next_repeat(run_dir: Path, variant_name: str, load: LoadPoint) -> int:
-    """The first repeat (0-based) of (variant, load) not yet stored."""
-    repeat = 0
-    while cell_path(run_dir, cell_id(variant_name, load.key, repeat + 1)).exists():
-        repeat += 1
-    return repeat
+def rated_loads(
+    derived: Sequence[LoadPoint], rates: Mapping[tuple[str, str], float], model: RepositoryModel
+) -> list[LoadPoint]:
+    """``model``'s loads at a fraction of the peak, each at the rate measured for it (loads
+    without a rate, because no peak was measured, are left out)."""
+    name = model.variant.name
+    return [
+        replace(ld, request_rate_per_s=rates[(name, ld.key)])
+        for ld in derived
+        if (name, ld.key) in rates
+    ]
 
 
 @dataclass
@@ -74,25 +79,22 @@ class AdaptiveRun:
     alternate: bool = False  # every other round in the reverse order (``planned_rounds``)
     progress: Progress = field(default_factory=Progress)  # counts the added cells too
 
-    def _load(self, variant: str, key: str) -> LoadPoint | None:
-        """The load point a target's key names (a derived load at its variant's rate)."""
-        load = next((ld for ld in self.direct_loads if ld.key == key), None)
-        derived = next((ld for ld in self.derived_loads if ld.key == key), None)
-        if load is None and derived is not None and (variant, key) in self.rates:
-            load = replace(derived, request_rate_per_s=self.rates[(variant, key)])
-        return load
-
     def _cells(
         self, targets: list[tuple[str, str]]
     ) -> list[tuple[RepositoryModel, LoadPoint, int]]:
-        """The next repeat of every target below the round limit, in the models' order."""
+        """The next repeat (the first not yet stored) of every target below the round limit,
+        in the models' order; a derived load at its variant's rate, none without one."""
         cells = []
         for model in self.models:
             name = model.variant.name
+            rated = rated_loads(self.derived_loads, self.rates, model)
+            loads = {ld.key: ld for ld in [*self.direct_loads, *rated]}
             for key in sorted({k for variant, k in targets if variant == name}):
-                if (load := self._load(name, key)) is None:
+                if (load := loads.get(key)) is None:
                     continue
-                repeat = next_repeat(self.run_dir, name, load)
+                repeat = 0
+                while cell_path(self.run_dir, cell_id(name, key, repeat + 1)).exists():
+                    repeat += 1
                 if repeat < self.adaptive.max_repeats:
                     cells.append((model, load, repeat))
         return cells

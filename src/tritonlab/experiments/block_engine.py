@@ -51,7 +51,7 @@ class BlockEngine(ClassicEngine):
         self.model_file_bytes = 0
         self._epoch: int | None = None  # the reload epoch the loaded processes belong to
         if self.co_loaded:
-            session.hold(models)  # a restarted server gets them all back
+            session.held = list(models)  # a restarted server gets them all back
 
     @property
     def co_loaded(self) -> bool:
@@ -110,7 +110,7 @@ class BlockEngine(ClassicEngine):
         fits = decide_coload(models, self.model_file_bytes)
         if not fits.co_loaded and len(models) > 1 and self.record.coload and self.co_loaded:
             self.record.coload = replace(fits, reason="the search fell back to " + fits.reason)
-            self.session.hold([])
+            self.session.held = []
         return fits.co_loaded
 
     @classmethod

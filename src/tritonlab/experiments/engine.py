@@ -14,12 +14,9 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from tritonlab.client.infer import InferCheck
-from tritonlab.experiments.plan import LoadPoint
 from tritonlab.experiments.serving_path import measure_serving_path
 from tritonlab.experiments.session import CellSession, Round
-from tritonlab.experiments.store import CellResult
 from tritonlab.models.inspect import OnnxModelInfo
-from tritonlab.repository.layout import RepositoryModel
 from tritonlab.server.process import TritonServer
 
 
@@ -87,12 +84,6 @@ class ClassicEngine:
     def over_budget(self) -> bool:
         """True once the run's time budget (if any) has passed."""
         return self.session.over_budget()
-
-    def measure(
-        self, model: RepositoryModel, load: LoadPoint, repeat: int, note: str = ""
-    ) -> CellResult | None:
-        """One cell of the loaded ``model`` with the plan's settings, saved (None: given up on)."""
-        return self.session.measure(model, load, repeat, note)
 
     def measure_rounds(self, rounds: Sequence[Round], ids: list[str], note: str = "") -> bool:
         """Measure ``rounds`` in order, each configuration's cells in one load; False when the

@@ -1,4 +1,4 @@
-"""What produced a result: tool, server and library versions, machine, OS, commit, date.
+"""What produced a result: the model, tool, server and library versions, machine, OS, commit, date.
 
 ``Manifest`` is the typed face of ``results/manifest.json``: written once by the runner, read
 by ``store.read_manifest`` (a damaged or newer file is one line naming it).
@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import tritonlab
-from tritonlab.experiments.model_record import ModelRecord
 from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.models.inputs import ModelInputs
+from tritonlab.models.inspect import TensorSpec
 from tritonlab.perf.machine import cpu_model
 from tritonlab.procenv import child_environment
 from tritonlab.records import Record, later
@@ -167,6 +167,38 @@ class NodeEntry(NodeIdentity, Record):
     lost_why: str = later("", group="lost")
     serving_path: bool = later(False)  # it measured the serving-path probes
     profiled: bool = later(False)  # it took the operator profile and in-process timings
+
+
+@dataclass(frozen=True)
+class ModelRecord(Record):
+    """The ONNX file that was served."""
+
+    name: str
+    onnx_file: str = ""
+    sha256: str = ""
+    size_bytes: int = 0
+    opset: int | None = None
+    inputs: tuple[TensorSpec, ...] = ()
+    outputs: tuple[TensorSpec, ...] = ()
+    # A model of a user's repository (``RepositorySource.to_dict``): what it is, which model
+    # the variants change and why, what it calls. None for an ONNX file given on its own.
+    repository: dict[str, Any] | None = later()
+
+    @property
+    def is_graph(self) -> bool:
+        """Whether the measured model is an ONNX graph (not a repository's Python model, BLS
+        model or ensemble)."""
+        return not self.repository or self.repository.get("kind") == "onnx"
+
+    @property
+    def input_shapes(self) -> dict[str, list[int]]:
+        """Input name -> its dims as in the graph (-1 where dynamic)."""
+        return {t.name: list(t.dims) for t in self.inputs}
+
+    @property
+    def output_shapes(self) -> dict[str, list[int]]:
+        """Output name -> its dims as in the graph (-1 where dynamic)."""
+        return {t.name: list(t.dims) for t in self.outputs}
 
 
 @dataclass(frozen=True)

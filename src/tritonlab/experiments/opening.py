@@ -15,6 +15,7 @@ from tritonlab.errors import PlanError
 from tritonlab.experiments.manifest import (
     MachineInfo,
     Manifest,
+    ModelRecord,
     PerfAnalyzerRecord,
     RunEntries,
     ServerRecord,
@@ -22,7 +23,6 @@ from tritonlab.experiments.manifest import (
     package_versions,
     utc_now,
 )
-from tritonlab.experiments.model_record import ModelRecord
 from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.experiments.recovery import Recovery, load_faults
 from tritonlab.experiments.session import CellSession, InputFiles, Progress
@@ -49,27 +49,6 @@ def plan_fingerprint(
     return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def model_sha256(info: OnnxModelInfo) -> str:
-    """The sha256 of what is served: the ONNX file, or for a model of a user's repository
-    every file of every model folder it needs (names and contents, in a fixed order)."""
-    return info.origin.sha256()
-
-
-def model_record(plan: ExperimentPlan, info: OnnxModelInfo) -> ModelRecord:
-    """The manifest's record of the model a run measures."""
-    origin = info.origin
-    return ModelRecord(
-        name=plan.model_name,
-        onnx_file=origin.stored_name(info.path),
-        sha256=origin.sha256(),
-        size_bytes=info.file_size_bytes,
-        opset=info.opset or None,  # 0: no graph (a Python model, an ensemble)
-        inputs=tuple(info.inputs),
-        outputs=tuple(info.outputs),
-        repository=origin.manifest_entry(),
-    )
-
-
 @dataclass(frozen=True)
 class SessionRequest:
     """What opening a measuring session needs, locally (``open_session``) or on a cluster
@@ -89,7 +68,7 @@ class SessionRequest:
 
 def new_manifest(request: SessionRequest, machine: MachineInfo, server: ServerRecord) -> Manifest:
     """A run's manifest as it starts, with the faults an earlier attempt recorded."""
-    run_dir, perf_install = request.run_dir, request.perf_install
+    run_dir, perf_install, info = request.run_dir, request.perf_install, request.info
     manifest = Manifest(
         tool=ToolInfo.current(),
         packages=package_versions(),
@@ -97,7 +76,16 @@ def new_manifest(request: SessionRequest, machine: MachineInfo, server: ServerRe
         created_utc=utc_now(),
         plan=request.plan,
         plan_fingerprint=request.fingerprint,
-        model=model_record(request.plan, request.info),
+        model=ModelRecord(
+            name=request.plan.model_name,
+            onnx_file=info.origin.stored_name(info.path),
+            sha256=info.origin.sha256(),
+            size_bytes=info.file_size_bytes,
+            opset=info.opset or None,  # 0: no graph (a Python model, an ensemble)
+            inputs=tuple(info.inputs),
+            outputs=tuple(info.outputs),
+            repository=info.origin.manifest_entry(),
+        ),
         server=server,
         perf_analyzer=PerfAnalyzerRecord(
             binary=portable_path(perf_install.binary, run_dir), version=perf_install.version

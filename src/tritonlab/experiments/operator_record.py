@@ -55,20 +55,17 @@ def record_operator_profile(
     # Every other engine (backend and precision) the plan serves, timed the same way: the cost
     # model's fixed and per-sample terms are per engine.
     engines = sorted({(v.backend, v.precision) for v in plan.variants if v.engine != "onnxruntime"})
-    engines_us: dict[str, dict[int, float]] | None = None
-    precision_used: dict[str, str] | None = None
-    if engines:
-        engines_us = {
-            f"{backend} {precision}": time_in_process(
-                info, batches, inputs=inputs, backend=backend, precision=precision
-            )
-            for backend, precision in engines
-        }
-        precision_used = {
-            f"{backend} {precision}": openvino_precision_used(info, precision)
-            for backend, precision in engines
-            if backend == "openvino"
-        }
+    engines_us = {
+        f"{backend} {precision}": time_in_process(
+            info, batches, inputs=inputs, backend=backend, precision=precision
+        )
+        for backend, precision in engines
+    }
+    precision_used = {
+        f"{backend} {precision}": openvino_precision_used(info, precision)
+        for backend, precision in engines
+        if backend == "openvino"
+    }
     client_batch = plan.loads[0].batch_size if info.batched else 1
     parallelism = sorted(
         {
@@ -101,8 +98,8 @@ def record_operator_profile(
         profile=profile,
         in_process_us_per_execution=in_process,
         null_in_process_us_per_execution=null_us,
-        engines_in_process_us_per_execution=engines_us,
-        engines_precision_used=precision_used,
+        engines_in_process_us_per_execution=engines_us or None,
+        engines_precision_used=precision_used if engines else None,
         in_process_ceilings=ceilings,
         machine_ceilings=machine,
         operator_us_per_execution=operator_us,

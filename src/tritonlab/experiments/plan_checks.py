@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 import reprlib
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from tritonlab.errors import PlanError
 from tritonlab.experiments.plan import LoadPoint
@@ -27,6 +27,7 @@ from tritonlab.repository.knobs import KNOBS as KNOB_TABLE
 KNOBS = {k.plan_name: k.field for k in KNOB_TABLE}
 # The changes' key for ModelConfig sections passed through as given (``ServingVariant``).
 OVERRIDES_KEY = "config_overrides"
+T = TypeVar("T")
 
 
 _REPR = reprlib.Repr()
@@ -107,6 +108,10 @@ class PlanChecker:
         if len(items) > MAX_LIST_VALUES:
             raise self.fail(path, over_limit(len(items), MAX_LIST_VALUES, "values"))
         return items
+
+    def each(self, value: Any, path: str, read: Callable[..., T], *args: Any) -> list[T]:
+        """Every one of ``items(value, path)``, read by ``read`` at its own path (``path[i]``)."""
+        return [read(v, f"{path}[{i}]", *args) for i, v in enumerate(self.items(value, path))]
 
     def knob(self, name: str, value: Any, path: str) -> Any:
         """One configuration knob's value, as the ServingVariant field wants it (the knob

@@ -15,6 +15,7 @@ defaults, is in ``docs/sweeps.md``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
@@ -26,7 +27,12 @@ from tritonlab.bounded_read import FileRefused, read_capped
 from tritonlab.errors import ConfigError, PlanError
 from tritonlab.experiments.blocks import DEFAULT_BLOCKS, ENGINE_BLOCKS, ENGINES
 from tritonlab.experiments.manifest import SweepEntry
-from tritonlab.experiments.plan import ExperimentPlan, MeasurementSettings
+from tritonlab.experiments.plan import (
+    ExperimentPlan,
+    MeasurementSettings,
+    distinct_traces,
+    trace_load,
+)
 from tritonlab.experiments.plan_checks import (
     KNOBS,
     PlanChecker,
@@ -36,7 +42,6 @@ from tritonlab.experiments.plan_checks import (
 )
 from tritonlab.experiments.plan_limits import MAX_REPEATS, MAX_RETRIES, MAX_TRIALS, MAX_WINDOW_MS
 from tritonlab.experiments.plan_loads import parse_loads
-from tritonlab.experiments.trace_loads import distinct_traces, trace_load
 from tritonlab.models.zoo import BUILTIN_MODELS, DEFAULT_MODEL
 from tritonlab.perf.trace import Trace, read_trace
 from tritonlab.repository.knobs import BATCHER_FIELDS, KNOB_BY_FIELD, knob_description, knob_slug
@@ -265,25 +270,16 @@ def _measurement(check: PlanChecker, value: Any) -> MeasurementSettings:
     data = check.mapping(value, "measurement", MEASUREMENT_KEYS)
     default = MeasurementSettings(measurement_interval_ms=1000)
 
-    def given(key: str) -> Any:
-        return data.get(key, getattr(default, key))
+    def given(key: str, read: Callable[..., Any], *bounds: int) -> Any:
+        return read(data.get(key, getattr(default, key)), f"measurement.{key}", *bounds)
 
     return MeasurementSettings(
         engine=check.choice(data.get("engine", DEFAULT_ENGINE), "measurement.engine", ENGINES),
-        measurement_interval_ms=check.integer(
-            given("measurement_interval_ms"),
-            "measurement.measurement_interval_ms",
-            100,
-            MAX_WINDOW_MS,
-        ),
-        stability_percentage=check.number(
-            given("stability_percentage"), "measurement.stability_percentage"
-        ),
-        max_trials=check.integer(given("max_trials"), "measurement.max_trials", 3, MAX_TRIALS),
-        retries_when_unstable=check.integer(
-            given("retries_when_unstable"), "measurement.retries_when_unstable", 0, MAX_RETRIES
-        ),
-        fresh_inputs=check.boolean(given("fresh_inputs"), "measurement.fresh_inputs"),
+        measurement_interval_ms=given("measurement_interval_ms", check.integer, 100, MAX_WINDOW_MS),
+        stability_percentage=given("stability_percentage", check.number),
+        max_trials=given("max_trials", check.integer, 3, MAX_TRIALS),
+        retries_when_unstable=given("retries_when_unstable", check.integer, 0, MAX_RETRIES),
+        fresh_inputs=given("fresh_inputs", check.boolean),
     )
 
 

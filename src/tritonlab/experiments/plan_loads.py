@@ -60,7 +60,7 @@ def _concurrency(check: PlanChecker, value: Any) -> list[int]:
         while levels[-1] * factor <= stop:
             levels.append(levels[-1] * factor)
         return levels
-    levels = [check.integer(v, f"{path}[{i}]", 1) for i, v in enumerate(check.items(value, path))]
+    levels = check.each(value, path, check.integer, 1)
     if len(levels) > MAX_LEVELS or max(levels) > MAX_CONCURRENCY:
         raise check.fail(path, f"at most {MAX_LEVELS} levels, each at most {MAX_CONCURRENCY}")
     if len(set(levels)) != len(levels):
@@ -72,7 +72,7 @@ def _kind_levels(check: PlanChecker, kind: RateKind, value: Any) -> list[float]:
     """A load kind's ``loads.<plan_key>`` list: distinct numbers > 0, each at most its
     ``max_level``."""
     path = f"loads.{kind.plan_key}"
-    levels = [check.number(v, f"{path}[{i}]") for i, v in enumerate(check.items(value, path))]
+    levels = check.each(value, path, check.number)
     if len(set(levels)) != len(levels):
         raise check.fail(path, f"values must be distinct, got {[f'{v:g}' for v in levels]}")
     if max(levels) > kind.max_level:
@@ -85,14 +85,8 @@ def parse_loads(check: PlanChecker, value: Any, traces: Sequence[Trace] = ()) ->
     and ``traces`` (the files of ``loads.trace``) replayed at the reference protocol and batch;
     ``PlanError`` naming the key that is wrong."""
     data = check.mapping(value, "loads", LOAD_KEYS)
-    protocols = [
-        check.choice(p, f"loads.protocol[{i}]", PROTOCOLS)
-        for i, p in enumerate(check.items(data.get("protocol", "grpc"), "loads.protocol"))
-    ]
-    batches = [
-        check.integer(b, f"loads.batch_size[{i}]", 1)
-        for i, b in enumerate(check.items(data.get("batch_size", 1), "loads.batch_size"))
-    ]
+    protocols = check.each(data.get("protocol", "grpc"), "loads.protocol", check.choice, PROTOCOLS)
+    batches = check.each(data.get("batch_size", 1), "loads.batch_size", check.integer, 1)
     for path, items in (("loads.protocol", protocols), ("loads.batch_size", batches)):
         if len(set(items)) != len(items):
             raise check.fail(path, f"values must be distinct, got {items}")
@@ -126,12 +120,10 @@ def parse_loads(check: PlanChecker, value: Any, traces: Sequence[Trace] = ()) ->
             if fraction > 2:
                 raise check.fail(f"{path}[{i}]", f"must be at most 2 (200% of peak), got {f!r}")
             fractions.append(fraction)
-        open_protocols = [
-            check.choice(p, f"loads.open_loop.protocol[{i}]", tuple(protocols))
-            for i, p in enumerate(
-                check.items(spec.get("protocol", ref_protocol), "loads.open_loop.protocol")
-            )
-        ]
+        path = "loads.open_loop.protocol"
+        open_protocols = check.each(
+            spec.get("protocol", ref_protocol), path, check.choice, tuple(protocols)
+        )
         loads += [
             LoadPoint(p, ref_batch, None, peak_fraction=f)
             for p in open_protocols
@@ -144,10 +136,7 @@ def parse_loads(check: PlanChecker, value: Any, traces: Sequence[Trace] = ()) ->
     if "sequence_length" in data:
         # The first length is the reference every other load is measured at; the others are
         # measured at the reference protocol, batch size and concurrency.
-        lengths = [
-            check.integer(n, f"loads.sequence_length[{i}]", 1)
-            for i, n in enumerate(check.items(data["sequence_length"], "loads.sequence_length"))
-        ]
+        lengths = check.each(data["sequence_length"], "loads.sequence_length", check.integer, 1)
         if len(set(lengths)) != len(lengths):
             raise check.fail("loads.sequence_length", f"values must be distinct, got {lengths}")
         loads = [replace(ld, sequence_length=lengths[0]) for ld in loads]

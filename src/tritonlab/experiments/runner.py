@@ -18,12 +18,12 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tritonlab.client.infer import InferCheck
 from tritonlab.errors import PlanError
-from tritonlab.experiments.adaptive_run import AdaptiveRepeats, AdaptiveRun
+from tritonlab.experiments.adaptive_run import AdaptiveRepeats, AdaptiveRun, rated_loads
 from tritonlab.experiments.block_engine import BlockEngine
 from tritonlab.experiments.blocks import ENGINE_BLOCKS, CoLoad, decide_coload, run_seed
 from tritonlab.experiments.engine import ClassicEngine, MeasuringSession
@@ -31,7 +31,6 @@ from tritonlab.experiments.manifest import AdaptiveEntry, RunEntries, SweepEntry
 from tritonlab.experiments.opening import (
     SessionRequest,
     check_resume,
-    model_sha256,
     open_session,
     plan_fingerprint,
 )
@@ -117,7 +116,7 @@ def run_experiment(
             "`tritonlab sweep`"
         )
     inputs = inputs or derive_inputs(info)
-    fingerprint = plan_fingerprint(plan, model_sha256(info), inputs)
+    fingerprint = plan_fingerprint(plan, info.origin.sha256(), inputs)
     check_resume(run_dir, fingerprint)
     perf_install = locate_perf_analyzer(perf_analyzer)
     if models is None:
@@ -279,19 +278,6 @@ def planned_rounds(
         if round_:
             rounds.append(round_)
     return rounds
-
-
-def rated_loads(
-    derived: Sequence[LoadPoint], rates: Mapping[tuple[str, str], float], model: RepositoryModel
-) -> list[LoadPoint]:
-    """``model``'s loads at a fraction of the peak, each at the rate measured for it (loads
-    without a rate, because no peak was measured, are left out)."""
-    name = model.variant.name
-    return [
-        replace(ld, request_rate_per_s=rates[(name, ld.key)])
-        for ld in derived
-        if (name, ld.key) in rates
-    ]
 
 
 def quarantine_unusable(run_dir: Path) -> list[str]:

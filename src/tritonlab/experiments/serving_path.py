@@ -10,8 +10,9 @@ null graph can be built, misses the adapter's own work: measured here at ~60 µs
 Three cells, measured once after the planned rounds at the run's first closed-loop load, give
 the cost model its serving curve: no batching (one request per execution) and dynamic batchers
 waiting for half and for all of the requests in flight (a long delay with that preferred size,
-so batches fill). They are stored apart from the plan's cells (``results/serving_path/``),
-measured on a session's server (``engine.ClassicEngine.measure_serving_path``).
+so batches fill); about 40 s on 2 cores, kept across resumes. They are stored apart from the
+plan's cells (``results/serving_path/``), measured on a session's server
+(``engine.ClassicEngine.measure_serving_path``).
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ from tritonlab.repository.variants import ServingVariant, variant_model_name
 from tritonlab.run_layout import SERVING_PATH_DIR, RunLayout, cell_id
 from tritonlab.server.process import TritonServer
 
-PROBE_REPEATS = 1  # once per run: three cells, ~40 s on 2 cores; resumes keep them
 PROBE_DELAY_US = 100_000  # long enough that a batch always fills to the preferred size
 PREFIX = "serving_path"
 
@@ -62,13 +62,8 @@ def probe_variants(load: LoadPoint, max_batch_size: int) -> list[ServingVariant]
     ]
 
 
-_ONNX_TYPES = {
-    "TYPE_BOOL": "BOOL",
-    "TYPE_UINT8": "UINT8",
-    "TYPE_INT8": "INT8",
-    "TYPE_INT16": "INT16",
-    "TYPE_INT32": "INT32",
-    "TYPE_INT64": "INT64",
+# Triton's type -> ONNX's, for the outputs a null model can fill (the same name but floats').
+_ONNX_TYPES = {f"TYPE_{t}": t for t in ("BOOL", "UINT8", "INT8", "INT16", "INT32", "INT64")} | {
     "TYPE_FP16": "FLOAT16",
     "TYPE_FP32": "FLOAT",
     "TYPE_FP64": "DOUBLE",
@@ -95,7 +90,7 @@ def probes_pending(run_dir: Path, plan: ExperimentPlan, info: OnnxModelInfo) -> 
     if (probes := run_probes(plan, info)) is None:
         return False
     load, variants = probes
-    return not all(probe_done(run_dir, v, load, r) for v in variants for r in range(PROBE_REPEATS))
+    return not all(probe_done(run_dir, v, load) for v in variants)
 
 
 def write_null_model(info: OnnxModelInfo, path: Path) -> bool:
@@ -169,16 +164,14 @@ def add_identity_model(
     return RepositoryModel(served, variant, folder)
 
 
-def probe_done(run_dir: Path, variant: ServingVariant, load: LoadPoint, repeat: int) -> bool:
-    """True when the probe cell's result file (named like a measured cell's) already exists."""
-    return cell_path(
-        run_dir, cell_id(variant.name, load.key, repeat + 1), SERVING_PATH_DIR
-    ).exists()
+def probe_done(run_dir: Path, variant: ServingVariant, load: LoadPoint) -> bool:
+    """True when the probe's one cell (named like a measured cell's, repeat 1) exists."""
+    return cell_path(run_dir, cell_id(variant.name, load.key, 1), SERVING_PATH_DIR).exists()
 
 
 def measure_serving_path(session: CellSession, server: TritonServer, info: OnnxModelInfo) -> None:
-    """The null-model cells the cost model needs (``PROBE_REPEATS`` of each probe), measured
-    with ``session``'s perf_analyzer and plan on ``server`` (the session's, which it started).
+    """The null-model cells the cost model needs (one of each probe), measured with
+    ``session``'s perf_analyzer and plan on ``server`` (the session's, which it started).
 
     Kept across resumes. A live server that cannot load the probe (an external binary without
     tritonlab's backends) leaves the run without them; the log then says the cost model is
@@ -195,11 +188,7 @@ def measure_serving_path(session: CellSession, server: TritonServer, info: OnnxM
         or add_identity_model(repo, info, plan.model_name, v)
         for v in variants
     ]
-    pending = [
-        m.model_name
-        for m in models
-        if not all(probe_done(run_dir, m.variant, load, r) for r in range(PROBE_REPEATS))
-    ]
+    pending = [m.model_name for m in models if not probe_done(run_dir, m.variant, load)]
     # Loaded together (Triton loads them in parallel; a later load of a loaded, unchanged model
     # returns at once), measured one by one, unloaded together: a few seconds less per run.
     with contextlib.suppress(ServerError):
@@ -213,27 +202,26 @@ def measure_serving_path(session: CellSession, server: TritonServer, info: OnnxM
 def _measure_probes(
     session: CellSession, server: TritonServer, models: list[RepositoryModel], load: LoadPoint
 ) -> None:
-    """Each probe's cells, a probe whose server died measured again (see the caller)."""
+    """Each probe's cell, a probe whose server died measured again (see the caller)."""
     run_dir, recovery = session.run_dir, session.recovery
-    for repeat in range(PROBE_REPEATS):
-        for model in models:
-            for attempt in range(1, ATTEMPTS_PER_CELL + 1):
-                if probe_done(run_dir, model.variant, load, repeat):
-                    break
-                recovery.mark()
-                try:
-                    server.load_model(model.model_name)  # at once where it is loaded already
-                    session.measure_cell(model, load, repeat, session.plan, SERVING_PATH_DIR)
-                except (ServerError, PerfAnalyzerError) as exc:
-                    if not recovery.server_died():
-                        if isinstance(exc, ServerError):
-                            return  # a live server that cannot load the probe
-                        raise
-                    # the server died during the probe: restart it and measure the probe again
-                    last = attempt == ATTEMPTS_PER_CELL
-                    probe = f"serving-path probe {model.model_name} (repeat {repeat + 1})"
-                    recovery.handle(probe, exc, last_attempt=last)
-                    if last:
-                        return
-                else:
-                    break
+    for model in models:
+        for attempt in range(1, ATTEMPTS_PER_CELL + 1):
+            if probe_done(run_dir, model.variant, load):
+                break
+            recovery.mark()
+            try:
+                server.load_model(model.model_name)  # at once where it is loaded already
+                session.measure_cell(model, load, 0, session.plan, SERVING_PATH_DIR)
+            except (ServerError, PerfAnalyzerError) as exc:
+                if not recovery.server_died():
+                    if isinstance(exc, ServerError):
+                        return  # a live server that cannot load the probe
+                    raise
+                # the server died during the probe: restart it and measure the probe again
+                last = attempt == ATTEMPTS_PER_CELL
+                probe = f"serving-path probe {model.model_name} (repeat 1)"
+                recovery.handle(probe, exc, last_attempt=last)
+                if last:
+                    return
+            else:
+                break

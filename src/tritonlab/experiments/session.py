@@ -153,7 +153,8 @@ class CellSession:
         self.progress, self.deadline, self.manifest = progress, deadline, manifest
         self.measured: list[str] = []
         self.checks: list[InferCheck] = []
-        # Configurations an engine keeps loaded: a restarted server gets them back at once.
+        # Configurations an engine keeps loaded (the block engine sets them): a restarted server
+        # gets them back at once; none: each configuration is loaded when it comes to it.
         self.held: list[RepositoryModel] = []
         # Wall seconds of every cell measured in this session (retries included): what the
         # stopping rule's budget check estimates a cell's cost from.
@@ -249,11 +250,6 @@ class CellSession:
     def over_budget(self) -> bool:
         """True once the run's time budget (if any) has passed."""
         return self.deadline is not None and time.monotonic() > self.deadline
-
-    def hold(self, models: Sequence[RepositoryModel]) -> None:
-        """Keep ``models`` loaded across a server restart (an engine co-loads them); ``[]``:
-        nothing held, each configuration loaded when it comes to it."""
-        self.held = list(models)
 
     def load(self, model: RepositoryModel) -> None:
         """Load a configuration, and the models it calls first (a server that dies while loading

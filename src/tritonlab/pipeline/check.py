@@ -32,8 +32,8 @@ from tritonlab.decisions.gate import Thresholds, precision_targets
 from tritonlab.errors import ConfigError
 from tritonlab.experiments.adaptive_run import AdaptiveRepeats
 from tritonlab.experiments.blocks import ENGINE_BLOCKS
-from tritonlab.experiments.opening import check_resume, model_sha256, plan_fingerprint
-from tritonlab.experiments.plan import ExperimentPlan
+from tritonlab.experiments.opening import check_resume, plan_fingerprint
+from tritonlab.experiments.plan import ExperimentPlan, install_traces
 from tritonlab.experiments.repository_plan import repository_baseline
 from tritonlab.experiments.run_folder import (
     claim,
@@ -45,7 +45,6 @@ from tritonlab.experiments.run_folder import (
 from tritonlab.experiments.runner import run_experiment
 from tritonlab.experiments.session import ProgressCallback
 from tritonlab.experiments.store import load_manifest, read_cell
-from tritonlab.experiments.trace_loads import install_traces
 from tritonlab.models.inputs import derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.paths import portable_path
@@ -130,7 +129,7 @@ def _check_plan(
 ) -> tuple[ExperimentPlan, str]:
     """The check's plan (the baseline's configuration twice, its loads and settings) and the
     new side's model sha256."""
-    old_sha, new_sha = model_sha256(old), model_sha256(new)
+    old_sha, new_sha = old.origin.sha256(), new.origin.sha256()
     old_variant = replace(
         repository_baseline(old),
         name=BASELINE_SIDE,

@@ -24,7 +24,7 @@ from tritonlab.experiments.blocks import (
     ENGINES,
 )
 from tritonlab.experiments.manifest import SweepEntry, available_cores
-from tritonlab.experiments.opening import check_resume, model_sha256, plan_fingerprint
+from tritonlab.experiments.opening import check_resume, plan_fingerprint
 from tritonlab.experiments.operator_record import record_operator_profile
 from tritonlab.experiments.plan import (
     ExperimentPlan,
@@ -32,20 +32,16 @@ from tritonlab.experiments.plan import (
     backends_plan,
     compute_plan,
     for_unbatched_model,
+    install_traces,
+    plan_traces_missing,
     seed_comparison_plan,
 )
-from tritonlab.experiments.plan_file import engine_repeats
+from tritonlab.experiments.plan_file import engine_repeats, with_engine_controls
 from tritonlab.experiments.repository_plan import repository_baseline, repository_plan
 from tritonlab.experiments.run_folder import claim, discard_results, open_run_folder
-from tritonlab.experiments.runner import (
-    ClusterOpener,
-    OpenLoopRates,
-    RunOutcome,
-    run_experiment,
-)
+from tritonlab.experiments.runner import ClusterOpener, OpenLoopRates, RunOutcome, run_experiment
 from tritonlab.experiments.session import InputFiles, ProgressCallback
 from tritonlab.experiments.store import load_manifest, set_aside_cells
-from tritonlab.experiments.trace_loads import install_traces, plan_traces_missing
 from tritonlab.models.inputs import ModelInputs, with_dynamic_dim
 from tritonlab.models.inspect import OnnxModelInfo, check_with_onnxruntime, inspect_onnx
 from tritonlab.models.shape_probe import checked_inputs
@@ -61,7 +57,7 @@ from tritonlab.report.project import (
     write_project_files,
 )
 from tritonlab.repository.user_repo import read_repository_model
-from tritonlab.repository.variants import aa_control, is_model_name
+from tritonlab.repository.variants import is_model_name
 from tritonlab.run_layout import RunLayout
 from tritonlab.server.gpu import check_gpu_variants
 from tritonlab.server.launch import ServerOptions
@@ -208,9 +204,7 @@ def default_plan(
                 "leave --configs at auto, or write a plan file for `tritonlab sweep`"
             )
         plan = repository_plan(info.source, repository_baseline(info), basics)
-        if plan.measurement.engine == ENGINE_BLOCKS:
-            plan = replace(plan, variants=(*plan.variants, aa_control(plan.variants[0])))
-        return plan
+        return replace(plan, variants=with_engine_controls(plan.variants, plan.measurement.engine))
     notes: list[str] = []
     stored = _stored_auto_choice(resume_dir) if configs == "auto" else None
     if stored is not None:  # a resume keeps the set its run chose (a timing near the line
@@ -239,16 +233,7 @@ def default_plan(
         plan = seed_comparison_plan(basics)
     plan = replace(plan, notes=tuple(notes))
     plan = plan if info.batched else for_unbatched_model(plan, cores)
-    if plan.measurement.engine == ENGINE_BLOCKS:
-        plan = replace(plan, variants=(*plan.variants, aa_control(plan.variants[0])))
-    return plan
-
-
-def cluster_opener(address: str) -> ClusterOpener:
-    """The runner's opener of a Ray cluster's measuring session at ``address``."""
-    from tritonlab.distributed.ray_session import open_ray_session
-
-    return functools.partial(open_ray_session, address)
+    return replace(plan, variants=with_engine_controls(plan.variants, plan.measurement.engine))
 
 
 AUTO_CHOICE_RE = re.compile(r"Configuration set `(seed|compute)` chosen automatically: ")
@@ -292,7 +277,7 @@ def run_project(
     ``info``: the model already read (a model of a user's repository); default: ``onnx_path``.
     ``traces``: the traces the plan's trace loads replay, copied into the run folder first.
     """
-    fresh, max_repeats, cluster = controls.fresh, controls.max_repeats, controls.cluster
+    fresh, max_repeats = controls.fresh, controls.max_repeats
     check_model_name(plan.model_name)
     check_measuring_host(options)
     check_gpu_variants(plan.variants, remote=bool(options.url))
@@ -316,7 +301,7 @@ def run_project(
     if fresh:
         discard_results(run_dir)
     elif traces:  # another run's folder is refused before its trace files are overwritten
-        check_resume(run_dir, plan_fingerprint(plan, model_sha256(info), inputs))
+        check_resume(run_dir, plan_fingerprint(plan, info.origin.sha256(), inputs))
     gateway.mkdir(run_dir)
     claim(run_dir)
     install_traces(run_dir, traces)
@@ -332,6 +317,11 @@ def run_project(
             controls.adaptive_budget_s,
             precision,
         )
+    opener: ClusterOpener | None = None
+    if controls.cluster:  # (ray_session imports the runner: it is bound here, not imported there)
+        from tritonlab.distributed.ray_session import open_ray_session
+
+        opener = functools.partial(open_ray_session, controls.cluster)
     outcome = run_experiment(
         plan,
         info,
@@ -343,7 +333,7 @@ def run_project(
         open_loop_rates=open_loop_rates,
         adaptive=adaptive,
         inputs=inputs,
-        cluster=None if not cluster else cluster_opener(cluster),
+        cluster=opener,
     )
 
     if info.runs_onnx:

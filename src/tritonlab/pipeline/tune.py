@@ -30,28 +30,23 @@ from tritonlab.decisions.search import (
     next_step,
     race_verdict,
 )
-from tritonlab.decisions.tune_record import (
-    TunePick,
-    TuneRecord,
-    TuneSettingsRecord,
-    TuneStep,
-)
+from tritonlab.decisions.tune_record import TunePick, TuneRecord, TuneSettingsRecord, TuneStep
 from tritonlab.errors import PerfAnalyzerError
 from tritonlab.experiments.block_engine import BlockEngine
 from tritonlab.experiments.blocks import ENGINE_BLOCKS
 from tritonlab.experiments.manifest import RunEntries, available_cores
-from tritonlab.experiments.opening import (
-    SessionRequest,
-    check_resume,
-    model_sha256,
-    open_session,
+from tritonlab.experiments.opening import SessionRequest, check_resume, open_session
+from tritonlab.experiments.plan import (
+    ExperimentPlan,
+    LoadPoint,
+    MeasurementSettings,
+    install_traces,
+    trace_load,
 )
-from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
 from tritonlab.experiments.repository_plan import own_baseline
 from tritonlab.experiments.runner import quarantine_unusable
 from tritonlab.experiments.session import CellSession
 from tritonlab.experiments.store import CellResult, cell_path, read_cell
-from tritonlab.experiments.trace_loads import install_traces, trace_load
 from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.perf.locate import locate_perf_analyzer
@@ -329,7 +324,7 @@ def run_tune(
     exported from (its export script is written; else the script copies the user's file)."""
     started = time.monotonic()
     inputs = inputs or derive_inputs(info)
-    fingerprint = settings.fingerprint(model_sha256(info), inputs)
+    fingerprint = settings.fingerprint(info.origin.sha256(), inputs)
     check_resume(run_dir, fingerprint)
     quarantine_unusable(run_dir)
     if settings.trace is not None:

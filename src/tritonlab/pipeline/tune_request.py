@@ -10,23 +10,60 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from tritonlab import gateway
 from tritonlab.decisions.search import GOALS, Goal, Knobs
-from tritonlab.errors import ConfigError
+from tritonlab.errors import ConfigError, PlanError
 from tritonlab.experiments.blocks import ENGINE_BLOCKS, ENGINE_CLASSIC, ENGINES
 from tritonlab.experiments.manifest import available_cores
 from tritonlab.experiments.plan import MeasurementSettings
+from tritonlab.experiments.plan_checks import PlanChecker
 from tritonlab.experiments.repository_plan import own_baseline
 from tritonlab.experiments.run_folder import claim, discard_results, open_run_folder
 from tritonlab.models.zoo import BUILTIN_MODELS
 from tritonlab.perf.settings import PROTOCOLS
 from tritonlab.perf.trace import KEPT_TO_PCT, read_trace
-from tritonlab.pipeline.held_knobs import held_of, parse_holds
 from tritonlab.pipeline.model_choice import ChosenModel, RepositoryChoice, bind_step, choose_model
 from tritonlab.pipeline.project import check_choice, check_measuring_host
 from tritonlab.pipeline.tune import TuneSettings
+from tritonlab.repository.knobs import HELD_KNOBS, KNOBS
+from tritonlab.repository.variants import ServingVariant
 from tritonlab.server.launch import ServerOptions
+
+# The knobs tune holds where the user sets them and never moves (the knob table's
+# ``tune_held``): read from a repository's own configuration, or from ``tune --hold name=value``.
+
+
+def held_of(variant: ServingVariant) -> tuple[tuple[str, Any], ...]:
+    """The held knobs (the table's ``tune_held``) ``variant`` sets away from their defaults."""
+    default = ServingVariant("", "")
+    return tuple(
+        (k.field, getattr(variant, k.field))
+        for k in KNOBS
+        if k.tune_held and getattr(variant, k.field) != getattr(default, k.field)
+    )
+
+
+def parse_holds(holds: list[str]) -> tuple[tuple[str, Any], ...]:
+    """``tune --hold name=value`` entries as held knobs: a knob tune holds (``HELD_KNOBS``), its
+    value a YAML scalar the knob's value rule accepts; ``PlanError`` in one line otherwise."""
+    check, held = PlanChecker("--hold"), {}
+    for entry in holds:
+        name, sep, text = entry.partition("=")
+        if name not in HELD_KNOBS or not sep:
+            raise PlanError(
+                f"--hold {entry}: give name=value, the name one of {', '.join(HELD_KNOBS)} "
+                "(tune moves the other knobs itself)"
+            )
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError:
+            value = text
+        held[HELD_KNOBS[name].field] = check.knob(name, value, name)
+    return tuple(held.items())
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from tritonlab.models.source import kind_words
 
 if TYPE_CHECKING:
     from tritonlab.client.infer import InferCheck
-    from tritonlab.experiments.model_record import ModelRecord
+    from tritonlab.experiments.manifest import ModelRecord
 
 
 def num(value: float | None, digits: int = 0) -> str:
