@@ -247,7 +247,16 @@ def explain_variant(
     verdicts = _verdicts(baseline, subject)
     if not earlier:
         ref_verdicts: dict[str, Verdict] = {}
-        background = _reference_background(subject.variant)
+        v, n = subject.variant, subject.variant.instance_count
+        batching = (
+            f"dynamic batching (max_queue_delay_microseconds = {v.max_queue_delay_us})"
+            if v.dynamic_batching
+            else "no batching"
+        )
+        background = (
+            f"The reference point: how does the model serve with {batching} and {n} "
+            f"{'instance' if n == 1 else 'instances'}?"
+        )
         action = "Nothing changed: this is the reference every other row is compared with."
         note = "baseline"
         lines = [
@@ -294,19 +303,6 @@ def explain_variant(
         # the table's short note: verdicts against the baseline, then the rules that fired
         note="; ".join([note, *_labels(findings)]),
         labels=_labels(findings),
-    )
-
-
-def _reference_background(v: ServingVariant) -> str:
-    batching = (
-        f"dynamic batching (max_queue_delay_microseconds = {v.max_queue_delay_us})"
-        if v.dynamic_batching
-        else "no batching"
-    )
-    n = v.instance_count
-    return (
-        f"The reference point: how does the model serve with {batching} and {n} "
-        f"{'instance' if n == 1 else 'instances'}?"
     )
 
 
