@@ -18,7 +18,6 @@ and refuses a file newer than its default.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import MISSING, Field, field, fields
 from enum import Enum
 from typing import Any, ClassVar, TypeVar, get_type_hints
@@ -40,11 +39,14 @@ class Worded(str, Enum):
 # A field kept in memory only (``Annotated[T, NOT_STORED]``): not written, not read.
 NOT_STORED = PydanticField(exclude=True)
 
+_ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
 
-@functools.cache
+
 def _adapter(cls: type[Any]) -> TypeAdapter[Any]:
     """One pydantic adapter per record class, built on first use (building one is slow)."""
-    return TypeAdapter(cls)
+    if cls not in _ADAPTERS:
+        _ADAPTERS[cls] = TypeAdapter(cls)
+    return _ADAPTERS[cls]
 
 
 def later(default: Any = None, *, factory: Any = None, group: str = "") -> Any:
