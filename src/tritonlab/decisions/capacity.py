@@ -130,11 +130,6 @@ class PointCapacity(Record):
     queue_us_per_request: float | None
     p99_holds: P99Holds
 
-    @property
-    def counted(self) -> bool:
-        """True when its p99 holds by its interval, or no budget was asked."""
-        return self.p99_holds in (P99Holds.BY_INTERVAL, P99Holds.NO_BUDGET)
-
 
 def point_capacity(summary: VariantSummary, budget_us: float | None) -> PointCapacity | None:
     """``summary`` judged against ``budget_us`` (None: no budget); None without both medians."""
@@ -266,7 +261,8 @@ def capacity_of(summaries: Sequence[VariantSummary], budget_us: float | None) ->
     alone = next((k for k in LOAD_KINDS if k.alone and k.name in present), None)
     chosen = [s for s in usable if load_kind(s) is alone] if alone else usable
     points = tuple(p for s in chosen if (p := point_capacity(s, budget_us)) is not None)
-    counted = [p for p in points if p.counted]
+    # counted: the p99 holds by its interval, or no budget was asked
+    counted = [p for p in points if p.p99_holds in (P99Holds.BY_INTERVAL, P99Holds.NO_BUDGET)]
     best = max(counted, key=lambda p: p.throughput_infer_per_s, default=None)
     words = sorted({p.load_words for p in points})
     first = summaries[0]

@@ -89,7 +89,7 @@ class _Picker:
         points as they are, any other pair through ``compare_figure`` (loads must match)."""
         attr = "throughput" if figure == "throughput" else "latency_p99"
         ref, sub = self.of(reference), self.of(subject)
-        if reference.closed_loop and subject.closed_loop:
+        if reference.request_rate_per_s is None and subject.request_rate_per_s is None:
             return compare(figure, getattr(ref, attr), getattr(sub, attr))
         return compare_figure(figure, attr, ref, sub)
 
