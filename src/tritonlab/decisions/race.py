@@ -147,17 +147,15 @@ def race_step(observations: Sequence[Observation], goal: Goal) -> Step:
         + ("" if goal.fixed_load else f" c{c.concurrency}")
         for c in racing
     )
-    for c in racing:
-        if len(c.race) < round_no:
-            return Step(
-                "race",
-                f"race round {round_no} of {len(racing)} contenders ({names}): the runner-up "
-                f"and every one within {RACE_BAND_PCT:.0f}% of the leader's single figure",
-                c.knobs,
-                c.concurrency,
-                round_no,
-            )
-    raise AssertionError("unreachable: a contender lacks the round")  # pragma: no cover
+    c = next(c for c in racing if len(c.race) < round_no)  # the fewest rounds: one lacks it
+    return Step(
+        "race",
+        f"race round {round_no} of {len(racing)} contenders ({names}): the runner-up "
+        f"and every one within {RACE_BAND_PCT:.0f}% of the leader's single figure",
+        c.knobs,
+        c.concurrency,
+        round_no,
+    )
 
 
 def _race_text(
