@@ -264,7 +264,6 @@ def capacity_of(summaries: Sequence[VariantSummary], budget_us: float | None) ->
     # counted: the p99 holds by its interval, or no budget was asked
     counted = [p for p in points if p.p99_holds in (P99Holds.BY_INTERVAL, P99Holds.NO_BUDGET)]
     best = max(counted, key=lambda p: p.throughput_infer_per_s, default=None)
-    words = sorted({p.load_words for p in points})
     first = summaries[0]
     # the highest load of the best point's own kind (concurrencies and rates do not compare)
     same_kind = [s for s in chosen if best is not None and load_kind(s).name == best.load_kind]
@@ -276,7 +275,7 @@ def capacity_of(summaries: Sequence[VariantSummary], budget_us: float | None) ->
         latency_budget_p99_us=budget_us,
         point=best,
         points=points,
-        load_words=best.load_words if best else " or ".join(words),
+        load_words=best.load_words if best else " or ".join(sorted({p.load_words for p in points})),
         dropped=tuple(dropped),
         at_least=best is not None
         and highest is not None
