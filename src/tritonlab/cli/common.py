@@ -143,7 +143,6 @@ def progress_printer() -> Callable[[int, int, str], None]:
     started = time.monotonic()
 
     def report(done: int, total: int, cell: str) -> None:
-        """One line: cells done of ``total``, the one starting, elapsed time and ETA."""
         elapsed = time.monotonic() - started
         eta = f", ~{elapsed / done * (total - done):.0f} s left" if 0 < done < total else ""
         label = "finished" if cell == "done" else f"measuring {cell}"
