@@ -213,11 +213,9 @@ class Capacity(Record):
             raise ConfigError(self.why_none())
         median = self.point.throughput_infer_per_s
         low, high = self.point.throughput_ci95_infer_per_s or (median, median)
-
-        def need(per_replica: float) -> int:
-            return max(1, math.ceil(target_infer_per_s / per_replica))
-
-        return Replicas(target_infer_per_s, need(median), need(high), need(max(low, 1e-9)))
+        # replicas at the median capacity, at its interval's high end and at its low end
+        needs = (max(1, math.ceil(target_infer_per_s / x)) for x in (median, high, max(low, 1e-9)))
+        return Replicas(target_infer_per_s, *needs)
 
     def why_none(self) -> str:
         """One line: why no load point holds the budget, the lowest p99 measured, what to do."""
