@@ -12,6 +12,7 @@ separator, a NUL or a newline), at most 200 characters. Standard library only.
 from __future__ import annotations
 
 import re
+from typing import TypeGuard
 
 from tritonlab.errors import ConfigError
 
@@ -19,7 +20,7 @@ MAX_NAME_CHARS = 200
 PATH_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
-def is_path_name(name: object) -> bool:
+def is_path_name(name: object) -> TypeGuard[str]:
     """Whether ``name`` is a string that is one plain path part (see the module text)."""
     return (
         isinstance(name, str)
@@ -37,5 +38,4 @@ def check_path_name(name: object, what: str) -> str:
             f"with a letter or digit, at most {MAX_NAME_CHARS} characters: no '/', '..' or "
             "absolute path); nothing was read or written for it"
         )
-    assert isinstance(name, str)
     return name

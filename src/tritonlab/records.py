@@ -103,8 +103,7 @@ class Record:
         schema = handler(source)
         groups: dict[str, list[Field[Any]]] = {}  # fields left out together
         for spec in fields(source):
-            if spec.metadata.get("later"):
-                group = spec.metadata["later"]
+            if group := spec.metadata.get("later"):
                 groups.setdefault(spec.name if group is True else group, []).append(spec)
         stored = _stored_names(source)
         versioned = any(f.name == "schema_version" for f in fields(source))

@@ -110,11 +110,9 @@ def refuse_outputs_inside(
 ) -> None:
     """A one-line ``GatewayError`` when a file to write (``--json``, ``--markdown``) lies inside
     one of ``inputs`` (a run folder the command only reads); call it before any work."""
-    for target in targets:
+    for target in (t for t in targets if t is not None and str(t) != "-"):
         for option, path in inputs.items():
-            if target is None or str(target) == "-" or path is None:
-                continue
-            if gateway.overlaps(target, path):
+            if path is not None and gateway.overlaps(target, path):
                 raise gateway.GatewayError(
                     f"{target} lies inside {option} {path}, which this command only reads; "
                     "write it elsewhere (nothing was written)"
@@ -145,7 +143,6 @@ def progress_printer() -> Callable[[int, int, str], None]:
     started = time.monotonic()
 
     def report(done: int, total: int, cell: str) -> None:
-        """One line: cells done of ``total``, the one starting, elapsed time and ETA."""
         elapsed = time.monotonic() - started
         eta = f", ~{elapsed / done * (total - done):.0f} s left" if 0 < done < total else ""
         label = "finished" if cell == "done" else f"measuring {cell}"

@@ -414,12 +414,12 @@ def _pack(group: Any, values: dict[str, Any]) -> Any:
     )
 
 
-def _spread(command: Callable[..., None]) -> tuple[list[inspect.Parameter], dict[str, Any]]:
-    """The parameters typer should see (each group parameter replaced by its options), and the
-    group parameters by name."""
+def option_groups(command: Callable[..., None]) -> Callable[..., None]:
+    """Let typer see the options of ``command``'s group parameters (annotated with a group: a
+    dataclass), in place, and call ``command`` with the records packed."""
     hints = typing.get_type_hints(command, include_extras=True)
-    params: list[inspect.Parameter] = []
-    groups: dict[str, Any] = {}
+    params: list[inspect.Parameter] = []  # what typer sees: each group's options in its place
+    groups: dict[str, Any] = {}  # the group parameters by name
     for param in inspect.signature(command).parameters.values():
         annotation = hints.get(param.name, param.annotation)
         if dataclasses.is_dataclass(annotation):
@@ -431,13 +431,6 @@ def _spread(command: Callable[..., None]) -> tuple[list[inspect.Parameter], dict
     clashes = sorted({n for n in names if names.count(n) > 1})
     if clashes:
         raise TypeError(f"{command.__name__}: options declared twice: {', '.join(clashes)}")
-    return params, groups
-
-
-def option_groups(command: Callable[..., None]) -> Callable[..., None]:
-    """Let typer see the options of ``command``'s group parameters (annotated with a group: a
-    dataclass), in place, and call ``command`` with the records packed."""
-    params, groups = _spread(command)
 
     @functools.wraps(command)
     def packed(**values: Any) -> None:

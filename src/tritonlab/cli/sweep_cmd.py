@@ -114,19 +114,16 @@ def _print_outcome(run_dir: Path, measured: int, reused: int, wall_s: float) -> 
 
     layout = RunLayout(run_dir)
     say(f"measured {measured} cells, reused {reused}, in {_duration(wall_s)} (m:ss)")
-    recs_path = layout.recommendations
-    recs = load_record(recs_path, StoredRecommendations)
+    recs = load_record(layout.recommendations, StoredRecommendations)
     if recs is not None:
-        for pick in (recs.throughput_pick, recs.latency_pick):
-            if pick:
-                point = pick.point
-                say(
-                    f"{pick.kind}: {point.description} at {point.load_key}: "
-                    f"{point.throughput_infer_per_s:,.0f} infer/s, "
-                    f"p99 {point.latency_p99_us:,.0f} µs",
-                )
+        for pick in (p for p in (recs.throughput_pick, recs.latency_pick) if p):
+            point = pick.point
+            say(
+                f"{pick.kind}: {point.description} at {point.load_key}: "
+                f"{point.throughput_infer_per_s:,.0f} infer/s, p99 {point.latency_p99_us:,.0f} µs"
+            )
         say(recs.summary_line)
-    where = f"; recommendations in {recs_path}" if recs is not None else " (no recommendations)"
+    where = f"; recommendations in {layout.recommendations}" if recs else " (no recommendations)"
     say(f"explained in {layout.experiment_log}{where}")
 
 

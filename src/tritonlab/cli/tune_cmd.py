@@ -39,14 +39,6 @@ if TYPE_CHECKING:
     from tritonlab.decisions.tune_record import TunePick, TuneStep
 
 
-def _figures(step: TuneStep) -> str:
-    rate, p99 = step.throughput_infer_per_s, step.latency_p99_us
-    if rate is None:
-        return "no measurement"
-    p99_text = "n/a" if p99 is None else f"{p99 / 1000:.2f} ms"
-    return f"{rate:,.0f} infer/s, p99 {p99_text}"
-
-
 def _step_line(step: TuneStep) -> None:
     config = step.configuration
     name = (
@@ -54,13 +46,16 @@ def _step_line(step: TuneStep) -> None:
         f" max {config.max_batch} thr {config.threads or 'default'}"
         f" {config.protocol}"
     )
+    rate, p99 = step.throughput_infer_per_s, step.latency_p99_us
+    p99_text = "n/a" if p99 is None else f"{p99 / 1000:.2f} ms"
+    figures = "no measurement" if rate is None else f"{rate:,.0f} infer/s, p99 {p99_text}"
     reused = " (stored)" if step.reused else ""
     if step.failure:
         reused += f" (perf_analyzer: {step.failure})"
     note(
         f"[{step.elapsed_s:.0f} s] {step.phase}: {name} "
         f"{'trace' if step.concurrency == 0 else f'c={step.concurrency}'} "
-        f"r{step.repeat} -> {_figures(step)}{reused}; why: {step.reason}"
+        f"r{step.repeat} -> {figures}{reused}; why: {step.reason}"
     )
 
 

@@ -29,22 +29,18 @@ TARGET_HALF_WIDTH_PCT = 5.0
 
 
 def _undecided(label: str, verdicts: dict[str, Verdict], precision: bool = False) -> list[str]:
-    found = []
-    for key, v in verdicts.items():
-        if key not in HEADLINE_FIGURES:
-            continue
-        if not precision:
-            if not v.decided:
-                found.append(f"{label} {v.figure} {v.phrase()}")
-        elif key == "throughput" and v.comparable:
-            width = v.half_width_pct
-            if width is None or width > TARGET_HALF_WIDTH_PCT:
-                shown = "no interval" if width is None else f"±{width:.1f}%"
-                found.append(
-                    f"{label} {v.figure} {v.phrase()}: {shown}, wider than "
-                    f"±{TARGET_HALF_WIDTH_PCT:g}%"
-                )
-    return found
+    if not precision:
+        return [
+            f"{label} {v.figure} {v.phrase()}"
+            for key, v in verdicts.items()
+            if key in HEADLINE_FIGURES and not v.decided
+        ]
+    v = verdicts.get("throughput")
+    width = None if v is None else v.half_width_pct
+    if v is None or not v.comparable or (width is not None and width <= TARGET_HALF_WIDTH_PCT):
+        return []
+    shown = "no interval" if width is None else f"±{width:.1f}%"
+    return [f"{label} {v.figure} {v.phrase()}: {shown}, wider than ±{TARGET_HALF_WIDTH_PCT:g}%"]
 
 
 def undecided_project(

@@ -130,11 +130,6 @@ class PointCapacity(Record):
     queue_us_per_request: float | None
     p99_holds: P99Holds
 
-    @property
-    def counted(self) -> bool:
-        """True when its p99 holds by its interval, or no budget was asked."""
-        return self.p99_holds in (P99Holds.BY_INTERVAL, P99Holds.NO_BUDGET)
-
 
 def point_capacity(summary: VariantSummary, budget_us: float | None) -> PointCapacity | None:
     """``summary`` judged against ``budget_us`` (None: no budget); None without both medians."""
@@ -218,11 +213,9 @@ class Capacity(Record):
             raise ConfigError(self.why_none())
         median = self.point.throughput_infer_per_s
         low, high = self.point.throughput_ci95_infer_per_s or (median, median)
-
-        def need(per_replica: float) -> int:
-            return max(1, math.ceil(target_infer_per_s / per_replica))
-
-        return Replicas(target_infer_per_s, need(median), need(high), need(max(low, 1e-9)))
+        # replicas at the median capacity, at its interval's high end and at its low end
+        needs = (max(1, math.ceil(target_infer_per_s / x)) for x in (median, high, max(low, 1e-9)))
+        return Replicas(target_infer_per_s, *needs)
 
     def why_none(self) -> str:
         """One line: why no load point holds the budget, the lowest p99 measured, what to do."""
@@ -266,9 +259,9 @@ def capacity_of(summaries: Sequence[VariantSummary], budget_us: float | None) ->
     alone = next((k for k in LOAD_KINDS if k.alone and k.name in present), None)
     chosen = [s for s in usable if load_kind(s) is alone] if alone else usable
     points = tuple(p for s in chosen if (p := point_capacity(s, budget_us)) is not None)
-    counted = [p for p in points if p.counted]
+    # counted: the p99 holds by its interval, or no budget was asked
+    counted = [p for p in points if p.p99_holds in (P99Holds.BY_INTERVAL, P99Holds.NO_BUDGET)]
     best = max(counted, key=lambda p: p.throughput_infer_per_s, default=None)
-    words = sorted({p.load_words for p in points})
     first = summaries[0]
     # the highest load of the best point's own kind (concurrencies and rates do not compare)
     same_kind = [s for s in chosen if best is not None and load_kind(s).name == best.load_kind]
@@ -280,7 +273,7 @@ def capacity_of(summaries: Sequence[VariantSummary], budget_us: float | None) ->
         latency_budget_p99_us=budget_us,
         point=best,
         points=points,
-        load_words=best.load_words if best else " or ".join(words),
+        load_words=best.load_words if best else " or ".join(sorted({p.load_words for p in points})),
         dropped=tuple(dropped),
         at_least=best is not None
         and highest is not None

@@ -109,10 +109,9 @@ def saturation_over_concurrency(curve: list[VariantSummary]) -> Saturation | Non
         tput = compare("throughput", lower.throughput, upper.throughput)
         grew = queue.word == HIGHER and q1 >= q0 * (1 + SATURATION_QUEUE_GROWTH_PCT / 100)
         flat = tput.word != HIGHER and (tput.change_pct or 0.0) < MIN_EFFECT_PCT
-        if not grew or not flat:
-            continue
-        c0, c1 = lower.settings.concurrency or 0, upper.settings.concurrency or 0
-        return Saturation(ConfigKey.of(lower), c0, c1, q0, q1, tput)
+        if grew and flat:
+            c0, c1 = lower.settings.concurrency or 0, upper.settings.concurrency or 0
+            return Saturation(ConfigKey.of(lower), c0, c1, q0, q1, tput)
     return None
 
 

@@ -9,11 +9,8 @@ fails the gate, however clear it is. An undecided figure says how many more roun
 likely decide it (``more_rounds_to_decide``: with n rounds and an interval of half-width h, in
 log units, whose centre lies d from the threshold, about n (h / d)^2 rounds narrow it to d,
 assuming the spread holds; the t quantile shrinking with n is left out, so the figure errs
-high). A figure whose load the new side alone did not carry is a **regression** too.
-
-The exit status (``exit_status``): 2 when the runs are not comparable as a whole, else 1 on a
-regression, 2 on a figure not comparable, 3 on an undecided one, else 0 (``tritonlab check``
-exits 4 when it could not check at all).
+high). A figure whose load the new side alone did not carry is a **regression** too. The exit
+status is ``exit_status``'s (``tritonlab check`` exits 4 when it could not check at all).
 """
 
 from __future__ import annotations

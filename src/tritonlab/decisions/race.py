@@ -61,11 +61,6 @@ def race_verdict(leader: Candidate, other: Candidate, goal: Goal) -> Verdict:
     return compare(figure, leader.race_summary(goal), other.race_summary(goal))
 
 
-def _worse(verdict: Verdict, goal: Goal) -> bool:
-    """The other side is clearly worse than the leader."""
-    return verdict.word == (LOWER if goal.kind == "throughput" else HIGHER)
-
-
 def choose(
     observations: Sequence[Observation], goal: Goal
 ) -> tuple[Candidate | None, Candidate | None, str | None]:
@@ -122,7 +117,7 @@ def race_state(
         keep = racing[:2]  # the leader, and the runner-up as its evidence
         for other in racing[2:]:
             verdict = race_verdict(racing[0], other, goal)
-            if _worse(verdict, goal):
+            if verdict.word == (LOWER if goal.kind == "throughput" else HIGHER):  # clearly worse
                 dropped.append((other, verdict))
             else:
                 keep.append(other)
@@ -152,17 +147,15 @@ def race_step(observations: Sequence[Observation], goal: Goal) -> Step:
         + ("" if goal.fixed_load else f" c{c.concurrency}")
         for c in racing
     )
-    for c in racing:
-        if len(c.race) < round_no:
-            return Step(
-                "race",
-                f"race round {round_no} of {len(racing)} contenders ({names}): the runner-up "
-                f"and every one within {RACE_BAND_PCT:.0f}% of the leader's single figure",
-                c.knobs,
-                c.concurrency,
-                round_no,
-            )
-    raise AssertionError("unreachable: a contender lacks the round")  # pragma: no cover
+    c = next(c for c in racing if len(c.race) < round_no)  # the fewest rounds: one lacks it
+    return Step(
+        "race",
+        f"race round {round_no} of {len(racing)} contenders ({names}): the runner-up "
+        f"and every one within {RACE_BAND_PCT:.0f}% of the leader's single figure",
+        c.knobs,
+        c.concurrency,
+        round_no,
+    )
 
 
 def _race_text(

@@ -89,7 +89,7 @@ class _Picker:
         points as they are, any other pair through ``compare_figure`` (loads must match)."""
         attr = "throughput" if figure == "throughput" else "latency_p99"
         ref, sub = self.of(reference), self.of(subject)
-        if reference.closed_loop and subject.closed_loop:
+        if reference.request_rate_per_s is None and subject.request_rate_per_s is None:
             return compare(figure, getattr(ref, attr), getattr(sub, attr))
         return compare_figure(figure, attr, ref, sub)
 
@@ -122,10 +122,16 @@ class _Picker:
         runner = min(others, key=rank) if others else None
         ref = self.summary.get((self.baseline, best.load_key))
         worst = ref.latency_p99.high if ref else None
+        s = self.of(best)
         return Pick(
             kind,
             best,
-            self.baseline_verdicts(best),
+            {}
+            if ref is None
+            else {
+                "throughput": compare_figure("throughput", "throughput", ref, s),
+                "latency_p99": compare_figure("p99", "latency_p99", ref, s),
+            },
             runner,
             self.versus(figure, runner, best) if runner else None,
             tb,
@@ -134,16 +140,6 @@ class _Picker:
             baseline_same_load=ref is None or same_offered_load(ref, self.of(best)),
             baseline_over_budget=None if worst is None else worst > budget_us,
         )
-
-    def baseline_verdicts(self, p: OperatingPoint) -> dict[str, Verdict]:
-        ref = self.summary.get((self.baseline, p.load_key))
-        if ref is None:
-            return {}
-        s = self.of(p)
-        return {
-            "throughput": compare_figure("throughput", "throughput", ref, s),
-            "latency_p99": compare_figure("p99", "latency_p99", ref, s),
-        }
 
 
 def sweep_shape(summaries: list[VariantSummary], baseline: str = BASELINE) -> SweepShape | None:

@@ -62,11 +62,6 @@ class OperatingPoint(Record):
         return self.latency_p99_us if self.latency_p99_max_us is None else self.latency_p99_max_us
 
     @property
-    def closed_loop(self) -> bool:
-        """True when the load was a concurrency (no request rate)."""
-        return self.request_rate_per_s is None
-
-    @property
     def curve_key(self) -> ConfigKey:
         """The configuration at its sequence length, without the load level."""
         return ConfigKey(

@@ -94,17 +94,12 @@ def _ramp_next(observations: Sequence[Observation], knobs: Knobs, goal: Goal) ->
         rise = first[top].throughput_infer_per_s / first[below[-1]].throughput_infer_per_s
         if rise <= 1 + NOISE_PCT / 100:
             return None
-    if _outgrows_window(first[top], goal):
+    # Would twice the load make a request take longer than one measurement window? (Little's
+    # law, if throughput stays where it is: 2c / X.)
+    rate = first[top].throughput_infer_per_s
+    if goal.window_ms is not None and rate > 0 and 2 * top / rate * 1000 > goal.window_ms:
         return None
     return 2 * top
-
-
-def _outgrows_window(o: Observation, goal: Goal) -> bool:
-    """Would doubling the load make a request take longer than one measurement window? (Little's
-    law at twice the load, if throughput stays where it is: ``2c / X``.)"""
-    if goal.window_ms is None or o.failed or o.throughput_infer_per_s <= 0:
-        return False
-    return 2 * o.concurrency / o.throughput_infer_per_s * 1000 > goal.window_ms
 
 
 def _beatenpoints_at(observations: Sequence[Observation], knobs: Knobs, concurrency: int) -> bool:
@@ -142,7 +137,9 @@ def _ramp_reason(observations: Sequence[Observation], knobs: Knobs, concurrency:
     lower = [c for c in first if c < concurrency]
     if first and concurrency < min(first):
         low = min(first)
-        return f"p99 {_ms(first[low].latency_p99_us)} at concurrency {low} is over the budget"
+        p99 = first[low].latency_p99_us
+        p99_text = "n/a" if p99 is None else f"{p99 / 1000:.2f} ms"
+        return f"p99 {p99_text} at concurrency {low} is over the budget"
     if lower:
         prev = max(lower)
         before = [c for c in first if c < prev]
@@ -167,10 +164,6 @@ def _ramp_reason(observations: Sequence[Observation], knobs: Knobs, concurrency:
             "throughput still rises"
         )
     return "the ramp's first point"
-
-
-def _ms(us: float | None) -> str:
-    return "n/a" if us is None else f"{us / 1000:.2f} ms"
 
 
 @dataclass(frozen=True)

@@ -136,7 +136,6 @@ class TunePick(Record):
     def of(cls, candidate: Candidate, goal: Goal) -> TunePick:
         """The record of ``candidate`` judged against ``goal``'s p99 budget."""
         thr, p99 = candidate.throughput, candidate.p99
-        budget = goal.p99_budget_us
         return cls(
             configuration=candidate.knobs,
             description=candidate.knobs.description,
@@ -145,14 +144,9 @@ class TunePick(Record):
             repeats=thr.n,
             throughput_infer_per_s=TuneFigure.of(thr),
             latency_p99_us=TuneFigure.of(p99),
-            meets_p99_budget_every_repeat=budget is None
-            or (p99.high is not None and p99.high <= budget),
-            p99_over_budget_repeats=0
-            if budget is None
-            else sum(
-                1
-                for o in candidate.observations
-                if o.latency_p99_us is None or o.latency_p99_us > budget
+            meets_p99_budget_every_repeat=goal.within(p99.high),
+            p99_over_budget_repeats=sum(
+                not goal.within(o.latency_p99_us) for o in candidate.observations
             ),
             load=goal.fixed_load,
         )

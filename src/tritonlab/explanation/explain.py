@@ -224,16 +224,6 @@ _NOTE_LABELS = {
 }
 
 
-def _note(verdicts: dict[str, Verdict] | None, findings: list[Finding]) -> str:
-    """The table's short note: verdicts against the baseline, then the rules that fired."""
-    parts = (
-        [f"tput {verdicts['throughput'].phrase()}, p99 {verdicts['latency_p99'].phrase()}"]
-        if verdicts
-        else ["baseline"]
-    )
-    return "; ".join(parts + _labels(findings))
-
-
 def _labels(findings: list[Finding]) -> list[str]:
     """The short names of the rules that fired, for the table's notes."""
     return [_NOTE_LABELS[f.rule] for f in findings if f.rule in _NOTE_LABELS]
@@ -256,64 +246,63 @@ def explain_variant(
     findings = apply_rules(ctx)
     verdicts = _verdicts(baseline, subject)
     if not earlier:
-        return VariantReport(
-            subject,
-            None,
-            [],
-            verdicts,
-            {},
-            findings,
-            background=_reference_background(subject.variant),
-            action="Nothing changed: this is the reference every other row is compared with.",
-            result=_baseline_result(subject, findings),
-            note=_note(None, findings),
-            labels=_labels(findings),
+        ref_verdicts: dict[str, Verdict] = {}
+        v, n = subject.variant, subject.variant.instance_count
+        batching = (
+            f"dynamic batching (max_queue_delay_microseconds = {v.max_queue_delay_us})"
+            if v.dynamic_batching
+            else "no batching"
         )
-    ref_verdicts = _verdicts(reference, subject)
-    count = "One change" if len(changed) == 1 else f"{len(changed)} changes"
-    described = "; ".join(describe_change(c, reference.variant, subject.variant) for c in changed)
-    action = f"{count} from '{reference.variant.description}': {described}."
-    tput, p99 = ref_verdicts["throughput"], ref_verdicts["latency_p99"]
-    lines = [
-        f"Throughput {tput.phrase()}: {subject.throughput.text(unit='infer/s')} against "
-        f"{reference.throughput.text(unit='infer/s')}.",
-        f"p99 {p99.phrase()}: {subject.latency_p99.text(unit='µs')} against "
-        f"{reference.latency_p99.text(unit='µs')}.",
-        _server_sentence(subject),
-    ]
-    if reference is not baseline:
-        lines.append(
-            f"Against the baseline: throughput {verdicts['throughput'].phrase()}, "
-            f"p99 {verdicts['latency_p99'].phrase()}."
+        background = (
+            f"The reference point: how does the model serve with {batching} and {n} "
+            f"{'instance' if n == 1 else 'instances'}?"
         )
-    lines += [f.text for f in findings]
-    server_verdicts = _verdicts(reference, subject, SERVER_FIGURES)
-    lines.append(f"Judgement: {_judgement(tput, p99, server_verdicts)}.")
+        action = "Nothing changed: this is the reference every other row is compared with."
+        note = "baseline"
+        lines = [
+            f"Throughput {subject.throughput.text(unit='infer/s')}; p99 "
+            f"{subject.latency_p99.text(unit='µs')}.",
+            _server_sentence(subject),
+            *(f.text for f in findings),
+        ]
+    else:
+        ref_verdicts = _verdicts(reference, subject)
+        background = _background(changed, reference.variant, subject.variant, cores)
+        count = "One change" if len(changed) == 1 else f"{len(changed)} changes"
+        described = "; ".join(
+            describe_change(c, reference.variant, subject.variant) for c in changed
+        )
+        action = f"{count} from '{reference.variant.description}': {described}."
+        note = f"tput {verdicts['throughput'].phrase()}, p99 {verdicts['latency_p99'].phrase()}"
+        tput, p99 = ref_verdicts["throughput"], ref_verdicts["latency_p99"]
+        lines = [
+            f"Throughput {tput.phrase()}: {subject.throughput.text(unit='infer/s')} against "
+            f"{reference.throughput.text(unit='infer/s')}.",
+            f"p99 {p99.phrase()}: {subject.latency_p99.text(unit='µs')} against "
+            f"{reference.latency_p99.text(unit='µs')}.",
+            _server_sentence(subject),
+        ]
+        if reference is not baseline:
+            lines.append(
+                f"Against the baseline: throughput {verdicts['throughput'].phrase()}, "
+                f"p99 {verdicts['latency_p99'].phrase()}."
+            )
+        lines += [f.text for f in findings]
+        server_verdicts = _verdicts(reference, subject, SERVER_FIGURES)
+        lines.append(f"Judgement: {_judgement(tput, p99, server_verdicts)}.")
     return VariantReport(
         subject,
-        reference.variant.name,
+        reference.variant.name if earlier else None,
         changed,
         verdicts,
         ref_verdicts,
         findings,
-        background=_background(changed, reference.variant, subject.variant, cores),
+        background=background,
         action=action,
         result=" ".join(lines),
-        note=_note(verdicts, findings),
+        # the table's short note: verdicts against the baseline, then the rules that fired
+        note="; ".join([note, *_labels(findings)]),
         labels=_labels(findings),
-    )
-
-
-def _reference_background(v: ServingVariant) -> str:
-    batching = (
-        f"dynamic batching (max_queue_delay_microseconds = {v.max_queue_delay_us})"
-        if v.dynamic_batching
-        else "no batching"
-    )
-    n = v.instance_count
-    return (
-        f"The reference point: how does the model serve with {batching} and {n} "
-        f"{'instance' if n == 1 else 'instances'}?"
     )
 
 
@@ -342,14 +331,6 @@ def _server_sentence(s: VariantSummary) -> str:
             f"it up over the repeats, so the model ran for every one. {times}"
         )
     return times
-
-
-def _baseline_result(s: VariantSummary, findings: list[Finding]) -> str:
-    lines = [
-        f"Throughput {s.throughput.text(unit='infer/s')}; p99 {s.latency_p99.text(unit='µs')}.",
-        _server_sentence(s),
-    ]
-    return " ".join(lines + [f.text for f in findings])
 
 
 def analyse(

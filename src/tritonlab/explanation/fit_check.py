@@ -65,8 +65,6 @@ def points_around(us_per_execution: dict[int, float], batch: float) -> list[tupl
     """The measured points (batch, µs per execution) at ``batch``, or the nearest on either
     side of it (one where it lies beyond the measured batches)."""
     points = sorted(us_per_execution.items())
-    if not points:
-        return []
     sizes = [b for b, _ in points]
     at = bisect.bisect_left(sizes, batch)
     if at < len(sizes) and sizes[at] == batch:

@@ -54,11 +54,6 @@ def rounded(value: float | None, digits: int = 0) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def in_flight_inferences(s: VariantSummary) -> float | None:
-    """Inferences in flight at the client (requests in flight x batch size), None if unknown."""
-    return None if s.in_flight is None else s.in_flight * s.settings.batch_size
-
-
 def change_text(
     label: str, before: float | None, after: float | None, unit: str = "", digits: int = 1
 ) -> str:

@@ -24,7 +24,6 @@ from tritonlab.explanation.rule_support import (
     RuleContext,
     change_text,
     changed_fields,
-    in_flight_inferences,
     rounded,
 )
 from tritonlab.repository.variants import batch_target
@@ -46,7 +45,8 @@ CONTENTION_EXCESS = 0.25  # ... by over 25% than the cost model predicts at that
 def queue_delay_trap(ctx: RuleContext) -> Finding | None:
     """With a queue delay and fewer requests in flight than the batch target, every batch waits."""
     s, v = ctx.subject, ctx.subject.variant
-    in_flight = in_flight_inferences(s)
+    # inferences in flight at the client: requests in flight x batch size
+    in_flight = None if s.in_flight is None else s.in_flight * s.settings.batch_size
     if not v.dynamic_batching or v.max_queue_delay_us <= 0 or in_flight is None:
         return None
     target, source = batch_target(v)
