@@ -39,14 +39,18 @@ FIGURES = (("throughput", "throughput_infer_per_s"), ("latency_p99", "latency_p9
 
 def measure(run_dir: Path, onnx: Path, blocks: int, run: int, reloads: bool) -> float:
     """One fresh run of the baseline and its copies; its measuring wall time in seconds."""
-    from tritonlab.cli.common import server_options
     from tritonlab.experiments import blocks as engine
     from tritonlab.experiments.blocks import ENGINE_BLOCKS
-    from tritonlab.experiments.plan import MeasurementSettings, seed_comparison_plan
+    from tritonlab.experiments.plan import (
+        MeasurementSettings,
+        PlanBasics,
+        seed_comparison_plan,
+    )
     from tritonlab.pipeline.project import run_project
+    from tritonlab.server.launch import ServerOptions
 
     plan = seed_comparison_plan(
-        "simple_mlp", repeats=blocks, measurement=MeasurementSettings(engine=ENGINE_BLOCKS)
+        PlanBasics("simple_mlp", blocks, measurement=MeasurementSettings(engine=ENGINE_BLOCKS))
     )
     base = plan.variants[0]
     copies = [
@@ -58,7 +62,7 @@ def measure(run_dir: Path, onnx: Path, blocks: int, run: int, reloads: bool) -> 
     engine.RELOAD_EVERY_BLOCKS = TRIAL_RELOAD_EVERY_BLOCKS if reloads else released
     try:
         started = time.monotonic()
-        run_project(onnx, run_dir, plan, server_options())
+        run_project(onnx, run_dir, plan, ServerOptions())
         return time.monotonic() - started
     finally:
         engine.RELOAD_EVERY_BLOCKS = released
@@ -200,6 +204,7 @@ def main() -> None:
     args = parser.parse_args()
     from bench_common import fresh_folder, report_header  # beside this script
 
+    from tritonlab import gateway
     from tritonlab.models.demo import export_simple_mlp
 
     report: dict[str, Any] = {
@@ -209,6 +214,7 @@ def main() -> None:
         "summary": {},
     }
     args.work.mkdir(parents=True, exist_ok=True)
+    gateway.open_root(args.work)  # tritonlab writes only inside a folder opened for it
     onnx = args.work / "simple_mlp.onnx"
     if not onnx.exists():
         export_simple_mlp(onnx)

@@ -31,16 +31,19 @@ import os
 import re
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from tritonlab.experiments.manifest import build_manifest, utc_now
-from tritonlab.experiments.store import write_text_atomic
-from tritonlab.result_files import write_json_atomic
+from tritonlab import gateway
+from tritonlab.experiments.manifest import (
+    MachineInfo,
+    ToolInfo,
+    package_versions,
+    utc_now,
+)
 from tritonlab.models.demo import export_simple_mlp
 from tritonlab.models.inspect import OnnxModelInfo, inspect_onnx
 from tritonlab.perf.locate import locate_perf_analyzer
@@ -49,6 +52,7 @@ from tritonlab.perf.settings import PerfSettings
 from tritonlab.repository.config import build_model_config, write_config
 from tritonlab.repository.layout import add_model
 from tritonlab.repository.variants import ServingVariant
+from tritonlab.result_files import write_json_atomic
 from tritonlab.server.locate import prepare_bundled_server
 from tritonlab.server.process import TritonServer
 
@@ -304,6 +308,17 @@ def render_markdown(record: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def build_manifest(**extra: Any) -> dict[str, Any]:
+    """What was measured with what, where and when (the keys the stored results carry)."""
+    return {
+        "tool": ToolInfo.current().to_dict(),
+        "packages": package_versions(),
+        "machine": MachineInfo.current().to_dict(),
+        "created_utc": utc_now(),
+        **extra,
+    }
+
+
 def measure(
     rounds: int, window_ms: int
 ) -> tuple[dict[str, dict[int, list[float]]], dict[int, dict[str, float]]]:
@@ -311,8 +326,8 @@ def measure(
     perf = locate_perf_analyzer()
     rows: dict[str, dict[int, list[float]]] = {k: {b: [] for b in BATCH_SIZES} for k in KEYS}
     os.environ["TRITONLAB_ADAPTER_PROFILE"] = "1"  # inherited by tritonserver and its stubs
-    with tempfile.TemporaryDirectory(prefix="tritonlab-bench-") as tmp:
-        work = Path(tmp)
+    with gateway.temporary_folder("tritonlab-bench-") as tmp:
+        work = tmp.root
         onnx_path = export_simple_mlp(work / "simple_mlp.onnx").onnx_path
         info = inspect_onnx(onnx_path)
         repo = work / "models"
@@ -394,7 +409,7 @@ def main() -> int:
         record["results"] = summarise(rows, profile)
         record["rerendered"] = {
             "utc": utc_now(),
-            "tool_commit": build_manifest()["tool"]["commit"],
+            "tool_commit": ToolInfo.current().commit,
             "source": args.from_json.as_posix(),
         }
     else:
@@ -406,10 +421,10 @@ def main() -> int:
             results=summarise(rows, profile),
         )
     record["headline"] = headline(record["results"])
-    args.out.mkdir(parents=True, exist_ok=True)
+    gateway.open_root(args.out)
     write_json_atomic(args.out / "adapter_overhead.json", record)
     text = render_markdown(record)
-    write_text_atomic(args.out / "adapter_overhead.md", text)
+    gateway.write_text(args.out / "adapter_overhead.md", text)
     print(text, end="")
     return 0
 

@@ -40,7 +40,8 @@ def measuring_s(run_dir: Path) -> float:
     """First cell's start to the last cell's end, less the serving-path probes measured in
     between, plus the block engine's co-loading and warm-up (``engine.json``)."""
     from tritonlab.experiments.blocks import load_engine_record
-    from tritonlab.experiments.store import SERVING_PATH_DIR, load_cells
+    from tritonlab.experiments.store import load_cells
+    from tritonlab.run_layout import SERVING_PATH_DIR
 
     cells = load_cells(run_dir)
     spans = [(_iso_s(c.started_utc), _iso_s(c.started_utc) + c.perf.wall_s) for c in cells]

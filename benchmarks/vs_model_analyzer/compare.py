@@ -171,7 +171,7 @@ def remeasure(picks: list[dict[str, Any]], work: Path, rounds: int) -> list[dict
 
     run_dir = work / "remeasure"
     models_dir = fresh_run_dir(run_dir)  # never reuse cells of an earlier benchmark run
-    onnx = export_builtin("simple_mlp", work / "simple_mlp.onnx").onnx_path
+    onnx = export_builtin("simple_mlp", run_dir / "simple_mlp.onnx").onnx_path
     info = load_model_info(onnx)
     to_measure = []
     for pick in picks:

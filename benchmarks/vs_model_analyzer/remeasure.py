@@ -74,9 +74,11 @@ class RemeasuredRow:
 def fresh_run_dir(run_dir: Path) -> Path:
     """An empty re-measuring folder (only one this module made is ever removed); the folder
     the picks' models go into."""
+    from tritonlab import gateway
     from tritonlab.run_layout import RunLayout
 
     fresh_folder(run_dir, MARKER, "benchmarks/vs_model_analyzer/remeasure.py")
+    gateway.open_root(run_dir)  # tritonlab writes only inside a folder opened for it
     models = RunLayout(run_dir).models
     models.mkdir(parents=True, exist_ok=True)
     return models
@@ -129,17 +131,15 @@ def remeasure(
     """Every pick at its own load and at ``common_concurrency``, ``rounds`` interleaved
     rounds, on one server started on the run's repository (``fresh_run_dir``); the first
     pick's answers are checked before anything is measured. The cells stay in ``run_dir``."""
-    from tritonlab.experiments.blocks import ENGINE_BLOCKS, BlockSession, run_seed
+    from tritonlab.experiments.block_engine import BlockEngine
+    from tritonlab.experiments.blocks import ENGINE_BLOCKS, decide_coload, run_seed
     from tritonlab.experiments.manifest import available_cores
-    from tritonlab.experiments.opening import (
-        SessionRequest,
-        open_session,
-        plan_fingerprint,
-    )
+    from tritonlab.experiments.opening import SessionRequest, open_session, plan_fingerprint
     from tritonlab.experiments.plan import ExperimentPlan, LoadPoint, MeasurementSettings
-    from tritonlab.experiments.session import cell_id
+    from tritonlab.experiments.session import Progress
     from tritonlab.experiments.store import cell_path, read_cell
     from tritonlab.perf.locate import locate_perf_analyzer
+    from tritonlab.run_layout import cell_id
     from tritonlab.server.launch import ServerOptions
 
     models = [p.model for p in picks]
@@ -156,31 +156,32 @@ def remeasure(
         MeasurementSettings(engine=ENGINE_BLOCKS),
     )
     fingerprint = plan_fingerprint(plan, info.origin.sha256(), inputs)
+    total = rounds * sum(len(v) for v in loads.values())
     request = SessionRequest(
-        ServerOptions(), run_dir, info, inputs, plan, fingerprint, locate_perf_analyzer()
-    )
-    with open_session(request, models[0], engine_models=models) as session:
-        session.engine = BlockSession.start(
-            session, models, every_load, info.file_size_bytes, run_seed(fingerprint),
-            available_cores(),
-        )  # fmt: skip
-        session.total = rounds * sum(len(v) for v in loads.values())
+        ServerOptions(), run_dir, info, inputs, plan, fingerprint, locate_perf_analyzer(),
+        progress=Progress(total=total),
+    )  # fmt: skip
+    coload = decide_coload(models, info.file_size_bytes)
+    with open_session(request, models[0], models, keep_loaded=coload.co_loaded) as session:
+        engine = BlockEngine.start(
+            session, models, every_load, coload, run_seed(fingerprint), available_cores()
+        )
         for repeat in range(rounds):
             log(f"round {repeat + 1} of {rounds}")
             round_ = [
                 (p.model, [(LoadPoint(p.protocol, 1, c), repeat) for c in loads[p.name]])
                 for p in picks
             ]
-            session.measure_rounds([round_], [])
+            engine.measure_rounds([round_], [])
     rows = []
     for pick in picks:
         for c in loads[pick.name]:
-            cells = []
-            for repeat in range(rounds):
-                load = LoadPoint(pick.protocol, 1, c)
-                path = cell_path(run_dir, cell_id(pick.model.variant.name, load, repeat))
-                if path.exists():
-                    cells.append(read_cell(path))
+            key = LoadPoint(pick.protocol, 1, c).key
+            paths = [
+                cell_path(run_dir, cell_id(pick.model.variant.name, key, repeat + 1))
+                for repeat in range(rounds)
+            ]
+            cells = [read_cell(path) for path in paths if path.exists()]
             measured = [x.perf.measurement for x in cells if x.perf.measurement]
             rows.append(
                 RemeasuredRow(
