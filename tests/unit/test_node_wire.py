@@ -26,7 +26,7 @@ def _cell() -> CellResult:
 
 
 def test_a_well_formed_answer_round_trips(tmp_path: Path) -> None:
-    raw = encode_answer(_cell(), {"benchmarks/baseline/r1.csv": b"a,b\n"}, [], 0)
+    raw = encode_answer(_cell(), {"benchmarks/baseline/r1.csv": b"a,b\n"}, [])
     answer = decode_answer(raw, "node n1", tmp_path, CID)
     assert answer.cell is not None and answer.cell.cell_id == CID
     assert answer.files == {"benchmarks/baseline/r1.csv": b"a,b\n"}
@@ -36,7 +36,7 @@ def test_a_well_formed_answer_round_trips(tmp_path: Path) -> None:
     "rel", ["../outside.txt", "/etc/passwd", "a/../../b", "", ".", "a\\..\\b", "x\0y"]
 )
 def test_a_path_that_leaves_the_run_folder_is_refused(tmp_path: Path, rel: str) -> None:
-    raw = encode_answer(None, {rel: b"x"}, [], 0)
+    raw = encode_answer(None, {rel: b"x"}, [])
     with pytest.raises(NodeAnswerError):
         decode_answer(raw, "node n1", tmp_path, None)
 
@@ -45,13 +45,13 @@ def test_a_path_through_a_symlink_out_of_the_run_folder_is_refused(tmp_path: Pat
     run = tmp_path / "run"
     run.mkdir()
     (run / "benchmarks").symlink_to(tmp_path, target_is_directory=True)
-    raw = encode_answer(None, {"benchmarks/x.csv": b"x"}, [], 0)
+    raw = encode_answer(None, {"benchmarks/x.csv": b"x"}, [])
     with pytest.raises(NodeAnswerError, match="resolves outside"):
         decode_answer(raw, "node n1", run, None)
 
 
 def test_another_cell_than_the_one_asked_for_is_refused(tmp_path: Path) -> None:
-    raw = encode_answer(_cell(), {}, [], 0)
+    raw = encode_answer(_cell(), {}, [])
     with pytest.raises(NodeAnswerError, match="was asked for"):
         decode_answer(raw, "node n1", tmp_path, "batch_0us__grpc_b1_c8__r1")
     forged = json.loads(raw)
@@ -67,8 +67,6 @@ def test_another_cell_than_the_one_asked_for_is_refused(tmp_path: Path) -> None:
         b"[1, 2]",
         encode({"files": {"a.csv": "***not base64***"}}),
         encode({"faults": "many"}),
-        encode({"restarts": True}),
-        encode({"restarts": -1}),
         {"cell": None},  # not bytes at all
     ],
 )
@@ -105,6 +103,6 @@ def test_node_facts_are_checked_against_where_the_measurer_was_placed() -> None:
 def test_a_node_may_write_only_its_outputs(tmp_path: Path, rel: str) -> None:
     """Issue 32, 10: a node could overwrite any file of the driver's run folder, scripts the
     user runs later included; now only files under benchmarks/."""
-    raw = encode_answer(None, {rel: b"#!/bin/sh\nevil\n"}, [], 0)
+    raw = encode_answer(None, {rel: b"#!/bin/sh\nevil\n"}, [])
     with pytest.raises(NodeAnswerError):
         decode_answer(raw, "node n1", tmp_path, None)

@@ -83,7 +83,7 @@ def _ramp_next(observations: Sequence[Observation], knobs: Knobs, goal: Goal) ->
         len(first) == 1
         and goal.kind == "throughput"
         and knobs.instances == 1
-        and _beatenpoints_at(observations, knobs, top)
+        and _beaten_at(observations, knobs, top)
     ):
         # Another configuration already serves clearly more at this load. (More instances
         # split the same requests between them, so they get one doubling before this test:
@@ -102,7 +102,7 @@ def _ramp_next(observations: Sequence[Observation], knobs: Knobs, goal: Goal) ->
     return 2 * top
 
 
-def _beatenpoints_at(observations: Sequence[Observation], knobs: Knobs, concurrency: int) -> bool:
+def _beaten_at(observations: Sequence[Observation], knobs: Knobs, concurrency: int) -> bool:
     """Did another configuration's ramp serve more than ``NOISE_PCT`` above this one's at
     the same concurrency (a move that loses at the load it starts from is not ramped on)."""
     mine = [o for o in observations if o.knobs == knobs and o.repeat == 0]
@@ -153,7 +153,7 @@ def _ramp_reason(observations: Sequence[Observation], knobs: Knobs, concurrency:
                 f"margin ({NOISE_PCT:.0f}%)"
             )
         rate = first[prev].throughput_infer_per_s
-        if knobs.instances > 1 and _beatenpoints_at(observations, knobs, prev):
+        if knobs.instances > 1 and _beaten_at(observations, knobs, prev):
             return (
                 f"concurrency {prev} gave {rate:,.0f} infer/s, less than another configuration "
                 f"at that load, but {knobs.instances} instances split the requests between "

@@ -289,7 +289,7 @@ class NodeMeasurer:
         self._watch_server()
         faults = [f.to_dict() for f in session.recovery.faults[self._faults_sent :]]
         self._faults_sent = len(session.recovery.faults)
-        return encode_answer(cell, self._new_files(), faults, session.recovery.restarts)
+        return encode_answer(cell, self._new_files(), faults)
 
     def _new_files(self) -> dict[str, bytes]:
         """Files of the run folder written or changed since the last call (not ``_KEPT_HERE``)."""

@@ -85,12 +85,6 @@ class ClusterFaults:
         self.run_dir = run_dir
         self.faults = load_faults(run_dir)
         self.failed_cells: list[str] = []
-        self.node_restarts: dict[str, int] = {}
-
-    @property
-    def restarts(self) -> int:
-        """Server restarts summed over every node."""
-        return sum(self.node_restarts.values())
 
     def add(self, record: FaultRecord) -> None:
         """Record ``record`` and rewrite ``results/faults.json`` with every fault so far."""
@@ -269,7 +263,6 @@ class RaySession:
             self.recovery.add(replace(record, what=f"on node {node.label}: {record.what}"))
             if record.action.startswith("gave up"):
                 self.recovery.failed_cells.append(record.cell)
-        self.recovery.node_restarts[node.label] = answer.restarts
         if answer.faults:
             self.save_manifest(faults=tuple(self.recovery.faults))
         if answer.cell is not None:

@@ -39,7 +39,6 @@ from tritonlab.run_layout import (
 )
 
 MAX_ANSWER_BYTES = 256 * 2**20
-MAX_RESTARTS_REPORTED = 10_000
 
 
 class NodeAnswerError(TritonlabError):
@@ -49,16 +48,15 @@ class NodeAnswerError(TritonlabError):
 @dataclass(frozen=True)
 class Answer:
     """One node answer, checked: the cell (None: given up on), the files it wrote (run-folder path
-    -> bytes), the faults met meanwhile, the node's server restarts so far."""
+    -> bytes), the faults met meanwhile (a server restart among them)."""
 
     cell: CellResult | None
     files: dict[str, bytes]
     faults: list[dict[str, Any]]
-    restarts: int
 
 
 def encode_answer(
-    cell: CellResult | None, files: dict[str, bytes], faults: list[dict[str, Any]], restarts: int
+    cell: CellResult | None, files: dict[str, bytes], faults: list[dict[str, Any]]
 ) -> bytes:
     """The node side: one answer as JSON bytes."""
     return json.dumps(
@@ -66,7 +64,6 @@ def encode_answer(
             "cell": None if cell is None else cell.to_dict(),
             "files": {rel: base64.b64encode(data).decode("ascii") for rel, data in files.items()},
             "faults": faults,
-            "restarts": restarts,
         }
     ).encode()
 
@@ -166,13 +163,8 @@ def decode_answer(raw: object, what: str, run_dir: Path, expected_cell: str | No
     faults = data.get("faults", [])
     if not isinstance(faults, list) or not all(isinstance(f, dict) for f in faults):
         raise NodeAnswerError(f"{what}: faults must be a list of objects")
-    restarts = data.get("restarts", 0)
-    if not isinstance(restarts, int) or isinstance(restarts, bool):
-        raise NodeAnswerError(f"{what}: restarts must be an integer")
-    if not 0 <= restarts <= MAX_RESTARTS_REPORTED:
-        raise NodeAnswerError(f"{what}: restarts {restarts} out of range")
     cell = _cell(data.get("cell"), what, expected_cell)
-    return Answer(cell, files, faults, restarts)
+    return Answer(cell, files, faults)
 
 
 def _cell(value: object, what: str, expected: str | None) -> CellResult | None:
