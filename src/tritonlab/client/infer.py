@@ -214,8 +214,7 @@ def _user_reference(
             stored = {k: data[k] for k in data.files}
     except (OSError, ValueError) as exc:
         raise ClientError(f"--reference {path}: not a readable .npz file ({exc})") from exc
-    names = [s.name for s in (*info.inputs, *info.outputs)]
-    missing = [n for n in names if n not in stored]
+    missing = [s.name for s in (*info.inputs, *info.outputs) if s.name not in stored]
     if missing:
         raise ClientError(
             f"--reference {path}: no array named {', '.join(missing)}; store every input and "

@@ -170,20 +170,14 @@ class RaySession:
     def measure_serving_path(self, info: OnnxModelInfo) -> None:
         """The serving-path probes, on the first node still alive (the next if it is lost)."""
         del info  # the node has its own copy of the model
-        node = self._on_one_node("serving_path", "serving-path probes")
-        if node is not None:
-            node.record = replace(node.record, serving_path=True)
-            self._save_nodes()
+        self._on_one_node("serving_path", "serving-path probes", serving_path=True)
 
     def profile_operators(self) -> None:
         """The operator profile and in-process timings (``operators.json``), taken on a node:
         the cost model's terms must come from the machine the cells were measured on."""
-        node = self._on_one_node("profile", "operator profile")
-        if node is not None:
-            node.record = replace(node.record, profiled=True)
-            self._save_nodes()
+        self._on_one_node("profile", "operator profile", profiled=True)
 
-    def _on_one_node(self, method: str, what: str) -> _Node | None:
+    def _on_one_node(self, method: str, what: str, **done: Any) -> None:
         for node in [n for n in self.nodes if n.alive]:
             try:
                 raw = self.ray.get(getattr(node.actor, method).remote())
@@ -193,8 +187,9 @@ class RaySession:
                 self._lose(node, what, exc)
                 continue
             self._store(node, "", self._checked(node, raw, None), [])
-            return node
-        return None
+            node.record = replace(node.record, **done)
+            self._save_nodes()
+            return
 
     def save_manifest(self, **changes: Any) -> None:
         """Apply ``changes`` to the manifest and write it to the run folder."""

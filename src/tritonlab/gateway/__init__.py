@@ -169,15 +169,9 @@ def link_in(source: Path | str, path: Path | str) -> Path:
     return gate(path).link_in(source, path)
 
 
-def copy_tree_in(
-    source: Path | str,
-    path: Path | str,
-    *,
-    link: Callable[[Path], bool] = lambda _: False,
-    skip: Callable[[Path], bool] = lambda _: False,
-) -> Path:
+def copy_tree_in(source: Path | str, path: Path | str, *, link: Callable[[Path], bool]) -> Path:
     """``Gateway.copy_tree_in`` through the open root holding ``path``."""
-    return gate(path).copy_tree_in(source, path, link=link, skip=skip)
+    return gate(path).copy_tree_in(source, path, link=link)
 
 
 def move(source: Path | str, path: Path | str) -> Path:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import reduce
 from typing import Any
 
 from tritonlab.repository.variants import (
@@ -436,11 +437,7 @@ def merge_sections(base: dict[str, Any], additions: dict[str, Any]) -> dict[str,
 
 def config_additions(v: ServingVariant) -> dict[str, Any]:
     """What the knobs add to ``config.pbtxt`` (protobuf JSON) beyond ``repository/config.py``."""
-    additions: dict[str, Any] = {}
-    for knob in KNOBS:
-        if knob.config:
-            additions = merge_sections(additions, knob.config(v))
-    return additions
+    return reduce(merge_sections, (k.config(v) for k in KNOBS if k.config), {})
 
 
 def config_values(config: dict[str, Any], backend: str) -> dict[str, Any]:
