@@ -63,9 +63,7 @@ class ServerPorts:
         ):
             if port:
                 ensure_port_free(port, host, flag)
-                chosen.append(port)
-            else:
-                chosen.append(next(free))
+            chosen.append(port or next(free))
         return cls(*chosen)
 
 
@@ -81,8 +79,7 @@ def relevant_log_lines(log_text: str, limit: int = 6) -> list[str]:
     ]
     markers = ("error", "failed", "exception", "unable", "modulenotfound", "traceback")
     picked = [ln for ln in lines if ln.startswith("E") or any(m in ln.lower() for m in markers)]
-    unique = list(dict.fromkeys(picked or lines))
-    return unique[-limit:]
+    return list(dict.fromkeys(picked or lines))[-limit:]
 
 
 class TritonServer(ServerEndpoint):
@@ -237,10 +234,7 @@ class TritonServer(ServerEndpoint):
         while time.monotonic() < deadline:
             if not self.is_alive():
                 code = self._process.returncode if self._process else None
-                raise ServerError(
-                    f"tritonserver exited (code {code}) before it was ready; "
-                    f"log {self.log_path}: {self.failure_detail()}"
-                )
+                raise self._failure(f"tritonserver exited (code {code}) before it was ready")
             with (
                 contextlib.suppress(urllib.error.URLError, OSError),
                 urllib.request.urlopen(url, timeout=1.0) as resp,
@@ -248,10 +242,11 @@ class TritonServer(ServerEndpoint):
                 if resp.status == 200:
                     return
             time.sleep(0.2)
-        raise ServerError(
-            f"tritonserver not ready after {timeout_s:.0f} s; log {self.log_path}: "
-            f"{self.failure_detail()}"
-        )
+        raise self._failure(f"tritonserver not ready after {timeout_s:.0f} s")
+
+    def _failure(self, what: str) -> ServerError:
+        """``what`` went wrong, with the log's path and the lines in it that explain it."""
+        return ServerError(f"{what}; log {self.log_path}: {self.failure_detail()}")
 
     def process_tree(self) -> list[psutil.Process]:
         """The server and its children (the Python backend stubs), for CPU accounting."""
@@ -319,15 +314,9 @@ class TritonServer(ServerEndpoint):
                 break
             if not self.is_alive():
                 code = self._process.returncode if self._process else None
-                raise ServerError(
-                    f"tritonserver died (code {code}) while {what}; log {self.log_path}: "
-                    f"{self.failure_detail()}"
-                )
+                raise self._failure(f"tritonserver died (code {code}) while {what}")
             if time.monotonic() > deadline:
-                raise ServerError(
-                    f"{what} took over {deadline_s:.0f} s; log {self.log_path}: "
-                    f"{self.failure_detail()}"
-                )
+                raise self._failure(f"{what} took over {deadline_s:.0f} s")
         if outcome and outcome[0] is not None:
             raise outcome[0]
 
