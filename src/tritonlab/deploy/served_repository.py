@@ -108,8 +108,7 @@ def write_repository(pick: DeployPick, run_dir: Path, repo: Path, gate: Gateway)
     lines = config.read_text().splitlines()
     lines = [f'name: "{pick.model_name}"' if ln.startswith("name:") else ln for ln in lines]
     gate.write_text(target / "config.pbtxt", "\n".join(lines) + "\n")
-    model = model_file(run_dir, pick)
-    if model is not None:
+    if (model := model_file(run_dir, pick)) is not None:
         gate.copy_in(model, target / MODEL_VERSION / MODEL_FILENAME)
         return model.stat().st_size
     gate.write_text(
@@ -131,9 +130,7 @@ def model_file(run_dir: Path, pick: DeployPick) -> Path | None:
 
 def pipeline_models(pick: DeployPick) -> tuple[str, ...]:
     """The model folders a deployment of ``pick`` holds: the model, then those it calls."""
-    if pick.repository is None:
-        return (pick.model_name,)
-    return (pick.model_name, *pick.repository.called)
+    return (pick.model_name, *(pick.repository.called if pick.repository else ()))
 
 
 def write_pipeline(

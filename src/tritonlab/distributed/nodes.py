@@ -56,9 +56,8 @@ class NodeFacts(NodeIdentity, Record):
         from .wire import NodeAnswerError, decode
 
         what = f"node {placed_on[:8]}"
-        data = decode(raw, what)
         try:
-            facts = cls.from_dict(data)
+            facts = cls.from_dict(decode(raw, what))
         except RecordError as exc:
             raise NodeAnswerError(f"{what}: its facts are not a valid record ({exc})") from None
         if facts.node_id != placed_on:
@@ -106,8 +105,7 @@ def version_mismatch(driver: NodeFacts, node: NodeFacts) -> str | None:
 def check_nodes(driver: NodeFacts, nodes: list[NodeFacts]) -> None:
     """Refuse a node with other versions than the driver's, or nodes of several hardware types."""
     for node in nodes:
-        mismatch = version_mismatch(driver, node)
-        if mismatch:
+        if mismatch := version_mismatch(driver, node):
             raise ConfigError(
                 f"Ray node {node.label} ({node.hostname}) has {mismatch}: install the same "
                 f"tritonlab {driver.tritonlab_version} environment on every node "

@@ -163,8 +163,7 @@ def decode_answer(raw: object, what: str, run_dir: Path, expected_cell: str | No
     faults = data.get("faults", [])
     if not isinstance(faults, list) or not all(isinstance(f, dict) for f in faults):
         raise NodeAnswerError(f"{what}: faults must be a list of objects")
-    cell = _cell(data.get("cell"), what, expected_cell)
-    return Answer(cell, files, faults)
+    return Answer(_cell(data.get("cell"), what, expected_cell), files, faults)
 
 
 def _cell(value: object, what: str, expected: str | None) -> CellResult | None:
