@@ -335,8 +335,7 @@ def render_experiment_log(run: RunData) -> str:
             "",
         ]
     if recommendations is not None:  # sweeps: the conclusion before the tables behind it
-        summaries = [r.summary for a in analyses for r in a.reports]
-        lines += recommendations_section(recommendations, summaries)
+        lines += recommendations_section(recommendations, run.summaries)
     lines += trace_section(manifest.plan.loads, run.cells)
     for analysis in analyses:
         lines += [
