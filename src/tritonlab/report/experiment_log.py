@@ -80,8 +80,7 @@ def _load_line(settings: list[PerfSettings], load_points: int) -> str:
 
 def _sent_lines(manifest: Manifest) -> list[str]:
     """What every request carried: shape and values per input, and where the dims came from."""
-    sent = manifest.inputs
-    if sent is None:
+    if (sent := manifest.inputs) is None:
         return []
     lines = ["- Data sent (the correctness check, in-process timing and perf_analyzer alike):"]
     lines += [f"  - {line}" for line in sent.describe()]
