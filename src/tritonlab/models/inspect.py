@@ -133,8 +133,7 @@ def inspect_onnx(path: Path) -> OnnxModelInfo:
     if not graph_inputs:
         raise ModelError(f"{path} has no inputs; tritonlab needs at least one graph input")
 
-    every = [*graph_inputs, *graph.output]
-    leading = [value_dims(vi)[:1] for vi in every]
+    leading = [value_dims(vi)[:1] for vi in [*graph_inputs, *graph.output]]
     batched = all(lead and isinstance(lead[0], str) for lead in leading)
     inputs = tuple(_spec(vi, batched, "input") for vi in graph_inputs)
     outputs = tuple(_spec(vi, batched, "output") for vi in graph.output)

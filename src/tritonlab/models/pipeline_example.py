@@ -96,13 +96,9 @@ class PipelineRepository:
     """A written pipeline repository: where everything is and what the pipeline takes."""
 
     root: Path
-    cnn: str
     image_hw: tuple[int, int]
     cnn_pixels: int
-    classes: int
     top_k: int
-    max_batch_size: int
-    seed: int
     reference_path: Path
 
     input_name = INPUT_NAME
@@ -329,14 +325,4 @@ def write_pipeline_repository(
     gateway.write_file(onnx_path, lambda path: spec.write_onnx(path, seed))
     images = reference_images(min(REFERENCE_BATCH, max_batch_size), image_hw, seed)
     compute_reference(images, onnx_path, spec.pixels, top_k).save(root / REFERENCE_FILE)
-    return PipelineRepository(
-        root=root,
-        cnn=cnn,
-        image_hw=image_hw,
-        cnn_pixels=spec.pixels,
-        classes=spec.classes,
-        top_k=top_k,
-        max_batch_size=max_batch_size,
-        seed=seed,
-        reference_path=root / REFERENCE_FILE,
-    )
+    return PipelineRepository(root, image_hw, spec.pixels, top_k, root / REFERENCE_FILE)

@@ -73,8 +73,7 @@ def probe_inputs(info: OnnxModelInfo, inputs: ModelInputs, sized_by_user: bool) 
     import onnxruntime as ort
 
     session = ort.InferenceSession(str(info.path), providers=["CPUExecutionProvider"])
-    error = _run_error(session, inputs)
-    if error is None:
+    if (error := _run_error(session, inputs)) is None:
         return inputs
     defaulted = "dynamic dims (" in inputs.dims_note  # tritonlab chose a dynamic size
     tried = [_shapes_text(inputs)]

@@ -89,8 +89,7 @@ def export_verified(
         actual = session.run(list(output_names), dict(case.feeds))
         for name, want, got in zip(output_names, expected, actual, strict=True):
             want_np = want.numpy()
-            where = case.compare.get(name, np.ones(want_np.shape, dtype=bool))
-            where = np.broadcast_to(where, want_np.shape)
+            where = np.broadcast_to(case.compare.get(name, True), want_np.shape)
             scale = max(scale, float(np.max(np.abs(want_np[where]))))
             max_diff = max(max_diff, float(np.max(np.abs(got[where] - want_np[where]))))
     tolerance = tolerance_rel * scale

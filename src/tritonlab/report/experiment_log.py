@@ -80,8 +80,7 @@ def _load_line(settings: list[PerfSettings], load_points: int) -> str:
 
 def _sent_lines(manifest: Manifest) -> list[str]:
     """What every request carried: shape and values per input, and where the dims came from."""
-    sent = manifest.inputs
-    if sent is None:
+    if (sent := manifest.inputs) is None:
         return []
     lines = ["- Data sent (the correctness check, in-process timing and perf_analyzer alike):"]
     lines += [f"  - {line}" for line in sent.describe()]
@@ -335,8 +334,7 @@ def render_experiment_log(run: RunData) -> str:
             "",
         ]
     if recommendations is not None:  # sweeps: the conclusion before the tables behind it
-        summaries = [r.summary for a in analyses for r in a.reports]
-        lines += recommendations_section(recommendations, summaries)
+        lines += recommendations_section(recommendations, run.summaries)
     lines += trace_section(manifest.plan.loads, run.cells)
     for analysis in analyses:
         lines += [

@@ -76,8 +76,7 @@ class Figure:
 
 def figure(name: str, plots: dict[str, Path], alt: str) -> Figure | None:
     """The plot ``name`` as a Figure with its caption, or None when it was not drawn."""
-    path = plots.get(name)
-    if path is None:
+    if (path := plots.get(name)) is None:
         return None
     data = base64.b64encode(path.read_bytes()).decode("ascii")
     return Figure(name, data, alt, CAPTIONS.get(name, ""), path.name)

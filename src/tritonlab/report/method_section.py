@@ -204,8 +204,7 @@ def adaptive_lines(
 ) -> list[str]:
     """Markdown bullets on the adaptive repeats: rounds planned, each extra round and why it ran
     (or why none did); [] without adaptive repeats."""
-    adaptive = manifest.adaptive
-    if adaptive is None:
+    if (adaptive := manifest.adaptive) is None:
         return []
     planned = manifest.plan.repeats
     head = (

@@ -123,8 +123,7 @@ def _open_loop_lines(recs: Recommendations) -> list[str]:
 
 def _saturation_lines(summaries: list[VariantSummary]) -> list[str]:
     """Return the saturation found going up each concurrency curve, or nothing when none was."""
-    saturations = saturation_findings(summaries)
-    if not saturations:
+    if not (saturations := saturation_findings(summaries)):
         return []
     lines = [
         "### Saturation over concurrency",

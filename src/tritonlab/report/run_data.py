@@ -77,19 +77,16 @@ def _cost_model(
         groups.setdefault(cell.variant.name, []).append(cell)
     points = [p for cells in groups.values() if (p := ServingPathPoint.from_cells(cells))]
     empty = operators.null_in_process_us_per_execution or {}
-    timings = {
-        b: max(0.0, t - empty.get(b, 0.0)) for b, t in operators.in_process_us_per_execution.items()
-    }
-    engines = {
-        engine: {b: max(0.0, t - empty.get(b, 0.0)) for b, t in ts.items()}
-        for engine, ts in (operators.engines_in_process_us_per_execution or {}).items()
-    }
+
+    def net(timings: dict[int, float]) -> dict[int, float]:
+        return {b: max(0.0, t - empty.get(b, 0.0)) for b, t in timings.items()}
+
     model = CostModel.fit(
         points,
-        timings,
+        net(operators.in_process_us_per_execution),
         cores,
         thread_speedup(parse_ceilings(operators)),
-        engines,
+        {e: net(ts) for e, ts in (operators.engines_in_process_us_per_execution or {}).items()},
         operators.engines_precision_used or {},
     )
     if model is None:

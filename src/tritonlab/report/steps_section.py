@@ -114,8 +114,7 @@ def steps_section(cells: Sequence[CellResult], labels: dict[str, str], kind: str
             ]
             lines.append(f"- {label}: " + "; ".join(parts) + ".")
     lines += _attribution(kind, [c for c in cells if not c.variant.control])
-    binding = binding_step(table, table[0].variant)
-    if binding is not None:
+    if (binding := binding_step(table, table[0].variant)) is not None:
         lines.append(
             f"- The baseline's binding step is `{binding.step}`: the knobs that can move this "
             "pipeline are that step's (its instances, batching and threads) first."

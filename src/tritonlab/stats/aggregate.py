@@ -200,8 +200,7 @@ def why_not_comparable(a: VariantSummary, b: VariantSummary) -> str | None:
 
     The client (protocol, client batch size) may differ: a verdict between two clients at the
     same load compares two ways of serving the same work (the picks' runner-ups do)."""
-    differences = workload_differences(a, b, client=False)
-    if differences:
+    if differences := workload_differences(a, b, client=False):
         return "; ".join(differences)
     if a.load_generator_fell_behind or b.load_generator_fell_behind:
         if a.settings.request_intervals is not None:

@@ -47,7 +47,7 @@ def manifest_differences(base: Manifest, new: Manifest) -> dict[str, list[str]]:
     note("model", "model name", lambda m: m.model.name)
     note("model", "model sha256", lambda m: m.model.sha256[:12])
     note("inputs", "model inputs", lambda m: input_signature(m.model.inputs))
-    note("inputs", "data sent", _inputs)
+    note("inputs", "data sent", lambda m: None if m.inputs is None else m.inputs.fingerprint_dict())
     note("machine", "CPU", lambda m: m.machine.cpu_model)
     note("machine", "cores usable", lambda m: m.machine.cores)
     note("machine", "GPUs", lambda m: list(m.machine.gpus) or "none")
@@ -59,11 +59,6 @@ def manifest_differences(base: Manifest, new: Manifest) -> dict[str, list[str]]:
         note("software", package, lambda m: m.packages.get(package, "absent"))  # noqa: B023
     note("measurement", "perf_analyzer settings", lambda m: m.plan.measurement.to_dict())
     return found
-
-
-def _inputs(manifest: Manifest) -> object:
-    inputs = manifest.inputs
-    return None if inputs is None else inputs.fingerprint_dict()
 
 
 def split_differences(

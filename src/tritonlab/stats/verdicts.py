@@ -181,8 +181,7 @@ def centre_interval(logs: Sequence[float], p_value: bool = True) -> CentreInterv
     signed-rank 95% interval; from two, the mean with a Student-t 95% interval; None below
     two. The one interval of a centre: verdicts apply it to paired log-ratios, capacity
     (``analysis.capacity``) to one figure's log repeats."""
-    robust = hodges_lehmann_interval(logs, CONFIDENCE)
-    if robust is not None:
+    if (robust := hodges_lehmann_interval(logs, CONFIDENCE)) is not None:
         return replace(robust, p_value=signed_rank_p_value(logs)) if p_value else robust
     if len(logs) < 2:
         return None
@@ -201,8 +200,7 @@ def compare(figure: str, reference: Summary, variant: Summary) -> Verdict:
     ref_med, var_med = reference.median, variant.median
     if ref_med is None or var_med is None or ref_med <= 0 or var_med <= 0:
         return Verdict(figure, NO_VERDICT, None, ref_med, var_med, MISSING_METHOD)
-    centre = centre_interval(paired_log_ratios(reference, variant))
-    if centre is not None:
+    if (centre := centre_interval(paired_log_ratios(reference, variant))) is not None:
         method = (
             f"paired by {_blocks(reference)} ({centre.n} blocks): Hodges-Lehmann estimate of "
             "the log-ratio with its exact 95% signed-rank interval, two-sided"
