@@ -242,8 +242,7 @@ def explain_variant(
     reference = choose_reference(subject, earlier) if earlier else subject
     changed = changed_fields(reference.variant, subject.variant)
     model = fitted_cost_model(cost_model, subject, reference)
-    ctx = RuleContext(subject, baseline, reference, cores, tuple(others), model)
-    findings = apply_rules(ctx)
+    findings = apply_rules(RuleContext(subject, baseline, reference, cores, tuple(others), model))
     verdicts = _verdicts(baseline, subject)
     if not earlier:
         ref_verdicts: dict[str, Verdict] = {}
