@@ -428,8 +428,7 @@ def option_groups(command: Callable[..., None]) -> Callable[..., None]:
         else:
             params.append(param.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=annotation))
     names = [p.name for p in params]
-    clashes = sorted({n for n in names if names.count(n) > 1})
-    if clashes:
+    if clashes := sorted({n for n in names if names.count(n) > 1}):
         raise TypeError(f"{command.__name__}: options declared twice: {', '.join(clashes)}")
 
     @functools.wraps(command)

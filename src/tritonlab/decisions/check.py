@@ -135,8 +135,7 @@ def compare_stored(
             changes = ", ".join(variant_changes(b.variant, n.variant)) or "its description"
             notes.append(f"configuration {key[0]!r} differs between the runs: {changes}")
         results += _gated(key[0], b, n, thresholds)
-    only = sorted({f"{c} at {k}" for c, k in base.keys() ^ new.keys()})
-    if only:
+    if only := sorted({f"{c} at {k}" for c, k in base.keys() ^ new.keys()}):
         notes.append("measured in one run only, so not compared: " + ", ".join(only))
     if not results and not blocking:
         blocking.append("the runs have no configuration and load point in common")
@@ -205,8 +204,7 @@ def compare_live(
     notes = list(manifest.plan.notes)
     base_side, new_side = sides.get(BASELINE_SIDE, {}), sides.get(CANDIDATE_SIDE, {})
     for load_key, b in base_side.items():
-        n = new_side.get(load_key)
-        if n is not None:
+        if (n := new_side.get(load_key)) is not None:
             results += _gated(config, b, n, thresholds)
             notes.append(f"Server side at {load_key} (baseline -> new): {_server_side(b, n)}.")
     return CheckReport(
