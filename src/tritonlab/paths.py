@@ -47,8 +47,7 @@ def cache_root() -> Path:
     """tritonlab's cache folder: ``$TRITONLAB_CACHE``, else ``$XDG_CACHE_HOME/tritonlab``."""
     if explicit := os.environ.get(CACHE_VAR):
         return Path(os.path.abspath(os.path.expanduser(explicit)))
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "tritonlab"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tritonlab"
 
 
 def variable_values() -> dict[str, str]:

@@ -252,8 +252,7 @@ class _ServerSource:
         """The library's record of these flags, and of ``more`` (e.g. the ports of serve), with
         the API key from the environment, never a flag: a command line is visible to every
         user (ps)."""
-        key = os.environ.get(API_KEY_VARIABLE) or None
-        return ServerOptions(**vars(self), **more, api_key=key)
+        return ServerOptions(**vars(self), **more, api_key=os.environ.get(API_KEY_VARIABLE) or None)
 
 
 # --- the groups ----------------------------------------------------------------------------------
