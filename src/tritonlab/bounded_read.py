@@ -50,8 +50,7 @@ def read_capped(path: Path, cap: int) -> bytes:
     anything else, ``OSError`` when it cannot be opened or read (missing, no permission)."""
     found = os.stat(path)
     _check(found.st_mode, found.st_size, cap)
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
         opened = os.fstat(fd)
         _check(opened.st_mode, opened.st_size, cap)

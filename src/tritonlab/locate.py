@@ -46,8 +46,7 @@ def shell_lines(
 
 def describe(variables: Mapping[str, str]) -> str:
     """Readable lines, with the values of the variables that portable paths use."""
-    shown = {**variables, **variable_values()}
-    return "".join(f"{k}: {v or '(none)'}\n" for k, v in shown.items())
+    return "".join(f"{k}: {v or '(none)'}\n" for k, v in {**variables, **variable_values()}.items())
 
 
 def locate(

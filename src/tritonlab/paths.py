@@ -45,11 +45,9 @@ RunDirs = StrPath | Iterable[StrPath] | None
 
 def cache_root() -> Path:
     """tritonlab's cache folder: ``$TRITONLAB_CACHE``, else ``$XDG_CACHE_HOME/tritonlab``."""
-    explicit = os.environ.get(CACHE_VAR)
-    if explicit:
+    if explicit := os.environ.get(CACHE_VAR):
         return Path(os.path.abspath(os.path.expanduser(explicit)))
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "tritonlab"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tritonlab"
 
 
 def variable_values() -> dict[str, str]:
@@ -158,8 +156,7 @@ def expand_path(path: str, run_dir: StrPath | None = None) -> str:
 
     The variables take their values from the environment, else from ``variable_values()``.
     """
-    match = _VARIABLE.match(path)
-    if match:
+    if match := _VARIABLE.match(path):
         name = match.group(1)
         value = os.environ.get(name) or variable_values().get(name)
         return path if value is None else value + path[match.end() :]

@@ -107,8 +107,8 @@ class Record:
                 groups.setdefault(spec.name if group is True else group, []).append(spec)
         stored = _stored_names(source)
         versioned = any(f.name == "schema_version" for f in fields(source))
-        derived = cls.DERIVED
-        if not groups and not derived and not versioned:
+        pairs = [(d, d) if isinstance(d, str) else d for d in cls.DERIVED]
+        if not groups and not pairs and not versioned:
             return schema
 
         def serialize(value: Any, serialize_fields: Any) -> Any:
@@ -119,7 +119,6 @@ class Record:
                         data.pop(stored[spec.name], None)
             if versioned and data.get("schema_version") == 1:
                 del data["schema_version"]  # version 1 files were written without one
-            pairs = [(d, d) if isinstance(d, str) else d for d in derived]
             return data | {key: _plain(_derived(value, attr)) for key, attr in pairs}
 
         wrapped = dict(schema)

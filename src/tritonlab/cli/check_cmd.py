@@ -145,8 +145,7 @@ def check(
             _percent(max_p99_increase, "--max-p99-increase"),
         )
         expected = set(expect_change or [])
-        unknown = sorted(expected - set(KINDS))
-        if unknown:
+        if unknown := sorted(expected - set(KINDS)):
             raise ConfigError(
                 f"--expect-change {', '.join(unknown)}: give one of {', '.join(KINDS)}"
             )

@@ -252,8 +252,7 @@ class _ServerSource:
         """The library's record of these flags, and of ``more`` (e.g. the ports of serve), with
         the API key from the environment, never a flag: a command line is visible to every
         user (ps)."""
-        key = os.environ.get(API_KEY_VARIABLE) or None
-        return ServerOptions(**vars(self), **more, api_key=key)
+        return ServerOptions(**vars(self), **more, api_key=os.environ.get(API_KEY_VARIABLE) or None)
 
 
 # --- the groups ----------------------------------------------------------------------------------
@@ -428,8 +427,7 @@ def option_groups(command: Callable[..., None]) -> Callable[..., None]:
         else:
             params.append(param.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=annotation))
     names = [p.name for p in params]
-    clashes = sorted({n for n in names if names.count(n) > 1})
-    if clashes:
+    if clashes := sorted({n for n in names if names.count(n) > 1}):
         raise TypeError(f"{command.__name__}: options declared twice: {', '.join(clashes)}")
 
     @functools.wraps(command)

@@ -377,8 +377,7 @@ def called_lines(window: CalledWindow) -> list[str]:
         f"µs per request, {m.server_time_share:.0%} of their summed server time"
         for m in window.models
     ]
-    binding = window.binding
-    if binding is None:
+    if (binding := window.binding) is None:
         lines.append("no called model saw a request in this window, so none binds")
     else:
         lines.append(

@@ -114,8 +114,7 @@ def _print_outcome(run_dir: Path, measured: int, reused: int, wall_s: float) -> 
 
     layout = RunLayout(run_dir)
     say(f"measured {measured} cells, reused {reused}, in {_duration(wall_s)} (m:ss)")
-    recs = load_record(layout.recommendations, StoredRecommendations)
-    if recs is not None:
+    if (recs := load_record(layout.recommendations, StoredRecommendations)) is not None:
         for pick in (p for p in (recs.throughput_pick, recs.latency_pick) if p):
             point = pick.point
             say(

@@ -80,10 +80,9 @@ class CheckReport(Record):
     @property
     def headline(self) -> str:
         """One line for a CI log: the status, its meaning and what it rests on."""
-        status = self.exit_status
         counts = Counter(r.outcome.value for r in self.results)
         tally = ", ".join(f"{n} {word}" for word, n in sorted(counts.items()))
-        head = f"exit {status}: {EXIT_MEANINGS[status]}"
+        head = f"exit {self.exit_status}: {self.exit_meaning}"
         if self.not_comparable:
             return f"{head} ({'; '.join(self.not_comparable)})"
         return f"{head} ({tally or 'no figure in common'})"
@@ -107,10 +106,9 @@ def _gated(
         verdict = compare_figure(figure, attr, base, new)
         if behind:
             results.append(not_carried(config, base.load_key, verdict, thresholds))
-            continue
-        # unpaired verdicts rest on the repeats of each side
-        rounds = verdict.pairs or min(getattr(base, attr).n, getattr(new, attr).n)
-        results.append(gate(config, base.load_key, verdict, thresholds, rounds))
+        else:  # unpaired verdicts rest on the repeats of each side
+            rounds = verdict.pairs or min(getattr(base, attr).n, getattr(new, attr).n)
+            results.append(gate(config, base.load_key, verdict, thresholds, rounds))
     return results
 
 
@@ -127,11 +125,9 @@ def compare_stored(
     results: list[GateResult] = []
     run_level = bool(blocking)
     for key, b in base.items():
-        n = new.get(key)
-        if n is None:
+        if (n := new.get(key)) is None:
             continue
-        differ = workload_differences(b, n)
-        if differ:
+        if differ := workload_differences(b, n):
             if not run_level:  # a run-level difference already says why
                 blocking.append(f"{key[0]} at {key[1]}: " + "; ".join(differ))
             continue
@@ -139,8 +135,7 @@ def compare_stored(
             changes = ", ".join(variant_changes(b.variant, n.variant)) or "its description"
             notes.append(f"configuration {key[0]!r} differs between the runs: {changes}")
         results += _gated(key[0], b, n, thresholds)
-    only = sorted({f"{c} at {k}" for c, k in base.keys() ^ new.keys()})
-    if only:
+    if only := sorted({f"{c} at {k}" for c, k in base.keys() ^ new.keys()}):
         notes.append("measured in one run only, so not compared: " + ", ".join(only))
     if not results and not blocking:
         blocking.append("the runs have no configuration and load point in common")
@@ -209,8 +204,7 @@ def compare_live(
     notes = list(manifest.plan.notes)
     base_side, new_side = sides.get(BASELINE_SIDE, {}), sides.get(CANDIDATE_SIDE, {})
     for load_key, b in base_side.items():
-        n = new_side.get(load_key)
-        if n is not None:
+        if (n := new_side.get(load_key)) is not None:
             results += _gated(config, b, n, thresholds)
             notes.append(f"Server side at {load_key} (baseline -> new): {_server_side(b, n)}.")
     return CheckReport(

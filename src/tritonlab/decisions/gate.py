@@ -71,8 +71,7 @@ def more_rounds_to_decide(
     if distance <= 1e-9 or half <= 0:
         return None
     n = max(rounds or verdict.pairs, 2)
-    needed = math.ceil(n * (half / distance) ** 2)
-    return max(1, needed - n)
+    return max(1, math.ceil(n * (half / distance) ** 2) - n)
 
 
 @dataclass(frozen=True)

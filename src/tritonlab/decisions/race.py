@@ -107,8 +107,7 @@ def race_state(
     if not racing:
         return [], []
     dropped: list[tuple[Candidate, Verdict]] = []
-    rounds = min(len(c.race) for c in racing)
-    if rounds >= MIN_RACE_ROUNDS:
+    if min(len(c.race) for c in racing) >= MIN_RACE_ROUNDS:
         # ranked by the median of every repeat at the point (the figures the pick shows)
         racing.sort(
             key=lambda c: statistics.median(objective_value(o, goal) for o in c.observations),

@@ -195,8 +195,7 @@ def recommend(
     budget = latency_budget_p99_us
 
     throughput_pick = None
-    within = [p for p in eligible if p.within(budget)]
-    if within:
+    if within := [p for p in eligible if p.within(budget)]:
         near = sum(1 for p in eligible if p.latency_p99_us <= budget and not p.within(budget))
         pick = picker.pick("throughput-first", within, "throughput", budget)
         throughput_pick = dataclasses.replace(pick, near_budget=near)

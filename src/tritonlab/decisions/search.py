@@ -89,8 +89,7 @@ def _ramp_next(observations: Sequence[Observation], knobs: Knobs, goal: Goal) ->
         # split the same requests between them, so they get one doubling before this test:
         # the load that fills one instance leaves several half idle.)
         return None
-    below = [c for c in ok if c < top and not first[c].failed]
-    if below:
+    if below := [c for c in ok if c < top and not first[c].failed]:
         rise = first[top].throughput_infer_per_s / first[below[-1]].throughput_infer_per_s
         if rise <= 1 + NOISE_PCT / 100:
             return None
@@ -142,8 +141,7 @@ def _ramp_reason(observations: Sequence[Observation], knobs: Knobs, concurrency:
         return f"p99 {p99_text} at concurrency {low} is over the budget"
     if lower:
         prev = max(lower)
-        before = [c for c in first if c < prev]
-        if before:
+        if before := [c for c in first if c < prev]:
             b = max(before)
             gain = 100 * (first[prev].throughput_infer_per_s / first[b].throughput_infer_per_s - 1)
             return (
@@ -328,8 +326,7 @@ def next_step(observations: Sequence[Observation], goal: Goal) -> Step:
         early = _early_batching(observations, last, goal)
         if early is not None:
             return early
-    upcoming = _ramp_next(observations, last, goal)
-    if upcoming is not None:
+    if (upcoming := _ramp_next(observations, last, goal)) is not None:
         return Step("ramp", _ramp_reason(observations, last, upcoming), last, upcoming)
     leader = incumbent(observations, goal)
     if leader is None and all(o.failed for o in observations):

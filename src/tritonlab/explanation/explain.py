@@ -165,15 +165,13 @@ def _judgement(tput: Verdict, p99: Verdict, server: dict[str, Verdict] | None = 
     if p99_missing:
         return "p99 was not measured (unstable cells), so only throughput can be judged"
     pair = (tput.word, p99.word)
-    if pair == (NO_CLEAR, NO_CLEAR):
-        moved = [v for v in (server or {}).values() if v.clear]
-        if moved:
-            listed = ", ".join(f"{v.figure} {v.phrase()}" for v in moved)
-            return (
-                "no clear change in throughput or p99 at this load, although the server's own "
-                f"figures separated ({listed}): the change is real inside the server but did "
-                "not show in the client-side figures beyond the noise"
-            )
+    if pair == (NO_CLEAR, NO_CLEAR) and (moved := [v for v in (server or {}).values() if v.clear]):
+        listed = ", ".join(f"{v.figure} {v.phrase()}" for v in moved)
+        return (
+            "no clear change in throughput or p99 at this load, although the server's own "
+            f"figures separated ({listed}): the change is real inside the server but did "
+            "not show in the client-side figures beyond the noise"
+        )
     table = {
         (HIGHER, LOWER): "a clear win at this load: more throughput and a shorter tail",
         (HIGHER, NO_CLEAR): "more throughput at no clear cost in tail latency",
@@ -242,8 +240,7 @@ def explain_variant(
     reference = choose_reference(subject, earlier) if earlier else subject
     changed = changed_fields(reference.variant, subject.variant)
     model = fitted_cost_model(cost_model, subject, reference)
-    ctx = RuleContext(subject, baseline, reference, cores, tuple(others), model)
-    findings = apply_rules(ctx)
+    findings = apply_rules(RuleContext(subject, baseline, reference, cores, tuple(others), model))
     verdicts = _verdicts(baseline, subject)
     if not earlier:
         ref_verdicts: dict[str, Verdict] = {}

@@ -122,8 +122,7 @@ def engine_effect(ctx: RuleContext) -> Finding | None:
         )
     elif m0 is not None and m1 is not None and m0.engine == before and m1.engine == after:
         samples = b1  # mean batch, in samples
-        unfit = _fits_miss_the_effect(m0, m1, before, after, samples)
-        if unfit is not None:
+        if (unfit := _fits_miss_the_effect(m0, m1, before, after, samples)) is not None:
             figures |= unfit[0] | {"dominant_term": None}
             text += unfit[1]
         else:

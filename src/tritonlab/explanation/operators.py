@@ -89,8 +89,7 @@ def operator_paragraph(
             f"(batch 64: {profile.intensity(64):.2f} FLOP/byte); it can only amortise the fixed "
             "cost of each call."
         )
-    fit = ExecutionCostFit.fit(us_per_execution or {})
-    if fit is not None:
+    if (fit := ExecutionCostFit.fit(us_per_execution or {})) is not None:
         parts.append(_fit_sentences(fit, profile, mean_batches, us_per_execution or {}))
     return " ".join(parts)
 
@@ -131,8 +130,7 @@ def _fit_sentences(
             f"{fit.fixed_share_at_batch_1:.0%} of a batch-1 run, and that is all batching can "
             "save in compute."
         )
-    batched = {k: v for k, v in mean_batches.items() if v and v > 1.05}
-    if batched:
+    if batched := {k: v for k, v in mean_batches.items() if v and v > 1.05}:
         listed = "; ".join(
             f"{name}: mean batch {b:.1f} -> {at(b)} ({profile.intensity(b):.2f} FLOP/byte)"
             for name, b in batched.items()

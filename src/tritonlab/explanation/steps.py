@@ -54,7 +54,6 @@ def _step_time(name: str, cells: Sequence[CellResult]) -> StepTime:
         (c.steps[name], c.server) for c in cells if name in c.steps and c.server is not None
     ]
     calls = [d.request_count / top.request_count if top.request_count else 0.0 for d, top in deltas]
-    shares = [server_time_shares(c.steps).get(name, 0.0) for c in cells if c.steps]
 
     def median(values: Sequence[float]) -> float:
         return statistics.median(values) if values else 0.0
@@ -65,7 +64,7 @@ def _step_time(name: str, cells: Sequence[CellResult]) -> StepTime:
         queue_us=median([d.queue_us_per_request for d, _ in deltas]),
         compute_us=median([d.compute_us_per_request for d, _ in deltas]),
         mean_batch=median([d.mean_batch_size for d, _ in deltas]),
-        share=median(shares),
+        share=median([server_time_shares(c.steps).get(name, 0.0) for c in cells if c.steps]),
     )
 
 
