@@ -42,9 +42,11 @@ from tritonlab.experiments.plan_checks import (
 )
 from tritonlab.experiments.plan_limits import MAX_REPEATS, MAX_RETRIES, MAX_TRIALS, MAX_WINDOW_MS
 from tritonlab.experiments.plan_loads import parse_loads
+from tritonlab.experiments.repository_plan import batching_off, repository_baseline
 from tritonlab.models.zoo import BUILTIN_MODELS, DEFAULT_MODEL
 from tritonlab.perf.trace import Trace, read_trace
 from tritonlab.repository.knobs import BATCHER_FIELDS, KNOB_BY_FIELD, knob_description, knob_slug
+from tritonlab.repository.user_repo import read_repository_model
 from tritonlab.repository.variants import DEFAULT_MAX_BATCH_SIZE, ServingVariant, aa_control
 
 DEMO_MODEL = "demo"
@@ -178,9 +180,7 @@ def _apply(reference: ServingVariant, changes: dict[str, Any]) -> ServingVariant
         }
     variant = replace(reference, **changes)
     if not variant.dynamic_batching and not BATCHER_FIELDS & changes.keys():
-        # Switching batching off drops every batcher setting of the reference with it.
-        defaults = ServingVariant("", "")
-        variant = replace(variant, **{f: getattr(defaults, f) for f in BATCHER_FIELDS})
+        return batching_off(variant)  # the reference's batcher settings go with it
     return variant
 
 
@@ -298,9 +298,6 @@ def _repository(
     step = data.get("step")
     if step is not None and not isinstance(step, str):
         raise check.fail("step", f"must be a model name, got {shown(step)}")
-    from tritonlab.experiments.repository_plan import repository_baseline
-    from tritonlab.repository.user_repo import read_repository_model
-
     path = (base_dir / root).resolve()
     try:
         info = read_repository_model(path, str(data["model"]), step)
