@@ -141,10 +141,9 @@ class SweepPlan:
         if engine not in ENGINES:
             raise PlanError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
         plan = self.experiment
-        variants = tuple(v for v in plan.variants if not v.control)
         experiment = replace(
             plan,
-            variants=with_engine_controls(variants, engine),
+            variants=with_engine_controls(tuple(v for v in plan.variants if not v.control), engine),
             repeats=engine_repeats(engine, self.repeats_given),
             measurement=replace(plan.measurement, engine=engine),
         )

@@ -267,11 +267,10 @@ def planned_rounds(
     for repeat in range(repeats):
         round_: Round = []
         for model in reversed(models) if alternate and repeat % 2 else models:
-            name = model.variant.name
             cells = [
                 (ld, repeat)
                 for ld in loads_of(model)
-                if cell_id(name, ld.key, repeat + 1) not in finished
+                if cell_id(model.variant.name, ld.key, repeat + 1) not in finished
             ]
             if cells:
                 round_.append((model, cells))
