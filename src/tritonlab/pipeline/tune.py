@@ -187,7 +187,7 @@ class _Tuner:
         self.settings, self.started = settings, started
         self.goal = settings.goal
         # a repository model's own configuration: what every variant keeps but tune's knobs
-        self.baseline = own_baseline(info)
+        self.baseline = own_baseline(info) if info is not None else None
         self.models: dict[str, RepositoryModel] = {}
         self.observations: list[Observation] = []
         self.steps: list[TuneStep] = []
