@@ -147,19 +147,18 @@ def open_session(
                 grpc_url=server.grpc_url,
             ),
         )
-        recovery = Recovery(
-            server,
-            run_dir,
-            options.ready_timeout_s,
-            on_fault=lambda faults: session.save_manifest(faults=tuple(faults)),
-        )
         session = CellSession(
             server,
             perf_install,
             plan,
             run_dir,
             InputFiles(inputs, info, run_dir, fresh=plan.measurement.fresh_inputs),
-            recovery,
+            Recovery(
+                server,
+                run_dir,
+                options.ready_timeout_s,
+                on_fault=lambda faults: session.save_manifest(faults=tuple(faults)),
+            ),
             request.progress,
             request.deadline,
             manifest,

@@ -399,20 +399,16 @@ def distinct_traces(traces: Sequence[Trace]) -> list[Trace]:
     return list(by_name.values())
 
 
-def install_traces(run_dir: Path, traces: Sequence[Trace]) -> list[Path]:
+def install_traces(run_dir: Path, traces: Sequence[Trace]) -> None:
     """Copy each trace's CSV into ``run_dir/traces/`` and write its ``--request-intervals``
-    file beside it; the interval files' paths."""
+    file beside it."""
     layout = RunLayout(run_dir)
-    written = []
     for trace in distinct_traces(traces):
         name = trace.stats.name
         target = layout.trace_csv(name)
         if trace.path.resolve() != target.resolve():
             gateway.copy_in(trace.path, target)
-        intervals = layout.trace_intervals(name)
-        gateway.write_text(intervals, trace.interval_file_text())
-        written.append(intervals)
-    return written
+        gateway.write_text(layout.trace_intervals(name), trace.interval_file_text())
 
 
 def plan_traces_missing(plan: ExperimentPlan, traces: Sequence[Trace]) -> list[str]:

@@ -42,9 +42,11 @@ from tritonlab.experiments.plan_checks import (
 )
 from tritonlab.experiments.plan_limits import MAX_REPEATS, MAX_RETRIES, MAX_TRIALS, MAX_WINDOW_MS
 from tritonlab.experiments.plan_loads import parse_loads
+from tritonlab.experiments.repository_plan import batching_off, repository_baseline
 from tritonlab.models.zoo import BUILTIN_MODELS, DEFAULT_MODEL
 from tritonlab.perf.trace import Trace, read_trace
 from tritonlab.repository.knobs import BATCHER_FIELDS, KNOB_BY_FIELD, knob_description, knob_slug
+from tritonlab.repository.user_repo import read_repository_model
 from tritonlab.repository.variants import DEFAULT_MAX_BATCH_SIZE, ServingVariant, aa_control
 
 DEMO_MODEL = "demo"
@@ -139,10 +141,9 @@ class SweepPlan:
         if engine not in ENGINES:
             raise PlanError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
         plan = self.experiment
-        variants = tuple(v for v in plan.variants if not v.control)
         experiment = replace(
             plan,
-            variants=with_engine_controls(variants, engine),
+            variants=with_engine_controls(tuple(v for v in plan.variants if not v.control), engine),
             repeats=engine_repeats(engine, self.repeats_given),
             measurement=replace(plan.measurement, engine=engine),
         )
@@ -178,9 +179,7 @@ def _apply(reference: ServingVariant, changes: dict[str, Any]) -> ServingVariant
         }
     variant = replace(reference, **changes)
     if not variant.dynamic_batching and not BATCHER_FIELDS & changes.keys():
-        # Switching batching off drops every batcher setting of the reference with it.
-        defaults = ServingVariant("", "")
-        variant = replace(variant, **{f: getattr(defaults, f) for f in BATCHER_FIELDS})
+        return batching_off(variant)  # the reference's batcher settings go with it
     return variant
 
 
@@ -298,9 +297,6 @@ def _repository(
     step = data.get("step")
     if step is not None and not isinstance(step, str):
         raise check.fail("step", f"must be a model name, got {shown(step)}")
-    from tritonlab.experiments.repository_plan import repository_baseline
-    from tritonlab.repository.user_repo import read_repository_model
-
     path = (base_dir / root).resolve()
     try:
         info = read_repository_model(path, str(data["model"]), step)

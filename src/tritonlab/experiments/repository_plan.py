@@ -41,7 +41,8 @@ def repository_baseline(info: OnnxModelInfo) -> ServingVariant:
     return baseline
 
 
-def _batching_off(v: ServingVariant) -> ServingVariant:
+def batching_off(v: ServingVariant) -> ServingVariant:
+    """``v`` with batching off: switching it off drops every batcher setting with it."""
     defaults = ServingVariant("", "")
     return replace(v, dynamic_batching=False, **{f: getattr(defaults, f) for f in BATCHER_FIELDS})
 
@@ -51,7 +52,7 @@ def one_change_variants(baseline: ServingVariant, backend: str) -> list[ServingV
     changed: list[ServingVariant] = []
     if baseline.max_batch_size > 0:
         if baseline.dynamic_batching:
-            changed.append(_batching_off(baseline))
+            changed.append(batching_off(baseline))
             if baseline.max_queue_delay_us != BATCHING_DELAY_US:
                 changed.append(replace(baseline, max_queue_delay_us=BATCHING_DELAY_US))
         else:

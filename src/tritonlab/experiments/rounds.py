@@ -23,8 +23,7 @@ class AdaptiveRound(Record):
 
 def append_round(path: Path, record: AdaptiveRound) -> None:
     """Add ``record`` to the rounds stored at ``path`` (``results/adaptive.json``)."""
-    rounds = [*load_records(path, AdaptiveRound), record]
-    write_result(path, [r.to_dict() for r in rounds])
+    write_result(path, [r.to_dict() for r in (*load_records(path, AdaptiveRound), record)])
 
 
 @dataclass(frozen=True)

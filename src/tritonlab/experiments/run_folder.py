@@ -27,9 +27,7 @@ from tritonlab.run_layout import MARKER, RUN_OUTPUTS, RUN_SUBFOLDERS, TRASH, Run
 KEEP_TRASH = 3
 
 
-def open_run_folder(
-    run_dir: Path, inputs: dict[str, Path | str | None] | None = None
-) -> gateway.Gateway:
+def open_run_folder(run_dir: Path, inputs: dict[str, Path | str | None] | None = None) -> None:
     """Open ``run_dir`` for writing after refusing an overlap with any of ``inputs`` (option ->
     path: the model file, ``--repository``, a baseline run, traces, input data), and a link
     where a run's folder or file would be (``results/``, ``models/``, ``.trash``, ...), before
@@ -37,7 +35,6 @@ def open_run_folder(
     gate = gateway.open_root(run_dir, inputs)
     for name in (*RUN_OUTPUTS, TRASH, MARKER):
         gate.path(gate.root / name)  # a symbolic link there: one line, nothing changed
-    return gate
 
 
 def is_run_folder(run_dir: Path) -> bool:

@@ -84,7 +84,6 @@ def run_experiment(
     options: ServerOptions,
     progress: ProgressCallback | None = None,
     time_budget_s: float | None = None,
-    perf_analyzer: Path | None = None,
     sweep: SweepEntry | None = None,
     open_loop_rates: OpenLoopRates | None = None,
     adaptive: AdaptiveRepeats | None = None,
@@ -118,7 +117,7 @@ def run_experiment(
     inputs = inputs or derive_inputs(info)
     fingerprint = plan_fingerprint(plan, info.origin.sha256(), inputs)
     check_resume(run_dir, fingerprint)
-    perf_install = locate_perf_analyzer(perf_analyzer)
+    perf_install = locate_perf_analyzer()
     if models is None:
         models = build_repository(
             RunLayout(run_dir).models, info, plan.model_name, list(plan.variants)
@@ -267,11 +266,10 @@ def planned_rounds(
     for repeat in range(repeats):
         round_: Round = []
         for model in reversed(models) if alternate and repeat % 2 else models:
-            name = model.variant.name
             cells = [
                 (ld, repeat)
                 for ld in loads_of(model)
-                if cell_id(name, ld.key, repeat + 1) not in finished
+                if cell_id(model.variant.name, ld.key, repeat + 1) not in finished
             ]
             if cells:
                 round_.append((model, cells))

@@ -105,16 +105,13 @@ def parse_trials(console: str) -> list[WindowTrial]:
 
 
 def measurement_from_trials(
-    trials: list[WindowTrial],
-    concurrency: int | None,
-    request_rate_per_s: float | None,
-    last_n: int = 3,
+    trials: list[WindowTrial], concurrency: int | None, request_rate_per_s: float | None
 ) -> PerfMeasurement | None:
-    """An unstable cell's best estimate: the mean of its last ``last_n`` windows (no
-    percentiles or server breakdown: perf_analyzer does not print them per window)."""
+    """An unstable cell's best estimate: the mean of its last 3 windows (no percentiles or
+    server breakdown: perf_analyzer does not print them per window)."""
     if not trials:
         return None
-    tail = trials[-last_n:]
+    tail = trials[-3:]
     return PerfMeasurement(
         concurrency=concurrency,
         request_rate_per_s=request_rate_per_s,

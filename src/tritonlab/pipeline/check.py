@@ -130,15 +130,12 @@ def _check_plan(
     """The check's plan (the baseline's configuration twice, its loads and settings) and the
     new side's model sha256."""
     old_sha, new_sha = old.origin.sha256(), new.origin.sha256()
-    old_variant = replace(
-        repository_baseline(old),
-        name=BASELINE_SIDE,
-        description=f"baseline run's {check.config} (model {old_sha[:12]})",
-    )
-    new_variant = replace(
-        repository_baseline(new),
-        name=CANDIDATE_SIDE,
-        description=f"new model (model {new_sha[:12]})",
+    old_variant, new_variant = (
+        replace(repository_baseline(info), name=side, description=text)
+        for info, side, text in (
+            (old, BASELINE_SIDE, f"baseline run's {check.config} (model {old_sha[:12]})"),
+            (new, CANDIDATE_SIDE, f"new model (model {new_sha[:12]})"),
+        )
     )
     loads = tuple(ld for ld in plan.loads if not ld.kind.from_peak)
     changed = variant_changes(old_variant, new_variant)
@@ -208,8 +205,7 @@ def run_live_check(
             if not new_onnx.is_file():
                 raise ConfigError(f"{new_onnx}: not a file; pass the new model's ONNX file")
             new_label = str(new_onnx)
-            differ = _inputs_differ(old_info, load_model_info(new_onnx))  # the graph's own
-            if differ:
+            if differ := _inputs_differ(old_info, load_model_info(new_onnx)):  # the graph's own
                 return CheckReport(
                     "live", str(check.baseline_run), new_label, thresholds, [], differ
                 )
@@ -221,8 +217,7 @@ def run_live_check(
         else:
             raise ConfigError("give the new model: an ONNX file, or --repository DIR --model NAME")
         new_info = _single(new_info, new_label)
-        differ = _inputs_differ(old_info, new_info)
-        if differ:
+        if differ := _inputs_differ(old_info, new_info):
             return CheckReport("live", str(check.baseline_run), new_label, thresholds, [], differ)
         check_plan, new_sha = _check_plan(check, plan, served, old_info, new_info)
         inputs = base.inputs or derive_inputs(new_info)
@@ -242,10 +237,9 @@ def run_live_check(
         new_info = _single(read_repository_model(root, served), new_label)
     install_traces(check.out_dir, traces)
     old_variant, new_variant = check_plan.variants
-    repo = layout.models
     built = [
-        add_model(repo, new_info, plan.model_name, new_variant),
-        add_model(repo, old_info, plan.model_name, old_variant),
+        add_model(layout.models, new_info, plan.model_name, new_variant),
+        add_model(layout.models, old_info, plan.model_name, old_variant),
     ]
 
     def undecided() -> tuple[list[tuple[str, str]], list[str]]:

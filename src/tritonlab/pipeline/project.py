@@ -248,8 +248,7 @@ def _stored_auto_choice(run_dir: Path | None) -> tuple[str, str] | None:
     except TritonlabError:
         return None  # a damaged manifest is reported where the run reads it
     for note in notes:
-        match = AUTO_CHOICE_RE.match(note)
-        if match:
+        if match := AUTO_CHOICE_RE.match(note):
             return match.group(1), note
     return None
 
@@ -277,7 +276,6 @@ def run_project(
     ``info``: the model already read (a model of a user's repository); default: ``onnx_path``.
     ``traces``: the traces the plan's trace loads replay, copied into the run folder first.
     """
-    fresh, max_repeats = controls.fresh, controls.max_repeats
     check_model_name(plan.model_name)
     check_measuring_host(options)
     check_gpu_variants(plan.variants, remote=bool(options.url))
@@ -286,8 +284,7 @@ def run_project(
     if plan.loads and plan.loads[0].sequence_length is not None:
         # the reference load's length is what the profile, timings and check use too
         inputs = with_dynamic_dim(inputs, info, plan.loads[0].sequence_length)
-    missing = plan_traces_missing(plan, traces)
-    if missing:
+    if missing := plan_traces_missing(plan, traces):
         raise ConfigError(f"the plan replays trace(s) {', '.join(missing)}: give their files")
     open_run_folder(
         run_dir,
@@ -298,7 +295,7 @@ def run_project(
             **{f"trace {t.path}": t.path for t in traces},
         },
     )
-    if fresh:
+    if controls.fresh:
         discard_results(run_dir)
     elif traces:  # another run's folder is refused before its trace files are overwritten
         check_resume(run_dir, plan_fingerprint(plan, info.origin.sha256(), inputs))
@@ -307,12 +304,12 @@ def run_project(
     install_traces(run_dir, traces)
     set_aside_cells(run_dir, controls.remeasure)
     adaptive = None
-    if max_repeats is not None and max_repeats > plan.repeats:
+    if controls.max_repeats is not None and controls.max_repeats > plan.repeats:
         order = [v.name for v in plan.variants]
         cores = available_cores()
         precision = plan.measurement.engine == ENGINE_BLOCKS
         adaptive = AdaptiveRepeats(
-            max_repeats,
+            controls.max_repeats,
             undecided or (lambda: undecided_project(run_dir, order, cores, precision)),
             controls.adaptive_budget_s,
             precision,
@@ -366,15 +363,14 @@ def write_scripts(
         portable_path(Path(f), run_dir) if f else None
         for f in (load_inputs.data_file, load_inputs.intervals_file)
     )
-    baseline_settings = plan.perf_settings(
-        plan.loads[0], plan.model_name, "URL", load_inputs.shapes, data, intervals
-    )
     write_project_files(
         run_dir,
         plan.model_name,
         server_install,
         perf_install,
-        baseline_settings,
+        plan.perf_settings(
+            plan.loads[0], plan.model_name, "URL", load_inputs.shapes, data, intervals
+        ),
         (
             export_script_demo(demo)
             if demo

@@ -166,7 +166,6 @@ def run_sweep(
     from tritonlab.decisions.adaptive import undecided_sweep
 
     plan = sweep.experiment
-    order = [v.name for v in plan.variants]
     budget = sweep.latency_budget_p99_us
     target = sweep.target_load_infer_per_s
     return run_project(
@@ -183,7 +182,7 @@ def run_sweep(
         open_loop_rates=lambda: open_loop_rates(plan, run_dir),
         undecided=lambda: undecided_sweep(
             run_dir,
-            order,
+            [v.name for v in plan.variants],
             float(budget or 0.0),
             None if target is None else float(target),
             precision=plan.measurement.engine == ENGINE_BLOCKS,

@@ -43,7 +43,7 @@ from tritonlab.experiments.plan import (
     install_traces,
     trace_load,
 )
-from tritonlab.experiments.repository_plan import own_baseline
+from tritonlab.experiments.repository_plan import batching_off, own_baseline
 from tritonlab.experiments.runner import quarantine_unusable
 from tritonlab.experiments.session import CellSession
 from tritonlab.experiments.store import CellResult, cell_path, read_cell
@@ -53,7 +53,7 @@ from tritonlab.perf.locate import locate_perf_analyzer
 from tritonlab.perf.trace import Trace, delayed_pct
 from tritonlab.pipeline.project import write_scripts
 from tritonlab.repository.config import build_model_config, config_to_text
-from tritonlab.repository.knobs import BATCHER_FIELDS, KNOBS
+from tritonlab.repository.knobs import KNOBS
 from tritonlab.repository.layout import RepositoryModel, add_model
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.result_files import write_result
@@ -117,9 +117,8 @@ def variant_for(
     if baseline is not None:
         moved = {k.field: getattr(variant, k.field) for k in KNOBS if k.tune_field or k.tune_held}
         variant = replace(baseline, name=variant.name, description=variant.description, **moved)
-        if not variant.dynamic_batching:  # batching off drops every batcher setting
-            defaults = ServingVariant("", "")
-            variant = replace(variant, **{f: getattr(defaults, f) for f in BATCHER_FIELDS})
+        if not variant.dynamic_batching:
+            variant = batching_off(variant)
     if replace(knobs, protocol=start.protocol) == start:
         variant = replace(variant, name="baseline", description="start: " + variant.description)
     return variant
