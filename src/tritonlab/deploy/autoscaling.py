@@ -4,7 +4,7 @@ It scales on queue time per request (``avg_time_queue_us``, made from Triton's
 ``nv_inference_queue_duration_us`` and ``nv_inference_request_success`` by the Prometheus
 adapter rule in ``metrics-adapter-config.yaml``, as Triton's autoscaling guide does); its target
 is the queue time at the pick's operating point. The minimum replicas for a target load come
-from the pick's capacity (``analysis.capacity``), the figure ``tritonlab capacity`` prints: at a
+from the pick's capacity (``decisions.capacity``), the figure ``tritonlab capacity`` prints: at a
 p99 budget the cautious end of the range, without one the median as measured.
 """
 

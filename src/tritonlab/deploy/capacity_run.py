@@ -1,5 +1,5 @@
 """``tritonlab capacity`` as a library call: a finished run folder, a target load and a p99
-budget in; per configuration the per-replica capacity (``analysis.capacity``) and the replicas
+budget in; per configuration the per-replica capacity (``decisions.capacity``) and the replicas
 the target needs out, as one typed record. No server is started.
 
 Which configurations: ``--config NAME`` (every client it was measured with); else the run's

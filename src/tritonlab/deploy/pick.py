@@ -2,10 +2,10 @@
 
 A sweep's throughput-first pick (``results/recommendations.json``; ``latency`` picks its
 latency-first one), a tune's pick (``results/tune.json``), or for a plain run the operating
-point of highest median throughput among those measured (``analysis.recommend`` with no
+point of highest median throughput among those measured (``decisions.recommend`` with no
 latency budget). The figures are the medians and ranges of that point's repeats.
 
-With a p99 budget, the pick's configuration (at its client) is sized by ``analysis.capacity``,
+With a p99 budget, the pick's configuration (at its client) is sized by ``decisions.capacity``,
 the same figure ``tritonlab capacity`` prints: the operating point becomes the load point of
 highest throughput whose p99 holds the budget by the upper end of its interval.
 """
@@ -50,7 +50,7 @@ class DeployPick:
     # A model of a user's repository (the manifest's record of it): the deployed repository
     # holds the whole pipeline, the models it calls beside it. None for an ONNX file.
     repository: RepositorySource | None = None
-    # The capacity the replicas are sized from (``analysis.capacity``): at the p99 budget when
+    # The capacity the replicas are sized from (``decisions.capacity``): at the p99 budget when
     # one was given, else this point as measured (no budget).
     capacity: Capacity | None = None
 

@@ -3,7 +3,7 @@
 A node is untrusted input. Its answers are not Python objects but JSON documents (bytes), and
 the driver accepts one only when it is well formed: a size within ``MAX_ANSWER_BYTES``, every
 file path relative, free of ``..`` and contained in the run folder once resolved, the cell the
-one that was asked for (its id, variant, load and repeat), the fault records and counts of the
+one that was asked for (its id, variant, load and repeat), the fault records of the
 expected types. Anything else is a ``NodeAnswerError`` naming the node's mistake; nothing of it
 is written.
 

@@ -1,5 +1,5 @@
 """The experiment log's serving-efficiency section: served throughput over the in-process
-ceiling (``analysis.efficiency``), as a table and a sentence on the configuration that served
+ceiling (``decisions.efficiency``), as a table and a sentence on the configuration that served
 the most."""
 
 from __future__ import annotations

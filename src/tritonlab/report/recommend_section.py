@@ -155,7 +155,7 @@ def recommendations_section(recs: Recommendations, summaries: list[VariantSummar
         "",
         f"> {summary_line(recs)}",
         "",
-        "Rules (from `analysis.recommend`):",
+        "Rules (from `decisions.recommend`):",
         "",
         f"- Budget: {RULES['budget']} (the highest repeat, not the median).",
         f"- Excluded: {RULES['excluded']}. "

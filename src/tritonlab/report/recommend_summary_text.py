@@ -30,7 +30,7 @@ from tritonlab.report.recommend_text import (
 from tritonlab.repository.knobs import KNOB_LABELS
 from tritonlab.stats.verdicts import HIGHER, LOWER, NO_CLEAR, NO_VERDICT
 
-# The rules as one line each, for recommendations.json and the log (``analysis.recommend``'s
+# The rules as one line each, for recommendations.json and the log (``decisions.recommend``'s
 # module docstring in full).
 RULES = {
     "budget": "a point meets the p99 budget only when every repeat's p99 is within it",

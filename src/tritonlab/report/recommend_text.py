@@ -1,7 +1,7 @@
 """The words of a sweep's recommendations: each pick's justification (action, result,
 judgement, the baseline and the runner-up), the tie-break and the note on excluded points.
 
-Built from the records of ``analysis.recommend_records``; the summary line, the rules in prose
+Built from the records of ``decisions.recommend_records``; the summary line, the rules in prose
 and ``recommendations.json`` are in ``report.recommend_summary_text``.
 """
 

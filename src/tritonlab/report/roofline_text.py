@@ -1,6 +1,6 @@
 """The experiment log's roofline paragraph and table: which of this machine's ceilings binds
 each hot operator at each batch size, how far below it the operator runs, and where the served
-executions sit (the points themselves: ``analysis.roofline``)."""
+executions sit (the points themselves: ``explanation.roofline``)."""
 
 from __future__ import annotations
 

@@ -180,7 +180,7 @@ def centre_interval(logs: Sequence[float], p_value: bool = True) -> CentreInterv
     """From ``robust.MIN_BLOCKS`` values on, the Hodges-Lehmann estimate with the exact
     signed-rank 95% interval; from two, the mean with a Student-t 95% interval; None below
     two. The one interval of a centre: verdicts apply it to paired log-ratios, capacity
-    (``analysis.capacity``) to one figure's log repeats."""
+    (``decisions.capacity``) to one figure's log repeats."""
     if (robust := hodges_lehmann_interval(logs, CONFIDENCE)) is not None:
         return replace(robust, p_value=signed_rank_p_value(logs)) if p_value else robust
     if len(logs) < 2:
