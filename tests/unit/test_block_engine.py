@@ -211,9 +211,6 @@ class _ReloadRecorder:
         self.calls: list[str] = []
         self.held: list[RepositoryModel] = []
 
-    def hold(self, models: list[RepositoryModel]) -> None:
-        self.held = list(models)
-
     def over_budget(self) -> bool:
         return False
 

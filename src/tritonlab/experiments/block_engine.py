@@ -47,7 +47,7 @@ class BlockEngine(ClassicEngine):
         self, session: CellSession, models: list[RepositoryModel], record: EngineRecord
     ) -> None:
         super().__init__(session)
-        self.plan, self.models, self.record = session.plan, models, record
+        self.models, self.record = models, record
         self.model_file_bytes = 0
         self._epoch: int | None = None  # the reload epoch the loaded processes belong to
         if self.co_loaded:
@@ -61,7 +61,9 @@ class BlockEngine(ClassicEngine):
     @property
     def search_window_ms(self) -> int:
         """A search's window in ms: the calibrated one, else the plan's measurement interval."""
-        return self.record.windows_ms.get(SEARCH_KEY, self.plan.measurement.measurement_interval_ms)
+        return self.record.windows_ms.get(
+            SEARCH_KEY, self.session.plan.measurement.measurement_interval_ms
+        )
 
     @classmethod
     def for_search(
@@ -169,7 +171,9 @@ class BlockEngine(ClassicEngine):
         failed (the fault is recorded, a dead server restarted with every configuration loaded
         again: the cells that follow are what counts)."""
         session = self.session
-        warmup = replace(self.plan, measurement=cell_measurement(self.plan, WARMUP_WINDOW_MS))
+        warmup = replace(
+            self.session.plan, measurement=cell_measurement(self.session.plan, WARMUP_WINDOW_MS)
+        )
         url = session.server.url(load.protocol)
         settings = session.input_files.for_load(load).settings(warmup, load, model.model_name, url)
         session.recovery.mark()
@@ -198,7 +202,7 @@ class BlockEngine(ClassicEngine):
         one measured again, at most ``DISTURBED_RETRIES`` times); None: given up on. A search
         has one window for every load."""
         window = self.record.windows_ms.get(load.key, self.search_window_ms)
-        plan = replace(self.plan, measurement=cell_measurement(self.plan, window))
+        plan = replace(self.session.plan, measurement=cell_measurement(self.session.plan, window))
         return self.session.measure(model, load, repeat, note, plan=plan, monitored=True)
 
     def measure_rounds(self, rounds: Sequence[Round], ids: list[str], note: str = "") -> bool:
@@ -215,7 +219,9 @@ class BlockEngine(ClassicEngine):
                 if session.over_budget():
                     return False
                 if load.key not in self.record.windows_ms:  # a rate from the peak, set now
-                    self.record.windows_ms[load.key] = self.plan.measurement.measurement_interval_ms
+                    self.record.windows_ms[load.key] = (
+                        self.session.plan.measurement.measurement_interval_ms
+                    )
                     save_engine_record(session.run_dir, self.record)
                 if not self.co_loaded:
                     session.load(model)

@@ -3,7 +3,7 @@
 ``CellSession`` loads a configuration, measures a cell as it is told (each saved the moment it
 exists, faults recovered through ``recovery.py``, a monitored cell the interference monitor
 flags measured again) and unloads it. It knows no engine: the engines (``engine.py``,
-``block_engine.py``) decide the order, the windows, what stays loaded (``hold``); the runner
+``block_engine.py``) decide the order, the windows, what stays loaded (``held``); the runner
 (``runner.py``) decides which cells, and the session does not know whether a project, a sweep
 or a tune asked for them.
 """

@@ -16,9 +16,9 @@ node.
   (gRPC: calls) at once. gRPC forwards only Triton's known methods, as raw bytes.
 - Admin endpoints (model control, shared memory, trace, logging: ``proxy_rules``), with a valid
   key too, are refused unless ``serve --open-admin-api``: loading a Python model with file
-  overrides runs its code as the tritonlab user. Even when opened, a shared-memory registration
-  whose key names the Python backend's own regions is refused, and error messages that name
-  those regions are replaced by a generic one.
+  overrides runs its code as the tritonlab user. Even when opened, a system shared-memory
+  registration whose key names the Python backend's own regions is refused.
+- Error messages that name those regions are always replaced by a generic one (HTTP and gRPC).
 
 Against the bundled server's August 2025 advisories (fixed in Triton 25.07, not in 2.51.0): the
 chunked-encoding stack overflow (CVE-2025-23310/23311) is out of a remote client's reach, since
