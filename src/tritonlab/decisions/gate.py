@@ -135,17 +135,12 @@ def gate(
     elif verdict.word == NO_VERDICT or low is None or high is None:
         outcome = Outcome.UNDECIDED
     else:
-        # p99 read with its sign flipped: then both figures pass above the edge, fail below it
-        sign = 1.0 if figure == THROUGHPUT else -1.0
-        worst, best = sorted((sign * low, sign * high))
-        edge = sign * threshold
-        outcome = (
-            Outcome.PASS
-            if worst > edge
-            else Outcome.REGRESSION
-            if best < edge
-            else Outcome.UNDECIDED
-        )
+        # throughput regresses by falling below -T, p99 by rising above +P
+        if figure == THROUGHPUT:
+            passes, fails = low > threshold, high < threshold
+        else:
+            passes, fails = high < threshold, low > threshold
+        outcome = Outcome.PASS if passes else Outcome.REGRESSION if fails else Outcome.UNDECIDED
     if outcome is Outcome.UNDECIDED:
         more = more_rounds_to_decide(verdict, threshold, rounds)
     return GateResult(config, load_key, figure, verdict, threshold, outcome, more)
