@@ -56,7 +56,9 @@ class Word(Worded):
     NO_VERDICT = "no verdict"  # one repeat, or a side without the figure: no interval
 
 
-HIGHER, LOWER, NO_CLEAR, NOT_COMPARABLE, NO_VERDICT = Word  # its members, in their order
+# by name, not by unpacking the enum: a reordered member must not swap two words
+HIGHER, LOWER, NO_CLEAR = Word.HIGHER, Word.LOWER, Word.NO_CLEAR
+NOT_COMPARABLE, NO_VERDICT = Word.NOT_COMPARABLE, Word.NO_VERDICT
 ONE_REPEAT_METHOD = "one repeat: no interval, so no verdict"
 MISSING_METHOD = "missing data"
 
