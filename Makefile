@@ -4,7 +4,7 @@ OUT ?= demo-out
 SWEEP_OUT ?= sweep-out
 PY := $(VENV)/bin/python
 
-.PHONY: trace-example setup demo test unit rerender-check kernel-test gpu-check lint adapter-bench ma-bench ma-pipeline-bench resolution-bench aa-bench clean sweep pipeline-example
+.PHONY: trace-example setup demo test unit rerender-check kernel-test gpu-check lint adapter-bench ma-bench ma-pipeline-bench resolution-bench aa-bench calibration-bench noise-bench clean sweep pipeline-example
 
 setup:
 	bash scripts/setup.sh $(VENV)
@@ -41,6 +41,20 @@ resolution-bench: setup
 # minutes on 2 cores); writes benchmarks/results/aa_floor.{json,md}.
 aa-bench: setup
 	$(PY) benchmarks/aa_floor.py --out benchmarks/results
+
+# Measured error rates (issue 34): 10 fresh runs of the demo's co-loaded set with A/A copies and
+# planted 3%, 5% and 10% effects, 40 blocks each, then live `tritonlab check`s (A/A and planted)
+# against the first run (about 80 minutes on 2 cores; re-run to resume); writes
+# benchmarks/results/calibration.{json,md} from benchmarks/results/calibration_runs/.
+calibration-bench: setup
+	$(PY) benchmarks/calibration.py runs
+	$(PY) benchmarks/calibration.py gate
+
+# Where the noise comes from: two configurations loaded against nine, cells back to back
+# against shuffled blocks (about 5 minutes on 2 cores); writes
+# benchmarks/results/noise_sources.{json,md}.
+noise-bench: setup
+	$(PY) benchmarks/noise_sources.py --out benchmarks/results
 
 # The built-in pipeline (issue 23): its repository, the ensemble, the BLS model and the CNN step
 # alone measured from it, and a tune of the ensemble (about 45 minutes on 2 cores; re-run to

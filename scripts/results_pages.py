@@ -278,12 +278,42 @@ def benchmark_blocks() -> list[str]:
         "[`benchmarks/results/pipeline_vs_model_analyzer.md`]"
         "(../benchmarks/results/pipeline_vs_model_analyzer.md).",
         "",
+        *calibration_block(),
         "## Other benchmarks",
         "",
         "- Identical configurations told apart: [`benchmarks/results/aa_floor.md`]"
         "(../benchmarks/results/aa_floor.md) (`make aa-bench`).",
         "- The onnxruntime adapter's cost per execution: [`benchmarks/results/"
         "adapter_overhead.md`](../benchmarks/results/adapter_overhead.md) (`make adapter-bench`).",
+        *(
+            [
+                "- Where the noise comes from (two configurations loaded against nine, cells "
+                "back to back against shuffled blocks): [`benchmarks/results/noise_sources.md`]"
+                "(../benchmarks/results/noise_sources.md) (`make noise-bench`)."
+            ]
+            if (BENCH_RESULTS / "noise_sources.json").exists()
+            else []
+        ),
+        "",
+    ]
+
+
+def calibration_block() -> list[str]:
+    """The calibration benchmark's error rates (its own renderer, from its stored JSON)."""
+    path = BENCH_RESULTS / "calibration.json"
+    if not path.exists():
+        return []
+    calibration = _bench(ROOT / "benchmarks" / "calibration_report.py", "calibration_report")
+    return [
+        "## Measured error rates",
+        "",
+        "`make calibration-bench` plants effects of known size among the demo's co-loaded "
+        "configurations and counts how often each reading of the same cells is wrong, then "
+        "runs the live gate on A/A and planted checks ([`benchmarks/results/calibration.md`]"
+        "(../benchmarks/results/calibration.md); the method: [measuring.md]"
+        "(measuring.md#measured-error-rates)).",
+        "",
+        _from_docs(calibration.readme_block(json.loads(path.read_text()))),
         "",
     ]
 

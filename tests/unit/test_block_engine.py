@@ -3,6 +3,7 @@ cell-cost estimate, and the interference monitor against a real busy process."""
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import time
@@ -22,7 +23,12 @@ from tritonlab.experiments.blocks import (
     run_seed,
     window_ms_for,
 )
-from tritonlab.experiments.interference import DISTURBED_FOREIGN_CORES, Interference, Window
+from tritonlab.experiments.interference import (
+    DISTURBED_FOREIGN_CORES,
+    MAX_DISTURBED_SHARE,
+    Interference,
+    Window,
+)
 from tritonlab.experiments.store import CellResult, load_cells
 from tritonlab.perf.locate import PerfAnalyzerInstall
 from tritonlab.perf.runner import run_perf
@@ -185,6 +191,29 @@ def test_an_aa_control_that_differs_says_the_run_is_not_to_be_trusted(
     assert "not to be trusted" in "\n".join(noise_floor_lines(floors))
     same = noise_floors([c for c in cells if c.variant.name == "baseline"])
     assert same == []  # no control, no floor
+
+
+def test_a_run_with_too_many_disturbed_cells_is_not_called_trusted(seed_run_dir: Path) -> None:
+    """Past MAX_DISTURBED_SHARE of its cells stored disturbed, a run's log does not call its
+    verdicts trusted, even where its A/A control reads no difference; at or below, it does."""
+    cells = [c for c in _cells(seed_run_dir) if c.variant.name == "baseline"]
+    control = aa_control(cells[0].variant)
+    both = cells + [replace(c, variant=control) for c in cells]
+    floors = noise_floors(both)
+    assert len(floors) == 1 and floors[0].trusted
+    quiet = Interference(0.01, 0.0, 0.0, False)
+    stuck = Interference(0.9, 0.0, 0.0, True, attempts=3)
+    many = both * max(1, math.ceil(20 / len(both)))  # enough cells for a share to have steps
+    limit = math.floor(MAX_DISTURBED_SHARE * len(many))  # the most cells that may stay disturbed
+    within = [replace(c, interference=stuck if i < limit else quiet) for i, c in enumerate(many)]
+    beyond = [replace(c, interference=stuck if i <= limit else quiet) for i, c in enumerate(many)]
+    assert "can be trusted" in "\n".join(noise_floor_lines(floors, True, within))
+    assert "within the 16%" in "\n".join(interference_lines(within))
+    assert "not to be trusted" in "\n".join(noise_floor_lines(floors, True, beyond))
+    assert "more than 16%, so this run's verdicts are not to be trusted" in "\n".join(
+        interference_lines(beyond)
+    )
+    assert pytest.approx(1 - (1 / math.sqrt(2)) ** 0.5) == MAX_DISTURBED_SHARE
 
 
 def test_a_swallowed_interrupt_is_raised_again(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,6 +13,11 @@ names and dtypes are resolved once at load time, and outputs are split as zero-c
 With ``TRITONLAB_ADAPTER_PROFILE=1`` in the server's environment, each instance times its three
 phases (read inputs, engine run, build responses) and prints the means to the server log when it
 is unloaded; the adapter benchmark (benchmarks/adapter_overhead.py) reads them.
+
+A config parameter ``tritonlab_planted_work_iterations`` (default 0: none) adds a fixed amount of
+CPU work to every request: that many turns of an empty Python loop in the instance's process.
+It exists for the calibration benchmark (benchmarks/calibration.py), which plants effects of
+known size next to the configurations it compares; nothing tritonlab serves for a user sets it.
 """
 
 import json
@@ -25,6 +30,13 @@ import triton_python_backend_utils as pb_utils
 
 # Printed to the server log each time a batch of requests is run one by one instead.
 FALLBACK_MARKER = "tritonlab-adapter-fallback"
+PLANTED_WORK_PARAM = "tritonlab_planted_work_iterations"
+
+
+def planted_work(iterations):
+    """A fixed amount of CPU work: ``iterations`` turns of an empty loop."""
+    for _ in range(iterations):
+        pass
 
 
 def int_param(params, key, default):
@@ -84,6 +96,7 @@ class EngineModel:
             pb_utils.triton_string_to_numpy(o["data_type"]) for o in config.get("output", [])
         ]
         self.batched = int(config.get("max_batch_size", 0)) > 0
+        self.planted = max(0, int_param(params, PLANTED_WORK_PARAM, 0))
         profiling = os.environ.get("TRITONLAB_ADAPTER_PROFILE") == "1"
         # batch size -> [executions, ns reading inputs, ns in the engine, ns building responses]
         self.profile: dict[int, list[int]] = {}
@@ -91,8 +104,10 @@ class EngineModel:
             self.execute = self._profiled_execute  # type: ignore[method-assign]
         self.name = args["model_instance_name"]
 
-    def _run(self, feed):
+    def _run(self, feed, requests=1):
         outputs = self.run(feed)
+        if self.planted:
+            planted_work(self.planted * requests)
         return [
             out if out.dtype == dtype else out.astype(dtype)
             for out, dtype in zip(outputs, self.output_dtypes, strict=True)
@@ -125,7 +140,7 @@ class EngineModel:
                 for name in self.input_names
                 if name in feeds[0]
             }
-            outputs = self._run(feed)
+            outputs = self._run(feed, len(requests))
         except Exception as exc:
             # Requests that cannot share a batch (or one bad request): run them one by one so
             # only the bad one fails. This changes what is measured, so it is said in the log

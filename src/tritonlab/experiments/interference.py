@@ -33,6 +33,13 @@ from tritonlab.records import Record
 DISTURBED_FOREIGN_CORES = 0.25
 DISTURBED_STEAL_CORES = 0.25
 DISTURBED_RETRIES = 2
+# The share of a run's cells stored disturbed above which its verdicts are not called trusted.
+# A verdict's Hodges-Lehmann estimate withstands up to 1 - 1/sqrt(2) (about 29%) of its pairs
+# arbitrarily wrong (its breakdown point); a pair is touched when either of its two cells is,
+# which a share q of disturbed cells does to 1 - (1 - q)^2 of the pairs: 29% of the pairs at
+# q = 1 - 2**-0.25, about 16%. (A limit from the estimator, not yet from runs measured under
+# load: the calibration benchmark has measured quiet runs only.)
+MAX_DISTURBED_SHARE = 1.0 - 2.0**-0.25
 _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 STUB_NAME = "triton_python_backend_stub"
 
@@ -74,6 +81,11 @@ class Interference(Record):
     idle_models_cores: float
     disturbed: bool
     attempts: int = 1  # how many times the cell was measured (retries when disturbed)
+
+
+def disturbed_share(records: Sequence[Interference]) -> float | None:
+    """The share of ``records`` stored disturbed; None without records."""
+    return sum(r.disturbed for r in records) / len(records) if records else None
 
 
 def idle_stubs(

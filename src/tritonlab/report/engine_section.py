@@ -20,9 +20,17 @@ from tritonlab.experiments.interference import (
     DISTURBED_FOREIGN_CORES,
     DISTURBED_RETRIES,
     DISTURBED_STEAL_CORES,
+    MAX_DISTURBED_SHARE,
+    disturbed_share,
 )
 from tritonlab.experiments.rounds import StoppingRecord
 from tritonlab.experiments.store import CellResult
+from tritonlab.stats.error_rates import (
+    DETECTABLE_FACTOR,
+    MeasuredRates,
+    detectable_change_pct,
+    measured_rates,
+)
 from tritonlab.stats.noise_floor import NoiseFloor
 from tritonlab.stats.verdicts import Verdict
 
@@ -110,23 +118,51 @@ def reload_lines(engine: EngineRecord) -> list[str]:
     ]
 
 
-def noise_floor_lines(floors: list[NoiseFloor]) -> list[str]:
-    """The A/A control's verdicts, and what they mean for the run's other verdicts."""
+def too_disturbed(cells: list[CellResult]) -> bool:
+    """True when more than ``MAX_DISTURBED_SHARE`` of the monitored cells stayed disturbed."""
+    share = disturbed_share([c.interference for c in cells if c.interference is not None])
+    return share is not None and share > MAX_DISTURBED_SHARE
+
+
+def noise_floor_lines(
+    floors: list[NoiseFloor], blocks: bool = False, cells: list[CellResult] | None = None
+) -> list[str]:
+    """The A/A control's verdicts, and what they mean for the run's other verdicts; for the
+    block engine (``blocks``), the smallest change its noise lets a verdict find and the error
+    rates the calibration benchmark measured. A run whose ``cells`` stayed disturbed too often
+    is not called trusted, whatever its control reads (``interference_lines`` says why)."""
     if not floors:
         return []
     lines = ["## Noise floor (A/A control)", ""]
+    disturbed = too_disturbed(cells or [])
     for f in floors:
-        verdict = (
-            "its verdicts can be trusted as far as this control can tell"
-            if f.trusted
-            else "**the two copies of one configuration differ: this run's verdicts are not to "
-            "be trusted**"
+        if not f.trusted:
+            verdict = (
+                "**the two copies of one configuration differ: this run's verdicts are not to "
+                "be trusted**"
+            )
+        elif disturbed:
+            verdict = (
+                "**but too many of the run's cells stayed disturbed (see Interference): its "
+                "verdicts are not to be trusted**"
+            )
+        else:
+            verdict = "its verdicts can be trusted as far as this control can tell"
+        width = f.throughput.half_width_pct
+        found = (
+            f" At this noise a throughput change of about ±{detectable_change_pct(width):.0f}% "
+            f"is found 9 times in 10 ({DETECTABLE_FACTOR:.2f} times the control's half-width, "
+            "a normal approximation; smaller changes are often missed)."
+            if blocks and width is not None
+            else ""
         )
         lines.append(
             f"- {f.load_key}: the baseline served again as `{f.control}` reads throughput "
             f"{f.throughput.phrase()} ({_width(f.throughput)}), p99 {f.latency_p99.phrase()} "
-            f"({_width(f.latency_p99)}): {verdict}."
+            f"({_width(f.latency_p99)}): {verdict}.{found}"
         )
+    if blocks and (rates := measured_rates()) is not None:
+        lines.append(measured_rates_line(rates))
     intervals = [v for f in floors for v in (f.throughput, f.latency_p99) if v.has_interval]
     if len(intervals) > 1:
         told = sum(1 for v in intervals if v.clear)
@@ -138,6 +174,24 @@ def noise_floor_lines(floors: list[NoiseFloor]) -> list[str]:
             f"at least one would {chance:.0f}% of the time."
         )
     return [*lines, ""]
+
+
+def measured_rates_line(rates: MeasuredRates) -> str:
+    """What the calibration benchmark measured, as that machine's rates."""
+    planted = "; ".join(
+        f"a planted drop of {-p.reference_change_pct:.1f}% was found in {p.detected} of "
+        f"{p.trials} runs"
+        for p in rates.power
+    )
+    return (
+        f"- Measured error rates of these verdicts (`make calibration-bench`, "
+        f"benchmarks/results/calibration.md: {rates.runs} fresh runs of {rates.blocks} blocks "
+        f"on {rates.machine}, {rates.cores} cores, {rates.date_utc} UTC): identical "
+        f"configurations were called different in {rates.false_alarms} of "
+        f"{rates.aa_comparisons} comparisons, and the 95% intervals held the true change in "
+        f"{rates.covered} of {rates.intervals}; {planted}. Those are that machine's rates at "
+        "the demo's load; another machine or load has its own."
+    )
 
 
 def interference_lines(cells: list[CellResult]) -> list[str]:
@@ -161,11 +215,26 @@ def interference_lines(cells: list[CellResult]) -> list[str]:
         f"{DISTURBED_FOREIGN_CORES:g} foreign or {DISTURBED_STEAL_CORES:g} steal cores is "
         f"disturbed and measured again, at most {DISTURBED_RETRIES} more times.",
         f"- Re-measured because disturbed: {len(retried)} cell(s){_first_eight(retried)}.",
-        f"- Stored as disturbed (every try was): {len(disturbed)}{_first_eight(disturbed)}.",
+        f"- Stored as disturbed (every try was): {len(disturbed)}{_first_eight(disturbed)}"
+        + _disturbed_verdict(len(disturbed), len(records))
+        + ".",
         f"- Idle co-loaded models (the other configurations' backend stubs) used median "
         f"{statistics.median(idle):.3f}, max {max(idle):.3f} cores while another was measured.",
         "",
     ]
+
+
+def _disturbed_verdict(disturbed: int, cells: int) -> str:
+    """What the share of disturbed cells means for the run's verdicts."""
+    limit = f"{100 * MAX_DISTURBED_SHARE:.0f}%"
+    share = f"{100 * disturbed / cells:.0f}% of {cells}"
+    if disturbed / cells <= MAX_DISTURBED_SHARE:
+        return f" ({share}, within the {limit} a run's verdicts may rest on)" if disturbed else ""
+    return (
+        f" ({share}): **more than {limit}, so this run's verdicts are not to be trusted**: a "
+        "verdict's Hodges-Lehmann estimate withstands about 29% of its pairs wrong, and a share "
+        f"above {limit} of disturbed cells touches more pairs than that"
+    )
 
 
 def _first_eight(cells: list[str]) -> str:

@@ -1,0 +1,363 @@
+"""The calibration benchmark's reading of its stored runs and checks: false alarms, coverage and
+power of the three readings, the live gate's outcomes, ``calibration.{json,md}`` and the summary
+tritonlab carries (``src/tritonlab/stats/calibration_rates.json``).
+
+Everything here reads the raw files (``benchmarks/results/calibration_runs/``) alone; measuring
+is ``calibration.py``, whose docstring states the method. ``scripts/results_pages.py`` quotes
+``readme_block``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import statistics
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+RAW = RESULTS / "calibration_runs"
+PACKAGED = ROOT / "src" / "tritonlab" / "stats" / "calibration_rates.json"
+AA_NAMES = ("baseline", "baseline_aa", "aa_copy")
+DEMO_CONFIGURATIONS = 5  # a demo block: the seed's four and the A/A control
+PREFIX_BLOCKS = (10, 20, 30)  # power also read on each run's first blocks
+
+
+def plant_name(effect: int) -> str:
+    return f"plant_{effect}"
+
+
+def _series(run: dict[str, Any], name: str, upto: int | None = None) -> dict[int, float]:
+    values = {int(b): c["throughput_infer_per_s"] for b, c in run["cells"][name].items()}
+    return {b: v for b, v in values.items() if upto is None or b <= upto}
+
+
+def _ordered(series: dict[int, float]) -> list[float]:
+    return [series[b] for b in sorted(series)]
+
+
+def planted_effects(runs: list[dict[str, Any]]) -> dict[int, int]:
+    """Each plant (by its nominal size) and the loop turns every stored run planted."""
+    sizes = {json.dumps(r["plants_iterations"], sort_keys=True) for r in runs}
+    if len(sizes) > 1:
+        raise SystemExit(f"the stored runs planted different amounts of work: {sorted(sizes)}")
+    return dict(sorted((int(k), v) for k, v in runs[0]["plants_iterations"].items()))
+
+
+def analyse_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """False alarms, coverage and power of the three readings over the stored runs."""
+    from tritonlab.stats.calibration import (
+        Tally,
+        block_reading,
+        independent_runs_reading,
+        leave_one_out,
+        one_window_reading,
+        pooled_change_pct,
+    )
+
+    planted_turns = planted_effects(runs)
+    tallies = {
+        (reading, kind): Tally()
+        for reading in ("blocks", "independent runs", "one window")
+        for kind in ("aa", *map(plant_name, planted_turns))
+    }
+    aa_rows: list[dict[str, Any]] = []
+    for run in runs:
+        for ref, other in itertools.combinations(AA_NAMES, 2):
+            a, b = _series(run, ref), _series(run, other)
+            reading = block_reading(a, b)
+            tallies["blocks", "aa"] = tallies["blocks", "aa"].add(reading, 0.0)
+            runs_reading = independent_runs_reading(_ordered(a), _ordered(b))
+            tallies["independent runs", "aa"] = tallies["independent runs", "aa"].add(
+                runs_reading, 0.0
+            )
+            for block in sorted(set(a) & set(b)):
+                tallies["one window", "aa"] = tallies["one window", "aa"].add(
+                    one_window_reading(a[block], b[block]), 0.0
+                )
+            aa_rows.append({"run": run["run"], "pair": f"{other} vs {ref}", **reading.to_dict()})
+    plants: list[dict[str, Any]] = []
+    for effect in planted_turns:
+        name = plant_name(effect)
+        readings = [block_reading(_series(r, "baseline"), _series(r, name)) for r in runs]
+        logs = [math.log1p(r.change_pct / 100.0) for r in readings]
+        truths = [100.0 * math.expm1(t) for t in leave_one_out(logs)] if len(runs) > 1 else []
+        estimate, low, high = pooled_change_pct(logs)
+        shortest = min(r["blocks"] for r in runs)
+        detected_at = {upto: 0 for upto in PREFIX_BLOCKS if upto < shortest}
+        for run, reading, truth in zip(runs, readings, truths, strict=False):
+            tallies["blocks", name] = tallies["blocks", name].add(reading, truth)
+            base, plant = _series(run, "baseline"), _series(run, name)
+            tallies["independent runs", name] = tallies["independent runs", name].add(
+                independent_runs_reading(_ordered(base), _ordered(plant)), truth
+            )
+            for block in sorted(set(base) & set(plant)):
+                tallies["one window", name] = tallies["one window", name].add(
+                    one_window_reading(base[block], plant[block]), truth
+                )
+            for upto in detected_at:
+                early = block_reading(_series(run, "baseline", upto), _series(run, name, upto))
+                detected_at[upto] += early.detects(truth)
+        plants.append(
+            {
+                "plant": name,
+                "iterations": planted_turns[effect],
+                "reference_change_pct": estimate,
+                "reference_ci95_pct": [low, high],
+                "detected_by_prefix": {str(k): v for k, v in detected_at.items()},
+            }
+        )
+    return {"tallies": tallies, "aa_rows": aa_rows, "plants": plants}
+
+
+def demo_seconds(runs: list[dict[str, Any]], blocks: int) -> float:
+    """What ``blocks`` blocks cost a demo (its five configurations) at the median cell time of
+    ``runs``' cells: the measuring budget the run verdicts are read at."""
+    walls = [c["wall_s"] for r in runs for cells in r["cells"].values() for c in cells.values()]
+    return blocks * DEMO_CONFIGURATIONS * statistics.median(walls)
+
+
+def summarise_gate(checks: list[dict[str, Any]], drops: dict[str, float]) -> dict[str, Any]:
+    """The live checks' outcomes; ``drops``: each plant's true drop in % (from the runs)."""
+    aa = [c for c in checks if c["effect_pct"] == 0]  # a check's record names its plant
+    planted = []
+    for effect in sorted({c["effect_pct"] for c in checks} - {0}):
+        trials = [c for c in checks if c["effect_pct"] == effect]
+        planted.append(
+            {
+                "plant": plant_name(effect),
+                "effect_pct": drops.get(plant_name(effect)),
+                "trials": len(trials),
+                "detected": sum(c["throughput_outcome"] != "pass" for c in trials),
+                "called_regression": sum(c["throughput_outcome"] == "regression" for c in trials),
+                "decision_s_median": statistics.median(c["wall_s"] for c in trials)
+                if trials
+                else None,
+            }
+        )
+    return {
+        "aa_checks": len(aa),
+        "false_regressions": sum(c["throughput_outcome"] == "regression" for c in aa),
+        "aa_undecided": sum(c["throughput_outcome"] == "undecided" for c in aa),
+        "aa_passed": sum(c["exit_status"] == 0 for c in aa),
+        "aa_exit_nonzero": sum(c["exit_status"] != 0 for c in aa),
+        "aa_decision_s_median": statistics.median(c["wall_s"] for c in aa) if aa else None,
+        "planted": planted,
+    }
+
+
+def build_report(raw_dir: Path = RAW) -> dict[str, Any]:
+    """calibration.json's content, from the raw files alone."""
+    from bench_common import report_header
+
+    runs = [json.loads(p.read_text()) for p in sorted(raw_dir.glob("run*.json"))]
+    checks = [json.loads(p.read_text()) for p in sorted(raw_dir.glob("gate*.json"))]
+    raw = raw_dir.resolve()
+    shown = raw.relative_to(ROOT) if raw.is_relative_to(ROOT) else raw.name
+    report: dict[str, Any] = {**report_header(), "raw": str(shown)}
+    if runs:
+        analysis = analyse_runs(runs)
+        tallies = analysis["tallies"]
+        blocks = min(r["blocks"] for r in runs)
+        aa = tallies["blocks", "aa"]
+        intervals = [tallies[key] for key in tallies if key[0] == "blocks"]
+        report["measured"] = {
+            "runs_from": min(r["date_utc"] for r in runs),
+            "runs_to": max(r["date_utc"] for r in runs),
+            "commits": sorted({r["commit"] for r in runs}),
+        }
+        report["aa"] = {"runs": len(runs), "comparisons": aa.comparisons, "false_alarms": aa.calls}
+        report["coverage"] = {
+            "intervals": sum(t.intervals for t in intervals),
+            "covered": sum(t.covered for t in intervals),
+        }
+        report["power"] = [
+            {
+                "plant": p["plant"],
+                # the true drop, from the reference: the throughput lost, in %
+                "effect_pct": round(-p["reference_change_pct"], 1),
+                "iterations": p["iterations"],
+                "reference_change_pct": p["reference_change_pct"],
+                "reference_ci95_pct": p["reference_ci95_pct"],
+                "trials": tallies["blocks", p["plant"]].comparisons,
+                "detected": tallies["blocks", p["plant"]].detected,
+                "blocks": blocks,
+                "measuring_s_median": demo_seconds(runs, blocks),
+                "by_blocks": [
+                    {
+                        "blocks": upto,
+                        "measuring_s_median": demo_seconds(runs, upto),
+                        "detected": p["detected_by_prefix"][str(upto)],
+                    }
+                    for upto in map(int, p["detected_by_prefix"])
+                ],
+            }
+            for p in analysis["plants"]
+        ]
+        report["readings"] = {
+            f"{reading} | {kind}": tally.to_dict() for (reading, kind), tally in tallies.items()
+        }
+        cells = [c for r in runs for cs in r["cells"].values() for c in cs.values()]
+        report["disturbed_cells"] = {
+            "cells": len(cells),
+            "disturbed": sum(c["disturbed"] for c in cells),
+        }
+        report["aa_comparisons"] = analysis["aa_rows"]
+    if checks:
+        drops = {p["plant"]: p["effect_pct"] for p in report.get("power", [])}
+        report["gate"] = summarise_gate(checks, drops)
+    return report
+
+
+def _rate(k: int, n: int) -> str:
+    from tritonlab.stats.calibration import wilson_interval
+
+    if n == 0:
+        return "none"
+    low, high = wilson_interval(k, n)
+    return f"{k} of {n} ({100 * k / n:.0f}%, 95% CI {100 * low:.0f}-{100 * high:.0f}%)"
+
+
+def _drop(effect_pct: float | None) -> str:
+    return "size not measured" if effect_pct is None else f"-{effect_pct:.1f}%"
+
+
+def render_md(report: dict[str, Any]) -> str:
+    """calibration.md: a header, then ``readme_block``."""
+    return "\n".join(
+        [
+            "# Calibration: how often the verdicts are wrong",
+            "",
+            f"Written {report['date_utc']} UTC on {report['machine']} ({report['cores']} "
+            f"cores), commit {report['commit']}, from the raw files in `{report['raw']}/` "
+            "(`benchmarks/calibration.py`; its docstring states the method).",
+            "",
+            readme_block(report),
+        ]
+    )
+
+
+def readme_block(report: dict[str, Any]) -> str:
+    """The figures docs/results.md quotes (``scripts/results_pages.py``)."""
+    lines: list[str] = []
+    if "aa" in report:
+        m, power = report["measured"], report["power"]
+        lines += [
+            f"## Run verdicts ({report['aa']['runs']} fresh runs, {power[0]['blocks']} blocks "
+            f"each, measured {m['runs_from']} to {m['runs_to']} UTC)",
+            "",
+            f"- A/A comparisons (three identical configurations per run, throughput): false "
+            f"alarms {_rate(report['aa']['false_alarms'], report['aa']['comparisons'])}.",
+            f"- Coverage of the 95% intervals (A/A against 0, plants against their reference): "
+            f"{_rate(report['coverage']['covered'], report['coverage']['intervals'])}.",
+            f"- Cells the interference monitor stored as disturbed: "
+            f"{report['disturbed_cells']['disturbed']} of {report['disturbed_cells']['cells']}.",
+            "",
+            "| planted | reference change (95% CI) | blocks | a demo's measuring | detected |",
+            "|---|---|---|---|---|",
+        ]
+        for p in power:
+            low, high = p["reference_ci95_pct"]
+            ref = f"{p['reference_change_pct']:+.1f}% ({low:+.1f}% to {high:+.1f}%)"
+            rows = [(b["blocks"], b["measuring_s_median"], b["detected"]) for b in p["by_blocks"]]
+            rows.append((p["blocks"], p["measuring_s_median"], p["detected"]))
+            for blocks, seconds, detected in rows:
+                lines.append(
+                    f"| {p['plant']} ({p['iterations']:,} turns) | {ref} | {blocks} | "
+                    f"{seconds:.0f} s | {_rate(detected, p['trials'])} |"
+                )
+        lines += [
+            "",
+            "A demo's measuring: what that many blocks of the demo's five configurations take "
+            "at the median cell time of these runs.",
+            "",
+            "### Side by side, on the same cells",
+            "",
+            "| reading | A/A: false alarms | plants: coverage | "
+            + " | ".join(f"{p['plant']} (-{p['effect_pct']:.1f}%): detected" for p in power)
+            + " |",
+            "|---|---|---|" + "---|" * len(power),
+        ]
+        readings = report["readings"]
+        for reading in ("blocks", "independent runs", "one window"):
+            aa = readings[f"{reading} | aa"]
+            planted = [readings[f"{reading} | {p['plant']}"] for p in power]
+            intervals = sum(t["intervals"] for t in planted)
+            covered = sum(t["covered"] for t in planted)
+            cover = _rate(covered, intervals) if intervals else "no interval"
+            lines.append(
+                f"| {reading} | {_rate(aa['calls'], aa['comparisons'])} | {cover} | "
+                + " | ".join(_rate(t["detected"], t["comparisons"]) for t in planted)
+                + " |"
+            )
+        lines += [
+            "",
+            "- blocks: tritonlab's paired verdict over every block of a run.",
+            "- independent runs (AIPerf's multi-run reading): each configuration's cells cut "
+            "into 5 runs; a difference when the two 95% t-intervals do not overlap.",
+            "- one window (perf_analyzer's reading): one cell each, a difference beyond "
+            "perf_analyzer's ±10% stability band; every block is one such reading.",
+            "",
+        ]
+    if "gate" in report:
+        g = report["gate"]
+        lines += [
+            "## The live gate (`tritonlab check --max-regression 5%`)",
+            "",
+            "Each check as a user runs it, against the first run's folder, with `--repeats 10 "
+            "--max-repeats 40` (more rounds while an interval is wider than half its "
+            "threshold). A plant's size is its reference change from the runs above.",
+            "",
+            f"- A/A checks (the same model again): throughput called a regression in "
+            f"{_rate(g['false_regressions'], g['aa_checks'])}; throughput undecided in "
+            f"{g['aa_undecided']}; passed (exit 0) in {_rate(g['aa_passed'], g['aa_checks'])}, "
+            f"so the others failed their CI job without a regression; median "
+            f"{g['aa_decision_s_median'] or 0:.0f} s per check.",
+            "",
+            "| planted | trials | not passed (detected) | called a regression | median time |",
+            "|---|---|---|---|---|",
+        ]
+        for p in g["planted"]:
+            seconds = p["decision_s_median"]
+            lines.append(
+                f"| {p['plant']} ({_drop(p['effect_pct'])}) | {p['trials']} | "
+                f"{_rate(p['detected'], p['trials'])} | "
+                f"{p['called_regression']} | "
+                f"{'-' if seconds is None else f'{seconds:.0f} s'} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def packaged_rates(report: dict[str, Any]) -> dict[str, Any]:
+    """The summary tritonlab carries (``stats/error_rates.MeasuredRates``) and quotes in every
+    block-engine log."""
+    return {
+        "date_utc": report["measured"]["runs_to"],
+        "machine": report["machine"],
+        "cores": report["cores"],
+        "commit": ", ".join(report["measured"]["commits"]),  # what the runs measured with
+        "runs": report["aa"]["runs"],
+        "blocks": report["power"][0]["blocks"],
+        "aa_comparisons": report["aa"]["comparisons"],
+        "false_alarms": report["aa"]["false_alarms"],
+        "intervals": report["coverage"]["intervals"],
+        "covered": report["coverage"]["covered"],
+        "power": [
+            {k: p[k] for k in ("effect_pct", "reference_change_pct", "trials", "detected")}
+            for p in report["power"]
+        ],
+    }
+
+
+def write_report(raw_dir: Path = RAW, out: Path = RESULTS, package: bool = False) -> dict[str, Any]:
+    """calibration.{json,md} in ``out``; with ``package``, also the summary tritonlab carries."""
+    report = build_report(raw_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "calibration.json").write_text(json.dumps(report, indent=2) + "\n")
+    (out / "calibration.md").write_text(render_md(report))
+    if package and "aa" in report:
+        PACKAGED.write_text(json.dumps(packaged_rates(report), indent=2) + "\n")
+    return report

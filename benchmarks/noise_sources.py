@@ -1,0 +1,208 @@
+"""Where the block engine's noise comes from: co-loading, distance in time, or the machine.
+
+Serves the demo MLP's baseline and an identical copy, and for the co-loaded conditions the
+seven other configurations of the calibration set (``calibration.calibration_plan``), in one
+server (explicit model control), and measures the baseline and its copy with cells as the block
+engine measures them (three 200 ms windows, perf_analyzer's stability check off, gRPC, batch 1,
+concurrency 8) in three conditions:
+
+- **two loaded, back to back**: only the two loaded; each pair is the baseline and the copy one
+  right after the other (which goes first alternates);
+- **nine loaded, back to back**: the same pairs with all nine loaded;
+- **nine loaded, shuffled blocks of five**: the baseline, the copy and three other
+  configurations in a shuffled order per block, as a demo block measures them.
+
+The conditions run in segments of ``--pairs`` pairs in the order A B C C B A, so slow drift of
+the machine falls on each condition alike. Per condition: the spread (standard deviation of the
+log throughput) of a window within a cell, of a cell, and of the log-ratio of a pair, the
+correlation of the pair's two cells, and the mean log-ratio (the copy against the baseline).
+If co-loading added noise, B would be wider than A; if cells far apart in time share less of
+the machine's state, C would be wider than B.
+
+Writes ``OUT/noise_sources.json`` and ``.md``. Usage:
+    python benchmarks/noise_sources.py --out benchmarks/results [--pairs 12]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+MARKER = ".tritonlab-noise-bench"
+CONDITIONS = ("two loaded, back to back", "nine loaded, back to back", "nine loaded, blocks of 5")
+SEGMENTS = (0, 1, 2, 2, 1, 0)  # A B C C B A
+OTHERS_IN_BLOCK = 3
+PASS_RE = re.compile(r"Pass \[\d+\] throughput: ([\d.]+) infer/sec")
+TOTAL_RE = re.compile(r"Throughput: ([\d.]+) infer/sec")
+
+
+def cell(perf: Any, url: str, model: str) -> dict[str, Any]:
+    """One cell as the block engine measures it: its throughput and its windows'."""
+    from tritonlab.procenv import child_environment
+
+    command = [
+        str(perf.binary),
+        "-m",
+        model,
+        "-u",
+        url,
+        "-i",
+        "grpc",
+        "-b",
+        "1",
+        "--measurement-mode",
+        "time_windows",
+        "-s",
+        "1000",
+        "--max-trials",
+        "3",
+        "--measurement-interval",
+        "200",
+        "--concurrency-range",
+        "8",
+        "-v",
+    ]
+    done = subprocess.run(
+        command,
+        env=child_environment(perf.environment()),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    total = TOTAL_RE.search(done.stdout)
+    if total is None:
+        raise SystemExit(f"perf_analyzer printed no throughput:\n{done.stdout[-2000:]}")
+    windows = [float(v) for v in PASS_RE.findall(done.stdout)][-3:]
+    return {"model": model, "throughput_infer_per_s": float(total.group(1)), "windows": windows}
+
+
+def summarise(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
+    """The spreads of one condition's pairs (log units)."""
+    base = [math.log(a["throughput_infer_per_s"]) for a, _ in pairs]
+    copy = [math.log(b["throughput_infer_per_s"]) for _, b in pairs]
+    within = [
+        statistics.variance([math.log(w) for w in c["windows"]])
+        for pair in pairs
+        for c in pair
+        if len(c["windows"]) == 3
+    ]
+    ratios = [b - a for a, b in zip(base, copy, strict=True)]
+    return {
+        "pairs": len(pairs),
+        "window_sd": math.sqrt(statistics.fmean(within)),
+        "cell_sd": statistics.fmean([statistics.stdev(base), statistics.stdev(copy)]),
+        "log_ratio_sd": statistics.stdev(ratios),
+        "log_ratio_mean": statistics.fmean(ratios),
+        "pair_correlation": statistics.correlation(base, copy),
+    }
+
+
+def render_md(report: dict[str, Any]) -> str:
+    lines = [
+        "# Where the block engine's noise comes from",
+        "",
+        f"Measured {report['date_utc']} UTC on {report['machine']} ({report['cores']} cores), "
+        f"commit {report['commit']}, `python benchmarks/noise_sources.py` (its docstring "
+        "states the method). Spreads are standard deviations of log throughput (0.10 is about "
+        "10%).",
+        "",
+        "| condition | pairs | window | cell | log-ratio of a pair | pair correlation | "
+        "copy vs baseline (mean) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name in CONDITIONS:
+        s = report["conditions"][name]
+        lines.append(
+            f"| {name} | {s['pairs']} | {s['window_sd']:.3f} | {s['cell_sd']:.3f} | "
+            f"{s['log_ratio_sd']:.3f} | {s['pair_correlation']:+.2f} | "
+            f"{100 * math.expm1(s['log_ratio_mean']):+.1f}% |"
+        )
+    lines.append("")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--pairs", type=int, default=12, help="pairs per segment")
+    parser.add_argument("--work", type=Path, default=ROOT / "noise-bench-work")
+    args = parser.parse_args()
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_common import fresh_folder, report_header
+    from calibration import calibration_plan
+
+    from tritonlab import gateway
+    from tritonlab.models.demo import export_simple_mlp
+    from tritonlab.models.inspect import inspect_onnx
+    from tritonlab.perf.locate import locate_perf_analyzer
+    from tritonlab.repository.layout import add_model
+    from tritonlab.server.locate import prepare_bundled_server
+    from tritonlab.server.process import TritonServer
+
+    fresh_folder(args.work, MARKER, "benchmarks/noise_sources.py")
+    gateway.open_root(args.work)
+    onnx = args.work / "simple_mlp.onnx"
+    export_simple_mlp(onnx)
+    info = inspect_onnx(onnx)
+    models = {
+        v.name: add_model(args.work / "models", info, "simple_mlp", v).model_name
+        for v in calibration_plan(1).variants
+    }
+    pair = (models["baseline"], models["baseline_aa"])
+    others = [m for name, m in models.items() if name not in ("baseline", "baseline_aa")]
+    perf = locate_perf_analyzer()
+    rng = random.Random(34)
+    collected: dict[str, list[Any]] = {name: [] for name in CONDITIONS}
+    server = TritonServer(
+        prepare_bundled_server(),
+        args.work / "models",
+        args.work / "tritonserver.log",
+        explicit_model_control=True,
+    )
+    with server:
+        url = server.url("grpc")
+        for model in pair:
+            server.load_model(model)
+        loaded_others = False
+        for index, condition in enumerate(SEGMENTS):
+            wanted = condition > 0
+            if wanted != loaded_others:
+                for model in others:
+                    (server.load_model if wanted else server.unload_model)(model)
+                loaded_others = wanted
+            for model in (*pair, *(others if wanted else ())):  # a discarded warm-up cell each
+                cell(perf, url, model)
+            for k in range(args.pairs):
+                if condition < 2:
+                    first = (index + k) % 2
+                    a, b = cell(perf, url, pair[first]), cell(perf, url, pair[1 - first])
+                    measured = {a["model"]: a, b["model"]: b}
+                else:
+                    order = [*pair, *rng.sample(others, OTHERS_IN_BLOCK)]
+                    rng.shuffle(order)
+                    measured = {m: cell(perf, url, m) for m in order}
+                collected[CONDITIONS[condition]].append((measured[pair[0]], measured[pair[1]]))
+            print(f"segment {index + 1} of {len(SEGMENTS)}: {CONDITIONS[condition]}", flush=True)
+    report = {
+        **report_header(),
+        "pairs_per_segment": args.pairs,
+        "conditions": {name: summarise(pairs) for name, pairs in collected.items()},
+        "cells": {name: pairs for name, pairs in collected.items()},
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "noise_sources.json").write_text(json.dumps(report, indent=1) + "\n")
+    (args.out / "noise_sources.md").write_text(render_md(report))
+
+
+if __name__ == "__main__":
+    main()

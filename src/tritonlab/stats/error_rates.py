@@ -1,0 +1,72 @@
+"""The verdicts' error rates: what the calibration benchmark measured, and the smallest change a
+run's own noise lets its verdicts find.
+
+``calibration_rates.json`` beside this module is written by ``benchmarks/calibration.py`` from
+its stored runs (never by hand): how often identical configurations were called different, how
+often the 95% intervals held the true change, and how often planted drops were found, with the
+machine and date they were measured on. A run's log quotes them as that machine's rates.
+
+The run's own figure is the smallest throughput change its verdicts find 9 times in 10: with a
+paired interval of half-width h (log units) at 95%, a true change of d is called when the
+interval clears zero, which under a normal approximation happens with probability
+Phi(d / se - z_0.975), se = h / z_0.975; solving for 90% gives d = h (1 + z_0.90 / z_0.975),
+about 1.65 h. The A/A control's half-width is the run's noise at its load.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from importlib import resources
+
+from scipy import stats
+
+from tritonlab.records import Record
+
+RATES_FILE = "calibration_rates.json"
+POWER = 0.90
+CONFIDENCE = 0.95
+# d / h: the detectable change in units of the interval's half-width (about 1.65)
+DETECTABLE_FACTOR = 1.0 + float(stats.norm.ppf(POWER)) / float(stats.norm.ppf(0.5 + CONFIDENCE / 2))
+
+
+@dataclass(frozen=True)
+class PlantedPower(Record):
+    """One planted drop: its nominal and reference sizes, and how often it was found."""
+
+    effect_pct: float
+    reference_change_pct: float
+    trials: int
+    detected: int
+
+
+@dataclass(frozen=True)
+class MeasuredRates(Record):
+    """The calibration benchmark's summary, as packaged with tritonlab."""
+
+    date_utc: str
+    machine: str
+    cores: int
+    commit: str
+    runs: int
+    blocks: int
+    aa_comparisons: int
+    false_alarms: int
+    intervals: int
+    covered: int
+    power: tuple[PlantedPower, ...]
+
+
+def measured_rates() -> MeasuredRates | None:
+    """The packaged calibration summary; None when this tritonlab carries none."""
+    path = resources.files("tritonlab.stats").joinpath(RATES_FILE)
+    if not path.is_file():
+        return None
+    return MeasuredRates.from_dict(json.loads(path.read_text()))
+
+
+def detectable_change_pct(half_width_pct: float) -> float:
+    """The change found 9 times in 10 by a verdict whose 95% half-width is ``half_width_pct``
+    (stated as exp(h) - 1, like the half-widths in the log), in percent (module docstring)."""
+    return 100.0 * math.expm1(math.log1p(half_width_pct / 100.0) * DETECTABLE_FACTOR)

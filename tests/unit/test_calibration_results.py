@@ -1,0 +1,61 @@
+"""The committed calibration results: the keys issue 34 names, the page rendered from the JSON,
+the summary tritonlab carries written from the same JSON, and the JSON recomputed from the raw
+files of the runs and checks (nothing typed by hand)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "benchmarks" / "results"
+JSON = RESULTS / "calibration.json"
+
+pytestmark = pytest.mark.skipif(not JSON.exists(), reason="no calibration results committed")
+
+
+@pytest.fixture(autouse=True)
+def _beside_the_benchmarks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # bench_common, as the script has it
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "calibration_report", ROOT / "benchmarks" / "calibration_report.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_json_has_the_keys_the_issue_names() -> None:
+    report = json.loads(JSON.read_text())
+    assert {"runs", "comparisons", "false_alarms"} <= set(report["aa"])
+    assert {"intervals", "covered"} <= set(report["coverage"])
+    for row in report["power"]:
+        assert {"effect_pct", "trials", "detected", "measuring_s_median"} <= set(row)
+    if "gate" in report:
+        assert {"aa_checks", "false_regressions"} <= set(report["gate"])
+        for row in report["gate"]["planted"]:
+            assert {"effect_pct", "trials", "detected"} <= set(row)
+
+
+def test_the_page_and_the_packaged_summary_come_from_the_json() -> None:
+    bench = _bench()
+    report = json.loads(JSON.read_text())
+    assert (RESULTS / "calibration.md").read_text() == bench.render_md(report)
+    packaged = ROOT / "src" / "tritonlab" / "stats" / "calibration_rates.json"
+    assert json.loads(packaged.read_text()) == bench.packaged_rates(report)
+
+
+def test_the_json_is_what_the_raw_files_give() -> None:
+    bench = _bench()
+    stored = json.loads(JSON.read_text())
+    recomputed = json.loads(json.dumps(bench.build_report()))
+    for key in ("aa", "coverage", "power", "readings", "disturbed_cells", "gate"):
+        assert recomputed.get(key) == stored.get(key), key

@@ -1,0 +1,70 @@
+"""The error rates a block-engine log states: the smallest change the run's noise lets a verdict
+find (checked against simulated verdicts), and the calibration benchmark's packaged summary."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from tritonlab.report.engine_section import measured_rates_line
+from tritonlab.stats.error_rates import (
+    DETECTABLE_FACTOR,
+    MeasuredRates,
+    PlantedPower,
+    detectable_change_pct,
+    measured_rates,
+)
+from tritonlab.stats.verdicts import centre_interval
+
+
+def test_the_detectable_change_is_about_1_65_half_widths_in_log_units() -> None:
+    assert pytest.approx(1.654, abs=1e-3) == DETECTABLE_FACTOR
+    assert detectable_change_pct(0.0) == 0.0
+    assert detectable_change_pct(5.0) == pytest.approx(
+        100 * math.expm1(DETECTABLE_FACTOR * math.log(1.05))
+    )
+
+
+def test_a_change_of_the_detectable_size_is_found_about_9_times_in_10() -> None:
+    """Simulated paired blocks (normal log-ratios, 40 blocks): a true change of the size the
+    log states, from the median half-width of A/A intervals at that noise, is called "lower"
+    in about 90% of runs (the signed-rank interval is a little wider than the normal one, so
+    a little less)."""
+    rng = random.Random(90)
+    sd, blocks = 0.19, 40
+
+    def interval(change: float) -> tuple[float, float]:
+        ci = centre_interval([rng.gauss(change, sd) for _ in range(blocks)], p_value=False)
+        assert ci is not None
+        return ci.low, ci.high
+
+    widths = sorted(100 * math.expm1((hi - lo) / 2) for lo, hi in map(interval, [0.0] * 200))
+    detectable = detectable_change_pct(widths[len(widths) // 2])
+    found = sum(hi < 0 for _, hi in (interval(-math.log1p(detectable / 100)) for _ in range(400)))
+    assert 0.82 <= found / 400 <= 0.96
+
+
+def test_the_packaged_summary_reads_and_is_quoted_as_that_machines_rates() -> None:
+    rates = measured_rates()
+    if rates is not None:  # the benchmark's summary, when this tritonlab carries one
+        assert rates.aa_comparisons >= rates.false_alarms >= 0
+        assert rates.intervals >= rates.covered >= 0
+    made_up = MeasuredRates(
+        "2026-12-06 06:00",
+        "a CPU",
+        2,
+        "abc1234",
+        10,
+        40,
+        30,
+        1,
+        60,
+        57,
+        (PlantedPower(5.0, -4.6, 10, 4),),
+    )
+    line = measured_rates_line(made_up)
+    assert "1 of 30 comparisons" in line and "57 of 60" in line
+    assert "a planted drop of 4.6% was found in 4 of 10 runs" in line
+    assert "another machine or load has its own" in line
