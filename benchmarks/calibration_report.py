@@ -63,20 +63,23 @@ def analyse_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
         for reading in ("blocks", "independent runs", "one window")
         for kind in ("aa", *map(plant_name, planted_turns))
     }
+
+    def read(kind: str, ref: dict[int, float], var: dict[int, float], truth: float) -> Any:
+        """One comparison read three ways into ``tallies``; the block reading."""
+        readings = {
+            "blocks": [block_reading(ref, var)],
+            "independent runs": [independent_runs_reading(_ordered(ref), _ordered(var))],
+            "one window": [one_window_reading(ref[b], var[b]) for b in sorted(set(ref) & set(var))],
+        }
+        for name, found in readings.items():
+            for reading in found:
+                tallies[name, kind] = tallies[name, kind].add(reading, truth)
+        return readings["blocks"][0]
+
     aa_rows: list[dict[str, Any]] = []
     for run in runs:
         for ref, other in itertools.combinations(AA_NAMES, 2):
-            a, b = _series(run, ref), _series(run, other)
-            reading = block_reading(a, b)
-            tallies["blocks", "aa"] = tallies["blocks", "aa"].add(reading, 0.0)
-            runs_reading = independent_runs_reading(_ordered(a), _ordered(b))
-            tallies["independent runs", "aa"] = tallies["independent runs", "aa"].add(
-                runs_reading, 0.0
-            )
-            for block in sorted(set(a) & set(b)):
-                tallies["one window", "aa"] = tallies["one window", "aa"].add(
-                    one_window_reading(a[block], b[block]), 0.0
-                )
+            reading = read("aa", _series(run, ref), _series(run, other), 0.0)
             aa_rows.append({"run": run["run"], "pair": f"{other} vs {ref}", **reading.to_dict()})
     plants: list[dict[str, Any]] = []
     for effect in planted_turns:
@@ -87,16 +90,8 @@ def analyse_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
         estimate, low, high = pooled_change_pct(logs)
         shortest = min(r["blocks"] for r in runs)
         detected_at = {upto: 0 for upto in PREFIX_BLOCKS if upto < shortest}
-        for run, reading, truth in zip(runs, readings, truths, strict=False):
-            tallies["blocks", name] = tallies["blocks", name].add(reading, truth)
-            base, plant = _series(run, "baseline"), _series(run, name)
-            tallies["independent runs", name] = tallies["independent runs", name].add(
-                independent_runs_reading(_ordered(base), _ordered(plant)), truth
-            )
-            for block in sorted(set(base) & set(plant)):
-                tallies["one window", name] = tallies["one window", name].add(
-                    one_window_reading(base[block], plant[block]), truth
-                )
+        for run, truth in zip(runs, truths, strict=False):
+            read(name, _series(run, "baseline"), _series(run, name), truth)
             for upto in detected_at:
                 early = block_reading(_series(run, "baseline", upto), _series(run, name, upto))
                 detected_at[upto] += early.detects(truth)
@@ -346,7 +341,7 @@ def packaged_rates(report: dict[str, Any]) -> dict[str, Any]:
         "intervals": report["coverage"]["intervals"],
         "covered": report["coverage"]["covered"],
         "power": [
-            {k: p[k] for k in ("effect_pct", "reference_change_pct", "trials", "detected")}
+            {k: p[k] for k in ("reference_change_pct", "trials", "detected")}
             for p in report["power"]
         ],
     }

@@ -196,24 +196,25 @@ def test_an_aa_control_that_differs_says_the_run_is_not_to_be_trusted(
 def test_a_run_with_too_many_disturbed_cells_is_not_called_trusted(seed_run_dir: Path) -> None:
     """Past MAX_DISTURBED_SHARE of its cells stored disturbed, a run's log does not call its
     verdicts trusted, even where its A/A control reads no difference; at or below, it does."""
-    cells = [c for c in _cells(seed_run_dir) if c.variant.name == "baseline"]
-    control = aa_control(cells[0].variant)
-    both = cells + [replace(c, variant=control) for c in cells]
+    cells = _cells(seed_run_dir)
+    control = aa_control(next(c.variant for c in cells if c.variant.name == "baseline"))
+    both = cells + [replace(c, variant=control) for c in cells if c.variant.name == "baseline"]
     floors = noise_floors(both)
     assert len(floors) == 1 and floors[0].trusted
     quiet = Interference(0.01, 0.0, 0.0, False)
     stuck = Interference(0.9, 0.0, 0.0, True, attempts=3)
-    many = both * max(1, math.ceil(20 / len(both)))  # enough cells for a share to have steps
-    limit = math.floor(MAX_DISTURBED_SHARE * len(many))  # the most cells that may stay disturbed
-    within = [replace(c, interference=stuck if i < limit else quiet) for i, c in enumerate(many)]
-    beyond = [replace(c, interference=stuck if i <= limit else quiet) for i, c in enumerate(many)]
-    assert "can be trusted" in "\n".join(noise_floor_lines(floors, True, within))
+    limit = math.floor(MAX_DISTURBED_SHARE * len(both))  # the most cells that may stay disturbed
+    assert limit >= 1  # enough cells for a share below the limit to exist
+    within = [replace(c, interference=stuck if i < limit else quiet) for i, c in enumerate(both)]
+    beyond = [replace(c, interference=stuck if i <= limit else quiet) for i, c in enumerate(both)]
+    assert noise_floors(within)[0].trusted and not noise_floors(beyond)[0].trusted
+    assert "can be trusted" in "\n".join(noise_floor_lines(noise_floors(within), True))
     assert "within the 16%" in "\n".join(interference_lines(within))
-    assert "not to be trusted" in "\n".join(noise_floor_lines(floors, True, beyond))
+    assert "not to be trusted" in "\n".join(noise_floor_lines(noise_floors(beyond), True))
     assert "more than 16%, so this run's verdicts are not to be trusted" in "\n".join(
         interference_lines(beyond)
     )
-    assert pytest.approx(1 - (1 / math.sqrt(2)) ** 0.5) == MAX_DISTURBED_SHARE
+    assert MAX_DISTURBED_SHARE == pytest.approx(1 - (1 / math.sqrt(2)) ** 0.5)
 
 
 def test_a_swallowed_interrupt_is_raised_again(monkeypatch: pytest.MonkeyPatch) -> None:

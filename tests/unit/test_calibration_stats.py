@@ -96,8 +96,6 @@ def test_tally_counts_calls_coverage_and_detections() -> None:
         1,
         2,
     )
-    assert tally.coverage == 0.5 and tally.rate == pytest.approx(2 / 3)
-    assert Tally().rate is None and Tally().coverage is None
 
 
 def test_wilson_interval_matches_known_values() -> None:
@@ -120,8 +118,8 @@ def test_block_intervals_cover_planted_effects_against_left_out_references() -> 
     tally = Tally()
     for reading, truth in zip(readings, truths, strict=True):
         tally = tally.add(reading, 100.0 * math.expm1(truth))
-    assert tally.coverage is not None and 0.91 <= tally.coverage <= 0.99
+    assert 0.91 <= tally.covered / tally.intervals <= 0.99
     aa = Tally()
     for _ in range(runs):
         aa = aa.add(block_reading(*_noisy_blocks(rng, 30, 0.0)), 0.0)
-    assert aa.rate is not None and aa.rate <= 0.09
+    assert aa.calls / aa.comparisons <= 0.09

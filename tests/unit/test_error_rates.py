@@ -62,7 +62,7 @@ def test_the_packaged_summary_reads_and_is_quoted_as_that_machines_rates() -> No
         1,
         60,
         57,
-        (PlantedPower(5.0, -4.6, 10, 4),),
+        (PlantedPower(-4.6, 10, 4),),
     )
     line = measured_rates_line(made_up)
     assert "1 of 30 comparisons" in line and "57 of 60" in line

@@ -33,13 +33,14 @@ from tritonlab.records import Record
 DISTURBED_FOREIGN_CORES = 0.25
 DISTURBED_STEAL_CORES = 0.25
 DISTURBED_RETRIES = 2
-# The share of a run's cells stored disturbed above which its verdicts are not called trusted.
-# A verdict's Hodges-Lehmann estimate withstands up to 1 - 1/sqrt(2) (about 29%) of its pairs
-# arbitrarily wrong (its breakdown point); a pair is touched when either of its two cells is,
-# which a share q of disturbed cells does to 1 - (1 - q)^2 of the pairs: 29% of the pairs at
-# q = 1 - 2**-0.25, about 16%. (A limit from the estimator, not yet from runs measured under
-# load: the calibration benchmark has measured quiet runs only.)
-MAX_DISTURBED_SHARE = 1.0 - 2.0**-0.25
+# The Hodges-Lehmann estimate's breakdown point: the share of a verdict's pairs that may be
+# arbitrarily wrong before the estimate can be moved arbitrarily far (1 - 1/sqrt(2)).
+HL_BREAKDOWN = 1.0 - 2.0**-0.5
+# The share of a run's cells stored disturbed above which its verdicts are not called trusted:
+# a pair is touched when either of its two cells is, which a share q of disturbed cells does to
+# 1 - (1 - q)^2 of the pairs, HL_BREAKDOWN of them at this q (about 16%). A limit from the
+# estimator, not yet from runs measured under load (the calibration benchmark's are quiet).
+MAX_DISTURBED_SHARE = 1.0 - (1.0 - HL_BREAKDOWN) ** 0.5
 _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 STUB_NAME = "triton_python_backend_stub"
 
@@ -86,6 +87,11 @@ class Interference(Record):
 def disturbed_share(records: Sequence[Interference]) -> float | None:
     """The share of ``records`` stored disturbed; None without records."""
     return sum(r.disturbed for r in records) / len(records) if records else None
+
+
+def too_disturbed(share: float | None) -> bool:
+    """True when a run's ``disturbed_share`` is over ``MAX_DISTURBED_SHARE``."""
+    return share is not None and share > MAX_DISTURBED_SHARE
 
 
 def idle_stubs(

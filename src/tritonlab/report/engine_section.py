@@ -20,8 +20,11 @@ from tritonlab.experiments.interference import (
     DISTURBED_FOREIGN_CORES,
     DISTURBED_RETRIES,
     DISTURBED_STEAL_CORES,
+    HL_BREAKDOWN,
     MAX_DISTURBED_SHARE,
+    Interference,
     disturbed_share,
+    too_disturbed,
 )
 from tritonlab.experiments.rounds import StoppingRecord
 from tritonlab.experiments.store import CellResult
@@ -118,30 +121,21 @@ def reload_lines(engine: EngineRecord) -> list[str]:
     ]
 
 
-def too_disturbed(cells: list[CellResult]) -> bool:
-    """True when more than ``MAX_DISTURBED_SHARE`` of the monitored cells stayed disturbed."""
-    share = disturbed_share([c.interference for c in cells if c.interference is not None])
-    return share is not None and share > MAX_DISTURBED_SHARE
-
-
-def noise_floor_lines(
-    floors: list[NoiseFloor], blocks: bool = False, cells: list[CellResult] | None = None
-) -> list[str]:
+def noise_floor_lines(floors: list[NoiseFloor], blocks: bool = False) -> list[str]:
     """The A/A control's verdicts, and what they mean for the run's other verdicts; for the
     block engine (``blocks``), the smallest change its noise lets a verdict find and the error
-    rates the calibration benchmark measured. A run whose ``cells`` stayed disturbed too often
-    is not called trusted, whatever its control reads (``interference_lines`` says why)."""
+    rates the calibration benchmark measured. A run whose cells stayed disturbed too often is
+    not called trusted, whatever its control reads (``interference_lines`` says why)."""
     if not floors:
         return []
     lines = ["## Noise floor (A/A control)", ""]
-    disturbed = too_disturbed(cells or [])
     for f in floors:
-        if not f.trusted:
+        if f.throughput.clear or f.latency_p99.clear:
             verdict = (
                 "**the two copies of one configuration differ: this run's verdicts are not to "
                 "be trusted**"
             )
-        elif disturbed:
+        elif f.too_disturbed:
             verdict = (
                 "**but too many of the run's cells stayed disturbed (see Interference): its "
                 "verdicts are not to be trusted**"
@@ -216,7 +210,7 @@ def interference_lines(cells: list[CellResult]) -> list[str]:
         f"disturbed and measured again, at most {DISTURBED_RETRIES} more times.",
         f"- Re-measured because disturbed: {len(retried)} cell(s){_first_eight(retried)}.",
         f"- Stored as disturbed (every try was): {len(disturbed)}{_first_eight(disturbed)}"
-        + _disturbed_verdict(len(disturbed), len(records))
+        + _disturbed_verdict([r for _, r in records])
         + ".",
         f"- Idle co-loaded models (the other configurations' backend stubs) used median "
         f"{statistics.median(idle):.3f}, max {max(idle):.3f} cores while another was measured.",
@@ -224,16 +218,19 @@ def interference_lines(cells: list[CellResult]) -> list[str]:
     ]
 
 
-def _disturbed_verdict(disturbed: int, cells: int) -> str:
+def _disturbed_verdict(records: list[Interference]) -> str:
     """What the share of disturbed cells means for the run's verdicts."""
+    share = disturbed_share(records)
+    if not share:
+        return ""
     limit = f"{100 * MAX_DISTURBED_SHARE:.0f}%"
-    share = f"{100 * disturbed / cells:.0f}% of {cells}"
-    if disturbed / cells <= MAX_DISTURBED_SHARE:
-        return f" ({share}, within the {limit} a run's verdicts may rest on)" if disturbed else ""
+    shown = f"{100 * share:.0f}% of {len(records)}"
+    if not too_disturbed(share):
+        return f" ({shown}, within the {limit} a run's verdicts may rest on)"
     return (
-        f" ({share}): **more than {limit}, so this run's verdicts are not to be trusted**: a "
-        "verdict's Hodges-Lehmann estimate withstands about 29% of its pairs wrong, and a share "
-        f"above {limit} of disturbed cells touches more pairs than that"
+        f" ({shown}): **more than {limit}, so this run's verdicts are not to be trusted**: a "
+        f"verdict's Hodges-Lehmann estimate withstands about {100 * HL_BREAKDOWN:.0f}% of its "
+        f"pairs wrong, and a share above {limit} of disturbed cells touches more pairs than that"
     )
 
 

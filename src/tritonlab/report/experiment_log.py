@@ -353,7 +353,7 @@ def render_experiment_log(run: RunData) -> str:
         kind = str(manifest.model.repository.get("kind", ""))
         lines += steps_section(run.cells, labels, kind)
     lines += engine_lines(run.engine, run.stopping, run.cells)
-    lines += noise_floor_lines(run.noise_floors, run.engine is not None, run.cells)
+    lines += noise_floor_lines(run.noise_floors, run.engine is not None)
     lines += interference_lines(run.cells)
     lines += faults_section(run.faults)
     lines += nodes_section(manifest.nodes, run.cells)

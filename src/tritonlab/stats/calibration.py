@@ -172,17 +172,6 @@ class Tally(Record):
             self.detected + (true_pct != 0.0 and reading.detects(true_pct)),
         )
 
-    @property
-    def rate(self) -> float | None:
-        """Share of comparisons that called a difference (false alarms for A/A, power for a
-        planted effect); None without comparisons."""
-        return self.calls / self.comparisons if self.comparisons else None
-
-    @property
-    def coverage(self) -> float | None:
-        """Share of intervals that held the true change; None without intervals."""
-        return self.covered / self.intervals if self.intervals else None
-
 
 def wilson_interval(successes: int, trials: int) -> tuple[float, float]:
     """The 95% Wilson score interval of a proportion (0..1); (0, 1) without trials."""

@@ -18,24 +18,25 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from functools import cache
 from importlib import resources
 
 from scipy import stats
 
 from tritonlab.records import Record
+from tritonlab.stats.verdicts import CONFIDENCE
 
 RATES_FILE = "calibration_rates.json"
 POWER = 0.90
-CONFIDENCE = 0.95
 # d / h: the detectable change in units of the interval's half-width (about 1.65)
 DETECTABLE_FACTOR = 1.0 + float(stats.norm.ppf(POWER)) / float(stats.norm.ppf(0.5 + CONFIDENCE / 2))
 
 
 @dataclass(frozen=True)
 class PlantedPower(Record):
-    """One planted drop: its nominal and reference sizes, and how often it was found."""
+    """One planted drop: its reference change (from the runs it was not judged in), and how
+    often it was found."""
 
-    effect_pct: float
     reference_change_pct: float
     trials: int
     detected: int
@@ -58,8 +59,9 @@ class MeasuredRates(Record):
     power: tuple[PlantedPower, ...]
 
 
+@cache
 def measured_rates() -> MeasuredRates | None:
-    """The packaged calibration summary; None when this tritonlab carries none."""
+    """The packaged calibration summary (read once); None when this tritonlab carries none."""
     path = resources.files("tritonlab.stats").joinpath(RATES_FILE)
     if not path.is_file():
         return None
