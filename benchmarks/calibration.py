@@ -1,12 +1,16 @@
 """Calibration: how often tritonlab's verdicts and its CI gate are wrong, on effects of known size.
 
-**Runs** (``runs``): each a fresh server from an empty folder, the block engine as released, the
-demo MLP's co-loaded set (the seed's four configurations and the A/A control ``baseline_aa``)
-plus one more A/A copy (``aa_copy``) and three copies of the baseline with a fixed amount of CPU
-work planted per request (the adapter's ``tritonlab_planted_work_iterations``: ``PLANTS``),
-sized for throughput drops near 3%, 5% and 10%. Every run measures ``--blocks`` blocks at the
-demo's load (gRPC, batch 1, concurrency 8); the three identical configurations give three A/A
-comparisons per run. A plant's true change is established without the run it is judged in:
+**Runs** (``runs``): each a fresh server from an empty folder, the block engine as released (the
+CPU split included: the server on one core, perf_analyzer on the other), the demo MLP's
+co-loaded set (the seed's four configurations and the A/A control ``baseline_aa``) plus two
+more A/A copies (``aa_copy``, ``aa_copy2``) and three copies of the baseline with a fixed amount
+of CPU work planted per request (the adapter's ``tritonlab_planted_work_iterations``:
+``PLANTS``), sized for throughput drops near 3%, 5% and 10%. Every run measures as a demo does
+(gRPC, batch 1, concurrency 8): ``--blocks`` planned blocks (default the engine's), then the
+released stopping rule (more blocks while a headline throughput interval is wider than its
+target, up to the engine's limits). The four identical configurations give six A/A
+comparisons per run (they share cells, so they are not independent of one another; the runs
+are). A plant's true change is established without the run it is judged in:
 the mean of its estimates in every other run (``stats/calibration.leave_one_out``), each run
 a fresh server and a fresh block order, so the reference is a measurement ``runs - 1`` times
 as long.
@@ -21,8 +25,8 @@ that ends undecided is counted apart (it fails the job too, without claiming a r
 Every finished run or check is one JSON file under ``benchmarks/results/calibration_runs/``
 (re-running resumes); ``report`` (also run after each run and check; ``calibration_report.py``)
 writes ``benchmarks/results/calibration.{json,md}`` from those files alone. Usage:
-    python benchmarks/calibration.py runs --runs 8 --blocks 30
-    python benchmarks/calibration.py gate --aa 6 --planted 4
+    python benchmarks/calibration.py runs --runs 20
+    python benchmarks/calibration.py gate --aa 20 --planted 10
     python benchmarks/calibration.py report
 """
 
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import subprocess
 import sys
 import time
@@ -44,10 +49,10 @@ ROOT = Path(__file__).resolve().parent.parent
 MARKER = ".tritonlab-calibration-bench"  # only folders holding it are ever removed
 PARAM = "tritonlab_planted_work_iterations"
 # Loop turns per request for throughput drops near 3%, 5% and 10% on the demo MLP at the demo's
-# load: its baseline serves a request about every 300 µs, and a turn costs 7-15 ns in a stub
-# here (2,300 turns measured -8% before these were chosen). Only the references say how large
-# each drop is.
-PLANTS = {3: 1100, 5: 1800, 10: 3700}
+# load with the CPU split: its baseline serves a request about every 300 µs on its one core,
+# and 1,100 turns measured about -6% before these were chosen. Only the references say how
+# large each drop is.
+PLANTS = {3: 560, 5: 1000, 10: 2000}
 
 
 def calibration_plan(blocks: int) -> Any:
@@ -63,6 +68,7 @@ def calibration_plan(blocks: int) -> Any:
     extra = [
         aa_control(base),
         replace(aa_control(base), name="aa_copy", description="A/A copy (calibration)"),
+        replace(aa_control(base), name="aa_copy2", description="A/A copy (calibration)"),
         *(
             replace(
                 base,
@@ -77,19 +83,23 @@ def calibration_plan(blocks: int) -> Any:
     return replace(plan, variants=(*plan.variants, *extra))
 
 
-def measure_run(run: int, blocks: int, work: Path, onnx: Path) -> dict[str, Any]:
+def measure_run(run: int, blocks: int | None, work: Path, onnx: Path) -> dict[str, Any]:
     """One fresh run; its cells as stored in the raw file."""
     from bench_common import fresh_folder, report_header
 
-    from tritonlab.experiments.store import load_cells
-    from tritonlab.pipeline.project import run_project
+    from tritonlab.experiments.blocks import ENGINE_BLOCKS
+    from tritonlab.experiments.store import load_cells, load_manifest
+    from tritonlab.pipeline.project import RunControls, engine_rounds, run_project
     from tritonlab.server.launch import ServerOptions
 
     folder = work / f"run{run:02d}"
     fresh_folder(folder, MARKER, "benchmarks/calibration.py")
     started = time.monotonic()
-    run_project(onnx, folder, calibration_plan(blocks), ServerOptions())
+    rounds = engine_rounds(ENGINE_BLOCKS, blocks)  # the demo's stopping rule and limits
+    controls = RunControls(max_repeats=rounds.most, adaptive_budget_s=rounds.extra_budget_s)
+    run_project(onnx, folder, calibration_plan(rounds.first), ServerOptions(), controls=controls)
     wall = time.monotonic() - started
+    split = load_manifest(folder).cpu_split
     cells: dict[str, dict[str, Any]] = {}
     for cell in load_cells(folder):
         m = cell.perf.measurement
@@ -105,7 +115,8 @@ def measure_run(run: int, blocks: int, work: Path, onnx: Path) -> dict[str, Any]
     return {
         **report_header(),
         "run": run,
-        "blocks": blocks,
+        "blocks": max(int(b) for b in cells["baseline"]),
+        "cpu_split": bool(split and split.split),
         "plants_iterations": {str(k): v for k, v in PLANTS.items()},
         "wall_s": round(wall, 1),
         "cells": cells,
@@ -176,10 +187,15 @@ def run_check(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("what", choices=("runs", "gate", "report"))
-    parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--blocks", type=int, default=40)
-    parser.add_argument("--aa", type=int, default=6, help="gate: A/A checks")
-    parser.add_argument("--planted", type=int, default=4, help="gate: checks per plant")
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--blocks", type=int, default=None, help="planned (default: a demo's)")
+    parser.add_argument("--aa", type=int, default=20, help="gate: A/A checks")
+    parser.add_argument(
+        "--planted",
+        type=int,
+        default=10,
+        help="gate: checks of the 5%% plant (half as many of 3, 10)",
+    )
     parser.add_argument("--repeats", type=int, default=10, help="gate: rounds planned")
     parser.add_argument("--work", type=Path, default=ROOT / "calibration-work")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where calibration.* go")
@@ -217,7 +233,10 @@ def main() -> None:
     baseline_run = args.work / "run01"
     if not (baseline_run / "results").is_dir():
         raise SystemExit(f"{baseline_run}: measure the runs first (its first run is the baseline)")
-    schedule = [0] * args.aa + [e for _ in range(args.planted) for e in PLANTS]
+    # A/A and planted checks in one shuffled order, so slow drift falls on both alike.
+    small = (args.planted + 1) // 2
+    schedule = [0] * args.aa + [5] * args.planted + [3] * small + [10] * small
+    random.Random(34).shuffle(schedule)
     for index, effect in enumerate(schedule, start=1):
         raw = raw_dir / f"gate{index:02d}.json"
         if raw.exists():

@@ -20,9 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 RAW = RESULTS / "calibration_runs"
 PACKAGED = ROOT / "src" / "tritonlab" / "stats" / "calibration_rates.json"
-AA_NAMES = ("baseline", "baseline_aa", "aa_copy")
-DEMO_CONFIGURATIONS = 5  # a demo block: the seed's four and the A/A control
-PREFIX_BLOCKS = (10, 20, 30)  # power also read on each run's first blocks
+AA_NAMES = ("baseline", "baseline_aa", "aa_copy", "aa_copy2")  # identical configurations
+PREFIX_BLOCKS = (5, 10, 20, 30)  # power also read on each run's first blocks
 
 
 def plant_name(effect: int) -> str:
@@ -44,6 +43,10 @@ def planted_effects(runs: list[dict[str, Any]]) -> dict[int, int]:
     if len(sizes) > 1:
         raise SystemExit(f"the stored runs planted different amounts of work: {sorted(sizes)}")
     return dict(sorted((int(k), v) for k, v in runs[0]["plants_iterations"].items()))
+
+
+def _aa_configurations(runs: list[dict[str, Any]]) -> int:
+    return max(sum(name in r["cells"] for name in AA_NAMES) for r in runs)
 
 
 def analyse_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -77,10 +80,13 @@ def analyse_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
         return readings["blocks"][0]
 
     aa_rows: list[dict[str, Any]] = []
+    aa_readings: list[Any] = []
     for run in runs:
-        for ref, other in itertools.combinations(AA_NAMES, 2):
+        copies = [name for name in AA_NAMES if name in run["cells"]]
+        for ref, other in itertools.combinations(copies, 2):
             reading = read("aa", _series(run, ref), _series(run, other), 0.0)
             aa_rows.append({"run": run["run"], "pair": f"{other} vs {ref}", **reading.to_dict()})
+            aa_readings.append(reading)
     plants: list[dict[str, Any]] = []
     for effect in planted_turns:
         name = plant_name(effect)
@@ -104,14 +110,23 @@ def analyse_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 "detected_by_prefix": {str(k): v for k, v in detected_at.items()},
             }
         )
-    return {"tallies": tallies, "aa_rows": aa_rows, "plants": plants}
+    return {"tallies": tallies, "aa_rows": aa_rows, "aa_readings": aa_readings, "plants": plants}
 
 
-def demo_seconds(runs: list[dict[str, Any]], blocks: int) -> float:
-    """What ``blocks`` blocks cost a demo (its five configurations) at the median cell time of
-    ``runs``' cells: the measuring budget the run verdicts are read at."""
-    walls = [c["wall_s"] for r in runs for cells in r["cells"].values() for c in cells.values()]
-    return blocks * DEMO_CONFIGURATIONS * statistics.median(walls)
+def measuring_s(run: dict[str, Any], upto: int | None = None) -> float:
+    """The wall seconds of ``run``'s cells (up to block ``upto``): its measuring, every
+    configuration of it (more than a demo's five)."""
+    return sum(
+        c["wall_s"]
+        for cells in run["cells"].values()
+        for block, c in cells.items()
+        if upto is None or int(block) <= upto
+    )
+
+
+def median_measuring_s(runs: list[dict[str, Any]], upto: int | None = None) -> float:
+    """The median over ``runs`` of ``measuring_s``."""
+    return statistics.median(measuring_s(r, upto) for r in runs)
 
 
 def summarise_gate(checks: list[dict[str, Any]], drops: dict[str, float]) -> dict[str, Any]:
@@ -147,6 +162,8 @@ def build_report(raw_dir: Path = RAW) -> dict[str, Any]:
     """calibration.json's content, from the raw files alone."""
     from bench_common import report_header
 
+    from tritonlab.stats.calibration import copy_spread
+
     runs = [json.loads(p.read_text()) for p in sorted(raw_dir.glob("run*.json"))]
     checks = [json.loads(p.read_text()) for p in sorted(raw_dir.glob("gate*.json"))]
     raw = raw_dir.resolve()
@@ -155,7 +172,7 @@ def build_report(raw_dir: Path = RAW) -> dict[str, Any]:
     if runs:
         analysis = analyse_runs(runs)
         tallies = analysis["tallies"]
-        blocks = min(r["blocks"] for r in runs)
+        blocks = round(statistics.median(r["blocks"] for r in runs))
         aa = tallies["blocks", "aa"]
         intervals = [tallies[key] for key in tallies if key[0] == "blocks"]
         report["measured"] = {
@@ -163,7 +180,21 @@ def build_report(raw_dir: Path = RAW) -> dict[str, Any]:
             "runs_to": max(r["date_utc"] for r in runs),
             "commits": sorted({r["commit"] for r in runs}),
         }
-        report["aa"] = {"runs": len(runs), "comparisons": aa.comparisons, "false_alarms": aa.calls}
+        report["aa"] = {
+            "runs": len(runs),
+            "comparisons": aa.comparisons,
+            "false_alarms": aa.calls,
+            "configurations": _aa_configurations(runs),
+        }
+        spread = copy_spread(analysis["aa_readings"])
+        if spread is not None:
+            report["aa"]["spread"] = spread.to_dict()
+        report["blocks"] = {
+            "min": min(r["blocks"] for r in runs),
+            "max": max(r["blocks"] for r in runs),
+            "cpu_split_runs": sum(bool(r.get("cpu_split")) for r in runs),
+            "configurations": max(len(r["cells"]) for r in runs),
+        }
         report["coverage"] = {
             "intervals": sum(t.intervals for t in intervals),
             "covered": sum(t.covered for t in intervals),
@@ -179,11 +210,11 @@ def build_report(raw_dir: Path = RAW) -> dict[str, Any]:
                 "trials": tallies["blocks", p["plant"]].comparisons,
                 "detected": tallies["blocks", p["plant"]].detected,
                 "blocks": blocks,
-                "measuring_s_median": demo_seconds(runs, blocks),
+                "measuring_s_median": median_measuring_s(runs),
                 "by_blocks": [
                     {
                         "blocks": upto,
-                        "measuring_s_median": demo_seconds(runs, upto),
+                        "measuring_s_median": median_measuring_s(runs, upto),
                         "detected": p["detected_by_prefix"][str(upto)],
                     }
                     for upto in map(int, p["detected_by_prefix"])
@@ -215,6 +246,21 @@ def _rate(k: int, n: int) -> str:
     return f"{k} of {n} ({100 * k / n:.0f}%, 95% CI {100 * low:.0f}-{100 * high:.0f}%)"
 
 
+def _spread_lines(spread: dict[str, Any] | None) -> list[str]:
+    """The A/A estimates' spread against what their intervals imply (``copy_spread``)."""
+    if spread is None:
+        return []
+
+    def pct(log: float) -> str:
+        return f"{100 * math.expm1(log):.2f}%"
+
+    return [
+        f"- Spread of those A/A estimates: {pct(spread['estimates_sd'])} (root mean square), "
+        f"against {pct(spread['implied_sd'])} that their intervals imply; the part no interval "
+        f"accounts for (a between-configuration term): {pct(spread['between_sd'])}."
+    ]
+
+
 def _drop(effect_pct: float | None) -> str:
     return "size not measured" if effect_pct is None else f"-{effect_pct:.1f}%"
 
@@ -238,19 +284,28 @@ def readme_block(report: dict[str, Any]) -> str:
     """The figures docs/results.md quotes (``scripts/results_pages.py``)."""
     lines: list[str] = []
     if "aa" in report:
-        m, power = report["measured"], report["power"]
+        m, power, b = report["measured"], report["power"], report["blocks"]
+        blocks = f"{b['min']}" if b["min"] == b["max"] else f"{b['min']} to {b['max']}"
+        split = (
+            "the server and perf_analyzer on disjoint CPUs"
+            if b["cpu_split_runs"] == report["aa"]["runs"]
+            else f"{b['cpu_split_runs']} with the CPU split"
+        )
+        copies = report["aa"].get("configurations", 0)
         lines += [
-            f"## Run verdicts ({report['aa']['runs']} fresh runs, {power[0]['blocks']} blocks "
-            f"each, measured {m['runs_from']} to {m['runs_to']} UTC)",
+            f"## Run verdicts ({report['aa']['runs']} fresh runs, {blocks} blocks each, "
+            f"{split}, measured {m['runs_from']} to {m['runs_to']} UTC)",
             "",
-            f"- A/A comparisons (three identical configurations per run, throughput): false "
-            f"alarms {_rate(report['aa']['false_alarms'], report['aa']['comparisons'])}.",
+            f"- A/A comparisons ({copies} identical configurations per run, every pair of "
+            f"them, throughput): false alarms "
+            f"{_rate(report['aa']['false_alarms'], report['aa']['comparisons'])}.",
+            *_spread_lines(report["aa"].get("spread")),
             f"- Coverage of the 95% intervals (A/A against 0, plants against their reference): "
             f"{_rate(report['coverage']['covered'], report['coverage']['intervals'])}.",
             f"- Cells the interference monitor stored as disturbed: "
             f"{report['disturbed_cells']['disturbed']} of {report['disturbed_cells']['cells']}.",
             "",
-            "| planted | reference change (95% CI) | blocks | a demo's measuring | detected |",
+            "| planted | reference change (95% CI) | blocks | measuring (median) | detected |",
             "|---|---|---|---|---|",
         ]
         for p in power:
@@ -265,8 +320,9 @@ def readme_block(report: dict[str, Any]) -> str:
                 )
         lines += [
             "",
-            "A demo's measuring: what that many blocks of the demo's five configurations take "
-            "at the median cell time of these runs.",
+            "Measuring: the wall time of a run's cells up to that block, every configuration "
+            f"of the run ({b['configurations']}, where a demo has five); the last row of each "
+            "plant is the run as the stopping rule ended it.",
             "",
             "### Side by side, on the same cells",
             "",
@@ -335,7 +391,7 @@ def packaged_rates(report: dict[str, Any]) -> dict[str, Any]:
         "cores": report["cores"],
         "commit": ", ".join(report["measured"]["commits"]),  # what the runs measured with
         "runs": report["aa"]["runs"],
-        "blocks": report["power"][0]["blocks"],
+        "blocks": report["blocks"]["max"],
         "aa_comparisons": report["aa"]["comparisons"],
         "false_alarms": report["aa"]["false_alarms"],
         "intervals": report["coverage"]["intervals"],

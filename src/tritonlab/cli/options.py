@@ -164,6 +164,15 @@ LoadTraceOpt = Annotated[
     ),
 ]
 ProtocolOpt = Annotated[str, typer.Option("--protocol", help="grpc or http.")]
+CpuSplitOpt = Annotated[
+    bool,
+    typer.Option(
+        "--cpu-split/--no-cpu-split",
+        help="Run the server and perf_analyzer on disjoint CPUs (perf_analyzer on a quarter, at "
+        "least one) so they do not compete for cores: far less noise, and the server has fewer "
+        "cores than the machine. Ignored with --url.",
+    ),
+]
 WindowOpt = Annotated[
     int, typer.Option("--window-ms", min=200, help="perf_analyzer measurement window (ms).")
 ]
@@ -268,9 +277,11 @@ class EndpointFlags(_ServerSource):
 
 @dataclass(frozen=True)
 class ServerFlags(EndpointFlags):
-    """``EndpointFlags`` and the address a started server binds to."""
+    """``EndpointFlags``, the address a started server binds to, and whether the server and
+    perf_analyzer run on disjoint CPUs."""
 
     host: HostOpt = "127.0.0.1"
+    cpu_split: CpuSplitOpt = True
 
 
 @dataclass(frozen=True)

@@ -185,6 +185,7 @@ class BlockEngine(ClassicEngine):
                 f"warmup_{load.key}",
                 retries=0,
                 timeout_s=settings.deadline_s,  # a trace's whole cycles included
+                cpus=session.client_cpus,
             )
         except (PerfAnalyzerError, ServerError) as exc:
             if not session.recovery.recoverable(exc):

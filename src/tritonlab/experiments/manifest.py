@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import tritonlab
+from tritonlab.cpu_split import CpuSplit
 from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.models.inputs import ModelInputs
 from tritonlab.models.inspect import TensorSpec
@@ -279,6 +280,9 @@ class Manifest(Record):
     faults: tuple[FaultRecord, ...] = later(())
     # The cluster nodes that measured; () for a local run.
     nodes: tuple[NodeEntry, ...] = later(())
+    # The CPUs the server and perf_analyzer ran on (``cpu_split.py``); None in runs before
+    # it was recorded, which shared every CPU.
+    cpu_split: CpuSplit | None = later()
 
     @property
     def variant_order(self) -> list[str]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tritonlab.client.infer import infer_and_check
+from tritonlab.cpu_split import CpuSplit, decide_split
 from tritonlab.errors import PlanError
 from tritonlab.experiments.manifest import (
     MachineInfo,
@@ -66,7 +67,12 @@ class SessionRequest:
     deadline: float | None = None
 
 
-def new_manifest(request: SessionRequest, machine: MachineInfo, server: ServerRecord) -> Manifest:
+def new_manifest(
+    request: SessionRequest,
+    machine: MachineInfo,
+    server: ServerRecord,
+    cpu_split: CpuSplit | None = None,
+) -> Manifest:
     """A run's manifest as it starts, with the faults an earlier attempt recorded."""
     run_dir, perf_install, info = request.run_dir, request.perf_install, request.info
     manifest = Manifest(
@@ -92,6 +98,7 @@ def new_manifest(request: SessionRequest, machine: MachineInfo, server: ServerRe
         ),
         inputs=request.inputs,
         faults=tuple(load_faults(run_dir)),
+        cpu_split=cpu_split,
     )
     return request.entries.apply(manifest)
 
@@ -128,7 +135,10 @@ def open_session(
     log_path = RunLayout(run_dir).server_log
     # the flags the plan's knobs need (a response cache's size), on top of any already given
     needed = tuple(a for a in knob_server_args(plan.variants) if a not in options.server_args)
-    options = replace(options, server_args=options.server_args + needed)
+    split = decide_split(options.cpu_split, starts_server=not options.url)
+    options = replace(
+        options, server_args=options.server_args + needed, server_cpus=split.server_cpus
+    )
     with running_server(
         options, RunLayout(run_dir).models, log_path, explicit_model_control=True
     ) as server:
@@ -146,6 +156,7 @@ def open_session(
                 http_url=server.http_url,
                 grpc_url=server.grpc_url,
             ),
+            split,
         )
         session = CellSession(
             server,

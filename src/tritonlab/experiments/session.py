@@ -160,6 +160,12 @@ class CellSession:
         # stopping rule's budget check estimates a cell's cost from.
         self.cell_seconds: list[float] = []
 
+    @property
+    def client_cpus(self) -> tuple[int, ...]:
+        """The CPUs perf_analyzer runs on (``cpu_split.py``; empty: any)."""
+        split = self.manifest.cpu_split
+        return split.client_cpus if split is not None else ()
+
     def measure_cell(
         self,
         model: RepositoryModel,
@@ -197,6 +203,7 @@ class CellSession:
                 f"{load.key}__r{repeat + 1}",
                 retries=plan.measurement.retries_when_unstable,
                 timeout_s=settings.deadline_s,
+                cpus=self.client_cpus,
             )
         except PerfAnalyzerError as exc:
             if isinstance(server, TritonServer) and not server.is_alive():

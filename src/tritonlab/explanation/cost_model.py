@@ -13,7 +13,8 @@ One execution that carries ``r`` requests of ``k`` samples each costs
   backend's thread count (``operators.json``; a lower bound), less the null model's in-process
   time; each other engine has its own (``CostModel.for_engine``) behind the same serving path.
 
-With ``N`` instances, ``M = min(N, cores - client cores)`` and the client's round trip outside
+With ``N`` instances, ``M = min(N, cores - client cores)`` (with the CPU split, the server's
+cores and no client cores: ``cpu_split.py``) and the client's round trip outside
 the server ``L0``, a closed loop of ``c`` requests in flight gives:
 
 - no batching: ``r = 1``, throughput ``min(M / (T(1) + G(1)), c / (T(1) + L0))``, where
@@ -191,6 +192,9 @@ class CostModel(Record):
     engine_terms: Annotated[
         tuple[tuple[str, float, float], ...], Field(alias="engines"), _AS_ENGINES
     ] = later(())
+    # perf_analyzer ran on CPUs of its own (``cpu_split.py``): ``cores`` are the server's
+    # alone, and the client's CPU takes none of them.
+    client_apart: bool = later(False)
     # Whose F and P model_fixed_us / model_per_sample_us are.
     engine: Annotated[str, NOT_STORED] = "onnxruntime"
     # engine -> the precision it really computed in on this processor (OpenVINO's own report)
@@ -346,7 +350,7 @@ class CostModel(Record):
                 return engine_model.predict(s)
         v, st = s.variant, s.settings
         k = st.batch_size
-        client_cores = s.perf_analyzer_cores.median or 0.0
+        client_cores = 0.0 if self.client_apart else (s.perf_analyzer_cores.median or 0.0)
         # an instance whose threads run it faster occupies that many cores
         per_instance = (
             max(1, v.intra_op_threads or 1) if self.speedup(v.intra_op_threads) > 1 else 1

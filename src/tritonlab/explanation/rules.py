@@ -293,7 +293,12 @@ def instances_effect(ctx: RuleContext) -> Finding | None:
             f"{after.throughput_infer_per_s:,.0f} infer/s ({after.regime}; batches of "
             f"{before.requests_per_execution:.1f} -> {after.requests_per_execution:.1f} "
             f"requests, {before.execution_us:,.0f} -> {after.execution_us:,.0f} µs per "
-            "execution, instances limited by the cores perf_analyzer leaves free)."
+            "execution, instances limited by "
+            + (
+                f"the server's {ctx.cost_model.cores} cores)."
+                if ctx.cost_model.client_apart
+                else "the cores perf_analyzer leaves free)."
+            )
         )
     return Finding("instances-effect", s.variant.name, text, figures)
 

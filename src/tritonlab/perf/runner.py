@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tritonlab import gateway
+from tritonlab.cpu_split import pinned
 from tritonlab.errors import PerfAnalyzerError
 from tritonlab.perf.locate import PerfAnalyzerInstall
 from tritonlab.perf.records import (
@@ -28,7 +29,7 @@ from tritonlab.perf.records import (
     parse_warnings,
 )
 from tritonlab.perf.settings import PerfSettings
-from tritonlab.procenv import child_environment, die_with_parent, raise_if_interrupted
+from tritonlab.procenv import child_environment, raise_if_interrupted
 from tritonlab.records import Record
 
 
@@ -51,7 +52,11 @@ class PerfRun(Record):
 
 
 def _run_once(
-    install: PerfAnalyzerInstall, args: list[str], console_path: Path, timeout_s: float
+    install: PerfAnalyzerInstall,
+    args: list[str],
+    console_path: Path,
+    timeout_s: float,
+    cpus: tuple[int, ...] = (),
 ) -> tuple[int, str, float]:
     """Run perf_analyzer; return (exit code, console text, CPU seconds it used)."""
     with gateway.open_new(console_path) as console:
@@ -62,7 +67,7 @@ def _run_once(
             stdin=subprocess.DEVNULL,
             env=child_environment(install.environment()),  # without the API key
             start_new_session=True,
-            preexec_fn=die_with_parent,
+            preexec_fn=pinned(cpus),
         )
         deadline = time.monotonic() + timeout_s
         try:
@@ -121,8 +126,10 @@ def run_perf(
     stem: str,
     retries: int = 1,
     timeout_s: float = 300.0,
+    cpus: tuple[int, ...] = (),
 ) -> PerfRun:
-    """Measure one cell; files go to ``out_dir/<stem>.*``. Raises only for real failures."""
+    """Measure one cell; files go to ``out_dir/<stem>.*``; perf_analyzer runs on ``cpus``
+    (``cpu_split.py``; empty: any). Raises only for real failures."""
     gateway.mkdir(out_dir)
     csv_path = out_dir / f"{stem}.csv"
     gateway.remove(csv_path)  # perf_analyzer writes it by name: never through an old link
@@ -159,7 +166,7 @@ def run_perf(
         args = attempt_settings.to_args(str(csv_path))
         command = [str(install.binary), *args]
         try:
-            code, text, used = _run_once(install, args, console_path, timeout_s)
+            code, text, used = _run_once(install, args, console_path, timeout_s, cpus)
         except PerfAnalyzerError:
             if (finished := _finished_but_hung(csv_path, console_path)) is None:
                 raise

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import statistics
 
+from tritonlab.cpu_split import CpuSplit
 from tritonlab.decisions.adaptive import TARGET_HALF_WIDTH_PCT
 from tritonlab.experiments.blocks import (
     REQUESTS_PER_WINDOW,
@@ -43,10 +44,29 @@ def _width(v: Verdict) -> str:
     return "no interval" if width is None else f"half-width ±{width:.1f}%"
 
 
+def placement_line(engine: EngineRecord, split: CpuSplit | None) -> str:
+    """Where the server and perf_analyzer ran (``cpu_split.py``)."""
+    if split is None:
+        return (
+            f"- Placement: perf_analyzer and the server share this machine's {engine.cores} "
+            "cores (this run predates the CPU split, which now puts them on disjoint CPUs)."
+        )
+    if not split.split:
+        return f"- Placement: {split.describe()}."
+    return (
+        f"- Placement: {split.describe()}. Every configuration is compared on the server's "
+        f"{len(split.server_cpus)} of {engine.cores} CPUs (`--no-cpu-split` shares them all)."
+    )
+
+
 def engine_lines(
-    engine: EngineRecord | None, stopping: StoppingRecord | None, cells: list[CellResult]
+    engine: EngineRecord | None,
+    stopping: StoppingRecord | None,
+    cells: list[CellResult],
+    split: CpuSplit | None = None,
 ) -> list[str]:
-    """How the cells were measured (block engine), and why the rounds stopped."""
+    """How the cells were measured (block engine), where the server and perf_analyzer ran,
+    and why the rounds stopped."""
     lines: list[str] = []
     if engine is not None:
         windows = ", ".join(f"{ms} ms at {key}" for key, ms in sorted(engine.windows_ms.items()))
@@ -66,10 +86,7 @@ def engine_lines(
             f"slowest configuration's warm-up throughput, {WARMUP_WINDOW_MS} ms warm-up cells "
             f"first, discarded). {len({c.block for c in cells})} blocks were measured; verdicts "
             "pair the cells of a block.",
-            f"- Placement: perf_analyzer and the server share this machine's {engine.cores} "
-            "cores; placing them on disjoint cores is not done and was not measured here (on 2 "
-            "cores it would leave the server one, so a 2-instance configuration could not use "
-            "the second: that changes what is compared, not only its noise).",
+            placement_line(engine, split),
             *reload_lines(engine),
         ]
     if stopping is not None:

@@ -352,7 +352,7 @@ def render_experiment_log(run: RunData) -> str:
         labels = {v.name: v.description for v in manifest.plan.variants}
         kind = str(manifest.model.repository.get("kind", ""))
         lines += steps_section(run.cells, labels, kind)
-    lines += engine_lines(run.engine, run.stopping, run.cells)
+    lines += engine_lines(run.engine, run.stopping, run.cells, run.manifest.cpu_split)
     lines += noise_floor_lines(run.noise_floors, run.engine is not None)
     lines += interference_lines(run.cells)
     lines += faults_section(run.faults)

@@ -281,7 +281,7 @@ def conditions(
 def _method(run: RunData, analyses: list[Analysis]) -> list[str]:
     lines = (
         method_lines(count_verdicts(analyses), run_stopping_note(run), robust_blocks(analyses))
-        + engine_lines(run.engine, run.stopping, run.cells)
+        + engine_lines(run.engine, run.stopping, run.cells, run.manifest.cpu_split)
         + noise_floor_lines(run.noise_floors, run.engine is not None)
         + interference_lines(run.cells)
     )

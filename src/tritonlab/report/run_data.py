@@ -81,16 +81,19 @@ def _cost_model(
     def net(timings: dict[int, float]) -> dict[int, float]:
         return {b: max(0.0, t - empty.get(b, 0.0)) for b, t in timings.items()}
 
+    split = manifest.cpu_split
+    apart = split is not None and split.split
     model = CostModel.fit(
         points,
         net(operators.in_process_us_per_execution),
-        cores,
+        len(split.server_cpus) if split is not None and apart else cores,
         thread_speedup(parse_ceilings(operators)),
         {e: net(ts) for e, ts in (operators.engines_in_process_us_per_execution or {}).items()},
         operators.engines_precision_used or {},
     )
     if model is None:
         return None
+    model = replace(model, client_apart=apart)
     # the in-process timings were taken at the manifest's inputs (sized for the reference
     # load); runs that did not record them have no shapes
     inputs = manifest.inputs

@@ -37,6 +37,10 @@ class ServerOptions:
     # Further tritonserver flags the served configurations need (``repository/knobs.py``: a
     # response cache's ``--cache-config``); ignored for a remote server, which has its own.
     server_args: tuple[str, ...] = ()
+    # Whether a measuring session puts the server and perf_analyzer on disjoint CPUs
+    # (``cpu_split.py``), and the server's CPUs it decided (empty: not pinned).
+    cpu_split: bool = True
+    server_cpus: tuple[int, ...] = ()
 
     @property
     def describe(self) -> str:
@@ -94,6 +98,7 @@ def make_server(
         explicit_model_control,
         extra_args=options.server_args,
         exposure=exposure,
+        cpus=options.server_cpus,
     )
 
 

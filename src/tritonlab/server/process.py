@@ -25,8 +25,9 @@ from types import TracebackType
 import psutil
 
 from tritonlab import gateway
+from tritonlab.cpu_split import pinned
 from tritonlab.errors import ServerError
-from tritonlab.procenv import child_environment, die_with_parent, raise_if_interrupted
+from tritonlab.procenv import child_environment, raise_if_interrupted
 from tritonlab.server.auth_proxy import AuthProxy, Exposure
 from tritonlab.server.endpoint import UNLOAD_WAIT_S, ServerEndpoint
 from tritonlab.server.locate import ServerInstall
@@ -95,8 +96,11 @@ class TritonServer(ServerEndpoint):
         explicit_model_control: bool = False,
         extra_args: tuple[str, ...] = (),
         exposure: Exposure | None = None,
+        cpus: tuple[int, ...] = (),
     ) -> None:
         self.install = install
+        # The CPUs the server and its stubs run on (``cpu_split.py``; empty: any).
+        self.cpus = cpus
         self.repository = repository.resolve()
         self.log_path = log_path
         self.host = host
@@ -181,7 +185,7 @@ class TritonServer(ServerEndpoint):
                 stdin=subprocess.DEVNULL,
                 env=child_environment(self.install.environment()),  # without the API key
                 start_new_session=True,
-                preexec_fn=die_with_parent,
+                preexec_fn=pinned(self.cpus),
             )
         except OSError as exc:
             log.close()

@@ -35,6 +35,14 @@ def input_signature(inputs: Sequence[TensorSpec]) -> list[tuple[str, str, tuple[
     return [(t.name, t.triton_dtype, tuple(t.dims)) for t in inputs]
 
 
+def _placement(m: Manifest) -> str:
+    """Where the server and perf_analyzer ran, as a comparison reads it."""
+    split = m.cpu_split
+    if split is None or not split.split:
+        return "shared"
+    return f"server {len(split.server_cpus)}, perf_analyzer {len(split.client_cpus)}"
+
+
 def manifest_differences(base: Manifest, new: Manifest) -> dict[str, list[str]]:
     """Every difference between the two runs' manifests, by kind (kinds without one absent)."""
     found: dict[str, list[str]] = {}
@@ -51,6 +59,7 @@ def manifest_differences(base: Manifest, new: Manifest) -> dict[str, list[str]]:
     note("machine", "CPU", lambda m: m.machine.cpu_model)
     note("machine", "cores usable", lambda m: m.machine.cores)
     note("machine", "GPUs", lambda m: list(m.machine.gpus) or "none")
+    note("machine", "CPUs of the server and perf_analyzer", _placement)
     note("software", "tritonserver", lambda m: m.server.version)
     note("software", "perf_analyzer", lambda m: m.perf_analyzer.version)
     note("software", "tritonlab", lambda m: m.tool.version)
