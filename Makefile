@@ -42,16 +42,16 @@ resolution-bench: setup
 aa-bench: setup
 	$(PY) benchmarks/aa_floor.py --out benchmarks/results
 
-# Measured error rates (issue 34): 10 fresh runs of the demo's co-loaded set with A/A copies and
-# planted 3%, 5% and 10% effects, 40 blocks each, then live `tritonlab check`s (A/A and planted)
-# against the first run (about 80 minutes on 2 cores; re-run to resume); writes
+# Measured error rates (issue 34): 20 fresh runs of the demo's co-loaded set with A/A copies and
+# planted 3%, 5% and 10% effects, measured as a demo is, then 40 live `tritonlab check`s (A/A and
+# planted) against the first run (about 90 minutes on 2 cores; re-run to resume); writes
 # benchmarks/results/calibration.{json,md} from benchmarks/results/calibration_runs/.
 calibration-bench: setup
 	$(PY) benchmarks/calibration.py runs
 	$(PY) benchmarks/calibration.py gate
 
-# Where the noise comes from: two configurations loaded against nine, cells back to back
-# against shuffled blocks (about 5 minutes on 2 cores); writes
+# Where the noise comes from: two configurations loaded against all ten, cells back to back
+# against shuffled blocks, CPUs shared against split (about 8 minutes on 2 cores); writes
 # benchmarks/results/noise_sources.{json,md}.
 noise-bench: setup
 	$(PY) benchmarks/noise_sources.py --out benchmarks/results

@@ -1,19 +1,22 @@
 """Where the block engine's noise comes from: co-loading, distance in time, or the machine.
 
 Serves the demo MLP's baseline and an identical copy, and for the co-loaded conditions the
-seven other configurations of the calibration set (``calibration.calibration_plan``), in one
-server (explicit model control), and measures the baseline and its copy with cells as the block
+other configurations of the calibration set (``calibration.calibration_plan``), in one server
+(explicit model control), and measures the baseline and its copy with cells as the block
 engine measures them (three 200 ms windows, perf_analyzer's stability check off, gRPC, batch 1,
-concurrency 8) in three conditions:
+concurrency 8) in four conditions:
 
 - **two loaded, back to back**: only the two loaded; each pair is the baseline and the copy one
   right after the other (which goes first alternates);
-- **nine loaded, back to back**: the same pairs with all nine loaded;
-- **nine loaded, shuffled blocks of five**: the baseline, the copy and three other
-  configurations in a shuffled order per block, as a demo block measures them.
+- **all loaded, back to back**: the same pairs with every configuration loaded;
+- **all loaded, shuffled blocks of five**: the baseline, the copy and three other
+  configurations in a shuffled order per block, as a demo block measures them;
+- **the same, CPUs split**: as the one before, with the server (every thread of it and of its
+  stubs) on the server's CPUs of ``tritonlab.cpu_split.decide_split`` and perf_analyzer on the
+  others, as tritonlab measures by default; in the three before, both may run on every CPU.
 
-The conditions run in segments of ``--pairs`` pairs in the order A B C C B A, so slow drift of
-the machine falls on each condition alike. Per condition: the spread (standard deviation of the
+The conditions run in segments of ``--pairs`` pairs in the order A B C D D C B A, so slow drift
+of the machine falls on each condition alike. Per condition: the spread (standard deviation of the
 log throughput) of a window within a cell, of a cell, and of the log-ratio of a pair, the
 correlation of the pair's two cells, and the mean log-ratio (the copy against the baseline).
 If co-loading added noise, B would be wider than A; if cells far apart in time share less of
@@ -26,8 +29,10 @@ Writes ``OUT/noise_sources.json`` and ``.md``. Usage:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
+import os
 import random
 import re
 import statistics
@@ -38,15 +43,31 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = ".tritonlab-noise-bench"
-CONDITIONS = ("two loaded, back to back", "nine loaded, back to back", "nine loaded, blocks of 5")
-SEGMENTS = (0, 1, 2, 2, 1, 0)  # A B C C B A
+CONDITIONS = (
+    "two loaded, back to back",
+    "all loaded, back to back",
+    "all loaded, blocks of 5",
+    "all loaded, blocks of 5, CPUs split",
+)
+SEGMENTS = (0, 1, 2, 3, 3, 2, 1, 0)  # A B C D D C B A
+SPLIT = 3
 OTHERS_IN_BLOCK = 3
 PASS_RE = re.compile(r"Pass \[\d+\] throughput: ([\d.]+) infer/sec")
 TOTAL_RE = re.compile(r"Throughput: ([\d.]+) infer/sec")
 
 
-def cell(perf: Any, url: str, model: str) -> dict[str, Any]:
-    """One cell as the block engine measures it: its throughput and its windows'."""
+def place(server: Any, cpus: tuple[int, ...]) -> None:
+    """Every thread of the server and its stubs on ``cpus``."""
+    for process in server.process_tree():
+        for thread in process.threads():
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(thread.id, set(cpus))
+
+
+def cell(perf: Any, url: str, model: str, cpus: tuple[int, ...] = ()) -> dict[str, Any]:
+    """One cell as the block engine measures it (perf_analyzer on ``cpus``; empty: any): its
+    throughput and its windows'."""
+    from tritonlab.cpu_split import pinned
     from tritonlab.procenv import child_environment
 
     command = [
@@ -78,6 +99,7 @@ def cell(perf: Any, url: str, model: str) -> dict[str, Any]:
         text=True,
         timeout=120,
         check=True,
+        preexec_fn=pinned(cpus),
     )
     total = TOTAL_RE.search(done.stdout)
     if total is None:
@@ -142,6 +164,7 @@ def main() -> None:
     from calibration import calibration_plan
 
     from tritonlab import gateway
+    from tritonlab.cpu_split import available_cpus, decide_split
     from tritonlab.models.demo import export_simple_mlp
     from tritonlab.models.inspect import inspect_onnx
     from tritonlab.perf.locate import locate_perf_analyzer
@@ -161,6 +184,10 @@ def main() -> None:
     pair = (models["baseline"], models["baseline_aa"])
     others = [m for name, m in models.items() if name not in ("baseline", "baseline_aa")]
     perf = locate_perf_analyzer()
+    split = decide_split(True, starts_server=True)
+    if not split.split:
+        raise SystemExit(f"the CPU split needs two CPUs or more: {split.reason}")
+    every = available_cpus()
     rng = random.Random(34)
     collected: dict[str, list[Any]] = {name: [] for name in CONDITIONS}
     server = TritonServer(
@@ -180,17 +207,20 @@ def main() -> None:
                 for model in others:
                     (server.load_model if wanted else server.unload_model)(model)
                 loaded_others = wanted
+            place(server, split.server_cpus if condition == SPLIT else every)
+            client = split.client_cpus if condition == SPLIT else ()
             for model in (*pair, *(others if wanted else ())):  # a discarded warm-up cell each
-                cell(perf, url, model)
+                cell(perf, url, model, client)
             for k in range(args.pairs):
                 if condition < 2:
                     first = (index + k) % 2
-                    a, b = cell(perf, url, pair[first]), cell(perf, url, pair[1 - first])
+                    a = cell(perf, url, pair[first], client)
+                    b = cell(perf, url, pair[1 - first], client)
                     measured = {a["model"]: a, b["model"]: b}
                 else:
                     order = [*pair, *rng.sample(others, OTHERS_IN_BLOCK)]
                     rng.shuffle(order)
-                    measured = {m: cell(perf, url, m) for m in order}
+                    measured = {m: cell(perf, url, m, client) for m in order}
                 collected[CONDITIONS[condition]].append((measured[pair[0]], measured[pair[1]]))
             print(f"segment {index + 1} of {len(SEGMENTS)}: {CONDITIONS[condition]}", flush=True)
     report = {

@@ -287,8 +287,9 @@ def benchmark_blocks() -> list[str]:
         "adapter_overhead.md`](../benchmarks/results/adapter_overhead.md) (`make adapter-bench`).",
         *(
             [
-                "- Where the noise comes from (two configurations loaded against nine, cells "
-                "back to back against shuffled blocks): [`benchmarks/results/noise_sources.md`]"
+                "- Where the noise comes from (two configurations loaded against all of them, "
+                "cells back to back against shuffled blocks, the CPUs shared against split "
+                "between the server and perf_analyzer): [`benchmarks/results/noise_sources.md`]"
                 "(../benchmarks/results/noise_sources.md) (`make noise-bench`)."
             ]
             if (BENCH_RESULTS / "noise_sources.json").exists()
