@@ -52,8 +52,7 @@ PARAM = "tritonlab_planted_work_iterations"
 # Loop turns per request for throughput drops near 3%, 5% and 10% on the demo MLP at the demo's
 # load with the CPU split: its baseline serves a request about every 300 µs on its one core,
 # and 560, 1,000 and 2,000 turns measured about -2%, -5% and -9% in two runs before these were
-# chosen. Only the references say how
-# large each drop is.
+# chosen. Only the references say how large each drop is.
 PLANTS = {3: 700, 5: 1100, 10: 2300}
 
 

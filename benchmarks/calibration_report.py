@@ -392,6 +392,7 @@ def packaged_rates(report: dict[str, Any]) -> dict[str, Any]:
         "commit": ", ".join(report["measured"]["commits"]),  # what the runs measured with
         "runs": report["aa"]["runs"],
         "blocks": report["blocks"]["max"],
+        "cpu_split": report["blocks"]["cpu_split_runs"] == report["aa"]["runs"],
         "aa_comparisons": report["aa"]["comparisons"],
         "false_alarms": report["aa"]["false_alarms"],
         "intervals": report["coverage"]["intervals"],

@@ -67,4 +67,4 @@ def test_the_packaged_summary_reads_and_is_quoted_as_that_machines_rates() -> No
     line = measured_rates_line(made_up)
     assert "1 of 30 comparisons" in line and "57 of 60" in line
     assert "a planted drop of 4.6% was found in 4 of 10 runs" in line
-    assert "another machine or load has its own" in line
+    assert "another machine, load or placement has its own" in line

@@ -44,18 +44,18 @@ def _width(v: Verdict) -> str:
     return "no interval" if width is None else f"half-width ±{width:.1f}%"
 
 
-def placement_line(engine: EngineRecord, split: CpuSplit | None) -> str:
-    """Where the server and perf_analyzer ran (``cpu_split.py``)."""
+def placement_line(cores: int, split: CpuSplit | None) -> str:
+    """Where the server and perf_analyzer ran (``cpu_split.py``) on a machine of ``cores``."""
     if split is None:
         return (
-            f"- Placement: perf_analyzer and the server share this machine's {engine.cores} "
+            f"- Placement: perf_analyzer and the server share this machine's {cores} "
             "cores (this run predates the CPU split, which now puts them on disjoint CPUs)."
         )
     if not split.split:
         return f"- Placement: {split.describe()}."
     return (
         f"- Placement: {split.describe()}. Every configuration is compared on the server's "
-        f"{len(split.server_cpus)} of {engine.cores} CPUs (`--no-cpu-split` shares them all)."
+        f"{len(split.server_cpus)} of {cores} CPUs (`--no-cpu-split` shares them all)."
     )
 
 
@@ -86,8 +86,17 @@ def engine_lines(
             f"slowest configuration's warm-up throughput, {WARMUP_WINDOW_MS} ms warm-up cells "
             f"first, discarded). {len({c.block for c in cells})} blocks were measured; verdicts "
             "pair the cells of a block.",
-            placement_line(engine, split),
+            placement_line(engine.cores, split),
             *reload_lines(engine),
+        ]
+    elif split is not None:  # the classic engine, in a run that recorded its placement
+        cores = len({*split.server_cpus, *split.client_cpus})  # the split covers every CPU
+        lines += [
+            "## How it was measured",
+            "",
+            "- Engine: classic (one configuration loaded at a time, each cell perf_analyzer's "
+            "stable windows).",
+            placement_line(cores, split),
         ]
     if stopping is not None:
         rule = (
@@ -196,12 +205,14 @@ def measured_rates_line(rates: MeasuredRates) -> str:
     )
     return (
         f"- Measured error rates of these verdicts (`make calibration-bench`, "
-        f"benchmarks/results/calibration.md: {rates.runs} fresh runs of {rates.blocks} blocks "
-        f"on {rates.machine}, {rates.cores} cores, {rates.date_utc} UTC): identical "
+        f"benchmarks/results/calibration.md: {rates.runs} fresh runs of up to {rates.blocks} "
+        f"blocks on {rates.machine}, {rates.cores} cores, {rates.date_utc} UTC"
+        + (", the server and perf_analyzer on disjoint CPUs" if rates.cpu_split else "")
+        + "): identical "
         f"configurations were called different in {rates.false_alarms} of "
         f"{rates.aa_comparisons} comparisons, and the 95% intervals held the true change in "
         f"{rates.covered} of {rates.intervals}; {planted}. Those are that machine's rates at "
-        "the demo's load; another machine or load has its own."
+        "the demo's load with that placement; another machine, load or placement has its own."
     )
 
 

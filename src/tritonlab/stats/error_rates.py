@@ -23,7 +23,7 @@ from importlib import resources
 
 from scipy import stats
 
-from tritonlab.records import Record
+from tritonlab.records import Record, later
 from tritonlab.stats.verdicts import CONFIDENCE
 
 RATES_FILE = "calibration_rates.json"
@@ -57,6 +57,8 @@ class MeasuredRates(Record):
     intervals: int
     covered: int
     power: tuple[PlantedPower, ...]
+    # whether the runs put the server and perf_analyzer on disjoint CPUs (``cpu_split.py``)
+    cpu_split: bool = later(False)
 
 
 @cache
