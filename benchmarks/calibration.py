@@ -92,6 +92,7 @@ def measure_run(run: int, blocks: int | None, work: Path, onnx: Path) -> dict[st
     from tritonlab.experiments.store import load_cells, load_manifest
     from tritonlab.pipeline.project import RunControls, engine_rounds, run_project
     from tritonlab.server.launch import ServerOptions
+    from tritonlab.stats.error_rates import packaged_process_term
 
     folder = work / f"run{run:02d}"
     fresh_folder(folder, MARKER, "benchmarks/calibration.py")
@@ -120,6 +121,8 @@ def measure_run(run: int, blocks: int | None, work: Path, onnx: Path) -> dict[st
         "cpu_split": bool(split and split.split),
         "plants_iterations": {str(k): v for k, v in PLANTS.items()},
         "wall_s": round(wall, 1),
+        # the process term the run's verdicts held (``stats/process_term.py``; None: none)
+        "process_term": term.to_dict() if (term := packaged_process_term()) else None,
         "cells": cells,
     }
 

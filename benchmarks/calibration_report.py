@@ -21,6 +21,9 @@ RESULTS = ROOT / "benchmarks" / "results"
 RAW = RESULTS / "calibration_runs"
 PACKAGED = ROOT / "src" / "tritonlab" / "stats" / "calibration_rates.json"
 AA_NAMES = ("baseline", "baseline_aa", "aa_copy", "aa_copy2")  # identical configurations
+# Runs measured before verdicts held the process term (``stats/process_term.py``): its first
+# estimate came from them, and they still count towards it.
+EARLIER = "before_process_term"
 PREFIX_BLOCKS = (5, 10, 20, 30)  # power also read on each run's first blocks
 
 
@@ -28,9 +31,51 @@ def plant_name(effect: int) -> str:
     return f"plant_{effect}"
 
 
-def _series(run: dict[str, Any], name: str, upto: int | None = None) -> dict[int, float]:
-    values = {int(b): c["throughput_infer_per_s"] for b, c in run["cells"][name].items()}
+def _series(
+    run: dict[str, Any], name: str, upto: int | None = None, figure: str = "throughput_infer_per_s"
+) -> dict[int, float]:
+    values = {int(b): c[figure] for b, c in run["cells"][name].items()}
     return {b: v for b, v in values.items() if upto is None or b <= upto}
+
+
+def _term(run: dict[str, Any]) -> float:
+    """The throughput process term (log units) the run's verdicts held when it was measured."""
+    term = run.get("process_term")
+    return float(term["throughput_sd_log"]) if term else 0.0
+
+
+def aa_log_ratios(run: dict[str, Any], figure: str) -> list[list[float]]:
+    """Every A/A pair of ``run``: the paired log-ratios of ``figure`` over their common blocks."""
+    copies = [name for name in AA_NAMES if name in run["cells"]]
+    found = []
+    for ref, other in itertools.combinations(copies, 2):
+        a, b = _series(run, ref, figure=figure), _series(run, other, figure=figure)
+        found.append([math.log(b[k] / a[k]) for k in sorted(set(a) & set(b)) if a[k] > 0])
+    return found
+
+
+def process_term(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The process term (``stats/process_term.estimate_sd_log``) from ``runs``' A/A copies."""
+    from tritonlab.stats.process_term import ProcessTerm, estimate_sd_log
+
+    tput = [x for r in runs for x in aa_log_ratios(r, "throughput_infer_per_s")]
+    p99 = [x for r in runs for x in aa_log_ratios(r, "latency_p99_us")]
+    return ProcessTerm(estimate_sd_log(tput), estimate_sd_log(p99), len(tput), len(runs)).to_dict()
+
+
+def leave_one_out_false_alarms(runs: list[dict[str, Any]]) -> int:
+    """A/A false alarms when each run's verdicts hold the term estimated from the other runs
+    (a check of the term on runs it was not estimated from)."""
+    from tritonlab.stats.calibration import block_reading
+
+    alarms = 0
+    for i, run in enumerate(runs):
+        term = process_term(runs[:i] + runs[i + 1 :])["throughput_sd_log"]
+        copies = [name for name in AA_NAMES if name in run["cells"]]
+        for ref, other in itertools.combinations(copies, 2):
+            reading = block_reading(_series(run, ref), _series(run, other), term)
+            alarms += reading.calls_difference
+    return alarms
 
 
 def _ordered(series: dict[int, float]) -> list[float]:
@@ -67,10 +112,13 @@ def analyse_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
         for kind in ("aa", *map(plant_name, planted_turns))
     }
 
-    def read(kind: str, ref: dict[int, float], var: dict[int, float], truth: float) -> Any:
-        """One comparison read three ways into ``tallies``; the block reading."""
+    def read(
+        kind: str, ref: dict[int, float], var: dict[int, float], truth: float, term: float
+    ) -> Any:
+        """One comparison read three ways into ``tallies``; the block reading (``term``: the
+        process term its run's verdicts held)."""
         readings = {
-            "blocks": [block_reading(ref, var)],
+            "blocks": [block_reading(ref, var, term)],
             "independent runs": [independent_runs_reading(_ordered(ref), _ordered(var))],
             "one window": [one_window_reading(ref[b], var[b]) for b in sorted(set(ref) & set(var))],
         }
@@ -80,26 +128,26 @@ def analyse_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
         return readings["blocks"][0]
 
     aa_rows: list[dict[str, Any]] = []
-    aa_readings: list[Any] = []
     for run in runs:
         copies = [name for name in AA_NAMES if name in run["cells"]]
         for ref, other in itertools.combinations(copies, 2):
-            reading = read("aa", _series(run, ref), _series(run, other), 0.0)
+            reading = read("aa", _series(run, ref), _series(run, other), 0.0, _term(run))
             aa_rows.append({"run": run["run"], "pair": f"{other} vs {ref}", **reading.to_dict()})
-            aa_readings.append(reading)
     plants: list[dict[str, Any]] = []
     for effect in planted_turns:
         name = plant_name(effect)
-        readings = [block_reading(_series(r, "baseline"), _series(r, name)) for r in runs]
+        readings = [block_reading(_series(r, "baseline"), _series(r, name), _term(r)) for r in runs]
         logs = [math.log1p(r.change_pct / 100.0) for r in readings]
         truths = [100.0 * math.expm1(t) for t in leave_one_out(logs)] if len(runs) > 1 else []
         estimate, low, high = pooled_change_pct(logs)
         shortest = min(r["blocks"] for r in runs)
         detected_at = {upto: 0 for upto in PREFIX_BLOCKS if upto < shortest}
         for run, truth in zip(runs, truths, strict=False):
-            read(name, _series(run, "baseline"), _series(run, name), truth)
+            read(name, _series(run, "baseline"), _series(run, name), truth, _term(run))
             for upto in detected_at:
-                early = block_reading(_series(run, "baseline", upto), _series(run, name, upto))
+                early = block_reading(
+                    _series(run, "baseline", upto), _series(run, name, upto), _term(run)
+                )
                 detected_at[upto] += early.detects(truth)
         plants.append(
             {
@@ -110,7 +158,7 @@ def analyse_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 "detected_by_prefix": {str(k): v for k, v in detected_at.items()},
             }
         )
-    return {"tallies": tallies, "aa_rows": aa_rows, "aa_readings": aa_readings, "plants": plants}
+    return {"tallies": tallies, "aa_rows": aa_rows, "plants": plants}
 
 
 def measuring_s(run: dict[str, Any], upto: int | None = None) -> float:
@@ -162,9 +210,8 @@ def build_report(raw_dir: Path = RAW) -> dict[str, Any]:
     """calibration.json's content, from the raw files alone."""
     from bench_common import report_header
 
-    from tritonlab.stats.calibration import copy_spread
-
     runs = [json.loads(p.read_text()) for p in sorted(raw_dir.glob("run*.json"))]
+    earlier = [json.loads(p.read_text()) for p in sorted((raw_dir / EARLIER).glob("run*.json"))]
     checks = [json.loads(p.read_text()) for p in sorted(raw_dir.glob("gate*.json"))]
     raw = raw_dir.resolve()
     shown = raw.relative_to(ROOT) if raw.is_relative_to(ROOT) else raw.name
@@ -186,9 +233,11 @@ def build_report(raw_dir: Path = RAW) -> dict[str, Any]:
             "false_alarms": aa.calls,
             "configurations": _aa_configurations(runs),
         }
-        spread = copy_spread(analysis["aa_readings"])
-        if spread is not None:
-            report["aa"]["spread"] = spread.to_dict()
+        terms = [_term(r) for r in runs]
+        report["aa"]["process_term_sd_log"] = {"min": min(terms), "max": max(terms)}
+        if len(runs) > 2:
+            report["aa"]["false_alarms_leave_one_out"] = leave_one_out_false_alarms(runs)
+        report["process_term"] = process_term(runs + earlier)
         report["blocks"] = {
             "min": min(r["blocks"] for r in runs),
             "max": max(r["blocks"] for r in runs),
@@ -246,19 +295,36 @@ def _rate(k: int, n: int) -> str:
     return f"{k} of {n} ({100 * k / n:.0f}%, 95% CI {100 * low:.0f}-{100 * high:.0f}%)"
 
 
-def _spread_lines(spread: dict[str, Any] | None) -> list[str]:
-    """The A/A estimates' spread against what their intervals imply (``copy_spread``)."""
-    if spread is None:
+def _term_lines(report: dict[str, Any]) -> list[str]:
+    """The process term: what the runs' verdicts held, what these runs estimate, and the
+    false alarms each run gets with the term estimated from the others."""
+    aa, term = report["aa"], report.get("process_term")
+    if term is None:
         return []
 
-    def pct(log: float) -> str:
-        return f"{100 * math.expm1(log):.2f}%"
+    def pct(log: float) -> str:  # a pair's 95% widening: two configurations' terms
+        return f"±{100 * math.expm1(1.96 * math.sqrt(2) * log):.1f}%"
 
-    return [
-        f"- Spread of those A/A estimates: {pct(spread['estimates_sd'])} (root mean square), "
-        f"against {pct(spread['implied_sd'])} that their intervals imply; the part no interval "
-        f"accounts for (a between-configuration term): {pct(spread['between_sd'])}."
+    held = aa["process_term_sd_log"]
+    shown = (
+        pct(held["min"])
+        if held["min"] == held["max"]
+        else f"{pct(held['min'])} to {pct(held['max'])}"
+    )
+    lines = [
+        f"- The process term (`stats/process_term.py`: each configuration's own server process, "
+        f"which pairing by block cannot see) the runs' verdicts held: {shown} on a "
+        f"comparison's 95% interval (0 when the runs predate it). Estimated again from the "
+        f"A/A copies of {term['runs']} runs ({term['comparisons']} comparisons, these and any "
+        f"in `{EARLIER}/`): {pct(term['throughput_sd_log'])} for throughput, "
+        f"{pct(term['latency_p99_sd_log'])} for p99 latency."
     ]
+    if "false_alarms_leave_one_out" in aa:
+        lines.append(
+            "- Each run with the term estimated from the other runs only: false alarms "
+            f"{_rate(aa['false_alarms_leave_one_out'], aa['comparisons'])}."
+        )
+    return lines
 
 
 def _drop(effect_pct: float | None) -> str:
@@ -299,7 +365,7 @@ def readme_block(report: dict[str, Any]) -> str:
             f"- A/A comparisons ({copies} identical configurations per run, every pair of "
             f"them, throughput): false alarms "
             f"{_rate(report['aa']['false_alarms'], report['aa']['comparisons'])}.",
-            *_spread_lines(report["aa"].get("spread")),
+            *_term_lines(report),
             f"- Coverage of the 95% intervals (A/A against 0, plants against their reference): "
             f"{_rate(report['coverage']['covered'], report['coverage']['intervals'])}.",
             f"- Cells the interference monitor stored as disturbed: "
@@ -401,6 +467,8 @@ def packaged_rates(report: dict[str, Any]) -> dict[str, Any]:
             {k: p[k] for k in ("reference_change_pct", "trials", "detected")}
             for p in report["power"]
         ],
+        "process_term": report["process_term"],
+        "process_term_held": report["aa"]["process_term_sd_log"]["min"] > 0,
     }
 
 

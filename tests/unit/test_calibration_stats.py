@@ -123,20 +123,3 @@ def test_block_intervals_cover_planted_effects_against_left_out_references() -> 
     for _ in range(runs):
         aa = aa.add(block_reading(*_noisy_blocks(rng, 30, 0.0)), 0.0)
     assert aa.calls / aa.comparisons <= 0.09
-
-
-def test_copy_spread_finds_a_spread_the_intervals_do_not_carry() -> None:
-    from tritonlab.stats.calibration import copy_spread
-
-    # Intervals of ±2% (se about 1%) around estimates that scatter by about 3%: a between term.
-    wide = [Reading("no clear difference", e, e - 2.0, e + 2.0) for e in (3.0, -3.0, 3.0, -3.0)]
-    spread = copy_spread(wide)
-    assert spread is not None and spread.comparisons == 4
-    assert spread.between_sd == pytest.approx(
-        math.sqrt(spread.estimates_sd**2 - spread.implied_sd**2)
-    )
-    assert spread.between_sd > 0.02
-    # Estimates well inside what their intervals imply: no term.
-    tight = [Reading("no clear difference", e, e - 4.0, e + 4.0) for e in (0.5, -0.5)]
-    assert copy_spread(tight).between_sd == 0.0  # type: ignore[union-attr]
-    assert copy_spread([Reading("no verdict", 1.0)]) is None  # no interval: nothing to read

@@ -61,6 +61,10 @@ class CellResult(Record):
     # ``load_cells``, not stored in the cell): a cell's repeat counts its own configuration's
     # cells, and an extra round holds configurations at different counts. None: its repeat.
     measured_round: Annotated[int | None, NOT_STORED] = None
+    # True when the cell's configuration was served by one process for the whole run (co-loaded
+    # by the block engine, ``results/engine.json``; set by ``load_cells``, not stored): its cells
+    # share that process's own speed (``stats/process_term.py``).
+    whole_run_process: Annotated[bool, NOT_STORED] = False
     # The models the measured one called (an ensemble's steps, a BLS model's callees, from a
     # user's repository): each one's statistics over the same window, by its name there.
     steps: dict[str, ServerStatsDelta] = later(factory=dict)
@@ -168,7 +172,20 @@ def load_cells(run_dir: Path, folder_name: str = CELLS_DIR) -> list[CellResult]:
     if not folder.is_dir():
         return []
     cells = [read_cell(p) for p in sorted(folder.glob("*.json"))]
-    return with_measured_rounds(run_dir, cells) if folder_name == CELLS_DIR else cells
+    if folder_name != CELLS_DIR:
+        return cells
+    return with_process_lifetimes(run_dir, with_measured_rounds(run_dir, cells))
+
+
+def with_process_lifetimes(run_dir: Path, cells: list[CellResult]) -> list[CellResult]:
+    """``cells`` marked ``whole_run_process`` when the block engine co-loaded the run's
+    configurations (each served by one process for the whole run)."""
+    from tritonlab.experiments.blocks import load_engine_record
+
+    record = load_engine_record(run_dir)
+    if record is None or record.coload is None or not record.coload.co_loaded:
+        return cells
+    return [replace(c, whole_run_process=True) for c in cells]
 
 
 def with_measured_rounds(run_dir: Path, cells: list[CellResult]) -> list[CellResult]:

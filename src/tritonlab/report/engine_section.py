@@ -203,6 +203,19 @@ def measured_rates_line(rates: MeasuredRates) -> str:
         f"{p.trials} runs"
         for p in rates.power
     )
+    term = rates.process_term
+    held = (
+        ""
+        if term is None
+        else f" Verdicts between two configurations of a co-loaded run hold the process term "
+        f"that benchmark estimated, ±{term.pair_half_width_pct():.1f}% "
+        'on a throughput interval (docs/measuring.md, "Each configuration\'s own process")'
+        + (
+            "; the rates above were measured with it."
+            if rates.process_term_held
+            else "; the rates above were measured before verdicts held it."
+        )
+    )
     return (
         f"- Measured error rates of these verdicts (`make calibration-bench`, "
         f"benchmarks/results/calibration.md: {rates.runs} fresh runs of up to {rates.blocks} "
@@ -213,6 +226,7 @@ def measured_rates_line(rates: MeasuredRates) -> str:
         f"{rates.aa_comparisons} comparisons, and the 95% intervals held the true change in "
         f"{rates.covered} of {rates.intervals}; {planted}. Those are that machine's rates at "
         "the demo's load with that placement; another machine, load or placement has its own."
+        + held
     )
 
 

@@ -27,7 +27,10 @@ class _Repeats:
 
     def __get__(self, summary: VariantSummary, owner: object = None) -> Summary:
         parts = [c.server if self.server else c.perf.measurement for c in summary.cells]
-        return Summary.of([getattr(p, self.name) if p else None for p in parts], summary.rounds)
+        values = [getattr(p, self.name) if p else None for p in parts]
+        return Summary.of(
+            values, summary.rounds, summary.process_sd_log(self.name), summary.process
+        )
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,23 @@ class VariantSummary(Record):
     def rounds(self) -> list[int | str]:
         """The pairing key of every cell: its round (with its node on a cluster)."""
         return [c.block for c in self.cells]
+
+    @property
+    def process(self) -> str:
+        """Which server process served these cells: the configuration, with the node (or the
+        run, as ``check`` tags it) they were measured on."""
+        return f"{self.cells[0].node}/{self.variant.name}" if self.cells else ""
+
+    def process_sd_log(self, figure: str) -> float:
+        """The spread of this configuration's own server process for ``figure``, in log units
+        (``process_term.py``): the packaged term when every cell came from one process that
+        served the whole run, else 0."""
+        if not self.cells or not all(c.whole_run_process for c in self.cells):
+            return 0.0
+        from tritonlab.stats.error_rates import packaged_process_term
+
+        term = packaged_process_term()
+        return 0.0 if term is None else term.sd_log(figure)
 
     @property
     def load_generator_fell_behind(self) -> bool:

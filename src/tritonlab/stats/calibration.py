@@ -80,13 +80,16 @@ def _word(low: float, high: float) -> str:
     return Word.NO_CLEAR.value
 
 
-def block_reading(reference: Mapping[int, float], variant: Mapping[int, float]) -> Reading:
-    """tritonlab's verdict on ``variant`` against ``reference`` (values by block)."""
+def block_reading(
+    reference: Mapping[int, float], variant: Mapping[int, float], process_sd_log: float = 0.0
+) -> Reading:
+    """tritonlab's verdict on ``variant`` against ``reference`` (values by block), each side
+    with the process term ``process_sd_log`` (``process_term.py``) as its run's verdicts held."""
     blocks = sorted(set(reference) & set(variant))
     verdict = compare(
         "throughput",
-        Summary.of([reference[b] for b in blocks], blocks),
-        Summary.of([variant[b] for b in blocks], blocks),
+        Summary.of([reference[b] for b in blocks], blocks, process_sd_log),
+        Summary.of([variant[b] for b in blocks], blocks, process_sd_log),
     )
     return Reading(verdict.word.value, verdict.change_pct or 0.0, verdict.low_pct, verdict.high_pct)
 
@@ -183,37 +186,3 @@ def wilson_interval(successes: int, trials: int) -> tuple[float, float]:
     centre = (p + z * z / (2 * trials)) / shrink
     half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / shrink
     return max(0.0, centre - half), min(1.0, centre + half)
-
-
-@dataclass(frozen=True)
-class CopySpread(Record):
-    """How far identical configurations' estimates spread against what their intervals imply
-    (log units): ``between_sd``, the part no interval accounts for, is 0 when the intervals
-    explain the spread (a between-configuration term, if it is not)."""
-
-    comparisons: int
-    estimates_sd: float  # root mean square of the A/A estimates (the truth is 0)
-    implied_sd: float  # root mean square of the standard errors their intervals imply
-    between_sd: float  # sqrt(max(0, estimates_sd^2 - implied_sd^2))
-
-
-def copy_spread(readings: Sequence[Reading]) -> CopySpread | None:
-    """The spread of A/A ``readings`` (every one with an interval) beyond their intervals: each
-    interval's half-width over 1.96 is its standard error, and identical configurations' log
-    estimates should have a mean square no larger than the mean squared standard error. None
-    without a reading with an interval."""
-    pairs = [
-        (math.log1p(r.change_pct / 100.0), _log_half_width(r.low_pct, r.high_pct) / 1.96)
-        for r in readings
-        if r.low_pct is not None and r.high_pct is not None
-    ]
-    if not pairs:
-        return None
-    estimates = math.sqrt(statistics.fmean(e * e for e, _ in pairs))
-    implied = math.sqrt(statistics.fmean(s * s for _, s in pairs))
-    between = math.sqrt(max(0.0, estimates**2 - implied**2))
-    return CopySpread(len(pairs), estimates, implied, between)
-
-
-def _log_half_width(low_pct: float, high_pct: float) -> float:
-    return (math.log1p(high_pct / 100.0) - math.log1p(low_pct / 100.0)) / 2.0

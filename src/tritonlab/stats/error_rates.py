@@ -24,6 +24,7 @@ from importlib import resources
 from scipy import stats
 
 from tritonlab.records import Record, later
+from tritonlab.stats.process_term import ProcessTerm
 from tritonlab.stats.verdicts import CONFIDENCE
 
 RATES_FILE = "calibration_rates.json"
@@ -59,6 +60,10 @@ class MeasuredRates(Record):
     power: tuple[PlantedPower, ...]
     # whether the runs put the server and perf_analyzer on disjoint CPUs (``cpu_split.py``)
     cpu_split: bool = later(False)
+    # each configuration's own process (``process_term.py``), estimated from the A/A copies
+    process_term: ProcessTerm | None = later(None)
+    # whether the runs' own verdicts held a process term (False: measured before they did)
+    process_term_held: bool = later(False)
 
 
 @cache
@@ -68,6 +73,12 @@ def measured_rates() -> MeasuredRates | None:
     if not path.is_file():
         return None
     return MeasuredRates.from_dict(json.loads(path.read_text()))
+
+
+def packaged_process_term() -> ProcessTerm | None:
+    """The process term this tritonlab carries; None when it carries none."""
+    rates = measured_rates()
+    return None if rates is None else rates.process_term
 
 
 def detectable_change_pct(half_width_pct: float) -> float:

@@ -12,8 +12,9 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Annotated
 
-from tritonlab.records import Record
+from tritonlab.records import NOT_STORED, Record
 
 
 @dataclass(frozen=True)
@@ -26,10 +27,20 @@ class Summary(Record):
 
     values: tuple[float, ...]
     rounds: tuple[int | str, ...] = ()
+    # The spread of the configuration's own server process (log units, ``process_term.py``):
+    # nonzero when every value came from one process that lived the whole run (co-loaded).
+    process_sd_log: Annotated[float, NOT_STORED] = 0.0
+    # Which process that was (a configuration of one run): two figures of one process (one
+    # configuration at two loads) share its speed, and their verdict holds no term.
+    process: Annotated[str, NOT_STORED] = ""
 
     @classmethod
     def of(
-        cls, values: Sequence[float | None], rounds: Sequence[int | str] | None = None
+        cls,
+        values: Sequence[float | None],
+        rounds: Sequence[int | str] | None = None,
+        process_sd_log: float = 0.0,
+        process: str = "",
     ) -> Summary:
         """The finite values of ``values`` with their rounds (numbered from 1 when not given);
         None, NaN and infinities are dropped."""
@@ -39,7 +50,7 @@ class Summary(Record):
             for v, r in zip(values, numbered, strict=True)
             if v is not None and math.isfinite(v)
         ]
-        return cls(tuple(v for v, _ in keep), tuple(r for _, r in keep))
+        return cls(tuple(v for v, _ in keep), tuple(r for _, r in keep), process_sd_log, process)
 
     @property
     def n(self) -> int:

@@ -18,6 +18,12 @@ Method (stated in every experiment log):
   interval excludes no change, "no clear difference" when it includes it, "not comparable" when
   the two were measured under different offered loads (or a load perf_analyzer did not keep up),
   where no figure can be compared.
+- Where a side's values all came from one server process that lived the whole run (a
+  co-loaded block run), the interval also holds that process's own speed, which no pairing by
+  round can see: each side's spread ``Summary.process_sd_log``, measured by the calibration
+  benchmark, is added in quadrature to the interval's half-widths (``process_term.py``), and
+  the p-value is the normal one for the widened interval. The method says so, with its size.
+  Two figures of one process (``Summary.process``: one configuration at two loads) hold none.
 - A verdict is *decided* when it is clear, not comparable, or its interval lies within
   ±``MIN_EFFECT_PCT`` (no difference worth acting on either way); adaptive repeats measure
   more rounds while a verdict that a recommendation or an explanation rests on is undecided.
@@ -34,6 +40,7 @@ from typing import Annotated
 from scipy import stats
 
 from tritonlab.records import NOT_STORED, Record, Worded
+from tritonlab.stats.process_term import widened
 from tritonlab.stats.robust import (
     CentreInterval,
     half_width_pct,
@@ -228,6 +235,9 @@ def compare(figure: str, reference: Summary, variant: Summary) -> Verdict:
             f"unpaired ({len(var_logs)} vs {len(ref_logs)} repeats, no common rounds): "
             "Welch 95% interval of the log-ratio, two-sided"
         )
+    between = math.hypot(reference.process_sd_log, variant.process_sd_log)
+    if between > 0 and not (reference.process and reference.process == variant.process):
+        centre, method = _with_process_term(centre, between, method)
     return Verdict(
         figure,
         _word(centre.low, centre.high),
@@ -240,6 +250,22 @@ def compare(figure: str, reference: Summary, variant: Summary) -> Verdict:
         centre.n,
         centre.p_value,
     )
+
+
+def _with_process_term(
+    centre: CentreInterval, between: float, method: str
+) -> tuple[CentreInterval, str]:
+    """``centre`` widened by the two sides' process term ``between`` (log units), its
+    p-value the normal one of the widened interval, and the method saying so."""
+    z = float(stats.norm.ppf(0.5 + CONFIDENCE / 2))
+    low, high = widened(centre.estimate, centre.low, centre.high, between, z)
+    se = (high - low) / (2.0 * z)
+    p = float(2.0 * stats.norm.sf(abs(centre.estimate) / se)) if se > 0 else centre.p_value
+    note = (
+        f"; widened by ±{100.0 * math.expm1(z * between):.1f}% for each side's own server "
+        "process (its spread over runs, from the calibration benchmark)"
+    )
+    return replace(centre, low=low, high=high, p_value=p), method + note
 
 
 @dataclass(frozen=True)
