@@ -4,7 +4,7 @@ OUT ?= demo-out
 SWEEP_OUT ?= sweep-out
 PY := $(VENV)/bin/python
 
-.PHONY: trace-example setup demo test unit rerender-check kernel-test gpu-check lint adapter-bench ma-bench ma-pipeline-bench resolution-bench aa-bench calibration-bench noise-bench clean sweep pipeline-example
+.PHONY: trace-example setup demo test unit rerender-check kernel-test gpu-check lint adapter-bench ma-bench ma-pipeline-bench resolution-bench aa-bench calibration-bench demo-precision-bench noise-bench clean sweep pipeline-example
 
 setup:
 	bash scripts/setup.sh $(VENV)
@@ -49,6 +49,12 @@ aa-bench: setup
 calibration-bench: setup
 	$(PY) benchmarks/calibration.py runs
 	$(PY) benchmarks/calibration.py gate
+
+# Does every fresh demo reach its precision target (issue 34)? Fresh demos interleaved in three
+# conditions: CPUs split and quiet, split under half a core of other work, shared and quiet
+# (3 of each, about 40 minutes on 2 cores); writes benchmarks/results/demo_precision.{json,md}.
+demo-precision-bench: setup
+	$(PY) benchmarks/demo_precision.py --out benchmarks/results --runs 3
 
 # Where the noise comes from: two configurations loaded against all ten, cells back to back
 # against shuffled blocks, CPUs shared against split (about 8 minutes on 2 cores); writes
