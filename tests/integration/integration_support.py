@@ -242,12 +242,19 @@ def stored_cells(out_dir: Path) -> dict[str, bytes]:
 
 
 def wait_for(
-    proc: subprocess.Popen[str], check: Callable[[], bool], what: str, timeout_s: float = 180
+    proc: subprocess.Popen[str],
+    check: Callable[[], bool],
+    what: str,
+    timeout_s: float = 180,
+    stderr: Path | None = None,
 ) -> None:
-    """Poll ``check`` every 50 ms until it holds; fail if ``proc`` exits first or time runs out."""
+    """Poll ``check`` every 50 ms until it holds; fail if ``proc`` exits first (quoting the end
+    of its ``stderr`` file, when given) or time runs out."""
     deadline = time.monotonic() + timeout_s
     while not check():
-        assert proc.poll() is None, f"tritonlab exited before {what}"
+        if proc.poll() is not None:
+            said = stderr.read_text(errors="replace")[-1500:] if stderr else ""
+            raise AssertionError(f"tritonlab exited ({proc.returncode}) before {what}: {said}")
         assert time.monotonic() < deadline, f"no {what} within {timeout_s:.0f} s"
         time.sleep(0.05)
 

@@ -67,7 +67,9 @@ def test_demo_survives_its_server_killed_after_the_1st_4th_and_8th_cell(tmp_path
     proc, _stdout, stderr = start_cli(args, tmp_path, "demo")
     kept: dict[str, bytes] = {}
     for after in (1, 4, 8):
-        wait_for(proc, lambda n=after: len(stored_cells(out_dir)) >= n, f"cell {after}", 300)
+        wait_for(
+            proc, lambda n=after: len(stored_cells(out_dir)) >= n, f"cell {after}", 300, stderr
+        )
         kept.update(stored_cells(out_dir))
         _kill_server(proc)
     faults = _check_finished(proc, out_dir, stderr, cells=10, restarts=3)  # 4 configs + A/A, x2

@@ -280,6 +280,27 @@ class _LiveServer(TritonServer):
         return True
 
 
+def test_a_killed_server_counts_as_dead_once_its_exit_shows_within_the_grace(
+    tmp_path: Path,
+) -> None:
+    """A SIGKILLed server refuses connections a moment before the kernel reports its exit; the
+    recovery waits up to ``EXIT_GRACE_S`` for it instead of taking the refusal as systematic."""
+    import signal
+    import subprocess
+
+    install = ServerInstall(Path("/bin/true"), tmp_path, None, (), bundled=False)
+    server = TritonServer(install, tmp_path, tmp_path / "log")
+    assert server.exited_within(0.0), "never started: not alive"
+    server._process = subprocess.Popen(["sleep", "30"])  # a stand-in for tritonserver
+    try:
+        assert not server.exited_within(0.2)
+        server._process.send_signal(signal.SIGKILL)
+        assert server.exited_within(3.0) and not server.is_alive()
+    finally:
+        server._process.kill()
+        server._process.wait()
+
+
 GPU_LESS_START = (
     'W1203 02:49:32.938015 1 pinned_memory_manager.cc:273] "Unable to allocate pinned system '
     'memory, pinned memory pool will not be available: CUDA driver version is insufficient"\n'

@@ -26,6 +26,9 @@ from tritonlab.server.process import TritonServer, relevant_log_lines
 
 MAX_RESTARTS = 3
 ATTEMPTS_PER_CELL = 2
+# Seconds a failed call waits for the server's exit to show: a SIGKILLed server refuses
+# connections a moment before the kernel reports it gone (seen on a loaded CI runner).
+EXIT_GRACE_S = 3.0
 HUNG_MARKER = "ran past"  # perf_analyzer's deadline message (perf/runner.py)
 # What perf_analyzer relays from Triton's Python backend when a model's stub process died.
 STUB_DIED_MARKER = "is not healthy"
@@ -69,9 +72,10 @@ class Recovery:
         written since (not an earlier cell's, nor a resumed run's, nor its start-up's)."""
         self._log_mark = self.server.log_size()
 
-    def server_died(self) -> bool:
-        """True when the local server this run started has exited (never for a remote one)."""
-        return isinstance(self.server, TritonServer) and not self.server.is_alive()
+    def server_died(self, grace_s: float = 0.0) -> bool:
+        """True when the local server this run started has exited, or does within ``grace_s``
+        (never for a remote one)."""
+        return isinstance(self.server, TritonServer) and self.server.exited_within(grace_s)
 
     def recoverable(self, exc: BaseException, last_attempt: bool = False) -> bool:
         """Worth another attempt (or, on the last, worth recording and going on)?
@@ -83,7 +87,7 @@ class Recovery:
         """
         if not isinstance(exc, (ServerError, PerfAnalyzerError)):
             return False
-        if self.server_died():
+        if self.server_died(EXIT_GRACE_S):  # a failed call may be the first sign of a death
             return True
         if isinstance(exc, PerfAnalyzerError):
             return HUNG_MARKER in str(exc) or not last_attempt

@@ -231,6 +231,20 @@ class TritonServer(ServerEndpoint):
         """True while the started process has not exited."""
         return self._process is not None and self._process.poll() is None
 
+    def exited_within(self, seconds: float) -> bool:
+        """True when the process has exited or does so within ``seconds``: a killed server
+        closes its sockets a moment before the kernel reports its exit, so a refused
+        connection can come first."""
+        if not self.is_alive():
+            return True
+        if seconds <= 0 or self._process is None:
+            return False
+        try:
+            self._process.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
     def wait_ready(self, timeout_s: float) -> None:
         """Poll ``/v2/health/ready`` until 200, the process dies, or the deadline passes."""
         deadline = time.monotonic() + timeout_s
