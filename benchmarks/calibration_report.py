@@ -22,7 +22,8 @@ RAW = RESULTS / "calibration_runs"
 PACKAGED = ROOT / "src" / "tritonlab" / "stats" / "calibration_rates.json"
 AA_NAMES = ("baseline", "baseline_aa", "aa_copy", "aa_copy2")  # identical configurations
 # Runs measured before verdicts held the process term (``stats/process_term.py``): its first
-# estimate came from them, and they still count towards it.
+# estimate came from them, and they still count towards it, as every earlier round does (each
+# round's files moved into a folder of their own under ``calibration_runs/``).
 EARLIER = "before_process_term"
 PREFIX_BLOCKS = (5, 10, 20, 30)  # power also read on each run's first blocks
 
@@ -211,7 +212,8 @@ def build_report(raw_dir: Path = RAW) -> dict[str, Any]:
     from bench_common import report_header
 
     runs = [json.loads(p.read_text()) for p in sorted(raw_dir.glob("run*.json"))]
-    earlier = [json.loads(p.read_text()) for p in sorted((raw_dir / EARLIER).glob("run*.json"))]
+    # earlier rounds (each in a folder of its own) count towards the process term's estimate
+    earlier = [json.loads(p.read_text()) for p in sorted(raw_dir.glob("*/run*.json"))]
     checks = [json.loads(p.read_text()) for p in sorted(raw_dir.glob("gate*.json"))]
     raw = raw_dir.resolve()
     shown = raw.relative_to(ROOT) if raw.is_relative_to(ROOT) else raw.name
@@ -315,8 +317,8 @@ def _term_lines(report: dict[str, Any]) -> list[str]:
         f"- The process term (`stats/process_term.py`: each configuration's own server process, "
         f"which pairing by block cannot see) the runs' verdicts held: {shown} on a "
         f"comparison's 95% interval (0 when the runs predate it). Estimated again from the "
-        f"A/A copies of {term['runs']} runs ({term['comparisons']} comparisons, these and any "
-        f"in `{EARLIER}/`): {pct(term['throughput_sd_log'])} for throughput, "
+        f"A/A copies of {term['runs']} runs ({term['comparisons']} comparisons, these and every "
+        f"earlier round's, e.g. `{EARLIER}/`): {pct(term['throughput_sd_log'])} for throughput, "
         f"{pct(term['latency_p99_sd_log'])} for p99 latency."
     ]
     if "false_alarms_leave_one_out" in aa:
