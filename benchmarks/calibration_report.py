@@ -470,7 +470,7 @@ def packaged_rates(report: dict[str, Any]) -> dict[str, Any]:
             for p in report["power"]
         ],
         "process_term": report["process_term"],
-        "process_term_held": report["aa"]["process_term_sd_log"]["min"] > 0,
+        "process_term_held_sd_log": report["aa"]["process_term_sd_log"]["min"],
     }
 
 

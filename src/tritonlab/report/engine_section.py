@@ -36,6 +36,7 @@ from tritonlab.stats.error_rates import (
     measured_rates,
 )
 from tritonlab.stats.noise_floor import NoiseFloor
+from tritonlab.stats.process_term import ProcessTerm
 from tritonlab.stats.verdicts import Verdict
 
 
@@ -204,18 +205,19 @@ def measured_rates_line(rates: MeasuredRates) -> str:
         for p in rates.power
     )
     term = rates.process_term
-    held = (
-        ""
-        if term is None
-        else f" Verdicts between two configurations of a co-loaded run hold the process term "
-        f"that benchmark estimated, ±{term.pair_half_width_pct():.1f}% "
-        'on a throughput interval (docs/measuring.md, "Each configuration\'s own process")'
-        + (
-            "; the rates above were measured with it."
-            if rates.process_term_held
-            else "; the rates above were measured before verdicts held it."
+    held = ""
+    if term is not None:
+        then = ProcessTerm(rates.process_term_held_sd_log, 0.0, 0, 0).pair_half_width_pct()
+        held = (
+            " Verdicts between two configurations of a co-loaded run hold the process term "
+            f"that benchmark estimated, ±{term.pair_half_width_pct():.1f}% on a throughput "
+            'interval (docs/measuring.md, "Each configuration\'s own process"); '
+            + (
+                f"the rates above were measured while verdicts held ±{then:.1f}%."
+                if rates.process_term_held_sd_log > 0
+                else "the rates above were measured before verdicts held it."
+            )
         )
-    )
     return (
         f"- Measured error rates of these verdicts (`make calibration-bench`, "
         f"benchmarks/results/calibration.md: {rates.runs} fresh runs of up to {rates.blocks} "

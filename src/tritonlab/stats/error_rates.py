@@ -62,8 +62,9 @@ class MeasuredRates(Record):
     cpu_split: bool = later(False)
     # each configuration's own process (``process_term.py``), estimated from the A/A copies
     process_term: ProcessTerm | None = later(None)
-    # whether the runs' own verdicts held a process term (False: measured before they did)
-    process_term_held: bool = later(False)
+    # the throughput process term (log units) the runs' own verdicts held when they were
+    # measured (0: before verdicts held one); the packaged ``process_term`` is estimated after
+    process_term_held_sd_log: float = later(0.0)
 
 
 @cache
