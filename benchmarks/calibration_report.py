@@ -304,8 +304,10 @@ def _term_lines(report: dict[str, Any]) -> list[str]:
     if term is None:
         return []
 
+    from tritonlab.stats.process_term import pair_half_width_pct
+
     def pct(log: float) -> str:  # a pair's 95% widening: two configurations' terms
-        return f"±{100 * math.expm1(1.96 * math.sqrt(2) * log):.1f}%"
+        return f"±{pair_half_width_pct(log):.1f}%"
 
     held = aa["process_term_sd_log"]
     shown = (

@@ -36,7 +36,7 @@ from tritonlab.stats.error_rates import (
     measured_rates,
 )
 from tritonlab.stats.noise_floor import NoiseFloor
-from tritonlab.stats.process_term import ProcessTerm
+from tritonlab.stats.process_term import pair_half_width_pct
 from tritonlab.stats.verdicts import Verdict
 
 
@@ -207,7 +207,7 @@ def measured_rates_line(rates: MeasuredRates) -> str:
     term = rates.process_term
     held = ""
     if term is not None:
-        then = ProcessTerm(rates.process_term_held_sd_log, 0.0, 0, 0).pair_half_width_pct()
+        then = pair_half_width_pct(rates.process_term_held_sd_log)
         held = (
             " Verdicts between two configurations of a co-loaded run hold the process term "
             f"that benchmark estimated, ±{term.pair_half_width_pct():.1f}% on a throughput "

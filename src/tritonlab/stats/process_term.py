@@ -49,10 +49,16 @@ class ProcessTerm(Record):
         """The term of ``figure`` (a ``VariantSummary`` attribute or a figure's name)."""
         return self.latency_p99_sd_log if figure in PERCENTILE_FIGURES else self.throughput_sd_log
 
-    def pair_half_width_pct(self, figure: str = "throughput", z: float = 1.959964) -> float:
-        """How far the term alone widens a 95% interval between two configurations, in %
-        (``exp(h) - 1``): two processes, ``z * sqrt(2) * sd``."""
-        return 100.0 * math.expm1(z * math.sqrt(2.0) * self.sd_log(figure))
+    def pair_half_width_pct(self, figure: str = "throughput") -> float:
+        """How far the term of ``figure`` alone widens a 95% interval between two
+        configurations, in % (``pair_half_width_pct``)."""
+        return pair_half_width_pct(self.sd_log(figure))
+
+
+def pair_half_width_pct(sd_log: float, z: float = 1.959964) -> float:
+    """How far a per-configuration term ``sd_log`` alone widens a 95% interval between two
+    configurations, in % (``exp(h) - 1``): two processes, ``z * sqrt(2) * sd_log``."""
+    return 100.0 * math.expm1(z * math.sqrt(2.0) * sd_log)
 
 
 def estimate_sd_log(series: Sequence[Sequence[float]]) -> float:
