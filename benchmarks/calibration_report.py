@@ -25,6 +25,11 @@ AA_NAMES = ("baseline", "baseline_aa", "aa_copy", "aa_copy2")  # identical confi
 # estimate came from them, and they still count towards it, as every earlier round does (each
 # round's files moved into a folder of their own under ``calibration_runs/``).
 EARLIER = "before_process_term"
+# What a held term's own round must show for it to ship as is (issue 34's targets): false alarms
+# at most 5% and coverage from 93% to 97%. Then tritonlab carries the very term its quoted rates
+# were measured with; otherwise it carries the pooled re-estimate, for the next round to judge.
+MAX_FALSE_ALARMS = 0.05
+COVERAGE_BOUNDS = (0.93, 0.97)
 PREFIX_BLOCKS = (5, 10, 20, 30)  # power also read on each run's first blocks
 
 
@@ -240,6 +245,9 @@ def build_report(raw_dir: Path = RAW) -> dict[str, Any]:
         if len(runs) > 2:
             report["aa"]["false_alarms_leave_one_out"] = leave_one_out_false_alarms(runs)
         report["process_term"] = process_term(runs + earlier)
+        held_terms = [r.get("process_term") for r in runs]
+        if held_terms[0] is not None and all(t == held_terms[0] for t in held_terms):
+            report["process_term_held"] = held_terms[0]
         report["blocks"] = {
             "min": min(r["blocks"] for r in runs),
             "max": max(r["blocks"] for r in runs),
@@ -323,6 +331,20 @@ def _term_lines(report: dict[str, Any]) -> list[str]:
         f"earlier round's, e.g. `{EARLIER}/`): {pct(term['throughput_sd_log'])} for throughput, "
         f"{pct(term['latency_p99_sd_log'])} for p99 latency."
     ]
+    which, shipped = shipped_term(report)
+    bounds = (
+        f"false alarms at most {100 * MAX_FALSE_ALARMS:.0f}%, coverage "
+        f"{100 * COVERAGE_BOUNDS[0]:.0f}% to {100 * COVERAGE_BOUNDS[1]:.0f}%"
+    )
+    lines.append(
+        f"- tritonlab carries {pct(shipped['throughput_sd_log'])}: "
+        + (
+            f"the term these runs held, whose rates above are within the bounds ({bounds})."
+            if which == "held"
+            else f"the pooled estimate, since these runs' rates are not all within the bounds "
+            f"({bounds}) or their verdicts did not all hold one term; a next round judges it."
+        )
+    )
     if "false_alarms_leave_one_out" in aa:
         lines.append(
             "- Each run with the term estimated from the other runs only: false alarms "
@@ -452,6 +474,20 @@ def readme_block(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def shipped_term(report: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Which process term tritonlab carries, ``held`` or ``pooled``, and the term itself: the one
+    the runs held when their rates are within ``MAX_FALSE_ALARMS`` and ``COVERAGE_BOUNDS``
+    (so the rates quoted are that term's own), else the pooled re-estimate."""
+    held = report.get("process_term_held")
+    aa, coverage = report["aa"], report["coverage"]
+    alarms = aa["false_alarms"] / max(aa["comparisons"], 1)
+    covered = coverage["covered"] / max(coverage["intervals"], 1)
+    low, high = COVERAGE_BOUNDS
+    if held is not None and alarms <= MAX_FALSE_ALARMS and low <= covered <= high:
+        return "held", held
+    return "pooled", report["process_term"]
+
+
 def packaged_rates(report: dict[str, Any]) -> dict[str, Any]:
     """The summary tritonlab carries (``stats/error_rates.MeasuredRates``) and quotes in every
     block-engine log."""
@@ -471,7 +507,7 @@ def packaged_rates(report: dict[str, Any]) -> dict[str, Any]:
             {k: p[k] for k in ("reference_change_pct", "trials", "detected")}
             for p in report["power"]
         ],
-        "process_term": report["process_term"],
+        "process_term": shipped_term(report)[1],
         "process_term_held_sd_log": report["aa"]["process_term_sd_log"]["min"],
     }
 

@@ -57,5 +57,26 @@ def test_the_json_is_what_the_raw_files_give() -> None:
     bench = _bench()
     stored = json.loads(JSON.read_text())
     recomputed = json.loads(json.dumps(bench.build_report(ROOT / stored["raw"])))
-    for key in ("aa", "coverage", "power", "readings", "disturbed_cells", "gate", "process_term"):
+    keys = ("aa", "coverage", "power", "readings", "disturbed_cells", "gate", "process_term")
+    for key in (*keys, "process_term_held"):
         assert recomputed.get(key) == stored.get(key), key
+
+
+@pytest.mark.parametrize(
+    ("false_alarms", "covered", "shipped"),
+    [(5, 173, "held"), (7, 173, "pooled"), (0, 179, "pooled"), (5, 160, "pooled")],
+)
+def test_a_held_term_ships_only_when_its_round_is_within_the_bounds(
+    false_alarms: int, covered: int, shipped: str
+) -> None:
+    bench = _bench()
+    held, pooled = {"throughput_sd_log": 0.005}, {"throughput_sd_log": 0.004}
+    report = {
+        "aa": {"comparisons": 120, "false_alarms": false_alarms},
+        "coverage": {"intervals": 180, "covered": covered},
+        "process_term": pooled,
+        "process_term_held": held,
+    }
+    assert bench.shipped_term(report) == (shipped, held if shipped == "held" else pooled)
+    del report["process_term_held"]  # runs that held no term, or not all the same one
+    assert bench.shipped_term(report) == ("pooled", pooled)

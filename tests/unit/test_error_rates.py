@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -16,6 +17,7 @@ from tritonlab.stats.error_rates import (
     detectable_change_pct,
     measured_rates,
 )
+from tritonlab.stats.process_term import ProcessTerm
 from tritonlab.stats.verdicts import centre_interval
 
 
@@ -68,3 +70,24 @@ def test_the_packaged_summary_reads_and_is_quoted_as_that_machines_rates() -> No
     assert "1 of 30 comparisons" in line and "57 of 60" in line
     assert "a planted drop of 4.6% was found in 4 of 10 runs" in line
     assert "another machine, load or placement has its own" in line
+    assert "process term" not in line  # no term packaged, none stated
+
+
+@pytest.mark.parametrize(
+    ("held_sd_log", "said"),
+    [
+        (0.005, "the rates above were measured with that same term."),
+        (0.01, "the rates above were measured while verdicts held ±2.8%."),
+        (0.0, "the rates above were measured before verdicts held it."),
+    ],
+)
+def test_the_line_says_which_term_the_rates_were_measured_with(
+    held_sd_log: float, said: str
+) -> None:
+    term = ProcessTerm(0.005, 0.0, 240, 40)
+    rates = MeasuredRates("2026-12-06 06:00", "a CPU", 2, "abc1234", 20, 33, 120, 5, 180, 173, ())
+    line = measured_rates_line(
+        replace(rates, process_term=term, process_term_held_sd_log=held_sd_log)
+    )
+    assert f"±{term.pair_half_width_pct():.1f}% on a throughput interval" in line
+    assert line.endswith(said)

@@ -7,6 +7,7 @@ Every sentence is computed from the run's files (``engine.json``, ``stopping.jso
 
 from __future__ import annotations
 
+import math
 import statistics
 
 from tritonlab.cpu_split import CpuSplit
@@ -213,7 +214,9 @@ def measured_rates_line(rates: MeasuredRates) -> str:
             f"that benchmark estimated, ±{term.pair_half_width_pct():.1f}% on a throughput "
             'interval (docs/measuring.md, "Each configuration\'s own process"); '
             + (
-                f"the rates above were measured while verdicts held ±{then:.1f}%."
+                "the rates above were measured with that same term."
+                if math.isclose(rates.process_term_held_sd_log, term.throughput_sd_log)
+                else f"the rates above were measured while verdicts held ±{then:.1f}%."
                 if rates.process_term_held_sd_log > 0
                 else "the rates above were measured before verdicts held it."
             )
