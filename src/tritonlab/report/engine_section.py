@@ -208,18 +208,18 @@ def measured_rates_line(rates: MeasuredRates) -> str:
     term = rates.process_term
     held = ""
     if term is not None:
-        then = pair_half_width_pct(rates.process_term_held_sd_log)
+        then = rates.process_term_held_sd_log
+        if math.isclose(then, term.throughput_sd_log):
+            measured_with = "with that same term"
+        elif then > 0:
+            measured_with = f"while verdicts held ±{pair_half_width_pct(then):.1f}%"
+        else:
+            measured_with = "before verdicts held it"
         held = (
             " Verdicts between two configurations of a co-loaded run hold the process term "
             f"that benchmark estimated, ±{term.pair_half_width_pct():.1f}% on a throughput "
             'interval (docs/measuring.md, "Each configuration\'s own process"); '
-            + (
-                "the rates above were measured with that same term."
-                if math.isclose(rates.process_term_held_sd_log, term.throughput_sd_log)
-                else f"the rates above were measured while verdicts held ±{then:.1f}%."
-                if rates.process_term_held_sd_log > 0
-                else "the rates above were measured before verdicts held it."
-            )
+            f"the rates above were measured {measured_with}."
         )
     return (
         f"- Measured error rates of these verdicts (`make calibration-bench`, "
