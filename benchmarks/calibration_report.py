@@ -1,10 +1,10 @@
 """The calibration benchmark's reading of its stored runs and checks: false alarms, coverage and
-power of the three readings, the live gate's outcomes, ``calibration.{json,md}`` and the summary
-tritonlab carries (``src/tritonlab/stats/calibration_rates.json``).
+power of the three readings, each round's and the live gate's outcomes, ``calibration.json`` (its
+page: ``calibration_page.py``) and the summary tritonlab carries
+(``src/tritonlab/stats/calibration_rates.json``).
 
 Everything here reads the raw files (``benchmarks/results/calibration_runs/``) alone; measuring
-is ``calibration.py``, whose docstring states the method. ``scripts/results_pages.py`` quotes
-``readme_block``.
+is ``calibration.py``, whose docstring states the method.
 """
 
 from __future__ import annotations
@@ -21,10 +21,9 @@ RESULTS = ROOT / "benchmarks" / "results"
 RAW = RESULTS / "calibration_runs"
 PACKAGED = ROOT / "src" / "tritonlab" / "stats" / "calibration_rates.json"
 AA_NAMES = ("baseline", "baseline_aa", "aa_copy", "aa_copy2")  # identical configurations
-# Runs measured before verdicts held the process term (``stats/process_term.py``): its first
-# estimate came from them, and they still count towards it, as every earlier round does (each
-# round's files moved into a folder of their own under ``calibration_runs/``).
-EARLIER = "before_process_term"
+# Earlier rounds: each round's files move into a folder of their own under ``calibration_runs/``
+# when a later round changes what verdicts hold or what is planted; every round still counts
+# towards the process term's estimate (``stats/process_term.py``), and the report lists them.
 # What a held term's own round must show for it to ship as is (issue 34's targets): false alarms
 # at most 5% and coverage from 93% to 97%. Then tritonlab carries the very term its quoted rates
 # were measured with; otherwise it carries the pooled re-estimate, for the next round to judge.
@@ -58,6 +57,17 @@ def aa_log_ratios(run: dict[str, Any], figure: str) -> list[list[float]]:
         a, b = _series(run, ref, figure=figure), _series(run, other, figure=figure)
         found.append([math.log(b[k] / a[k]) for k in sorted(set(a) & set(b)) if a[k] > 0])
     return found
+
+
+def block_spread_pct(runs: list[dict[str, Any]]) -> float:
+    """The runs' noise, to compare rounds by: the median over runs of the standard deviation of
+    one block's A/A log-ratio (every pair of identical copies pooled), in % (exp(sd) - 1)."""
+    spreads = []
+    for run in runs:
+        ratios = [x for pair in aa_log_ratios(run, "throughput_infer_per_s") for x in pair]
+        if len(ratios) > 1:
+            spreads.append(statistics.stdev(ratios))
+    return round(100.0 * math.expm1(statistics.median(spreads)), 2) if spreads else 0.0
 
 
 def process_term(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -183,22 +193,22 @@ def median_measuring_s(runs: list[dict[str, Any]], upto: int | None = None) -> f
     return statistics.median(measuring_s(r, upto) for r in runs)
 
 
-def summarise_gate(checks: list[dict[str, Any]], drops: dict[str, float]) -> dict[str, Any]:
-    """The live checks' outcomes; ``drops``: each plant's true drop in % (from the runs)."""
+def summarise_gate(checks: list[dict[str, Any]], drops: dict[int, float]) -> dict[str, Any]:
+    """The live checks' outcomes; ``drops``: the true drop in % of each amount of planted loop
+    turns (from the runs that planted it)."""
     aa = [c for c in checks if c["effect_pct"] == 0]  # a check's record names its plant
     planted = []
-    for effect in sorted({c["effect_pct"] for c in checks} - {0}):
-        trials = [c for c in checks if c["effect_pct"] == effect]
+    for effect, turns in sorted({(c["effect_pct"], c["iterations"]) for c in checks} - {(0, 0)}):
+        trials = [c for c in checks if (c["effect_pct"], c["iterations"]) == (effect, turns)]
         planted.append(
             {
                 "plant": plant_name(effect),
-                "effect_pct": drops.get(plant_name(effect)),
+                "iterations": turns,
+                "effect_pct": drops.get(turns),
                 "trials": len(trials),
                 "detected": sum(c["throughput_outcome"] != "pass" for c in trials),
                 "called_regression": sum(c["throughput_outcome"] == "regression" for c in trials),
-                "decision_s_median": statistics.median(c["wall_s"] for c in trials)
-                if trials
-                else None,
+                "decision_s_median": statistics.median(c["wall_s"] for c in trials),
             }
         )
     return {
@@ -212,53 +222,34 @@ def summarise_gate(checks: list[dict[str, Any]], drops: dict[str, float]) -> dic
     }
 
 
-def build_report(raw_dir: Path = RAW) -> dict[str, Any]:
-    """calibration.json's content, from the raw files alone."""
-    from bench_common import report_header
-
-    runs = [json.loads(p.read_text()) for p in sorted(raw_dir.glob("run*.json"))]
-    # earlier rounds (each in a folder of its own) count towards the process term's estimate
-    earlier = [json.loads(p.read_text()) for p in sorted(raw_dir.glob("*/run*.json"))]
-    checks = [json.loads(p.read_text()) for p in sorted(raw_dir.glob("gate*.json"))]
-    raw = raw_dir.resolve()
-    shown = raw.relative_to(ROOT) if raw.is_relative_to(ROOT) else raw.name
-    report: dict[str, Any] = {**report_header(), "raw": str(shown)}
-    if runs:
-        analysis = analyse_runs(runs)
-        tallies = analysis["tallies"]
-        blocks = round(statistics.median(r["blocks"] for r in runs))
-        aa = tallies["blocks", "aa"]
-        intervals = [tallies[key] for key in tallies if key[0] == "blocks"]
-        report["measured"] = {
+def summarise_round(runs: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One round's headline figures (when, A/A false alarms, coverage, power) and the analysis
+    they come from (``analyse_runs``)."""
+    analysis = analyse_runs(runs)
+    tallies = analysis["tallies"]
+    blocks = round(statistics.median(r["blocks"] for r in runs))
+    aa = tallies["blocks", "aa"]
+    intervals = [tallies[key] for key in tallies if key[0] == "blocks"]
+    terms = [_term(r) for r in runs]
+    summary = {
+        "measured": {
             "runs_from": min(r["date_utc"] for r in runs),
             "runs_to": max(r["date_utc"] for r in runs),
             "commits": sorted({r["commit"] for r in runs}),
-        }
-        report["aa"] = {
+        },
+        "aa": {
             "runs": len(runs),
             "comparisons": aa.comparisons,
             "false_alarms": aa.calls,
             "configurations": _aa_configurations(runs),
-        }
-        terms = [_term(r) for r in runs]
-        report["aa"]["process_term_sd_log"] = {"min": min(terms), "max": max(terms)}
-        if len(runs) > 2:
-            report["aa"]["false_alarms_leave_one_out"] = leave_one_out_false_alarms(runs)
-        report["process_term"] = process_term(runs + earlier)
-        held_terms = [r.get("process_term") for r in runs]
-        if held_terms[0] is not None and all(t == held_terms[0] for t in held_terms):
-            report["process_term_held"] = held_terms[0]
-        report["blocks"] = {
-            "min": min(r["blocks"] for r in runs),
-            "max": max(r["blocks"] for r in runs),
-            "cpu_split_runs": sum(bool(r.get("cpu_split")) for r in runs),
-            "configurations": max(len(r["cells"]) for r in runs),
-        }
-        report["coverage"] = {
+            "process_term_sd_log": {"min": min(terms), "max": max(terms)},
+            "block_spread_pct_median": block_spread_pct(runs),
+        },
+        "coverage": {
             "intervals": sum(t.intervals for t in intervals),
             "covered": sum(t.covered for t in intervals),
-        }
-        report["power"] = [
+        },
+        "power": [
             {
                 "plant": p["plant"],
                 # the true drop, from the reference: the throughput lost, in %
@@ -280,9 +271,62 @@ def build_report(raw_dir: Path = RAW) -> dict[str, Any]:
                 ],
             }
             for p in analysis["plants"]
-        ]
+        ],
+    }
+    return summary, analysis
+
+
+def _load(paths: list[Path]) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted(paths)]
+
+
+def earlier_rounds(raw_dir: Path) -> list[dict[str, Any]]:
+    """Each earlier round (a folder of its own under ``raw_dir``), oldest first: its folder and
+    headline figures."""
+    rounds = []
+    for folder in sorted(p for p in raw_dir.iterdir() if p.is_dir()):
+        if runs := _load(list(folder.glob("run*.json"))):
+            rounds.append({"folder": folder.name, **summarise_round(runs)[0]})
+    return sorted(rounds, key=lambda r: r["measured"]["runs_from"])
+
+
+def build_report(raw_dir: Path = RAW) -> dict[str, Any]:
+    """calibration.json's content, from the raw files alone."""
+    from bench_common import report_header
+
+    runs = _load(list(raw_dir.glob("run*.json")))
+    # earlier rounds (each in a folder of its own) count towards the process term's estimate
+    earlier = _load(list(raw_dir.glob("*/run*.json")))
+    checks = _load(list(raw_dir.glob("gate*.json")))
+    raw = raw_dir.resolve()
+    shown = raw.relative_to(ROOT) if raw.is_relative_to(ROOT) else raw.name
+    report: dict[str, Any] = {**report_header(), "raw": str(shown)}
+    past = earlier_rounds(raw_dir)
+    if runs:
+        summary, analysis = summarise_round(runs)
+        report.update(summary)
+        if len(runs) > 2:
+            report["aa"]["false_alarms_leave_one_out"] = leave_one_out_false_alarms(runs)
+        report["process_term"] = process_term(runs + earlier)
+        held_terms = [r.get("process_term") for r in runs]
+        if held_terms[0] is not None and all(t == held_terms[0] for t in held_terms):
+            report["process_term_held"] = held_terms[0]
+        which, term = shipped_term(report)
+        report["process_term_shipped"] = {
+            "from": which,
+            "term": term,
+            "max_false_alarms": MAX_FALSE_ALARMS,
+            "coverage_bounds": list(COVERAGE_BOUNDS),
+        }
+        report["blocks"] = {
+            "min": min(r["blocks"] for r in runs),
+            "max": max(r["blocks"] for r in runs),
+            "cpu_split_runs": sum(bool(r.get("cpu_split")) for r in runs),
+            "configurations": max(len(r["cells"]) for r in runs),
+        }
         report["readings"] = {
-            f"{reading} | {kind}": tally.to_dict() for (reading, kind), tally in tallies.items()
+            f"{reading} | {kind}": tally.to_dict()
+            for (reading, kind), tally in analysis["tallies"].items()
         }
         cells = [c for r in runs for cs in r["cells"].values() for c in cs.values()]
         report["disturbed_cells"] = {
@@ -290,188 +334,14 @@ def build_report(raw_dir: Path = RAW) -> dict[str, Any]:
             "disturbed": sum(c["disturbed"] for c in cells),
         }
         report["aa_comparisons"] = analysis["aa_rows"]
+    if past:
+        report["earlier_rounds"] = past
     if checks:
-        drops = {p["plant"]: p["effect_pct"] for p in report.get("power", [])}
+        # each amount of loop turns sized by the latest round that planted it
+        sized = [p for r in [*past, report] for p in r.get("power", [])]
+        drops = {p["iterations"]: p["effect_pct"] for p in sized}
         report["gate"] = summarise_gate(checks, drops)
     return report
-
-
-def _rate(k: int, n: int) -> str:
-    from tritonlab.stats.calibration import wilson_interval
-
-    if n == 0:
-        return "none"
-    low, high = wilson_interval(k, n)
-    return f"{k} of {n} ({100 * k / n:.0f}%, 95% CI {100 * low:.0f}-{100 * high:.0f}%)"
-
-
-def _term_lines(report: dict[str, Any]) -> list[str]:
-    """The process term: what the runs' verdicts held, what these runs estimate, and the
-    false alarms each run gets with the term estimated from the others."""
-    aa, term = report["aa"], report.get("process_term")
-    if term is None:
-        return []
-
-    from tritonlab.stats.process_term import pair_half_width_pct
-
-    def pct(log: float) -> str:  # a pair's 95% widening: two configurations' terms
-        return f"±{pair_half_width_pct(log):.1f}%"
-
-    held = aa["process_term_sd_log"]
-    shown = (
-        pct(held["min"])
-        if held["min"] == held["max"]
-        else f"{pct(held['min'])} to {pct(held['max'])}"
-    )
-    lines = [
-        f"- The process term (`stats/process_term.py`: each configuration's own server process, "
-        f"which pairing by block cannot see) the runs' verdicts held: {shown} on a "
-        f"comparison's 95% interval (0 when the runs predate it). Estimated again from the "
-        f"A/A copies of {term['runs']} runs ({term['comparisons']} comparisons, these and every "
-        f"earlier round's, e.g. `{EARLIER}/`): {pct(term['throughput_sd_log'])} for throughput, "
-        f"{pct(term['latency_p99_sd_log'])} for p99 latency."
-    ]
-    which, shipped = shipped_term(report)
-    bounds = (
-        f"false alarms at most {100 * MAX_FALSE_ALARMS:.0f}%, coverage "
-        f"{100 * COVERAGE_BOUNDS[0]:.0f}% to {100 * COVERAGE_BOUNDS[1]:.0f}%"
-    )
-    lines.append(
-        f"- tritonlab carries {pct(shipped['throughput_sd_log'])}: "
-        + (
-            f"the term these runs held, whose rates above are within the bounds ({bounds})."
-            if which == "held"
-            else f"the pooled estimate, since these runs' rates are not all within the bounds "
-            f"({bounds}) or their verdicts did not all hold one term; a next round judges it."
-        )
-    )
-    if "false_alarms_leave_one_out" in aa:
-        lines.append(
-            "- Each run with the term estimated from the other runs only: false alarms "
-            f"{_rate(aa['false_alarms_leave_one_out'], aa['comparisons'])}."
-        )
-    return lines
-
-
-def _drop(effect_pct: float | None) -> str:
-    return "size not measured" if effect_pct is None else f"-{effect_pct:.1f}%"
-
-
-def render_md(report: dict[str, Any]) -> str:
-    """calibration.md: a header, then ``readme_block``."""
-    return "\n".join(
-        [
-            "# Calibration: how often the verdicts are wrong",
-            "",
-            f"Written {report['date_utc']} UTC on {report['machine']} ({report['cores']} "
-            f"cores), commit {report['commit']}, from the raw files in `{report['raw']}/` "
-            "(`benchmarks/calibration.py`; its docstring states the method).",
-            "",
-            readme_block(report),
-        ]
-    )
-
-
-def readme_block(report: dict[str, Any]) -> str:
-    """The figures docs/results.md quotes (``scripts/results_pages.py``)."""
-    lines: list[str] = []
-    if "aa" in report:
-        m, power, b = report["measured"], report["power"], report["blocks"]
-        blocks = f"{b['min']}" if b["min"] == b["max"] else f"{b['min']} to {b['max']}"
-        split = (
-            "the server and perf_analyzer on disjoint CPUs"
-            if b["cpu_split_runs"] == report["aa"]["runs"]
-            else f"{b['cpu_split_runs']} with the CPU split"
-        )
-        copies = report["aa"].get("configurations", 0)
-        lines += [
-            f"## Run verdicts ({report['aa']['runs']} fresh runs, {blocks} blocks each, "
-            f"{split}, measured {m['runs_from']} to {m['runs_to']} UTC)",
-            "",
-            f"- A/A comparisons ({copies} identical configurations per run, every pair of "
-            f"them, throughput): false alarms "
-            f"{_rate(report['aa']['false_alarms'], report['aa']['comparisons'])}.",
-            *_term_lines(report),
-            f"- Coverage of the 95% intervals (A/A against 0, plants against their reference): "
-            f"{_rate(report['coverage']['covered'], report['coverage']['intervals'])}.",
-            f"- Cells the interference monitor stored as disturbed: "
-            f"{report['disturbed_cells']['disturbed']} of {report['disturbed_cells']['cells']}.",
-            "",
-            "| planted | reference change (95% CI) | blocks | measuring (median) | detected |",
-            "|---|---|---|---|---|",
-        ]
-        for p in power:
-            low, high = p["reference_ci95_pct"]
-            ref = f"{p['reference_change_pct']:+.1f}% ({low:+.1f}% to {high:+.1f}%)"
-            rows = [(b["blocks"], b["measuring_s_median"], b["detected"]) for b in p["by_blocks"]]
-            rows.append((p["blocks"], p["measuring_s_median"], p["detected"]))
-            for blocks, seconds, detected in rows:
-                lines.append(
-                    f"| {p['plant']} ({p['iterations']:,} turns) | {ref} | {blocks} | "
-                    f"{seconds:.0f} s | {_rate(detected, p['trials'])} |"
-                )
-        lines += [
-            "",
-            "Measuring: the wall time of a run's cells up to that block, every configuration "
-            f"of the run ({b['configurations']}, where a demo has five); the last row of each "
-            "plant is the run as the stopping rule ended it.",
-            "",
-            "### Side by side, on the same cells",
-            "",
-            "| reading | A/A: false alarms | plants: coverage | "
-            + " | ".join(f"{p['plant']} (-{p['effect_pct']:.1f}%): detected" for p in power)
-            + " |",
-            "|---|---|---|" + "---|" * len(power),
-        ]
-        readings = report["readings"]
-        for reading in ("blocks", "independent runs", "one window"):
-            aa = readings[f"{reading} | aa"]
-            planted = [readings[f"{reading} | {p['plant']}"] for p in power]
-            intervals = sum(t["intervals"] for t in planted)
-            covered = sum(t["covered"] for t in planted)
-            cover = _rate(covered, intervals) if intervals else "no interval"
-            lines.append(
-                f"| {reading} | {_rate(aa['calls'], aa['comparisons'])} | {cover} | "
-                + " | ".join(_rate(t["detected"], t["comparisons"]) for t in planted)
-                + " |"
-            )
-        lines += [
-            "",
-            "- blocks: tritonlab's paired verdict over every block of a run.",
-            "- independent runs (AIPerf's multi-run reading): each configuration's cells cut "
-            "into 5 runs; a difference when the two 95% t-intervals do not overlap.",
-            "- one window (perf_analyzer's reading): one cell each, a difference beyond "
-            "perf_analyzer's ±10% stability band; every block is one such reading.",
-            "",
-        ]
-    if "gate" in report:
-        g = report["gate"]
-        lines += [
-            "## The live gate (`tritonlab check --max-regression 5%`)",
-            "",
-            "Each check as a user runs it, against the first run's folder, with `--repeats 10 "
-            "--max-repeats 40` (more rounds while an interval is wider than half its "
-            "threshold). A plant's size is its reference change from the runs above.",
-            "",
-            f"- A/A checks (the same model again): throughput called a regression in "
-            f"{_rate(g['false_regressions'], g['aa_checks'])}; throughput undecided in "
-            f"{g['aa_undecided']}; passed (exit 0) in {_rate(g['aa_passed'], g['aa_checks'])}, "
-            f"so the others failed their CI job without a regression; median "
-            f"{g['aa_decision_s_median'] or 0:.0f} s per check.",
-            "",
-            "| planted | trials | not passed (detected) | called a regression | median time |",
-            "|---|---|---|---|---|",
-        ]
-        for p in g["planted"]:
-            seconds = p["decision_s_median"]
-            lines.append(
-                f"| {p['plant']} ({_drop(p['effect_pct'])}) | {p['trials']} | "
-                f"{_rate(p['detected'], p['trials'])} | "
-                f"{p['called_regression']} | "
-                f"{'-' if seconds is None else f'{seconds:.0f} s'} |"
-            )
-        lines.append("")
-    return "\n".join(lines)
 
 
 def shipped_term(report: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -509,11 +379,14 @@ def packaged_rates(report: dict[str, Any]) -> dict[str, Any]:
         ],
         "process_term": shipped_term(report)[1],
         "process_term_held_sd_log": report["aa"]["process_term_sd_log"]["min"],
+        "block_spread_pct": report["aa"]["block_spread_pct_median"],
     }
 
 
 def write_report(raw_dir: Path = RAW, out: Path = RESULTS, package: bool = False) -> dict[str, Any]:
     """calibration.{json,md} in ``out``; with ``package``, also the summary tritonlab carries."""
+    from calibration_page import render_md
+
     report = build_report(raw_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "calibration.json").write_text(json.dumps(report, indent=2) + "\n")

@@ -304,7 +304,7 @@ def calibration_block() -> list[str]:
     path = BENCH_RESULTS / "calibration.json"
     if not path.exists():
         return []
-    calibration = _bench(ROOT / "benchmarks" / "calibration_report.py", "calibration_report")
+    calibration = _bench(ROOT / "benchmarks" / "calibration_page.py", "calibration_page")
     return [
         "## Measured error rates",
         "",

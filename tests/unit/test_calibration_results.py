@@ -23,10 +23,8 @@ def _beside_the_benchmarks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # bench_common, as the script has it
 
 
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "calibration_report", ROOT / "benchmarks" / "calibration_report.py"
-    )
+def _bench(name: str = "calibration_report") -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -48,7 +46,8 @@ def test_the_json_has_the_keys_the_issue_names() -> None:
 def test_the_page_and_the_packaged_summary_come_from_the_json() -> None:
     bench = _bench()
     report = json.loads(JSON.read_text())
-    assert (RESULTS / "calibration.md").read_text() == bench.render_md(report)
+    page = _bench("calibration_page")
+    assert (RESULTS / "calibration.md").read_text() == page.render_md(report)
     packaged = ROOT / "src" / "tritonlab" / "stats" / "calibration_rates.json"
     assert json.loads(packaged.read_text()) == bench.packaged_rates(report)
 
@@ -58,7 +57,7 @@ def test_the_json_is_what_the_raw_files_give() -> None:
     stored = json.loads(JSON.read_text())
     recomputed = json.loads(json.dumps(bench.build_report(ROOT / stored["raw"])))
     keys = ("aa", "coverage", "power", "readings", "disturbed_cells", "gate", "process_term")
-    for key in (*keys, "process_term_held"):
+    for key in (*keys, "process_term_held", "process_term_shipped", "earlier_rounds"):
         assert recomputed.get(key) == stored.get(key), key
 
 
@@ -80,3 +79,30 @@ def test_a_held_term_ships_only_when_its_round_is_within_the_bounds(
     assert bench.shipped_term(report) == (shipped, held if shipped == "held" else pooled)
     del report["process_term_held"]  # runs that held no term, or not all the same one
     assert bench.shipped_term(report) == ("pooled", pooled)
+
+
+def test_gate_checks_of_one_plant_are_kept_apart_by_their_loop_turns() -> None:
+    bench = _bench()
+
+    def check(effect: int, turns: int, outcome: str) -> dict[str, object]:
+        status = {"pass": 0, "regression": 1, "undecided": 3}[outcome]
+        return {
+            "effect_pct": effect,
+            "iterations": turns,
+            "throughput_outcome": outcome,
+            "exit_status": status,
+            "wall_s": 70.0,
+        }
+
+    checks = [
+        check(0, 0, "pass"),
+        check(0, 0, "undecided"),
+        check(5, 1100, "undecided"),
+        check(5, 1100, "regression"),
+        check(5, 940, "pass"),
+    ]
+    gate = bench.summarise_gate(checks, {940: 5.0, 1100: 6.2})
+    assert (gate["aa_checks"], gate["false_regressions"], gate["aa_passed"]) == (2, 0, 1)
+    rows = [(p["iterations"], p["effect_pct"], p["trials"], p["detected"]) for p in gate["planted"]]
+    assert rows == [(940, 5.0, 1, 0), (1100, 6.2, 2, 2)]
+    assert bench.summarise_gate([check(5, 700, "pass")], {})["planted"][0]["effect_pct"] is None

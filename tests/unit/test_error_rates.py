@@ -71,6 +71,9 @@ def test_the_packaged_summary_reads_and_is_quoted_as_that_machines_rates() -> No
     assert "a planted drop of 4.6% was found in 4 of 10 runs" in line
     assert "another machine, load or placement has its own" in line
     assert "process term" not in line  # no term packaged, none stated
+    assert "varied by" not in line  # no noise stored, none stated
+    noisy = measured_rates_line(replace(made_up, block_spread_pct=4.7))
+    assert "runs (there one block's throughput varied by ±4.7% between identical copies" in noisy
 
 
 @pytest.mark.parametrize(

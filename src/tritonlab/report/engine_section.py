@@ -205,6 +205,11 @@ def measured_rates_line(rates: MeasuredRates) -> str:
         f"{p.trials} runs"
         for p in rates.power
     )
+    if rates.block_spread_pct > 0:
+        planted += (
+            f" (there one block's throughput varied by ±{rates.block_spread_pct:.1f}% between "
+            "identical copies; a noisier run finds less)"
+        )
     term = rates.process_term
     held = ""
     if term is not None:

@@ -65,6 +65,9 @@ class MeasuredRates(Record):
     # the throughput process term (log units) the runs' own verdicts held when they were
     # measured (0: before verdicts held one); the packaged ``process_term`` is estimated after
     process_term_held_sd_log: float = later(0.0)
+    # the runs' noise: the median run's standard deviation of one block's A/A throughput ratio,
+    # in % (0: not stored); the power above holds at about this noise
+    block_spread_pct: float = later(0.0)
 
 
 @cache

@@ -1,0 +1,237 @@
+"""The calibration benchmark's pages: ``calibration.md`` and the block ``docs/results.md`` quotes
+(``readme_block``, through ``scripts/results_pages.py``), rendered from ``calibration.json``
+alone (``calibration_report.py`` writes it from the raw files)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _rate(k: int, n: int) -> str:
+    from tritonlab.stats.calibration import wilson_interval
+
+    if n == 0:
+        return "none"
+    low, high = wilson_interval(k, n)
+    return f"{k} of {n} ({100 * k / n:.0f}%, 95% CI {100 * low:.0f}-{100 * high:.0f}%)"
+
+
+def _term_lines(report: dict[str, Any]) -> list[str]:
+    """The process term: what the runs' verdicts held, what these runs estimate, and the
+    false alarms each run gets with the term estimated from the others."""
+    aa, term = report["aa"], report.get("process_term")
+    if term is None:
+        return []
+
+    from tritonlab.stats.process_term import pair_half_width_pct
+
+    def pct(log: float) -> str:  # a pair's 95% widening: two configurations' terms
+        return f"±{pair_half_width_pct(log):.1f}%"
+
+    held = aa["process_term_sd_log"]
+    shown = (
+        pct(held["min"])
+        if held["min"] == held["max"]
+        else f"{pct(held['min'])} to {pct(held['max'])}"
+    )
+    lines = [
+        f"- The process term (`stats/process_term.py`: each configuration's own server process, "
+        f"which pairing by block cannot see) the runs' verdicts held: {shown} on a "
+        f"comparison's 95% interval (0 when the runs predate it). Estimated again from the "
+        f"A/A copies of {term['runs']} runs ({term['comparisons']} comparisons, these and every "
+        f"earlier round's below): {pct(term['throughput_sd_log'])} for throughput, "
+        f"{pct(term['latency_p99_sd_log'])} for p99 latency."
+    ]
+    shipped = report["process_term_shipped"]
+    low, high = shipped["coverage_bounds"]
+    bounds = (
+        f"false alarms at most {100 * shipped['max_false_alarms']:.0f}%, coverage "
+        f"{100 * low:.0f}% to {100 * high:.0f}%"
+    )
+    lines.append(
+        f"- tritonlab carries {pct(shipped['term']['throughput_sd_log'])}: "
+        + (
+            f"the term these runs held, whose rates above are within the bounds ({bounds})."
+            if shipped["from"] == "held"
+            else f"the pooled estimate, since these runs' rates are not all within the bounds "
+            f"({bounds}) or their verdicts did not all hold one term; a next round judges it."
+        )
+    )
+    if "false_alarms_leave_one_out" in aa:
+        lines.append(
+            "- Each run with the term estimated from the other runs only: false alarms "
+            f"{_rate(aa['false_alarms_leave_one_out'], aa['comparisons'])}."
+        )
+    return lines
+
+
+def _spread(aa: dict[str, Any]) -> str:
+    spread = aa.get("block_spread_pct_median")
+    return "not stored" if spread is None else f"±{spread:.1f}%"
+
+
+def _drop(effect_pct: float | None) -> str:
+    return "size not measured" if effect_pct is None else f"-{effect_pct:.1f}%"
+
+
+def render_md(report: dict[str, Any]) -> str:
+    """calibration.md: a header, then ``readme_block``."""
+    return "\n".join(
+        [
+            "# Calibration: how often the verdicts are wrong",
+            "",
+            f"Written {report['date_utc']} UTC on {report['machine']} ({report['cores']} "
+            f"cores), commit {report['commit']}, from the raw files in `{report['raw']}/` "
+            "(`benchmarks/calibration.py`; its docstring states the method).",
+            "",
+            readme_block(report),
+        ]
+    )
+
+
+def readme_block(report: dict[str, Any]) -> str:
+    """The figures docs/results.md quotes (``scripts/results_pages.py``)."""
+    lines: list[str] = []
+    if "aa" in report:
+        m, power, b = report["measured"], report["power"], report["blocks"]
+        blocks = f"{b['min']}" if b["min"] == b["max"] else f"{b['min']} to {b['max']}"
+        split = (
+            "the server and perf_analyzer on disjoint CPUs"
+            if b["cpu_split_runs"] == report["aa"]["runs"]
+            else f"{b['cpu_split_runs']} with the CPU split"
+        )
+        copies = report["aa"].get("configurations", 0)
+        lines += [
+            f"## Run verdicts ({report['aa']['runs']} fresh runs, {blocks} blocks each, "
+            f"{split}, measured {m['runs_from']} to {m['runs_to']} UTC)",
+            "",
+            f"- A/A comparisons ({copies} identical configurations per run, every pair of "
+            f"them, throughput): false alarms "
+            f"{_rate(report['aa']['false_alarms'], report['aa']['comparisons'])}.",
+            f"- The runs' noise: one block's A/A throughput ratio varied by "
+            f"{_spread(report['aa'])} (standard deviation, the median run), the figure to "
+            "compare rounds by (the power below is at this noise).",
+            *_term_lines(report),
+            f"- Coverage of the 95% intervals (A/A against 0, plants against their reference): "
+            f"{_rate(report['coverage']['covered'], report['coverage']['intervals'])}.",
+            f"- Cells the interference monitor stored as disturbed: "
+            f"{report['disturbed_cells']['disturbed']} of {report['disturbed_cells']['cells']}.",
+            "",
+            "| planted | reference change (95% CI) | blocks | measuring (median) | detected |",
+            "|---|---|---|---|---|",
+        ]
+        for p in power:
+            low, high = p["reference_ci95_pct"]
+            ref = f"{p['reference_change_pct']:+.1f}% ({low:+.1f}% to {high:+.1f}%)"
+            rows = [(b["blocks"], b["measuring_s_median"], b["detected"]) for b in p["by_blocks"]]
+            rows.append((p["blocks"], p["measuring_s_median"], p["detected"]))
+            for blocks, seconds, detected in rows:
+                lines.append(
+                    f"| {p['plant']} ({p['iterations']:,} turns) | {ref} | {blocks} | "
+                    f"{seconds:.0f} s | {_rate(detected, p['trials'])} |"
+                )
+        lines += [
+            "",
+            "Measuring: the wall time of a run's cells up to that block, every configuration "
+            f"of the run ({b['configurations']}, where a demo has five); the last row of each "
+            "plant is the run as the stopping rule ended it.",
+            "",
+            "### Side by side, on the same cells",
+            "",
+            "| reading | A/A: false alarms | plants: coverage | "
+            + " | ".join(f"{p['plant']} (-{p['effect_pct']:.1f}%): detected" for p in power)
+            + " |",
+            "|---|---|---|" + "---|" * len(power),
+        ]
+        readings = report["readings"]
+        for reading in ("blocks", "independent runs", "one window"):
+            aa = readings[f"{reading} | aa"]
+            planted = [readings[f"{reading} | {p['plant']}"] for p in power]
+            intervals = sum(t["intervals"] for t in planted)
+            covered = sum(t["covered"] for t in planted)
+            cover = _rate(covered, intervals) if intervals else "no interval"
+            lines.append(
+                f"| {reading} | {_rate(aa['calls'], aa['comparisons'])} | {cover} | "
+                + " | ".join(_rate(t["detected"], t["comparisons"]) for t in planted)
+                + " |"
+            )
+        lines += [
+            "",
+            "- blocks: tritonlab's paired verdict over every block of a run.",
+            "- independent runs (AIPerf's multi-run reading): each configuration's cells cut "
+            "into 5 runs; a difference when the two 95% t-intervals do not overlap.",
+            "- one window (perf_analyzer's reading): one cell each, a difference beyond "
+            "perf_analyzer's ±10% stability band; every block is one such reading.",
+            "",
+        ]
+    if "gate" in report:
+        g = report["gate"]
+        lines += [
+            "## The live gate (`tritonlab check --max-regression 5%`)",
+            "",
+            "Each check as a user runs it, against the first run of the latest round measured "
+            "before it, with `--repeats 10 --max-repeats 40` (more rounds while an interval is "
+            "wider than half its threshold). A plant's size is the reference change of its "
+            "loop turns from the latest round that planted them (above, or an earlier round "
+            "below).",
+            "",
+            f"- A/A checks (the same model again): throughput called a regression in "
+            f"{_rate(g['false_regressions'], g['aa_checks'])}; throughput undecided in "
+            f"{g['aa_undecided']}; passed (exit 0) in {_rate(g['aa_passed'], g['aa_checks'])}, "
+            f"so the others failed their CI job without a regression; median "
+            f"{g['aa_decision_s_median'] or 0:.0f} s per check.",
+            "",
+            "| planted | trials | not passed (detected) | called a regression | median time |",
+            "|---|---|---|---|---|",
+        ]
+        for p in g["planted"]:
+            seconds = p["decision_s_median"]
+            lines.append(
+                f"| {p['plant']} ({p['iterations']:,} turns, {_drop(p['effect_pct'])}) | "
+                f"{p['trials']} | "
+                f"{_rate(p['detected'], p['trials'])} | "
+                f"{p['called_regression']} | "
+                f"{'-' if seconds is None else f'{seconds:.0f} s'} |"
+            )
+        lines.append("")
+    lines += _earlier_rounds(report.get("earlier_rounds", []))
+    return "\n".join(lines)
+
+
+def _earlier_rounds(rounds: list[dict[str, Any]]) -> list[str]:
+    """One row per earlier round (each in a folder of its own): what it held and measured."""
+    if not rounds:
+        return []
+    from tritonlab.stats.process_term import pair_half_width_pct
+
+    lines = [
+        "## Earlier rounds",
+        "",
+        "Each set aside when a later round changed what verdicts hold (the process term) or "
+        "what is planted; their files stay in `calibration_runs/<folder>/`, and each counts "
+        "towards the process term's estimate.",
+        "",
+        "| folder | runs (measured, UTC) | noise (one block) | term held | A/A: false alarms | "
+        "coverage | plants: detected (measuring, median) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for past in rounds:
+        aa, m = past["aa"], past["measured"]
+        held = aa["process_term_sd_log"]
+        term = "mixed"
+        if held["max"] == 0:
+            term = "none"
+        elif held["min"] == held["max"]:
+            term = f"±{pair_half_width_pct(held['min']):.1f}%"
+        plants = "; ".join(
+            f"-{p['effect_pct']:.1f}% ({p['iterations']:,} turns): "
+            f"{p['detected']} of {p['trials']} ({p['measuring_s_median']:.0f} s)"
+            for p in past["power"]
+        )
+        lines.append(
+            f"| `{past['folder']}/` | {aa['runs']} ({m['runs_from']} to {m['runs_to']}) | "
+            f"{_spread(aa)} | {term} | {_rate(aa['false_alarms'], aa['comparisons'])} | "
+            f"{_rate(past['coverage']['covered'], past['coverage']['intervals'])} | {plants} |"
+        )
+    lines.append("")
+    return lines
