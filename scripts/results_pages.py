@@ -279,6 +279,7 @@ def benchmark_blocks() -> list[str]:
         "(../benchmarks/results/pipeline_vs_model_analyzer.md).",
         "",
         *calibration_block(),
+        *demo_precision_block(),
         "## Other benchmarks",
         "",
         "- Identical configurations told apart: [`benchmarks/results/aa_floor.md`]"
@@ -295,6 +296,30 @@ def benchmark_blocks() -> list[str]:
             if (BENCH_RESULTS / "noise_sources.json").exists()
             else []
         ),
+        "",
+    ]
+
+
+def demo_precision_block() -> list[str]:
+    """Fresh demos against issue 34's precision target (its own table, from its stored JSON)."""
+    path = BENCH_RESULTS / "demo_precision.json"
+    if not path.exists():
+        return []
+    bench = _bench(ROOT / "benchmarks" / "demo_precision.py", "demo_precision")
+    report = json.loads(path.read_text())
+    return [
+        "## Fresh demos against the precision target",
+        "",
+        f"`make demo-precision-bench` runs `tritonlab demo` from an empty folder, quiet, with "
+        f"half a core of other work, and with the server and perf_analyzer sharing the CPUs, "
+        f"the conditions interleaved; the target: the headline throughput verdicts' median "
+        f"half-width at most {bench.TARGET_MEDIAN_PCT:g}% (widest {bench.TARGET_WIDEST_PCT:g}%) "
+        f"within {bench.TARGET_MEASURING_S:g} s of measuring. Measured {report['date_utc']} UTC "
+        f"on {report['machine']} ({report['cores']} cores), commit {report['commit']}; every "
+        "run, with why a run missed and whether it trusted its verdicts: "
+        "[`benchmarks/results/demo_precision.md`](../benchmarks/results/demo_precision.md).",
+        "",
+        *bench.summary_table(report),
         "",
     ]
 

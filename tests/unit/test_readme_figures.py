@@ -50,6 +50,19 @@ def test_model_analyzer_figures_are_the_benchmark_files() -> None:
     assert (RESULTS / "vs_model_analyzer.md").read_text() == compare.markdown(data)
 
 
+def test_the_demo_precision_page_is_its_file() -> None:
+    """demo_precision.md is what demo_precision.json renders to; a missed run says why."""
+    path = RESULTS / "demo_precision.json"
+    if not path.exists():
+        return
+    bench = _bench("demo_precision")
+    report = json.loads(path.read_text())
+    assert (RESULTS / "demo_precision.md").read_text() == bench.render_md(report)
+    assert "/work/" not in path.read_text()
+    for run in report["runs"]:
+        assert bool(bench.missed(run)) != run["summary"]["met_target"]
+
+
 def test_the_aa_benchmark_page_is_its_file() -> None:
     """aa_floor.md is what aa_floor.json renders to, and the docs' reading of it holds."""
     aa = _bench("aa_floor")
