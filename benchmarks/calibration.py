@@ -244,6 +244,8 @@ def main() -> None:
     baseline_run = args.work / "run01"
     if not (baseline_run / "results").is_dir():
         raise SystemExit(f"{baseline_run}: measure the runs first (its first run is the baseline)")
+    first = json.loads((raw_dir / "run01.json").read_text())
+    against = {k: first[k] for k in ("date_utc", "commit")}  # the run every check is against
     # A/A and planted checks in one shuffled order, so slow drift falls on both alike.
     small = (args.planted + 1) // 2 if args.small is None else args.small
     schedule = [0] * args.aa + [5] * args.planted + [3] * small + [10] * small
@@ -253,8 +255,7 @@ def main() -> None:
         if raw.exists():
             continue
         record = run_check(index, effect, baseline_run, args.work, onnx, args.repeats)
-        first = json.loads((raw_dir / "run01.json").read_text())  # the run it was checked against
-        record["against_run"] = {k: first[k] for k in ("date_utc", "commit")}
+        record["against_run"] = against
         raw.write_text(json.dumps(record, indent=1) + "\n")
         write_report(raw_dir, out)
         print(

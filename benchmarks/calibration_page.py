@@ -28,18 +28,12 @@ def _term_lines(report: dict[str, Any]) -> list[str]:
     def pct(log: float) -> str:  # a pair's 95% widening: two configurations' terms
         return f"±{pair_half_width_pct(log):.1f}%"
 
-    held = aa["process_term_sd_log"]
-    shown = (
-        pct(held["min"])
-        if held["min"] == held["max"]
-        else f"{pct(held['min'])} to {pct(held['max'])}"
-    )
     lines = [
         f"- The process term (`stats/process_term.py`: each configuration's own server process, "
-        f"which pairing by block cannot see) the runs' verdicts held: {shown} on a "
-        f"comparison's 95% interval (0 when the runs predate it). Estimated again from the "
-        f"A/A copies of {term['runs']} runs ({term['comparisons']} comparisons, these and every "
-        f"earlier round's below): {pct(term['throughput_sd_log'])} for throughput, "
+        f"which pairing by block cannot see) the runs' verdicts held: "
+        f"{_held_term(aa['process_term_sd_log'])} on a comparison's 95% interval. Estimated "
+        f"again from the A/A copies of {term['runs']} runs ({term['comparisons']} comparisons, "
+        f"these and every earlier round's below): {pct(term['throughput_sd_log'])} for throughput, "
         f"{pct(term['latency_p99_sd_log'])} for p99 latency."
     ]
     shipped = report["process_term_shipped"]
@@ -63,6 +57,17 @@ def _term_lines(report: dict[str, Any]) -> list[str]:
             f"{_rate(aa['false_alarms_leave_one_out'], aa['comparisons'])}."
         )
     return lines
+
+
+def _held_term(held: dict[str, float]) -> str:
+    """The process term a round's verdicts held (its runs' least and greatest, in log units),
+    as a pair's 95% widening."""
+    from tritonlab.stats.process_term import pair_half_width_pct
+
+    low, high = (pair_half_width_pct(held[k]) for k in ("min", "max"))
+    if held["max"] == 0:
+        return "none (the runs predate it)"
+    return f"±{low:.1f}%" if low == high else f"±{low:.1f}% to ±{high:.1f}%"
 
 
 def _spread(aa: dict[str, Any]) -> str:
@@ -185,13 +190,10 @@ def readme_block(report: dict[str, Any]) -> str:
             "|---|---|---|---|---|",
         ]
         for p in g["planted"]:
-            seconds = p["decision_s_median"]
             lines.append(
                 f"| {p['plant']} ({p['iterations']:,} turns, {_drop(p['effect_pct'])}) | "
-                f"{p['trials']} | "
-                f"{_rate(p['detected'], p['trials'])} | "
-                f"{p['called_regression']} | "
-                f"{'-' if seconds is None else f'{seconds:.0f} s'} |"
+                f"{p['trials']} | {_rate(p['detected'], p['trials'])} | "
+                f"{p['called_regression']} | {p['decision_s_median']:.0f} s |"
             )
         lines.append("")
     lines += _earlier_rounds(report.get("earlier_rounds", []))
@@ -202,8 +204,6 @@ def _earlier_rounds(rounds: list[dict[str, Any]]) -> list[str]:
     """One row per earlier round (each in a folder of its own): what it held and measured."""
     if not rounds:
         return []
-    from tritonlab.stats.process_term import pair_half_width_pct
-
     lines = [
         "## Earlier rounds",
         "",
@@ -217,12 +217,6 @@ def _earlier_rounds(rounds: list[dict[str, Any]]) -> list[str]:
     ]
     for past in rounds:
         aa, m = past["aa"], past["measured"]
-        held = aa["process_term_sd_log"]
-        term = "mixed"
-        if held["max"] == 0:
-            term = "none"
-        elif held["min"] == held["max"]:
-            term = f"±{pair_half_width_pct(held['min']):.1f}%"
         plants = "; ".join(
             f"-{p['effect_pct']:.1f}% ({p['iterations']:,} turns): "
             f"{p['detected']} of {p['trials']} ({p['measuring_s_median']:.0f} s)"
@@ -230,7 +224,8 @@ def _earlier_rounds(rounds: list[dict[str, Any]]) -> list[str]:
         )
         lines.append(
             f"| `{past['folder']}/` | {aa['runs']} ({m['runs_from']} to {m['runs_to']}) | "
-            f"{_spread(aa)} | {term} | {_rate(aa['false_alarms'], aa['comparisons'])} | "
+            f"{_spread(aa)} | {_held_term(aa['process_term_sd_log'])} | "
+            f"{_rate(aa['false_alarms'], aa['comparisons'])} | "
             f"{_rate(past['coverage']['covered'], past['coverage']['intervals'])} | {plants} |"
         )
     lines.append("")

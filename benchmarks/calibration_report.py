@@ -280,14 +280,10 @@ def _load(paths: list[Path]) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted(paths)]
 
 
-def earlier_rounds(raw_dir: Path) -> list[dict[str, Any]]:
-    """Each earlier round (a folder of its own under ``raw_dir``), oldest first: its folder and
-    headline figures."""
-    rounds = []
-    for folder in sorted(p for p in raw_dir.iterdir() if p.is_dir()):
-        if runs := _load(list(folder.glob("run*.json"))):
-            rounds.append({"folder": folder.name, **summarise_round(runs)[0]})
-    return sorted(rounds, key=lambda r: r["measured"]["runs_from"])
+def earlier_rounds(raw_dir: Path) -> dict[str, list[dict[str, Any]]]:
+    """Each earlier round's runs (a folder of its own under ``raw_dir``), by folder."""
+    folders = sorted(p for p in raw_dir.iterdir() if p.is_dir())
+    return {f.name: runs for f in folders if (runs := _load(list(f.glob("run*.json"))))}
 
 
 def build_report(raw_dir: Path = RAW) -> dict[str, Any]:
@@ -295,13 +291,15 @@ def build_report(raw_dir: Path = RAW) -> dict[str, Any]:
     from bench_common import report_header
 
     runs = _load(list(raw_dir.glob("run*.json")))
-    # earlier rounds (each in a folder of its own) count towards the process term's estimate
-    earlier = _load(list(raw_dir.glob("*/run*.json")))
+    rounds = earlier_rounds(raw_dir)
+    # earlier rounds count towards the process term's estimate
+    earlier = [run for past_runs in rounds.values() for run in past_runs]
     checks = _load(list(raw_dir.glob("gate*.json")))
     raw = raw_dir.resolve()
     shown = raw.relative_to(ROOT) if raw.is_relative_to(ROOT) else raw.name
     report: dict[str, Any] = {**report_header(), "raw": str(shown)}
-    past = earlier_rounds(raw_dir)
+    summaries = [{"folder": name, **summarise_round(r)[0]} for name, r in rounds.items()]
+    past = sorted(summaries, key=lambda r: r["measured"]["runs_from"])  # oldest first
     if runs:
         summary, analysis = summarise_round(runs)
         report.update(summary)
@@ -377,7 +375,7 @@ def packaged_rates(report: dict[str, Any]) -> dict[str, Any]:
             {k: p[k] for k in ("reference_change_pct", "trials", "detected")}
             for p in report["power"]
         ],
-        "process_term": shipped_term(report)[1],
+        "process_term": report["process_term_shipped"]["term"],
         "process_term_held_sd_log": report["aa"]["process_term_sd_log"]["min"],
         "block_spread_pct": report["aa"]["block_spread_pct_median"],
     }
