@@ -17,7 +17,6 @@ interrupted benchmark keeps what it measured). Usage:
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import math
 import statistics
@@ -32,32 +31,8 @@ ENGINES = ("blocks", "classic")
 MARKER = ".tritonlab-resolution-bench"  # only folders holding it are ever removed
 
 
-def _iso_s(text: str) -> float:
-    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
-def measuring_s(run_dir: Path) -> float:
-    """First cell's start to the last cell's end, less the serving-path probes measured in
-    between, plus the block engine's co-loading and warm-up (``engine.json``)."""
-    from tritonlab.experiments.blocks import load_engine_record
-    from tritonlab.experiments.store import load_cells
-    from tritonlab.run_layout import SERVING_PATH_DIR
-
-    cells = load_cells(run_dir)
-    spans = [(_iso_s(c.started_utc), _iso_s(c.started_utc) + c.perf.wall_s) for c in cells]
-    total = max(e for _, e in spans) - min(s for s, _ in spans)
-    probes = load_cells(run_dir, SERVING_PATH_DIR)
-    if probes:
-        first, last = min(s for s, _ in spans), max(e for _, e in spans)
-        p_spans = [(_iso_s(c.started_utc), _iso_s(c.started_utc) + c.perf.wall_s) for c in probes]
-        inside = [(s, e) for s, e in p_spans if first <= s <= last]
-        if inside:
-            total -= max(e for _, e in inside) - min(s for s, _ in inside)
-    engine = load_engine_record(run_dir)
-    return round(total + (engine.warmup_s if engine else 0.0), 1)
-
-
 def summarise_run(run_dir: Path, engine: str, wall_s: float) -> dict[str, Any]:
+    from tritonlab.experiments.measuring_time import measuring_s
     from tritonlab.report.run_data import load_run
 
     run = load_run(run_dir)

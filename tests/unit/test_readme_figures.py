@@ -124,12 +124,12 @@ FIGURE = re.compile(
 # The settings, thresholds and limits each page may state (not measurements): a new figure
 # here must be a setting, or come from a generated block.
 SETTINGS = {
-    "README.md": {"150 s", "25%", "3%", "32 MB", "5%", "95%"},
+    "README.md": {"150 s", "25%", "250 s", "3%", "32 MB", "5%", "95%"},
     "docs/backends.md": {"1%", "5%"},
     "docs/development.md": set(),
     "docs/measuring.md": {
-        "0.25 cores", "15%", "150 s", "2 cores", "200 ms", "3%", "300 ms", "5%", "50 ms", "95%",
-        "97%",
+        "0.25 cores", "15%", "150 s", "2 cores", "200 ms", "250 s", "3%", "300 ms", "5%", "50 ms",
+        "95%", "97%",
     },
     "docs/models.md": {"0 ms", "1 ms", "2 cores", "3 s", "5 ms"},
     "docs/reliability.md": {"1 s", "10 s", "2 x", "30 s", "32 MB", "60 s"},

@@ -122,8 +122,9 @@ AdaptiveBudgetOpt = Annotated[
         "--adaptive-budget-s",
         min=0.0,
         help="Seconds the extra rounds may take in all; a round starts only if it fits, judged "
-        "from the median cell so far (default: 150 with the block engine; classic: 60 for a "
-        "run, 120 for a sweep).",
+        "from the median cell so far (default: 150 with the block engine, and for a run or "
+        "demo no round that would take its measuring in all past 250 s; classic: 60 for a "
+        "run, 120 for a sweep). A budget given replaces both limits.",
     ),
 ]
 LatencyBudgetOpt = Annotated[
@@ -317,6 +318,7 @@ class ResultFlags:
             fresh=self.fresh,
             max_repeats=rounds.most,
             adaptive_budget_s=rounds.extra_budget_s,
+            measuring_budget_s=rounds.measuring_budget_s,
             remeasure=tuple(self.remeasure or ()),
             **more,
         )

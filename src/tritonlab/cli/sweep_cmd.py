@@ -179,6 +179,7 @@ def sweep(
             max_repeats,
             adaptive_budget_s,
             classic_budget_s=120.0,
+            capped=False,
         )
         open_run_folder(
             out_dir,

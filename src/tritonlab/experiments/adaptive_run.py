@@ -3,9 +3,11 @@
 After the planned rounds, ``AdaptiveRun`` asks ``AdaptiveRepeats.undecided`` which cells still
 carry an undecided verdict (or, with the block engine, one wider than its target), measures one
 more round of exactly those, and repeats until every verdict the rule watches is decided, the
-round limit is reached or the next round would pass the budget (judged from the median cell so
-far). Each round is stored in ``results/adaptive.json``, and why the rounds stopped in
-``results/stopping.json``; the experiment log states both.
+round limit is reached or the next round would pass a budget (judged from the median cell so
+far): the extra rounds' own, or the run's measuring in all (``measuring_time.measuring_s``, the
+planned rounds, the disturbed cells measured again and the warm-ups included). Each round is
+stored in ``results/adaptive.json``, and why the rounds stopped in ``results/stopping.json``;
+the experiment log states both.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tritonlab.experiments.engine import MeasuringSession
+from tritonlab.experiments.measuring_time import measuring_s
 from tritonlab.experiments.plan import LoadPoint
 from tritonlab.experiments.rounds import AdaptiveRound, StoppingRecord, append_round
 from tritonlab.experiments.session import Progress, Round
@@ -40,6 +43,9 @@ class AdaptiveRepeats:
     budget_s: float | None = None
     # Whether ``undecided`` also counts intervals wider than their target (the block engine).
     precision: bool = False
+    # Seconds the whole run may measure (``measuring_s``); a round starts only if it is
+    # expected to fit this too. None: no such limit.
+    measuring_budget_s: float | None = None
 
 
 def cell_cost_s(session: object) -> float:
@@ -100,18 +106,27 @@ class AdaptiveRun:
         return cells
 
     def _over_budget(self, cells: int, reasons: int, started: float) -> str | None:
-        """Why the next round of ``cells`` would not fit the extra rounds' budget (None: fits)."""
-        if self.adaptive.budget_s is None:
-            return None
-        spent = time.monotonic() - started
+        """Why the next round of ``cells`` would not fit a budget (None: it fits both)."""
+        adaptive = self.adaptive
         cost = cell_cost_s(self.session)
-        if spent + cells * cost <= self.adaptive.budget_s:
-            return None
-        return (
-            f"the next round ({cells} cells x {cost:.1f} s, the median "
-            f"cell) would pass the {self.adaptive.budget_s:.0f} s budget "
-            f"({spent:.0f} s spent), with {reasons} verdict(s) still open"
-        )
+        round_ = f"the next round ({cells} cells x {cost:.1f} s, the median cell)"
+        still_open = f"with {reasons} verdict(s) still open"
+        if adaptive.budget_s is not None:
+            spent = time.monotonic() - started
+            if spent + cells * cost > adaptive.budget_s:
+                return (
+                    f"{round_} would pass the {adaptive.budget_s:.0f} s budget of the extra "
+                    f"rounds ({spent:.0f} s spent), {still_open}"
+                )
+        if adaptive.measuring_budget_s is not None:
+            measured = measuring_s(self.run_dir)
+            if measured + cells * cost > adaptive.measuring_budget_s:
+                return (
+                    f"{round_} would take the run's measuring past "
+                    f"{adaptive.measuring_budget_s:.0f} s ({measured:.0f} s measured), "
+                    f"{still_open}"
+                )
+        return None
 
     def extra_round(self, started: float) -> str | None:
         """Measure one more round of the undecided cells; the reason to stop instead."""
@@ -161,5 +176,7 @@ class AdaptiveRun:
             cell_cost_s=round(cell_cost_s(self.session), 3),
             cells_wall_s=round(sum(getattr(self.session, "cell_seconds", [])), 1),
             precision=self.adaptive.precision,
+            measuring_budget_s=self.adaptive.measuring_budget_s,
+            measured_s=measuring_s(self.run_dir),
         )
         write_result(RunLayout(self.run_dir).stopping, stopping.to_dict())

@@ -233,10 +233,12 @@ class SweepEntry(Record):
 
 @dataclass(frozen=True)
 class AdaptiveEntry(Record):
-    """Adaptive repeats: at most ``max_repeats`` rounds, extra rounds within ``budget_s``."""
+    """Adaptive repeats: at most ``max_repeats`` rounds, extra rounds within ``budget_s`` and
+    while the run's measuring in all stays within ``measuring_budget_s``."""
 
     max_repeats: int
     budget_s: float | None = None
+    measuring_budget_s: float | None = later()
 
 
 @dataclass(frozen=True)

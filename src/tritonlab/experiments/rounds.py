@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tritonlab.records import Record
+from tritonlab.records import Record, later
 from tritonlab.result_files import load_records, write_result
 
 
@@ -37,3 +37,7 @@ class StoppingRecord(Record):
     cell_cost_s: float  # the median cell's wall seconds (the budget check's estimate)
     cells_wall_s: float  # every cell of this session together
     precision: bool = False  # the rule watched interval widths, not only undecided words
+    # The run's measuring in all (``measuring_time.measuring_s``): its limit (None: none) and
+    # what it was when the rounds stopped (None in files written before it was stored).
+    measuring_budget_s: float | None = later(group="measuring")
+    measured_s: float | None = later(group="measuring")

@@ -138,7 +138,9 @@ def run_experiment(
     deadline = None if time_budget_s is None else started + time_budget_s
     entries = RunEntries(
         sweep=sweep,
-        adaptive=AdaptiveEntry(adaptive.max_repeats, adaptive.budget_s) if adaptive else None,
+        adaptive=AdaptiveEntry(adaptive.max_repeats, adaptive.budget_s, adaptive.measuring_budget_s)
+        if adaptive
+        else None,
     )
     request = SessionRequest(
         options, run_dir, info, inputs, plan, fingerprint, perf_install, entries,

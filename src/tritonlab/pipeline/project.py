@@ -20,6 +20,7 @@ from tritonlab.experiments.adaptive_run import AdaptiveRepeats, UndecidedCells
 from tritonlab.experiments.blocks import (
     DEFAULT_EXTRA_BUDGET_S,
     DEFAULT_MAX_BLOCKS,
+    DEFAULT_MEASURING_BUDGET_S,
     ENGINE_BLOCKS,
     ENGINES,
 )
@@ -68,13 +69,15 @@ from tritonlab.server.process import LOOPBACK_HOSTS
 @dataclass(frozen=True)
 class RunControls:
     """How a run goes, whatever it measures: ``fresh`` sets earlier results aside first,
-    ``time_budget_s`` stops it between cells, ``max_repeats`` and ``adaptive_budget_s`` (s) bound
-    the extra rounds, ``remeasure`` names cells to measure again, ``cluster`` is a Ray address."""
+    ``time_budget_s`` stops it between cells, ``max_repeats``, ``adaptive_budget_s`` and
+    ``measuring_budget_s`` (s: the run's measuring in all) bound the extra rounds, ``remeasure``
+    names cells to measure again, ``cluster`` is a Ray address."""
 
     fresh: bool = False
     time_budget_s: float | None = None
     max_repeats: int | None = None
     adaptive_budget_s: float | None = None
+    measuring_budget_s: float | None = None
     remeasure: tuple[str, ...] = ()
     cluster: str | None = None
 
@@ -91,11 +94,13 @@ class ProjectResult:
 @dataclass(frozen=True)
 class Rounds:
     """The rounds a run measures: ``first`` of every cell, then more, up to ``most``, while a
-    verdict is undecided, the extra ones taking ``extra_budget_s`` at the most."""
+    verdict is undecided, the extra ones taking ``extra_budget_s`` at the most and stopping
+    before the run's measuring in all passes ``measuring_budget_s`` (None: no such limit)."""
 
     first: int
     most: int
     extra_budget_s: float
+    measuring_budget_s: float | None = None
 
 
 def check_choice(flag: str, value: str, choices: Sequence[str]) -> str:
@@ -111,14 +116,22 @@ def engine_rounds(
     max_repeats: int | None = None,
     budget_s: float | None = None,
     classic_budget_s: float = 60.0,
+    capped: bool = True,
 ) -> Rounds:
     """The ``Rounds`` of ``engine``: what was given, else the engine's defaults
-    (``classic_budget_s``: the classic engine's budget, which a sweep sets higher)."""
+    (``classic_budget_s``: the classic engine's budget, which a sweep sets higher). The block
+    engine's default budget also stops the extra rounds at ``DEFAULT_MEASURING_BUDGET_S`` of
+    measuring in all where ``capped`` (a run or demo; a sweep measures as many configurations as
+    its plan names); a budget given replaces both."""
     blocks = check_choice("--engine", engine, ENGINES) == ENGINE_BLOCKS
     first = engine_repeats(engine, repeats)
     most = max_repeats if max_repeats is not None else (DEFAULT_MAX_BLOCKS if blocks else 5)
-    default_budget = DEFAULT_EXTRA_BUDGET_S if blocks else classic_budget_s
-    return Rounds(first, max(first, most), budget_s if budget_s is not None else default_budget)
+    if budget_s is not None:
+        return Rounds(first, max(first, most), budget_s)
+    if blocks:
+        measuring = DEFAULT_MEASURING_BUDGET_S if capped else None
+        return Rounds(first, max(first, most), DEFAULT_EXTRA_BUDGET_S, measuring)
+    return Rounds(first, max(first, most), classic_budget_s)
 
 
 def check_measuring_host(options: ServerOptions) -> None:
@@ -313,6 +326,7 @@ def run_project(
             undecided or (lambda: undecided_project(run_dir, order, cores, precision)),
             controls.adaptive_budget_s,
             precision,
+            controls.measuring_budget_s,
         )
     opener: ClusterOpener | None = None
     if controls.cluster:  # (ray_session imports the runner: it is bound here, not imported there)

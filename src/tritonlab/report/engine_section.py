@@ -114,10 +114,21 @@ def engine_lines(
             f"- Stopping rule: after the planned rounds, one more round at a time {rule}, up to "
             f"{stopping.max_rounds} repeats of each configuration"
             + (f" and {budget:.0f} s of extra rounds" if budget is not None else "")
+            + (
+                f" and {stopping.measuring_budget_s:.0f} s of measuring in all (the planned "
+                "rounds, cells measured again and warm-ups included)"
+                if stopping.measuring_budget_s is not None
+                else ""
+            )
             + f"; it stopped because {stopping.reason}. Extra rounds took "
             f"{stopping.extra_s:.0f} s; a cell took {stopping.cell_cost_s:.2f} s (median, "
             f"the budget check's estimate); all cells of this session together took "
-            f"{stopping.cells_wall_s:.0f} s.",
+            f"{stopping.cells_wall_s:.0f} s"
+            + (
+                f"; the run measured {stopping.measured_s:.0f} s in all."
+                if stopping.measured_s is not None
+                else "."
+            ),
         ]
     return [*lines, ""] if lines else []
 

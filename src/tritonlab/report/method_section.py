@@ -211,6 +211,12 @@ def adaptive_lines(
         f"- Adaptive repeats: {planned} rounds planned, at most {adaptive.max_repeats} repeats "
         "of each configuration"
         + (f", extra rounds within {adaptive.budget_s:.0f} s" if adaptive.budget_s else "")
+        + (
+            f" and while the run's measuring in all stays within "
+            f"{adaptive.measuring_budget_s:.0f} s"
+            if adaptive.measuring_budget_s
+            else ""
+        )
         + "."
     )
     if not rounds:
