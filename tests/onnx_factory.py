@@ -302,3 +302,54 @@ ALL_MODELS = {
     "position_ids_model": position_ids_model,
     "cast_before_gather": cast_before_gather,
 }
+
+
+def scalar_control(path: Path) -> Path:
+    """A rank-0 int64 input in a model without a batch axis, as a VAD's sample rate is:
+    ``y`` [1, 64] = ``x`` [1, 64] * float(``sr``), and a rank-0 output ``energy`` = sum(y)."""
+    nodes = [
+        helper.make_node("Cast", ["sr"], ["sr_f"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["x", "sr_f"], ["y"]),
+        helper.make_node("ReduceSum", ["y"], ["energy"], keepdims=0),
+    ]
+    return _save(
+        path,
+        "scalar_control",
+        nodes,
+        [_vi("x", TensorProto.FLOAT, [1, 64]), _vi("sr", TensorProto.INT64, [])],
+        [_vi("y", TensorProto.FLOAT, [1, 64]), _vi("energy", TensorProto.FLOAT, [])],
+    )
+
+
+SAMPLE_RATE = 16000
+
+
+def sample_rate_branch(path: Path) -> Path:
+    """A VAD-like branch on a rank-0 int64 ``sr``: ``If(Equal(sr, 16000))`` doubles ``x``
+    [1, 64]; any other rate takes a branch that reads column 100 of ``x``, which fails (it has
+    64), as a branch meant for other input sizes does."""
+    then_graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "x"], ["doubled"])],
+        "expected_rate",
+        [],
+        [_vi("doubled", TensorProto.FLOAT, [1, 64])],
+    )
+    else_graph = helper.make_graph(
+        [helper.make_node("Gather", ["x", "column"], ["picked"], axis=1)],
+        "other_rate",
+        [],
+        [_vi("picked", TensorProto.FLOAT, [1, 1])],
+        initializer=[_const("column", np.array([100], dtype=np.int64))],
+    )
+    nodes = [
+        helper.make_node("Equal", ["sr", "rate"], ["is_rate"], name="is_16k"),
+        helper.make_node("If", ["is_rate"], ["y"], then_branch=then_graph, else_branch=else_graph),
+    ]
+    return _save(
+        path,
+        "sample_rate_branch",
+        nodes,
+        [_vi("x", TensorProto.FLOAT, [1, 64]), _vi("sr", TensorProto.INT64, [])],
+        [_vi("y", TensorProto.FLOAT, ["rows", "columns"])],
+        [_const("rate", np.array(SAMPLE_RATE, dtype=np.int64))],
+    )

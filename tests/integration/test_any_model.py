@@ -139,6 +139,18 @@ def test_infer_on_mixed_dtypes(tmp_path: Path) -> None:
     assert result.stdout.count("max abs diff vs onnxruntime 0 ") == 2, result.stdout
 
 
+@pytest.mark.timeout(120)
+def test_a_scalar_input_and_output_without_batching_are_served(tmp_path: Path) -> None:
+    """A rank-0 input and output in a model without a batch axis: declared [1] (Triton 2.51
+    refuses the empty reshape there), handed to onnxruntime as rank 0 by the adapter, and the
+    answers equal onnxruntime's over both protocols."""
+    model = factory.scalar_control(tmp_path / "scalar.onnx")
+    result = run_cli(["infer", str(model), "--protocol", "both"], tmp_path, 100)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "`sr` INT64 []: ints in [0, 8)" in result.stdout
+    assert result.stdout.count("max abs diff vs onnxruntime") == 2, result.stdout
+
+
 @pytest.mark.timeout(200)
 def test_user_samples_are_sent_and_bad_ones_refused(tmp_path: Path) -> None:
     model = factory.token_classifier(tmp_path / "tokens.onnx")

@@ -27,6 +27,7 @@ from tritonlab.models.inputs import (
     with_dynamic_dim,
 )
 from tritonlab.models.inspect import OnnxModelInfo, inspect_onnx
+from tritonlab.models.shape_probe import probe_inputs
 from tritonlab.perf.settings import PerfSettings
 
 
@@ -297,3 +298,16 @@ def test_the_docs_state_the_fresh_sample_count() -> None:
 
     docs = Path(__file__).resolve().parents[2] / "docs" / "sweeps.md"
     assert f"{FRESH_SAMPLES:,} of them" in docs.read_text()
+
+
+def test_a_control_input_gets_the_constant_the_graph_compares_it_with(tmp_path: Path) -> None:
+    """Issue 35: a sample rate compared with 16000 before an ``If`` got ints in [0, 8), which
+    sends the model down the branch meant for other inputs; now it gets 16000, said why."""
+    info = inspect_onnx(factory.sample_rate_branch(tmp_path / "vad.onnx"))
+    inputs = derive_inputs(info)
+    sr = next(r for r in inputs.rules if r.name == "sr")
+    assert (sr.kind, sr.low) == ("constant", factory.SAMPLE_RATE)
+    assert "compares it with 16000 (Equal 'is_16k')" in sr.reason
+    assert inputs.batch(1)["sr"].shape == () and int(inputs.batch(1)["sr"]) == 16000
+    assert "`sr` INT64 []: 16000 (a control input" in "\n".join(inputs.describe())
+    probe_inputs(info, inputs, sized_by_user=False)  # the model runs with it

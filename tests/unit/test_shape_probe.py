@@ -69,3 +69,70 @@ def test_the_cli_stops_in_one_line_before_any_server_starts(tmp_path: Path) -> N
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output and "Reshape node" in result.output
     assert not (out / "server").exists()
+
+
+def test_onnxruntime_says_nothing_on_the_terminal(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Before (issue 35): onnxruntime's own coloured error line ("[E:onnxruntime:...") reached
+    the terminal ahead of tritonlab's one line; what it said is in that line instead."""
+    info = inspect_onnx(write_traced_model(tmp_path / "traced.onnx"))
+    capfd.readouterr()
+    probe_inputs(info, derive_inputs(info), sized_by_user=False)  # fails at 128 first
+    with pytest.raises(ModelError, match="Reshape node 'attention_reshape'"):
+        probe_inputs(info, derive_inputs(info, {"x": (64, 8)}), sized_by_user=True)
+    captured = capfd.readouterr()
+    assert "onnxruntime" not in captured.err + captured.out
+
+
+def _one_input_model(
+    path: Path, nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto]
+) -> Path:
+    graph = helper.make_graph(
+        nodes,
+        "ranged",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 1, "samples"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "c", "n"])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def test_a_model_that_needs_a_long_window_gets_the_ladders_first_size_that_runs(
+    tmp_path: Path,
+) -> None:
+    """An audio front end with a 400-sample window fails at 128 samples (and at 64, 256, 32):
+    the ladder finds 512, and the note says what failed."""
+    kernel = numpy_helper.from_array(np.ones((4, 1, 400), dtype=np.float32), "kernel")
+    conv = helper.make_node("Conv", ["x", "kernel"], ["y"], strides=[160], name="window")
+    info = inspect_onnx(_one_input_model(tmp_path / "frontend.onnx", [conv], [kernel]))
+    probed = probe_inputs(info, derive_inputs(info), sized_by_user=False)
+    assert probed.shapes == {"x": (1, 512)}
+    assert "Conv node 'window'" in probed.dims_note
+    assert "256 in Conv node 'window'" in probed.dims_note and "ladder" in probed.dims_note
+
+
+def test_a_size_that_runs_but_gives_an_empty_output_is_passed_over(tmp_path: Path) -> None:
+    """y = x[..., 200:]: at 128 samples it runs and y is empty, which is no measurement."""
+    starts = numpy_helper.from_array(np.array([200], dtype=np.int64), "starts")
+    ends = numpy_helper.from_array(np.array([2**62], dtype=np.int64), "ends")
+    axes = numpy_helper.from_array(np.array([2], dtype=np.int64), "axes")
+    node = helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["y"], name="tail")
+    info = inspect_onnx(_one_input_model(tmp_path / "tail.onnx", [node], [starts, ends, axes]))
+    probed = probe_inputs(info, derive_inputs(info), sized_by_user=False)
+    assert probed.shapes == {"x": (1, 256)}
+    assert "an empty output" in probed.dims_note
+
+
+def test_a_model_with_nothing_that_runs_names_what_was_tried_in_one_line(tmp_path: Path) -> None:
+    """Adds a 3-element constant along the samples: runs only at 3, which no rule tries."""
+    three = numpy_helper.from_array(np.ones(3, dtype=np.float32), "three")
+    node = helper.make_node("Add", ["x", "three"], ["y"], name="fixed_add")
+    info = inspect_onnx(_one_input_model(tmp_path / "three.onnx", [node], [three]))
+    with pytest.raises(ModelError) as caught:
+        probe_inputs(info, derive_inputs(info), sized_by_user=False)
+    message = str(caught.value)
+    assert "\n" not in message and "more sizes" in message and "--shape x:" in message

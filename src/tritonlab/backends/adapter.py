@@ -18,6 +18,10 @@ A config parameter ``tritonlab_planted_work_iterations`` (default 0: none) adds 
 CPU work to every request: that many turns of an empty Python loop in the instance's process.
 It exists for the calibration benchmark (benchmarks/calibration.py), which plants effects of
 known size next to the configurations it compares; nothing tritonlab serves for a user sets it.
+
+A config parameter ``tritonlab_scalar_tensors`` (a JSON list of names) marks the rank-0 inputs
+and outputs of a model without batching: Triton serves them as [1] (it has no scalar tensors),
+the engine takes and gives rank 0, and the adapter reshapes between the two.
 """
 
 import json
@@ -31,6 +35,7 @@ import triton_python_backend_utils as pb_utils
 # Printed to the server log each time a batch of requests is run one by one instead.
 FALLBACK_MARKER = "tritonlab-adapter-fallback"
 PLANTED_WORK_PARAM = "tritonlab_planted_work_iterations"
+SCALARS_PARAM = "tritonlab_scalar_tensors"  # repository/config.py writes it
 
 
 def planted_work(iterations):
@@ -97,6 +102,17 @@ class EngineModel:
         ]
         self.batched = int(config.get("max_batch_size", 0)) > 0
         self.planted = max(0, int_param(params, PLANTED_WORK_PARAM, 0))
+        try:
+            scalars = set(json.loads(str_param(params, SCALARS_PARAM, "[]")))
+        except (TypeError, ValueError) as exc:
+            raise pb_utils.TritonModelException(
+                f"parameter {SCALARS_PARAM} must be a JSON list of tensor names"
+            ) from exc
+        self.scalar_inputs = scalars & set(self.input_names)
+        # output index -> True where the engine gives rank 0 and Triton expects [1]
+        self.scalar_outputs = [name in scalars for name in self.output_names]
+        if not any(self.scalar_outputs):
+            self.scalar_outputs = []
         profiling = os.environ.get("TRITONLAB_ADAPTER_PROFILE") == "1"
         # batch size -> [executions, ns reading inputs, ns in the engine, ns building responses]
         self.profile: dict[int, list[int]] = {}
@@ -105,13 +121,21 @@ class EngineModel:
         self.name = args["model_instance_name"]
 
     def _run(self, feed, requests=1):
+        if self.scalar_inputs:
+            feed = {k: v.reshape(()) if k in self.scalar_inputs else v for k, v in feed.items()}
         outputs = self.run(feed)
         if self.planted:
             planted_work(self.planted * requests)
-        return [
+        outputs = [
             out if out.dtype == dtype else out.astype(dtype)
             for out, dtype in zip(outputs, self.output_dtypes, strict=True)
         ]
+        if self.scalar_outputs:
+            outputs = [
+                out.reshape((1,)) if scalar else out
+                for out, scalar in zip(outputs, self.scalar_outputs, strict=True)
+            ]
+        return outputs
 
     def _respond(self, outputs):
         return pb_utils.InferenceResponse(

@@ -87,9 +87,9 @@ def reference_outputs(
     info: OnnxModelInfo, inputs: dict[str, np.ndarray[Any, Any]]
 ) -> dict[str, np.ndarray[Any, Any]]:
     """Output name -> what onnxruntime on the CPU computes for ``inputs`` (the expected values)."""
-    import onnxruntime as ort
+    from tritonlab.models.ort_session import cpu_session
 
-    session = ort.InferenceSession(str(info.path), providers=["CPUExecutionProvider"])
+    session = cpu_session(info.path)
     names = [s.name for s in info.outputs]
     return dict(zip(names, session.run(names, inputs), strict=True))
 

@@ -16,7 +16,7 @@ from tritonlab.errors import ModelError
 from tritonlab.models.inspect import value_dims
 
 # Ops that carry index values through unchanged (only their first input is followed).
-_PASS_THROUGH = {"Cast", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Identity", "Expand"}
+PASS_THROUGH = {"Cast", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Identity", "Expand"}
 
 
 def graph_dims(model: Any, batched: bool) -> dict[str, list[int | str]]:
@@ -66,7 +66,7 @@ def gather_bounds(model: Any) -> dict[str, tuple[int, str]]:
                     label = node.name or node.output[0]
                     if vi.name not in bounds or rows < bounds[vi.name][0]:
                         bounds[vi.name] = (rows, label)
-                elif node.op_type in _PASS_THROUGH and index == 0:
+                elif node.op_type in PASS_THROUGH and index == 0:
                     for out in node.output:
                         if out not in seen:
                             seen.add(out)

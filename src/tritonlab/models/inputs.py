@@ -6,8 +6,12 @@ both and states why. The correctness check, the in-process timing and perf_analy
 JSON ``--input-data`` file written here) all send the same values. Rules, in order, per input:
 
 - the user's samples (``--input-data FILE``, ``.npz`` or perf_analyzer's JSON) when given;
+- a state input (``state_pairs``: ``state`` in, ``stateN`` out) gets zeros, the start of a
+  sequence;
 - names like an attention mask get ones, token-type / segment ids get zeros, position ids get
   ``0 .. n-1`` along their last axis;
+- a small integer or boolean input the graph compares with constants (a sample rate, a mode:
+  ``control_values``) gets the most often compared constant;
 - an integer input that reaches a ``Gather`` as its indices (directly or through Cast, Reshape,
   Unsqueeze, ...) whose table is a graph initializer stays below the table's row count;
 - other integers take ``[0, 8)``, booleans are random, floats are standard normal.
@@ -31,9 +35,11 @@ import numpy as np
 
 from tritonlab import gateway
 from tritonlab.errors import ModelError
+from tritonlab.models.control_values import ControlValues, compared_constants
 from tritonlab.models.input_graph import dims_text, gather_bounds, graph_dims, resolve_dims
 from tritonlab.models.input_samples import load_samples
 from tritonlab.models.inspect import TRITON_TO_NUMPY, OnnxModelInfo, TensorSpec
+from tritonlab.models.state_pairs import state_pairs
 from tritonlab.records import NOT_STORED, Record
 
 DEFAULT_DYNAMIC_DIM = 128
@@ -61,10 +67,11 @@ class InputRule(Record):
     name: str
     triton_dtype: str
     shape: tuple[int, ...]
-    # normal | int_range | ones | zeros | positions | random_bool | user
+    # normal | int_range | ones | zeros | positions | random_bool | constant | user
     kind: str
     reason: str = ""
-    low: int | float | None = None  # int_range: [low, high); user: observed min and max
+    # int_range: [low, high); constant: the value (low == high); user: observed min and max
+    low: int | float | None = None
     high: int | float | None = None  # ints for int_range (as stored, and fingerprinted)
 
     def values_text(self) -> str:
@@ -75,6 +82,8 @@ class InputRule(Record):
             return f"0 .. {self.shape[-1] - 1} along the last axis" if self.shape else "0"
         if self.kind == "user":
             return f"the user's samples (min {self.low:g}, max {self.high:g})"
+        if self.kind == "constant":
+            return f"{self.low:g}"
         return {
             "normal": "standard normal",
             "ones": "all ones",
@@ -191,6 +200,8 @@ def _generate(
         return np.broadcast_to(np.arange(length, dtype=dtype), shape).copy()
     if rule.kind == "random_bool":
         return rng.random(shape) > 0.5
+    if rule.kind == "constant":
+        return np.full(shape, rule.low, dtype=dtype)
     if rule.kind == "int_range":
         low, high = (
             SAFE_INT_RANGE if rule.low is None or rule.high is None else (rule.low, rule.high)
@@ -200,10 +211,20 @@ def _generate(
 
 
 def _derived_rule(
-    spec: TensorSpec, shape: tuple[int, ...], bound: tuple[int, str] | None
+    spec: TensorSpec,
+    shape: tuple[int, ...],
+    bound: tuple[int, str] | None,
+    control: ControlValues | None = None,
+    state_of: str | None = None,
 ) -> InputRule:
     name, dtype = spec.name, spec.triton_dtype
     is_int = not spec.is_float and dtype != "TYPE_BOOL"
+    if state_of is not None:
+        reason = (
+            f"a state input: output '{state_of}' gives its next value; zeros, the start of a "
+            "sequence, so every request is a sequence's first"
+        )
+        return InputRule(name, dtype, shape, "zeros", reason)
     if _MASK_RE.search(name):
         return InputRule(name, dtype, shape, "ones", "named like a mask: nothing masked out")
     if _TYPE_RE.search(name) and dtype != "TYPE_BOOL":
@@ -216,6 +237,10 @@ def _derived_rule(
                 f"Gather '{bound[1]}'; pass a shorter --shape for it"
             )
         return InputRule(name, dtype, shape, "positions", "named like position ids")
+    if control is not None and (is_int or dtype == "TYPE_BOOL"):
+        value = control.values[0]
+        value = bool(value) if dtype == "TYPE_BOOL" else int(value)
+        return InputRule(name, dtype, shape, "constant", control.reason(), value, value)
     if bound is not None and is_int:
         reason = f"indexes the {bound[0]}-row table of Gather '{bound[1]}'"
         return InputRule(name, dtype, shape, "int_range", reason, 0, bound[0])
@@ -238,10 +263,13 @@ def derive_inputs(
     import onnx
 
     bounds: dict[str, tuple[int, str]] = {}
+    controls: dict[str, ControlValues] = {}
     if info.runs_onnx:
         model = onnx.load(str(info.path), load_external_data=False)
         dims_by_input = graph_dims(model, info.batched)
         bounds = gather_bounds(model)
+        discrete = {s.name for s in info.inputs if not s.is_float}
+        controls = compared_constants(model, discrete)
     else:  # the config's dims: -1 is a dynamic dim, sized like a graph's unnamed one
         dims_by_input = {s.name: [d if d > 0 else "?" for d in s.dims] for s in info.inputs}
     if input_data is not None:
@@ -264,8 +292,16 @@ def derive_inputs(
                 f"{bound[0]} rows"
             )
     resolved, note = resolve_dims(dims_by_input, overrides, dynamic_dim, dynamic_source + capped)
+    states = state_pairs(info)
     rules = tuple(
-        _derived_rule(spec, resolved[spec.name], bounds.get(spec.name)) for spec in info.inputs
+        _derived_rule(
+            spec,
+            resolved[spec.name],
+            bounds.get(spec.name),
+            controls.get(spec.name),
+            states.get(spec.name),
+        )
+        for spec in info.inputs
     )
     return ModelInputs(rules, info.batched, note)
 

@@ -143,10 +143,10 @@ def inspect_onnx(path: Path) -> OnnxModelInfo:
 
 def check_with_onnxruntime(path: Path) -> None:
     """Build an onnxruntime session once, so a model ORT cannot run fails before serving."""
-    import onnxruntime as ort
+    from tritonlab.models.ort_session import cpu_session
 
     try:
-        ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        cpu_session(path)
     except Exception as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(f"onnxruntime cannot load {path}: {first_line[:300]}") from exc

@@ -22,6 +22,7 @@ from typing import Any
 from tritonlab.errors import TritonlabError
 from tritonlab.models.inputs import ModelInputs, derive_inputs
 from tritonlab.models.inspect import OnnxModelInfo
+from tritonlab.models.ort_session import cpu_session
 from tritonlab.records import Record, later
 
 
@@ -82,7 +83,7 @@ def ort_session(model: str | bytes, threads: int, **options: Any) -> Any:
     settings.add_session_config_entry("session.inter_op.allow_spinning", "0")
     for name, value in options.items():
         setattr(settings, name, value)
-    return ort.InferenceSession(model, settings, providers=["CPUExecutionProvider"])
+    return cpu_session(model, settings)
 
 
 def openvino_precision_used(info: OnnxModelInfo, precision: str) -> str:

@@ -14,8 +14,9 @@ from tritonlab import gateway
 from tritonlab.client.infer import InferCheck, infer_and_check
 from tritonlab.errors import ServerError, TritonlabError
 from tritonlab.experiments.repository_plan import own_baseline
-from tritonlab.models.inputs import ModelInputs, derive_inputs
+from tritonlab.models.inputs import ModelInputs
 from tritonlab.models.inspect import OnnxModelInfo
+from tritonlab.models.shape_probe import checked_shapes
 from tritonlab.perf.locate import locate_perf_analyzer
 from tritonlab.perf.runner import PerfRun, run_perf
 from tritonlab.perf.settings import ARRIVALS, PROTOCOLS, PerfSettings
@@ -166,7 +167,7 @@ def infer_step(
     declares (an ONNX model without one: against onnxruntime).
     """
     with served_model(model, name, variant or step_variant(), options, info=info) as served:
-        inputs = derive_inputs(served.info, shapes, input_data=input_data)
+        inputs = checked_shapes(served.info, shapes, input_data)
         checks = tuple(
             infer_and_check(
                 served.server,
@@ -237,7 +238,7 @@ def perf_step(
     perf_install = locate_perf_analyzer()
     with served_model(model, name, variant, options, info=info) as served:
         server, model_name, info = served.server, served.model_name, served.info
-        inputs = derive_inputs(info, shapes, input_data=input_data)
+        inputs = checked_shapes(info, shapes, input_data)
         data_file = inputs.write_perf_data(out_dir / f"{model_name}.input_data.json")
         dynamic = {s.name for s in info.inputs if -1 in s.dims}
         settings = PerfSettings(

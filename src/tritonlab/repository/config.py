@@ -7,6 +7,7 @@ with ``text_format``. Nothing here formats protobuf text by hand.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -22,19 +23,35 @@ from tritonlab.repository.knobs import (
     config_additions,
     merge_sections,
 )
+from tritonlab.repository.triton_rules import io_problem
 from tritonlab.repository.variants import ServingVariant
 
 ModelConfig = model_config_pb2.ModelConfig
 MODEL_FILENAME = "model.onnx"
+# The config parameter naming (a JSON list) the rank-0 tensors of a model without batching,
+# declared [1] to Triton; the backend adapter reshapes them (``backends/adapter.py``).
+SCALARS_PARAMETER = "tritonlab_scalar_tensors"
 
 
-def _tensor(spec: TensorSpec) -> dict[str, Any]:
+def _tensor(spec: TensorSpec, batched: bool) -> dict[str, Any]:
     tensor: dict[str, Any] = {"name": spec.name, "data_type": spec.triton_dtype}
-    if not spec.dims:
+    if not spec.dims and batched:
         # One value per sample ([batch] in the graph): Triton needs at least one dim, so the
         # tensor is declared [1] and reshaped to the graph's [] (the standard Triton idiom).
         return tensor | {"dims": [1], "reshape": {"shape": []}}
+    if not spec.dims:
+        # A scalar (rank 0) of a model without batching: Triton refuses an empty reshape there,
+        # so it is declared [1] as it is, and the backend adapter hands the engine rank 0
+        # (the tensors named in ``SCALARS_PARAMETER``).
+        return tensor | {"dims": [1]}
     return tensor | {"dims": list(spec.dims)}
+
+
+def scalar_names(info: OnnxModelInfo) -> list[str]:
+    """The rank-0 inputs and outputs of a model without batching (served as [1])."""
+    if info.batched:
+        return []
+    return [s.name for s in (*info.inputs, *info.outputs) if not s.dims]
 
 
 # The config.pbtxt fields the model (not a knob) decides; with the knobs' sections
@@ -105,10 +122,13 @@ def config_dict(info: OnnxModelInfo, variant: ServingVariant, model_name: str) -
     config: dict[str, Any] = {
         "name": model_name,
         "default_model_filename": MODEL_FILENAME,
-        "input": [_tensor(s) for s in info.inputs],
-        "output": [_tensor(s) for s in info.outputs],
+        "input": [_tensor(s, info.batched) for s in info.inputs],
+        "output": [_tensor(s, info.batched) for s in info.outputs],
     }
     sections = knob_sections(variant, info.batched)
+    if scalars := scalar_names(info):
+        parameters = sections.setdefault("parameters", {})
+        parameters[SCALARS_PARAMETER] = {"string_value": json.dumps(scalars)}
     return {"name": model_name, "backend": sections.pop("backend"), **config, **sections}
 
 
@@ -117,9 +137,14 @@ def build_model_config(
 ) -> model_config_pb2.ModelConfig:
     """The validated protobuf ``ModelConfig`` for serving ``info`` as ``variant``."""
     try:
-        return json_format.ParseDict(config_dict(info, variant, model_name), ModelConfig())
+        config = json_format.ParseDict(config_dict(info, variant, model_name), ModelConfig())
     except json_format.ParseError as exc:
         raise ConfigError(f"invalid model configuration for '{model_name}': {exc}") from exc
+    if (problem := io_problem(config)) is not None:
+        raise ConfigError(
+            f"the configuration of '{model_name}' would not load in Triton: {problem}"
+        )
+    return config
 
 
 CONFIG_FILE = "config.pbtxt"

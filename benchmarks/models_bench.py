@@ -1,0 +1,171 @@
+"""Models bench: every model of the corpus (``model_corpus.json``) through ``tritonlab run``
+with no flags, and what came out.
+
+For each model, fetched and checked first (``model_corpus.fetch``), it runs ``tritonlab run
+MODEL --out WORK/NAME`` (no other flag: the shapes, values and configurations are tritonlab's
+own choice) and reads the run folder, not the console: whether the server answered the check
+(``results/infer_check.json``), how many cells were measured, how the dynamic dims were sized
+and the control inputs' values chosen (the manifest's inputs), the headline throughput words
+against the baseline, the command's wall time, and for a failed run its last line on stderr. It
+also checks that no ``tritonserver`` of the run is left behind.
+
+Writes ``OUT/models.json`` and ``OUT/models.md`` (rewritten after every model); docs/models.md
+quotes the table through ``scripts/results_pages.py``. Usage:
+    python benchmarks/models_bench.py --out benchmarks/results [--work DIR] [NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+MARKER = ".tritonlab-models-bench"
+# A model is given this long (the longest default run measured here took about a third of it).
+RUN_TIMEOUT_S = 1800
+
+
+def _leftover_servers(folder: Path) -> int:
+    """``tritonserver`` processes still running whose command line names ``folder``."""
+    count = 0
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "tritonserver" in cmdline and str(folder) in cmdline:
+            count += 1
+    return count
+
+
+def summarise_model(folder: Path) -> dict[str, Any]:
+    """What a finished run folder says: served, measured, sizes and values, the words."""
+    from tritonlab.report.run_data import load_run
+
+    run = load_run(folder)
+    inputs = run.manifest.inputs
+    words = []
+    for analysis in run.analyses:
+        for report in analysis.reports[1:]:
+            verdict = report.verdicts.get("throughput")
+            if verdict is not None and not report.summary.variant.control:
+                words.append(f"{report.summary.variant.name}: {verdict.phrase()}")
+    return {
+        "served": bool(run.infer_checks),
+        "checked_against": sorted({c.reference for c in run.infer_checks}),
+        "cells": len(run.cells),
+        "batched": inputs.batched if inputs else None,
+        "dims": inputs.dims_note if inputs else "",
+        "controls": [
+            f"{r.name} = {r.values_text()}"
+            for r in (inputs.rules if inputs else ())
+            if r.kind == "constant"
+        ],
+        "inputs": inputs.describe() if inputs else [],
+        "throughput": words,
+    }
+
+
+def run_model(name: str, path: Path, folder: Path) -> dict[str, Any]:
+    """``tritonlab run`` of one model with no flags, and what its folder holds."""
+    tritonlab = str(Path(sys.executable).parent / "tritonlab")
+    started = time.monotonic()
+    try:
+        done = subprocess.run(
+            [tritonlab, "run", str(path), "--out", str(folder)],
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT_S,
+        )
+        rc, err = done.returncode, done.stderr
+    except subprocess.TimeoutExpired as exc:
+        rc, err = 124, str(exc.stderr or "")
+    entry: dict[str, Any] = {
+        "name": name,
+        "rc": rc,
+        "wall_s": round(time.monotonic() - started, 1),
+        "traceback": "Traceback (most recent call last)" in err,
+        "error": next((ln for ln in reversed(err.splitlines()) if ln.strip()), "") if rc else "",
+        "servers_left": _leftover_servers(folder),
+    }
+    if rc == 0:
+        entry |= summarise_model(folder)
+    return entry
+
+
+def render_md(report: dict[str, Any]) -> str:
+    """The table docs/models.md quotes."""
+    lines = [
+        "# Models bench: real ONNX models from registry wheels, `tritonlab run` with no flags",
+        "",
+        f"Measured {report['date_utc']} UTC on {report['machine']} ({report['cores']} cores), "
+        f"commit {report['commit']}, `python benchmarks/models_bench.py` (its docstring states "
+        "the method; the corpus and each file's sha256: `benchmarks/model_corpus.json`).",
+        "",
+        "| model | kind | from | served | cells | sizes and values | throughput vs baseline "
+        "| time |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in report["models"]:
+        if r["rc"] != 0:
+            served = f"no (exit {r['rc']}): {r['error'][:160]}"
+            cells = sizes = words = "-"
+        else:
+            served = "yes, answers = " + ", ".join(r["checked_against"])
+            cells = str(r["cells"])
+            sizes = "; ".join(filter(None, [r["dims"], *r["controls"]])) or "fixed by the graph"
+            words = "; ".join(r["throughput"]) or "-"
+        lines.append(
+            f"| {r['name']} | {r['kind']} | `{r['package']}=={r['version']}` | {served} | {cells} "
+            f"| {sizes} | {words} | {r['wall_s']:.0f} s |"
+        )
+    ok = sum(1 for r in report["models"] if r["rc"] == 0 and r.get("cells"))
+    left = sum(r["servers_left"] for r in report["models"])
+    tracebacks = sum(1 for r in report["models"] if r["traceback"])
+    lines += [
+        "",
+        f"{ok} of {len(report['models'])} served, checked and measured; tracebacks: "
+        f"{tracebacks}; servers left running: {left}.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--work", type=Path, default=ROOT / "models-bench-work")
+    parser.add_argument("--render", action="store_true", help="only write the .md again")
+    parser.add_argument("names", nargs="*")
+    args = parser.parse_args()
+    if args.render:
+        stored = json.loads((args.out / "models.json").read_text())
+        (args.out / "models.md").write_text(render_md(stored))
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_common import fresh_folder, report_header
+    from model_corpus import fetch, load_corpus
+
+    corpus = [m for m in load_corpus() if not args.names or m.name in args.names]
+    paths = {m.name: fetch(m) for m in corpus}  # every file checked before anything runs
+    report: dict[str, Any] = {**report_header(), "models": []}
+    args.out.mkdir(parents=True, exist_ok=True)
+    for model in corpus:
+        folder = args.work / model.name
+        fresh_folder(folder, MARKER, "benchmarks/models_bench.py")
+        entry = run_model(model.name, paths[model.name], folder / "run")
+        entry |= {"kind": model.kind, "package": model.package, "version": model.version}
+        report["models"].append(entry)
+        (args.out / "models.json").write_text(json.dumps(report, indent=2) + "\n")
+        (args.out / "models.md").write_text(render_md(report))
+        print(f"{model.name}: rc {entry['rc']}, {entry['wall_s']:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""State pairs of a streaming model: an input that takes what an output gave on the last call.
+
+A stateful streaming model (a VAD, a keyword spotter, an RNN) carries its state through the
+client: ``state`` in, ``stateN`` out, and the next request sends the last ``stateN`` back. Such
+a pair is an input and an output of one dtype and compatible dims whose names pair up as these
+models name them: ``state``/``stateN``, ``h``/``hn``, ``c``/``cn``, ``h0``/``hn``; and, where
+the stem names a state (``state``, ``hidden``, ``cell``, ``h``, ``c``, ``mem``, ``cache``,
+``context``), ``x_in``/``x_out``, ``in_x``/``out_x``, ``x``/``x_out``, ``x``/``x_new``,
+``x``/``x_next`` (a denoiser's ``audio``/``audio_out`` is not a state). A growing cache
+(``past_key_values``/``present``: its output is longer than its input) is not one.
+``state_pairs`` finds them; :mod:`tritonlab.models.inputs` sends a state input zeros (the start
+of a sequence) and says which output it pairs with.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tritonlab.models.inspect import OnnxModelInfo, TensorSpec
+
+# (input suffix, output suffix) after a common stem: these name a state whatever the stem.
+_STATE_SUFFIXES = (("", "n"), ("", "N"), ("0", "n"), ("0", "N"), ("_0", "_n"))
+# These pair an input with an output of many kinds: a state only where the stem says so.
+_STATE_STEM = re.compile(r"state|hidden|cell|^h$|^c$|mem|cache|context|ctx", re.IGNORECASE)
+_SUFFIXES = (
+    ("_in", "_out"),
+    ("in", "out"),
+    ("", "_out"),
+    ("", "_new"),
+    ("", "_next"),
+    ("", ".out"),
+)
+_PREFIXES = (("in_", "out_"), ("input_", "output_"))
+
+
+def _stem(input_name: str, output_name: str, tail_in: str, tail_out: str) -> str:
+    """The common stem of the two names with these suffixes ("" when they do not pair)."""
+    if not (input_name.endswith(tail_in) and output_name.endswith(tail_out)):
+        return ""
+    stem = input_name[: len(input_name) - len(tail_in)]
+    return stem if stem == output_name[: len(output_name) - len(tail_out)] else ""
+
+
+def _paired(input_name: str, output_name: str) -> bool:
+    if any(_stem(input_name, output_name, *tails) for tails in _STATE_SUFFIXES):
+        return True
+    stems = [_stem(input_name, output_name, *tails) for tails in _SUFFIXES]
+    for head_in, head_out in _PREFIXES:
+        stem = input_name[len(head_in) :]
+        if input_name.startswith(head_in) and output_name == head_out + stem:
+            stems.append(stem)
+    return any(stem and _STATE_STEM.search(stem) for stem in stems)
+
+
+def _same_tensor(a: TensorSpec, b: TensorSpec) -> bool:
+    """One dtype, one rank, and each dim equal where both are known (an exporter often leaves
+    the output's dims unnamed: silero's ``state`` [2, ?, 128] gives ``stateN`` [?, ?, ?])."""
+    return (
+        a.triton_dtype == b.triton_dtype
+        and len(a.dims) == len(b.dims) > 0
+        and all(x == y or -1 in (x, y) for x, y in zip(a.dims, b.dims, strict=True))
+    )
+
+
+def state_pairs(info: OnnxModelInfo) -> dict[str, str]:
+    """State input name -> the output it takes its next value from (one output per input)."""
+    pairs: dict[str, str] = {}
+    taken: set[str] = set()
+    for spec in info.inputs:
+        for out in info.outputs:
+            if out.name not in taken and _same_tensor(spec, out) and _paired(spec.name, out.name):
+                pairs[spec.name] = out.name
+                taken.add(out.name)
+                break
+    return pairs

@@ -1,0 +1,102 @@
+"""State pairs of streaming models (issue 35): found by name, dtype and dims, sent as zeros."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from tritonlab.models.inputs import derive_inputs
+from tritonlab.models.inspect import OnnxModelInfo, TensorSpec, inspect_onnx
+from tritonlab.models.state_pairs import state_pairs
+
+STATE = (2, 1, 128)
+
+
+def _info(
+    inputs: list[tuple[str, tuple[int, ...]]], outputs: list[tuple[str, tuple[int, ...]]]
+) -> OnnxModelInfo:
+    return OnnxModelInfo(
+        Path("m.onnx"),
+        tuple(TensorSpec(n, "TYPE_FP32", d) for n, d in inputs),
+        tuple(TensorSpec(n, "TYPE_FP32", d) for n, d in outputs),
+        batched=False,
+        opset=17,
+        file_size_bytes=0,
+    )
+
+
+@pytest.mark.parametrize(
+    ("input_name", "output_name"),
+    [
+        ("state", "stateN"),
+        ("h", "hn"),
+        ("c", "cn"),
+        ("h0", "hn"),
+        ("hidden_in", "hidden_out"),
+        ("in_cache", "out_cache"),
+        ("state", "state_next"),
+    ],
+)
+def test_a_state_pair_is_found(input_name: str, output_name: str) -> None:
+    info = _info(
+        [("audio", (1, 512)), (input_name, STATE)], [("prob", (1, 1)), (output_name, STATE)]
+    )
+    assert state_pairs(info) == {input_name: output_name}
+
+
+@pytest.mark.parametrize(
+    ("inputs", "outputs"),
+    [
+        ([("audio", (1, 512))], [("audio_out", (1, 512))]),  # a denoiser: not a state
+        ([("state", STATE)], [("stateN", (2, 1, 64))]),  # other dims
+        ([("state", STATE)], [("stateN", (2, 128))]),  # another rank
+        ([("past_key", (1, 8, 16))], [("present_key", (1, 8, 17))]),  # a growing cache
+    ],
+)
+def test_what_is_not_a_state_pair(
+    inputs: list[tuple[str, tuple[int, ...]]], outputs: list[tuple[str, tuple[int, ...]]]
+) -> None:
+    assert state_pairs(_info(inputs, outputs)) == {}
+
+
+def _streaming_model(path: Path) -> Path:
+    """prob = mean(audio) [1, 1]; stateN = state + 1 [2, 1, 128]: a stateful model's shape."""
+    nodes = [
+        helper.make_node("ReduceMean", ["audio"], ["prob"], keepdims=1),
+        helper.make_node("Add", ["state", "one"], ["stateN"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "streaming",
+        [
+            helper.make_tensor_value_info("audio", TensorProto.FLOAT, [1, 512]),
+            helper.make_tensor_value_info("state", TensorProto.FLOAT, list(STATE)),
+        ],
+        [
+            helper.make_tensor_value_info("prob", TensorProto.FLOAT, [1, 1]),
+            helper.make_tensor_value_info("stateN", TensorProto.FLOAT, list(STATE)),
+        ],
+        [numpy_helper.from_array(np.array(1.0, dtype=np.float32), "one")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def test_a_state_input_is_sent_as_zeros_and_the_log_says_why(tmp_path: Path) -> None:
+    info = inspect_onnx(_streaming_model(tmp_path / "vad.onnx"))
+    inputs = derive_inputs(info)
+    rule = next(r for r in inputs.rules if r.name == "state")
+    assert rule.kind == "zeros" and "output 'stateN' gives its next value" in rule.reason
+    assert not inputs.batch(1)["state"].any()
+
+
+def test_unknown_output_dims_still_pair_as_silero_exports_them() -> None:
+    """silero_vad.onnx (silero-vad 6.2.3): ``state`` [2, ?, 128] in, ``stateN`` [?, ?, ?] out."""
+    info = _info([("input", (-1, -1)), ("state", (2, -1, 128))], [("stateN", (-1, -1, -1))])
+    assert state_pairs(info) == {"state": "stateN"}
