@@ -26,7 +26,10 @@ from tritonlab.experiments.blocks import (
 from tritonlab.experiments.interference import (
     DISTURBED_FOREIGN_CORES,
     MAX_DISTURBED_SHARE,
+    RETRY_PROBE_EVERY,
+    RETRY_WINDOW,
     Interference,
+    RetryPolicy,
     Window,
 )
 from tritonlab.experiments.store import CellResult, load_cells
@@ -172,9 +175,30 @@ def test_the_log_names_disturbed_cells_and_the_idle_models_cpu(seed_run_dir: Pat
     marked[1] = replace(cells[1], interference=stuck)
     text = "\n".join(interference_lines(marked))
     assert f"Re-measured because disturbed: 2 cell(s): {cells[0].cell_id}" in text
-    assert f"Stored as disturbed (every try was): 1: {cells[1].cell_id}" in text
+    assert f"Stored as disturbed (every try made was): 1: {cells[1].cell_id}" in text
+    assert "3 retries in all, 1 of the cells came back undisturbed" in text
+    assert "Kept disturbed without all retries" not in text
     assert "max 0.90" in text and "max 0.004 cores" in text
     assert interference_lines(cells) == []  # cells measured without the monitor: no section
+    marked[2] = replace(cells[2], interference=replace(stuck, attempts=1))
+    text = "\n".join(interference_lines(marked))
+    assert f"Kept disturbed without all retries: 1 cell(s): {cells[2].cell_id}" in text
+
+
+def test_retries_stop_while_they_are_not_clearing_cells_and_probe_for_the_end() -> None:
+    """A steady load: twelve retries in a row stay disturbed, so disturbed cells are kept as
+    measured, but one in four is still retried; once those probes clear, retries resume."""
+    policy = RetryPolicy()
+    for _ in range(RETRY_WINDOW):
+        assert policy.retry()
+        policy.record(cleared=False)
+    assert not policy.paying()
+    assert [policy.retry() for _ in range(2 * RETRY_PROBE_EVERY)] == (
+        [False] * (RETRY_PROBE_EVERY - 1) + [True]
+    ) * 2
+    for _ in range(4):  # the load ended: a third of the last twelve retries cleared
+        policy.record(cleared=True)
+    assert policy.paying() and policy.retry()
 
 
 def test_an_aa_control_that_differs_says_the_run_is_not_to_be_trusted(

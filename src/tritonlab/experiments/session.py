@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from tritonlab.client.infer import InferCheck
 from tritonlab.errors import ModelError, PerfAnalyzerError, PlanError, ServerError
-from tritonlab.experiments.interference import DISTURBED_RETRIES, Window, idle_stubs
+from tritonlab.experiments.interference import DISTURBED_RETRIES, RetryPolicy, Window, idle_stubs
 from tritonlab.experiments.manifest import Manifest, utc_now
 from tritonlab.experiments.plan import ExperimentPlan, LoadPoint
 from tritonlab.experiments.recovery import ATTEMPTS_PER_CELL, Recovery, stub_died
@@ -159,6 +159,8 @@ class CellSession:
         # Wall seconds of every cell measured in this session (retries included): what the
         # stopping rule's budget check estimates a cell's cost from.
         self.cell_seconds: list[float] = []
+        # Whether a disturbed cell is worth measuring again (the interference monitor's retries).
+        self.retries = RetryPolicy()
 
     @property
     def client_cpus(self) -> tuple[int, ...]:
@@ -313,7 +315,8 @@ class CellSession:
         session's) and save it; None when it was given up on after repeated faults
         (``results/faults.json`` says why). A ``monitored`` cell carries the interference
         monitor's reading, and one it flags is measured again, at most ``DISTURBED_RETRIES``
-        times."""
+        times and only while retries are clearing cells (``RetryPolicy``; else it is kept as
+        measured, flagged)."""
         cid = cell_id(model.variant.name, load.key, repeat + 1)
         self.progress.tell(cid + note)
         started = time.monotonic()
@@ -326,6 +329,13 @@ class CellSession:
                     attempt == tries,
                 )  # fmt: skip
                 if cell is None or cell.interference is None or not cell.interference.disturbed:
+                    if attempt > 1:
+                        self.retries.record(cleared=True)
+                    break
+                if attempt > 1:
+                    self.retries.record(cleared=False)
+                if attempt < tries and not self.retries.retry():
+                    save_cell(self.run_dir, cell)  # kept as measured: retries are not clearing
                     break
             if cell is not None:
                 self.measured.append(cid)

@@ -24,6 +24,9 @@ from tritonlab.experiments.interference import (
     DISTURBED_STEAL_CORES,
     HL_BREAKDOWN,
     MAX_DISTURBED_SHARE,
+    RETRY_CLEARS_SHARE,
+    RETRY_PROBE_EVERY,
+    RETRY_WINDOW,
     Interference,
     disturbed_share,
     too_disturbed,
@@ -262,6 +265,20 @@ def interference_lines(cells: list[CellResult]) -> list[str]:
     idle = [r.idle_models_cores for _, r in records]
     retried = [cell for cell, r in records if r.attempts > 1]
     disturbed = [cell for cell, r in records if r.disturbed]
+    kept = [cell for cell, r in records if r.disturbed and r.attempts < 1 + DISTURBED_RETRIES]
+    retries = sum(max(r.attempts - 1, 0) for _, r in records)
+    cleared = sum(1 for _, r in records if r.attempts > 1 and not r.disturbed)
+    kept_lines = (
+        [
+            f"- Kept disturbed without all retries: {len(kept)} cell(s){_first_eight(kept)}. "
+            f"Retries were not clearing cells then (fewer than {RETRY_CLEARS_SHARE:.0%} of the "
+            f"last {RETRY_WINDOW} came back undisturbed: a steady load, which a retry measures "
+            f"again), so these were kept as measured; one in {RETRY_PROBE_EVERY} was still "
+            "retried, to notice the load ending."
+        ]
+        if kept
+        else []
+    )
     return [
         "## Interference",
         "",
@@ -270,9 +287,12 @@ def interference_lines(cells: list[CellResult]) -> list[str]:
         f"{max(foreign):.2f}; steal time median {statistics.median(steal):.2f}, max "
         f"{max(steal):.2f} cores ({len(records)} cells). A cell above "
         f"{DISTURBED_FOREIGN_CORES:g} foreign or {DISTURBED_STEAL_CORES:g} steal cores is "
-        f"disturbed and measured again, at most {DISTURBED_RETRIES} more times.",
-        f"- Re-measured because disturbed: {len(retried)} cell(s){_first_eight(retried)}.",
-        f"- Stored as disturbed (every try was): {len(disturbed)}{_first_eight(disturbed)}"
+        f"disturbed and measured again, at most {DISTURBED_RETRIES} more times, while retries "
+        "are clearing cells.",
+        f"- Re-measured because disturbed: {len(retried)} cell(s){_first_eight(retried)}; "
+        f"{retries} retries in all, {cleared} of the cells came back undisturbed.",
+        *kept_lines,
+        f"- Stored as disturbed (every try made was): {len(disturbed)}{_first_eight(disturbed)}"
         + _disturbed_verdict([r for _, r in records])
         + ".",
         f"- Idle co-loaded models (the other configurations' backend stubs) used median "
