@@ -99,16 +99,26 @@ def render_md(report: dict[str, Any]) -> str:
             f"±{s['throughput_half_width_median_pct']:.1f}% / "
             f"±{s['throughput_half_width_max_pct']:.1f}% | {control} | "
             f"{r['cells_remeasured_disturbed']} / {r['cells_stored_disturbed']} | "
-            f"{_trusted(c)} | {'yes' if s['met_target'] else 'no: ' + missed(r)} |"
+            f"{_trusted(r)} | {'yes' if s['met_target'] else 'no: ' + missed(r)} |"
         )
     return "\n".join([*lines, "", *summary_table(report)]) + "\n"
 
 
-def _trusted(control: dict[str, Any] | None) -> str:
-    trusted = None if control is None else control.get("trusted")
-    if trusted is None:
+def _trusted(run: dict[str, Any]) -> str:
+    """Whether the run called its verdicts trusted and, where not, why (its A/A control read a
+    difference in throughput or p99, or too many of its cells stayed disturbed)."""
+    floors = run.get("aa_control") or []
+    if not floors:
         return "not stated"
-    return "yes" if trusted else "no (too many disturbed cells)"
+    reasons = []
+    for floor in floors:
+        for figure, label in (("throughput", "throughput"), ("latency_p99", "p99")):
+            word = floor[figure]["word"]
+            if word in ("higher", "lower"):
+                reasons.append(f"A/A {label} {word}")
+        if floor.get("too_disturbed"):
+            reasons.append("too many disturbed cells")
+    return "yes" if not reasons else "no (" + ", ".join(dict.fromkeys(reasons)) + ")"
 
 
 def missed(run: dict[str, Any]) -> str:
