@@ -287,8 +287,7 @@ def interference_lines(cells: list[CellResult]) -> list[str]:
         f"{max(foreign):.2f}; steal time median {statistics.median(steal):.2f}, max "
         f"{max(steal):.2f} cores ({len(records)} cells). A cell above "
         f"{DISTURBED_FOREIGN_CORES:g} foreign or {DISTURBED_STEAL_CORES:g} steal cores is "
-        f"disturbed and measured again, at most {DISTURBED_RETRIES} more times, while retries "
-        "are clearing cells.",
+        f"disturbed and measured again, at most {DISTURBED_RETRIES} more times.",
         f"- Re-measured because disturbed: {len(retried)} cell(s){_first_eight(retried)}; "
         f"{retries} retries in all, {cleared} of the cells came back undisturbed.",
         *kept_lines,
