@@ -98,9 +98,11 @@ def _conditions(manifest: Manifest, analyses: list[Analysis]) -> list[str]:
     plan, model, machine = manifest.plan, manifest.model, manifest.machine
     measurement, server, packages = plan.measurement, manifest.server, manifest.packages
     settings = [r.summary.settings for a in analyses for r in a.reports]
+    # A batch axis only where the model has one (a run stored before ``inputs``: as before).
+    lead = ["batch"] if manifest.inputs is None or manifest.inputs.batched else []
     inputs = ", ".join(
         f"`{i.name}` {i.triton_dtype.removeprefix('TYPE_')} "
-        f"[{', '.join(['batch', *[str(d) for d in i.dims]])}]"
+        f"[{', '.join([*lead, *[str(d) for d in i.dims]])}]"
         for i in model.inputs
     )
     return [
