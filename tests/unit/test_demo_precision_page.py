@@ -3,26 +3,18 @@ that read a difference (throughput or p99) is not "too many disturbed cells"."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from script_module import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "demo_precision", ROOT / "benchmarks" / "demo_precision.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/demo_precision.py")
 
 
 def _floor(throughput: str, p99: str, too_disturbed: bool) -> dict[str, Any]:

@@ -4,26 +4,19 @@ whose sha256 differs is not used, and the wheel's other files are never written 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
-import sys
 import zipfile
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from script_module import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _corpus() -> ModuleType:
-    path = ROOT / "benchmarks" / "model_corpus.py"
-    spec = importlib.util.spec_from_file_location("model_corpus", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks its module up
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/model_corpus.py")
 
 
 def test_the_committed_corpus_is_eight_kinds_or_more_each_with_a_sha256() -> None:

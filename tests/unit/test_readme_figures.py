@@ -5,9 +5,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 from types import ModuleType
+
+from script_module import load_script
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -96,14 +97,7 @@ def test_the_demo_control_reads_a_difference_more_often_than_the_copies() -> Non
 
 
 def _pages() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "results_pages", ROOT / "scripts" / "results_pages.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/results_pages.py")
 
 
 def test_the_readme_and_results_page_are_generated_from_the_examples() -> None:

@@ -9,7 +9,7 @@ error. ``probe_inputs`` runs one request of the chosen inputs in onnxruntime fir
 yields an empty output counts as failing too. When it fails and the dynamic sizes were
 tritonlab's own choice, it searches: first the sizes the graph itself names (the integers of its
 Reshape targets, the most common first), then a ladder of typical sizes nearest the default
-first (``LADDER``), at most ``MAX_TRIES`` in all and none larger than ``MAX_PROBE_ELEMENTS``
+first (``LADDER``), at most ``MAX_TRIES`` in all and none larger than ``MAX_PROBE_BYTES``
 per request; it keeps the first that runs and states in the inputs' note what was tried, what
 failed and why this size. Otherwise it stops with one line naming the failing node, the shapes
 tried and the ``--shape`` to pass.
@@ -34,9 +34,9 @@ MAX_CANDIDATE = 8192
 # Typical sizes of a dynamic dim (sequence lengths, image sides, audio windows), nearest
 # tritonlab's default (128) first: half and double, then further out, multiples of 8 and 32.
 LADDER = (64, 256, 32, 512, 16, 1024, 48, 96, 160, 320, 2048, 4096)
-# A request larger than this (elements over every input) is not probed: its size is not one a
+# A request larger than this (one sample of every input) is not probed: its size is not one a
 # served request would have, and it could take this machine's memory.
-MAX_PROBE_ELEMENTS = 16_000_000
+MAX_PROBE_BYTES = 64 * 2**20
 _NODE_RE = re.compile(r"running (\w+) node\. Name:'([^']*)'")
 
 
@@ -87,10 +87,6 @@ def _shapes_text(inputs: ModelInputs) -> str:
     return ", ".join(f"{name} {list(shape)}" for name, shape in inputs.shapes.items())
 
 
-def _elements(inputs: ModelInputs) -> int:
-    return sum(int(np.prod(shape, dtype=np.int64)) for shape in inputs.shapes.values())
-
-
 def candidate_sizes(info: OnnxModelInfo) -> list[tuple[int, str]]:
     """The sizes to try for the dynamic dims, with where each comes from: the graph's Reshape
     targets first, then the ladder; the default (already tried) left out."""
@@ -132,7 +128,7 @@ def probe_inputs(info: OnnxModelInfo, inputs: ModelInputs, sized_by_user: bool) 
             if tries == MAX_TRIES:
                 break
             candidate = derive_inputs(info, dynamic_dim=size)
-            if candidate.shapes == inputs.shapes or _elements(candidate) > MAX_PROBE_ELEMENTS:
+            if candidate.shapes == inputs.shapes or candidate.sample_bytes > MAX_PROBE_BYTES:
                 continue
             tries += 1
             failed = _run_error(session, candidate)
