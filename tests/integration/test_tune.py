@@ -22,8 +22,11 @@ from tritonlab.result_files import read_result
 pytestmark = pytest.mark.integration
 
 SUMMARY_RE = re.compile(r"measured (\d+) cells, reused (\d+)")
+# 30 ms: the demo MLP's p99 at concurrency 1 is about 1 ms, but a 400 ms window under the
+# parallel test tier once went past a 10 ms budget, and a search whose first cell misses its
+# budget rightly stops before it has anything to race.
 ARGS = [
-    *("--window-ms", "400", "--max-race-rounds", "2", "--p99-budget-ms", "10"),
+    *("--window-ms", "400", "--max-race-rounds", "2", "--p99-budget-ms", "30"),
     *("--keep-protocol", "--max-instances", "2"),  # a smaller space: a shorter test
 ]
 
@@ -77,7 +80,7 @@ def test_tune_stops_at_its_budget_resumes_and_explains_its_pick(tmp_path: Path) 
     pick = tune["pick"]
     assert pick["repeats"] >= 3  # the ramp's measurement and both race rounds
     # within the budget: the median of the point's repeats (a single repeat may go over)
-    assert pick["latency_p99_us"]["median"] <= 10_000
+    assert pick["latency_p99_us"]["median"] <= 30_000
     over = pick["p99_over_budget_repeats"]
     assert pick["meets_p99_budget_every_repeat"] == (over == 0)
     for step in steps:  # every step's figures are the stored cell's

@@ -166,11 +166,6 @@ def serve(
             if info is not None:
                 say(f"serving {describe_source(info)} (the repository is only read)")
             http_url, grpc_url = server.public_urls
-            out.print(
-                f"Triton ready: HTTP {http_url}, gRPC {grpc_url}, metrics "
-                f"{server.metrics_url}; log {server.log_path}; Ctrl-C stops it",
-                highlight=False,
-            )
             if server.exposure is not None:
                 out.print(
                     f"listening on {server.exposure.host} through tritonlab's proxy: every request "
@@ -181,6 +176,12 @@ def serve(
                     highlight=False,
                     markup=False,
                 )
+            # the ready line comes last: whoever waits for it has read every line before it
+            out.print(
+                f"Triton ready: HTTP {http_url}, gRPC {grpc_url}, metrics "
+                f"{server.metrics_url}; log {server.log_path}; Ctrl-C stops it",
+                highlight=False,
+            )
             while server.is_alive():
                 time.sleep(0.5)
             raise ServerError(f"tritonserver exited unexpectedly: {server.failure_detail()}")
