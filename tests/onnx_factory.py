@@ -15,6 +15,7 @@ their weights come from a fixed numpy seed, so the same call always writes the s
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -352,4 +353,35 @@ def sample_rate_branch(path: Path) -> Path:
         [_vi("x", TensorProto.FLOAT, [1, 64]), _vi("sr", TensorProto.INT64, [])],
         [_vi("y", TensorProto.FLOAT, ["rows", "columns"])],
         [_const("rate", np.array(SAMPLE_RATE, dtype=np.int64))],
+    )
+
+
+OPEN: Any = None  # an unnamed dynamic dim, as exporters often leave them
+
+
+def streaming_state(path: Path) -> Path:
+    """A streaming model that carries state as a VAD does: ``x`` [?, 32] (an open leading dim,
+    the stream's batch) and ``state`` [2, ?, 16] in, ``prob`` [?, 1] and ``stateN`` [?, ?, ?]
+    out. ``stateN = tanh(state * 0.9 + mean(x) per row)`` and ``prob = sigmoid(sum of the new
+    state's first layer)``, so each answer depends on every earlier request of its sequence."""
+    nodes = [
+        helper.make_node("ReduceMean", ["x"], ["x_mean"], axes=[1], keepdims=1),  # [?, 1]
+        helper.make_node("Mul", ["state", "decay"], ["decayed"]),  # [2, ?, 16]
+        helper.make_node("Add", ["decayed", "x_mean"], ["mixed"]),
+        helper.make_node("Tanh", ["mixed"], ["stateN"]),
+        helper.make_node("Gather", ["stateN", "first"], ["layer"], axis=0),  # [?, 16]
+        helper.make_node("ReduceSum", ["layer", "axes_1"], ["logit"], keepdims=1),  # [?, 1]
+        helper.make_node("Sigmoid", ["logit"], ["prob"]),
+    ]
+    return _save(
+        path,
+        "streaming_state",
+        nodes,
+        [_vi("x", TensorProto.FLOAT, [OPEN, 32]), _vi("state", TensorProto.FLOAT, [2, OPEN, 16])],
+        [_vi("prob", TensorProto.FLOAT, [OPEN, 1]), _vi("stateN", TensorProto.FLOAT, [OPEN] * 3)],
+        [
+            _const("axes_1", np.array([1], dtype=np.int64)),
+            _const("decay", np.array(0.9, dtype=np.float32)),
+            _const("first", np.array(0, dtype=np.int64)),
+        ],
     )

@@ -49,6 +49,14 @@ EXAMPLES = UNIT.parents[1] / "examples"
 # rule (or claim) -> (the test where it must fire, the test where it must not), as
 # "module.py::test_function" in tests/unit.
 CLAIM_TESTS: dict[str, tuple[str, str]] = {
+    "sequence_backlog": (
+        "test_sequence_rules.py::test_the_direct_backlog_is_named_instead_of_a_busy_instance",
+        "test_sequence_rules.py::test_no_backlog_without_more_sequences_than_slots",
+    ),
+    "strategy_effect": (
+        "test_sequence_rules.py::test_oldest_is_named_where_throughput_rose_with_the_busy_share",
+        "test_sequence_rules.py::test_a_strategy_change_that_moved_nothing_names_no_cause",
+    ),
     "batching_amortised": (
         "test_rules.py::test_batching_raised_throughput_on_zero_delay",
         "test_rules.py::test_no_batching_finding_when_compute_per_inference_did_not_fall",

@@ -1,4 +1,4 @@
-"""State pairs of streaming models (issue 35): found by name, dtype and dims, sent as zeros."""
+"""State pairs of streaming models (issue 35): found by name, dtype and dims; never sent."""
 
 from __future__ import annotations
 
@@ -88,12 +88,14 @@ def _streaming_model(path: Path) -> Path:
     return path
 
 
-def test_a_state_input_is_sent_as_zeros_and_the_log_says_why(tmp_path: Path) -> None:
+def test_a_state_input_starts_at_zeros_and_is_never_sent(tmp_path: Path) -> None:
     info = inspect_onnx(_streaming_model(tmp_path / "vad.onnx"))
     inputs = derive_inputs(info)
     rule = next(r for r in inputs.rules if r.name == "state")
-    assert rule.kind == "zeros" and "output 'stateN' gives its next value" in rule.reason
-    assert not inputs.batch(1)["state"].any()
+    assert rule.kind == "state" and "output 'stateN' gives its next value" in rule.reason
+    assert not inputs.batch(1)["state"].any()  # in-process: zeros, the start of a sequence
+    assert "state" not in inputs.sent_shapes  # the server keeps it per sequence
+    assert all("state" not in entry for entry in inputs.perf_data(2)["data"])
 
 
 def test_unknown_output_dims_still_pair_as_silero_exports_them() -> None:

@@ -22,6 +22,14 @@ known size next to the configurations it compares; nothing tritonlab serves for 
 A config parameter ``tritonlab_scalar_tensors`` (a JSON list of names) marks the rank-0 inputs
 and outputs of a model without batching: Triton serves them as [1] (it has no scalar tensors),
 the engine takes and gives rank 0, and the adapter reshapes between the two.
+
+A config parameter ``tritonlab_sequence`` (JSON) marks a model that carries state, served by
+Triton's sequence batcher: its state pairs (input, output, starting shape and dtype) and the names
+of the batcher's control inputs (start, end, sequence id). The adapter keeps each sequence's
+state between its requests, zeros at a start, and drops it at the end. Triton's implicit state
+(``sequence_batching.state``) would keep it in the server, but only backends written against
+its C API (the native onnxruntime, TensorRT and PyTorch backends) can use it; the Python backend
+has no call for it, so the state stays here, in the instance that serves the sequence.
 """
 
 import json
@@ -36,6 +44,7 @@ import triton_python_backend_utils as pb_utils
 FALLBACK_MARKER = "tritonlab-adapter-fallback"
 PLANTED_WORK_PARAM = "tritonlab_planted_work_iterations"
 SCALARS_PARAM = "tritonlab_scalar_tensors"  # repository/config.py writes it
+SEQUENCE_PARAM = "tritonlab_sequence"  # repository/config.py writes it
 
 
 def planted_work(iterations):
@@ -84,6 +93,11 @@ class EngineModel:
             raise pb_utils.TritonModelException(f"model file not found: {path}")
         self.input_names = [i["name"] for i in config.get("input", [])]
         self.output_names = [o["name"] for o in config.get("output", [])]
+        self.output_dtypes = [
+            pb_utils.triton_string_to_numpy(o["data_type"]) for o in config.get("output", [])
+        ]
+        self.served_outputs = len(self.output_names)
+        self.sequence = self._sequence_setup(params)
         kind = args.get("model_instance_kind", "CPU")
         device_id = int(args.get("model_instance_device_id", "0"))
         graph_inputs, graph_outputs = self.open_engine(
@@ -95,11 +109,8 @@ class EngineModel:
             raise pb_utils.TritonModelException(
                 f"config names tensors the ONNX graph does not have: {', '.join(missing)}"
             )
-        # Triton has already checked each request's dtypes and shapes against the config; cast
-        # outputs only when the graph's type differs from the configured one.
-        self.output_dtypes = [
-            pb_utils.triton_string_to_numpy(o["data_type"]) for o in config.get("output", [])
-        ]
+        # Triton has already checked each request's dtypes and shapes against the config; the
+        # outputs are cast only where the graph's type differs from the configured one.
         self.batched = int(config.get("max_batch_size", 0)) > 0
         self.planted = max(0, int_param(params, PLANTED_WORK_PARAM, 0))
         try:
@@ -116,7 +127,9 @@ class EngineModel:
         profiling = os.environ.get("TRITONLAB_ADAPTER_PROFILE") == "1"
         # batch size -> [executions, ns reading inputs, ns in the engine, ns building responses]
         self.profile: dict[int, list[int]] = {}
-        if profiling:
+        if self.sequence is not None:
+            self.execute = self._sequence_execute  # type: ignore[method-assign]
+        elif profiling:
             self.execute = self._profiled_execute  # type: ignore[method-assign]
         self.name = args["model_instance_name"]
 
@@ -141,9 +154,82 @@ class EngineModel:
         return pb_utils.InferenceResponse(
             output_tensors=[
                 pb_utils.Tensor(name, out)
-                for name, out in zip(self.output_names, outputs, strict=True)
+                for name, out in zip(
+                    self.output_names[: self.served_outputs],
+                    outputs[: self.served_outputs],
+                    strict=True,
+                )
             ]
         )
+
+    def _sequence_setup(self, params):
+        """Read ``SEQUENCE_PARAM``: the state pairs join the engine's outputs (after the served
+        ones), and each sequence's state lives in ``self.states``. None for a stateless model."""
+        text = str_param(params, SEQUENCE_PARAM, "")
+        if not text:
+            return None
+        try:
+            value = json.loads(text)
+            states = [
+                (s["input"], s["output"], tuple(int(d) for d in s["shape"]), np.dtype(s["dtype"]))
+                for s in value["states"]
+            ]
+            controls = {k: str(value["controls"][k]) for k in ("start", "end", "id")}
+        except (TypeError, ValueError, KeyError) as exc:
+            raise pb_utils.TritonModelException(
+                f"parameter {SEQUENCE_PARAM} must hold states and controls ({exc})"
+            ) from exc
+        self.output_names += [output for _, output, _, _ in states]
+        self.output_dtypes += [dtype for _, _, _, dtype in states]
+        # sequence id -> {state input: its value}; a sequence's requests all reach one instance
+        self.states = {}
+        return states, controls
+
+    def _control(self, request, name):
+        tensor = pb_utils.get_input_tensor_by_name(request, name)
+        if tensor is None:
+            raise ValueError(f"request has no control input {name} (is sequence batching on?)")
+        return int(tensor.as_numpy().reshape(-1)[0])
+
+    def _sequence_one(self, request):
+        """One request of a sequence: its inputs with the sequence's state, the new state kept
+        (dropped at the sequence's end), the served outputs answered."""
+        states, controls = self.sequence
+        sequence_id = self._control(request, controls["id"])
+        start = self._control(request, controls["start"])
+        end = self._control(request, controls["end"])
+        held = self.states.get(sequence_id)
+        if start:
+            held = {name: np.zeros(shape, dtype) for name, _, shape, dtype in states}
+        elif held is None:
+            raise ValueError(
+                f"sequence {sequence_id} has no state here: its start was not seen by this "
+                "instance, or it idled out (max_sequence_idle_microseconds)"
+            )
+        feed = {name: pb_utils.get_input_tensor_by_name(request, name) for name in self.input_names}
+        missing = [name for name, tensor in feed.items() if tensor is None]
+        if missing:
+            raise ValueError(f"request has no input {', '.join(missing)}")
+        feed = {name: tensor.as_numpy() for name, tensor in feed.items()} | held
+        outputs = self._run(feed)
+        if end:
+            self.states.pop(sequence_id, None)
+        else:
+            self.states[sequence_id] = {
+                name: outputs[self.served_outputs + i] for i, (name, *_) in enumerate(states)
+            }
+        return self._respond(outputs)
+
+    def _sequence_execute(self, requests):
+        """One response per request, each run with its own sequence's state, in the order
+        Triton hands them over (it keeps a sequence's requests in order)."""
+        responses = []
+        for request in requests:
+            try:
+                responses.append(self._sequence_one(request))
+            except Exception as exc:  # a bad request gets an error response, the model lives on
+                responses.append(pb_utils.InferenceResponse(error=pb_utils.TritonError(f"{exc}")))
+        return responses
 
     def _one(self, request):
         try:

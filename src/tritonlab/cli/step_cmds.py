@@ -253,6 +253,8 @@ def check_line(check: InferCheck) -> str:
         against = (
             f"max abs diff vs {name} {check.max_abs_diff:.3g} (tolerance {check.tolerance_abs:g})"
         )
+        if check.sequence_requests:
+            against += f" over a {check.sequence_requests}-request sequence"
     return f"{head}, {against}, {check.round_trip_ms:.1f} ms"
 
 

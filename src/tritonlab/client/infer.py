@@ -48,6 +48,9 @@ class InferCheck(Record):
     # reference file (``--reference``: inputs and expected outputs), or "shapes and dtypes
     # only" (a Python model or an ensemble without a reference file).
     reference: str = later("onnxruntime")
+    # A model that carries state is checked over one sequence of this many requests, the state
+    # carried by the server and by onnxruntime alike (``sequence_check``); None: one request.
+    sequence_requests: int | None = later()
 
 
 def _triton_type(spec: TensorSpec) -> str:
@@ -94,10 +97,36 @@ def reference_outputs(
     return dict(zip(names, session.run(names, inputs), strict=True))
 
 
-def _client_module(protocol: str) -> Any:
+def client_module(protocol: str) -> Any:
+    """``tritonclient.grpc`` or ``tritonclient.http`` (``ClientError`` for another name)."""
     if protocol not in ("grpc", "http"):
         raise ClientError(f"protocol must be 'http' or 'grpc', got {protocol!r}")
     return importlib.import_module(f"tritonclient.{protocol}")
+
+
+def served_metadata(client: Any, model_name: str, protocol: str) -> dict[str, Any]:
+    """The server's metadata of ``model_name`` as a dict (gRPC's message converted)."""
+    metadata = client.get_model_metadata(model_name)
+    if protocol == "grpc":
+        from google.protobuf import json_format
+
+        metadata = json_format.MessageToDict(metadata, preserving_proto_field_name=True)
+    return dict(metadata)
+
+
+def request_tensors(
+    module: Any, info: OnnxModelInfo, arrays: dict[str, np.ndarray[Any, Any]]
+) -> list[Any]:
+    """The request's input tensors: one per input of ``info``, from ``arrays``."""
+    tensors = []
+    for spec in info.inputs:
+        array = arrays[spec.name]
+        if not spec.dims:  # a per-sample scalar is declared [1] to Triton
+            array = array.reshape((*array.shape, 1))
+        tensor = module.InferInput(spec.name, list(array.shape), _triton_type(spec))
+        tensor.set_data_from_numpy(array)
+        tensors.append(tensor)
+    return tensors
 
 
 def infer_and_check(
@@ -115,25 +144,13 @@ def infer_and_check(
     ``TOLERANCE_REL_OF_MAX`` of the largest reference value on top of the dtype's tolerance."""
     from tritonclient.utils import InferenceServerException
 
-    module = _client_module(protocol)
+    module = client_module(protocol)
     client = module.InferenceServerClient(endpoint.url(protocol))
     try:
-        metadata = client.get_model_metadata(model_name)
-        if protocol == "grpc":
-            from google.protobuf import json_format
-
-            metadata = json_format.MessageToDict(metadata, preserving_proto_field_name=True)
-        check_metadata(metadata, info, model_name)
+        check_metadata(served_metadata(client, model_name, protocol), info, model_name)
         reference = _user_reference(info)
         arrays = reference[0] if reference else (inputs or derive_inputs(info)).batch(batch_size)
-        request_inputs = []
-        for spec in info.inputs:
-            array = arrays[spec.name]
-            if not spec.dims:  # a per-sample scalar is declared [1] to Triton
-                array = array.reshape((*array.shape, 1))
-            tensor = module.InferInput(spec.name, list(array.shape), _triton_type(spec))
-            tensor.set_data_from_numpy(array)
-            request_inputs.append(tensor)
+        request_inputs = request_tensors(module, info, arrays)
         outputs = [module.InferRequestedOutput(s.name) for s in info.outputs]
         started = time.perf_counter()
         result = client.infer(model_name, request_inputs, outputs=outputs)
@@ -152,20 +169,72 @@ def infer_and_check(
         expected, against = reference[1], reference[2]
     else:
         expected, against = reference_outputs(info, arrays), "onnxruntime"
+    compared = compare_outputs(
+        result, expected, info.outputs, Against(against, model_name, protocol, engine, precision)
+    )
+    return replace(
+        check,
+        output_shapes=compared.output_shapes,
+        max_abs_diff=compared.max_abs_diff,
+        tolerance_abs=compared.tolerance_abs,
+        max_rel_diff=compared.max_rel_diff,
+        reference=against,
+    )
+
+
+@dataclass(frozen=True)
+class Against:
+    """What an answer is compared with, and for the message: the model, protocol and engine."""
+
+    reference: str
+    model_name: str
+    protocol: str
+    engine: str
+    precision: str = "f32"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """How close one response was: shapes, the largest differences, the tolerance held to."""
+
+    output_shapes: dict[str, list[int]]
+    max_abs_diff: float
+    max_rel_diff: float
+    tolerance_abs: float
+
+
+def compare_outputs(
+    result: Any,
+    expected: dict[str, np.ndarray[Any, Any]],
+    specs: tuple[TensorSpec, ...],
+    against: Against,
+    step: str = "",
+) -> Comparison:
+    """Compare a response's outputs with ``expected``; ``ClientError`` naming the output (and
+    ``step``, e.g. a sequence's request) where a shape, dtype or value differs."""
+    model_name, protocol, engine, precision = (
+        against.model_name,
+        against.protocol,
+        against.engine,
+        against.precision,
+    )
+    where, ref = f"{step}: " if step else "", against.reference
     max_diff = max_rel = tolerance = 0.0
     output_shapes: dict[str, list[int]] = {}
-    for spec in info.outputs:
+    for spec in specs:
         got = result.as_numpy(spec.name)
         want = expected[spec.name]
         if got is not None and not spec.dims and got.size == want.size:
             got = got.reshape(want.shape)  # served as [batch, 1], the graph says [batch]
         if got is None or not _same_shape(got.shape, want.shape):
             raise ClientError(
-                f"output '{spec.name}' has shape {None if got is None else list(got.shape)}, "
-                f"{against} gives {list(want.shape)}"
+                f"{where}output '{spec.name}' has shape "
+                f"{None if got is None else list(got.shape)}, {ref} gives {list(want.shape)}"
             )
         if got.dtype != want.dtype:
-            raise ClientError(f"output '{spec.name}' is {got.dtype}, {against} gives {want.dtype}")
+            raise ClientError(
+                f"{where}output '{spec.name}' is {got.dtype}, {ref} gives {want.dtype}"
+            )
         output_shapes[spec.name] = list(got.shape)
         tol = TOLERANCE_ABS.get(spec.triton_dtype, 0.0)
         scale = float(np.max(np.abs(want.astype(np.float64)))) if want.size else 0.0
@@ -175,26 +244,20 @@ def infer_and_check(
         if got.size:
             if want.dtype.kind != "f" and not np.array_equal(got, want):
                 raise ClientError(
-                    f"output '{spec.name}' of {model_name} differs from {against} over {protocol}"
+                    f"{where}output '{spec.name}' of {model_name} differs from {ref} over "
+                    f"{protocol}"
                 )
             diff = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
             if not diff <= tol:  # NaN fails too
                 raise ClientError(
-                    f"output '{spec.name}' of "
-                    + (engine if against == "onnxruntime" else f"'{model_name}'")
-                    + f" differs from {against} by {diff:.3g} "
+                    f"{where}output '{spec.name}' of "
+                    + (engine if against.reference == "onnxruntime" else f"'{model_name}'")
+                    + f" differs from {against.reference} by {diff:.3g} "
                     f"(tolerance {tol:g}) over {protocol}"
                 )
             max_diff = max(max_diff, diff)
             max_rel = max(max_rel, diff / scale if scale else 0.0)
-    return replace(
-        check,
-        output_shapes=output_shapes,
-        max_abs_diff=max_diff,
-        tolerance_abs=tolerance,
-        max_rel_diff=max_rel,
-        reference=against,
-    )
+    return Comparison(output_shapes, max_diff, max_rel, tolerance)
 
 
 def _same_shape(got: tuple[int, ...], want: tuple[int, ...]) -> bool:

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from tritonlab.client.infer import infer_and_check
+from tritonlab.client.answer_check import check_answer
 from tritonlab.cpu_split import CpuSplit, decide_split
 from tritonlab.errors import PlanError
 from tritonlab.experiments.manifest import (
@@ -186,7 +186,7 @@ def open_session(
                 server.load_model(name)
             try:
                 session.checks += [
-                    infer_and_check(
+                    check_answer(
                         server,
                         model.model_name,
                         info,

@@ -139,6 +139,9 @@ class MeasurementSettings(Record):
     # Every cell sends samples drawn afresh for it (models/inputs.FRESH_SAMPLES of them), so no
     # input repeats across cells or within one: traffic a response cache cannot answer.
     fresh_inputs: bool = later(False)
+    # A model that carries state (served by the sequence batcher): the requests in each sequence
+    # perf_analyzer sends (``PerfSettings.requests_per_sequence``); None for a stateless model.
+    requests_per_sequence: int | None = later()
 
 
 @dataclass(frozen=True)
@@ -239,6 +242,7 @@ class ExperimentPlan(Record):
             # Open loop needs async requests: sync worker threads cannot keep a Poisson schedule
             # ("Perf Analyzer was not able to keep up with the desired request rate").
             async_mode=load.open_loop,
+            requests_per_sequence=m.requests_per_sequence,
         )
 
     def fingerprint_dict(self) -> dict[str, Any]:

@@ -115,7 +115,7 @@ class InputFiles:
             else:
                 inputs.write_perf_data(path)
             dynamic = {s.name for s in self.info.inputs if -1 in s.dims}
-            shapes = {k: v for k, v in inputs.shapes.items() if k in dynamic}
+            shapes = {k: v for k, v in inputs.sent_shapes.items() if k in dynamic}
             self._made[length] = LoadInputs(shapes, str(path))
         if load.trace is None:
             return self._made[length]

@@ -250,6 +250,11 @@ def explain_variant(
             if v.dynamic_batching
             else "no batching"
         )
+        if subject.settings.requests_per_sequence is not None:  # served by the sequence batcher
+            batching = (
+                f"the sequence batcher ({v.sequence_strategy}, sequences of "
+                f"{subject.settings.requests_per_sequence} requests)"
+            )
         background = (
             f"The reference point: how does the model serve with {batching} and {n} "
             f"{'instance' if n == 1 else 'instances'}?"

@@ -26,6 +26,7 @@ from tritonlab.explanation.rule_support import (
     changed_fields,
     rounded,
 )
+from tritonlab.explanation.sequence_rules import sequence_backlog, strategy_effect
 from tritonlab.repository.variants import batch_target
 from tritonlab.stats.aggregate import compare_figure
 from tritonlab.stats.verdicts import HIGHER, LOWER, NO_VERDICT, Verdict
@@ -313,6 +314,8 @@ def saturated_server(ctx: RuleContext) -> Finding | None:
     share = queue / (queue + compute)
     if share < SATURATED_QUEUE_SHARE or queue_delay_trap(ctx) is not None:
         return None
+    if sequence_backlog(ctx) is not None:
+        return None  # the wait is for a sequence slot, not for a busy instance
     v = s.variant
     execution = s.execution_us.median
     if (
@@ -376,6 +379,8 @@ RULES: tuple[Callable[[RuleContext], Finding | None], ...] = (
     threads_effect,
     engine_effect,
     cache_effect,
+    strategy_effect,
+    sequence_backlog,
     saturated_server,
     cpu_bound,
     littles_law,

@@ -6,8 +6,9 @@ both and states why. The correctness check, the in-process timing and perf_analy
 JSON ``--input-data`` file written here) all send the same values. Rules, in order, per input:
 
 - the user's samples (``--input-data FILE``, ``.npz`` or perf_analyzer's JSON) when given;
-- a state input (``state_pairs``: ``state`` in, ``stateN`` out) gets zeros, the start of a
-  sequence;
+- a state input (``state_pairs``: ``state`` in, ``stateN`` out) starts at zeros, each open dim
+  at 1, and is never sent: the server keeps it per sequence (an input's open leading dim is then
+  1 too, one stream);
 - names like an attention mask get ones, token-type / segment ids get zeros, position ids get
   ``0 .. n-1`` along their last axis;
 - a small integer or boolean input the graph compares with constants (a sample rate, a mode:
@@ -39,7 +40,7 @@ from tritonlab.models.control_values import ControlValues, compared_constants
 from tritonlab.models.input_graph import dims_text, gather_bounds, graph_dims, resolve_dims
 from tritonlab.models.input_samples import load_samples
 from tritonlab.models.inspect import TRITON_TO_NUMPY, OnnxModelInfo, TensorSpec
-from tritonlab.models.state_pairs import state_pairs
+from tritonlab.models.state_pairs import StateTensor, state_tensors
 from tritonlab.records import NOT_STORED, Record
 
 DEFAULT_DYNAMIC_DIM = 128
@@ -67,7 +68,8 @@ class InputRule(Record):
     name: str
     triton_dtype: str
     shape: tuple[int, ...]
-    # normal | int_range | ones | zeros | positions | random_bool | constant | user
+    # normal | int_range | ones | zeros | positions | random_bool | constant | user | state (a
+    # state input: zeros in-process, never sent to the server, which keeps it per sequence)
     kind: str
     reason: str = ""
     # int_range: [low, high); constant: the value (low == high); user: observed min and max
@@ -88,6 +90,7 @@ class InputRule(Record):
             "normal": "standard normal",
             "ones": "all ones",
             "zeros": "all zeros",
+            "state": "kept by the server, from zeros",
             "random_bool": "random true/false",
         }[self.kind]
 
@@ -106,8 +109,18 @@ class ModelInputs(Record):
 
     @property
     def shapes(self) -> dict[str, tuple[int, ...]]:
-        """Input name -> the shape sent, without the batch dim."""
+        """Input name -> the shape run in-process, without the batch dim (state included)."""
         return {r.name: r.shape for r in self.rules}
+
+    @property
+    def sent_shapes(self) -> dict[str, tuple[int, ...]]:
+        """Input name -> the shape a client sends the server (no state input: it keeps those)."""
+        return {r.name: r.shape for r in self.rules if r.kind != "state"}
+
+    def sent(self, arrays: dict[str, np.ndarray[Any, Any]]) -> dict[str, np.ndarray[Any, Any]]:
+        """``arrays`` without the state inputs: what a client sends the server."""
+        kept = self.sent_shapes
+        return {k: v for k, v in arrays.items() if k in kept}
 
     def batch(
         self, batch_size: int = 1, seed: int = 0, offset: int = 0
@@ -165,7 +178,7 @@ class ModelInputs(Record):
                         # a per-sample scalar is declared [1] to Triton (see config.py)
                         "shape": list(value.shape) or [1],
                     }
-                    for name, value in one.items()
+                    for name, value in self.sent(one).items()
                 }
             )
         return {"data": data}
@@ -193,7 +206,7 @@ def _generate(
 ) -> np.ndarray[Any, Any]:
     if rule.kind == "ones":
         return np.ones(shape, dtype=dtype)
-    if rule.kind == "zeros":
+    if rule.kind in ("zeros", "state"):
         return np.zeros(shape, dtype=dtype)
     if rule.kind == "positions":
         length = shape[-1] if shape else 1
@@ -221,10 +234,10 @@ def _derived_rule(
     is_int = not spec.is_float and dtype != "TYPE_BOOL"
     if state_of is not None:
         reason = (
-            f"a state input: output '{state_of}' gives its next value; zeros, the start of a "
-            "sequence, so every request is a sequence's first"
+            f"a state input: output '{state_of}' gives its next value; the server keeps it per "
+            "sequence (Triton's sequence batcher), starting from zeros; a client never sends it"
         )
-        return InputRule(name, dtype, shape, "zeros", reason)
+        return InputRule(name, dtype, shape, "state", reason)
     if _MASK_RE.search(name):
         return InputRule(name, dtype, shape, "ones", "named like a mask: nothing masked out")
     if _TYPE_RE.search(name) and dtype != "TYPE_BOOL":
@@ -291,19 +304,48 @@ def derive_inputs(
             capped = f", capped at {bound[0]}: the position table of Gather '{bound[1]}' has " + (
                 f"{bound[0]} rows"
             )
+    states = {t.input: t for t in state_tensors(info)}
+    stream = ""
+    if states:
+        dims_by_input, stream = _one_stream(dims_by_input, overrides, states)
     resolved, note = resolve_dims(dims_by_input, overrides, dynamic_dim, dynamic_source + capped)
-    states = state_pairs(info)
+    note = "; ".join(filter(None, [note, stream]))
     rules = tuple(
         _derived_rule(
             spec,
             resolved[spec.name],
             bounds.get(spec.name),
             controls.get(spec.name),
-            states.get(spec.name),
+            states[spec.name].output if spec.name in states else None,
         )
         for spec in info.inputs
     )
     return ModelInputs(rules, info.batched, note)
+
+
+def _one_stream(
+    dims_by_input: dict[str, list[int | str]],
+    overrides: dict[str, tuple[int, ...]],
+    states: dict[str, StateTensor],
+) -> tuple[dict[str, list[int | str]], str]:
+    """A model that carries state serves one stream per sequence: each state starts at its
+    ``state_shape``, and an input's open leading dim (the stream's batch) is 1. The graph's
+    dims with those set, and the note that says so ("" where no input had one)."""
+    dims = dict(dims_by_input)
+    leading = []
+    for name, graph in dims_by_input.items():
+        if name in states:
+            dims[name] = list(states[name].shape)
+        elif name not in overrides and len(graph) >= 2 and isinstance(graph[0], str):
+            dims[name] = [1, *graph[1:]]
+            leading.append(name)
+    note = (
+        f"the open leading dim of {', '.join(leading)} = 1 (the model carries state: a request "
+        "is one stream's next chunk)"
+        if leading
+        else ""
+    )
+    return dims, note
 
 
 def with_dynamic_dim(inputs: ModelInputs, info: OnnxModelInfo, length: int) -> ModelInputs:

@@ -8,15 +8,18 @@ the stem names a state (``state``, ``hidden``, ``cell``, ``h``, ``c``, ``mem``, 
 ``context``), ``x_in``/``x_out``, ``in_x``/``out_x``, ``x``/``x_out``, ``x``/``x_new``,
 ``x``/``x_next`` (a denoiser's ``audio``/``audio_out`` is not a state). A growing cache
 (``past_key_values``/``present``: its output is longer than its input) is not one.
-``state_pairs`` finds them; :mod:`tritonlab.models.inputs` sends a state input zeros (the start
-of a sequence) and says which output it pairs with.
+``state_pairs`` finds them. Such a model is served with Triton's sequence batcher
+(``repository/config.py``): the state tensors leave the served interface, the backend adapter
+keeps each sequence's state (``state_tensors`` says what it starts from: zeros, each dim the
+graph leaves open at 1, one stream), and a client sends only the other inputs.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
 
-from tritonlab.models.inspect import OnnxModelInfo, TensorSpec
+from tritonlab.models.inspect import TRITON_TO_NUMPY, OnnxModelInfo, TensorSpec
 
 # (input suffix, output suffix) after a common stem: these name a state whatever the stem.
 _STATE_SUFFIXES = (("", "n"), ("", "N"), ("0", "n"), ("0", "N"), ("_0", "_n"))
@@ -73,3 +76,55 @@ def state_pairs(info: OnnxModelInfo) -> dict[str, str]:
                 taken.add(out.name)
                 break
     return pairs
+
+
+@dataclass(frozen=True)
+class StateTensor:
+    """One state pair as served: the input, the output that gives its next value, and the
+    state a sequence starts from (zeros of ``shape`` in ``dtype``, a numpy name)."""
+
+    input: str
+    output: str
+    shape: tuple[int, ...]
+    dtype: str
+
+    def to_json(self) -> dict[str, object]:
+        """As the adapter's config parameter holds it."""
+        return {
+            "input": self.input,
+            "output": self.output,
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+        }
+
+
+def state_shape(spec: TensorSpec) -> tuple[int, ...]:
+    """The shape a state starts at: the graph's dims, each open one at 1 (one stream: in the
+    streaming models seen, the open dim of a state is its batch)."""
+    return tuple(d if d > 0 else 1 for d in spec.dims)
+
+
+def state_tensors(info: OnnxModelInfo) -> tuple[StateTensor, ...]:
+    """The model's state pairs as served (empty: a stateless model), in input order. Only an
+    ONNX graph is read for them: a user's repository model is served as its config says."""
+    if not info.runs_onnx or info.source is not None:
+        return ()
+    pairs = state_pairs(info)
+    return tuple(
+        StateTensor(s.name, pairs[s.name], state_shape(s), TRITON_TO_NUMPY[s.triton_dtype])
+        for s in info.inputs
+        if s.name in pairs
+    )
+
+
+def served_view(info: OnnxModelInfo) -> OnnxModelInfo:
+    """``info`` as a client sees it served: without the state inputs and outputs."""
+    states = state_tensors(info)
+    if not states:
+        return info
+    hidden = {t.input for t in states} | {t.output for t in states}
+    return replace(
+        info,
+        inputs=tuple(s for s in info.inputs if s.name not in hidden),
+        outputs=tuple(s for s in info.outputs if s.name not in hidden),
+    )

@@ -60,6 +60,10 @@ class PerfSettings(Record):
     # Replayed traffic instead: perf_analyzer's --request-intervals file (µs, one per line).
     request_intervals: str | None = later()
     request_distribution: Distribution = later("poisson")
+    # A model served by the sequence batcher: perf_analyzer sends sequences of exactly this many
+    # requests (``--sequence-length``, no variation); each concurrent request stream is one
+    # sequence at a time. None: not a sequence load (perf_analyzer's own default, 20 +/- 20%).
+    requests_per_sequence: int | None = later()
 
     @property
     def arrivals(self) -> Arrivals:
@@ -115,6 +119,9 @@ class PerfSettings(Record):
             args.append("--async")
         if self.input_data is not None:
             args += ["--input-data", self.input_data]
+        if self.requests_per_sequence is not None:
+            args += ["--sequence-length", str(self.requests_per_sequence)]
+            args += ["--sequence-length-variation", "0"]
         for name, shape in sorted(self.input_shapes.items()):
             args += ["--shape", f"{name}:{','.join(str(d) for d in shape)}"]
         return args

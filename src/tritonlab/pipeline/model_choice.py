@@ -142,7 +142,7 @@ def probe_steps(
                 concurrency=concurrency,
                 measurement_interval_ms=PROBE_WINDOW_MS,
                 stability_percentage=PROBE_STABILITY_PCT,
-                input_shapes={k: v for k, v in inputs.shapes.items() if k in dynamic},
+                input_shapes={k: v for k, v in inputs.sent_shapes.items() if k in dynamic},
                 input_data=str(data),
             )
             names = [(model_name, model.model_name), *model.called]

@@ -41,11 +41,13 @@ from tritonlab.experiments.plan_file import engine_repeats, with_engine_controls
 from tritonlab.experiments.repository_plan import repository_baseline, repository_plan
 from tritonlab.experiments.run_folder import claim, discard_results, open_run_folder
 from tritonlab.experiments.runner import ClusterOpener, OpenLoopRates, RunOutcome, run_experiment
+from tritonlab.experiments.sequence_plan import sequence_plan, without_batching
 from tritonlab.experiments.session import InputFiles, ProgressCallback
 from tritonlab.experiments.store import load_manifest, set_aside_cells
 from tritonlab.models.inputs import ModelInputs, with_dynamic_dim
 from tritonlab.models.inspect import OnnxModelInfo, check_with_onnxruntime, inspect_onnx
 from tritonlab.models.shape_probe import checked_inputs
+from tritonlab.models.state_pairs import state_tensors
 from tritonlab.paths import portable_path
 from tritonlab.perf.in_process import time_in_process
 from tritonlab.perf.locate import locate_perf_analyzer
@@ -206,7 +208,9 @@ def default_plan(
     ``seed``: the seed's four (batching and instances); ``compute``: threads x instances;
     ``backends``: onnxruntime against OpenVINO (f32 and bf16), with and without batching;
     ``auto`` times one batch-1 execution in-process and picks ``compute`` above
-    ``COMPUTE_BOUND_US``. A model without a batch axis loses its batching variants.
+    ``COMPUTE_BOUND_US``. A model without a batch axis loses its batching variants. A model
+    that carries state compares the sequence batcher's strategies under ``auto``
+    (``sequence_plan``), and loses its batching variants under the others.
     """
     check_choice("--configs", configs, CONFIG_SETS)
     cores = available_cores()
@@ -217,6 +221,10 @@ def default_plan(
                 "leave --configs at auto, or write a plan file for `tritonlab sweep`"
             )
         plan = repository_plan(info.source, repository_baseline(info), basics)
+        return replace(plan, variants=with_engine_controls(plan.variants, plan.measurement.engine))
+    states = state_tensors(info)
+    if states and configs == "auto":  # how sequences share the instances decides its serving
+        plan = sequence_plan(basics, states, info.batched)
         return replace(plan, variants=with_engine_controls(plan.variants, plan.measurement.engine))
     notes: list[str] = []
     stored = _stored_auto_choice(resume_dir) if configs == "auto" else None
@@ -246,6 +254,8 @@ def default_plan(
         plan = seed_comparison_plan(basics)
     plan = replace(plan, notes=tuple(notes))
     plan = plan if info.batched else for_unbatched_model(plan, cores)
+    if states:
+        plan = without_batching(plan, states, info.batched)
     return replace(plan, variants=with_engine_controls(plan.variants, plan.measurement.engine))
 
 
@@ -374,7 +384,7 @@ def write_scripts(
         )
     load_inputs = InputFiles(inputs, info, run_dir).for_load(plan.loads[0])
     data, intervals = (
-        portable_path(Path(f), run_dir) if f else None
+        portable_path(Path(f), run_dir, cwd=Path.cwd()) if f else None
         for f in (load_inputs.data_file, load_inputs.intervals_file)
     )
     write_project_files(

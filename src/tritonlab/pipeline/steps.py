@@ -11,12 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tritonlab import gateway
-from tritonlab.client.infer import InferCheck, infer_and_check
+from tritonlab.client.answer_check import check_answer
+from tritonlab.client.infer import InferCheck
 from tritonlab.errors import ServerError, TritonlabError
 from tritonlab.experiments.repository_plan import own_baseline
+from tritonlab.experiments.sequence_plan import REQUESTS_PER_SEQUENCE
 from tritonlab.models.inputs import ModelInputs
 from tritonlab.models.inspect import OnnxModelInfo
 from tritonlab.models.shape_probe import checked_shapes
+from tritonlab.models.state_pairs import state_tensors
 from tritonlab.perf.locate import locate_perf_analyzer
 from tritonlab.perf.runner import PerfRun, run_perf
 from tritonlab.perf.settings import ARRIVALS, PROTOCOLS, PerfSettings
@@ -169,7 +172,7 @@ def infer_step(
     with served_model(model, name, variant or step_variant(), options, info=info) as served:
         inputs = checked_shapes(served.info, shapes, input_data)
         checks = tuple(
-            infer_and_check(
+            check_answer(
                 served.server,
                 served.model_name,
                 served.info,
@@ -251,10 +254,11 @@ def perf_step(
             request_distribution=load.request_distribution,  # narrowed by the check above
             measurement_interval_ms=load.window_ms,
             stability_percentage=load.stability_pct,
-            input_shapes={k: v for k, v in inputs.shapes.items() if k in dynamic},
+            input_shapes={k: v for k, v in inputs.sent_shapes.items() if k in dynamic},
             input_data=str(data_file),
             # open loop needs async requests (as a plan's open-loop cells have them)
             async_mode=load.request_rate_per_s is not None,
+            requests_per_sequence=REQUESTS_PER_SEQUENCE if state_tensors(info) else None,
         )
         watched = [model_name, *(s for _, s in served.called)]
         before = {n: StatsSnapshot.from_triton(server.model_statistics(n)) for n in watched}

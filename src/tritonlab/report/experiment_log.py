@@ -317,8 +317,13 @@ def render_experiment_log(run: RunData) -> str:
                 else ""
             )
             lines.append(
-                f"- {PROTOCOL_NAMES[check.protocol]}{served}: one request of shape "
-                f"{check.input_shapes} -> {check.output_shapes}; {check_against(check)}"
+                f"- {PROTOCOL_NAMES[check.protocol]}{served}: "
+                + (
+                    f"a sequence of {check.sequence_requests} requests, each of shape "
+                    if check.sequence_requests
+                    else "one request of shape "
+                )
+                + f"{check.input_shapes} -> {check.output_shapes}; {check_against(check)}"
                 + (
                     f"{relative} (tolerance {check.tolerance_abs:g})."
                     if check.reference != SHAPES_ONLY

@@ -41,4 +41,9 @@ def check_against(check: InferCheck) -> str:
             "output shapes and dtypes as the config declares them (no expected values: pass "
             "--reference to compare values)"
         )
-    return f"max abs diff against {check.reference} {check.max_abs_diff:.3g}"
+    over = (
+        " over the sequence (the state carried by the server and by the reference alike)"
+        if check.sequence_requests
+        else ""
+    )
+    return f"max abs diff against {check.reference} {check.max_abs_diff:.3g}{over}"

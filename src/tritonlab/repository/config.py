@@ -17,12 +17,14 @@ from tritonclient.grpc import model_config_pb2
 from tritonlab import gateway
 from tritonlab.errors import ConfigError
 from tritonlab.models.inspect import OnnxModelInfo, TensorSpec
+from tritonlab.models.state_pairs import served_view, state_tensors
 from tritonlab.repository.knobs import (
     KNOB_SECTIONS,
     THREADS_PARAMETER,
     config_additions,
     merge_sections,
 )
+from tritonlab.repository.sequence_knobs import sequence_section
 from tritonlab.repository.triton_rules import io_problem
 from tritonlab.repository.variants import ServingVariant
 
@@ -31,6 +33,14 @@ MODEL_FILENAME = "model.onnx"
 # The config parameter naming (a JSON list) the rank-0 tensors of a model without batching,
 # declared [1] to Triton; the backend adapter reshapes them (``backends/adapter.py``).
 SCALARS_PARAMETER = "tritonlab_scalar_tensors"
+# The config parameter (JSON) of a model that carries state: its state pairs (``StateTensor``)
+# and the names of the sequence batcher's control inputs; the backend adapter reads both.
+SEQUENCE_PARAMETER = "tritonlab_sequence"
+SEQUENCE_CONTROLS = {
+    "start": "TRITONLAB_SEQUENCE_START",
+    "end": "TRITONLAB_SEQUENCE_END",
+    "id": "TRITONLAB_SEQUENCE_ID",
+}
 
 
 def _tensor(spec: TensorSpec, batched: bool) -> dict[str, Any]:
@@ -116,19 +126,68 @@ def knob_sections(variant: ServingVariant, batched: bool = True) -> dict[str, An
     return merge_sections(config, config_additions(variant)) | variant.config_overrides
 
 
+def _sequence_batching(variant: ServingVariant) -> dict[str, Any]:
+    """The ``sequence_batching`` section: the knobs' settings and the control inputs through
+    which the adapter learns each request's sequence, its start and its end."""
+    controls = [
+        (SEQUENCE_CONTROLS["start"], "CONTROL_SEQUENCE_START"),
+        (SEQUENCE_CONTROLS["end"], "CONTROL_SEQUENCE_END"),
+    ]
+    control_input = [
+        {"name": name, "control": [{"kind": kind, "int32_false_true": [0, 1]}]}
+        for name, kind in controls
+    ]
+    control_input.append(
+        {
+            "name": SEQUENCE_CONTROLS["id"],
+            "control": [{"kind": "CONTROL_SEQUENCE_CORRID", "data_type": "TYPE_UINT64"}],
+        }
+    )
+    return sequence_section(variant) | {"control_input": control_input}
+
+
+def _set_sequence_knob(variant: ServingVariant) -> str | None:
+    """The sequence knob a variant sets (for a model that carries no state), else None."""
+    default = ServingVariant(variant.name, "")
+    for field in ("sequence_strategy", "max_sequence_idle_us", "max_candidate_sequences"):
+        if getattr(variant, field) != getattr(default, field):
+            return field
+    return None
+
+
 def config_dict(info: OnnxModelInfo, variant: ServingVariant, model_name: str) -> dict[str, Any]:
-    """The model configuration as a dict in protobuf's JSON mapping."""
+    """The model configuration as a dict in protobuf's JSON mapping. A model with state pairs
+    is served by the sequence batcher, its state tensors kept by the adapter, not served."""
     variant.validate(model_batches=info.batched)
+    states = state_tensors(info)
+    served = served_view(info)
     config: dict[str, Any] = {
         "name": model_name,
         "default_model_filename": MODEL_FILENAME,
-        "input": [_tensor(s, info.batched) for s in info.inputs],
-        "output": [_tensor(s, info.batched) for s in info.outputs],
+        "input": [_tensor(s, info.batched) for s in served.inputs],
+        "output": [_tensor(s, info.batched) for s in served.outputs],
     }
     sections = knob_sections(variant, info.batched)
-    if scalars := scalar_names(info):
-        parameters = sections.setdefault("parameters", {})
+    parameters = sections.setdefault("parameters", {})
+    if scalars := scalar_names(served):
         parameters[SCALARS_PARAMETER] = {"string_value": json.dumps(scalars)}
+    if states:
+        if variant.dynamic_batching:
+            raise ConfigError(
+                f"variant '{variant.name}': the model carries state ({states[0].input} -> "
+                f"{states[0].output}), so it is served by the sequence batcher; turn "
+                "dynamic_batching off (Triton runs one batcher per model)"
+            )
+        sections["sequence_batching"] = _sequence_batching(variant)
+        value = {"states": [t.to_json() for t in states], "controls": SEQUENCE_CONTROLS}
+        parameters[SEQUENCE_PARAMETER] = {"string_value": json.dumps(value, sort_keys=True)}
+    elif (field := _set_sequence_knob(variant)) is not None:
+        raise ConfigError(
+            f"variant '{variant.name}': {field} applies to a model that carries state (a state "
+            "input and output pair); this model has none, so drop it"
+        )
+    if not parameters:
+        sections.pop("parameters")
     return {"name": model_name, "backend": sections.pop("backend"), **config, **sections}
 
 

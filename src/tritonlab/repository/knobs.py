@@ -15,16 +15,25 @@ two (every configuration field has exactly one entry).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from functools import reduce
 from typing import Any
 
+from tritonlab.repository.knob_type import (
+    Change,
+    ConfigRead,
+    Knob,
+    ValueRule,
+    Wording,
+    arrow,
+    differs,
+    no_wording,
+)
+from tritonlab.repository.sequence_knobs import SEQUENCE_KNOBS
 from tritonlab.repository.variants import (
     INSTANCE_KINDS,
     MODEL_BACKENDS,
     PRECISIONS,
-    PYTHON_BACKEND,
     ServingVariant,
 )
 
@@ -35,31 +44,10 @@ NOT_KNOBS = ("name", "description", "extra_parameters", "control", "config_overr
 # room for every distinct sample perf_analyzer sends many times over.
 RESPONSE_CACHE_BYTES = 64 * 1024 * 1024
 
-Wording = Callable[[ServingVariant, ServingVariant], "str | None"]
-Change = Callable[[ServingVariant, ServingVariant], str]
-# A knob's value in a user's config.pbtxt (protobuf JSON with proto field names), given the
-# model's backend: how a repository's own configuration becomes its baseline variant.
-ConfigRead = Callable[[dict[str, Any], str], Any]
 # Threads per instance, under each backend's own parameter name (the native Triton backends on
 # an NGC container read the same keys: onnxruntime's intra_op_thread_count, and OpenVINO's
 # properties INFERENCE_NUM_THREADS / NUM_STREAMS / INFERENCE_PRECISION_HINT).
 THREADS_PARAMETER = {"onnxruntime": "intra_op_thread_count", "openvino": "INFERENCE_NUM_THREADS"}
-# The backends a knob applies to by default: the model backends and Triton's Python backend.
-ALL_BACKENDS = (*MODEL_BACKENDS, PYTHON_BACKEND)
-
-
-@dataclass(frozen=True)
-class ValueRule:
-    """What a plan's value for a knob must be: ``kind`` is bool, int, ints (a list of ints),
-    optional_int (null allowed) or choice; ``minimum`` bounds integers."""
-
-    kind: str
-    minimum: int = 0
-    choices: tuple[str, ...] = ()
-
-
-def _none(_v: ServingVariant, _b: ServingVariant) -> str | None:
-    return None
 
 
 def _fmt_delay(delay_us: int) -> str:
@@ -85,24 +73,6 @@ def _batching_change(before: ServingVariant, after: ServingVariant) -> str:
         "enabled dynamic_batching with max_queue_delay_microseconds = "
         f"{after.max_queue_delay_us}{preferred}"
     )
-
-
-def _differs(field_name: str, text: Callable[[ServingVariant], str]) -> Wording:
-    """Wording that appears only where the variant's field differs from the baseline's."""
-
-    def wording(v: ServingVariant, b: ServingVariant) -> str | None:
-        return text(v) if getattr(v, field_name) != getattr(b, field_name) else None
-
-    return wording
-
-
-def _arrow(label: str, field_name: str) -> Change:
-    """``<label> <before> -> <after>``."""
-
-    def wording(before: ServingVariant, after: ServingVariant) -> str:
-        return f"{label} {getattr(before, field_name)} -> {getattr(after, field_name)}"
-
-    return wording
 
 
 def _threads_text(v: ServingVariant) -> str:
@@ -144,33 +114,6 @@ def _read_threads(config: dict[str, Any], backend: str) -> int | None:
         raise ValueError(f"parameter {THREADS_PARAMETER[backend]} must be an integer") from None
 
 
-@dataclass(frozen=True)
-class Knob:
-    """One serving knob (see the module docstring for what each part is used for)."""
-
-    plan_name: str  # the plan file's key (Triton's config.pbtxt name)
-    field: str  # the ServingVariant field
-    label: str  # how a recommendation names it
-    value: ValueRule
-    section: str  # the top-level config.pbtxt field it writes (no config_overrides entry may)
-    slug: Wording  # part of a variant's name where it sets the knob, None: nothing
-    describe: Wording  # part of a variant's description, None: nothing
-    change: Change  # an explanation's wording
-    question: str | None = None  # the background of a comparison that changes only this knob
-    batcher: bool = False  # a setting of the dynamic batcher (meaningless with batching off)
-    plot_family: bool = False  # a delay sweep's variants share it (all but batching and delay)
-    backends: tuple[str, ...] = ALL_BACKENDS
-    config: Callable[[ServingVariant], dict[str, Any]] | None = None  # config.pbtxt additions
-    server_args: Callable[[Sequence[ServingVariant]], tuple[str, ...]] | None = None
-    # The field of tune's search space (``decisions/search_space.Knobs``) that holds it; tune moves
-    # batching, max batch, instances and threads.
-    tune_field: str | None = None
-    # Tune holds it where the user sets it (``tune --hold name=value``), and never moves it.
-    tune_held: bool = False
-    # Its value in a user's config.pbtxt (``--repository``); None: the field's default.
-    read: ConfigRead | None = None
-
-
 def _plain_choice_knob(
     name: str,
     choices: tuple[str, ...],
@@ -187,7 +130,7 @@ def _plain_choice_knob(
         name,
         ValueRule("choice", choices=choices),
         section,
-        slug=_differs(name, lambda v: str(getattr(v, name))),
+        slug=differs(name, lambda v: str(getattr(v, name))),
         describe=describe,
         change=change,
         plot_family=True,
@@ -215,9 +158,9 @@ KNOBS: tuple[Knob, ...] = (
         "max_queue_delay",
         ValueRule("int", 0),
         "dynamic_batching",
-        slug=_none,  # in the batching slug
-        describe=_none,  # in the batching head
-        change=_arrow("max_queue_delay_microseconds", "max_queue_delay_us"),
+        slug=no_wording,  # in the batching slug
+        describe=no_wording,  # in the batching head
+        change=arrow("max_queue_delay_microseconds", "max_queue_delay_us"),
         batcher=True,
         read=lambda c, _b: int(_batcher(c).get("max_queue_delay_microseconds", 0)),
     ),
@@ -247,9 +190,9 @@ KNOBS: tuple[Knob, ...] = (
         "max_batch_size",
         ValueRule("int", 1),
         "max_batch_size",
-        slug=_differs("max_batch_size", lambda v: f"max{v.max_batch_size}"),
-        describe=_differs("max_batch_size", lambda v: f"max_batch_size {v.max_batch_size}"),
-        change=_arrow("max_batch_size", "max_batch_size"),
+        slug=differs("max_batch_size", lambda v: f"max{v.max_batch_size}"),
+        describe=differs("max_batch_size", lambda v: f"max_batch_size {v.max_batch_size}"),
+        change=arrow("max_batch_size", "max_batch_size"),
         question="Does a different batch ceiling change what the batcher forms?",
         plot_family=True,
         tune_field="max_batch",
@@ -266,8 +209,8 @@ KNOBS: tuple[Knob, ...] = (
             if v.instance_count != b.instance_count or v.instance_count > 1
             else None
         ),
-        describe=_none,  # in the batching head
-        change=_arrow("instance_group count", "instance_count"),
+        describe=no_wording,  # in the batching head
+        change=arrow("instance_group count", "instance_count"),
         plot_family=True,
         tune_field="instances",
         read=lambda c, _b: int(_group(c).get("count", 0)) or 1,
@@ -278,9 +221,9 @@ KNOBS: tuple[Knob, ...] = (
         "instance_group kind",
         ValueRule("choice", choices=INSTANCE_KINDS),
         "instance_group",
-        slug=_differs("instance_kind", lambda v: v.instance_kind.removeprefix("KIND_").lower()),
-        describe=_differs("instance_kind", lambda v: v.instance_kind),
-        change=_arrow("instance_group kind", "instance_kind"),
+        slug=differs("instance_kind", lambda v: v.instance_kind.removeprefix("KIND_").lower()),
+        describe=differs("instance_kind", lambda v: v.instance_kind),
+        change=arrow("instance_group kind", "instance_kind"),
         plot_family=True,
         # KIND_AUTO (or none) runs on the CPU of a machine without a GPU
         read=lambda c, _b: "KIND_GPU" if _group(c).get("kind") == "KIND_GPU" else "KIND_CPU",
@@ -291,12 +234,12 @@ KNOBS: tuple[Knob, ...] = (
         "intra-op threads",
         ValueRule("optional_int", 0),
         "parameters",
-        slug=_differs(
+        slug=differs(
             "intra_op_threads",
             lambda v: f"t{v.intra_op_threads if v.intra_op_threads is not None else 'auto'}",
         ),
-        describe=_differs("intra_op_threads", _threads_text),
-        change=_arrow("intra_op_thread_count", "intra_op_threads"),
+        describe=differs("intra_op_threads", _threads_text),
+        change=arrow("intra_op_thread_count", "intra_op_threads"),
         question=(
             "Do more intra-op threads per instance make each execution faster, and do they "
             "serve more than the same cores given to instances?"
@@ -318,7 +261,7 @@ KNOBS: tuple[Knob, ...] = (
         "precision",
         PRECISIONS,
         "parameters",
-        describe=_none,  # in the backend's label
+        describe=no_wording,  # in the backend's label
         change=lambda b, a: f"{a.backend} precision {b.precision} -> {a.precision}",
         read=lambda c, backend: (
             _parameter(c, "INFERENCE_PRECISION_HINT") or PRECISIONS[0]
@@ -332,10 +275,10 @@ KNOBS: tuple[Knob, ...] = (
         "preserve_ordering",
         ValueRule("bool"),
         "dynamic_batching",
-        slug=_differs(
+        slug=differs(
             "preserve_ordering", lambda v: "ordered" if v.preserve_ordering else "unordered"
         ),
-        describe=_differs(
+        describe=differs(
             "preserve_ordering", lambda v: "ordered" if v.preserve_ordering else "unordered"
         ),
         change=lambda _b, a: (
@@ -356,8 +299,8 @@ KNOBS: tuple[Knob, ...] = (
         "response_cache",
         ValueRule("bool"),
         "response_cache",
-        slug=_differs("response_cache", lambda v: "cache" if v.response_cache else "nocache"),
-        describe=_differs(
+        slug=differs("response_cache", lambda v: "cache" if v.response_cache else "nocache"),
+        describe=differs(
             "response_cache", lambda v: "response cache" if v.response_cache else "no cache"
         ),
         change=lambda _b, a: (
@@ -377,6 +320,7 @@ KNOBS: tuple[Knob, ...] = (
         tune_held=True,
         read=lambda c, _b: bool((c.get("response_cache") or {}).get("enable", False)),
     ),
+    *SEQUENCE_KNOBS,
 )
 
 KNOB_BY_PLAN_NAME = {k.plan_name: k for k in KNOBS}

@@ -4,7 +4,9 @@ A variant is what one row of the experiment log changes: dynamic batching and it
 preferred batch sizes, ``max_batch_size``, the instance group's count and kind, the threads per
 instance, the backend that runs the model (onnxruntime or OpenVINO, at a stated precision) and
 the response cache; any other section of Triton's model configuration passes through as a
-``config_overrides`` entry. ``knobs.py`` holds one entry per knob: how plans, logs and tune name it.
+``config_overrides`` entry; a model that carries state is served by the sequence batcher, whose
+strategy, idle timeout and candidate sequences are knobs too. ``knobs.py`` holds one entry per
+knob: how plans, logs and tune name it.
 Validation happens here, before any server starts, with a message that names the field to change.
 """
 
@@ -31,6 +33,14 @@ PYTHON_BACKEND = "python"
 PRECISIONS = ("f32", "bf16", "f16")
 DEFAULT_PRECISION = "f32"
 DEFAULT_MAX_BATCH_SIZE = 64
+# Triton's sequence batcher strategies, for a model that carries state from request to request
+# (``models/state_pairs.py``): ``direct`` binds each sequence to one batch slot of one instance
+# until it ends; ``oldest`` keeps up to ``max_candidate_sequences`` sequences per instance and
+# runs the oldest requests among them.
+SEQUENCE_STRATEGIES = ("direct", "oldest")
+# Triton's own default: a sequence with no request for 1 s is ended and its slot freed.
+DEFAULT_SEQUENCE_IDLE_US = 1_000_000
+DEFAULT_CANDIDATE_SEQUENCES = 4
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_]*$")
 
 
@@ -59,8 +69,13 @@ class ServingVariant(Record):
     # An A/A control: the baseline's configuration again under another name. Its difference
     # from the baseline is the run's noise floor; it is never a candidate or explained.
     control: bool = later(False)
+    # The sequence batcher, used only for a model with state pairs (``repository/config.py``
+    # writes ``sequence_batching`` for it): strategy, idle timeout, and (oldest) the candidates.
+    sequence_strategy: str = later(SEQUENCE_STRATEGIES[0])
+    max_sequence_idle_us: int = later(DEFAULT_SEQUENCE_IDLE_US)
+    max_candidate_sequences: int = later(DEFAULT_CANDIDATE_SEQUENCES)
     # Sections of Triton's ModelConfig tritonlab does not model (``model_warmup``,
-    # ``optimization``, ``sequence_batching``, ...), in protobuf's JSON mapping, passed through
+    # ``optimization``, ...), in protobuf's JSON mapping, passed through
     # to ``config.pbtxt`` as given (``repository/config.py`` checks them against the schema).
     config_overrides: dict[str, Any] = later(factory=dict)
 
@@ -134,6 +149,16 @@ class ServingVariant(Record):
             raise ConfigError(
                 f"{where}: onnxruntime runs the graph's own types; precision {self.precision} "
                 "needs backend openvino (or export the model in that precision)"
+            )
+        if self.sequence_strategy not in SEQUENCE_STRATEGIES:
+            raise ConfigError(
+                f"{where}: sequence strategy must be one of {', '.join(SEQUENCE_STRATEGIES)}, "
+                f"got {self.sequence_strategy!r}"
+            )
+        if self.max_sequence_idle_us < 1 or self.max_candidate_sequences < 1:
+            raise ConfigError(
+                f"{where}: max_sequence_idle_microseconds and max_candidate_sequences must be "
+                f">= 1, got {self.max_sequence_idle_us} and {self.max_candidate_sequences}"
             )
         if self.backend == "openvino" and self.instance_kind == "KIND_GPU":
             raise ConfigError(
