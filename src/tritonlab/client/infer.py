@@ -250,9 +250,13 @@ def compare_outputs(
             diff = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
             if not diff <= tol:  # NaN fails too
                 raise ClientError(
-                    f"{where}output '{spec.name}' of "
-                    + (engine if against.reference == "onnxruntime" else f"'{model_name}'")
-                    + f" differs from {against.reference} by {diff:.3g} "
+                    f"{where}output '{spec.name}' "
+                    + (
+                        f"served by {engine} differs from onnxruntime in-process"
+                        if ref == "onnxruntime"
+                        else f"of '{model_name}' differs from {ref}"
+                    )
+                    + f" by {diff:.3g} "
                     f"(tolerance {tol:g}) over {protocol}"
                 )
             max_diff = max(max_diff, diff)
