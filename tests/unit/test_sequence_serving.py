@@ -156,3 +156,16 @@ def test_a_sequence_answer_that_parts_from_the_reference_names_its_request() -> 
     moved = {"prob": np.full((1, 1), 0.7, dtype=np.float32)}  # the state was not carried
     with pytest.raises(ClientError, match="request 2 of a 6-request sequence: output 'prob'"):
         compare_outputs(Result(), moved, spec, against, "request 2 of a 6-request sequence")
+
+
+def test_the_models_page_states_the_settings_the_code_uses() -> None:
+    from tritonlab.client.sequence_check import SEQUENCE_CHECK_REQUESTS
+
+    page = " ".join(
+        (Path(__file__).resolve().parents[2] / "docs" / "models.md").read_text().split()
+    )
+    assert f"sends one sequence of {SEQUENCE_CHECK_REQUESTS} requests" in page
+    assert f"perf_analyzer sends sequences of {REQUESTS_PER_SEQUENCE} requests" in page
+    assert f"--sequence-length {REQUESTS_PER_SEQUENCE} --sequence-length-variation 0" in page
+    assert f"at {CONCURRENT_SEQUENCES} open sequences" in page
+    assert f"`oldest` with {CONCURRENT_SEQUENCES} candidate sequences" in page
