@@ -60,6 +60,9 @@ def summarise_model(folder: Path) -> dict[str, Any]:
     return {
         "served": bool(run.infer_checks),
         "checked_against": sorted({c.reference for c in run.infer_checks}),
+        # a model that carries state is checked over a sequence (None: one request)
+        "sequence_requests": max((c.sequence_requests or 0 for c in run.infer_checks), default=0)
+        or None,
         "cells": len(run.cells),
         "batched": inputs.batched if inputs else None,
         "dims": inputs.dims_note if inputs else "",
@@ -71,6 +74,18 @@ def summarise_model(folder: Path) -> dict[str, Any]:
         "inputs": inputs.describe() if inputs else [],
         "throughput": words,
     }
+
+
+def _last_line(text: str) -> str:
+    return next((ln for ln in reversed(text.splitlines()) if ln.strip()), "")
+
+
+def _portable(line: str, path: Path, folder: Path) -> str:
+    """``line`` without this machine's paths: the model file as MODEL, the run folder as RUN,
+    the home folder as $HOME (the committed results name no absolute path)."""
+    for where, word in ((folder, "RUN"), (path, "MODEL"), (Path.home(), "$HOME")):
+        line = line.replace(str(where.resolve()), word).replace(str(where), word)
+    return line
 
 
 def run_model(name: str, path: Path, folder: Path) -> dict[str, Any]:
@@ -92,7 +107,7 @@ def run_model(name: str, path: Path, folder: Path) -> dict[str, Any]:
         "rc": rc,
         "wall_s": round(time.monotonic() - started, 1),
         "traceback": "Traceback (most recent call last)" in err,
-        "error": next((ln for ln in reversed(err.splitlines()) if ln.strip()), "") if rc else "",
+        "error": _portable(_last_line(err), path, folder) if rc else "",
         "servers_left": _leftover_servers(folder),
     }
     if rc == 0:
@@ -119,6 +134,8 @@ def render_md(report: dict[str, Any]) -> str:
             cells = sizes = words = "-"
         else:
             served = "yes, answers = " + ", ".join(r["checked_against"])
+            if r.get("sequence_requests"):
+                served += f" over a {r['sequence_requests']}-request sequence (state kept)"
             cells = str(r["cells"])
             sizes = "; ".join(filter(None, [r["dims"], *r["controls"]])) or "fixed by the graph"
             words = "; ".join(r["throughput"]) or "-"
