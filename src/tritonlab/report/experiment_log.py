@@ -8,9 +8,11 @@ of the files in the run folder, so ``tritonlab report`` rebuilds it byte for byt
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tritonlab.experiments.manifest import FaultRecord
+from tritonlab.experiments.store import CellResult
 from tritonlab.explanation.cost_model import CostModel
 from tritonlab.explanation.explain import Analysis, VariantReport
 from tritonlab.explanation.operators import operator_paragraph
@@ -21,6 +23,7 @@ from tritonlab.perf.settings import PerfSettings
 if TYPE_CHECKING:
     from tritonlab.experiments.manifest import Manifest
 from tritonlab.client.infer import SHAPES_ONLY
+from tritonlab.report.conditions_text import measurement_line
 from tritonlab.report.cost_model_text import cost_model_section
 from tritonlab.report.efficiency_text import efficiency_section
 from tritonlab.report.engine_section import engine_lines, interference_lines, noise_floor_lines
@@ -94,9 +97,11 @@ def _sent_lines(manifest: Manifest) -> list[str]:
     return lines
 
 
-def _conditions(manifest: Manifest, analyses: list[Analysis]) -> list[str]:
+def _conditions(
+    manifest: Manifest, analyses: list[Analysis], cells: Sequence[CellResult]
+) -> list[str]:
     plan, model, machine = manifest.plan, manifest.model, manifest.machine
-    measurement, server, packages = plan.measurement, manifest.server, manifest.packages
+    server, packages = manifest.server, manifest.packages
     settings = [r.summary.settings for a in analyses for r in a.reports]
     # A batch axis only where the model has one (a run stored before ``inputs``: as before).
     lead = ["batch"] if manifest.inputs is None or manifest.inputs.batched else []
@@ -112,12 +117,7 @@ def _conditions(manifest: Manifest, analyses: list[Analysis]) -> list[str]:
         *_sent_lines(manifest),
         *(f"- Configurations: {note}" for note in plan.notes),
         _load_line(settings, len(analyses)),
-        f"- Measurement: perf_analyzer {measurement.measurement_interval_ms} ms time windows, "
-        f"stability threshold {measurement.stability_percentage:g}%, at most "
-        f"{measurement.max_trials} windows; an unstable cell is retried with a window twice "
-        f"as long. {plan.repeats} repeat{'s' if plan.repeats != 1 else ''} per "
-        "configuration, interleaved (every "
-        "configuration once, then again), one configuration loaded at a time.",
+        measurement_line(plan, cells),
         f"- Machine: {machine.cpu_model}, {machine.cpu_affinity_count} cores available, "
         f"{machine.memory_gib} GiB, {machine.os}"
         + (f", GPUs: {', '.join(machine.gpus)}" if machine.gpus else ", no GPU")
@@ -306,7 +306,7 @@ def render_experiment_log(run: RunData) -> str:
     manifest, analyses, recommendations = run.manifest, run.analyses, run.recommendations
     operators, cost_model = run.operators, run.cost_model
     lines = [f"# Experiment log: {manifest.model.name} on Triton", ""]
-    lines += _conditions(manifest, analyses) if analyses else []
+    lines += _conditions(manifest, analyses, run.cells) if analyses else []
     if run.infer_checks:
         lines += ["## Correctness check", ""]
         for check in run.infer_checks:

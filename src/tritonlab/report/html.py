@@ -32,6 +32,7 @@ from tritonlab import gateway
 from tritonlab.client.infer import SHAPES_ONLY
 from tritonlab.explanation.explain import Analysis, VariantReport
 from tritonlab.paths import PATHS_NOTE, shell_join
+from tritonlab.report.conditions_text import measurement_line
 from tritonlab.report.cost_model_text import cost_model_section
 from tritonlab.report.efficiency_text import efficiency_section
 from tritonlab.report.engine_section import engine_lines, interference_lines, noise_floor_lines
@@ -206,10 +207,12 @@ def markdown_section(lines: list[str]) -> MarkdownSection:
 
 def _condition_items(manifest: Manifest, analyses: list[Analysis]) -> list[tuple[str, str]]:
     model, machine, plan = manifest.model, manifest.machine, manifest.plan
-    server, tool, m = manifest.server, manifest.tool, plan.measurement
+    server, tool = manifest.server, manifest.tool
+    # A batch axis only where the model has one (a run stored before ``inputs``: as before).
+    lead = ["batch"] if manifest.inputs is None or manifest.inputs.batched else []
     inputs = "; ".join(
         f"{i.name} {i.triton_dtype.removeprefix('TYPE_')} "
-        f"[{', '.join(['batch', *[str(d) for d in i.dims]])}]"
+        f"[{', '.join([*lead, *[str(d) for d in i.dims]])}]"
         for i in model.inputs
     )
     items = [("Model", f"{model_source(model, code='')}; inputs: {inputs}")]
@@ -229,9 +232,9 @@ def _condition_items(manifest: Manifest, analyses: list[Analysis]) -> list[tuple
         ("Load", f"{load_text(summaries)}; perf_analyzer on the same machine"),
         (
             "Measurement",
-            f"{m.measurement_interval_ms} ms windows, stability "
-            f"{m.stability_percentage:g}%, at most {m.max_trials} windows; "
-            f"{plan.repeats} interleaved repeat(s) per configuration",
+            measurement_line(plan, [c for s in summaries for c in s.cells])
+            .removeprefix("- Measurement: ")
+            .removesuffix("."),
         ),
         (
             "Machine",

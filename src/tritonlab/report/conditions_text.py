@@ -1,0 +1,76 @@
+"""The log's "Measurement" condition, computed from the settings the stored cells carry.
+
+A fixed sentence outlived the engine it described: block-engine logs said "stability threshold
+25%, at most 8 windows, one configuration loaded at a time" where every cell ran with the check
+off, 3 windows and every configuration co-loaded (issue 36). Here each part is read from the
+cells (windows, stability, windows per cell, cells per configuration, blocks, sequences) and
+from the plan only what the cells cannot carry (the engine, the retry rule).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from tritonlab.experiments.plan import ExperimentPlan
+from tritonlab.experiments.store import CellResult
+
+# perf_analyzer's stability check is off where the threshold lets every window pass.
+STABILITY_OFF_PCT = 100.0
+
+
+def _windows(cells: Sequence[CellResult]) -> str:
+    counts = Counter(c.perf.settings.measurement_interval_ms for c in cells)
+    (usual, _), *others = counts.most_common()
+    text = f"{usual:,} ms time windows"
+    if others:
+        text += (
+            " ("
+            + ", ".join(f"{w:,} ms in {n} cell{'s' if n > 1 else ''}" for w, n in sorted(others))
+            + ")"
+        )
+    return text
+
+
+def _stability(cells: Sequence[CellResult]) -> str:
+    thresholds = sorted({c.perf.settings.stability_percentage for c in cells})
+    trials = sorted({c.perf.settings.max_trials for c in cells})
+    span = str(trials[0]) if len(trials) == 1 else f"{trials[0]}-{trials[-1]}"
+    if all(t >= STABILITY_OFF_PCT for t in thresholds):
+        return f"the stability check off ({span} windows per cell, averaged)"
+    shown = ", ".join(f"{t:g}%" for t in thresholds)
+    return f"stability threshold {shown}, at most {span} windows per cell"
+
+
+def _per_configuration(cells: Sequence[CellResult]) -> str:
+    counts = sorted(Counter((c.variant.name, c.load_key) for c in cells).values())
+    low, high = counts[0], counts[-1]
+    span = str(low) if low == high else f"{low}-{high}"
+    return f"{span} cell{'s' if high > 1 else ''} per configuration and load"
+
+
+def measurement_line(plan: ExperimentPlan, cells: Sequence[CellResult]) -> str:
+    """``- Measurement: ...`` for the log's Conditions, from ``cells`` (and the plan's engine)."""
+    if not cells:
+        return "- Measurement: no cell was measured."
+    parts = [f"perf_analyzer {_windows(cells)}", _stability(cells)]
+    if plan.measurement.engine == "classic" and plan.measurement.retries_when_unstable:
+        parts.append("an unstable cell is retried with a window twice as long")
+    parts.append(_per_configuration(cells))
+    if plan.measurement.engine == "blocks":
+        blocks = len({c.block for c in cells})
+        parts.append(
+            f"{blocks} block{'s' if blocks > 1 else ''}, every configuration co-loaded in one "
+            "server and measured once per block in a shuffled order"
+        )
+    else:
+        parts.append(
+            "interleaved (every configuration once, then again), one configuration loaded at a time"
+        )
+    lengths = sorted({n for c in cells if (n := c.perf.settings.requests_per_sequence)})
+    if lengths:
+        parts.append(
+            f"sequences of {', '.join(str(n) for n in lengths)} requests (concurrency counts "
+            "the sequences open at a time)"
+        )
+    return "- Measurement: " + "; ".join(parts) + "."

@@ -1,0 +1,65 @@
+"""The log's Measurement condition is computed from the cells (issue 36, item 1): a block-engine
+run states its own windows, the stability check off, its blocks and co-loading; a classic run
+its stability threshold, retries and one configuration at a time; each from what the cells
+carry, so a changed setting changes the sentence."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from pathlib import Path
+
+from tritonlab.experiments.store import load_cells, load_manifest
+from tritonlab.report.conditions_text import measurement_line
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _line(example: str) -> str:
+    run = EXAMPLES / example
+    return measurement_line(load_manifest(run).plan, load_cells(run))
+
+
+def test_a_block_engine_run_states_its_own_settings() -> None:
+    line = _line("simple_mlp_cache")
+    assert (
+        "stability threshold 25%" not in line and "one configuration loaded at a time" not in line
+    )
+    assert "the stability check off (3 windows per cell, averaged)" in line
+    assert "every configuration co-loaded in one server" in line
+    cells = load_cells(EXAMPLES / "simple_mlp_cache")
+    windows = Counter(c.perf.settings.measurement_interval_ms for c in cells)
+    usual = windows.most_common(1)[0][0]
+    assert line.startswith(f"- Measurement: perf_analyzer {usual:,} ms time windows")
+    assert f"{len({c.block for c in cells})} blocks" in line
+
+
+def test_a_classic_run_states_its_threshold_and_retries() -> None:
+    line = _line("simple_mlp")
+    assert "stability threshold 25%, at most 8 windows per cell" in line
+    assert "an unstable cell is retried with a window twice as long" in line
+    counts = Counter((c.variant.name, c.load_key) for c in load_cells(EXAMPLES / "simple_mlp"))
+    assert f"{max(counts.values())} cells per configuration and load" in line
+    assert load_manifest(EXAMPLES / "simple_mlp").plan.repeats == 3  # the old sentence's figure
+    assert "one configuration loaded at a time" in line and "sequences of" not in line
+
+
+def test_the_sentence_follows_the_cells() -> None:
+    run = EXAMPLES / "simple_mlp"
+    cells = load_cells(run)
+    longer = [
+        dataclasses.replace(
+            c,
+            perf=dataclasses.replace(
+                c.perf,
+                settings=dataclasses.replace(
+                    c.perf.settings, measurement_interval_ms=4000, requests_per_sequence=20
+                ),
+            ),
+        )
+        for c in cells[:2]
+    ]
+    line = measurement_line(load_manifest(run).plan, [*longer, *cells[2:]])
+    assert "2,000 ms time windows (4,000 ms in 2 cells)" in line
+    assert "sequences of 20 requests" in line
+    assert measurement_line(load_manifest(run).plan, []) == "- Measurement: no cell was measured."
