@@ -148,3 +148,12 @@ def test_serving_efficiency_of_each_configuration(cnn: RunData) -> None:
     assert "Most served throughput: 2 instances x 1 thread at grpc_b1_c4, 0.94" in lines
     assert "against the next, 1 instance x 2 threads, throughput higher" in lines
     assert efficiency_section([]) == []
+
+
+def test_a_speed_ratio_below_one_is_slower_not_faster() -> None:
+    """Issue 36 (minor): "0.84x faster" was written for a slower execution."""
+    from tritonlab.explanation.knob_rules import times
+
+    assert times(1.6) == "1.60x faster"
+    assert times(0.84) == "1.19x slower"
+    assert times(1.0) == "1.00x faster"

@@ -63,3 +63,26 @@ def test_the_sentence_follows_the_cells() -> None:
     assert "2,000 ms time windows (4,000 ms in 2 cells)" in line
     assert "sequences of 20 requests" in line
     assert measurement_line(load_manifest(run).plan, []) == "- Measurement: no cell was measured."
+
+
+def test_an_a_a_control_that_cannot_tell_is_not_said_to_show_trust() -> None:
+    """Issue 36 (minor): an open-loop control with no interval read "its verdicts can be
+    trusted as far as this control can tell"."""
+    from tritonlab.report.engine_section import noise_floor_lines
+    from tritonlab.report.run_data import load_run
+
+    run = load_run(EXAMPLES / "simple_mlp_sweep_blocks")
+    lines = noise_floor_lines(run.noise_floors, blocks=True)
+    open_loop = [ln for ln in lines if ln.startswith(("- grpc_b1_p80", "- grpc_b1_p50"))]
+    assert len(open_loop) == 2
+    assert all("this control tells nothing at this load" in ln for ln in open_loop)
+    assert not any("can be trusted" in ln for ln in open_loop)
+    closed = next(ln for ln in lines if ln.startswith("- grpc_b1_c16"))
+    assert "can be trusted as far as this control can tell" in closed
+
+
+def test_open_loop_keys_are_told_from_closed_loop_ones() -> None:
+    from tritonlab.experiments.plan import is_open_loop_key
+
+    assert all(map(is_open_loop_key, ["grpc_b1_r200", "grpc_b1_k50", "http_b1_p70", "grpc_b1_tx"]))
+    assert not any(map(is_open_loop_key, ["grpc_b1_c8", "grpc_b4_c16_s128", "not a key"]))

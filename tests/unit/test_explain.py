@@ -418,6 +418,8 @@ def test_recorded_cache_runs_word_repeated_and_fresh_inputs_apart(load: str) -> 
     text, figures = _cache_finding(_recorded("simple_mlp_cache_fresh")[load])
     assert figures["cache_hits"] == 0 and int(str(figures["cache_misses"])) > 0
     assert "never reused" in text and "inputs repeat" not in text
+    lookups = int(str(figures["cache_misses"]))
+    assert f"found no stored response (0 hits in {lookups:,} lookups" in text  # not "almost"
 
 
 def test_a_pick_served_from_the_cache_carries_its_hit_share() -> None:

@@ -52,6 +52,13 @@ class LoadKey:
         return cls(protocol, int(batch), load, int(seq) if seq else None)
 
 
+def is_open_loop_key(load_key: str) -> bool:
+    """Whether a load key names an open-loop load (a rate, a share of the peak, a trace):
+    perf_analyzer offers the requests on its own schedule, whatever the server serves."""
+    parsed = LoadKey.parse(load_key)
+    return parsed is not None and not parsed.load.startswith("c")
+
+
 def sequence_length_of(load_key: str) -> int | None:
     """The sequence length a load key names (``grpc_b1_c4_s128`` -> 128); None without one."""
     parsed = LoadKey.parse(load_key)

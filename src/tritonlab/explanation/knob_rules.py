@@ -14,6 +14,11 @@ from tritonlab.stats.verdicts import Verdict
 from tritonlab.stats.workload import same_workload
 
 
+def times(speedup: float) -> str:
+    """A speed ratio in words: ``1.60x faster``, ``1.19x slower`` (never ``0.84x faster``)."""
+    return f"{speedup:.2f}x faster" if speedup >= 1 else f"{1 / speedup:.2f}x slower"
+
+
 def threads_effect(ctx: RuleContext) -> Finding | None:
     """More (or fewer) onnxruntime threads per instance: how much faster one execution ran,
     against the in-process speedup, and what an instance-count change did at the same cores."""
@@ -42,12 +47,12 @@ def threads_effect(ctx: RuleContext) -> Finding | None:
     text = (
         f"{label0} -> {label1} onnxruntime threads per instance: throughput {verdict.phrase()}. "
         f"One execution took {e0:,.0f} -> {e1:,.0f} µs ({execution.phrase()}), "
-        f"{speedup:.2f}x faster"
+        f"{times(speedup)}"
     )
     if ctx.cost_model is not None and ctx.cost_model.speedup(t1) != 1.0:
         in_process = ctx.cost_model.speedup(t1) / ctx.cost_model.speedup(t0)
         figures["in_process_speedup"] = rounded(in_process, 2)
-        text += f", where the same threads run it {in_process:.2f}x faster in-process"
+        text += f", where the same threads run it {times(in_process)} in-process"
     text += (
         f"; the server used {r.server_cores.median or 0:.2f} -> {s.server_cores.median or 0:.2f} "
         f"cores of {ctx.cores}."
@@ -267,9 +272,14 @@ def cache_effect(ctx: RuleContext) -> Finding | None:
     }
     where = "" if cached is s else " (before, with the cache)"
     if share < 0.01:
+        found = (
+            f"no stored response ({hits or 0:,} hits in {(hits or 0) + (misses or 0):,} lookups"
+            if not hits
+            else f"almost no stored response ({hits:,} hits, {share:.1%} of the lookups"
+        )
         text = (
-            f"The response cache found almost no stored response ({share:.0%} of the "
-            f"lookups{where}, Triton's counts), as with inputs that do not repeat: whatever the "
+            f"The response cache found {found}{where}, Triton's counts), as with inputs that do "
+            "not repeat: whatever the "
             "throughput change shows is the cost of looking up and storing responses that are "
             "never reused."
         )

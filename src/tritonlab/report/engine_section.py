@@ -31,6 +31,7 @@ from tritonlab.experiments.interference import (
     disturbed_share,
     too_disturbed,
 )
+from tritonlab.experiments.plan import is_open_loop_key
 from tritonlab.experiments.rounds import StoppingRecord
 from tritonlab.experiments.store import CellResult
 from tritonlab.stats.error_rates import (
@@ -181,6 +182,13 @@ def noise_floor_lines(floors: list[NoiseFloor], blocks: bool = False) -> list[st
             verdict = (
                 "**but too many of the run's cells stayed disturbed (see Interference): its "
                 "verdicts are not to be trusted**"
+            )
+        elif not (f.throughput.has_interval or f.latency_p99.has_interval):
+            verdict = "this control tells nothing at this load (neither figure has an interval)"
+        elif is_open_loop_key(f.load_key):
+            verdict = (
+                "at an open-loop load both copies serve the rate offered, so throughput cannot "
+                "tell them apart and this control shows only that p99 did not separate them"
             )
         else:
             verdict = "its verdicts can be trusted as far as this control can tell"
