@@ -385,3 +385,25 @@ def streaming_state(path: Path) -> Path:
             _const("first", np.array(0, dtype=np.int64)),
         ],
     )
+
+
+def batched_state(path: Path) -> Path:
+    """A recurrent cell with a batch axis: ``x`` and ``h`` [batch, 8] in, ``y`` [batch, 1] and
+    ``hn`` [batch, 8] out, ``hn = tanh(h * 0.5 + x)``, ``y = sum(hn)``."""
+    nodes = [
+        helper.make_node("Mul", ["h", "half"], ["decayed"]),
+        helper.make_node("Add", ["decayed", "x"], ["mixed"]),
+        helper.make_node("Tanh", ["mixed"], ["hn"]),
+        helper.make_node("ReduceSum", ["hn", "axes_1"], ["y"], keepdims=1),
+    ]
+    return _save(
+        path,
+        "batched_state",
+        nodes,
+        [_vi("x", TensorProto.FLOAT, ["batch", 8]), _vi("h", TensorProto.FLOAT, ["batch", 8])],
+        [_vi("y", TensorProto.FLOAT, ["batch", 1]), _vi("hn", TensorProto.FLOAT, ["batch", 8])],
+        [
+            _const("half", np.array(0.5, dtype=np.float32)),
+            _const("axes_1", np.array([1], dtype=np.int64)),
+        ],
+    )

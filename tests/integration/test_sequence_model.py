@@ -70,3 +70,19 @@ def test_a_streaming_model_is_served_checked_and_measured_as_sequences(
     )
     assert client.returncode == 0, client.stdout + client.stderr
     assert "OK" in client.stdout and "output prob: shape [1, 1]" in client.stdout
+
+
+@pytest.mark.timeout(300)
+def test_a_stateful_model_with_a_batch_axis_is_served_and_measured(tmp_path: Path) -> None:
+    """The review of 81a9ab5: its state started without the batch axis, so every request
+    failed; and the serving-path probes (dynamic batching) are not for such a model."""
+    model = factory.batched_state(tmp_path / "gru.onnx")
+    out_dir = tmp_path / "gru"
+    result = run_cli(["run", str(model), "--out", str(out_dir), *FAST_RUN_FLAGS], tmp_path, 240)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "measured 4 cells, reused 0" in result.stdout
+    config = read_config(out_dir / "models" / "gru" / "config.pbtxt")
+    assert config.max_batch_size == 64 and config.sequence_batching.HasField("direct")
+    checks = read_result(out_dir / "results" / "infer_check.json")
+    assert all(c["sequence_requests"] == SEQUENCE_CHECK_REQUESTS for c in checks)
+    assert not (out_dir / "results" / "serving_path").exists()

@@ -169,3 +169,25 @@ def test_the_models_page_states_the_settings_the_code_uses() -> None:
     assert f"--sequence-length {REQUESTS_PER_SEQUENCE} --sequence-length-variation 0" in page
     assert f"at {CONCURRENT_SEQUENCES} open sequences" in page
     assert f"`oldest` with {CONCURRENT_SEQUENCES} candidate sequences" in page
+
+
+def test_a_batched_stateful_models_state_carries_its_batch_of_one(tmp_path: Path) -> None:
+    """The review of 81a9ab5: a model with a batch axis started its state without that axis,
+    so every request failed ("Invalid rank for input: h")."""
+    import numpy as np
+
+    from tritonlab.models.ort_session import cpu_session
+
+    info = inspect_onnx(factory.batched_state(tmp_path / "gru.onnx"))
+    assert info.batched
+    (state,) = state_tensors(info)
+    assert state.shape == (1, 8)  # what one request's engine run takes
+    inputs = derive_inputs(info)
+    assert inputs.shapes == {"x": (8,), "h": (8,)} and inputs.sent_shapes == {"x": (8,)}
+    session = cpu_session(info.path)
+    held = {"h": np.zeros(state.shape, dtype=state.dtype)}
+    for k in range(3):  # a sequence, the state carried as the adapter carries it
+        y, hn = session.run(["y", "hn"], inputs.batch(1, seed=k) | held)
+        assert y.shape == (1, 1) and hn.shape == state.shape
+        held = {"h": hn}
+    assert config_dict(info, ServingVariant("b", "b"), "gru")["max_batch_size"] == 64

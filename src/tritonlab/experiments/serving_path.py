@@ -31,6 +31,7 @@ from tritonlab.experiments.recovery import ATTEMPTS_PER_CELL
 from tritonlab.experiments.session import CellSession, together, unload_quietly
 from tritonlab.experiments.store import cell_path
 from tritonlab.models.inspect import OnnxModelInfo
+from tritonlab.models.state_pairs import state_tensors
 from tritonlab.repository.config import ModelConfig, config_dict, write_config
 from tritonlab.repository.layout import MODEL_VERSION, RepositoryModel, add_model
 from tritonlab.repository.variants import ServingVariant, variant_model_name
@@ -74,12 +75,13 @@ def run_probes(
     plan: ExperimentPlan, info: OnnxModelInfo
 ) -> tuple[LoadPoint, list[ServingVariant]] | None:
     """The load and the probes a run of ``plan`` on ``info`` measures; None where the
-    plan has no closed load or the model no batch axis or ONNX graph (the cost model times an
+    plan has no closed load or the model no batch axis or ONNX graph, or carries state (the
+    dynamic batcher cannot serve it; the cost model times an
     ONNX graph in-process: a Python model's or a pipeline's probes would fit nothing, and the
     log says why the cost model is absent)."""
     closed = [ld for ld in plan.loads if not ld.open_loop and ld.concurrency]
-    if not closed or not info.batched or not info.runs_onnx:
-        return None
+    if not closed or not info.batched or not info.runs_onnx or state_tensors(info):
+        return None  # (a model that carries state: its probes would batch, which it cannot)
     # the first closed-loop load, with at least 2 requests in flight
     load = replace(closed[0], concurrency=max(2, closed[0].concurrency or 2))
     return load, probe_variants(load, min(v.max_batch_size for v in plan.variants))

@@ -307,7 +307,7 @@ def derive_inputs(
     states = {t.input: t for t in state_tensors(info)}
     stream = ""
     if states:
-        dims_by_input, stream = _one_stream(dims_by_input, overrides, states)
+        dims_by_input, stream = _one_stream(dims_by_input, overrides, states, info.batched)
     resolved, note = resolve_dims(dims_by_input, overrides, dynamic_dim, dynamic_source + capped)
     note = "; ".join(filter(None, [note, stream]))
     rules = tuple(
@@ -327,6 +327,7 @@ def _one_stream(
     dims_by_input: dict[str, list[int | str]],
     overrides: dict[str, tuple[int, ...]],
     states: dict[str, StateTensor],
+    batched: bool,
 ) -> tuple[dict[str, list[int | str]], str]:
     """A model that carries state serves one stream per sequence: each state starts at its
     ``state_shape``, and an input's open leading dim (the stream's batch) is 1. The graph's
@@ -334,9 +335,11 @@ def _one_stream(
     dims = dict(dims_by_input)
     leading = []
     for name, graph in dims_by_input.items():
-        if name in states:
-            dims[name] = list(states[name].shape)
-        elif name not in overrides and len(graph) >= 2 and isinstance(graph[0], str):
+        if name in states:  # a rule's shape leaves out the batch axis the request adds
+            dims[name] = list(states[name].shape[1:] if batched else states[name].shape)
+        elif (
+            not batched and name not in overrides and len(graph) >= 2 and isinstance(graph[0], str)
+        ):
             dims[name] = [1, *graph[1:]]
             leading.append(name)
     note = (

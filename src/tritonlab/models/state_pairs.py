@@ -105,13 +105,18 @@ def state_shape(spec: TensorSpec) -> tuple[int, ...]:
 
 
 def state_tensors(info: OnnxModelInfo) -> tuple[StateTensor, ...]:
-    """The model's state pairs as served (empty: a stateless model), in input order. Only an
-    ONNX graph is read for them: a user's repository model is served as its config says."""
+    """The model's state pairs as served (empty: a stateless model), in input order; ``shape``
+    is what one request's engine run takes (with its batch of 1 where the model has a batch
+    axis, which ``TensorSpec.dims`` leave out). Only an ONNX graph is read for them: a user's
+    repository model is served as its config says."""
     if not info.runs_onnx or info.source is not None:
         return ()
     pairs = state_pairs(info)
+    lead = (1,) if info.batched else ()
     return tuple(
-        StateTensor(s.name, pairs[s.name], state_shape(s), TRITON_TO_NUMPY[s.triton_dtype])
+        StateTensor(
+            s.name, pairs[s.name], (*lead, *state_shape(s)), TRITON_TO_NUMPY[s.triton_dtype]
+        )
         for s in info.inputs
         if s.name in pairs
     )
