@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from tritonlab.cli.repository_options import RepositoryFlags
+from tritonlab.experiments.blocks import DEFAULT_MAX_BLOCKS
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.server.launch import ServerOptions
 
@@ -112,7 +113,8 @@ MaxRepeatsOpt = Annotated[
         min=1,
         help="Measure more interleaved rounds, up to this many, while a verdict the headline "
         "or the picks rest on is undecided or, with the block engine, wider than its target "
-        "(default: 40 with the block engine, 5 with the classic one; = the first rounds "
+        f"(default: {DEFAULT_MAX_BLOCKS} with the block engine, 5 with the classic one; = the "
+        "first rounds "
         "turns it off).",
     ),
 ]
@@ -122,9 +124,9 @@ AdaptiveBudgetOpt = Annotated[
         "--adaptive-budget-s",
         min=0.0,
         help="Seconds the extra rounds may take in all; a round starts only if it fits, judged "
-        "from the median cell so far (default: 150 with the block engine, and for a run or "
-        "demo no round that would take its measuring in all past 250 s; classic: 60 for a "
-        "run, 120 for a sweep). A budget given replaces both limits.",
+        "from the median cell so far (default with the block engine: for a run or demo no "
+        "round that would take its measuring in all past 250 s, for a sweep 150; classic: 60 "
+        "for a run, 120 for a sweep). A budget given replaces the default.",
     ),
 ]
 LatencyBudgetOpt = Annotated[

@@ -64,7 +64,12 @@ DEFAULT_BLOCKS = 10
 # and each reload cost a load and a warm-up of every configuration. So 0 (never) by default;
 # the benchmark keeps the comparison.
 RELOAD_EVERY_BLOCKS = 0
-DEFAULT_MAX_BLOCKS = 40
+# At most this many blocks: a run or demo is stopped by its measuring budget (below) before
+# this in all but the quietest case; 40 once stopped a quiet demo at 183 s with a headline
+# interval of ±5.3% (benchmarks/results/demo_precision.md at 202ea3c), 67 s under its budget.
+DEFAULT_MAX_BLOCKS = 60
+# Seconds of extra blocks after the planned ones, for a sweep (a run or demo has the measuring
+# budget below instead, which counts the planned blocks too).
 DEFAULT_EXTRA_BUDGET_S = 150.0
 # What a run or demo measures in all by default (``measuring_time.measuring_s``: the planned
 # blocks, the disturbed cells measured again, the warm-ups): the extra blocks stop before they

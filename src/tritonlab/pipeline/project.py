@@ -121,18 +121,23 @@ def engine_rounds(
     capped: bool = True,
 ) -> Rounds:
     """The ``Rounds`` of ``engine``: what was given, else the engine's defaults
-    (``classic_budget_s``: the classic engine's budget, which a sweep sets higher). The block
-    engine's default budget also stops the extra rounds at ``DEFAULT_MEASURING_BUDGET_S`` of
-    measuring in all where ``capped`` (a run or demo; a sweep measures as many configurations as
-    its plan names); a budget given replaces both."""
+    (``classic_budget_s``: the classic engine's budget, which a sweep sets higher). With the
+    block engine, a run or demo (``capped``) stops its extra blocks before its measuring in all
+    passes ``DEFAULT_MEASURING_BUDGET_S``; a sweep (which measures as many configurations as
+    its plan names) gives its extra blocks ``DEFAULT_EXTRA_BUDGET_S``; a budget given replaces
+    both."""
     blocks = check_choice("--engine", engine, ENGINES) == ENGINE_BLOCKS
     first = engine_repeats(engine, repeats)
     most = max_repeats if max_repeats is not None else (DEFAULT_MAX_BLOCKS if blocks else 5)
     if budget_s is not None:
         return Rounds(first, max(first, most), budget_s)
+    if blocks and capped:
+        # The measuring budget, which counts the planned blocks too, binds before the extra
+        # blocks' own could: a run or demo stops at 250 s of measuring or at ``most`` blocks.
+        budget = DEFAULT_MEASURING_BUDGET_S
+        return Rounds(first, max(first, most), budget, budget)
     if blocks:
-        measuring = DEFAULT_MEASURING_BUDGET_S if capped else None
-        return Rounds(first, max(first, most), DEFAULT_EXTRA_BUDGET_S, measuring)
+        return Rounds(first, max(first, most), DEFAULT_EXTRA_BUDGET_S)
     return Rounds(first, max(first, most), classic_budget_s)
 
 
