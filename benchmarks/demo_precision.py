@@ -105,8 +105,19 @@ def render_md(report: dict[str, Any]) -> str:
 
 
 def _trusted(run: dict[str, Any]) -> str:
-    """Whether the run called its verdicts trusted and, where not, why (its A/A control read a
-    difference in throughput or p99, or too many of its cells stayed disturbed)."""
+    """Whether the run called its verdicts trusted and, where not, why: its trust record
+    (``tritonlab.stats.run_trust``, the one its log states) where stored, else, for runs
+    summarised before it, its A/A control (a difference in throughput or p99) and whether too
+    many of its cells stayed disturbed."""
+    if run.get("trust") is not None:
+        from tritonlab.stats.run_trust import RunTrust
+
+        trust = RunTrust.from_dict(run["trust"])
+        if trust.trusted:
+            return "yes"
+        flags = [f"A/A {f.figure} {f.phrase.split(' (')[0]}" for f in trust.control_flags]
+        others = [d.split(" (")[0] for d in trust.doubts()[len(flags) :]]
+        return f"no ({trust.state}: " + ", ".join([*flags, *others]) + ")"
     floors = run.get("aa_control") or []
     if not floors:
         return "not stated"

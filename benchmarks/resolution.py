@@ -63,6 +63,7 @@ def summarise_run(run_dir: Path, engine: str, wall_s: float) -> dict[str, Any]:
         "folder": run_dir.name,
         "verdicts": verdicts,
         "aa_control": [f.to_dict() for f in run.noise_floors],
+        "trust": run.trust.to_dict(),
         "blocks": len({c.block for c in run.cells}),
         "cells": len(run.cells),
         "foreign_cores_median": statistics.median(m.foreign_cores for m in monitored)

@@ -195,8 +195,15 @@ def conditions(run: RunData) -> str:
     )
     return (
         f"Measured {m.created_utc[:10]} on {m.machine.cpu_model} ({cores} cores){commit}, "
-        f"{engine} engine, {rounds}; model `{m.model.name}`."
+        f"{engine} engine, {rounds}; model `{m.model.name}`.{trust_note(run)}"
     )
+
+
+def trust_note(run: RunData) -> str:
+    """' **Note: this run's verdicts are not to be trusted: ...**' where the run's trust
+    (``stats/run_trust.py``, the same record its log states) has a doubt; '' for a quiet run."""
+    caveat = run.trust.caveat()
+    return f" **Note: {caveat}.**" if caveat else ""
 
 
 def _headline_sentences(run: RunData) -> list[str]:
@@ -209,7 +216,7 @@ def _headline_sentences(run: RunData) -> list[str]:
         pick = run.tune.pick
         return [
             f"tune's pick: {pick.description} at concurrency {pick.concurrency}. "
-            f"Why the search stopped: {run.tune.stop_reason}"
+            f"Why the search stopped: {run.tune.stop_reason}{trust_note(run)}"
         ]
     return []
 
@@ -381,7 +388,9 @@ def readme_block() -> str:
 def _baseline_figures(run: RunData) -> str:
     """A run's baseline throughput and p99, as its summary states them."""
     s = run.analyses[0].reports[0].summary
-    return f"{s.throughput.text()} infer/s, p99 {s.latency_p99.text()} µs"
+    caveat = run.trust.caveat()
+    doubt = f" ({caveat})" if caveat else ""
+    return f"{s.throughput.text()} infer/s, p99 {s.latency_p99.text()} µs{doubt}"
 
 
 def _tune_gain(run: RunData) -> list[str]:
@@ -397,7 +406,7 @@ def _tune_gain(run: RunData) -> list[str]:
         f"infer/s over {pick.repeats} repeats (median, range), p99 "
         f"{figure_span(pick.latency_p99_us, pick.repeats, 1, ',.0f')} µs. "
         f"{len({s.configuration for s in run.tune.steps})} configurations, "
-        f"{run.tune.cells_measured} cells.",
+        f"{run.tune.cells_measured} cells.{trust_note(run)}",
         "",
     ]
 

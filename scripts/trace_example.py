@@ -47,6 +47,38 @@ def _pick(tune_dir: Path, which: str = "pick") -> dict[str, Any]:
     return dict(data[which])
 
 
+def _doubt(run_dir: Path) -> str:
+    """' **Note: ...**' where the run's trust (``tritonlab.stats.run_trust``, the record its
+    log states) has a doubt, e.g. figures resting on a minority of stable repeats."""
+    from tritonlab.report.run_data import load_run
+
+    caveat = load_run(run_dir).trust.caveat()
+    return f" **Note: {caveat}.**" if caveat else ""
+
+
+def _separated(tune_dir: Path) -> tuple[bool, str]:
+    """Whether a tune's race separated its pick from its runner-up (its stored verdict is
+    "higher" or "lower", or a tie-break on the other figure decided), and that in words."""
+    from tritonlab.stats.verdicts import VerdictRecord
+
+    data = json.loads((tune_dir / "results" / "tune.json").read_text())
+    name = "the fixed-concurrency tune" if "concurrency" in tune_dir.name else "the trace tune"
+    if data.get("verdict") is None:
+        return False, f"{name} raced no runner-up"
+    verdict = VerdictRecord.from_dict(data["verdict"])
+    pick, runner = data["pick"], data.get("runner_up") or {}
+    if data.get("tie_break") and pick.get("concurrency") != runner.get("concurrency"):
+        return False, (
+            f"{name}'s race did not separate its pick from its runner-up ({verdict.phrase()}), "
+            f"and its tie-break compared p99 at concurrency {pick.get('concurrency')} against "
+            f"{runner.get('concurrency')}, which measures the load"
+        )
+    if data.get("tie_break"):
+        return True, f"{name} broke a tie on the other figure ({data['tie_break']})"
+    clear = verdict.reading.value in ("higher", "lower")
+    return clear, f"{name}'s runner-up against its pick: {verdict.phrase()}"
+
+
 def _knobs(pick: dict[str, Any]) -> dict[str, Any]:
     """A tune pick's configuration as the plan file's knobs."""
     k = pick["configuration"]
@@ -180,7 +212,7 @@ def render(out: Path) -> str:
         f"loads ([`compare/`](compare/docs/experiment_log.md), {COMPARE_REPEATS} repeats each, "
         "classic engine; a configuration two of them share is measured once): medians over the "
         "repeats; queue and compute per request in the server (Triton's statistics); each "
-        "row's verdicts against the first row's, paired by round.",
+        "row's verdicts against the first row's, paired by round." + _doubt(compare),
         "",
     ]
     loads = list(dict.fromkeys(s.load_key for s in summaries))
@@ -212,13 +244,27 @@ def render(out: Path) -> str:
             )
         lines += ["", *_why(rows, label), ""]
     same = _knobs(fixed) == _knobs(traced)
-    lines.append(
-        "**The two tunes picked the same configuration** (the first row): under this trace "
-        "the fixed-concurrency search and the search under the trace agree; the rows below it "
-        "show what the others do under each load."
-        if same
-        else "**The two tunes picked different configurations**: the first two rows."
-    )
+    separated = [_separated(out / name) for name in ("tune_concurrency", "tune_trace")]
+    if same:
+        text = "**The two tunes picked the same configuration** (the first row)"
+        if all(sep for sep, _ in separated):
+            text += (
+                ": each separated it from its runner-up, so under this trace the "
+                "fixed-concurrency search and the search under the trace agree"
+            )
+        else:
+            text += (
+                ", but not as a decided choice: "
+                + "; ".join(why for _, why in separated)
+                + ". The same pick by two undecided races is not agreement"
+            )
+        lines.append(text + "; the rows below it show what the others do under each load.")
+    else:
+        lines.append(
+            "**The two tunes picked different configurations**: the first two rows ("
+            + "; ".join(why for _, why in separated)
+            + ")."
+        )
     lines += [
         "",
         "A fixed concurrency never has more requests in flight than the concurrency, so no "

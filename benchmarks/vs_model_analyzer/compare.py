@@ -280,15 +280,51 @@ def markdown(data: dict[str, Any]) -> str:
             f"{median_range_text(row['throughput_infer_per_s'])} | "
             f"{median_range_text(row['p99_us'], 1000, 2)} | {'yes' if meets else 'no'} |"
         )
+    twins = same_points(data)
+    lines += [
+        "",
+        *(
+            f"{a} and {b} are the same configuration at the same load ({load}): the two "
+            "tools picked one point, so their rows are two copies of it measured side by side, "
+            "and what differs between them (the p99-every-round column included) is noise, not "
+            "a difference between the tools."
+            for a, b, load in twins
+        ),
+    ]
     lines += ["", "## Verdicts (throughput at each pick's own load, paired by round)", ""]
+    same = {frozenset((a, b)) for a, b, _ in twins}
     for v in data["verdicts"]:
+        aa = (
+            " (the same configuration at the same load: an A/A comparison)"
+            if frozenset((v["tune"], v["against"])) in same
+            else ""
+        )
         lines.append(
-            f"- {v['tune']}'s throughput relative to {v['against']}'s ({v['goal']}): {v['phrase']}"
+            f"- {v['tune']}'s throughput relative to {v['against']}'s ({v['goal']}): "
+            f"{v['phrase']}{aa}"
         )
     lines += ["", "## Against the targets", ""]
     lines += [f"- {line}" for line in data["targets"]]
     lines.append("")
     return "\n".join(lines)
+
+
+def same_points(data: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(pick, pick, load) for every two picks of different tools with the same configuration
+    re-measured at the same own load: one point picked twice."""
+    serving = {p["name"]: p for p in data["picks"]}
+    own = [r for r in data["remeasured"] if r["own_load"]]
+    found = []
+    for i, a in enumerate(own):
+        for b in own[i + 1 :]:
+            pa, pb = serving[a["pick"]], serving[b["pick"]]
+            if (
+                pa["tool"] != pb["tool"]
+                and pa["serving"] == pb["serving"]
+                and a["concurrency"] == b["concurrency"]
+            ):
+                found.append((a["pick"], b["pick"], f"c{a['concurrency']}"))
+    return found
 
 
 def _within_budget(row: dict[str, Any]) -> bool:
@@ -341,8 +377,10 @@ def targets(data: dict[str, Any]) -> list[str]:
             continue
         low = (verdict["verdict"].get("ci95_change_pct") or [None, None])[0]
         met = low is not None and low >= -5.0
+        twin = any({a, b} == {tune_name, best_ma} for a, b, _ in same_points(data))
+        same = ", the same configuration at the same load: both tools picked it" if twin else ""
         out.append(
-            f"{goal}: tune's pick{budget} against the best Model Analyzer pick ({best_ma}), "
+            f"{goal}: tune's pick{budget} against the best Model Analyzer pick ({best_ma}{same}), "
             f"paired over the re-measured rounds: {verdict['phrase']}; lower bound >= -5% "
             f"{'met' if met else 'missed'}; {time_text}"
         )

@@ -152,7 +152,7 @@ class RunLayout:
     faults = _result(FAULTS_FILE, "What went wrong while measuring and how it was recovered")
     engine = _result("engine.json", "The block engine's record (seed, order, interference)")
     tune = _result("tune.json", "A tune's steps and pick")
-    summary = _result("summary.json", "The analyses the report wrote")
+    summary = _result("summary.json", "The analyses and the run's trust the report wrote")
     cost_model = _result(COST_MODEL_FILE, "The fitted serving cost model and its predictions")
     recommendations = _result(RECOMMENDATIONS_FILE, "A sweep's picks and Pareto frontier")
 

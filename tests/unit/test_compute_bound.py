@@ -92,20 +92,24 @@ def test_not_compute_bound_when_the_serving_path_dominates(cnn: RunData) -> None
     assert batching_compute_bound(_ctx(cnn, "batch_0ms_x1", None)) is None
 
 
-def test_seed_mlp_batching_is_amortised_not_compute_bound(
-    cnn: RunData, by_name: dict[str, VariantSummary]
-) -> None:
-    """Counter-example on the recorded MLP run: batching cut compute per inference by far more
-    than 10%, so even a compute-heavy cost model does not call it compute-bound."""
-    names = by_name
-    ctx = RuleContext(
+def _mlp_batching(names: dict[str, VariantSummary], model: object) -> RuleContext:
+    """The recorded MLP run's batch_0ms_x1 against its baseline, with ``model``'s costs."""
+    return RuleContext(
         names["batch_0ms_x1"],
         names["baseline"],
         names["baseline"],
         CORES,
         tuple(names.values()),
-        cnn.cost_model,
+        model,  # type: ignore[arg-type]
     )
+
+
+def test_seed_mlp_batching_is_amortised_not_compute_bound(
+    cnn: RunData, by_name: dict[str, VariantSummary]
+) -> None:
+    """Counter-example on the recorded MLP run: batching cut compute per inference by far more
+    than 10%, so even a compute-heavy cost model does not call it compute-bound."""
+    ctx = _mlp_batching(by_name, cnn.cost_model)
     assert batching_compute_bound(ctx) is None
     assert batching_amortised(ctx) is not None
 
@@ -157,3 +161,32 @@ def test_a_speed_ratio_below_one_is_slower_not_faster() -> None:
     assert times(1.6) == "1.60x faster"
     assert times(0.84) == "1.19x slower"
     assert times(1.0) == "1.00x faster"
+
+
+@pytest.mark.parametrize("intercept_us", [None, 5_000.0])
+def test_the_amortised_sentences_parts_add_up_to_its_whole(
+    cnn: RunData, by_name: dict[str, VariantSummary], intercept_us: float | None
+) -> None:
+    """Issue 36: 'of about 264 µs per execution ..., 313 µs is the serving path's fixed cost
+    and 18 µs the model's own' split an interpolated whole into a fitted line's parts. The
+    parts now come from the same functions as the whole, whatever the line's intercept."""
+    assert cnn.cost_model is not None
+    model = (
+        cnn.cost_model
+        if intercept_us is None
+        else dataclasses.replace(cnn.cost_model, serving_fixed_us=intercept_us)
+    )
+    finding = batching_amortised(_mlp_batching(by_name, model))
+    assert finding is not None
+    f = finding.figures
+    assert f["serving_us_batch1"] + f["model_us_batch1"] == pytest.approx(
+        f["model_execution_us_batch1"], abs=1.0
+    )
+    per_request, one_request = f["serving_us_per_request_batched"], f["serving_us_batch1"]
+    verb = "falls" if per_request < 0.95 * one_request else "rises"  # the CNN's: it rises
+    assert f"the serving path per request {verb} from {one_request:.0f}" in finding.text
+    assert "serving path's fixed cost" not in finding.text
+    one = round(f["model_execution_us_batch1"])
+    assert f"an execution of one request costs about {one:,.0f} µs".replace(",", "") in (
+        finding.text.replace(",", "")
+    )

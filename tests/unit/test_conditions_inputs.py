@@ -8,10 +8,15 @@ from dataclasses import replace
 from tritonlab.experiments.manifest import Manifest
 from tritonlab.models.inputs import ModelInputs
 from tritonlab.report.experiment_log import _conditions
+from tritonlab.stats.run_trust import run_trust
 
 
 def _model_line(manifest: Manifest) -> str:
-    return next(line for line in _conditions(manifest, [], []) if line.startswith("- Model:"))
+    return next(
+        line
+        for line in _conditions(manifest, [], [], run_trust([], []))
+        if line.startswith("- Model:")
+    )
 
 
 def test_a_batch_axis_is_written_only_where_the_model_has_one(seed_manifest: Manifest) -> None:

@@ -68,7 +68,7 @@ def _adaptive(run_dir: Path, cell_s: float, measuring_budget_s: float | None) ->
     repeats = AdaptiveRepeats(
         40, lambda: ([], []), DEFAULT_EXTRA_BUDGET_S, True, measuring_budget_s
     )
-    session = SimpleNamespace(cell_seconds=[cell_s] * 5)
+    session = SimpleNamespace(cell_seconds=[cell_s] * 20)
     return AdaptiveRun(session, repeats, run_dir, [], [], [], {})  # type: ignore[arg-type]
 
 
@@ -82,6 +82,18 @@ def test_a_round_that_would_pass_the_measuring_budget_does_not_start(timed_run: 
     assert "measuring past 35 s (27 s measured)" in reason
     assert "3 verdict(s) still open" in reason
     assert _adaptive(timed_run, 2.0, None)._over_budget(5, 3, started) is None
+
+
+def test_a_round_is_priced_at_the_measuring_span_per_cell_where_that_is_more(
+    timed_run: Path,
+) -> None:
+    """The span holds the gaps between cells: 27 s over 5 cells tried is 5.4 s a cell, more
+    than the 2 s median cell; five such cells do not fit 40 s (a median cell alone once let a
+    demo end 0.8 s past its 250 s)."""
+    run = _adaptive(timed_run, 2.0, 40.0)
+    run.session.cell_seconds = [2.0] * 5  # type: ignore[attr-defined]
+    reason = run._over_budget(5, 3, time.monotonic())
+    assert reason is not None and "5 cells x 5.4 s, the measuring so far per cell" in reason
 
 
 def test_the_extra_rounds_own_budget_still_stops_them(timed_run: Path) -> None:

@@ -358,10 +358,13 @@ def test_pick_says_when_its_lead_over_the_runner_up_is_not_clear() -> None:
     ]
     recs = recommend(summaries(cells), 5000, target_load_infer_per_s=1000)
     pick = recs.throughput_pick
-    # Tied within the noise, one instance each, equal median p99: the higher throughput decides.
+    # Tied within the noise, one instance each, p99 not separated: the best median stays.
     assert pick is not None and pick.point.variant == "batch_0us"
     assert pick.tie_break is not None and not pick.tie_break.overridden
-    assert decided_by(pick.tie_break) == "the higher throughput (2,150 against 2,100 infer/s)"
+    assert decided_by(pick.tie_break) == (
+        "the better median throughput, though not clearly (nothing else separated them at the "
+        "same load)"
+    )
     assert pick.verdicts["throughput"].word == "no clear difference"
     assert "not clearly above the baseline" in justification(pick, recs)
     assert pick.runner_up_verdict is not None
@@ -459,10 +462,11 @@ def test_tie_on_throughput_goes_to_fewer_instances() -> None:
     text = justification(pick, recs)
     assert "tied within the noise with the highest median throughput" in text
     assert (
-        "Tied within the noise with 1 other point on throughput (batch_0us_x2 at grpc_b1_c8; no "
-        "clear difference against the best median, batch_0us_x2 at grpc_b1_c8); chose the one "
-        "with fewer instances (1 against 2)"
+        "Not separated from 1 other point on throughput (batch_0us_x2 at grpc_b1_c8; no clear "
+        "difference against the best median, batch_0us_x2 at grpc_b1_c8; against batch_0us_x2 "
+        "at grpc_b1_c8: no clear difference ("
     ) in text
+    assert "); the tie-break took the one with fewer instances (1 against 2): it prefers" in text
     # The runner-up has the better median, but not clearly.
     assert pick.runner_up is not None and pick.runner_up.variant == "batch_0us_x2"
     assert "has the better median, but its lead is not clear given the noise" in text
@@ -480,8 +484,36 @@ def test_tie_at_equal_instances_goes_to_the_shorter_tail() -> None:
     pick = pick_recs.throughput_pick
     assert pick is not None and pick.point.variant == "batch_5000us"
     assert pick.tie_break is not None
-    assert decided_by(pick.tie_break) == "the shorter tail (median p99 3,000 against 4,500 µs)"
-    assert "chose the one with the shorter tail" in justification(pick, pick_recs)
+    assert decided_by(pick.tie_break).startswith(
+        "a clearly shorter tail at the same load (p99 lower ("
+    )
+    assert "took the one with a clearly shorter tail" in justification(pick, pick_recs)
+    data = json.loads(json.dumps(recommendations_dict(pick_recs)))["throughput_pick"]
+    assert data["tie_break"]["decisive_verdict"]["word"] == "lower"
+    assert data["tie_break"]["tie_verdict"]["word"] == "no clear difference"
+
+
+def test_a_tie_break_on_p99_compares_two_configurations_at_the_same_load_only() -> None:
+    """Issue 36: tie-breaks on p99 compared c8 against c16; in a closed loop half the
+    concurrency is about half the latency, so the figure measured the load. Two configurations
+    tied on throughput at different loads: the shorter tail at the lower load does not decide."""
+    cells = [
+        *repeats("batch_0us", [3000, 3300, 2800], [9000, 9200, 8800], concurrency=16),
+        *repeats("batch_5000us", [2900, 2950, 3100], [4500, 4600, 4400], concurrency=8),
+    ]
+    pick_recs = recommend(summaries(cells), 10_000)
+    pick = pick_recs.throughput_pick
+    assert pick is not None and pick.point.variant == "batch_0us"  # the best median stays
+    assert pick.tie_break is not None and pick.tie_break.applied
+    assert pick.tie_break.decided == "median" and pick.tie_break.decisive_verdict is None
+    # the same two at the same load: the paired p99 decides
+    same = [
+        *repeats("batch_0us", [3000, 3300, 2800], [9000, 9200, 8800], concurrency=8),
+        *repeats("batch_5000us", [2900, 2950, 3100], [4500, 4600, 4400], concurrency=8),
+    ]
+    same_pick = recommend(summaries(same), 10_000).throughput_pick
+    assert same_pick is not None and same_pick.point.variant == "batch_5000us"
+    assert same_pick.tie_break is not None and same_pick.tie_break.decided == "p99"
 
 
 def test_tie_between_concurrencies_of_one_curve_compares_throughput_directly() -> None:
@@ -493,7 +525,11 @@ def test_tie_between_concurrencies_of_one_curve_compares_throughput_directly() -
     pick = pick_recs.throughput_pick
     assert pick is not None and pick.point.concurrency == 4  # c8's 2,050 is not clearly more
     assert pick.tie_break is not None and pick.tie_break.best_by_median.concurrency == 8
-    assert "chose the one with the shorter tail" in justification(pick, pick_recs)
+    # which load to run one configuration at: its p99 at the lower load may decide
+    assert (
+        "took the one with a clearly shorter tail (grpc_b1_c4: another load of the same "
+        "configuration)"
+    ) in justification(pick, pick_recs)
 
 
 def test_a_clear_lead_is_not_overridden_by_the_tie_break() -> None:
@@ -505,7 +541,7 @@ def test_a_clear_lead_is_not_overridden_by_the_tie_break() -> None:
     pick = pick_recs.throughput_pick
     assert pick is not None and pick.point.variant == "batch_0us_x2"
     assert pick.tie_break is not None and not pick.tie_break.applied
-    assert "Tied within the noise" not in justification(pick, pick_recs)
+    assert "Not separated from" not in justification(pick, pick_recs)
     assert "beats the runner-up" in justification(pick, pick_recs)
 
 
@@ -565,7 +601,7 @@ def test_tie_on_p99_for_the_latency_pick_goes_to_fewer_instances() -> None:
     assert pick.tie_break is not None and pick.tie_break.figure == "p99"
     assert decided_by(pick.tie_break) == "fewer instances (1 against 2)"
     assert "tied within the noise with the lowest median p99" in justification(pick, recs)
-    assert "Tied within the noise with 1 other point on p99" in justification(pick, recs)
+    assert "Not separated from 1 other point on p99" in justification(pick, recs)
     # Throughput-first: 3,000 is clearly above 2,500, so no tie there.
     assert recs.throughput_pick is not None
     assert recs.throughput_pick.point.variant == "batch_0us_x2"
@@ -802,7 +838,7 @@ def test_log_section_states_the_rules() -> None:
     assert "1 operating point (batch_0us at grpc_b1_r3000) was excluded" in text
     assert "3 measured operating points (medians over repeats), 1 of them excluded" in text
     assert f"- Tie-break: {RULES['tie_break']}" in text
-    assert "fewer instances, then the shorter tail" in text
+    assert "fewer instances, then a point the other figure (p99 for a throughput pick" in text
     assert "worst repeat's p99 µs" in text
     tied = [
         *repeats("batch_0us_x2", [3000, 3300, 2800], [4000, 4200, 3900]),

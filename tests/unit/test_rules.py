@@ -315,9 +315,12 @@ def test_batching_finding_cites_the_cost_model(by_name: Names) -> None:
     c = dataclasses.replace(ctx(by_name["batch_0ms_x1"], by_name), cost_model=model)
     finding = batching_amortised(c)
     assert finding is not None
-    assert "380 µs is the serving path's fixed cost" in finding.text
-    assert "29 µs the model's own" in finding.text
-    assert finding.figures["serving_fixed_us"] == 380
+    # one request: the serving path's line at 1 (380 + 220) and the model's (29 + 6.3)
+    assert "an execution of one request costs about 635 µs, 600 µs of serving path" in (
+        finding.text
+    )
+    assert "and 35 µs of the model's own work" in finding.text
+    assert finding.figures["serving_us_batch1"] == 600
     predicted = model.execution_us(4.0) / 4.0
     assert finding.figures["predicted_compute_us_per_inference"] == pytest.approx(predicted, abs=60)
 

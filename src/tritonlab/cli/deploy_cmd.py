@@ -125,6 +125,8 @@ def deploy(
         )
         out.print(f"{chosen.source}: {chosen.variant.description}", highlight=False, markup=False)
         out.print(f"capacity {chosen.capacity_comment()}", highlight=False, markup=False)
+        if chosen.trust is not None and (caveat := chosen.trust.caveat()):
+            out.print(f"warning: {caveat}", highlight=False, markup=False)
         for warning in written.warnings:
             out.print(f"warning: {warning}", highlight=False, markup=False)
         if not no_validate:

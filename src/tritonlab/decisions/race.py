@@ -67,7 +67,9 @@ def choose(
     """(the pick, the runner-up, why a tie was broken): the race's leader by the median of its
     repeats once every contender has ``MIN_RACE_ROUNDS``, else the incumbent by the ramp figures.
     Where the race cannot separate the two on the goal's figure and the runner-up is clearly
-    better on the other one, paired by round, the runner-up is the pick: the same for less."""
+    better on the other one, paired by round, the runner-up is the pick: the same for less. Only
+    at the same concurrency: in a closed loop half the concurrency has about half the latency,
+    so the other figure at another load measures the load, not the configuration."""
     racing, _dropped = race_state(observations, goal)
     if not racing or min(len(c.race) for c in racing) < MIN_RACE_ROUNDS:
         return incumbent(observations, goal), None, None
@@ -76,7 +78,7 @@ def choose(
         return leader, None, None
     second = racing[1]
     main = race_verdict(leader, second, goal)
-    if main.word != NO_CLEAR:
+    if main.word != NO_CLEAR or leader.concurrency != second.concurrency:
         return leader, second, None
     figure, attr, better = (
         ("p99 latency", "latency_p99_us", LOWER)

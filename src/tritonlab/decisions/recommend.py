@@ -14,8 +14,11 @@ match); no statistic is computed here.
 - Throughput-first pick: the highest median throughput within the budget; latency-first pick:
   the lowest median p99 among the points carrying the target load; then the tie-break.
 - Tie-break: points whose pick figure shows "no clear difference" against the best median one,
-  within ``TIE_MARGIN_PCT`` of it, are tied with it; among them prefer fewer instances, then
-  the shorter tail, then higher throughput, then plan order (``_Picker.select``).
+  within ``TIE_MARGIN_PCT`` of it, are tied with it; among them prefer fewer instances, then a
+  point the other figure (p99 for a throughput pick, throughput for a latency pick) separates
+  clearly at the same load or as another load of the same configuration (its paired verdict;
+  two configurations' figures at different loads measure the load, not the configuration),
+  else the best median stays (``_Picker.select``).
 - Runner-up: the best qualifying point of another configuration (variant, protocol or client
   batch size; another concurrency of the same one is no alternative). Verdicts against the
   baseline are taken at the pick's load point ("not comparable" when the loads differ).
@@ -48,7 +51,7 @@ from tritonlab.decisions.recommend_records import (
 )
 from tritonlab.repository.knobs import KNOB_LABELS
 from tritonlab.stats.aggregate import VariantSummary, compare_figure
-from tritonlab.stats.verdicts import NO_CLEAR, NOT_COMPARABLE, Verdict, compare
+from tritonlab.stats.verdicts import HIGHER, LOWER, NO_CLEAR, NOT_COMPARABLE, Verdict, compare
 from tritonlab.stats.workload import same_offered_load
 
 if TYPE_CHECKING:
@@ -81,9 +84,6 @@ class _Picker:
     def by_p99(self, p: OperatingPoint) -> tuple[float, ...]:
         return (p.latency_p99_us, -p.throughput_infer_per_s, self.rank(p))
 
-    def tie_key(self, p: OperatingPoint) -> tuple[float, ...]:
-        return (p.instance_count, p.latency_p99_us, -p.throughput_infer_per_s, self.rank(p))
-
     def versus(self, figure: str, reference: OperatingPoint, subject: OperatingPoint) -> Verdict:
         """``subject`` against ``reference`` on ``figure`` ("throughput" or "p99"): two closed-loop
         points as they are, any other pair through ``compare_figure`` (loads must match)."""
@@ -105,11 +105,42 @@ class _Picker:
             if v.word == NO_CLEAR and v.has_interval and abs(v.change_pct or 0.0) <= TIE_MARGIN_PCT
         ]
         not_comparable = sum(v.word == NOT_COMPARABLE for _, v in verdicts)
-        group = sorted([best, *tied], key=self.tie_key)
-        chosen = group[0]
-        next_in_tie = group[1] if len(group) > 1 else None
-        others = sorted((p for p in group if p != chosen), key=self.rank)
-        return TieBreak(figure, best, others, chosen, next_in_tie, not_comparable)
+        if not tied:
+            return TieBreak(figure, best, [], best, None, not_comparable)
+        group = sorted([best, *tied], key=rank)
+        fewest = min(p.instance_count for p in group)
+        few = [p for p in group if p.instance_count == fewest]
+        chosen, separated = few[0], False
+        other = "p99" if figure == "throughput" else "throughput"
+        better = LOWER if other == "p99" else HIGHER
+        for c in few[1:]:
+            # a figure at another load measures the load, not the configuration: only the same
+            # load, or another load of the same configuration (which load to run it at)
+            comparable = c.load_key == chosen.load_key or _config_of(c) == _config_of(chosen)
+            if comparable and self.versus(other, chosen, c).word == better:
+                chosen, separated = c, True
+                break
+        rest = [p for p in group if p != chosen]
+        next_in_tie = min(rest, key=rank)  # the best median the rule passed over
+        decisive = None
+        if chosen.instance_count < next_in_tie.instance_count:
+            decided = "instances"
+        elif separated and next_in_tie == few[0]:
+            decided, decisive = other, self.versus(other, next_in_tie, chosen)
+        else:
+            decided = "median"
+        others = sorted(rest, key=self.rank)
+        return TieBreak(
+            figure,
+            best,
+            others,
+            chosen,
+            next_in_tie,
+            not_comparable,
+            decided,
+            self.versus(figure, next_in_tie, chosen),
+            decisive,
+        )
 
     def pick(
         self, kind: str, candidates: list[OperatingPoint], figure: str, budget_us: float

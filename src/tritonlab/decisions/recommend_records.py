@@ -16,6 +16,7 @@ from tritonlab.perf.settings import ARRIVALS, Arrivals, Distribution
 from tritonlab.records import Record, later
 from tritonlab.stats.aggregate import VariantSummary
 from tritonlab.stats.config_key import ConfigKey
+from tritonlab.stats.run_trust import RunTrust
 from tritonlab.stats.verdicts import Verdict, VerdictRecord
 
 BASELINE = "baseline"  # ExperimentPlan.validate makes the first variant the baseline
@@ -113,8 +114,16 @@ class TieBreak:
     best_by_median: OperatingPoint
     tied: list[OperatingPoint]  # the tied points other than the best by median, plan order
     chosen: OperatingPoint
-    next_in_tie: OperatingPoint | None = None  # second by the tie-break key (None: no tie)
+    next_in_tie: OperatingPoint | None = None  # the point the rule put second (None: no tie)
     not_comparable: int = 0  # qualifying points whose load cannot be compared with the best's
+    # What decided (``TIE_RULES``): "instances", the other figure ("p99" for a throughput pick,
+    # "throughput" for a latency pick) where its paired verdict at the same load separated
+    # them, else "median" (nothing separated them: the best median on the pick figure stays)
+    decided: str = ""
+    # ``chosen`` against ``next_in_tie`` on the pick figure (the tie, with its interval), and
+    # on the other figure where that decided
+    tie_verdict: Verdict | None = None
+    decisive_verdict: Verdict | None = None
 
     @property
     def applied(self) -> bool:
@@ -198,6 +207,9 @@ class Recommendations:
     # p99 against the throughput pick's, the throughput pick's throughput against the other's
     optima_p99: Verdict | None = None
     optima_throughput: Verdict | None = None
+    # the run's trust (``stats/run_trust.py``, set by ``report.run_data.load_run``): the picks
+    # and the summary line of a doubtful run carry its doubt
+    trust: RunTrust | None = None
 
     @property
     def eligible(self) -> list[OperatingPoint]:
@@ -242,6 +254,9 @@ class StoredTieBreak(Record):
     decided_by: str | None
     changed_the_pick: bool
     not_comparable_points: int
+    # the chosen point against the next on the pick figure, and on the figure that decided
+    tie_verdict: VerdictRecord | None = later()
+    decisive_verdict: VerdictRecord | None = later()
 
 
 @dataclass(frozen=True)
@@ -275,3 +290,4 @@ class StoredRecommendations(Record):
     max_rate_within_budget: dict[str, float]
     summary_line: str
     method: dict[str, str]  # the rules, in words
+    run_trust: RunTrust | None = later()

@@ -220,12 +220,17 @@ def dump_manifests(docs: list[dict[str, Any]]) -> str:
 def _provenance(pick: DeployPick, run_dir: Path) -> dict[str, str]:
     """Where the deployment came from, as annotations (string values, whatever they hold)."""
     v = pick.variant
-    return {
+    notes = {
         "tritonlab/run": run_dir.name,
         "tritonlab/pick": pick.source,
         "tritonlab/configuration": f"{v.description} ({v.name})",
         "tritonlab/measured-capacity-per-replica": pick.capacity_comment(),
     }
+    if pick.trust is not None:
+        notes["tritonlab/run-trust"] = pick.trust.state
+        if caveat := pick.trust.caveat():
+            notes["tritonlab/run-doubt"] = caveat
+    return notes
 
 
 def _labels(name: str) -> dict[str, str]:

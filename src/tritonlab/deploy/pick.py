@@ -25,6 +25,7 @@ from tritonlab.report.run_data import load_run
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.stats.aggregate import VariantSummary
 from tritonlab.stats.config_key import ConfigKey
+from tritonlab.stats.run_trust import RunTrust
 
 PICKS = ("throughput", "latency")
 
@@ -53,6 +54,8 @@ class DeployPick:
     # The capacity the replicas are sized from (``decisions.capacity``): at the p99 budget when
     # one was given, else this point as measured (no budget).
     capacity: Capacity | None = None
+    # The run's trust (``stats/run_trust.py``): a deployment sized from a doubtful run says so.
+    trust: RunTrust | None = None
 
     @property
     def budget_sized(self) -> bool:
@@ -119,7 +122,7 @@ def resolve_pick(
             else "the highest median throughput of this run (no latency budget was set)"
         )
     if p99_budget_us is None:
-        return _from_summary(manifest, summary, source, capacity_of([summary], None))
+        return _from_summary(manifest, summary, source, capacity_of([summary], None), run.trust)
     key = ConfigKey.of(summary)
     capacity = capacity_of([s for s in summaries if ConfigKey.of(s) == key], p99_budget_us)
     if capacity.point is None:
@@ -128,7 +131,7 @@ def resolve_pick(
         s for s in summaries if ConfigKey.of(s) == key and s.load_key == capacity.point.load_key
     )
     source += f", sized at the p99 budget of {p99_budget_us / 1000:g} ms"
-    return _from_summary(manifest, at, source, capacity)
+    return _from_summary(manifest, at, source, capacity, run.trust)
 
 
 def _best_summary(
@@ -144,7 +147,11 @@ def _best_summary(
 
 
 def _from_summary(
-    manifest: Manifest, summary: VariantSummary, source: str, capacity: Capacity
+    manifest: Manifest,
+    summary: VariantSummary,
+    source: str,
+    capacity: Capacity,
+    trust: RunTrust | None = None,
 ) -> DeployPick:
     settings = summary.settings
     return DeployPick(
@@ -164,6 +171,7 @@ def _from_summary(
         server_version=manifest.server.version,
         repository=_repository_source(manifest),
         capacity=capacity,
+        trust=trust,
     )
 
 

@@ -62,6 +62,18 @@ def _image_line(pick: DeployPick, f: ReadmeFacts) -> str:
     return line + "."
 
 
+def _doubt(pick: DeployPick) -> str:
+    """The run's doubt (``stats/run_trust.py``), as a paragraph after the source; '' for a
+    quiet run."""
+    caveat = pick.trust.caveat() if pick.trust is not None else ""
+    if not caveat:
+        return ""
+    return (
+        f"\n\n**Note: {one_line(caveat)}.** The capacity below was measured in that run; "
+        "measure again on a quiet machine before sizing replicas from it."
+    )
+
+
 def readme(pick: DeployPick, f: ReadmeFacts) -> str:
     """The README's text."""
     v = pick.variant
@@ -94,7 +106,7 @@ def readme(pick: DeployPick, f: ReadmeFacts) -> str:
     )
     return f"""# Deploying {pick.model_name}: {one_line(v.description)}
 
-Written by `tritonlab deploy` ({f.target}) from the run's {one_line(pick.source)}.
+Written by `tritonlab deploy` ({f.target}) from the run's {one_line(pick.source)}.{_doubt(pick)}
 
 - Capacity {one_line(pick.capacity_comment())}.
 - Replicas: {f.replicas[0]} to {f.replicas[1]}, scaled on `{QUEUE_METRIC}` (mean queue time per

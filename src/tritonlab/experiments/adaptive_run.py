@@ -120,9 +120,15 @@ class AdaptiveRun:
                 )
         if adaptive.measuring_budget_s is not None:
             measured = measuring_s(self.run_dir)
-            if measured + cells * cost > adaptive.measuring_budget_s:
+            # the measuring span also holds the gaps between cells: price a cell at least at
+            # the span so far per cell measured (a median cell alone once let a demo end at
+            # 250.8 s of a 250 s budget, benchmarks/results/demo_precision.md at 9be019b)
+            tried = len(getattr(self.session, "cell_seconds", []))
+            per_cell = max(cost, measured / tried if tried else 0.0)
+            if measured + cells * per_cell > adaptive.measuring_budget_s:
                 return (
-                    f"{round_} would take the run's measuring past "
+                    f"the next round ({cells} cells x {per_cell:.1f} s, the measuring so far "
+                    f"per cell) would take the run's measuring past "
                     f"{adaptive.measuring_budget_s:.0f} s ({measured:.0f} s measured), "
                     f"{still_open}"
                 )

@@ -134,28 +134,36 @@ def batching_amortised(ctx: RuleContext) -> Finding | None:
     if model is not None:
         requests = b1 / k
         th = s.variant.intra_op_threads
-        one = model.execution_us(1, k, th)
-        predicted = model.execution_us(requests, k, th) / (requests * k)
-        fixed = model.serving_fixed_us + model.model_fixed_us
+        # parts and whole from the same functions, so the parts add up to the whole (issue
+        # 36: the fitted line's intercept once exceeded the interpolated execution it split)
+        serving_one, model_one = model.serving_us(1), model.model_us(k, th)
+        serving_many, model_many = model.serving_us(requests), model.model_us(requests * k, th)
+        predicted = (serving_many + model_many) / (requests * k)
         figures |= {
-            "model_execution_us_batch1": rounded(one),
-            "serving_fixed_us": rounded(model.serving_fixed_us),
-            "model_fixed_us": rounded(model.model_fixed_us, 1),
+            "model_execution_us_batch1": rounded(serving_one + model_one),
+            "serving_us_batch1": rounded(serving_one),
+            "model_us_batch1": rounded(model_one, 1),
+            "serving_us_per_request_batched": rounded(serving_many / requests),
             "predicted_compute_us_per_inference": rounded(predicted),
         }
         text += (
-            f" The cost model says why: of about {one:.0f} µs per execution of one request, "
-            f"{model.serving_fixed_us:.0f} µs is the serving path's fixed cost (a null model "
-            f"through the same backend in the same run) and {model.model_fixed_us:.0f} µs "
-            "the model's own; "
-            f"batches of {requests:.1f} requests spread those {fixed:.0f} µs over "
-            f"{requests:.1f} requests (predicted {predicted:.0f} µs per inference, measured "
-            f"{c1:.0f} µs), while each request still pays "
-            f"{model.serving_per_request_us:.0f} µs of serving path and "
-            f"{model.model_per_sample_us * k:.1f} µs of model work."
+            f" The cost model says why: an execution of one request costs about "
+            f"{serving_one + model_one:.0f} µs, {serving_one:.0f} µs of serving path (a null "
+            f"model through the same backend in the same run) and {model_one:.0f} µs of the "
+            f"model's own work; one of {requests:.1f} requests about "
+            f"{serving_many + model_many:.0f} µs ({serving_many:.0f} + {model_many:.0f}), so "
+            f"the serving path per request {_moves(serving_one, serving_many / requests)} "
+            f"(predicted {predicted:.0f} µs per inference, measured {c1:.0f} µs)."
         )
     text += f" Throughput {throughput.phrase()}."
     return Finding("batching-amortised", s.variant.name, text, figures)
+
+
+def _moves(before: float, after: float) -> str:
+    """'falls from 600 to 316 µs', 'rises from ...' or 'stays at about ...' (within 5%)."""
+    if abs(after - before) <= 0.05 * before:
+        return f"stays at about {before:.0f} µs"
+    return f"{'falls' if after < before else 'rises'} from {before:.0f} to {after:.0f} µs"
 
 
 def _slower_executions(ctx: RuleContext) -> str | None:

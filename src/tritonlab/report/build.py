@@ -58,7 +58,10 @@ def write_report(run: RunData) -> BuiltReport:
     else:
         gateway.remove(paths.recommendations)
     gateway.write_text(paths.experiment_log, render_experiment_log(run))
-    write_result(paths.summary, {"analyses": [a.to_dict() for a in run.analyses]})
+    write_result(
+        paths.summary,
+        {"analyses": [a.to_dict() for a in run.analyses], "trust": run.trust.to_dict()},
+    )
     plots = write_plots(paths.root, PlotData.of(run))
     html_path = write_html_report(run, plots)
     gateway.write_text(paths.readme, project_readme(run))

@@ -1,4 +1,4 @@
-"""The log's "Measurement" condition, computed from the settings the stored cells carry.
+"""The log's "Measurement" and "Trust" conditions, computed from the stored cells.
 
 A fixed sentence outlived the engine it described: block-engine logs said "stability threshold
 25%, at most 8 windows, one configuration loaded at a time" where every cell ran with the check
@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from tritonlab.experiments.plan import ExperimentPlan
 from tritonlab.experiments.store import CellResult
+from tritonlab.stats.run_trust import RunTrust
 
 # perf_analyzer's stability check is off where the threshold lets every window pass.
 STABILITY_OFF_PCT = 100.0
@@ -74,3 +75,24 @@ def measurement_line(plan: ExperimentPlan, cells: Sequence[CellResult]) -> str:
             "the sequences open at a time)"
         )
     return "- Measurement: " + "; ".join(parts) + "."
+
+
+def trust_line(trust: RunTrust) -> str:
+    """The Conditions line that states the run's trust (``stats/run_trust.py``) once, with its
+    figures; every page that quotes the run carries the same ``caveat``."""
+    if not trust.trusted:
+        return (
+            f"- Trust: **{trust.state}**: {trust.caveat()}. The verdicts below carry this "
+            "doubt, and the pages that quote this run say so."
+        )
+    checks = []
+    if trust.controls:
+        checks.append(
+            f"the A/A control{'s' if trust.controls > 1 else ''} told no identical copies apart"
+        )
+    if trust.cells_monitored:
+        checks.append(
+            f"{trust.cells_disturbed} of {trust.cells_monitored} monitored cells were stored "
+            "disturbed"
+        )
+    return f"- Trust: quiet: {', and '.join(checks)}."

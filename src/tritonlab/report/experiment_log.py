@@ -19,11 +19,12 @@ from tritonlab.explanation.operators import operator_paragraph
 from tritonlab.paths import PATHS_NOTE, shell_join
 from tritonlab.perf.operator_profile import OperatorsRecord
 from tritonlab.perf.settings import PerfSettings
+from tritonlab.stats.run_trust import RunTrust
 
 if TYPE_CHECKING:
     from tritonlab.experiments.manifest import Manifest
 from tritonlab.client.infer import SHAPES_ONLY
-from tritonlab.report.conditions_text import measurement_line
+from tritonlab.report.conditions_text import measurement_line, trust_line
 from tritonlab.report.cost_model_text import cost_model_section
 from tritonlab.report.efficiency_text import efficiency_section
 from tritonlab.report.engine_section import engine_lines, interference_lines, noise_floor_lines
@@ -39,7 +40,7 @@ from tritonlab.report.plot_support import PROTOCOL_NAMES
 from tritonlab.report.recommend_section import recommendations_section
 from tritonlab.report.roofline_text import roofline_lines
 from tritonlab.report.run_data import RunData
-from tritonlab.report.steps_section import steps_section
+from tritonlab.report.steps_section import changed_step_line, steps_section
 from tritonlab.report.text_format import check_against, model_source, num
 from tritonlab.report.trace_section import trace_section
 from tritonlab.report.tune_section import tune_section
@@ -98,7 +99,7 @@ def _sent_lines(manifest: Manifest) -> list[str]:
 
 
 def _conditions(
-    manifest: Manifest, analyses: list[Analysis], cells: Sequence[CellResult]
+    manifest: Manifest, analyses: list[Analysis], cells: Sequence[CellResult], trust: RunTrust
 ) -> list[str]:
     plan, model, machine = manifest.plan, manifest.model, manifest.machine
     server, packages = manifest.server, manifest.packages
@@ -118,6 +119,7 @@ def _conditions(
         *(f"- Configurations: {note}" for note in plan.notes),
         _load_line(settings, len(analyses)),
         measurement_line(plan, cells),
+        trust_line(trust),
         f"- Machine: {machine.cpu_model}, {machine.cpu_affinity_count} cores available, "
         f"{machine.memory_gib} GiB, {machine.os}"
         + (f", GPUs: {', '.join(machine.gpus)}" if machine.gpus else ", no GPU")
@@ -170,7 +172,19 @@ def _table(analysis: Analysis) -> list[str]:
     return lines
 
 
-def _variant_section(r: VariantReport) -> list[str]:
+def _step_line(manifest: Manifest, analysis: Analysis, r: VariantReport) -> str:
+    """For a user's pipeline whose configurations change one step (``repository["tuned"]``),
+    that step's own batch and compute beside the measured model's counters."""
+    repository = manifest.model.repository or {}
+    step = repository.get("tuned")
+    if not step or step == repository.get("model"):
+        return ""
+    base = analysis.reports[0].summary
+    reference = None if r.summary is base else base.cells
+    return changed_step_line(str(step), r.summary.cells, reference)
+
+
+def _variant_section(r: VariantReport, step_line: str = "") -> list[str]:
     s = r.summary
     dist = ", ".join(f"{size}: {count}" for size, count in s.batch_distribution.items())
     trials = ", ".join(str(t) for t in s.trial_counts)
@@ -179,7 +193,7 @@ def _variant_section(r: VariantReport) -> list[str]:
         "",
         f"- **Background.** {r.background}",
         f"- **Action.** {r.action}",
-        f"- **Result and explanation.** {r.result}",
+        f"- **Result and explanation.** {r.result}" + (f" {step_line}" if step_line else ""),
         "",
         f"Evidence: batch sizes Triton executed (size: executions, all repeats): {dist or 'n/a'}; "
         f"per request in the server: queue {num(s.queue_us.median)} µs, compute input "
@@ -306,7 +320,7 @@ def render_experiment_log(run: RunData) -> str:
     manifest, analyses, recommendations = run.manifest, run.analyses, run.recommendations
     operators, cost_model = run.operators, run.cost_model
     lines = [f"# Experiment log: {manifest.model.name} on Triton", ""]
-    lines += _conditions(manifest, analyses, run.cells) if analyses else []
+    lines += _conditions(manifest, analyses, run.cells, run.trust) if analyses else []
     if run.infer_checks:
         lines += ["## Correctness check", ""]
         for check in run.infer_checks:
@@ -353,7 +367,11 @@ def render_experiment_log(run: RunData) -> str:
             "brackets; verdicts in the notes carry the 95% interval of the change; "
             "latencies are client-side, queue and compute are per request in the server.",
             "",
-            *(line for r in analysis.reports for line in _variant_section(r)),
+            *(
+                line
+                for r in analysis.reports
+                for line in _variant_section(r, _step_line(manifest, analysis, r))
+            ),
         ]
     if manifest.model.repository:
         labels = {v.name: v.description for v in manifest.plan.variants}

@@ -32,7 +32,7 @@ from tritonlab import gateway
 from tritonlab.client.infer import SHAPES_ONLY
 from tritonlab.explanation.explain import Analysis, VariantReport
 from tritonlab.paths import PATHS_NOTE, shell_join
-from tritonlab.report.conditions_text import measurement_line
+from tritonlab.report.conditions_text import measurement_line, trust_line
 from tritonlab.report.cost_model_text import cost_model_section
 from tritonlab.report.efficiency_text import efficiency_section
 from tritonlab.report.engine_section import engine_lines, interference_lines, noise_floor_lines
@@ -54,6 +54,7 @@ from tritonlab.report.method_section import (
 )
 from tritonlab.report.plot_support import context_line, load_rank, load_text
 from tritonlab.report.text_format import check_against, model_source
+from tritonlab.stats.run_trust import RunTrust
 from tritonlab.stats.verdicts import HIGHER, LOWER, Verdict
 
 if TYPE_CHECKING:
@@ -205,7 +206,9 @@ def markdown_section(lines: list[str]) -> MarkdownSection:
     return MarkdownSection(lines[0].removeprefix("## "), Markup(body))
 
 
-def _condition_items(manifest: Manifest, analyses: list[Analysis]) -> list[tuple[str, str]]:
+def _condition_items(
+    manifest: Manifest, analyses: list[Analysis], trust: RunTrust | None = None
+) -> list[tuple[str, str]]:
     model, machine, plan = manifest.model, manifest.machine, manifest.plan
     server, tool = manifest.server, manifest.tool
     # A batch axis only where the model has one (a run stored before ``inputs``: as before).
@@ -236,6 +239,11 @@ def _condition_items(manifest: Manifest, analyses: list[Analysis]) -> list[tuple
             .removeprefix("- Measurement: ")
             .removesuffix("."),
         ),
+        *(
+            [("Trust", trust_line(trust).removeprefix("- Trust: ").replace("**", ""))]
+            if trust is not None
+            else []
+        ),
         (
             "Machine",
             f"{machine.cpu_model}, {machine.cpu_affinity_count} cores available, "
@@ -254,12 +262,15 @@ def _condition_items(manifest: Manifest, analyses: list[Analysis]) -> list[tuple
 
 
 def conditions(
-    manifest: Manifest, analyses: list[Analysis], checks: list[InferCheck]
+    manifest: Manifest,
+    analyses: list[Analysis],
+    checks: list[InferCheck],
+    trust: RunTrust | None = None,
 ) -> Conditions:
     """Machine, versions, date, the correctness checks and the exact commands of the run."""
     server = manifest.server
     return Conditions(
-        _condition_items(manifest, analyses),
+        _condition_items(manifest, analyses, trust),
         [
             CheckLine(
                 protocol_name(c.protocol),
@@ -362,7 +373,7 @@ def html_page(run: RunData, plots: dict[str, Path]) -> Page:
                 run.cost_model, run.predictions, run.unfitted_loads, graph=manifest.model.is_graph
             )
         ),
-        conditions=conditions(manifest, analyses, run.infer_checks),
+        conditions=conditions(manifest, analyses, run.infer_checks, run.trust),
         method=_method(run, analyses),
     )
     page.sections.extend(_sections(page, bool(run.efficiencies)))

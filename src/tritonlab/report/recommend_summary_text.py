@@ -23,6 +23,7 @@ from tritonlab.report.recommend_text import (
     FELL_BEHIND_REASON,
     TIE_BREAK_ORDER,
     decided_by,
+    doubt_sentence,
     exclusion_note,
     justification,
     n_of,
@@ -159,21 +160,31 @@ def summary_line(recs: Recommendations) -> str:
         choices.append(
             f"'{p.description}' for throughput-first use ({p.throughput_infer_per_s:,.0f} "
             f"infer/s{vs}, p99 {p.latency_p99_us:,.0f} µs with every repeat within a "
-            f"{budget_us:,.0f} µs budget)"
+            f"{budget_us:,.0f} µs budget{_level_with(recs.throughput_pick)})"
         )
     if recs.latency_pick is not None and target is not None:
         p = recs.latency_pick.point
         choices.append(
             f"'{p.description}' for latency-first use (p99 {p.latency_p99_us:,.0f} µs while "
-            f"carrying {p.throughput_infer_per_s:,.0f} infer/s, target {target:,.0f})"
+            f"carrying {p.throughput_infer_per_s:,.0f} infer/s, target {target:,.0f}"
+            f"{_level_with(recs.latency_pick)})"
         )
     if not choices:
         return action + "; no configuration met the latency budget or the target load."
-    return f"{action}; chose {' and '.join(choices)}: {_two_goals(recs)}."
+    return f"{action}; chose {' and '.join(choices)}: {_two_goals(recs)}.{doubt_sentence(recs)}"
 
 
 def _ref(p: OperatingPoint) -> dict[str, Any]:
     return {"variant": p.variant, "load_key": p.load_key}
+
+
+def _level_with(pick: Pick) -> str:
+    """'; not separated from the runner-up 'X' (no clear difference (...))' where the pick's
+    verdict against its runner-up is not clear; '' where it leads clearly or has none."""
+    runner, verdict = pick.runner_up, pick.runner_up_verdict
+    if runner is None or verdict is None or verdict.clear:
+        return ""
+    return f"; not separated from the runner-up '{runner.description}': {verdict.phrase()}"
 
 
 def tie_break_dict(tb: TieBreak) -> dict[str, Any]:
@@ -188,6 +199,8 @@ def tie_break_dict(tb: TieBreak) -> dict[str, Any]:
         "decided_by": decided_by(tb) or None,
         "changed_the_pick": tb.overridden,
         "not_comparable_points": tb.not_comparable,
+        **({"tie_verdict": tb.tie_verdict.to_dict()} if tb.tie_verdict else {}),
+        **({"decisive_verdict": tb.decisive_verdict.to_dict()} if tb.decisive_verdict else {}),
     }
 
 
@@ -219,6 +232,7 @@ def recommendations_dict(recs: Recommendations) -> dict[str, Any]:
         "knees": {str(k): v for k, v in recs.knees.items()},
         "max_rate_within_budget": {str(k): v for k, v in recs.max_rate_within_budget.items()},
         "summary_line": summary_line(recs),
+        **({"run_trust": recs.trust.to_dict()} if recs.trust is not None else {}),
         "method": {
             **RULES,
             "figures": "medians over repeats with the repeats' max p99 per point; verdicts "

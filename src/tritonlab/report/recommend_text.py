@@ -21,8 +21,10 @@ FELL_BEHIND_REASON = (
     "was not really offered"
 )
 TIE_BREAK_ORDER = (
-    "fewer instances, then the shorter tail (lower median p99), then higher median throughput, "
-    "then plan order"
+    "fewer instances, then a point the other figure (p99 for a throughput pick, throughput for "
+    "a latency pick) separates clearly at the same load or as another load of the same "
+    "configuration (its paired verdict; two configurations' figures at different loads "
+    "measure the load), else the best median stays"
 )
 
 
@@ -80,23 +82,28 @@ def _length_note(recs: Recommendations) -> str:
 
 
 def decided_by(tb: TieBreak) -> str:
-    """Which tie-break key put the chosen point ahead of the next ('' when nothing was tied)."""
+    """Which rule put the chosen point ahead of the next ('' when nothing was tied)."""
     chosen, next_best = tb.chosen, tb.next_in_tie
     if next_best is None:
         return ""
-    if chosen.instance_count != next_best.instance_count:
+    if tb.decided == "instances":
         return f"fewer instances ({chosen.instance_count} against {next_best.instance_count})"
-    if chosen.latency_p99_us != next_best.latency_p99_us:
-        return (
-            f"the shorter tail (median p99 {chosen.latency_p99_us:,.0f} against "
-            f"{next_best.latency_p99_us:,.0f} µs)"
+    if tb.decisive_verdict is not None:
+        name = "tail" if tb.decided == "p99" else "throughput"
+        where = (
+            "at the same load"
+            if chosen.load_key == next_best.load_key
+            else f"({chosen.load_key}: another load of the same configuration)"
         )
-    if chosen.throughput_infer_per_s != next_best.throughput_infer_per_s:
         return (
-            f"the higher throughput ({chosen.throughput_infer_per_s:,.0f} against "
-            f"{next_best.throughput_infer_per_s:,.0f} infer/s)"
+            f"a clearly {'shorter' if name == 'tail' else 'higher'} {name} {where} "
+            f"({'p99' if name == 'tail' else 'throughput'} {tb.decisive_verdict.phrase()})"
         )
-    return "the first place in plan order (nothing else told them apart)"
+    figure = "throughput" if tb.figure == "throughput" else "p99"
+    return (
+        f"the better median {figure}, though not clearly (nothing else separated them at the "
+        "same load)"
+    )
 
 
 def _tie_sentence(tb: TieBreak | None) -> str:
@@ -107,10 +114,15 @@ def _tie_sentence(tb: TieBreak | None) -> str:
         if not tb.overridden
         else f"no clear difference against the best median, {short(tb.best_by_median)}"
     )
+    tie = (
+        f"; against {short(tb.next_in_tie)}: {tb.tie_verdict.phrase()}"
+        if tb.tie_verdict is not None and tb.next_in_tie is not None
+        else ""
+    )
     return (
-        f" Tied within the noise with {n_of(len(tb.tied), 'other point')} on {tb.figure} "
-        f"({_names(tb.tied)}; {best}); chose the one with {decided_by(tb)}, as the tie-break "
-        f"prefers {TIE_BREAK_ORDER}."
+        f" Not separated from {n_of(len(tb.tied), 'other point')} on {tb.figure} "
+        f"({_names(tb.tied)}; {best}{tie}); the tie-break took the one with "
+        f"{decided_by(tb)}: it prefers {TIE_BREAK_ORDER}."
     )
 
 
@@ -289,7 +301,15 @@ def justification(pick: Pick, recs: Recommendations) -> str:
         + " "
         + _runner_up_sentence(pick)
         + _cache_caveat(pick.point)
+        + doubt_sentence(recs, "this pick rests")
     )
+
+
+def doubt_sentence(recs: Recommendations, rests: str = "the picks rest") -> str:
+    """' Note: this run's verdicts are not to be trusted: ...' where the run's trust
+    (``stats/run_trust.py``) has a doubt; '' for a quiet run."""
+    caveat = recs.trust.caveat() if recs.trust is not None else ""
+    return f" Note: {caveat}; {rests} on its verdicts." if caveat else ""
 
 
 def _cache_caveat(p: OperatingPoint) -> str:

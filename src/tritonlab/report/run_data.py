@@ -35,6 +35,7 @@ from tritonlab.result_files import load_record, load_records
 from tritonlab.run_layout import SERVING_PATH_DIR, RunLayout
 from tritonlab.stats.aggregate import VariantSummary, summarise
 from tritonlab.stats.noise_floor import NoiseFloor, noise_floors
+from tritonlab.stats.run_trust import RunTrust, run_trust
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,8 @@ class RunData:
     engine: EngineRecord | None = None  # results/engine.json of a block-engine run
     stopping: StoppingRecord | None = None  # results/stopping.json: why extra rounds stopped
     noise_floors: list[NoiseFloor] = field(default_factory=list)  # the A/A controls
+    # the run's trust, computed once from its cells and controls; every quote of it carries it
+    trust: RunTrust = field(default_factory=lambda: run_trust([], []))
     # load keys whose rows sent other input shapes than the cost model was fitted at
     unfitted_loads: list[str] = field(default_factory=list)
 
@@ -136,6 +139,8 @@ def load_run(run_dir: Path) -> RunData:
     # the cost model prices model executions at the shapes it was timed at; a response from
     # the cache runs none, and a row at another sequence length is other work
     priced = [s for s in summaries if not s.cache_hits]
+    floors = noise_floors(cells)
+    trust = run_trust(cells, floors)
     return RunData(
         paths=paths,
         manifest=manifest,
@@ -149,11 +154,16 @@ def load_run(run_dir: Path) -> RunData:
         unfitted_loads=(
             list(dict.fromkeys(s.load_key for s in priced if not model.fits(s))) if model else []
         ),
-        recommendations=recommendations_from_manifest(manifest, summaries),
+        recommendations=(
+            replace(recs, trust=trust)
+            if (recs := recommendations_from_manifest(manifest, summaries)) is not None
+            else None
+        ),
         efficiencies=serving_efficiency(summaries, parse_ceilings(operators)),
         faults=load_faults(run_dir),
         tune=load_record(paths.tune, TuneRecord),
         engine=load_engine_record(run_dir),
         stopping=load_record(paths.stopping, StoppingRecord),
-        noise_floors=noise_floors(cells),
+        noise_floors=floors,
+        trust=trust,
     )

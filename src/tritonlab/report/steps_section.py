@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from tritonlab.experiments.store import CellResult
 from tritonlab.explanation.steps import StepsAtLoad, binding_step, queue_growth, steps_table
 from tritonlab.report.text_format import num
+from tritonlab.stats.summary import Summary
+from tritonlab.stats.verdicts import compare
 
 # Shares closer than this (in points of the total) are called close, not one step binding.
 CLOSE_SHARE = 0.10
@@ -34,45 +36,57 @@ def _share_sentence(row: StepsAtLoad, label: str) -> str:
     )
 
 
-def _attribution(kind: str, cells: Sequence[CellResult]) -> list[str]:
-    """What Triton's statistics attribute to the measured model itself, and what they cannot."""
-    served = [
-        (c.steps, s) for c in cells if c.steps and (s := c.server) is not None and s.request_count
-    ]
-    if not served:
-        return []
-    own = [
-        s.compute_us_per_request if kind == "bls" else s.request_us_per_request for _, s in served
-    ]
-    called = [
-        sum(
+def _attribution(
+    kind: str, cells: Sequence[CellResult], labels: dict[str, str] | None = None
+) -> list[str]:
+    """What Triton's statistics attribute to the measured model itself, and what they cannot:
+    per configuration and load, the median over its cells of each cell's own figures (a
+    difference of medians pooled over configurations is no configuration's, issue 36)."""
+    groups: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for c in cells:
+        if not c.steps or (s := c.server) is None or not s.request_count:
+            continue
+        own = s.compute_us_per_request if kind == "bls" else s.request_us_per_request
+        called = sum(
             (d.queue_us_per_request + d.compute_us_per_request)
             * (d.request_count / s.request_count)
-            for d in steps.values()
+            for d in c.steps.values()
         )
-        for steps, s in served
-    ]
-    own_us, called_us = statistics.median(own), statistics.median(called)
-    if kind == "bls":
-        return [
-            "- What Triton attributes: the BLS model's compute (median "
-            f"{num(own_us)} µs per request) includes the time it waited on its calls; the "
-            f"called models' queue and compute add up to {num(called_us)} µs per request. The "
-            f"rest, about {num(max(own_us - called_us, 0.0))} µs, is the BLS model's own Python "
-            "work and the calls' overhead together: Triton's statistics do not split it further.",
-        ]
-    return [
-        "- What Triton attributes: a request spent (median) "
-        f"{num(own_us)} µs in the ensemble; its steps' queue and compute add up to "
-        f"{num(called_us)} µs per request, "
+        groups.setdefault((c.variant.name, c.load_key), []).append((own, called))
+    if not groups:
+        return []
+    lines = [
+        "- What Triton attributes, per configuration and load (medians over its cells of "
+        "each cell's own figures): "
         + (
-            "so the steps account for all of it (within 1%): nothing measurable is left to the "
-            "ensemble scheduler."
-            if abs(own_us - called_us) <= 0.01 * own_us
-            else f"and the difference, about {num(own_us - called_us)} µs, is the ensemble "
-            "scheduler's own time (passing tensors between the steps)."
-        ),
+            "the BLS model's compute includes the time it waited on its calls; the rest, "
+            "after the called models' queue and compute, is the BLS model's own Python work and "
+            "the calls' overhead together (Triton's statistics do not split it further)."
+            if kind == "bls"
+            else "a request's time in the ensemble against its steps' queue and compute; the "
+            "difference is the ensemble scheduler's own time (passing tensors between steps)."
+        )
     ]
+    for (variant, load), pairs in groups.items():
+        label = (labels or {}).get(variant, variant)
+        own_us = statistics.median(o for o, _ in pairs)
+        called_us = statistics.median(c for _, c in pairs)
+        rest_us = statistics.median(o - c for o, c in pairs)
+        whole = "compute" if kind == "bls" else "in the ensemble"
+        if abs(rest_us) <= 0.01 * own_us:
+            rest = "the called models account for all of it (within 1%)"
+        elif rest_us < 0:
+            rest = (
+                f"the called models' figures exceed it by {num(-rest_us)} µs (the statistics "
+                "of different models are not read at the same instant)"
+            )
+        else:
+            rest = f"the rest {num(rest_us)} µs"
+        lines.append(
+            f"  - {label} at {load}: {whole} {num(own_us)} µs per request, called models "
+            f"{num(called_us)} µs, {rest} ({len(pairs)} cell{'s' if len(pairs) != 1 else ''})."
+        )
+    return lines
 
 
 def steps_section(cells: Sequence[CellResult], labels: dict[str, str], kind: str) -> list[str]:
@@ -113,10 +127,49 @@ def steps_section(cells: Sequence[CellResult], labels: dict[str, str], kind: str
                 for g in growth
             ]
             lines.append(f"- {label}: " + "; ".join(parts) + ".")
-    lines += _attribution(kind, [c for c in cells if not c.variant.control])
+    lines += _attribution(kind, [c for c in cells if not c.variant.control], labels)
     if (binding := binding_step(table, table[0].variant)) is not None:
         lines.append(
             f"- The baseline's binding step is `{binding.step}`: the knobs that can move this "
             "pipeline are that step's (its instances, batching and threads) first."
         )
     return [*lines, ""]
+
+
+def _step_summary(cells: Sequence[CellResult], step: str, figure: str) -> Summary:
+    """``step``'s own ``figure`` ("batch" or "compute") over ``cells``, by their blocks."""
+    values, blocks = [], []
+    for c in cells:
+        d = c.steps.get(step)
+        if d is None or not d.execution_count:
+            continue
+        values.append(d.mean_batch_size if figure == "batch" else d.compute_us_per_inference)
+        blocks.append(c.block)
+    return Summary.of(values, blocks)
+
+
+def changed_step_line(
+    step: str, cells: Sequence[CellResult], reference: Sequence[CellResult] | None
+) -> str:
+    """The step the configurations change, by its own statistics, beside the measured model's
+    counters above (an ensemble's or BLS model's own batch and compute are not the step's);
+    against the baseline's step at the same load where ``reference`` is given. '' where no
+    cell holds the step's statistics."""
+    batch, compute = _step_summary(cells, step, "batch"), _step_summary(cells, step, "compute")
+    if batch.median is None or compute.median is None:
+        return ""
+    text = (
+        f"The figures above are the measured model's own counters; the step the "
+        f"configurations change, `{step}`, by its own statistics: mean batch "
+        f"{batch.median:.2f}, compute per inference {num(compute.median)} µs"
+    )
+    if reference is not None:
+        ref_batch = _step_summary(reference, step, "batch")
+        ref_compute = _step_summary(reference, step, "compute")
+        if ref_batch.median is not None and ref_compute.median is not None:
+            verdict = compare("compute per inference", ref_compute, compute)
+            text += (
+                f" (the baseline's: mean batch {ref_batch.median:.2f}, compute per inference "
+                f"{num(ref_compute.median)} µs; compute per inference {verdict.phrase()})"
+            )
+    return text + "."

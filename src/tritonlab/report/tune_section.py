@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tritonlab.stats.verdicts import HIGHER, LOWER
+
 if TYPE_CHECKING:
     from tritonlab.decisions.search_space import Knobs
     from tritonlab.decisions.tune_record import TuneFigure, TunePick, TuneRecord
@@ -79,8 +81,23 @@ def tune_section(tune: TuneRecord | None) -> list[str]:
             f"- Runner-up against the pick ({verdict.figure}, paired over the race's "
             f"{verdict.pairs} rounds): {verdict.phrase()}."
         )
+        if verdict.reading not in (HIGHER, LOWER) and not tune.tie_break:
+            lines.append(
+                "- The race did not separate the pick from the runner-up: the pick leads by "
+                "the median of its repeats only, and either would serve as well as this run "
+                "can tell."
+            )
     if tune.tie_break:
         lines.append(f"- Tie broken: {tune.tie_break}.")
+        pick, runner = tune.pick, tune.runner_up
+        if pick and runner and pick.concurrency != runner.concurrency and not settings.fixed_load:
+            lines.append(
+                "- That tie-break compared the two at different concurrencies "
+                f"({pick.concurrency} against {runner.concurrency}): in a closed loop the "
+                "latency grows with the concurrency, so the figure measured the load, not the "
+                "configuration (a tritonlab since issue 36 breaks ties at the same concurrency "
+                "only). The race did not separate the two."
+            )
     if (pick := tune.pick) and not pick.meets_p99_budget_every_repeat:
         line = over_budget_line(pick)
         lines.append(f"- {line[0].upper()}{line[1:]}.")

@@ -1,0 +1,180 @@
+"""A run's trust: one typed verdict on the whole run, computed once from its cells and controls.
+
+Every layer that quotes a run (its log and summary, its picks, a deployment made from it, the
+README and docs/results.md, benchmark pages) reads this record instead of deciding again, so a
+run's doubts travel with its figures. The states, worst first:
+
+- **control flagged**: an A/A control (the baseline served twice) read "higher" or "lower":
+  identical configurations were told apart, so any verdict of the run may be noise;
+- **disturbed**: more than ``MAX_DISTURBED_SHARE`` of the monitored cells were stored disturbed
+  by the interference monitor (other processes took CPU while they were measured);
+- **unstable repeats**: a configuration measured more than once has its figures resting on
+  fewer than half its repeats, because
+  perf_analyzer could not settle the others (the classic engine; the block engine measures
+  fixed windows and has no such check);
+- **unchecked**: neither an A/A control nor the interference monitor looked at the run, so
+  nothing in it measured its noise;
+- **quiet**: none of the above.
+
+``caveat`` is the clause a quote of the run carries ("" for a quiet run).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Literal
+
+from tritonlab.experiments.interference import MAX_DISTURBED_SHARE, too_disturbed
+from tritonlab.experiments.store import CellResult
+from tritonlab.records import Record
+from tritonlab.stats.noise_floor import NoiseFloor
+
+TrustState = Literal["quiet", "control flagged", "disturbed", "unstable repeats", "unchecked"]
+TRUSTED: tuple[TrustState, ...] = ("quiet",)
+
+
+@dataclass(frozen=True)
+class ControlFlag(Record):
+    """An A/A control that told the two copies apart: which figure, at which load, and how."""
+
+    load_key: str
+    figure: str  # "throughput" or "p99"
+    phrase: str  # e.g. "lower (-3.4%, CI -6.1% to -0.6%)"
+
+
+@dataclass(frozen=True)
+class UnstableConfiguration(Record):
+    """The configuration at a load whose figures rest on the fewest stable repeats."""
+
+    variant: str
+    load_key: str
+    stable_repeats: int
+    repeats: int
+
+
+@dataclass(frozen=True)
+class RunTrust(Record):
+    """One verdict on a run, with the figures behind it (stored in ``summary.json``)."""
+
+    DERIVED = ("state", "trusted")
+
+    cells: int
+    # cells the interference monitor watched, and those it stored disturbed
+    cells_monitored: int
+    cells_disturbed: int
+    # CPU other processes used while the disturbed cells were measured (median, cores)
+    foreign_cores_median: float | None
+    steal_cores_median: float | None
+    controls: int  # A/A controls (one per load that has one)
+    control_flags: tuple[ControlFlag, ...]
+    # the worst configuration's stable repeats, where under half its repeats settled
+    unstable: UnstableConfiguration | None
+
+    @property
+    def disturbed_share(self) -> float | None:
+        """The share of monitored cells stored disturbed; None where none was monitored."""
+        return self.cells_disturbed / self.cells_monitored if self.cells_monitored else None
+
+    @property
+    def state(self) -> TrustState:
+        """The worst thing found, in the order of the module docstring."""
+        share = self.disturbed_share
+        if self.control_flags:
+            return "control flagged"
+        if too_disturbed(share):
+            return "disturbed"
+        if self.unstable is not None:
+            return "unstable repeats"
+        if not self.controls and not self.cells_monitored:
+            return "unchecked"
+        return "quiet"
+
+    @property
+    def trusted(self) -> bool:
+        """True when the run's verdicts may be quoted without a doubt."""
+        return self.state in TRUSTED
+
+    def doubts(self) -> list[str]:
+        """Every doubt, worst first, each with its figures ([] for a quiet run)."""
+        found = [
+            f"its A/A control told identical copies apart ({f.figure} {f.phrase} at `{f.load_key}`)"
+            for f in self.control_flags
+        ]
+        share = self.disturbed_share
+        if too_disturbed(share):
+            found.append(
+                f"{self.cells_disturbed} of {self.cells_monitored} cells were stored disturbed "
+                f"(over the {100 * MAX_DISTURBED_SHARE:.0f}% a run may rest on)" + self._load_text()
+            )
+        if (u := self.unstable) is not None:
+            found.append(
+                f"`{u.variant}` at `{u.load_key}` rests on {u.stable_repeats} stable repeat"
+                f"{'s' if u.stable_repeats != 1 else ''} of {u.repeats}"
+            )
+        if not found and self.state == "unchecked":
+            found.append("no A/A control and no interference monitor checked its noise")
+        return found
+
+    def _load_text(self) -> str:
+        """'; other processes used a median 0.52 cores (steal 0.01) while they were measured'."""
+        if self.foreign_cores_median is None:
+            return ""
+        steal = f", steal {self.steal_cores_median:.2f}" if self.steal_cores_median else ""
+        return (
+            f"; other processes used a median {self.foreign_cores_median:.2f} cores{steal} "
+            "while they were measured"
+        )
+
+    def caveat(self) -> str:
+        """The clause a quote of this run carries: '' for a quiet run, else e.g. 'this run's
+        verdicts are not to be trusted: 158 of 200 cells were stored disturbed (...)'."""
+        doubts = self.doubts()
+        if not doubts:
+            return ""
+        if self.state == "unchecked":
+            return f"this run's noise was not checked: {doubts[0]}"
+        return "this run's verdicts are not to be trusted: " + "; ".join(doubts)
+
+
+def _unstable(cells: list[CellResult]) -> UnstableConfiguration | None:
+    """The configuration at a load with the smallest share of stable repeats, where that share
+    is under half; None where every configuration has at least half its repeats stable."""
+    groups: dict[tuple[str, str], list[CellResult]] = {}
+    for c in cells:
+        groups.setdefault((c.variant.name, c.load_key), []).append(c)
+    worst: UnstableConfiguration | None = None
+    for (variant, load), group in sorted(groups.items()):
+        stable = sum(1 for c in group if c.perf.stable)
+        # one cell (a search's probe) carries no verdict: its unstable figure is its own note
+        if len(group) < 2 or 2 * stable >= len(group):
+            continue
+        if worst is None or stable / len(group) < worst.stable_repeats / worst.repeats:
+            worst = UnstableConfiguration(variant, load, stable, len(group))
+    return worst
+
+
+def run_trust(cells: list[CellResult], floors: list[NoiseFloor]) -> RunTrust:
+    """The trust of the run these ``cells`` and A/A ``floors`` belong to."""
+    monitored = [c.interference for c in cells if c.interference is not None]
+    disturbed = [r for r in monitored if r.disturbed]
+    flags = [
+        ControlFlag(f.load_key, name, verdict.phrase())
+        for f in floors
+        for name, verdict in (("throughput", f.throughput), ("p99", f.latency_p99))
+        if verdict.clear
+    ]
+    return RunTrust(
+        cells=len(cells),
+        cells_monitored=len(monitored),
+        cells_disturbed=len(disturbed),
+        foreign_cores_median=(
+            statistics.median(r.foreign_cores for r in disturbed) if disturbed else None
+        ),
+        steal_cores_median=(
+            statistics.median(r.steal_cores for r in disturbed) if disturbed else None
+        ),
+        controls=len(floors),
+        control_flags=tuple(flags),
+        unstable=_unstable(cells),
+    )
