@@ -86,3 +86,23 @@ def test_open_loop_keys_are_told_from_closed_loop_ones() -> None:
 
     assert all(map(is_open_loop_key, ["grpc_b1_r200", "grpc_b1_k50", "http_b1_p70", "grpc_b1_tx"]))
     assert not any(map(is_open_loop_key, ["grpc_b1_c8", "grpc_b4_c16_s128", "not a key"]))
+
+
+def test_a_wide_control_says_how_little_it_tells() -> None:
+    """Issue 36: logs said their verdicts "can be trusted" on A/A half-widths of ±16-42%. Above
+    ``WIDE_CONTROL_PCT`` the line says the control only tells to its own width; below, not."""
+    import dataclasses as dc
+
+    from tritonlab.report.engine_section import WIDE_CONTROL_PCT, noise_floor_lines
+    from tritonlab.stats.noise_floor import NoiseFloor
+    from tritonlab.stats.verdicts import Verdict, Word
+
+    def floor(half: float) -> NoiseFloor:
+        t = Verdict("throughput", Word.NO_CLEAR, 0.0, 1.0, 1.0, "paired", -half, half, 10)
+        return NoiseFloor("grpc_b1_c8", "baseline_aa", t, dc.replace(t, figure="latency_p99"))
+
+    wide = noise_floor_lines([floor(2 * WIDE_CONTROL_PCT)])[2]
+    assert "which is only to about ±" in wide and "the control's own interval" in wide
+    narrow = noise_floor_lines([floor(WIDE_CONTROL_PCT / 3)])[2]
+    assert "can be trusted as far as this control can tell" in narrow
+    assert "which is only to about" not in narrow

@@ -73,13 +73,14 @@ def _adaptive(run_dir: Path, cell_s: float, measuring_budget_s: float | None) ->
 
 
 def test_a_round_that_would_pass_the_measuring_budget_does_not_start(timed_run: Path) -> None:
-    """27 s measured; five cells of 2 s fit 40 s, not 35 s: the reason names the budget, what
-    was measured and the open verdicts."""
+    """27 s measured over 3 cells: 9 s a cell (the gaps between them included), 9.9 s with
+    the margin; five such cells fit 80 s, not 75 s: the reason names the budget, what was
+    measured and the open verdicts."""
     started = time.monotonic()  # the extra rounds just began: their own budget is untouched
-    assert _adaptive(timed_run, 2.0, 40.0)._over_budget(5, 3, started) is None
-    reason = _adaptive(timed_run, 2.0, 35.0)._over_budget(5, 3, started)
+    assert _adaptive(timed_run, 2.0, 80.0)._over_budget(5, 3, started) is None
+    reason = _adaptive(timed_run, 2.0, 75.0)._over_budget(5, 3, started)
     assert reason is not None
-    assert "measuring past 35 s (27 s measured)" in reason
+    assert "measuring past 75 s (27 s measured)" in reason
     assert "3 verdict(s) still open" in reason
     assert _adaptive(timed_run, 2.0, None)._over_budget(5, 3, started) is None
 
@@ -87,13 +88,13 @@ def test_a_round_that_would_pass_the_measuring_budget_does_not_start(timed_run: 
 def test_a_round_is_priced_at_the_measuring_span_per_cell_where_that_is_more(
     timed_run: Path,
 ) -> None:
-    """The span holds the gaps between cells: 27 s over 5 cells tried is 5.4 s a cell, more
-    than the 2 s median cell; five such cells do not fit 40 s (a median cell alone once let a
-    demo end 0.8 s past its 250 s)."""
-    run = _adaptive(timed_run, 2.0, 40.0)
-    run.session.cell_seconds = [2.0] * 5  # type: ignore[attr-defined]
-    reason = run._over_budget(5, 3, time.monotonic())
-    assert reason is not None and "5 cells x 5.4 s, the measuring so far per cell" in reason
+    """The span holds the gaps between cells: 27 s over the 3 cells it spans is 9 s a cell,
+    more than the 2 s median cell, and the margin makes it 9.9 s (a median cell alone once let
+    a demo end 0.8 s past its 250 s); a slower median cell is priced at itself."""
+    reason = _adaptive(timed_run, 2.0, 40.0)._over_budget(5, 3, time.monotonic())
+    assert reason is not None and "5 cells x 9.9 s, the measuring so far per cell" in reason
+    slow = _adaptive(timed_run, 20.0, 100.0)._over_budget(5, 3, time.monotonic())
+    assert slow is not None and "5 cells x 22.0 s" in slow
 
 
 def test_the_extra_rounds_own_budget_still_stops_them(timed_run: Path) -> None:

@@ -441,10 +441,11 @@ def test_term_misses_listed_on_the_recorded_seed_example() -> None:
     assert "1,209 µs, not 875 µs (instances contending for the cores" in block
 
 
-@pytest.mark.parametrize("name", ["resnet18_cnn", "simple_mlp_cache_fresh"])
+@pytest.mark.parametrize("name", ["resnet18_cnn"])
 def test_no_term_miss_line_on_recorded_runs_without_one(name: str) -> None:
-    """Runs whose rows are either right in every term (the CNN) or wrong in total (the fresh
-    cache run's misses are failures, listed once as such): no "partly wrong reason" line."""
+    """A run whose rows are right in every term (the CNN): no "partly wrong reason" line. (The
+    fresh cache run was one too, its misses all failures, until it was measured again quietly
+    for issue 36.)"""
     run = _example(name)
     assert all(p.fails or not p.term_misses() for p in run.predictions)
     assert PARTLY_WRONG not in _cost_text(run)

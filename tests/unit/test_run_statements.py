@@ -145,7 +145,9 @@ def test_multiplicity_states_rounds_a_stopping_rule_added() -> None:
     assert "1 extra round was added after the planned ones while a verdict" in simple
     assert "so the count is approximate" in simple
     blocks = _multiplicity(_log(EXAMPLES / "simple_mlp_cache"))
-    assert "13 extra rounds were added after the planned ones while a headline" in blocks
+    added = len({r.round for r in _run(EXAMPLES / "simple_mlp_cache").adaptive_rounds})
+    assert added > 1
+    assert f"{added} extra rounds were added after the planned ones while a headline" in blocks
     race = _multiplicity(_log(EXAMPLES / "resnet18_cnn_tune"))
     assert "race verdicts (against its leader) were measured over 3 rounds" in race
 

@@ -139,6 +139,12 @@ def test_the_log_summary_page_and_readme_carry_a_disturbed_runs_doubt(tmp_path: 
     built = build_report(run)
     log = built.experiment_log.read_text()
     assert "- Trust: **disturbed**: this run's verdicts are not to be trusted: " in log
+    # what disturbed the stored cells, beside their count (the steal time included)
+    cells = len(load_cells(run))
+    assert (
+        f"what disturbed them: foreign CPU over 0.25 cores in {cells}, steal time over 0.25 "
+        f"cores in 0 (median 0.50 foreign and 0.02 steal cores over them)"
+    ) in log
     summary = json.loads(built.summary_json.read_text())
     assert summary["trust"]["state"] == "disturbed"
     recs = json.loads((run / "results" / RECOMMENDATIONS_FILE).read_text())
@@ -164,6 +170,7 @@ def test_a_quiet_runs_quotes_carry_no_note(tmp_path: Path) -> None:
         not in json.loads((run / "results" / RECOMMENDATIONS_FILE).read_text())["summary_line"]
     )
     assert "- Trust: quiet: " in built.experiment_log.read_text()
+    assert "what disturbed them" not in built.experiment_log.read_text()
     assert "**Note:" not in (run / "README.md").read_text()
 
 

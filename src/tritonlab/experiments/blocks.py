@@ -60,8 +60,9 @@ DEFAULT_BLOCKS = 10
 # Co-loaded configurations can be reloaded (new stub processes) before every this many blocks,
 # so that each is spread over several processes in case a process has a speed of its own for
 # its lifetime. Measured side by side (`make aa-bench`, benchmarks/results/aa_floor.md), the
-# reloads did not pay: identical configurations were told apart no less often without them,
-# and each reload cost a load and a warm-up of every configuration. So 0 (never) by default;
+# reloads did not pay: identical configurations were told apart about as often with them as
+# without (a false alarm or none on each side, too few to tell apart), and each reload cost a
+# load and a warm-up of every configuration. So 0 (never) by default;
 # the benchmark keeps the comparison.
 RELOAD_EVERY_BLOCKS = 0
 # At most this many blocks: a run or demo is stopped by its measuring budget (below) before

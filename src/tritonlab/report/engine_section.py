@@ -164,6 +164,10 @@ def reload_lines(engine: EngineRecord) -> list[str]:
     ]
 
 
+# A control whose throughput interval is wider than this (half-width, %) is said to tell little.
+WIDE_CONTROL_PCT = 10.0
+
+
 def noise_floor_lines(floors: list[NoiseFloor], blocks: bool = False) -> list[str]:
     """The A/A control's verdicts, and what they mean for the run's other verdicts; for the
     block engine (``blocks``), the smallest change its noise lets a verdict find and the error
@@ -191,7 +195,12 @@ def noise_floor_lines(floors: list[NoiseFloor], blocks: bool = False) -> list[st
                 "tell them apart and this control shows only that p99 did not separate them"
             )
         else:
-            verdict = "its verdicts can be trusted as far as this control can tell"
+            shown = f.throughput.half_width_pct
+            verdict = "its verdicts can be trusted as far as this control can tell" + (
+                f", which is only to about ±{shown:.0f}%: the control's own interval"
+                if shown is not None and shown > WIDE_CONTROL_PCT
+                else ""
+            )
         width = f.throughput.half_width_pct
         found = (
             f" At this noise a throughput change of about ±{detectable_change_pct(width):.0f}% "
@@ -301,11 +310,27 @@ def interference_lines(cells: list[CellResult]) -> list[str]:
         *kept_lines,
         f"- Stored as disturbed (every try made was): {len(disturbed)}{_first_eight(disturbed)}"
         + _disturbed_verdict([r for _, r in records])
+        + _disturbed_cause([r for _, r in records if r.disturbed])
         + ".",
         f"- Idle co-loaded models (the other configurations' backend stubs) used median "
         f"{statistics.median(idle):.3f}, max {max(idle):.3f} cores while another was measured.",
         "",
     ]
+
+
+def _disturbed_cause(records: list[Interference]) -> str:
+    """What made the stored-disturbed cells so: how many were over the foreign-CPU limit and
+    how many over the steal limit, with the medians over them ('' for none)."""
+    if not records:
+        return ""
+    foreign = sum(r.foreign_cores > DISTURBED_FOREIGN_CORES for r in records)
+    steal = sum(r.steal_cores > DISTURBED_STEAL_CORES for r in records)
+    return (
+        f"; what disturbed them: foreign CPU over {DISTURBED_FOREIGN_CORES:g} cores in "
+        f"{foreign}, steal time over {DISTURBED_STEAL_CORES:g} cores in {steal} (median "
+        f"{statistics.median(r.foreign_cores for r in records):.2f} foreign and "
+        f"{statistics.median(r.steal_cores for r in records):.2f} steal cores over them)"
+    )
 
 
 def _disturbed_verdict(records: list[Interference]) -> str:
