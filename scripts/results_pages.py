@@ -440,6 +440,10 @@ def pipeline_block() -> str:
         "",
         *compact_table(run.analyses[0]),
         "",
+        "The queue and mean batch columns are the ensemble's own counters (a request of the "
+        f"ensemble is one execution of it); step `{repository.get('tuned')}`'s own batch and "
+        "compute per inference, with their verdicts, are in each row of the log.",
+        "",
         "Baselines of the other runs (separate runs, so no verdict across them): the BLS model "
         f"{_baseline_figures(bls)}; the CNN step served alone (a request is one preprocessed "
         f"tensor, not a frame) {_baseline_figures(cnn)}.",

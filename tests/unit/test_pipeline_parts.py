@@ -33,9 +33,8 @@ def test_a_bls_remainder_is_per_cell_and_per_configuration() -> None:
             * (d.request_count / s.request_count)
             for d in c.steps.values()
         )
-        groups.setdefault((c.variant.name, c.load_key), []).append(
-            s.compute_us_per_request - called
-        )
+        own = s.compute_us_per_execution * s.execution_count / s.request_count
+        groups.setdefault((c.variant.name, c.load_key), []).append(own - called)
     assert len(groups) > 1  # several configurations: one line each, none pooled
     assert len(lines) == 1 + len(groups)
     for (variant, load), rests in groups.items():

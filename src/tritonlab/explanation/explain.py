@@ -130,8 +130,8 @@ def _background(
     if changed == ["instance_count"]:
         return (
             f"Does running {after.instance_count} model instances instead of "
-            f"{before.instance_count} add throughput on a machine with {cores} cores, where "
-            "client and server share the CPU?"
+            f"{before.instance_count} add throughput on a machine with {cores} cores (where the "
+            "server and the client ran is the Conditions' and Placement's to say)?"
         )
     if changed == ["max_queue_delay_us"]:
         direction = "less" if after.max_queue_delay_us < before.max_queue_delay_us else "longer"

@@ -74,11 +74,13 @@ def cost_model_section(
     predictions: list[Prediction],
     unfitted_loads: list[str] | None = None,
     graph: bool = True,
+    stateful: bool = False,
 ) -> list[str]:
     """The fitted terms, predicted against measured per configuration and load (at the input
     shapes the terms were timed at; ``unfitted_loads`` are named as left out), and misses;
     ``graph``: whether the measured model is an ONNX graph (a Python model or a pipeline of a
-    repository is not, and has no cost model)."""
+    repository is not, and has no cost model); ``stateful``: whether it carries state (served
+    as sequences, which the serving-path probes skip)."""
     lines = ["## Serving cost model: predicted against measured", ""]
     if model is None and not graph:
         return [
@@ -86,6 +88,14 @@ def cost_model_section(
             "Not available for this run: its terms are timed in-process on an ONNX graph, and a "
             "Python model, an ensemble or a BLS model has none to time; the pipeline steps' "
             "statistics say where the time goes.",
+            "",
+        ]
+    if model is None and stateful:
+        return [
+            *lines,
+            "Not available for this run: its model carries state between requests (served by "
+            "the sequence batcher), and the serving-path probes, which batch requests of many "
+            "streams into one execution, cannot run it; the sequence rules explain its rows.",
             "",
         ]
     if model is None:

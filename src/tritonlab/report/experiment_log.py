@@ -384,7 +384,11 @@ def render_experiment_log(run: RunData) -> str:
     lines += nodes_section(manifest.nodes, run.cells)
     lines += efficiency_section(run.efficiencies, run.summaries)
     lines += cost_model_section(
-        cost_model, run.predictions, run.unfitted_loads, graph=manifest.model.is_graph
+        cost_model,
+        run.predictions,
+        run.unfitted_loads,
+        graph=manifest.model.is_graph,
+        stateful=manifest.plan.measurement.requests_per_sequence is not None,
     )
     if operators and analyses:
         lines += _operators_section(operators, analyses, cost_model)

@@ -370,7 +370,11 @@ def html_page(run: RunData, plots: dict[str, Path]) -> Page:
         ),
         cost_model=markdown_section(
             cost_model_section(
-                run.cost_model, run.predictions, run.unfitted_loads, graph=manifest.model.is_graph
+                run.cost_model,
+                run.predictions,
+                run.unfitted_loads,
+                graph=manifest.model.is_graph,
+                stateful=manifest.plan.measurement.requests_per_sequence is not None,
             )
         ),
         conditions=conditions(manifest, analyses, run.infer_checks, run.trust),

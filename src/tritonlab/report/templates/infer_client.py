@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import secrets
 import sys
 from pathlib import Path
 
@@ -95,8 +96,15 @@ def main() -> int:
         config.get("parameters", {}).get("tritonlab_sequence", {}).get("string_value") or "{}"
     )
     if "sequence_batching" in config:
+        # a random id: a fixed one would join a sequence another client (perf_analyzer numbers
+        # its sequences from 1) holds open on the same server
+        sequence_id = 1 + secrets.randbelow(2**31)
         result = client.infer(
-            args.model, request_inputs, sequence_id=1, sequence_start=True, sequence_end=True
+            args.model,
+            request_inputs,
+            sequence_id=sequence_id,
+            sequence_start=True,
+            sequence_end=True,
         )
     else:
         result = client.infer(args.model, request_inputs)
