@@ -209,8 +209,8 @@ def conditions(run: RunData) -> str:
 def trust_note(run: RunData) -> str:
     """' **Note: this run's verdicts are not to be trusted: ...**' where the run's trust
     (``stats/run_trust.py``, the same record its log states) has a doubt; '' for a quiet run."""
-    caveat = run.trust.caveat()
-    return f" **Note: {caveat}.**" if caveat else ""
+    note = run.trust.note()
+    return f" {note}" if note else ""
 
 
 def _headline_sentences(run: RunData) -> list[str]:

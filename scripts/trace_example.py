@@ -52,8 +52,8 @@ def _doubt(run_dir: Path) -> str:
     log states) has a doubt, e.g. figures resting on a minority of stable repeats."""
     from tritonlab.report.run_data import load_run
 
-    caveat = load_run(run_dir).trust.caveat()
-    return f" **Note: {caveat}.**" if caveat else ""
+    note = load_run(run_dir).trust.note()
+    return f" {note}" if note else ""
 
 
 def _separated(tune_dir: Path) -> tuple[bool, str]:

@@ -128,7 +128,7 @@ class AdaptiveRun:
             # the span so far per cell it holds (a median cell alone let a demo end at 250.8 s
             # of a 250 s budget, demo_precision.md at 9be019b; the span over the session's
             # cells, probes included, at 251.3 s at 9fa5983), with ROUND_MARGIN to spare
-            per_cell = ROUND_MARGIN * max(cost, measuring_per_cell_s(self.run_dir))
+            per_cell = ROUND_MARGIN * max(cost, measuring_per_cell_s(self.run_dir, measured))
             if measured + cells * per_cell > adaptive.measuring_budget_s:
                 return (
                     f"the next round ({cells} cells x {per_cell:.1f} s, the measuring so far "

@@ -44,11 +44,12 @@ def measuring_s(run_dir: Path) -> float:
     return round(total + (engine.warmup_s if engine else 0.0), 1)
 
 
-def measuring_per_cell_s(run_dir: Path) -> float:
-    """``measuring_s`` over the cells it spans, each try of a cell measured again counted: what
-    one more cell has cost this run on average, the gaps between cells included; 0.0 before
-    any cell. (The session's own count of cells also holds the serving-path probes, which
-    ``measuring_s`` leaves out: dividing by it once priced a cell too low.)"""
+def measuring_per_cell_s(run_dir: Path, measured_s: float) -> float:
+    """``measured_s`` (``measuring_s`` of ``run_dir``) over the cells it spans, each try of a
+    cell measured again counted: what one more cell has cost this run on average, the gaps
+    between cells included; 0.0 before any cell. (The session's own count of cells also holds
+    the serving-path probes, which ``measuring_s`` leaves out: dividing by it once priced a
+    cell too low.)"""
     cells = load_cells(run_dir)
     tries = sum(c.interference.attempts if c.interference is not None else 1 for c in cells)
-    return measuring_s(run_dir) / tries if tries else 0.0
+    return measured_s / tries if tries else 0.0

@@ -256,7 +256,7 @@ def project_readme(run: RunData) -> str:
         "",
         "## Key results",
         "",
-        *([f"**Note: {caveat}.**", ""] if (caveat := run.trust.caveat()) else []),
+        *([note, ""] if (note := run.trust.note()) else []),
     ]
     for analysis in analyses:
         lines += [f"Load point `{analysis.load_key}`:", ""]

@@ -49,13 +49,9 @@ def _attribution(
         # a batched execution charges each request it carried the whole execution's compute:
         # the BLS model's own share per request is its executions' compute over the requests
         # they carried (issue 36 audit: 151 ms of "Python work" at mean batch 4.17 was that)
-        own = (
-            (s.compute_us_per_execution * s.execution_count / s.request_count)
-            if kind == "bls" and s.execution_count
-            else s.compute_us_per_request
-            if kind == "bls"
-            else s.request_us_per_request
-        )
+        own = s.request_us_per_request
+        if kind == "bls":
+            own = s.compute_us_per_execution * s.execution_count / s.request_count
         called = sum(
             (d.queue_us_per_request + d.compute_us_per_request)
             * (d.request_count / s.request_count)

@@ -126,6 +126,12 @@ class RunTrust(Record):
             "while they were measured"
         )
 
+    def note(self) -> str:
+        """'**Note: <caveat>.**', the bold sentence a page quoting this run carries; ''
+        for a quiet run."""
+        caveat = self.caveat()
+        return f"**Note: {caveat}.**" if caveat else ""
+
     def caveat(self) -> str:
         """The clause a quote of this run carries: '' for a quiet run, else e.g. 'this run's
         verdicts are not to be trusted: 158 of 200 cells were stored disturbed (...)'."""
