@@ -220,10 +220,14 @@ def _headline_sentences(run: RunData) -> list[str]:
 
         return [summary_line(run.recommendations)]
     if run.tune is not None and run.tune.pick is not None:
+        from tritonlab.report.tune_section import race_points_note, tie_notes
+
         pick = run.tune.pick
+        notes = [race_points_note(run.tune), *tie_notes(run.tune)]
+        said = "".join(f" Note: {n}." for n in notes if n)
         return [
             f"tune's pick: {pick.description} at concurrency {pick.concurrency}. "
-            f"Why the search stopped: {run.tune.stop_reason}{trust_note(run)}"
+            f"Why the search stopped: {run.tune.stop_reason}.{said}{trust_note(run)}"
         ]
     return []
 
@@ -434,7 +438,7 @@ def pipeline_block() -> str:
         f"{conditions(run)} Full log: {link}.",
         "",
         f"As configured (baseline, load `{base.load_key}`), step `{top.step}` holds "
-        f"{top.share:.0%} of a request's server time in Triton's statistics (queue "
+        f"{top.share:.0%} of the steps' server time in Triton's statistics (queue "
         f"{num(top.queue_us)} µs + compute {num(top.compute_us)} µs per request it served; "
         f"{others}). The configurations change step `{repository.get('tuned')}`:",
         "",

@@ -46,6 +46,11 @@ class CpuSplit(Record):
             set(self.server_cpus) & set(self.client_cpus)
         )
 
+    @property
+    def server_core_count(self) -> int | None:
+        """The server's own CPUs when split from perf_analyzer's; None when they shared."""
+        return len(self.server_cpus) if self.split else None
+
     def describe(self) -> str:
         """The placement in words, for the log."""
         if not self.split:

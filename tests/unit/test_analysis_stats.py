@@ -73,6 +73,10 @@ def test_summary_text_is_median_with_range() -> None:
     assert s.text(unit="infer/s") == "2,133 infer/s (1,834–2,431)"
     assert Summary.of([1.25, 1.5, 1.75]).text(digits=2, unit="µs") == "1.50 µs (1.25–1.75)"
     assert Summary.of([5.0]).text() == "5"  # one repeat: no range
+    # a range that varied is never shown as one number (issue 36 audit: "26 (26–26)")
+    assert Summary.of([25.6, 25.8, 26.2]).text() == "25.8 (25.6–26.2)"
+    assert Summary.of([26.01, 26.02, 26.04]).text() == "26.02 (26.01–26.04)"
+    assert Summary.of([26.0, 26.0]).text() == "26 (26–26)"  # identical repeats: as they were
     assert Summary.of([]).text() == "n/a"
     assert "CI" not in s.text() and "95%" not in s.text()
 

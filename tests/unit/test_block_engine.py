@@ -40,6 +40,7 @@ from tritonlab.report.engine_section import interference_lines, noise_floor_line
 from tritonlab.repository.layout import RepositoryModel
 from tritonlab.repository.variants import ServingVariant, aa_control
 from tritonlab.stats.noise_floor import noise_floors
+from tritonlab.stats.run_trust import run_trust
 
 
 def _models(*counts: int) -> list[RepositoryModel]:
@@ -231,10 +232,16 @@ def test_a_run_with_too_many_disturbed_cells_is_not_called_trusted(seed_run_dir:
     assert limit >= 1  # enough cells for a share below the limit to exist
     within = [replace(c, interference=stuck if i < limit else quiet) for i, c in enumerate(both)]
     beyond = [replace(c, interference=stuck if i <= limit else quiet) for i, c in enumerate(both)]
-    assert noise_floors(within)[0].trusted and not noise_floors(beyond)[0].trusted
-    assert "can be trusted" in "\n".join(noise_floor_lines(noise_floors(within), True))
+    # the control reads no difference either way: the run's trust, not the control, says no
+    assert noise_floors(within)[0].trusted and noise_floors(beyond)[0].trusted
+    trust_within = run_trust(within, noise_floors(within))
+    trust_beyond = run_trust(beyond, noise_floors(beyond))
+    assert trust_within.trusted and not trust_beyond.trusted
+    within_text = "\n".join(noise_floor_lines(noise_floors(within), trust_within, True))
+    assert "can be trusted" in within_text
     assert "within the 16%" in "\n".join(interference_lines(within))
-    assert "not to be trusted" in "\n".join(noise_floor_lines(noise_floors(beyond), True))
+    beyond_text = "\n".join(noise_floor_lines(noise_floors(beyond), trust_beyond, True))
+    assert "not to be trusted" in beyond_text and "can be trusted as far" not in beyond_text
     assert "more than 16%, so this run's verdicts are not to be trusted" in "\n".join(
         interference_lines(beyond)
     )

@@ -67,18 +67,32 @@ def test_the_sentence_follows_the_cells() -> None:
 
 def test_an_a_a_control_that_cannot_tell_is_not_said_to_show_trust() -> None:
     """Issue 36 (minor): an open-loop control with no interval read "its verdicts can be
-    trusted as far as this control can tell"."""
-    from tritonlab.report.engine_section import noise_floor_lines
-    from tritonlab.report.run_data import load_run
+    trusted as far as this control can tell". A control without an interval says it tells
+    nothing; an open-loop one with a p99 interval says only p99 could tell; a closed-loop one
+    with intervals is the one that says "can be trusted"."""
+    import dataclasses as dc
 
-    run = load_run(EXAMPLES / "simple_mlp_sweep_blocks")
-    lines = noise_floor_lines(run.noise_floors, blocks=True)
-    open_loop = [ln for ln in lines if ln.startswith(("- grpc_b1_p80", "- grpc_b1_p50"))]
-    assert len(open_loop) == 2
-    assert all("this control tells nothing at this load" in ln for ln in open_loop)
-    assert not any("can be trusted" in ln for ln in open_loop)
-    closed = next(ln for ln in lines if ln.startswith("- grpc_b1_c16"))
-    assert "can be trusted as far as this control can tell" in closed
+    from tritonlab.report.engine_section import noise_floor_lines
+    from tritonlab.stats.noise_floor import NoiseFloor
+    from tritonlab.stats.verdicts import Verdict, Word
+
+    t = Verdict("throughput", Word.NO_CLEAR, 0.0, 1.0, 1.0, "paired", -3.0, 3.0, 20)
+    p99 = dc.replace(t, figure="latency_p99")
+    none = dc.replace(t, word=Word.NOT_COMPARABLE, low_pct=None, high_pct=None, change_pct=None)
+    floors = [
+        NoiseFloor("grpc_b1_p80", "baseline_aa", none, dc.replace(none, figure="latency_p99")),
+        NoiseFloor("grpc_b1_p50", "baseline_aa", t, p99),
+        NoiseFloor("grpc_b1_c16", "baseline_aa", t, p99),
+    ]
+    lines = noise_floor_lines(floors, blocks=True)
+    p80, p50, c16 = (
+        next(ln for ln in lines if ln.startswith(f"- {k}"))
+        for k in ("grpc_b1_p80", "grpc_b1_p50", "grpc_b1_c16")
+    )
+    assert "this control tells nothing at this load" in p80 and "can be trusted" not in p80
+    assert "this control shows only that p99 did not separate them" in p50
+    assert "can be trusted" not in p50
+    assert "can be trusted as far as this control can tell" in c16
 
 
 def test_open_loop_keys_are_told_from_closed_loop_ones() -> None:
@@ -106,3 +120,45 @@ def test_a_wide_control_says_how_little_it_tells() -> None:
     narrow = noise_floor_lines([floor(WIDE_CONTROL_PCT / 3)])[2]
     assert "can be trusted as far as this control can tell" in narrow
     assert "which is only to about" not in narrow
+
+
+def test_a_control_that_only_the_process_term_keeps_apart_says_so() -> None:
+    """Issue 36 audit: an A/A interval that excluded zero before the process term widened it
+    was stated without that; the line now says what the paired blocks alone read. A control
+    whose pairing alone read no difference says nothing of the kind."""
+    import dataclasses as dc
+
+    from tritonlab.report.engine_section import noise_floor_lines
+    from tritonlab.stats.noise_floor import NoiseFloor
+    from tritonlab.stats.verdicts import Verdict, Word
+
+    t = Verdict("throughput", Word.NO_CLEAR, 2.0, 1.0, 1.0, "paired", -0.5, 4.2, 30)
+    p99 = dc.replace(t, figure="latency_p99", low_pct=-8.0, high_pct=2.0)
+    widened = dc.replace(t, unwidened_word=Word.HIGHER, unwidened_pct=(0.4, 3.6))
+    line = noise_floor_lines([NoiseFloor("grpc_b1_c16", "baseline_aa", widened, p99)])[2]
+    assert "the blocks paired alone read throughput higher (CI +0.4% to +3.6%)" in line
+    assert "only that term keeps this control from reading a difference" in line
+    same = dc.replace(t, unwidened_word=Word.NO_CLEAR, unwidened_pct=(-0.2, 3.9))
+    plain = noise_floor_lines([NoiseFloor("grpc_b1_c16", "baseline_aa", same, p99)])[2]
+    assert "paired alone" not in plain
+
+
+def test_a_quiet_control_in_a_doubtful_run_carries_the_runs_doubt() -> None:
+    """The noise-floor line reads the run's trust (``RunTrust``), not a rule of its own: a
+    control that reads no difference in a run with too many disturbed cells is not called
+    trusted; in a quiet run it is."""
+    import dataclasses as dc
+
+    from tritonlab.report.engine_section import noise_floor_lines
+    from tritonlab.stats.noise_floor import NoiseFloor
+    from tritonlab.stats.run_trust import RunTrust
+    from tritonlab.stats.verdicts import Verdict, Word
+
+    t = Verdict("throughput", Word.NO_CLEAR, 0.0, 1.0, 1.0, "paired", -3.0, 3.0, 20)
+    floor = NoiseFloor("grpc_b1_c8", "baseline_aa", t, dc.replace(t, figure="latency_p99"))
+    quiet = RunTrust(100, 100, 2, 0.4, 0.0, 1, (), None)
+    disturbed = dc.replace(quiet, cells_disturbed=40)
+    assert "can be trusted as far" in noise_floor_lines([floor], quiet)[2]
+    doubtful = noise_floor_lines([floor], disturbed)[2]
+    assert "**but this run's verdicts are not to be trusted: 40 of 100 cells" in doubtful
+    assert "can be trusted as far" not in doubtful

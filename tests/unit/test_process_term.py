@@ -125,3 +125,22 @@ def test_cells_of_a_co_loaded_run_are_marked_and_carry_the_packaged_term(
     one_at_a_time = replace(coload, co_loaded=False)
     save_engine_record(tmp_path, EngineRecord("blocks", "seed", one_at_a_time))
     assert not any(c.whole_run_process for c in with_process_lifetimes(tmp_path, cells))
+
+
+def test_a_widened_verdict_keeps_what_the_pairing_alone_read() -> None:
+    """A verdict the process term widened carries the pairing's own word and interval (the
+    noise-floor line quotes it where only the term kept a control from a difference); one not
+    widened carries none."""
+    rounds = list(range(1, 13))
+    ref = Summary.of([1000.0 + (i % 3) for i in rounds], rounds, 0.02, "/baseline")
+    sub = Summary.of([1030.0 + (i % 3) for i in rounds], rounds, 0.02, "/baseline_aa")
+    widened_verdict = compare("throughput", ref, sub)
+    assert widened_verdict.unwidened_word == "higher" and widened_verdict.word != "higher"
+    assert widened_verdict.widening_decides
+    low, high = widened_verdict.unwidened_pct or (0.0, 0.0)
+    assert 0 < low <= high and low > (widened_verdict.low_pct or 0.0)
+    plain = compare(
+        "throughput", replace(ref, process_sd_log=0.0), replace(sub, process_sd_log=0.0)
+    )
+    assert plain.unwidened_word is None and plain.unwidened_pct is None
+    assert not plain.widening_decides and plain.word == "higher"

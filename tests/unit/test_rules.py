@@ -481,12 +481,12 @@ def test_instances_effect_no_spare_cpu(by_name: Names) -> None:
     finding = instances_effect(ctx(s, by_name, cores=1))
     assert finding is not None
     assert "no spare CPU" in finding.text
-    assert "of 1 cores" in finding.text
+    assert "of 1 core" in finding.text and "of 1 cores" not in finding.text
     # And on two cores with the CPU figures pushed up.
     busy = with_cpu(s, server_cores=1.6, client_cores=0.3)
     finding2 = instances_effect(ctx(busy, by_name))
     assert finding2 is not None
-    assert "no spare CPU: server and perf_analyzer used 1.90 of 2 cores" in finding2.text
+    assert "no spare CPU: server and perf_analyzer together used 1.90 of 2 cores" in finding2.text
 
 
 # --- saturated server -----------------------------------------------------------------------
@@ -567,6 +567,7 @@ def test_cpu_bound_when_cpu_figures_are_high(by_name: Names) -> None:
         "server_cores_used": 1.5,
         "perf_analyzer_cores_used": 0.4,
         "cores": 2,
+        "server_cores": None,
     }
     assert "server used 1.50 and perf_analyzer 0.40 of 2 cores" in finding.text
 
@@ -679,3 +680,55 @@ def test_warning_flag_names_the_warning_and_the_repeats(by_name: Names) -> None:
     assert finding.figures["warned_repeats"] == 1
     assert "7.92% of the requests were delayed" in finding.text
     assert f"1 of {len(s.cells)} repeats" in finding.text
+
+
+# --- the CPU split: the server's own cores, not the machine's ---------------------------------
+
+
+def test_under_the_cpu_split_the_server_is_measured_against_its_own_cores(by_name: Names) -> None:
+    """Issue 36 audit: with the server on one CPU and perf_analyzer on the other, the log said
+    "the server used 0.99 of 2 cores". Under the split every CPU sentence is against the
+    server's own cores, and perf_analyzer's CPU is not added to the server's."""
+    split = dataclasses.replace(ctx(by_name["baseline"], by_name), server_cores=1)
+    saturated = saturated_server(split)
+    assert saturated is not None
+    assert "(the server used 1.06 of the server's 1 core)" in saturated.text
+    x2 = dataclasses.replace(ctx(_baseline_x2(by_name), by_name), server_cores=1)
+    finding = instances_effect(x2)
+    assert finding is not None
+    assert "server CPU" in finding.text and "of the server's 1 core" in finding.text
+    assert "server + client CPU" not in finding.text and "of 2 cores" not in finding.text
+    assert finding.figures["server_cores"] == 1
+    busy = with_cpu(_baseline_x2(by_name), server_cores=0.95, client_cores=0.2)
+    no_spare = instances_effect(dataclasses.replace(ctx(busy, by_name), server_cores=1))
+    assert no_spare is not None
+    assert "no spare CPU: the server used 0.95 of the server's 1 core" in no_spare.text
+    # shared: the same figures are against the machine's cores, with perf_analyzer's added
+    shared = instances_effect(ctx(busy, by_name))
+    assert shared is not None and "no spare CPU" not in shared.text
+
+
+def test_under_the_cpu_split_only_perf_analyzer_at_its_limit_is_flagged(by_name: Names) -> None:
+    """Shared cores: server + perf_analyzer near the machine's cores is the CPU-bound flag.
+    Split: a busy server is not a measurement flaw (the saturation rule speaks of it); a
+    perf_analyzer at its own cores' limit is, and is flagged as such."""
+    server_busy = with_cpu(by_name["baseline"], server_cores=1.0, client_cores=0.5)
+    assert cpu_bound(dataclasses.replace(ctx(server_busy, by_name), server_cores=1)) is None
+    client_busy = with_cpu(by_name["baseline"], server_cores=0.6, client_cores=0.95)
+    flag = cpu_bound(dataclasses.replace(ctx(client_busy, by_name), server_cores=1))
+    assert flag is not None and flag.rule == "client-bound" and flag.kind == "flag"
+    assert "perf_analyzer used 0.95 of its own 1 core" in flag.text
+    # shared cores: 0.6 + 0.95 is under 90% of the machine's 2, no flag
+    assert cpu_bound(ctx(client_busy, by_name)) is None
+
+
+def test_the_instances_background_says_where_the_server_ran() -> None:
+    from tritonlab.explanation.explain import _background
+    from tritonlab.repository.variants import ServingVariant
+
+    one = ServingVariant(name="baseline", description="baseline")
+    two = dataclasses.replace(one, name="x2", instance_count=2)
+    split = _background(["instance_count"], one, two, 2, 1)
+    assert "with the server on 1 of the machine's 2 cores (perf_analyzer on the others)" in split
+    shared = _background(["instance_count"], one, two, 2)
+    assert "on a machine with 2 cores shared by the server and perf_analyzer" in shared

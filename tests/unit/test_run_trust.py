@@ -81,6 +81,36 @@ def test_a_control_that_told_the_copies_apart_flags_the_run(
     assert "(throughput lower (-3%, CI -6% to -1%) at `grpc_b1_c8`)" in trust.caveat()
 
 
+def test_one_flag_among_many_control_intervals_is_within_chance(
+    seed_cells: list[CellResult],
+) -> None:
+    """A sweep's seven controls hold fourteen intervals, of which noise alone reads at least one
+    different in about half of all runs: one flag there is within chance (the run is trusted,
+    its quotes say a verdict near the noise floor may be noise); three are beyond it. One
+    control (two intervals) with one flag is beyond it (9.75% < FAMILY_FALSE_ALARM)."""
+    from tritonlab.stats.run_trust import FAMILY_FALSE_ALARM
+
+    quiet_floors = [dataclasses.replace(_floor(), load_key=f"grpc_b1_c{i}") for i in range(6)]
+    one = run_trust(_monitored(seed_cells, 0), [_floor(Word.LOWER), *quiet_floors])
+    assert one.control_intervals == 14 and len(one.control_flags) == 1
+    assert one.chance_of_flags == pytest.approx(1 - 0.95**14)
+    assert one.state == "control flag within chance" and one.trusted
+    assert one.caveat().startswith("this run is trusted, but 1 of its 14 A/A control intervals")
+    assert "as noise alone does in 51% of runs with as many" in one.caveat()
+    assert "not to be trusted" not in one.caveat()
+    assert RunTrust.from_dict(one.to_dict()) == one
+    lower = [dataclasses.replace(_floor(Word.LOWER), load_key=f"grpc_b1_c{i}") for i in range(3)]
+    three = run_trust(_monitored(seed_cells, 0), [*lower, *quiet_floors[:4]])
+    assert (three.chance_of_flags or 1.0) < FAMILY_FALSE_ALARM
+    assert three.state == "control flagged" and not three.trusted
+    assert "3 of its 14 control intervals, as noise alone does in 3.0% of runs" in three.caveat()
+    single = run_trust(_monitored(seed_cells, 0), [_floor(Word.LOWER)])
+    assert single.control_intervals == 2 and single.state == "control flagged"
+    # a record from before the intervals were counted: any flag flags the run
+    old = RunTrust.from_dict({k: v for k, v in one.to_dict().items() if k != "control_intervals"})
+    assert old.control_intervals == 0 and old.state == "control flagged"
+
+
 def test_disturbed_cells_over_the_limit_and_not_at_it(seed_cells: list[CellResult]) -> None:
     limit = int(MAX_DISTURBED_SHARE * len(seed_cells))  # the most cells still within it
     at = run_trust(_monitored(seed_cells, limit), [_floor()])

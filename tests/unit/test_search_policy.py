@@ -390,3 +390,28 @@ def test_tune_summary_line_says_na_for_a_pick_with_no_p99() -> None:
     assert "2,833 (2,700–2,900) infer/s" in line and "p99 n/a ms" not in line
     assert "p99 n/a" in line
     assert _summary_line("runner-up", None) == "runner-up: none"
+
+
+def test_the_threads_move_counts_the_servers_own_cores_under_the_split() -> None:
+    """Issue 36 audit: "server and load generator used 1.0 of 2 cores: more onnxruntime
+    threads can use the idle ones" where the idle core was perf_analyzer's own (the CPU
+    split). Under the split the server's CPU is counted against its own cores."""
+    from tritonlab.decisions.search import COMPUTE_BOUND_US, Goal, Knobs, Observation, _threads_move
+
+    k = Knobs(threads=1)
+    o = Observation(
+        k,
+        8,
+        0,
+        100.0,
+        1000.0,
+        execution_us=2 * COMPUTE_BOUND_US,
+        server_cores=0.98,
+        load_generator_cores=0.1,
+    )
+    shared = _threads_move(k, o, Goal(cores=2), "at c8")
+    assert shared is not None and "server and load generator used 1.1 of 2 cores" in shared.reason
+    assert _threads_move(k, o, Goal(cores=2, server_cores=1), "at c8") is None
+    half = dataclasses.replace(o, server_cores=0.4)
+    split = _threads_move(k, half, Goal(cores=2, server_cores=1), "at c8")
+    assert split is not None and "the server used 0.4 of its 1 core" in split.reason

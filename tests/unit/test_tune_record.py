@@ -76,3 +76,36 @@ def test_a_tune_json_of_an_older_tritonlab_reads_without_the_newer_fields(
     assert record.pick.p99_over_budget_repeats is None
     assert "p99_over_budget_repeats" not in record.to_dict()["pick"]
     assert "- No configuration met the p99 budget in every repeat." in tune_section(record)
+
+
+def test_a_race_across_loads_and_a_stored_tie_break_say_what_they_compared() -> None:
+    """Issue 36 audit: the README quoted tune's race verdicts across concurrencies and
+    protocols as if configurations at one load. The pipeline's stored race ran at two
+    concurrencies and both protocols, and its stored tie-break compared different
+    concurrencies: the log and the results pages say both; a race at one point says neither."""
+    import dataclasses as dc
+
+    from tritonlab.report.tune_section import race_points_note, tie_notes
+
+    record = load_record(
+        ROOT / "examples" / "resnet18_pipeline_tune" / "results" / "tune.json", TuneRecord
+    )
+    assert record is not None
+    points = {(s.configuration.protocol, s.concurrency) for s in record.steps if s.phase == "race"}
+    assert len(points) > 1
+    note = race_points_note(record)
+    assert "each verdict compares two operating points" in note
+    assert all(f"{p} c{c}" in note for p, c in points)
+    text = "\n".join(tune_section(record))
+    assert note[1:] in text
+    assert any("at different concurrencies" in n for n in tie_notes(record))
+    one = dc.replace(
+        record,
+        steps=tuple(
+            dc.replace(s, concurrency=8, configuration=dc.replace(s.configuration, protocol="grpc"))
+            for s in record.steps
+        ),
+        tie_break=None,
+    )
+    assert race_points_note(one) == ""
+    assert not any("at different concurrencies" in n for n in tie_notes(one))

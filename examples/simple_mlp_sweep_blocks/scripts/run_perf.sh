@@ -4,7 +4,8 @@
 # scripts/start_server.sh must be running. Raw output goes to benchmarks/manual/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-MODEL="${1:-simple_mlp}"
+DEFAULT_MODEL=simple_mlp
+MODEL="${1:-$DEFAULT_MODEL}"
 GRPC_URL="${GRPC_URL:-127.0.0.1:${GRPC_PORT:-8001}}"
 HTTP_URL="${HTTP_URL:-127.0.0.1:${HTTP_PORT:-8000}}"
 # tritonlab, installed in the Python environment the script runs in, says where the
@@ -22,5 +23,5 @@ LOCATED="$("${LOCATE[@]}" perf --shell)"
 eval "$LOCATED"
 mkdir -p benchmarks/manual
 "$PERF_ANALYZER" -m "$MODEL" -u "$GRPC_URL" \
-  -i grpc -b 1 --measurement-mode time_windows -s 35 --max-trials 6 --verbose-csv --measurement-interval 1000 --concurrency-range 8 --input-data examples/simple_mlp_sweep_blocks/inputs/perf_data.json \
+  -i grpc -b 1 --measurement-mode time_windows -s 35 --max-trials 6 --verbose-csv --measurement-interval 1000 --concurrency-range 8 --input-data inputs/perf_data.json \
   -f "benchmarks/manual/$MODEL.csv" | tee "benchmarks/manual/$MODEL.txt"

@@ -168,4 +168,7 @@ def _race_text(
         f"{o.knobs.description} {goal.at(o.concurrency)}: {v.phrase()}"
         for o, v in zip(racing[1:], verdicts, strict=True)
     ]
-    return f"against {leader.knobs.description} {goal.at(leader.concurrency)}, " + "; ".join(parts)
+    return (
+        f"{leader.knobs.description} {goal.at(leader.concurrency)} leads by the median of its "
+        "repeats; each other contender against it: " + "; ".join(parts)
+    )

@@ -258,20 +258,25 @@ def _spread_move(k: Knobs, goal: Goal) -> Move | None:
 
 
 def _threads_move(k: Knobs, o: Observation, goal: Goal, at: str) -> Move | None:
-    """The move to twice the onnxruntime threads when executions are long and cores idle."""
-    busy = (o.server_cores or 0.0) + (o.load_generator_cores or 0.0)
+    """The move to twice the onnxruntime threads when executions are long and cores idle (the
+    server's own under the CPU split, else the machine's, which the load generator shares)."""
+    if goal.server_cores is not None:
+        busy, cores = o.server_cores or 0.0, goal.server_cores
+        who, of = "the server", f"of its {cores} core{'s' if cores > 1 else ''}"
+    else:
+        busy, cores = (o.server_cores or 0.0) + (o.load_generator_cores or 0.0), goal.cores
+        who, of = "server and load generator", f"of {cores} cores"
     if (
         k.threads
         and 2 * k.threads <= THREADS_LIMIT
         and o.execution_us is not None
         and o.execution_us >= COMPUTE_BOUND_US
-        and busy < goal.cores - 0.5
+        and busy < cores - 0.5
     ):
         return Move(
             replace(k, threads=2 * k.threads),
-            f"{at} one execution took {o.execution_us:,.0f} µs while server and load "
-            f"generator used {busy:.1f} of {goal.cores} cores: more onnxruntime threads can "
-            "use the idle ones",
+            f"{at} one execution took {o.execution_us:,.0f} µs while {who} used {busy:.1f} "
+            f"{of}: more onnxruntime threads can use the idle ones",
         )
     return None
 

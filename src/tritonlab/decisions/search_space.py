@@ -126,6 +126,8 @@ class Goal:
     p99_budget_us: float | None = None
     min_throughput_infer_per_s: float | None = None  # goal latency: the load to carry
     cores: int = 2
+    # the server's own cores when perf_analyzer runs on other CPUs (``cpu_split``; None: shared)
+    server_cores: int | None = None
     max_race_rounds: int = 3
     start: Knobs = field(default_factory=Knobs)
     switch_protocol: bool = True  # False: only the start's protocol (the clients' own)

@@ -120,7 +120,11 @@ def fitted_cost_model(model: CostModel | None, *rows: VariantSummary) -> CostMod
 
 
 def _background(
-    changed: list[str], before: ServingVariant, after: ServingVariant, cores: int
+    changed: list[str],
+    before: ServingVariant,
+    after: ServingVariant,
+    cores: int,
+    server_cores: int | None = None,
 ) -> str:
     if changed and changed[0] == "dynamic_batching" and after.dynamic_batching:
         return (
@@ -128,10 +132,15 @@ def _background(
             "clearly worse while requests wait to be batched?"
         )
     if changed == ["instance_count"]:
+        where = (
+            f"with the server on {server_cores} of the machine's {cores} cores (perf_analyzer on "
+            "the others)"
+            if server_cores is not None
+            else f"on a machine with {cores} cores shared by the server and perf_analyzer"
+        )
         return (
             f"Does running {after.instance_count} model instances instead of "
-            f"{before.instance_count} add throughput on a machine with {cores} cores (where the "
-            "server and the client ran is the Conditions' and Placement's to say)?"
+            f"{before.instance_count} add throughput {where}?"
         )
     if changed == ["max_queue_delay_us"]:
         direction = "less" if after.max_queue_delay_us < before.max_queue_delay_us else "longer"
@@ -211,6 +220,7 @@ _NOTE_LABELS = {
     "batching-amortised": "batching amortises fixed cost",
     "saturated-server": "instance saturated",
     "cpu-bound": "CPU-bound",
+    "client-bound": "perf_analyzer at its cores' limit",
     "unstable": "unstable",
     "littles-law": "inconsistent",
     "perf-warnings": "perf_analyzer warned",
@@ -233,6 +243,8 @@ def explain_variant(
     others: list[VariantSummary],
     cores: int,
     cost_model: CostModel | None = None,
+    server_cores: int | None = None,
+    step: str | None = None,
 ) -> VariantReport:
     """The experiment-log row of ``subject``: its reference, verdicts against it, the rules'
     findings and the background/action/result/why text."""
@@ -240,7 +252,9 @@ def explain_variant(
     reference = choose_reference(subject, earlier) if earlier else subject
     changed = changed_fields(reference.variant, subject.variant)
     model = fitted_cost_model(cost_model, subject, reference)
-    findings = apply_rules(RuleContext(subject, baseline, reference, cores, tuple(others), model))
+    findings = apply_rules(
+        RuleContext(subject, baseline, reference, cores, tuple(others), model, server_cores, step)
+    )
     verdicts = _verdicts(baseline, subject)
     if not earlier:
         ref_verdicts: dict[str, Verdict] = {}
@@ -269,7 +283,7 @@ def explain_variant(
         ]
     else:
         ref_verdicts = _verdicts(reference, subject)
-        background = _background(changed, reference.variant, subject.variant, cores)
+        background = _background(changed, reference.variant, subject.variant, cores, server_cores)
         count = "One change" if len(changed) == 1 else f"{len(changed)} changes"
         described = "; ".join(
             describe_change(c, reference.variant, subject.variant) for c in changed
@@ -336,16 +350,23 @@ def _server_sentence(s: VariantSummary) -> str:
 
 
 def analyse(
-    summaries: list[VariantSummary], cores: int, cost_model: CostModel | None = None
+    summaries: list[VariantSummary],
+    cores: int,
+    cost_model: CostModel | None = None,
+    server_cores: int | None = None,
+    step: str | None = None,
 ) -> list[Analysis]:
-    """One ``Analysis`` per load point, variants in the order given (baseline first)."""
+    """One ``Analysis`` per load point, variants in the order given (baseline first);
+    ``server_cores``: the server's own cores under the CPU split (None: shared); ``step``: the
+    step a pipeline's configurations change (None: the measured model itself)."""
     by_load: dict[str, list[VariantSummary]] = {}
     for s in summaries:
         by_load.setdefault(s.load_key, []).append(s)
     out = []
     for load_key, group in by_load.items():
         reports = [
-            explain_variant(s, group[:i], group, cores, cost_model) for i, s in enumerate(group)
+            explain_variant(s, group[:i], group, cores, cost_model, server_cores, step)
+            for i, s in enumerate(group)
         ]
         out.append(Analysis(load_key, cores, reports))
     return out

@@ -7,7 +7,13 @@ from typing import Any
 
 from tritonlab.explanation.cost_model import CostModel
 from tritonlab.explanation.fit_check import points_around
-from tritonlab.explanation.rule_support import Finding, RuleContext, changed_fields, rounded
+from tritonlab.explanation.rule_support import (
+    Finding,
+    RuleContext,
+    changed_fields,
+    cores_text,
+    rounded,
+)
 from tritonlab.repository.knobs import RESPONSE_CACHE
 from tritonlab.stats.aggregate import VariantSummary, compare_figure
 from tritonlab.stats.verdicts import Verdict
@@ -26,15 +32,17 @@ def threads_effect(ctx: RuleContext) -> Finding | None:
     if changed_fields(r.variant, s.variant) != ["intra_op_threads"] or not same_workload(r, s):
         return None
     t0, t1 = r.variant.intra_op_threads, s.variant.intra_op_threads
-    e0, e1 = r.execution_us.median, s.execution_us.median
+    e0 = ctx.server_figure(r, "execution_us").median
+    e1 = ctx.server_figure(s, "execution_us").median
     if e0 is None or e1 is None or not e1:
         return None
     verdict = compare_figure("throughput", "throughput", r, s)
-    execution = compare_figure("compute per execution", "execution_us", r, s)
+    execution = ctx.compare_server("compute per execution", "execution_us")
     speedup = e0 / e1
     names = {None: "default", 0: "default"}
     label0, label1 = names.get(t0, str(t0)), names.get(t1, str(t1))
     figures: dict[str, Any] = {
+        "step": ctx.step,
         "threads_before": t0,
         "threads_after": t1,
         "execution_us_before": rounded(e0),
@@ -46,7 +54,7 @@ def threads_effect(ctx: RuleContext) -> Finding | None:
     }
     text = (
         f"{label0} -> {label1} onnxruntime threads per instance: throughput {verdict.phrase()}. "
-        f"One execution took {e0:,.0f} -> {e1:,.0f} µs ({execution.phrase()}), "
+        f"One execution{ctx.whose} took {e0:,.0f} -> {e1:,.0f} µs ({execution.phrase()}), "
         f"{times(speedup)}"
     )
     if ctx.cost_model is not None and ctx.cost_model.speedup(t1) != 1.0:
@@ -55,13 +63,13 @@ def threads_effect(ctx: RuleContext) -> Finding | None:
         text += f", where the same threads run it {times(in_process)} in-process"
     text += (
         f"; the server used {r.server_cores.median or 0:.2f} -> {s.server_cores.median or 0:.2f} "
-        f"cores of {ctx.cores}."
+        f"{cores_text(ctx.server_cores or ctx.cores, ctx.server_cores is not None)}."
     )
     rivals = [
         o
         for o in ctx.others
         if changed_fields(r.variant, o.variant) == ["instance_count"]
-        and o.variant.instance_count == (t1 or ctx.cores)
+        and o.variant.instance_count == (t1 or ctx.server_cores or ctx.cores)
         and same_workload(o, s)
     ]
     if rivals:

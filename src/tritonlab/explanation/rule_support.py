@@ -4,13 +4,22 @@ configuration fields two variants differ in (from the knob table), and small fig
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from tritonlab.explanation.cost_model import CostModel
 from tritonlab.records import Record
 from tritonlab.repository.knobs import BATCHER_FIELDS, CONFIG_FIELDS
 from tritonlab.repository.variants import ServingVariant
-from tritonlab.stats.aggregate import VariantSummary
+from tritonlab.stats.aggregate import VariantSummary, compare_figure
+from tritonlab.stats.summary import Summary
+from tritonlab.stats.verdicts import Verdict, compare
+
+# The ``VariantSummary`` server figures and the same figure of a called step's statistics.
+STEP_FIGURES = {
+    "execution_us": "compute_us_per_execution",
+    "mean_batch": "mean_batch_size",
+    "compute_per_inference_us": "compute_us_per_inference",
+}
 
 
 @dataclass(frozen=True)
@@ -34,6 +43,43 @@ class RuleContext:
     cores: int
     others: tuple[VariantSummary, ...] = ()
     cost_model: CostModel | None = None
+    # the server's own cores when perf_analyzer ran on other CPUs (the CPU split, ``cpu_split``);
+    # None: the two shared the machine's ``cores``
+    server_cores: int | None = None
+    # the step a pipeline's configurations change (an ensemble's step, a BLS callee): its own
+    # batch and execution figures explain a row, not the whole pipeline's counters (None: the
+    # measured model is the one changed)
+    step: str | None = None
+
+    def server_figure(self, summary: VariantSummary, attr: str) -> Summary:
+        """``summary``'s server figure ``attr`` (``execution_us``, ``mean_batch`` or
+        ``compute_per_inference_us``), read from the changed step's statistics in a pipeline."""
+        if self.step is None:
+            return cast(Summary, getattr(summary, attr))
+        return summary.step_figure(self.step, STEP_FIGURES[attr])
+
+    def compare_server(self, label: str, attr: str) -> Verdict:
+        """The reference and the subject compared on ``server_figure(attr)``."""
+        if self.step is None:
+            return compare_figure(label, attr, self.reference, self.subject)
+        ref, sub = self.server_figure(self.reference, attr), self.server_figure(self.subject, attr)
+        return compare(label, ref, sub)
+
+    @property
+    def whose(self) -> str:
+        """Whose executions the server figures are, for the text: '' or ' of step `cnn`'."""
+        return "" if self.step is None else f" of step `{self.step}`"
+
+    def cpu_used(self, summary: VariantSummary) -> tuple[float | None, int, str]:
+        """The CPU that competes for the cores ``summary`` ran on, those cores, and who used it:
+        under the CPU split the server's own against its cores, else server and perf_analyzer
+        together against the machine's (None where a figure is missing)."""
+        used = summary.server_cores.median
+        if self.server_cores is not None:
+            return used, self.server_cores, "the server"
+        client = summary.perf_analyzer_cores.median
+        total = None if used is None or client is None else used + client
+        return total, self.cores, "server and perf_analyzer together"
 
 
 def raw_changed_fields(a: ServingVariant, b: ServingVariant) -> list[str]:
@@ -47,6 +93,12 @@ def changed_fields(a: ServingVariant, b: ServingVariant) -> list[str]:
     if "dynamic_batching" in changed:  # switching batching on or off carries its settings
         changed = [k for k in changed if k not in BATCHER_FIELDS]
     return changed
+
+
+def cores_text(cores: int, apart: bool) -> str:
+    """``of 2 cores``, or under the CPU split ``of the server's 1 core``."""
+    noun = "core" if cores == 1 else "cores"
+    return f"of the server's {cores} {noun}" if apart else f"of {cores} {noun}"
 
 
 def rounded(value: float | None, digits: int = 0) -> float | None:

@@ -24,6 +24,7 @@ from tritonlab.explanation.rule_support import (
     RuleContext,
     change_text,
     changed_fields,
+    cores_text,
     rounded,
 )
 from tritonlab.explanation.sequence_rules import sequence_backlog, strategy_effect
@@ -170,8 +171,9 @@ def _slower_executions(ctx: RuleContext) -> str | None:
     """Evidence that executions took longer than their batch explains, or None: over 25% above
     the cost model's prediction, or (without it) slower although batches did not grow."""
     s, r = ctx.subject, ctx.reference
-    after, before = s.execution_us.median, r.execution_us.median
-    b0, b1 = r.mean_batch.median, s.mean_batch.median
+    after = ctx.server_figure(s, "execution_us").median
+    before = ctx.server_figure(r, "execution_us").median
+    b0, b1 = ctx.server_figure(r, "mean_batch").median, ctx.server_figure(s, "mean_batch").median
     if after is None or b1 is None:
         return None
     k = s.settings.batch_size
@@ -193,7 +195,7 @@ def _slower_executions(ctx: RuleContext) -> str | None:
 
 
 def _instances_causes(
-    ctx: RuleContext, verdict: Verdict, batch: Verdict, per_inference: Verdict, total: float | None
+    ctx: RuleContext, verdict: Verdict, batch: Verdict, per_inference: Verdict
 ) -> list[str]:
     """Why the instance change moved throughput as it did: one clause per cause, never empty
     (where no cause applies, the clause says that no server figure moved enough)."""
@@ -216,15 +218,14 @@ def _instances_causes(
                 "carries more of an execution's fixed cost"
             )
         slower = _slower_executions(ctx)
-        if slower and total is not None and total >= CONTENTION_SHARE * ctx.cores:
+        cpu, cores, who = ctx.cpu_used(s)
+        of = cores_text(cores, ctx.server_cores is not None)
+        if slower and cpu is not None and cpu >= CONTENTION_SHARE * cores:
             causes.append(
-                f"the instances contend for the cores: {slower} (server and perf_analyzer "
-                f"together used {total:.2f} of {ctx.cores})"
+                f"the instances contend for the cores: {slower} ({who} used {cpu:.2f} {of})"
             )
-        elif total is not None and total >= CPU_BOUND_SHARE * ctx.cores and verdict.word != HIGHER:
-            causes.append(
-                f"no spare CPU: server and perf_analyzer used {total:.2f} of {ctx.cores} cores"
-            )
+        elif cpu is not None and cpu >= CPU_BOUND_SHARE * cores and verdict.word != HIGHER:
+            causes.append(f"no spare CPU: {who} used {cpu:.2f} {of}")
         if verdict.word == HIGHER and n1 > n0:
             causes.append(
                 "executions ran in parallel"
@@ -251,23 +252,27 @@ def instances_effect(ctx: RuleContext) -> Finding | None:
     if changed_fields(r.variant, s.variant) != ["instance_count"] or not same_workload(r, s):
         return None
     verdict = compare_figure("throughput", "throughput", r, s)
-    per_inference = compare_figure("compute per inference", "compute_per_inference_us", r, s)
-    batch = compare_figure("mean batch", "mean_batch", r, s)
+    per_inference = ctx.compare_server("compute per inference", "compute_per_inference_us")
+    batch = ctx.compare_server("mean batch", "mean_batch")
+    batch0, batch1 = ctx.server_figure(r, "mean_batch"), ctx.server_figure(s, "mean_batch")
+    cpi0 = ctx.server_figure(r, "compute_per_inference_us")
+    cpi1 = ctx.server_figure(s, "compute_per_inference_us")
     used, used_before = s.server_cores.median, r.server_cores.median
-    client, client_before = s.perf_analyzer_cores.median, r.perf_analyzer_cores.median
-    total = None if used is None or client is None else used + client
-    total_before = (
-        None if used_before is None or client_before is None else used_before + client_before
-    )
+    client = s.perf_analyzer_cores.median
+    cpu, cores, _ = ctx.cpu_used(s)
+    cpu_before = ctx.cpu_used(r)[0]
+    apart = ctx.server_cores is not None
     n0, n1 = r.variant.instance_count, s.variant.instance_count
     figures = {
         "instances_before": n0,
         "instances_after": n1,
         "cores": ctx.cores,
-        "mean_batch_before": rounded(r.mean_batch.median, 2),
-        "mean_batch_after": rounded(s.mean_batch.median, 2),
-        "compute_us_per_inference_before": rounded(r.compute_per_inference_us.median),
-        "compute_us_per_inference_after": rounded(s.compute_per_inference_us.median),
+        "server_cores": ctx.server_cores,
+        "step": ctx.step,
+        "mean_batch_before": rounded(batch0.median, 2),
+        "mean_batch_after": rounded(batch1.median, 2),
+        "compute_us_per_inference_before": rounded(cpi0.median),
+        "compute_us_per_inference_after": rounded(cpi1.median),
         "server_cores_used": rounded(used, 2),
         "server_cores_used_before": rounded(used_before, 2),
         "perf_analyzer_cores_used": rounded(client, 2),
@@ -276,22 +281,22 @@ def instances_effect(ctx: RuleContext) -> Finding | None:
     # what moved: the mean batch and compute per inference (with their verdicts' words), the CPU
     changed = "; ".join(
         [
-            change_text("mean batch", r.mean_batch.median, s.mean_batch.median)
+            change_text(f"mean batch{ctx.whose}", batch0.median, batch1.median)
             + f" ({batch.word})",
             change_text(
-                "compute per inference",
-                r.compute_per_inference_us.median,
-                s.compute_per_inference_us.median,
+                f"compute per inference{ctx.whose}",
+                cpi0.median,
+                cpi1.median,
                 " µs",
                 digits=0,
             )
             + f" ({per_inference.word})",
-            change_text("server + client CPU", total_before, total, digits=2)
-            + f" of {ctx.cores} cores",
+            change_text("server CPU" if apart else "server + client CPU", cpu_before, cpu, digits=2)
+            + f" {cores_text(cores, apart)}",
         ]
     )
     head = f"{n0} -> {n1} instances: throughput {verdict.phrase()}. What changed: {changed}"
-    causes = _instances_causes(ctx, verdict, batch, per_inference, total)
+    causes = _instances_causes(ctx, verdict, batch, per_inference)
     text = f"{head}. Why: {'; and '.join(causes)}."
     if ctx.cost_model is not None:
         before, after = ctx.cost_model.predict(r), ctx.cost_model.predict(s)
@@ -334,9 +339,11 @@ def saturated_server(ctx: RuleContext) -> Finding | None:
     ):
         return None  # the wait can be the batcher's own delay, not a busy instance
     n, used = v.instance_count, s.server_cores.median
-    if used is not None and used < min(n, ctx.cores) * SATURATED_MIN_CORES_PER_INSTANCE:
+    cores = ctx.server_cores or ctx.cores  # the cores the server could run on
+    if used is not None and used < min(n, cores) * SATURATED_MIN_CORES_PER_INSTANCE:
         return None  # the server was not busy enough for its instances to be the queue's cause
-    evidence = f" (the server used {used:.2f} of {ctx.cores} cores)" if used is not None else ""
+    of = cores_text(cores, ctx.server_cores is not None)
+    evidence = f" (the server used {used:.2f} {of})" if used is not None else ""
     text = (
         f"Saturated: requests spend {share:.0%} of their queue and compute time queued "
         f"({queue:.0f} µs) against {compute:.0f} µs of compute; the {n} "
@@ -356,24 +363,39 @@ def saturated_server(ctx: RuleContext) -> Finding | None:
 
 
 def cpu_bound(ctx: RuleContext) -> Finding | None:
-    """Flag cells where server and load generator together used up the machine's cores."""
+    """Flag cells where the load generator may have set the pace: server and perf_analyzer
+    together used up the machine's cores, or under the CPU split perf_analyzer its own."""
     s = ctx.subject
     used, client = s.server_cores.median, s.perf_analyzer_cores.median
-    if used is None or client is None or used + client < CPU_BOUND_SHARE * ctx.cores:
+    if used is None or client is None:
         return None
-    text = (
-        f"CPU-bound: the server used {used:.2f} and perf_analyzer {client:.2f} of {ctx.cores} "
-        "cores; the load generator competes with the server, so these numbers understate a "
-        "dedicated server."
-    )
+    if ctx.server_cores is not None:  # the CPU split: perf_analyzer had the other CPUs alone
+        client_cores = max(1, ctx.cores - ctx.server_cores)
+        if client < CPU_BOUND_SHARE * client_cores:
+            return None
+        noun = "core" if client_cores == 1 else "cores"
+        text = (
+            f"Load-generator-bound: perf_analyzer used {client:.2f} of its own {client_cores} "
+            f"{noun} (the server {used:.2f} {cores_text(ctx.server_cores, True)}); the load "
+            "generator may set the pace, so these numbers can understate the server."
+        )
+    elif used + client < CPU_BOUND_SHARE * ctx.cores:
+        return None
+    else:
+        text = (
+            f"CPU-bound: the server used {used:.2f} and perf_analyzer {client:.2f} of "
+            f"{ctx.cores} cores; the load generator competes with the server, so these "
+            "numbers understate a dedicated server."
+        )
     return Finding(
-        "cpu-bound",
+        "client-bound" if ctx.server_cores is not None else "cpu-bound",
         s.variant.name,
         text,
         {
             "server_cores_used": rounded(used, 2),
             "perf_analyzer_cores_used": rounded(client, 2),
             "cores": ctx.cores,
+            "server_cores": ctx.server_cores,
         },
         kind="flag",
     )

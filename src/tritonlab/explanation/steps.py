@@ -42,11 +42,21 @@ class StepsAtLoad:
     concurrency: int | None
     repeats: int
     steps: tuple[StepTime, ...]
+    # the measured model's own queue per request (median over the repeats): for a BLS model
+    # the wait for one of its instances, which the steps' shares do not hold
+    own_queue_us: float = 0.0
 
     @property
     def binding(self) -> StepTime:
         """The step with the largest share of the server time."""
         return max(self.steps, key=lambda s: s.share)
+
+    @property
+    def own_queue_binds(self) -> bool:
+        """True when requests waited longer in the measured model's own queue than the binding
+        step's queue and compute per pipeline request: its instances bind before any step's."""
+        top = self.binding
+        return self.own_queue_us > (top.queue_us + top.compute_us) * top.calls_per_request
 
 
 def _step_time(name: str, cells: Sequence[CellResult]) -> StepTime:
@@ -80,6 +90,9 @@ def steps_at_load(cells: Sequence[CellResult]) -> StepsAtLoad | None:
         first.perf.settings.concurrency,
         len(cells),
         tuple(_step_time(n, cells) for n in names),
+        statistics.median(
+            [c.server.queue_us_per_request for c in cells if c.server is not None] or [0.0]
+        ),
     )
 
 

@@ -182,7 +182,7 @@ def bind_step(
             for n in shares
         )
         reason = (
-            f"it held the largest share of a request's server time in an opening probe (the "
+            f"it held the largest share of the steps' server time in an opening probe (the "
             f"pipeline as configured, one perf_analyzer run at concurrency {concurrency}, "
             f"{top.request_count:,} requests): {figures}"
         )

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from tritonlab import gateway
+from tritonlab.cpu_split import decide_split
 from tritonlab.decisions.search import GOALS, Goal, Knobs
 from tritonlab.errors import ConfigError, PlanError
 from tritonlab.experiments.blocks import ENGINE_BLOCKS, ENGINE_CLASSIC, ENGINES
@@ -167,6 +168,9 @@ def prepare_tune(
             p99_budget_us=None if r.p99_budget_ms is None else r.p99_budget_ms * 1000,
             min_throughput_infer_per_s=target_load,
             cores=available_cores(),
+            server_cores=decide_split(
+                options.cpu_split, starts_server=not options.url
+            ).server_core_count,
             max_race_rounds=r.max_race_rounds or (12 if engine == ENGINE_BLOCKS else 3),
             start=start,
             switch_protocol=not r.keep_protocol,

@@ -85,6 +85,8 @@ def trust_line(trust: RunTrust) -> str:
             f"- Trust: **{trust.state}**: {trust.caveat()}. The verdicts below carry this "
             "doubt, and the pages that quote this run say so."
         )
+    if caveat := trust.caveat():
+        return f"- Trust: {trust.state}: {caveat}; the pages that quote this run say so."
     checks = []
     if trust.controls:
         checks.append(

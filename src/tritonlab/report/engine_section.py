@@ -42,7 +42,29 @@ from tritonlab.stats.error_rates import (
 )
 from tritonlab.stats.noise_floor import NoiseFloor
 from tritonlab.stats.process_term import pair_half_width_pct
+from tritonlab.stats.run_trust import RunTrust
 from tritonlab.stats.verdicts import Verdict
+
+
+def _widened_text(floor: NoiseFloor) -> str:
+    """'' unless only the process term kept the control from reading a difference: then what
+    the pairing alone read, and what that means for the run's other verdicts."""
+    open_loop = is_open_loop_key(floor.load_key)  # both copies serve the offered rate there
+    parts = [
+        f"{'throughput' if v.figure == 'throughput' else 'p99'} {v.unwidened_word} "
+        f"(CI {low:+.1f}% to {high:+.1f}%)"
+        for v in floor.widened_only
+        if v.unwidened_pct is not None and not (open_loop and v.figure == "throughput")
+        for low, high in [v.unwidened_pct]
+    ]
+    if not parts:
+        return ""
+    return (
+        f"; the blocks paired alone read {' and '.join(parts)}: the two copies' own server "
+        "processes ran at different speeds in this run, which the interval holds as each "
+        "process's spread between runs (the method's process term), so only that term keeps "
+        "this control from reading a difference"
+    )
 
 
 def _width(v: Verdict) -> str:
@@ -168,25 +190,32 @@ def reload_lines(engine: EngineRecord) -> list[str]:
 WIDE_CONTROL_PCT = 10.0
 
 
-def noise_floor_lines(floors: list[NoiseFloor], blocks: bool = False) -> list[str]:
+def noise_floor_lines(
+    floors: list[NoiseFloor], trust: RunTrust | None = None, blocks: bool = False
+) -> list[str]:
     """The A/A control's verdicts, and what they mean for the run's other verdicts; for the
     block engine (``blocks``), the smallest change its noise lets a verdict find and the error
-    rates the calibration benchmark measured. A run whose cells stayed disturbed too often is
-    not called trusted, whatever its control reads (``interference_lines`` says why)."""
+    rates the calibration benchmark measured. Whether the run is trusted is ``trust``'s to say
+    (``stats/run_trust.py``): a control that reads no difference does not make a disturbed run
+    trusted."""
     if not floors:
         return []
     lines = ["## Noise floor (A/A control)", ""]
     for f in floors:
-        if f.throughput.clear or f.latency_p99.clear:
+        if not f.trusted and (trust is None or trust.state == "control flagged"):
             verdict = (
                 "**the two copies of one configuration differ: this run's verdicts are not to "
                 "be trusted**"
             )
-        elif f.too_disturbed:
+        elif not f.trusted:
             verdict = (
-                "**but too many of the run's cells stayed disturbed (see Interference): its "
-                "verdicts are not to be trusted**"
+                "the two copies read different here; with the run's other control intervals, "
+                "no more of them did than noise alone gives in one run in ten (the count is "
+                "below), so this one flag does not make the run untrusted, but a verdict near "
+                "this noise floor may be noise"
             )
+        elif trust is not None and not trust.trusted:
+            verdict = f"**but {trust.caveat()}**"
         elif not (f.throughput.has_interval or f.latency_p99.has_interval):
             verdict = "this control tells nothing at this load (neither figure has an interval)"
         elif is_open_loop_key(f.load_key):
@@ -201,6 +230,7 @@ def noise_floor_lines(floors: list[NoiseFloor], blocks: bool = False) -> list[st
                 if shown is not None and shown > WIDE_CONTROL_PCT
                 else ""
             )
+        verdict += _widened_text(f)
         width = f.throughput.half_width_pct
         found = (
             f" At this noise a throughput change of about ±{detectable_change_pct(width):.0f}% "

@@ -39,7 +39,7 @@ from tritonlab.report.nodes_section import nodes_section
 from tritonlab.report.plot_support import PROTOCOL_NAMES
 from tritonlab.report.recommend_section import recommendations_section
 from tritonlab.report.roofline_text import roofline_lines
-from tritonlab.report.run_data import RunData
+from tritonlab.report.run_data import RunData, changed_step
 from tritonlab.report.steps_section import changed_step_line, steps_section
 from tritonlab.report.text_format import check_against, model_source, num
 from tritonlab.report.trace_section import trace_section
@@ -175,13 +175,12 @@ def _table(analysis: Analysis) -> list[str]:
 def _step_line(manifest: Manifest, analysis: Analysis, r: VariantReport) -> str:
     """For a user's pipeline whose configurations change one step (``repository["tuned"]``),
     that step's own batch and compute beside the measured model's counters."""
-    repository = manifest.model.repository or {}
-    step = repository.get("tuned")
-    if not step or step == repository.get("model"):
+    step = changed_step(manifest)
+    if step is None:
         return ""
     base = analysis.reports[0].summary
     reference = None if r.summary is base else base.cells
-    return changed_step_line(str(step), r.summary.cells, reference)
+    return changed_step_line(step, r.summary.cells, reference)
 
 
 def _variant_section(r: VariantReport, step_line: str = "") -> list[str]:
@@ -378,7 +377,7 @@ def render_experiment_log(run: RunData) -> str:
         kind = str(manifest.model.repository.get("kind", ""))
         lines += steps_section(run.cells, labels, kind)
     lines += engine_lines(run.engine, run.stopping, run.cells, run.manifest.cpu_split)
-    lines += noise_floor_lines(run.noise_floors, run.engine is not None)
+    lines += noise_floor_lines(run.noise_floors, run.trust, run.engine is not None)
     lines += interference_lines(run.cells)
     lines += faults_section(run.faults)
     lines += nodes_section(manifest.nodes, run.cells)

@@ -296,7 +296,7 @@ def _method(run: RunData, analyses: list[Analysis]) -> list[str]:
     lines = (
         method_lines(count_verdicts(analyses), run_stopping_note(run), robust_blocks(analyses))
         + engine_lines(run.engine, run.stopping, run.cells, run.manifest.cpu_split)
-        + noise_floor_lines(run.noise_floors, run.engine is not None)
+        + noise_floor_lines(run.noise_floors, run.trust, run.engine is not None)
         + interference_lines(run.cells)
     )
     return [line[2:] for line in lines if line.startswith("- ")]

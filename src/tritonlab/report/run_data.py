@@ -69,6 +69,20 @@ class RunData:
         return [r.summary for a in self.analyses for r in a.reports]
 
 
+def server_core_count(manifest: Manifest) -> int | None:
+    """The server's own cores under the CPU split; None where it shared the machine's."""
+    split = manifest.cpu_split
+    return None if split is None else split.server_core_count
+
+
+def changed_step(manifest: Manifest) -> str | None:
+    """The step of a user's pipeline its configurations change (``repository["tuned"]``), or
+    None where they change the measured model itself."""
+    repository = manifest.model.repository or {}
+    step = repository.get("tuned")
+    return str(step) if step and step != repository.get("model") else None
+
+
 def _cost_model(
     run_dir: Path, cores: int, operators: OperatorsRecord | None, manifest: Manifest
 ) -> CostModel | None:
@@ -84,12 +98,12 @@ def _cost_model(
     def net(timings: dict[int, float]) -> dict[int, float]:
         return {b: max(0.0, t - empty.get(b, 0.0)) for b, t in timings.items()}
 
-    split = manifest.cpu_split
-    apart = split is not None and split.split
+    own = server_core_count(manifest)
+    apart = own is not None
     model = CostModel.fit(
         points,
         net(operators.in_process_us_per_execution),
-        len(split.server_cpus) if split is not None and apart else cores,
+        own or cores,
         thread_speedup(parse_ceilings(operators)),
         {e: net(ts) for e, ts in (operators.engines_in_process_us_per_execution or {}).items()},
         operators.engines_precision_used or {},
@@ -134,7 +148,13 @@ def load_run(run_dir: Path) -> RunData:
     cores = manifest.machine.cpu_affinity_count or 1
     operators = load_record(paths.operators, OperatorsRecord)  # None when not measured yet
     model = _cost_model(run_dir, cores, operators, manifest)
-    analyses = analyse(summarise(cells, manifest.variant_order), cores, model)
+    analyses = analyse(
+        summarise(cells, manifest.variant_order),
+        cores,
+        model,
+        server_core_count(manifest),
+        changed_step(manifest),
+    )
     summaries = [r.summary for a in analyses for r in a.reports]
     # the cost model prices model executions at the shapes it was timed at; a response from
     # the cache runs none, and a row at another sequence length is other work

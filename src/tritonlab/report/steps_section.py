@@ -16,7 +16,7 @@ from tritonlab.stats.verdicts import compare
 CLOSE_SHARE = 0.10
 
 
-def _share_sentence(row: StepsAtLoad, label: str) -> str:
+def _share_sentence(row: StepsAtLoad, label: str, kind: str) -> str:
     top = row.binding
     others = "; ".join(f"`{s.step}` {s.share:.0%}" for s in row.steps if s.step != top.step)
     runner_up = max((s.share for s in row.steps if s.step != top.step), default=0.0)
@@ -25,15 +25,23 @@ def _share_sentence(row: StepsAtLoad, label: str) -> str:
         if top.share - runner_up >= CLOSE_SHARE
         else "holds the most, within 10 points of the next (no clear binding step)"
     )
-    return (
-        f"- {label} at {row.load_key}: step `{top.step}` {verb}, with {top.share:.0%} of the "
-        f"request's server time (queue {num(top.queue_us)} µs + compute "
-        f"{num(top.compute_us)} µs per request it served"
+    among = "of the steps' server time"
+    text = (
+        f"- {label} at {row.load_key}: "
+        + ("among the steps, " if kind == "bls" else "")
+        + f"step `{top.step}` {verb}, with {top.share:.0%} {among} (queue {num(top.queue_us)} "
+        f"µs + compute {num(top.compute_us)} µs per request it served"
         + (f", {top.calls_per_request:.2g} calls per request" if top.calls_per_request != 1 else "")
         + ")"
         + (f"; {others}" if others else "")
-        + "."
     )
+    if kind == "bls" and row.own_queue_binds:
+        text += (
+            f"; but requests waited longer for the BLS model itself: {num(row.own_queue_us)} µs "
+            f"in its own queue per request, more than `{top.step}`'s queue and compute (a BLS "
+            "instance stays busy while its calls run, so its instance count binds first)"
+        )
+    return text + "."
 
 
 def _attribution(
@@ -79,15 +87,22 @@ def _attribution(
         called_us = statistics.median(c for _, c in pairs)
         rest_us = statistics.median(o - c for o, c in pairs)
         whole = "compute" if kind == "bls" else "in the ensemble"
-        if abs(rest_us) <= 0.01 * own_us:
-            rest = "the called models account for all of it (within 1%)"
-        elif rest_us < 0:
+        # the rest is the median of each cell's own difference, not a difference of the two
+        # medians quoted beside it (issue 36 audit: "exceed it by 543 µs" beside medians 700 apart)
+        if rest_us < 0:
             rest = (
-                f"the called models' figures exceed it by {num(-rest_us)} µs (the statistics "
-                "of different models are not read at the same instant)"
+                f"the called models' figures exceed it by {num(-rest_us)} µs"
+                + (", within 1%" if -rest_us <= 0.01 * own_us else "")
+                + " (the median of each cell's difference; the statistics of different models "
+                "are not read at the same instant, so parts can exceed the whole)"
+            )
+        elif rest_us <= 0.01 * own_us:
+            rest = (
+                f"the called models account for all but {num(rest_us)} µs of it, within 1% "
+                "(the median of each cell's difference)"
             )
         else:
-            rest = f"the rest {num(rest_us)} µs"
+            rest = f"the rest {num(rest_us)} µs (the median of each cell's difference)"
         lines.append(
             f"  - {label} at {load}: {whole} {num(own_us)} µs per request, called models "
             f"{num(called_us)} µs, {rest} ({len(pairs)} cell{'s' if len(pairs) != 1 else ''})."
@@ -107,7 +122,7 @@ def steps_section(cells: Sequence[CellResult], labels: dict[str, str], kind: str
         "Triton's statistics of every model the measured one calls, read over the same "
         "windows as its own (medians over the repeats). A step's share is its requests times "
         "its server time per request (queue, compute and Triton's overhead), over the sum of "
-        "every step's.",
+        "every step's; the measured model's own queue is not in it.",
         "",
         "| config | load | step | calls / request | queue µs | compute µs | mean batch | share |",
         "|---|---|---|---|---|---|---|---|",
@@ -124,7 +139,7 @@ def steps_section(cells: Sequence[CellResult], labels: dict[str, str], kind: str
         label = labels.get(variant, variant)
         rows = [r for r in table if r.variant == variant]
         top = max(rows, key=lambda r: r.concurrency or 0)
-        lines.append(_share_sentence(top, label))
+        lines.append(_share_sentence(top, label, kind))
         if growth := queue_growth(table, variant):
             parts = [
                 f"`{g.step}`'s queue {'grows' if g.grows else 'does not grow'} with load "
@@ -134,7 +149,15 @@ def steps_section(cells: Sequence[CellResult], labels: dict[str, str], kind: str
             ]
             lines.append(f"- {label}: " + "; ".join(parts) + ".")
     lines += _attribution(kind, [c for c in cells if not c.variant.control], labels)
-    if (binding := binding_step(table, table[0].variant)) is not None:
+    base_rows = [r for r in table if r.variant == table[0].variant]
+    base_top = max(base_rows, key=lambda r: r.concurrency or 0)
+    if kind == "bls" and base_top.own_queue_binds:
+        lines.append(
+            f"- The baseline's requests waited longest for the BLS model itself (its own queue, "
+            f"{num(base_top.own_queue_us)} µs per request at {base_top.load_key}): its instance "
+            f"count comes first, then the binding step's, `{base_top.binding.step}`."
+        )
+    elif (binding := binding_step(table, table[0].variant)) is not None:
         lines.append(
             f"- The baseline's binding step is `{binding.step}`: the knobs that can move this "
             "pipeline are that step's (its instances, batching and threads) first."

@@ -81,26 +81,14 @@ def tune_section(tune: TuneRecord | None) -> list[str]:
             f"- Runner-up against the pick ({verdict.figure}, paired over the race's "
             f"{verdict.pairs} rounds): {verdict.phrase()}."
         )
-        if verdict.reading not in (HIGHER, LOWER) and not tune.tie_break:
-            lines.append(
-                "- The race did not separate the pick from the runner-up: the pick leads by "
-                "the median of its repeats only, and either would serve as well as this run "
-                "can tell."
-            )
     if tune.tie_break:
         lines.append(f"- Tie broken: {tune.tie_break}.")
-        pick, runner = tune.pick, tune.runner_up
-        if pick and runner and pick.concurrency != runner.concurrency and not settings.fixed_load:
-            lines.append(
-                "- That tie-break compared the two at different concurrencies "
-                f"({pick.concurrency} against {runner.concurrency}): in a closed loop the "
-                "latency grows with the concurrency, so the figure measured the load, not the "
-                "configuration (a tritonlab since issue 36 breaks ties at the same concurrency "
-                "only). The race did not separate the two."
-            )
+    lines += [f"- {n[0].upper()}{n[1:]}." for n in tie_notes(tune)]
     if (pick := tune.pick) and not pick.meets_p99_budget_every_repeat:
         line = over_budget_line(pick)
         lines.append(f"- {line[0].upper()}{line[1:]}.")
+    if note := race_points_note(tune):
+        lines.append(f"- {note[0].upper()}{note[1:]}.")
     lines += [
         f"- Why the search stopped: {tune.stop_reason or 'it was interrupted'}.",
         "- The pick's `config.pbtxt`, ready to deploy: `pick/<model>/config.pbtxt`.",
@@ -127,6 +115,50 @@ def tune_section(tune: TuneRecord | None) -> list[str]:
             f"{'n/a' if p99 is None else f'{p99 / 1000:.2f}'} | {step.reason} |"
         )
     return [*lines, ""]
+
+
+def tie_notes(tune: TuneRecord) -> list[str]:
+    """What a quote of the pick must carry about its runner-up: that the race did not separate
+    them, or that a stored tie-break compared them at different concurrencies."""
+    verdict, pick, runner = tune.verdict, tune.pick, tune.runner_up
+    notes = []
+    if verdict is not None and verdict.reading not in (HIGHER, LOWER) and not tune.tie_break:
+        notes.append(
+            "the race did not separate the pick from the runner-up: the pick leads by the "
+            "median of its repeats only, and either would serve as well as this run can tell"
+        )
+    if (
+        tune.tie_break
+        and pick
+        and runner
+        and pick.concurrency != runner.concurrency
+        and not tune.settings.fixed_load
+    ):
+        notes.append(
+            "the tie-break compared the pick and the runner-up at different concurrencies "
+            f"({pick.concurrency} against {runner.concurrency}): in a closed loop the latency "
+            "grows with the concurrency, so the figure measured the load, not the configuration "
+            "(a tritonlab since issue 36 breaks ties at the same concurrency only); the race "
+            "did not separate the two"
+        )
+    return notes
+
+
+def race_points_note(tune: TuneRecord) -> str:
+    """'' unless the race's contenders ran at different concurrencies or protocols: then that
+    its verdicts compare operating points (each configuration at its own load), which the goal
+    asks for, and not configurations at one load."""
+    if tune.settings.fixed_load:
+        return ""
+    points = {(s.configuration.protocol, s.concurrency) for s in tune.steps if s.phase == "race"}
+    if len({c for _, c in points}) < 2 and len({p for p, _ in points}) < 2:
+        return ""
+    return (
+        "the race's contenders ran at different concurrencies or protocols ("
+        + ", ".join(f"{p} c{c}" for p, c in sorted(points))
+        + "): each verdict compares two operating points, each configuration at its own load, "
+        "not two configurations at one load"
+    )
 
 
 def over_budget_line(pick: TunePick) -> str:

@@ -110,6 +110,16 @@ class VariantSummary(Record):
         term = packaged_process_term()
         return 0.0 if term is None else term.sd_log(figure)
 
+    def step_figure(self, step: str, name: str) -> Summary:
+        """A called model's own server ``name`` (a ``ServerStatsDelta`` figure) per repeat, from
+        the statistics each cell took of ``step`` (an ensemble's step, a BLS callee): a
+        pipeline's row compared by the step it changes, not the whole pipeline's counters."""
+        values = [
+            getattr(d, name) if (d := c.steps.get(step)) and d.execution_count else None
+            for c in self.cells
+        ]
+        return Summary.of(values, self.rounds, self.process_sd_log(name), self.process)
+
     @property
     def load_generator_fell_behind(self) -> bool:
         """perf_analyzer said, in some repeat, that it could not keep up the requested rate;

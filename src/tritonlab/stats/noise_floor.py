@@ -3,15 +3,14 @@
 Both copies run the same configuration on the same server, so any difference the verdicts find
 between them is noise (or a flaw in the method). Its interval is the run's noise floor, stated
 in every log; a control that reads "higher" or "lower" says the run's verdicts are not to be
-trusted, and the log says so. Neither does a run with more than ``MAX_DISTURBED_SHARE`` of its
-cells stored disturbed by the interference monitor, whatever its control reads.
+trusted. Whether the run as a whole may be trusted (its disturbed cells too) is ``RunTrust``'s
+to say (``run_trust.py``), read by every page that quotes the run.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tritonlab.experiments.interference import disturbed_share, too_disturbed
 from tritonlab.experiments.store import CellResult
 from tritonlab.records import Record
 from tritonlab.stats.aggregate import compare_figure, summarise
@@ -22,31 +21,29 @@ from tritonlab.stats.verdicts import Verdict
 class NoiseFloor(Record):
     """The control against the baseline at one load point (stored in ``summary.json``)."""
 
-    DERIVED = ("trusted", "too_disturbed")
+    DERIVED = ("trusted",)
 
     load_key: str
     control: str
     throughput: Verdict
     latency_p99: Verdict
-    # the share of the run's monitored cells stored disturbed (None: no cell was monitored)
-    disturbed_share: float | None = None
-
-    @property
-    def too_disturbed(self) -> bool:
-        """True when too many of the run's cells stayed disturbed (``MAX_DISTURBED_SHARE``)."""
-        return too_disturbed(self.disturbed_share)
 
     @property
     def trusted(self) -> bool:
-        """False when the control differs from the baseline "clearly" in throughput or p99, or
-        when too many of the run's cells stayed disturbed."""
-        return not (self.throughput.clear or self.latency_p99.clear or self.too_disturbed)
+        """False when the control differs from the baseline "clearly" in throughput or p99:
+        the control's own reading (the run's is ``RunTrust``, which also counts its cells)."""
+        return not (self.throughput.clear or self.latency_p99.clear)
+
+    @property
+    def widened_only(self) -> list[Verdict]:
+        """The control's verdicts that read a difference by the pairing alone and none once the
+        process term widened them (``Verdict.widening_decides``)."""
+        return [v for v in (self.throughput, self.latency_p99) if v.widening_decides]
 
 
 def noise_floors(cells: list[CellResult], baseline: str = "baseline") -> list[NoiseFloor]:
     """Every control against the baseline at the same load point (none without a control)."""
     summaries = summarise(cells, controls=True)
-    share = disturbed_share([c.interference for c in cells if c.interference is not None])
     refs = {s.load_key: s for s in summaries if s.variant.name == baseline}
     return [
         NoiseFloor(
@@ -54,7 +51,6 @@ def noise_floors(cells: list[CellResult], baseline: str = "baseline") -> list[No
             s.variant.name,
             compare_figure("throughput", "throughput", ref, s),
             compare_figure("latency_p99", "latency_p99", ref, s),
-            share,
         )
         for s in summaries
         if s.variant.control and (ref := refs.get(s.load_key)) is not None

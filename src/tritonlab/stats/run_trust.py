@@ -4,8 +4,12 @@ Every layer that quotes a run (its log and summary, its picks, a deployment made
 README and docs/results.md, benchmark pages) reads this record instead of deciding again, so a
 run's doubts travel with its figures. The states, worst first:
 
-- **control flagged**: an A/A control (the baseline served twice) read "higher" or "lower":
-  identical configurations were told apart, so any verdict of the run may be noise;
+- **control flagged**: the A/A controls (the baseline served twice) read "higher" or "lower" in
+  more of their intervals than noise alone gives in one run in ten (``FAMILY_FALSE_ALARM``, a
+  binomial tail at each interval's 5%): identical configurations were told apart, so any
+  verdict of the run may be noise. One control has two intervals (throughput and p99), and one
+  of them reading a difference is already past that line (9.75%); a sweep's seven controls hold
+  fourteen, of which noise alone reads at least one different in about half of all runs;
 - **disturbed**: more than ``MAX_DISTURBED_SHARE`` of the monitored cells were stored disturbed
   by the interference monitor (other processes took CPU while they were measured);
 - **unstable repeats**: a configuration measured more than once has its figures resting on
@@ -14,6 +18,9 @@ run's doubts travel with its figures. The states, worst first:
   fixed windows and has no such check);
 - **unchecked**: neither an A/A control nor the interference monitor looked at the run, so
   nothing in it measured its noise;
+- **control flag within chance**: some control interval read a difference, but no more of them
+  than noise alone gives in one run in ten: the run is trusted, and its quotes say that a
+  verdict near the noise floor may be noise;
 - **quiet**: none of the above.
 
 ``caveat`` is the clause a quote of the run carries ("" for a quiet run).
@@ -25,13 +32,26 @@ import statistics
 from dataclasses import dataclass
 from typing import Literal
 
+from scipy import stats
+
 from tritonlab.experiments.interference import MAX_DISTURBED_SHARE, too_disturbed
 from tritonlab.experiments.store import CellResult
-from tritonlab.records import Record
+from tritonlab.records import Record, later
 from tritonlab.stats.noise_floor import NoiseFloor
 
-TrustState = Literal["quiet", "control flagged", "disturbed", "unstable repeats", "unchecked"]
-TRUSTED: tuple[TrustState, ...] = ("quiet",)
+TrustState = Literal[
+    "quiet",
+    "control flagged",
+    "disturbed",
+    "unstable repeats",
+    "unchecked",
+    "control flag within chance",
+]
+TRUSTED: tuple[TrustState, ...] = ("quiet", "control flag within chance")
+# A run's controls are flagged when noise alone reads as many of their intervals different in
+# fewer than this share of runs (each interval at its nominal 5%).
+FAMILY_FALSE_ALARM = 0.10
+INTERVAL_FALSE_ALARM = 0.05
 
 
 @dataclass(frozen=True)
@@ -70,6 +90,25 @@ class RunTrust(Record):
     control_flags: tuple[ControlFlag, ...]
     # the worst configuration's stable repeats, where under half its repeats settled
     unstable: UnstableConfiguration | None
+    # the controls' intervals (throughput and p99 at each load, where one was computed); 0 in a
+    # record from before it was counted: then any flag flags the run
+    control_intervals: int = later(0)
+
+    @property
+    def chance_of_flags(self) -> float | None:
+        """How often noise alone reads at least this many of the controls' intervals different
+        (a binomial tail at ``INTERVAL_FALSE_ALARM`` each); None without a flag or a count."""
+        if not self.control_flags or not self.control_intervals:
+            return None
+        k, n = len(self.control_flags), self.control_intervals
+        return float(stats.binom.sf(k - 1, n, INTERVAL_FALSE_ALARM))
+
+    @property
+    def flags_beyond_chance(self) -> bool:
+        """True when the controls' flags are more than noise explains (any flag, in a record
+        that did not count the intervals)."""
+        chance = self.chance_of_flags
+        return bool(self.control_flags) and (chance is None or chance < FAMILY_FALSE_ALARM)
 
     @property
     def disturbed_share(self) -> float | None:
@@ -80,7 +119,7 @@ class RunTrust(Record):
     def state(self) -> TrustState:
         """The worst thing found, in the order of the module docstring."""
         share = self.disturbed_share
-        if self.control_flags:
+        if self.flags_beyond_chance:
             return "control flagged"
         if too_disturbed(share):
             return "disturbed"
@@ -88,6 +127,8 @@ class RunTrust(Record):
             return "unstable repeats"
         if not self.controls and not self.cells_monitored:
             return "unchecked"
+        if self.control_flags:
+            return "control flag within chance"
         return "quiet"
 
     @property
@@ -97,10 +138,15 @@ class RunTrust(Record):
 
     def doubts(self) -> list[str]:
         """Every doubt, worst first, each with its figures ([] for a quiet run)."""
-        found = [
-            f"its A/A control told identical copies apart ({f.figure} {f.phrase} at `{f.load_key}`)"
-            for f in self.control_flags
-        ]
+        flags = [f"{f.figure} {f.phrase} at `{f.load_key}`" for f in self.control_flags]
+        found = []
+        if self.flags_beyond_chance:
+            found = [f"its A/A control told identical copies apart ({f})" for f in flags]
+            if (chance := self.chance_of_flags) is not None:
+                found[-1] += (
+                    f", {len(flags)} of its {self.control_intervals} control intervals, as noise "
+                    f"alone does in {_share(chance)} of runs"
+                )
         share = self.disturbed_share
         if too_disturbed(share):
             found.append(
@@ -114,6 +160,13 @@ class RunTrust(Record):
             )
         if not found and self.state == "unchecked":
             found.append("no A/A control and no interference monitor checked its noise")
+        if self.control_flags and not self.flags_beyond_chance:
+            found.append(
+                f"{len(flags)} of its {self.control_intervals} A/A control intervals read a "
+                f"difference ({'; '.join(flags)}), as noise alone does in "
+                f"{_share(self.chance_of_flags or 0.0)} of runs with as many: a verdict near "
+                "the noise floor may be noise"
+            )
         return found
 
     def _load_text(self) -> str:
@@ -140,7 +193,16 @@ class RunTrust(Record):
             return ""
         if self.state == "unchecked":
             return f"this run's noise was not checked: {doubts[0]}"
+        if self.state == "control flag within chance":
+            return f"this run is trusted, but {doubts[0]}"
         return "this run's verdicts are not to be trusted: " + "; ".join(doubts)
+
+
+def _share(p: float) -> str:
+    """A chance in words: '51%', '9.8%', 'under 0.1%'."""
+    if p < 0.001:
+        return "under 0.1%"
+    return f"{100 * p:.0f}%" if p >= 0.1 else f"{100 * p:.1f}%"
 
 
 def _unstable(cells: list[CellResult]) -> UnstableConfiguration | None:
@@ -183,4 +245,7 @@ def run_trust(cells: list[CellResult], floors: list[NoiseFloor]) -> RunTrust:
         controls=len(floors),
         control_flags=tuple(flags),
         unstable=_unstable(cells),
+        control_intervals=sum(
+            v.has_interval for f in floors for v in (f.throughput, f.latency_p99)
+        ),
     )

@@ -88,10 +88,18 @@ class Summary(Record):
         return dict(zip(self.rounds, self.values, strict=False))
 
     def text(self, digits: int = 0, unit: str = "") -> str:
-        """The median with the range of the repeats, e.g. ``2,133 (1,834–2,431)``."""
+        """The median with the range of the repeats, e.g. ``2,133 (1,834–2,431)``; with up to
+        two more digits where ``digits`` would show a range that varied as one number
+        (``25.6 (25.4–25.9)``, not ``26 (26–26)``)."""
         if self.median is None:
             return "n/a"
+        spread = self.range
+        if spread is not None and spread[0] != spread[1]:
+            for _ in range(2):
+                if f"{spread[0]:,.{digits}f}" != f"{spread[1]:,.{digits}f}":
+                    break
+                digits += 1
         text = f"{self.median:,.{digits}f}" + (f" {unit}" if unit else "")
-        if spread := self.range:
+        if spread:
             text += f" ({spread[0]:,.{digits}f}–{spread[1]:,.{digits}f})"
         return text

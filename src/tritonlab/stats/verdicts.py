@@ -97,6 +97,16 @@ class Verdict(Record):
     high_pct: Annotated[float | None, NOT_STORED] = None
     pairs: int = 0  # rounds paired (0 when unpaired or undecidable)
     p_value: float | None = None  # two-sided, for "no change"
+    # Where the process term widened the interval (``_with_process_term``), the word and the
+    # interval the pairing alone gave, in percent: a control that only the widening keeps
+    # from reading a difference says so (None: not widened).
+    unwidened_word: Annotated[Word | None, NOT_STORED] = None
+    unwidened_pct: Annotated[tuple[float, float] | None, NOT_STORED] = None
+
+    @property
+    def widening_decides(self) -> bool:
+        """True when the pairing alone read a difference and the process term made it none."""
+        return self.unwidened_word is not None and self.unwidened_word != self.word
 
     @property
     def clear(self) -> bool:
@@ -235,8 +245,10 @@ def compare(figure: str, reference: Summary, variant: Summary) -> Verdict:
             f"unpaired ({len(var_logs)} vs {len(ref_logs)} repeats, no common rounds): "
             "Welch 95% interval of the log-ratio, two-sided"
         )
+    unwidened: CentreInterval | None = None
     between = math.hypot(reference.process_sd_log, variant.process_sd_log)
     if between > 0 and not (reference.process and reference.process == variant.process):
+        unwidened = centre
         centre, method = _with_process_term(centre, between, method)
     return Verdict(
         figure,
@@ -249,6 +261,8 @@ def compare(figure: str, reference: Summary, variant: Summary) -> Verdict:
         _pct(centre.high),
         centre.n,
         centre.p_value,
+        None if unwidened is None else _word(unwidened.low, unwidened.high),
+        None if unwidened is None else (_pct(unwidened.low), _pct(unwidened.high)),
     )
 
 
