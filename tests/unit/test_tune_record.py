@@ -109,3 +109,26 @@ def test_a_race_across_loads_and_a_stored_tie_break_say_what_they_compared() -> 
     )
     assert race_points_note(one) == ""
     assert not any("at different concurrencies" in n for n in tie_notes(one))
+
+
+def test_a_pipelines_search_is_steered_by_its_tuned_steps_own_figures() -> None:
+    """An ensemble's own counters show no queue and batches of one whatever its steps do, so a
+    tune of a pipeline step saw nothing to batch. The search's view of a pipeline cell is the
+    tuned step's queue, compute, executions and batches; the measured model's without a step."""
+    from tritonlab.decisions.search_space import Knobs
+    from tritonlab.experiments.store import load_cells
+
+    cell = next(
+        c for c in load_cells(ROOT / "examples" / "resnet18_pipeline") if c.variant.dynamic_batching
+    )
+    own, ensemble = cell.steps["cnn"], cell.server
+    assert ensemble is not None
+    stepped = observation_of(cell, Knobs(), "cnn")
+    assert stepped.mean_batch == own.mean_batch_size and stepped.mean_batch > 1.5
+    assert stepped.queue_us == own.queue_us_per_request
+    assert stepped.execution_us == own.compute_us_per_execution
+    whole = observation_of(cell, Knobs())
+    assert whole.mean_batch == ensemble.mean_batch_size and whole.queue_us == (
+        ensemble.queue_us_per_request
+    )
+    assert observation_of(cell, Knobs(), "no_such_step").queue_us == ensemble.queue_us_per_request

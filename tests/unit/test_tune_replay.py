@@ -11,6 +11,7 @@ longer fires.
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -64,14 +65,22 @@ def test_every_recorded_step_is_what_the_policy_chooses_from_the_cells_before_it
             recorded.concurrency,
             recorded.repeat,
         ), i
-        assert step.reason == recorded.reason, i
+        # "race round 3 of 2 contenders" read as three of two: reworded after this was recorded
+        assert step.reason == re.sub(
+            r"race round (\d+) of (\d+)", r"race round \1, \2", recorded.reason
+        ), i
 
 
 def test_the_recorded_stop_and_pick_follow_from_the_cells(
     record: TuneRecord, goal: Goal, observations: list[Observation]
 ) -> None:
     final = next_step(observations, goal)
-    assert final.stop and final.reason == record.stop_reason
+    assert final.stop and record.stop_reason is not None
+    # the same stop and the same verdict; the race's sentence was reworded after this was
+    # recorded (issue 36: the leader is named as leading by its median, not as "against")
+    assert final.reason.split(": ", 1)[0] == record.stop_reason.split(": ", 1)[0]
+    assert final.reason.rsplit(": ", 1)[1] == record.stop_reason.rsplit(": ", 1)[1]
+    assert "leads by the median of its repeats; each other contender against it" in final.reason
     best, runner_up, _why = choose(observations, goal)
     assert best is not None and runner_up is not None
     assert record.pick is not None and record.runner_up is not None

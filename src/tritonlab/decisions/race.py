@@ -151,7 +151,7 @@ def race_step(observations: Sequence[Observation], goal: Goal) -> Step:
     c = next(c for c in racing if len(c.race) < round_no)  # the fewest rounds: one lacks it
     return Step(
         "race",
-        f"race round {round_no} of {len(racing)} contenders ({names}): the runner-up "
+        f"race round {round_no}, {len(racing)} contenders ({names}): the runner-up "
         f"and every one within {RACE_BAND_PCT:.0f}% of the leader's single figure",
         c.knobs,
         c.concurrency,

@@ -124,11 +124,15 @@ def variant_for(
     return variant
 
 
-def observation_of(cell: CellResult, knobs: Knobs) -> Observation:
+def observation_of(cell: CellResult, knobs: Knobs, step: str | None = None) -> Observation:
     """The policy's view of a stored cell (a cell without a measurement served nothing); a
-    cell under a trace has no concurrency: 0, the search's fixed-load point."""
+    cell under a trace has no concurrency: 0, the search's fixed-load point. ``step``: the
+    pipeline step tune's knobs change, whose own queue, compute and batches steer the search
+    (an ensemble's counters show no queue and batches of one whatever its steps do)."""
     m = cell.perf.measurement
     s = cell.server
+    if step is not None and (own := cell.steps.get(step)) is not None and own.execution_count:
+        s = own
     return Observation(
         knobs=knobs,
         concurrency=int(cell.perf.settings.concurrency or 0),
@@ -197,6 +201,9 @@ class _Tuner:
         self.kept: dict[str, RepositoryModel] = {}  # loaded besides ``loaded`` (block engine)
         self.engine: BlockEngine | None = None  # a local search's block engine, if any
         self.failures: dict[str, str] = {}  # cell id -> why perf_analyzer could not measure it
+        # the pipeline step whose knobs tune changes (None: the measured model itself)
+        origin = info.origin if info is not None else None
+        self.step = origin.tuned if origin is not None and origin.tuned != origin.model else None
 
     def model(self, knobs: Knobs) -> RepositoryModel:
         variant = variant_for(knobs, self.goal.start, self.baseline)
@@ -262,7 +269,7 @@ class _Tuner:
         path = cell_path(self.run_dir, cid)
         if path.exists():
             self.reused.append(cid)
-            return cid, observation_of(read_cell(path), knobs), True
+            return cid, observation_of(read_cell(path), knobs, self.step), True
         if session.over_budget() and self.observations:
             return None  # the start is measured whatever the budget: a tune has a pick
         self.switch_to(session, model, load)
@@ -280,7 +287,7 @@ class _Tuner:
         if cell is None:
             return cid, Observation(knobs, step.concurrency, step.repeat, math.nan, None), False
         self.measured.append(cid)
-        return cid, observation_of(cell, knobs), False
+        return cid, observation_of(cell, knobs, self.step), False
 
     def record(self, stop_reason: str | None) -> TuneRecord:
         best, runner_up, tie_break = choose(self.observations, self.goal)
