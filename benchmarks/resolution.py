@@ -297,14 +297,13 @@ def rewrite_results_page(out: Path) -> None:
 def _phrase(verdict: dict[str, Any]) -> str:
     """A stored verdict's words, its interval's ends as the logs print them (an end near zero
     keeps its sign: ``endpoint_text``); the stored phrase where it has no interval."""
-    from tritonlab.stats.verdicts import endpoint_text
+    from tritonlab.stats.verdicts import interval_text
 
     ci = verdict["ci95_pct"]
     if ci is None or verdict["change_pct"] is None:
         return str(verdict["phrase"])
     return (
-        f"{verdict['word']} ({verdict['change_pct']:+.0f}%, CI {endpoint_text(ci[0])} to "
-        f"{endpoint_text(ci[1])})"
+        f"{verdict['word']} ({verdict['change_pct']:+.0f}%, CI {interval_text(ci[0], ci[1])})"
     )
 
 

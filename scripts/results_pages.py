@@ -413,9 +413,9 @@ def _tune_gain(run: RunData) -> list[str]:
     return [
         f"tune started at the configuration as given ({start.description}, concurrency "
         f"{start.concurrency}): {num(start.throughput_infer_per_s)} infer/s, measured once; "
-        f"its pick served {figure_span(pick.throughput_infer_per_s, pick.repeats, 1, ',.0f')} "
+        f"its pick served {figure_span(pick.throughput_infer_per_s, pick.repeats, 1, 0)} "
         f"infer/s over {pick.repeats} repeats (median, range), p99 "
-        f"{figure_span(pick.latency_p99_us, pick.repeats, 1, ',.0f')} µs. "
+        f"{figure_span(pick.latency_p99_us, pick.repeats, 1, 0)} µs. "
         f"{len({s.configuration for s in run.tune.steps})} configurations, "
         f"{run.tune.cells_measured} cells.{trust_note(run)}",
         "",

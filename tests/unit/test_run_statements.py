@@ -191,6 +191,18 @@ def test_an_interval_end_near_zero_keeps_its_sign_and_a_decimal() -> None:
     assert endpoint_text(0.03) == "+0.03%"
 
 
+def test_an_interval_never_prints_as_one_number() -> None:
+    """Issue 36 audit: a race verdict read "lower (-2%, CI -2% to -2%)" for -2.4% to -1.6%."""
+    from tritonlab.stats.verdicts import Verdict, Word, interval_text
+
+    assert interval_text(-2.4, -1.6) == "-2.4% to -1.6%"
+    assert interval_text(-2.04, -1.96) == "-2.04% to -1.96%"
+    assert interval_text(-6.1, -0.4) == "-6% to -0.4%"
+    assert interval_text(3.0, 3.0) == "+3% to +3%"  # a constant ratio: one number it is
+    v = Verdict("throughput", Word.LOWER, -2.0, 100.0, 98.0, "paired", -2.4, -1.6, 4)
+    assert v.phrase() == "lower (-2%, CI -2.4% to -1.6%)"
+
+
 def test_a_run_without_a_stopping_record_says_why_is_not_recorded() -> None:
     """No extra round and no stopping.json: the log says the reason was not stored, and does not
     claim one (issue 22 audit)."""

@@ -81,8 +81,9 @@ def test_a_tune_json_of_an_older_tritonlab_reads_without_the_newer_fields(
 def test_a_race_across_loads_and_a_stored_tie_break_say_what_they_compared() -> None:
     """Issue 36 audit: the README quoted tune's race verdicts across concurrencies and
     protocols as if configurations at one load. The pipeline's stored race ran at two
-    concurrencies and both protocols, and its stored tie-break compared different
-    concurrencies: the log and the results pages say both; a race at one point says neither."""
+    concurrencies and both protocols: the log and the results pages say so; a stored tie-break
+    between different concurrencies (a tune.json from before issue 36) is said to be one; a
+    race at one point says neither."""
     import dataclasses as dc
 
     from tritonlab.report.tune_section import race_points_note, tie_notes
@@ -98,7 +99,10 @@ def test_a_race_across_loads_and_a_stored_tie_break_say_what_they_compared() -> 
     assert all(f"{p} c{c}" in note for p, c in points)
     text = "\n".join(tune_section(record))
     assert note[1:] in text
-    assert any("at different concurrencies" in n for n in tie_notes(record))
+    assert record.pick is not None and record.runner_up is not None
+    assert record.pick.concurrency != record.runner_up.concurrency
+    tied = dc.replace(record, tie_break="the same for less: fewer instances")
+    assert any("at different concurrencies" in n for n in tie_notes(tied))
     one = dc.replace(
         record,
         steps=tuple(

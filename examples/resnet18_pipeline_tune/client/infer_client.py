@@ -9,6 +9,7 @@ It reads the server's model metadata, takes the samples perf_analyzer sent
 (inputs/perf_data.json: valid token ids, masks, the shapes the run used) or else random values of
 the right shape and dtype, sends one request, checks every output's shape, and compares the
 values with onnxruntime run in this process on the same input (models/<model>/1/model.onnx).
+A model that carries state is sent a sequence of one request (its state starts from zeros).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import secrets
 import sys
 from pathlib import Path
 
@@ -88,7 +90,24 @@ def main() -> int:
         request = client_module.InferInput(tensor["name"], list(data.shape), tensor["datatype"])
         request.set_data_from_numpy(data)
         request_inputs.append(request)
-    result = client.infer(args.model, request_inputs)
+    # A model that carries state (served by the sequence batcher, its state kept in the server)
+    # is sent one sequence of one request: it starts (state from zeros) and ends there.
+    sequence = json.loads(
+        config.get("parameters", {}).get("tritonlab_sequence", {}).get("string_value") or "{}"
+    )
+    if "sequence_batching" in config:
+        # a random id: a fixed one would join a sequence another client (perf_analyzer numbers
+        # its sequences from 1) holds open on the same server
+        sequence_id = 1 + secrets.randbelow(2**31)
+        result = client.infer(
+            args.model,
+            request_inputs,
+            sequence_id=sequence_id,
+            sequence_start=True,
+            sequence_end=True,
+        )
+    else:
+        result = client.infer(args.model, request_inputs)
 
     onnx_file = HERE / "models" / args.model / "1" / "model.onnx"
     reference = None
@@ -102,6 +121,8 @@ def main() -> int:
         graph_feed = {
             k: v.reshape(v.shape[: ranks[k]]) if v.ndim > ranks[k] else v for k, v in feed.items()
         }
+        for state in sequence.get("states", []):  # the state a sequence starts from
+            graph_feed[state["input"]] = np.zeros(state["shape"], dtype=state["dtype"])
         reference = dict(zip(names, session.run(names, graph_feed), strict=True))
     worst = 0.0
     for tensor in meta["outputs"]:

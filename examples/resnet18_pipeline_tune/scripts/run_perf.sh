@@ -23,5 +23,5 @@ LOCATED="$("${LOCATE[@]}" perf --shell)"
 eval "$LOCATED"
 mkdir -p benchmarks/manual
 "$PERF_ANALYZER" -m "$MODEL" -u "$GRPC_URL" \
-  -i grpc -b 1 --measurement-mode time_windows -s 25 --max-trials 8 --verbose-csv --measurement-interval 2000 --concurrency-range 8 --input-data examples/resnet18_pipeline_tune/inputs/perf_data.json \
+  -i grpc -b 1 --measurement-mode time_windows -s 25 --max-trials 8 --verbose-csv --measurement-interval 2000 --concurrency-range 8 --input-data inputs/perf_data.json \
   -f "benchmarks/manual/$MODEL.csv" | tee "benchmarks/manual/$MODEL.txt"

@@ -63,8 +63,8 @@ def _summary_line(label: str, pick: TunePick | None) -> str:
     if pick is None:
         return f"{label}: none"
     # a cell may have no p99 (a short window on a loaded node): say so, as the steps do
-    thr = figure_span(pick.throughput_infer_per_s, pick.repeats, 1, ",.0f")
-    p99 = figure_span(pick.latency_p99_us, pick.repeats, 1000, ",.2f")
+    thr = figure_span(pick.throughput_infer_per_s, pick.repeats, 1, 0)
+    p99 = figure_span(pick.latency_p99_us, pick.repeats, 1000, 2)
     return (
         f"{label}: {pick.description} {pick.where()}: "
         f"{'n/a' if thr is None else thr + ' infer/s'}, "

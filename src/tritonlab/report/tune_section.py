@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tritonlab.stats.summary import span_text
 from tritonlab.stats.verdicts import HIGHER, LOWER
 
 if TYPE_CHECKING:
@@ -15,22 +16,25 @@ if TYPE_CHECKING:
     from tritonlab.decisions.tune_record import TuneFigure, TunePick, TuneRecord
 
 
-def figure_span(figure: TuneFigure, repeats: int, scale: float, spec: str) -> str | None:
-    """A pick's figure as 'median (low–high)' divided by ``scale`` and formatted with ``spec``
-    (the range only over more than one repeat); None when it has no median."""
+def figure_span(figure: TuneFigure, repeats: int, scale: float, digits: int) -> str | None:
+    """A pick's figure as 'median (low–high)' divided by ``scale`` with ``digits`` (more where
+    the range would read as one number; the range only over more than one repeat); None when it
+    has no median."""
     if figure.median is None:
         return None
-    text = f"{figure.median / scale:{spec}}"
-    if repeats > 1 and figure.low is not None and figure.high is not None:
-        text += f" ({figure.low / scale:{spec}}–{figure.high / scale:{spec}})"
-    return text
+    spread = (
+        (figure.low / scale, figure.high / scale)
+        if repeats > 1 and figure.low is not None and figure.high is not None
+        else None
+    )
+    return span_text(figure.median / scale, spread, digits)
 
 
 def _pick_line(label: str, pick: TunePick | None) -> str:
     if pick is None:
         return f"- **{label}**: none."
-    thr = figure_span(pick.throughput_infer_per_s, pick.repeats, 1, ",.0f") or "n/a"
-    p99 = figure_span(pick.latency_p99_us, pick.repeats, 1000, ".2f") or "n/a"
+    thr = figure_span(pick.throughput_infer_per_s, pick.repeats, 1, 0) or "n/a"
+    p99 = figure_span(pick.latency_p99_us, pick.repeats, 1000, 2) or "n/a"
     return (
         f"- **{label}**: {pick.description}, {pick.where()}: "
         f"{thr} infer/s, p99 {p99} ms (median and range of {pick.repeats} repeats)."

@@ -8,8 +8,9 @@ run's doubts travel with its figures. The states, worst first:
   more of their intervals than noise alone gives in one run in ten (``FAMILY_FALSE_ALARM``, a
   binomial tail at each interval's 5%): identical configurations were told apart, so any
   verdict of the run may be noise. One control has two intervals (throughput and p99), and one
-  of them reading a difference is already past that line (9.75%); a sweep's seven controls hold
-  fourteen, of which noise alone reads at least one different in about half of all runs;
+  of them reading a difference is already past that line (noise alone: 9.75%); a sweep's seven
+  controls hold fourteen, of which noise alone reads at least one different in about half of
+  all runs;
 - **disturbed**: more than ``MAX_DISTURBED_SHARE`` of the monitored cells were stored disturbed
   by the interference monitor (other processes took CPU while they were measured);
 - **unstable repeats**: a configuration measured more than once has its figures resting on

@@ -93,13 +93,21 @@ class Summary(Record):
         (``25.6 (25.4–25.9)``, not ``26 (26–26)``)."""
         if self.median is None:
             return "n/a"
-        spread = self.range
-        if spread is not None and spread[0] != spread[1]:
-            for _ in range(2):
-                if f"{spread[0]:,.{digits}f}" != f"{spread[1]:,.{digits}f}":
-                    break
-                digits += 1
-        text = f"{self.median:,.{digits}f}" + (f" {unit}" if unit else "")
-        if spread:
-            text += f" ({spread[0]:,.{digits}f}–{spread[1]:,.{digits}f})"
-        return text
+        return span_text(self.median, self.range, digits, unit)
+
+
+def span_text(
+    median: float, spread: tuple[float, float] | None, digits: int = 0, unit: str = ""
+) -> str:
+    """``median`` with ``spread`` (low, high) as ``2,133 (1,834–2,431)``; with up to two more
+    digits where ``digits`` would show a range that varied as one number (issue 36 audit:
+    ``26 (26–26)`` for 25.7–26.5)."""
+    if spread is not None and spread[0] != spread[1]:
+        for _ in range(2):
+            if f"{spread[0]:,.{digits}f}" != f"{spread[1]:,.{digits}f}":
+                break
+            digits += 1
+    text = f"{median:,.{digits}f}" + (f" {unit}" if unit else "")
+    if spread:
+        text += f" ({spread[0]:,.{digits}f}–{spread[1]:,.{digits}f})"
+    return text

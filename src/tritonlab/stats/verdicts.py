@@ -79,6 +79,17 @@ def endpoint_text(pct: float) -> str:
     return f"{pct:+.{decimals}f}%"
 
 
+def interval_text(low: float, high: float) -> str:
+    """``-6% to -1%``: each end by ``endpoint_text``, with one or two decimals more where the
+    two would print as one number (``-2.4% to -1.6%``, not ``-2% to -2%``: issue 36 audit)."""
+    first, second = endpoint_text(low), endpoint_text(high)
+    for decimals in (1, 2):
+        if first != second or low == high:
+            break
+        first, second = f"{low:+.{decimals}f}%", f"{high:+.{decimals}f}%"
+    return f"{first} to {second}"
+
+
 @dataclass(frozen=True)
 class Verdict(Record):
     """How a figure of a variant compares with the same figure of a reference. Stored
@@ -159,7 +170,7 @@ def _phrase(
         return f"{NO_VERDICT} (one repeat; medians {change_pct:+.0f}%)"
     if change_pct is None:
         return str(word)
-    interval = f", {ci_name} {endpoint_text(ci[0])} to {endpoint_text(ci[1])}" if ci else ""
+    interval = f", {ci_name} {interval_text(ci[0], ci[1])}" if ci else ""
     return f"{word} ({change_pct:+.0f}%{interval})"
 
 
