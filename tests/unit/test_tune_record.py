@@ -136,3 +136,23 @@ def test_a_pipelines_search_is_steered_by_its_tuned_steps_own_figures() -> None:
         ensemble.queue_us_per_request
     )
     assert observation_of(cell, Knobs(), "no_such_step").queue_us == ensemble.queue_us_per_request
+
+
+def test_a_pick_and_its_runner_up_are_shown_with_digits_that_tell_them_apart() -> None:
+    """Issue 36: the pick read "34 (33–34) infer/s" beside its runner-up's "34.21 (34.18–34.23)",
+    so the runner-up looked higher; the two lines share the digits that show both ranges and
+    tell the medians apart (the pick's median is 34.24)."""
+    from tritonlab.report.tune_section import shared_digits
+
+    record = load_record(
+        ROOT / "examples" / "resnet18_pipeline_tune" / "results" / "tune.json", TuneRecord
+    )
+    assert record is not None and record.pick is not None and record.runner_up is not None
+    thr, _ = shared_digits([record.pick, record.runner_up])
+    pick, runner = (
+        round(p.throughput_infer_per_s.median or 0.0, thr) for p in (record.pick, record.runner_up)
+    )
+    assert pick != runner
+    text = "\n".join(tune_section(record))
+    assert f"{record.pick.throughput_infer_per_s.median:,.{thr}f} (" in text
+    assert shared_digits([record.pick, None]) == shared_digits([record.pick])

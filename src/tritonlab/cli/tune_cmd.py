@@ -31,7 +31,7 @@ from tritonlab.cli.options import (
     target_load_option,
 )
 from tritonlab.cli.repository_options import RepositoryFlags
-from tritonlab.report.tune_section import figure_span, over_budget_line
+from tritonlab.report.tune_section import figure_span, over_budget_line, shared_digits
 from tritonlab.repository.knobs import HELD_KNOBS
 from tritonlab.run_layout import RunLayout
 
@@ -59,12 +59,12 @@ def _step_line(step: TuneStep) -> None:
     )
 
 
-def _summary_line(label: str, pick: TunePick | None) -> str:
+def _summary_line(label: str, pick: TunePick | None, digits: tuple[int, int] = (0, 2)) -> str:
     if pick is None:
         return f"{label}: none"
     # a cell may have no p99 (a short window on a loaded node): say so, as the steps do
-    thr = figure_span(pick.throughput_infer_per_s, pick.repeats, 1, 0)
-    p99 = figure_span(pick.latency_p99_us, pick.repeats, 1000, 2)
+    thr = figure_span(pick.throughput_infer_per_s, pick.repeats, 1, digits[0])
+    p99 = figure_span(pick.latency_p99_us, pick.repeats, 1000, digits[1])
     return (
         f"{label}: {pick.description} {pick.where()}: "
         f"{'n/a' if thr is None else thr + ' infer/s'}, "
@@ -192,8 +192,9 @@ def tune(
         )
         report = build_report(out_dir)
         note(f"stopped: {result.stop_reason}")
-        say(_summary_line("pick", result.pick))
-        say(_summary_line("runner-up", result.runner_up))
+        digits = shared_digits([result.pick, result.runner_up])
+        say(_summary_line("pick", result.pick, digits))
+        say(_summary_line("runner-up", result.runner_up, digits))
         if result.pick is not None and not result.pick.meets_p99_budget_every_repeat:
             say(over_budget_line(result.pick))
         if pick_config is not None:

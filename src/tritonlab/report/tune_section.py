@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tritonlab.stats.summary import span_text
+from tritonlab.stats.summary import span_digits, span_text
 from tritonlab.stats.verdicts import HIGHER, LOWER
 
 if TYPE_CHECKING:
@@ -22,19 +22,33 @@ def figure_span(figure: TuneFigure, repeats: int, scale: float, digits: int) -> 
     has no median."""
     if figure.median is None:
         return None
-    spread = (
-        (figure.low / scale, figure.high / scale)
-        if repeats > 1 and figure.low is not None and figure.high is not None
-        else None
-    )
-    return span_text(figure.median / scale, spread, digits)
+    return span_text(figure.median / scale, _spread(figure, repeats, scale), digits)
 
 
-def _pick_line(label: str, pick: TunePick | None) -> str:
+def _spread(figure: TuneFigure, repeats: int, scale: float) -> tuple[float, float] | None:
+    if repeats > 1 and figure.low is not None and figure.high is not None:
+        return (figure.low / scale, figure.high / scale)
+    return None
+
+
+def shared_digits(picks: list[TunePick | None]) -> tuple[int, int]:
+    """The digits of throughput (infer/s) and p99 (ms) that show every pick's range and tell
+    their medians apart where they differ: a pick and its runner-up side by side read alike."""
+    shown = [p for p in picks if p is not None]
+    out = []
+    for attr, scale, digits in (("throughput_infer_per_s", 1.0, 0), ("latency_p99_us", 1000.0, 2)):
+        figures = [(getattr(p, attr), p.repeats) for p in shown]
+        medians = [f.median / scale for f, _ in figures if f.median is not None]
+        need = [span_digits(_spread(f, n, scale), digits, *medians) for f, n in figures]
+        out.append(max(need, default=digits))
+    return out[0], out[1]
+
+
+def _pick_line(label: str, pick: TunePick | None, digits: tuple[int, int] = (0, 2)) -> str:
     if pick is None:
         return f"- **{label}**: none."
-    thr = figure_span(pick.throughput_infer_per_s, pick.repeats, 1, 0) or "n/a"
-    p99 = figure_span(pick.latency_p99_us, pick.repeats, 1000, 2) or "n/a"
+    thr = figure_span(pick.throughput_infer_per_s, pick.repeats, 1, digits[0]) or "n/a"
+    p99 = figure_span(pick.latency_p99_us, pick.repeats, 1000, digits[1]) or "n/a"
     return (
         f"- **{label}**: {pick.description}, {pick.where()}: "
         f"{thr} infer/s, p99 {p99} ms (median and range of {pick.repeats} repeats)."
@@ -77,8 +91,8 @@ def tune_section(tune: TuneRecord | None) -> list[str]:
         f"{tune.cells_measured} cells measured and {tune.cells_reused} "
         f"reused in {tune.wall_s:.0f} s.",
         "",
-        _pick_line("Pick", tune.pick),
-        _pick_line("Runner-up", tune.runner_up),
+        _pick_line("Pick", tune.pick, shared_digits([tune.pick, tune.runner_up])),
+        _pick_line("Runner-up", tune.runner_up, shared_digits([tune.pick, tune.runner_up])),
     ]
     if verdict := tune.verdict:
         lines.append(

@@ -96,17 +96,25 @@ class Summary(Record):
         return span_text(self.median, self.range, digits, unit)
 
 
+def span_digits(spread: tuple[float, float] | None, digits: int = 0, *medians: float) -> int:
+    """``digits``, or up to two more where fewer would print ``spread`` (low, high), or two
+    ``medians`` quoted side by side, as one number although they differ (issue 36 audit:
+    ``26 (26–26)`` for 25.7–26.5; a pick's ``34`` beside its runner-up's ``34.21``)."""
+    pairs = [spread] if spread is not None else []
+    pairs += [(a, b) for i, a in enumerate(medians) for b in medians[i + 1 :]]
+    for _ in range(2):
+        if all(f"{a:,.{digits}f}" != f"{b:,.{digits}f}" or a == b for a, b in pairs):
+            break
+        digits += 1
+    return digits
+
+
 def span_text(
     median: float, spread: tuple[float, float] | None, digits: int = 0, unit: str = ""
 ) -> str:
-    """``median`` with ``spread`` (low, high) as ``2,133 (1,834–2,431)``; with up to two more
-    digits where ``digits`` would show a range that varied as one number (issue 36 audit:
-    ``26 (26–26)`` for 25.7–26.5)."""
-    if spread is not None and spread[0] != spread[1]:
-        for _ in range(2):
-            if f"{spread[0]:,.{digits}f}" != f"{spread[1]:,.{digits}f}":
-                break
-            digits += 1
+    """``median`` with ``spread`` (low, high) as ``2,133 (1,834–2,431)``, with the digits
+    ``span_digits`` gives."""
+    digits = span_digits(spread, digits)
     text = f"{median:,.{digits}f}" + (f" {unit}" if unit else "")
     if spread:
         text += f" ({spread[0]:,.{digits}f}–{spread[1]:,.{digits}f})"
