@@ -102,3 +102,21 @@ def test_unknown_output_dims_still_pair_as_silero_exports_them() -> None:
     """silero_vad.onnx (silero-vad 6.2.3): ``state`` [2, ?, 128] in, ``stateN`` [?, ?, ?] out."""
     info = _info([("input", (-1, -1)), ("state", (2, -1, 128))], [("stateN", (-1, -1, -1))])
     assert state_pairs(info) == {"state": "stateN"}
+
+
+def test_sweep_and_tune_refuse_a_model_that_carries_state_in_one_line(tmp_path: Path) -> None:
+    """sweep's and tune's configurations use the dynamic batcher and their loads send no
+    sequences: a model with state would get random state inputs. Both refuse it with one line
+    that names the state and the command that measures it; a stateless model passes."""
+    from tritonlab.errors import ConfigError
+    from tritonlab.models.state_pairs import refuse_state
+
+    info = inspect_onnx(_streaming_model(tmp_path / "vad.onnx"))
+    for command in ("sweep", "tune"):
+        with pytest.raises(ConfigError) as caught:
+            refuse_state(info, command)
+        message = str(caught.value)
+        assert "\n" not in message and f"`tritonlab {command}` cannot serve it" in message
+        assert "measure it with `tritonlab run`" in message
+        assert "vad.onnx carries state (state -> stateN)" in message
+    refuse_state(_info([], []), "sweep")  # nothing to refuse

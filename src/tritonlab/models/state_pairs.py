@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from tritonlab.errors import ConfigError
 from tritonlab.models.inspect import TRITON_TO_NUMPY, OnnxModelInfo, TensorSpec
 
 # (input suffix, output suffix) after a common stem: these name a state whatever the stem.
@@ -133,3 +134,17 @@ def served_view(info: OnnxModelInfo) -> OnnxModelInfo:
         inputs=tuple(s for s in info.inputs if s.name not in hidden),
         outputs=tuple(s for s in info.outputs if s.name not in hidden),
     )
+
+
+def refuse_state(info: OnnxModelInfo, command: str) -> None:
+    """A one-line ``ConfigError`` where ``command`` (``sweep``, ``tune``) would measure a model
+    that carries state: their configurations use the dynamic batcher and their loads send no
+    sequences, so the state inputs would be sent as random data and the figures would not be
+    the model's. ``tritonlab run`` measures it with sequences (``experiments/sequence_plan``)."""
+    if states := state_tensors(info):
+        words = ", ".join(f"{t.input} -> {t.output}" for t in states)
+        raise ConfigError(
+            f"{info.path.name} carries state ({words}): `tritonlab {command}` cannot serve it "
+            "through the sequence batcher; measure it with `tritonlab run` (sequences of "
+            "requests, its configurations compared by how they share the instances)"
+        )

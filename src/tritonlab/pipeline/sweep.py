@@ -21,12 +21,14 @@ from tritonlab.experiments.plan_file import SweepPlan, load_demo_plan, load_plan
 from tritonlab.experiments.session import ProgressCallback
 from tritonlab.experiments.store import CellResult, load_cells
 from tritonlab.models.inspect import OnnxModelInfo
+from tritonlab.models.state_pairs import refuse_state
 from tritonlab.models.zoo import export_builtin
 from tritonlab.perf.trace import read_trace
 from tritonlab.pipeline.project import (
     DEFAULT_CONTROLS,
     ProjectResult,
     RunControls,
+    load_model_info,
     load_repository_info,
     run_project,
 )
@@ -168,6 +170,8 @@ def run_sweep(
     plan = sweep.experiment
     budget = sweep.latency_budget_p99_us
     target = sweep.target_load_infer_per_s
+    info = info or load_model_info(onnx_path)
+    refuse_state(info, "sweep")
     return run_project(
         onnx_path,
         run_dir,

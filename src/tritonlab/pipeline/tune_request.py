@@ -24,6 +24,7 @@ from tritonlab.experiments.plan import MeasurementSettings
 from tritonlab.experiments.plan_checks import PlanChecker
 from tritonlab.experiments.repository_plan import own_baseline
 from tritonlab.experiments.run_folder import claim, discard_results, open_run_folder
+from tritonlab.models.state_pairs import refuse_state
 from tritonlab.models.zoo import BUILTIN_MODELS
 from tritonlab.perf.settings import PROTOCOLS
 from tritonlab.perf.trace import KEPT_TO_PCT, read_trace
@@ -141,6 +142,7 @@ def prepare_tune(
     concurrency = 1 if goal == "latency" else 8
     chosen = bind_step(chosen, options, r.out_dir, concurrency, r.protocol, r.fresh)
     info = chosen.info
+    refuse_state(info, "tune")
     # Every argument checked: only now may --fresh move earlier results aside.
     if r.fresh:
         discard_results(r.out_dir)
