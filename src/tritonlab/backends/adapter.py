@@ -45,6 +45,9 @@ FALLBACK_MARKER = "tritonlab-adapter-fallback"
 PLANTED_WORK_PARAM = "tritonlab_planted_work_iterations"
 SCALARS_PARAM = "tritonlab_scalar_tensors"  # repository/config.py writes it
 SEQUENCE_PARAM = "tritonlab_sequence"  # repository/config.py writes it
+# The most sequences whose state one instance holds (least recently used dropped past it): far
+# more than Triton keeps open per instance (its slots, or max_candidate_sequences).
+MAX_HELD_SEQUENCES = 4096
 
 
 def planted_work(iterations):
@@ -181,7 +184,10 @@ class EngineModel:
             ) from exc
         self.output_names += [output for _, output, _, _ in states]
         self.output_dtypes += [dtype for _, _, _, dtype in states]
-        # sequence id -> {state input: its value}; a sequence's requests all reach one instance
+        # sequence id -> {state input: its value}, least recently used first; a sequence's
+        # requests all reach one instance. A sequence that never ends (its client gone, idled
+        # out by Triton) would hold its state for ever: past MAX_HELD_SEQUENCES the least
+        # recently used is dropped (its next request, if any, is answered with an error)
         self.states = {}
         return states, controls
 
@@ -212,12 +218,13 @@ class EngineModel:
             raise ValueError(f"request has no input {', '.join(missing)}")
         feed = {name: tensor.as_numpy() for name, tensor in feed.items()} | held
         outputs = self._run(feed)
-        if end:
-            self.states.pop(sequence_id, None)
-        else:
+        self.states.pop(sequence_id, None)  # re-inserted last: the most recently used
+        if not end:
             self.states[sequence_id] = {
                 name: outputs[self.served_outputs + i] for i, (name, *_) in enumerate(states)
             }
+            while len(self.states) > MAX_HELD_SEQUENCES:
+                self.states.pop(next(iter(self.states)))
         return self._respond(outputs)
 
     def _sequence_execute(self, requests):
