@@ -120,3 +120,23 @@ def test_sweep_and_tune_refuse_a_model_that_carries_state_in_one_line(tmp_path: 
         assert "measure it with `tritonlab run`" in message
         assert "vad.onnx carries state (state -> stateN)" in message
     refuse_state(_info([], []), "sweep")  # nothing to refuse
+
+
+def test_the_users_samples_of_a_model_with_state_leave_the_state_to_the_server(
+    tmp_path: Path,
+) -> None:
+    """``--input-data`` of a model that carries state: the file holds the inputs a client sends
+    (the state is not asked for); the state input stays a "state" rule, from zeros, never sent.
+    Before, the file had to hold the state, and it was sent as a user's input."""
+    info = inspect_onnx(_streaming_model(tmp_path / "vad.onnx"))
+    data = tmp_path / "audio.npz"
+    samples = np.linspace(-1, 1, 3 * 512, dtype=np.float32).reshape(3, 1, 512)
+    np.savez(data, audio=samples)
+    inputs = derive_inputs(info, input_data=data)
+    kinds = {r.name: r.kind for r in inputs.rules}
+    assert kinds == {"audio": "user", "state": "state"}
+    assert "state" not in inputs.sent_shapes and set(inputs.samples) == {"audio"}
+    assert all("state" not in entry for entry in inputs.perf_data()["data"])
+    assert inputs.perf_entries() == 3
+    assert not inputs.batch(1)["state"].any()
+    np.testing.assert_array_equal(inputs.batch(1, offset=1)["audio"], samples[1])

@@ -18,11 +18,15 @@ from tritonlab.errors import ModelError
 from tritonlab.models.inspect import OnnxModelInfo, TensorSpec
 
 
-def load_samples(path: Path, info: OnnxModelInfo) -> dict[str, np.ndarray[Any, Any]]:
-    """One stacked array per model input (leading axis = sample), read from ``path``."""
+def load_samples(
+    path: Path, info: OnnxModelInfo, kept: frozenset[str] = frozenset()
+) -> dict[str, np.ndarray[Any, Any]]:
+    """One stacked array per model input (leading axis = sample), read from ``path``; ``kept``:
+    inputs the server keeps (a state input), which the file need not hold and a client never
+    sends."""
     if not path.exists():
         raise ModelError(f"--input-data {path} not found; pass an .npz or perf_analyzer JSON file")
-    specs = {s.name: s for s in info.inputs}
+    specs = {s.name: s for s in info.inputs if s.name not in kept}
     if path.suffix == ".npz":
         try:
             with np.load(path, allow_pickle=False) as archive:

@@ -40,7 +40,7 @@ from tritonlab.models.control_values import ControlValues, compared_constants
 from tritonlab.models.input_graph import dims_text, gather_bounds, graph_dims, resolve_dims
 from tritonlab.models.input_samples import load_samples
 from tritonlab.models.inspect import TRITON_TO_NUMPY, OnnxModelInfo, TensorSpec
-from tritonlab.models.state_pairs import StateTensor, state_tensors
+from tritonlab.models.state_pairs import StateTensor, state_shape, state_tensors
 from tritonlab.records import NOT_STORED, Record
 
 DEFAULT_DYNAMIC_DIM = 128
@@ -361,9 +361,16 @@ def with_dynamic_dim(inputs: ModelInputs, info: OnnxModelInfo, length: int) -> M
 def _user_inputs(
     info: OnnxModelInfo, dims_by_input: dict[str, list[int | str]], path: Path
 ) -> ModelInputs:
-    samples = load_samples(path, info)
+    # a state input is the server's (from zeros per sequence): never in the file, never sent
+    states = {t.input: t for t in state_tensors(info)}
+    samples = load_samples(path, info, frozenset(states))
     rules = []
     for spec in info.inputs:
+        if spec.name in states:
+            rules.append(
+                _derived_rule(spec, state_shape(spec), None, None, states[spec.name].output)
+            )
+            continue
         stack = samples[spec.name]
         want = dims_by_input[spec.name]
         shape = tuple(int(d) for d in stack.shape[1:])
