@@ -302,9 +302,7 @@ def _phrase(verdict: dict[str, Any]) -> str:
     ci = verdict["ci95_pct"]
     if ci is None or verdict["change_pct"] is None:
         return str(verdict["phrase"])
-    return (
-        f"{verdict['word']} ({verdict['change_pct']:+.0f}%, CI {interval_text(ci[0], ci[1])})"
-    )
+    return f"{verdict['word']} ({verdict['change_pct']:+.0f}%, CI {interval_text(ci[0], ci[1])})"
 
 
 def render_md(report: dict[str, Any]) -> str:

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import ModuleType
 
 from tritonlab.explanation.explain import Analysis, VariantReport
-from tritonlab.report.run_data import RunData, load_run
+from tritonlab.report.run_data import RunData, changed_step, load_run
 from tritonlab.report.text_format import num
 from tritonlab.report.tune_section import figure_span
 
@@ -247,6 +247,12 @@ def example_section(example: Example, run: RunData) -> list[str]:
         lines += [sentence, ""]
     for analysis in run.analyses:
         lines += [f"Load `{analysis.load_key}`:", "", *compact_table(analysis), ""]
+        if (step := changed_step(run.manifest)) is not None:
+            lines += [
+                f"The queue and mean batch columns are the measured model's own counters; step "
+                f"`{step}`'s own batch and compute are in each row of the log.",
+                "",
+            ]
     return lines
 
 
@@ -410,13 +416,23 @@ def _tune_gain(run: RunData) -> list[str]:
     if run.tune is None or run.tune.pick is None or not run.tune.steps:
         return []
     start, pick = run.tune.steps[0], run.tune.pick
+    moved = (start.configuration.protocol, start.concurrency) != (
+        pick.configuration.protocol,
+        pick.concurrency,
+    )
     return [
         f"tune started at the configuration as given ({start.description}, concurrency "
         f"{start.concurrency}): {num(start.throughput_infer_per_s)} infer/s, measured once; "
         f"its pick served {figure_span(pick.throughput_infer_per_s, pick.repeats, 1, 0)} "
         f"infer/s over {pick.repeats} repeats (median, range), p99 "
-        f"{figure_span(pick.latency_p99_us, pick.repeats, 1, 0)} µs. "
-        f"{len({s.configuration for s in run.tune.steps})} configurations, "
+        f"{figure_span(pick.latency_p99_us, pick.repeats, 1, 0)} µs"
+        + (
+            f" at {pick.configuration.protocol}, concurrency {pick.concurrency} (another load "
+            "than the start's: two operating points, not one configuration's gain at one load)"
+            if moved
+            else ""
+        )
+        + f". {len({s.configuration for s in run.tune.steps})} configurations, "
         f"{run.tune.cells_measured} cells.{trust_note(run)}",
         "",
     ]

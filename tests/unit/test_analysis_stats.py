@@ -77,6 +77,9 @@ def test_summary_text_is_median_with_range() -> None:
     assert Summary.of([25.6, 25.8, 26.2]).text() == "25.8 (25.6–26.2)"
     assert Summary.of([26.01, 26.02, 26.04]).text() == "26.02 (26.01–26.04)"
     assert Summary.of([26.0, 26.0]).text() == "26 (26–26)"  # identical repeats: as they were
+    # nor a median that rounds to its range's end ("29 (27–29)" for 28.69, 26.75–28.98)
+    assert Summary.of([26.75, 28.69, 28.98]).text() == "28.7 (26.8–29.0)"
+    assert Summary.of([7600.1, 7665.6, 7666.2]).text() == "7,666 (7,600–7,666)"  # under 0.1%
     assert Summary.of([]).text() == "n/a"
     assert "CI" not in s.text() and "95%" not in s.text()
 

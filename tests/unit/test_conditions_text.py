@@ -162,3 +162,43 @@ def test_a_quiet_control_in_a_doubtful_run_carries_the_runs_doubt() -> None:
     doubtful = noise_floor_lines([floor], disturbed)[2]
     assert "**but this run's verdicts are not to be trusted: 40 of 100 cells" in doubtful
     assert "can be trusted as far" not in doubtful
+
+
+def test_a_sweeps_stopping_rule_names_the_intervals_it_watched() -> None:
+    """Issue 36 audit (wrong): the sweep's log said its extra rounds ran while any headline
+    interval (every configuration against the baseline, ...) was wider than ±3%; a sweep's rule
+    watches its picks only (``undecided_sweep``), and 39 other intervals were wider when it
+    stopped. The rule's words come from the run kind; a run's say the headline intervals."""
+    from tritonlab.report.engine_section import engine_lines
+    from tritonlab.report.method_section import run_stopping_note
+    from tritonlab.report.run_data import load_run
+
+    run = load_run(EXAMPLES / "simple_mlp_sweep_blocks")
+    assert run.manifest.sweep is not None and run.stopping is not None
+    text = "\n".join(engine_lines(run.engine, run.stopping, run.cells, None, sweep=True))
+    assert "a throughput interval behind a pick (each pick against the baseline" in text
+    assert "each configuration against the baseline" not in text
+    assert "behind a pick" in run_stopping_note(run)
+    project = "\n".join(engine_lines(run.engine, run.stopping, run.cells, None, sweep=False))
+    assert "a headline throughput interval (each configuration against the baseline" in project
+
+
+def test_open_loop_rows_offered_different_rates_have_no_throughput_verdict() -> None:
+    """Issue 36 audit: `batch_5000us` at grpc_b1_p50 read "tput higher (+2%, CI +0.2% to +3%)"
+    where it was offered 1,181 req/s against the baseline's 1,163: at an open-loop load the
+    throughput is the rate offered. Rows offered different rates have no throughput verdict
+    (p99 stays compared within the 2% the offered loads may differ by); equal rates do."""
+    import dataclasses as dc
+
+    from tritonlab.report.run_data import load_run
+    from tritonlab.stats.aggregate import compare_figure
+
+    run = load_run(EXAMPLES / "simple_mlp_sweep_blocks")
+    at = {(s.variant.name, s.load_key): s for s in run.summaries}
+    base, batch = at[("baseline", "grpc_b1_p50")], at[("batch_5000us", "grpc_b1_p50")]
+    assert base.settings.request_rate_per_s != batch.settings.request_rate_per_s
+    tput = compare_figure("throughput", "throughput", base, batch)
+    assert tput.word == "not comparable" and "different offered rates" in tput.method
+    assert compare_figure("latency_p99", "latency_p99", base, batch).word != "not comparable"
+    same = dc.replace(batch, settings=base.settings)
+    assert compare_figure("throughput", "throughput", base, same).word != "not comparable"

@@ -109,3 +109,50 @@ def test_an_ensembles_steps_that_exceed_it_say_so() -> None:
     assert not any("account for all of it" in x for x in lines)
     for line in lines[1:]:
         assert ("exceed it by" in line) == ("parts can exceed the whole" in line)
+
+
+def test_a_bls_models_slower_executions_are_its_calls_waiting_not_contention() -> None:
+    """Issue 36 audit: the BLS model's count=2 row said "the instances contend for the cores:
+    an execution took 76,168 µs (was 38,027)" while 25 ms of the rise was the BLS model
+    waiting in `cnn`'s queue (38 -> 25,037 µs). Its executions include its calls: the called
+    model whose queue grew is named instead."""
+    from tritonlab.report.run_data import load_run
+
+    run = load_run(EXAMPLES / "resnet18_pipeline_bls")
+    rows = [r for a in run.analyses for r in a.reports if r.summary.variant.instance_count == 2]
+    assert rows
+    for row in rows:
+        text = " ".join(f.text for f in row.findings)
+        assert "contend for the cores" not in text
+        assert "its executions include its calls, and they waited on them" in text
+        assert "`cnn`'s queue rose from" in text
+
+
+def test_in_process_ceilings_say_where_the_server_ran() -> None:
+    """Issue 36 audit: the CNN's log set a 1-core server against in-process ceilings and a
+    "1.81x faster in-process" speedup measured with both of the machine's cores. Under the CPU
+    split the efficiency section says so and marks the rows whose ceiling needs more cores
+    than the server had; the threads row says its threads shared the server's core."""
+    from tritonlab.report.efficiency_text import efficiency_section
+    from tritonlab.report.run_data import load_run, split_cores
+
+    run = load_run(EXAMPLES / "resnet18_pipeline_cnn")
+    cores = split_cores(run.manifest)
+    assert cores == (1, 2)
+    text = "\n".join(efficiency_section(run.efficiencies, run.summaries, cores))
+    assert "the server ran on 1 of them (the CPU split)" in text
+    marked = [ln for ln in text.splitlines() if "2 cores, the server had 1" in ln]
+    assert {ln.split(" | ")[0] for ln in marked} == {
+        "| no batching, count=2",
+        "| no batching, count=1, 2 ORT threads",
+    }
+    threads = next(
+        f.text
+        for a in run.analyses
+        for r in a.reports
+        for f in r.findings
+        if f.rule == "threads-effect"
+    )
+    assert "in-process (with the machine's 2 cores; the server ran on 1" in threads
+    plain = "\n".join(efficiency_section(run.efficiencies, run.summaries, None))
+    assert "CPU split" not in plain and "the server had" not in plain

@@ -147,7 +147,12 @@ def test_multiplicity_states_rounds_a_stopping_rule_added() -> None:
     blocks = _multiplicity(_log(EXAMPLES / "simple_mlp_cache"))
     added = len({r.round for r in _run(EXAMPLES / "simple_mlp_cache").adaptive_rounds})
     assert added > 1
-    assert f"{added} extra rounds were added after the planned ones while a headline" in blocks
+    # a sweep's rule watches its picks (issue 36 audit); a run's, its headline verdicts
+    assert _run(EXAMPLES / "simple_mlp_cache").manifest.sweep is not None
+    assert f"{added} extra rounds were added after the planned ones while a throughput " in blocks
+    assert "interval behind a pick" in blocks
+    demo = _multiplicity(_log(EXAMPLES / "simple_mlp_demo"))
+    assert "added after the planned ones while a headline throughput interval" in demo
     race = _multiplicity(_log(EXAMPLES / "resnet18_cnn_tune"))
     assert "race verdicts (against its leader) were measured over 3 rounds" in race
 

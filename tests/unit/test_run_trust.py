@@ -233,3 +233,27 @@ def test_the_results_pages_quote_a_doubtful_run_with_its_doubt(tmp_path: Path) -
     assert "(this run's verdicts are not to be trusted" in pages._baseline_figures(run)
     quiet = dataclasses.replace(run, trust=run_trust([], [_floor()]))
     assert "Note" not in pages.conditions(quiet)
+
+
+def test_a_quiet_line_says_what_its_quiet_rests_on(seed_cells: list[CellResult]) -> None:
+    """Issue 36 audit: "Trust: quiet: the A/A controls told no identical copies apart" where one
+    did only once the process term widened it, and "quiet" for a tune with no control at all.
+    The quiet line names a widened control and a run without one."""
+    from tritonlab.report.conditions_text import trust_line
+
+    widened = dataclasses.replace(
+        _floor(),
+        throughput=dataclasses.replace(
+            _floor().throughput, unwidened_word=Word.HIGHER, unwidened_pct=(0.03, 3.77)
+        ),
+    )
+    trust = run_trust(_monitored(seed_cells, 0), [widened])
+    assert trust.state == "quiet" and len(trust.controls_widened) == 1
+    line = trust_line(trust)
+    assert "but only once the process term widened an interval: throughput at `grpc_b1_c8`" in line
+    assert "(CI +0.03% to +3.8%)" in line
+    assert RunTrust.from_dict(trust.to_dict()) == trust
+    plain = trust_line(run_trust(_monitored(seed_cells, 0), [_floor()]))
+    assert "process term" not in plain
+    alone = trust_line(run_trust(_monitored(seed_cells, 0), []))
+    assert "no A/A control was measured (the interference monitor alone checked it)" in alone

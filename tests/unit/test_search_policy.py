@@ -415,3 +415,19 @@ def test_the_threads_move_counts_the_servers_own_cores_under_the_split() -> None
     half = dataclasses.replace(o, server_cores=0.4)
     split = _threads_move(k, half, Goal(cores=2, server_cores=1), "at c8")
     assert split is not None and "the server used 0.4 of its 1 core" in split.reason
+
+
+def test_a_pipelines_moves_say_whose_figures_argued_for_them() -> None:
+    """Issue 36 audit: a pipeline tune's path said "requests waited 212,490 µs in the queue"
+    with `cnn`'s counters while the log's table showed the ensemble's 3 µs. A move steered by
+    a step's figures names the step."""
+    from tritonlab.decisions.search import Goal, Knobs, Observation, _batching_move
+
+    assert Goal(step="cnn").figures_at(8) == "at concurrency 8, in step `cnn`,"
+    assert Goal().figures_at(8) == "at concurrency 8"
+    k = Knobs()
+    o = Observation(k, 8, 0, 30.0, 270_000.0, queue_us=212_490.0, compute_us=32_227.0)
+    move = _batching_move(k, o, Goal(step="cnn").figures_at(8))
+    assert move is not None and move.reason.startswith(
+        "at concurrency 8, in step `cnn`, requests waited 212,490 µs in the queue"
+    )

@@ -30,6 +30,21 @@ HEADLINE_FIGURES = ("throughput", "latency_p99")
 TARGET_HALF_WIDTH_PCT = 3.0
 
 
+def watched_intervals(sweep: bool) -> str:
+    """Which throughput intervals the block engine's stopping rule watches, in words: a run's
+    (``undecided_project``) or a sweep's (``undecided_sweep``: its picks only)."""
+    if sweep:
+        return (
+            "a throughput interval behind a pick (each pick against the baseline and against "
+            "its runner-up, and the A/A control at the pick's load; the sweep's other "
+            "intervals are not watched and keep their planned blocks' width)"
+        )
+    return (
+        "a headline throughput interval (each configuration against the baseline and against "
+        "the configuration it is explained from, and the A/A control)"
+    )
+
+
 def _undecided(label: str, verdicts: dict[str, Verdict], precision: bool = False) -> list[str]:
     if not precision:
         return [

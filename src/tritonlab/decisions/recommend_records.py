@@ -51,6 +51,8 @@ class OperatingPoint(Record):
     cache_hit_share: float | None = later()
     # How the open-loop rate's requests were spaced
     request_distribution: Distribution = later("poisson")
+    # The lowest repeat's throughput (None: one repeat, or a file from before it was stored)
+    throughput_low_infer_per_s: float | None = later()
 
     @property
     def arrivals(self) -> Arrivals:
@@ -103,6 +105,7 @@ def operating_point(s: VariantSummary) -> OperatingPoint | None:
         instance_count=s.variant.instance_count,
         repeats=s.latency_p99.n,
         cache_hit_share=None if s.cache_hit_share is None else round(s.cache_hit_share, 3),
+        throughput_low_infer_per_s=s.throughput.low if s.throughput.n > 1 else None,
     )
 
 

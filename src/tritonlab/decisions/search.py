@@ -122,7 +122,7 @@ def _early_batching(observations: Sequence[Observation], knobs: Knobs, goal: Goa
     if not newest or newest[-1].failed:
         return None
     o = newest[-1]
-    move = _batching_move(knobs, o, goal.at(o.concurrency))
+    move = _batching_move(knobs, o, goal.figures_at(o.concurrency))
     if move is None or move.knobs in configurations(observations):
         return None
     skipped = " (the rest of this ramp is skipped: it would measure the same queue growing)"
@@ -303,7 +303,7 @@ def _protocol_move(
 def propose_moves(observations: Sequence[Observation], leader: Candidate, goal: Goal) -> list[Move]:
     """Neighbours of the leader its figures argue for, most promising first (tried or not)."""
     k, o = leader.knobs, leader.observations[0]
-    at = goal.at(leader.concurrency)
+    at = goal.figures_at(leader.concurrency)
     moves = [
         _batching_move(k, o, at),
         *_instance_moves(observations, leader, goal, at),

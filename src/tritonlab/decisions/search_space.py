@@ -128,6 +128,9 @@ class Goal:
     cores: int = 2
     # the server's own cores when perf_analyzer runs on other CPUs (``cpu_split``; None: shared)
     server_cores: int | None = None
+    # the pipeline step whose knobs are searched; its own figures steer the moves (None: the
+    # measured model itself)
+    step: str | None = None
     max_race_rounds: int = 3
     start: Knobs = field(default_factory=Knobs)
     switch_protocol: bool = True  # False: only the start's protocol (the clients' own)
@@ -154,6 +157,11 @@ class Goal:
     def at(self, concurrency: int) -> str:
         """Where a point was measured, in words: ``at concurrency 8``, or the fixed load's."""
         return self.fixed_load if self.fixed_load is not None else f"at concurrency {concurrency}"
+
+    def figures_at(self, concurrency: int) -> str:
+        """``at`` and, in a pipeline, whose figures steer the move: ``at concurrency 8, in
+        step `cnn`,``."""
+        return self.at(concurrency) + ("" if self.step is None else f", in step `{self.step}`,")
 
 
 @dataclass(frozen=True)

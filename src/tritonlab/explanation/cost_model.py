@@ -118,6 +118,7 @@ class Prediction(Record):
     measured_execution_us: float | None
     measured_throughput_infer_per_s: float | None
     measured_queue_us: float | None
+    instances: int = later(1)  # the configuration's instance count (what may contend)
 
     @property
     def throughput_error_pct(self) -> float | None:
@@ -150,8 +151,13 @@ class Prediction(Record):
                 f"requests per execution measured, {self.requests_per_execution:.1f} predicted)"
             )
         if execution is not None and abs(execution) > MODEL_FAILS_PCT:
+            contending = (
+                "instances contending for the cores"
+                if self.instances > 1
+                else "the one instance sharing its core with the server's other work"
+            )
             why = (
-                "instances contending for the cores, or the model running colder than in-process"
+                f"{contending}, or the model running colder than in-process"
                 if execution < 0
                 else "cheaper than on the serving-path probes, which ran at another load or "
                 "protocol"
@@ -167,8 +173,15 @@ class Prediction(Record):
         if not self.fails:
             return None
         return "; ".join(self.term_misses()) or (
-            "execution cost and batch size were as predicted, so the error is in the "
-            "parallelism or the client's round trip (the CPU the server could really use)"
+            f"execution cost and batch size were within {MODEL_FAILS_PCT:g}% of the prediction"
+            + (
+                f" (an execution {self.measured_execution_us:,.0f} µs against "
+                f"{self.execution_us:,.0f})"
+                if self.measured_execution_us is not None
+                else ""
+            )
+            + ", so most of the error is in the parallelism or the client's round trip (the "
+            "CPU the server could really use)"
         )
 
 
@@ -378,6 +391,7 @@ class CostModel(Record):
             measured_execution_us=s.execution_us.median,
             measured_throughput_infer_per_s=s.throughput.median,
             measured_queue_us=s.queue_us.median,
+            instances=v.instance_count,
         )
 
     def _closed_loop(

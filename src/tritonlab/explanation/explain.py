@@ -178,8 +178,8 @@ def _judgement(tput: Verdict, p99: Verdict, server: dict[str, Verdict] | None = 
         listed = ", ".join(f"{v.figure} {v.phrase()}" for v in moved)
         return (
             "no clear change in throughput or p99 at this load, although the server's own "
-            f"figures separated ({listed}): the change is real inside the server but did "
-            "not show in the client-side figures beyond the noise"
+            f"figures separated ({listed}): a change inside the server that did not show in "
+            "the client-side figures beyond the noise"
         )
     table = {
         (HIGHER, LOWER): "a clear win at this load: more throughput and a shorter tail",
@@ -304,7 +304,13 @@ def explain_variant(
                 f"p99 {verdicts['latency_p99'].phrase()}."
             )
         lines += [f.text for f in findings]
-        server_verdicts = _verdicts(reference, subject, SERVER_FIGURES)
+        ctx = RuleContext(subject, baseline, reference, cores, (), None, server_cores, step)
+        # a pipeline's row is judged by the step it changes (the ensemble's own counters are
+        # not that step's: issue 36 audit)
+        server_verdicts = {
+            attr: ctx.compare_server(f"{label}{ctx.whose}", attr)
+            for attr, label in SERVER_FIGURES.items()
+        }
         lines.append(f"Judgement: {_judgement(tput, p99, server_verdicts)}.")
     return VariantReport(
         subject,

@@ -19,6 +19,7 @@ STEP_FIGURES = {
     "execution_us": "compute_us_per_execution",
     "mean_batch": "mean_batch_size",
     "compute_per_inference_us": "compute_us_per_inference",
+    "queue_us": "queue_us_per_request",
 }
 
 

@@ -194,6 +194,36 @@ def _slower_executions(ctx: RuleContext) -> str | None:
     return None
 
 
+def _calls_waited(ctx: RuleContext) -> str | None:
+    """Where the measured model calls others and is itself the one changed (a BLS model): its
+    executions include its calls, so the called model whose queue grew by at least half the
+    executions' growth is named as where the time went (issue 36 audit: a BLS model's slower
+    executions were called core contention while `cnn`'s queue rose 38 -> 25,037 µs)."""
+    s, r = ctx.subject, ctx.reference
+    if ctx.step is not None or not any(c.steps for c in s.cells):
+        return None
+    after = ctx.server_figure(s, "execution_us").median
+    before = ctx.server_figure(r, "execution_us").median
+    if after is None or before is None or after <= before:
+        return None
+    rises = []
+    for name in sorted({n for c in s.cells for n in c.steps}):
+        q1 = s.step_figure(name, "queue_us_per_request").median
+        q0 = r.step_figure(name, "queue_us_per_request").median
+        if q1 is not None and q0 is not None:
+            rises.append((q1 - q0, name, q0, q1))
+    if not rises:
+        return None
+    rise, name, q0, q1 = max(rises)
+    if rise < 0.5 * (after - before):
+        return None
+    return (
+        f"its executions include its calls, and they waited on them: an execution took "
+        f"{after:,.0f} µs (was {before:,.0f}) while `{name}`'s queue rose from {q0:,.0f} to "
+        f"{q1:,.0f} µs per request"
+    )
+
+
 def _instances_causes(
     ctx: RuleContext, verdict: Verdict, batch: Verdict, per_inference: Verdict
 ) -> list[str]:
@@ -218,6 +248,9 @@ def _instances_causes(
                 "carries more of an execution's fixed cost"
             )
         slower = _slower_executions(ctx)
+        if slower and (waited := _calls_waited(ctx)):
+            causes.append(waited)  # the slower executions held their calls' queues
+            slower = None
         cpu, cores, who = ctx.cpu_used(s)
         of = cores_text(cores, ctx.server_cores is not None)
         if slower and cpu is not None and cpu >= CONTENTION_SHARE * cores:

@@ -89,9 +89,20 @@ def trust_line(trust: RunTrust) -> str:
         return f"- Trust: {trust.state}: {caveat}; the pages that quote this run say so."
     checks = []
     if trust.controls:
+        widened = "; ".join(
+            f"{w.figure} at `{w.load_key}` {w.phrase}" for w in trust.controls_widened
+        )
         checks.append(
             f"the A/A control{'s' if trust.controls > 1 else ''} told no identical copies apart"
+            + (
+                f" (but only once the process term widened an interval: {widened}; see the "
+                "noise floor)"
+                if widened
+                else ""
+            )
         )
+    else:
+        checks.append("no A/A control was measured (the interference monitor alone checked it)")
     if trust.cells_monitored:
         checks.append(
             f"{trust.cells_disturbed} of {trust.cells_monitored} monitored cells were stored "

@@ -32,12 +32,24 @@ def best_line(efficiencies: list[Efficiency], summaries: list[VariantSummary]) -
 
 
 def efficiency_section(
-    efficiencies: list[Efficiency], summaries: list[VariantSummary] | None = None
+    efficiencies: list[Efficiency],
+    summaries: list[VariantSummary] | None = None,
+    cores: tuple[int, int] | None = None,
 ) -> list[str]:
-    """The experiment log's table of efficiencies, with what the ceilings are."""
+    """The experiment log's table of efficiencies, with what the ceilings are; ``cores``: the
+    server's own cores and the machine's under the CPU split (None: the server had them all)."""
     if not efficiencies:
         return []
     best = efficiencies[0].best
+    placement = ""
+    if cores is not None:
+        own, machine = cores
+        placement = (
+            f" The ceilings had the machine's {machine} cores; the server ran on {own} of them "
+            "(the CPU split), so a ceiling of more sessions and threads than that is one it "
+            "could not reach there: those rows (marked) measure the placement as much as "
+            "serving."
+        )
     lines = [
         "## Serving efficiency",
         "",
@@ -47,17 +59,21 @@ def efficiency_section(
         f"machine ({best.window_s:.0f} s per figure). The machine's best in-process figure is "
         f"{best.infer_per_s:,.1f} infer/s ({best.instances} x {_threads(best.threads)}). "
         "Ratios are the median over repeats (min–max); a batching configuration can exceed its "
-        "batch-1 ceiling.",
+        "batch-1 ceiling." + placement,
         "",
         "| config | load | served infer/s | ceiling infer/s (instances x threads) "
         "| served / ceiling | served / machine best |",
         "|---|---|---|---|---|---|",
     ]
     for e in efficiencies:
+        width = e.ceiling.instances * max(1, e.ceiling.threads)
+        marked = cores is not None and width > cores[0]
         lines.append(
             f"| {e.description} | {e.load_key} | {e.served.text(1)} | "
             f"{e.ceiling.infer_per_s:,.1f} ({e.ceiling.instances} x "
-            f"{_threads(e.ceiling.threads)}) | {_ratio(e.efficiency)} | {_ratio(e.of_best)} |"
+            f"{_threads(e.ceiling.threads)}"
+            + (f"; {width} cores, the server had {cores[0]}" if marked and cores else "")
+            + f") | {_ratio(e.efficiency)} | {_ratio(e.of_best)} |"
         )
     lines.append("")
     if summaries:

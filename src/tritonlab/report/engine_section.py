@@ -11,7 +11,7 @@ import math
 import statistics
 
 from tritonlab.cpu_split import CpuSplit
-from tritonlab.decisions.adaptive import TARGET_HALF_WIDTH_PCT
+from tritonlab.decisions.adaptive import TARGET_HALF_WIDTH_PCT, watched_intervals
 from tritonlab.experiments.blocks import (
     REQUESTS_PER_WINDOW,
     WARMUP_WINDOW_MS,
@@ -43,7 +43,7 @@ from tritonlab.stats.error_rates import (
 from tritonlab.stats.noise_floor import NoiseFloor
 from tritonlab.stats.process_term import pair_half_width_pct
 from tritonlab.stats.run_trust import RunTrust
-from tritonlab.stats.verdicts import Verdict
+from tritonlab.stats.verdicts import Verdict, tenth_text
 
 
 def _widened_text(floor: NoiseFloor) -> str:
@@ -52,7 +52,7 @@ def _widened_text(floor: NoiseFloor) -> str:
     open_loop = is_open_loop_key(floor.load_key)  # both copies serve the offered rate there
     parts = [
         f"{'throughput' if v.figure == 'throughput' else 'p99'} {v.unwidened_word} "
-        f"(CI {low:+.1f}% to {high:+.1f}%)"
+        f"(CI {tenth_text(low)} to {tenth_text(high)})"
         for v in floor.widened_only
         if v.unwidened_pct is not None and not (open_loop and v.figure == "throughput")
         for low, high in [v.unwidened_pct]
@@ -92,9 +92,10 @@ def engine_lines(
     stopping: StoppingRecord | None,
     cells: list[CellResult],
     split: CpuSplit | None = None,
+    sweep: bool = False,
 ) -> list[str]:
     """How the cells were measured (block engine), where the server and perf_analyzer ran,
-    and why the rounds stopped."""
+    and why the rounds stopped (``sweep``: a sweep's rule, which watches its picks)."""
     lines: list[str] = []
     if engine is not None:
         windows = ", ".join(f"{ms} ms at {key}" for key, ms in sorted(engine.windows_ms.items()))
@@ -128,8 +129,7 @@ def engine_lines(
         ]
     if stopping is not None:
         rule = (
-            "while a headline throughput interval (each configuration against the baseline "
-            "and against the configuration it is explained from, and the A/A control) is "
+            f"while {watched_intervals(sweep)} is "
             f"wider than ±{TARGET_HALF_WIDTH_PCT:g}%, whatever its word (a rule on width, not on "
             "where the interval lies, keeps its coverage); p99 intervals have no target"
             if stopping.precision

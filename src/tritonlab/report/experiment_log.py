@@ -39,7 +39,7 @@ from tritonlab.report.nodes_section import nodes_section
 from tritonlab.report.plot_support import PROTOCOL_NAMES
 from tritonlab.report.recommend_section import recommendations_section
 from tritonlab.report.roofline_text import roofline_lines
-from tritonlab.report.run_data import RunData, changed_step
+from tritonlab.report.run_data import RunData, changed_step, split_cores
 from tritonlab.report.steps_section import changed_step_line, steps_section
 from tritonlab.report.text_format import check_against, model_source, num
 from tritonlab.report.trace_section import trace_section
@@ -170,6 +170,34 @@ def _table(analysis: Analysis) -> list[str]:
             f"{num(s.perf_analyzer_cores.median, 2)} | {r.note} |"
         )
     return lines
+
+
+def _blocks_note(analysis: Analysis) -> str:
+    """'' when every row at the load rests on as many repeats; else that their medians are
+    over different blocks (extra rounds measured only some rows: issue 36 audit, a sweep's
+    baseline over 27 blocks beside a configuration over 10, while the run drifted)."""
+    counts = sorted({len(r.summary.cells) for r in analysis.reports})
+    if len(counts) < 2:
+        return ""
+    return (
+        f" The rows rest on different numbers of repeats ({counts[0]} to {counts[-1]}: the extra "
+        "rounds measured only the configurations a watched verdict needed), so their medians "
+        "are over different blocks; compare rows by the verdicts, which pair the blocks both "
+        "were measured in, not by their medians."
+    )
+
+
+def _counters_note(manifest: Manifest) -> str:
+    """For a pipeline whose configurations change one step: the queue, compute and batch
+    columns are the measured model's own counters, not the step's."""
+    step = changed_step(manifest)
+    if step is None:
+        return ""
+    return (
+        f" The queue, compute and mean batch columns are the measured model's own counters "
+        f"(an ensemble's request is one execution of it); step `{step}`'s own batch and compute "
+        "are in each row's text below."
+    )
 
 
 def _step_line(manifest: Manifest, analysis: Analysis, r: VariantReport) -> str:
@@ -364,7 +392,9 @@ def render_experiment_log(run: RunData) -> str:
             "",
             "Figures are medians over the repeats, with the range of the repeats (min–max) in "
             "brackets; verdicts in the notes carry the 95% interval of the change; "
-            "latencies are client-side, queue and compute are per request in the server.",
+            "latencies are client-side, queue and compute are per request in the server."
+            + _blocks_note(analysis)
+            + _counters_note(manifest),
             "",
             *(
                 line
@@ -376,12 +406,18 @@ def render_experiment_log(run: RunData) -> str:
         labels = {v.name: v.description for v in manifest.plan.variants}
         kind = str(manifest.model.repository.get("kind", ""))
         lines += steps_section(run.cells, labels, kind)
-    lines += engine_lines(run.engine, run.stopping, run.cells, run.manifest.cpu_split)
+    lines += engine_lines(
+        run.engine,
+        run.stopping,
+        run.cells,
+        run.manifest.cpu_split,
+        run.manifest.sweep is not None,
+    )
     lines += noise_floor_lines(run.noise_floors, run.trust, run.engine is not None)
     lines += interference_lines(run.cells)
     lines += faults_section(run.faults)
     lines += nodes_section(manifest.nodes, run.cells)
-    lines += efficiency_section(run.efficiencies, run.summaries)
+    lines += efficiency_section(run.efficiencies, run.summaries, split_cores(run.manifest))
     lines += cost_model_section(
         cost_model,
         run.predictions,

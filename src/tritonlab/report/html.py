@@ -295,7 +295,13 @@ def conditions(
 def _method(run: RunData, analyses: list[Analysis]) -> list[str]:
     lines = (
         method_lines(count_verdicts(analyses), run_stopping_note(run), robust_blocks(analyses))
-        + engine_lines(run.engine, run.stopping, run.cells, run.manifest.cpu_split)
+        + engine_lines(
+            run.engine,
+            run.stopping,
+            run.cells,
+            run.manifest.cpu_split,
+            run.manifest.sweep is not None,
+        )
         + noise_floor_lines(run.noise_floors, run.trust, run.engine is not None)
         + interference_lines(run.cells)
     )
@@ -364,7 +370,9 @@ def html_page(run: RunData, plots: dict[str, Path]) -> Page:
             (a.load_key if many else "", [_explanation(r) for r in a.reports]) for a in analyses
         ],
         efficiency=(
-            markdown_section(efficiency_section(run.efficiencies, run.summaries))
+            markdown_section(
+                efficiency_section(run.efficiencies, run.summaries, _split_cores(run.manifest))
+            )
             if run.efficiencies
             else None
         ),
@@ -394,3 +402,9 @@ def write_html_report(run: RunData, plots: dict[str, Path]) -> Path:
     path = run.paths.html_report
     gateway.write_text(path, render_html_report(run, plots))
     return path
+
+
+def _split_cores(manifest: Manifest) -> tuple[int, int] | None:
+    from tritonlab.report.run_data import split_cores
+
+    return split_cores(manifest)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tritonlab.decisions.adaptive import TARGET_HALF_WIDTH_PCT
+from tritonlab.decisions.adaptive import TARGET_HALF_WIDTH_PCT, watched_intervals
 from tritonlab.decisions.search_space import MIN_RACE_ROUNDS
 from tritonlab.decisions.tune_record import TuneRecord
 from tritonlab.experiments.manifest import Manifest
@@ -69,6 +69,7 @@ def stopping_note(
     rounds: list[AdaptiveRound],
     stopping: StoppingRecord | None = None,
     tune: TuneRecord | None = None,
+    sweep: bool = False,
 ) -> str:
     """What the multiplicity count must allow for: the rounds a stopping rule added (from the
     records of ``adaptive.json``, ``stopping.json`` and ``tune.json``), '' when none ran."""
@@ -80,8 +81,9 @@ def stopping_note(
     notes = []
     if rounds and stopping is not None and stopping.precision:
         notes.append(
-            f"{_rounds(len(rounds))} added after the planned ones while a headline throughput "
-            f"interval was wider than ±{TARGET_HALF_WIDTH_PCT:g}%, whatever its word: a rule on "
+            f"{_rounds(len(rounds))} added after the planned ones while "
+            f"{watched_intervals(sweep)} was wider than ±{TARGET_HALF_WIDTH_PCT:g}%, whatever its "
+            "word: a rule on "
             "the intervals' width, not on where they lie, keeps their coverage near "
             f"{level} (the test suite simulates the rule: a rule that also waited for a "
             "decided word would not), so the count is approximate"
@@ -109,7 +111,11 @@ def stopping_note(
 def run_stopping_note(run: RunData) -> str:
     """``stopping_note`` of a loaded run."""
     return stopping_note(
-        run.manifest.adaptive is not None, run.adaptive_rounds, run.stopping, run.tune
+        run.manifest.adaptive is not None,
+        run.adaptive_rounds,
+        run.stopping,
+        run.tune,
+        run.manifest.sweep is not None,
     )
 
 

@@ -27,6 +27,7 @@ from tritonlab.report.recommend_text import (
     exclusion_note,
     justification,
     n_of,
+    points_note,
 )
 from tritonlab.repository.knobs import KNOB_LABELS
 from tritonlab.stats.verdicts import HIGHER, LOWER, NO_CLEAR, NO_VERDICT
@@ -91,6 +92,7 @@ def _two_goals(recs: Recommendations) -> str:
     evidence = (
         f"the latency-first pick's p99 {p99.phrase()} against the throughput-first pick's; the "
         f"throughput-first pick's throughput {tput.phrase()} against the latency-first pick's"
+        + points_note(tp.point, lp.point)
     )
     if p99.word == LOWER or tput.word == HIGHER:
         return (
@@ -167,7 +169,12 @@ def summary_line(recs: Recommendations) -> str:
         choices.append(
             f"'{p.description}' for latency-first use (p99 {p.latency_p99_us:,.0f} µs while "
             f"carrying {p.throughput_infer_per_s:,.0f} infer/s, target {target:,.0f}"
-            f"{_level_with(recs.latency_pick)})"
+            + (
+                f"; the median of {p.repeats} repeats, the lowest {low:,.0f}, under the target"
+                if (low := p.throughput_low_infer_per_s) is not None and low < target
+                else ""
+            )
+            + f"{_level_with(recs.latency_pick)})"
         )
     if not choices:
         return action + "; no configuration met the latency budget or the target load."

@@ -51,6 +51,18 @@ def _fmt_point(p: OperatingPoint) -> str:
     )
 
 
+def points_note(a: OperatingPoint, b: OperatingPoint) -> str:
+    """'' when two points share their load; else that a verdict between them compares two
+    operating points, each at its own load, not two configurations at one load (issue 36
+    audit: a pick at concurrency 16 "beat" its runner-up at 8, which led at 8)."""
+    if a.load_key == b.load_key:
+        return ""
+    return (
+        f" (the two at different loads, {a.load_label} and {b.load_label}: this compares "
+        "operating points, not the two configurations at one load)"
+    )
+
+
 def exclusion_note(recs: Recommendations) -> str:
     """One sentence on the points left out and why ('' when none were)."""
     excluded, unmeasured = recs.excluded, recs.unmeasured
@@ -234,7 +246,7 @@ def _runner_up_sentence(pick: Pick) -> str:
     if verdict.word == (HIGHER if figure == "throughput" else LOWER):
         return (
             f"It beats the runner-up, {_fmt_point(runner)}, on {figure}: {verdict.phrase()} "
-            f"(rule: {verdict.method})."
+            f"(rule: {verdict.method}){points_note(pick.point, runner)}."
         )
     if verdict.word in (NO_CLEAR, NO_VERDICT):
         return _runner_up_unclear(pick.point, runner, verdict)

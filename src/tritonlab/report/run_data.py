@@ -75,6 +75,12 @@ def server_core_count(manifest: Manifest) -> int | None:
     return None if split is None else split.server_core_count
 
 
+def split_cores(manifest: Manifest) -> tuple[int, int] | None:
+    """(the server's own cores, the machine's) under the CPU split; None where it shared."""
+    own = server_core_count(manifest)
+    return None if own is None else (own, manifest.machine.cpu_affinity_count or own)
+
+
 def changed_step(manifest: Manifest) -> str | None:
     """The step of a user's pipeline its configurations change (``repository["tuned"]``), or
     None where they change the measured model itself."""

@@ -39,7 +39,8 @@ def _share_sentence(row: StepsAtLoad, label: str, kind: str) -> str:
         text += (
             f"; but requests waited longer for the BLS model itself: {num(row.own_queue_us)} µs "
             f"in its own queue per request, more than `{top.step}`'s queue and compute (a BLS "
-            "instance stays busy while its calls run, so its instance count binds first)"
+            "instance is busy while its calls run, so the wait for one holds the calls' time "
+            "too)"
         )
     return text + "."
 
@@ -153,20 +154,24 @@ def steps_section(cells: Sequence[CellResult], labels: dict[str, str], kind: str
     base_top = max(base_rows, key=lambda r: r.concurrency or 0)
     if kind == "bls" and base_top.own_queue_binds:
         lines.append(
-            f"- The baseline's requests waited longest for the BLS model itself (its own queue, "
-            f"{num(base_top.own_queue_us)} µs per request at {base_top.load_key}): its instance "
-            f"count comes first, then the binding step's, `{base_top.binding.step}`."
+            f"- The baseline's requests waited longest in the BLS model's own queue "
+            f"({num(base_top.own_queue_us)} µs per request at {base_top.load_key}), longer than "
+            f"in any step (the binding one, `{base_top.binding.step}`); the rows above say "
+            "whether a configuration moved that."
         )
     elif (binding := binding_step(table, table[0].variant)) is not None:
         lines.append(
-            f"- The baseline's binding step is `{binding.step}`: the knobs that can move this "
-            "pipeline are that step's (its instances, batching and threads) first."
+            f"- The baseline's binding step is `{binding.step}`: a configuration of that step "
+            "is where a change could show first; the rows above say which of them moved the "
+            "pipeline and which did not."
         )
     return [*lines, ""]
 
 
 def _step_summary(cells: Sequence[CellResult], step: str, figure: str) -> Summary:
-    """``step``'s own ``figure`` ("batch" or "compute") over ``cells``, by their blocks."""
+    """``step``'s own ``figure`` ("batch" or "compute") over ``cells``, by their blocks, with
+    the process term where the cells' configuration was served by one process for the whole
+    run (as ``VariantSummary.step_figure``: one figure, one interval, issue 36 audit)."""
     values, blocks = [], []
     for c in cells:
         d = c.steps.get(step)
@@ -174,7 +179,15 @@ def _step_summary(cells: Sequence[CellResult], step: str, figure: str) -> Summar
             continue
         values.append(d.mean_batch_size if figure == "batch" else d.compute_us_per_inference)
         blocks.append(c.block)
-    return Summary.of(values, blocks)
+    name = "mean_batch_size" if figure == "batch" else "compute_us_per_inference"
+    process_sd, process = 0.0, ""
+    if cells and all(c.whole_run_process for c in cells):
+        from tritonlab.stats.error_rates import packaged_process_term
+
+        term = packaged_process_term()
+        process_sd = 0.0 if term is None else term.sd_log(name)
+        process = f"{cells[0].node}/{cells[0].variant.name}"
+    return Summary.of(values, blocks, process_sd, process)
 
 
 def changed_step_line(

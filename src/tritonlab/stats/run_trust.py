@@ -39,6 +39,7 @@ from tritonlab.experiments.interference import MAX_DISTURBED_SHARE, too_disturbe
 from tritonlab.experiments.store import CellResult
 from tritonlab.records import Record, later
 from tritonlab.stats.noise_floor import NoiseFloor
+from tritonlab.stats.verdicts import tenth_text
 
 TrustState = Literal[
     "quiet",
@@ -94,6 +95,9 @@ class RunTrust(Record):
     # the controls' intervals (throughput and p99 at each load, where one was computed); 0 in a
     # record from before it was counted: then any flag flags the run
     control_intervals: int = later(0)
+    # control intervals that read no difference only once the process term widened them (the
+    # blocks paired alone read one): the quiet line says so
+    controls_widened: tuple[ControlFlag, ...] = later(())
 
     @property
     def chance_of_flags(self) -> float | None:
@@ -248,5 +252,16 @@ def run_trust(cells: list[CellResult], floors: list[NoiseFloor]) -> RunTrust:
         unstable=_unstable(cells),
         control_intervals=sum(
             v.has_interval for f in floors for v in (f.throughput, f.latency_p99)
+        ),
+        controls_widened=tuple(
+            ControlFlag(
+                f.load_key,
+                name,
+                f"{v.unwidened_word} by the blocks paired alone (CI "
+                f"{tenth_text(v.unwidened_pct[0])} to {tenth_text(v.unwidened_pct[1])})",
+            )
+            for f in floors
+            for name, v in (("throughput", f.throughput), ("p99", f.latency_p99))
+            if v.widening_decides and v.unwidened_pct is not None
         ),
     )

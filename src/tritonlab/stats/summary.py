@@ -96,14 +96,24 @@ class Summary(Record):
         return span_text(self.median, self.range, digits, unit)
 
 
+# Two figures that differ by at least this share are never printed as one number (a median
+# that rounds to its range's end, a range that rounds to one value).
+SHOWN_GAP = 0.001
+
+
 def span_digits(spread: tuple[float, float] | None, digits: int = 0, *medians: float) -> int:
     """``digits``, or up to two more where fewer would print ``spread`` (low, high), or two
     ``medians`` quoted side by side, as one number although they differ (issue 36 audit:
     ``26 (26–26)`` for 25.7–26.5; a pick's ``34`` beside its runner-up's ``34.21``)."""
-    pairs = [spread] if spread is not None else []
-    pairs += [(a, b) for i, a in enumerate(medians) for b in medians[i + 1 :]]
+    values = [*(spread or ()), *medians]
+    pairs = [
+        (a, b)
+        for i, a in enumerate(values)
+        for b in values[i + 1 :]
+        if abs(a - b) >= SHOWN_GAP * max(abs(a), abs(b))  # a smaller gap may read as equal
+    ]
     for _ in range(2):
-        if all(f"{a:,.{digits}f}" != f"{b:,.{digits}f}" or a == b for a, b in pairs):
+        if all(f"{a:,.{digits}f}" != f"{b:,.{digits}f}" for a, b in pairs):
             break
         digits += 1
     return digits
@@ -114,7 +124,7 @@ def span_text(
 ) -> str:
     """``median`` with ``spread`` (low, high) as ``2,133 (1,834–2,431)``, with the digits
     ``span_digits`` gives."""
-    digits = span_digits(spread, digits)
+    digits = span_digits(spread, digits, median)
     text = f"{median:,.{digits}f}" + (f" {unit}" if unit else "")
     if spread:
         text += f" ({spread[0]:,.{digits}f}–{spread[1]:,.{digits}f})"

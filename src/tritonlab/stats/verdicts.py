@@ -79,6 +79,11 @@ def endpoint_text(pct: float) -> str:
     return f"{pct:+.{decimals}f}%"
 
 
+def tenth_text(pct: float) -> str:
+    """``+3.6%``: one decimal, more where one would print a nonzero end as ``+0.0%``."""
+    return endpoint_text(pct) if pct != 0 and round(pct, 1) == 0 else f"{pct:+.1f}%"
+
+
 def interval_text(low: float, high: float) -> str:
     """``-6% to -1%``: each end by ``endpoint_text``, with one or two decimals more where the
     two would print as one number (``-2.4% to -1.6%``, not ``-2% to -2%``: issue 36 audit)."""
