@@ -431,3 +431,23 @@ def test_a_pipelines_moves_say_whose_figures_argued_for_them() -> None:
     assert move is not None and move.reason.startswith(
         "at concurrency 8, in step `cnn`, requests waited 212,490 µs in the queue"
     )
+
+
+def test_a_co_loaded_race_carries_each_configurations_process_term() -> None:
+    """Issue 36 audit: a block-engine tune's race interval was not widened by the process term
+    although each configuration stayed loaded in one process (as a co-loaded run's verdicts
+    are). With ``Goal.co_loaded`` the race's summaries carry it, and its verdict says so."""
+    from tritonlab.decisions.race import race_verdict
+    from tritonlab.decisions.search import Candidate, Goal, Knobs, Observation
+
+    def candidate(k: Knobs, base: float) -> Candidate:
+        obs = tuple(Observation(k, 8, r, base * (1 + 0.001 * (r % 3)), 1000.0) for r in range(1, 7))
+        return Candidate(k, 8, obs)
+
+    a, b = candidate(Knobs(instances=1), 1000.0), candidate(Knobs(instances=2), 1010.0)
+    plain = race_verdict(a, b, Goal())
+    widened = race_verdict(a, b, Goal(co_loaded=True))
+    assert "own server process" not in plain.method and "own server process" in widened.method
+    assert (widened.high_pct or 0) - (widened.low_pct or 0) > (plain.high_pct or 0) - (
+        plain.low_pct or 0
+    )

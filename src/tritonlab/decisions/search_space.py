@@ -131,6 +131,9 @@ class Goal:
     # the pipeline step whose knobs are searched; its own figures steer the moves (None: the
     # measured model itself)
     step: str | None = None
+    # the block engine keeps each configuration's server process for the rest of the search:
+    # the race's intervals then carry each process's own spread (``stats/process_term.py``)
+    co_loaded: bool = False
     max_race_rounds: int = 3
     start: Knobs = field(default_factory=Knobs)
     switch_protocol: bool = True  # False: only the start's protocol (the clients' own)
@@ -205,8 +208,18 @@ class Candidate:
         return tuple(o for o in self.observations if o.repeat >= 1)
 
     def race_summary(self, goal: Goal) -> Summary:
+        """The race's figure by round, with the process term where the configurations stayed
+        loaded (``Goal.co_loaded``), as a co-loaded run's verdicts carry it."""
         values = [objective_value(o, goal) for o in self.race]
-        return Summary.of(values, [o.repeat for o in self.race])
+        rounds = [o.repeat for o in self.race]
+        if not goal.co_loaded:
+            return Summary.of(values, rounds)
+        from tritonlab.stats.error_rates import packaged_process_term
+
+        term = packaged_process_term()
+        figure = "throughput" if goal.kind == "throughput" else "latency_p99"
+        sd = 0.0 if term is None else term.sd_log(figure)
+        return Summary.of(values, rounds, sd, self.knobs.variant_name)
 
     def score(self, goal: Goal) -> float:
         """The ramp's single figure: it chooses the point and steers the search (the race's

@@ -174,6 +174,7 @@ def prepare_tune(
                 options.cpu_split, starts_server=not options.url
             ).server_core_count,
             step=info.origin.tuned if info.origin.tuned != info.origin.model else None,
+            co_loaded=engine == ENGINE_BLOCKS,
             max_race_rounds=r.max_race_rounds or (12 if engine == ENGINE_BLOCKS else 3),
             start=start,
             switch_protocol=not r.keep_protocol,
