@@ -202,3 +202,19 @@ def test_open_loop_rows_offered_different_rates_have_no_throughput_verdict() -> 
     assert compare_figure("latency_p99", "latency_p99", base, batch).word != "not comparable"
     same = dc.replace(batch, settings=base.settings)
     assert compare_figure("throughput", "throughput", base, same).word != "not comparable"
+
+
+def test_a_frontier_point_on_it_by_a_hair_is_said_to_be() -> None:
+    """Issue 36 audit: two frontier points printed p99 "5,854" each, one on the frontier by a
+    0.5 µs median margin. The table says which points are on it by a margin under 0.1%."""
+    from tritonlab.report.recommend_section import _frontier_lines
+    from tritonlab.report.run_data import load_run
+
+    run = load_run(EXAMPLES / "simple_mlp_cache_fresh")
+    assert run.recommendations is not None
+    text = "\n".join(_frontier_lines(run.recommendations))
+    assert "Points on the frontier by a median margin under a tenth of a percent" in text
+    assert "a margin, not a difference" in text
+    demo = load_run(EXAMPLES / "simple_mlp_sweep_blocks")
+    assert demo.recommendations is not None
+    assert "by a median margin" not in "\n".join(_frontier_lines(demo.recommendations))

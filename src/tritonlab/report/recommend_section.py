@@ -10,6 +10,8 @@ could not keep up the requested rate, and the tie-break among points within each
 
 from __future__ import annotations
 
+import itertools
+
 from tritonlab.decisions.frontier import saturation_findings
 from tritonlab.decisions.recommend_records import (
     KNEE_GAIN_PER_DOUBLING_PCT,
@@ -21,6 +23,7 @@ from tritonlab.decisions.recommend_records import (
 from tritonlab.report.recommend_summary_text import RULES, saturation_text, summary_line
 from tritonlab.report.recommend_text import decided_by, exclusion_note, justification
 from tritonlab.stats.aggregate import VariantSummary
+from tritonlab.stats.summary import SHOWN_GAP, span_digits
 
 
 def _load(p: OperatingPoint) -> str:
@@ -67,12 +70,39 @@ def _frontier_lines(recs: Recommendations) -> list[str]:
         "| config | load | infer/s | p99 µs | worst repeat's p99 µs |",
         "|---|---|---|---|---|",
     ]
+    # medians that decide membership are never printed as one number (issue 36 audit: two
+    # frontier points at "5,854" µs, one on it by 0.5 µs)
+    points = recs.frontier
+    tput = span_digits(None, 0, *(p.throughput_infer_per_s for p in points))
+    p99 = span_digits(None, 0, *(p.latency_p99_us for p in points))
     lines += [
-        f"| {p.description} | {_load(p)} | {p.throughput_infer_per_s:,.0f} | "
-        f"{p.latency_p99_us:,.0f} | {p.worst_p99_us:,.0f} |"
-        for p in recs.frontier
+        f"| {p.description} | {_load(p)} | {p.throughput_infer_per_s:,.{tput}f} | "
+        f"{p.latency_p99_us:,.{p99}f} | {p.worst_p99_us:,.0f} |"
+        for p in points
     ]
+    close = _close_pairs(points)
+    if close:
+        lines += [
+            "",
+            "Points on the frontier by a median margin under a tenth of a percent: "
+            + "; ".join(close)
+            + " (far narrower than any interval this run measured: a margin, not a difference).",
+        ]
     return [*lines, ""]
+
+
+def _close_pairs(points: list[OperatingPoint]) -> list[str]:
+    """Frontier neighbours whose p99 medians differ by under ``SHOWN_GAP``: one is on the
+    frontier only by a margin no verdict resolves."""
+    out = []
+    for a, b in itertools.pairwise(points):
+        gap = abs(a.latency_p99_us - b.latency_p99_us)
+        if gap < SHOWN_GAP * max(a.latency_p99_us, b.latency_p99_us):
+            out.append(
+                f"{a.description} at {a.load_key} and {b.description} at {b.load_key} (p99 "
+                f"{a.latency_p99_us:,.1f} and {b.latency_p99_us:,.1f} µs)"
+            )
+    return out
 
 
 def _knees_lines(recs: Recommendations) -> list[str]:
