@@ -131,7 +131,7 @@ def test_step_shares_and_queue_growth_from_stored_cells() -> None:
                    **zero)  # fmt: skip
     low = replace(cell, steps={"pre": fast, "cnn": fast})
     low = replace(low, perf=replace(cell.perf, settings=replace(cell.perf.settings, concurrency=1)))
-    high = replace(cell, steps={"pre": fast, "cnn": slow}, load_key="other")
+    high = replace(cell, steps={"pre": fast, "cnn": slow}, load_key="grpc_b1_c16")
     high = replace(
         high, perf=replace(cell.perf, settings=replace(cell.perf.settings, concurrency=16))
     )

@@ -95,6 +95,14 @@ _AS_ENGINES = PlainSerializer(
 )
 
 
+def _misses(error_pct: float) -> bool:
+    """A predicted/measured - 1 error past ``MODEL_FAILS_PCT`` either way: the prediction over
+    the measurement by more than it, or the measurement over the prediction by more than it."""
+    ratio = 1.0 + error_pct / 100.0
+    limit = 1.0 + MODEL_FAILS_PCT / 100.0
+    return ratio > limit or (ratio > 0 and 1.0 / ratio > limit)
+
+
 def _error_pct(predicted: float, measured: float | None) -> float | None:
     return None if not measured else 100.0 * (predicted / measured - 1.0)
 
@@ -142,15 +150,17 @@ class Prediction(Record):
         return err is not None and abs(err) > MODEL_FAILS_PCT
 
     def term_misses(self) -> list[str]:
-        """The predicted terms (batch, execution cost) that missed by more than 25%."""
+        """The predicted terms (batch, execution cost) that missed by more than 25% either way
+        (484 µs measured against 365 predicted is 33% over, though 365 is 25% under 484: issue
+        36 audit)."""
         reasons = []
         batch, execution = self.batch_error_pct, self.execution_error_pct
-        if batch is not None and abs(batch) > MODEL_FAILS_PCT:
+        if batch is not None and _misses(batch):
             reasons.append(
                 f"batches formed differently ({self.measured_requests_per_execution:.1f} "
                 f"requests per execution measured, {self.requests_per_execution:.1f} predicted)"
             )
-        if execution is not None and abs(execution) > MODEL_FAILS_PCT:
+        if execution is not None and _misses(execution):
             contending = (
                 "instances contending for the cores"
                 if self.instances > 1
@@ -173,15 +183,16 @@ class Prediction(Record):
         if not self.fails:
             return None
         return "; ".join(self.term_misses()) or (
-            f"execution cost and batch size were within {MODEL_FAILS_PCT:g}% of the prediction"
+            f"execution cost and batch size were each within {MODEL_FAILS_PCT:g}% of the "
+            "prediction either way"
             + (
                 f" (an execution {self.measured_execution_us:,.0f} µs against "
                 f"{self.execution_us:,.0f})"
                 if self.measured_execution_us is not None
                 else ""
             )
-            + ", so most of the error is in the parallelism or the client's round trip (the "
-            "CPU the server could really use)"
+            + ", so the rest of the miss is in the parallelism or the client's round trip (the "
+            "CPU the server could really use), or in those terms together"
         )
 
 

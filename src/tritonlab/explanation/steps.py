@@ -132,6 +132,10 @@ def queue_growth(table: Sequence[StepsAtLoad], variant: str) -> list[QueueGrowth
         (r for r in table if r.variant == variant and r.concurrency is not None),
         key=lambda r: r.concurrency or 0,
     )
+    if rows:  # one client only: the highest load's protocol and batch (issue 36 audit: a gRPC
+        # point against an HTTP one read as growth with load)
+        client = _client(rows[-1].load_key)
+        rows = [r for r in rows if _client(r.load_key) == client]
     if len(rows) < 2 or rows[0].concurrency == rows[-1].concurrency:
         return []
     low, high = rows[0], rows[-1]
@@ -147,6 +151,11 @@ def queue_growth(table: Sequence[StepsAtLoad], variant: str) -> list[QueueGrowth
         for s in high.steps
         if s.step in by_step
     ]
+
+
+def _client(load_key: str) -> str:
+    """The protocol and client batch of a load key (``grpc_b1_c8`` -> ``grpc_b1``)."""
+    return "_".join(load_key.split("_")[:2])
 
 
 def binding_step(table: Sequence[StepsAtLoad], variant: str) -> StepTime | None:

@@ -50,8 +50,38 @@ def _per_configuration(cells: Sequence[CellResult]) -> str:
     return f"{span} cell{'s' if high > 1 else ''} per configuration and load"
 
 
-def measurement_line(plan: ExperimentPlan, cells: Sequence[CellResult]) -> str:
-    """``- Measurement: ...`` for the log's Conditions, from ``cells`` (and the plan's engine)."""
+def blocks_words(cells: Sequence[CellResult], tune: bool = False) -> str:
+    """How the block engine's cells were grouped, from the cells: full blocks (every
+    configuration at every load once, shuffled) and extra rounds of some only; a tune's cells
+    in its search's order (issue 36 audit: "28 blocks, every configuration ... once per
+    block" where 18 held a few cells, and a tune called shuffled)."""
+    if tune:
+        return (
+            "every configuration kept loaded in one server once the search reached it; cells "
+            "measured in the order the search took them, its race's rounds measuring each "
+            "contender once per round in that order (not shuffled, not whole blocks)"
+        )
+    pairs = {(c.variant.name, c.load_key) for c in cells}
+    by_block: dict[int | str, set[tuple[str, str]]] = {}
+    for c in cells:
+        by_block.setdefault(c.block, set()).add((c.variant.name, c.load_key))
+    full = sum(1 for held in by_block.values() if held == pairs)
+    partial = len(by_block) - full
+    text = (
+        f"{full} block{'s' if full != 1 else ''}, every configuration co-loaded in one server "
+        "and measured once per block in a shuffled order"
+    )
+    if partial:
+        text += (
+            f", then {partial} extra round{'s' if partial != 1 else ''} of only the "
+            "configurations and loads a watched verdict needed"
+        )
+    return text
+
+
+def measurement_line(plan: ExperimentPlan, cells: Sequence[CellResult], tune: bool = False) -> str:
+    """``- Measurement: ...`` for the log's Conditions, from ``cells`` (and the plan's engine;
+    ``tune``: a tune's search)."""
     if not cells:
         return "- Measurement: no cell was measured."
     parts = [f"perf_analyzer {_windows(cells)}", _stability(cells)]
@@ -59,11 +89,7 @@ def measurement_line(plan: ExperimentPlan, cells: Sequence[CellResult]) -> str:
         parts.append("an unstable cell is retried with a window twice as long")
     parts.append(_per_configuration(cells))
     if plan.measurement.engine == "blocks":
-        blocks = len({c.block for c in cells})
-        parts.append(
-            f"{blocks} block{'s' if blocks > 1 else ''}, every configuration co-loaded in one "
-            "server and measured once per block in a shuffled order"
-        )
+        parts.append(blocks_words(cells, tune))
     else:
         parts.append(
             "interleaved (every configuration once, then again), one configuration loaded at a time"

@@ -27,7 +27,10 @@ def best_line(efficiencies: list[Efficiency], summaries: list[VariantSummary]) -
         "machine's best in-process figure"
     )
     if rival is not None and verdict is not None:
-        text += f"; against the next, {rival.description}, throughput {verdict.phrase()}"
+        text += (
+            f"; against the next at the same load, {rival.description} at {rival.load_key}, "
+            f"throughput {verdict.phrase()}"
+        )
     return text + "."
 
 

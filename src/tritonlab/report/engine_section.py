@@ -34,6 +34,7 @@ from tritonlab.experiments.interference import (
 from tritonlab.experiments.plan import is_open_loop_key
 from tritonlab.experiments.rounds import StoppingRecord
 from tritonlab.experiments.store import CellResult
+from tritonlab.report.conditions_text import blocks_words
 from tritonlab.stats.error_rates import (
     DETECTABLE_FACTOR,
     MeasuredRates,
@@ -93,6 +94,7 @@ def engine_lines(
     cells: list[CellResult],
     split: CpuSplit | None = None,
     sweep: bool = False,
+    tune: bool = False,
 ) -> list[str]:
     """How the cells were measured (block engine), where the server and perf_analyzer ran,
     and why the rounds stopped (``sweep``: a sweep's rule, which watches its picks)."""
@@ -109,12 +111,16 @@ def engine_lines(
                 else ""
             )
             + ".",
-            f"- Each block measures every configuration once, in an order shuffled per block "
-            f"(seed {engine.seed}); a cell is {WINDOWS_PER_CELL} perf_analyzer windows of "
+            (
+                f"- The search's cells: {blocks_words(cells, tune=True)}"
+                if tune
+                else f"- Cells: {blocks_words(cells)} (seed {engine.seed})"
+            )
+            + f"; a cell is {WINDOWS_PER_CELL} perf_analyzer windows of "
             f"{windows} (the shortest window that holds {REQUESTS_PER_WINDOW} requests at the "
             f"slowest configuration's warm-up throughput, {WARMUP_WINDOW_MS} ms warm-up cells "
-            f"first, discarded). {len({c.block for c in cells})} blocks were measured; verdicts "
-            "pair the cells of a block.",
+            "first, discarded). Verdicts pair the cells "
+            + ("of one round (one repeat)." if tune else "measured in the same block or round."),
             placement_line(engine.cores, split),
             *reload_lines(engine),
         ]

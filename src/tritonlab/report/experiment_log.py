@@ -118,7 +118,7 @@ def _conditions(
         *_sent_lines(manifest),
         *(f"- Configurations: {note}" for note in plan.notes),
         _load_line(settings, len(analyses)),
-        measurement_line(plan, cells),
+        measurement_line(plan, cells, manifest.tune is not None),
         trust_line(trust),
         f"- Machine: {machine.cpu_model}, {machine.cpu_affinity_count} cores available, "
         f"{machine.memory_gib} GiB, {machine.os}"
@@ -372,7 +372,7 @@ def render_experiment_log(run: RunData) -> str:
                 )
             )
         lines.append("")
-    lines += tune_section(run.tune)
+    lines += tune_section(run.tune, changed_step(manifest) if run.tune else None)
     repository = manifest.model.repository or {}  # a tune of an ensemble: the step it moved
     step, model = repository.get("tuned"), repository.get("model")
     if run.tune is not None and step and step != model:
@@ -412,6 +412,7 @@ def render_experiment_log(run: RunData) -> str:
         run.cells,
         run.manifest.cpu_split,
         run.manifest.sweep is not None,
+        run.manifest.tune is not None,
     )
     lines += noise_floor_lines(run.noise_floors, run.trust, run.engine is not None)
     lines += interference_lines(run.cells)

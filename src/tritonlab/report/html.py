@@ -235,7 +235,9 @@ def _condition_items(
         ("Load", f"{load_text(summaries)}; perf_analyzer on the same machine"),
         (
             "Measurement",
-            measurement_line(plan, [c for s in summaries for c in s.cells])
+            measurement_line(
+                plan, [c for s in summaries for c in s.cells], manifest.tune is not None
+            )
             .removeprefix("- Measurement: ")
             .removesuffix("."),
         ),
@@ -301,6 +303,7 @@ def _method(run: RunData, analyses: list[Analysis]) -> list[str]:
             run.cells,
             run.manifest.cpu_split,
             run.manifest.sweep is not None,
+            run.manifest.tune is not None,
         )
         + noise_floor_lines(run.noise_floors, run.trust, run.engine is not None)
         + interference_lines(run.cells)

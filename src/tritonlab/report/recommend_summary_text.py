@@ -166,6 +166,7 @@ def summary_line(recs: Recommendations) -> str:
         )
     if recs.latency_pick is not None and target is not None:
         p = recs.latency_pick.point
+        arrivals = _under_arrivals(recs, p)
         choices.append(
             f"'{p.description}' for latency-first use (p99 {p.latency_p99_us:,.0f} µs while "
             f"carrying {p.throughput_infer_per_s:,.0f} infer/s, target {target:,.0f}"
@@ -174,11 +175,36 @@ def summary_line(recs: Recommendations) -> str:
                 if (low := p.throughput_low_infer_per_s) is not None and low < target
                 else ""
             )
+            + arrivals
             + f"{_level_with(recs.latency_pick)})"
         )
     if not choices:
         return action + "; no configuration met the latency budget or the target load."
     return f"{action}; chose {' and '.join(choices)}: {_two_goals(recs)}.{doubt_sentence(recs)}"
+
+
+def _under_arrivals(recs: Recommendations, pick: OperatingPoint) -> str:
+    """'' unless the latency pick is a closed-loop point and the same configuration was also
+    offered open-loop arrivals: then its p99 there (issue 36 audit: 740 µs at concurrency 1,
+    one request at a time, where Poisson arrivals at 1,860 req/s gave 5,571 µs)."""
+    if pick.request_rate_per_s is not None:
+        return ""
+    rates = [
+        q
+        for q in recs.points
+        if q.variant == pick.variant
+        and q.protocol == pick.protocol
+        and q.batch_size == pick.batch_size
+        and q.request_rate_per_s is not None
+    ]
+    if not rates:
+        return ""
+    top = max(rates, key=lambda q: q.request_rate_per_s or 0.0)
+    return (
+        f"; that is closed loop at concurrency {pick.concurrency}: the same configuration "
+        f"under {top.arrivals.word} arrivals at {top.request_rate_per_s:,.0f} req/s had p99 "
+        f"{top.latency_p99_us:,.0f} µs"
+    )
 
 
 def _ref(p: OperatingPoint) -> dict[str, Any]:

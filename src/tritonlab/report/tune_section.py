@@ -63,7 +63,7 @@ def _configuration(k: Knobs) -> str:
     )
 
 
-def tune_section(tune: TuneRecord | None) -> list[str]:
+def tune_section(tune: TuneRecord | None, pipeline_step: str | None = None) -> list[str]:
     """The log's tune section (no lines for a run that was not a tune)."""
     if tune is None:
         return []
@@ -118,7 +118,15 @@ def tune_section(tune: TuneRecord | None) -> list[str]:
             else "ramp: concurrency doubled while throughput rose more than the noise margin"
         )
         + "; move: a neighbour the figures argue for; race: interleaved repeats of the close "
-        "contenders, which decide the pick).",
+        "contenders, which with each one's search-phase cell decide the pick: the median "
+        "of every repeat at the point)."
+        + (
+            f" In this pipeline the path's queue, compute and batch figures are step "
+            f"`{pipeline_step}`'s own, which steer the search; the results tables below hold "
+            "the measured model's own counters."
+            if pipeline_step is not None
+            else ""
+        ),
         "",
         "| # | phase | configuration | conc. | repeat | infer/s | p99 ms | why |",
         "|---|---|---|---|---|---|---|---|",
@@ -145,6 +153,14 @@ def tie_notes(tune: TuneRecord) -> list[str]:
             "the race did not separate the pick from the runner-up: the pick leads by the "
             "median of its repeats only, and either would serve as well as this run can tell"
         )
+    undecided = verdict is not None and verdict.reading not in (HIGHER, LOWER)
+    if verdict is not None and undecided and _race_favours_runner(tune):
+        notes.append(
+            "over the race's paired rounds the runner-up's median is the better "
+            f"({_median_text(verdict.variant_median)} against "
+            f"{_median_text(verdict.reference_median)}): the pick leads only with its "
+            "search-phase cell counted"
+        )
     if (
         tune.tie_break
         and pick
@@ -160,6 +176,21 @@ def tie_notes(tune: TuneRecord) -> list[str]:
             "did not separate the two"
         )
     return notes
+
+
+def _race_favours_runner(tune: TuneRecord) -> bool:
+    """True when the race's own medians (the verdict's, over its paired rounds) favour the
+    runner-up although the pick leads by the median of every repeat."""
+    v = tune.verdict
+    if v is None or v.reference_median is None or v.variant_median is None:
+        return False
+    if tune.settings.goal == "throughput":
+        return v.variant_median > v.reference_median
+    return v.variant_median < v.reference_median
+
+
+def _median_text(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:,.2f}"
 
 
 def race_points_note(tune: TuneRecord) -> str:
