@@ -126,7 +126,8 @@ def test_poisson_and_evenly_spaced_at_one_rate_are_not_the_same_offered_load() -
 
     constant, poisson = _settings(LOADS["constant"][0]), _settings(LOADS["rate"][0])
     assert not same_offered_load(Row(constant), Row(poisson))
-    assert same_offered_load(Row(constant), Row(replace(constant, request_rate_per_s=201.0)))
+    assert same_offered_load(Row(constant), Row(replace(constant)))
+    assert not same_offered_load(Row(constant), Row(replace(constant, request_rate_per_s=201.0)))
 
 
 PLAN = {

@@ -158,7 +158,10 @@ def test_in_process_ceilings_say_where_the_server_ran() -> None:
         for f in r.findings
         if f.rule == "threads-effect"
     )
-    assert "in-process (with the machine's 2 cores; the server ran on 1" in threads
+    assert (
+        "in-process (with the machine's 2 cores); the server ran on 1 of the machine's 2" in threads
+    )
+    assert "so its 2 threads shared that core" in threads
     plain = "\n".join(efficiency_section(run.efficiencies, run.summaries, None))
     assert "CPU split" not in plain and "the server had" not in plain
 
@@ -188,3 +191,25 @@ def test_queue_growth_is_worded_by_its_size_and_read_at_one_client() -> None:
     (growth,) = queue_growth(table, "v")
     assert (growth.low_concurrency, growth.low_queue_us) == (16, 186_000.0)  # HTTP only
     assert queue_growth([row("grpc_b1_c8", 8, 1.0), row("http_b1_c32", 32, 9.0)], "v") == []
+
+
+def test_a_threads_row_without_a_cost_model_says_the_threads_shared_the_servers_core() -> None:
+    """Issue 36 audit: the ensemble's 2-threads row ("lower (-6%) ... avoid") never said the
+    server had one core for its two threads; nor did the cost model, which predicted the
+    execution with a speedup timed on two cores."""
+    from tritonlab.report.run_data import load_run
+
+    run = load_run(EXAMPLES / "resnet18_pipeline")
+    assert run.cost_model is None
+    text = next(
+        f.text
+        for a in run.analyses
+        for r in a.reports
+        for f in r.findings
+        if f.rule == "threads-effect"
+    )
+    assert "the server ran on 1 of the machine's 2 cores (the CPU split)" in text
+    cnn = load_run(EXAMPLES / "resnet18_pipeline_cnn")
+    model = cnn.cost_model
+    assert model is not None and model.cores == 1 and model.speedup(2) > 1.5
+    assert model.served_speedup(2) == model.speedup(1) == 1.0

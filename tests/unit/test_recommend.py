@@ -201,7 +201,9 @@ def test_latency_pick_says_when_a_repeat_is_over_the_budget() -> None:
     recs = recommend(summaries(cells), 5000, target_load_infer_per_s=2000)
     assert recs.throughput_pick is None
     assert recs.latency_pick is not None
-    assert "(a repeat above the 5,000 µs budget)" in justification(recs.latency_pick, recs)
+    assert "(this one with a repeat above the 5,000 µs budget" in justification(
+        recs.latency_pick, recs
+    )
     assert summary_line(recs).endswith(
         "no operating point kept every repeat's p99 within the budget, so there is no "
         "throughput-first pick."
@@ -345,7 +347,7 @@ def test_latency_pick_is_lowest_p99_that_carries_the_target() -> None:
     # batch_0us at c4 (1,500 infer/s, p99 2,500) beats the baseline at c8 (p99 7,000).
     assert (pick.point.variant, pick.point.concurrency) == ("batch_0us", 4)
     assert "target load of 1,100 infer/s" in justification(pick, recs)
-    assert "(every repeat within the 5,000 µs budget)" in justification(pick, recs)
+    assert "(this one with every repeat within the 5,000 µs budget" in justification(pick, recs)
     assert pick.verdicts["latency_p99"].word == "lower"
     assert recommend(summaries(_two_config_sweep()), 5000).latency_pick is None
     assert recommend(summaries(_two_config_sweep()), 5000, 99999).latency_pick is None

@@ -149,10 +149,12 @@ def race_step(observations: Sequence[Observation], goal: Goal) -> Step:
         for c in racing
     )
     c = next(c for c in racing if len(c.race) < round_no)  # the fewest rounds: one lacks it
+    # the contenders are re-drawn at every step (the runner-up and those within the band of
+    # the leader, the clearly worse dropped), so a round is the measured one's own
     return Step(
         "race",
-        f"race round {round_no}, {len(racing)} contenders ({names}): the runner-up "
-        f"and every one within {RACE_BAND_PCT:.0f}% of the leader's single figure",
+        f"race: its round {len(c.race) + 1}; {len(racing)} contenders now ({names}): the "
+        f"runner-up and every one within {RACE_BAND_PCT:.0f}% of the leader's single figure",
         c.knobs,
         c.concurrency,
         round_no,

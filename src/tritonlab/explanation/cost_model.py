@@ -127,6 +127,7 @@ class Prediction(Record):
     measured_throughput_infer_per_s: float | None
     measured_queue_us: float | None
     instances: int = later(1)  # the configuration's instance count (what may contend)
+    cache: bool = later(False)  # the response cache on: lookups and stores the model not prices
 
     @property
     def throughput_error_pct(self) -> float | None:
@@ -166,6 +167,13 @@ class Prediction(Record):
                 if self.instances > 1
                 else "the one instance sharing its core with the server's other work"
             )
+            if self.cache:  # the model has no term for the cache's lookups and stores
+                contending = "the response cache's lookups and stores, which the model does "
+                contending += "not price; or " + (
+                    "instances contending for the cores"
+                    if self.instances > 1
+                    else "the one instance sharing its core with the server's other work"
+                )
             why = (
                 f"{contending}, or the model running colder than in-process"
                 if execution < 0
@@ -351,9 +359,19 @@ class CostModel(Record):
         """In-process speedup of one execution on ``threads`` intra-op threads (1: none)."""
         return dict(self.thread_speedup).get(threads or 0, 1.0) if threads != 1 else 1.0
 
+    def served_speedup(self, threads: int | None) -> float:
+        """The in-process speedup the server's cores allow: threads past ``cores`` (the
+        server's own under the CPU split) share them and add none (issue 36 audit: a 1.81x
+        speedup timed on 2 cores was predicted for a server on 1)."""
+        if threads and threads > self.cores:
+            return self.speedup(self.cores)
+        return self.speedup(threads)
+
     def model_us(self, samples: float, threads: int | None = 1) -> float:
         """The model's own cost (µs) of one execution of ``samples`` on ``threads`` threads."""
-        return (self.model_fixed_us + self.model_per_sample_us * samples) / self.speedup(threads)
+        return (self.model_fixed_us + self.model_per_sample_us * samples) / self.served_speedup(
+            threads
+        )
 
     def execution_us(
         self, requests: float, samples_per_request: int = 1, threads: int | None = 1
@@ -403,6 +421,7 @@ class CostModel(Record):
             measured_throughput_infer_per_s=s.throughput.median,
             measured_queue_us=s.queue_us.median,
             instances=v.instance_count,
+            cache=v.response_cache,
         )
 
     def _closed_loop(

@@ -217,7 +217,7 @@ def _no_verdict_judgement(tput: Verdict, p99: Verdict) -> str:
 
 _NOTE_LABELS = {
     "queue-delay-trap": "queue-delay trap",
-    "batching-amortised": "batching amortises fixed cost",
+    "batching-amortised": "compute per inference lower (batching)",
     "saturated-server": "instance saturated",
     "cpu-bound": "CPU-bound",
     "client-bound": "perf_analyzer at its cores' limit",

@@ -62,11 +62,14 @@ def threads_effect(ctx: RuleContext) -> Finding | None:
         figures["in_process_speedup"] = rounded(in_process, 2)
         text += f", where the same threads run it {times(in_process)} in-process"
         if ctx.server_cores is not None and (t1 or 0) > ctx.server_cores:
-            text += (
-                f" (with the machine's {ctx.cores} cores; the server ran on "
-                f"{ctx.server_cores}, so its {t1} threads shared "
-                f"{'that core' if ctx.server_cores == 1 else 'those cores'})"
-            )
+            text += f" (with the machine's {ctx.cores} cores)"
+    if ctx.server_cores is not None and (t1 or 0) > ctx.server_cores:
+        text += (
+            f"; the server ran on {ctx.server_cores} of the machine's {ctx.cores} cores (the "
+            f"CPU split), so its {t1} threads shared "
+            f"{'that core' if ctx.server_cores == 1 else 'those cores'}: this row measures "
+            "threads on the server's cores, not on the machine's"
+        )
     text += (
         f"; the server used {r.server_cores.median or 0:.2f} -> {s.server_cores.median or 0:.2f} "
         f"{cores_text(ctx.server_cores or ctx.cores, ctx.server_cores is not None)}."

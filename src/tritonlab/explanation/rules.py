@@ -147,9 +147,16 @@ def batching_amortised(ctx: RuleContext) -> Finding | None:
             "serving_us_per_request_batched": rounded(serving_many / requests),
             "predicted_compute_us_per_inference": rounded(predicted),
         }
+        misses = ctx.cost_model.predict(s).failure() if ctx.cost_model else None
         text += (
-            f" The cost model says why: an execution of one request costs about "
-            f"{serving_one + model_one:.0f} µs, {serving_one:.0f} µs of serving path (a null "
+            (
+                " The cost model's split of an execution (it misses this point's throughput "
+                "by more than 25%: see Where the model fails, so take the parts as its, not "
+                "as measured): an execution of one request costs about "
+                if misses
+                else " The cost model says why: an execution of one request costs about "
+            )
+            + f"{serving_one + model_one:.0f} µs, {serving_one:.0f} µs of serving path (a null "
             f"model through the same backend in the same run) and {model_one:.0f} µs of the "
             f"model's own work; one of {requests:.1f} requests about "
             f"{serving_many + model_many:.0f} µs ({serving_many:.0f} + {model_many:.0f}), so "

@@ -31,7 +31,7 @@ from tritonlab.experiments.interference import (
     disturbed_share,
     too_disturbed,
 )
-from tritonlab.experiments.plan import is_open_loop_key
+from tritonlab.experiments.plan import LoadKey, is_open_loop_key
 from tritonlab.experiments.rounds import StoppingRecord
 from tritonlab.experiments.store import CellResult
 from tritonlab.report.conditions_text import blocks_words
@@ -45,6 +45,28 @@ from tritonlab.stats.noise_floor import NoiseFloor
 from tritonlab.stats.process_term import pair_half_width_pct
 from tritonlab.stats.run_trust import RunTrust
 from tritonlab.stats.verdicts import Verdict, tenth_text
+
+
+def _capped_text(engine: EngineRecord) -> str:
+    """'' unless a load's window was capped at the plan's: then how many requests its slowest
+    configuration's windows held (issue 36 audit: 2,000 ms windows were said to hold 100
+    requests at 16.5 infer/s)."""
+    held = []
+    for key, ms in sorted(engine.windows_ms.items()):
+        rates = (engine.warmup_infer_per_s or {}).get(key, {})
+        if not rates:
+            continue
+        parsed = LoadKey.parse(key)
+        batch = parsed.batch_size if parsed is not None else 1
+        requests = min(rates.values()) / max(1, batch) * ms / 1000.0
+        if requests < REQUESTS_PER_WINDOW:
+            held.append(f"about {requests:.0f} requests at {key}")
+    if not held:
+        return ""
+    return (
+        f", capped at the plan's window, so the slowest configuration's windows held "
+        f"{', '.join(held)}"
+    )
 
 
 def _widened_text(floor: NoiseFloor) -> str:
@@ -100,7 +122,10 @@ def engine_lines(
     and why the rounds stopped (``sweep``: a sweep's rule, which watches its picks)."""
     lines: list[str] = []
     if engine is not None:
-        windows = ", ".join(f"{ms} ms at {key}" for key, ms in sorted(engine.windows_ms.items()))
+        windows = ", ".join(
+            f"{ms} ms " + ("at every load" if key == "*" else f"at {key}")
+            for key, ms in sorted(engine.windows_ms.items())
+        )
         lines += [
             "## How it was measured",
             "",
@@ -116,10 +141,15 @@ def engine_lines(
                 if tune
                 else f"- Cells: {blocks_words(cells)} (seed {engine.seed})"
             )
-            + f"; a cell is {WINDOWS_PER_CELL} perf_analyzer windows of "
-            f"{windows} (the shortest window that holds {REQUESTS_PER_WINDOW} requests at the "
-            f"slowest configuration's warm-up throughput, {WARMUP_WINDOW_MS} ms warm-up cells "
-            "first, discarded). Verdicts pair the cells "
+            + f"; a cell is {WINDOWS_PER_CELL} perf_analyzer windows of {windows} ("
+            + (
+                "the search's window, `--window-ms`"
+                if tune
+                else f"the shortest window that holds {REQUESTS_PER_WINDOW} requests at the "
+                f"slowest configuration's warm-up throughput{_capped_text(engine)}, "
+                f"{WARMUP_WINDOW_MS} ms warm-up cells first, discarded"
+            )
+            + "). Verdicts pair the cells "
             + ("of one round (one repeat)." if tune else "measured in the same block or round."),
             placement_line(engine.cores, split),
             *reload_lines(engine),

@@ -104,6 +104,8 @@ def _conditions(
     plan, model, machine = manifest.plan, manifest.model, manifest.machine
     server, packages = manifest.server, manifest.packages
     settings = [r.summary.settings for a in analyses for r in a.reports]
+    # the A/A controls' loads too: their rates are their own peak's share (issue 36 audit)
+    settings += [c.perf.settings for c in cells if c.variant.control]
     # A batch axis only where the model has one (a run stored before ``inputs``: as before).
     lead = ["batch"] if manifest.inputs is None or manifest.inputs.batched else []
     inputs = ", ".join(
@@ -372,7 +374,11 @@ def render_experiment_log(run: RunData) -> str:
                 )
             )
         lines.append("")
-    lines += tune_section(run.tune, changed_step(manifest) if run.tune else None)
+    lines += tune_section(
+        run.tune,
+        changed_step(manifest) if run.tune else None,
+        bool(run.engine and run.engine.coload and run.engine.coload.co_loaded),
+    )
     repository = manifest.model.repository or {}  # a tune of an ensemble: the step it moved
     step, model = repository.get("tuned"), repository.get("model")
     if run.tune is not None and step and step != model:

@@ -22,6 +22,7 @@ from tritonlab.decisions.recommend_records import (
 from tritonlab.report.recommend_text import (
     FELL_BEHIND_REASON,
     TIE_BREAK_ORDER,
+    control_note,
     decided_by,
     doubt_sentence,
     exclusion_note,
@@ -180,7 +181,12 @@ def summary_line(recs: Recommendations) -> str:
         )
     if not choices:
         return action + "; no configuration met the latency budget or the target load."
-    return f"{action}; chose {' and '.join(choices)}: {_two_goals(recs)}.{doubt_sentence(recs)}"
+    loads = {p.point.load_key for p in (recs.throughput_pick, recs.latency_pick) if p is not None}
+    controls = "".join(control_note(recs, key) for key in sorted(loads))
+    return (
+        f"{action}; chose {' and '.join(choices)}: {_two_goals(recs)}."
+        f"{controls}{doubt_sentence(recs)}"
+    )
 
 
 def _under_arrivals(recs: Recommendations, pick: OperatingPoint) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tritonlab.stats.summary import span_digits, span_text
-from tritonlab.stats.verdicts import HIGHER, LOWER
+from tritonlab.stats.verdicts import HIGHER, LOWER, widened_record
 
 if TYPE_CHECKING:
     from tritonlab.decisions.search_space import Knobs
@@ -63,7 +63,9 @@ def _configuration(k: Knobs) -> str:
     )
 
 
-def tune_section(tune: TuneRecord | None, pipeline_step: str | None = None) -> list[str]:
+def tune_section(
+    tune: TuneRecord | None, pipeline_step: str | None = None, co_loaded: bool = False
+) -> list[str]:
     """The log's tune section (no lines for a run that was not a tune)."""
     if tune is None:
         return []
@@ -95,9 +97,18 @@ def tune_section(tune: TuneRecord | None, pipeline_step: str | None = None) -> l
         _pick_line("Runner-up", tune.runner_up, shared_digits([tune.pick, tune.runner_up])),
     ]
     if verdict := tune.verdict:
+        stored = verdict
+        if co_loaded:  # the configurations stayed loaded: the race carries the process term
+            verdict = widened_record(verdict, _process_sd(verdict.figure))
         lines.append(
             f"- Runner-up against the pick ({verdict.figure}, paired over the race's "
-            f"{verdict.pairs} rounds): {verdict.phrase()}."
+            f"{verdict.pairs} rounds): {verdict.phrase()}"
+            + (
+                " (with each configuration's process term, which the search stored it without)"
+                if verdict is not stored
+                else ""
+            )
+            + "."
         )
     if tune.tie_break:
         lines.append(f"- Tie broken: {tune.tie_break}.")
@@ -141,6 +152,13 @@ def tune_section(tune: TuneRecord | None, pipeline_step: str | None = None) -> l
             f"{'n/a' if p99 is None else f'{p99 / 1000:.2f}'} | {step.reason} |"
         )
     return [*lines, ""]
+
+
+def _process_sd(figure: str) -> float:
+    from tritonlab.stats.error_rates import packaged_process_term
+
+    term = packaged_process_term()
+    return 0.0 if term is None else term.sd_log("throughput" if figure == "throughput" else figure)
 
 
 def tie_notes(tune: TuneRecord) -> list[str]:

@@ -332,3 +332,33 @@ class VerdictRecord(Record):
         """The stored verdict in the log's words, e.g. 'no clear difference (-13%, 95% CI
         -45% to +37%)' or 'no verdict (one repeat; medians +112%)'."""
         return _phrase(self.reading, self.change_pct, self.method, self.ci95_change_pct, "95% CI")
+
+
+def widened_record(record: VerdictRecord, sd_log: float) -> VerdictRecord:
+    """``record`` (a stored verdict) widened by both sides' process term of ``sd_log`` each,
+    where it was stored without it (a tune's race before issue 36); else as it is."""
+    ci, change = record.ci95_change_pct, record.change_pct
+    if ci is None or change is None or sd_log <= 0 or "own server process" in record.method:
+        return record
+    centre = CentreInterval(
+        math.log1p(change / 100.0),
+        math.log1p(ci[0] / 100.0),
+        math.log1p(ci[1] / 100.0),
+        record.pairs,
+        False,
+        record.p_value,
+    )
+    wide, method = _with_process_term(centre, math.hypot(sd_log, sd_log), record.method)
+    verdict = Verdict(
+        record.figure,
+        _word(wide.low, wide.high),
+        change,
+        record.reference_median,
+        record.variant_median,
+        method + " (widened when this page was written: the run stored it without)",
+        _pct(wide.low),
+        _pct(wide.high),
+        record.pairs,
+        wide.p_value,
+    )
+    return VerdictRecord.of(verdict)

@@ -31,9 +31,11 @@ class WorkloadRow(Protocol):
     def settings(self) -> PerfSettings: ...
 
 
-def same_offered_load(a: WorkloadRow, b: WorkloadRow, tolerance: float = 0.02) -> bool:
-    """Closed loop at one concurrency, or open loop at (nearly) the same request rate with
-    requests spaced alike (Poisson or evenly)."""
+def same_offered_load(a: WorkloadRow, b: WorkloadRow, tolerance: float = 1e-9) -> bool:
+    """Closed loop at one concurrency, or open loop at the same request rate with requests
+    spaced alike (Poisson or evenly). Rates a share of each configuration's own peak differ
+    by configuration: rows offered them are not compared (issue 36 audit: a p99 "+140%"
+    between 1,181 and 1,163 req/s; a 2% tolerance let them be)."""
     ra, rb = a.settings.request_rate_per_s, b.settings.request_rate_per_s
     if ra is None and rb is None:
         return a.settings.concurrency == b.settings.concurrency
