@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +16,13 @@ from tritonlab.report.steps_section import _attribution, changed_step_line
 from tritonlab.report.text_format import num
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _finding(run: Any, rule: str) -> str:
+    """The first finding of ``rule`` in a loaded run's explanations."""
+    return next(
+        f.text for a in run.analyses for r in a.reports for f in r.findings if f.rule == rule
+    )
 
 
 def _cells(name: str) -> list[CellResult]:
@@ -151,13 +159,7 @@ def test_in_process_ceilings_say_where_the_server_ran() -> None:
         "| no batching, count=2",
         "| no batching, count=1, 2 ORT threads",
     }
-    threads = next(
-        f.text
-        for a in run.analyses
-        for r in a.reports
-        for f in r.findings
-        if f.rule == "threads-effect"
-    )
+    threads = _finding(run, "threads-effect")
     assert (
         "in-process (with the machine's 2 cores); the server ran on 1 of the machine's 2" in threads
     )
@@ -201,13 +203,7 @@ def test_a_threads_row_without_a_cost_model_says_the_threads_shared_the_servers_
 
     run = load_run(EXAMPLES / "resnet18_pipeline")
     assert run.cost_model is None
-    text = next(
-        f.text
-        for a in run.analyses
-        for r in a.reports
-        for f in r.findings
-        if f.rule == "threads-effect"
-    )
+    text = _finding(run, "threads-effect")
     assert "the server ran on 1 of the machine's 2 cores (the CPU split)" in text
     cnn = load_run(EXAMPLES / "resnet18_pipeline_cnn")
     model = cnn.cost_model
