@@ -247,3 +247,20 @@ def test_the_sweeps_blocks_and_its_latency_pick_are_said_as_they_were() -> None:
     assert "in the order the search took them" in measurement_line(
         tune.manifest.plan, tune.cells, tune=True
     )
+
+
+def test_a_knee_says_what_the_next_level_gave() -> None:
+    """Issue 36 audit: the baseline's knee "1" read as "nothing above concurrency 1 helps"
+    while concurrency 4 was higher (+18%), under the knee's 10% per doubling. The table gives
+    the next level's verdict and its paired gain per doubling."""
+    from tritonlab.decisions.recommend_records import KNEE_GAIN_PER_DOUBLING_PCT
+    from tritonlab.report.recommend_section import _knees_lines
+    from tritonlab.report.run_data import load_run
+
+    run = load_run(EXAMPLES / "simple_mlp_sweep_blocks")
+    assert run.recommendations is not None
+    lines = _knees_lines(run.recommendations, run.summaries)
+    row = next(ln for ln in lines if ln.startswith("| baseline/grpc/b1 | 1 |"))
+    assert "concurrency 4: throughput higher (+18%" in row
+    per = float(row.split(", ")[-1].split("%")[0])
+    assert 0 < per < KNEE_GAIN_PER_DOUBLING_PCT

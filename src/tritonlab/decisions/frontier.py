@@ -21,7 +21,7 @@ from tritonlab.decisions.recommend_records import (
 from tritonlab.experiments.plan import sequence_length_of
 from tritonlab.stats.aggregate import VariantSummary
 from tritonlab.stats.config_key import ConfigKey
-from tritonlab.stats.verdicts import HIGHER, MIN_EFFECT_PCT, compare
+from tritonlab.stats.verdicts import HIGHER, MIN_EFFECT_PCT, Verdict, compare
 from tritonlab.stats.workload import same_workload
 
 
@@ -45,9 +45,14 @@ def pareto_frontier(points: list[OperatingPoint]) -> list[OperatingPoint]:
     return sorted(front, key=lambda p: (p.throughput_infer_per_s, -p.latency_p99_us, p.variant))
 
 
-def _gain_per_doubling_pct(t0: float, t1: float, c0: int, c1: int) -> float:
+def _paired_gain_per_doubling_pct(verdict: Verdict, c0: int, c1: int) -> float:
+    """The verdict's paired change spread over the doublings from ``c0`` to ``c1`` (the paired
+    estimate, not a ratio of medians that may rest on different blocks: issue 36 audit)."""
     doublings = math.log2(c1 / c0)
-    return 100.0 * ((t1 / t0) ** (1.0 / doublings) - 1.0) if t0 > 0 and doublings > 0 else 0.0
+    change = verdict.change_pct
+    if change is None or doublings <= 0:
+        return 0.0
+    return float(100.0 * ((1.0 + change / 100.0) ** (1.0 / doublings) - 1.0))
 
 
 def closed_loop_curves(summaries: list[VariantSummary]) -> dict[ConfigKey, list[VariantSummary]]:
@@ -67,18 +72,31 @@ def knee_concurrency(curve: list[VariantSummary]) -> int | None:
     if len(curve) < 2:
         return None
     for i, lower in enumerate(curve):
-        c0, t0 = lower.settings.concurrency or 1, lower.throughput.median or 0.0
+        c0 = lower.settings.concurrency or 1
         gains_later = any(
-            compare("throughput", lower.throughput, upper.throughput).word == HIGHER
-            and _gain_per_doubling_pct(
-                t0, upper.throughput.median or 0.0, c0, upper.settings.concurrency or 1
-            )
+            (v := compare("throughput", lower.throughput, upper.throughput)).word == HIGHER
+            and _paired_gain_per_doubling_pct(v, c0, upper.settings.concurrency or 1)
             >= KNEE_GAIN_PER_DOUBLING_PCT
             for upper in curve[i + 1 :]
         )
         if not gains_later:
             return c0
     return curve[-1].settings.concurrency
+
+
+def after_knee(curve: list[VariantSummary], knee: int) -> str:
+    """What the next measured level above ``knee`` gave, in words ('' at the top): its
+    throughput verdict and gain per doubling, so a knee at 1 is not read as "nothing above
+    helps" where the next level gained, under the knee's rule (issue 36 audit)."""
+    below = next((s for s in curve if s.settings.concurrency == knee), None)
+    above = [s for s in curve if (s.settings.concurrency or 0) > knee]
+    if below is None or not above:
+        return ""
+    upper = above[0]
+    c1 = upper.settings.concurrency or 1
+    verdict = compare("throughput", below.throughput, upper.throughput)
+    per = _paired_gain_per_doubling_pct(verdict, knee, c1)
+    return f"concurrency {c1}: throughput {verdict.phrase()}, {per:+.1f}% per doubling"
 
 
 def knees(summaries: list[VariantSummary]) -> dict[ConfigKey, int]:

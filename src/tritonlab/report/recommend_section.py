@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 
-from tritonlab.decisions.frontier import saturation_findings
+from tritonlab.decisions.frontier import after_knee, closed_loop_curves, saturation_findings
 from tritonlab.decisions.recommend_records import (
     KNEE_GAIN_PER_DOUBLING_PCT,
     SATURATION_QUEUE_GROWTH_PCT,
@@ -105,10 +105,12 @@ def _close_pairs(points: list[OperatingPoint]) -> list[str]:
     return out
 
 
-def _knees_lines(recs: Recommendations) -> list[str]:
-    """Return the knee of each concurrency curve as a table, or nothing when none was found."""
+def _knees_lines(recs: Recommendations, summaries: list[VariantSummary]) -> list[str]:
+    """Return the knee of each concurrency curve as a table, with what the next level above it
+    gave, or nothing when none was found."""
     if not recs.knees:
         return []
+    curves = closed_loop_curves(summaries)
     lines = [
         "### Knee of each concurrency curve",
         "",
@@ -116,10 +118,13 @@ def _knees_lines(recs: Recommendations) -> list[str]:
         f'"higher" and at least {KNEE_GAIN_PER_DOUBLING_PCT:g}% per doubling of concurrency); '
         "the largest level measured when every level is beaten by a later one.",
         "",
-        "| variant / protocol / client batch | knee (concurrency) |",
-        "|---|---|",
+        "| variant / protocol / client batch | knee (concurrency) | the next level above it |",
+        "|---|---|---|",
     ]
-    lines += [f"| {curve} | {knee} |" for curve, knee in recs.knees.items()]
+    lines += [
+        f"| {curve} | {knee} | {after_knee(curves.get(curve, []), knee) or '—'} |"
+        for curve, knee in recs.knees.items()
+    ]
     return [*lines, ""]
 
 
@@ -214,7 +219,7 @@ def recommendations_section(recs: Recommendations, summaries: list[VariantSummar
             recs,
         ),
         *_frontier_lines(recs),
-        *_knees_lines(recs),
+        *_knees_lines(recs, summaries),
         *_open_loop_lines(recs),
         *_saturation_lines(summaries),
     ]
