@@ -468,6 +468,8 @@ def pipeline_block() -> str:
         f"{_baseline_figures(bls)}; the CNN step served alone (a request is one preprocessed "
         f"tensor, not a frame) {_baseline_figures(cnn)}.",
         "",
+        f"The tune, a separate run: {conditions(tune)}",
+        "",
         *_tune_gain(tune),
         *(f"{line}" for line in _headline_sentences(tune)),
         PIPELINE_END,

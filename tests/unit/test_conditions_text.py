@@ -264,3 +264,33 @@ def test_a_knee_says_what_the_next_level_gave() -> None:
     assert "concurrency 4: throughput higher (+18%" in row
     per = float(row.split(", ")[-1].split("%")[0])
     assert 0 < per < KNEE_GAIN_PER_DOUBLING_PCT
+
+
+def test_fifth_audit_statements_follow_the_data() -> None:
+    """Issue 36, fifth audit: the control count names the loads that have an interval (10 at
+    5 loads, not "at 7"); a tune's uneven repeats are its race's, not a watched verdict's;
+    excluded open-loop rates are not read as failing the budget; two instances at concurrency
+    1 never ran side by side; the cost model's split where it misses a term is its own."""
+    from tritonlab.report.engine_section import noise_floor_lines
+    from tritonlab.report.experiment_log import _blocks_note
+    from tritonlab.report.recommend_section import _open_loop_lines
+    from tritonlab.report.run_data import load_run
+
+    run = load_run(EXAMPLES / "simple_mlp_sweep_blocks")
+    floors = "\n".join(noise_floor_lines(run.noise_floors, run.trust, True))
+    assert "of the 10 control intervals (throughput and p99 at the 5 load points where" in floors
+    assert run.recommendations is not None
+    rates = "\n".join(_open_loop_lines(run.recommendations))
+    assert "| batch_0us/grpc/b1 | none to read: every rate measured was excluded" in rates
+    findings = {
+        (r.summary.variant.name, a.load_key): " ".join(f.text for f in r.findings)
+        for a in run.analyses
+        for r in a.reports
+    }
+    x2 = findings[("batch_0us_x2", "grpc_b1_c1")]
+    assert "contend for the cores" not in x2 and "with one request in flight" in x2
+    assert "take the parts as its, not as measured" in findings[("batch_0us", "grpc_b1_c16")]
+    tune = load_run(EXAMPLES / "resnet18_pipeline_tune")
+    notes = [_blocks_note(a, tune=True) for a in tune.analyses]
+    assert any("the search's race measured its contenders more" in n for n in notes)
+    assert not any("a watched verdict" in n for n in notes)

@@ -147,12 +147,13 @@ def batching_amortised(ctx: RuleContext) -> Finding | None:
             "serving_us_per_request_batched": rounded(serving_many / requests),
             "predicted_compute_us_per_inference": rounded(predicted),
         }
-        misses = ctx.cost_model.predict(s).failure() if ctx.cost_model else None
+        prediction = ctx.cost_model.predict(s) if ctx.cost_model else None
+        misses = prediction is not None and (prediction.fails or bool(prediction.term_misses()))
         text += (
             (
-                " The cost model's split of an execution (it misses this point's throughput "
-                "by more than 25%: see Where the model fails, so take the parts as its, not "
-                "as measured): an execution of one request costs about "
+                " The cost model's split of an execution (it misses this point by more than "
+                "25%, in its throughput or a term: see the cost model's section, so take the "
+                "parts as its, not as measured): an execution of one request costs about "
                 if misses
                 else " The cost model says why: an execution of one request costs about "
             )
@@ -257,6 +258,14 @@ def _instances_causes(
         slower = _slower_executions(ctx)
         if slower and (waited := _calls_waited(ctx)):
             causes.append(waited)  # the slower executions held their calls' queues
+            slower = None
+        if slower and s.in_flight is not None and s.in_flight <= 1:
+            # one request in the server at a time: the instances never ran side by side, so
+            # they cannot have contended (issue 36 audit: said at concurrency 1)
+            causes.append(
+                f"{slower}, with one request in flight: the instances never ran side by side, "
+                "so not from contending with each other"
+            )
             slower = None
         cpu, cores, who = ctx.cpu_used(s)
         of = cores_text(cores, ctx.server_cores is not None)

@@ -150,7 +150,12 @@ def engine_lines(
                 f"{WARMUP_WINDOW_MS} ms warm-up cells first, discarded"
             )
             + "). Verdicts pair the cells "
-            + ("of one round (one repeat)." if tune else "measured in the same block or round."),
+            + (
+                "by repeat number: a tune's rounds are not time blocks (a contender that joined "
+                "the race later measured its rounds later, so a pair may be minutes apart)."
+                if tune
+                else "measured in the same block or round."
+            ),
             placement_line(engine.cores, split),
             *reload_lines(engine),
         ]
@@ -286,9 +291,11 @@ def noise_floor_lines(
     if len(intervals) > 1:
         told = sum(1 for v in intervals if v.clear)
         chance = 100 * (1 - 0.95 ** len(intervals))
+        loads = sum(1 for f in floors if f.throughput.has_interval or f.latency_p99.has_interval)
         lines.append(
             f"- In all, {told} of the {len(intervals)} control intervals (throughput and p99 at "
-            f"{len(floors)} load point{'s' if len(floors) != 1 else ''}) read a difference; "
+            f"the {loads} load point{'s' if loads != 1 else ''} where the control has one) read "
+            "a difference; "
             f"with {len(intervals)} intervals at 95% and nothing but noise between the copies, "
             f"at least one would {chance:.0f}% of the time."
         )

@@ -8,6 +8,7 @@ of the files in the run folder, so ``tritonlab report`` rebuilds it byte for byt
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -174,19 +175,44 @@ def _table(analysis: Analysis) -> list[str]:
     return lines
 
 
-def _blocks_note(analysis: Analysis) -> str:
+def _blocks_note(analysis: Analysis, tune: bool = False) -> str:
     """'' when every row at the load rests on as many repeats; else that their medians are
     over different blocks (extra rounds measured only some rows: issue 36 audit, a sweep's
-    baseline over 27 blocks beside a configuration over 10, while the run drifted)."""
+    baseline over 27 blocks beside a configuration over 10, while the run drifted), with the
+    longer rows' medians over the blocks every row has."""
     counts = sorted({len(r.summary.cells) for r in analysis.reports})
     if len(counts) < 2:
         return ""
-    return (
-        f" The rows rest on different numbers of repeats ({counts[0]} to {counts[-1]}: the extra "
-        "rounds measured only the configurations a watched verdict needed), so their medians "
-        "are over different blocks; compare rows by the verdicts, which pair the blocks both "
-        "were measured in, not by their medians."
+    why = (
+        "the search's race measured its contenders more"
+        if tune
+        else "the extra rounds measured only the configurations a watched verdict needed"
     )
+    text = (
+        f" The rows rest on different numbers of repeats ({counts[0]} to {counts[-1]}: {why}), "
+        "so their medians are over different blocks; compare rows by the verdicts, which pair "
+        "the blocks both were measured in, not by their medians."
+    )
+    common = set.intersection(*({c.block for c in r.summary.cells} for r in analysis.reports))
+    longer = [r.summary for r in analysis.reports if len(r.summary.cells) > len(common)]
+    same = [
+        (s, [c.perf.measurement.throughput_infer_per_s for c in s.cells
+             if c.block in common and c.perf.measurement])
+        for s in longer
+    ]  # fmt: skip
+    shown = [
+        f"{s.variant.description} {statistics.median(v):,.0f} infer/s (all: "
+        f"{s.throughput.median or 0:,.0f})"
+        for s, v in same
+        if v
+    ]
+    if common and shown:
+        text += (
+            f" Over the {len(common)} blocks every row has, the longer rows read: "
+            + "; ".join(shown)
+            + "."
+        )
+    return text
 
 
 def _counters_note(manifest: Manifest) -> str:
@@ -399,7 +425,7 @@ def render_experiment_log(run: RunData) -> str:
             "Figures are medians over the repeats, with the range of the repeats (min–max) in "
             "brackets; verdicts in the notes carry the 95% interval of the change; "
             "latencies are client-side, queue and compute are per request in the server."
-            + _blocks_note(analysis)
+            + _blocks_note(analysis, manifest.tune is not None)
             + _counters_note(manifest),
             "",
             *(

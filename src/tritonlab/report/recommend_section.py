@@ -23,6 +23,7 @@ from tritonlab.decisions.recommend_records import (
 from tritonlab.report.recommend_summary_text import RULES, saturation_text, summary_line
 from tritonlab.report.recommend_text import decided_by, exclusion_note, justification
 from tritonlab.stats.aggregate import VariantSummary
+from tritonlab.stats.config_key import ConfigKey
 from tritonlab.stats.summary import SHOWN_GAP, span_digits
 
 
@@ -143,17 +144,26 @@ def _open_loop_lines(recs: Recommendations) -> list[str]:
         "| variant / protocol / client batch | req/s with every repeat's p99 <= budget |",
         "|---|---|",
     ]
-    lines += [
-        f"| {key} | "
-        + (
-            f"{recs.max_rate_within_budget[key]:,.0f}"
-            if key in recs.max_rate_within_budget
-            else "none of the measured rates"
-        )
-        + " |"
-        for key in open_loop
-    ]
+    lines += [f"| {key} | {_rate_cell(recs, key)} |" for key in open_loop]
     return [*lines, ""]
+
+
+def _rate_cell(recs: Recommendations, key: ConfigKey) -> str:
+    """The highest rate within the budget, or why there is none: no rate kept every repeat
+    within it, or the rates were excluded (perf_analyzer fell behind), which says nothing of
+    the budget (issue 36 audit: excluded rows read as failing the budget)."""
+    if key in recs.max_rate_within_budget:
+        return f"{recs.max_rate_within_budget[key]:,.0f}"
+    rates = [p for p in recs.points if p.curve_key == key and p.request_rate_per_s is not None]
+    excluded = [p for p in rates if p in recs.excluded]
+    if rates and len(excluded) == len(rates):
+        return "none to read: every rate measured was excluded (perf_analyzer fell behind)"
+    if excluded:
+        return (
+            f"none of the {len(rates) - len(excluded)} rates measured kept every repeat within "
+            f"it ({len(excluded)} more excluded: perf_analyzer fell behind)"
+        )
+    return "none of the measured rates"
 
 
 def _saturation_lines(summaries: list[VariantSummary]) -> list[str]:

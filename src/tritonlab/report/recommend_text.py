@@ -264,10 +264,19 @@ def _result_sentence(pick: Pick, recs: Recommendations) -> str:
     worst = (
         f" (medians; worst repeat's p99 {best.worst_p99_us:,.0f} µs)" if best.repeats > 1 else ""
     )
+    fewest = min(
+        (p.repeats for p in recs.points if p.load_key == best.load_key), default=best.repeats
+    )
+    more = (
+        f" (over its {best.repeats} repeats, where other rows at this load have {fewest}: "
+        "medians over different blocks, see the table's note there)"
+        if best.repeats > fewest
+        else ""
+    )
     head = (
         f"Action: serve '{best.description}' ({best.variant}), clients at {best.load_label}. "
         f"Result: {best.throughput_infer_per_s:,.0f} infer/s at p99 {best.latency_p99_us:,.0f} "
-        f"µs{worst}: "
+        f"µs{worst}{more}: "
     )
     if pick.kind == "throughput-first":
         near = pick.near_budget
