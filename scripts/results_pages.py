@@ -22,6 +22,7 @@ from pathlib import Path
 from types import ModuleType
 
 from tritonlab.explanation.explain import Analysis, VariantReport
+from tritonlab.report.conditions_text import uneven_repeats_note
 from tritonlab.report.run_data import RunData, changed_step, load_run
 from tritonlab.report.text_format import num
 from tritonlab.report.tune_section import figure_span
@@ -247,6 +248,8 @@ def example_section(example: Example, run: RunData) -> list[str]:
         lines += [sentence, ""]
     for analysis in run.analyses:
         lines += [f"Load `{analysis.load_key}`:", "", *compact_table(analysis), ""]
+        if caution := uneven_repeats_note([len(r.summary.cells) for r in analysis.reports]):
+            lines += [caution, ""]
         if (step := changed_step(run.manifest)) is not None:
             lines += [
                 f"The queue and mean batch columns are the measured model's own counters; step "

@@ -294,3 +294,29 @@ def test_fifth_audit_statements_follow_the_data() -> None:
     notes = [_blocks_note(a, tune=True) for a in tune.analyses]
     assert any("the search's race measured its contenders more" in n for n in notes)
     assert not any("a watched verdict" in n for n in notes)
+
+
+def test_sixth_audit_statements_follow_the_data() -> None:
+    """Issue 36, sixth audit: a fit's worst miss of 10.4% read "within 10%" (a bound is
+    rounded up); the Poisson p99 quoted for the latency pick's configuration gives its worst
+    repeat and the budget it passed; a frontier and pages quoting rows with different repeat
+    counts say their medians are over different blocks."""
+    from tritonlab.explanation.operators import _bound_pct
+    from tritonlab.report.conditions_text import uneven_repeats_note
+    from tritonlab.report.recommend_section import _frontier_lines
+    from tritonlab.report.recommend_summary_text import summary_line
+    from tritonlab.report.run_data import load_run
+
+    assert _bound_pct(0.104) == "11" and _bound_pct(0.10) == "10" and _bound_pct(0.0122) == "2"
+    run = load_run(EXAMPLES / "simple_mlp_sweep_blocks")
+    assert run.recommendations is not None
+    summary = summary_line(run.recommendations)
+    assert "had a median p99 of 5,571 µs (worst repeat 25,972 µs, over the 10,000 µs budget)" in (
+        summary
+    )
+    frontier = "\n".join(_frontier_lines(run.recommendations))
+    assert "The points rest on 10 to 28 repeats" in frontier
+    assert uneven_repeats_note([10, 10]) == ""
+    assert "rest on 10 to 28 repeats" in uneven_repeats_note([10, 28, 27])
+    readme = (EXAMPLES / "simple_mlp_sweep_blocks" / "README.md").read_text()
+    assert "so their medians are over different blocks" in readme

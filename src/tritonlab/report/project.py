@@ -16,6 +16,7 @@ from tritonlab.models.source import RepositorySource
 from tritonlab.paths import portable_path
 from tritonlab.perf.locate import PerfAnalyzerInstall
 from tritonlab.perf.settings import PerfSettings
+from tritonlab.report.conditions_text import uneven_repeats_note
 from tritonlab.run_layout import RunLayout
 from tritonlab.server.locate import ServerInstall
 
@@ -260,6 +261,8 @@ def project_readme(run: RunData) -> str:
     ]
     for analysis in analyses:
         lines += [f"Load point `{analysis.load_key}`:", ""]
+        if caution := uneven_repeats_note([len(r.summary.cells) for r in analysis.reports]):
+            lines += [caution, ""]
         for report in analysis.reports:
             s = report.summary
             tput, p99 = s.throughput.median, s.latency_p99.median

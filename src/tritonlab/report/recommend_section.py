@@ -81,6 +81,15 @@ def _frontier_lines(recs: Recommendations) -> list[str]:
         f"{p.latency_p99_us:,.{p99}f} | {p.worst_p99_us:,.0f} |"
         for p in points
     ]
+    counts = sorted({p.repeats for p in recs.eligible})
+    if len(counts) > 1:
+        lines += [
+            "",
+            f"The points rest on {counts[0]} to {counts[-1]} repeats (the extra rounds measured "
+            "only the configurations a watched verdict needed): the frontier, the picks and "
+            "their runner-ups are chosen by medians over different blocks, so they may depend "
+            "on those rounds; the verdicts pair blocks and do not.",
+        ]
     close = _close_pairs(points)
     if close:
         lines += [
