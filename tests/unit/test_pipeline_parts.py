@@ -71,10 +71,13 @@ def test_the_changed_steps_own_figures_stand_beside_the_ensembles() -> None:
     by_variant: dict[str, list[CellResult]] = {}
     for c in cells:
         by_variant.setdefault(c.variant.name, []).append(c)
-    base = by_variant.pop("baseline")
-    batched = next(v for v in by_variant.values() if v[0].variant.dynamic_batching)
+    from tritonlab.stats.aggregate import summarise
+
+    base_cells = by_variant.pop("baseline")
+    batched_cells = next(v for v in by_variant.values() if v[0].variant.dynamic_batching)
+    base, batched = summarise(base_cells)[0], summarise(batched_cells)[0]
     line = changed_step_line("cnn", batched, base)
-    batches = statistics.median(c.steps["cnn"].mean_batch_size for c in batched)
+    batches = statistics.median(c.steps["cnn"].mean_batch_size for c in batched_cells)
     assert f"`cnn`, by its own statistics: mean batch {batches:.2f}" in line
     assert "the baseline's: mean batch" in line and "compute per inference" in line
     assert changed_step_line("cnn", base, None).count("baseline's") == 0

@@ -214,12 +214,10 @@ class Candidate:
         rounds = [o.repeat for o in self.race]
         if not goal.co_loaded:
             return Summary.of(values, rounds)
-        from tritonlab.stats.error_rates import packaged_process_term
+        from tritonlab.stats.error_rates import process_sd_log
 
-        term = packaged_process_term()
         figure = "throughput" if goal.kind == "throughput" else "latency_p99"
-        sd = 0.0 if term is None else term.sd_log(figure)
-        return Summary.of(values, rounds, sd, self.knobs.variant_name)
+        return Summary.of(values, rounds, process_sd_log(figure), self.knobs.variant_name)
 
     def score(self, goal: Goal) -> float:
         """The ramp's single figure: it chooses the point and steers the search (the race's

@@ -168,11 +168,9 @@ class Prediction(Record):
                 else "the one instance sharing its core with the server's other work"
             )
             if self.cache:  # the model has no term for the cache's lookups and stores
-                contending = "the response cache's lookups and stores, which the model does "
-                contending += "not price; or " + (
-                    "instances contending for the cores"
-                    if self.instances > 1
-                    else "the one instance sharing its core with the server's other work"
+                contending = (
+                    "the response cache's lookups and stores, which the model does not price; "
+                    f"or {contending}"
                 )
             why = (
                 f"{contending}, or the model running colder than in-process"

@@ -252,9 +252,8 @@ def explain_variant(
     reference = choose_reference(subject, earlier) if earlier else subject
     changed = changed_fields(reference.variant, subject.variant)
     model = fitted_cost_model(cost_model, subject, reference)
-    findings = apply_rules(
-        RuleContext(subject, baseline, reference, cores, tuple(others), model, server_cores, step)
-    )
+    ctx = RuleContext(subject, baseline, reference, cores, tuple(others), model, server_cores, step)
+    findings = apply_rules(ctx)
     verdicts = _verdicts(baseline, subject)
     if not earlier:
         ref_verdicts: dict[str, Verdict] = {}
@@ -304,7 +303,6 @@ def explain_variant(
                 f"p99 {verdicts['latency_p99'].phrase()}."
             )
         lines += [f.text for f in findings]
-        ctx = RuleContext(subject, baseline, reference, cores, (), None, server_cores, step)
         # a pipeline's row is judged by the step it changes (the ensemble's own counters are
         # not that step's: issue 36 audit)
         server_verdicts = {

@@ -11,6 +11,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tritonlab.experiments.plan import LoadKey
 from tritonlab.experiments.store import CellResult
 from tritonlab.server.called_models import server_time_shares
 from tritonlab.server.stats import ServerStatsDelta
@@ -153,9 +154,10 @@ def queue_growth(table: Sequence[StepsAtLoad], variant: str) -> list[QueueGrowth
     ]
 
 
-def _client(load_key: str) -> str:
-    """The protocol and client batch of a load key (``grpc_b1_c8`` -> ``grpc_b1``)."""
-    return "_".join(load_key.split("_")[:2])
+def _client(load_key: str) -> tuple[str, int] | None:
+    """The protocol and client batch of a load key (``grpc_b1_c8`` -> ``("grpc", 1)``)."""
+    parsed = LoadKey.parse(load_key)
+    return None if parsed is None else (parsed.protocol, parsed.batch_size)
 
 
 def binding_step(table: Sequence[StepsAtLoad], variant: str) -> StepTime | None:

@@ -137,7 +137,7 @@ def trust_line(trust: RunTrust) -> str:
     return f"- Trust: quiet: {', and '.join(checks)}."
 
 
-def uneven_repeats_note(repeat_counts: Sequence[int]) -> str:
+def uneven_repeats_note(repeat_counts: Sequence[int], why: str = "") -> str:
     """'' when every row at a load rests on as many repeats; else the short caution a page
     quoting the rows carries (issue 36 audit: pages dropped the log's note and set a median
     over 27 blocks beside one over 10 while the run drifted)."""
@@ -145,6 +145,7 @@ def uneven_repeats_note(repeat_counts: Sequence[int]) -> str:
     if len(counts) < 2:
         return ""
     return (
-        f"These rows rest on {counts[0]} to {counts[-1]} repeats, so their medians are over "
-        "different blocks: compare them by the verdicts (paired by block), not by the medians."
+        f"These rows rest on {counts[0]} to {counts[-1]} repeats{f' ({why})' if why else ''}, "
+        "so their medians are over different blocks: compare them by the verdicts (paired by "
+        "block), not by the medians."
     )

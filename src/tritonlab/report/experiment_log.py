@@ -25,7 +25,7 @@ from tritonlab.stats.run_trust import RunTrust
 if TYPE_CHECKING:
     from tritonlab.experiments.manifest import Manifest
 from tritonlab.client.infer import SHAPES_ONLY
-from tritonlab.report.conditions_text import measurement_line, trust_line
+from tritonlab.report.conditions_text import measurement_line, trust_line, uneven_repeats_note
 from tritonlab.report.cost_model_text import cost_model_section
 from tritonlab.report.efficiency_text import efficiency_section
 from tritonlab.report.engine_section import engine_lines, interference_lines, noise_floor_lines
@@ -180,19 +180,15 @@ def _blocks_note(analysis: Analysis, tune: bool = False) -> str:
     over different blocks (extra rounds measured only some rows: issue 36 audit, a sweep's
     baseline over 27 blocks beside a configuration over 10, while the run drifted), with the
     longer rows' medians over the blocks every row has."""
-    counts = sorted({len(r.summary.cells) for r in analysis.reports})
-    if len(counts) < 2:
-        return ""
     why = (
         "the search's race measured its contenders more"
         if tune
         else "the extra rounds measured only the configurations a watched verdict needed"
     )
-    text = (
-        f" The rows rest on different numbers of repeats ({counts[0]} to {counts[-1]}: {why}), "
-        "so their medians are over different blocks; compare rows by the verdicts, which pair "
-        "the blocks both were measured in, not by their medians."
-    )
+    note = uneven_repeats_note([len(r.summary.cells) for r in analysis.reports], why)
+    if not note:
+        return ""
+    text = f" {note}"
     common = set.intersection(*({c.block for c in r.summary.cells} for r in analysis.reports))
     longer = [r.summary for r in analysis.reports if len(r.summary.cells) > len(common)]
     same = [
@@ -235,8 +231,7 @@ def _step_line(manifest: Manifest, analysis: Analysis, r: VariantReport) -> str:
     if step is None:
         return ""
     base = analysis.reports[0].summary
-    reference = None if r.summary is base else base.cells
-    return changed_step_line(step, r.summary.cells, reference)
+    return changed_step_line(step, r.summary, None if r.summary is base else base)
 
 
 def _variant_section(r: VariantReport, step_line: str = "") -> list[str]:

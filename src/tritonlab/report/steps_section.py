@@ -17,7 +17,7 @@ from tritonlab.explanation.steps import (
     steps_table,
 )
 from tritonlab.report.text_format import num
-from tritonlab.stats.summary import Summary
+from tritonlab.stats.aggregate import VariantSummary
 from tritonlab.stats.verdicts import compare
 
 # Shares closer than this (in points of the total) are called close, not one step binding.
@@ -197,36 +197,17 @@ def steps_section(cells: Sequence[CellResult], labels: dict[str, str], kind: str
     return [*lines, ""]
 
 
-def _step_summary(cells: Sequence[CellResult], step: str, figure: str) -> Summary:
-    """``step``'s own ``figure`` ("batch" or "compute") over ``cells``, by their blocks, with
-    the process term where the cells' configuration was served by one process for the whole
-    run (as ``VariantSummary.step_figure``: one figure, one interval, issue 36 audit)."""
-    values, blocks = [], []
-    for c in cells:
-        d = c.steps.get(step)
-        if d is None or not d.execution_count:
-            continue
-        values.append(d.mean_batch_size if figure == "batch" else d.compute_us_per_inference)
-        blocks.append(c.block)
-    name = "mean_batch_size" if figure == "batch" else "compute_us_per_inference"
-    process_sd, process = 0.0, ""
-    if cells and all(c.whole_run_process for c in cells):
-        from tritonlab.stats.error_rates import packaged_process_term
-
-        term = packaged_process_term()
-        process_sd = 0.0 if term is None else term.sd_log(name)
-        process = f"{cells[0].node}/{cells[0].variant.name}"
-    return Summary.of(values, blocks, process_sd, process)
+# A step's figures by the word the line uses: ``ServerStatsDelta`` names.
+_STEP_FIGURE = {"batch": "mean_batch_size", "compute": "compute_us_per_inference"}
 
 
-def changed_step_line(
-    step: str, cells: Sequence[CellResult], reference: Sequence[CellResult] | None
-) -> str:
+def changed_step_line(step: str, summary: VariantSummary, reference: VariantSummary | None) -> str:
     """The step the configurations change, by its own statistics, beside the measured model's
     counters above (an ensemble's or BLS model's own batch and compute are not the step's);
     against the baseline's step at the same load where ``reference`` is given. '' where no
     cell holds the step's statistics."""
-    batch, compute = _step_summary(cells, step, "batch"), _step_summary(cells, step, "compute")
+    batch = summary.step_figure(step, _STEP_FIGURE["batch"])
+    compute = summary.step_figure(step, _STEP_FIGURE["compute"])
     if batch.median is None or compute.median is None:
         return ""
     text = (
@@ -235,8 +216,8 @@ def changed_step_line(
         f"{batch.median:.2f}, compute per inference {num(compute.median)} µs"
     )
     if reference is not None:
-        ref_batch = _step_summary(reference, step, "batch")
-        ref_compute = _step_summary(reference, step, "compute")
+        ref_batch = reference.step_figure(step, _STEP_FIGURE["batch"])
+        ref_compute = reference.step_figure(step, _STEP_FIGURE["compute"])
         if ref_batch.median is not None and ref_compute.median is not None:
             verdict = compare("compute per inference", ref_compute, compute)
             text += (

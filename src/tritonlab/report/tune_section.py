@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tritonlab.stats.error_rates import process_sd_log
 from tritonlab.stats.summary import span_digits, span_text
 from tritonlab.stats.verdicts import HIGHER, LOWER, widened_record
 
@@ -99,7 +100,7 @@ def tune_section(
     if verdict := tune.verdict:
         stored = verdict
         if co_loaded:  # the configurations stayed loaded: the race carries the process term
-            verdict = widened_record(verdict, _process_sd(verdict.figure))
+            verdict = widened_record(verdict, process_sd_log(verdict.figure))
         lines.append(
             f"- Runner-up against the pick ({verdict.figure}, paired over the race's "
             f"{verdict.pairs} rounds): {verdict.phrase()}"
@@ -152,13 +153,6 @@ def tune_section(
             f"{'n/a' if p99 is None else f'{p99 / 1000:.2f}'} | {step.reason} |"
         )
     return [*lines, ""]
-
-
-def _process_sd(figure: str) -> float:
-    from tritonlab.stats.error_rates import packaged_process_term
-
-    term = packaged_process_term()
-    return 0.0 if term is None else term.sd_log("throughput" if figure == "throughput" else figure)
 
 
 def tie_notes(tune: TuneRecord) -> list[str]:

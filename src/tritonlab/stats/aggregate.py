@@ -105,10 +105,9 @@ class VariantSummary(Record):
         served the whole run, else 0."""
         if not self.cells or not all(c.whole_run_process for c in self.cells):
             return 0.0
-        from tritonlab.stats.error_rates import packaged_process_term
+        from tritonlab.stats.error_rates import process_sd_log
 
-        term = packaged_process_term()
-        return 0.0 if term is None else term.sd_log(figure)
+        return process_sd_log(figure)
 
     def step_figure(self, step: str, name: str) -> Summary:
         """A called model's own server ``name`` (a ``ServerStatsDelta`` figure) per repeat, from

@@ -85,6 +85,13 @@ def packaged_process_term() -> ProcessTerm | None:
     return None if rates is None else rates.process_term
 
 
+def process_sd_log(figure: str) -> float:
+    """The packaged process term's spread for ``figure`` (log units); 0 where none is carried.
+    The one reading of it: co-loaded verdicts, a step's figures and a tune's race use it."""
+    term = packaged_process_term()
+    return 0.0 if term is None else term.sd_log(figure)
+
+
 def detectable_change_pct(half_width_pct: float) -> float:
     """The change found 9 times in 10 by a verdict whose 95% half-width is ``half_width_pct``
     (stated as exp(h) - 1, like the half-widths in the log), in percent (module docstring)."""
