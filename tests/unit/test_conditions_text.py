@@ -219,9 +219,16 @@ def test_a_frontier_point_on_it_by_a_hair_is_said_to_be() -> None:
 
     run = load_run(EXAMPLES / "simple_mlp_cache_fresh")
     assert run.recommendations is not None
-    text = "\n".join(_frontier_lines(run.recommendations))
+    recs = run.recommendations
+    a, b = recs.frontier[:2]
+    hair = dataclasses.replace(b, latency_p99_us=a.latency_p99_us * 1.0005)
+    text = "\n".join(_frontier_lines(dataclasses.replace(recs, frontier=[a, hair])))
     assert "Points on the frontier by a median margin under a tenth of a percent" in text
     assert "a margin, not a difference" in text
+    apart = dataclasses.replace(b, latency_p99_us=a.latency_p99_us * 1.002)
+    assert "by a median margin" not in "\n".join(
+        _frontier_lines(dataclasses.replace(recs, frontier=[a, apart]))
+    )
     demo = load_run(EXAMPLES / "simple_mlp_sweep_blocks")
     assert demo.recommendations is not None
     assert "by a median margin" not in "\n".join(_frontier_lines(demo.recommendations))
@@ -242,7 +249,10 @@ def test_the_sweeps_blocks_and_its_latency_pick_are_said_as_they_were() -> None:
     assert run.recommendations is not None
     summary = summary_line(run.recommendations)
     assert "that is closed loop at concurrency 1: the same configuration under Poisson" in summary
-    assert "the lowest 1,180, under the target" in summary
+    assert "the median over the 10 blocks every point has, out of its 27 repeats, and its " in (
+        summary
+    )
+    assert "lowest repeat, 1,180, was under the target" in summary
     tune = load_run(EXAMPLES / "resnet18_pipeline_tune")
     assert "in the order the search took them" in measurement_line(
         tune.manifest.plan, tune.cells, tune=True

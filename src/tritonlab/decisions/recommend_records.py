@@ -53,11 +53,26 @@ class OperatingPoint(Record):
     request_distribution: Distribution = later("poisson")
     # The lowest repeat's throughput (None: one repeat, or a file from before it was stored)
     throughput_low_infer_per_s: float | None = later()
+    # The blocks the two medians are over where fewer than ``repeats``: the blocks every point
+    # of the sweep has (extra rounds measured some points more; ranking medians over different
+    # blocks let those rounds decide: issue 36 audit). None: the medians are over every repeat.
+    ranked_blocks: int | None = later()
 
     @property
     def arrivals(self) -> Arrivals:
         """How the open-loop rate's requests were spaced (the word the reports use)."""
         return ARRIVALS[self.request_distribution]
+
+    @property
+    def medians_words(self) -> str:
+        """Which repeats the point's medians are over, e.g. "the median of 10 repeats" or "the
+        median over the 10 blocks every point has, out of its 28 repeats"."""
+        if self.ranked_blocks is None:
+            return f"the median of {self.repeats} repeat{'s' if self.repeats != 1 else ''}"
+        return (
+            f"the median over the {self.ranked_blocks} blocks every point has, out of its "
+            f"{self.repeats} repeats"
+        )
 
     @property
     def worst_p99_us(self) -> float:
@@ -83,10 +98,22 @@ class OperatingPoint(Record):
         return self.worst_p99_us <= budget_us
 
 
-def operating_point(s: VariantSummary) -> OperatingPoint | None:
+def point_rounds(s: VariantSummary) -> frozenset[int | str]:
+    """The blocks in which ``s`` has both a throughput and a p99."""
+    return frozenset(s.throughput.rounds) & frozenset(s.latency_p99.rounds)
+
+
+def operating_point(
+    s: VariantSummary, ranked: frozenset[int | str] | None = None
+) -> OperatingPoint | None:
     """The summary as a point; None without a throughput or a p99 (unstable cells), or for a
-    replayed trace (the log's trace section states those cells)."""
-    tput, p99 = s.throughput.median, s.latency_p99.median
+    replayed trace (the log's trace section states those cells). With ``ranked`` (the blocks
+    every point has), its medians are over those blocks where it has more; its worst p99 and
+    lowest throughput stay over every repeat (a budget holds over all that was measured)."""
+    fewer = ranked is not None and bool(ranked) and ranked < point_rounds(s)
+    tput_of = s.throughput.over(ranked) if fewer and ranked is not None else s.throughput
+    p99_of = s.latency_p99.over(ranked) if fewer and ranked is not None else s.latency_p99
+    tput, p99 = tput_of.median, p99_of.median
     if tput is None or p99 is None or s.settings.request_intervals is not None:
         return None
     return OperatingPoint(
@@ -106,6 +133,7 @@ def operating_point(s: VariantSummary) -> OperatingPoint | None:
         repeats=s.latency_p99.n,
         cache_hit_share=None if s.cache_hit_share is None else round(s.cache_hit_share, 3),
         throughput_low_infer_per_s=s.throughput.low if s.throughput.n > 1 else None,
+        ranked_blocks=tput_of.n if fewer else None,
     )
 
 

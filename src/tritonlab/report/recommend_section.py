@@ -61,6 +61,14 @@ def _pick(title: str, pick: Pick | None, missing: str, recs: Recommendations) ->
     return lines
 
 
+def _medians_over(recs: Recommendations) -> str:
+    """What the points' medians are over: every repeat, or the blocks every point has."""
+    ranked = {p.ranked_blocks for p in recs.points if p.ranked_blocks is not None}
+    if not ranked:
+        return "medians over repeats"
+    return f"medians over the {min(ranked)} blocks every point has; see the frontier's note"
+
+
 def _frontier_lines(recs: Recommendations) -> list[str]:
     """Return the Pareto frontier's subsection: its rule and one table row per point."""
     lines = [
@@ -82,13 +90,23 @@ def _frontier_lines(recs: Recommendations) -> list[str]:
         for p in points
     ]
     counts = sorted({p.repeats for p in recs.eligible})
-    if len(counts) > 1:
+    ranked = {p.ranked_blocks for p in recs.eligible if p.ranked_blocks is not None}
+    if len(counts) > 1 and ranked:
         lines += [
             "",
             f"The points rest on {counts[0]} to {counts[-1]} repeats (the extra rounds measured "
-            "only the configurations a watched verdict needed): the frontier, the picks and "
-            "their runner-ups are chosen by medians over different blocks, so they may depend "
-            "on those rounds; the verdicts pair blocks and do not.",
+            "only the configurations a watched verdict needed), so the frontier, the picks and "
+            f"their runner-ups rank medians over the {min(ranked)} blocks every point has (this "
+            "table's figures; the worst repeat's p99 is over every repeat); the verdicts pair "
+            "every block two points share, and the run's table gives each row's medians over "
+            "all its repeats.",
+        ]
+    elif len(counts) > 1:
+        lines += [
+            "",
+            f"The points rest on {counts[0]} to {counts[-1]} repeats, so the frontier, the "
+            "picks and their runner-ups are chosen by medians over different blocks and may "
+            "depend on the extra ones; the verdicts pair blocks and do not.",
         ]
     close = _close_pairs(points)
     if close:
@@ -203,7 +221,7 @@ def recommendations_section(recs: Recommendations, summaries: list[VariantSummar
         "## Recommendations",
         "",
         f"Latency budget (p99): {budget}; target load: {target}. From "
-        f"{len(recs.points)} measured operating points (medians over repeats), "
+        f"{len(recs.points)} measured operating points ({_medians_over(recs)}), "
         f"{len(recs.excluded)} of them excluded; machine-readable in "
         "`results/recommendations.json`.",
         "",

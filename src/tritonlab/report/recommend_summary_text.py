@@ -172,7 +172,8 @@ def summary_line(recs: Recommendations) -> str:
             f"'{p.description}' for latency-first use (p99 {p.latency_p99_us:,.0f} µs while "
             f"carrying {p.throughput_infer_per_s:,.0f} infer/s, target {target:,.0f}"
             + (
-                f"; the median of {p.repeats} repeats, the lowest {low:,.0f}, under the target"
+                f"; that figure is {p.medians_words}, and its lowest repeat, {low:,.0f}, "
+                "was under the target"
                 if (low := p.throughput_low_infer_per_s) is not None and low < target
                 else ""
             )
@@ -183,8 +184,19 @@ def summary_line(recs: Recommendations) -> str:
         return action + "; no configuration met the latency budget or the target load."
     loads = {p.point.load_key for p in (recs.throughput_pick, recs.latency_pick) if p is not None}
     controls = "".join(control_note(recs, key) for key in sorted(loads))
+    ranked = {
+        p.point.ranked_blocks
+        for p in (recs.throughput_pick, recs.latency_pick)
+        if p is not None and p.point.ranked_blocks is not None
+    }
+    blocks = (
+        f" The picks' figures are medians over the {min(ranked)} blocks every point has (extra "
+        "rounds measured some points more; the ranking reads the blocks they all have)."
+        if ranked
+        else ""
+    )
     return (
-        f"{action}; chose {' and '.join(choices)}: {_two_goals(recs)}."
+        f"{action}; chose {' and '.join(choices)}: {_two_goals(recs)}.{blocks}"
         f"{controls}{doubt_sentence(recs)}"
     )
 
@@ -280,7 +292,8 @@ def recommendations_dict(recs: Recommendations) -> dict[str, Any]:
         **({"run_trust": recs.trust.to_dict()} if recs.trust is not None else {}),
         "method": {
             **RULES,
-            "figures": "medians over repeats with the repeats' max p99 per point; verdicts "
-            "as in the experiment log",
+            "figures": "medians over repeats (over the blocks every point has where extra "
+            "rounds measured some points more: ranked_blocks) with the max p99 over every "
+            "repeat per point; verdicts as in the experiment log",
         },
     }

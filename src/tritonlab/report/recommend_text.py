@@ -261,22 +261,22 @@ def _result_sentence(pick: Pick, recs: Recommendations) -> str:
     """'Action: ... Result: ...' up to the end of the ranking's sentence."""
     best, budget = pick.point, recs.latency_budget_p99_us
     overridden = pick.tie_break is not None and pick.tie_break.overridden
-    worst = (
-        f" (medians; worst repeat's p99 {best.worst_p99_us:,.0f} µs)" if best.repeats > 1 else ""
-    )
-    fewest = min(
-        (p.repeats for p in recs.points if p.load_key == best.load_key), default=best.repeats
-    )
-    more = (
-        f" (over its {best.repeats} repeats, where other rows at this load have {fewest}: "
-        "medians over different blocks, see the table's note there)"
-        if best.repeats > fewest
-        else ""
-    )
+    if best.ranked_blocks is not None:
+        worst = (
+            f" (medians over the {best.ranked_blocks} blocks every point has, the blocks the "
+            f"ranking reads, where the table's row gives its medians over all {best.repeats} "
+            f"repeats; worst repeat's p99 {best.worst_p99_us:,.0f} µs, over all of them)"
+        )
+    else:
+        worst = (
+            f" (medians; worst repeat's p99 {best.worst_p99_us:,.0f} µs)"
+            if best.repeats > 1
+            else ""
+        )
     head = (
         f"Action: serve '{best.description}' ({best.variant}), clients at {best.load_label}. "
         f"Result: {best.throughput_infer_per_s:,.0f} infer/s at p99 {best.latency_p99_us:,.0f} "
-        f"µs{worst}{more}: "
+        f"µs{worst}: "
     )
     if pick.kind == "throughput-first":
         near = pick.near_budget

@@ -87,6 +87,14 @@ class Summary(Record):
         """Round -> value, for pairing repeats measured in the same round."""
         return dict(zip(self.rounds, self.values, strict=False))
 
+    def over(self, rounds: frozenset[int | str]) -> Summary:
+        """The repeats measured in ``rounds`` only (a ranking over the blocks every compared
+        figure has: issue 36 audit, medians over 28 blocks set beside medians over 10)."""
+        keep = [(v, r) for v, r in zip(self.values, self.rounds, strict=False) if r in rounds]
+        return Summary(
+            tuple(v for v, _ in keep), tuple(r for _, r in keep), self.process_sd_log, self.process
+        )
+
     def text(self, digits: int = 0, unit: str = "") -> str:
         """The median with the range of the repeats, e.g. ``2,133 (1,834–2,431)``; with up to
         two more digits where ``digits`` would show a range that varied as one number
