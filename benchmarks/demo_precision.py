@@ -154,12 +154,28 @@ def target_missed(median: float | None, widest: float | None, measuring_s: float
     return ", ".join(reasons)
 
 
+def trusted_runs(runs: list[dict[str, Any]]) -> str:
+    """How many of ``runs`` called their verdicts trusted and why each other one did not, e.g.
+    '0 of 3 (run 1, disturbed: 182 of 195 cells were stored disturbed; ...)': a condition's
+    count of targets met quotes runs, and a quote of a run carries its doubt (issue 36 audit:
+    '3 of 3 [target met]' where none of the 3 was trusted)."""
+    said = [(r["run"], _trusted(r)) for r in runs]
+    trusted = sum(1 for _, t in said if t == "yes")
+    doubts = [
+        f"run {i}, " + (t[len("no (") : -1] if t.startswith("no (") else f"its trust {t}")
+        for i, t in said
+        if t != "yes"
+    ]
+    return f"{trusted} of {len(runs)}" + (f" ({'; '.join(doubts)})" if doubts else "")
+
+
 def summary_table(report: dict[str, Any]) -> list[str]:
-    """Each condition's runs: how many met the target, and their median half-width (what
-    docs/results.md quotes)."""
+    """Each condition's runs: how many met the target, how many were trusted (and why not),
+    and their median half-width (what docs/results.md quotes)."""
     lines = [
-        "| condition | runs | target met | median of the median half-widths | measuring |",
-        "|---|---|---|---|---|",
+        "| condition | runs | target met | trusted runs | median of the median half-widths "
+        "| measuring |",
+        "|---|---|---|---|---|---|",
     ]
     for condition in CONDITIONS:
         runs = [r for r in report["runs"] if r["condition"] == condition]
@@ -169,7 +185,7 @@ def summary_table(report: dict[str, Any]) -> list[str]:
         met = sum(r["summary"]["met_target"] for r in runs)
         seconds = [r["measuring_s"] for r in runs]
         lines.append(
-            f"| {condition} | {len(runs)} | {met} of {len(runs)} | "
+            f"| {condition} | {len(runs)} | {met} of {len(runs)} | {trusted_runs(runs)} | "
             f"±{statistics.median(medians):.1f}% | {min(seconds):.0f}-{max(seconds):.0f} s |"
         )
     return lines

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from tritonlab.explanation.explain import Analysis, VariantReport
 from tritonlab.report.conditions_text import uneven_repeats_note
+from tritonlab.report.page_tables import baseline_figures, compact_table
 from tritonlab.report.run_data import RunData, changed_step, load_run
 from tritonlab.report.text_format import num
 from tritonlab.report.tune_section import figure_span
@@ -165,30 +165,6 @@ def _run(folder: str) -> RunData:
     return load_run(EXAMPLES / folder)
 
 
-def _phrase(report: VariantReport, figure: str) -> str:
-    verdict = report.verdicts.get(figure)
-    return "—" if verdict is None else verdict.phrase()
-
-
-def compact_table(analysis: Analysis) -> list[str]:
-    """One load's configurations: median (range) infer/s and p99, queue, batch, verdicts."""
-    lines = [
-        "| config | infer/s | p99 µs | queue µs | mean batch | throughput vs baseline "
-        "| p99 vs baseline |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for i, r in enumerate(analysis.reports):
-        s = r.summary
-        verdicts = (
-            "— | —" if i == 0 else f"{_phrase(r, 'throughput')} | {_phrase(r, 'latency_p99')}"
-        )
-        lines.append(
-            f"| {s.variant.description} | {s.throughput.text()} | {s.latency_p99.text()} | "
-            f"{num(s.queue_us.median)} | {num(s.mean_batch.median, 1)} | {verdicts} |"
-        )
-    return lines
-
-
 def conditions(run: RunData) -> str:
     """Where and when the run was measured, and with what, from its manifest."""
     m = run.manifest
@@ -247,13 +223,16 @@ def example_section(example: Example, run: RunData) -> list[str]:
     for sentence in _headline_sentences(run):
         lines += [sentence, ""]
     for analysis in run.analyses:
-        lines += [f"Load `{analysis.load_key}`:", "", *compact_table(analysis), ""]
-        if caution := uneven_repeats_note([len(r.summary.cells) for r in analysis.reports]):
+        step = changed_step(run.manifest)
+        lines += [f"Load `{analysis.load_key}`:", "", *compact_table(analysis, step), ""]
+        counts = [len(r.summary.cells) for r in analysis.reports]
+        if caution := uneven_repeats_note(counts, tune=run.tune is not None):
             lines += [caution, ""]
-        if (step := changed_step(run.manifest)) is not None:
+        if step is not None:
             lines += [
-                f"The queue and mean batch columns are the measured model's own counters; step "
-                f"`{step}`'s own batch and compute are in each row of the log.",
+                f"The queue and mean batch columns are step `{step}`'s own (Triton's statistics "
+                "of that step); the measured model's own counters and the step's compute are in "
+                "each row of the log.",
                 "",
             ]
     return lines
@@ -405,12 +384,11 @@ def readme_block() -> str:
     return "\n".join(lines)
 
 
-def _baseline_figures(run: RunData) -> str:
-    """A run's baseline throughput and p99, as its summary states them."""
+def _baseline_figures(run: RunData, beside: RunData) -> str:
+    """A run's baseline throughput and p99, with the digits that tell it apart from
+    ``beside``'s baseline it is quoted next to, and the run's caveat."""
     s = run.analyses[0].reports[0].summary
-    caveat = run.trust.caveat()
-    doubt = f" ({caveat})" if caveat else ""
-    return f"{s.throughput.text()} infer/s, p99 {s.latency_p99.text()} µs{doubt}"
+    return baseline_figures(s, [beside.analyses[0].reports[0].summary], run.trust.caveat())
 
 
 def _tune_gain(run: RunData) -> list[str]:
@@ -461,15 +439,15 @@ def pipeline_block() -> str:
         f"{num(top.queue_us)} µs + compute {num(top.compute_us)} µs per request it served; "
         f"{others}). The configurations change step `{repository.get('tuned')}`:",
         "",
-        *compact_table(run.analyses[0]),
+        *compact_table(run.analyses[0], repository.get("tuned")),
         "",
-        "The queue and mean batch columns are the ensemble's own counters (a request of the "
-        f"ensemble is one execution of it); step `{repository.get('tuned')}`'s own batch and "
-        "compute per inference, with their verdicts, are in each row of the log.",
+        f"The queue and mean batch columns are step `{repository.get('tuned')}`'s own (Triton's "
+        "statistics of that step); the ensemble's own counters and the step's compute per "
+        "inference, with their verdicts, are in each row of the log.",
         "",
         "Baselines of the other runs (separate runs, so no verdict across them): the BLS model "
-        f"{_baseline_figures(bls)}; the CNN step served alone (a request is one preprocessed "
-        f"tensor, not a frame) {_baseline_figures(cnn)}.",
+        f"{_baseline_figures(bls, run)}; the CNN step served alone (a request is one "
+        f"preprocessed tensor, not a frame) {_baseline_figures(cnn, run)}.",
         "",
         f"The tune, a separate run: {conditions(tune)}",
         "",

@@ -47,13 +47,29 @@ def _pick(tune_dir: Path, which: str = "pick") -> dict[str, Any]:
     return dict(data[which])
 
 
-def _doubt(run_dir: Path) -> str:
-    """' **Note: ...**' where the run's trust (``tritonlab.stats.run_trust``, the record its
-    log states) has a doubt, e.g. figures resting on a minority of stable repeats."""
+def _trust(run_dir: Path) -> Any:
+    """The run's trust (``tritonlab.stats.run_trust.RunTrust``, the record its log states)."""
     from tritonlab.report.run_data import load_run
 
-    note = load_run(run_dir).trust.note()
+    return load_run(run_dir).trust
+
+
+def _doubt(run_dir: Path) -> str:
+    """' **Note: ...**' where the run's trust has a doubt, e.g. figures resting on a minority
+    of stable repeats or too many cells stored disturbed; '' for a quiet run."""
+    note = _trust(run_dir).note()
     return f" {note}" if note else ""
+
+
+def _caveat(run_dir: Path, name: str) -> str:
+    """' (the fixed-concurrency tune's verdicts are not to be trusted: ...)' where the run's
+    trust has a doubt (its caveat, with the run named), '' for a quiet run: a quote of a run's
+    verdict carries its doubt (issue 36 audit: a disturbed tune's race quoted without it)."""
+    caveat = _trust(run_dir).caveat()
+    if not caveat:
+        return ""
+    this = "this run"
+    return f" ({name + caveat[len(this) :] if caveat.startswith(this) else caveat})"
 
 
 def _separated(tune_dir: Path) -> tuple[bool, str]:
@@ -67,16 +83,18 @@ def _separated(tune_dir: Path) -> tuple[bool, str]:
         return False, f"{name} raced no runner-up"
     verdict = VerdictRecord.from_dict(data["verdict"])
     pick, runner = data["pick"], data.get("runner_up") or {}
+    # a race in a run that is not to be trusted decides nothing, and its quote says why
+    trusted, doubt = _trust(tune_dir).trusted, _caveat(tune_dir, name)
     if data.get("tie_break") and pick.get("concurrency") != runner.get("concurrency"):
         return False, (
             f"{name}'s race did not separate its pick from its runner-up ({verdict.phrase()}), "
             f"and its tie-break compared p99 at concurrency {pick.get('concurrency')} against "
-            f"{runner.get('concurrency')}, which measures the load"
+            f"{runner.get('concurrency')}, which measures the load{doubt}"
         )
     if data.get("tie_break"):
-        return True, f"{name} broke a tie on the other figure ({data['tie_break']})"
+        return trusted, f"{name} broke a tie on the other figure ({data['tie_break']}){doubt}"
     clear = verdict.reading.value in ("higher", "lower")
-    return clear, f"{name}'s runner-up against its pick: {verdict.phrase()}"
+    return clear and trusted, f"{name}'s runner-up against its pick: {verdict.phrase()}{doubt}"
 
 
 def _knobs(pick: dict[str, Any]) -> dict[str, Any]:
@@ -157,11 +175,20 @@ def _why(rows: list[Any], label: str) -> list[str]:
     """What the server's figures say about each row's difference from the first at one load:
     the change in queue and in compute time per request, and which is the larger (computed
     from the medians, not assumed)."""
+    from tritonlab.stats.aggregate import why_not_comparable
+
     first = rows[0]
     qa, ca = first.queue_us.median, first.compute_us.median
     lines = []
     for row in rows[1:]:
         qb, cb = row.queue_us.median, row.compute_us.median
+        if why := why_not_comparable(first, row):  # issue 36 audit: attributed all the same
+            lines.append(
+                f"- `{row.variant.name}` against `{first.variant.name}` under {label}: not read; "
+                f"the two rows are not comparable ({why}), so whether the difference lies in "
+                "waiting in the queue or in computing cannot be told from them."
+            )
+            continue
         if qa is None or ca is None or qb is None or cb is None:
             lines.append(
                 f"- {row.variant.name}: the server's queue or compute figures are missing."
@@ -201,11 +228,13 @@ def render(out: Path) -> str:
         f"experiment_log.md), goal throughput, p99 budget): {fixed['description']} at "
         f"concurrency {fixed['concurrency']}, "
         f"{_figure(fixed['throughput_infer_per_s']['median'], 'infer/s')}, p99 "
-        f"{_figure(fixed['latency_p99_us']['median'], 'ms')} (medians of {fixed['repeats']}).",
+        f"{_figure(fixed['latency_p99_us']['median'], 'ms')} (medians of {fixed['repeats']})."
+        + _doubt(out / "tune_concurrency"),
         f"- **Tuned under the trace** ([`tune_trace/`](tune_trace/docs/experiment_log.md), the "
         f"lowest p99 among configurations that carry it, same budget): {traced['description']}, "
         f"{_figure(traced['throughput_infer_per_s']['median'], 'infer/s')}, p99 "
-        f"{_figure(traced['latency_p99_us']['median'], 'ms')} (medians of {traced['repeats']}).",
+        f"{_figure(traced['latency_p99_us']['median'], 'ms')} (medians of {traced['repeats']})."
+        + _doubt(out / "tune_trace"),
         "",
         "The fixed-concurrency pick (the first row), the pick under the trace, both tunes' "
         "runner-ups and their start, measured again side by side, interleaved, under both "

@@ -36,6 +36,7 @@ P99_BUDGET_US = 10_000.0
 sys.path.insert(0, str(REPO / "src"))  # tritonlab from this checkout, imported where used
 sys.path.insert(0, str(HERE))
 
+from operating_points import own_loads, points_text  # noqa: E402
 from remeasure import median_range_text  # noqa: E402
 
 COMMON_CONCURRENCY = 16  # inside Model Analyzer's brute grid, so every pick has a figure there
@@ -291,7 +292,12 @@ def markdown(data: dict[str, Any]) -> str:
             for a, b, load in twins
         ),
     ]
-    lines += ["", "## Verdicts (throughput at each pick's own load, paired by round)", ""]
+    lines += [
+        "",
+        "## Verdicts (throughput at each pick's own load, paired by round; where the loads "
+        "differ, also at the common load)",
+        "",
+    ]
     same = {frozenset((a, b)) for a, b, _ in twins}
     for v in data["verdicts"]:
         aa = (
@@ -299,9 +305,11 @@ def markdown(data: dict[str, Any]) -> str:
             if frozenset((v["tune"], v["against"])) in same
             else ""
         )
+        at, at_ref = own_loads(data, v["against"], v["tune"])
+        points = points_text(data, v["against"], v["tune"])
         lines.append(
-            f"- {v['tune']}'s throughput relative to {v['against']}'s ({v['goal']}): "
-            f"{v['phrase']}{aa}"
+            f"- {v['tune']}'s throughput{at} relative to {v['against']}'s{at_ref} "
+            f"({v['goal']}): {v['phrase']}{aa}" + (f": {points}" if points else "")
         )
     lines += ["", "## Against the targets", ""]
     lines += [f"- {line}" for line in data["targets"]]
@@ -379,10 +387,13 @@ def targets(data: dict[str, Any]) -> list[str]:
         met = low is not None and low >= -5.0
         twin = any({a, b} == {tune_name, best_ma} for a, b, _ in same_points(data))
         same = ", the same configuration at the same load: both tools picked it" if twin else ""
+        at, at_ref = own_loads(data, best_ma, tune_name)
+        loads = f" at their own loads ({at[4:]} against {at_ref[4:]})" if at else ""
+        points = points_text(data, best_ma, tune_name)
         out.append(
             f"{goal}: tune's pick{budget} against the best Model Analyzer pick ({best_ma}{same}), "
-            f"paired over the re-measured rounds: {verdict['phrase']}; lower bound >= -5% "
-            f"{'met' if met else 'missed'}; {time_text}"
+            f"paired over the re-measured rounds{loads}: {verdict['phrase']}; lower bound >= -5% "
+            f"{'met' if met else 'missed'}" + (f" ({points})" if points else "") + f"; {time_text}"
         )
     return out
 

@@ -149,10 +149,13 @@ def test_serving_efficiency_of_each_configuration(cnn: RunData) -> None:
     assert by_variant["baseline"].ceiling.instances == 1
     lines = "\n".join(efficiency_section(cnn.efficiencies, cnn.summaries))
     assert "## Serving efficiency" in lines and "(2 x 1 thread)" in lines
-    assert "Most served throughput: 2 instances x 1 thread at grpc_b1_c4, 0.94" in lines
     assert (
-        "against the next at the same load, 1 instance x 2 threads at grpc_b1_c4, throughput higher"
-        in (lines)
+        "Most served throughput among this table's rows: 2 instances x 1 thread at grpc_b1_c4, 0.94"
+        in lines
+    )
+    assert (
+        "throughput higher than every other row at its load (the closest, '1 instance x 2 "
+        "threads': higher" in lines
     )
     assert efficiency_section([]) == []
 

@@ -230,7 +230,7 @@ def test_the_results_pages_quote_a_doubtful_run_with_its_doubt(tmp_path: Path) -
     pages = _pages()
     run = load_run(_disturbed_copy(FIXTURES / "sweep_run", tmp_path / "sweep"))
     assert "**Note: this run's verdicts are not to be trusted" in pages.conditions(run)
-    assert "(this run's verdicts are not to be trusted" in pages._baseline_figures(run)
+    assert "(this run's verdicts are not to be trusted" in pages._baseline_figures(run, run)
     quiet = dataclasses.replace(run, trust=run_trust([], [_floor()]))
     assert "Note" not in pages.conditions(quiet)
 

@@ -87,17 +87,18 @@ def serving_efficiency(
 
 def best_served(
     efficiencies: list[Efficiency], summaries: list[VariantSummary]
-) -> tuple[Efficiency, Efficiency | None, Verdict | None]:
-    """The configuration that served the most, the next at its load, and the leader's
-    throughput verdict against the next (None when there is no next or no summary of it)."""
+) -> tuple[Efficiency, list[tuple[Efficiency, Verdict]]]:
+    """The configuration that served the most, and its throughput verdict against every other
+    row at its load, weakest lead first (issue 36 audit: a lead over the next median only, while
+    a like-for-like row at the load was not separated from it)."""
     by_key = {(s.variant.name, s.load_key): s for s in summaries}
     ranked = sorted(efficiencies, key=lambda e: -(e.served.median or 0.0))
     top = ranked[0]
-    rivals = [e for e in ranked[1:] if e.load_key == top.load_key]
-    if not rivals:
-        return top, None, None
     first = by_key.get((top.variant_name, top.load_key))
-    second = by_key.get((rivals[0].variant_name, rivals[0].load_key))
-    if first is None or second is None:
-        return top, rivals[0], None
-    return top, rivals[0], compare_figure("throughput", "throughput", second, first)
+    against = []
+    for e in ranked[1:]:
+        other = by_key.get((e.variant_name, e.load_key))
+        if e.load_key == top.load_key and first is not None and other is not None:
+            against.append((e, compare_figure("throughput", "throughput", other, first)))
+    against.sort(key=lambda pair: pair[1].low_pct if pair[1].low_pct is not None else -1e9)
+    return top, against

@@ -11,7 +11,12 @@ from typing import Any
 
 from tritonlab.explanation.cost_model import CostModel
 from tritonlab.explanation.fit_check import LITTLE_GAIN_SHARE, per_sample_text, points_around
-from tritonlab.explanation.rule_support import Finding, RuleContext, changed_fields, rounded
+from tritonlab.explanation.rule_support import (
+    Finding,
+    RuleContext,
+    changed_fields,
+    rounded,
+)
 from tritonlab.stats.aggregate import compare_figure
 from tritonlab.stats.verdicts import Verdict
 from tritonlab.stats.workload import same_workload
@@ -56,7 +61,8 @@ def batching_compute_bound(ctx: RuleContext) -> Finding | None:
         "fixed_share_of_request": rounded(bound, 3),
     }
     text = (
-        f"Batching formed batches of {b1:.1f} (was {b0:.1f}), yet compute per inference went "
+        f"Batching formed batches of {b1:.1f} on average (was "
+        f"{b0:.1f}), yet compute per inference went "
         f"only from {c0:,.0f} to {c1:,.0f} µs ({per_inference.phrase()})"
     )
     check = model.fit_check()

@@ -7,6 +7,7 @@ Sentences come from measured figures and the named rules in ``rules.py``, never 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated
 
@@ -16,6 +17,7 @@ from tritonlab.explanation.cost_model import CostModel
 from tritonlab.explanation.rule_support import (
     Finding,
     RuleContext,
+    batch_mix,
     changed_fields,
     raw_changed_fields,
 )
@@ -24,6 +26,7 @@ from tritonlab.records import NOT_STORED, Record
 from tritonlab.repository.knobs import KNOB_BY_FIELD, describe_change
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.stats.aggregate import VariantSummary, compare_figure
+from tritonlab.stats.noise_floor import NoiseFloor, within_noise_floor
 from tritonlab.stats.verdicts import (
     HIGHER,
     LOWER,
@@ -245,6 +248,7 @@ def explain_variant(
     cost_model: CostModel | None = None,
     server_cores: int | None = None,
     step: str | None = None,
+    floor: NoiseFloor | None = None,
 ) -> VariantReport:
     """The experiment-log row of ``subject``: its reference, verdicts against it, the rules'
     findings and the background/action/result/why text."""
@@ -309,7 +313,18 @@ def explain_variant(
             attr: ctx.compare_server(f"{label}{ctx.whose}", attr)
             for attr, label in SERVER_FIGURES.items()
         }
-        lines.append(f"Judgement: {_judgement(tput, p99, server_verdicts)}.")
+        # a judgement is of the row against its reference: named where that is not the
+        # baseline (issue 36 audit: "a clear win" against its parent, read as against the
+        # baseline where that verdict was no clear difference)
+        against = (
+            ""
+            if reference is baseline
+            else f" (against '{reference.variant.description}', the row it is explained from)"
+        )
+        lines.append(
+            f"Judgement{against}: {_judgement(tput, p99, server_verdicts)}"
+            f"{within_noise_floor([tput, p99], floor)}."
+        )
     return VariantReport(
         subject,
         reference.variant.name if earlier else None,
@@ -343,7 +358,8 @@ def _server_sentence(s: VariantSummary) -> str:
         )
     times = (
         f"In the server each request queued {q:,.0f} µs and computed {c:,.0f} µs "
-        f"(compute infer, per request); Triton formed batches of {b:.1f} on average."
+        f"(compute infer, per request); Triton formed batches of {b:.1f} on average"
+        f"{batch_mix(s, b)}."
     )
     if s.cache_misses:  # the cache was on and answered nothing
         return (
@@ -359,17 +375,22 @@ def analyse(
     cost_model: CostModel | None = None,
     server_cores: int | None = None,
     step: str | None = None,
+    floors: Sequence[NoiseFloor] = (),
 ) -> list[Analysis]:
     """One ``Analysis`` per load point, variants in the order given (baseline first);
     ``server_cores``: the server's own cores under the CPU split (None: shared); ``step``: the
-    step a pipeline's configurations change (None: the measured model itself)."""
+    step a pipeline's configurations change (None: the measured model itself); ``floors``: the
+    A/A controls, which each load's judgements are read against."""
     by_load: dict[str, list[VariantSummary]] = {}
     for s in summaries:
         by_load.setdefault(s.load_key, []).append(s)
+    at = {f.load_key: f for f in floors}
     out = []
     for load_key, group in by_load.items():
         reports = [
-            explain_variant(s, group[:i], group, cores, cost_model, server_cores, step)
+            explain_variant(
+                s, group[:i], group, cores, cost_model, server_cores, step, at.get(load_key)
+            )
             for i, s in enumerate(group)
         ]
         out.append(Analysis(load_key, cores, reports))

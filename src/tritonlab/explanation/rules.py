@@ -8,8 +8,8 @@ Triton's statistics extension, batch sizes from its batch statistics, CPU from t
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
+from tritonlab.explanation.batching_rule import batching_amortised
 from tritonlab.explanation.compute_bound_rule import batching_compute_bound
 from tritonlab.explanation.knob_rules import cache_effect, engine_effect, threads_effect
 from tritonlab.explanation.measurement_rules import (
@@ -30,7 +30,7 @@ from tritonlab.explanation.rule_support import (
 from tritonlab.explanation.sequence_rules import sequence_backlog, strategy_effect
 from tritonlab.repository.variants import batch_target
 from tritonlab.stats.aggregate import compare_figure
-from tritonlab.stats.verdicts import HIGHER, LOWER, NO_VERDICT, Verdict
+from tritonlab.stats.verdicts import HIGHER, LOWER, NO_CLEAR, NO_VERDICT, NOT_COMPARABLE, Verdict
 from tritonlab.stats.workload import same_workload
 
 # Thresholds, named so the docs and tests can quote them.
@@ -102,79 +102,6 @@ def queue_delay_trap(ctx: RuleContext) -> Finding | None:
     )
 
 
-def batching_amortised(ctx: RuleContext) -> Finding | None:
-    """Batching alone switched on, the batches grew and compute per inference fell clearly: it
-    spread each execution's fixed cost (the cost model's terms cited; throughput as measured)."""
-    s, r = ctx.subject, ctx.reference
-    if not s.variant.dynamic_batching or r.variant.dynamic_batching:
-        return None
-    if changed_fields(r.variant, s.variant) != ["dynamic_batching"] or not same_workload(r, s):
-        return None  # another knob changed too, or the loads differ: batching alone is not why
-    b0, b1 = r.mean_batch.median, s.mean_batch.median
-    c0, c1 = r.compute_per_inference_us.median, s.compute_per_inference_us.median
-    if b0 is None or b1 is None or c0 is None or c1 is None or b1 <= 1.05 * b0:
-        return None
-    per_inference = compare_figure("compute per inference", "compute_per_inference_us", r, s)
-    if per_inference.word != LOWER or batching_compute_bound(ctx) is not None:
-        return None  # a small saving on a compute-bound model is batching_compute_bound's case
-    throughput = compare_figure("throughput", "throughput", r, s)
-    k = s.settings.batch_size
-    figures: dict[str, Any] = {
-        "throughput_change_pct": rounded(throughput.change_pct, 1),
-        "throughput_word": throughput.word.value,
-        "mean_batch_before": rounded(b0, 2),
-        "mean_batch_after": rounded(b1, 2),
-        "compute_us_per_inference_before": rounded(c0),
-        "compute_us_per_inference_after": rounded(c1),
-    }
-    text = (
-        f"Batching formed batches of {b1:.1f} (was {b0:.1f}) and compute per inference fell "
-        f"from {c0:.0f} to {c1:.0f} µs ({per_inference.phrase()})."
-    )
-    model = ctx.cost_model.for_engine(s.variant.engine) if ctx.cost_model else None
-    if model is not None:
-        requests = b1 / k
-        th = s.variant.intra_op_threads
-        # parts and whole from the same functions, so the parts add up to the whole (issue
-        # 36: the fitted line's intercept once exceeded the interpolated execution it split)
-        serving_one, model_one = model.serving_us(1), model.model_us(k, th)
-        serving_many, model_many = model.serving_us(requests), model.model_us(requests * k, th)
-        predicted = (serving_many + model_many) / (requests * k)
-        figures |= {
-            "model_execution_us_batch1": rounded(serving_one + model_one),
-            "serving_us_batch1": rounded(serving_one),
-            "model_us_batch1": rounded(model_one, 1),
-            "serving_us_per_request_batched": rounded(serving_many / requests),
-            "predicted_compute_us_per_inference": rounded(predicted),
-        }
-        prediction = ctx.cost_model.predict(s) if ctx.cost_model else None
-        misses = prediction is not None and (prediction.fails or bool(prediction.term_misses()))
-        text += (
-            (
-                " The cost model's split of an execution (it misses this point by more than "
-                "25%, in its throughput or a term: see the cost model's section, so take the "
-                "parts as its, not as measured): an execution of one request costs about "
-                if misses
-                else " The cost model says why: an execution of one request costs about "
-            )
-            + f"{serving_one + model_one:.0f} µs, {serving_one:.0f} µs of serving path (a null "
-            f"model through the same backend in the same run) and {model_one:.0f} µs of the "
-            f"model's own work; one of {requests:.1f} requests about "
-            f"{serving_many + model_many:.0f} µs ({serving_many:.0f} + {model_many:.0f}), so "
-            f"the serving path per request {_moves(serving_one, serving_many / requests)} "
-            f"(predicted {predicted:.0f} µs per inference, measured {c1:.0f} µs)."
-        )
-    text += f" Throughput {throughput.phrase()}."
-    return Finding("batching-amortised", s.variant.name, text, figures)
-
-
-def _moves(before: float, after: float) -> str:
-    """'falls from 600 to 316 µs', 'rises from ...' or 'stays at about ...' (within 5%)."""
-    if abs(after - before) <= 0.05 * before:
-        return f"stays at about {before:.0f} µs"
-    return f"{'falls' if after < before else 'rises'} from {before:.0f} to {after:.0f} µs"
-
-
 def _slower_executions(ctx: RuleContext) -> str | None:
     """Evidence that executions took longer than their batch explains, or None: over 25% above
     the cost model's prediction, or (without it) slower although batches did not grow."""
@@ -239,6 +166,11 @@ def _instances_causes(
     (where no cause applies, the clause says that no server figure moved enough)."""
     if verdict.word == NO_VERDICT:  # no direction to explain: one repeat gives no interval
         return [f"no cause is named: throughput has {verdict.phrase()}"]
+    if verdict.word == NOT_COMPARABLE:  # the loads differ or were not kept: nothing to explain
+        return [
+            "no cause is named: throughput and the server figures could not be compared, so "
+            "whether they moved cannot be read"
+        ]
     s, r = ctx.subject, ctx.reference
     used, used_before = s.server_cores.median, r.server_cores.median
     n0, n1 = r.variant.instance_count, s.variant.instance_count
@@ -274,7 +206,7 @@ def _instances_causes(
                 f"the instances contend for the cores: {slower} ({who} used {cpu:.2f} {of})"
             )
         elif cpu is not None and cpu >= CPU_BOUND_SHARE * cores and verdict.word != HIGHER:
-            causes.append(f"no spare CPU: {who} used {cpu:.2f} {of}")
+            causes.append(_no_spare_cpu(ctx, cpu, cores, who, verdict))
         if verdict.word == HIGHER and n1 > n0:
             causes.append(
                 "executions ran in parallel"
@@ -285,14 +217,50 @@ def _instances_causes(
                 )
             )
     if not causes:
-        causes.append(
+        causes.append(_unmoved_clause(batch, per_inference))
+    return causes
+
+
+def _no_spare_cpu(ctx: RuleContext, cpu: float, cores: int, who: str, verdict: Verdict) -> str:
+    """The CPU clause of a count change that did not pay. Where the reference used the cores as
+    fully, the full CPU explains why the added instances gained nothing, not a loss (issue 36
+    audit: a -10% put down to "no spare CPU" while both sides used 0.91 of the core)."""
+    s, r = ctx.subject, ctx.reference
+    of = cores_text(cores, ctx.server_cores is not None)
+    before, _, _ = ctx.cpu_used(r)
+    if before is None or before < CPU_BOUND_SHARE * cores:
+        return f"no spare CPU: {who} used {cpu:.2f} {of}"
+    n0, n1 = r.variant.instance_count, s.variant.instance_count
+    text = (
+        f"no spare CPU for {'more' if n1 > n0 else 'the'} instances: {who} used {before:.2f} "
+        f"{of} with {n0} instance{'s' if n0 != 1 else ''} and {cpu:.2f} with {n1}, so they "
+        "could not run more work side by side"
+    )
+    if verdict.word == LOWER:
+        text += " (that explains no gain, not the loss: these figures do not show its cause)"
+    return text
+
+
+def _unmoved_clause(batch: Verdict, per_inference: Verdict) -> str:
+    """The clause where no cause applies. Only "no clear difference" verdicts say a figure did
+    not move: a "not comparable" or "no verdict" one says nothing either way (issue 36 audit:
+    two trace rows' not comparable figures, compute per inference up 55-137%, read 'did not
+    move')."""
+    words = (batch.word, per_inference.word)
+    if any(w in (HIGHER, LOWER) for w in words):
+        return (
+            "the server figures moved as listed, but not enough to change throughput beyond "
+            "the noise"
+        )
+    if all(w == NO_CLEAR for w in words):
+        return (
             "no server figure moved clearly (batch, compute per inference), so the instance "
             "count was not what limited this load"
-            if batch.word not in (HIGHER, LOWER) and per_inference.word not in (HIGHER, LOWER)
-            else "the server figures moved as listed, but not enough to change throughput "
-            "beyond the noise"
         )
-    return causes
+    return (
+        f"no cause is named: the server figures could not be compared (mean batch {batch.word}, "
+        f"compute per inference {per_inference.word}), so whether they moved cannot be read"
+    )
 
 
 def instances_effect(ctx: RuleContext) -> Finding | None:

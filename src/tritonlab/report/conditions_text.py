@@ -1,4 +1,5 @@
-"""The log's "Measurement" and "Trust" conditions, computed from the stored cells.
+"""The log's "Data sent", "Load", "Measurement" and "Trust" conditions, computed from the
+stored cells and manifest.
 
 A fixed sentence outlived the engine it described: block-engine logs said "stability threshold
 25%, at most 8 windows, one configuration loaded at a time" where every cell ran with the check
@@ -12,8 +13,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from tritonlab.experiments.plan import ExperimentPlan
+from tritonlab.experiments.manifest import Manifest
+from tritonlab.experiments.plan import ExperimentPlan, sequence_length_of
 from tritonlab.experiments.store import CellResult
+from tritonlab.perf.settings import PerfSettings
+from tritonlab.report.plot_support import PROTOCOL_NAMES
 from tritonlab.stats.run_trust import RunTrust
 
 # perf_analyzer's stability check is off where the threshold lets every window pass.
@@ -137,15 +141,91 @@ def trust_line(trust: RunTrust) -> str:
     return f"- Trust: quiet: {', and '.join(checks)}."
 
 
-def uneven_repeats_note(repeat_counts: Sequence[int], why: str = "") -> str:
+def uneven_repeats_note(repeat_counts: Sequence[int], why: str = "", tune: bool = False) -> str:
     """'' when every row at a load rests on as many repeats; else the short caution a page
     quoting the rows carries (issue 36 audit: pages dropped the log's note and set a median
-    over 27 blocks beside one over 10 while the run drifted)."""
+    over 27 blocks beside one over 10 while the run drifted). A tune's rows pair by repeat
+    number, its first repeat a search-phase cell (issue 36 audit: "paired by block")."""
     counts = sorted(set(repeat_counts))
     if len(counts) < 2:
         return ""
+    paired = (
+        "paired by repeat number, the first repeat of each a search-phase cell"
+        if tune
+        else "paired by block"
+    )
     return (
         f"These rows rest on {counts[0]} to {counts[-1]} repeats{f' ({why})' if why else ''}, "
-        "so their medians are over different blocks: compare them by the verdicts (paired by "
-        "block), not by the medians."
+        f"so their medians are over different {'repeats' if tune else 'blocks'}: compare them "
+        f"by the verdicts ({paired}), not by the medians."
     )
+
+
+def load_line(settings: list[PerfSettings], load_points: int, lengths: Sequence[int] = ()) -> str:
+    """One load point in full; several as the values each dimension took (``lengths``: the
+    sequence lengths the load points sent)."""
+    if load_points == 1:
+        s = settings[0]
+        load = (
+            f"concurrency {s.concurrency}"
+            if s.concurrency
+            else "a replayed trace (see Replayed traces)"
+            if s.request_intervals is not None
+            else s.load_label()
+        )
+        mode = "async" if s.async_mode else "sync"
+        return (
+            f"- Load: {PROTOCOL_NAMES[s.protocol]}, client batch size {s.batch_size}, {load}, "
+            f"{mode} requests from perf_analyzer on the same machine."
+        )
+    protocols = sorted({PROTOCOL_NAMES[s.protocol] for s in settings})
+    batches = sorted({s.batch_size for s in settings})
+    levels = sorted({s.concurrency for s in settings if s.concurrency})
+    rates = sorted({s.request_rate_per_s for s in settings if s.request_rate_per_s})
+    parts = [
+        f"{load_points} load points: {' and '.join(protocols)}",
+        f"client batch size {', '.join(str(b) for b in batches)}",
+    ]
+    if levels:
+        parts.append(f"concurrency {', '.join(str(c) for c in levels)} (sync requests)")
+    if rates:
+        parts.append(
+            f"open-loop Poisson rates from {rates[0]:,.0f} to {rates[-1]:,.0f} req/s "
+            "(async requests, a fraction of each configuration's own peak)"
+        )
+    if any(s.request_intervals is not None for s in settings):
+        parts.append("replayed traces (async requests; see Replayed traces)")
+    if len(lengths) > 1:
+        parts.append(f"sequence length {', '.join(str(n) for n in lengths)}")
+    return "- Load: " + "; ".join(parts) + "; perf_analyzer on the same machine."
+
+
+def sequence_lengths(load_keys: Sequence[str]) -> list[int]:
+    """The sequence lengths the load keys name (``_s128``), ascending."""
+    return sorted({n for k in load_keys if (n := sequence_length_of(k)) is not None})
+
+
+def sent_lines(manifest: Manifest, load_keys: Sequence[str] = ()) -> list[str]:
+    """What every request carried: shape and values per input, and where the dims came from;
+    with load points at several sequence lengths, that these shapes are the reference length's
+    (issue 36 audit: "[batch, 128]" stated for a run whose loads also sent 32 and 512)."""
+    if (sent := manifest.inputs) is None:
+        return []
+    lengths = sequence_lengths(load_keys)
+    lines = ["- Data sent (the correctness check, in-process timing and perf_analyzer alike):"]
+    lines += [f"  - {line}" for line in sent.describe()]
+    if sent.dims_note:
+        lines.append(f"  - Shapes: {sent.dims_note}.")
+    if len(lengths) > 1:
+        lines.append(
+            "  - Sequence lengths: the load points sent "
+            f"{', '.join(str(n) for n in lengths)} in the dynamic dims (each load key's `_s` "
+            "part); the shapes above are the reference length's, the others the same values "
+            "at their length."
+        )
+    if not sent.batched:
+        lines.append(
+            "  - The model has no batch axis, so it is served with `max_batch_size: 0` and "
+            "every request carries exactly these shapes."
+        )
+    return lines

@@ -147,7 +147,7 @@ def cost_model_section(
         f"With {model.cores} cores, the instance count and perf_analyzer's measured CPU, it "
         "predicts each configuration's batch, execution cost, throughput and queue:",
         "",
-        "| config | load | regime | requests / execution (pred / meas) | µs per execution "
+        "| config | load | regime | mean requests / execution (pred / meas) | µs per execution "
         "(pred / meas) | infer/s (pred / meas) | error | queue µs (pred / meas) |",
         "|---|---|---|---|---|---|---|---|",
         *(

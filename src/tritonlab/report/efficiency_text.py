@@ -7,6 +7,7 @@ from __future__ import annotations
 from tritonlab.decisions.efficiency import Efficiency, best_served
 from tritonlab.stats.aggregate import VariantSummary
 from tritonlab.stats.summary import Summary
+from tritonlab.stats.verdicts import HIGHER
 
 
 def _ratio(summary: Summary) -> str:
@@ -19,17 +20,32 @@ def _ratio(summary: Summary) -> str:
 
 
 def best_line(efficiencies: list[Efficiency], summaries: list[VariantSummary]) -> str:
-    """Which configuration served the most, its efficiency, and whether its lead is clear."""
-    top, rival, verdict = best_served(efficiencies, summaries)
+    """Which configuration of the table served the most, its efficiency, and whether it leads
+    every other row at its load clearly; the configurations the table leaves out, named."""
+    top, against = best_served(efficiencies, summaries)
     text = (
-        f"Most served throughput: {top.description} at {top.load_key}, "
-        f"{_ratio(top.efficiency)} of its own ceiling and {_ratio(top.of_best)} of the "
-        "machine's best in-process figure"
+        f"Most served throughput among this table's rows: {top.description} at "
+        f"{top.load_key}, {_ratio(top.efficiency)} of its own ceiling and {_ratio(top.of_best)} "
+        "of the machine's best in-process figure"
     )
-    if rival is not None and verdict is not None:
+    level = [(e, v) for e, v in against if v.word != HIGHER]
+    if level:
+        text += "; not separated from " + "; ".join(
+            f"'{e.description}' ({v.phrase()})" for e, v in level
+        )
+    elif against:
+        e, v = against[0]
         text += (
-            f"; against the next at the same load, {rival.description} at {rival.load_key}, "
-            f"throughput {verdict.phrase()}"
+            f"; throughput higher than every other row at its load (the closest, "
+            f"'{e.description}': {v.phrase()})"
+        )
+    shown = {e.variant_name for e in efficiencies}
+    left = sorted({s.variant.description for s in summaries if s.variant.name not in shown})
+    if left:
+        quoted = "; ".join(f"'{d}'" for d in left)
+        text += (
+            f". Not in this table (no in-process ceiling binds them: a response from the cache, "
+            f"another device or batch size): {quoted}"
         )
     return text + "."
 

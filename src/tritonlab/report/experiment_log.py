@@ -19,13 +19,20 @@ from tritonlab.explanation.explain import Analysis, VariantReport
 from tritonlab.explanation.operators import operator_paragraph
 from tritonlab.paths import PATHS_NOTE, shell_join
 from tritonlab.perf.operator_profile import OperatorsRecord
-from tritonlab.perf.settings import PerfSettings
 from tritonlab.stats.run_trust import RunTrust
+from tritonlab.stats.summary import column_digits
 
 if TYPE_CHECKING:
     from tritonlab.experiments.manifest import Manifest
 from tritonlab.client.infer import SHAPES_ONLY
-from tritonlab.report.conditions_text import measurement_line, trust_line, uneven_repeats_note
+from tritonlab.report.conditions_text import (
+    load_line,
+    measurement_line,
+    sent_lines,
+    sequence_lengths,
+    trust_line,
+    uneven_repeats_note,
+)
 from tritonlab.report.cost_model_text import cost_model_section
 from tritonlab.report.efficiency_text import efficiency_section
 from tritonlab.report.engine_section import engine_lines, interference_lines, noise_floor_lines
@@ -47,58 +54,6 @@ from tritonlab.report.trace_section import trace_section
 from tritonlab.report.tune_section import tune_section
 
 
-def _load_line(settings: list[PerfSettings], load_points: int) -> str:
-    """One load point in full; several as the values each dimension took."""
-    if load_points == 1:
-        s = settings[0]
-        load = (
-            f"concurrency {s.concurrency}"
-            if s.concurrency
-            else "a replayed trace (see Replayed traces)"
-            if s.request_intervals is not None
-            else s.load_label()
-        )
-        mode = "async" if s.async_mode else "sync"
-        return (
-            f"- Load: {PROTOCOL_NAMES[s.protocol]}, client batch size {s.batch_size}, {load}, "
-            f"{mode} requests from perf_analyzer on the same machine."
-        )
-    protocols = sorted({PROTOCOL_NAMES[s.protocol] for s in settings})
-    batches = sorted({s.batch_size for s in settings})
-    levels = sorted({s.concurrency for s in settings if s.concurrency})
-    rates = sorted({s.request_rate_per_s for s in settings if s.request_rate_per_s})
-    parts = [
-        f"{load_points} load points: {' and '.join(protocols)}",
-        f"client batch size {', '.join(str(b) for b in batches)}",
-    ]
-    if levels:
-        parts.append(f"concurrency {', '.join(str(c) for c in levels)} (sync requests)")
-    if rates:
-        parts.append(
-            f"open-loop Poisson rates from {rates[0]:,.0f} to {rates[-1]:,.0f} req/s "
-            "(async requests, a fraction of each configuration's own peak)"
-        )
-    if any(s.request_intervals is not None for s in settings):
-        parts.append("replayed traces (async requests; see Replayed traces)")
-    return "- Load: " + "; ".join(parts) + "; perf_analyzer on the same machine."
-
-
-def _sent_lines(manifest: Manifest) -> list[str]:
-    """What every request carried: shape and values per input, and where the dims came from."""
-    if (sent := manifest.inputs) is None:
-        return []
-    lines = ["- Data sent (the correctness check, in-process timing and perf_analyzer alike):"]
-    lines += [f"  - {line}" for line in sent.describe()]
-    if sent.dims_note:
-        lines.append(f"  - Shapes: {sent.dims_note}.")
-    if not sent.batched:
-        lines.append(
-            "  - The model has no batch axis, so it is served with `max_batch_size: 0` and "
-            "every request carries exactly these shapes."
-        )
-    return lines
-
-
 def _conditions(
     manifest: Manifest, analyses: list[Analysis], cells: Sequence[CellResult], trust: RunTrust
 ) -> list[str]:
@@ -118,9 +73,9 @@ def _conditions(
         "## Conditions",
         "",
         f"- Model: {model_source(model)}; inputs: {inputs}.",
-        *_sent_lines(manifest),
+        *sent_lines(manifest, [a.load_key for a in analyses]),
         *(f"- Configurations: {note}" for note in plan.notes),
-        _load_line(settings, len(analyses)),
+        load_line(settings, len(analyses), sequence_lengths([a.load_key for a in analyses])),
         measurement_line(plan, cells, manifest.tune is not None),
         trust_line(trust),
         f"- Machine: {machine.cpu_model}, {machine.cpu_affinity_count} cores available, "
@@ -156,6 +111,13 @@ def _table(analysis: Analysis) -> list[str]:
         "| mean batch | server / client cores | notes |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    columns = [
+        column_digits([r.summary.throughput for r in analysis.reports]),
+        *(
+            column_digits([getattr(r.summary, name) for r in analysis.reports])
+            for name in ("latency_avg", "latency_p95", "latency_p99")
+        ),
+    ]
     for r in analysis.reports:
         s = r.summary
         conc = (
@@ -166,8 +128,9 @@ def _table(analysis: Analysis) -> list[str]:
             else (f"{s.settings.request_rate_per_s:g}/s{s.settings.arrivals.table_note}")
         )
         lines.append(
-            f"| {s.variant.description} | {conc} | {s.throughput.text()} | "
-            f"{s.latency_avg.text()} | {s.latency_p95.text()} | {s.latency_p99.text()} | "
+            f"| {s.variant.description} | {conc} | {s.throughput.text(columns[0])} | "
+            f"{s.latency_avg.text(columns[1])} | {s.latency_p95.text(columns[2])} | "
+            f"{s.latency_p99.text(columns[3])} | "
             f"{num(s.queue_us.median)} | {num(s.compute_infer_us.median)} | "
             f"{num(s.mean_batch.median, 1)} | {num(s.server_cores.median, 2)} / "
             f"{num(s.perf_analyzer_cores.median, 2)} | {r.note} |"
@@ -185,7 +148,7 @@ def _blocks_note(analysis: Analysis, tune: bool = False) -> str:
         if tune
         else "the extra rounds measured only the configurations a watched verdict needed"
     )
-    note = uneven_repeats_note([len(r.summary.cells) for r in analysis.reports], why)
+    note = uneven_repeats_note([len(r.summary.cells) for r in analysis.reports], why, tune)
     if not note:
         return ""
     text = f" {note}"
@@ -204,9 +167,8 @@ def _blocks_note(analysis: Analysis, tune: bool = False) -> str:
     ]
     if common and shown:
         text += (
-            f" Over the {len(common)} blocks every row has, the longer rows read: "
-            + "; ".join(shown)
-            + "."
+            f" Over the {len(common)} {'repeats' if tune else 'blocks'} every row has, the "
+            "longer rows read: " + "; ".join(shown) + "."
         )
     return text
 

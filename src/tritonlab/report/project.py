@@ -261,7 +261,8 @@ def project_readme(run: RunData) -> str:
     ]
     for analysis in analyses:
         lines += [f"Load point `{analysis.load_key}`:", ""]
-        if caution := uneven_repeats_note([len(r.summary.cells) for r in analysis.reports]):
+        counts = [len(r.summary.cells) for r in analysis.reports]
+        if caution := uneven_repeats_note(counts, tune=run.tune is not None):
             lines += [caution, ""]
         for report in analysis.reports:
             s = report.summary

@@ -14,6 +14,7 @@ import itertools
 
 from tritonlab.decisions.frontier import after_knee, closed_loop_curves, saturation_findings
 from tritonlab.decisions.recommend_records import (
+    BASELINE,
     KNEE_GAIN_PER_DOUBLING_PCT,
     SATURATION_QUEUE_GROWTH_PCT,
     OperatingPoint,
@@ -46,7 +47,11 @@ def _pick(title: str, pick: Pick | None, missing: str, recs: Recommendations) ->
         "",
         justification(pick, recs),
         "",
-        f"Verdicts against the baseline at the same load: {verdicts or 'n/a'}.",
+        (
+            "No verdict against the baseline: the pick is the baseline configuration itself."
+            if p.variant == BASELINE
+            else f"Verdicts against the baseline at the same load: {verdicts or 'n/a'}."
+        ),  # a configuration against itself reads "+0%, CI +0% to +0%" (issue 36 audit)
         "",
     ]
     if tie is not None and tie.applied:

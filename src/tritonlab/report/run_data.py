@@ -154,18 +154,19 @@ def load_run(run_dir: Path) -> RunData:
     cores = manifest.machine.cpu_affinity_count or 1
     operators = load_record(paths.operators, OperatorsRecord)  # None when not measured yet
     model = _cost_model(run_dir, cores, operators, manifest)
+    floors = noise_floors(cells)
     analyses = analyse(
         summarise(cells, manifest.variant_order),
         cores,
         model,
         server_core_count(manifest),
         changed_step(manifest),
+        floors,
     )
     summaries = [r.summary for a in analyses for r in a.reports]
     # the cost model prices model executions at the shapes it was timed at; a response from
     # the cache runs none, and a row at another sequence length is other work
     priced = [s for s in summaries if not s.cache_hits]
-    floors = noise_floors(cells)
     trust = run_trust(cells, floors)
     return RunData(
         paths=paths,

@@ -210,10 +210,22 @@ def changed_step_line(step: str, summary: VariantSummary, reference: VariantSumm
     compute = summary.step_figure(step, _STEP_FIGURE["compute"])
     if batch.median is None or compute.median is None:
         return ""
+    queue = summary.step_figure(step, "queue_us_per_request").median
+    latency = summary.latency_avg.median
+    queued = (
+        ""
+        if queue is None
+        else f", queue {num(queue)} µs per request"
+        + (
+            f" ({100 * queue / latency:.0f}% of the measured model's mean latency)"
+            if latency
+            else ""
+        )
+    )  # the ensemble's own "queued 4 µs" read as no queueing (issue 36 audit)
     text = (
         f"The figures above are the measured model's own counters; the step the "
         f"configurations change, `{step}`, by its own statistics: mean batch "
-        f"{batch.median:.2f}, compute per inference {num(compute.median)} µs"
+        f"{batch.median:.2f}{queued}, compute per inference {num(compute.median)} µs"
     )
     if reference is not None:
         ref_batch = reference.step_figure(step, _STEP_FIGURE["batch"])

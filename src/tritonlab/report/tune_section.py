@@ -99,7 +99,9 @@ def tune_section(
     ]
     if verdict := tune.verdict:
         stored = verdict
-        if co_loaded:  # the configurations stayed loaded: the race carries the process term
+        if co_loaded and not _one_process(tune):
+            # the configurations stayed loaded: the race carries each one's process term; the
+            # pick and a runner-up of one server configuration share its process and speed
             verdict = widened_record(verdict, process_sd_log(verdict.figure))
         lines.append(
             f"- Runner-up against the pick ({verdict.figure}, paired over the race's "
@@ -161,10 +163,20 @@ def tie_notes(tune: TuneRecord) -> list[str]:
     verdict, pick, runner = tune.verdict, tune.pick, tune.runner_up
     notes = []
     if verdict is not None and verdict.reading not in (HIGHER, LOWER) and not tune.tie_break:
-        notes.append(
-            "the race did not separate the pick from the runner-up: the pick leads by the "
-            "median of its repeats only, and either would serve as well as this run can tell"
-        )
+        if _one_process(tune) and pick and runner:
+            notes.append(
+                "the race did not separate the pick from the runner-up on "
+                f"{verdict.figure}, and they are one server configuration at two client loads "
+                f"({pick.configuration.protocol} {pick.where()} against "
+                f"{runner.configuration.protocol} {runner.where()}): the choice is the "
+                f"client's load, not the server's configuration; {_p99_apart(pick, runner)}"
+            )
+        else:
+            notes.append(
+                "the race did not separate the pick from the runner-up: the pick leads by the "
+                f"median of its repeats only, and on {verdict.figure} either would serve as "
+                "well as this run can tell"
+            )
     undecided = verdict is not None and verdict.reading not in (HIGHER, LOWER)
     if verdict is not None and undecided and _race_favours_runner(tune):
         notes.append(
@@ -188,6 +200,35 @@ def tie_notes(tune: TuneRecord) -> list[str]:
             "did not separate the two"
         )
     return notes
+
+
+def _one_process(tune: TuneRecord) -> bool:
+    """True when the pick and the runner-up are one server configuration (one model process
+    in a co-loaded run) at two client loads or protocols."""
+    pick, runner = tune.pick, tune.runner_up
+    return pick is not None and runner is not None and pick.variant == runner.variant
+
+
+def _p99_apart(pick: TunePick, runner: TunePick) -> str:
+    """The two points' p99 (ms) in words: every repeat of one below every repeat of the other
+    where so, else their medians with no verdict (the race paired only its goal's figure)."""
+    a, b = pick.latency_p99_us, runner.latency_p99_us
+    spans = [(f.median, f.low, f.high) for f in (a, b)]
+    if any(v is None for span in spans for v in span):
+        return "their p99 was not compared"
+    (am, al, ah), (bm, bl, bh) = ((float(v or 0.0) / 1000 for v in span) for span in spans)
+    if ah < bl or bh < al:
+        (lower, ll, lh), (upper, ul, uh) = sorted(
+            [("pick", al, ah), ("runner-up", bl, bh)], key=lambda t: t[2]
+        )
+        return (
+            f"every p99 repeat of the {lower} ({ll:,.2f}–{lh:,.2f} ms) was below every one of "
+            f"the {upper}'s ({ul:,.2f}–{uh:,.2f} ms)"
+        )
+    return (
+        f"their p99 medians are {am:,.2f} and {bm:,.2f} ms, with overlapping repeats (no p99 "
+        "verdict was paired)"
+    )
 
 
 def _race_favours_runner(tune: TuneRecord) -> bool:

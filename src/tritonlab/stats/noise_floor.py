@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from tritonlab.experiments.store import CellResult
 from tritonlab.records import Record
 from tritonlab.stats.aggregate import compare_figure, summarise
-from tritonlab.stats.verdicts import Verdict
+from tritonlab.stats.verdicts import HIGHER, LOWER, Verdict
 
 
 @dataclass(frozen=True)
@@ -55,3 +55,28 @@ def noise_floors(cells: list[CellResult], baseline: str = "baseline") -> list[No
         for s in summaries
         if s.variant.control and (ref := refs.get(s.load_key)) is not None
     ]
+
+
+def within_noise_floor(verdicts: list[Verdict], floor: NoiseFloor | None) -> str:
+    """'' unless a decided verdict's estimate lies inside the interval the A/A control at its
+    load read between two identical copies: then that a change this size can be the copies'
+    own difference (issue 36 audit: "a clear win" at +4%, CI +1% to +9%, where the control
+    read +2%, CI -2% to +7%, and the win against the control's copy was +1%, CI -2% to +5%)."""
+    if floor is None:
+        return ""
+    reached = []
+    for v in verdicts:
+        control = floor.throughput if v.figure == "throughput" else floor.latency_p99
+        if v.word not in (HIGHER, LOWER) or v.change_pct is None or not control.has_interval:
+            continue
+        low, high = control.low_pct or 0.0, control.high_pct or 0.0
+        change = v.change_pct
+        if (change > 0 and high >= change) or (change < 0 and low <= change):
+            reached.append(f"{v.figure} {change:+.0f}%, where the control read {control.phrase()}")
+    if not reached:
+        return ""
+    return (
+        "; but the A/A control's interval between identical copies at this load reaches this "
+        f"change ({'; '.join(reached)}): a change this size may be the two server processes' "
+        "own difference, not the configuration's"
+    )

@@ -1,0 +1,61 @@
+"""The compact tables and figures the results pages (README blocks, ``docs/results.md``) set
+beside each other: one load's configurations with their verdicts, and a run's baseline in a
+sentence, printed with the digits that tell their medians apart.
+
+For a pipeline whose configurations change one step, the queue and batch columns are that
+step's own statistics (issue 36 audit: the ensemble's own "queued 4 µs" read as no queueing
+where step `cnn` queued 245,823 µs, 82% of the latency).
+"""
+
+from __future__ import annotations
+
+from tritonlab.explanation.explain import Analysis, VariantReport
+from tritonlab.report.text_format import num
+from tritonlab.stats.aggregate import VariantSummary
+from tritonlab.stats.summary import Summary, column_digits
+
+
+def _phrase(report: VariantReport, figure: str) -> str:
+    verdict = report.verdicts.get(figure)
+    return "—" if verdict is None else verdict.phrase()
+
+
+def compact_table(analysis: Analysis, step: str | None = None) -> list[str]:
+    """One load's configurations: median (range) infer/s and p99, queue, batch, verdicts; with
+    ``step`` (the step a pipeline's configurations change), that step's queue and batch."""
+    summaries = [r.summary for r in analysis.reports]
+    tput = column_digits([s.throughput for s in summaries])
+    p99 = column_digits([s.latency_p99 for s in summaries])
+    where = f"step `{step}` " if step else ""
+    lines = [
+        f"| config | infer/s | p99 µs | {where}queue µs | {where}mean batch | throughput vs "
+        "baseline | p99 vs baseline |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for i, r in enumerate(analysis.reports):
+        s = r.summary
+        verdicts = (
+            "— | —" if i == 0 else f"{_phrase(r, 'throughput')} | {_phrase(r, 'latency_p99')}"
+        )
+        queue, batch = _server(s, step)
+        lines.append(
+            f"| {s.variant.description} | {s.throughput.text(tput)} | {s.latency_p99.text(p99)} "
+            f"| {num(queue.median)} | {num(batch.median, 1)} | {verdicts} |"
+        )
+    return lines
+
+
+def _server(s: VariantSummary, step: str | None) -> tuple[Summary, Summary]:
+    """The queue (µs per request) and mean batch: the measured model's, or ``step``'s own."""
+    if step is None:
+        return s.queue_us, s.mean_batch
+    return s.step_figure(step, "queue_us_per_request"), s.step_figure(step, "mean_batch_size")
+
+
+def baseline_figures(s: VariantSummary, beside: list[VariantSummary], doubt: str = "") -> str:
+    """A run's baseline throughput and p99 in a sentence, with the digits that tell it apart
+    from the ``beside`` figures it is quoted with; ``doubt`` (the run's caveat) appended."""
+    tput = column_digits([x.throughput for x in (s, *beside)])
+    p99 = column_digits([x.latency_p99 for x in (s, *beside)])
+    tail = f" ({doubt})" if doubt else ""
+    return f"{s.throughput.text(tput)} infer/s, p99 {s.latency_p99.text(p99)} µs{tail}"

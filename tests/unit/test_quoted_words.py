@@ -1,0 +1,198 @@
+"""Issue 36, the seventh and eighth independent audits: words a log or page set around figures
+that the figures did not support, each checked on both sides (the case that must say it, and
+the case that must not)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from tritonlab.report.conditions_text import sent_lines, uneven_repeats_note
+from tritonlab.report.efficiency_text import best_line
+from tritonlab.report.page_tables import baseline_figures, compact_table
+from tritonlab.report.recommend_section import recommendations_section
+from tritonlab.report.recommend_summary_text import summary_line
+from tritonlab.report.run_data import load_run
+from tritonlab.report.steps_section import changed_step_line
+from tritonlab.report.tune_section import tie_notes, tune_section
+from tritonlab.stats.noise_floor import within_noise_floor
+from tritonlab.stats.summary import Summary, column_digits
+from tritonlab.stats.verdicts import compare
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+
+
+def _log(name: str) -> str:
+    return (EXAMPLES / name / "docs" / "experiment_log.md").read_text()
+
+
+def test_a_tune_pick_and_runner_up_of_one_process_carry_no_process_term() -> None:
+    """Audit: the pick and runner-up were one server configuration (one process) at two client
+    loads, yet the log widened their verdict by each configuration's process term."""
+    run = load_run(EXAMPLES / "resnet18_pipeline_tune")
+    tune = run.tune
+    assert tune is not None and tune.pick is not None and tune.runner_up is not None
+    assert tune.pick.variant == tune.runner_up.variant
+    text = "\n".join(tune_section(tune, co_loaded=True))
+    assert "no clear difference (+1%, 95% CI -1% to +3%)." in text
+    assert "process term" not in text.split("Runner-up against the pick")[1].split("\n")[0]
+    # two configurations (two processes): the term is added
+    other = dataclasses.replace(tune.runner_up, variant="x2_dyn_m16_t1")
+    two = "\n".join(tune_section(dataclasses.replace(tune, runner_up=other), co_loaded=True))
+    assert "(with each configuration's process term, which the search stored it without)" in two
+
+
+def test_one_configuration_at_two_loads_is_not_called_either_would_serve() -> None:
+    """Audit: "either would serve as well" for one configuration at c16 and c32, whose p99
+    repeats were 511-530 ms against 1,179-1,231 ms."""
+    tune = load_run(EXAMPLES / "resnet18_pipeline_tune").tune
+    assert tune is not None and tune.runner_up is not None
+    notes = " ".join(tie_notes(tune))
+    assert "one server configuration at two client loads" in notes
+    assert "every p99 repeat of the pick (510.87–529.71 ms) was below every one of the " in notes
+    assert "either would serve" not in notes
+    other = dataclasses.replace(tune.runner_up, variant="x2_dyn_m16_t1")
+    apart = " ".join(tie_notes(dataclasses.replace(tune, runner_up=other)))
+    assert "on throughput either would serve as well as this run can tell" in apart
+
+
+def test_a_tunes_uneven_rows_pair_by_repeat_number() -> None:
+    """Audit: a tune's table note said "paired by block" where its rows pair by repeat."""
+    assert "paired by repeat number" in uneven_repeats_note([5, 1], tune=True)
+    assert "paired by block" in uneven_repeats_note([10, 28])
+    assert "paired by repeat number" not in uneven_repeats_note([10, 28])
+    assert uneven_repeats_note([5, 5], tune=True) == ""
+
+
+def test_a_cost_model_split_whose_batch_1_side_it_misses_says_so() -> None:
+    """Audit: "The cost model says why: an execution of one request costs about 365 µs" where
+    the model missed the baseline point (484 µs measured, 1.33x) the batch-1 side rests on."""
+    text = _log("simple_mlp_demo")
+    assert "The cost model says why" not in text
+    assert "it misses the reference, the batch-1 side by more than 25%" in text
+
+
+def test_a_mean_batch_from_two_sizes_is_called_a_mean() -> None:
+    """Audit: "Triton formed batches of 4.0" where every execution held 1 or 7 requests."""
+    text = _log("resnet18_pipeline_cnn")
+    assert "the sizes formed most often were 1 (51%) and 7 (49%) of the executions" in text
+    # a mean near the sizes formed: no note
+    assert "the sizes formed most often" not in _log("simple_mlp_demo").split("## Noise")[0]
+
+
+def test_a_pipeline_row_and_page_give_the_changed_steps_own_queue() -> None:
+    """Audit: the ensemble's own "queued 4 µs" read as no queueing where step `cnn` queued
+    245,823 µs, 82% of the latency."""
+    run = load_run(EXAMPLES / "resnet18_pipeline")
+    analysis = run.analyses[0]
+    base = analysis.reports[0].summary
+    line = changed_step_line("cnn", base, None)
+    assert "queue 245,823 µs per request (82% of the measured model's mean latency)" in line
+    table = compact_table(analysis, "cnn")
+    assert "step `cnn` queue µs" in table[0]
+    assert "| 245,823 |" in table[2]
+    assert "| 4 |" in compact_table(analysis)[2]  # the measured model's own, without a step
+
+
+def test_figures_side_by_side_tell_equal_and_different_medians_apart() -> None:
+    """Audit: the BLS baseline "26 (25–27)" beside the ensemble's "26.2 (25.7–26.5)" (equal
+    medians), and a table's "26" beside "26.6" (a +2.3% look for a +1.4% pair)."""
+    a = Summary.of([25.11, 26.21, 26.91])
+    b = Summary.of([25.7, 26.21, 26.5])
+    assert column_digits([a]) == 0
+    assert column_digits([a, b]) == 1
+    assert a.text(column_digits([a, b])) == "26.2 (25.1–26.9)"
+    c = Summary.of([26.0, 26.2, 26.4])
+    d = Summary.of([26.5, 26.6, 26.7])
+    assert column_digits([c, d]) == 1
+    run = load_run(EXAMPLES / "resnet18_pipeline")
+    bls = load_run(EXAMPLES / "resnet18_pipeline_bls")
+    base, bls_base = run.analyses[0].reports[0].summary, bls.analyses[0].reports[0].summary
+    assert baseline_figures(bls_base, [base]).startswith("26.2 (25.1–26.9) infer/s")
+
+
+def test_a_baseline_pick_reads_no_verdict_against_itself() -> None:
+    """Audit: "throughput: no clear difference (+0%, CI +0% to +0%)" for the baseline against
+    itself."""
+    run = load_run(EXAMPLES / "simple_mlp_sweep_blocks")
+    recs = run.recommendations
+    assert recs is not None and recs.latency_pick is not None
+    assert recs.latency_pick.point.variant == "baseline"
+    text = "\n".join(
+        recommendations_section(recs, [r.summary for a in run.analyses for r in a.reports])
+    )
+    assert "No verdict against the baseline: the pick is the baseline configuration itself." in text
+    assert "+0%, CI +0% to +0%" not in text
+    assert "Verdicts against the baseline at the same load: throughput: higher" in text
+
+
+def test_the_latency_picks_open_loop_quote_skips_a_rate_not_kept_up() -> None:
+    """Audit: the closed-loop pick quoted its configuration's p99 under Poisson arrivals at
+    2,705 req/s, a point excluded because perf_analyzer could not keep that rate up."""
+    recs = load_run(EXAMPLES / "simple_mlp_sweep").recommendations
+    assert recs is not None
+    line = summary_line(recs)
+    assert "under Poisson arrivals at 2,705 req/s" not in line
+    assert "a higher rate, 2,705 req/s, is left out: perf_analyzer could not keep it up" in line
+    blocks = load_run(EXAMPLES / "simple_mlp_sweep_blocks").recommendations
+    assert blocks is not None
+    assert "is left out: perf_analyzer could not keep it up" not in summary_line(blocks)
+
+
+def test_a_win_inside_the_controls_interval_says_it_may_be_the_processes() -> None:
+    """Audit: "a clear win" at +4% (CI +1% to +9%) where the A/A control at that load read +2%
+    (CI -2% to +7%) between identical copies."""
+    text = _log("simple_mlp_warmup")
+    assert "but the A/A control's interval between identical copies at this load reaches" in text
+    run = load_run(EXAMPLES / "simple_mlp_warmup")
+    floor = next(f for f in run.noise_floors if f.load_key == "grpc_b1_c1")
+    far = compare(
+        "throughput", Summary.of([100.0, 101, 99, 100, 100, 101]), Summary.of([150.0] * 6)
+    )
+    assert far.word.value == "higher"
+    assert within_noise_floor([far], floor) == ""
+    assert within_noise_floor([far], None) == ""
+
+
+def test_a_judgement_names_the_row_it_is_judged_against() -> None:
+    """Audit: "a clear win at this load" against a row's parent, read as against the baseline
+    where that verdict was no clear difference (+39%, CI -34% to +190%)."""
+    text = _log("simple_mlp_sweep")
+    assert "Judgement (against 'batching (5 ms, count=1)', the row it is explained from)" in text
+    for line in text.splitlines():
+        if "Judgement: " in line:
+            assert "Against the baseline:" not in line  # a baseline-referenced row says none
+
+
+def test_the_most_served_line_reads_every_row_and_names_the_rows_left_out() -> None:
+    """Audit: a lead over the next median only, where a like-for-like row was not separated
+    (+6%, CI -18% to +36%); and a table that silently left out the cache configurations."""
+    backends = load_run(EXAMPLES / "resnet18_cnn_backends")
+    line = best_line(backends.efficiencies, backends.summaries)
+    assert "not separated from 'batching (0 ms, count=1), openvino f32'" in line
+    cache = load_run(EXAMPLES / "simple_mlp_cache")
+    line = best_line(cache.efficiencies, cache.summaries)
+    assert "throughput higher than every other row at its load" in line
+    assert "Not in this table" in line and "response cache'" in line
+    demo = load_run(EXAMPLES / "simple_mlp_demo")
+    assert "Not in this table" not in best_line(demo.efficiencies, demo.summaries)
+
+
+def test_load_points_at_several_sequence_lengths_are_stated() -> None:
+    """Audit: the Conditions stated "[batch, 128]" for a run whose loads also sent 32 and 512."""
+    run = load_run(EXAMPLES / "bert_encoder_sweep")
+    keys = [a.load_key for a in run.analyses]
+    lines = "\n".join(sent_lines(run.manifest, keys))
+    assert "the load points sent 32, 128, 512 in the dynamic dims" in lines
+    assert "Sequence lengths" not in "\n".join(sent_lines(run.manifest, keys[:1]))
+    assert "sequence length 32, 128, 512" in _log("bert_encoder_sweep")
+
+
+def test_the_method_doc_states_the_family_wise_control_rule() -> None:
+    """Audit: docs/measuring.md said any control "higher" or "lower" makes the run untrusted,
+    against its own trust table (controls judged together; one flag may be within chance)."""
+    text = (ROOT / "docs" / "measuring.md").read_text()
+    assert 'If the control reads "higher" or\n   "lower", the log says' not in text
+    assert "Controls are judged together" in text
+    assert '"control flag within chance"' in text
