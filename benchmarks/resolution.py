@@ -7,7 +7,9 @@ and reports, per verdict against the baseline: the word, the change, the 95% int
 half-width (exp(h) - 1 of the log-ratio interval), whether it was decided; across runs, the words
 each configuration got; the A/A control's noise floor (block engine); the foreign load the
 interference monitor saw; the measuring time (cells, loads and warm-up, without the serving-path
-probes that feed the cost model) and the command's wall time.
+probes that feed the cost model) and the command's wall time. The pages give each engine's
+trusted runs and, per figure (throughput, p99), whether each verdict kept its word across runs
+(``resolution_trust.py``).
 
 Writes ``OUT/resolution.json`` and ``OUT/resolution.md`` (rewritten after every run, so an
 interrupted benchmark keeps what it measured). Usage:
@@ -25,6 +27,17 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_common, resolution_trust
+
+from resolution_trust import (
+    control_phrase,
+    run_trust,
+    same_words,
+    trust_lines,
+    trusted_runs,
+    words_by_config,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINES = ("blocks", "classic")
@@ -88,9 +101,8 @@ def engine_summary(runs: list[dict[str, Any]], model: str) -> dict[str, Any]:
         for v in r["verdicts"]
         if v["figure"] == "latency_p99" and v["half_width_pct"] is not None
     ]
-    words: dict[str, list[str]] = {}
-    for v in tput:
-        words.setdefault(v["config"], []).append(v["word"])
+    words = words_by_config(mine, "throughput")
+    p99_words = words_by_config(mine, "latency_p99")
     return {
         "runs": len(mine),
         "throughput_verdicts": len(tput),
@@ -102,6 +114,8 @@ def engine_summary(runs: list[dict[str, Any]], model: str) -> dict[str, Any]:
         "p99_half_width_max_pct": max(p99) if p99 else None,
         "words_by_config": words,
         "same_word_every_run": all(len(set(w)) == 1 for w in words.values()),
+        "p99_words_by_config": p99_words,
+        "p99_same_word_every_run": all(len(set(w)) == 1 for w in p99_words.values()),
         "measuring_s": [r["measuring_s"] for r in mine],
         "command_wall_s": [r["command_wall_s"] for r in mine],
     }
@@ -116,27 +130,44 @@ README_END = "<!-- resolution-bench: end -->"
 
 
 def same_word_text(summary: dict[str, Any]) -> str:
-    """yes / no, or "one run" where a single run leaves nothing to agree with."""
+    """Whether each configuration's throughput verdict kept its word across the runs: yes, no
+    (with the words of those that changed, where stored), or "one run" where a single run
+    leaves nothing to agree with."""
     if summary["runs"] < 2:
         return "n/a (one run)"
-    return "yes" if summary["same_word_every_run"] else "no"
+    if summary["same_word_every_run"]:
+        return "yes"
+    if "words_by_config" not in summary:
+        return "no"
+    return str(same_words(summary["words_by_config"], summary["runs"]))
+
+
+def _runs_of(report: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """The stored runs of one "model/engine" key."""
+    model, engine = key.split("/")
+    return [r for r in report["runs"] if r["model"] == model and r["engine"] == engine]
 
 
 def summary_table(report: dict[str, Any]) -> list[str]:
-    """The summary table, as resolution.md and the README show it."""
+    """The summary table, as resolution.md and the README show it: each engine's trusted runs,
+    and whether the verdicts kept their word across runs, throughput and p99 apart."""
     lines = [
-        "| model | engine | runs | throughput verdicts decided | median half-width | max "
-        "half-width | no interval | same word every run | p99 median / max half-width | "
-        "measuring s | command s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| model | engine | runs | trusted runs | throughput verdicts decided | throughput median "
+        "half-width | throughput max half-width | throughput no interval | same throughput word "
+        "every run | same p99 word every run | p99 median / max half-width | measuring s | "
+        "command s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for key, s in report["summary"].items():
         model, engine = key.split("/")
+        runs = _runs_of(report, key)
+        p99_words = s.get("p99_words_by_config") or words_by_config(runs, "latency_p99")
         lines.append(
-            f"| {model} | {engine} | {s['runs']} | {s['throughput_decided']} of "
+            f"| {model} | {engine} | {s['runs']} | {trusted_runs(runs)} | "
+            f"{s['throughput_decided']} of "
             f"{s['throughput_verdicts']} | {_pct(s['throughput_half_width_median_pct'])} | "
             f"{_pct(s['throughput_half_width_max_pct'])} | {s['throughput_without_interval']} | "
-            f"{same_word_text(s)} | "
+            f"{same_word_text(s)} | {same_words(p99_words, s['runs'])} | "
             f"{_pct(s['p99_half_width_median_pct'])} / {_pct(s['p99_half_width_max_pct'])} | "
             f"{', '.join(f'{x:.0f}' for x in s['measuring_s'])} | "
             f"{', '.join(f'{x:.0f}' for x in s['command_wall_s'])} |"
@@ -145,17 +176,14 @@ def summary_table(report: dict[str, Any]) -> list[str]:
 
 
 def aa_lines(report: dict[str, Any]) -> list[str]:
-    """One line per block-engine run: its A/A control's throughput verdict."""
-    out = []
-    for run in report["runs"]:
-        for f in run["aa_control"]:
-            t = f["throughput"]
-            low, high = t["ci95_change_pct"] or (None, None)
-            interval = "" if low is None else f", CI {low:+.1f}% to {high:+.1f}%"
-            out.append(
-                f"{run['model']} run {run['run']}: {t['word']} ({t['change_pct']:+.1f}%{interval})"
-            )
-    return out
+    """One line per block-engine run: its A/A control's throughput and p99 verdicts (the run's
+    trust reads both)."""
+    return [
+        f"{run['model']} run {run['run']}: throughput {control_phrase(f['throughput'])}, p99 "
+        f"{control_phrase(f['latency_p99'])}"
+        for run in report["runs"]
+        for f in run["aa_control"]
+    ]
 
 
 TARGET_MEDIAN_PCT, TARGET_MAX_PCT, TARGET_MEASURING_S, AA_BAND_PCT = 5.0, 10.0, 250.0, 5.0
@@ -175,7 +203,9 @@ def findings(report: dict[str, Any]) -> list[str]:
             f"{_pct(blocks['throughput_half_width_median_pct'])} with the block engine against "
             f"{_pct(classic['throughput_half_width_median_pct'])} with the classic one; widest "
             f"{_pct(blocks['throughput_half_width_max_pct'])} against "
-            f"{_pct(classic['throughput_half_width_max_pct'])}."
+            f"{_pct(classic['throughput_half_width_max_pct'])}; trusted runs "
+            f"{trusted_runs(_runs_of(report, 'simple_mlp/blocks'))} against "
+            f"{trusted_runs(_runs_of(report, 'simple_mlp/classic'))}."
         )
 
     def met(ok: bool) -> str:
@@ -199,9 +229,10 @@ def findings(report: dict[str, Any]) -> list[str]:
         and -AA_BAND_PCT <= c["change_pct"] <= AA_BAND_PCT
     ]
     out.append(
-        f"Demo targets (block engine, {blocks['runs']} runs): every throughput verdict decided "
-        f"({blocks['throughput_decided']} of {blocks['throughput_verdicts']}) with the same word "
-        f"in every run: {met(all_decided and blocks['same_word_every_run'])}; "
+        f"Demo targets (block engine, {blocks['runs']} runs, trusted "
+        f"{trusted_runs(demo_runs)}): every throughput verdict decided "
+        f"({blocks['throughput_decided']} of {blocks['throughput_verdicts']}) with the same "
+        f"throughput word in every run: {met(all_decided and blocks['same_word_every_run'])}; "
         f"median half-width <= {TARGET_MEDIAN_PCT:g}% ({_pct(median)}): "
         f"{met(median is not None and median <= TARGET_MEDIAN_PCT)}; none over "
         f"{TARGET_MAX_PCT:g}% ({_pct(widest)}): "
@@ -248,8 +279,8 @@ def control_chance_line(controls: list[dict[str, Any]]) -> str:
     n = len(controls)
     chance = 100 * (1 - 0.95**n)
     line = (
-        f"A/A controls told apart: {told} of {n}; with every interval at 95% and nothing but "
-        f'noise between the two, at least one of {n} reads "higher" or "lower" '
+        f"A/A controls told apart in throughput: {told} of {n}; with every interval at 95% and "
+        f'nothing but noise between the two, at least one of {n} reads "higher" or "lower" '
         f"{chance:.0f}% of the time."
     )
     pooled = pooled_control(controls)
@@ -319,6 +350,8 @@ def render_md(report: dict[str, Any]) -> str:
         "",
         *summary_table(report),
     ]
+    if doubts := trust_lines(report):
+        lines += ["", "Trust of each run that is not quiet:", "", *doubts]
     lines += ["", "## Every run", ""]
     for run in report["runs"]:
         lines += [
@@ -333,11 +366,10 @@ def render_md(report: dict[str, Any]) -> str:
             )
         for f in run["aa_control"]:
             lines.append(
-                f"- A/A control: throughput {f['throughput']['word']} "
-                f"({f['throughput']['change_pct']:+.1f}%, CI "
-                f"{f['throughput']['ci95_change_pct'][0]:+.1f}% to "
-                f"{f['throughput']['ci95_change_pct'][1]:+.1f}%)"
+                f"- A/A control: throughput {control_phrase(f['throughput'])}; p99 "
+                f"{control_phrase(f['latency_p99'])}"
             )
+        lines.append(f"- Trust: {run_trust(run).text()}")
         if run["foreign_cores_max"] is not None:
             lines.append(
                 f"- Foreign CPU per cell: median {run['foreign_cores_median']:.2f}, max "

@@ -47,6 +47,30 @@ def _pick(tune_dir: Path, which: str = "pick") -> dict[str, Any]:
     return dict(data[which])
 
 
+def _pick_quote(tune_dir: Path) -> str:
+    """A tune's pick as its log quotes it: each figure's median with the range of its repeats
+    ('4,635 (2,237–7,136) infer/s, p99 7.68 (5.30–22.05) ms'), and, where the pick's p99 went
+    over the budget in a repeat, in how many (issue 36 audit: a pick quoted by its medians alone
+    hid a 3.2x throughput range and a repeat over the budget)."""
+    from tritonlab.decisions.tune_record import TunePick
+    from tritonlab.report.tune_section import figure_span, over_budget_line
+
+    pick = TunePick.from_dict(_pick(tune_dir))
+    thr = figure_span(pick.throughput_infer_per_s, pick.repeats, 1.0, 0) or "n/a"
+    p99 = figure_span(pick.latency_p99_us, pick.repeats, 1000.0, 2) or "n/a"
+    text = f"{thr} infer/s, p99 {p99} ms (median and range of {pick.repeats} repeats)"
+    if not pick.meets_p99_budget_every_repeat:
+        text += f"; {over_budget_line(pick)}"
+    return text
+
+
+def _budget(tune_dir: Path) -> str:
+    """'p99 budget 20 ms', from the tune's stored settings ('p99 budget' without one)."""
+    data = json.loads((tune_dir / "results" / "tune.json").read_text())
+    budget_us = (data.get("settings") or {}).get("p99_budget_us")
+    return "p99 budget" if budget_us is None else f"p99 budget {budget_us / 1000:g} ms"
+
+
 def _trust(run_dir: Path) -> Any:
     """The run's trust (``tritonlab.stats.run_trust.RunTrust``, the record its log states)."""
     from tritonlab.report.run_data import load_run
@@ -82,19 +106,23 @@ def _separated(tune_dir: Path) -> tuple[bool, str]:
     if data.get("verdict") is None:
         return False, f"{name} raced no runner-up"
     verdict = VerdictRecord.from_dict(data["verdict"])
+    # the race's verdict in the log's words, with its pairs where they are few
+    race = verdict.phrase() + _pairs(
+        verdict.pairs, verdict.method, verdict.ci95_change_pct is not None
+    )
     pick, runner = data["pick"], data.get("runner_up") or {}
     # a race in a run that is not to be trusted decides nothing, and its quote says why
     trusted, doubt = _trust(tune_dir).trusted, _caveat(tune_dir, name)
     if data.get("tie_break") and pick.get("concurrency") != runner.get("concurrency"):
         return False, (
-            f"{name}'s race did not separate its pick from its runner-up ({verdict.phrase()}), "
+            f"{name}'s race did not separate its pick from its runner-up ({race}), "
             f"and its tie-break compared p99 at concurrency {pick.get('concurrency')} against "
             f"{runner.get('concurrency')}, which measures the load{doubt}"
         )
     if data.get("tie_break"):
         return trusted, f"{name} broke a tie on the other figure ({data['tie_break']}){doubt}"
     clear = verdict.reading.value in ("higher", "lower")
-    return clear and trusted, f"{name}'s runner-up against its pick: {verdict.phrase()}{doubt}"
+    return clear and trusted, f"{name}'s runner-up against its pick: {race}{doubt}"
 
 
 def _knobs(pick: dict[str, Any]) -> dict[str, Any]:
@@ -171,6 +199,74 @@ def _figure(value: float | None, unit: str) -> str:
     return f"{value / 1000:,.2f} ms" if unit == "ms" else f"{value:,.0f} {unit}"
 
 
+def _pairs(pairs: int, method: str, has_interval: bool) -> str:
+    """' over 2 pairs (a t-interval, 1 degree of freedom)' where a verdict's interval rests on
+    fewer than ``robust.MIN_BLOCKS`` pairs (below it the interval is a Student t-interval on the
+    pairs' log-ratios, not the signed-rank one), ' (unpaired)' where it paired none; '' from
+    ``MIN_BLOCKS`` pairs on or without an interval (issue 36 audit: "+3365%, CI +1915% to
+    +5857%" quoted without saying it rests on 2 pairs, a t-interval with 1 degree of freedom)."""
+    from tritonlab.stats.robust import MIN_BLOCKS
+
+    if not has_interval or pairs >= MIN_BLOCKS:
+        return ""
+    if pairs == 0:
+        return " (unpaired)"
+    text = f" over {pairs} pair{'s' if pairs != 1 else ''}"
+    if "t-interval" in method:
+        dof = pairs - 1
+        text += f" (a t-interval, {dof} degree{'s' if dof != 1 else ''} of freedom)"
+    return text
+
+
+def _verdict(verdict: Any) -> str:
+    """A verdict of the compare run in the log's words, with its pairs where they are few."""
+    return verdict.phrase() + _pairs(verdict.pairs, verdict.method, verdict.has_interval)
+
+
+def _spans(rows: list[Any], attr: str, scale: float, digits: int) -> list[str]:
+    """Each row's figure ``attr`` (a ``Summary``) divided by ``scale`` as 'median (low–high)',
+    one column's digits for all (``column_digits``), with how many repeats hold a value where
+    fewer than the row measured (an unstable repeat has no p99): '126.48 (107.64–145.33), 2 of
+    6 repeats' (issue 36 audit: a p99 median of 6.00 ms hid a repeat at 951.7 ms)."""
+    from tritonlab.stats.summary import Summary, column_digits
+
+    figures = [getattr(s, attr) for s in rows]
+    scaled = [Summary.of([v / scale for v in x.values], x.rounds) for x in figures]
+    shown = column_digits(scaled, digits)
+    return [
+        x.text(shown) + (f", {x.n} of {s.repeat_count} repeats" if x.n < s.repeat_count else "")
+        for s, x in zip(rows, scaled, strict=True)
+    ]
+
+
+def _unstable_rows(summaries: list[Any], labels: dict[str, str]) -> list[str]:
+    """'`baseline` under the trace, 3 of 6' for every row with fewer stable repeats than it
+    measured, in table order (issue 36 audit: the run's trust names only the worst one)."""
+    return [
+        f"`{s.variant.name}` under {labels[s.load_key]}, {s.stable_count} of {s.repeat_count}"
+        for s in summaries
+        if s.stable_count < s.repeat_count
+    ]
+
+
+def _compare_note(run_dir: Path, summaries: list[Any], labels: dict[str, str]) -> str:
+    """The compare run's trust note (``_doubt``) and every row whose figures rest on fewer
+    stable repeats than it measured, with the counts."""
+    note = _trust(run_dir).note()
+    rows = _unstable_rows(summaries, labels)
+    if not rows:
+        return f" {note}" if note else ""
+    listed = (
+        "Every row with fewer stable repeats than it measured: "
+        + "; ".join(rows)
+        + " (perf_analyzer could not settle the others: a p99 is read from the stable repeats "
+        "only, and an unstable repeat's throughput is the mean of its last 3 windows)."
+    )
+    if note:  # '**Note: ....**'
+        return f" {note[: -len('**')]} {listed}**"
+    return f" **Note: {listed}**"
+
+
 def _why(rows: list[Any], label: str) -> list[str]:
     """What the server's figures say about each row's difference from the first at one load:
     the change in queue and in compute time per request, and which is the larger (computed
@@ -216,6 +312,13 @@ def render(out: Path) -> str:
     trace = next(ld.trace for ld in manifest.plan.loads if ld.trace is not None)
     assert trace is not None
     summaries = summarise(load_cells(compare), manifest.variant_order)
+    loads = list(dict.fromkeys(s.load_key for s in summaries))
+    labels = {
+        key: "the trace"
+        if any(ld.trace and ld.key == key for ld in manifest.plan.loads)
+        else f"concurrency {next(s for s in summaries if s.load_key == key).settings.concurrency}"
+        for key in loads
+    }
     lines = [
         "# A fixed-concurrency pick against the pick under a bursty trace",
         "",
@@ -225,51 +328,46 @@ def render(out: Path) -> str:
         f"- **The trace** (`bursts.csv`, `tritonlab trace generate {' '.join(TRACE)}`): "
         f"{trace.words()}.",
         f"- **Tuned at a fixed concurrency** ([`tune_concurrency/`](tune_concurrency/docs/"
-        f"experiment_log.md), goal throughput, p99 budget): {fixed['description']} at "
-        f"concurrency {fixed['concurrency']}, "
-        f"{_figure(fixed['throughput_infer_per_s']['median'], 'infer/s')}, p99 "
-        f"{_figure(fixed['latency_p99_us']['median'], 'ms')} (medians of {fixed['repeats']})."
-        + _doubt(out / "tune_concurrency"),
+        f"experiment_log.md), goal throughput, {_budget(out / 'tune_concurrency')}): "
+        f"{fixed['description']} at concurrency {fixed['concurrency']}, "
+        f"{_pick_quote(out / 'tune_concurrency')}." + _doubt(out / "tune_concurrency"),
         f"- **Tuned under the trace** ([`tune_trace/`](tune_trace/docs/experiment_log.md), the "
         f"lowest p99 among configurations that carry it, same budget): {traced['description']}, "
-        f"{_figure(traced['throughput_infer_per_s']['median'], 'infer/s')}, p99 "
-        f"{_figure(traced['latency_p99_us']['median'], 'ms')} (medians of {traced['repeats']})."
-        + _doubt(out / "tune_trace"),
+        f"{_pick_quote(out / 'tune_trace')}." + _doubt(out / "tune_trace"),
         "",
         "The fixed-concurrency pick (the first row), the pick under the trace, both tunes' "
         "runner-ups and their start, measured again side by side, interleaved, under both "
         f"loads ([`compare/`](compare/docs/experiment_log.md), {COMPARE_REPEATS} repeats each, "
-        "classic engine; a configuration two of them share is measured once): medians over the "
-        "repeats; queue and compute per request in the server (Triton's statistics); each "
-        "row's verdicts against the first row's, paired by round." + _doubt(compare),
+        "classic engine; a configuration two of them share is measured once): throughput and "
+        "p99 as the median with the range of the repeats, median (low–high); queue and compute "
+        "per request in the server (Triton's statistics) and the mean batch as medians; each "
+        "row's verdicts against the first row's, paired by round (a verdict over fewer than 6 "
+        "pairs says how many: its interval is then a Student t-interval on that many "
+        "log-ratios)." + _compare_note(compare, summaries, labels),
         "",
     ]
-    loads = list(dict.fromkeys(s.load_key for s in summaries))
     for key in loads:
         rows = [s for s in summaries if s.load_key == key]
-        label = (
-            "the trace"
-            if any(ld.trace and ld.key == key for ld in manifest.plan.loads)
-            else (f"concurrency {rows[0].settings.concurrency}")
-        )
+        label = labels[key]
         lines += [
             f"### Under {label} (`{key}`)",
             "",
-            "| configuration | infer/s | p99 | queue µs/request | compute µs/request | mean "
+            "| configuration | infer/s | p99 ms | queue µs/request | compute µs/request | mean "
             "batch | verdict against the first |",
             "|---|---:|---:|---:|---:|---:|---|",
         ]
-        for s in rows:
+        thr_cells = _spans(rows, "throughput", 1.0, 0)
+        p99_cells = _spans(rows, "latency_p99", 1000.0, 2)
+        for s, thr_cell, p99_cell in zip(rows, thr_cells, p99_cells, strict=True):
             verdict = ""
             if s is not rows[0]:
                 thr = compare_figure("throughput", "throughput", rows[0], s)
                 p99 = compare_figure("p99", "latency_p99", rows[0], s)
-                verdict = f"throughput {thr.phrase()}; p99 {p99.phrase()}"
+                verdict = f"throughput {_verdict(thr)}; p99 {_verdict(p99)}"
             lines.append(
-                f"| {s.variant.description} | {_figure(s.throughput.median, '')} | "
-                f"{_figure(s.latency_p99.median, 'ms')} | {_figure(s.queue_us.median, '')} | "
-                f"{_figure(s.compute_us.median, '')} | {s.mean_batch.median or 0:.1f} | "
-                f"{verdict or 'reference'} |"
+                f"| `{s.variant.name}`: {s.variant.description} | {thr_cell} | {p99_cell} | "
+                f"{_figure(s.queue_us.median, '')} | {_figure(s.compute_us.median, '')} | "
+                f"{s.mean_batch.median or 0:.1f} | {verdict or 'reference'} |"
             )
         lines += ["", *_why(rows, label), ""]
     same = _knobs(fixed) == _knobs(traced)

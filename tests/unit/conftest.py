@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
+from tests.script_module import load_script
 from tritonlab.experiments.manifest import Manifest
 from tritonlab.experiments.store import CellResult, load_cells
 from tritonlab.stats.aggregate import VariantSummary, summarise
@@ -39,3 +41,16 @@ def seed_summaries(seed_cells: list[CellResult], plan_order: list[str]) -> list[
 def by_name(seed_summaries: list[VariantSummary]) -> dict[str, VariantSummary]:
     """The recorded summaries by variant name: baseline, batch_5ms_x1, batch_5ms_x2, ..."""
     return {s.variant.name: s for s in seed_summaries}
+
+
+@pytest.fixture(scope="module")
+def trace_script() -> ModuleType:
+    """``scripts/trace_example.py`` as a module."""
+    return load_script("scripts/trace_example.py")
+
+
+@pytest.fixture(scope="module")
+def trace_summary(trace_script: ModuleType) -> str:
+    """The trace example's SUMMARY.md as ``scripts/trace_example.py`` renders it now."""
+    root = Path(__file__).resolve().parents[2]
+    return str(trace_script.render(root / "examples" / "simple_mlp_trace"))

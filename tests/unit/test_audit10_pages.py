@@ -88,23 +88,13 @@ def test_the_compare_log_reads_no_not_comparable_row_as_unmoved() -> None:
 # --- 2 and 3. the trace example's summary ------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def trace_script() -> ModuleType:
-    return load_script("scripts/trace_example.py")
-
-
-@pytest.fixture(scope="module")
-def summary(trace_script: ModuleType) -> str:
-    return str(trace_script.render(TRACE))
-
-
-def test_every_quote_of_a_doubtful_tune_carries_its_trust(summary: str) -> None:
+def test_every_quote_of_a_doubtful_tune_carries_its_trust(trace_summary: str) -> None:
     caveat = load_run(TRACE / "tune_concurrency").trust.caveat()
     assert caveat, "the stored fixed-concurrency tune is not to be trusted (14 of 40 disturbed)"
     doubt = caveat.split(": ", 1)[1]  # '14 of 40 cells were stored disturbed (...)...'
     quotes = [
         line
-        for line in summary.splitlines()
+        for line in trace_summary.splitlines()
         if "tune_concurrency/" in line or "the fixed-concurrency tune" in line
     ]
     assert len(quotes) == 2  # its pick and its race
@@ -112,14 +102,14 @@ def test_every_quote_of_a_doubtful_tune_carries_its_trust(summary: str) -> None:
         assert "not to be trusted" in line and doubt in line, line
 
 
-def test_a_quiet_tune_is_quoted_without_a_doubt(summary: str) -> None:
+def test_a_quiet_tune_is_quoted_without_a_doubt(trace_summary: str) -> None:
     assert load_run(TRACE / "tune_trace").trust.trusted
-    line = next(x for x in summary.splitlines() if "tune_trace/" in x)
+    line = next(x for x in trace_summary.splitlines() if "tune_trace/" in x)
     assert "Note:" not in line
 
 
-def test_rows_not_comparable_are_not_attributed(summary: str) -> None:
-    trace_section = summary.split("### Under the trace", 1)[1]
+def test_rows_not_comparable_are_not_attributed(trace_summary: str) -> None:
+    trace_section = trace_summary.split("### Under the trace", 1)[1]
     for name in ("fixed_runner_up", "trace_runner_up"):
         line = next(x for x in trace_section.splitlines() if x.startswith(f"- `{name}`"))
         assert "the larger change is in" not in line
@@ -128,8 +118,8 @@ def test_rows_not_comparable_are_not_attributed(summary: str) -> None:
     assert "the larger change is in" in start  # a comparable row is still read
 
 
-def test_the_committed_summary_is_the_render(summary: str) -> None:
-    assert (TRACE / "SUMMARY.md").read_text() == summary
+def test_the_committed_summary_is_the_render(trace_summary: str) -> None:
+    assert (TRACE / "SUMMARY.md").read_text() == trace_summary
 
 
 # --- 4. picks at different loads -----------------------------------------------------------------

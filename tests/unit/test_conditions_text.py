@@ -249,10 +249,10 @@ def test_the_sweeps_blocks_and_its_latency_pick_are_said_as_they_were() -> None:
     assert run.recommendations is not None
     summary = summary_line(run.recommendations)
     assert "that is closed loop at concurrency 1: the same configuration under Poisson" in summary
-    assert "the median over the 10 blocks every point has, out of its 27 repeats, and its " in (
+    assert "the median over the 10 blocks every point has, out of its 27 repeats, and 4 of " in (
         summary
     )
-    assert "lowest repeat, 1,180, was under the target" in summary
+    assert "were under the target (the lowest 1,180)" in summary
     tune = load_run(EXAMPLES / "resnet18_pipeline_tune")
     assert "in the order the search took them" in measurement_line(
         tune.manifest.plan, tune.cells, tune=True

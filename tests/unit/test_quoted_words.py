@@ -196,3 +196,97 @@ def test_the_method_doc_states_the_family_wise_control_rule() -> None:
     assert 'If the control reads "higher" or\n   "lower", the log says' not in text
     assert "Controls are judged together" in text
     assert '"control flag within chance"' in text
+
+
+def test_the_baseline_beside_a_ranked_pick_reads_the_same_blocks() -> None:
+    """Audit: a pick's medians over the 10 blocks every point has beside the baseline's over
+    all 28 repeats (7,176 / 2,414 reads +197% where the paired verdict is +212%)."""
+    text = _log("simple_mlp_sweep_blocks")
+    assert "Against the baseline at the same load (2,325 infer/s, p99 8,082 µs, medians over " in (
+        text
+    )
+    assert "the same 10 blocks)" in text
+    assert "medians over the same" not in _log("simple_mlp_sweep")
+
+
+def test_a_latency_pick_says_how_many_repeats_fell_short_of_the_target() -> None:
+    """Audit: "its lowest repeat was under the target" where 4 of the 10 ranked blocks were."""
+    blocks = load_run(EXAMPLES / "simple_mlp_sweep_blocks").recommendations
+    assert blocks is not None and blocks.latency_pick is not None
+    assert (blocks.latency_pick.under_target_ranked, blocks.latency_pick.under_target_repeats) == (
+        4,
+        5,
+    )
+    assert "4 of those 10 blocks (5 of its 27 repeats) were under the target" in summary_line(
+        blocks
+    )
+    classic = load_run(EXAMPLES / "simple_mlp_sweep").recommendations
+    assert classic is not None
+    assert "1 of its 3 repeats was under the target (the lowest 1,789)" in summary_line(classic)
+
+
+def test_a_runner_up_of_the_picks_own_configuration_is_called_so() -> None:
+    """Audit: "not the two configurations at one load" where the runner-up was the pick's own
+    configuration over another protocol and concurrency."""
+    text = _log("simple_mlp_sweep")
+    assert "(one server configuration at two client loads, grpc, batch 1, concurrency 16 and " in (
+        text
+    )
+    assert "this compares operating points, not the two configurations at one load" in text
+
+
+def test_a_sweep_at_several_lengths_counts_what_it_measured_and_ranked() -> None:
+    """Audit: "from 3 measured operating points" where 9 were measured at three lengths."""
+    text = _log("bert_encoder_sweep")
+    assert "From 9 measured operating points, the 3 at the reference sequence length 128 " in (text)
+    assert "From 42 measured operating points (" in _log("simple_mlp_sweep_blocks")
+
+
+def test_a_measured_cell_without_a_p99_is_not_called_unmeasured() -> None:
+    """Audit: "not measured" for a cell measured once, unstable, with no p99."""
+    readme = (EXAMPLES / "resnet18_cnn_tune" / "README.md").read_text()
+    assert "**6 x, batching, max 64, 1 thr**: 17 infer/s and no p99 (1 cell, 1 unstable)" in readme
+    assert "not measured" not in readme
+
+
+def test_the_pages_quote_the_noise_floor_doubt_with_the_verdicts() -> None:
+    """Audit: the warm-up's +4% quoted on the README and docs/results.md without the log's
+    note that the A/A control's interval reaches it."""
+    readme = (EXAMPLES / "simple_mlp_warmup" / "README.md").read_text()
+    assert "; the A/A control's interval at this load reaches this change: tput and p99)" in readme
+    demo = (EXAMPLES / "simple_mlp_demo" / "README.md").read_text()
+    assert "the A/A control's interval at this load reaches" not in demo
+
+
+def test_causes_the_figures_do_not_show_are_not_named() -> None:
+    """Audit: "smaller batches, so each request carries more of an execution's fixed cost"
+    where compute per inference doubled and batch size barely moved it; "although batches did
+    not grow" where they shrank; a queue-delay trap named as the cause of a loss."""
+    tune = _log("resnet18_pipeline_tune")
+    assert "split the waiting requests into smaller batches" not in tune
+    assert "although batches shrank" in tune
+    demo = _log("simple_mlp_demo")
+    assert "that explains no gain, not the loss, which goes with slower executions: compute " in (
+        demo
+    )
+
+
+def test_the_two_in_process_figures_say_what_each_holds() -> None:
+    """Audit: "12 µs the model itself (in-process fit)" beside "13.3 µs fixed + 3.3 µs per
+    sample" in one log, the difference (the null model's call) unsaid."""
+    text = _log("simple_mlp_sweep_blocks")
+    assert "the in-process fit less the null model's own in-process call" in text
+    assert "the empty call a null model also makes included" in text
+
+
+def test_a_results_table_carries_the_noise_floor_doubt_per_figure() -> None:
+    """Audit: docs/results.md quoted the warm-up's +4% (CI +1% to +9%) bare, where the log
+    said the A/A control's interval at that load reaches it."""
+    from tritonlab.explanation.explain import FLOOR_NOTE
+
+    run = load_run(EXAMPLES / "simple_mlp_warmup")
+    at_c1 = next(a for a in run.analyses if a.load_key == "grpc_b1_c1")
+    row = compact_table(at_c1)[3]
+    assert row.count(f"({FLOOR_NOTE})") == 2
+    at_c8 = next(a for a in run.analyses if a.load_key == "grpc_b1_c8")
+    assert FLOOR_NOTE not in "\n".join(compact_table(at_c8))

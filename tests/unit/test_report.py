@@ -130,7 +130,7 @@ def test_experiment_log_verdicts_and_method(built: Built) -> None:
     assert '"not comparable"' in method
     # 3 configurations against the baseline, and batch_5ms_x2 also against batch_5ms_x1.
     assert count_verdicts(built.first.analyses).stated == 8
-    assert "this log states 8 throughput and p99 verdicts" in method
+    assert "the rows of this log state 8 throughput and p99 verdicts" in method
     assert f"about {8 * (1 - CONFIDENCE):.1f} of them" in method
     assert "Adaptive repeats" not in text  # the recorded run planned none
     # The notes carry the verdicts with the interval of the change, worded by it.
@@ -144,7 +144,7 @@ def test_experiment_log_verdicts_and_method(built: Built) -> None:
 
 
 def test_method_lines_count_the_verdicts() -> None:
-    assert "this log states 0 throughput and p99 verdicts" in "\n".join(method_lines())
+    assert "the rows of this log state 0 throughput and p99 verdicts" in "\n".join(method_lines())
     lines = method_lines(VerdictCount(20))
     assert lines[:2] == ["## Method", ""]
     assert "about 1.0 of them would still read higher or lower by chance" in "\n".join(lines)

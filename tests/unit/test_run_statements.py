@@ -144,7 +144,10 @@ def test_multiplicity_counts_only_verdicts_that_could_read_higher_or_lower() -> 
     assert tune.open == 0 and tune.no_verdict == tune.stated
     # Counter-example: every verdict of the seed run has an interval.
     seed = _multiplicity(_log(SEED_RUN))
-    assert "this log states 8 throughput and p99 verdicts, each at" in seed
+    assert (
+        "the rows of this log state 8 throughput and p99 verdicts against the baseline and "
+        "against the row each is explained from, each at"
+    ) in seed
     assert "about 0.4 of them" in seed
 
 
@@ -172,7 +175,7 @@ def test_multiplicity_without_added_rounds_claims_no_stopping_effect() -> None:
     assert "The adaptive rule added no round" in skipped
     assert "approximate" not in skipped and "raises the chance" not in skipped
     seed = _multiplicity(_log(SEED_RUN))  # no adaptive repeats planned at all
-    assert seed.endswith("would still read higher or lower by chance.")
+    assert seed.endswith("are not in this count and carry the same chance each.")
 
 
 # Item 3: no sentence about the run from a file's presence or absence.

@@ -71,6 +71,7 @@ class _Picker:
 
     def __init__(self, pairs: list[tuple[OperatingPoint, VariantSummary]], baseline: str) -> None:
         self.summary = {(p.variant, p.load_key): s for p, s in pairs}
+        self.points = {(p.variant, p.load_key): p for p, _ in pairs}
         self.order = {(p.variant, p.load_key): i for i, (p, _) in enumerate(pairs)}
         self.baseline = baseline
 
@@ -172,7 +173,25 @@ class _Picker:
             baseline=ref,
             baseline_same_load=ref is None or same_offered_load(ref, self.of(best)),
             baseline_over_budget=None if worst is None else worst > budget_us,
+            baseline_point=self.points.get((self.baseline, best.load_key)),
         )
+
+
+def _with_short_repeats(
+    pick: Pick, summary: VariantSummary, target: float, ranked: frozenset[int | str] | None
+) -> Pick:
+    """``pick`` with its repeats under the target load counted, over its ranked blocks and
+    over every repeat."""
+    rounds = summary.throughput.by_round()
+    return dataclasses.replace(
+        pick,
+        under_target_ranked=(
+            sum(v < target for r, v in rounds.items() if r in ranked)
+            if ranked is not None and pick.point.ranked_blocks is not None
+            else None
+        ),
+        under_target_repeats=sum(v < target for v in rounds.values()),
+    )
 
 
 def common_blocks(summaries: list[VariantSummary]) -> frozenset[int | str] | None:
@@ -250,6 +269,9 @@ def recommend(
         carrying = [p for p in eligible if p.throughput_infer_per_s >= target_load_infer_per_s]
         if carrying:
             latency_pick = picker.pick("latency-first", carrying, "p99", budget)
+            latency_pick = _with_short_repeats(
+                latency_pick, picker.of(latency_pick.point), target_load_infer_per_s, ranked
+            )
 
     optima_p99 = optima_tput = None
     if throughput_pick and latency_pick:

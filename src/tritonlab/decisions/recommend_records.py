@@ -182,6 +182,14 @@ class Pick:
     baseline: VariantSummary | None = None  # the baseline at the pick's load key
     baseline_same_load: bool = True  # the baseline's offered load is the pick's
     baseline_over_budget: bool | None = None  # the baseline's worst repeat's p99 > the budget
+    # the baseline as a point at the pick's load: its medians over the blocks the pick's are
+    # (issue 36 audit: a pick's 10-block medians beside the baseline's over all 28 repeats)
+    baseline_point: OperatingPoint | None = None
+    # a latency pick's repeats under the target load: over its ranked blocks (None where its
+    # medians are over every repeat) and over every repeat (issue 36 audit: "its lowest
+    # repeat was under the target" where 4 of the 10 ranked blocks were)
+    under_target_ranked: int | None = None
+    under_target_repeats: int = 0
 
 
 @dataclass(frozen=True)
@@ -301,6 +309,9 @@ class StoredPick(Record):
     runner_up: StoredPoint | None
     runner_up_verdict: VerdictRecord | None
     tie_break: StoredTieBreak | None
+    # a latency pick's repeats under the target load: every repeat, and its ranked blocks
+    repeats_under_target: int | None = later(group="under_target")
+    ranked_blocks_under_target: int | None = later(group="under_target")
 
 
 @dataclass(frozen=True)

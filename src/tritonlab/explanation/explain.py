@@ -165,6 +165,11 @@ def _background(
     return "What do these configuration changes do together: " + ", ".join(names) + "?"
 
 
+# The table's note on a change the A/A control's interval at its load reaches: the pages that
+# quote the row's verdicts carry it (``report.page_tables``).
+FLOOR_NOTE = "the A/A control's interval at this load reaches this change"
+
+
 def _judgement(tput: Verdict, p99: Verdict, server: dict[str, Verdict] | None = None) -> str:
     if tput.word == NOT_COMPARABLE:
         return (
@@ -293,6 +298,13 @@ def explain_variant(
         )
         action = f"{count} from '{reference.variant.description}': {described}."
         note = f"tput {verdicts['throughput'].phrase()}, p99 {verdicts['latency_p99'].phrase()}"
+        reached = [
+            name
+            for name, figure in (("tput", "throughput"), ("p99", "latency_p99"))
+            if within_noise_floor([verdicts[figure]], floor)
+        ]
+        if reached:  # the pages quote this note: it carries the doubt (issue 36 audit)
+            note += f"; {FLOOR_NOTE}: {' and '.join(reached)}"
         tput, p99 = ref_verdicts["throughput"], ref_verdicts["latency_p99"]
         lines = [
             f"Throughput {tput.phrase()}: {subject.throughput.text(unit='infer/s')} against "

@@ -105,7 +105,9 @@ def _fit_sentences(
     with its points (``fit_check``); otherwise how far it misses and the measured points."""
     line = (
         f"Measured in-process, an execution costs {fit.fixed_us:.1f} µs fixed + "
-        f"{fit.per_sample_us:.1f} µs per sample (fitted over the batch sizes below"
+        f"{fit.per_sample_us:.1f} µs per sample (the whole call, the empty call a null model "
+        "also makes included, which the cost model counts in the serving path instead; "
+        "fitted over the batch sizes below"
     )
     check = check_fit(fit.fixed_us, fit.per_sample_us, us_per_execution)
     if check is not None and not check.supports_bound(fit.fixed_share_at_batch_1):

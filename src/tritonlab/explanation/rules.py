@@ -102,6 +102,22 @@ def queue_delay_trap(ctx: RuleContext) -> Finding | None:
     )
 
 
+def _fixed_cost_matters(ctx: RuleContext, slower: bool) -> bool:
+    """Whether smaller batches can be named as costing more per request: the cost model puts
+    the per-inference cost at the smaller batch 10% or more above the larger's; without a
+    model, only where executions were not slower than their batch explains (issue 36 audit:
+    compute per inference doubled, slower executions, where the batch size barely moved it)."""
+    s, r = ctx.subject, ctx.reference
+    b0, b1 = ctx.server_figure(r, "mean_batch").median, ctx.server_figure(s, "mean_batch").median
+    if ctx.cost_model is None or b0 is None or b1 is None or b0 <= 0 or b1 <= 0:
+        return not slower
+    model = ctx.cost_model.for_engine(s.variant.engine)
+    k, threads = s.settings.batch_size, s.variant.intra_op_threads
+    per0 = model.execution_us(b0 / k, k, threads) / b0
+    per1 = model.execution_us(b1 / k, k, threads) / b1
+    return per1 >= 1.1 * per0
+
+
 def _slower_executions(ctx: RuleContext) -> str | None:
     """Evidence that executions took longer than their batch explains, or None: over 25% above
     the cost model's prediction, or (without it) slower although batches did not grow."""
@@ -123,9 +139,8 @@ def _slower_executions(ctx: RuleContext) -> str | None:
             )
         return None
     if before is not None and b0 is not None and b1 <= b0 and after > 1.1 * before:
-        return (
-            f"an execution took {after:,.0f} µs (was {before:,.0f}) although batches did not grow"
-        )
+        grew = "shrank" if b1 < 0.95 * b0 else "did not grow"  # issue 36 audit: said of 7.7->4
+        return f"an execution took {after:,.0f} µs (was {before:,.0f}) although batches {grew}"
     return None
 
 
@@ -180,14 +195,23 @@ def _instances_causes(
         causes.append(
             "the batcher, not the instances, sets the pace: every batch waits out the queue "
             "delay, so the added instances have nothing more to execute"
+            + (
+                # that explains no gain; a loss needs its own figure (issue 36 audit)
+                f"; that explains no gain, not the loss, which goes with slower executions: "
+                f"compute per inference {per_inference.phrase()}"
+                if verdict.word == LOWER and per_inference.word == HIGHER
+                else "; that explains no gain, not the loss: these figures do not show its cause"
+                if verdict.word == LOWER
+                else ""
+            )
         )
     else:
-        if n1 > n0 and batch.word == LOWER:
+        slower = _slower_executions(ctx)
+        if n1 > n0 and batch.word == LOWER and _fixed_cost_matters(ctx, slower is not None):
             causes.append(
                 "the instances split the waiting requests into smaller batches, so each request "
                 "carries more of an execution's fixed cost"
             )
-        slower = _slower_executions(ctx)
         if slower and (waited := _calls_waited(ctx)):
             causes.append(waited)  # the slower executions held their calls' queues
             slower = None

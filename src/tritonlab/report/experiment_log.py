@@ -236,7 +236,8 @@ def _operators_section(
                 f"one request costs {model.execution_us(1):,.0f} µs, of which "
                 f"{model.serving_us(1):,.0f} µs ({share1:.0%}) is the serving path (Triton and "
                 f"the Python backend and its adapter, measured on the null model) and "
-                f"{model.model_us(1):,.1f} µs the model itself (in-process fit); at 8 requests "
+                f"{model.model_us(1):,.1f} µs the model itself (the in-process fit less the "
+                "null model's own in-process call, which the serving path holds); at 8 requests "
                 f"per execution the serving path is still {share8:.0%}. "
                 + (
                     "Here the serving path dominates: what batching amortises is mostly "

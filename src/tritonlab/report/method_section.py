@@ -152,10 +152,13 @@ def multiplicity_line(count: VerdictCount, stopping: str = "") -> str:
         else ""
     )
     return (
-        f"- Multiplicity: this log states {count.stated} throughput and p99 verdicts{which}, "
+        f"- Multiplicity: the rows of this log state {count.stated} throughput and p99 "
+        f"verdicts against the baseline and against the row each is explained from{which}, "
         f"each at {level} two-sided, with no correction: if nothing differed at all, about "
         f"{count.open * (1 - CONFIDENCE):.1f} of them would still read higher or lower by "
-        "chance." + (f" {stopping}" if stopping else "")
+        "chance. The comparisons the rules, picks, knees and other sections add between "
+        "rows are not in this count and carry the same chance each."
+        + (f" {stopping}" if stopping else "")
     )
 
 

@@ -9,7 +9,7 @@ where step `cnn` queued 245,823 µs, 82% of the latency).
 
 from __future__ import annotations
 
-from tritonlab.explanation.explain import Analysis, VariantReport
+from tritonlab.explanation.explain import FLOOR_NOTE, Analysis, VariantReport
 from tritonlab.report.text_format import num
 from tritonlab.stats.aggregate import VariantSummary
 from tritonlab.stats.summary import Summary, column_digits
@@ -18,6 +18,13 @@ from tritonlab.stats.summary import Summary, column_digits
 def _phrase(report: VariantReport, figure: str) -> str:
     verdict = report.verdicts.get(figure)
     return "—" if verdict is None else verdict.phrase()
+
+
+def _doubt(report: VariantReport, name: str) -> str:
+    """' (the A/A control's interval ...)' where the row's note says the control's interval at
+    its load reaches this figure's change ("tput" or "p99"); else ''."""
+    _, _, reached = report.note.partition(f"{FLOOR_NOTE}: ")
+    return f" ({FLOOR_NOTE})" if name in reached.split(";")[0].split(" and ") else ""
 
 
 def compact_table(analysis: Analysis, step: str | None = None) -> list[str]:
@@ -35,7 +42,10 @@ def compact_table(analysis: Analysis, step: str | None = None) -> list[str]:
     for i, r in enumerate(analysis.reports):
         s = r.summary
         verdicts = (
-            "— | —" if i == 0 else f"{_phrase(r, 'throughput')} | {_phrase(r, 'latency_p99')}"
+            "— | —"
+            if i == 0
+            else f"{_phrase(r, 'throughput')}{_doubt(r, 'tput')} | "
+            f"{_phrase(r, 'latency_p99')}{_doubt(r, 'p99')}"
         )
         queue, batch = _server(s, step)
         lines.append(

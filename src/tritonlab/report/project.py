@@ -19,6 +19,7 @@ from tritonlab.perf.settings import PerfSettings
 from tritonlab.report.conditions_text import uneven_repeats_note
 from tritonlab.run_layout import RunLayout
 from tritonlab.server.locate import ServerInstall
+from tritonlab.stats.aggregate import VariantSummary
 
 if TYPE_CHECKING:
     from tritonlab.report.run_data import RunData
@@ -266,16 +267,28 @@ def project_readme(run: RunData) -> str:
             lines += [caution, ""]
         for report in analysis.reports:
             s = report.summary
-            tput, p99 = s.throughput.median, s.latency_p99.median
-            lines.append(
-                f"- **{s.variant.description}**: "
-                f"{tput:,.0f} infer/s, p99 {p99:,.0f} µs ({report.note})."
-                if tput is not None and p99 is not None
-                else f"- **{s.variant.description}**: not measured."
-            )
+            lines.append(f"- **{s.variant.description}**: {_figures(s, report.note)}.")
         lines.append("")
     lines += ["Why each number moved is explained in `docs/experiment_log.md`.", ""]
     return "\n".join(lines)
+
+
+def _figures(s: VariantSummary, note: str) -> str:
+    """A row's throughput and p99 with the table's note; a figure a cell could not give is
+    said as such (issue 36 audit: "not measured" for a measured cell perf_analyzer marked
+    unstable, with no p99)."""
+    tput, p99 = s.throughput.median, s.latency_p99.median
+    if tput is not None and p99 is not None:
+        return f"{tput:,.0f} infer/s, p99 {p99:,.0f} µs ({note})"
+    if not s.cells:
+        return "not measured"
+    unstable = sum(not c.perf.stable for c in s.cells)
+    cells = f"{len(s.cells)} cell{'s' if len(s.cells) != 1 else ''}" + (
+        f", {unstable} unstable" if unstable else ""
+    )
+    if tput is None:
+        return f"measured ({cells}) without a throughput or p99 to quote"
+    return f"{tput:,.0f} infer/s and no p99 ({cells}), so no verdict"
 
 
 def write_project_files(

@@ -66,6 +66,20 @@ def _pick(title: str, pick: Pick | None, missing: str, recs: Recommendations) ->
     return lines
 
 
+def _points_count(recs: Recommendations, summaries: list[VariantSummary]) -> str:
+    """'42 measured operating points', or with several sequence lengths how many were measured
+    and how many (the reference length's) are ranked (issue 36 audit: "from 3 measured
+    operating points" where 9 were measured at three lengths)."""
+    lengths = recs.lengths
+    if lengths is None or not lengths.others:
+        return f"{len(recs.points)} measured operating points"
+    return (
+        f"{len(summaries)} measured operating points, the {len(recs.points)} at the reference "
+        f"sequence length {lengths.reference} ranked (lengths "
+        f"{', '.join(str(n) for n in lengths.others)} left out of the ranking)"
+    )
+
+
 def _medians_over(recs: Recommendations) -> str:
     """What the points' medians are over: every repeat, or the blocks every point has."""
     ranked = {p.ranked_blocks for p in recs.points if p.ranked_blocks is not None}
@@ -226,7 +240,7 @@ def recommendations_section(recs: Recommendations, summaries: list[VariantSummar
         "## Recommendations",
         "",
         f"Latency budget (p99): {budget}; target load: {target}. From "
-        f"{len(recs.points)} measured operating points ({_medians_over(recs)}), "
+        f"{_points_count(recs, summaries)} ({_medians_over(recs)}), "
         f"{len(recs.excluded)} of them excluded; machine-readable in "
         "`results/recommendations.json`.",
         "",

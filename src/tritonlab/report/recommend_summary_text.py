@@ -172,8 +172,8 @@ def summary_line(recs: Recommendations) -> str:
             f"'{p.description}' for latency-first use (p99 {p.latency_p99_us:,.0f} µs while "
             f"carrying {p.throughput_infer_per_s:,.0f} infer/s, target {target:,.0f}"
             + (
-                f"; that figure is {p.medians_words}, and its lowest repeat, {low:,.0f}, "
-                "was under the target"
+                f"; that figure is {p.medians_words}, and {_short_words(recs.latency_pick)} "
+                f"under the target (the lowest {low:,.0f})"
                 if (low := p.throughput_low_infer_per_s) is not None and low < target
                 else ""
             )
@@ -199,6 +199,18 @@ def summary_line(recs: Recommendations) -> str:
         f"{action}; chose {' and '.join(choices)}: {_two_goals(recs)}.{blocks}"
         f"{controls}{doubt_sentence(recs)}"
     )
+
+
+def _short_words(pick: Pick) -> str:
+    """How many of a latency pick's repeats fell under the target load, e.g. "4 of those 10
+    blocks (5 of its 27 repeats) were" or "1 of its 3 repeats was"."""
+    p, every = pick.point, pick.under_target_repeats
+    if pick.under_target_ranked is not None and p.ranked_blocks is not None:
+        return (
+            f"{pick.under_target_ranked} of those {p.ranked_blocks} blocks ({every} of its "
+            f"{p.repeats} repeats) were"
+        )
+    return f"{every} of its {p.repeats} repeats {'was' if every == 1 else 'were'}"
 
 
 def _under_arrivals(recs: Recommendations, pick: OperatingPoint) -> str:
@@ -287,6 +299,14 @@ def pick_dict(pick: Pick, recs: Recommendations) -> dict[str, Any]:
         "runner_up": pick.runner_up.to_dict() if pick.runner_up else None,
         "runner_up_verdict": pick.runner_up_verdict.to_dict() if pick.runner_up_verdict else None,
         "tie_break": tie_break_dict(pick.tie_break) if pick.tie_break else None,
+        **(
+            {
+                "repeats_under_target": pick.under_target_repeats,
+                "ranked_blocks_under_target": pick.under_target_ranked,
+            }
+            if pick.kind == "latency-first"
+            else {}
+        ),
     }
 
 

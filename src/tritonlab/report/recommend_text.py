@@ -57,6 +57,11 @@ def points_note(a: OperatingPoint, b: OperatingPoint) -> str:
     audit: a pick at concurrency 16 "beat" its runner-up at 8, which led at 8)."""
     if a.load_key == b.load_key:
         return ""
+    if a.variant == b.variant:  # one server configuration: the difference is the client's
+        return (
+            f" (one server configuration at two client loads, {a.load_label} and "
+            f"{b.load_label}: this compares the loads, not two configurations)"
+        )
     return (
         f" (the two at different loads, {a.load_label} and {b.load_label}: this compares "
         "operating points, not the two configurations at one load)"
@@ -199,10 +204,21 @@ def _baseline_sentence(pick: Pick) -> str:
             f"{verdicts['latency_p99'].phrase()}; the baseline's p99 there was "
             f"{ref.latency_p99.text(unit='µs')}."
         )
+    base = pick.baseline_point
+    tput, p99 = (
+        (base.throughput_infer_per_s, base.latency_p99_us)
+        if base is not None
+        else (ref.throughput.median or 0.0, ref.latency_p99.median or 0.0)
+    )
+    over = (
+        f", medians over the same {p.ranked_blocks} blocks"
+        if p.ranked_blocks is not None and base is not None
+        else ""
+    )
     return (
-        f"Against the baseline at the same load ({ref.throughput.median or 0:,.0f} infer/s, "
-        f"p99 {ref.latency_p99.median or 0:,.0f} µs): throughput "
-        f"{verdicts['throughput'].phrase()}, p99 {verdicts['latency_p99'].phrase()}."
+        f"Against the baseline at the same load ({tput:,.0f} infer/s, p99 {p99:,.0f} µs{over}): "
+        f"throughput {verdicts['throughput'].phrase()}, p99 {verdicts['latency_p99'].phrase()} "
+        "(paired over every block both have)."
     )
 
 

@@ -133,7 +133,8 @@ def tune_section(
         )
         + "; move: a neighbour the figures argue for; race: interleaved repeats of the close "
         "contenders, which with each one's search-phase cell decide the pick: the median "
-        "of every repeat at the point)."
+        "of every repeat at the point). The why column is the search's own reason, stored in "
+        "`results/tune.json` when it took the step: it read only the figures measured by then."
         + (
             f" In this pipeline the path's queue, compute and batch figures are step "
             f"`{pipeline_step}`'s own, which steer the search; the results tables below hold "
