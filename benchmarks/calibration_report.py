@@ -372,7 +372,12 @@ def packaged_rates(report: dict[str, Any]) -> dict[str, Any]:
         "intervals": report["coverage"]["intervals"],
         "covered": report["coverage"]["covered"],
         "power": [
-            {k: p[k] for k in ("reference_change_pct", "trials", "detected")}
+            {
+                **{k: p[k] for k in ("reference_change_pct", "trials", "detected", "blocks")},
+                "by_blocks": [
+                    {"blocks": b["blocks"], "detected": b["detected"]} for b in p["by_blocks"]
+                ],
+            }
             for p in report["power"]
         ],
         "process_term": report["process_term_shipped"]["term"],

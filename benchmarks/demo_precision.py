@@ -17,6 +17,13 @@ interference monitor re-measured or stored as disturbed, and the measuring time 
 and warm-up). A run meets the target when the median of its throughput half-widths is at most
 5%, the widest at most 10%, and it measured for at most 250 s.
 
+The runs' agreement (``demo_agreement.py``): the same configuration's change against the
+baseline is estimated afresh in each run, so the page sets, per condition, each configuration's
+estimates and intervals from every run side by side and says in how many verdicts
+(configuration and figure) the runs' intervals did not overlap, and how far a run's estimate
+fell outside another run's interval: a run's half-width is its own interval's, not the spread
+between fresh runs.
+
 Writes ``OUT/demo_precision.{json,md}`` (rewritten after every run; ``--render`` writes the
 ``.md`` again from the ``.json``). Usage:
     python benchmarks/demo_precision.py --out benchmarks/results [--runs 3]
@@ -32,6 +39,10 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # demo_agreement, bench_common
+
+from demo_agreement import agreement_lines, agreement_table  # the runs' agreement
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = ".tritonlab-demo-precision-bench"
@@ -101,7 +112,8 @@ def render_md(report: dict[str, Any]) -> str:
             f"{r['cells_remeasured_disturbed']} / {r['cells_stored_disturbed']} | "
             f"{_trusted(r)} | {'yes' if s['met_target'] else 'no: ' + missed(r)} |"
         )
-    return "\n".join([*lines, "", *summary_table(report)]) + "\n"
+    tables = [*summary_table(report), "", *agreement_table(report, CONDITIONS)]
+    return "\n".join([*lines, "", *tables]) + "\n"
 
 
 def _trusted(run: dict[str, Any]) -> str:
@@ -188,7 +200,7 @@ def summary_table(report: dict[str, Any]) -> list[str]:
             f"| {condition} | {len(runs)} | {met} of {len(runs)} | {trusted_runs(runs)} | "
             f"±{statistics.median(medians):.1f}% | {min(seconds):.0f}-{max(seconds):.0f} s |"
         )
-    return lines
+    return [*lines, "", *agreement_lines(report, CONDITIONS)]
 
 
 def main() -> None:
@@ -204,7 +216,6 @@ def main() -> None:
         stored = json.loads((args.out / "demo_precision.json").read_text())
         (args.out / "demo_precision.md").write_text(render_md(stored))
         return
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     from bench_common import fresh_folder, report_header
     from resolution import summarise_run
 

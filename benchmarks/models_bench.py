@@ -9,6 +9,12 @@ and the control inputs' values chosen (the manifest's inputs), the headline thro
 against the baseline, the command's wall time, and for a failed run its last line on stderr. It
 also checks that no ``tritonserver`` of the run is left behind.
 
+Each run's trust (``tritonlab.stats.run_trust.RunTrust``, what its log states: its A/A control,
+the cells stored disturbed) is stored beside its verdicts and quoted in the table; a run stored
+before it was (the committed ``models.json`` keeps only its disturbed-cell count) is said to
+have none, and its verdicts near the noise floor (the interval's nearer end within 1% of zero)
+are named as ones that may be noise (issue 36 audit).
+
 Writes ``OUT/models.json`` and ``OUT/models.md`` (rewritten after every model), and after the
 whole corpus the table in docs/models.md (between its markers; ``--render`` writes both again
 from the stored JSON, and a unit test checks they are in step). Usage:
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import time
@@ -29,6 +36,13 @@ ROOT = Path(__file__).resolve().parent.parent
 MARKER = ".tritonlab-models-bench"
 # A model is given this long (the longest default run measured here took about a third of it).
 RUN_TIMEOUT_S = 1800
+# A verdict whose interval's nearer end is this close to zero (%) sits near the noise floor.
+NEAR_FLOOR_PCT = 1.0
+# A stored throughput phrase, e.g. "instances_2: lower (-3%, CI -5% to -0.1%)".
+_PHRASE = re.compile(
+    r"^(?P<config>[^:]+): (?P<word>higher|lower) \((?P<change>[+-][\d.]+)%, "
+    r"CI (?P<low>[+-][\d.]+)% to (?P<high>[+-][\d.]+)%\)$"
+)
 
 
 def _leftover_servers(folder: Path) -> int:
@@ -52,12 +66,20 @@ def summarise_model(folder: Path) -> dict[str, Any]:
 
     run = load_run(folder)
     inputs = run.manifest.inputs
-    words = []
+    words, verdicts = [], []
     for analysis in run.analyses:
         for report in analysis.reports[1:]:
             verdict = report.verdicts.get("throughput")
             if verdict is not None and not report.summary.variant.control:
                 words.append(f"{report.summary.variant.name}: {verdict.phrase()}")
+                verdicts.append(
+                    {
+                        "config": report.summary.variant.name,
+                        "word": verdict.word.value,
+                        "change_pct": verdict.change_pct,
+                        "ci95_pct": verdict.ci95_change_pct,
+                    }
+                )
     return {
         "served": bool(run.infer_checks),
         "checked_against": sorted({c.reference for c in run.infer_checks}),
@@ -74,6 +96,10 @@ def summarise_model(folder: Path) -> dict[str, Any]:
         ],
         "inputs": inputs.describe() if inputs else [],
         "throughput": words,
+        # the same verdicts' figures (the noise-floor check reads their unrounded ends)
+        "throughput_verdicts": verdicts,
+        # the run's trust, as its log states it (its A/A control, the cells stored disturbed)
+        "trust": run.trust.to_dict(),
         # the interference monitor: cells stored disturbed (other work on the machine)
         "cells_stored_disturbed": sum(
             1 for c in run.cells if c.interference is not None and c.interference.disturbed
@@ -124,8 +150,8 @@ def table_lines(report: dict[str, Any]) -> list[str]:
     """The table of every model and the line that counts them."""
     lines = [
         "| model | kind | from | served | cells | sizes and values | throughput vs baseline "
-        "| time |",
-        "|---|---|---|---|---|---|---|---|",
+        "| trust | time |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in report["models"]:
         if r["rc"] != 0:
@@ -142,7 +168,7 @@ def table_lines(report: dict[str, Any]) -> list[str]:
                 cells += f" ({r['cells_stored_disturbed']} disturbed)"
         lines.append(
             f"| {r['name']} | {r['kind']} | `{r['package']}=={r['version']}` | {served} | {cells} "
-            f"| {sizes} | {words} | {r['wall_s']:.0f} s |"
+            f"| {sizes} | {words} | {trust_text(r)} | {r['wall_s']:.0f} s |"
         )
     disturbed = sum(r.get("cells_stored_disturbed") or 0 for r in report["models"])
     ok = sum(1 for r in report["models"] if r["rc"] == 0 and r.get("cells"))
@@ -156,6 +182,89 @@ def table_lines(report: dict[str, Any]) -> list[str]:
         f"as disturbed (other work on the machine): {disturbed} of "
         f"{sum(r.get('cells') or 0 for r in report['models'])}.",
     ]
+
+
+def trust_text(entry: dict[str, Any]) -> str:
+    """The run's trust state as its log states it ('quiet', 'control flagged', ...), 'not
+    stored' for a run stored before it was, '-' for a run that measured nothing."""
+    if entry["rc"] != 0:
+        return "-"
+    if entry.get("trust") is None:
+        return "not stored"
+    from tritonlab.stats.run_trust import RunTrust
+
+    return RunTrust.from_dict(entry["trust"]).state
+
+
+def _nearer_end(word: str, low: float, high: float) -> float:
+    """The end of a "higher" or "lower" interval nearer zero."""
+    return low if word == "higher" else high
+
+
+def near_floor(entry: dict[str, Any]) -> list[str]:
+    """The run's throughput verdicts that read a difference whose interval's nearer end lies
+    within ``NEAR_FLOOR_PCT`` of zero, as the table quotes them: from the stored figures where
+    the run has them, else from the stored phrase (its ends as printed)."""
+    found = []
+    figures = entry.get("throughput_verdicts")
+    for i, phrase in enumerate(entry.get("throughput") or []):
+        if figures is not None:
+            v = figures[i]
+            if v["word"] not in ("higher", "lower") or not v.get("ci95_pct"):
+                continue
+            end = _nearer_end(v["word"], *v["ci95_pct"])
+        else:
+            m = _PHRASE.match(phrase)
+            if m is None:
+                continue
+            end = _nearer_end(m["word"], float(m["low"]), float(m["high"]))
+        if abs(end) <= NEAR_FLOOR_PCT:
+            found.append(phrase)
+    return found
+
+
+def trust_lines(report: dict[str, Any]) -> list[str]:
+    """Under the table: which runs' trust was not stored, and their verdicts near the noise
+    floor that may be noise; each stored trust's caveat (a doubt travels with its verdicts)."""
+    from tritonlab.stats.run_trust import RunTrust
+
+    measured = [r for r in report["models"] if r["rc"] == 0]
+    missing = [r for r in measured if r.get("trust") is None]
+    lines = []
+    if missing:
+        which = (
+            f"these {len(missing)} runs"
+            if len(missing) == len(measured)
+            else f"{len(missing)} of the runs ({', '.join(r['name'] for r in missing)})"
+        )
+        text = (
+            f"This benchmark did not store {which}' A/A control or trust record (models.json "
+            "keeps only the cells the interference monitor stored disturbed, counted above): "
+            "nothing here says whether a run told identical configurations apart, so a verdict "
+            "near the noise floor may be noise."
+        )
+        near = [f"{r['name']} {phrase}" for r in missing for phrase in near_floor(r)]
+        if near:
+            printed = any(r.get("throughput_verdicts") is None for r in missing)
+            text += (
+                f" Those whose interval's nearer end is within {NEAR_FLOOR_PCT:g}% of zero"
+                + (
+                    " (the ends as models.json prints them; it does not store them unrounded)"
+                    if printed
+                    else ""
+                )
+                + ": "
+                + "; ".join(near)
+                + "."
+            )
+        lines += ["", text]
+    caveats = [
+        (r["name"], RunTrust.from_dict(r["trust"]).caveat())
+        for r in measured
+        if r.get("trust") is not None
+    ]
+    doubts = [f"- {name}: {caveat}." for name, caveat in caveats if caveat]
+    return lines + (["", *doubts] if doubts else [])
 
 
 def _measured(report: dict[str, Any]) -> str:
@@ -174,6 +283,7 @@ def render_md(report: dict[str, Any]) -> str:
         "the method; the corpus and each file's sha256: `benchmarks/model_corpus.json`).",
         "",
         *table_lines(report),
+        *trust_lines(report),
     ]
     return "\n".join(lines) + "\n"
 
@@ -192,6 +302,7 @@ def docs_block(report: dict[str, Any]) -> str:
         "nothing else given:",
         "",
         *table_lines(report),
+        *trust_lines(report),
         DOCS_END,
     ]
     return "\n".join(lines)

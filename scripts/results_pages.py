@@ -22,6 +22,7 @@ from pathlib import Path
 from types import ModuleType
 
 from tritonlab.report.conditions_text import uneven_repeats_note
+from tritonlab.report.method_section import stopping_note
 from tritonlab.report.page_tables import baseline_figures, compact_table
 from tritonlab.report.run_data import RunData, changed_step, load_run
 from tritonlab.report.text_format import num
@@ -187,6 +188,10 @@ def trust_note(run: RunData) -> str:
     """' **Note: this run's verdicts are not to be trusted: ...**' where the run's trust
     (``stats/run_trust.py``, the same record its log states) has a doubt; '' for a quiet run."""
     note = run.trust.note()
+    if bare := run.trust.no_control_text():
+        note = f"Note: {bare}."
+    if run.tune is not None and (race := stopping_note(False, [], None, run.tune)):
+        note += f" {race}"  # the race's stopping rule, as its log's method states it
     return f" {note}" if note else ""
 
 

@@ -13,12 +13,15 @@ Python-based ``onnxruntime`` backend and the same perf_analyzer 2.51:
 3. ``tritonlab tune --repository REPO --model pipeline --time-budget S``; where it fails, the
    record says ``tritonlab tune failed: <first error line>`` and the benchmark goes on;
 4. every pick re-measured by one tool (``remeasure.py``: the block engine on one server, every
-   pick loaded at once under its own prefix): ``--rounds`` rounds, each pick once at the
-   concurrency its tool chose and once at a common concurrency, in a shuffled order.
+   pick loaded at once under its own prefix): ``--rounds`` rounds, each pick over the
+   protocol its tool chose, once at the concurrency its tool chose and once at a common
+   concurrency, in a shuffled order (where the tools chose different protocols, the rows share
+   the concurrency only, and the page says so).
 
 Writes ``OUT/pipeline_vs_model_analyzer.json`` (every figure, every failure with its command,
 exit status and decisive lines) and ``OUT/pipeline_vs_model_analyzer.md`` (rendered from the
-JSON only; ``--render`` rebuilds it). The working folders stay under ``--work``.
+JSON only, by ``pipeline_page.py``; ``--render`` rebuilds it). The working folders stay under
+``--work``.
 """
 
 from __future__ import annotations
@@ -41,10 +44,9 @@ REPO = HERE.parent.parent
 sys.path.insert(0, str(REPO / "src"))  # tritonlab from this checkout, imported where used
 sys.path.insert(0, str(HERE))
 
-from remeasure import median_range_text  # noqa: E402
+from pipeline_page import ENSEMBLE, markdown  # noqa: E402
 
 RESULT_NAME = "pipeline_vs_model_analyzer"
-ENSEMBLE = "pipeline"
 COMMON_CONCURRENCY = 8
 TUNE_TIME_BUDGET_S = 600.0
 # Box-drawing characters typer frames its errors with.
@@ -332,156 +334,6 @@ def ma_pick_configs(ma: dict[str, Any]) -> dict[str, Any]:
             **{name: c["config_pbtxt"] for name, c in config["composing"].items()},
         },
     }
-
-
-def _model_text(config: dict[str, Any]) -> str:
-    batching = "batching" if config.get("dynamic_batching") else "no batching"
-    count, batch = config.get("instance_count"), config.get("max_batch_size")
-    return f"{count} inst, max batch {batch}, {batching}"
-
-
-def ma_pick_text(ma: dict[str, Any]) -> str:
-    best = ma.get("best_throughput")
-    if not best:
-        return "none"
-    parts = [f"{name}: {_model_text(c)}" for name, c in best["composing"].items()]
-    return "; ".join(parts) + f"; c{best['concurrency']}"
-
-
-def tune_pick_text(tune: dict[str, Any]) -> str:
-    pick = tune.get("pick")
-    if not pick:
-        return "none"
-    return f"{pick['description']} (the tuned step); c{pick['concurrency']}"
-
-
-def _reported(figures: dict[str, Any] | None) -> str:
-    if not figures or figures.get("throughput_infer_per_s") is None:
-        return "n/a"
-    p99 = figures.get("p99_latency_us")
-    p99_text = "n/a" if p99 is None else f"{p99 / 1000:.2f} ms"
-    return f"{figures['throughput_infer_per_s']:,.0f} infer/s, p99 {p99_text}"
-
-
-def markdown(data: dict[str, Any]) -> str:
-    m, v = data["machine"], data["versions"]
-    ma, tune = data["model_analyzer"], data["tune"]
-    p = data["pipeline"]
-    lines = [
-        "# Model Analyzer's ensemble search and tritonlab tune on the built-in pipeline",
-        "",
-        f"Measured {data['date_utc']} UTC on {m['cpu']} ({m['cores']} cores, no GPU)"
-        + (f" at commit {data['commit']}" if data.get("commit") else "")
-        + f": tritonserver {v['tritonserver'] or 'n/a'} (nvidia-pytriton "
-        f"{v['nvidia-pytriton']}) and perf_analyzer {v['perf_analyzer'] or 'n/a'} for both "
-        f"tools, Model Analyzer {v['triton-model-analyzer'] or 'n/a'}, tritonlab "
-        f"{v['tritonlab']}, onnxruntime {v['onnxruntime']}, torch {v['torch']}. The pipeline: "
-        f"`preprocess` (Python) -> `cnn` ({p['cnn']}, {p['cnn_pixels']}x{p['cnn_pixels']}, "
-        "tritonlab's Python-based onnxruntime backend) -> `postprocess` (Python, top "
-        f"{p['top_k']}), chained by the ensemble `pipeline`; frames {p['image_hw'][0]}x"
-        f"{p['image_hw'][1]} uint8, gRPC, batch 1. Command: `make ma-pipeline-bench` "
-        f"(`benchmarks/vs_model_analyzer/pipeline_compare.py`); `$WORK` below is its work "
-        f"folder, `{data.get('work', 'runs/pipeline_vs_model_analyzer')}`.",
-        "",
-        "## The searches",
-        "",
-        "| tool | exit status | wall s | configurations | perf_analyzer runs / cells "
-        "| its pick (throughput) | as it reported |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    bounds = ma.get("search_bounds") or {}
-    lines.append(
-        f"| Model Analyzer quick (ensemble; at most {bounds.get('max_instances', '?')} "
-        f"instances, max batch {bounds.get('max_batch', '?')}, concurrency "
-        f"{bounds.get('max_concurrency', '?')}) | {ma.get('exit_code')} | "
-        f"{ma.get('wall_s', 0):.0f} | {ma.get('num_configs', 'n/a')} | "
-        f"{ma.get('num_perf_analyzer_runs', 'n/a')} | {ma_pick_text(ma)} | "
-        f"{_reported(ma.get('best_throughput'))} |"
-    )
-    lines.append(
-        f"| tritonlab tune (time budget {data['tune_time_budget_s']:.0f} s) | "
-        f"{tune['exit_code']} | {tune['wall_s']:.0f} | {tune.get('configurations', 'n/a')} | "
-        f"{tune.get('cells_measured', 'n/a')} | "
-        + (tune_pick_text(tune) if tune.get("ok") else tune.get("error", "failed"))
-        + f" | {_reported(tune.get('pick'))} |"
-    )
-    closing = ma.get("closing_log_lines") or []
-    if closing:
-        lines += ["", "How Model Analyzer's log ends:", "", "```", *closing, "```"]
-    best = ma.get("best_throughput")
-    if best:
-        lines += [
-            "",
-            "## Model Analyzer's pick, model by model",
-            "",
-            f"Its best throughput: `{best['config']}` at concurrency {best['concurrency']} "
-            f"(the repository with these configs: `$WORK/ensemble_{p['cnn']}/picked_repository/`"
-            ").",
-            "",
-            "| model | instances | kind | max batch | dynamic batching |",
-            "|---|---|---|---|---|",
-        ]
-        for name, c in best["composing"].items():
-            lines.append(
-                f"| {name} | {c['instance_count']} | {c['instance_kind']} | "
-                f"{c['max_batch_size']} | {'on' if c['dynamic_batching'] else 'off'} |"
-            )
-        picked = data.get("model_analyzer_pick_configs") or {}
-        if "ensemble_max_batch_size" in picked:
-            lines.append(
-                f"| {ENSEMBLE} (ensemble) | — | — | {picked['ensemble_max_batch_size']} | — |"
-            )
-        lines += [
-            "",
-            "Every model's `config.pbtxt` as Model Analyzer generated it is in the JSON "
-            "(`model_analyzer_pick_configs`).",
-        ]
-    lines += ["", f"## Both picks re-measured by one tool ({data['rounds']} shuffled rounds)", ""]
-    if data["remeasured"]:
-        lines += [
-            "The block engine (tritonlab's cell runner, perf_analyzer cells) on one server with "
-            "every pick loaded under its own prefix; median (min–max) over the rounds. "
-            f'"own" is the concurrency the tool chose; the common load is concurrency '
-            f"{data['common_concurrency']}.",
-            "",
-            "| pick | load | rounds | infer/s | p99 ms |",
-            "|---|---|---|---|---|",
-        ]
-        for row in data["remeasured"]:
-            load = f"c{row['concurrency']}" + (" (own)" if row["own_load"] else "")
-            lines.append(
-                f"| {row['pick']} | {load} | {row['rounds']} | "
-                f"{median_range_text(row['throughput_infer_per_s'])} | "
-                f"{median_range_text(row['p99_us'], 1000, 2)} |"
-            )
-    else:
-        lines.append(f"Not re-measured: {data.get('remeasure_note', 'no pick to measure')}.")
-    failures = data.get("failures") or []
-    if failures:
-        lines += ["", "## What failed", ""]
-        for failure in failures:
-            lines += [
-                f"### {failure['what']}",
-                "",
-                f"Command (exit status {failure['exit_code']}):",
-                "",
-                "```",
-                shlex.join(failure["command"]),
-                "```",
-                "",
-                "Decisive lines:",
-                "",
-                "```",
-                *failure["lines"],
-                "```",
-                "",
-                failure["why"],
-                "",
-            ]
-    lines += ["", "## Notes", ""]
-    lines += [f"- {note}" for note in data.get("notes", [])]
-    lines.append("")
-    return "\n".join(lines)
 
 
 def failures_of(ma: dict[str, Any], tune: dict[str, Any]) -> list[dict[str, Any]]:

@@ -52,17 +52,20 @@ class PickToMeasure:
 
 @dataclass(frozen=True)
 class RemeasuredRow:
-    """One pick at one load over the rounds (every figure per round, in round order)."""
+    """One pick at one load over the rounds (every figure per round, in round order), with the
+    protocol it was measured over (its tool's: two rows at one concurrency may differ in it)."""
 
     pick: str
     concurrency: int
     own_load: bool
     throughput_infer_per_s: tuple[float, ...]
     p99_us: tuple[float, ...]
+    protocol: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "pick": self.pick,
+            "protocol": self.protocol,
             "concurrency": self.concurrency,
             "own_load": self.own_load,
             "rounds": len(self.throughput_infer_per_s),
@@ -190,6 +193,7 @@ def remeasure(
                     c == pick.concurrency,
                     tuple(m.throughput_infer_per_s for m in measured),
                     tuple(m.latency_p99_us for m in measured),
+                    protocol=pick.protocol,
                 )
             )
     return rows

@@ -150,8 +150,8 @@ def test_serving_efficiency_of_each_configuration(cnn: RunData) -> None:
     lines = "\n".join(efficiency_section(cnn.efficiencies, cnn.summaries))
     assert "## Serving efficiency" in lines and "(2 x 1 thread)" in lines
     assert (
-        "Most served throughput among this table's rows: 2 instances x 1 thread at grpc_b1_c4, 0.94"
-        in lines
+        "Highest median served throughput among this table's rows: 2 instances x 1 thread at "
+        "grpc_b1_c4, 0.94" in lines
     )
     assert (
         "throughput higher than every other row at its load (the closest, '1 instance x 2 "

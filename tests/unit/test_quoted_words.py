@@ -170,7 +170,9 @@ def test_the_most_served_line_reads_every_row_and_names_the_rows_left_out() -> N
     (+6%, CI -18% to +36%); and a table that silently left out the cache configurations."""
     backends = load_run(EXAMPLES / "resnet18_cnn_backends")
     line = best_line(backends.efficiencies, backends.summaries)
-    assert "not separated from 'batching (0 ms, count=1), openvino f32'" in line
+    assert "by the paired verdicts not separated from 'batching (0 ms, count=1), openvino f32'" in (
+        line
+    )
     cache = load_run(EXAMPLES / "simple_mlp_cache")
     line = best_line(cache.efficiencies, cache.summaries)
     assert "throughput higher than every other row at its load" in line
@@ -290,3 +292,114 @@ def test_a_results_table_carries_the_noise_floor_doubt_per_figure() -> None:
     assert row.count(f"({FLOOR_NOTE})") == 2
     at_c8 = next(a for a in run.analyses if a.load_key == "grpc_b1_c8")
     assert FLOOR_NOTE not in "\n".join(compact_table(at_c8))
+
+
+def test_the_docs_quote_the_encoders_threads_verdicts_as_measured() -> None:
+    """Audit: docs/tune.md said the sweep found 2 x 1 "clearly ahead" of 1 x 2; it was at
+    lengths 32 and 128, not separated at 512, in an unchecked run."""
+    from tritonlab.stats.aggregate import compare_figure
+
+    run = load_run(EXAMPLES / "bert_encoder_sweep")
+    words = {}
+    for analysis in run.analyses:
+        by = {r.summary.variant.name: r.summary for r in analysis.reports}
+        verdict = compare_figure("throughput", "throughput", by["nobatch_t2"], by["nobatch_x2"])
+        words[analysis.load_key.rsplit("_s", 1)[1]] = verdict.word.value
+    assert words == {"32": "higher", "128": "higher", "512": "no clear difference"}
+    assert run.trust.state == "unchecked"
+    doc = (ROOT / "docs" / "tune.md").read_text()
+    assert "2 x 1 ahead of 1 x 2 at sequence lengths 32 and 128" in doc
+    assert "and not separated at 512, in a run no A/A control or interference monitor" in doc
+    assert "clearly ahead" not in doc
+
+
+def test_the_readme_states_the_family_wise_control_rule() -> None:
+    """Audit: the README said any control reading higher or lower makes a run untrusted."""
+    readme = (ROOT / "README.md").read_text()
+    assert "(a control that reads higher or lower says the run is not to be trusted)" not in readme
+    assert "controls are judged together" in readme
+
+
+def test_a_rows_two_figures_share_digits() -> None:
+    """Audit: "26 infer/s (25–27) against 26 infer/s (25–27)" for 26.0 against 26.2."""
+    text = _log("resnet18_pipeline_bls")
+    assert "26.0 infer/s (24.7–26.6) against 26.2 infer/s (25.1–26.9)" in text
+    assert "26 infer/s (25–27) against" not in text
+
+
+def test_a_quoted_prediction_says_when_the_model_misses_the_point() -> None:
+    """Audit: "The cost model predicts 1,208 -> 1,208 infer/s (... 1,276 µs per execution)"
+    where the execution measured 1,908 µs, a term the model's own section lists as missed."""
+    text = _log("simple_mlp_demo")
+    assert "and it misses this point by more than 25% in its throughput or a term" in text
+    assert "the server's 1 cores" not in text
+
+
+def test_one_loads_batches_are_named_with_their_load() -> None:
+    """Audit: the operators paragraph and roofline quoted one load's mean batches unnamed."""
+    text = _log("simple_mlp_sweep_blocks")
+    assert "batching (0 µs, count=1) at `http_b1_c8`: mean batch 4.3" in text
+    assert "Where the served executions sit at load `http_b1_c8`" in text
+
+
+def test_the_noise_floor_line_names_the_rows_its_interval_reaches() -> None:
+    """Audit: "its verdicts can be trusted as far as this control can tell" beside rows the
+    same log said the control's interval reaches."""
+    text = _log("simple_mlp_sweep_blocks")
+    assert (
+        "can tell, except where its interval reaches a row's change: 'batching (0 µs, count=2)'"
+        in text
+    )
+
+
+def test_the_calibration_power_is_quoted_at_the_runs_block_count() -> None:
+    """Audit: "a planted drop of 3.5% was found in 17 of 20 runs" (at a median 19 blocks)
+    quoted beside verdicts on 6 blocks, where 10 blocks found it in 13."""
+    text = _log("resnet18_pipeline")
+    assert "found in 17 of 20 runs (at their stopping point, median 19 blocks; with 10 " in text
+    assert "most of this log's verdicts rest on 6 blocks" in text
+
+
+def test_a_pages_quote_of_a_tune_carries_its_missing_control_and_race_rule() -> None:
+    """Audit: the README and docs/results.md quoted a tune's race verdicts without "no A/A
+    control was measured" or the race's stopping-rule warning its log states."""
+    tune = load_run(EXAMPLES / "resnet18_pipeline_tune")
+    assert tune.trust.state == "quiet" and tune.trust.controls == 0
+    assert "no A/A control was measured in this run" in tune.trust.no_control_text()
+    demo = load_run(EXAMPLES / "simple_mlp_demo")
+    assert demo.trust.no_control_text() == ""
+    readme = (ROOT / "README.md").read_text()
+    assert "Note: no A/A control was measured in this run" in readme
+    assert "raises the chance of a false higher or lower" in readme
+
+
+def test_a_pick_from_a_tie_break_is_not_said_to_lead() -> None:
+    """Audit: "the pick leads only with its search-phase cell counted" where over every repeat
+    the runner-up led too (5,086 against 4,635): the pick came from the p99 tie-break."""
+    text = _log("simple_mlp_trace/tune_concurrency")
+    assert "and over every repeat too: the pick came from the tie-break" in text
+    assert "leads only with its search-phase cell" in _log("resnet18_pipeline_tune")
+
+
+def test_either_would_serve_says_when_the_budget_tells_them_apart() -> None:
+    """Audit: "on p99 latency either would serve as well" where the runner-up was over the
+    20 ms budget in 2 of 13 repeats and the pick in none; the p99 verdict tagged with a
+    throughput process term."""
+    text = _log("simple_mlp_trace/tune_trace")
+    assert "the runner-up's p99 was over it in 2 of its 13 repeats and the pick's in 0" in text
+    assert "process term, which the search stored it without" not in text
+
+
+def test_the_most_served_line_is_a_median_lead() -> None:
+    """Audit: "Most served throughput" for a row the paired estimate put 11% below another."""
+    text = _log("simple_mlp_trace/compare")
+    assert "Most served throughput" not in text
+    assert "Highest median served throughput among this table's rows" in text
+
+
+def test_a_readme_with_cache_rows_says_what_traffic_they_hold_for() -> None:
+    """Audit: the cache rows' +768% quoted without "inputs that repeat"."""
+    readme = (EXAMPLES / "simple_mlp_cache" / "README.md").read_text()
+    assert "The response-cache rows hold only for traffic whose inputs repeat" in readme
+    demo = (EXAMPLES / "simple_mlp_demo" / "README.md").read_text()
+    assert "response-cache rows" not in demo

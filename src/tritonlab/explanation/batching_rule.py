@@ -64,7 +64,7 @@ def batching_amortised(ctx: RuleContext) -> Finding | None:
         missed = [
             which
             for which, point in (("this point", s), ("the reference, the batch-1 side", r))
-            if _model_misses(ctx, point)
+            if model_misses(ctx, point)
         ]  # the split's two sides: issue 36 audit, a split whose batch-1 side it missed by 1.33x
         text += (
             (
@@ -86,7 +86,7 @@ def batching_amortised(ctx: RuleContext) -> Finding | None:
     return Finding("batching-amortised", s.variant.name, text, figures)
 
 
-def _model_misses(ctx: RuleContext, point: VariantSummary) -> bool:
+def model_misses(ctx: RuleContext, point: VariantSummary) -> bool:
     """True when the cost model misses ``point`` by more than 25% in its throughput or a term."""
     prediction = ctx.cost_model.predict(point) if ctx.cost_model else None
     return prediction is not None and (prediction.fails or bool(prediction.term_misses()))

@@ -27,6 +27,7 @@ from tritonlab.repository.knobs import KNOB_BY_FIELD, describe_change
 from tritonlab.repository.variants import ServingVariant
 from tritonlab.stats.aggregate import VariantSummary, compare_figure
 from tritonlab.stats.noise_floor import NoiseFloor, within_noise_floor
+from tritonlab.stats.summary import Summary, column_digits
 from tritonlab.stats.verdicts import (
     HIGHER,
     LOWER,
@@ -170,6 +171,13 @@ def _background(
 FLOOR_NOTE = "the A/A control's interval at this load reaches this change"
 
 
+def _side_by_side(subject: Summary, reference: Summary, unit: str) -> str:
+    """'X (range) against Y (range)' with the digits that tell the two apart (issue 36 audit:
+    "26 infer/s (25–27) against 26 infer/s (25–27)" for 26.0 against 26.2)."""
+    digits = column_digits([subject, reference])
+    return f"{subject.text(digits, unit)} against {reference.text(digits, unit)}"
+
+
 def _judgement(tput: Verdict, p99: Verdict, server: dict[str, Verdict] | None = None) -> str:
     if tput.word == NOT_COMPARABLE:
         return (
@@ -307,10 +315,10 @@ def explain_variant(
             note += f"; {FLOOR_NOTE}: {' and '.join(reached)}"
         tput, p99 = ref_verdicts["throughput"], ref_verdicts["latency_p99"]
         lines = [
-            f"Throughput {tput.phrase()}: {subject.throughput.text(unit='infer/s')} against "
-            f"{reference.throughput.text(unit='infer/s')}.",
-            f"p99 {p99.phrase()}: {subject.latency_p99.text(unit='µs')} against "
-            f"{reference.latency_p99.text(unit='µs')}.",
+            f"Throughput {tput.phrase()}: "
+            f"{_side_by_side(subject.throughput, reference.throughput, 'infer/s')}.",
+            f"p99 {p99.phrase()}: "
+            f"{_side_by_side(subject.latency_p99, reference.latency_p99, 'µs')}.",
             _server_sentence(subject),
         ]
         if reference is not baseline:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tritonlab.explanation.batching_rule import batching_amortised
+from tritonlab.explanation.batching_rule import batching_amortised, model_misses
 from tritonlab.explanation.compute_bound_rule import batching_compute_bound
 from tritonlab.explanation.knob_rules import cache_effect, engine_effect, threads_effect
 from tritonlab.explanation.measurement_rules import (
@@ -350,10 +350,22 @@ def instances_effect(ctx: RuleContext) -> Finding | None:
             f"requests, {before.execution_us:,.0f} -> {after.execution_us:,.0f} µs per "
             "execution, instances limited by "
             + (
-                f"the server's {ctx.cost_model.cores} cores)."
+                f"the server's {ctx.cost_model.cores} "
+                f"core{'s' if ctx.cost_model.cores != 1 else ''})"
                 if ctx.cost_model.client_apart
-                else "the cores perf_analyzer leaves free)."
+                else "the cores perf_analyzer leaves free)"
             )
+        )
+        missed = [
+            which
+            for which, point in (("this point", s), ("the reference", r))
+            if model_misses(ctx, point)
+        ]  # a prediction quoted without its miss read as a cause (issue 36 audit)
+        text += (
+            f", and it misses {' and '.join(missed)} by more than 25% in its throughput or a "
+            "term (see the cost model's section), so take it as the model's, not as measured."
+            if missed
+            else "."
         )
     return Finding("instances-effect", s.variant.name, text, figures)
 

@@ -24,13 +24,13 @@ def best_line(efficiencies: list[Efficiency], summaries: list[VariantSummary]) -
     every other row at its load clearly; the configurations the table leaves out, named."""
     top, against = best_served(efficiencies, summaries)
     text = (
-        f"Most served throughput among this table's rows: {top.description} at "
+        f"Highest median served throughput among this table's rows: {top.description} at "
         f"{top.load_key}, {_ratio(top.efficiency)} of its own ceiling and {_ratio(top.of_best)} "
         "of the machine's best in-process figure"
     )
     level = [(e, v) for e, v in against if v.word != HIGHER]
-    if level:
-        text += "; not separated from " + "; ".join(
+    if level:  # a median lead the paired verdicts do not order (issue 36 audit)
+        text += "; by the paired verdicts not separated from " + "; ".join(
             f"'{e.description}' ({v.phrase()})" for e, v in level
         )
     elif against:

@@ -34,14 +34,16 @@ from tritonlab.experiments.interference import (
 from tritonlab.experiments.plan import LoadKey, is_open_loop_key
 from tritonlab.experiments.rounds import StoppingRecord
 from tritonlab.experiments.store import CellResult
+from tritonlab.explanation.explain import Analysis
 from tritonlab.report.conditions_text import blocks_words
 from tritonlab.stats.error_rates import (
     DETECTABLE_FACTOR,
     MeasuredRates,
+    PlantedPower,
     detectable_change_pct,
     measured_rates,
 )
-from tritonlab.stats.noise_floor import NoiseFloor
+from tritonlab.stats.noise_floor import NoiseFloor, within_noise_floor
 from tritonlab.stats.process_term import pair_half_width_pct
 from tritonlab.stats.run_trust import RunTrust
 from tritonlab.stats.verdicts import Verdict, tenth_text
@@ -227,12 +229,47 @@ def reload_lines(engine: EngineRecord) -> list[str]:
     ]
 
 
+def verdict_blocks(analyses: list[Analysis]) -> int | None:
+    """How many blocks most of the log's throughput verdicts against the baseline pair (their
+    median), None without any."""
+    pairs = sorted(
+        v.pairs
+        for a in analyses
+        for r in a.reports[1:]
+        if (v := r.verdicts.get("throughput")) is not None and v.has_interval
+    )
+    return pairs[len(pairs) // 2] if pairs else None
+
+
+def floor_reached(analyses: list[Analysis], floors: list[NoiseFloor]) -> dict[str, list[str]]:
+    """Per load, the rows whose throughput or p99 change (against the baseline or the row they
+    are explained from) the A/A control's interval reaches (``within_noise_floor``)."""
+    at = {f.load_key: f for f in floors}
+    out: dict[str, list[str]] = {}
+    for analysis in analyses:
+        floor = at.get(analysis.load_key)
+        for r in analysis.reports[1:] if floor else []:
+            verdicts = [
+                v
+                for group in (r.verdicts, r.reference_verdicts)
+                for key, v in group.items()
+                if key in ("throughput", "latency_p99")
+            ]
+            if within_noise_floor(verdicts, floor):
+                out.setdefault(analysis.load_key, []).append(f"'{r.summary.variant.description}'")
+    return out
+
+
 # A control whose throughput interval is wider than this (half-width, %) is said to tell little.
 WIDE_CONTROL_PCT = 10.0
 
 
 def noise_floor_lines(
-    floors: list[NoiseFloor], trust: RunTrust | None = None, blocks: bool = False
+    floors: list[NoiseFloor],
+    trust: RunTrust | None = None,
+    blocks: bool = False,
+    reached: dict[str, list[str]] | None = None,
+    run_blocks: int | None = None,
 ) -> list[str]:
     """The A/A control's verdicts, and what they mean for the run's other verdicts; for the
     block engine (``blocks``), the smallest change its noise lets a verdict find and the error
@@ -271,6 +308,12 @@ def noise_floor_lines(
                 if shown is not None and shown > WIDE_CONTROL_PCT
                 else ""
             )
+            if rows := (reached or {}).get(f.load_key):
+                # issue 36 audit: "trusted" beside rows the same log said the control reaches
+                verdict += (
+                    f", except where its interval reaches a row's change: "
+                    f"{'; '.join(rows)} (said in those rows: they may be noise)"
+                )
         verdict += _widened_text(f)
         width = f.throughput.half_width_pct
         found = (
@@ -286,7 +329,7 @@ def noise_floor_lines(
             f"({_width(f.latency_p99)}): {verdict}.{found}"
         )
     if blocks and (rates := measured_rates()) is not None:
-        lines.append(measured_rates_line(rates))
+        lines.append(measured_rates_line(rates, run_blocks))
     intervals = [v for f in floors for v in (f.throughput, f.latency_p99) if v.has_interval]
     if len(intervals) > 1:
         told = sum(1 for v in intervals if v.clear)
@@ -302,18 +345,43 @@ def noise_floor_lines(
     return [*lines, ""]
 
 
-def measured_rates_line(rates: MeasuredRates) -> str:
-    """What the calibration benchmark measured, as that machine's rates."""
-    planted = "; ".join(
+def _planted(p: PlantedPower) -> str:
+    """'a planted drop of 3.5% was found in 17 of 20 runs (at their stopping point, median 19
+    blocks; with 10 blocks in 13, with 5 in 12)'."""
+    fewer = "; ".join(
+        f"with {b.blocks} blocks in {b.detected}"
+        for b in sorted(p.by_blocks, key=lambda b: -b.blocks)
+    )
+    where = (
+        f" (at their stopping point, median {p.blocks} blocks"
+        + (f"; {fewer}" if fewer else "")
+        + ")"
+        if p.blocks is not None
+        else ""
+    )
+    return (
         f"a planted drop of {-p.reference_change_pct:.1f}% was found in {p.detected} of "
-        f"{p.trials} runs"
-        for p in rates.power
+        f"{p.trials} runs{where}"
+    )
+
+
+def measured_rates_line(rates: MeasuredRates, run_blocks: int | None = None) -> str:
+    """What the calibration benchmark measured, as that machine's rates; with ``run_blocks``
+    (how many blocks this log's verdicts mostly rest on), that its power is the rate at about
+    that many blocks, not at the calibration's stopping point (issue 36 audit)."""
+    planted = "; ".join(_planted(p) for p in rates.power)
+    fewer = (
+        f"; most of this log's verdicts rest on {run_blocks} blocks, so their power is the "
+        "rate at about that many blocks, not at the stopping point"
+        if run_blocks is not None and any(p.blocks for p in rates.power)
+        else ""
     )
     if rates.block_spread_pct > 0:
         planted += (
             f" (there one block's throughput varied by ±{rates.block_spread_pct:.1f}% between "
             "identical copies; a noisier run finds less)"
         )
+    planted += fewer
     term = rates.process_term
     held = ""
     if term is not None:

@@ -35,7 +35,13 @@ from tritonlab.report.conditions_text import (
 )
 from tritonlab.report.cost_model_text import cost_model_section
 from tritonlab.report.efficiency_text import efficiency_section
-from tritonlab.report.engine_section import engine_lines, interference_lines, noise_floor_lines
+from tritonlab.report.engine_section import (
+    engine_lines,
+    floor_reached,
+    interference_lines,
+    noise_floor_lines,
+    verdict_blocks,
+)
 from tritonlab.report.method_section import (
     adaptive_lines,
     count_verdicts,
@@ -226,7 +232,10 @@ def _operators_section(
     """Serving behaviour next to the operators' arithmetic intensity and in-process timings."""
     profile, timings = operators.profile, operators.in_process_us_per_execution
     first_load = [r.summary for a in analyses[:1] for r in a.reports]
-    mean_batches = {s.variant.description: s.mean_batch.median or 0.0 for s in first_load}
+    # one load's batches (the first), named with it: they differ at other loads (issue 36 audit)
+    mean_batches = {
+        f"{s.variant.description} at `{s.load_key}`": s.mean_batch.median or 0.0 for s in first_load
+    }
     lines = ["## Operators and batching", ""]
     if model is not None:
         share1, share8 = model.serving_share(1), model.serving_share(8)
@@ -404,7 +413,13 @@ def render_experiment_log(run: RunData) -> str:
         run.manifest.sweep is not None,
         run.manifest.tune is not None,
     )
-    lines += noise_floor_lines(run.noise_floors, run.trust, run.engine is not None)
+    lines += noise_floor_lines(
+        run.noise_floors,
+        run.trust,
+        run.engine is not None,
+        floor_reached(run.analyses, run.noise_floors),
+        verdict_blocks(run.analyses),
+    )
     lines += interference_lines(run.cells)
     lines += faults_section(run.faults)
     lines += nodes_section(manifest.nodes, run.cells)

@@ -35,7 +35,13 @@ from tritonlab.paths import PATHS_NOTE, shell_join
 from tritonlab.report.conditions_text import measurement_line, trust_line
 from tritonlab.report.cost_model_text import cost_model_section
 from tritonlab.report.efficiency_text import efficiency_section
-from tritonlab.report.engine_section import engine_lines, interference_lines, noise_floor_lines
+from tritonlab.report.engine_section import (
+    engine_lines,
+    floor_reached,
+    interference_lines,
+    noise_floor_lines,
+    verdict_blocks,
+)
 from tritonlab.report.html_parts import (
     TEMPLATES,
     Figure,
@@ -305,7 +311,13 @@ def _method(run: RunData, analyses: list[Analysis]) -> list[str]:
             run.manifest.sweep is not None,
             run.manifest.tune is not None,
         )
-        + noise_floor_lines(run.noise_floors, run.trust, run.engine is not None)
+        + noise_floor_lines(
+            run.noise_floors,
+            run.trust,
+            run.engine is not None,
+            floor_reached(run.analyses, run.noise_floors),
+            verdict_blocks(run.analyses),
+        )
         + interference_lines(run.cells)
     )
     return [line[2:] for line in lines if line.startswith("- ")]

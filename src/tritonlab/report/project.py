@@ -260,6 +260,16 @@ def project_readme(run: RunData) -> str:
         "",
         *([note, ""] if (note := run.trust.note()) else []),
     ]
+    cached = [r.summary for a in analyses for r in a.reports if r.summary.cache_hits]
+    if cached:  # issue 36 audit: +768% quoted as if the cache helped any traffic
+        hits = sum(s.cache_hits for s in cached)
+        lookups = sum(s.cache_hits + s.cache_misses for s in cached)
+        lines += [
+            f"The response-cache rows hold only for traffic whose inputs repeat as this run's "
+            f"did: the cache answered {hits:,} of their {lookups:,} requests, so the model ran "
+            f"for {lookups - hits:,}.",
+            "",
+        ]
     for analysis in analyses:
         lines += [f"Load point `{analysis.load_key}`:", ""]
         counts = [len(r.summary.cells) for r in analysis.reports]

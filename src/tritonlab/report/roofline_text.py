@@ -60,9 +60,15 @@ def _by_batch_sentence(ops: list[RooflinePoint]) -> list[str]:
     return ["Across every profiled operator: " + "; ".join(sentences) + ".", ""]
 
 
-def _served_sentence(served: list[RooflinePoint]) -> list[str]:
+def _served_sentence(served: list[RooflinePoint], load_key: str = "") -> list[str]:
     if not served:
         return []
+    at = (
+        f" at load `{load_key}` (the log's first load point: the mean batch, and so these "
+        "figures, differ at other loads)"
+        if load_key
+        else ""
+    )
     listed = "; ".join(
         f"{p.name}: mean batch {p.batch:.1f}, {p.intensity_flop_per_byte:.2f} FLOP/byte, "
         f"{p.achieved_flop_per_s / 1e9:.2f} GFLOP/s ({p.share_of_ceiling:.0%} of the "
@@ -70,7 +76,7 @@ def _served_sentence(served: list[RooflinePoint]) -> list[str]:
         for p in served
     )
     return [
-        "Where the served executions sit (the whole model at the mean batch Triton formed, "
+        f"Where the served executions sit{at} (the whole model at the mean batch Triton formed, "
         "its FLOPs over Triton's compute time per execution, which includes the serving "
         f"path): {listed}.",
         "",
@@ -119,4 +125,6 @@ def roofline_lines(operators: OperatorsRecord | None, summaries: list[VariantSum
     ]
     lines += _over_ceiling_note(ops, machine)
     lines += _by_batch_sentence(ops)
-    return lines + _served_sentence(served_points(operators, summaries))
+    loads = {x.load_key for x in summaries}
+    load_key = next(iter(loads)) if len(loads) == 1 else ""
+    return lines + _served_sentence(served_points(operators, summaries), load_key)

@@ -108,7 +108,7 @@ def tune_section(
             f"{verdict.pairs} rounds): {verdict.phrase()}"
             + (
                 " (with each configuration's process term, which the search stored it without)"
-                if verdict is not stored
+                if verdict.ci95_change_pct != stored.ci95_change_pct
                 else ""
             )
             + "."
@@ -176,16 +176,27 @@ def tie_notes(tune: TuneRecord) -> list[str]:
             notes.append(
                 "the race did not separate the pick from the runner-up: the pick leads by the "
                 f"median of its repeats only, and on {verdict.figure} either would serve as "
-                "well as this run can tell"
+                f"well as this run can tell{_budget_apart(tune)}"
             )
     undecided = verdict is not None and verdict.reading not in (HIGHER, LOWER)
     if verdict is not None and undecided and _race_favours_runner(tune):
-        notes.append(
+        race = (
             "over the race's paired rounds the runner-up's median is the better "
             f"({_median_text(verdict.variant_median)} against "
-            f"{_median_text(verdict.reference_median)}): the pick leads only with its "
-            "search-phase cell counted"
+            f"{_median_text(verdict.reference_median)})"
         )
+        if _pick_leads_overall(tune):
+            notes.append(f"{race}: the pick leads only with its search-phase cell counted")
+        else:  # issue 36 audit: "leads only with its search-phase cell" where it led on neither
+            notes.append(
+                f"{race}, and over every repeat too: the pick "
+                + (
+                    "came from the tie-break, not from a lead"
+                    if tune.tie_break
+                    else "leads on neither"
+                )
+                + f" on {verdict.figure}"
+            )
     if (
         tune.tie_break
         and pick
@@ -201,6 +212,22 @@ def tie_notes(tune: TuneRecord) -> list[str]:
             "did not separate the two"
         )
     return notes
+
+
+def _budget_apart(tune: TuneRecord) -> str:
+    """'' unless the goal has a p99 budget and the pick and runner-up went over it in different
+    numbers of repeats: then those counts (issue 36 audit: "either would serve as well" where
+    the runner-up was over the budget in 2 of 13 repeats and the pick in none)."""
+    pick, runner = tune.pick, tune.runner_up
+    if tune.settings.p99_budget_us is None or pick is None or runner is None:
+        return ""
+    a, b = pick.p99_over_budget_repeats, runner.p99_over_budget_repeats
+    if a is None or b is None or a == b:
+        return ""
+    return (
+        f", though on the p99 budget they differ: the runner-up's p99 was over it in {b} of its "
+        f"{runner.repeats} repeats and the pick's in {a} of {pick.repeats}"
+    )
 
 
 def _one_process(tune: TuneRecord) -> bool:
@@ -230,6 +257,18 @@ def _p99_apart(pick: TunePick, runner: TunePick) -> str:
         f"their p99 medians are {am:,.2f} and {bm:,.2f} ms, with overlapping repeats (no p99 "
         "verdict was paired)"
     )
+
+
+def _pick_leads_overall(tune: TuneRecord) -> bool:
+    """True when the pick's median over every repeat is the better on the goal's figure."""
+    pick, runner = tune.pick, tune.runner_up
+    if pick is None or runner is None:
+        return False
+    if tune.settings.goal == "throughput":
+        a, b = pick.throughput_infer_per_s.median, runner.throughput_infer_per_s.median
+        return a is not None and b is not None and a >= b
+    a, b = pick.latency_p99_us.median, runner.latency_p99_us.median
+    return a is not None and b is not None and a <= b
 
 
 def _race_favours_runner(tune: TuneRecord) -> bool:

@@ -34,13 +34,24 @@ DETECTABLE_FACTOR = 1.0 + float(stats.norm.ppf(POWER)) / float(stats.norm.ppf(0.
 
 
 @dataclass(frozen=True)
+class BlocksDetected(Record):
+    """How often a planted drop was found with only the first ``blocks`` blocks of each run."""
+
+    blocks: int
+    detected: int
+
+
+@dataclass(frozen=True)
 class PlantedPower(Record):
     """One planted drop: its reference change (from the runs it was not judged in), and how
-    often it was found."""
+    often it was found: at the runs' stopping point (median ``blocks``) and with fewer blocks
+    (``by_blocks``: a log's verdicts on fewer blocks have less power, issue 36 audit)."""
 
     reference_change_pct: float
     trials: int
     detected: int
+    blocks: int | None = later()
+    by_blocks: tuple[BlocksDetected, ...] = later(factory=tuple)
 
 
 @dataclass(frozen=True)

@@ -184,6 +184,17 @@ class RunTrust(Record):
             "while they were measured"
         )
 
+    def no_control_text(self) -> str:
+        """'' unless the run is trusted with no A/A control: then that the interference monitor
+        alone checked its noise, which a page quoting its verdicts carries (issue 36 audit: a
+        tune's race verdicts quoted where its log says no control was measured)."""
+        if self.state != "quiet" or self.controls or not self.cells_monitored:
+            return ""
+        return (
+            "no A/A control was measured in this run: the interference monitor alone checked "
+            "its noise"
+        )
+
     def note(self) -> str:
         """'**Note: <caveat>.**', the bold sentence a page quoting this run carries; ''
         for a quiet run."""
