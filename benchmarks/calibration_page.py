@@ -7,6 +7,24 @@ from __future__ import annotations
 from typing import Any
 
 
+def _apart(gate: dict[str, Any]) -> str:
+    """' (both read lower: ...)' for the undecided A/A checks whose interval excluded no change:
+    identical copies read different, though not past the gate's threshold."""
+    apart = gate.get("aa_undecided_apart") or []
+    if not apart:
+        return ""
+    listed = ", ".join(
+        f"{a['change_pct']:+.1f}% (CI {a['ci95_change_pct'][0]:+.1f}% to "
+        f"{a['ci95_change_pct'][1]:+.1f}%)"
+        for a in apart
+    )
+    who = "both" if len(apart) == 2 else f"{len(apart)} of them"
+    return (
+        f" ({who} with an interval that excludes no change, {listed}: identical copies read "
+        "different, by less than the threshold could settle)"
+    )
+
+
 def _rate(k: int, n: int) -> str:
     from tritonlab.stats.calibration import wilson_interval
 
@@ -128,8 +146,12 @@ def readme_block(report: dict[str, Any]) -> str:
         for p in power:
             low, high = p["reference_ci95_pct"]
             ref = f"{p['reference_change_pct']:+.1f}% ({low:+.1f}% to {high:+.1f}%)"
-            rows = [(b["blocks"], b["measuring_s_median"], b["detected"]) for b in p["by_blocks"]]
-            rows.append((p["blocks"], p["measuring_s_median"], p["detected"]))
+            rows: list[tuple[object, float, int]] = [
+                (b["blocks"], b["measuring_s_median"], b["detected"]) for b in p["by_blocks"]
+            ]
+            # the stopping point varies by run: its median with the range (issue 36 audit)
+            stopped = f"{p['blocks']} (median; runs stopped at {b['min']}-{b['max']})"
+            rows.append((stopped, p["measuring_s_median"], p["detected"]))
             for blocks, seconds, detected in rows:
                 lines.append(
                     f"| {p['plant']} ({p['iterations']:,} turns) | {ref} | {blocks} | "
@@ -182,7 +204,8 @@ def readme_block(report: dict[str, Any]) -> str:
             "",
             f"- A/A checks (the same model again): throughput called a regression in "
             f"{_rate(g['false_regressions'], g['aa_checks'])}; throughput undecided in "
-            f"{g['aa_undecided']}; passed (exit 0) in {_rate(g['aa_passed'], g['aa_checks'])}, "
+            f"{g['aa_undecided']}{_apart(g)}; passed (exit 0) in "
+            f"{_rate(g['aa_passed'], g['aa_checks'])}, "
             f"so the others failed their CI job without a regression; median "
             f"{g['aa_decision_s_median'] or 0:.0f} s per check.",
             "",

@@ -215,6 +215,18 @@ def summarise_gate(checks: list[dict[str, Any]], drops: dict[int, float]) -> dic
         "aa_checks": len(aa),
         "false_regressions": sum(c["throughput_outcome"] == "regression" for c in aa),
         "aa_undecided": sum(c["throughput_outcome"] == "undecided" for c in aa),
+        # undecided checks whose interval still excluded no change: identical copies read
+        # different (issue 36 audit: called merely "undecided")
+        "aa_undecided_apart": [
+            {"check": c.get("check"), "change_pct": v["change_pct"], "ci95_change_pct": ci}
+            for c in aa
+            if c["throughput_outcome"] == "undecided"
+            for r in c.get("verdicts", [])
+            if r["figure"] == "throughput"
+            and (v := r["verdict"])
+            and (ci := v.get("ci95_change_pct"))
+            and (ci[0] > 0 or ci[1] < 0)
+        ],
         "aa_passed": sum(c["exit_status"] == 0 for c in aa),
         "aa_exit_nonzero": sum(c["exit_status"] != 0 for c in aa),
         "aa_decision_s_median": statistics.median(c["wall_s"] for c in aa) if aa else None,

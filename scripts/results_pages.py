@@ -202,10 +202,14 @@ def _headline_sentences(run: RunData) -> list[str]:
 
         return [summary_line(run.recommendations)]
     if run.tune is not None and run.tune.pick is not None:
-        from tritonlab.report.tune_section import race_points_note, tie_notes
+        from tritonlab.report.tune_section import load_ties_note, race_points_note, tie_notes
 
         pick = run.tune.pick
-        notes = [race_points_note(run.tune), *tie_notes(run.tune)]
+        notes = [
+            race_points_note(run.tune),
+            *tie_notes(run.tune),
+            load_ties_note(run.tune, run.summaries),
+        ]
         said = "".join(f" Note: {n}." for n in notes if n)
         return [
             f"tune's pick: {pick.description} at concurrency {pick.concurrency}. "

@@ -81,7 +81,8 @@ def _trust(run_dir: Path) -> Any:
 def _doubt(run_dir: Path) -> str:
     """' **Note: ...**' where the run's trust has a doubt, e.g. figures resting on a minority
     of stable repeats or too many cells stored disturbed; '' for a quiet run."""
-    note = _trust(run_dir).note()
+    trust = _trust(run_dir)
+    note = trust.note() or (f"Note: {bare}." if (bare := trust.no_control_text()) else "")
     return f" {note}" if note else ""
 
 
@@ -89,7 +90,8 @@ def _caveat(run_dir: Path, name: str) -> str:
     """' (the fixed-concurrency tune's verdicts are not to be trusted: ...)' where the run's
     trust has a doubt (its caveat, with the run named), '' for a quiet run: a quote of a run's
     verdict carries its doubt (issue 36 audit: a disturbed tune's race quoted without it)."""
-    caveat = _trust(run_dir).caveat()
+    trust = _trust(run_dir)
+    caveat = trust.caveat() or trust.no_control_text().replace("this run", name)
     if not caveat:
         return ""
     this = "this run"

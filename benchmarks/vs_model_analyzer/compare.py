@@ -37,6 +37,7 @@ sys.path.insert(0, str(REPO / "src"))  # tritonlab from this checkout, imported 
 sys.path.insert(0, str(HERE))
 
 from operating_points import own_loads, points_text  # noqa: E402
+from race_notes import noise_check_note, race_rounds, tune_pick_notes, tune_trust  # noqa: E402
 from remeasure import median_range_text  # noqa: E402
 
 COMMON_CONCURRENCY = 16  # inside Model Analyzer's brute grid, so every pick has a figure there
@@ -260,6 +261,8 @@ def markdown(data: dict[str, Any]) -> str:
             f"{search['configurations']} | {search['pick_thr']} | {search['reported_thr']} | "
             f"{search['pick_p99']} | {search['reported_p99']} |"
         )
+    if notes := tune_pick_notes(data):
+        lines += ["", "Why each tune search stopped:", "", *(f"- {note}" for note in notes)]
     lines += [
         "",
         f"## Every pick re-measured by the same tool (the block engine, {data['rounds']} "
@@ -291,6 +294,7 @@ def markdown(data: dict[str, Any]) -> str:
             "a difference between the tools."
             for a, b, load in twins
         ),
+        *([note] if (note := noise_check_note(data, twins)) else []),
     ]
     lines += [
         "",
@@ -403,8 +407,13 @@ README_END = "<!-- ma-bench: end -->"
 
 
 def readme_block(data: dict[str, Any]) -> str:
-    """The README's figures of this benchmark: the searches and the targets."""
+    """The README's figures of this benchmark: the searches, why each tune search stopped,
+    what checked the re-measurement's noise, and the targets."""
     md = markdown(data).splitlines()
+    notes = (
+        "\n".join(f"- {note}" for note in tune_pick_notes(data)),
+        noise_check_note(data, same_points(data)),
+    )
     start = md.index("## The searches") + 2
     end = md.index("", start)
     return "\n".join(
@@ -419,6 +428,7 @@ def readme_block(data: dict[str, Any]) -> str:
             "",
             *md[start:end],
             "",
+            *(line for part in notes if part for line in (part, "")),
             *[f"- {line}" for line in data["targets"]],
             README_END,
         ]
@@ -525,6 +535,8 @@ def main(argv: list[str] | None = None) -> int:
                 "pick_p99": text if goal != "throughput" else "—",
                 "reported_p99": reported if goal != "throughput" else "—",
                 "stop_reason": record["stop_reason"],
+                "race_rounds": race_rounds(record["steps"]),
+                "trust": tune_trust(work / name),
             }
         )
     from tritonlab.experiments.manifest import MachineInfo

@@ -45,6 +45,7 @@ sys.path.insert(0, str(REPO / "src"))  # tritonlab from this checkout, imported 
 sys.path.insert(0, str(HERE))
 
 from pipeline_page import ENSEMBLE, markdown  # noqa: E402
+from race_notes import tune_trust  # noqa: E402
 
 RESULT_NAME = "pipeline_vs_model_analyzer"
 COMMON_CONCURRENCY = 8
@@ -172,6 +173,8 @@ def run_tune(work: Path, repository: Path, budget_s: float, tritonlab: Path) -> 
         {
             "ok": True,
             "stop_reason": tune.stop_reason,
+            "race_rounds": len({s.repeat for s in tune.steps if s.phase == "race"}),
+            "trust": tune_trust(out),  # whether an A/A control was measured, for the page
             "cells_measured": tune.cells_measured,
             "configurations": len({s.configuration for s in tune.steps if s.configuration}),
             "pick": {

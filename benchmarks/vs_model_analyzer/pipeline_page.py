@@ -7,7 +7,9 @@ perf_analyzer over gRPC, tune's pick over whatever its search picked), so two ro
 concurrency may differ in protocol too. The page states each row's protocol and calls a load
 common only where the concurrency and the protocol both match; elsewhere it says that the rows
 compare operating points, not configurations (issue 36 audit: "the common load is concurrency
-8" beside a gRPC row and an HTTP row).
+8" beside a gRPC row and an HTTP row). Where it quotes tune's race verdict (its stop reason),
+the verdict carries its caveats (``race_notes.py``): whether an A/A control was measured in the
+tune, and the race's rounds added one at a time.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # remeasure, beside this file
 
+from race_notes import quoted_race_caveats
 from remeasure import median_range_text
 
 ENSEMBLE = "pipeline"
@@ -86,6 +89,8 @@ def load_sentence(data: dict[str, Any]) -> str:
     named = [p for p in by_protocol if p in PROTOCOL_NAMES.values()]
     if len(named) > 1 and all(p.lower() in reason.lower() for p in named):
         text += f' tune\'s search weighed these protocols; its stop reason: "{reason}".'
+        if caveats := quoted_race_caveats(data.get("tune") or {}):
+            text += f" {caveats}"
     return text
 
 

@@ -106,3 +106,24 @@ def test_gate_checks_of_one_plant_are_kept_apart_by_their_loop_turns() -> None:
     rows = [(p["iterations"], p["effect_pct"], p["trials"], p["detected"]) for p in gate["planted"]]
     assert rows == [(940, 5.0, 1, 0), (1100, 6.2, 2, 2)]
     assert bench.summarise_gate([check(5, 700, "pass")], {})["planted"][0]["effect_pct"] is None
+
+
+def test_undecided_aa_checks_that_read_a_difference_are_listed() -> None:
+    """Issue 36 audit: two A/A checks whose throughput interval excluded no change were
+    called merely "undecided"; one whose interval holds zero is not listed."""
+    bench = _bench()
+
+    def aa(ci: list[float]) -> dict[str, object]:
+        verdict = {"change_pct": sum(ci) / 2, "ci95_change_pct": ci}
+        return {
+            "check": f"gate{ci[0]}",
+            "effect_pct": 0,
+            "iterations": 0,
+            "throughput_outcome": "undecided",
+            "exit_status": 3,
+            "wall_s": 70.0,
+            "verdicts": [{"figure": "throughput", "verdict": verdict}],
+        }
+
+    gate = bench.summarise_gate([aa([-5.6, -1.3]), aa([-4.0, 2.0])], {})
+    assert [a["ci95_change_pct"] for a in gate["aa_undecided_apart"]] == [[-5.6, -1.3]]

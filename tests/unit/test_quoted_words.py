@@ -403,3 +403,77 @@ def test_a_readme_with_cache_rows_says_what_traffic_they_hold_for() -> None:
     assert "The response-cache rows hold only for traffic whose inputs repeat" in readme
     demo = (EXAMPLES / "simple_mlp_demo" / "README.md").read_text()
     assert "response-cache rows" not in demo
+
+
+def test_the_readme_and_tune_doc_state_placement_budget_and_race_rounds_as_the_code() -> None:
+    """Audit: "client and server share the cores" where the headline runs split them; a
+    measuring budget stated as a guarantee (one demo measured 251.3 s of 250); the race's
+    default rounds said to be 3 (12 with the block engine, tune's default)."""
+    from tritonlab.experiments.adaptive_run import ROUND_MARGIN
+
+    readme = (ROOT / "README.md").read_text()
+    assert "where client and server share the cores" not in readme
+    assert "the served run shares it with perf_analyzer (the log" not in readme
+    assert load_run(EXAMPLES / "simple_mlp_demo").manifest.cpu_split is not None
+    assert "a prediction, so a run can end a few" in readme
+    assert ROUND_MARGIN == 1.1  # "a tenth to spare"
+    tune_doc = (ROOT / "docs" / "tune.md").read_text()
+    assert "(default 12 with the block engine, tune's default; 3 with the classic engine)" in (
+        tune_doc
+    )
+    source = (ROOT / "src" / "tritonlab" / "pipeline" / "tune_request.py").read_text()
+    assert "r.max_race_rounds or (12 if engine == ENGINE_BLOCKS else 3)" in source
+
+
+def test_a_rows_medians_are_over_the_blocks_its_verdict_pairs() -> None:
+    """Audit: "1,933 infer/s ... against 2,234 infer/s" (a 27-repeat median) beside "-3%, CI
+    -7% to +10%" paired over 10 blocks; the quoted medians read -13.5%."""
+    text = _log("simple_mlp_sweep_blocks")
+    assert "1,933 infer/s (1,459–2,057) against 2,047 infer/s (1,180–2,223) (medians over the " in (
+        text
+    )
+    assert "against 2,234 infer/s" not in text
+
+
+def test_a_tune_pick_names_configurations_not_separated_at_its_load() -> None:
+    """Audit: the pick read as the server configuration to deploy where max batch 8 was not
+    told apart from it at the pick's own load."""
+    text = _log("resnet18_pipeline_tune")
+    assert (
+        "At the pick's load (http_b1_c16) the pick is not separated on throughput from "
+        "'1 x, batching, max 8, 1 thr'"
+    ) in text
+    assert "the choice is the client's load, not the server's configuration" not in text
+
+
+def test_the_race_note_counts_contenders_per_load() -> None:
+    """Audit: "each verdict compares two operating points" where five of six verdicts were at
+    the pick's own load."""
+    text = _log("resnet18_cnn_tune")
+    assert "grpc c16 (6 configurations), http c16 (1 configuration)" in text
+    assert "the pick and the runner-up ran at one load" in text
+    assert "each verdict compares two operating points" not in text
+
+
+def test_an_open_loop_quote_carries_perf_analyzers_warnings() -> None:
+    """Audit: a worst repeat quoted beside the latency pick from a repeat perf_analyzer warned
+    was not stabilising."""
+    line = summary_line(load_run(EXAMPLES / "simple_mlp_sweep").recommendations)  # type: ignore[arg-type]
+    assert "(worst repeat 4,705 µs; perf_analyzer warned in 1 of its 3 repeats)" in line
+
+
+def test_the_trace_summary_quotes_the_trace_tune_with_its_missing_control() -> None:
+    """Audit: the trace tune quoted with no note where its log says no A/A control was
+    measured."""
+    summary = (EXAMPLES / "simple_mlp_trace" / "SUMMARY.md").read_text()
+    line = next(x for x in summary.splitlines() if x.startswith("- **Tuned under the trace**"))
+    assert "Note: no A/A control was measured in this run" in line
+    assert "(no A/A control was measured in the trace tune:" in summary
+
+
+def test_the_calibration_page_says_what_undecided_and_the_blocks_column_hold() -> None:
+    """Audit: two A/A gate checks whose intervals excluded no change called merely
+    "undecided"; a blocks column of "19" for runs that stopped at 11 to 33 blocks."""
+    page = (ROOT / "benchmarks" / "results" / "calibration.md").read_text()
+    assert "throughput undecided in 2 (both with an interval that excludes no change" in page
+    assert "| 19 (median; runs stopped at 11-33) |" in page

@@ -95,7 +95,8 @@ def test_a_race_across_loads_and_a_stored_tie_break_say_what_they_compared() -> 
     points = {(s.configuration.protocol, s.concurrency) for s in record.steps if s.phase == "race"}
     assert len(points) > 1
     note = race_points_note(record)
-    assert "each verdict compares two operating points" in note
+    assert "a verdict between two at different loads compares operating points" in note
+    assert "the pick and the runner-up ran at different loads" in note
     assert all(f"{p} c{c}" in note for p, c in points)
     text = "\n".join(tune_section(record))
     assert note[1:] in text

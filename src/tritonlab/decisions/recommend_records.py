@@ -57,6 +57,9 @@ class OperatingPoint(Record):
     # of the sweep has (extra rounds measured some points more; ranking medians over different
     # blocks let those rounds decide: issue 36 audit). None: the medians are over every repeat.
     ranked_blocks: int | None = later()
+    # repeats in which perf_analyzer warned (latency not stabilising, requests delayed): a
+    # quote of the point's figures carries it (issue 36 audit)
+    warned_repeats: int = later(0)
 
     @property
     def arrivals(self) -> Arrivals:
@@ -134,6 +137,7 @@ def operating_point(
         cache_hit_share=None if s.cache_hit_share is None else round(s.cache_hit_share, 3),
         throughput_low_infer_per_s=s.throughput.low if s.throughput.n > 1 else None,
         ranked_blocks=tput_of.n if fewer else None,
+        warned_repeats=sum(1 for c in s.cells if c.perf.warnings),
     )
 
 

@@ -371,6 +371,7 @@ def render_experiment_log(run: RunData) -> str:
         run.tune,
         changed_step(manifest) if run.tune else None,
         bool(run.engine and run.engine.coload and run.engine.coload.co_loaded),
+        run.summaries,
     )
     repository = manifest.model.repository or {}  # a tune of an ensemble: the step it moved
     step, model = repository.get("tuned"), repository.get("model")

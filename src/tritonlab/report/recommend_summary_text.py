@@ -255,7 +255,13 @@ def _under_arrivals(recs: Recommendations, pick: OperatingPoint) -> str:
         f"; that is closed loop at concurrency {pick.concurrency}: the same configuration "
         f"under {top.arrivals.word} arrivals at {top.request_rate_per_s:,.0f} req/s had a "
         f"median p99 of {top.latency_p99_us:,.0f} µs (worst repeat {top.worst_p99_us:,.0f} "
-        f"µs{over}){dropped}"
+        f"µs{over}"
+        + (
+            f"; perf_analyzer warned in {top.warned_repeats} of its {top.repeats} repeats"
+            if top.warned_repeats
+            else ""
+        )
+        + f"){dropped}"
     )
 
 

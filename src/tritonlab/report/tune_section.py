@@ -6,11 +6,13 @@ measured figure that motivated it, so a reader can follow (and dispute) each mov
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from tritonlab.stats.aggregate import VariantSummary, compare_figure
 from tritonlab.stats.error_rates import process_sd_log
 from tritonlab.stats.summary import span_digits, span_text
-from tritonlab.stats.verdicts import HIGHER, LOWER, widened_record
+from tritonlab.stats.verdicts import HIGHER, LOWER, NO_CLEAR, widened_record
 
 if TYPE_CHECKING:
     from tritonlab.decisions.search_space import Knobs
@@ -65,7 +67,10 @@ def _configuration(k: Knobs) -> str:
 
 
 def tune_section(
-    tune: TuneRecord | None, pipeline_step: str | None = None, co_loaded: bool = False
+    tune: TuneRecord | None,
+    pipeline_step: str | None = None,
+    co_loaded: bool = False,
+    summaries: Sequence[VariantSummary] = (),
 ) -> list[str]:
     """The log's tune section (no lines for a run that was not a tune)."""
     if tune is None:
@@ -116,6 +121,8 @@ def tune_section(
     if tune.tie_break:
         lines.append(f"- Tie broken: {tune.tie_break}.")
     lines += [f"- {n[0].upper()}{n[1:]}." for n in tie_notes(tune)]
+    if ties := load_ties_note(tune, summaries):
+        lines.append(f"- {ties[0].upper()}{ties[1:]}.")
     if (pick := tune.pick) and not pick.meets_p99_budget_every_repeat:
         line = over_budget_line(pick)
         lines.append(f"- {line[0].upper()}{line[1:]}.")
@@ -169,8 +176,8 @@ def tie_notes(tune: TuneRecord) -> list[str]:
                 "the race did not separate the pick from the runner-up on "
                 f"{verdict.figure}, and they are one server configuration at two client loads "
                 f"({pick.configuration.protocol} {pick.where()} against "
-                f"{runner.configuration.protocol} {runner.where()}): the choice is the "
-                f"client's load, not the server's configuration; {_p99_apart(pick, runner)}"
+                f"{runner.configuration.protocol} {runner.where()}): between these two the "
+                f"choice is the client's load; {_p99_apart(pick, runner)}"
             )
         else:
             notes.append(
@@ -212,6 +219,43 @@ def tie_notes(tune: TuneRecord) -> list[str]:
             "did not separate the two"
         )
     return notes
+
+
+def load_ties_note(tune: TuneRecord, summaries: Sequence[VariantSummary]) -> str:
+    """'' unless other configurations measured at the pick's load are not separated from it on
+    the goal's figure: then which (issue 36 audit: max batch 8 and 16 not told apart at the
+    pick's load while the pick read as the server configuration to deploy)."""
+    pick = tune.pick
+    if pick is None or tune.settings.fixed_load:
+        return ""
+    at = [
+        s
+        for s in summaries
+        if s.settings.protocol == pick.configuration.protocol
+        and s.settings.concurrency == pick.concurrency
+        and s.settings.request_rate_per_s is None
+    ]
+    own = next((s for s in at if s.variant.name == pick.variant), None)
+    if own is None:
+        return ""
+    attr = "throughput" if tune.settings.goal == "throughput" else "latency_p99"
+    level = [
+        (s, v)
+        for s in at
+        if s is not own
+        and (v := compare_figure(attr, attr, s, own)).word == NO_CLEAR
+        and v.has_interval
+    ]
+    if not level:
+        return ""
+    listed = "; ".join(f"'{s.variant.description}' ({v.phrase()})" for s, v in level)
+    figure = attr.replace("_", " ")
+    return (
+        f"at the pick's load ({own.load_key}) the pick is not separated on {figure} "
+        f"from {listed}: the pick is the search's choice, and "
+        + ("this serves" if len(level) == 1 else "these serve")
+        + " that load as well as this run can tell"
+    )
 
 
 def _budget_apart(tune: TuneRecord) -> str:
@@ -287,19 +331,41 @@ def _median_text(value: float | None) -> str:
 
 
 def race_points_note(tune: TuneRecord) -> str:
-    """'' unless the race's contenders ran at different concurrencies or protocols: then that
-    its verdicts compare operating points (each configuration at its own load), which the goal
-    asks for, and not configurations at one load."""
+    """'' unless the race's contenders ran at different concurrencies or protocols: then how
+    many ran at each load, and that a verdict between two at different loads compares
+    operating points, not configurations at one load; whether the pick and the runner-up
+    shared a load (issue 36 audit: "each verdict compares two operating points" where five of
+    six verdicts were at the pick's own load)."""
     if tune.settings.fixed_load:
         return ""
-    points = {(s.configuration.protocol, s.concurrency) for s in tune.steps if s.phase == "race"}
-    if len({c for _, c in points}) < 2 and len({p for p, _ in points}) < 2:
+    race = [s for s in tune.steps if s.phase == "race"]
+    at: dict[tuple[str, int], set[str]] = {}
+    for s in race:
+        at.setdefault((s.configuration.protocol, s.concurrency), set()).add(
+            s.configuration.variant_name
+        )
+    if len(at) < 2:
         return ""
+    loads = ", ".join(
+        f"{p} c{c} ({len(names)} configuration{'s' if len(names) != 1 else ''})"
+        for (p, c), names in sorted(at.items())
+    )
+    pick, runner = tune.pick, tune.runner_up
+    shared = ""
+    if pick is not None and runner is not None:
+        same = (pick.configuration.protocol, pick.concurrency) == (
+            runner.configuration.protocol,
+            runner.concurrency,
+        )
+        shared = (
+            "; the pick and the runner-up ran at one load"
+            if same
+            else "; the pick and the runner-up ran at different loads"
+        )
     return (
-        "the race's contenders ran at different concurrencies or protocols ("
-        + ", ".join(f"{p} c{c}" for p, c in sorted(points))
-        + "): each verdict compares two operating points, each configuration at its own load, "
-        "not two configurations at one load"
+        f"the race's contenders ran at more than one load ({loads}): a verdict between two at "
+        "different loads compares operating points, each configuration at its own load, not "
+        f"two configurations at one load{shared}"
     )
 
 
