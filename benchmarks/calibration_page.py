@@ -51,8 +51,10 @@ def _term_lines(report: dict[str, Any]) -> list[str]:
         f"which pairing by block cannot see) the runs' verdicts held: "
         f"{_held_term(aa['process_term_sd_log'])} on a comparison's 95% interval. Estimated "
         f"again from the A/A copies of {term['runs']} runs ({term['comparisons']} comparisons, "
-        f"these and every earlier round's below): {pct(term['throughput_sd_log'])} for throughput, "
-        f"{pct(term['latency_p99_sd_log'])} for p99 latency."
+        f"these and every earlier round's below): {pct(term['throughput_sd_log'])} for throughput"
+        f"{_floored(report, 'throughput', 'throughput')}, "
+        f"{pct(term['latency_p99_sd_log'])} for p99 latency"
+        f"{_floored(report, 'latency_p99', 'p99')}."
     ]
     shipped = report["process_term_shipped"]
     low, high = shipped["coverage_bounds"]
@@ -75,6 +77,30 @@ def _term_lines(report: dict[str, Any]) -> list[str]:
             f"{_rate(aa['false_alarms_leave_one_out'], aa['comparisons'])}."
         )
     return lines
+
+
+def _floored(report: dict[str, Any], figure: str, words: str) -> str:
+    """' (floored at zero: ...)' where the re-estimated term of ``figure`` was floored at zero
+    (``calibration_report.term_parts``): the A/A means' spread is smaller than what the blocks'
+    own noise gives, so ±0.0% says the offsets cannot be told from that noise, not that there
+    are none (issue 34 audit); '' otherwise or where the report predates the parts."""
+    parts = (report.get("process_term_parts") or {}).get(figure)
+    if not parts or not parts["floored"]:
+        return ""
+    spread, noise = _apart_figures(parts["mean_square_log"], parts["within_blocks_log"])
+    return (
+        f" (floored at zero: the A/A means' spread, {spread}, is smaller than what the blocks' "
+        f"own noise gives, {noise}, so per-process offsets cannot be told from {words}'s noise)"
+    )
+
+
+def _apart_figures(a: float, b: float) -> tuple[str, str]:
+    """``a`` and ``b`` with 4 decimals, or more until the two read different (up to 10)."""
+    for decimals in range(4, 11):
+        shown = f"{a:.{decimals}f}", f"{b:.{decimals}f}"
+        if shown[0] != shown[1]:
+            break
+    return shown
 
 
 def _held_term(held: dict[str, float]) -> str:

@@ -79,6 +79,32 @@ def process_term(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return ProcessTerm(estimate_sd_log(tput), estimate_sd_log(p99), len(tput), len(runs)).to_dict()
 
 
+def term_parts(series: list[list[float]]) -> dict[str, Any]:
+    """The two parts ``stats/process_term.estimate_sd_log`` takes apart, from the same A/A
+    comparisons: the mean squared mean log-ratio and the part of it the blocks' own noise
+    explains (the mean ``s^2/n``), and whether the estimate was floored at zero (the first is
+    smaller: per-process offsets cannot be told from the figure's block noise, so its ``±0.0%``
+    is no measured absence of them; issue 34 audit). Raises ``ValueError`` where the parts do
+    not give ``estimate_sd_log``'s estimate."""
+    from tritonlab.stats.process_term import estimate_sd_log
+
+    usable = [x for x in series if len(x) >= 2]
+    squares = statistics.fmean(statistics.fmean(x) ** 2 for x in usable)
+    within = statistics.fmean(statistics.variance(x) / len(x) for x in usable)
+    if not math.isclose(math.sqrt(max(0.0, squares - within) / 2.0), estimate_sd_log(series)):
+        raise ValueError("the parts do not give stats/process_term.estimate_sd_log's estimate")
+    return {"mean_square_log": squares, "within_blocks_log": within, "floored": squares < within}
+
+
+def process_term_parts(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """``term_parts`` of each figure ``process_term`` estimates, from the same A/A copies."""
+    figures = {"throughput": "throughput_infer_per_s", "latency_p99": "latency_p99_us"}
+    return {
+        name: term_parts([x for r in runs for x in aa_log_ratios(r, figure)])
+        for name, figure in figures.items()
+    }
+
+
 def leave_one_out_false_alarms(runs: list[dict[str, Any]]) -> int:
     """A/A false alarms when each run's verdicts hold the term estimated from the other runs
     (a check of the term on runs it was not estimated from)."""
@@ -318,6 +344,7 @@ def build_report(raw_dir: Path = RAW) -> dict[str, Any]:
         if len(runs) > 2:
             report["aa"]["false_alarms_leave_one_out"] = leave_one_out_false_alarms(runs)
         report["process_term"] = process_term(runs + earlier)
+        report["process_term_parts"] = process_term_parts(runs + earlier)
         held_terms = [r.get("process_term") for r in runs]
         if held_terms[0] is not None and all(t == held_terms[0] for t in held_terms):
             report["process_term_held"] = held_terms[0]

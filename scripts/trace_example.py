@@ -64,6 +64,78 @@ def _pick_quote(tune_dir: Path) -> str:
     return text
 
 
+def _pick_warned(tune_dir: Path) -> str:
+    """'; perf_analyzer warned in 9 of its 13 repeats: ...' for a tune's pick, from the tune
+    run's stored cells (``warnings_quote``); '' where it warned in none of them."""
+    from tritonlab.decisions.tune_record import TunePick
+
+    pick = TunePick.from_dict(_pick(tune_dir))
+    warned = warnings_quote(_pick_warnings(tune_dir, pick), pick.load is not None)
+    return f"; {warned}" if warned else ""
+
+
+def _pick_warnings(tune_dir: Path, pick: Any) -> list[list[str]]:
+    """perf_analyzer's warnings in each repeat of a tune's pick (``TunePick``): the stored
+    cells of its variant at its load (under the trace for a tune under a trace, else at its
+    concurrency), in the order stored."""
+    from tritonlab.report.run_data import load_run
+
+    run = load_run(tune_dir)
+    protocol = pick.configuration.protocol
+    keys = {
+        ld.key
+        for ld in run.manifest.plan.loads
+        if ld.protocol == protocol
+        and (
+            ld.trace is not None
+            if pick.load is not None
+            else not ld.open_loop and ld.concurrency == pick.concurrency
+        )
+    }
+    return [
+        list(c.perf.warnings)
+        for c in run.cells
+        if c.variant.name == pick.variant and c.load_key in keys
+    ]
+
+
+def warnings_quote(repeats: list[list[str]], under_trace: bool) -> str:
+    """'perf_analyzer warned in 9 of its 13 repeats: it sent up to 2.25% of the requests late,
+    within the 5% ...' from each repeat's warnings ('' where it warned in none): how many
+    repeats warned, the largest late share it stated (``perf.trace.delayed_pct``; under a
+    trace, against ``KEPT_TO_PCT``, the share a configuration may send late and still carry
+    it) and every other warning, with how many repeats where fewer than all that warned
+    (issue 24 audit: a trace tune's pick quoted without the warnings in 9 of its 13 repeats)."""
+    from tritonlab.perf.trace import KEPT_TO_PCT, delayed_pct
+
+    warned = [w for w in repeats if w]
+    if not warned:
+        return ""
+
+    def among(k: int) -> str:
+        return "" if k == len(warned) else f" (in {k} of them)"
+
+    parts = []
+    late = [pct for w in warned if (pct := delayed_pct(w)) > 0]
+    if late:
+        text = f"it sent up to {max(late):g}% of the requests late{among(len(late))}"
+        if under_trace:
+            side = "within" if max(late) <= KEPT_TO_PCT else "more than"
+            text += (
+                f", {side} the {KEPT_TO_PCT:g}% a configuration may send late and still "
+                "carry the trace"
+            )
+        parts.append(text)
+    others: dict[str, int] = {}
+    for w in warned:
+        for message in dict.fromkeys(m.rstrip(".") for m in w if delayed_pct([m]) == 0):
+            others[message] = others.get(message, 0) + 1
+    parts += [f'"{m}"{among(k)}' for m, k in others.items()]
+    return f"perf_analyzer warned in {len(warned)} of its {len(repeats)} repeats: " + "; ".join(
+        parts
+    )
+
+
 def _budget(tune_dir: Path) -> str:
     """'p99 budget 20 ms', from the tune's stored settings ('p99 budget' without one)."""
     data = json.loads((tune_dir / "results" / "tune.json").read_text())
@@ -332,10 +404,12 @@ def render(out: Path) -> str:
         f"- **Tuned at a fixed concurrency** ([`tune_concurrency/`](tune_concurrency/docs/"
         f"experiment_log.md), goal throughput, {_budget(out / 'tune_concurrency')}): "
         f"{fixed['description']} at concurrency {fixed['concurrency']}, "
-        f"{_pick_quote(out / 'tune_concurrency')}." + _doubt(out / "tune_concurrency"),
+        f"{_pick_quote(out / 'tune_concurrency')}{_pick_warned(out / 'tune_concurrency')}."
+        + _doubt(out / "tune_concurrency"),
         f"- **Tuned under the trace** ([`tune_trace/`](tune_trace/docs/experiment_log.md), the "
         f"lowest p99 among configurations that carry it, same budget): {traced['description']}, "
-        f"{_pick_quote(out / 'tune_trace')}." + _doubt(out / "tune_trace"),
+        f"{_pick_quote(out / 'tune_trace')}{_pick_warned(out / 'tune_trace')}."
+        + _doubt(out / "tune_trace"),
         "",
         "The fixed-concurrency pick (the first row), the pick under the trace, both tunes' "
         "runner-ups and their start, measured again side by side, interleaved, under both "

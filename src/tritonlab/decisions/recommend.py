@@ -177,6 +177,16 @@ class _Picker:
         )
 
 
+def _at_load(picker: _Picker, figure: str, other: str, pick: OperatingPoint) -> Verdict | None:
+    """``pick`` against configuration ``other`` measured at ``pick``'s own load, on ``figure``;
+    None where ``other`` was not measured (or ranked) there."""
+    ref = next(
+        (p for (v, key), p in picker.points.items() if v == other and key == pick.load_key),
+        None,
+    )
+    return None if ref is None else picker.versus(figure, ref, pick)
+
+
 def _with_short_repeats(
     pick: Pick, summary: VariantSummary, target: float, ranked: frozenset[int | str] | None
 ) -> Pick:
@@ -273,11 +283,13 @@ def recommend(
                 latency_pick, picker.of(latency_pick.point), target_load_infer_per_s, ranked
             )
 
-    optima_p99 = optima_tput = None
+    optima_p99 = optima_tput = same_p99 = same_tput = None
     if throughput_pick and latency_pick:
         a, b = throughput_pick.point, latency_pick.point
         if a.variant != b.variant:
             optima_p99 = picker.versus("p99", a, b)  # the latency pick against the other
+            same_p99 = _at_load(picker, "p99", a.variant, b)
+            same_tput = _at_load(picker, "throughput", b.variant, a)
             optima_tput = picker.versus("throughput", b, a)  # the throughput pick against it
     return Recommendations(
         latency_budget_p99_us=budget,
@@ -294,6 +306,8 @@ def recommend(
         lengths=lengths,
         optima_p99=optima_p99,
         optima_throughput=optima_tput,
+        optima_p99_same_load=same_p99,
+        optima_throughput_same_load=same_tput,
     )
 
 

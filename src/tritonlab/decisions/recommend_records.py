@@ -250,6 +250,12 @@ class Recommendations:
     # p99 against the throughput pick's, the throughput pick's throughput against the other's
     optima_p99: Verdict | None = None
     optima_throughput: Verdict | None = None
+    # the two picks' configurations compared at one load each (issue 36 audit: "different
+    # optima" read from picks at concurrency 16 and 1, where at concurrency 1 the two
+    # configurations were not separated): at the latency pick's load on p99, at the throughput
+    # pick's load on throughput; None where the other configuration was not measured there
+    optima_p99_same_load: Verdict | None = None
+    optima_throughput_same_load: Verdict | None = None
     # the run's trust (``stats/run_trust.py``, set by ``report.run_data.load_run``): the picks
     # and the summary line of a doubtful run carry its doubt
     trust: RunTrust | None = None

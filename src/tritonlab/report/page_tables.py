@@ -49,10 +49,23 @@ def compact_table(analysis: Analysis, step: str | None = None) -> list[str]:
         )
         queue, batch = _server(s, step)
         lines.append(
-            f"| {s.variant.description} | {s.throughput.text(tput)} | {s.latency_p99.text(p99)} "
+            f"| {s.variant.description} | {s.throughput.text(tput)}{_warned(s)} | "
+            f"{s.latency_p99.text(p99)} "
             f"| {num(queue.median)} | {num(batch.median, 1)} | {verdicts} |"
         )
     return lines
+
+
+def _warned(s: VariantSummary) -> str:
+    """' (...)' where perf_analyzer could not keep up the row's rate in a repeat (the log
+    leaves the point out of its picks) or warned in some repeats; else '' (issue 36 audit: a
+    page quoted open-loop rows its log had excluded, without a word)."""
+    warned = sum(1 for c in s.cells if c.perf.warnings)
+    if s.load_generator_fell_behind:
+        return " (perf_analyzer could not keep up this rate in a repeat: left out of the picks)"
+    if warned:
+        return f" (perf_analyzer warned in {warned} of {len(s.cells)} repeats)"
+    return ""
 
 
 def _server(s: VariantSummary, step: str | None) -> tuple[Summary, Summary]:

@@ -70,6 +70,63 @@ def saturation_text(s: Saturation) -> str:
     )
 
 
+def _load_not_configuration(recs: Recommendations) -> str | None:
+    """Where the picks ran at different loads and each configuration was also measured at the
+    other's load: None when each configuration is clearly better at its own pick's load on
+    that pick's goal (different optima); else which configuration the same-load verdicts let
+    serve both goals, each at its own load (issue 36 audit: "different optima" for picks at
+    concurrency 16 and 1, where at concurrency 1 the two were not separated on p99)."""
+    tp, lp = recs.throughput_pick, recs.latency_pick
+    same_p99, same_tput = recs.optima_p99_same_load, recs.optima_throughput_same_load
+    if tp is None or lp is None or tp.point.load_key == lp.point.load_key:
+        return None
+    if same_p99 is None or same_tput is None:
+        return None
+    p99_apart, tput_apart = same_p99.word == LOWER, same_tput.word == HIGHER
+    if p99_apart and tput_apart:
+        return None
+    at_lp = (
+        f"at the latency-first pick's load ({lp.point.load_key}) its p99 against the "
+        f"throughput-first configuration's there: {same_p99.phrase()}"
+    )
+    at_tp = (
+        f"at the throughput-first pick's load ({tp.point.load_key}) its throughput against "
+        f"the latency-first configuration's there: {same_tput.phrase()}"
+    )
+    there = next(
+        (
+            p
+            for p in recs.points
+            if p.variant == tp.point.variant and p.load_key == lp.point.load_key
+        ),
+        None,
+    )
+    carried = (
+        f" (its median throughput there {there.throughput_infer_per_s:,.0f} infer/s, against "
+        f"the target of {recs.target_load_infer_per_s:,.0f})"
+        if there is not None and recs.target_load_infer_per_s is not None
+        else ""
+    )
+    if tput_apart:
+        who = (
+            f"'{tp.point.description}' is clearly ahead on throughput at its load ({at_tp}), "
+            f"and at the latency-first pick's load it is not separated on p99 ({at_lp}"
+            f"{carried})"
+        )
+    elif p99_apart:
+        who = (
+            f"'{lp.point.description}' is clearly ahead on p99 at its load ({at_lp}), and at "
+            f"the throughput-first pick's load it is not separated on throughput ({at_tp})"
+        )
+    else:
+        who = f"neither configuration is clearly better at either load ({at_lp}; {at_tp})"
+    return (
+        f"the two picks differ in their load as much as in their configuration: {who}; so "
+        "these repeats do not show that the two goals need different configurations, only "
+        "different loads (concurrency or rate)"
+    )
+
+
 def _two_goals(recs: Recommendations) -> str:
     """The summary line's judgement: whether the two picks are really different optima."""
     tp, lp, target = recs.throughput_pick, recs.latency_pick, recs.target_load_infer_per_s
@@ -96,6 +153,8 @@ def _two_goals(recs: Recommendations) -> str:
         + points_note(tp.point, lp.point)
     )
     if p99.word == LOWER or tput.word == HIGHER:
+        if (load := _load_not_configuration(recs)) is not None:
+            return f"{load} ({evidence})"
         return (
             f"maximum throughput and low latency are different optima ({evidence}), so the "
             "configuration must be chosen for the scenario"

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from tritonlab.stats.aggregate import VariantSummary, compare_figure
+from tritonlab.stats.aggregate import VariantSummary
 from tritonlab.stats.error_rates import process_sd_log
 from tritonlab.stats.summary import span_digits, span_text
-from tritonlab.stats.verdicts import HIGHER, LOWER, NO_CLEAR, widened_record
+from tritonlab.stats.verdicts import HIGHER, LOWER, NO_CLEAR, Verdict, compare, widened_record
 
 if TYPE_CHECKING:
     from tritonlab.decisions.search_space import Knobs
@@ -242,20 +242,31 @@ def load_ties_note(tune: TuneRecord, summaries: Sequence[VariantSummary]) -> str
     level = [
         (s, v)
         for s in at
-        if s is not own
-        and (v := compare_figure(attr, attr, s, own)).word == NO_CLEAR
-        and v.has_interval
+        if s is not own and (v := _race_pair(attr, s, own)).word == NO_CLEAR and v.has_interval
     ]
     if not level:
         return ""
-    listed = "; ".join(f"'{s.variant.description}' ({v.phrase()})" for s, v in level)
+    listed = "; ".join(
+        f"'{s.variant.description}' (the pick against it: {v.phrase()})" for s, v in level
+    )
     figure = attr.replace("_", " ")
     return (
-        f"at the pick's load ({own.load_key}) the pick is not separated on {figure} "
+        f"at the pick's load ({own.load_key}, over the race's rounds) the pick is not "
+        f"separated on {figure} "
         f"from {listed}: the pick is the search's choice, and "
         + ("this serves" if len(level) == 1 else "these serve")
         + " that load as well as this run can tell"
     )
+
+
+def _race_pair(attr: str, other: VariantSummary, own: VariantSummary) -> Verdict:
+    """``own`` against ``other`` on ``attr`` over the race's rounds only: a repeat's first
+    cell is its search-phase measurement, taken at another time for each configuration, so
+    repeat 1 is not a shared round (issue 36 audit: a contender paired over its search-phase
+    cell read ahead of the pick, undecided over the race's rounds)."""
+    rounds = (frozenset(other.throughput.rounds) & frozenset(own.throughput.rounds)) - {1}
+    a, b = getattr(other, attr), getattr(own, attr)
+    return compare(attr, a.over(rounds), b.over(rounds))
 
 
 def _budget_apart(tune: TuneRecord) -> str:
