@@ -25,6 +25,44 @@ def _apart(gate: dict[str, Any]) -> str:
     )
 
 
+def _span(low: int, high: int) -> str:
+    return f"{low}" if low == high else f"{low} to {high}"
+
+
+def _alarms(k: int) -> str:
+    return f"{k} false alarm" if k == 1 else f"{k} false alarms"
+
+
+def _aa_lengths(report: dict[str, Any]) -> str:
+    """'; ...': how many of the A/A comparisons rest on how many pairs, where some copies were
+    measured in fewer blocks than their run (issue 24 audit: the run's length, quoted beside
+    the false alarms, held for a few of them only); '' where every comparison had the run's
+    length or the report is from before the breakdown."""
+    by = report.get("aa_by_length")
+    if not by or not by["short"]["comparisons"]:
+        return ""
+    short, full = by["short"], by["full"]
+    copies = report["aa"].get("configurations", 0)
+    pairs = _span(short["pairs_min"], short["pairs_max"])
+    text = (
+        f"; {_span(*by['short_copies_per_run'])} of the {copies} copies in each run were "
+        f"measured in the {pairs} planned blocks only, so {short['comparisons']} of the "
+        f"{short['comparisons'] + full['comparisons']} comparisons rest on {pairs} pairs, with "
+        f"{_alarms(short['false_alarms'])} and their intervals held no change in "
+        f"{short['covered']} of "
+        f"{short['intervals']}"
+    )
+    if full["comparisons"]:
+        text += (
+            f"; the {full['comparisons']} at the run's full length, "
+            f"{_span(full['pairs_min'], full['pairs_max'])} pairs, hold "
+            f"{_alarms(full['false_alarms'])}, their intervals held no change in "
+            f"{full['covered']} of "
+            f"{full['intervals']}"
+        )
+    return text
+
+
 def _rate(k: int, n: int) -> str:
     from tritonlab.stats.calibration import wilson_interval
 
@@ -156,7 +194,8 @@ def readme_block(report: dict[str, Any]) -> str:
             "",
             f"- A/A comparisons ({copies} identical configurations per run, every pair of "
             f"them, throughput): false alarms "
-            f"{_rate(report['aa']['false_alarms'], report['aa']['comparisons'])}.",
+            f"{_rate(report['aa']['false_alarms'], report['aa']['comparisons'])}"
+            f"{_aa_lengths(report)}.",
             f"- The runs' noise: one block's A/A throughput ratio varied by "
             f"{_spread(report['aa'])} (standard deviation, the median run), the figure to "
             "compare rounds by (the power below is at this noise).",

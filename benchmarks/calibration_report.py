@@ -170,11 +170,21 @@ def analyse_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
         return readings["blocks"][0]
 
     aa_rows: list[dict[str, Any]] = []
+    aa_lengths: list[dict[str, Any]] = []  # each A/A comparison's pairs (``aa_by_length``)
     for run in runs:
         copies = [name for name in AA_NAMES if name in run["cells"]]
         for ref, other in itertools.combinations(copies, 2):
-            reading = read("aa", _series(run, ref), _series(run, other), 0.0, _term(run))
+            a, b = _series(run, ref), _series(run, other)
+            reading = read("aa", a, b, 0.0, _term(run))
             aa_rows.append({"run": run["run"], "pair": f"{other} vs {ref}", **reading.to_dict()})
+            aa_lengths.append(
+                {
+                    "pairs": len(set(a) & set(b)),
+                    "full": len(set(a) & set(b)) == run["blocks"],
+                    "call": reading.calls_difference,
+                    "covers": reading.covers(0.0),
+                }
+            )
     plants: list[dict[str, Any]] = []
     for effect in planted_turns:
         name = plant_name(effect)
@@ -200,7 +210,41 @@ def analyse_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 "detected_by_prefix": {str(k): v for k, v in detected_at.items()},
             }
         )
-    return {"tallies": tallies, "aa_rows": aa_rows, "plants": plants}
+    short = [
+        sum(len(run["cells"][n]) < run["blocks"] for n in AA_NAMES if n in run["cells"])
+        for run in runs
+    ]
+    return {
+        "tallies": tallies,
+        "aa_rows": aa_rows,
+        "aa_by_length": aa_by_length(aa_lengths, short),
+        "plants": plants,
+    }
+
+
+def aa_by_length(lengths: list[dict[str, Any]], short_copies: list[int]) -> dict[str, Any]:
+    """How many of the A/A comparisons rest on how many pairs (issue 24 audit: most of them on
+    the copies measured in the planned blocks only, not the run's full length): the comparisons
+    shorter than their run (``short``) and those at its full length (``full``), each with its
+    pairs (fewest, most), false alarms and coverage of 0; ``short_copies``: each run's A/A copies
+    measured in fewer blocks than the run (fewest, most over the runs)."""
+
+    def part(rows: list[dict[str, Any]]) -> dict[str, Any]:
+        pairs = [r["pairs"] for r in rows]
+        return {
+            "comparisons": len(rows),
+            "pairs_min": min(pairs, default=0),
+            "pairs_max": max(pairs, default=0),
+            "false_alarms": sum(bool(r["call"]) for r in rows),
+            "intervals": sum(r["covers"] is not None for r in rows),
+            "covered": sum(bool(r["covers"]) for r in rows),
+        }
+
+    return {
+        "short_copies_per_run": [min(short_copies, default=0), max(short_copies, default=0)],
+        "short": part([r for r in lengths if not r["full"]]),
+        "full": part([r for r in lengths if r["full"]]),
+    }
 
 
 def measuring_s(run: dict[str, Any], upto: int | None = None) -> float:
@@ -371,6 +415,7 @@ def build_report(raw_dir: Path = RAW) -> dict[str, Any]:
             "disturbed": sum(c["disturbed"] for c in cells),
         }
         report["aa_comparisons"] = analysis["aa_rows"]
+        report["aa_by_length"] = analysis["aa_by_length"]
     if past:
         report["earlier_rounds"] = past
     if checks:

@@ -23,7 +23,7 @@ from types import ModuleType
 
 from tritonlab.report.conditions_text import uneven_repeats_note
 from tritonlab.report.method_section import stopping_note
-from tritonlab.report.page_tables import baseline_figures, compact_table
+from tritonlab.report.page_tables import baseline_figures, called_steps_caption, compact_table
 from tritonlab.report.run_data import RunData, changed_step, load_run
 from tritonlab.report.text_format import num
 from tritonlab.report.tune_section import figure_span
@@ -244,6 +244,8 @@ def example_section(example: Example, run: RunData) -> list[str]:
                 "each row of the log.",
                 "",
             ]
+        elif caption := called_steps_caption(run.manifest, analysis):
+            lines += [caption, ""]
     return lines
 
 

@@ -181,8 +181,11 @@ def _separated(tune_dir: Path) -> tuple[bool, str]:
         return False, f"{name} raced no runner-up"
     verdict = VerdictRecord.from_dict(data["verdict"])
     # the race's verdict in the log's words, with its pairs where they are few
-    race = verdict.phrase() + _pairs(
-        verdict.pairs, verdict.method, verdict.ci95_change_pct is not None
+    # which way and on which figure: the stored verdict is the runner-up against the pick
+    # (issue 36 audit: "+3%" read as the pick's lead, a p99 verdict unnamed)
+    race = f"the runner-up against the pick on {verdict.figure}: " + (
+        verdict.phrase()
+        + _pairs(verdict.pairs, verdict.method, verdict.ci95_change_pct is not None)
     )
     pick, runner = data["pick"], data.get("runner_up") or {}
     # a race in a run that is not to be trusted decides nothing, and its quote says why
@@ -196,7 +199,7 @@ def _separated(tune_dir: Path) -> tuple[bool, str]:
     if data.get("tie_break"):
         return trusted, f"{name} broke a tie on the other figure ({data['tie_break']}){doubt}"
     clear = verdict.reading.value in ("higher", "lower")
-    return clear and trusted, f"{name}'s runner-up against its pick: {race}{doubt}"
+    return clear and trusted, f"{name}'s race: {race}{doubt}"
 
 
 def _knobs(pick: dict[str, Any]) -> dict[str, Any]:

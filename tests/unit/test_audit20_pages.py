@@ -4,13 +4,13 @@ repeats, and the calibration page says where a process-term estimate was floored
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from script_module import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "simple_mlp_trace"
@@ -22,21 +22,13 @@ LATE = (
 UNSTABLE = "Request latency is not stabilizing. Please try lowering the request rate."
 
 
-def _module(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(autouse=True)
 def _beside_the_benchmarks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # bench_common, as the script has it
 
 
 def _trace_example() -> ModuleType:
-    return _module(ROOT / "scripts" / "trace_example.py", "trace_example")
+    return load_script("scripts/trace_example.py")
 
 
 # 1. a tune pick's quote carries perf_analyzer's warnings in its repeats
@@ -96,7 +88,7 @@ def test_the_summary_quotes_each_tunes_pick_with_its_stored_warnings() -> None:
 def test_the_term_parts_say_where_the_estimate_was_floored() -> None:
     from tritonlab.stats.process_term import estimate_sd_log
 
-    bench = _module(ROOT / "benchmarks" / "calibration_report.py", "calibration_report")
+    bench = load_script("benchmarks/calibration_report.py")
     apart = [[0.1, 0.12, 0.11], [-0.1, -0.09, -0.11]]  # means far from 0: offsets show
     parts = bench.term_parts(apart)
     assert not parts["floored"]
@@ -111,7 +103,7 @@ def test_the_term_parts_say_where_the_estimate_was_floored() -> None:
 
 
 def test_the_page_says_a_floored_term_in_words_with_its_parts() -> None:
-    page = _module(ROOT / "benchmarks" / "calibration_page.py", "calibration_page")
+    page = load_script("benchmarks/calibration_page.py")
     report = {
         "process_term_parts": {
             "throughput": {"mean_square_log": 0.2, "within_blocks_log": 0.1, "floored": False},
@@ -131,7 +123,7 @@ def test_the_page_says_a_floored_term_in_words_with_its_parts() -> None:
 
 
 def test_the_committed_calibration_page_says_which_estimate_was_floored() -> None:
-    bench = _module(ROOT / "benchmarks" / "calibration_report.py", "calibration_report")
+    bench = load_script("benchmarks/calibration_report.py")
     stored = json.loads((RESULTS / "calibration.json").read_text())
     recomputed = json.loads(json.dumps(bench.build_report(ROOT / stored["raw"])))
     assert stored["process_term_parts"] == recomputed["process_term_parts"]

@@ -171,16 +171,19 @@ def _background(
 FLOOR_NOTE = "the A/A control's interval at this load reaches this change"
 
 
-def _side_by_side(subject: Summary, reference: Summary, unit: str) -> str:
+def _side_by_side(
+    subject: Summary, reference: Summary, unit: str, verdict: Verdict | None = None
+) -> str:
     """'X (range) against Y (range)' with the digits that tell the two apart (issue 36 audit:
     "26 infer/s (25–27) against 26 infer/s (25–27)" for 26.0 against 26.2)."""
     both = frozenset(subject.rounds) & frozenset(reference.rounds)
     over = ""
-    if both and both != frozenset(subject.rounds) | frozenset(reference.rounds):
+    paired = verdict is None or verdict.has_interval  # "no verdict" quotes all repeats' medians
+    if paired and both and both != frozenset(subject.rounds) | frozenset(reference.rounds):
         # one side has extra blocks: quote both over the blocks the verdict pairs (issue 36
         # audit: 1,933 against a 27-repeat 2,234 read -13% beside "-3%, CI -7% to +10%")
         subject, reference = subject.over(both), reference.over(both)
-        over = f" (medians over the {len(both)} rounds both have, the pairs of the verdict)"
+        over = f" (medians over the {len(both)} rounds both have, the verdict's pairs)"
     digits = column_digits([subject, reference])
     return f"{subject.text(digits, unit)} against {reference.text(digits, unit)}{over}"
 
@@ -323,9 +326,9 @@ def explain_variant(
         tput, p99 = ref_verdicts["throughput"], ref_verdicts["latency_p99"]
         lines = [
             f"Throughput {tput.phrase()}: "
-            f"{_side_by_side(subject.throughput, reference.throughput, 'infer/s')}.",
+            f"{_side_by_side(subject.throughput, reference.throughput, 'infer/s', tput)}.",
             f"p99 {p99.phrase()}: "
-            f"{_side_by_side(subject.latency_p99, reference.latency_p99, 'µs')}.",
+            f"{_side_by_side(subject.latency_p99, reference.latency_p99, 'µs', p99)}.",
             _server_sentence(subject),
         ]
         if reference is not baseline:

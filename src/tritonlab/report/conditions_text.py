@@ -150,7 +150,8 @@ def uneven_repeats_note(repeat_counts: Sequence[int], why: str = "", tune: bool 
     if len(counts) < 2:
         return ""
     paired = (
-        "paired by repeat number, the first repeat of each a search-phase cell"
+        "the race's, paired over its rounds: each configuration's first repeat is a "
+        "search-phase cell taken at its own time, not a shared round"
         if tune
         else "paired by block"
     )

@@ -9,6 +9,7 @@ where step `cnn` queued 245,823 µs, 82% of the latency).
 
 from __future__ import annotations
 
+from tritonlab.experiments.manifest import Manifest
 from tritonlab.explanation.explain import FLOOR_NOTE, Analysis, VariantReport
 from tritonlab.report.text_format import num
 from tritonlab.stats.aggregate import VariantSummary
@@ -82,3 +83,33 @@ def baseline_figures(s: VariantSummary, beside: list[VariantSummary], doubt: str
     p99 = column_digits([x.latency_p99 for x in (s, *beside)])
     tail = f" ({doubt})" if doubt else ""
     return f"{s.throughput.text(tput)} infer/s, p99 {s.latency_p99.text(p99)} µs{tail}"
+
+
+def called_steps_caption(manifest: Manifest, analysis: Analysis) -> str:
+    """For a BLS model (its configurations change the BLS model itself), that the table's
+    queue and batch are its own counters, and the batch each model it calls ran at (issue 36
+    audit: a BLS row's batch of 4.2 read as batching reaching the CNN, which ran at 1.0)."""
+    repository = manifest.model.repository or {}
+    if repository.get("kind") != "bls":
+        return ""
+    ranges = []
+    for step in repository.get("called") or []:
+        batches = [
+            m
+            for r in analysis.reports
+            if (m := r.summary.step_figure(str(step), "mean_batch_size").median) is not None
+        ]
+        if batches:
+            low, high = min(batches), max(batches)
+            shown = f"{low:.1f}" if f"{low:.1f}" == f"{high:.1f}" else f"{low:.1f}-{high:.1f}"
+            ranges.append(f"`{step}` {shown}")
+    called = (
+        "; the models it calls kept their own batches, mean batch in every row: "
+        + ", ".join(ranges)
+        if ranges
+        else ""
+    )
+    return (
+        f"The queue and mean batch columns are the BLS model `{repository.get('model')}`'s own "
+        f"counters{called} (the log's Pipeline steps table)."
+    )

@@ -163,7 +163,9 @@ class RunTrust(Record):
                 f"`{u.variant}` at `{u.load_key}` rests on {u.stable_repeats} stable repeat"
                 f"{'s' if u.stable_repeats != 1 else ''} of {u.repeats}"
             )
-        if not found and self.state == "unchecked":
+        if not self.controls and not self.cells_monitored:
+            # also where a worse doubt is stated first (issue 36 audit: an unstable run's
+            # Trust line left out that nothing checked its noise)
             found.append("no A/A control and no interference monitor checked its noise")
         if self.control_flags and not self.flags_beyond_chance:
             found.append(
