@@ -187,9 +187,7 @@ def conditions(run: RunData) -> str:
 def trust_note(run: RunData) -> str:
     """' **Note: this run's verdicts are not to be trusted: ...**' where the run's trust
     (``stats/run_trust.py``, the same record its log states) has a doubt; '' for a quiet run."""
-    note = run.trust.note()
-    if bare := run.trust.no_control_text():
-        note = f"Note: {bare}."
+    note = run.trust.page_note()
     if run.tune is not None and (race := stopping_note(False, [], None, run.tune)):
         note += f" {race}"  # the race's stopping rule, as its log's method states it
     return f" {note}" if note else ""

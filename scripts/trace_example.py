@@ -153,8 +153,7 @@ def _trust(run_dir: Path) -> Any:
 def _doubt(run_dir: Path) -> str:
     """' **Note: ...**' where the run's trust has a doubt, e.g. figures resting on a minority
     of stable repeats or too many cells stored disturbed; '' for a quiet run."""
-    trust = _trust(run_dir)
-    note = trust.note() or (f"Note: {bare}." if (bare := trust.no_control_text()) else "")
+    note = _trust(run_dir).page_note()
     return f" {note}" if note else ""
 
 

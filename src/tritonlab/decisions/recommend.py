@@ -180,10 +180,7 @@ class _Picker:
 def _at_load(picker: _Picker, figure: str, other: str, pick: OperatingPoint) -> Verdict | None:
     """``pick`` against configuration ``other`` measured at ``pick``'s own load, on ``figure``;
     None where ``other`` was not measured (or ranked) there."""
-    ref = next(
-        (p for (v, key), p in picker.points.items() if v == other and key == pick.load_key),
-        None,
-    )
+    ref = picker.points.get((other, pick.load_key))
     return None if ref is None else picker.versus(figure, ref, pick)
 
 

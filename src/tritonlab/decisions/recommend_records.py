@@ -113,9 +113,9 @@ def operating_point(
     replayed trace (the log's trace section states those cells). With ``ranked`` (the blocks
     every point has), its medians are over those blocks where it has more; its worst p99 and
     lowest throughput stay over every repeat (a budget holds over all that was measured)."""
-    fewer = ranked is not None and bool(ranked) and ranked < point_rounds(s)
-    tput_of = s.throughput.over(ranked) if fewer and ranked is not None else s.throughput
-    p99_of = s.latency_p99.over(ranked) if fewer and ranked is not None else s.latency_p99
+    over = ranked if ranked and ranked < point_rounds(s) else None
+    tput_of = s.throughput if over is None else s.throughput.over(over)
+    p99_of = s.latency_p99 if over is None else s.latency_p99.over(over)
     tput, p99 = tput_of.median, p99_of.median
     if tput is None or p99 is None or s.settings.request_intervals is not None:
         return None
@@ -136,7 +136,7 @@ def operating_point(
         repeats=s.latency_p99.n,
         cache_hit_share=None if s.cache_hit_share is None else round(s.cache_hit_share, 3),
         throughput_low_infer_per_s=s.throughput.low if s.throughput.n > 1 else None,
-        ranked_blocks=tput_of.n if fewer else None,
+        ranked_blocks=None if over is None else tput_of.n,
         warned_repeats=sum(1 for c in s.cells if c.perf.warnings),
     )
 

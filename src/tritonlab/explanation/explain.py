@@ -72,6 +72,11 @@ class VariantReport(Record):
     note: str
     # The rules that fired, as the note names them.
     labels: Annotated[list[str], NOT_STORED] = field(default_factory=list)
+    # The figures ("throughput", "latency_p99") whose change against the baseline the A/A
+    # control's interval at this load reaches, and whether any change of the row (against the
+    # baseline or its reference) is so reached: what the pages and the noise floor quote.
+    floor_figures: Annotated[tuple[str, ...], NOT_STORED] = ()
+    floor_reached: Annotated[bool, NOT_STORED] = False
 
     @property
     def variant_name(self) -> str:
@@ -169,6 +174,8 @@ def _background(
 # The table's note on a change the A/A control's interval at its load reaches: the pages that
 # quote the row's verdicts carry it (``report.page_tables``).
 FLOOR_NOTE = "the A/A control's interval at this load reaches this change"
+HEADLINE = ("throughput", "latency_p99")
+SHORT_NAMES = {"throughput": "tput", "latency_p99": "p99"}  # as the table's note names them
 
 
 def _side_by_side(
@@ -284,6 +291,8 @@ def explain_variant(
     verdicts = _verdicts(baseline, subject)
     if not earlier:
         ref_verdicts: dict[str, Verdict] = {}
+        floor_figures: tuple[str, ...] = ()
+        floor_sentence = ""
         v, n = subject.variant, subject.variant.instance_count
         batching = (
             f"dynamic batching (max_queue_delay_microseconds = {v.max_queue_delay_us})"
@@ -316,14 +325,14 @@ def explain_variant(
         )
         action = f"{count} from '{reference.variant.description}': {described}."
         note = f"tput {verdicts['throughput'].phrase()}, p99 {verdicts['latency_p99'].phrase()}"
-        reached = [
-            name
-            for name, figure in (("tput", "throughput"), ("p99", "latency_p99"))
-            if within_noise_floor([verdicts[figure]], floor)
-        ]
-        if reached:  # the pages quote this note: it carries the doubt (issue 36 audit)
-            note += f"; {FLOOR_NOTE}: {' and '.join(reached)}"
+        floor_figures = tuple(
+            figure for figure in HEADLINE if within_noise_floor([verdicts[figure]], floor)
+        )
+        if floor_figures:  # the pages quote this note: it carries the doubt (issue 36 audit)
+            shown = " and ".join(SHORT_NAMES[f] for f in floor_figures)
+            note += f"; {FLOOR_NOTE}: {shown}"
         tput, p99 = ref_verdicts["throughput"], ref_verdicts["latency_p99"]
+        floor_sentence = within_noise_floor([tput, p99], floor)
         lines = [
             f"Throughput {tput.phrase()}: "
             f"{_side_by_side(subject.throughput, reference.throughput, 'infer/s', tput)}.",
@@ -352,8 +361,7 @@ def explain_variant(
             else f" (against '{reference.variant.description}', the row it is explained from)"
         )
         lines.append(
-            f"Judgement{against}: {_judgement(tput, p99, server_verdicts)}"
-            f"{within_noise_floor([tput, p99], floor)}."
+            f"Judgement{against}: {_judgement(tput, p99, server_verdicts)}{floor_sentence}."
         )
     return VariantReport(
         subject,
@@ -368,6 +376,8 @@ def explain_variant(
         # the table's short note: verdicts against the baseline, then the rules that fired
         note="; ".join([note, *_labels(findings)]),
         labels=_labels(findings),
+        floor_figures=floor_figures,
+        floor_reached=bool(floor_figures or floor_sentence),
     )
 
 

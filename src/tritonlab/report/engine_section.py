@@ -43,7 +43,7 @@ from tritonlab.stats.error_rates import (
     detectable_change_pct,
     measured_rates,
 )
-from tritonlab.stats.noise_floor import NoiseFloor, within_noise_floor
+from tritonlab.stats.noise_floor import NoiseFloor
 from tritonlab.stats.process_term import pair_half_width_pct
 from tritonlab.stats.run_trust import RunTrust
 from tritonlab.stats.verdicts import Verdict, tenth_text
@@ -241,21 +241,13 @@ def verdict_blocks(analyses: list[Analysis]) -> int | None:
     return pairs[len(pairs) // 2] if pairs else None
 
 
-def floor_reached(analyses: list[Analysis], floors: list[NoiseFloor]) -> dict[str, list[str]]:
+def floor_reached(analyses: list[Analysis]) -> dict[str, list[str]]:
     """Per load, the rows whose throughput or p99 change (against the baseline or the row they
-    are explained from) the A/A control's interval reaches (``within_noise_floor``)."""
-    at = {f.load_key: f for f in floors}
+    are explained from) the A/A control's interval reaches (``VariantReport.floor_reached``)."""
     out: dict[str, list[str]] = {}
     for analysis in analyses:
-        floor = at.get(analysis.load_key)
-        for r in analysis.reports[1:] if floor else []:
-            verdicts = [
-                v
-                for group in (r.verdicts, r.reference_verdicts)
-                for key, v in group.items()
-                if key in ("throughput", "latency_p99")
-            ]
-            if within_noise_floor(verdicts, floor):
+        for r in analysis.reports:
+            if r.floor_reached:
                 out.setdefault(analysis.load_key, []).append(f"'{r.summary.variant.description}'")
     return out
 

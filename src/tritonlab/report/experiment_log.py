@@ -418,7 +418,7 @@ def render_experiment_log(run: RunData) -> str:
         run.noise_floors,
         run.trust,
         run.engine is not None,
-        floor_reached(run.analyses, run.noise_floors),
+        floor_reached(run.analyses),
         verdict_blocks(run.analyses),
     )
     lines += interference_lines(run.cells)

@@ -315,7 +315,7 @@ def _method(run: RunData, analyses: list[Analysis]) -> list[str]:
             run.noise_floors,
             run.trust,
             run.engine is not None,
-            floor_reached(run.analyses, run.noise_floors),
+            floor_reached(run.analyses),
             verdict_blocks(run.analyses),
         )
         + interference_lines(run.cells)

@@ -21,11 +21,10 @@ def _phrase(report: VariantReport, figure: str) -> str:
     return "—" if verdict is None else verdict.phrase()
 
 
-def _doubt(report: VariantReport, name: str) -> str:
-    """' (the A/A control's interval ...)' where the row's note says the control's interval at
-    its load reaches this figure's change ("tput" or "p99"); else ''."""
-    _, _, reached = report.note.partition(f"{FLOOR_NOTE}: ")
-    return f" ({FLOOR_NOTE})" if name in reached.split(";")[0].split(" and ") else ""
+def _doubt(report: VariantReport, figure: str) -> str:
+    """' (the A/A control's interval ...)' where the control's interval at the row's load
+    reaches its change on ``figure`` against the baseline; else ''."""
+    return f" ({FLOOR_NOTE})" if figure in report.floor_figures else ""
 
 
 def compact_table(analysis: Analysis, step: str | None = None) -> list[str]:
@@ -45,8 +44,8 @@ def compact_table(analysis: Analysis, step: str | None = None) -> list[str]:
         verdicts = (
             "— | —"
             if i == 0
-            else f"{_phrase(r, 'throughput')}{_doubt(r, 'tput')} | "
-            f"{_phrase(r, 'latency_p99')}{_doubt(r, 'p99')}"
+            else f"{_phrase(r, 'throughput')}{_doubt(r, 'throughput')} | "
+            f"{_phrase(r, 'latency_p99')}{_doubt(r, 'latency_p99')}"
         )
         queue, batch = _server(s, step)
         lines.append(

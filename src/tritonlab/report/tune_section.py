@@ -296,21 +296,20 @@ def _p99_apart(pick: TunePick, runner: TunePick) -> str:
     """The two points' p99 (ms) in words: every repeat of one below every repeat of the other
     where so, else their medians with no verdict (the race paired only its goal's figure)."""
     a, b = pick.latency_p99_us, runner.latency_p99_us
-    spans = [(f.median, f.low, f.high) for f in (a, b)]
-    if any(v is None for span in spans for v in span):
+    if a.median is None or a.low is None or a.high is None:
         return "their p99 was not compared"
-    (am, al, ah), (bm, bl, bh) = ((float(v or 0.0) / 1000 for v in span) for span in spans)
-    if ah < bl or bh < al:
-        (lower, ll, lh), (upper, ul, uh) = sorted(
-            [("pick", al, ah), ("runner-up", bl, bh)], key=lambda t: t[2]
-        )
+    if b.median is None or b.low is None or b.high is None:
+        return "their p99 was not compared"
+    spans = sorted([("pick", a.low, a.high), ("runner-up", b.low, b.high)], key=lambda t: t[2])
+    (lower, ll, lh), (upper, ul, uh) = spans
+    if lh < ul:
         return (
-            f"every p99 repeat of the {lower} ({ll:,.2f}–{lh:,.2f} ms) was below every one of "
-            f"the {upper}'s ({ul:,.2f}–{uh:,.2f} ms)"
+            f"every p99 repeat of the {lower} ({ll / 1000:,.2f}–{lh / 1000:,.2f} ms) was below "
+            f"every one of the {upper}'s ({ul / 1000:,.2f}–{uh / 1000:,.2f} ms)"
         )
     return (
-        f"their p99 medians are {am:,.2f} and {bm:,.2f} ms, with overlapping repeats (no p99 "
-        "verdict was paired)"
+        f"their p99 medians are {a.median / 1000:,.2f} and {b.median / 1000:,.2f} ms, with "
+        "overlapping repeats (no p99 verdict was paired)"
     )
 
 

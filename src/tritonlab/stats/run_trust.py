@@ -197,6 +197,12 @@ class RunTrust(Record):
             "its noise"
         )
 
+    def page_note(self) -> str:
+        """What a page quoting the run carries: its ``note``, or for a trusted run with no
+        A/A control that the monitor alone checked it ('' for a quiet, controlled run)."""
+        bare = self.no_control_text()
+        return self.note() or (f"Note: {bare}." if bare else "")
+
     def note(self) -> str:
         """'**Note: <caveat>.**', the bold sentence a page quoting this run carries; ''
         for a quiet run."""
