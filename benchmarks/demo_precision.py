@@ -44,6 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # demo_agreement, benc
 
 from demo_agreement import agreement_lines, agreement_table  # the runs' agreement
 
+from tritonlab.stats.verdicts import MIN_EFFECT_PCT, VerdictRecord, tenth_text
+
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = ".tritonlab-demo-precision-bench"
 CONDITIONS = {
@@ -103,8 +105,8 @@ def render_md(report: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in report["runs"]:
-        s, c = r["summary"], r["summary"]["control"]
-        control = "none" if c is None else f"{c['word']} ({c['change_pct']:+.1f}%)"
+        s = r["summary"]
+        control = control_text(r) or "none"
         lines.append(
             f"| {r['condition']} | {r['run']} | {r['measuring_s']:.0f} s | {r['blocks']} | "
             f"±{s['throughput_half_width_median_pct']:.1f}% / "
@@ -114,6 +116,50 @@ def render_md(report: dict[str, Any]) -> str:
         )
     tables = [*summary_table(report), "", *agreement_table(report, CONDITIONS)]
     return "\n".join([*lines, "", *tables]) + "\n"
+
+
+CONTROL_FIGURES = (("throughput", "throughput"), ("latency_p99", "p99"))
+
+
+def control_text(run: dict[str, Any]) -> str:
+    """The run's A/A control as its verdicts read, each with its interval and, where the
+    interval reaches past ±MIN_EFFECT_PCT, "undecided" (issue 36 audit: the column showed the
+    word and estimate only, "no clear difference (+5.2%)" for an interval reaching +12%)."""
+    parts = []
+    for control in run.get("aa_control") or []:
+        for figure, label in CONTROL_FIGURES:
+            parts.append(f"{label} {_control_phrase(VerdictRecord.from_dict(control[figure]))}")
+    return "; ".join(parts)
+
+
+def _control_phrase(record: VerdictRecord) -> str:
+    """'no clear difference (+5.2%, 95% CI -1.4% to +12.2%), undecided': ends to a tenth, so
+    an end just past ±MIN_EFFECT_PCT does not print as on it."""
+    if record.change_pct is None or record.ci95_change_pct is None:
+        return record.phrase()
+    low, high = record.ci95_change_pct
+    return (
+        f"{record.reading} ({record.change_pct:+.1f}%, 95% CI {tenth_text(low)} to "
+        f"{tenth_text(high)})" + ("" if record.decided else ", undecided")
+    )
+
+
+def undecided_controls(runs: list[dict[str, Any]]) -> str:
+    """Each run whose A/A control left a figure undecided (its interval reaching past
+    ±MIN_EFFECT_PCT), with that interval, e.g. 'run 1: throughput to +5.1%'; "none"."""
+    said = []
+    for r in sorted(runs, key=lambda r: r["run"]):
+        figures = [
+            f"{label} (95% CI {tenth_text(record.ci95_change_pct[0])} to "
+            f"{tenth_text(record.ci95_change_pct[1])})"
+            for control in r.get("aa_control") or []
+            for figure, label in CONTROL_FIGURES
+            if not (record := VerdictRecord.from_dict(control[figure])).decided
+            and record.ci95_change_pct is not None
+        ]
+        if figures:
+            said.append(f"run {r['run']}: {', '.join(figures)}")
+    return "; ".join(said) or "none"
 
 
 def _trusted(run: dict[str, Any]) -> str:
@@ -185,9 +231,9 @@ def summary_table(report: dict[str, Any]) -> list[str]:
     """Each condition's runs: how many met the target, how many were trusted (and why not),
     and their median half-width (what docs/results.md quotes)."""
     lines = [
-        "| condition | runs | target met | trusted runs | median of the median half-widths "
-        "| measuring |",
-        "|---|---|---|---|---|---|",
+        "| condition | runs | target met | trusted runs | A/A control undecided (its interval "
+        f"reaching past ±{MIN_EFFECT_PCT:g}%) | median of the median half-widths | measuring |",
+        "|---|---|---|---|---|---|---|",
     ]
     for condition in CONDITIONS:
         runs = [r for r in report["runs"] if r["condition"] == condition]
@@ -198,7 +244,8 @@ def summary_table(report: dict[str, Any]) -> list[str]:
         seconds = [r["measuring_s"] for r in runs]
         lines.append(
             f"| {condition} | {len(runs)} | {met} of {len(runs)} | {trusted_runs(runs)} | "
-            f"±{statistics.median(medians):.1f}% | {min(seconds):.0f}-{max(seconds):.0f} s |"
+            f"{undecided_controls(runs)} | ±{statistics.median(medians):.1f}% | "
+            f"{min(seconds):.0f}-{max(seconds):.0f} s |"
         )
     return [*lines, "", *agreement_lines(report, CONDITIONS)]
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from tritonlab.report.conditions_text import uneven_repeats_note
+from tritonlab.report.conditions_text import per_configuration, uneven_repeats_note
 from tritonlab.report.method_section import stopping_note
 from tritonlab.report.page_tables import baseline_figures, called_steps_caption, compact_table
 from tritonlab.report.run_data import RunData, changed_step, load_run
@@ -45,6 +45,8 @@ class Example:
     folder: str
     title: str
     question: str
+    # the example whose comparison this one repeats: its conditions are compared by code
+    repeats: str = ""
 
 
 EXAMPLES_SHOWN = (
@@ -57,13 +59,15 @@ EXAMPLES_SHOWN = (
     Example(
         "simple_mlp",
         "The seed's comparison on the demo MLP, with the classic engine (an earlier run)",
-        "How did the same comparison read with the classic engine (one configuration loaded "
-        "at a time, 2 s windows, no A/A control)?",
+        "How did the seed's comparison (the same model, configurations and load) read with "
+        "the classic engine (one configuration loaded at a time, 2 s windows, no A/A control)?",
+        repeats="simple_mlp_demo",
     ),
     Example(
         "simple_mlp_rerun",
         "The same comparison, run again",
         "How much do the verdicts move between two runs of the same plan?",
+        repeats="simple_mlp",
     ),
     Example(
         "tiny_cnn",
@@ -176,11 +180,50 @@ def conditions(run: RunData) -> str:
         "tune's search (each point measured once, the contenders raced in up to "
         f"{run.tune.settings.max_race_rounds} rounds)"
         if run.tune is not None
-        else f"{m.plan.repeats} planned rounds"
+        else f"{m.plan.repeats} planned rounds ({per_configuration(run.cells)} measured)"
     )
     return (
         f"Measured {m.created_utc[:10]} on {m.machine.cpu_model} ({cores} cores){commit}, "
-        f"{engine} engine, {rounds}; model `{m.model.name}`.{trust_note(run)}"
+        f"{engine} engine, {rounds}, {placement(run)}; model `{m.model.name}`.{trust_note(run)}"
+    )
+
+
+def placement(run: RunData) -> str:
+    """Where the server and perf_analyzer ran, from the manifest (``cpu_split.py``)."""
+    split = run.manifest.cpu_split
+    if split is None:
+        return "the server and perf_analyzer sharing every core, a run from before the CPU split"
+    if not split.split:
+        return "the server and perf_analyzer sharing every core"
+    return (
+        f"the server on CPU {', '.join(map(str, split.server_cpus))} and perf_analyzer on CPU "
+        f"{', '.join(map(str, split.client_cpus))}"
+    )
+
+
+def differences(run: RunData, other: RunData, other_title: str) -> str:
+    """What ``run`` was measured under that differs from ``other`` (machine, cores, CPU
+    placement, engine), computed from both manifests: a section that repeats another's
+    comparison must not read as the same measurement (issue 36 audit); "" when none differ."""
+    m, o = run.manifest, other.manifest
+    pairs = [
+        ("machine", m.machine.cpu_model, o.machine.cpu_model),
+        (
+            "cores",
+            str(m.machine.cpu_affinity_count or m.machine.cpu_count_logical),
+            str(o.machine.cpu_affinity_count or o.machine.cpu_count_logical),
+        ),
+        ("CPU placement", placement(run), placement(other)),
+        ("engine", m.plan.measurement.engine, o.plan.measurement.engine),
+    ]
+    said = [
+        f"{what}: {mine} here, {theirs} there" for what, mine, theirs in pairs if mine != theirs
+    ]
+    if not said:
+        return ""
+    return (
+        f'Not the same measurement as "{other_title}" (above); it differs in {"; ".join(said)}. '
+        "A difference between the two sections' figures is not the engine's alone."
     )
 
 
@@ -227,6 +270,10 @@ def example_section(example: Example, run: RunData) -> list[str]:
         conditions(run),
         "",
     ]
+    if example.repeats:
+        other = next(e for e in EXAMPLES_SHOWN if e.folder == example.repeats)
+        if note := differences(run, _run(other.folder), other.title):
+            lines += [note, ""]
     for sentence in _headline_sentences(run):
         lines += [sentence, ""]
     for analysis in run.analyses:

@@ -169,7 +169,33 @@ def pick_stop_note(
             f"from {count} against {read}: {against}. The pick is not shown to be "
             "ahead of " + ("it." if len(open_) == 1 else "them.")
         )
+        text += operating_points_note(stop.leader, [who for who, _ in open_])
     return f"{text} {race_caveats(stop, race_rounds, trust)}"
+
+
+def _concurrency(point: str | None) -> int | None:
+    found = re.search(r"at concurrency (\d+)$", point or "")
+    return int(found.group(1)) if found else None
+
+
+def operating_points_note(leader: str | None, contenders: list[str]) -> str:
+    """' Of these, CONTENDER ran at concurrency 32, the leader at 128: ...' where a contender
+    ran at another client load than the leader, so its verdict compares two operating points,
+    not two configurations at one load (issue 36 audit: a c32 contender beside a c128 pick
+    listed without it); '' where all ran at the leader's load."""
+    at = _concurrency(leader)
+    if at is None:
+        return ""
+    apart = [(c, n) for c in contenders if (n := _concurrency(c)) is not None and n != at]
+    if not apart:
+        return ""
+    which = " and ".join(apart_ for apart_, _ in apart)
+    return (
+        f" Of these, {which} ran at another client load than the leader (concurrency {at}): "
+        + ("that verdict compares" if len(apart) == 1 else "those verdicts compare")
+        + " operating points, each configuration at its own load, not configurations at one "
+        "load."
+    )
 
 
 def quoted_race_caveats(tune: dict[str, Any]) -> str:

@@ -98,3 +98,40 @@ def test_paragraph_activation_bound_model(tmp_path: Path) -> None:
 
 def test_empty_profile() -> None:
     assert "no MatMul" in operator_paragraph(OperatorProfile(()), {}, None)
+
+
+def _attention(path: Path) -> Path:
+    """Q.K^T of an input split into 2 heads by a Reshape whose shape the graph computes (Shape,
+    Slice, Concat), as an exported encoder does: [batch, seq, 8] -> [batch, 2, seq, seq]."""
+    heads = numpy_helper.from_array(np.array([2, 4], np.int64), "heads")
+    starts = numpy_helper.from_array(np.array([0], np.int64), "starts")
+    ends = numpy_helper.from_array(np.array([2], np.int64), "ends")
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Slice", ["shape", "starts", "ends"], ["lead"]),
+        helper.make_node("Concat", ["lead", "heads"], ["split"], axis=0),
+        helper.make_node("Reshape", ["x", "split"], ["xh"]),
+        helper.make_node("Transpose", ["xh"], ["q"], perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["xh"], ["kt"], perm=[0, 2, 3, 1]),
+        helper.make_node("MatMul", ["q", "kt"], ["scores"], name="qk"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "attention",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", 8])],
+        [helper.make_tensor_value_info("scores", TensorProto.FLOAT, None)],
+        [heads, starts, ends],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(model, str(path))
+    return path
+
+
+def test_shapes_the_graph_computes_are_counted_not_taken_as_one(tmp_path: Path) -> None:
+    """Issue 36 audit: the encoder's attention MatMuls, behind a computed Reshape, counted 2
+    FLOPs (every unresolved dim read as 1), so the profile said 2,491.72 MFLOP per sample where
+    its layers hold 2,869. Q.K^T of 2 heads of 4 over 16 positions: 2 x 2 x 16 x 16 x 4."""
+    profile = profile_operators(_attention(tmp_path / "a.onnx"), {"x": (16, 8)})
+    (qk,) = profile.operators
+    assert qk.flops_per_sample == 2 * 2 * 16 * 16 * 4
+    assert qk.activation_bytes_per_sample == (2 * 16 * 4 + 2 * 16 * 16) * 4

@@ -204,9 +204,14 @@ def _instance_moves(
             if prev is not None:
                 paid_off = 100 * (leader.score(goal) / prev.score(goal) - 1)
         if queue is not None and compute is not None and queue >= 0.25 * compute:
+            each = (
+                "compute per request, under batching its batch's whole execution"
+                if k.batching
+                else "compute each"
+            )  # Triton counts every request of a batch the whole execution (issue 36 audit)
             why = (
                 f"{at} requests still wait {queue:,.0f} µs in the queue "
-                f"({compute:,.0f} µs compute each): another instance can take them"
+                f"({compute:,.0f} µs {each}): another instance can take them"
             )
         elif paid_off is not None and abs(paid_off) > NOISE_PCT:
             why = f"the last instance count added changed the best figure by {paid_off:+.0f}%"

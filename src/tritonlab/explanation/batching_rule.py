@@ -9,8 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 from tritonlab.explanation.compute_bound_rule import batching_compute_bound
-from tritonlab.explanation.rule_support import Finding, RuleContext, changed_fields, rounded
-from tritonlab.stats.aggregate import VariantSummary, compare_figure
+from tritonlab.explanation.rule_support import (
+    Finding,
+    RuleContext,
+    changed_fields,
+    model_misses,
+    rounded,
+)
+from tritonlab.stats.aggregate import compare_figure
 from tritonlab.stats.verdicts import LOWER
 from tritonlab.stats.workload import same_workload
 
@@ -84,12 +90,6 @@ def batching_amortised(ctx: RuleContext) -> Finding | None:
         )
     text += f" Throughput {throughput.phrase()}."
     return Finding("batching-amortised", s.variant.name, text, figures)
-
-
-def model_misses(ctx: RuleContext, point: VariantSummary) -> bool:
-    """True when the cost model misses ``point`` by more than 25% in its throughput or a term."""
-    prediction = ctx.cost_model.predict(point) if ctx.cost_model else None
-    return prediction is not None and (prediction.fails or bool(prediction.term_misses()))
 
 
 def _moves(before: float, after: float) -> str:

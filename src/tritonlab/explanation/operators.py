@@ -74,7 +74,7 @@ def operator_paragraph(
     parts = [
         f"Hot operators: {hot}. Per sample the model does {profile.flops_per_sample / 1e6:.2f} "
         f"MFLOP; each execution reads {weights / 1e6:.3g} MB of weights once and moves "
-        f"{acts / 1e3:.3g} KB of activations per sample, so at batch 1 weights are "
+        f"{_bytes_text(acts)} of activations per sample, so at batch 1 weights are "
         f"{weight_share:.0%} of the bytes and the intensity is "
         f"{profile.intensity(1):.2f} FLOP/byte."
     ]
@@ -145,3 +145,15 @@ def _fit_sentences(
 def _bound_pct(share: float) -> str:
     """A worst miss as a bound, rounded up (issue 36 audit: a 10.4% miss read "within 10%")."""
     return f"{math.ceil(100 * share - 1e-9):.0f}"
+
+
+def _bytes_text(count: float) -> str:
+    """'512 B', '393 KB' or '33 MB' (three significant digits, no exponent)."""
+    for unit, size in (("MB", 1e6), ("KB", 1e3)):
+        if count >= size:
+            return (
+                f"{count / size:,.3g} {unit}"
+                if count / size < 1000
+                else f"{count / size:,.0f} {unit}"
+            )
+    return f"{count:,.0f} B"

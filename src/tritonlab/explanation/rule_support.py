@@ -102,6 +102,12 @@ def cores_text(cores: int, apart: bool) -> str:
     return f"of the server's {cores} {noun}" if apart else f"of {cores} {noun}"
 
 
+def model_misses(ctx: RuleContext, point: VariantSummary) -> bool:
+    """True when the cost model misses ``point`` by more than 25% in its throughput or a term."""
+    prediction = ctx.cost_model.predict(point) if ctx.cost_model else None
+    return prediction is not None and (prediction.fails or bool(prediction.term_misses()))
+
+
 def rounded(value: float | None, digits: int = 0) -> float | None:
     """``value`` rounded for a finding's figures (None stays None)."""
     return None if value is None else round(value, digits)

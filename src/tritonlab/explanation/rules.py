@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tritonlab.explanation.batching_rule import batching_amortised, model_misses
+from tritonlab.explanation.batching_rule import batching_amortised
 from tritonlab.explanation.compute_bound_rule import batching_compute_bound
 from tritonlab.explanation.knob_rules import cache_effect, engine_effect, threads_effect
 from tritonlab.explanation.measurement_rules import (
@@ -25,6 +25,7 @@ from tritonlab.explanation.rule_support import (
     change_text,
     changed_fields,
     cores_text,
+    model_misses,
     rounded,
 )
 from tritonlab.explanation.sequence_rules import sequence_backlog, strategy_effect
@@ -128,19 +129,25 @@ def _slower_executions(ctx: RuleContext) -> str | None:
     if after is None or b1 is None:
         return None
     k = s.settings.batch_size
+    # whose executions: the changed step's, where the figures are its (issue 36 audit: a
+    # pipeline row quoted step `cnn`'s execution time as the pipeline's)
+    of_step = f" of step `{ctx.step}`" if ctx.step is not None else ""
     if ctx.cost_model is not None:
         predicted = ctx.cost_model.for_engine(s.variant.engine).execution_us(
             b1 / k, k, s.variant.intra_op_threads
         )
         if after > (1 + CONTENTION_EXCESS) * predicted:
             return (
-                f"an execution of {b1:.1f} inferences took {after:,.0f} µs where the cost "
-                f"model predicts {predicted:,.0f} µs"
+                f"an execution{of_step} of {b1:.1f} inferences took {after:,.0f} µs where the "
+                f"cost model predicts {predicted:,.0f} µs"
             )
         return None
     if before is not None and b0 is not None and b1 <= b0 and after > 1.1 * before:
         grew = "shrank" if b1 < 0.95 * b0 else "did not grow"  # issue 36 audit: said of 7.7->4
-        return f"an execution took {after:,.0f} µs (was {before:,.0f}) although batches {grew}"
+        return (
+            f"an execution{of_step} took {after:,.0f} µs (was {before:,.0f}) although "
+            f"batches {grew}"
+        )
     return None
 
 

@@ -47,7 +47,8 @@ def _stability(cells: Sequence[CellResult]) -> str:
     return f"stability threshold {shown}, at most {span} windows per cell"
 
 
-def _per_configuration(cells: Sequence[CellResult]) -> str:
+def per_configuration(cells: Sequence[CellResult]) -> str:
+    """ "38 cells per configuration and load" (a span where they differ), from the cells."""
     counts = sorted(Counter((c.variant.name, c.load_key) for c in cells).values())
     low, high = counts[0], counts[-1]
     span = str(low) if low == high else f"{low}-{high}"
@@ -91,7 +92,7 @@ def measurement_line(plan: ExperimentPlan, cells: Sequence[CellResult], tune: bo
     parts = [f"perf_analyzer {_windows(cells)}", _stability(cells)]
     if plan.measurement.engine == "classic" and plan.measurement.retries_when_unstable:
         parts.append("an unstable cell is retried with a window twice as long")
-    parts.append(_per_configuration(cells))
+    parts.append(per_configuration(cells))
     if plan.measurement.engine == "blocks":
         parts.append(blocks_words(cells, tune))
     else:

@@ -36,6 +36,7 @@ from tritonlab.experiments.rounds import StoppingRecord
 from tritonlab.experiments.store import CellResult
 from tritonlab.explanation.explain import Analysis
 from tritonlab.report.conditions_text import blocks_words
+from tritonlab.report.still_open import reason_text
 from tritonlab.stats.error_rates import (
     DETECTABLE_FACTOR,
     MeasuredRates,
@@ -119,9 +120,11 @@ def engine_lines(
     split: CpuSplit | None = None,
     sweep: bool = False,
     tune: bool = False,
+    open_verdicts: list[str] | None = None,
 ) -> list[str]:
     """How the cells were measured (block engine), where the server and perf_analyzer ran,
-    and why the rounds stopped (``sweep``: a sweep's rule, which watches its picks)."""
+    and why the rounds stopped (``sweep``: a sweep's rule, which watches its picks;
+    ``open_verdicts``: the verdicts it left open, named, ``report/still_open.py``)."""
     lines: list[str] = []
     if engine is not None:
         windows = ", ".join(
@@ -189,7 +192,8 @@ def engine_lines(
                 if stopping.measuring_budget_s is not None
                 else ""
             )
-            + f"; it stopped because {stopping.reason}. Extra rounds took "
+            + f"; it stopped because {reason_text(stopping.reason, open_verdicts or [])}. "
+            "Extra rounds took "
             f"{stopping.extra_s:.0f} s; a cell took {stopping.cell_cost_s:.2f} s (median, "
             f"the budget check's estimate); all cells of this session together took "
             f"{stopping.cells_wall_s:.0f} s"

@@ -55,6 +55,7 @@ from tritonlab.report.recommend_section import recommendations_section
 from tritonlab.report.roofline_text import roofline_lines
 from tritonlab.report.run_data import RunData, changed_step, split_cores
 from tritonlab.report.steps_section import changed_step_line, steps_section
+from tritonlab.report.still_open import still_open
 from tritonlab.report.text_format import check_against, model_source, num
 from tritonlab.report.trace_section import trace_section
 from tritonlab.report.tune_section import tune_section
@@ -413,6 +414,7 @@ def render_experiment_log(run: RunData) -> str:
         run.manifest.cpu_split,
         run.manifest.sweep is not None,
         run.manifest.tune is not None,
+        still_open(run, run.manifest.machine.cpu_affinity_count or 1),
     )
     lines += noise_floor_lines(
         run.noise_floors,

@@ -59,6 +59,7 @@ from tritonlab.report.method_section import (
     run_stopping_note,
 )
 from tritonlab.report.plot_support import context_line, load_rank, load_text
+from tritonlab.report.still_open import still_open
 from tritonlab.report.text_format import check_against, model_source
 from tritonlab.stats.run_trust import RunTrust
 from tritonlab.stats.verdicts import HIGHER, LOWER, Verdict
@@ -310,6 +311,7 @@ def _method(run: RunData, analyses: list[Analysis]) -> list[str]:
             run.manifest.cpu_split,
             run.manifest.sweep is not None,
             run.manifest.tune is not None,
+            still_open(run, run.manifest.machine.cpu_affinity_count or 1),
         )
         + noise_floor_lines(
             run.noise_floors,

@@ -142,6 +142,7 @@ def tune_section(
         "contenders, which with each one's search-phase cell decide the pick: the median "
         "of every repeat at the point). The why column is the search's own reason, stored in "
         "`results/tune.json` when it took the step: it read only the figures measured by then."
+        + batch_compute_note(tune)
         + (
             f" In this pipeline the path's queue, compute and batch figures are step "
             f"`{pipeline_step}`'s own, which steer the search; the results tables below hold "
@@ -163,6 +164,28 @@ def tune_section(
             f"{'n/a' if p99 is None else f'{p99 / 1000:.2f}'} | {step.reason} |"
         )
     return [*lines, ""]
+
+
+OLD_EACH = "µs compute each)"
+
+
+def batch_compute_note(tune: TuneRecord) -> str:
+    """Where a stored reason of a batching point says "N µs compute each" (the wording before
+    issue 36's audit), what that figure is: Triton's compute per request, which counts every
+    request of a batch the batch's whole execution; '' where no such reason is stored."""
+    rows = [
+        str(i)
+        for i, step in enumerate(tune.steps, 1)
+        if step.configuration.batching and OLD_EACH in step.reason
+    ]
+    if not rows:
+        return ""
+    return (
+        f" In row{'s' if len(rows) > 1 else ''} {', '.join(rows)} "
+        f"({'batching points' if len(rows) > 1 else 'a batching point'}), the "
+        "reason's \"compute each\" is Triton's compute per request, which counts every request "
+        "of a batch the batch's whole execution: per batch, not per inference."
+    )
 
 
 def tie_notes(tune: TuneRecord) -> list[str]:
