@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 
-def _apart(gate: dict[str, Any]) -> str:
+def _apart(gate: dict[str, Any], key: str = "aa_undecided_apart") -> str:
     """' (both read lower: ...)' for the undecided A/A checks whose interval excluded no change:
-    identical copies read different, though not past the gate's threshold."""
-    apart = gate.get("aa_undecided_apart") or []
+    identical copies read different, though not past the gate's threshold (``key``: the
+    throughput's list, or p99's)."""
+    apart = gate.get(key) or []
     if not apart:
         return ""
     listed = ", ".join(
@@ -18,10 +19,21 @@ def _apart(gate: dict[str, Any]) -> str:
         f"{a['ci95_change_pct'][1]:+.1f}%)"
         for a in apart
     )
-    who = "both" if len(apart) == 2 else f"{len(apart)} of them"
+    who = "both " if len(apart) == 2 else f"{len(apart)} of them " if len(apart) > 1 else ""
     return (
-        f" ({who} with an interval that excludes no change, {listed}: identical copies read "
+        f" ({who}with an interval that excludes no change, {listed}: identical copies read "
         "different, by less than the threshold could settle)"
+    )
+
+
+def _p99_misreads(gate: dict[str, Any]) -> str:
+    """'; p99 called a regression in 0, undecided in 1 (...)': the gate's p99 reading of the
+    same A/A checks; '' for a report from before it was summarised."""
+    if "aa_p99_undecided" not in gate:
+        return ""
+    return (
+        f"; p99 called a regression in {gate['aa_p99_regressions']}, undecided in "
+        f"{gate['aa_p99_undecided']}{_apart(gate, 'aa_p99_undecided_apart')}"
     )
 
 
@@ -269,7 +281,7 @@ def readme_block(report: dict[str, Any]) -> str:
             "",
             f"- A/A checks (the same model again): throughput called a regression in "
             f"{_rate(g['false_regressions'], g['aa_checks'])}; throughput undecided in "
-            f"{g['aa_undecided']}{_apart(g)}; passed (exit 0) in "
+            f"{g['aa_undecided']}{_apart(g)}{_p99_misreads(g)}; passed (exit 0) in "
             f"{_rate(g['aa_passed'], g['aa_checks'])}, "
             f"so the others failed their CI job without a regression; median "
             f"{g['aa_decision_s_median'] or 0:.0f} s per check.",

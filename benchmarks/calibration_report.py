@@ -297,6 +297,20 @@ def summarise_gate(checks: list[dict[str, Any]], drops: dict[int, float]) -> dic
             and (ci := v.get("ci95_change_pct"))
             and (ci[0] > 0 or ci[1] < 0)
         ],
+        # the gate judges p99 too: its A/A misreads are quoted beside throughput's (issue 36
+        # audit: an A/A p99 interval of +0.3% to +10.3% went unmentioned)
+        "aa_p99_regressions": sum(c.get("latency_p99_outcome") == "regression" for c in aa),
+        "aa_p99_undecided": sum(c.get("latency_p99_outcome") == "undecided" for c in aa),
+        "aa_p99_undecided_apart": [
+            {"check": c.get("check"), "change_pct": v["change_pct"], "ci95_change_pct": ci}
+            for c in aa
+            if c.get("latency_p99_outcome") == "undecided"
+            for r in c.get("verdicts", [])
+            if r["figure"] == "latency_p99"
+            and (v := r["verdict"])
+            and (ci := v.get("ci95_change_pct"))
+            and (ci[0] > 0 or ci[1] < 0)
+        ],
         "aa_passed": sum(c["exit_status"] == 0 for c in aa),
         "aa_exit_nonzero": sum(c["exit_status"] != 0 for c in aa),
         "aa_decision_s_median": statistics.median(c["wall_s"] for c in aa) if aa else None,

@@ -129,6 +129,18 @@ def summarise(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, A
     }
 
 
+def copy_vs_baseline(s: dict[str, Any]) -> str:
+    """'-3.3% (95% CI -10.0% to +3.8%)': the mean log-ratio of the A/A pairs with its Student-t
+    interval (issue 36 audit: a bare mean to a tenth read as a measured offset where none of
+    the four conditions differed from no change)."""
+    from scipy import stats
+
+    n, mean, sd = s["pairs"], s["log_ratio_mean"], s["log_ratio_sd"]
+    half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+    pct = [100 * math.expm1(x) for x in (mean, mean - half, mean + half)]
+    return f"{pct[0]:+.1f}% (95% CI {pct[1]:+.1f}% to {pct[2]:+.1f}%)"
+
+
 def render_md(report: dict[str, Any]) -> str:
     lines = [
         "# Where the block engine's noise comes from",
@@ -139,7 +151,7 @@ def render_md(report: dict[str, Any]) -> str:
         "10%).",
         "",
         "| condition | pairs | window | cell | log-ratio of a pair | pair correlation | "
-        "copy vs baseline (mean) |",
+        "copy vs baseline (mean, 95% t-interval over the pairs) |",
         "|---|---|---|---|---|---|---|",
     ]
     for name in CONDITIONS:
@@ -147,7 +159,7 @@ def render_md(report: dict[str, Any]) -> str:
         lines.append(
             f"| {name} | {s['pairs']} | {s['window_sd']:.3f} | {s['cell_sd']:.3f} | "
             f"{s['log_ratio_sd']:.3f} | {s['pair_correlation']:+.2f} | "
-            f"{100 * math.expm1(s['log_ratio_mean']):+.1f}% |"
+            f"{copy_vs_baseline(s)} |"
         )
     lines.append("")
     return "\n".join(lines)
@@ -158,7 +170,14 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     parser.add_argument("--pairs", type=int, default=12, help="pairs per segment")
     parser.add_argument("--work", type=Path, default=ROOT / "noise-bench-work")
+    parser.add_argument(
+        "--render", action="store_true", help="only write the .md again from the stored .json"
+    )
     args = parser.parse_args()
+    if args.render:
+        stored = json.loads((args.out / "noise_sources.json").read_text())
+        (args.out / "noise_sources.md").write_text(render_md(stored))
+        return
     sys.path.insert(0, str(Path(__file__).parent))
     from bench_common import fresh_folder, report_header
     from calibration import calibration_plan

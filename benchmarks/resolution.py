@@ -189,6 +189,37 @@ def aa_lines(report: dict[str, Any]) -> list[str]:
 TARGET_MEDIAN_PCT, TARGET_MAX_PCT, TARGET_MEASURING_S, AA_BAND_PCT = 5.0, 10.0, 250.0, 5.0
 
 
+def _rules_apart(report: dict[str, Any]) -> str:
+    """' The two ran under different stopping rules: ...' where the demo's engines were given
+    different extra-round budgets or round limits (issue 36 audit: the side-by-side did not say
+    the block engine had 150 s and 40 rounds against 60 s and 5); '' where they had the same."""
+    rules = {}
+    for engine in ("blocks", "classic"):
+        stops = {
+            (r["stopping"]["budget_s"], r["stopping"]["max_rounds"])
+            for r in _runs_of(report, f"simple_mlp/{engine}")
+            if r.get("stopping")
+        }
+        if len(stops) != 1:
+            return ""
+        rules[engine] = stops.pop()
+    if rules["blocks"] == rules["classic"]:
+        return ""
+    (b_s, b_n), (c_s, c_n) = rules["blocks"], rules["classic"]
+    cell = {
+        engine: statistics.median(
+            r["stopping"]["cell_cost_s"] for r in _runs_of(report, f"simple_mlp/{engine}")
+        )
+        for engine in rules
+    }
+    return (
+        f" The two ran under different stopping rules: the block engine up to {b_n} rounds "
+        f"and {b_s:.0f} s of extra rounds, the classic up to {c_n} and {c_s:.0f} s (a median "
+        f"cell {cell['classic']:.1f} s against {cell['blocks']:.1f} s); the measuring times "
+        "above are what each spent."
+    )
+
+
 def findings(report: dict[str, Any]) -> list[str]:
     """What the figures say, as sentences computed from them: the engines side by side on the
     demo, and the demo against the targets of issue 19 (block engine)."""
@@ -205,7 +236,7 @@ def findings(report: dict[str, Any]) -> list[str]:
             f"{_pct(blocks['throughput_half_width_max_pct'])} against "
             f"{_pct(classic['throughput_half_width_max_pct'])}; trusted runs "
             f"{trusted_runs(_runs_of(report, 'simple_mlp/blocks'))} against "
-            f"{trusted_runs(_runs_of(report, 'simple_mlp/classic'))}."
+            f"{trusted_runs(_runs_of(report, 'simple_mlp/classic'))}." + _rules_apart(report)
         )
 
     def met(ok: bool) -> str:
@@ -221,13 +252,23 @@ def findings(report: dict[str, Any]) -> list[str]:
         r for r in report["runs"] if r["model"] == "simple_mlp" and r["engine"] == "blocks"
     ]
     controls = [f["throughput"] for r in demo_runs for f in r["aa_control"]]
+    # within the band by its whole interval, not by its estimate alone (issue 36 audit: "within
+    # ±5% (2 of 3 runs)" counted estimates of +2.4% and -2.9% whose intervals reached past it)
     quiet = [
         c
         for c in controls
         if c["word"] == "no clear difference"
         and c["ci95_change_pct"] is not None
-        and -AA_BAND_PCT <= c["change_pct"] <= AA_BAND_PCT
+        and c["ci95_change_pct"][0] >= -AA_BAND_PCT
+        and c["ci95_change_pct"][1] <= AA_BAND_PCT
     ]
+    estimates = sum(
+        1
+        for c in controls
+        if c["word"] == "no clear difference"
+        and c["change_pct"] is not None
+        and -AA_BAND_PCT <= c["change_pct"] <= AA_BAND_PCT
+    )
     out.append(
         f"Demo targets (block engine, {blocks['runs']} runs, trusted "
         f"{trusted_runs(demo_runs)}): every throughput verdict decided "
@@ -238,9 +279,9 @@ def findings(report: dict[str, Any]) -> list[str]:
         f"{TARGET_MAX_PCT:g}% ({_pct(widest)}): "
         f"{met(widest is not None and widest <= TARGET_MAX_PCT)}; "
         f"measuring <= {TARGET_MEASURING_S:.0f} s per run (slowest {slowest:.0f} s): "
-        f'{met(slowest <= TARGET_MEASURING_S)}; the A/A control "no clear difference" within '
-        f"±{AA_BAND_PCT:g}% ({len(quiet)} of {len(controls)} runs): "
-        f"{met(bool(controls) and len(quiet) == len(controls))}."
+        f'{met(slowest <= TARGET_MEASURING_S)}; the A/A control "no clear difference" with its '
+        f"interval within ±{AA_BAND_PCT:g}% ({len(quiet)} of {len(controls)} runs; its estimate "
+        f"within it in {estimates}): {met(bool(controls) and len(quiet) == len(controls))}."
     )
     if controls:
         out.append(control_chance_line(controls))

@@ -97,9 +97,9 @@ def test_a_step_s_execution_time_is_named_as_the_step_s() -> None:
     pipeline = (logs / "resnet18_pipeline" / "docs" / "experiment_log.md").read_text()
     assert "an execution of step `cnn` took 76,058 µs (was 37,711)" in pipeline
     assert "an execution took" not in pipeline
-    sweep = (logs / "simple_mlp_sweep" / "docs" / "experiment_log.md").read_text()
-    assert "an execution took" in sweep or " inferences took " in sweep
-    assert "of step `" not in sweep
+    alone = (logs / "resnet18_pipeline_cnn" / "docs" / "experiment_log.md").read_text()
+    assert "inferences took 56,232 µs" in alone  # the CNN served alone: no step to name
+    assert "execution of step `" not in alone
 
 
 def test_a_batching_points_compute_each_is_said_to_be_per_batch() -> None:
@@ -141,3 +141,140 @@ def test_the_pages_say_how_many_cells_the_figures_rest_on() -> None:
     said = f"{demo.manifest.plan.repeats} planned rounds ({measured} measured)"
     assert said in (ROOT / "README.md").read_text()
     assert said in (ROOT / "docs" / "results.md").read_text()
+
+
+def _tput(change: float, low: float, high: float, word: str) -> object:
+    from tritonlab.stats.verdicts import Verdict, Word
+
+    return Verdict("throughput", Word(word), change, 100.0, 104.0, "paired", low, high, 10)
+
+
+def test_saturation_says_no_gain_only_where_the_interval_rules_one_out() -> None:
+    """Audit 26 (at 1de98c6): "no throughput gain ... adds latency, not throughput" said of
+    +4%, CI -0.2% to +13%. Both sides: an interval under +5% keeps the words; one reaching
+    past it says the gain is not shown."""
+    from tritonlab.decisions.recommend_records import Saturation
+    from tritonlab.report.recommend_summary_text import saturation_text
+    from tritonlab.stats.config_key import ConfigKey
+
+    key = ConfigKey("baseline", "grpc", 1)
+    wide = Saturation(key, 8, 16, 157.0, 1063.0, _tput(4.1, -0.2, 12.9, "no clear difference"))  # type: ignore[arg-type]
+    text = saturation_text(wide)
+    assert "with no clear throughput gain" in text and "the interval allows up to +13%" in text
+    assert "not throughput" not in text
+    tight = Saturation(key, 4, 8, 1121.0, 2827.0, _tput(-1.0, -6.0, 4.0, "no clear difference"))  # type: ignore[arg-type]
+    assert "adds latency, not throughput" in saturation_text(tight)
+
+
+def test_a_knee_whose_interval_spans_the_threshold_is_not_settled() -> None:
+    """Audit 26: knees chosen on the estimate (+8.7% per doubling, CI +4.1% to +20.7%) under
+    "no higher level clearly beats it". The next-level note says when the interval spans the
+    rule's 10% per doubling, and only then."""
+    log = (ROOT / "examples" / "simple_mlp_sweep_blocks" / "docs" / "experiment_log.md").read_text()
+    row = next(line for line in log.splitlines() if line.startswith("| baseline/grpc/b1 | 1 |"))
+    assert "(CI +4.1% to +20.7% per doubling, which spans the rule's 10%" in row
+    settled = [line for line in log.splitlines() if line.startswith("| batch_0us/grpc/b1 | 16 |")]
+    assert settled and "spans the rule" not in settled[0]
+
+
+def test_the_live_gates_aa_line_carries_its_p99_misreads() -> None:
+    """Audit 28 (at 1de98c6): the gate's A/A line gave throughput's undecided checks only; one
+    A/A check's p99 read +4.8% (CI +0.3% to +10.3%). Both sides, from crafted checks."""
+    report = load_script("benchmarks/calibration_report.py")
+    page = load_script("benchmarks/calibration_page.py")
+
+    def check(p99: str, ci: list[float]) -> dict[str, object]:
+        verdict = {"change_pct": sum(ci) / 2, "ci95_change_pct": ci}
+        return {
+            "effect_pct": 0,
+            "iterations": 0,
+            "exit_status": 0 if p99 == "pass" else 3,
+            "throughput_outcome": "pass",
+            "latency_p99_outcome": p99,
+            "wall_s": 60.0,
+            "verdicts": [{"figure": "latency_p99", "verdict": verdict}],
+        }
+
+    apart = report.summarise_gate([check("undecided", [0.3, 10.3]), check("pass", [-3.0, 4.0])], {})
+    assert (apart["aa_p99_undecided"], apart["aa_p99_regressions"]) == (1, 0)
+    said = page._p99_misreads(apart)
+    assert said.startswith("; p99 called a regression in 0, undecided in 1 (with an interval")
+    assert "+5.3% (CI +0.3% to +10.3%)" in said
+    quiet = report.summarise_gate([check("pass", [-3.0, 4.0])], {})
+    assert page._p99_misreads(quiet) == "; p99 called a regression in 0, undecided in 0"
+    assert (
+        "p99 called a regression in 0, undecided in 1"
+        in (ROOT / "benchmarks" / "results" / "calibration.md").read_text()
+    )
+
+
+def test_the_noise_pages_mean_offset_carries_its_interval() -> None:
+    """Audit 28: "copy vs baseline (mean)" printed -3.3% bare where its 95% t-interval over the
+    24 pairs is -10.0% to +3.8%."""
+    bench = load_script("benchmarks/noise_sources.py")
+    text = bench.copy_vs_baseline({"pairs": 24, "log_ratio_mean": -0.0335, "log_ratio_sd": 0.168})
+    assert text.startswith("-3.3% (95% CI -") and text.endswith("+3.8%)")
+    page = (ROOT / "benchmarks" / "results" / "noise_sources.md").read_text()
+    assert "| -3.3% (95% CI -10.0% to +3.8%) |" in page
+
+
+def test_the_demo_targets_count_controls_by_their_interval() -> None:
+    """Audit 27 (at 1de98c6): 'the A/A control "no clear difference" within ±5% (2 of 3 runs)'
+    counted estimates (+2.4%, -2.9%) whose intervals reached past ±5%."""
+    text = (ROOT / "docs" / "results.md").read_text()
+    assert 'the A/A control "no clear difference" with its interval within ±5% (0 of 3 runs' in text
+    assert "its estimate within it in 2): missed." in text
+
+
+def test_a_pick_at_the_load_generators_limit_carries_that_doubt(tmp_path: Path) -> None:
+    """Audit 27: the cache sweep's pick and runner-up ran with perf_analyzer at 0.93 and 0.92
+    of its one core (their rows say load-generator-bound), yet the pick paragraph, summary and
+    docs/results.md said only "re-measure with more repeats". Both sides: the cache run carries
+    the caveat; a sweep whose picks left the load generator room does not."""
+    cache = (ROOT / "examples" / "simple_mlp_cache" / "docs" / "experiment_log.md").read_text()
+    assert (
+        "Caveat: at this point perf_analyzer used 0.94 of its own 1 core (load-generator-bound)"
+        in cache
+    )
+    assert "the runner-up was too (0.93), so more repeats may not separate them" in cache
+    assert (
+        "Caveat: at the throughput-first pick perf_analyzer used 0.94 of its own 1 core"
+        in (ROOT / "docs" / "results.md").read_text()
+    )
+    blocks = (
+        ROOT / "examples" / "simple_mlp_sweep_blocks" / "docs" / "experiment_log.md"
+    ).read_text()
+    assert (
+        "load-generator-bound)" not in blocks.split("## Recommendations", 1)[-1].split("##", 1)[0]
+    )
+
+
+def test_contention_is_not_named_from_a_prediction_the_model_misses() -> None:
+    """Audit 27: "the instances contend for the cores: an execution of 2.4 inferences took 745
+    µs where the cost model predicts 513 µs", in a row whose model missed the reference too.
+    The prediction is evidence only where the model meets the reference (the CNN's x2 row,
+    its server's one core full); the sweep's row names no contention."""
+    sweep = (ROOT / "examples" / "simple_mlp_sweep" / "docs" / "experiment_log.md").read_text()
+    assert "where the cost model predicts 513 µs" not in sweep
+    cnn = (ROOT / "examples" / "resnet18_pipeline_cnn" / "docs" / "experiment_log.md").read_text()
+    assert (
+        "the instances contend for the cores: an execution of 1.0 inferences took 56,232 µs where "
+        "the cost model predicts 26,751 µs (the server used 0.99 of the server's 1 core)"
+    ) in cnn
+
+
+def test_the_engines_side_by_side_says_their_stopping_rules_differ() -> None:
+    """Audit 27 (borderline): the side-by-side did not say the engines ran under different
+    extra-round budgets and round limits; computed from the stored runs, and only where they
+    differ."""
+    import copy
+    import json
+
+    bench = load_script("benchmarks/resolution.py")
+    report = json.loads((ROOT / "benchmarks" / "results" / "resolution.json").read_text())
+    said = bench._rules_apart(report)
+    assert said.startswith(" The two ran under different stopping rules: the block engine up to 40")
+    same = copy.deepcopy(report)
+    for r in same["runs"]:
+        r["stopping"]["budget_s"], r["stopping"]["max_rounds"] = 60.0, 5
+    assert bench._rules_apart(same) == ""

@@ -272,7 +272,7 @@ def test_a_knee_says_what_the_next_level_gave() -> None:
     lines = _knees_lines(run.recommendations, run.summaries)
     row = next(ln for ln in lines if ln.startswith("| baseline/grpc/b1 | 1 |"))
     assert "concurrency 4: throughput higher (+18%" in row
-    per = float(row.split(", ")[-1].split("%")[0])
+    per = float(row.split("), ", 1)[1].split("% per doubling")[0])
     assert 0 < per < KNEE_GAIN_PER_DOUBLING_PCT
 
 

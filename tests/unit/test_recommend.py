@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tritonlab.decisions.frontier import (
+    after_knee,
     knee_concurrency,
     pareto_frontier,
     saturation_findings,
@@ -719,6 +720,9 @@ def test_knee_small_but_clear_gain_is_flat() -> None:
     # Separated repeats, but +6% over two doublings (3% per doubling) is under 10% per doubling.
     cells = _curve("baseline", {2: [2000, 2005, 1995], 8: [2120, 2125, 2115]})
     assert knee_concurrency(summaries(cells)) == 2
+    # its interval stays under the threshold: the knee is settled and said without a doubt
+    note = after_knee(summaries(cells), 2)
+    assert note.startswith("concurrency 8: throughput") and "spans the rule" not in note
 
 
 def test_knee_noise_is_no_gain() -> None:

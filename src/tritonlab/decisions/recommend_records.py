@@ -60,6 +60,10 @@ class OperatingPoint(Record):
     # repeats in which perf_analyzer warned (latency not stabilising, requests delayed): a
     # quote of the point's figures carries it (issue 36 audit)
     warned_repeats: int = later(0)
+    # the median cores the server and perf_analyzer used at the point (issue 36 audit: a pick
+    # at perf_analyzer's core limit was quoted without the load-generator doubt its row has)
+    server_cores: float | None = later()
+    perf_analyzer_cores: float | None = later()
 
     @property
     def arrivals(self) -> Arrivals:
@@ -138,6 +142,8 @@ def operating_point(
         throughput_low_infer_per_s=s.throughput.low if s.throughput.n > 1 else None,
         ranked_blocks=None if over is None else tput_of.n,
         warned_repeats=sum(1 for c in s.cells if c.perf.warnings),
+        server_cores=s.server_cores.median,
+        perf_analyzer_cores=s.perf_analyzer_cores.median,
     )
 
 
@@ -259,6 +265,9 @@ class Recommendations:
     # the run's trust (``stats/run_trust.py``, set by ``report.run_data.load_run``): the picks
     # and the summary line of a doubtful run carry its doubt
     trust: RunTrust | None = None
+    # (the machine's cores, the server's own under the CPU split or None where they shared),
+    # set by ``report.run_data.load_run``: whether a pick's figures are the load generator's
+    cores: tuple[int, int | None] | None = None
 
     @property
     def eligible(self) -> list[OperatingPoint]:

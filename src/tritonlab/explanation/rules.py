@@ -132,7 +132,11 @@ def _slower_executions(ctx: RuleContext) -> str | None:
     # whose executions: the changed step's, where the figures are its (issue 36 audit: a
     # pipeline row quoted step `cnn`'s execution time as the pipeline's)
     of_step = f" of step `{ctx.step}`" if ctx.step is not None else ""
-    if ctx.cost_model is not None:
+    if ctx.cost_model is not None and not model_misses(ctx, r):
+        # the prediction is evidence only where the model meets the reference: slower than a
+        # model that holds there points at this change; a model that misses the reference too
+        # is no evidence of what executions should cost (issue 36 audit: contention named from
+        # a prediction that missed both sides)
         predicted = ctx.cost_model.for_engine(s.variant.engine).execution_us(
             b1 / k, k, s.variant.intra_op_threads
         )

@@ -22,6 +22,7 @@ from tritonlab.decisions.recommend_records import (
 from tritonlab.report.recommend_text import (
     FELL_BEHIND_REASON,
     TIE_BREAK_ORDER,
+    bound_cores,
     control_note,
     decided_by,
     doubt_sentence,
@@ -31,7 +32,14 @@ from tritonlab.report.recommend_text import (
     points_note,
 )
 from tritonlab.repository.knobs import KNOB_LABELS
-from tritonlab.stats.verdicts import HIGHER, LOWER, NO_CLEAR, NO_VERDICT
+from tritonlab.stats.verdicts import (
+    HIGHER,
+    LOWER,
+    MIN_EFFECT_PCT,
+    NO_CLEAR,
+    NO_VERDICT,
+    endpoint_text,
+)
 
 # The rules as one line each, for recommendations.json and the log (``decisions.recommend``'s
 # module docstring in full).
@@ -62,11 +70,23 @@ RULES = {
 
 def saturation_text(s: Saturation) -> str:
     """The saturation step in one sentence: queue time before and after (µs), no gain."""
-    return (
+    v = s.throughput_verdict
+    head = (
         f"Saturated from concurrency {s.concurrency_before}: going to {s.concurrency_after}, "
-        f"queue time rose from {s.queue_us_before:,.0f} to {s.queue_us_after:,.0f} µs per "
-        f"request with no throughput gain ({s.throughput_verdict.phrase()}): the extra "
-        "requests in flight only wait, so more concurrency adds latency, not throughput."
+        f"queue time rose from {s.queue_us_before:,.0f} to {s.queue_us_after:,.0f} µs per request"
+    )
+    ci = v.ci95_change_pct
+    if ci is not None and ci[1] >= MIN_EFFECT_PCT:
+        # the interval allows a real gain: "no gain" would outrun it (issue 36 audit: said of
+        # +4%, CI -0.2% to +13%)
+        return (
+            f"{head} with no clear throughput gain ({v.phrase()}; the interval allows up to "
+            f"{endpoint_text(ci[1])}): the extra requests in flight clearly wait longer; what "
+            "throughput they add, if any, these rounds do not show."
+        )
+    return (
+        f"{head} with no throughput gain ({v.phrase()}): the extra requests in flight only "
+        "wait, so more concurrency adds latency, not throughput."
     )
 
 
@@ -254,9 +274,21 @@ def summary_line(recs: Recommendations) -> str:
         if ranked
         else ""
     )
+    bound = [
+        (p.kind, said)
+        for p in (recs.throughput_pick, recs.latency_pick)
+        if p is not None and (said := bound_cores(recs, p.point)) is not None
+    ]
+    ceiling = (
+        " Caveat: "
+        + "; ".join(f"at the {kind} pick {b.text} ({b.label})" for kind, b in bound)
+        + f": {bound[0][1].meaning}."
+        if bound
+        else ""
+    )
     return (
         f"{action}; chose {' and '.join(choices)}: {_two_goals(recs)}.{blocks}"
-        f"{controls}{doubt_sentence(recs)}"
+        f"{controls}{ceiling}{doubt_sentence(recs)}"
     )
 
 

@@ -7,6 +7,8 @@ and ``recommendations.json`` are in ``report.recommend_summary_text``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from tritonlab.decisions.recommend_records import (
     BASELINE,
     OperatingPoint,
@@ -14,6 +16,7 @@ from tritonlab.decisions.recommend_records import (
     Recommendations,
     TieBreak,
 )
+from tritonlab.explanation.rules import CPU_BOUND_SHARE
 from tritonlab.stats.verdicts import HIGHER, LOWER, NO_CLEAR, NO_VERDICT, NOT_COMPARABLE, Verdict
 
 FELL_BEHIND_REASON = (
@@ -339,8 +342,65 @@ def justification(pick: Pick, recs: Recommendations) -> str:
         + _runner_up_sentence(pick)
         + control_note(recs, pick.point.load_key)
         + _cache_caveat(pick.point)
+        + load_generator_note(recs, pick)
         + doubt_sentence(recs, "this pick rests")
     )
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A point at the load generator's limit, as the row rule ``cpu_bound`` flags it."""
+
+    used: float  # cores used (perf_analyzer's; or the server's and its together)
+    text: str  # "perf_analyzer used 0.93 of its own 1 core"
+    label: str  # "load-generator-bound" (CPU split) | "CPU-bound" (shared cores)
+    meaning: str  # what it does to the figures
+
+
+def bound_cores(recs: Recommendations, p: OperatingPoint) -> Bound | None:
+    """Where the load generator may have set the point's pace (``cpu_bound``'s test: 90% of
+    perf_analyzer's own cores under the CPU split, of the machine's where the two shared them);
+    None where it did not, or where the cores are not known."""
+    if recs.cores is None or p.perf_analyzer_cores is None:
+        return None
+    cores, server = recs.cores
+    client = p.perf_analyzer_cores
+    if server is not None:
+        own = max(1, cores - server)
+        if client < CPU_BOUND_SHARE * own:
+            return None
+        return Bound(
+            client,
+            f"perf_analyzer used {client:.2f} of its own {own} core{'s' if own != 1 else ''}",
+            "load-generator-bound",
+            "the figures may be the load generator's ceiling, not the server's",
+        )
+    if p.server_cores is None or p.server_cores + client < CPU_BOUND_SHARE * cores:
+        return None
+    used = p.server_cores + client
+    return Bound(
+        used,
+        f"the server and perf_analyzer together used {used:.2f} of the {cores} cores",
+        "CPU-bound",
+        "the load generator competed with the server for the cores, so the figures may "
+        "understate a dedicated server",
+    )
+
+
+def load_generator_note(recs: Recommendations, pick: Pick) -> str:
+    """' Caveat: ...' where the pick (or its runner-up) ran at the load generator's limit, as
+    its row in the log flags it: its figures may be the load generator's ceiling, and a tie
+    between two such points is one more repeats would not separate; '' otherwise."""
+    mine = bound_cores(recs, pick.point)
+    runner = bound_cores(recs, pick.runner_up) if pick.runner_up is not None else None
+    if mine is None:
+        return ""
+    both = (
+        f"; the runner-up was too ({runner.used:.2f}), so more repeats may not separate them"
+        if runner is not None
+        else ""
+    )
+    return f" Caveat: at this point {mine.text} ({mine.label}): {mine.meaning}{both}."
 
 
 def control_note(recs: Recommendations, load_key: str) -> str:

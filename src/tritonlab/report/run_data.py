@@ -182,7 +182,14 @@ def load_run(run_dir: Path) -> RunData:
             list(dict.fromkeys(s.load_key for s in priced if not model.fits(s))) if model else []
         ),
         recommendations=(
-            replace(recs, trust=trust)
+            replace(
+                recs,
+                trust=trust,
+                cores=(
+                    manifest.machine.cpu_affinity_count or manifest.machine.cpu_count_logical or 1,
+                    server_core_count(manifest),
+                ),
+            )
             if (recs := recommendations_from_manifest(manifest, summaries)) is not None
             else None
         ),
