@@ -26,6 +26,17 @@ def _apart(gate: dict[str, Any], key: str = "aa_undecided_apart") -> str:
     )
 
 
+def _measured(when: dict[str, Any] | None, bare: bool = False) -> str:
+    """'2026-12-06 16:10 to 16:57; 7560dbd, 88e6f66' (``bare``) or ' (measured ...)'; ''
+    where not stored."""
+    if not when or not when.get("measured_from"):
+        return ""
+    start, end = when["measured_from"], when["measured_to"]
+    span = start if start == end else f"{start} to {end[11:] if end[:10] == start[:10] else end}"
+    text = f"{span}; {', '.join(when['commits'])}"
+    return text if bare else f" (measured {text})"
+
+
 def _p99_misreads(gate: dict[str, Any]) -> str:
     """'; p99 called a regression in 0, undecided in 1 (...)': the gate's p99 reading of the
     same A/A checks; '' for a report from before it was summarised."""
@@ -284,18 +295,25 @@ def readme_block(report: dict[str, Any]) -> str:
             f"{g['aa_undecided']}{_apart(g)}{_p99_misreads(g)}; passed (exit 0) in "
             f"{_rate(g['aa_passed'], g['aa_checks'])}, "
             f"so the others failed their CI job without a regression; median "
-            f"{g['aa_decision_s_median'] or 0:.0f} s per check.",
+            f"{g['aa_decision_s_median'] or 0:.0f} s per check{_measured(g.get('aa_measured'))}.",
             "",
-            "| planted | trials | not passed (detected) | called a regression | median time |",
-            "|---|---|---|---|---|",
+            "| planted | trials | not passed (detected) | called a regression | median time | "
+            "measured (UTC; commit) |",
+            "|---|---|---|---|---|---|",
         ]
         for p in g["planted"]:
             lines.append(
                 f"| {p['plant']} ({p['iterations']:,} turns, {_drop(p['effect_pct'])}) | "
                 f"{p['trials']} | {_rate(p['detected'], p['trials'])} | "
-                f"{p['called_regression']} | {p['decision_s_median']:.0f} s |"
+                f"{p['called_regression']} | {p['decision_s_median']:.0f} s | "
+                f"{_measured(p, bare=True) or 'not stored'} |"
             )
-        lines.append("")
+        lines += [
+            "",
+            "A row's median time is its own checks': rows measured at other times or commits "
+            "(the last column) are not a comparison of the gate's speed.",
+            "",
+        ]
     lines += _earlier_rounds(report.get("earlier_rounds", []))
     return "\n".join(lines)
 

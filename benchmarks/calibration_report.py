@@ -263,6 +263,16 @@ def median_measuring_s(runs: list[dict[str, Any]], upto: int | None = None) -> f
     return statistics.median(measuring_s(r, upto) for r in runs)
 
 
+def _when(checks: list[dict[str, Any]]) -> dict[str, Any]:
+    """The span of ``checks``' start times (UTC) and the commits they ran at."""
+    dates = sorted(c["date_utc"] for c in checks if c.get("date_utc"))
+    return {
+        "measured_from": dates[0] if dates else None,
+        "measured_to": dates[-1] if dates else None,
+        "commits": sorted({c["commit"] for c in checks if c.get("commit")}),
+    }
+
+
 def summarise_gate(checks: list[dict[str, Any]], drops: dict[int, float]) -> dict[str, Any]:
     """The live checks' outcomes; ``drops``: the true drop in % of each amount of planted loop
     turns (from the runs that planted it)."""
@@ -279,6 +289,9 @@ def summarise_gate(checks: list[dict[str, Any]], drops: dict[int, float]) -> dic
                 "detected": sum(c["throughput_outcome"] != "pass" for c in trials),
                 "called_regression": sum(c["throughput_outcome"] == "regression" for c in trials),
                 "decision_s_median": statistics.median(c["wall_s"] for c in trials),
+                # when and by which code the row's checks ran: rows measured apart say so
+                # (issue 36 audit: the time column mixed checks of two rounds and commits)
+                **_when(trials),
             }
         )
     return {
@@ -314,6 +327,7 @@ def summarise_gate(checks: list[dict[str, Any]], drops: dict[int, float]) -> dic
         "aa_passed": sum(c["exit_status"] == 0 for c in aa),
         "aa_exit_nonzero": sum(c["exit_status"] != 0 for c in aa),
         "aa_decision_s_median": statistics.median(c["wall_s"] for c in aa) if aa else None,
+        "aa_measured": _when(aa) if aa else None,
         "planted": planted,
     }
 

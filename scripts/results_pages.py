@@ -47,6 +47,8 @@ class Example:
     question: str
     # the example whose comparison this one repeats: its conditions are compared by code
     repeats: str = ""
+    # an example of another model this one may be read beside: its requests are compared
+    apart_from: str = ""
 
 
 EXAMPLES_SHOWN = (
@@ -151,7 +153,9 @@ EXAMPLES_SHOWN = (
     Example(
         "resnet18_pipeline_cnn",
         "The pipeline's CNN step alone",
-        "The CNN from the same repository, served on its own: what the steps around it add.",
+        "The CNN from the same repository, served on its own: how its configurations compare "
+        "without the steps around it.",
+        apart_from="resnet18_pipeline",
     ),
     Example(
         "resnet18_pipeline_tune",
@@ -198,6 +202,26 @@ def placement(run: RunData) -> str:
     return (
         f"the server on CPU {', '.join(map(str, split.server_cpus))} and perf_analyzer on CPU "
         f"{', '.join(map(str, split.client_cpus))}"
+    )
+
+
+def separate_run(run: RunData, other: RunData, other_title: str) -> str:
+    """That ``run`` and ``other`` are separate runs of different models, with the requests each
+    was sent (from both manifests): no verdict across them, and one's figures are not the
+    other's less some part (issue 36 audit: the CNN alone introduced as "what the steps around
+    it add" beside the pipeline's figures)."""
+
+    def sent(r: RunData) -> str:
+        return ", ".join(
+            f"`{i.name}` ({i.triton_dtype.removeprefix('TYPE_')} {list(i.dims)})"
+            for i in r.manifest.model.inputs
+        )
+
+    return (
+        f'A separate run from "{other_title}": model `{run.manifest.model.name}` sent '
+        f"{sent(run)}, where that run's `{other.manifest.model.name}` was sent {sent(other)}. "
+        "No verdict compares the two runs, and these figures are not that run's less the steps "
+        "around this one."
     )
 
 
@@ -270,6 +294,9 @@ def example_section(example: Example, run: RunData) -> list[str]:
         conditions(run),
         "",
     ]
+    if example.apart_from:
+        other = next(e for e in EXAMPLES_SHOWN if e.folder == example.apart_from)
+        lines += [separate_run(run, _run(other.folder), other.title), ""]
     if example.repeats:
         other = next(e for e in EXAMPLES_SHOWN if e.folder == example.repeats)
         if note := differences(run, _run(other.folder), other.title):

@@ -278,3 +278,69 @@ def test_the_engines_side_by_side_says_their_stopping_rules_differ() -> None:
     for r in same["runs"]:
         r["stopping"]["budget_s"], r["stopping"]["max_rounds"] = 60.0, 5
     assert bench._rules_apart(same) == ""
+
+
+def test_the_gate_table_says_when_and_at_which_commit_each_row_ran() -> None:
+    """Audit 31 (note): the gate's median-time column mixed checks of two rounds and commits
+    (the 940-turn plant two hours later, at 38ed983). Each row says when and at which commit."""
+    page = load_script("benchmarks/calibration_page.py")
+    report = load_script("benchmarks/calibration_report.py")
+    when = report._when(
+        [
+            {"date_utc": "2026-12-06 16:10", "commit": "88e6f66"},
+            {"date_utc": "2026-12-06 16:57", "commit": "7560dbd"},
+        ]
+    )
+    assert page._measured(when, bare=True) == "2026-12-06 16:10 to 16:57; 7560dbd, 88e6f66"
+    assert page._measured(None) == ""
+    text = (ROOT / "benchmarks" / "results" / "calibration.md").read_text()
+    assert "| 53 s | 2026-12-06 18:49 to 18:57; 38ed983 |" in text
+
+
+def test_a_table_note_names_no_cause_its_row_withholds() -> None:
+    """Audit 29 (at 9f36c36): the CNN's table said "compute-bound: batching buys little" where
+    its row named no cause (the cost model missed the point). Both sides: the CNN's note says
+    no cause; the ResNet-18-shaped CNN, whose model meets the point, keeps the cause."""
+    examples = ROOT / "examples"
+    cnn = (examples / "resnet18_pipeline_cnn" / "README.md").read_text()
+    assert "batching bought little (no cause named)" in cnn and "compute-bound" not in cnn
+    log = (examples / "resnet18_pipeline_cnn" / "docs" / "experiment_log.md").read_text()
+    assert "compute-bound: batching buys little" not in log
+    fits = (examples / "resnet18_cnn" / "docs" / "experiment_log.md").read_text()
+    assert "compute-bound: batching buys little" in fits
+
+
+def test_a_pages_mean_batch_says_when_triton_seldom_formed_it() -> None:
+    """Audit 29: docs/results.md gave the CNN's "mean batch 4.0" where 51% of executions held
+    1 and 49% held 7 (its log says so). Both sides: that row says it is a mean of sizes 1 and
+    7; the demo's batching rows, whose batches sat at their mean, do not."""
+    text = (ROOT / "docs" / "results.md").read_text()
+    cnn = text.split("## The pipeline's CNN step alone", 1)[1].split("\n## ", 1)[0]
+    assert "| 4.0 (a mean of sizes 1 and 7) |" in cnn
+    demo = text.split("## The seed's comparison on the demo MLP, as", 1)[1].split("\n## ", 1)[0]
+    assert "(a mean of sizes" not in demo
+
+
+def test_the_cnn_alone_is_a_separate_run_not_the_pipeline_less_its_steps() -> None:
+    """Audit 29: "the CNN ... served on its own: what the steps around it add" invited
+    subtracting two separate runs whose requests differ (FP32 tensors against UINT8 frames)."""
+    text = (ROOT / "docs" / "results.md").read_text()
+    assert "what the steps around it add" not in text
+    assert (
+        'A separate run from "The built-in pipeline as an ensemble": model `cnn` sent `image` '
+        "(FP32 [3, 224, 224]), where that run's `pipeline` was sent `IMAGE` (UINT8 [240, 320, 3])"
+    ) in text
+
+
+def test_an_engine_rows_split_is_the_models_where_it_misses_the_points() -> None:
+    """Audit 30 (at 9f36c36): the openvino row named the fixed cost as "what the engine change
+    moved" from the in-process fit, at one batch size, while the cost model missed both rows'
+    queue term by over 25%."""
+    log = (ROOT / "examples" / "simple_mlp_backends" / "docs" / "experiment_log.md").read_text()
+    assert (
+        "by the in-process fit, the fixed cost per execution is what the engine change moved" in log
+    )
+    assert (
+        "the cost model misses this point and the reference by more than 25% in a term (see its "
+        "section), so take the split as the model's, not as measured"
+    ) in log

@@ -144,6 +144,16 @@ def test_engine_effect_names_the_fixed_cost_when_served_executions_show_it(
     assert "47 µs fixed + 15.0 µs per sample on onnxruntime" in finding.text
     assert "237 µs + 15.6 µs on openvino f32" in finding.text
     assert "is what the engine change moved" in finding.text
+    # the split is said to be the model's exactly where the model misses a served point
+    # (issue 36 audit): both sides, from this fit's own predictions
+    missed = finding.figures["model_misses"]
+    model = _model()
+    assert missed == [
+        which
+        for which, point in (("this point", subject), ("the reference", reference))
+        if (p := model.predict(point)).fails or p.term_misses()
+    ]
+    assert ("so take the split as the model's" in finding.text) == bool(missed)
 
 
 def test_engine_effect_names_no_cause_the_served_figures_contradict(by_name: Names) -> None:

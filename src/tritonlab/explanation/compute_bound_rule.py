@@ -77,6 +77,7 @@ def batching_compute_bound(ctx: RuleContext) -> Finding | None:
         # bounds nothing, so the points are quoted and no cause is named.
         figures["fit_miss_pct"] = rounded(100 * check.worst_miss_share, 1)
         figures["fit_miss_batch"] = check.worst_batch
+        figures["cause_named"] = False
         text += (
             f". In-process, {model.engine}'s straight line (the cost model's F + P x batch) "
             f"{check.bound_phrase(fixed_share)}, so no cost term is named as the cause; "
@@ -89,6 +90,8 @@ def batching_compute_bound(ctx: RuleContext) -> Finding | None:
             if model_misses(ctx, point)
         ]  # a split quoted as the cause while the model misses the point (issue 36 audit)
         figures["model_misses"] = missed
+        # whether the text names the cost model's split as the cause: a table note reads it
+        figures["cause_named"] = per_inference.clear and not missed
         text += _why_text(
             model, one, model_share, fixed, bound, saved, per_inference, points, missed
         )

@@ -267,7 +267,16 @@ _NOTE_LABELS = {
 
 def _labels(findings: list[Finding]) -> list[str]:
     """The short names of the rules that fired, for the table's notes."""
-    return [_NOTE_LABELS[f.rule] for f in findings if f.rule in _NOTE_LABELS]
+    return [_label(f) for f in findings if f.rule in _NOTE_LABELS]
+
+
+def _label(finding: Finding) -> str:
+    """A rule's table note; batching that bought little where the rule named no cause (the
+    cost model missed the point, or the change was undecided) says only that (issue 36
+    audit: "compute-bound" in the table where the row withheld the cause)."""
+    if finding.rule == "batching-compute-bound" and not finding.figures.get("cause_named", True):
+        return "batching bought little (no cause named)"
+    return _NOTE_LABELS[finding.rule]
 
 
 def explain_variant(

@@ -12,6 +12,7 @@ from tritonlab.explanation.rule_support import (
     RuleContext,
     changed_fields,
     cores_text,
+    model_misses,
     rounded,
 )
 from tritonlab.repository.knobs import RESPONSE_CACHE
@@ -152,6 +153,18 @@ def engine_effect(ctx: RuleContext) -> Finding | None:
             predicted, predicted_text = _predicted_execution(s, m0, m1, samples, execution, term)
             figures |= terms | predicted
             text += terms_text + predicted_text
+            missed = [
+                w for w, p in (("this point", s), ("the reference", r)) if model_misses(ctx, p)
+            ]
+            figures["model_misses"] = missed
+            if missed and figures.get("dominant_term") is not None:
+                # the split is the in-process fit's, not the served figures': where the model
+                # misses the served points, say so (issue 36 audit: the engine row named the
+                # fixed cost while the model missed both rows' queue term by over 25%)
+                text += (
+                    f"; the cost model misses {' and '.join(missed)} by more than 25% in a term "
+                    "(see its section), so take the split as the model's, not as measured"
+                )
     return Finding("engine-effect", s.variant.name, text + ".", figures)
 
 
@@ -247,7 +260,9 @@ def _predicted_execution(
     elif execution.clear and (execution.change_pct or 0.0) * predicted_pct > 0:
         text += (
             f" ({predicted_pct:+.0f}%), and the served executions moved "
-            f"{execution.change_pct:+.0f}%: the {term} is what the engine change moved"
+            f"{execution.change_pct:+.0f}%: by the in-process fit, the {term} is what the engine "
+            "change moved (served executions at one batch size cannot split the fixed cost from "
+            "the per-sample one)"
         )
     elif execution.has_interval and not (
         (execution.low_pct or 0.0) <= predicted_pct <= (execution.high_pct or 0.0)

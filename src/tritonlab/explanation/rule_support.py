@@ -122,21 +122,34 @@ def change_text(
     return f"{label} {before:,.{digits}f} -> {after:,.{digits}f}{unit}"
 
 
-def batch_mix(summary: VariantSummary, mean: float) -> str:
-    """'' unless the mean batch is one Triton seldom formed (under a tenth of the executions
-    within 1 request or 25% of it); then the sizes it formed most often (issue 36 audit:
-    "batches of 4.0" where every execution held 1 or 7 requests)."""
+def batch_split(summary: VariantSummary, mean: float) -> tuple[list[int], float] | None:
+    """The two sizes Triton formed most often and the share of executions within reach of the
+    mean, where the mean batch is one Triton seldom formed (under a tenth of the executions
+    within 1 request or 25% of it); None otherwise."""
     counts = summary.batch_distribution
     total = sum(counts.values())
     if not total or mean <= 0:
-        return ""
+        return None
     reach = max(1.0, 0.25 * mean)
     near = sum(n for size, n in counts.items() if abs(size - mean) <= reach)
     if near >= 0.1 * total:
+        return None
+    return sorted(sorted(counts, key=lambda size: -counts[size])[:2]), near / total
+
+
+def batch_mix(summary: VariantSummary, mean: float) -> str:
+    """'' unless the mean batch is one Triton seldom formed (``batch_split``); then the sizes it
+    formed most often (issue 36 audit: "batches of 4.0" where every execution held 1 or 7
+    requests)."""
+    split = batch_split(summary, mean)
+    if split is None:
         return ""
-    common = sorted(sorted(counts, key=lambda size: -counts[size])[:2])
+    common, near = split
+    counts = summary.batch_distribution
+    total = sum(counts.values())
+    reach = max(1.0, 0.25 * mean)
     shares = " and ".join(f"{size} ({100 * counts[size] / total:.0f}%)" for size in common)
     return (
         f" (a mean: the sizes formed most often were {shares} of the executions; "
-        f"{100 * near / total:.0f}% were within {reach:.1f} requests of the mean)"
+        f"{100 * near:.0f}% were within {reach:.1f} requests of the mean)"
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from tritonlab.experiments.manifest import Manifest
 from tritonlab.explanation.explain import FLOOR_NOTE, Analysis, VariantReport
+from tritonlab.explanation.rule_support import batch_split
 from tritonlab.report.text_format import num
 from tritonlab.stats.aggregate import VariantSummary
 from tritonlab.stats.summary import Summary, column_digits
@@ -51,9 +52,19 @@ def compact_table(analysis: Analysis, step: str | None = None) -> list[str]:
         lines.append(
             f"| {s.variant.description} | {s.throughput.text(tput)}{_warned(s)} | "
             f"{s.latency_p99.text(p99)} "
-            f"| {num(queue.median)} | {num(batch.median, 1)} | {verdicts} |"
+            f"| {num(queue.median)} | {num(batch.median, 1)}{_split(s, step, batch.median)} | "
+            f"{verdicts} |"
         )
     return lines
+
+
+def _split(s: VariantSummary, step: str | None, mean: float | None) -> str:
+    """' (a mean of sizes 1 and 7)' where Triton seldom formed the mean batch (the log's row
+    says so: issue 36 audit, a page quoted "mean batch 4.0" where half the executions held 1);
+    '' otherwise, and for a step's batch (its sizes are not stored)."""
+    if step is not None or mean is None or (split := batch_split(s, mean)) is None:
+        return ""
+    return f" (a mean of sizes {' and '.join(str(size) for size in split[0])})"
 
 
 def _warned(s: VariantSummary) -> str:
