@@ -126,7 +126,9 @@ def _term_lines(report: dict[str, Any]) -> list[str]:
     lines.append(
         f"- tritonlab carries {pct(shipped['term']['throughput_sd_log'])}: "
         + (
-            f"the term these runs held, whose rates above are within the bounds ({bounds})."
+            f"the term these runs held, whose rates above are within the bounds ({bounds}) by "
+            "their estimates; their 95% intervals, beside each rate, reach past them, so a "
+            "round this size shows the term is not far off, not that it meets the bounds."
             if shipped["from"] == "held"
             else f"the pooled estimate, since these runs' rates are not all within the bounds "
             f"({bounds}) or their verdicts did not all hold one term; a next round judges it."
