@@ -92,7 +92,20 @@ def _rate(k: int, n: int) -> str:
     if n == 0:
         return "none"
     low, high = wilson_interval(k, n)
-    return f"{k} of {n} ({100 * k / n:.0f}%, 95% CI {100 * low:.0f}-{100 * high:.0f}%)"
+    # an end that whole percents would round onto a bound (96.9% as 97%) keeps a decimal
+    # (issue 36 audit: a coverage interval of 96.9-99.9% printed as 97-100%)
+    ends = [100 * low, 100 * high]
+    near = any(abs(e - round(e)) > 0 and round(e) in _bounds_pct() for e in ends)
+    text = "-".join(f"{e:.1f}" if near else f"{e:.0f}" for e in ends)
+    return f"{k} of {n} ({100 * k / n:.0f}%, 95% CI {text}%)"
+
+
+def _bounds_pct() -> tuple[int, ...]:
+    """The rates' bounds in whole percent (``calibration_report``'s false-alarm limit and
+    coverage bounds)."""
+    from calibration_report import COVERAGE_BOUNDS, MAX_FALSE_ALARMS
+
+    return tuple(round(100 * b) for b in (MAX_FALSE_ALARMS, *COVERAGE_BOUNDS))
 
 
 def _term_lines(report: dict[str, Any]) -> list[str]:

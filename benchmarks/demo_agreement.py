@@ -11,7 +11,7 @@ while one configuration's estimate moved between runs far beyond those intervals
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,6 +116,36 @@ def agreement_sentence(condition: str, found: list[Agreement]) -> str:
     )
 
 
+def _stored_trust(run: dict[str, Any]) -> bool | None:
+    """Whether the run called its verdicts trusted, from its stored trust record."""
+    trusted: bool | None = (run.get("trust") or {}).get("trusted")
+    return trusted
+
+
+def _untrusted(
+    report: dict[str, Any],
+    condition: str,
+    trusted: Callable[[dict[str, Any]], bool | None] | None = None,
+) -> str:
+    """' (runs 1, 2 and 3 did not call their verdicts trusted: see the table above)' for a
+    condition whose runs' stored trust says so (issue 36 audit: the agreement quoted estimates
+    of disturbed and control-flagged runs without their doubt); '' where all were trusted."""
+    runs = sorted(
+        r["run"]
+        for r in report["runs"]
+        if r["condition"] == condition and (trusted or _stored_trust)(r) is False
+    )
+    if not runs:
+        return ""
+    named = (
+        ", ".join(str(n) for n in runs[:-1]) + (" and " if len(runs) > 1 else "") + str(runs[-1])
+    )
+    return (
+        f" (run{'s' if len(runs) > 1 else ''} {named} did not call "
+        f"{'their' if len(runs) > 1 else 'its'} verdicts trusted: see the table above)"
+    )
+
+
 def _conditions(report: dict[str, Any], conditions: Iterable[str] | None) -> list[str]:
     """``conditions``, else the report's in the order its runs give them."""
     if conditions is not None:
@@ -123,9 +153,14 @@ def _conditions(report: dict[str, Any], conditions: Iterable[str] | None) -> lis
     return list(dict.fromkeys(r["condition"] for r in report["runs"]))
 
 
-def agreement_lines(report: dict[str, Any], conditions: Iterable[str] | None = None) -> list[str]:
+def agreement_lines(
+    report: dict[str, Any],
+    conditions: Iterable[str] | None = None,
+    table: str = "the table in `benchmarks/results/demo_precision.md`",
+    trusted: Callable[[dict[str, Any]], bool | None] | None = None,
+) -> list[str]:
     """Under the summary (what docs/results.md quotes too): per condition, how far the runs'
-    answers for one configuration agreed."""
+    answers for one configuration agreed (``table``: where each run's estimates are listed)."""
     by_condition = [
         (c, agreements([r for r in report["runs"] if r["condition"] == c]))
         for c in _conditions(report, conditions)
@@ -135,10 +170,12 @@ def agreement_lines(report: dict[str, Any], conditions: Iterable[str] | None = N
         return []
     lines = [
         "Run-to-run agreement, from each run's stored verdicts (every configuration's throughput "
-        "and p99 change against the baseline, its estimate and interval in each run: the table "
-        "in `benchmarks/results/demo_precision.md`):",
+        f"and p99 change against the baseline, its estimate and interval in each run: {table}):",
         "",
-        *[f"- {agreement_sentence(c, found)}." for c, found in by_condition],
+        *[
+            f"- {agreement_sentence(c, found)}{_untrusted(report, c, trusted)}."
+            for c, found in by_condition
+        ],
     ]
     if any(a.apart for _, found in by_condition for a in found):
         lines += [

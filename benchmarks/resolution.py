@@ -214,9 +214,9 @@ def _rules_apart(report: dict[str, Any]) -> str:
     }
     return (
         f" The two ran under different stopping rules: the block engine up to {b_n} rounds "
-        f"and {b_s:.0f} s of extra rounds, the classic up to {c_n} and {c_s:.0f} s (a median "
-        f"cell {cell['classic']:.1f} s against {cell['blocks']:.1f} s); the measuring times "
-        "above are what each spent."
+        f"and {b_s:.0f} s of extra rounds (a median cell {cell['blocks']:.1f} s), the classic "
+        f"up to {c_n} and {c_s:.0f} s (a median cell {cell['classic']:.1f} s); the measuring "
+        "times above are what each spent."
     )
 
 
@@ -285,7 +285,23 @@ def findings(report: dict[str, Any]) -> list[str]:
     )
     if controls:
         out.append(control_chance_line(controls))
+    out += run_agreement(report)
     return out
+
+
+def run_agreement(report: dict[str, Any]) -> list[str]:
+    """How far each engine's fresh runs agreed on the same change (issue 36 audit: the block
+    engine's ±4% half-widths read as how far a fresh run lands, where two of its runs' intervals
+    for one change did not overlap): the demo precision page's reading, per model and engine."""
+    from demo_agreement import agreement_lines
+
+    runs = [{**r, "condition": f"{r['model']}, {r['engine']} engine"} for r in report["runs"]]
+    lines = agreement_lines(
+        {"runs": runs},
+        table="the verdicts stored per run in `benchmarks/results/resolution.json`",
+        trusted=lambda r: run_trust(r).trust.trusted,
+    )
+    return ["\n".join(lines)] if lines else []
 
 
 def pooled_control(controls: list[dict[str, Any]]) -> tuple[float, float, float] | None:
@@ -390,6 +406,8 @@ def render_md(report: dict[str, Any]) -> str:
         "## Summary",
         "",
         *summary_table(report),
+        "",
+        *run_agreement(report),
     ]
     if doubts := trust_lines(report):
         lines += ["", "Trust of each run that is not quiet:", "", *doubts]

@@ -143,7 +143,7 @@ def test_the_runs_estimates_are_set_side_by_side(demo: ModuleType) -> None:
         "throughput, batch_5ms_x1 p99, batch_5ms_x2 throughput, batch_5ms_x2 p99, "
         "batch_0ms_x1 throughput); a run's estimate fell up to 16 percentage points outside "
         "another run's interval (batch_5ms_x2 p99: run 3's +30.5% against run 1's CI +46.1% to "
-        "+57.7%)." in summary
+        "+57.7%) (run 2 did not call its verdicts trusted: see the table above)." in summary
     )
     assert "- split, quiet: in 0 of 6 verdicts the runs' intervals did not overlap;" in summary
     assert "a run's interval (its half-width above) is not the spread between fresh runs" in summary

@@ -368,3 +368,127 @@ def test_slower_executions_need_a_paired_verdict_not_two_medians() -> None:
         ROOT / "examples" / "simple_mlp_sweep_blocks" / "docs" / "experiment_log.md"
     ).read_text()
     assert "an execution took 1,010 µs (was 679; higher (+49%, CI +44% to +56%)) although" in sweep
+    # audit 35: the two medians are over the blocks the paired change pairs (10), not 28 and 10
+    assert "an execution took 1,347 µs (was 1,088; higher (+24%, CI +17% to +27%))" in sweep
+
+
+def test_an_interval_end_next_to_a_bound_keeps_its_decimal() -> None:
+    """Audit 37 (at 9c75c96): the second round's coverage, 179 of 180, printed as "95% CI
+    97-100%" where its lower end is 96.9%, inside the 93-97% bound; docs/measuring.md said it
+    held the truth more often than the targets allow, flat. Both sides, and the docs' figures
+    against the stored round."""
+    import json
+
+    page = load_script("benchmarks/calibration_page.py")
+    assert page._rate(179, 180) == "179 of 180 (99%, 95% CI 96.9-99.9%)"
+    assert page._rate(0, 120) == "0 of 120 (0%, 95% CI 0-3%)"
+    stored = json.loads((ROOT / "benchmarks" / "results" / "calibration.json").read_text())
+    second = next(r for r in stored["earlier_rounds"] if r["folder"] == "process_term_2.8")
+    covered, intervals = second["coverage"]["covered"], second["coverage"]["intervals"]
+    low = _wilson_low(covered, intervals)
+    assert 93.0 <= low < 97.0  # the interval reaches inside the 93-97% bound, as the docs say
+    measuring = (ROOT / "docs" / "measuring.md").read_text().replace("\n", " ")
+    assert "by their estimate (the 95% interval of its coverage, in the report's" in measuring
+    assert "reaches just inside the bound" in measuring
+
+
+def _wilson_low(k: int, n: int) -> float:
+    from tritonlab.stats.calibration import wilson_interval
+
+    return 100 * wilson_interval(k, n)[0]
+
+
+def test_the_readme_names_both_model_analyzer_benchmarks() -> None:
+    """Audit 37 (wrong): "the side-by-side benchmark against Model Analyzer is on the demo MLP
+    only", where the pipeline's benchmark ran Model Analyzer's quick ensemble search too."""
+    readme = (ROOT / "README.md").read_text().replace("\n  ", " ")
+    assert "demo MLP only" not in readme
+    assert (ROOT / "benchmarks" / "results" / "pipeline_vs_model_analyzer.json").exists()
+    assert "and on the built-in pipeline (its quick ensemble search" in readme
+
+
+def test_the_run_to_run_agreement_carries_which_runs_were_not_trusted() -> None:
+    """Audit 37 (note): the agreement lines quoted estimates of disturbed and control-flagged
+    runs without their doubt. Both sides: those conditions name their runs; the quiet split
+    runs, all trusted, name none."""
+    page = (ROOT / "benchmarks" / "results" / "demo_precision.md").read_text()
+    lines = {ln.split(":", 1)[0]: ln for ln in page.splitlines() if ln.startswith("- ")}
+    assert (
+        "(runs 1, 2 and 3 did not call their verdicts trusted"
+        in lines["- split, half a core of other work"]
+    )
+    assert "(run 2 did not call its verdicts trusted" in lines["- shared, quiet"]
+    assert "did not call" not in lines["- split, quiet"]
+
+
+def test_no_clear_change_is_no_effect_only_where_both_intervals_rule_one_out() -> None:
+    """Audit 36 (at 9c75c96): "no measurable effect at this load" said of throughput -2%, CI
+    -35% to +48%. Both sides: intervals within ±5% say no change beyond it; wider ones say the
+    run cannot tell."""
+    from tritonlab.explanation.explain import _no_clear_judgement
+
+    tight = (
+        _tput(0.5, -3.0, 4.0, "no clear difference"),
+        _tput(1.0, -4.0, 4.5, "no clear difference"),
+    )
+    assert _no_clear_judgement(*tight).startswith("no change beyond ±5% in throughput or p99")  # type: ignore[arg-type]
+    wide = (
+        _tput(-2.0, -35.0, 48.0, "no clear difference"),
+        _tput(1.0, -4.0, 4.5, "no clear difference"),
+    )
+    said = _no_clear_judgement(*wide)  # type: ignore[arg-type]
+    assert said == (
+        "no clear change at this load, but the intervals still allow one (throughput CI -35% to "
+        "+48%): this run cannot tell whether the change has an effect here"
+    )
+    for name in ("simple_mlp_sweep", "simple_mlp_cache", "simple_mlp_warmup"):
+        log = (ROOT / "examples" / name / "docs" / "experiment_log.md").read_text()
+        assert "no measurable effect" not in log
+
+
+def test_the_resolution_pages_say_how_far_fresh_runs_agreed() -> None:
+    """Audit 36: the block engine's ±4% half-widths were presented without saying two of its
+    runs' intervals for one change did not overlap (+45% against +54% to +69%); the cells' times
+    were in the reverse order of "block against classic"."""
+    for page in (ROOT / "benchmarks" / "results" / "resolution.md", ROOT / "docs" / "results.md"):
+        text = page.read_text()
+        assert (
+            "- simple_mlp, blocks engine: in 1 of 6 verdicts the runs' intervals did not overlap "
+            "(batch_0ms_x1 throughput)"
+        ) in text
+        assert "(run 2 did not call its verdicts trusted" in text
+    docs = (ROOT / "docs" / "results.md").read_text()
+    assert (
+        "150 s of extra rounds (a median cell 0.8 s), the classic up to 5 and 60 s (a median "
+        "cell 7.4 s)"
+    ) in docs
+
+
+def test_a_served_execution_rate_says_when_instances_overlapped() -> None:
+    """Audit 35 (at 9c75c96): "no batching, count=2: ... 64.52 GFLOP/s (38% of the ceiling)"
+    read as a kernel at half speed where two instances shared one core and delivered as much as
+    one. Both sides: the two-instance point says what they delivered together; one instance
+    does not."""
+    log = (ROOT / "examples" / "resnet18_pipeline_cnn" / "docs" / "experiment_log.md").read_text()
+    served = log.split("Where the served executions sit", 1)[1].split("\n", 1)[0]
+    x2 = (
+        served.split("no batching, count=2:", 1)[1].split(";", 1)[0]
+        + served.split("count=2:", 1)[1]
+    )
+    assert "its 2 instances' executions overlapped" in x2 and "together they delivered 128.18" in x2
+    baseline = served.split("your configuration (no batching, count=1):", 1)[1].split(
+        "; batching", 1
+    )[0]
+    assert "overlapped" not in baseline
+
+
+def test_a_steps_queue_growth_names_its_client_and_repeats() -> None:
+    """Audit 35: "`postprocess`'s queue rises, less than twofold, with load (6,523 µs at 16,
+    10,034 µs at 32, one client)" was an HTTP pair resting on one cell at 32, where gRPC had five
+    and grew 2.2x. The client reaching the highest load with the most repeats is used, named."""
+    log = (ROOT / "examples" / "resnet18_pipeline_tune" / "docs" / "experiment_log.md").read_text()
+    assert "6,523 µs at concurrency 16" not in log
+    assert (
+        "(6,916 µs at concurrency 16, 14,949 µs at 32, one client: grpc, client batch 1; medians "
+        "of 1 and 5 repeats)"
+    ) in log

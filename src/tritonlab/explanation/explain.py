@@ -31,11 +31,13 @@ from tritonlab.stats.summary import Summary, column_digits
 from tritonlab.stats.verdicts import (
     HIGHER,
     LOWER,
+    MIN_EFFECT_PCT,
     NO_CLEAR,
     NO_VERDICT,
     NOT_COMPARABLE,
     ONE_REPEAT_METHOD,
     Verdict,
+    interval_text,
 )
 from tritonlab.stats.workload import same_workload
 
@@ -214,18 +216,40 @@ def _judgement(tput: Verdict, p99: Verdict, server: dict[str, Verdict] | None = 
             f"figures separated ({listed}): a change inside the server that did not show in "
             "the client-side figures beyond the noise"
         )
+    if pair == (NO_CLEAR, NO_CLEAR):
+        return _no_clear_judgement(tput, p99)
     table = {
         (HIGHER, LOWER): "a clear win at this load: more throughput and a shorter tail",
         (HIGHER, NO_CLEAR): "more throughput at no clear cost in tail latency",
         (HIGHER, HIGHER): "a trade: more throughput for a longer tail",
         (NO_CLEAR, LOWER): "a shorter tail at the same throughput",
-        (NO_CLEAR, NO_CLEAR): "no measurable effect at this load",
         (NO_CLEAR, HIGHER): "a longer tail for no throughput gain: avoid at this load",
         (LOWER, LOWER): "a shorter tail, paid for with throughput",
         (LOWER, NO_CLEAR): "less throughput for no latency gain: avoid at this load",
         (LOWER, HIGHER): "worse on both throughput and tail latency: avoid at this load",
     }
     return table[pair]
+
+
+def _no_clear_judgement(tput: Verdict, p99: Verdict) -> str:
+    """Neither figure separated: "no effect" only where both intervals rule out more than
+    ±MIN_EFFECT_PCT; else the intervals, which still allow one (issue 36 audit: "no measurable
+    effect" said of throughput -2%, CI -35% to +48%)."""
+    if tput.decided and p99.decided:
+        return (
+            f"no change beyond ±{MIN_EFFECT_PCT:g}% in throughput or p99 at this load (both "
+            "intervals lie within it)"
+        )
+    open_ = [
+        f"{name} CI {interval_text(*v.ci95_change_pct)}"
+        for name, v in (("throughput", tput), ("p99", p99))
+        if not v.decided and v.ci95_change_pct is not None
+    ]
+    return (
+        "no clear change at this load, but the intervals still allow one ("
+        + ", ".join(open_)
+        + "): this run cannot tell whether the change has an effect here"
+    )
 
 
 def _no_verdict_judgement(tput: Verdict, p99: Verdict) -> str:

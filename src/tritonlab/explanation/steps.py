@@ -116,6 +116,9 @@ class QueueGrowth:
     high_concurrency: int
     low_queue_us: float
     high_queue_us: float
+    client: str = ""  # "grpc, client batch 1": the one client both loads share
+    low_repeats: int = 0
+    high_repeats: int = 0
 
     @property
     def grows(self) -> bool:
@@ -128,19 +131,24 @@ class QueueGrowth:
 
 def queue_growth(table: Sequence[StepsAtLoad], variant: str) -> list[QueueGrowth]:
     """Each step's queue from the lowest to the highest closed-loop concurrency ``variant`` was
-    measured at (empty with fewer than two such loads)."""
-    rows = sorted(
-        (r for r in table if r.variant == variant and r.concurrency is not None),
-        key=lambda r: r.concurrency or 0,
-    )
-    if rows:  # one client only: the highest load's protocol and batch (issue 36 audit: a gRPC
-        # point against an HTTP one read as growth with load)
-        client = _client(rows[-1].load_key)
-        rows = [r for r in rows if _client(r.load_key) == client]
-    if len(rows) < 2 or rows[0].concurrency == rows[-1].concurrency:
+    measured at, over one client (empty with fewer than two such loads): the client reaching
+    the highest concurrency, and among those the one with the most repeats there (issue 36
+    audit: an HTTP pair resting on one cell was quoted where gRPC had five)."""
+    by_client: dict[tuple[str, int] | None, list[StepsAtLoad]] = {}
+    for r in table:
+        if r.variant == variant and r.concurrency is not None:
+            by_client.setdefault(_client(r.load_key), []).append(r)
+    curves = [
+        sorted(rows, key=lambda r: r.concurrency or 0)
+        for rows in by_client.values()
+        if len({r.concurrency for r in rows}) >= 2
+    ]
+    if not curves:
         return []
+    rows = max(curves, key=lambda c: (c[-1].concurrency or 0, c[-1].repeats, c[0].repeats))
     low, high = rows[0], rows[-1]
     by_step = {s.step: s for s in low.steps}
+    client = _client(high.load_key)
     return [
         QueueGrowth(
             s.step,
@@ -148,6 +156,9 @@ def queue_growth(table: Sequence[StepsAtLoad], variant: str) -> list[QueueGrowth
             high.concurrency or 0,
             by_step[s.step].queue_us,
             s.queue_us,
+            "" if client is None else f"{client[0]}, client batch {client[1]}",
+            low.repeats,
+            high.repeats,
         )
         for s in high.steps
         if s.step in by_step

@@ -60,7 +60,32 @@ def _by_batch_sentence(ops: list[RooflinePoint]) -> list[str]:
     return ["Across every profiled operator: " + "; ".join(sentences) + ".", ""]
 
 
-def _served_sentence(served: list[RooflinePoint], load_key: str = "") -> list[str]:
+def _in_all(p: RooflinePoint, summaries: list[VariantSummary], load_key: str, flops: float) -> str:
+    """', 127.3 GFLOP/s in all (2 instances ...)': what the server delivered together
+    (throughput x FLOPs per sample), where its instances' executions overlapped, so one
+    execution's rate is not the server's (issue 36 audit: "38% of the ceiling" read as a
+    kernel at half speed where two instances shared one core and delivered as much as one)."""
+    first = load_key or (summaries[0].load_key if summaries else "")  # served_points' load
+    s = next(
+        (x for x in summaries if x.variant.description == p.name and x.load_key == first),
+        None,
+    )
+    if s is None or s.variant.instance_count <= 1 or not s.throughput.median:
+        return ""
+    total = s.throughput.median * flops / 1e9
+    return (
+        f"; its {s.variant.instance_count} instances' executions overlapped, so one "
+        f"execution's rate is not the server's: together they delivered {total:.2f} GFLOP/s "
+        "(throughput x FLOPs per sample)"
+    )
+
+
+def _served_sentence(
+    served: list[RooflinePoint],
+    load_key: str = "",
+    summaries: list[VariantSummary] | None = None,
+    flops: float = 0.0,
+) -> list[str]:
     if not served:
         return []
     at = (
@@ -72,7 +97,7 @@ def _served_sentence(served: list[RooflinePoint], load_key: str = "") -> list[st
     listed = "; ".join(
         f"{p.name}: mean batch {p.batch:.1f}, {p.intensity_flop_per_byte:.2f} FLOP/byte, "
         f"{p.achieved_flop_per_s / 1e9:.2f} GFLOP/s ({p.share_of_ceiling:.0%} of the "
-        f"{p.binding} ceiling)"
+        f"{p.binding} ceiling{_in_all(p, summaries or [], load_key, flops)})"
         for p in served
     )
     return [
@@ -127,4 +152,6 @@ def roofline_lines(operators: OperatorsRecord | None, summaries: list[VariantSum
     lines += _by_batch_sentence(ops)
     loads = {x.load_key for x in summaries}
     load_key = next(iter(loads)) if len(loads) == 1 else ""
-    return lines + _served_sentence(served_points(operators, summaries), load_key)
+    served = served_points(operators, summaries)
+    flops = operators.profile.flops_per_sample
+    return lines + _served_sentence(served, load_key, summaries, flops)

@@ -174,7 +174,9 @@ def steps_section(cells: Sequence[CellResult], labels: dict[str, str], kind: str
             parts = [
                 f"`{g.step}`'s queue {_growth_word(g)} with load "
                 f"({num(g.low_queue_us)} µs at concurrency {g.low_concurrency}, "
-                f"{num(g.high_queue_us)} µs at {g.high_concurrency}, one client)"
+                f"{num(g.high_queue_us)} µs at {g.high_concurrency}, one client: "
+                f"{g.client or 'the same'}; medians of {g.low_repeats} and {g.high_repeats} "
+                "repeats)"
                 for g in growth
             ]
             lines.append(f"- {label}: " + "; ".join(parts) + ".")
