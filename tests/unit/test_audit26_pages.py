@@ -492,3 +492,33 @@ def test_a_steps_queue_growth_names_its_client_and_repeats() -> None:
         "(6,916 µs at concurrency 16, 14,949 µs at 32, one client: grpc, client batch 1; medians "
         "of 1 and 5 repeats)"
     ) in log
+
+
+def test_paired_medians_sit_beside_paired_changes() -> None:
+    """Audit 38 (at e51a94c): "compute per inference fell from 310 to 158 µs (lower (-52%, CI
+    -53% to -50%))": 310 was the baseline's median over 28 repeats, the change paired over 10
+    blocks (329 there); "What changed: compute per inference 105 -> 255 µs" the same way."""
+    from tritonlab.explanation.rule_support import paired_medians
+    from tritonlab.stats.summary import Summary
+
+    a = Summary((1.0, 2.0, 3.0, 10.0), (1, 2, 3, 4))
+    b = Summary((2.0, 4.0), (3, 4))
+    assert paired_medians(a, b) == (6.5, 3.0)  # over rounds 3 and 4 only
+    assert paired_medians(a, a) == (a.median, a.median)
+    log = (ROOT / "examples" / "simple_mlp_sweep_blocks" / "docs" / "experiment_log.md").read_text()
+    assert "compute per inference fell from 329 to 158 µs" in log
+    assert "compute per inference 113 -> 255 µs" in log
+
+
+def test_audit_39_wording() -> None:
+    """Audit 39 (at e51a94c): an unmoved figure named no cause ("so the instance count was not
+    what limited this load" from CI -40% to +91%); a runner-up the verdict separated was said
+    to be one more repeats may not separate; a sweep's pick at one sequence length was quoted
+    beside the other lengths' tables without saying so."""
+    sweep = (ROOT / "examples" / "simple_mlp_sweep" / "docs" / "experiment_log.md").read_text()
+    assert "so these figures name no cause" in sweep
+    assert "the runner-up was too (1.88)." in sweep  # separated: +14%, CI +2% to +26%
+    cache = (ROOT / "examples" / "simple_mlp_cache" / "docs" / "experiment_log.md").read_text()
+    assert "the runner-up was too (0.93), so more repeats may not separate them" in cache
+    results = (ROOT / "docs" / "results.md").read_text()
+    assert "The picks are at sequence length 128 only (lengths 32, 512 were measured" in results

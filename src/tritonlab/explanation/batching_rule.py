@@ -14,6 +14,7 @@ from tritonlab.explanation.rule_support import (
     RuleContext,
     changed_fields,
     model_misses,
+    paired_medians,
     rounded,
 )
 from tritonlab.stats.aggregate import compare_figure
@@ -29,8 +30,8 @@ def batching_amortised(ctx: RuleContext) -> Finding | None:
         return None
     if changed_fields(r.variant, s.variant) != ["dynamic_batching"] or not same_workload(r, s):
         return None  # another knob changed too, or the loads differ: batching alone is not why
-    b0, b1 = r.mean_batch.median, s.mean_batch.median
-    c0, c1 = r.compute_per_inference_us.median, s.compute_per_inference_us.median
+    b0, b1 = paired_medians(r.mean_batch, s.mean_batch)
+    c0, c1 = paired_medians(r.compute_per_inference_us, s.compute_per_inference_us)
     if b0 is None or b1 is None or c0 is None or c1 is None or b1 <= 1.05 * b0:
         return None
     per_inference = compare_figure("compute per inference", "compute_per_inference_us", r, s)

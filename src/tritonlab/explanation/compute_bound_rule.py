@@ -16,6 +16,7 @@ from tritonlab.explanation.rule_support import (
     RuleContext,
     changed_fields,
     model_misses,
+    paired_medians,
     rounded,
 )
 from tritonlab.stats.aggregate import compare_figure
@@ -35,8 +36,8 @@ def batching_compute_bound(ctx: RuleContext) -> Finding | None:
     model = model.for_engine(s.variant.engine)
     if changed_fields(r.variant, s.variant) != ["dynamic_batching"] or not same_workload(r, s):
         return None
-    b0, b1 = r.mean_batch.median, s.mean_batch.median
-    c0, c1 = r.compute_per_inference_us.median, s.compute_per_inference_us.median
+    b0, b1 = paired_medians(r.mean_batch, s.mean_batch)
+    c0, c1 = paired_medians(r.compute_per_inference_us, s.compute_per_inference_us)
     if b0 is None or b1 is None or c0 is None or c1 is None or b1 <= 1.05 * b0 or not c0:
         return None
     k, th = s.settings.batch_size, s.variant.intra_op_threads

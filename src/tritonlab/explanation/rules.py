@@ -26,6 +26,7 @@ from tritonlab.explanation.rule_support import (
     changed_fields,
     cores_text,
     model_misses,
+    paired_medians,
     rounded,
 )
 from tritonlab.explanation.sequence_rules import sequence_backlog, strategy_effect
@@ -154,11 +155,10 @@ def _slower_executions(ctx: RuleContext) -> str | None:
             return None
         # the medians quoted beside the paired change are over the rounds it pairs (issue 36
         # audit: 1,347 against 1,031 µs, a median over 28 repeats beside one over 10 blocks)
-        e0, e1 = ctx.server_figure(r, "execution_us"), ctx.server_figure(s, "execution_us")
-        common = frozenset(e0.rounds) & frozenset(e1.rounds)
-        if common and (len(common) < len(e0.rounds) or len(common) < len(e1.rounds)):
-            before = e0.over(common).median or before
-            after = e1.over(common).median or after
+        paired0, paired1 = paired_medians(
+            ctx.server_figure(r, "execution_us"), ctx.server_figure(s, "execution_us")
+        )
+        before, after = paired0 or before, paired1 or after
         grew = "shrank" if b1 < 0.95 * b0 else "did not grow"  # issue 36 audit: said of 7.7->4
         return (
             f"an execution{of_step} took {after:,.0f} µs (was {before:,.0f}; "
@@ -300,9 +300,11 @@ def _unmoved_clause(batch: Verdict, per_inference: Verdict) -> str:
             "the noise"
         )
     if all(w == NO_CLEAR for w in words):
+        # an unseparated figure may still have moved: no cause is named from it (issue 36
+        # audit: "so the instance count was not what limited this load" from CI -40% to +91%)
         return (
-            "no server figure moved clearly (batch, compute per inference), so the instance "
-            "count was not what limited this load"
+            "no server figure moved clearly (batch, compute per inference), so these figures "
+            "name no cause"
         )
     return (
         f"no cause is named: the server figures could not be compared (mean batch {batch.word}, "
@@ -345,12 +347,11 @@ def instances_effect(ctx: RuleContext) -> Finding | None:
     # what moved: the mean batch and compute per inference (with their verdicts' words), the CPU
     changed = "; ".join(
         [
-            change_text(f"mean batch{ctx.whose}", batch0.median, batch1.median)
+            change_text(f"mean batch{ctx.whose}", *paired_medians(batch0, batch1))
             + f" ({batch.word})",
             change_text(
                 f"compute per inference{ctx.whose}",
-                cpi0.median,
-                cpi1.median,
+                *paired_medians(cpi0, cpi1),
                 " µs",
                 digits=0,
             )

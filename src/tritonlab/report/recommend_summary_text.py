@@ -286,8 +286,14 @@ def summary_line(recs: Recommendations) -> str:
         if bound
         else ""
     )
+    lengths = (
+        f" The picks are at sequence length {recs.lengths.reference} only (lengths "
+        f"{', '.join(str(n) for n in sorted(recs.lengths.others))} were measured, not ranked)."
+        if recs.lengths is not None
+        else ""
+    )  # a pick is one length's answer (issue 36 audit: quoted beside other lengths' tables)
     return (
-        f"{action}; chose {' and '.join(choices)}: {_two_goals(recs)}.{blocks}"
+        f"{action}; chose {' and '.join(choices)}: {_two_goals(recs)}.{lengths}{blocks}"
         f"{controls}{ceiling}{doubt_sentence(recs)}"
     )
 

@@ -395,8 +395,11 @@ def load_generator_note(recs: Recommendations, pick: Pick) -> str:
     runner = bound_cores(recs, pick.runner_up) if pick.runner_up is not None else None
     if mine is None:
         return ""
+    apart = pick.runner_up_verdict is not None and pick.runner_up_verdict.clear
     both = (
-        f"; the runner-up was too ({runner.used:.2f}), so more repeats may not separate them"
+        f"; the runner-up was too ({runner.used:.2f})"
+        # only an unseparated pair is one more repeats may not separate (issue 36 audit)
+        + ("" if apart else ", so more repeats may not separate them")
         if runner is not None
         else ""
     )

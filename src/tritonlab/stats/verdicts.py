@@ -292,8 +292,8 @@ def _with_process_term(
     se = (high - low) / (2.0 * z)
     p = float(2.0 * stats.norm.sf(abs(centre.estimate) / se)) if se > 0 else centre.p_value
     note = (
-        f"; widened by ±{100.0 * math.expm1(z * between):.1f}% for each side's own server "
-        "process (its spread over runs, from the calibration benchmark)"
+        f"; widened by ±{100.0 * math.expm1(z * between):.1f}% for the two sides' own server "
+        "processes together (each one's spread over runs, from the calibration benchmark)"
     )
     return replace(centre, low=low, high=high, p_value=p), method + note
 
