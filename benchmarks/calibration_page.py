@@ -92,10 +92,11 @@ def _rate(k: int, n: int) -> str:
     if n == 0:
         return "none"
     low, high = wilson_interval(k, n)
-    # an end that whole percents would round onto a bound (96.9% as 97%) keeps a decimal
+    # an end that whole percents would round onto a bound (96.9% as 97%), or onto 0% or 100%
+    # (99.7% as 100%), keeps a decimal
     # (issue 36 audit: a coverage interval of 96.9-99.9% printed as 97-100%)
     ends = [100 * low, 100 * high]
-    near = any(abs(e - round(e)) > 0 and round(e) in _bounds_pct() for e in ends)
+    near = any(abs(e - round(e)) > 0 and round(e) in (0, 100, *_bounds_pct()) for e in ends)
     text = "-".join(f"{e:.1f}" if near else f"{e:.0f}" for e in ends)
     return f"{k} of {n} ({100 * k / n:.0f}%, 95% CI {text}%)"
 

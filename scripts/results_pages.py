@@ -21,9 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from tritonlab.report.conditions_text import per_configuration, uneven_repeats_note
+from tritonlab.report.conditions_text import per_configuration
 from tritonlab.report.method_section import stopping_note
-from tritonlab.report.page_tables import baseline_figures, called_steps_caption, compact_table
+from tritonlab.report.page_tables import (
+    baseline_figures,
+    blocks_note,
+    called_steps_caption,
+    compact_table,
+)
 from tritonlab.report.run_data import RunData, changed_step, load_run
 from tritonlab.report.text_format import num
 from tritonlab.report.tune_section import figure_span
@@ -306,8 +311,7 @@ def example_section(example: Example, run: RunData) -> list[str]:
     for analysis in run.analyses:
         step = changed_step(run.manifest)
         lines += [f"Load `{analysis.load_key}`:", "", *compact_table(analysis, step), ""]
-        counts = [len(r.summary.cells) for r in analysis.reports]
-        if caution := uneven_repeats_note(counts, tune=run.tune is not None):
+        if caution := blocks_note(analysis, run.tune is not None).strip():
             lines += [caution, ""]
         if step is not None:
             lines += [

@@ -64,6 +64,56 @@ def _pick_quote(tune_dir: Path) -> str:
     return text
 
 
+def _trace_kept(run_dir: Path, knobs: dict[str, Any], where: str) -> str:
+    """' Under the trace, in the tune, its cells achieved 107% of the trace's mean rate (kept
+    to it, at least 95%, in 13 of 13 cells).': how the traced pick's cells kept to the trace in
+    ``run_dir`` (issue 36 audit: the pick was said to carry the trace where its cells offered 7%
+    more load than it, and where re-measured it fell short in 2 of 6 cells)."""
+    import statistics
+
+    from tritonlab.perf.trace import KEPT_TO_PCT, adherence
+    from tritonlab.report.run_data import load_run
+
+    run = load_run(run_dir)
+    found = []
+    for load in run.manifest.plan.loads:
+        if load.trace is None:
+            continue
+        for c in run.cells:
+            m = c.perf.measurement
+            if c.load_key == load.key and _is(c.variant, knobs) and m:
+                found.append(
+                    adherence(
+                        load.trace,
+                        m.throughput_infer_per_s,
+                        c.perf.settings.batch_size,
+                        c.perf.warnings,
+                    )
+                )
+    if not found:
+        return ""
+    kept = sum(1 for a in found if a.kept_to)
+    share = statistics.median(100 * a.achieved_rate_per_s / a.trace_mean_rate_per_s for a in found)
+    low = min(a.achieved_rate_per_s for a in found)
+    return (
+        f" Under the trace, {where}, its cells achieved a median {share:.0f}% of the trace's mean "
+        f"rate and kept to it (at least {100 - KEPT_TO_PCT:g}%) in {kept} of {len(found)}"
+        + (f" (lowest {low:,.1f} req/s)" if kept < len(found) else "")
+        + "."
+    )
+
+
+def _is(variant: Any, knobs: dict[str, Any]) -> bool:
+    """Whether a served variant is the tune's point ``knobs`` (its stored configuration)."""
+    return (
+        variant.instance_count == knobs["instances"]
+        and bool(variant.dynamic_batching) == bool(knobs["batching"])
+        and (not knobs["batching"] or variant.max_queue_delay_us == 0)
+        and variant.max_batch_size == knobs["max_batch"]
+        and (variant.intra_op_threads or 1) == (knobs.get("threads") or 1)
+    )
+
+
 def _pick_warned(tune_dir: Path) -> str:
     """'; perf_analyzer warned in 9 of its 13 repeats: ...' for a tune's pick, from the tune
     run's stored cells (``warnings_quote``); '' where it warned in none of them."""
@@ -411,6 +461,8 @@ def render(out: Path) -> str:
         f"- **Tuned under the trace** ([`tune_trace/`](tune_trace/docs/experiment_log.md), the "
         f"lowest p99 among configurations that carry it, same budget): {traced['description']}, "
         f"{_pick_quote(out / 'tune_trace')}{_pick_warned(out / 'tune_trace')}."
+        + _trace_kept(out / "tune_trace", traced["configuration"], "in the tune")
+        + _trace_kept(out / "compare", traced["configuration"], "measured again in `compare/`")
         + _doubt(out / "tune_trace"),
         "",
         "The fixed-concurrency pick (the first row), the pick under the trace, both tunes' "

@@ -282,7 +282,7 @@ def test_fifth_audit_statements_follow_the_data() -> None:
     excluded open-loop rates are not read as failing the budget; two instances at concurrency
     1 never ran side by side; the cost model's split where it misses a term is its own."""
     from tritonlab.report.engine_section import noise_floor_lines
-    from tritonlab.report.experiment_log import _blocks_note
+    from tritonlab.report.page_tables import blocks_note as _blocks_note
     from tritonlab.report.recommend_section import _open_loop_lines
     from tritonlab.report.run_data import load_run
 

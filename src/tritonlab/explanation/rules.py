@@ -42,6 +42,8 @@ TRAP_BATCH_SHARE_OF_IN_FLIGHT = 0.75  # mean batch >= 75% of the requests in fli
 SATURATED_QUEUE_SHARE = 0.5  # queue >= half of the time a request spends in the server
 SATURATED_MIN_CORES_PER_INSTANCE = 0.8  # a busy single-threaded instance uses about a core
 CPU_BOUND_SHARE = 0.9  # server + perf_analyzer CPU >= 90% of the cores
+# perf_analyzer's share of the cores below which it is not said to compete with the server
+CLIENT_SHARE_THAT_MATTERS = 0.05
 CONTENTION_SHARE = 0.75  # instances contend: CPU >= 75% of the cores and executions slower ...
 CONTENTION_EXCESS = 0.25  # ... by over 25% than the cost model predicts at that batch
 
@@ -190,11 +192,26 @@ def _calls_waited(ctx: RuleContext) -> str | None:
     rise, name, q0, q1 = max(rises)
     if rise < 0.5 * (after - before):
         return None
-    return (
+    text = (
         f"its executions include its calls, and they waited on them: an execution took "
         f"{after:,.0f} µs (was {before:,.0f}) while `{name}`'s queue rose from {q0:,.0f} to "
         f"{q1:,.0f} µs per request"
     )
+    # the calls' own compute that rose too: the rest of the growth (issue 36 audit: a third of
+    # it was `cnn`'s and `preprocess`'s slower compute, which the clause did not name)
+    slower = []
+    for step in sorted({n for c in s.cells for n in c.steps}):
+        c1 = s.step_figure(step, "compute_us_per_request").median
+        c0 = r.step_figure(step, "compute_us_per_request").median
+        if c0 and c1 and c1 > 1.1 * c0 and c1 - c0 >= 0.05 * (after - before):
+            slower.append(f"`{step}` {c0:,.0f} -> {c1:,.0f} µs")
+    if slower:
+        text += (
+            "; the calls' own compute per request rose too ("
+            + ", ".join(slower)
+            + "), the rest of the growth"
+        )
+    return text
 
 
 def _instances_causes(
@@ -230,7 +247,12 @@ def _instances_causes(
         )
     else:
         slower = _slower_executions(ctx)
-        if n1 > n0 and batch.word == LOWER and _fixed_cost_matters(ctx, slower is not None):
+        if (
+            n1 > n0
+            and batch.word == LOWER
+            and per_inference.word == HIGHER  # the added per-request cost must show (issue 36)
+            and _fixed_cost_matters(ctx, slower is not None)
+        ):
             causes.append(
                 "the instances split the waiting requests into smaller batches, so each request "
                 "carries more of an execution's fixed cost"
@@ -458,6 +480,14 @@ def cpu_bound(ctx: RuleContext) -> Finding | None:
         )
     elif used + client < CPU_BOUND_SHARE * ctx.cores:
         return None
+    elif client < CLIENT_SHARE_THAT_MATTERS * ctx.cores:
+        # perf_analyzer took next to nothing: the cores are the server's limit, not a load
+        # generator's (issue 36 audit: "understate a dedicated server" at 0.02 of a core)
+        text = (
+            f"CPU-bound: the server used {used:.2f} and perf_analyzer {client:.2f} of "
+            f"{ctx.cores} cores; the server had the cores nearly to itself, so the machine's "
+            "cores, not the load generator, set the pace."
+        )
     else:
         text = (
             f"CPU-bound: the server used {used:.2f} and perf_analyzer {client:.2f} of "

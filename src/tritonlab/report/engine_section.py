@@ -36,6 +36,7 @@ from tritonlab.experiments.rounds import StoppingRecord
 from tritonlab.experiments.store import CellResult
 from tritonlab.explanation.explain import Analysis
 from tritonlab.report.conditions_text import blocks_words
+from tritonlab.report.engine_parts import cell_windows, tune_term_line
 from tritonlab.report.still_open import reason_text
 from tritonlab.stats.error_rates import (
     DETECTABLE_FACTOR,
@@ -127,7 +128,7 @@ def engine_lines(
     ``open_verdicts``: the verdicts it left open, named, ``report/still_open.py``)."""
     lines: list[str] = []
     if engine is not None:
-        windows = ", ".join(
+        windows = cell_windows(cells) or ", ".join(
             f"{ms} ms " + ("at every load" if key == "*" else f"at {key}")
             for key, ms in sorted(engine.windows_ms.items())
         )
@@ -163,6 +164,7 @@ def engine_lines(
             ),
             placement_line(engine.cores, split),
             *reload_lines(engine),
+            *tune_term_line(engine, tune),
         ]
     elif split is not None:  # the classic engine, in a run that recorded its placement
         cores = len({*split.server_cpus, *split.client_cpus})  # the split covers every CPU

@@ -8,7 +8,6 @@ of the files in the run folder, so ``tritonlab report`` rebuilds it byte for byt
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -31,7 +30,6 @@ from tritonlab.report.conditions_text import (
     sent_lines,
     sequence_lengths,
     trust_line,
-    uneven_repeats_note,
 )
 from tritonlab.report.cost_model_text import cost_model_section
 from tritonlab.report.efficiency_text import efficiency_section
@@ -50,6 +48,7 @@ from tritonlab.report.method_section import (
     run_stopping_note,
 )
 from tritonlab.report.nodes_section import nodes_section
+from tritonlab.report.page_tables import blocks_note
 from tritonlab.report.plot_support import PROTOCOL_NAMES
 from tritonlab.report.recommend_section import recommendations_section
 from tritonlab.report.roofline_text import roofline_lines
@@ -143,41 +142,6 @@ def _table(analysis: Analysis) -> list[str]:
             f"{num(s.perf_analyzer_cores.median, 2)} | {r.note} |"
         )
     return lines
-
-
-def _blocks_note(analysis: Analysis, tune: bool = False) -> str:
-    """'' when every row at the load rests on as many repeats; else that their medians are
-    over different blocks (extra rounds measured only some rows: issue 36 audit, a sweep's
-    baseline over 27 blocks beside a configuration over 10, while the run drifted), with the
-    longer rows' medians over the blocks every row has."""
-    why = (
-        "the search's race measured its contenders more"
-        if tune
-        else "the extra rounds measured only the configurations a watched verdict needed"
-    )
-    note = uneven_repeats_note([len(r.summary.cells) for r in analysis.reports], why, tune)
-    if not note:
-        return ""
-    text = f" {note}"
-    common = set.intersection(*({c.block for c in r.summary.cells} for r in analysis.reports))
-    longer = [r.summary for r in analysis.reports if len(r.summary.cells) > len(common)]
-    same = [
-        (s, [c.perf.measurement.throughput_infer_per_s for c in s.cells
-             if c.block in common and c.perf.measurement])
-        for s in longer
-    ]  # fmt: skip
-    shown = [
-        f"{s.variant.description} {statistics.median(v):,.0f} infer/s (all: "
-        f"{s.throughput.median or 0:,.0f})"
-        for s, v in same
-        if v
-    ]
-    if common and shown:
-        text += (
-            f" Over the {len(common)} {'repeats' if tune else 'blocks'} every row has, the "
-            "longer rows read: " + "; ".join(shown) + "."
-        )
-    return text
 
 
 def _counters_note(manifest: Manifest) -> str:
@@ -394,7 +358,7 @@ def render_experiment_log(run: RunData) -> str:
             "Figures are medians over the repeats, with the range of the repeats (min–max) in "
             "brackets; verdicts in the notes carry the 95% interval of the change; "
             "latencies are client-side, queue and compute are per request in the server."
-            + _blocks_note(analysis, manifest.tune is not None)
+            + blocks_note(analysis, manifest.tune is not None)
             + _counters_note(manifest),
             "",
             *(

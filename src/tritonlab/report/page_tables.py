@@ -9,8 +9,11 @@ where step `cnn` queued 245,823 µs, 82% of the latency).
 
 from __future__ import annotations
 
+import statistics
+
 from tritonlab.experiments.manifest import Manifest
 from tritonlab.explanation.explain import FLOOR_NOTE, Analysis, VariantReport
+from tritonlab.report.conditions_text import uneven_repeats_note
 from tritonlab.report.text_format import num
 from tritonlab.stats.aggregate import VariantSummary
 from tritonlab.stats.summary import Summary, column_digits
@@ -77,10 +80,12 @@ def _split(s: VariantSummary, step: str | None, mean: float | None) -> str:
     common = sorted(sorted(counts, key=lambda size: -counts[size])[:2])
     if sum(counts[size] for size in common) >= 0.8 * total:
         return f" (a mean of sizes {' and '.join(str(size) for size in common)})"
-    top = max(counts, key=lambda size: counts[size])
+    most = max(counts.values())
+    tops = sorted(size for size, n in counts.items() if n == most)  # a tie names every size
+    each = " each" if len(tops) > 1 else ""
     return (
-        f" (a mean over sizes {min(counts)} to {max(counts)}, most often {top}: "
-        f"{100 * counts[top] / total:.0f}%)"
+        f" (a mean over sizes {min(counts)} to {max(counts)}, most often "
+        f"{' and '.join(str(t) for t in tops)}: {100 * most / total:.0f}%{each})"
     )
 
 
@@ -140,3 +145,42 @@ def called_steps_caption(manifest: Manifest, analysis: Analysis) -> str:
         f"The queue and mean batch columns are the BLS model `{repository.get('model')}`'s own "
         f"counters{called} (the log's Pipeline steps table)."
     )
+
+
+def blocks_note(analysis: Analysis, tune: bool = False) -> str:
+    """'' when every row at the load rests on as many repeats; else that their medians are
+    over different blocks (extra rounds measured only some rows: issue 36 audit, a sweep's
+    baseline over 27 blocks beside a configuration over 10, while the run drifted), with the
+    longer rows' medians over the blocks every row has."""
+    why = (
+        "the search's race measured its contenders more"
+        if tune
+        else "the extra rounds measured only the configurations a watched verdict needed"
+    )
+    note = uneven_repeats_note([len(r.summary.cells) for r in analysis.reports], why, tune)
+    if not note:
+        return ""
+    text = f" {note}"
+    common = set.intersection(*({c.block for c in r.summary.cells} for r in analysis.reports))
+    longer = [r.summary for r in analysis.reports if len(r.summary.cells) > len(common)]
+    # p99 too: the extra rounds may run at another pace (issue 36 audit: a row's p99 over 28
+    # blocks read 28% under its neighbour's, over the 10 they share 15% above it)
+    shown = []
+    for s in longer:
+        kept = [m for c in s.cells if c.block in common and (m := c.perf.measurement)]
+        if not kept:
+            continue
+        p99s = [m.latency_p99_us for m in kept if m.latency_p99_us is not None]
+        p99 = f", p99 {statistics.median(p99s):,.0f} µs" if p99s else ""
+        p99_all = f", {s.latency_p99.median:,.0f} µs" if p99s and s.latency_p99.median else ""
+        tput = statistics.median(m.throughput_infer_per_s for m in kept)
+        shown.append(
+            f"{s.variant.description} {tput:,.0f} infer/s{p99} (all: "
+            f"{s.throughput.median or 0:,.0f} infer/s{p99_all})"
+        )
+    if common and shown:
+        text += (
+            f" Over the {len(common)} {'repeats' if tune else 'blocks'} every row has, the "
+            "longer rows read: " + "; ".join(shown) + "."
+        )
+    return text

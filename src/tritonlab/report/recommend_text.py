@@ -16,7 +16,7 @@ from tritonlab.decisions.recommend_records import (
     Recommendations,
     TieBreak,
 )
-from tritonlab.explanation.rules import CPU_BOUND_SHARE
+from tritonlab.explanation.rules import CLIENT_SHARE_THAT_MATTERS, CPU_BOUND_SHARE
 from tritonlab.stats.verdicts import HIGHER, LOWER, NO_CLEAR, NO_VERDICT, NOT_COMPARABLE, Verdict
 
 FELL_BEHIND_REASON = (
@@ -378,12 +378,16 @@ def bound_cores(recs: Recommendations, p: OperatingPoint) -> Bound | None:
     if p.server_cores is None or p.server_cores + client < CPU_BOUND_SHARE * cores:
         return None
     used = p.server_cores + client
+    competed = client >= CLIENT_SHARE_THAT_MATTERS * cores
     return Bound(
         used,
-        f"the server and perf_analyzer together used {used:.2f} of the {cores} cores",
+        f"the server and perf_analyzer together used {used:.2f} of the {cores} cores "
+        f"(perf_analyzer {client:.2f})",
         "CPU-bound",
         "the load generator competed with the server for the cores, so the figures may "
-        "understate a dedicated server",
+        "understate a dedicated server"
+        if competed
+        else "the server had the cores nearly to itself: the machine's cores set the pace",
     )
 
 
