@@ -557,3 +557,17 @@ def test_audits_41_to_43_fixes_on_the_pages() -> None:
     page = load_script("benchmarks/calibration_page.py")
     assert page._rate(59, 60) == "59 of 60 (98%, 95% CI 91.1-99.7%)"
     assert page._rate(20, 20) == "20 of 20 (100%, 95% CI 84-100%)"
+
+
+def test_a_server_change_the_client_intervals_cannot_rule_out_is_not_said_to_be_hidden() -> None:
+    """Audit 45 (at 735fe00): "a change inside the server that did not show in the
+    client-side figures beyond the noise" where throughput read +35% (CI -22% to +135%). Wide
+    client intervals say the run cannot tell; the words "did not show" need both within ±5%."""
+    log = (ROOT / "examples" / "simple_mlp_backends" / "docs" / "experiment_log.md").read_text()
+    assert "beyond the noise" not in log
+    assert "whether it showed at the client this run cannot tell (throughput CI" in log
+    # the other side: the CNN's row whose client intervals lie within ±5% keeps "did not show"
+    cnn = (ROOT / "examples" / "resnet18_pipeline_cnn" / "docs" / "experiment_log.md").read_text()
+    assert (
+        "a change inside the server that did not show in the client-side figures beyond ±5%" in cnn
+    )

@@ -329,7 +329,8 @@ def test_server_figures_that_separated_are_named_when_client_figures_do_not(
     assert "queue per request lower (-7" in text
     assert "mean batch higher (+" in text
     assert "compute per inference lower (-3" in text
-    assert "a change inside the server that did not show" in text
+    # the client intervals reach past ±5%: the run cannot tell whether it showed (issue 36)
+    assert "a change inside the server; whether it showed at the client this run cannot" in text
 
 
 def test_nothing_separated_is_no_measurable_effect(by_name: Names) -> None:

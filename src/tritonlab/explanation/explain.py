@@ -211,11 +211,20 @@ def _judgement(tput: Verdict, p99: Verdict, server: dict[str, Verdict] | None = 
     pair = (tput.word, p99.word)
     if pair == (NO_CLEAR, NO_CLEAR) and (moved := [v for v in (server or {}).values() if v.clear]):
         listed = ", ".join(f"{v.figure} {v.phrase()}" for v in moved)
-        return (
+        head = (
             "no clear change in throughput or p99 at this load, although the server's own "
-            f"figures separated ({listed}): a change inside the server that did not show in "
-            "the client-side figures beyond the noise"
+            f"figures separated ({listed}): a change inside the server"
         )
+        if tput.decided and p99.decided:
+            return head + " that did not show in the client-side figures beyond ±5%"
+        # wide client intervals cannot say it did not show (issue 36 audit: said of
+        # throughput +35%, CI -22% to +135%)
+        open_ = ", ".join(
+            f"{name} CI {interval_text(*v.ci95_change_pct)}"
+            for name, v in (("throughput", tput), ("p99", p99))
+            if not v.decided and v.ci95_change_pct is not None
+        )
+        return head + f"; whether it showed at the client this run cannot tell ({open_})"
     if pair == (NO_CLEAR, NO_CLEAR):
         return _no_clear_judgement(tput, p99)
     table = {
