@@ -13,7 +13,7 @@ from tritonlab.explanation.rule_support import (
     Finding,
     RuleContext,
     changed_fields,
-    model_misses,
+    missed_sides,
     paired_medians,
     rounded,
 )
@@ -68,11 +68,8 @@ def batching_amortised(ctx: RuleContext) -> Finding | None:
             "serving_us_per_request_batched": rounded(serving_many / requests),
             "predicted_compute_us_per_inference": rounded(predicted),
         }
-        missed = [
-            which
-            for which, point in (("this point", s), ("the reference, the batch-1 side", r))
-            if model_misses(ctx, point)
-        ]  # the split's two sides: issue 36 audit, a split whose batch-1 side it missed by 1.33x
+        # the split's two sides: issue 36 audit, a split whose batch-1 side it missed by 1.33x
+        missed = missed_sides(ctx, "the reference, the batch-1 side")
         text += (
             (
                 f" The cost model's split of an execution (it misses {' and '.join(missed)} "

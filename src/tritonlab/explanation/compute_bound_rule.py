@@ -15,7 +15,7 @@ from tritonlab.explanation.rule_support import (
     Finding,
     RuleContext,
     changed_fields,
-    model_misses,
+    missed_sides,
     paired_medians,
     rounded,
 )
@@ -85,11 +85,8 @@ def batching_compute_bound(ctx: RuleContext) -> Finding | None:
             f"measured in-process: {points}"
         )
     else:
-        missed = [
-            which
-            for which, point in (("this point", s), ("the reference, the batch-1 side", r))
-            if model_misses(ctx, point)
-        ]  # a split quoted as the cause while the model misses the point (issue 36 audit)
+        # a split quoted as the cause while the model misses the point (issue 36 audit)
+        missed = missed_sides(ctx, "the reference, the batch-1 side")
         figures["model_misses"] = missed
         # whether the text names the cost model's split as the cause: a table note reads it
         figures["cause_named"] = per_inference.clear and not missed

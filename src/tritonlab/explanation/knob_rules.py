@@ -12,7 +12,7 @@ from tritonlab.explanation.rule_support import (
     RuleContext,
     changed_fields,
     cores_text,
-    model_misses,
+    missed_sides,
     rounded,
 )
 from tritonlab.repository.knobs import RESPONSE_CACHE
@@ -153,9 +153,7 @@ def engine_effect(ctx: RuleContext) -> Finding | None:
             predicted, predicted_text = _predicted_execution(s, m0, m1, samples, execution, term)
             figures |= terms | predicted
             text += terms_text + predicted_text
-            missed = [
-                w for w, p in (("this point", s), ("the reference", r)) if model_misses(ctx, p)
-            ]
+            missed = missed_sides(ctx)
             figures["model_misses"] = missed
             if missed and figures.get("dominant_term") is not None:
                 # the split is the in-process fit's, not the served figures': where the model

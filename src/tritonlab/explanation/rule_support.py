@@ -113,6 +113,14 @@ def rounded(value: float | None, digits: int = 0) -> float | None:
     return None if value is None else round(value, digits)
 
 
+def missed_sides(ctx: RuleContext, reference: str = "the reference") -> list[str]:
+    """Which of the subject ("this point") and its reference (``reference``) the cost model
+    misses by more than 25% in its throughput or a term: a split or prediction quoted beside
+    such a miss is the model's, not a measured cause (issue 36 audits)."""
+    sides = (("this point", ctx.subject), (reference, ctx.reference))
+    return [which for which, point in sides if model_misses(ctx, point)]
+
+
 def paired_medians(before: Summary, after: Summary) -> tuple[float | None, float | None]:
     """The two medians over the rounds both have, where either has rounds the other lacks (the
     rounds a paired verdict pairs: issue 36 audits, 310 against 158 µs quoted beside a -52%

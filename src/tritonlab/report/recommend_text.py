@@ -16,7 +16,7 @@ from tritonlab.decisions.recommend_records import (
     Recommendations,
     TieBreak,
 )
-from tritonlab.explanation.rules import CLIENT_SHARE_THAT_MATTERS, CPU_BOUND_SHARE
+from tritonlab.explanation.instance_clauses import CLIENT_SHARE_THAT_MATTERS, CPU_BOUND_SHARE
 from tritonlab.stats.verdicts import HIGHER, LOWER, NO_CLEAR, NO_VERDICT, NOT_COMPARABLE, Verdict
 
 FELL_BEHIND_REASON = (
