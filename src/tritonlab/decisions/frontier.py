@@ -21,6 +21,7 @@ from tritonlab.decisions.recommend_records import (
 from tritonlab.experiments.plan import sequence_length_of
 from tritonlab.stats.aggregate import VariantSummary
 from tritonlab.stats.config_key import ConfigKey
+from tritonlab.stats.load_drift import Block, without_disturbed
 from tritonlab.stats.verdicts import HIGHER, MIN_EFFECT_PCT, Verdict, compare
 from tritonlab.stats.workload import same_workload
 
@@ -84,10 +85,14 @@ def knee_concurrency(curve: list[VariantSummary]) -> int | None:
     return curve[-1].settings.concurrency
 
 
-def after_knee(curve: list[VariantSummary], knee: int) -> str:
+def after_knee(
+    curve: list[VariantSummary], knee: int, disturbed: dict[Block, float] | None = None
+) -> str:
     """What the next measured level above ``knee`` gave, in words ('' at the top): its
     throughput verdict and gain per doubling, so a knee at 1 is not read as "nothing above
-    helps" where the next level gained, under the knee's rule (issue 36 audit)."""
+    helps" where the next level gained, under the knee's rule (issue 36 audit); with the
+    verdict over the pairs outside the ``disturbed`` blocks where some are among them
+    (``stats.load_drift``)."""
     below = next((s for s in curve if s.settings.concurrency == knee), None)
     above = [s for s in curve if (s.settings.concurrency or 0) > knee]
     if below is None or not above:
@@ -98,16 +103,19 @@ def after_knee(curve: list[VariantSummary], knee: int) -> str:
     per = _paired_gain_per_doubling_pct(verdict, knee, c1)
     text = f"concurrency {c1}: throughput {verdict.phrase()}, {per:+.1f}% per doubling"
     ci = verdict.ci95_change_pct
-    if ci is None or math.log2(c1 / knee) <= 0:
-        return text
-    low, high = (_per_doubling(end, knee, c1) for end in ci)
-    if low < KNEE_GAIN_PER_DOUBLING_PCT <= high:
-        # the knee rule reads the estimate; an interval that spans its threshold leaves the
-        # knee unsettled (issue 36 audit: "no higher level clearly beats it" said of one)
-        text += (
-            f" (CI {low:+.1f}% to {high:+.1f}% per doubling, which spans the rule's "
-            f"{KNEE_GAIN_PER_DOUBLING_PCT:g}%: this knee rests on the estimate, not settled)"
-        )
+    if ci is not None and math.log2(c1 / knee) > 0:
+        low, high = (_per_doubling(end, knee, c1) for end in ci)
+        if low < KNEE_GAIN_PER_DOUBLING_PCT <= high:
+            # the knee rule reads the estimate; an interval that spans its threshold leaves the
+            # knee unsettled (issue 36 audit: "no higher level clearly beats it" said of one)
+            text += (
+                f" (CI {low:+.1f}% to {high:+.1f}% per doubling, which spans the rule's "
+                f"{KNEE_GAIN_PER_DOUBLING_PCT:g}%: this knee rests on the estimate, not settled)"
+            )
+    if disturbed and (drift := without_disturbed(below, upper, "throughput", disturbed)):
+        text += f"; {drift.text()}"
+        if drift.without is not None and drift.without.change_pct is not None:
+            text += f", {_per_doubling(drift.without.change_pct, knee, c1):+.1f}% per doubling"
     return text
 
 

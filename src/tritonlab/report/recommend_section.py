@@ -25,6 +25,7 @@ from tritonlab.report.recommend_summary_text import RULES, saturation_text, summ
 from tritonlab.report.recommend_text import decided_by, exclusion_note, justification
 from tritonlab.stats.aggregate import VariantSummary
 from tritonlab.stats.config_key import ConfigKey
+from tritonlab.stats.load_drift import disturbed_blocks
 from tritonlab.stats.summary import SHOWN_GAP, span_digits
 
 
@@ -158,6 +159,7 @@ def _knees_lines(recs: Recommendations, summaries: list[VariantSummary]) -> list
     if not recs.knees:
         return []
     curves = closed_loop_curves(summaries)
+    disturbed = disturbed_blocks(summaries, "throughput")
     lines = [
         "### Knee of each concurrency curve",
         "",
@@ -169,7 +171,7 @@ def _knees_lines(recs: Recommendations, summaries: list[VariantSummary]) -> list
         "|---|---|---|",
     ]
     lines += [
-        f"| {curve} | {knee} | {after_knee(curves.get(curve, []), knee) or '—'} |"
+        f"| {curve} | {knee} | {after_knee(curves.get(curve, []), knee, disturbed) or '—'} |"
         for curve, knee in recs.knees.items()
     ]
     return [*lines, ""]

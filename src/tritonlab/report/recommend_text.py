@@ -241,13 +241,13 @@ def _runner_up_unclear(pick: OperatingPoint, runner: OperatingPoint, verdict: Ve
     if ahead:
         return (
             f"Its lead over the runner-up, {_fmt_point(runner)}, is not clear given the "
-            f"noise ({figure} {verdict.phrase()}; {rule}): either is a sound choice; "
-            "re-measure with more repeats to separate them."
+            f"noise ({figure} {verdict.phrase()}; {rule}){points_note(pick, runner)}: either "
+            "is a sound choice; re-measure with more repeats to separate them."
         )
     return (
         f"The runner-up, {_fmt_point(runner)}, has the better median, but its lead is "
-        f"not clear given the noise ({figure} {verdict.phrase()}; {rule}): either is a "
-        "sound choice, and the tie-break decided."
+        f"not clear given the noise ({figure} {verdict.phrase()}; {rule})"
+        f"{points_note(pick, runner)}: either is a sound choice, and the tie-break decided."
     )
 
 
@@ -271,8 +271,8 @@ def _runner_up_sentence(pick: Pick) -> str:
         return _runner_up_unclear(pick.point, runner, verdict)
     return (
         f"The runner-up, {_fmt_point(runner)}, is clearly better on {figure} "
-        f"({verdict.phrase()}; rule: {verdict.method}); this pick was tied within the noise "
-        "with the best median point, not with the runner-up."
+        f"({verdict.phrase()}; rule: {verdict.method}){points_note(pick.point, runner)}; this "
+        "pick was tied within the noise with the best median point, not with the runner-up."
     )
 
 

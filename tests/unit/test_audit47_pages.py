@@ -1,0 +1,121 @@
+"""Issue 36, audits 47-49 (at 517931c): a cross-load verdict resting on blocks where every
+configuration at one load read slow says so, with the verdict without them; the trace
+example's "larger change" is the one its intervals separate, and a tune under the trace above
+its mean says it offered more load; the runner-up's "different loads" note in every branch;
+docs/sweeps.md states the tie rule the logs state. Each on both sides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+from test_recommend import cell, summaries
+
+from tritonlab.decisions.frontier import after_knee, closed_loop_curves
+from tritonlab.decisions.recommend_records import OperatingPoint
+from tritonlab.report.recommend_text import _runner_up_unclear
+from tritonlab.stats.config_key import ConfigKey
+from tritonlab.stats.load_drift import disturbed_blocks, without_disturbed
+from tritonlab.stats.summary import Summary
+from tritonlab.stats.verdicts import NO_CLEAR, compare
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE = {"baseline": 2000.0, "batch_0us": 1900.0, "batch_5000us": 600.0}
+WOBBLE = [1.00, 1.02, 0.99, 1.01, 0.98, 1.02, 1.00, 0.99, 1.01, 1.00]
+
+
+def _sweep(slow_c1_blocks: dict[str, float]) -> list:
+    """Three configurations at concurrency 1 and 4 over 10 blocks, c4 about 8% above c1; in
+    blocks 8-10 the configurations named in ``slow_c1_blocks`` read slower at c1 by that
+    factor."""
+    cells = []
+    for name, base in BASE.items():
+        for i, w in enumerate(WOBBLE, start=1):
+            c1 = base * w * (slow_c1_blocks.get(name, 1.0) if i >= 8 else 1.0)
+            cells.append(cell(name, c1, 1000.0, repeat=i, concurrency=1))
+            cells.append(cell(name, base * 1.08 * WOBBLE[-i], 1000.0, repeat=i, concurrency=4))
+    return cells
+
+
+def _knee_note(cells: list) -> str:
+    sums = summaries(cells)
+    curve = closed_loop_curves(sums)[ConfigKey("baseline", "grpc", 1)]
+    return after_knee(curve, 1, disturbed_blocks(sums, "throughput"))
+
+
+def test_a_knee_resting_on_blocks_slow_at_one_load_says_so_with_the_verdict_without_them() -> None:
+    note = _knee_note(_sweep({"baseline": 0.6, "batch_0us": 0.7, "batch_5000us": 0.75}))
+    assert "blocks 8–10 read every configuration at `grpc_b1_c1` below its own median" in note
+    assert "without those blocks: higher (+" in note and "per doubling" in note.split(";")[-1]
+
+
+def test_one_configuration_slow_at_one_load_is_not_a_load_wide_shift() -> None:
+    note = _knee_note(_sweep({"baseline": 0.6}))
+    assert note.startswith("concurrency 4: throughput higher")
+    assert "below its own median" not in note and "without those blocks" not in note
+
+
+def test_one_load_needs_no_drift_note_the_pairing_cancels_it() -> None:
+    sums = summaries(_sweep({"baseline": 0.6, "batch_0us": 0.7, "batch_5000us": 0.75}))
+    at_c1 = [s for s in sums if s.load_key == "grpc_b1_c1"]
+    disturbed = disturbed_blocks(sums, "throughput")
+    assert {r for (load, r) in disturbed if load == "grpc_b1_c1"} == {8, 9, 10}
+    assert without_disturbed(at_c1[0], at_c1[1], "throughput", disturbed) is None
+
+
+def test_the_sweep_examples_knee_row_carries_the_drift_it_rests_on() -> None:
+    log = (ROOT / "examples/simple_mlp_sweep_blocks/docs/experiment_log.md").read_text()
+    row = next(line for line in log.splitlines() if line.startswith("| baseline/grpc/b1 | 1 |"))
+    assert "every configuration at `grpc_b1_c1` below its own median" in row
+    assert "without those blocks: higher (+10%" in row
+
+
+def test_the_trace_summary_names_the_change_its_intervals_separate(trace_summary: str) -> None:
+    line = next(
+        x for x in trace_summary.splitlines() if x.startswith("- `fixed_runner_up` against")
+    )
+    assert "the larger change is in computing" not in line
+    assert "the change the intervals separate is in waiting in the queue" in line
+    start = next(x for x in trace_summary.splitlines() if x.startswith("- `start` against"))
+    assert "both changes are separated from the noise; the larger is in waiting" in start
+
+
+def test_where_says_it_cannot_tell_when_neither_change_is_separated(
+    trace_script: ModuleType,
+) -> None:
+    assert "cannot tell" in trace_script._where(False, 500.0, False, 900.0)
+    assert "separate is in computing" in trace_script._where(False, 500.0, True, 90.0)
+    assert "the larger is in computing" in trace_script._where(True, 50.0, True, 90.0)
+
+
+def test_a_tune_under_the_trace_above_its_mean_says_it_offered_more_load(
+    trace_summary: str,
+) -> None:
+    tuned = next(x for x in trace_summary.splitlines() if x.startswith("- **Tuned under"))
+    in_tune, again = tuned.split("measured again in `compare/`")
+    assert "above the trace's mean by 7%: these cells offered more load" in in_tune
+    assert "above the trace's mean" not in again  # 100% of the mean: no such clause
+
+
+def _point(key: str, tput: float) -> OperatingPoint:
+    return OperatingPoint("a", "a", key, "grpc", 1, 8, None, tput, 1000.0)
+
+
+def test_an_unclear_runner_up_at_another_load_says_the_two_were_at_different_loads() -> None:
+    verdict = compare("throughput", Summary.of([100, 104, 97, 101]), Summary.of([99, 103, 99, 98]))
+    assert verdict.word == NO_CLEAR
+    pick = _point("grpc_b1_c16", 101.0)
+    runner = OperatingPoint("b", "b", "http_b1_c8", "http", 1, 8, None, 100.0, 1000.0)
+    assert "the two at different loads" in _runner_up_unclear(pick, runner, verdict)
+    same = OperatingPoint("b", "b", "grpc_b1_c16", "grpc", 1, 16, None, 100.0, 1000.0)
+    assert "different loads" not in _runner_up_unclear(pick, same, verdict)
+
+
+def test_docs_sweeps_states_the_tie_rule_the_logs_state() -> None:
+    page = (ROOT / "docs/sweeps.md").read_text()
+    log = (ROOT / "examples/simple_mlp_sweep_blocks/docs/experiment_log.md").read_text()
+    assert "Two closed-loop points are compared even at different concurrencies" in log
+    flat = " ".join(page.split())
+    assert "even at different concurrencies" in flat
+    assert "at different loads are never compared" not in flat
+    assert "the runner-up may sit at another concurrency or protocol" in flat
