@@ -119,3 +119,35 @@ def test_docs_sweeps_states_the_tie_rule_the_logs_state() -> None:
     assert "even at different concurrencies" in flat
     assert "at different loads are never compared" not in flat
     assert "the runner-up may sit at another concurrency or protocol" in flat
+
+
+def _paragraph(log: str, load: str, heading: str) -> str:
+    section = log.split(f"## Results: {load}", 1)[1].split("\n## ", 1)[0]
+    return section.split(f"### {heading}", 1)[1].split("\n### ", 1)[0]
+
+
+def test_the_against_the_baseline_sentence_carries_the_controls_reach_where_it_reaches() -> None:
+    log = (ROOT / "examples/simple_mlp_sweep_blocks/docs/experiment_log.md").read_text()
+    reached = _paragraph(log, "grpc_b1_c8", "batching (0 µs, count=2)")
+    assert (
+        "p99 lower (-23%, CI -39% to -12%) (the A/A control's interval at this load reaches "
+        "this change: p99, which may be the two server processes' own difference)" in reached
+    )
+    clear = _paragraph(log, "grpc_b1_c16", "batching (0 µs, count=2)")
+    assert "Against the baseline: throughput higher (+148%" in clear
+    assert "control's interval at this load reaches" not in clear
+
+
+def test_a_rules_paired_medians_say_which_rounds_they_are_over() -> None:
+    from tritonlab.explanation.rule_support import paired_note
+
+    longer, shorter = Summary.of([1.0] * 18), Summary.of([1.0] * 10)
+    assert paired_note(longer, shorter) == (
+        " (medians over the 10 rounds both have, the verdict's pairs)"
+    )
+    assert paired_note(shorter, Summary.of([2.0] * 10)) == ""
+    log = (ROOT / "examples/simple_mlp_cache_fresh/docs/experiment_log.md").read_text()
+    assert (
+        "compute per inference fell from 508 to 135 µs (lower (-74%, CI -74% to -73%)) "
+        "(medians over the 10 rounds both have, the verdict's pairs)" in log
+    )

@@ -15,6 +15,7 @@ from tritonlab.explanation.rule_support import (
     changed_fields,
     missed_sides,
     paired_medians,
+    paired_note,
     rounded,
 )
 from tritonlab.stats.aggregate import compare_figure
@@ -50,7 +51,8 @@ def batching_amortised(ctx: RuleContext) -> Finding | None:
     text = (
         f"Batching formed batches of {b1:.1f} on average (was {b0:.1f}) and "
         "compute per inference fell "
-        f"from {c0:.0f} to {c1:.0f} µs ({per_inference.phrase()})."
+        f"from {c0:.0f} to {c1:.0f} µs ({per_inference.phrase()})"
+        f"{paired_note(r.mean_batch, s.mean_batch)}."
     )
     model = ctx.cost_model.for_engine(s.variant.engine) if ctx.cost_model else None
     if model is not None:

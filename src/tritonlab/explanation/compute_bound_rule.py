@@ -17,6 +17,7 @@ from tritonlab.explanation.rule_support import (
     changed_fields,
     missed_sides,
     paired_medians,
+    paired_note,
     rounded,
 )
 from tritonlab.stats.aggregate import compare_figure
@@ -66,6 +67,7 @@ def batching_compute_bound(ctx: RuleContext) -> Finding | None:
         f"Batching formed batches of {b1:.1f} on average (was "
         f"{b0:.1f}), yet compute per inference went "
         f"only from {c0:,.0f} to {c1:,.0f} µs ({per_inference.phrase()})"
+        f"{paired_note(r.mean_batch, s.mean_batch)}"
     )
     check = model.fit_check()
     # the measured in-process points at batch 1 and around the batch formed, per sample

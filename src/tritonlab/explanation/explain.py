@@ -383,9 +383,17 @@ def explain_variant(
             _server_sentence(subject),
         ]
         if reference is not baseline:
+            # the control's reach travels with the verdicts it reaches, here as in the table
+            # (issue 36 audit: the table's row said so, the paragraph quoting them did not)
+            reach = (
+                f" ({FLOOR_NOTE}: {' and '.join(SHORT_NAMES[f] for f in floor_figures)}, which "
+                "may be the two server processes' own difference)"
+                if floor_figures
+                else ""
+            )
             lines.append(
                 f"Against the baseline: throughput {verdicts['throughput'].phrase()}, "
-                f"p99 {verdicts['latency_p99'].phrase()}."
+                f"p99 {verdicts['latency_p99'].phrase()}{reach}."
             )
         lines += [f.text for f in findings]
         # a pipeline's row is judged by the step it changes (the ensemble's own counters are

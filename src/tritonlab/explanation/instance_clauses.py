@@ -10,6 +10,7 @@ from tritonlab.explanation.rule_support import (
     cores_text,
     model_misses,
     paired_medians,
+    paired_note,
 )
 from tritonlab.stats.verdicts import HIGHER, LOWER, NO_CLEAR, Verdict
 
@@ -71,14 +72,16 @@ def slower_executions(ctx: RuleContext) -> str | None:
             return None
         # the medians quoted beside the paired change are over the rounds it pairs (issue 36
         # audit: 1,347 against 1,031 µs, a median over 28 repeats beside one over 10 blocks)
-        paired0, paired1 = paired_medians(
-            ctx.server_figure(r, "execution_us"), ctx.server_figure(s, "execution_us")
+        execution0, execution1 = (
+            ctx.server_figure(r, "execution_us"),
+            ctx.server_figure(s, "execution_us"),
         )
+        paired0, paired1 = paired_medians(execution0, execution1)
         before, after = paired0 or before, paired1 or after
         grew = "shrank" if b1 < 0.95 * b0 else "did not grow"  # issue 36 audit: said of 7.7->4
         return (
             f"an execution{of_step} took {after:,.0f} µs (was {before:,.0f}; "
-            f"{paired.phrase()}) although batches {grew}"
+            f"{paired.phrase()}{paired_note(execution0, execution1)}) although batches {grew}"
         )
     return None
 

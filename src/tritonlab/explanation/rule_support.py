@@ -131,6 +131,16 @@ def paired_medians(before: Summary, after: Summary) -> tuple[float | None, float
     return before.median, after.median
 
 
+def paired_note(before: Summary, after: Summary) -> str:
+    """' (medians over the 10 rounds both have, the verdict's pairs)' where ``paired_medians``
+    restricts the two to their common rounds, else '' (issue 36 audit: a row's 'batches of
+    10.0' beside the rule's unlabelled 10.1 over the 10 rounds a verdict pairs)."""
+    common = frozenset(before.rounds) & frozenset(after.rounds)
+    if common and (len(common) < len(before.rounds) or len(common) < len(after.rounds)):
+        return f" (medians over the {len(common)} rounds both have, the verdict's pairs)"
+    return ""
+
+
 def change_text(
     label: str, before: float | None, after: float | None, unit: str = "", digits: int = 1
 ) -> str:
