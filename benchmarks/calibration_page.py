@@ -4,6 +4,7 @@ alone (``calibration_report.py`` writes it from the raw files)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 
@@ -98,7 +99,11 @@ def _rate(k: int, n: int) -> str:
     ends = [100 * low, 100 * high]
     near = any(abs(e - round(e)) > 0 and round(e) in (0, 100, *_bounds_pct()) for e in ends)
     text = "-".join(f"{e:.1f}" if near else f"{e:.0f}" for e in ends)
-    return f"{k} of {n} ({100 * k / n:.0f}%, 95% CI {text}%)"
+    share = 100 * k / n
+    # a share halfway between two whole percents keeps its decimal: rounding half to even
+    # printed 2.5% as 2% (issue 36 audit)
+    point = f"{share:.1f}" if abs(share - math.floor(share) - 0.5) < 1e-9 else f"{share:.0f}"
+    return f"{k} of {n} ({point}%, 95% CI {text}%)"
 
 
 def _bounds_pct() -> tuple[int, ...]:

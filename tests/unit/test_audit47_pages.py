@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
+import pytest
 from test_recommend import cell, summaries
 
 from tritonlab.decisions.frontier import after_knee, closed_loop_curves
@@ -151,3 +152,16 @@ def test_a_rules_paired_medians_say_which_rounds_they_are_over() -> None:
         "compute per inference fell from 508 to 135 µs (lower (-74%, CI -74% to -73%)) "
         "(medians over the 10 rounds both have, the verdict's pairs)" in log
     )
+
+
+def test_a_share_halfway_between_whole_percents_keeps_its_decimal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from script_module import load_script
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # the page imports its report
+
+    page = load_script("benchmarks/calibration_page.py")
+    assert page._rate(3, 120).startswith("3 of 120 (2.5%, ")  # half to even printed 2%
+    assert page._rate(6, 120).startswith("6 of 120 (5%, ")
+    assert page._rate(56, 60).startswith("56 of 60 (93%, ")
