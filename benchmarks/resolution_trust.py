@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tritonlab.experiments.interference import MAX_DISTURBED_SHARE
 from tritonlab.stats.run_trust import ControlFlag, RunTrust
 
 FIGURES = (("throughput", "throughput"), ("p99", "latency_p99"))  # (words, stored key)
@@ -43,8 +44,19 @@ class StoredTrust:
 
     def text(self) -> str:
         """The run's caveat ('quiet' for a quiet run), as its log would state it."""
-        caveat = self.trust.caveat() or "quiet"
+        caveat = self.trust.caveat() or self._quiet()
         return caveat if self.stability_known else f"{caveat} (its stable repeats not stored)"
+
+    def _quiet(self) -> str:
+        """'quiet', with the disturbed cells it rests on where there were any (issue 36 audit:
+        "quiet" beside 16 cells stored disturbed read as a contradiction)."""
+        t = self.trust
+        if not t.cells_monitored or not t.cells_disturbed:
+            return "quiet"
+        return (
+            f"quiet ({t.cells_disturbed} of {t.cells_monitored} monitored cells were stored "
+            f"disturbed, within the {100 * MAX_DISTURBED_SHARE:.0f}% a run may rest on)"
+        )
 
 
 def control_phrase(verdict: dict[str, Any]) -> str:

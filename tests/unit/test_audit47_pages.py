@@ -165,3 +165,12 @@ def test_a_share_halfway_between_whole_percents_keeps_its_decimal(
     assert page._rate(3, 120).startswith("3 of 120 (2.5%, ")  # half to even printed 2%
     assert page._rate(6, 120).startswith("6 of 120 (5%, ")
     assert page._rate(56, 60).startswith("56 of 60 (93%, ")
+
+
+def test_a_quiet_resolution_run_with_disturbed_cells_says_how_many() -> None:
+    page = (ROOT / "benchmarks/results/resolution.md").read_text()
+    assert (
+        "- Trust: quiet (16 of 200 monitored cells were stored disturbed, within the 16% a run "
+        "may rest on)" in page
+    )
+    assert "- Trust: quiet\n" in page  # runs with none stored disturbed: nothing to add
