@@ -174,3 +174,90 @@ def test_a_quiet_resolution_run_with_disturbed_cells_says_how_many() -> None:
         "may rest on)" in page
     )
     assert "- Trust: quiet\n" in page  # runs with none stored disturbed: nothing to add
+
+
+# --- audits 50-52 (at ffd2888) -------------------------------------------------------------------
+
+
+def _slow_execution(in_flight: float, measured_batch: float, instances: int = 2) -> str:
+    from tritonlab.explanation.cost_model import Prediction
+
+    p = Prediction(
+        variant="v",
+        description="v",
+        load_key="grpc_b1_c8",
+        regime="queue-delay trap",
+        requests_per_execution=8.0,
+        execution_us=875.0,
+        throughput_infer_per_s=3000.0,
+        queue_us=5000.0,
+        measured_requests_per_execution=measured_batch,
+        measured_execution_us=1424.0,
+        measured_throughput_infer_per_s=2900.0,
+        measured_queue_us=4900.0,
+        instances=instances,
+        in_flight_requests=in_flight,
+    )
+    return " ".join(p.term_misses())
+
+
+def test_contention_is_not_offered_where_every_batch_held_every_request_in_flight() -> None:
+    whole = _slow_execution(in_flight=8.0, measured_batch=8.0)
+    assert "not instances contending: every batch took all 8 requests in flight" in whole
+    assert "instances contending for the cores" not in whole
+    split = _slow_execution(in_flight=16.0, measured_batch=5.0)  # two batches can be in flight
+    assert "instances contending for the cores, or the model running colder" in split
+    one = _slow_execution(in_flight=8.0, measured_batch=8.0, instances=1)
+    assert "the one instance sharing its core" in one
+    log = (ROOT / "examples/simple_mlp/docs/experiment_log.md").read_text()
+    assert "1,424 µs, not 875 µs (not instances contending" in log
+
+
+def test_a_cached_pick_carries_its_cache_caveat_into_the_summary_line() -> None:
+    cache = (ROOT / "examples/simple_mlp_cache/docs/experiment_log.md").read_text()
+    summary = next(line for line in cache.splitlines() if line.startswith("> Deployed"))
+    assert (
+        "Caveat: the response cache answered 100% of the throughput-first pick's requests; its "
+        "figures hold for traffic whose inputs repeat as often." in summary
+    )
+    fresh = (ROOT / "examples/simple_mlp_cache_fresh/docs/experiment_log.md").read_text()
+    summary = next(line for line in fresh.splitlines() if line.startswith("> Deployed"))
+    assert "the response cache answered" not in summary  # its inputs never repeat: no hits
+
+
+def test_the_efficiency_header_names_each_rows_own_engine() -> None:
+    backends = (ROOT / "examples/resnet18_cnn_backends/docs/experiment_log.md").read_text()
+    assert "sessions of the configuration's own engine (onnxruntime, openvino bf16 or" in backends
+    assert "11.1 infer/s (1 x 1 thread, openvino f32)" in backends
+    one = (ROOT / "examples/resnet18_cnn/docs/experiment_log.md").read_text()
+    assert "as many onnxruntime sessions as the configuration has instances" in one
+
+
+def test_the_instance_rules_paired_medians_say_which_rounds() -> None:
+    sweep = (ROOT / "examples/simple_mlp_sweep_blocks/docs/experiment_log.md").read_text()
+    assert (
+        "What changed: mean batch 9.7 -> 5.3 (lower; medians over the 10 rounds both have, the "
+        "verdict's pairs); compute per inference 113 -> 255 µs (higher; medians over the 10 "
+        "rounds both have, the verdict's pairs)" in sweep
+    )
+    demo = (ROOT / "examples/simple_mlp_demo/docs/experiment_log.md").read_text()
+    assert "What changed: mean batch" in demo and "rounds both have" not in demo
+
+
+def test_docs_sweeps_states_the_knee_saturation_and_co_loading_as_the_code_does() -> None:
+    from tritonlab.decisions.recommend_records import (
+        KNEE_GAIN_PER_DOUBLING_PCT,
+        SATURATION_QUEUE_GROWTH_PCT,
+    )
+    from tritonlab.stats.verdicts import MIN_EFFECT_PCT
+
+    flat = " ".join((ROOT / "docs/sweeps.md").read_text().split())
+    assert (
+        "the smallest concurrency that no higher measured level clearly beats (verdict "
+        f'"higher" and at least {KNEE_GAIN_PER_DOUBLING_PCT:g}% per doubling' in flat
+    )
+    assert "after which the next measured level brings no clear" not in flat
+    assert f"by at least {SATURATION_QUEUE_GROWTH_PCT:g}%)" in flat
+    assert f'its verdict not "higher", and its estimate under {MIN_EFFECT_PCT:g}%' in flat
+    assert "variants are loaded and unloaded one at a time" not in flat
+    assert "loads every configuration into it at once" in flat

@@ -133,6 +133,8 @@ class Prediction(Record):
     measured_queue_us: float | None
     instances: int = later(1)  # the configuration's instance count (what may contend)
     cache: bool = later(False)  # the response cache on: lookups and stores the model not prices
+    # closed loop: the requests in flight (the concurrency); None under an offered rate
+    in_flight_requests: float | None = later(None)
 
     @property
     def throughput_error_pct(self) -> float | None:
@@ -154,6 +156,18 @@ class Prediction(Record):
         """True when the throughput prediction missed by more than ``MODEL_FAILS_PCT``."""
         err = self.throughput_error_pct
         return err is not None and abs(err) > MODEL_FAILS_PCT
+
+    @property
+    def one_batch_at_a_time(self) -> bool:
+        """True where several instances served a closed loop whose every batch held (within 5%)
+        all the requests in flight: one execution at a time, whatever the instance count."""
+        measured, in_flight = self.measured_requests_per_execution, self.in_flight_requests
+        return (
+            self.instances > 1
+            and measured is not None
+            and in_flight is not None
+            and measured >= 0.95 * in_flight
+        )
 
     def term_misses(self) -> list[str]:
         """The predicted terms (batch, execution cost, queue) that missed by more than 25% either
@@ -184,6 +198,17 @@ class Prediction(Record):
                 else "cheaper than on the serving-path probes, which ran at another load or "
                 "protocol"
             )
+            if execution < 0 and self.one_batch_at_a_time and not self.cache:
+                # every batch took every request in flight: no second batch existed while one
+                # ran, so the instances never ran at once (issue 36 audit: contention named
+                # where batches of 8.0 held all 8 requests of concurrency 8)
+                n = self.in_flight_requests or 1.0
+                held = "the one request" if n == 1 else f"all {n:.0f} requests"
+                why = (
+                    f"not instances contending: every batch took {held} in flight, so no two "
+                    "executions ran at once; it may be the model running colder than "
+                    "in-process, the instances taking turns"
+                )
             reasons.append(
                 f"an execution cost {self.measured_execution_us:,.0f} µs, not "
                 f"{self.execution_us:,.0f} µs ({why})"
@@ -436,6 +461,9 @@ class CostModel(Record):
             measured_queue_us=s.queue_us.median,
             instances=v.instance_count,
             cache=v.response_cache,
+            in_flight_requests=float(st.concurrency)
+            if st.request_rate_per_s is None and st.concurrency
+            else None,
         )
 
     def _closed_loop(

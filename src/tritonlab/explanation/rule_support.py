@@ -131,14 +131,22 @@ def paired_medians(before: Summary, after: Summary) -> tuple[float | None, float
     return before.median, after.median
 
 
-def paired_note(before: Summary, after: Summary) -> str:
-    """' (medians over the 10 rounds both have, the verdict's pairs)' where ``paired_medians``
-    restricts the two to their common rounds, else '' (issue 36 audit: a row's 'batches of
-    10.0' beside the rule's unlabelled 10.1 over the 10 rounds a verdict pairs)."""
+def paired_rounds(before: Summary, after: Summary) -> str:
+    """'medians over the 10 rounds both have, the verdict's pairs' ('the one round both have')
+    where ``paired_medians`` restricts the two to their common rounds, else '' (issue 36 audit:
+    a row's 'batches of 10.0' beside the rule's unlabelled 10.1 over the rounds a verdict
+    pairs)."""
     common = frozenset(before.rounds) & frozenset(after.rounds)
-    if common and (len(common) < len(before.rounds) or len(common) < len(after.rounds)):
-        return f" (medians over the {len(common)} rounds both have, the verdict's pairs)"
-    return ""
+    if not common or (len(common) == len(before.rounds) and len(common) == len(after.rounds)):
+        return ""
+    if len(common) == 1:
+        return "the one round both have"
+    return f"medians over the {len(common)} rounds both have, the verdict's pairs"
+
+
+def paired_note(before: Summary, after: Summary) -> str:
+    """``paired_rounds`` in brackets with a leading space, or ''."""
+    return f" ({said})" if (said := paired_rounds(before, after)) else ""
 
 
 def change_text(

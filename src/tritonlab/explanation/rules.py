@@ -39,6 +39,7 @@ from tritonlab.explanation.rule_support import (
     cores_text,
     missed_sides,
     paired_medians,
+    paired_rounds,
     rounded,
 )
 from tritonlab.explanation.sequence_rules import sequence_backlog, strategy_effect
@@ -225,14 +226,14 @@ def instances_effect(ctx: RuleContext) -> Finding | None:
     changed = "; ".join(
         [
             change_text(f"mean batch{ctx.whose}", *paired_medians(batch0, batch1))
-            + f" ({batch.word})",
+            + f" ({'; '.join(filter(None, [batch.word, paired_rounds(batch0, batch1)]))})",
             change_text(
                 f"compute per inference{ctx.whose}",
                 *paired_medians(cpi0, cpi1),
                 " µs",
                 digits=0,
             )
-            + f" ({per_inference.word})",
+            + f" ({'; '.join(filter(None, [per_inference.word, paired_rounds(cpi0, cpi1)]))})",
             change_text("server CPU" if apart else "server + client CPU", cpu_before, cpu, digits=2)
             + f" {cores_text(cores, apart)}",
         ]

@@ -69,14 +69,24 @@ def efficiency_section(
             "could not reach there: those rows (marked) measure the placement as much as "
             "serving."
         )
+    # each row's ceiling is its own engine's sessions (issue 36 audit: "onnxruntime sessions"
+    # said over OpenVINO rows, and a best figure that was OpenVINO's)
+    engines = sorted({e.ceiling.engine for e in efficiencies} | {best.engine})
+    sessions = (
+        f"{engines[0]} sessions"
+        if len(engines) == 1
+        else "sessions of the configuration's own engine "
+        f"({', '.join(engines[:-1])} or {engines[-1]})"
+    )
+    whose = f", {best.engine}" if len(engines) > 1 else ""
     lines = [
         "## Serving efficiency",
         "",
         "Served throughput over the in-process ceiling: the same model run by as many "
-        "onnxruntime sessions as the configuration has instances, each with its threads, back "
+        f"{sessions} as the configuration has instances, each with its threads, back "
         "to back in one process with no Triton and no client, measured after the run on this "
         f"machine ({best.window_s:.0f} s per figure). The machine's best in-process figure is "
-        f"{best.infer_per_s:,.1f} infer/s ({best.instances} x {_threads(best.threads)}). "
+        f"{best.infer_per_s:,.1f} infer/s ({best.instances} x {_threads(best.threads)}{whose}). "
         "Ratios are the median over repeats (min–max); a batching configuration can exceed its "
         "batch-1 ceiling." + placement,
         "",

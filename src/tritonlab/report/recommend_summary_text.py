@@ -286,6 +286,14 @@ def summary_line(recs: Recommendations) -> str:
         if bound
         else ""
     )
+    # a pick the response cache served carries that its figures need inputs repeating as
+    # often, in the summary as in its section (issue 36 audit: +768% quoted without it)
+    cached = "".join(
+        f" Caveat: the response cache answered {p.point.cache_hit_share:.0%} of the {p.kind} "
+        "pick's requests; its figures hold for traffic whose inputs repeat as often."
+        for p in (recs.throughput_pick, recs.latency_pick)
+        if p is not None and p.point.cache_hit_share is not None
+    )
     lengths = (
         f" The picks are at sequence length {recs.lengths.reference} only (lengths "
         f"{', '.join(str(n) for n in sorted(recs.lengths.others))} were measured, not ranked)."
@@ -294,7 +302,7 @@ def summary_line(recs: Recommendations) -> str:
     )  # a pick is one length's answer (issue 36 audit: quoted beside other lengths' tables)
     return (
         f"{action}; chose {' and '.join(choices)}: {_two_goals(recs)}.{lengths}{blocks}"
-        f"{controls}{ceiling}{doubt_sentence(recs)}"
+        f"{controls}{cached}{ceiling}{doubt_sentence(recs)}"
     )
 
 
