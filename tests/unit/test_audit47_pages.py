@@ -7,7 +7,6 @@ docs/sweeps.md states the tie rule the logs state. Each on both sides."""
 from __future__ import annotations
 
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from test_recommend import cell, summaries
@@ -81,12 +80,12 @@ def test_the_trace_summary_names_the_change_its_intervals_separate(trace_summary
     assert "both changes are separated from the noise; the larger is in waiting" in start
 
 
-def test_where_says_it_cannot_tell_when_neither_change_is_separated(
-    trace_script: ModuleType,
-) -> None:
-    assert "cannot tell" in trace_script._where(False, 500.0, False, 900.0)
-    assert "separate is in computing" in trace_script._where(False, 500.0, True, 90.0)
-    assert "the larger is in computing" in trace_script._where(True, 50.0, True, 90.0)
+def test_where_says_it_cannot_tell_when_neither_change_is_separated() -> None:
+    from tritonlab.report.server_change import where_text
+
+    assert "cannot tell" in where_text(False, 500.0, False, 900.0)
+    assert "separate is in computing" in where_text(False, 500.0, True, 90.0)
+    assert "the larger is in computing" in where_text(True, 50.0, True, 90.0)
 
 
 def test_a_tune_under_the_trace_above_its_mean_says_it_offered_more_load(
@@ -180,7 +179,7 @@ def test_a_quiet_resolution_run_with_disturbed_cells_says_how_many() -> None:
 
 
 def _slow_execution(in_flight: float, measured_batch: float, instances: int = 2) -> str:
-    from tritonlab.explanation.cost_model import Prediction
+    from tritonlab.explanation.cost_prediction import Prediction
 
     p = Prediction(
         variant="v",

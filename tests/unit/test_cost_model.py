@@ -12,12 +12,8 @@ from typing import Any
 import pytest
 
 from tritonlab.experiments.store import CellResult, save_cell
-from tritonlab.explanation.cost_model import (
-    MODEL_FAILS_PCT,
-    CostModel,
-    Prediction,
-    ServingPathPoint,
-)
+from tritonlab.explanation.cost_model import CostModel, ServingPathPoint
+from tritonlab.explanation.cost_prediction import MODEL_FAILS_PCT, Prediction
 from tritonlab.report.cost_model_text import cost_model_section
 from tritonlab.report.run_data import load_run
 from tritonlab.result_files import write_json_atomic

@@ -31,7 +31,7 @@ from tritonlab.decisions.recommend_records import (
     KNEE_GAIN_PER_DOUBLING_PCT,
     SATURATION_QUEUE_GROWTH_PCT,
 )
-from tritonlab.explanation.cost_model import MODEL_FAILS_PCT, Prediction
+from tritonlab.explanation.cost_prediction import MODEL_FAILS_PCT, Prediction
 from tritonlab.explanation.knob_rules import cache_effect, threads_effect
 from tritonlab.explanation.measurement_rules import backend_fallback
 from tritonlab.explanation.rule_support import RuleContext

@@ -6,7 +6,8 @@ from __future__ import annotations
 import statistics
 
 from tritonlab.experiments.plan import sequence_length_of
-from tritonlab.explanation.cost_model import MODEL_FAILS_PCT, CostModel, Prediction
+from tritonlab.explanation.cost_model import CostModel
+from tritonlab.explanation.cost_prediction import MODEL_FAILS_PCT, Prediction
 from tritonlab.report.text_format import num
 from tritonlab.stats.workload import shapes_text
 

@@ -27,7 +27,8 @@ from tritonlab.experiments.manifest import FaultRecord, Manifest
 from tritonlab.experiments.recovery import load_faults
 from tritonlab.experiments.rounds import AdaptiveRound, StoppingRecord
 from tritonlab.experiments.store import CellResult, load_cells, load_manifest
-from tritonlab.explanation.cost_model import CostModel, Prediction, ServingPathPoint
+from tritonlab.explanation.cost_model import CostModel, ServingPathPoint
+from tritonlab.explanation.cost_prediction import Prediction
 from tritonlab.explanation.explain import Analysis, analyse
 from tritonlab.paths import portable_command, portable_path, recorded_run_dir
 from tritonlab.perf.operator_profile import OperatorsRecord
