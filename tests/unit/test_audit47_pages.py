@@ -260,3 +260,39 @@ def test_docs_sweeps_states_the_knee_saturation_and_co_loading_as_the_code_does(
     assert f'its verdict not "higher", and its estimate under {MIN_EFFECT_PCT:g}%' in flat
     assert "variants are loaded and unloaded one at a time" not in flat
     assert "loads every configuration into it at once" in flat
+
+
+def test_a_tune_step_reason_keeps_the_digits_that_tell_two_small_figures_apart() -> None:
+    from tritonlab.decisions.search import Goal, Knobs, Observation, incumbent, propose_moves
+
+    def seen(k: Knobs, tput: float) -> Observation:
+        return Observation(k, 16, 0, tput, 1000.0, 10.0, 1000.0, 1000.0, 4.0, 1.5, 0.1)
+
+    two, four = Knobs(instances=2, batching=True), Knobs(instances=4, batching=True)
+    for tputs, said in (((20.69, 20.09), "(20.1 against 20.7)"), ((2069, 2009), "(2,009 against")):
+        obs = [seen(two, tputs[0]), seen(four, tputs[1])]
+        reasons = [m.reason for m in propose_moves(obs, incumbent(obs, Goal()), Goal())]
+        assert any(r.startswith(f"4 instances did not beat 2 {said}") for r in reasons)
+
+
+def test_docs_state_the_tune_and_gate_rules_with_the_conditions_the_code_holds() -> None:
+    tune = " ".join((ROOT / "docs/tune.md").read_text().split())
+    assert "and the two ran at the same concurrency, the runner-up is the pick" in tune
+    assert "At different concurrencies the leader stays" in tune
+    assert "with the CPU split (the default) the server's own cores against what the server" in tune
+    gate = " ".join((ROOT / "docs/ci_gate.md").read_text().split())
+    assert "about n (h/d)^2 rounds in all, so about n (h/d)^2 - n more" in gate
+    sweeps = " ".join((ROOT / "docs/sweeps.md").read_text().split())
+    assert "the highest Poisson open-loop rate whose p99 stays within the budget" in sweeps
+    assert "Constant-rate loads are not counted" in sweeps
+
+
+def test_the_gates_more_rounds_is_the_rounds_beyond_those_it_has() -> None:
+    from tritonlab.decisions.gate import more_rounds_to_decide
+    from tritonlab.stats.verdicts import Verdict, Word
+
+    # centre -5% on a -5% threshold has no answer; a centre half the half-width away needs
+    # about 4n in all, so 3n more
+    verdict = Verdict("throughput", Word("no clear difference"), -2.0, 1.0, 1.0, "", -8.0, 4.0, 10)
+    more = more_rounds_to_decide(verdict, -5.0)
+    assert more is not None and 25 <= more <= 40  # n (h/d)^2 - n, not n (h/d)^2

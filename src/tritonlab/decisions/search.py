@@ -222,12 +222,17 @@ def _instance_moves(
         middle = (k.instances + more) // 2
         rung = best_point(observations, replace(k, instances=more), goal)
         if replace(k, instances=more) in tried and k.instances < middle < more:
-            rung_text = "no qualifying point" if rung is None else f"{rung.score(goal):,.0f}"
+            best = leader.score(goal)
+            # digits that tell the two apart: 20.69 against 20.09 read "21 against 20", as if
+            # the count that did not beat the other led it (issue 36 audit)
+            scores = [best] if rung is None else [best, rung.score(goal)]
+            digits = 1 if max(abs(x) for x in scores) < 100 else 0
+            rung_text = "no qualifying point" if rung is None else f"{rung.score(goal):,.{digits}f}"
             moves.append(
                 Move(
                     replace(k, instances=middle),
                     f"{more} instances did not beat {k.instances} ({rung_text} against "
-                    f"{leader.score(goal):,.0f}); the count between them is tried once",
+                    f"{best:,.{digits}f}); the count between them is tried once",
                 )
             )
     return moves

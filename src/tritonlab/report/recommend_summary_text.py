@@ -60,9 +60,10 @@ RULES = {
     "knee": "smallest concurrency that no higher level clearly beats (verdict 'higher' and at "
     f"least {KNEE_GAIN_PER_DOUBLING_PCT:g}% per doubling); the largest level if every level is "
     "beaten",
-    "max_rate": "highest open-loop rate whose p99 is within the budget in every repeat, among "
-    "the rates perf_analyzer kept up and the server served at least "
-    f"{RATE_KEPT_UP_SHARE:.0%} of",
+    "max_rate": "highest Poisson open-loop rate whose p99 is within the budget in every "
+    "repeat, among the rates perf_analyzer kept up and the server served at least "
+    f"{RATE_KEPT_UP_SHARE:.0%} of (constant-rate loads are not counted: evenly spaced requests "
+    "queue less than random arrivals)",
     "different_optima": "only when the picks are different variants and the latency pick's p99 "
     "is clearly lower or the throughput pick's throughput clearly higher",
 }
