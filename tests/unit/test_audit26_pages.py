@@ -519,7 +519,14 @@ def test_audit_39_wording() -> None:
     to be one more repeats may not separate; a sweep's pick at one sequence length was quoted
     beside the other lengths' tables without saying so."""
     sweep = (ROOT / "examples" / "simple_mlp_sweep" / "docs" / "experiment_log.md").read_text()
-    assert "so these figures name no cause" in sweep
+    from tritonlab.explanation.instance_clauses import unmoved_clause
+    from tritonlab.stats.verdicts import NO_CLEAR, Verdict
+
+    unmoved = Verdict("mean batch", NO_CLEAR, 1.0, 1.0, 1.0, "", -40.0, 91.0, 3)
+    assert "so these figures name no cause" in unmoved_clause(unmoved, unmoved)
+    # the sweep's concurrency-1 row now names the cause its figures show (audit 53): one
+    # request in flight leaves an added instance nothing to run
+    assert "with one request in flight the added instances had nothing to run" in sweep
     assert "the runner-up was too (1.88)." in sweep  # separated: +14%, CI +2% to +26%
     cache = (ROOT / "examples" / "simple_mlp_cache" / "docs" / "experiment_log.md").read_text()
     assert "the runner-up was too (0.93), so more repeats may not separate them" in cache

@@ -122,7 +122,7 @@ def test_docs_sweeps_states_the_tie_rule_the_logs_state() -> None:
 
 
 def _paragraph(log: str, load: str, heading: str) -> str:
-    section = log.split(f"## Results: {load}", 1)[1].split("\n## ", 1)[0]
+    section = log.split(f"## Results: {load}\n", 1)[1].split("\n## ", 1)[0]
     return section.split(f"### {heading}", 1)[1].split("\n### ", 1)[0]
 
 
@@ -296,3 +296,77 @@ def test_the_gates_more_rounds_is_the_rounds_beyond_those_it_has() -> None:
     verdict = Verdict("throughput", Word("no clear difference"), -2.0, 1.0, 1.0, "", -8.0, 4.0, 10)
     more = more_rounds_to_decide(verdict, -5.0)
     assert more is not None and 25 <= more <= 40  # n (h/d)^2 - n, not n (h/d)^2
+
+
+# --- audit 53 (at 2d0ecac) -----------------------------------------------------------------------
+
+
+def test_a_knee_at_the_top_of_its_curve_gives_the_step_into_it_with_its_doubts() -> None:
+    cache = (ROOT / "examples/simple_mlp_cache/docs/experiment_log.md").read_text()
+    top = next(x for x in cache.splitlines() if x.startswith("| batch_0us_cache/grpc/b1 | 16 |"))
+    assert "the step into it from concurrency 4: throughput higher (+47%" in top
+    assert (
+        "spans the rule's 10%" in top and "which the knee's rule would not count as a gain" in top
+    )
+    below_top = next(x for x in cache.splitlines() if x.startswith("| baseline/grpc/b1 | 4 |"))
+    assert below_top.split("|")[3].strip().startswith("concurrency 16: throughput")
+    assert "rule would" not in below_top  # +5% and +8% without: neither counts
+    sums = summaries(_sweep({}))
+    single = [s for s in closed_loop_curves(sums)[ConfigKey("baseline", "grpc", 1)]][:1]
+    assert after_knee(single, 1) == ""
+
+
+def test_the_drift_note_gives_the_rows_own_shift_beside_the_blocks_median() -> None:
+    log = (ROOT / "examples/simple_mlp_sweep_blocks/docs/experiment_log.md").read_text()
+    row = next(line for line in log.splitlines() if line.startswith("| baseline/grpc/b1 | 1 |"))
+    assert "(their median shift 9% to 22%; `baseline` there 19% to 47%)" in row
+
+
+def test_one_request_in_flight_is_why_an_added_instance_had_nothing_to_run_not_the_cpu() -> None:
+    log = (ROOT / "examples/simple_mlp_sweep_blocks/docs/experiment_log.md").read_text()
+    row = _paragraph(log, "grpc_b1_c1", "batching (0 µs, count=2)")
+    assert "with one request in flight the added instances had nothing to run" in row
+    assert "no spare CPU" not in row
+
+
+def _queue_prediction(predicted: float, measured: float, fails: bool) -> object:
+    from tritonlab.explanation.cost_prediction import Prediction
+
+    return Prediction(
+        variant="v",
+        description="v",
+        load_key="grpc_b1_c8",
+        regime="requests already waiting form the batch",
+        requests_per_execution=8.0,
+        execution_us=900.0,
+        throughput_infer_per_s=8200.0 if fails else 6300.0,
+        queue_us=predicted,
+        measured_requests_per_execution=8.0,
+        measured_execution_us=894.0,
+        measured_throughput_infer_per_s=6250.0,
+        measured_queue_us=measured,
+        in_flight_requests=8.0,
+    )
+
+
+def test_a_queue_predicted_at_zero_is_a_miss_and_in_a_closed_loop_follows_the_throughput() -> None:
+    from tritonlab.explanation.cost_prediction import Prediction
+
+    right = _queue_prediction(0.0, 155.0, fails=False)
+    assert isinstance(right, Prediction)
+    assert right.term_misses() == ["requests queued 155 µs, not 0 µs"]
+    small = _queue_prediction(0.0, 50.0, fails=False)  # under the 100 µs floor: the timer's
+    assert isinstance(small, Prediction) and small.term_misses() == []
+    failed = _queue_prediction(0.0, 157.0, fails=True)
+    assert isinstance(failed, Prediction)
+    text = failed.failure() or ""
+    assert text.startswith("execution cost and batch size were each within 25%")
+    assert text.endswith(
+        "requests queued 157 µs, not 0 µs, which in a closed loop follows from the throughput"
+    )
+    pipeline = (ROOT / "examples/resnet18_pipeline_cnn/docs/experiment_log.md").read_text()
+    assert (
+        "so the rest of the miss is in the parallelism or the client's round trip (the CPU the "
+        "server could really use), or in those terms together; requests queued 203,668 µs, not "
+        "400,325 µs, which in a closed loop follows from the throughput" in pipeline
+    )

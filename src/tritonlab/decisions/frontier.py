@@ -75,9 +75,11 @@ def knee_concurrency(curve: list[VariantSummary]) -> int | None:
     for i, lower in enumerate(curve):
         c0 = lower.settings.concurrency or 1
         gains_later = any(
-            (v := compare("throughput", lower.throughput, upper.throughput)).word == HIGHER
-            and _paired_gain_per_doubling_pct(v, c0, upper.settings.concurrency or 1)
-            >= KNEE_GAIN_PER_DOUBLING_PCT
+            _counts(
+                compare("throughput", lower.throughput, upper.throughput),
+                c0,
+                upper.settings.concurrency or 1,
+            )
             for upper in curve[i + 1 :]
         )
         if not gains_later:
@@ -88,23 +90,27 @@ def knee_concurrency(curve: list[VariantSummary]) -> int | None:
 def after_knee(
     curve: list[VariantSummary], knee: int, disturbed: dict[Block, float] | None = None
 ) -> str:
-    """What the next measured level above ``knee`` gave, in words ('' at the top): its
-    throughput verdict and gain per doubling, so a knee at 1 is not read as "nothing above
-    helps" where the next level gained, under the knee's rule (issue 36 audit); with the
+    """What the next measured level above ``knee`` gave, in words: its throughput verdict and
+    gain per doubling, so a knee at 1 is not read as "nothing above helps" where the next level
+    gained, under the knee's rule (issue 36 audit); at the top of the curve, the step into the
+    knee from the level below, which the knee rests on (issue 36 audit: a top knee stated with
+    no doubt where its step's interval spanned the rule); '' for a curve of one level. With the
     verdict over the pairs outside the ``disturbed`` blocks where some are among them
     (``stats.load_drift``)."""
-    below = next((s for s in curve if s.settings.concurrency == knee), None)
+    at = next((s for s in curve if s.settings.concurrency == knee), None)
     above = [s for s in curve if (s.settings.concurrency or 0) > knee]
-    if below is None or not above:
+    below = [s for s in curve if (s.settings.concurrency or 0) < knee]
+    if at is None or not (above or below):
         return ""
-    upper = above[0]
-    c1 = upper.settings.concurrency or 1
-    verdict = compare("throughput", below.throughput, upper.throughput)
-    per = _paired_gain_per_doubling_pct(verdict, knee, c1)
-    text = f"concurrency {c1}: throughput {verdict.phrase()}, {per:+.1f}% per doubling"
+    lower, upper = (at, above[0]) if above else (below[-1], at)
+    c0, c1 = lower.settings.concurrency or 1, upper.settings.concurrency or 1
+    verdict = compare("throughput", lower.throughput, upper.throughput)
+    per = _paired_gain_per_doubling_pct(verdict, c0, c1)
+    where = f"concurrency {c1}" if above else f"the step into it from concurrency {c0}"
+    text = f"{where}: throughput {verdict.phrase()}, {per:+.1f}% per doubling"
     ci = verdict.ci95_change_pct
-    if ci is not None and math.log2(c1 / knee) > 0:
-        low, high = (_per_doubling(end, knee, c1) for end in ci)
+    if ci is not None and math.log2(c1 / c0) > 0:
+        low, high = (_per_doubling(end, c0, c1) for end in ci)
         if low < KNEE_GAIN_PER_DOUBLING_PCT <= high:
             # the knee rule reads the estimate; an interval that spans its threshold leaves the
             # knee unsettled (issue 36 audit: "no higher level clearly beats it" said of one)
@@ -112,11 +118,23 @@ def after_knee(
                 f" (CI {low:+.1f}% to {high:+.1f}% per doubling, which spans the rule's "
                 f"{KNEE_GAIN_PER_DOUBLING_PCT:g}%: this knee rests on the estimate, not settled)"
             )
-    if disturbed and (drift := without_disturbed(below, upper, "throughput", disturbed)):
+    if disturbed and (drift := without_disturbed(lower, upper, "throughput", disturbed)):
         text += f"; {drift.text()}"
-        if drift.without is not None and drift.without.change_pct is not None:
-            text += f", {_per_doubling(drift.without.change_pct, knee, c1):+.1f}% per doubling"
+        if (without := drift.without) is not None and without.change_pct is not None:
+            text += f", {_per_doubling(without.change_pct, c0, c1):+.1f}% per doubling"
+            if _counts(verdict, c0, c1) != _counts(without, c0, c1):
+                text += ", which the knee's rule would " + (
+                    "not count as a gain" if _counts(verdict, c0, c1) else "count as a gain"
+                )
     return text
+
+
+def _counts(verdict: Verdict, c0: int, c1: int) -> bool:
+    """Whether the knee's rule counts ``verdict`` from ``c0`` to ``c1`` as a gain."""
+    return (
+        verdict.word == HIGHER
+        and _paired_gain_per_doubling_pct(verdict, c0, c1) >= KNEE_GAIN_PER_DOUBLING_PCT
+    )
 
 
 def _per_doubling(change_pct: float, c0: int, c1: int) -> float:

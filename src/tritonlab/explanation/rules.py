@@ -160,19 +160,33 @@ def _instances_causes(
         if slower and (waited := calls_waited(ctx)):
             causes.append(waited)  # the slower executions held their calls' queues
             slower = None
-        if slower and s.in_flight is not None and s.in_flight <= 1:
+        alone = s.in_flight is not None and s.in_flight <= 1
+        loss_named = False
+        if slower and alone:
             # one request in the server at a time: the instances never ran side by side, so
             # they cannot have contended (issue 36 audit: said at concurrency 1)
             causes.append(
                 f"{slower}, with one request in flight: the instances never ran side by side, "
                 "so not from contending with each other"
             )
-            slower = None
+            slower, loss_named = None, True
         cpu, cores, who = ctx.cpu_used(s)
         of = cores_text(cores, ctx.server_cores is not None)
         if slower and cpu is not None and cpu >= CONTENTION_SHARE * cores:
             causes.append(
                 f"the instances contend for the cores: {slower} ({who} used {cpu:.2f} {of})"
+            )
+        elif alone and n1 > n0 and verdict.word != HIGHER:
+            # with one request in flight an added instance has nothing to run whatever the
+            # CPU: the CPU is not why (issue 36 audit: "no spare CPU" said at concurrency 1)
+            causes.append(
+                "with one request in flight the added instances had nothing to run, which "
+                "explains no gain"
+                + (
+                    ", not the loss: these figures do not show its cause"
+                    if verdict.word == LOWER and not loss_named
+                    else ""
+                )
             )
         elif cpu is not None and cpu >= CPU_BOUND_SHARE * cores and verdict.word != HIGHER:
             causes.append(no_spare_cpu(ctx, cpu, cores, who, verdict))

@@ -167,7 +167,8 @@ def _knees_lines(recs: Recommendations, summaries: list[VariantSummary]) -> list
         f'"higher" and at least {KNEE_GAIN_PER_DOUBLING_PCT:g}% per doubling of concurrency); '
         "the largest level measured when every level is beaten by a later one.",
         "",
-        "| variant / protocol / client batch | knee (concurrency) | the next level above it |",
+        "| variant / protocol / client batch | knee (concurrency) "
+        "| the next level above it (at the top of the curve: the step into it) |",
         "|---|---|---|",
     ]
     lines += [

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tritonlab.stats.aggregate import VariantSummary
 from tritonlab.stats.summary import Summary
@@ -62,6 +62,10 @@ class LoadDrift:
     rounds: tuple[int | str, ...]  # the paired rounds left out
     shifts_pct: dict[Block, float]  # each left-out block's shift, by load and round
     without: Verdict | None  # the verdict over the other pairs (None: under two remain)
+    # the compared configuration's own shift from its median in each left-out block, with its
+    # name, by load and round: the block's median shift is of all configurations there (issue
+    # 36 audit: "by 9% to 22%" where the row's own configuration read 19% to 47% low)
+    own_pct: dict[Block, tuple[str, float]] = field(default_factory=dict)
 
     def text(self) -> str:
         """The doubt in words, e.g. 'blocks 8-10 read every configuration at `grpc_b1_c1`
@@ -77,15 +81,27 @@ class LoadDrift:
                 else "away from"
             )
             low, high = min(abs(v) for v in mine.values()), max(abs(v) for v in mine.values())
-            size = f"{low:.0f}%" if round(low) == round(high) else f"{low:.0f}% to {high:.0f}%"
+            size = _size(low, high)
             blocks = _blocks_word(sorted(mine, key=_round_order))
+            own = [v for (ld, _), v in self.own_pct.items() if ld == load]
+            theirs = ""
+            if own:
+                name = own[0][0]
+                lo, hi = min(abs(x) for _, x in own), max(abs(x) for _, x in own)
+                theirs = f"; `{name}` there {_size(lo, hi)}"
             parts.append(
-                f"{blocks} read every configuration at `{load}` {side} its own median (by {size})"
+                f"{blocks} read every configuration at `{load}` {side} its own median (their "
+                f"median shift {size}{theirs})"
             )
         head = f"{'; '.join(parts)}, a shift at one load that pairing two loads does not cancel"
         if self.without is None:
             return f"{head}, and under two pairs are left without those blocks: not settled"
         return f"{head}; without those blocks: {self.without.phrase()}"
+
+
+def _size(low: float, high: float) -> str:
+    """'7%' or '9% to 22%' (absolute percentages)."""
+    return f"{low:.0f}%" if round(low) == round(high) else f"{low:.0f}% to {high:.0f}%"
 
 
 def _blocks_word(rounds: list[int | str]) -> str:
@@ -121,11 +137,17 @@ def without_disturbed(
     }
     if not hit:
         return None
+    own: dict[Block, tuple[str, float]] = {}
+    for side, values in ((reference, ref), (subject, sub)):
+        by_round, median = values.by_round(), values.median
+        for load, r in hit:
+            if load == side.load_key and median and r in by_round:
+                own[(load, r)] = (side.variant.name, 100.0 * (by_round[r] / median - 1.0))
     dropped = frozenset(r for _, r in hit)
     keep = frozenset(set(ref.rounds) | set(sub.rounds)) - dropped
     left = len(shared - dropped)
     verdict = compare(figure, ref.over(keep), sub.over(keep)) if left >= 2 else None
-    return LoadDrift(tuple(sorted(dropped, key=_round_order)), hit, verdict)
+    return LoadDrift(tuple(sorted(dropped, key=_round_order)), hit, verdict, own)
 
 
 def _round_order(r: int | str) -> tuple[int, int, str]:
