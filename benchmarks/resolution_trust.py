@@ -123,7 +123,17 @@ def trusted_runs(runs: list[dict[str, Any]]) -> str:
     for number, t in read:
         if not t.trust.trusted:
             states.setdefault(t.state, []).append(number)
-    doubts = "; ".join(f"{_run_list(numbers)}: {state}" for state, numbers in states.items())
+    said = [f"{_run_list(numbers)}: {state}" for state, numbers in states.items()]
+    # a trusted run that rests on cells stored disturbed says so here too (issue 36 audit: the
+    # table named run 2's flag and not run 1's 16 disturbed cells, where run 1 was one side of
+    # the engine's only disagreement between runs)
+    said += [
+        f"run {number}: trusted, {t.trust.cells_disturbed} of {t.trust.cells_monitored} cells "
+        "stored disturbed"
+        for number, t in read
+        if t.trust.trusted and t.trust.cells_disturbed
+    ]
+    doubts = "; ".join(said)
     return f"{trusted} of {len(runs)}" + (f" ({doubts})" if doubts else "")
 
 

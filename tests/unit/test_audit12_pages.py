@@ -157,13 +157,19 @@ def test_the_word_columns_say_which_figure_and_p99_is_apart(
 def test_each_row_carries_its_runs_trust(resolution: ModuleType, report: dict) -> None:
     table = resolution.summary_table(report)
     assert "trusted runs" in table[0]
-    assert "| 2 of 3 (run 2: control flagged) |" in _row(table, "simple_mlp/blocks")
+    assert (
+        "| 2 of 3 (run 2: control flagged; run 1: trusted, 16 of 200 cells stored disturbed) |"
+        in _row(table, "simple_mlp/blocks")
+    )
     assert "| 0 of 3 (runs 1, 2, 3: unchecked) |" in _row(table, "simple_mlp/classic")
     assert "| 1 of 1 |" in _row(table, "tiny_cnn/blocks")
     page = resolution.render_md(report)
     assert "throughput higher (+7.3%, CI +1.9% to +12.2%) at `grpc_b1_c8`" in page
     assert "resolution.json stores no trust record" in page  # says what it read instead
-    assert "trusted 2 of 3 (run 2: control flagged)" in resolution.readme_block(report)
+    assert (
+        "trusted 2 of 3 (run 2: control flagged; run 1: trusted, 16 of 200 cells stored "
+        "disturbed)" in resolution.readme_block(report)
+    )
 
 
 def test_a_stored_trust_record_is_read_as_stored(resolution: ModuleType, report: dict) -> None:

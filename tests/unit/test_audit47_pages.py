@@ -370,3 +370,87 @@ def test_a_queue_predicted_at_zero_is_a_miss_and_in_a_closed_loop_follows_the_th
         "server could really use), or in those terms together; requests queued 203,668 µs, not "
         "400,325 µs, which in a closed loop follows from the throughput" in pipeline
     )
+
+
+# --- audits 58-60 (at 6f9831f) -------------------------------------------------------------------
+
+
+def test_a_cost_model_execution_miss_offers_candidates_not_a_cause() -> None:
+    text = _slow_execution(in_flight=16.0, measured_batch=1.0, instances=1)
+    assert "(not shown by these figures; it may be the one instance sharing its core" in text
+    log = (ROOT / "examples/tiny_cnn/docs/experiment_log.md").read_text()
+    assert "1,593 µs, not 1,057 µs (not shown by these figures; it may be" in log
+
+
+def test_rows_above_their_ceiling_without_batching_say_the_ceiling_is_no_bound() -> None:
+    backends = (ROOT / "examples/resnet18_cnn_backends/docs/experiment_log.md").read_text()
+    assert (
+        "Without batching, 'baseline (onnxruntime, no batching, count=1)' 1.05 (0.98–1.12); "
+        "'openvino f32 (no batching, count=1)' 1.04 (1.00–1.06) served above their own ceiling"
+        in backends
+    )
+    mlp = (ROOT / "examples/simple_mlp_backends/docs/experiment_log.md").read_text()
+    assert "served above" not in mlp  # every row without batching within its ceiling
+
+
+def test_a_classic_tunes_conditions_do_not_call_its_search_interleaved() -> None:
+    tune = (ROOT / "examples/bert_encoder_tune/docs/experiment_log.md").read_text()
+    line = next(x for x in tune.splitlines() if x.startswith("- Measurement:"))
+    assert "interleaved" not in line and "in the order the search took them" in line
+    sweep = (ROOT / "examples/simple_mlp/docs/experiment_log.md").read_text()
+    line = next(x for x in sweep.splitlines() if x.startswith("- Measurement:"))
+    assert "interleaved (every configuration once, then again)" in line
+
+
+def test_the_resolution_table_names_a_trusted_runs_disturbed_cells() -> None:
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from resolution_trust import trusted_runs
+
+    page = (ROOT / "docs/results.md").read_text()
+    assert (
+        "2 of 3 (run 2: control flagged; run 1: trusted, 16 of 200 cells stored disturbed)" in page
+    )
+    quiet = {"run": 1, "engine": "blocks", "cells": 10, "cells_stored_disturbed": 0}
+    quiet |= {"aa_control": [], "verdicts": [], "foreign_cores_max": 0.0}
+    assert trusted_runs([quiet]) == "1 of 1"
+
+
+def test_docs_tune_and_sweeps_state_the_conditions_the_search_and_picker_hold() -> None:
+    tune = " ".join((ROOT / "docs/tune.md").read_text().split())
+    assert "Under `--goal throughput`, for the first configuration this happens at once" in tune
+    assert "Under `--goal throughput`, a one-instance configuration whose first point" in tune
+    assert "except a move to more instances" not in tune
+    sweeps = " ".join((ROOT / "docs/sweeps.md").read_text().split())
+    assert "whose verdict's paired estimate of the change is within 10%" in sweeps
+    assert "the step into it from the level below" in sweeps
+    from tritonlab.report.recommend_summary_text import RULES
+
+    assert "paired estimate of the change within" in RULES["tie_break"]
+
+
+def test_an_execution_miss_beside_a_batch_miss_is_priced_at_the_batch_formed() -> None:
+    log = (ROOT / "examples/simple_mlp_sweep_blocks/docs/experiment_log.md").read_text()
+    assert (
+        "an execution cost 976 µs, not 295 µs (at the measured 6.9 requests the model gives "
+        "717 µs, still off by more than 25%: not shown by these figures" in log
+    )
+    classic = (ROOT / "examples/simple_mlp_sweep/docs/experiment_log.md").read_text()
+    assert (
+        "an execution cost 509 µs, not 291 µs, from the batch it formed: at the measured 2.9 "
+        "requests the model gives 588 µs, within 25%" in classic
+    )
+    alone = _slow_execution(in_flight=16.0, measured_batch=8.0)  # batch as predicted
+    assert "at the measured" not in alone
+
+
+def test_a_knees_verdict_without_the_drift_blocks_carries_its_own_doubt() -> None:
+    cache = (ROOT / "examples/simple_mlp_cache/docs/experiment_log.md").read_text()
+    row = next(x for x in cache.splitlines() if x.startswith("| nobatch_cache/grpc/b1 | 16 |"))
+    assert row.rstrip(" |").endswith(
+        "+24.7% per doubling (CI +4.2% to +49.2% per doubling, which spans the rule's 10%)"
+    )
+    assert "served by one server process, so its interval holds no process term" in cache
+    classic = (ROOT / "examples/simple_mlp_sweep/docs/experiment_log.md").read_text()
+    assert "no process term" not in classic  # not co-loaded: no term to leave out

@@ -108,25 +108,37 @@ def after_knee(
     per = _paired_gain_per_doubling_pct(verdict, c0, c1)
     where = f"concurrency {c1}" if above else f"the step into it from concurrency {c0}"
     text = f"{where}: throughput {verdict.phrase()}, {per:+.1f}% per doubling"
-    ci = verdict.ci95_change_pct
-    if ci is not None and math.log2(c1 / c0) > 0:
-        low, high = (_per_doubling(end, c0, c1) for end in ci)
-        if low < KNEE_GAIN_PER_DOUBLING_PCT <= high:
-            # the knee rule reads the estimate; an interval that spans its threshold leaves the
-            # knee unsettled (issue 36 audit: "no higher level clearly beats it" said of one)
-            text += (
-                f" (CI {low:+.1f}% to {high:+.1f}% per doubling, which spans the rule's "
-                f"{KNEE_GAIN_PER_DOUBLING_PCT:g}%: this knee rests on the estimate, not settled)"
-            )
+    if spans := _spans_rule(verdict, c0, c1):
+        # the knee rule reads the estimate; an interval that spans its threshold leaves the
+        # knee unsettled (issue 36 audit: "no higher level clearly beats it" said of one)
+        text += f" ({spans}: this knee rests on the estimate, not settled)"
     if disturbed and (drift := without_disturbed(lower, upper, "throughput", disturbed)):
         text += f"; {drift.text()}"
         if (without := drift.without) is not None and without.change_pct is not None:
             text += f", {_per_doubling(without.change_pct, c0, c1):+.1f}% per doubling"
+            if spans := _spans_rule(without, c0, c1):
+                text += f" ({spans})"  # the same doubt without them (issue 36 audit)
             if _counts(verdict, c0, c1) != _counts(without, c0, c1):
                 text += ", which the knee's rule would " + (
                     "not count as a gain" if _counts(verdict, c0, c1) else "count as a gain"
                 )
     return text
+
+
+def _spans_rule(verdict: Verdict, c0: int, c1: int) -> str:
+    """'CI +4.1% to +20.7% per doubling, which spans the rule's 10%' where the verdict's
+    interval, spread over the doublings from ``c0`` to ``c1``, spans the knee's threshold;
+    else ''."""
+    ci = verdict.ci95_change_pct
+    if ci is None or math.log2(c1 / c0) <= 0:
+        return ""
+    low, high = (_per_doubling(end, c0, c1) for end in ci)
+    if not low < KNEE_GAIN_PER_DOUBLING_PCT <= high:
+        return ""
+    return (
+        f"CI {low:+.1f}% to {high:+.1f}% per doubling, which spans the rule's "
+        f"{KNEE_GAIN_PER_DOUBLING_PCT:g}%"
+    )
 
 
 def _counts(verdict: Verdict, c0: int, c1: int) -> bool:

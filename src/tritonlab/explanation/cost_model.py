@@ -312,6 +312,9 @@ class CostModel(Record):
             measured_queue_us=s.queue_us.median,
             instances=v.instance_count,
             cache=v.response_cache,
+            execution_at_measured_us=self.execution_us(measured_requests, k, v.intra_op_threads)
+            if measured_requests
+            else None,
             in_flight_requests=float(st.concurrency)
             if st.request_rate_per_s is None and st.concurrency
             else None,

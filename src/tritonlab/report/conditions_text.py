@@ -95,6 +95,15 @@ def measurement_line(plan: ExperimentPlan, cells: Sequence[CellResult], tune: bo
     parts.append(per_configuration(cells))
     if plan.measurement.engine == "blocks":
         parts.append(blocks_words(cells, tune))
+    elif tune:
+        # a classic tune's search cells run one after another, only its race's rounds
+        # interleave (issue 36 audit: "interleaved" said of a tune whose 17 of 20 cells were
+        # single search-phase cells)
+        parts.append(
+            "one configuration loaded at a time; cells measured in the order the search took "
+            "them, one after another, its race's rounds measuring each contender once per round "
+            "in that order"
+        )
     else:
         parts.append(
             "interleaved (every configuration once, then again), one configuration loaded at a time"

@@ -107,7 +107,32 @@ def efficiency_section(
     lines.append("")
     if summaries:
         lines += [best_line(efficiencies, summaries), ""]
+        if note := above_ceiling_note(efficiencies, summaries):
+            lines += [note, ""]
     return lines
+
+
+def above_ceiling_note(efficiencies: list[Efficiency], summaries: list[VariantSummary]) -> str:
+    """Where a configuration without batching served above its own ceiling, that the ceiling
+    is not a bound here ('' where none did): only batching can exceed a batch-1 ceiling, so a
+    ceiling a row without it exceeds read low (issue 36 audit: 1.05 and 1.04 of a ceiling that
+    one 3 s window had read 8-16% under the same log's per-execution timings)."""
+    batching = {s.variant.name: s.variant.dynamic_batching for s in summaries}
+    over = [
+        e
+        for e in efficiencies
+        if not batching.get(e.variant_name, True)
+        and e.efficiency.median is not None
+        and e.efficiency.median > 1.0
+    ]
+    if not over:
+        return ""
+    listed = "; ".join(f"'{e.description}' {_ratio(e.efficiency)}" for e in over)
+    return (
+        f"Without batching, {listed} served above {'its' if len(over) == 1 else 'their'} own "
+        "ceiling, which batch-1 executions cannot do: the ceiling, one window of back-to-back "
+        "executions, read low in this run, so the ratios here are estimates, not bounds."
+    )
 
 
 def _threads(threads: int) -> str:

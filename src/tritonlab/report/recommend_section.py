@@ -165,7 +165,13 @@ def _knees_lines(recs: Recommendations, summaries: list[VariantSummary]) -> list
         "",
         "The smallest concurrency that no higher measured level clearly beats (verdict "
         f'"higher" and at least {KNEE_GAIN_PER_DOUBLING_PCT:g}% per doubling of concurrency); '
-        "the largest level measured when every level is beaten by a later one.",
+        "the largest level measured when every level is beaten by a later one."
+        + (
+            " Each step compares one configuration at two loads, served by one server process, "
+            "so its interval holds no process term."
+            if any(s.throughput.process_sd_log > 0 for s in summaries)
+            else ""
+        ),
         "",
         "| variant / protocol / client batch | knee (concurrency) "
         "| the next level above it (at the top of the curve: the step into it) |",

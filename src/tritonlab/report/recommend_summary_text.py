@@ -54,7 +54,8 @@ RULES = {
     "latency_first": "lowest median p99 among the points whose median throughput carries the "
     "target load, then the tie-break on p99",
     "tie_break": "points whose pick figure shows no clear difference against the best median "
-    f"one, with a median change within {TIE_MARGIN_PCT:g}%, are tied; prefer {TIE_BREAK_ORDER}",
+    f"one, with the verdict's paired estimate of the change within {TIE_MARGIN_PCT:g}%, are "
+    f"tied; prefer {TIE_BREAK_ORDER}",
     "runner_up": "best qualifying point (by median) of another variant, protocol or client "
     "batch size; its verdict against the pick is stated",
     "knee": "smallest concurrency that no higher level clearly beats (verdict 'higher' and at "
