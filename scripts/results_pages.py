@@ -376,7 +376,8 @@ def benchmark_blocks() -> list[str]:
         "## Other benchmarks",
         "",
         "- Identical configurations told apart: [`benchmarks/results/aa_floor.md`]"
-        "(../benchmarks/results/aa_floor.md) (`make aa-bench`).",
+        "(../benchmarks/results/aa_floor.md) (`make aa-bench`; runs from before the CPU split "
+        "and the process term, as the page says).",
         "- The onnxruntime adapter's cost per execution: [`benchmarks/results/"
         "adapter_overhead.md`](../benchmarks/results/adapter_overhead.md) (`make adapter-bench`).",
         *(

@@ -207,6 +207,14 @@ def markdown(data: dict[str, Any]) -> str:
             "| pick | protocol | load | rounds | infer/s | p99 ms |",
             "|---|---|---|---|---|---|",
         ]
+        checks = [k for k in ("aa_control", "interference", "trust") if k in data["remeasured"][0]]
+        note = (
+            ""
+            if checks
+            else "Note: the re-measurement stored no A/A control and no interference record: "
+            "nothing checked its noise, so a difference between the ranges is the measured "
+            "one, not one a control bounds."
+        )  # a doubt of the run travels with its figures (issue 36 audit)
         for row in data["remeasured"]:
             load = f"c{row['concurrency']}" + (" (own)" if row["own_load"] else "")
             lines.append(
@@ -215,6 +223,8 @@ def markdown(data: dict[str, Any]) -> str:
                 f"{median_range_text(row['throughput_infer_per_s'])} | "
                 f"{median_range_text(row['p99_us'], 1000, 2)} |"
             )
+        if note:
+            lines += ["", note]
     else:
         lines.append(f"Not re-measured: {data.get('remeasure_note', 'no pick to measure')}.")
     failures = data.get("failures") or []

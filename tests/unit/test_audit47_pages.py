@@ -454,3 +454,78 @@ def test_a_knees_verdict_without_the_drift_blocks_carries_its_own_doubt() -> Non
     assert "served by one server process, so its interval holds no process term" in cache
     classic = (ROOT / "examples/simple_mlp_sweep/docs/experiment_log.md").read_text()
     assert "no process term" not in classic  # not co-loaded: no term to leave out
+
+
+# --- audit 64 (at 6f54cad) -----------------------------------------------------------------------
+
+
+def test_docs_state_the_process_terms_and_limits_as_the_code_holds_them() -> None:
+    import json
+
+    from tritonlab.result_files import MAX_RESULT_BYTES
+    from tritonlab.stats.process_term import PERCENTILE_FIGURES
+
+    measuring = " ".join((ROOT / "docs/measuring.md").read_text().split())
+    assert "every latency percentile (p95 and p99) takes p99's" in measuring
+    assert {"latency_p95", "latency_p99"} <= set(PERCENTILE_FIGURES)
+    rates = json.loads((ROOT / "src/tritonlab/stats/calibration_rates.json").read_text())
+    assert (
+        rates["process_term"]["latency_p99_sd_log"] == 0.0
+    )  # the page says the shipped p99 term is zero
+    assert "The latency percentiles' size as shipped is zero" in measuring
+    sweeps = " ".join((ROOT / "docs/sweeps.md").read_text().split())
+    assert "a cell over 64 MiB (`result_files.MAX_RESULT_BYTES`)" in sweeps
+    assert MAX_RESULT_BYTES == 64 * 1024 * 1024
+    assert "only when the two picks are different variants" in sweeps
+
+
+# --- audits 61-63 (at 6f54cad) -------------------------------------------------------------------
+
+
+def _log(name: str) -> str:
+    return (ROOT / "examples" / name / "docs" / "experiment_log.md").read_text()
+
+
+def test_the_roofline_says_instances_took_turns_where_every_batch_held_every_request() -> None:
+    demo = _log("simple_mlp_demo")
+    assert "its 2 instances took turns (every batch held all 8 requests in flight)" in demo
+    assert "executions overlapped" not in demo
+
+
+def test_an_execution_is_priced_at_the_batch_formed_even_where_the_batch_did_not_miss() -> None:
+    assert (
+        "an execution cost 768 µs, not 592 µs, from the batch it formed: at the measured 5.0 "
+        "requests the model gives 659 µs, within 25%" in _log("simple_mlp_sweep_blocks")
+    )
+
+
+def test_why_lines_stay_within_their_intervals_and_loads() -> None:
+    sweep = _log("simple_mlp_sweep")
+    assert "whether throughput moved with them this run cannot tell (CI -15% to +56%)" in sweep
+    assert (
+        "executions ran in parallel: the server used 1.22 cores (was 1.03), which outweighed"
+        in sweep
+    )
+    assert (
+        "with one request in flight nothing ran in parallel, so the rest of the miss is in the "
+        "client's round trip outside the server" in sweep
+    )
+    trace = (ROOT / "examples/simple_mlp_trace/tune_trace/docs/experiment_log.md").read_text()
+    assert "throughput is the offered rate while both keep up, so it could not show them" in trace
+
+
+def test_a_tunes_method_does_not_describe_whole_interleaved_rounds() -> None:
+    assert "- A tune measures its search's points one after another" in _log("resnet18_cnn_tune")
+    assert "- Repeats are measured in interleaved rounds" not in _log("resnet18_cnn_tune")
+    assert "- Repeats are measured in interleaved rounds" in _log("simple_mlp")
+
+
+def test_the_efficiency_lead_carries_the_controls_reach_and_pages_their_placement() -> None:
+    assert (
+        "a lead of about that size may be noise"
+        in _log("simple_mlp_cache_fresh").split("## Serving efficiency")[1].split("\n## ")[0]
+    )
+    aa = (ROOT / "benchmarks/results/aa_floor.md").read_text()
+    assert "These runs stored no CPU placement and no process term" in aa
+    pipe = (ROOT / "benchmarks/results/pipeline_vs_model_analyzer.md").read_text()
+    assert "Note: the re-measurement stored no A/A control and no interference record" in pipe

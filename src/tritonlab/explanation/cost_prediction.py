@@ -103,8 +103,11 @@ class Prediction(Record):
                 f"requests per execution measured, {self.requests_per_execution:.1f} predicted)"
             )
         at_measured = self.execution_at_measured_us
-        batch_missed = batch is not None and _misses(batch)
-        if execution is not None and _misses(execution) and batch_missed and at_measured:
+        # priced at the batch formed wherever it differs from the predicted one (issue 36
+        # audits: 768 against 592 µs at 4.98 requests, 4.0 predicted, where the model gives
+        # 659 µs at 4.98), the batch's miss or not
+        batch_moved = batch is not None and abs(batch) > 5.0
+        if execution is not None and _misses(execution) and batch_moved and at_measured:
             # the execution was priced at the predicted batch: at the batch formed, the model's
             # own cost is the reference, and only what is left past it asks for a cause (issue
             # 36 audit: 976 against 295 µs, where the model gives 718 µs at the 6.9 formed)
@@ -153,7 +156,7 @@ class Prediction(Record):
             priced = (
                 f"at the measured {self.measured_requests_per_execution:.1f} requests the "
                 f"model gives {at_measured:,.0f} µs, still off by more than {MODEL_FAILS_PCT:g}%: "
-                if batch_missed and at_measured
+                if batch_moved and at_measured
                 else ""
             )
             reasons.append(
@@ -195,6 +198,14 @@ class Prediction(Record):
 
     def _rest_of_miss(self) -> str:
         """The miss where execution cost and batch size were both within the limit."""
+        if self.in_flight_requests == 1:
+            # one request in flight: no parallelism to miss (issue 36 audit)
+            return (
+                f"execution cost and batch size were each within {MODEL_FAILS_PCT:g}% of the "
+                "prediction either way, and with one request in flight nothing ran in "
+                "parallel, so the rest of the miss is in the client's round trip outside the "
+                "server, or in those terms together"
+            )
         return (
             f"execution cost and batch size were each within {MODEL_FAILS_PCT:g}% of the "
             "prediction either way"

@@ -12,7 +12,7 @@ from tritonlab.explanation.rule_support import (
     paired_medians,
     paired_note,
 )
-from tritonlab.stats.verdicts import HIGHER, LOWER, NO_CLEAR, Verdict
+from tritonlab.stats.verdicts import HIGHER, LOWER, NO_CLEAR, Verdict, interval_text
 
 CPU_BOUND_SHARE = 0.9  # server + perf_analyzer CPU >= 90% of the cores
 # perf_analyzer's share of the cores below which it is not said to compete with the server
@@ -151,13 +151,33 @@ def no_spare_cpu(ctx: RuleContext, cpu: float, cores: int, who: str, verdict: Ve
     return text
 
 
-def unmoved_clause(batch: Verdict, per_inference: Verdict) -> str:
+def unmoved_clause(
+    batch: Verdict,
+    per_inference: Verdict,
+    throughput: Verdict | None = None,
+    offered: bool = False,
+) -> str:
     """The clause where no cause applies. Only "no clear difference" verdicts say a figure did
     not move: a "not comparable" or "no verdict" one says nothing either way (issue 36 audit:
     two trace rows' not comparable figures, compute per inference up 55-137%, read 'did not
     move')."""
     words = (batch.word, per_inference.word)
     if any(w in (HIGHER, LOWER) for w in words):
+        if offered:
+            # an offered rate sets throughput while both sides keep up: no server change could
+            # move it (issue 36 audit: "not enough to change throughput" said under a trace)
+            return (
+                "the server figures moved as listed; throughput is the offered rate while both "
+                "keep up, so it could not show them"
+            )
+        if throughput is not None and not throughput.decided and throughput.has_interval:
+            # a wide interval cannot say the moves were too small (issue 36 audit: said of
+            # +15%, CI -15% to +56%)
+            low, high = throughput.ci95_change_pct or (0.0, 0.0)
+            return (
+                "the server figures moved as listed; whether throughput moved with them this "
+                f"run cannot tell (CI {interval_text(low, high)})"
+            )
         return (
             "the server figures moved as listed, but not enough to change throughput beyond "
             "the noise"

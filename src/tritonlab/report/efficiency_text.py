@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from tritonlab.decisions.efficiency import Efficiency, best_served
 from tritonlab.stats.aggregate import VariantSummary
+from tritonlab.stats.run_trust import RunTrust
 from tritonlab.stats.summary import Summary
 from tritonlab.stats.verdicts import HIGHER
 
@@ -19,7 +20,9 @@ def _ratio(summary: Summary) -> str:
     return text
 
 
-def best_line(efficiencies: list[Efficiency], summaries: list[VariantSummary]) -> str:
+def best_line(
+    efficiencies: list[Efficiency], summaries: list[VariantSummary], trust: RunTrust | None = None
+) -> str:
     """Which configuration of the table served the most, its efficiency, and whether it leads
     every other row at its load clearly; the configurations the table leaves out, named."""
     top, against = best_served(efficiencies, summaries)
@@ -39,6 +42,17 @@ def best_line(efficiencies: list[Efficiency], summaries: list[VariantSummary]) -
             f"; throughput higher than every other row at its load (the closest, "
             f"'{e.description}': {v.phrase()})"
         )
+        # the control's reach travels with a lead near it, as in the picks (issue 36 audit:
+        # +4%, CI +0.3% to +6%, where identical copies read +0.03% to +3.8% paired)
+        widened = [
+            w for w in (trust.controls_widened if trust else ()) if w.load_key == top.load_key
+        ]
+        if widened:
+            said = "; ".join(f"{w.figure} {w.phrase}" for w in widened)
+            text += (
+                f"; at this load the A/A control's identical copies read {said}: a lead of "
+                "about that size may be noise"
+            )
     shown = {e.variant_name for e in efficiencies}
     left = sorted({s.variant.description for s in summaries if s.variant.name not in shown})
     if left:
@@ -54,6 +68,7 @@ def efficiency_section(
     efficiencies: list[Efficiency],
     summaries: list[VariantSummary] | None = None,
     cores: tuple[int, int] | None = None,
+    trust: RunTrust | None = None,
 ) -> list[str]:
     """The experiment log's table of efficiencies, with what the ceilings are; ``cores``: the
     server's own cores and the machine's under the CPU split (None: the server had them all)."""
@@ -106,7 +121,7 @@ def efficiency_section(
         )
     lines.append("")
     if summaries:
-        lines += [best_line(efficiencies, summaries), ""]
+        lines += [best_line(efficiencies, summaries, trust), ""]
         if note := above_ceiling_note(efficiencies, summaries):
             lines += [note, ""]
     return lines

@@ -390,7 +390,9 @@ def render_experiment_log(run: RunData) -> str:
     lines += interference_lines(run.cells)
     lines += faults_section(run.faults)
     lines += nodes_section(manifest.nodes, run.cells)
-    lines += efficiency_section(run.efficiencies, run.summaries, split_cores(run.manifest))
+    lines += efficiency_section(
+        run.efficiencies, run.summaries, split_cores(run.manifest), run.trust
+    )
     lines += cost_model_section(
         cost_model,
         run.predictions,
@@ -400,7 +402,12 @@ def render_experiment_log(run: RunData) -> str:
     )
     if operators and analyses:
         lines += _operators_section(operators, analyses, cost_model)
-    lines += method_lines(count_verdicts(analyses), run_stopping_note(run), robust_blocks(analyses))
+    lines += method_lines(
+        count_verdicts(analyses),
+        run_stopping_note(run),
+        robust_blocks(analyses),
+        tune=run.tune is not None,
+    )
     lines[-1:-1] = adaptive_lines(manifest, run.adaptive_rounds, run.stopping)
     lines += [
         "## Reproduce",

@@ -303,7 +303,12 @@ def conditions(
 
 def _method(run: RunData, analyses: list[Analysis]) -> list[str]:
     lines = (
-        method_lines(count_verdicts(analyses), run_stopping_note(run), robust_blocks(analyses))
+        method_lines(
+            count_verdicts(analyses),
+            run_stopping_note(run),
+            robust_blocks(analyses),
+            tune=run.tune is not None,
+        )
         + engine_lines(
             run.engine,
             run.stopping,
@@ -388,7 +393,9 @@ def html_page(run: RunData, plots: dict[str, Path]) -> Page:
         ],
         efficiency=(
             markdown_section(
-                efficiency_section(run.efficiencies, run.summaries, _split_cores(run.manifest))
+                efficiency_section(
+                    run.efficiencies, run.summaries, _split_cores(run.manifest), run.trust
+                )
             )
             if run.efficiencies
             else None

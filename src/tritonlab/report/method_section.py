@@ -163,9 +163,10 @@ def multiplicity_line(count: VerdictCount, stopping: str = "") -> str:
 
 
 def method_lines(
-    count: VerdictCount | None = None, stopping: str = "", robust: bool = False
+    count: VerdictCount | None = None, stopping: str = "", robust: bool = False, tune: bool = False
 ) -> list[str]:
-    """The log's "Method" section as markdown lines: statistics, verdicts and rules."""
+    """The log's "Method" section as markdown lines: statistics, verdicts and rules (``tune``:
+    a tune's run, whose cells are not whole interleaved rounds)."""
     level = f"{CONFIDENCE:.0%}"
     interval = (
         f"the Hodges-Lehmann estimate (the median of the pairwise means of the log-ratios) "
@@ -182,9 +183,18 @@ def method_lines(
         "- Each figure is the median over the repeats; brackets give the range of the "
         "repeats (min–max), what a handful of repeats can support, never an extrapolated "
         "interval.",
-        "- Repeats are measured in interleaved rounds (every configuration once, then again), "
-        'so a verdict ("higher", "lower", "no clear difference") pairs the two configurations\' '
-        "repeats by round and takes the log-ratio of each pair: the change shown is "
+        (
+            "- A tune measures its search's points one after another and its race's "
+            "contenders in rounds (each once per round, in the search's order), so a verdict "
+            '("higher", "lower", "no clear difference") pairs the two configurations\' repeats '
+            "by round number, cells measured in the same race round, or for two search points "
+            "their single cells, taken minutes apart, "
+            if tune
+            else "- Repeats are measured in interleaved rounds (every configuration once, then "
+            'again), so a verdict ("higher", "lower", "no clear difference") pairs the two '
+            "configurations' repeats by round "
+        )
+        + "and takes the log-ratio of each pair: the change shown is "
         f"{interval}. "
         "The word follows the interval: higher or lower only when the interval excludes no "
         "change, so a word can never contradict its numbers. Configurations under different "
