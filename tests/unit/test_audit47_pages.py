@@ -529,3 +529,11 @@ def test_the_efficiency_lead_carries_the_controls_reach_and_pages_their_placemen
     assert "These runs stored no CPU placement and no process term" in aa
     pipe = (ROOT / "benchmarks/results/pipeline_vs_model_analyzer.md").read_text()
     assert "Note: the re-measurement stored no A/A control and no interference record" in pipe
+
+
+def test_docs_statements_of_the_verdict_method_carry_the_process_term() -> None:
+    sweeps = " ".join((ROOT / "docs/sweeps.md").read_text().split())
+    assert "in a co-loaded run widened on throughput and the server's own figures" in sweeps
+    tune = " ".join((ROOT / "docs/tune.md").read_text().split())
+    assert "server's own figures widened by the process term, as in a co-loaded sweep" in tune
+    assert "seen on the CNN on 2 cores at concurrency 64" not in tune  # no stored run shows it
