@@ -537,3 +537,13 @@ def test_docs_statements_of_the_verdict_method_carry_the_process_term() -> None:
     tune = " ".join((ROOT / "docs/tune.md").read_text().split())
     assert "server's own figures widened by the process term, as in a co-loaded sweep" in tune
     assert "seen on the CNN on 2 cores at concurrency 64" not in tune  # no stored run shows it
+
+
+def test_an_open_loop_rate_row_carries_its_warnings_and_tune_tables_their_pairing() -> None:
+    assert "| baseline/grpc/b1 | 1,691 (perf_analyzer warned in 1 of its 3 repeats) |" in _log(
+        "simple_mlp_sweep"
+    )
+    assert "| baseline/grpc/b1 | 1,163 |" in _log("simple_mlp_sweep_blocks")  # none warned
+    results = (ROOT / "docs/results.md").read_text()
+    assert "so these verdicts are not the race's alone" in results
+    assert "the race's, paired over its rounds" not in results

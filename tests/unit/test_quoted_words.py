@@ -60,7 +60,10 @@ def test_one_configuration_at_two_loads_is_not_called_either_would_serve() -> No
 
 def test_a_tunes_uneven_rows_pair_by_repeat_number() -> None:
     """Audit: a tune's table note said "paired by block" where its rows pair by repeat."""
-    assert "the race's, paired over its rounds" in uneven_repeats_note([5, 1], tune=True)
+    assert (
+        "paired by repeat number, each configuration's first repeat included"
+        in uneven_repeats_note([5, 1], tune=True)
+    )
     assert "paired by block" in uneven_repeats_note([10, 28])
     assert "search-phase" not in uneven_repeats_note([10, 28])
     assert uneven_repeats_note([5, 5], tune=True) == ""

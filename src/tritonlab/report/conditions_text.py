@@ -160,8 +160,9 @@ def uneven_repeats_note(repeat_counts: Sequence[int], why: str = "", tune: bool 
     if len(counts) < 2:
         return ""
     paired = (
-        "the race's, paired over its rounds: each configuration's first repeat is a "
-        "search-phase cell taken at its own time, not a shared round"
+        "paired by repeat number, each configuration's first repeat included: a search-phase "
+        "cell taken at its own time, not in a shared round, so these verdicts are not the "
+        "race's alone"
         if tune
         else "paired by block"
     )

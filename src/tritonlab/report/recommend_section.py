@@ -208,7 +208,18 @@ def _rate_cell(recs: Recommendations, key: ConfigKey) -> str:
     within it, or the rates were excluded (perf_analyzer fell behind), which says nothing of
     the budget (issue 36 audit: excluded rows read as failing the budget)."""
     if key in recs.max_rate_within_budget:
-        return f"{recs.max_rate_within_budget[key]:,.0f}"
+        rate = recs.max_rate_within_budget[key]
+        point = next(
+            (p for p in recs.points if p.curve_key == key and p.request_rate_per_s == rate), None
+        )
+        if point is not None and point.warned_repeats:
+            # the row answers the MLPerf Server question: a warning of the point travels with
+            # it, as in the summary line (issue 36 audit)
+            return (
+                f"{rate:,.0f} (perf_analyzer warned in {point.warned_repeats} of its "
+                f"{point.repeats} repeats)"
+            )
+        return f"{rate:,.0f}"
     rates = [p for p in recs.points if p.curve_key == key and p.request_rate_per_s is not None]
     excluded = [p for p in rates if p in recs.excluded]
     if rates and len(excluded) == len(rates):
