@@ -79,6 +79,13 @@ class Prediction(Record):
         return err is not None and abs(err) > MODEL_FAILS_PCT
 
     @property
+    def holds_every_request(self) -> bool:
+        """True in a closed loop whose every batch held (within 5%) all the requests in
+        flight."""
+        measured, in_flight = self.measured_requests_per_execution, self.in_flight_requests
+        return measured is not None and in_flight is not None and measured >= 0.95 * in_flight
+
+    @property
     def one_batch_at_a_time(self) -> bool:
         """True where several instances served a closed loop whose every batch held (within 5%)
         all the requests in flight: one execution at a time, whatever the instance count."""
@@ -142,6 +149,22 @@ class Prediction(Record):
                 else "cheaper than on the serving-path probes, which ran at another load or "
                 "protocol"
             )
+            if (
+                execution < 0
+                and self.holds_every_request
+                and self.instances == 1
+                and not self.cache
+            ):
+                # every batch held every request in flight: no other request's work ran beside
+                # the instance (issue 36 audit: "sharing its core with the server's other work"
+                # offered at one request in flight, the server using 0.3 of 2 cores)
+                n = self.in_flight_requests or 1.0
+                held = "the one request" if n == 1 else f"all {n:.0f} requests"
+                why = (
+                    f"not shown by these figures; with every batch holding {held} in flight no "
+                    "other request's work ran beside it; it may be the model running colder "
+                    "than in-process"
+                )
             if execution < 0 and self.one_batch_at_a_time and not self.cache:
                 # every batch took every request in flight: no second batch existed while one
                 # ran, so the instances never ran at once (issue 36 audit: contention named
