@@ -9,10 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_cost_model import _prediction
 from test_recommend import cell, summaries
 
 from tritonlab.decisions.frontier import after_knee, closed_loop_curves
 from tritonlab.decisions.recommend_records import OperatingPoint
+from tritonlab.explanation.cost_prediction import Prediction
 from tritonlab.report.recommend_text import _runner_up_unclear
 from tritonlab.stats.config_key import ConfigKey
 from tritonlab.stats.load_drift import disturbed_blocks, without_disturbed
@@ -179,16 +181,10 @@ def test_a_quiet_resolution_run_with_disturbed_cells_says_how_many() -> None:
 
 
 def _slow_execution(in_flight: float, measured_batch: float, instances: int = 2) -> str:
-    from tritonlab.explanation.cost_prediction import Prediction
-
-    p = Prediction(
-        variant="v",
-        description="v",
-        load_key="grpc_b1_c8",
-        regime="queue-delay trap",
+    """A closed-loop point whose execution cost 1,424 µs where 875 µs were predicted."""
+    p = _prediction(
         requests_per_execution=8.0,
         execution_us=875.0,
-        throughput_infer_per_s=3000.0,
         queue_us=5000.0,
         measured_requests_per_execution=measured_batch,
         measured_execution_us=1424.0,
@@ -332,14 +328,9 @@ def test_one_request_in_flight_is_why_an_added_instance_had_nothing_to_run_not_t
     assert "no spare CPU" not in row
 
 
-def _queue_prediction(predicted: float, measured: float, fails: bool) -> object:
-    from tritonlab.explanation.cost_prediction import Prediction
-
-    return Prediction(
-        variant="v",
-        description="v",
-        load_key="grpc_b1_c8",
-        regime="requests already waiting form the batch",
+def _queue_prediction(predicted: float, measured: float, fails: bool) -> Prediction:
+    """A closed-loop point at concurrency 8 whose batch and execution were as predicted."""
+    return _prediction(
         requests_per_execution=8.0,
         execution_us=900.0,
         throughput_infer_per_s=8200.0 if fails else 6300.0,
@@ -353,15 +344,11 @@ def _queue_prediction(predicted: float, measured: float, fails: bool) -> object:
 
 
 def test_a_queue_predicted_at_zero_is_a_miss_and_in_a_closed_loop_follows_the_throughput() -> None:
-    from tritonlab.explanation.cost_prediction import Prediction
-
     right = _queue_prediction(0.0, 155.0, fails=False)
-    assert isinstance(right, Prediction)
     assert right.term_misses() == ["requests queued 155 µs, not 0 µs"]
     small = _queue_prediction(0.0, 50.0, fails=False)  # under the 100 µs floor: the timer's
-    assert isinstance(small, Prediction) and small.term_misses() == []
+    assert small.term_misses() == []
     failed = _queue_prediction(0.0, 157.0, fails=True)
-    assert isinstance(failed, Prediction)
     text = failed.failure() or ""
     assert text.startswith("execution cost and batch size were each within 25%")
     assert text.endswith(

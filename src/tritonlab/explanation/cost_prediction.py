@@ -87,15 +87,14 @@ class Prediction(Record):
 
     @property
     def one_batch_at_a_time(self) -> bool:
-        """True where several instances served a closed loop whose every batch held (within 5%)
-        all the requests in flight: one execution at a time, whatever the instance count."""
-        measured, in_flight = self.measured_requests_per_execution, self.in_flight_requests
-        return (
-            self.instances > 1
-            and measured is not None
-            and in_flight is not None
-            and measured >= 0.95 * in_flight
-        )
+        """True where several instances served a closed loop whose every batch held all the
+        requests in flight: one execution at a time, whatever the instance count."""
+        return self.instances > 1 and self.holds_every_request
+
+    def _held_text(self) -> str:
+        """'the one request' or 'all 8 requests': what every batch held (closed loop)."""
+        n = self.in_flight_requests or 1.0
+        return "the one request" if n == 1 else f"all {n:.0f} requests"
 
     def term_misses(self) -> list[str]:
         """The predicted terms (batch, execution cost, queue) that missed by more than 25% either
@@ -149,28 +148,18 @@ class Prediction(Record):
                 else "cheaper than on the serving-path probes, which ran at another load or "
                 "protocol"
             )
-            if (
-                execution < 0
-                and self.holds_every_request
-                and self.instances == 1
-                and not self.cache
-            ):
+            if execution < 0 and self.holds_every_request and not self.cache:
+                held = self._held_text()
                 # every batch held every request in flight: no other request's work ran beside
-                # the instance (issue 36 audit: "sharing its core with the server's other work"
-                # offered at one request in flight, the server using 0.3 of 2 cores)
-                n = self.in_flight_requests or 1.0
-                held = "the one request" if n == 1 else f"all {n:.0f} requests"
+                # one instance, and several never ran at once (issue 36 audits: core sharing
+                # offered at one request in flight; contention where batches of 8.0 held all 8
+                # requests of concurrency 8)
                 why = (
                     f"not shown by these figures; with every batch holding {held} in flight no "
                     "other request's work ran beside it; it may be the model running colder "
                     "than in-process"
                 )
             if execution < 0 and self.one_batch_at_a_time and not self.cache:
-                # every batch took every request in flight: no second batch existed while one
-                # ran, so the instances never ran at once (issue 36 audit: contention named
-                # where batches of 8.0 held all 8 requests of concurrency 8)
-                n = self.in_flight_requests or 1.0
-                held = "the one request" if n == 1 else f"all {n:.0f} requests"
                 why = (
                     f"not instances contending: every batch took {held} in flight, so no two "
                     "executions ran at once; it may be the model running colder than "

@@ -5,6 +5,7 @@ the most."""
 from __future__ import annotations
 
 from tritonlab.decisions.efficiency import Efficiency, best_served
+from tritonlab.report.recommend_text import control_reach
 from tritonlab.stats.aggregate import VariantSummary
 from tritonlab.stats.run_trust import RunTrust
 from tritonlab.stats.summary import Summary
@@ -42,17 +43,9 @@ def best_line(
             f"; throughput higher than every other row at its load (the closest, "
             f"'{e.description}': {v.phrase()})"
         )
-        # the control's reach travels with a lead near it, as in the picks (issue 36 audit:
-        # +4%, CI +0.3% to +6%, where identical copies read +0.03% to +3.8% paired)
-        widened = [
-            w for w in (trust.controls_widened if trust else ()) if w.load_key == top.load_key
-        ]
-        if widened:
-            said = "; ".join(f"{w.figure} {w.phrase}" for w in widened)
-            text += (
-                f"; at this load the A/A control's identical copies read {said}: a lead of "
-                "about that size may be noise"
-            )
+        # the control's reach travels with a lead near it, as in the picks (issue 36 audit)
+        if reach := control_reach(trust, top.load_key):
+            text += f"; {reach}"
     shown = {e.variant_name for e in efficiencies}
     left = sorted({s.variant.description for s in summaries if s.variant.name not in shown})
     if left:

@@ -17,6 +17,7 @@ from tritonlab.decisions.recommend_records import (
     TieBreak,
 )
 from tritonlab.explanation.instance_clauses import CLIENT_SHARE_THAT_MATTERS, CPU_BOUND_SHARE
+from tritonlab.stats.run_trust import RunTrust
 from tritonlab.stats.verdicts import HIGHER, LOWER, NO_CLEAR, NO_VERDICT, NOT_COMPARABLE, Verdict
 
 FELL_BEHIND_REASON = (
@@ -415,16 +416,21 @@ def control_note(recs: Recommendations, load_key: str) -> str:
     (the process term widened it into none): how far identical copies differed there, which a
     lead near it may be (issue 36 audit: a pick "beats" its runner-up by +4%, CI +0.3% to +6%,
     where the copies read +0.03% to +3.8% paired)."""
-    trust = recs.trust
-    if trust is None:
-        return ""
-    found = [w for w in trust.controls_widened if w.load_key == load_key]
+    said = control_reach(recs.trust, load_key)
+    return f" {said[0].upper()}{said[1:]}." if said else ""
+
+
+def control_reach(trust: RunTrust | None, load_key: str) -> str:
+    """'at this load the A/A control's identical copies read ...: a lead of about that size
+    may be noise' where the control at ``load_key`` read a difference only by its paired
+    blocks; '' elsewhere (``control_note`` and the efficiency lead quote it)."""
+    found = [w for w in (trust.controls_widened if trust else ()) if w.load_key == load_key]
     if not found:
         return ""
     said = "; ".join(f"{w.figure} {w.phrase}" for w in found)
     return (
-        f" At this load the A/A control's identical copies read {said}: a lead of about that "
-        "size may be noise."
+        f"at this load the A/A control's identical copies read {said}: a lead of about that "
+        "size may be noise"
     )
 
 
