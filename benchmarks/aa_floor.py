@@ -30,6 +30,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from tritonlab.stats.robust import HALF_WIDTH_MEANING
+
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = ".tritonlab-aa-bench"  # only folders holding it are ever removed
 COPIES = 3
@@ -159,7 +161,9 @@ def render_md(report: dict[str, Any]) -> str:
         f"commit {report['commit']}. The demo MLP's baseline and {COPIES} copies under other "
         f"names, co-loaded, {report['blocks']} blocks at gRPC batch 1 concurrency 8, "
         f"{len(report['runs'])} fresh runs. Command: `make aa-bench` "
-        "(`benchmarks/aa_floor.py`)." + _placement_note(report),
+        "(`benchmarks/aa_floor.py`)."
+        + _placement_note(report)
+        + f" {HALF_WIDTH_MEANING[0].upper()}{HALF_WIDTH_MEANING[1:]}.",
         "",
         "| engine | runs | figure | intervals | excluding 0 | median half-width | "
         "changes seen | copy vs baseline (median) | among copies (median) |",

@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # demo_agreement, benc
 
 from demo_agreement import agreement_lines, agreement_table  # the runs' agreement
 
+from tritonlab.stats.robust import HALF_WIDTH_MEANING
 from tritonlab.stats.verdicts import MIN_EFFECT_PCT, VerdictRecord, tenth_text
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,7 +99,7 @@ def render_md(report: dict[str, Any]) -> str:
         f"commit {report['commit']}, `python benchmarks/demo_precision.py` (its docstring states "
         f"the method). Target: the headline throughput verdicts' median half-width at most "
         f"{TARGET_MEDIAN_PCT:g}% (widest {TARGET_WIDEST_PCT:g}%) within "
-        f"{TARGET_MEASURING_S:g} s of measuring.",
+        f"{TARGET_MEASURING_S:g} s of measuring; {HALF_WIDTH_MEANING}.",
         "",
         "| condition | run | measuring | blocks | throughput half-width: median / widest | "
         "A/A control | cells re-measured / stored disturbed | verdicts trusted | target met |",

@@ -32,6 +32,7 @@ from tritonlab.report.page_tables import (
 from tritonlab.report.run_data import RunData, changed_step, load_run
 from tritonlab.report.text_format import num
 from tritonlab.report.tune_section import figure_span
+from tritonlab.stats.robust import HALF_WIDTH_MEANING
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -408,7 +409,8 @@ def demo_precision_block() -> list[str]:
         f"half a core of other work, and with the server and perf_analyzer sharing the CPUs, "
         f"the conditions interleaved; the target: the headline throughput verdicts' median "
         f"half-width at most {bench.TARGET_MEDIAN_PCT:g}% (widest {bench.TARGET_WIDEST_PCT:g}%) "
-        f"within {bench.TARGET_MEASURING_S:g} s of measuring. Measured {report['date_utc']} UTC "
+        f"within {bench.TARGET_MEASURING_S:g} s of measuring ({HALF_WIDTH_MEANING}). "
+        f"Measured {report['date_utc']} UTC "
         f"on {report['machine']} ({report['cores']} cores), commit {report['commit']}; every "
         "run, with why a run missed and whether it trusted its verdicts: "
         "[`benchmarks/results/demo_precision.md`](../benchmarks/results/demo_precision.md).",

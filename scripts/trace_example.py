@@ -243,8 +243,7 @@ def _separated(tune_dir: Path) -> tuple[bool, str]:
     # which way and on which figure: the stored verdict is the runner-up against the pick
     # (issue 36 audit: "+3%" read as the pick's lead, a p99 verdict unnamed)
     race = f"the runner-up against the pick on {verdict.figure}: " + (
-        verdict.phrase()
-        + _pairs(verdict.pairs, verdict.method, verdict.ci95_change_pct is not None)
+        verdict.phrase() + verdict.pairs_note()
     )
     pick, runner = data["pick"], data.get("runner_up") or {}
     # a race in a run that is not to be trusted decides nothing, and its quote says why
@@ -335,28 +334,9 @@ def _figure(value: float | None, unit: str) -> str:
     return f"{value / 1000:,.2f} ms" if unit == "ms" else f"{value:,.0f} {unit}"
 
 
-def _pairs(pairs: int, method: str, has_interval: bool) -> str:
-    """' over 2 pairs (a t-interval, 1 degree of freedom)' where a verdict's interval rests on
-    fewer than ``robust.MIN_BLOCKS`` pairs (below it the interval is a Student t-interval on the
-    pairs' log-ratios, not the signed-rank one), ' (unpaired)' where it paired none; '' from
-    ``MIN_BLOCKS`` pairs on or without an interval (issue 36 audit: "+3365%, CI +1915% to
-    +5857%" quoted without saying it rests on 2 pairs, a t-interval with 1 degree of freedom)."""
-    from tritonlab.stats.robust import MIN_BLOCKS
-
-    if not has_interval or pairs >= MIN_BLOCKS:
-        return ""
-    if pairs == 0:
-        return " (unpaired)"
-    text = f" over {pairs} pair{'s' if pairs != 1 else ''}"
-    if "t-interval" in method:
-        dof = pairs - 1
-        text += f" (a t-interval, {dof} degree{'s' if dof != 1 else ''} of freedom)"
-    return text
-
-
 def _verdict(verdict: Any) -> str:
     """A verdict of the compare run in the log's words, with its pairs where they are few."""
-    return verdict.phrase() + _pairs(verdict.pairs, verdict.method, verdict.has_interval)
+    return verdict.phrase() + verdict.pairs_note()
 
 
 def _spans(rows: list[Any], attr: str, scale: float, digits: int) -> list[str]:

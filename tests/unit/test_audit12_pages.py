@@ -21,6 +21,7 @@ from script_module import load_script
 
 from tritonlab.experiments.store import load_cells
 from tritonlab.stats.run_trust import RunTrust
+from tritonlab.stats.verdicts import few_pairs_note
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE = ROOT / "examples" / "simple_mlp_trace"
@@ -88,11 +89,11 @@ def test_a_verdict_over_few_pairs_says_how_many(
     assert "over 5 pairs (a t-interval, 4 degrees of freedom)" in trace_summary
     assert "over 6 pairs" not in trace_summary  # from 6 pairs on the signed-rank interval, unsaid
     t_method = "paired by round (3 rounds): 95% t-interval of the mean log-ratio, two-sided"
-    assert trace_script._pairs(3, t_method, True) == (
+    assert few_pairs_note(3, t_method, True) == (
         " over 3 pairs (a t-interval, 2 degrees of freedom)"
     )
-    assert trace_script._pairs(6, "Hodges-Lehmann", True) == ""
-    assert trace_script._pairs(2, t_method, False) == ""  # no interval, nothing to qualify
+    assert few_pairs_note(6, "Hodges-Lehmann", True) == ""
+    assert few_pairs_note(2, t_method, False) == ""  # no interval, nothing to qualify
 
 
 def _table_rows(trace_summary: str, heading: str) -> dict[str, list[str]]:

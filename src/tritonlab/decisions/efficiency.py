@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tritonlab.decisions.frontier import at_reference_length
+from tritonlab.explanation.fit_check import points_around
 from tritonlab.perf.in_process import Ceiling
 from tritonlab.perf.operator_profile import OperatorsRecord
 from tritonlab.stats.aggregate import VariantSummary, compare_figure
@@ -31,11 +32,51 @@ class Efficiency:
     served: Summary  # infer/s per repeat
     efficiency: Summary  # served / own ceiling, per repeat
     of_best: Summary  # served / the machine's best in-process figure, per repeat
+    # The engine's own in-process timings (batch -> µs per execution, one session of one
+    # thread, the whole call), where the run took them: what batching can save per sample.
+    timings_us: tuple[tuple[int, float], ...] = ()
+    mean_batch: float | None = None  # samples per execution Triton formed (median over repeats)
+
+    def timed_rate(self) -> float | None:
+        """The ceiling's parallelism at the timing of its own batch (infer/s): what its window
+        should read; None where the timings are not of its parallelism (more than one thread)
+        or were not taken."""
+        base = self.ceiling.batch_size
+        us = dict(self.timings_us).get(base)
+        if not us or self.ceiling.threads != 1:
+            return None
+        return self.ceiling.instances * base * 1e6 / us
+
+    def allowance(self) -> float | None:
+        """The most served / ceiling this row's batching can reach: the ceiling's time per
+        sample over the shortest of the timings at (or beside) the mean batch Triton formed, at
+        least 1; 1 where it formed no larger batch than the ceiling's; None where no timing of
+        its parallelism says."""
+        base = self.ceiling.batch_size
+        if self.mean_batch is None or self.mean_batch <= base:
+            return 1.0
+        us = dict(self.timings_us).get(base)
+        if not us or self.ceiling.threads != 1:
+            return None
+        around = points_around(dict(self.timings_us), self.mean_batch)
+        fastest = min((t / b for b, t in around if t > 0), default=None)
+        return max(1.0, us / base / fastest) if fastest else None
 
 
 def parse_ceilings(operators: OperatorsRecord | None) -> list[Ceiling]:
     """The in-process ceilings recorded in ``operators.json`` (none when absent)."""
     return list(operators.in_process_ceilings or ()) if operators else []
+
+
+def parse_timings(operators: OperatorsRecord | None) -> dict[str, dict[int, float]]:
+    """Engine -> its in-process timings (batch -> µs per execution, the whole call) recorded in
+    ``operators.json`` (onnxruntime's and each other engine's; none when absent)."""
+    if operators is None:
+        return {}
+    timings = {"onnxruntime": dict(operators.in_process_us_per_execution)}
+    engines = operators.engines_in_process_us_per_execution or {}
+    timings |= {e: dict(t) for e, t in engines.items()}
+    return {e: {int(b): float(us) for b, us in t.items()} for e, t in timings.items() if t}
 
 
 def thread_speedup(ceilings: list[Ceiling]) -> dict[int, float]:
@@ -50,10 +91,13 @@ def thread_speedup(ceilings: list[Ceiling]) -> dict[int, float]:
 
 
 def serving_efficiency(
-    summaries: list[VariantSummary], ceilings: list[Ceiling]
+    summaries: list[VariantSummary],
+    ceilings: list[Ceiling],
+    timings: dict[str, dict[int, float]] | None = None,
 ) -> list[Efficiency]:
     """Each CPU configuration's efficiency at the client batch size its ceiling was taken at,
-    and at the reference sequence length the ceilings were measured with."""
+    and at the reference sequence length the ceilings were measured with; ``timings``: each
+    engine's in-process timings (``parse_timings``)."""
     if not ceilings:
         return []
     summaries = at_reference_length(summaries)
@@ -80,6 +124,8 @@ def serving_efficiency(
                 served,
                 Summary(tuple(x / ceiling.infer_per_s for x in served.values), served.rounds),
                 Summary(tuple(x / best.infer_per_s for x in served.values), served.rounds),
+                tuple(sorted((timings or {}).get(v.engine, {}).items())),
+                s.mean_batch.median if v.dynamic_batching else None,
             )
         )
     return out

@@ -1,5 +1,6 @@
-"""tune's race: the close contenders measured again in interleaved rounds, paired by round,
-until every verdict against the leader is decided or the rounds run out; and the pick it gives
+"""tune's race: the close contenders measured again one cell at a time (the one with the fewest
+race cells next, the contenders re-drawn after each cell), paired by repeat number, until every
+verdict against the leader is decided or the rounds run out; and the pick it gives
 (``choose``), with the tie-break on the other figure. The rest of the policy is ``search.py``."""
 
 from __future__ import annotations

@@ -74,12 +74,12 @@ def points_around(us_per_execution: dict[int, float], batch: float) -> list[tupl
 
 def per_sample_text(points: list[tuple[int, float]]) -> str:
     """Measured points per sample: '82,843 µs per sample at batch 1, 83,299 at batch 4'."""
-    parts = [f"{_us(t / b)} at batch {b}" for b, t in points]
+    parts = [f"{us_figure(t / b)} at batch {b}" for b, t in points]
     if parts:
         parts[0] = parts[0].replace(" at ", " µs per sample at ", 1)
     return ", ".join(parts)
 
 
-def _us(value: float) -> str:
+def us_figure(value: float) -> str:
     """Microseconds to a whole number from 100 up, to one decimal below."""
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.1f}"

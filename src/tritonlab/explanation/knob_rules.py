@@ -96,7 +96,7 @@ def threads_effect(ctx: RuleContext) -> Finding | None:
 
 
 ENGINE_FIELDS = (["backend"], ["precision"], ["backend", "precision"])
-ENGINE_SAME_PCT = 5.0  # in-process model work within this of each other: the same cost
+ENGINE_SAME_PCT = 5.0  # predicted whole executions within this of each other: the same cost
 
 
 def engine_effect(ctx: RuleContext) -> Finding | None:

@@ -55,6 +55,17 @@ def per_configuration(cells: Sequence[CellResult]) -> str:
     return f"{span} cell{'s' if high > 1 else ''} per configuration and load"
 
 
+# How a tune's race orders its cells (``decisions.race.race_step``): the contenders are re-drawn
+# after every cell and the one with the fewest race cells goes next, so its rounds are per
+# contender, not shared time blocks (issue 36 audit: "each contender once per round, in that
+# order" where one contender's round 3 came after two others' round 4).
+RACE_ORDER = (
+    "its race's cells one at a time, the contender with the fewest race cells next and the "
+    "contenders re-drawn after each cell (so one contender's k-th race cell may come after "
+    "another's k+1-th)"
+)
+
+
 def blocks_words(cells: Sequence[CellResult], tune: bool = False) -> str:
     """How the block engine's cells were grouped, from the cells: full blocks (every
     configuration at every load once, shuffled) and extra rounds of some only; a tune's cells
@@ -63,8 +74,8 @@ def blocks_words(cells: Sequence[CellResult], tune: bool = False) -> str:
     if tune:
         return (
             "every configuration kept loaded in one server once the search reached it; cells "
-            "measured in the order the search took them, its race's rounds measuring each "
-            "contender once per round in that order (not shuffled, not whole blocks)"
+            f"measured in the order the search took them, {RACE_ORDER} (not shuffled, not "
+            "whole blocks)"
         )
     pairs = {(c.variant.name, c.load_key) for c in cells}
     by_block: dict[int | str, set[tuple[str, str]]] = {}
@@ -101,8 +112,7 @@ def measurement_line(plan: ExperimentPlan, cells: Sequence[CellResult], tune: bo
         # single search-phase cells)
         parts.append(
             "one configuration loaded at a time; cells measured in the order the search took "
-            "them, one after another, its race's rounds measuring each contender once per round "
-            "in that order"
+            f"them, one after another, {RACE_ORDER}"
         )
     else:
         parts.append(

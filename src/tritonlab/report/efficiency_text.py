@@ -5,6 +5,7 @@ the most."""
 from __future__ import annotations
 
 from tritonlab.decisions.efficiency import Efficiency, best_served
+from tritonlab.explanation.fit_check import per_sample_text, points_around, us_figure
 from tritonlab.report.recommend_text import control_reach
 from tritonlab.stats.aggregate import VariantSummary
 from tritonlab.stats.run_trust import RunTrust
@@ -121,25 +122,64 @@ def efficiency_section(
 
 
 def above_ceiling_note(efficiencies: list[Efficiency], summaries: list[VariantSummary]) -> str:
-    """Where a configuration without batching served above its own ceiling, that the ceiling
-    is not a bound here ('' where none did): only batching can exceed a batch-1 ceiling, so a
-    ceiling a row without it exceeds read low (issue 36 audit: 1.05 and 1.04 of a ceiling that
-    one 3 s window had read 8-16% under the same log's per-execution timings)."""
-    batching = {s.variant.name: s.variant.dynamic_batching for s in summaries}
+    """Rows that served above what their own ceiling allows, and that the ceiling is no bound
+    there ('' where none did): without batching a ceiling bounds a row outright (issue 36
+    audit: 1.05 and 1.04 of a ceiling); with it, by no more than the same log's in-process
+    timings save per sample at the mean batch Triton formed (issue 36 audit: a bf16 row at 1.15
+    whose timings save nothing per sample). Where the timings are of the ceiling's parallelism,
+    the ceiling is set beside the rate they give."""
+    del summaries  # the rows carry their batching (mean batch) and timings themselves
     over = [
-        e
+        (e, allowed)
         for e in efficiencies
-        if not batching.get(e.variant_name, True)
+        if (allowed := e.allowance()) is not None
         and e.efficiency.median is not None
-        and e.efficiency.median > 1.0
+        and e.efficiency.median > allowed
     ]
     if not over:
         return ""
-    listed = "; ".join(f"'{e.description}' {_ratio(e.efficiency)}" for e in over)
+    rows = "; ".join(f"'{e.description}' {_ratio(e.efficiency)}{_bound(e, a)}" for e, a in over)
+    lows = []
+    for ceiling, rate in sorted(
+        {(e.ceiling, r) for e, _ in over if (r := e.timed_rate()) is not None},
+        key=lambda pair: (pair[0].engine, pair[0].instances),
+    ):
+        lows.append(
+            f"{ceiling.infer_per_s:,.1f} infer/s for {ceiling.engine} "
+            f"({ceiling.instances} x 1 thread) against {rate:,.1f} from its timing at batch "
+            f"{ceiling.batch_size}"
+        )
+    read = (
+        f"the ceiling, one window of back-to-back executions, read below the same engine's "
+        f"in-process timing in this run ({'; '.join(lows)})"
+        if lows
+        else "the ceiling, one window of back-to-back executions, or the served figure is off "
+        "by that much in this run"
+    )
+    many = len(over) > 1
     return (
-        f"Without batching, {listed} served above {'its' if len(over) == 1 else 'their'} own "
-        "ceiling, which batch-1 executions cannot do: the ceiling, one window of back-to-back "
-        "executions, read low in this run, so the ratios here are estimates, not bounds."
+        f"Above what {'their' if many else 'its'} own ceiling allows: {rows}. {read[0].upper()}"
+        f"{read[1:]}, so the ratios here are estimates, not bounds."
+    )
+
+
+def _bound(e: Efficiency, allowed: float) -> str:
+    """Why the row's ceiling bounds it: no batching, or what its batching saves per sample."""
+    if e.mean_batch is None:
+        return " (no batching)"
+    if e.mean_batch <= e.ceiling.batch_size:
+        return f" (batches of {e.mean_batch:.1f} on average, none larger than its ceiling's)"
+    around = points_around(dict(e.timings_us), e.mean_batch)
+    base = e.ceiling.batch_size
+    one = dict(e.timings_us)[base] / base
+    saves = (
+        "saves no time per sample"
+        if allowed <= 1.0
+        else f"allows at most {allowed:.2f}x the ceiling"
+    )
+    return (
+        f" (batches of {e.mean_batch:.1f} on average; the in-process timings take "
+        f"{per_sample_text(around)}, against {us_figure(one)} at batch {base}: batching {saves})"
     )
 
 

@@ -1,5 +1,5 @@
 """Parts of the log's "How it was measured" section read from the cells and the benchmark
-files: the windows the cells were measured with, and a co-loaded tune's process term."""
+files: the windows the cells were measured with, and a co-loaded run's process term."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from tritonlab.experiments.store import CellResult
 from tritonlab.stats.error_rates import measured_rates
 
 
-def tune_term_line(engine: EngineRecord, tune: bool) -> list[str]:
-    """A co-loaded tune's verdicts hold the process term too; its log has no A/A control whose
-    section would say so (issue 36 audit: a trace tune's intervals widened by ±1.5% where its
-    log never mentioned the term)."""
-    if not tune or engine.coload is None or not engine.coload.co_loaded:
+def process_term_line(engine: EngineRecord) -> list[str]:
+    """A co-loaded run's verdicts hold the process term, said where the log says how it
+    measured (issue 36 audit: a trace tune's intervals widened by ±1.5% where its log never
+    mentioned the term; a warm-up run's said so only in its error-rates line)."""
+    if engine.coload is None or not engine.coload.co_loaded:
         return []
     rates = measured_rates()
     term = rates.process_term if rates is not None else None

@@ -36,7 +36,7 @@ from tritonlab.experiments.rounds import StoppingRecord
 from tritonlab.experiments.store import CellResult
 from tritonlab.explanation.explain import Analysis
 from tritonlab.report.conditions_text import blocks_words
-from tritonlab.report.engine_parts import cell_windows, tune_term_line
+from tritonlab.report.engine_parts import cell_windows, process_term_line
 from tritonlab.report.still_open import reason_text
 from tritonlab.stats.error_rates import (
     DETECTABLE_FACTOR,
@@ -157,14 +157,15 @@ def engine_lines(
             )
             + "). Verdicts pair the cells "
             + (
-                "by repeat number: a tune's rounds are not time blocks (a contender that joined "
-                "the race later measured its rounds later, so a pair may be minutes apart)."
+                "by repeat number: a tune's rounds are not time blocks (each contender's rounds "
+                "are its own, so the two cells of a pair may be minutes apart, not measured "
+                "together)."
                 if tune
                 else "measured in the same block or round."
             ),
             placement_line(engine.cores, split),
             *reload_lines(engine),
-            *tune_term_line(engine, tune),
+            *process_term_line(engine),
         ]
     elif split is not None:  # the classic engine, in a run that recorded its placement
         cores = len({*split.server_cpus, *split.client_cpus})  # the split covers every CPU

@@ -3,6 +3,7 @@ the adaptive rounds stopped. The markdown log and the HTML report both use it.""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,7 @@ from tritonlab.explanation.rules import (
     TRAP_QUEUE_MAX_SHARE_OF_DELAY,
     TRAP_QUEUE_SHARE_OF_DELAY,
 )
+from tritonlab.report.conditions_text import RACE_ORDER
 from tritonlab.stats.robust import MIN_BLOCKS
 from tritonlab.stats.verdicts import CONFIDENCE, MIN_EFFECT_PCT, Verdict
 
@@ -97,10 +99,22 @@ def stopping_note(
         )
     elif adaptive:
         notes.append("the adaptive rule added no round, so the count is for the planned rounds")
-    race = len({step.repeat for step in tune.steps if step.phase == "race"}) if tune else 0
+    counts = Counter(
+        (step.configuration, step.concurrency)
+        for step in (tune.steps if tune else ())
+        if step.phase == "race"
+    )
+    race = max(counts.values(), default=0)
     if race > MIN_RACE_ROUNDS:
+        fewest = min(counts.values())
+        over = (
+            f"up to {race} rounds ({fewest} to {race} per contender; each verdict over the "
+            "rounds both its sides have)"
+            if fewest < race
+            else f"{race} rounds"
+        )
         notes.append(
-            f"the tune's race verdicts (against its leader) were measured over {race} rounds, "
+            f"the tune's race verdicts (against its leader) were measured over {over}, "
             f"one more at a time after the first {MIN_RACE_ROUNDS} while one was undecided; "
             "looking after every round and stopping on a decided word raises the chance of a "
             "false higher or lower in those verdicts above the level stated"
@@ -184,11 +198,11 @@ def method_lines(
         "repeats (min–max), what a handful of repeats can support, never an extrapolated "
         "interval.",
         (
-            "- A tune measures its search's points one after another and its race's "
-            "contenders in rounds (each once per round, in the search's order), so a verdict "
-            '("higher", "lower", "no clear difference") pairs the two configurations\' repeats '
-            "by round number, cells measured in the same race round, or for two search points "
-            "their single cells, taken minutes apart, "
+            f"- A tune measures its search's points one after another and then {RACE_ORDER}, "
+            'so a verdict ("higher", "lower", "no clear difference") pairs the two '
+            "configurations' repeats by repeat number: race cells of the same number, measured "
+            "apart (not together) and possibly minutes apart, or for two search points their "
+            "single cells, taken minutes apart, "
             if tune
             else "- Repeats are measured in interleaved rounds (every configuration once, then "
             'again), so a verdict ("higher", "lower", "no clear difference") pairs the two '

@@ -277,7 +277,13 @@ def project_readme(run: RunData) -> str:
             lines += [caution, ""]
         for report in analysis.reports:
             s = report.summary
-            lines.append(f"- **{s.variant.description}**: {_figures(s, report.note)}.")
+            # few pairs travel with the verdicts they give (issue 36 audit: a 2-pair t-interval
+            # quoted on the page as if it were the log's signed-rank one)
+            quoted = [report.verdicts.get(f) for f in ("throughput", "latency_p99")]
+            is_baseline = not report.changed and not s.variant.control
+            few = sorted({v.pairs_note() for v in quoted if v and not is_baseline} - {""})
+            pairs = f"; {'; '.join(f'verdicts{n}' for n in few)}" if few else ""
+            lines.append(f"- **{s.variant.description}**: {_figures(s, report.note)}{pairs}.")
         lines.append("")
     lines += ["Why each number moved is explained in `docs/experiment_log.md`.", ""]
     return "\n".join(lines)

@@ -15,6 +15,7 @@ from tritonlab.client.infer import InferCheck
 from tritonlab.decisions.efficiency import (
     Efficiency,
     parse_ceilings,
+    parse_timings,
     serving_efficiency,
     thread_speedup,
 )
@@ -194,7 +195,9 @@ def load_run(run_dir: Path) -> RunData:
             if (recs := recommendations_from_manifest(manifest, summaries)) is not None
             else None
         ),
-        efficiencies=serving_efficiency(summaries, parse_ceilings(operators)),
+        efficiencies=serving_efficiency(
+            summaries, parse_ceilings(operators), parse_timings(operators)
+        ),
         faults=load_faults(run_dir),
         tune=load_record(paths.tune, TuneRecord),
         engine=load_engine_record(run_dir),

@@ -86,6 +86,15 @@ def signed_rank_p_value(values: Sequence[float]) -> float | None:
     return float(stats.wilcoxon(nonzero).pvalue)
 
 
+# What a quoted half-width is, for the pages that quote one (issue 36 audit: "±2.7%" for an
+# interval of +125.0% to +137.2%, read as points of change, which are ±6.1 there).
+HALF_WIDTH_MEANING = (
+    "a half-width is half the 95% interval's width on the log-ratio scale, stated as a "
+    "percentage (exp(h) - 1), not in percentage points of the change: an interval of a large "
+    "change spans more points than twice its half-width"
+)
+
+
 def half_width_pct(low_pct: float, high_pct: float) -> float:
     """The half-width h of a log-ratio interval given in percent, stated as exp(h) - 1."""
     h = (math.log1p(high_pct / 100.0) - math.log1p(low_pct / 100.0)) / 2.0

@@ -42,6 +42,7 @@ from scipy import stats
 from tritonlab.records import NOT_STORED, Record, Worded
 from tritonlab.stats.process_term import widened
 from tritonlab.stats.robust import (
+    MIN_BLOCKS,
     CentreInterval,
     half_width_pct,
     hodges_lehmann_interval,
@@ -139,6 +140,11 @@ class Verdict(Record):
         """True when a 95% confidence interval of the change was computed."""
         return self.low_pct is not None and self.high_pct is not None
 
+    def pairs_note(self) -> str:
+        """' over 2 pairs (a t-interval, 1 degree of freedom)' where few pairs give the
+        interval (``few_pairs_note``)."""
+        return few_pairs_note(self.pairs, self.method, self.has_interval)
+
     @property
     def ci95_change_pct(self) -> list[float] | None:
         """The interval as [low, high] in percent; None without one."""
@@ -162,6 +168,23 @@ class Verdict(Record):
         """e.g. 'higher (+35%, CI +12% to +61%)', 'no clear difference (+3%, CI -9% to +17%)'
         or 'no verdict (one repeat; medians +112%)'."""
         return _phrase(self.word, self.change_pct, self.method, self.ci95_change_pct, "CI")
+
+
+def few_pairs_note(pairs: int, method: str, has_interval: bool) -> str:
+    """' over 2 pairs (a t-interval, 1 degree of freedom)' where an interval rests on fewer
+    than ``robust.MIN_BLOCKS`` pairs (below it the interval is a Student t-interval on the
+    pairs' log-ratios, not the signed-rank one), ' (unpaired)' where it paired none; '' from
+    ``MIN_BLOCKS`` pairs on or without an interval (issue 36 audit: "+3365%, CI +1915% to
+    +5857%" quoted without saying it rests on 2 pairs, a t-interval with 1 degree of freedom)."""
+    if not has_interval or pairs >= MIN_BLOCKS:
+        return ""
+    if pairs == 0:
+        return " (unpaired)"
+    text = f" over {pairs} pair{'s' if pairs != 1 else ''}"
+    if "t-interval" in method:
+        dof = pairs - 1
+        text += f" (a t-interval, {dof} degree{'s' if dof != 1 else ''} of freedom)"
+    return text
 
 
 def _phrase(
@@ -332,6 +355,11 @@ class VerdictRecord(Record):
         """The stored verdict in the log's words, e.g. 'no clear difference (-13%, 95% CI
         -45% to +37%)' or 'no verdict (one repeat; medians +112%)'."""
         return _phrase(self.reading, self.change_pct, self.method, self.ci95_change_pct, "95% CI")
+
+    def pairs_note(self) -> str:
+        """' over 2 pairs (a t-interval, 1 degree of freedom)' where few pairs give the
+        interval (``few_pairs_note``)."""
+        return few_pairs_note(self.pairs, self.method, self.ci95_change_pct is not None)
 
 
 def widened_record(record: VerdictRecord, sd_log: float) -> VerdictRecord:

@@ -1,0 +1,133 @@
+"""Issue 36, audits 69-72 (at 33134c0): a batching row above what its engine's in-process
+timings let batching save says its ceiling read low, with the timing beside the ceiling; a
+page's verdicts over few pairs say so; every co-loaded run states its process term where it
+says how it measured; a tune's race order and rounds as the cells were taken; a pick's verdict
+over other blocks than its median says so; a half-width's unit on every page that quotes one;
+docs sentences that left out a condition the code holds. Each on both sides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scipy.stats import binomtest
+
+from tritonlab.decisions.efficiency import Efficiency
+from tritonlab.explanation.knob_rules import ENGINE_SAME_PCT
+from tritonlab.perf.in_process import Ceiling
+from tritonlab.perf.machine import GEMM_SIZES, REPEATS
+from tritonlab.report.conditions_text import RACE_ORDER
+from tritonlab.report.efficiency_text import above_ceiling_note
+from tritonlab.stats.robust import HALF_WIDTH_MEANING, half_width_pct
+from tritonlab.stats.summary import Summary
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+
+
+def _log(name: str) -> str:
+    return (EXAMPLES / name / "docs" / "experiment_log.md").read_text()
+
+
+def _efficiency(ratio: float, mean_batch: float | None, timings: dict[int, float]) -> Efficiency:
+    ceiling = Ceiling(1, 1, 1, 100.0, 300, 3.0)
+    served = Summary((100.0 * ratio,) * 3, (1, 2, 3))
+    return Efficiency(
+        "batch",
+        "batching (0 ms, count=1)",
+        "grpc_b1_c8",
+        ceiling,
+        ceiling,
+        served,
+        Summary((ratio,) * 3, (1, 2, 3)),
+        Summary((ratio,) * 3, (1, 2, 3)),
+        tuple(sorted(timings.items())),
+        mean_batch,
+    )
+
+
+def test_a_batching_row_above_what_its_timings_save_says_its_ceiling_read_low() -> None:
+    backends = _log("resnet18_cnn_backends")
+    assert (
+        "'batching (0 ms, count=1), openvino bf16' 1.15 (1.14–1.19) (batches of 4.2 on average; "
+        "the in-process timings take 86,844 µs per sample at batch 4, 93,328 at batch 8, "
+        "against 83,443 at batch 1: batching saves no time per sample)" in backends
+    )
+    assert "10.4 infer/s for openvino bf16 (1 x 1 thread) against 12.0 from its timing" in backends
+    # a fixed cost per execution batching shares: 1.3x allowed at batch 4, 1.2 is within it
+    saving = {1: 10_000.0, 4: 4 * 7_700.0, 8: 8 * 7_600.0}
+    assert above_ceiling_note([_efficiency(1.2, 4.0, saving)], []) == ""
+    over = above_ceiling_note([_efficiency(1.4, 4.0, saving)], [])
+    assert "batching allows at most 1.30x the ceiling" in over
+    assert "10,000 at batch 1" in over and "100.0 infer/s for onnxruntime" in over
+    # without batching a ceiling bounds the row outright; without timings nothing is set beside
+    plain = above_ceiling_note([_efficiency(1.05, None, {})], [])
+    assert "(no batching)" in plain and "or the served figure is off" in plain
+    assert above_ceiling_note([_efficiency(0.95, None, {})], []) == ""
+
+
+def test_a_page_quoting_verdicts_over_few_pairs_says_so() -> None:
+    tune = (EXAMPLES / "simple_mlp_trace" / "tune_concurrency" / "README.md").read_text()
+    row = next(x for x in tune.splitlines() if "CI -61% to +76%" in x)
+    assert row.startswith("- **6 x, batching")
+    assert row.endswith("; verdicts over 2 pairs (a t-interval, 1 degree of freedom).")
+    baseline = [x for x in tune.splitlines() if x.startswith("- **") and "(baseline" in x]
+    assert baseline and not any("verdicts over" in x for x in baseline)  # no verdict on itself
+    blocks = (EXAMPLES / "simple_mlp_sweep_blocks" / "README.md").read_text()
+    assert "verdicts over" not in blocks  # 10 blocks and more: the signed-rank interval
+
+
+def test_every_co_loaded_run_states_its_process_term_where_it_says_how_it_measured() -> None:
+    line = "hold the process term, ±1.5% on a throughput or server-side interval"
+    measured = _log("simple_mlp_warmup").split("## How it was measured", 1)[1].split("\n## ")[0]
+    assert line in measured
+    assert "hold the process term" not in _log("bert_encoder_sweep")  # classic: no term
+
+
+def test_a_tunes_race_is_described_as_its_cells_were_taken() -> None:
+    tune = _log("resnet18_pipeline_tune")
+    assert RACE_ORDER in tune
+    assert "each once per round" not in tune and "once per round in that order" not in tune
+    assert (
+        "measured over up to 4 rounds (3 to 4 per contender; each verdict over the rounds both "
+        "its sides have)" in tune
+    )
+    assert "each contender's rounds are its own" in tune
+    docs = " ".join((ROOT / "docs" / "tune.md").read_text().split())
+    assert "the contender with the fewest race cells goes next" in docs
+    assert "every contender once per round" not in docs
+
+
+def test_a_picks_verdict_over_other_blocks_than_its_median_says_so() -> None:
+    cache = _log("simple_mlp_cache")
+    assert "higher (+768%, CI +725% to +803%) vs. the baseline over the 46 blocks both have" in (
+        cache
+    )
+    assert "their verdicts pair every block both sides have" in cache
+    demo = _log("simple_mlp_demo")
+    assert "blocks both have, p99" not in demo.split("## Conditions")[0]  # no extra blocks
+
+
+def test_every_page_quoting_a_half_width_says_what_it_is() -> None:
+    for page in ("benchmarks/results/demo_precision.md", "benchmarks/results/aa_floor.md"):
+        text = (ROOT / page).read_text()
+        assert HALF_WIDTH_MEANING[1:] in text, page
+    assert HALF_WIDTH_MEANING in (ROOT / "docs" / "results.md").read_text()
+    # the unit the pages state: +125.0% to +137.2% is ±2.7%, though it spans ±6.1 points
+    assert round(half_width_pct(125.0, 137.2), 1) == 2.7
+
+
+def test_docs_state_the_conditions_the_code_holds() -> None:
+    backends = " ".join((ROOT / "docs" / "backends.md").read_text().split())
+    low, high = min(GEMM_SIZES), max(GEMM_SIZES)
+    assert f"({low}³ to {high}³, 2·n³ FLOP per run)" in backends
+    assert f"the fastest size's best of {REPEATS} runs" in backends
+    assert f"best of {len(GEMM_SIZES)} sizes" == "best of 5 sizes" and "best of five sizes" in (
+        backends
+    )
+    assert f"predicted executions within {ENGINE_SAME_PCT:g}% of each other" in backends
+    assert "the serving path counted" in backends and "misses one of its own points" in backends
+    repositories = " ".join((ROOT / "docs" / "repositories.md").read_text().split())
+    assert "6 of 6 cells does, 5 of 6 does not" in repositories
+    assert binomtest(6, 6, 0.5).pvalue < 0.05 <= binomtest(5, 6, 0.5).pvalue
+    pipeline = _log("resnet18_pipeline")
+    assert "more than read timing gives by chance" in pipeline
