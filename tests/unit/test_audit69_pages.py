@@ -131,3 +131,24 @@ def test_docs_state_the_conditions_the_code_holds() -> None:
     assert binomtest(6, 6, 0.5).pvalue < 0.05 <= binomtest(5, 6, 0.5).pvalue
     pipeline = _log("resnet18_pipeline")
     assert "more than read timing gives by chance" in pipeline
+
+
+def test_docs_measuring_quotes_the_loaded_demo_runs_as_stored() -> None:
+    import json
+
+    report = json.loads((ROOT / "benchmarks/results/demo_precision.json").read_text())
+    loaded = [r for r in report["runs"] if r["condition"] == "split, half a core of other work"]
+    again = [r["cells_remeasured_disturbed"] for r in loaded]
+    stored = [r["cells_stored_disturbed"] for r in loaded]
+    cells = [r["cells"] for r in loaded]
+    text = " ".join((ROOT / "docs" / "measuring.md").read_text().split())
+    assert len(loaded) == 3 and "in each of the three such runs" in text
+    assert (
+        f"{min(again)} to {max(again)} cells were measured again and {min(stored)} to "
+        f"{max(stored)} of {min(cells)} to {max(cells)} cells were stored disturbed" in text
+    )
+    assert "of commit 7104e6e" not in text  # a page of another commit cannot be checked
+    from tritonlab.stats.run_trust import RunTrust
+
+    assert "none of those runs trusted its verdicts" in text
+    assert not any(RunTrust.from_dict(r["trust"]).trusted for r in loaded)
