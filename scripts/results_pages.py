@@ -15,14 +15,15 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib.util
-import json
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+from tritonlab.decisions.tune_record import TuneRecord
 from tritonlab.report.conditions_text import per_configuration
-from tritonlab.report.method_section import stopping_note
+from tritonlab.report.method_section import page_trust_note
 from tritonlab.report.page_tables import (
     baseline_figures,
     blocks_note,
@@ -32,7 +33,6 @@ from tritonlab.report.page_tables import (
 from tritonlab.report.run_data import RunData, changed_step, load_run
 from tritonlab.report.text_format import num
 from tritonlab.report.tune_section import figure_span
-from tritonlab.stats.robust import HALF_WIDTH_MEANING
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -180,6 +180,21 @@ def _run(folder: str) -> RunData:
     return load_run(EXAMPLES / folder)
 
 
+def _tune_rounds(tune: TuneRecord) -> str:
+    """What a tune's race measured, not only its cap (issue 36 audit: "raced in up to 12
+    rounds" where the race ran 4)."""
+    raced = Counter((s.configuration, s.concurrency) for s in tune.steps if s.phase == "race")
+    most = max(raced.values(), default=0)
+    limit = tune.settings.max_race_rounds
+    race = (
+        f"the contenders raced in {most} round{'s' if most != 1 else ''} at most (the limit "
+        f"{limit})"
+        if raced
+        else "no race"
+    )
+    return f"tune's search (each point measured once, {race})"
+
+
 def conditions(run: RunData) -> str:
     """Where and when the run was measured, and with what, from its manifest."""
     m = run.manifest
@@ -187,8 +202,7 @@ def conditions(run: RunData) -> str:
     cores = m.machine.cpu_affinity_count or m.machine.cpu_count_logical
     commit = f", tritonlab commit {m.tool.commit[:7]}" if m.tool.commit else ""
     rounds = (
-        "tune's search (each point measured once, the contenders raced in up to "
-        f"{run.tune.settings.max_race_rounds} rounds)"
+        _tune_rounds(run.tune)
         if run.tune is not None
         else f"{m.plan.repeats} planned rounds ({per_configuration(run.cells)} measured)"
     )
@@ -260,9 +274,7 @@ def differences(run: RunData, other: RunData, other_title: str) -> str:
 def trust_note(run: RunData) -> str:
     """' **Note: this run's verdicts are not to be trusted: ...**' where the run's trust
     (``stats/run_trust.py``, the same record its log states) has a doubt; '' for a quiet run."""
-    note = run.trust.page_note()
-    if run.tune is not None and (race := stopping_note(False, [], None, run.tune)):
-        note += f" {race}"  # the race's stopping rule, as its log's method states it
+    note = page_trust_note(run)  # with a tune's race stopping rule, as its log states it
     return f" {note}" if note else ""
 
 
@@ -311,7 +323,13 @@ def example_section(example: Example, run: RunData) -> list[str]:
         lines += [sentence, ""]
     for analysis in run.analyses:
         step = changed_step(run.manifest)
-        lines += [f"Load `{analysis.load_key}`:", "", *compact_table(analysis, step), ""]
+        baseline = run.manifest.plan.variants[0].name
+        lines += [
+            f"Load `{analysis.load_key}`:",
+            "",
+            *compact_table(analysis, step, baseline),
+            "",
+        ]
         if caution := blocks_note(analysis, run.tune is not None).strip():
             lines += [caution, ""]
         if step is not None:
@@ -334,110 +352,10 @@ def _bench(path: Path, name: str) -> ModuleType:
     return module
 
 
-def _from_docs(block: str) -> str:
-    """A block written for the repository's root, with its links made relative to docs/."""
-    return block.replace("](benchmarks/", "](../benchmarks/")
-
-
 def benchmark_blocks() -> list[str]:
-    """The benchmarks' generated figures (their own renderers, from their stored JSON)."""
-    resolution = _bench(ROOT / "benchmarks" / "resolution.py", "resolution")
-    compare = _bench(ROOT / "benchmarks" / "vs_model_analyzer" / "compare.py", "compare")
-    res = json.loads((BENCH_RESULTS / "resolution.json").read_text())
-    ma = json.loads((BENCH_RESULTS / "vs_model_analyzer.json").read_text())
-    return [
-        "## Resolution: the block engine against the classic engine",
-        "",
-        "`make resolution-bench` runs the demo three times with each engine, alternating which "
-        "goes first, each from an empty folder, and reads every verdict from the stored results "
-        "([`benchmarks/results/resolution.md`](../benchmarks/results/resolution.md)). "
-        "Half-width: h of the 95% log-ratio interval, stated as exp(h) - 1.",
-        "",
-        _from_docs(resolution.readme_block(res)),
-        "",
-        "## tune against Triton Model Analyzer",
-        "",
-        "`make ma-bench` runs Model Analyzer 1.44.0 (brute and quick) and `tritonlab tune` on the "
-        "demo MLP one after the other, then re-measures every pick with the block engine in "
-        "shuffled rounds ([`benchmarks/results/vs_model_analyzer.md`]"
-        "(../benchmarks/results/vs_model_analyzer.md)).",
-        "",
-        _from_docs(compare.readme_block(ma)),
-        "",
-        "## The pipeline: tune against Model Analyzer's ensemble search",
-        "",
-        "`make ma-pipeline-bench` runs Model Analyzer 1.44.0's quick search on the built-in "
-        "pipeline's ensemble and `tritonlab tune --repository` on the same repository, then "
-        "re-measures both picks in shuffled rounds: "
-        "[`benchmarks/results/pipeline_vs_model_analyzer.md`]"
-        "(../benchmarks/results/pipeline_vs_model_analyzer.md).",
-        "",
-        *calibration_block(),
-        *demo_precision_block(),
-        "## Other benchmarks",
-        "",
-        "- Identical configurations told apart: [`benchmarks/results/aa_floor.md`]"
-        "(../benchmarks/results/aa_floor.md) (`make aa-bench`; runs from before the CPU split "
-        "and the process term, as the page says).",
-        "- The onnxruntime adapter's cost per execution: [`benchmarks/results/"
-        "adapter_overhead.md`](../benchmarks/results/adapter_overhead.md) (`make adapter-bench`).",
-        *(
-            [
-                "- Where the noise comes from (two configurations loaded against all of them, "
-                "cells back to back against shuffled blocks, the CPUs shared against split "
-                "between the server and perf_analyzer): [`benchmarks/results/noise_sources.md`]"
-                "(../benchmarks/results/noise_sources.md) (`make noise-bench`)."
-            ]
-            if (BENCH_RESULTS / "noise_sources.json").exists()
-            else []
-        ),
-        "",
-    ]
-
-
-def demo_precision_block() -> list[str]:
-    """Fresh demos against issue 34's precision target (its own table, from its stored JSON)."""
-    path = BENCH_RESULTS / "demo_precision.json"
-    if not path.exists():
-        return []
-    bench = _bench(ROOT / "benchmarks" / "demo_precision.py", "demo_precision")
-    report = json.loads(path.read_text())
-    return [
-        "## Fresh demos against the precision target",
-        "",
-        f"`make demo-precision-bench` runs `tritonlab demo` from an empty folder, quiet, with "
-        f"half a core of other work, and with the server and perf_analyzer sharing the CPUs, "
-        f"the conditions interleaved; the target: the headline throughput verdicts' median "
-        f"half-width at most {bench.TARGET_MEDIAN_PCT:g}% (widest {bench.TARGET_WIDEST_PCT:g}%) "
-        f"within {bench.TARGET_MEASURING_S:g} s of measuring ({HALF_WIDTH_MEANING}). "
-        f"Measured {report['date_utc']} UTC "
-        f"on {report['machine']} ({report['cores']} cores), commit {report['commit']}; every "
-        "run, with why a run missed and whether it trusted its verdicts: "
-        "[`benchmarks/results/demo_precision.md`](../benchmarks/results/demo_precision.md).",
-        "",
-        *bench.summary_table(report),
-        "",
-    ]
-
-
-def calibration_block() -> list[str]:
-    """The calibration benchmark's error rates (its own renderer, from its stored JSON)."""
-    path = BENCH_RESULTS / "calibration.json"
-    if not path.exists():
-        return []
-    calibration = _bench(ROOT / "benchmarks" / "calibration_page.py", "calibration_page")
-    return [
-        "## Measured error rates",
-        "",
-        "`make calibration-bench` plants effects of known size among the demo's co-loaded "
-        "configurations and counts how often each reading of the same cells is wrong, then "
-        "runs the live gate on A/A and planted checks ([`benchmarks/results/calibration.md`]"
-        "(../benchmarks/results/calibration.md); the method: [measuring.md]"
-        "(measuring.md#measured-error-rates)).",
-        "",
-        _from_docs(calibration.readme_block(json.loads(path.read_text()))),
-        "",
-    ]
+    """The benchmarks' generated figures (``scripts/results_benchmarks.py``)."""
+    blocks = _bench(Path(__file__).with_name("results_benchmarks.py"), "results_benchmarks")
+    return list(blocks.benchmark_blocks(_bench))
 
 
 def render_results_page() -> str:
@@ -449,8 +367,9 @@ def render_results_page() -> str:
         "results and the benchmarks' stored files: every figure here is what the example's own "
         "experiment log says, and a unit test checks that this page is up to date. Figures are "
         "medians with the range of the repeats; verdicts carry the 95% interval of the change "
-        "against the run's baseline at the same load. Each example's log explains the figures, "
-        "rule by rule.",
+        "against the first row of their table, at the same load: the run's baseline, or where "
+        "a tune's start was not measured at that load the first configuration that was (the "
+        "table says so). Each example's log explains the figures, rule by rule.",
         "",
     ]
     for example in EXAMPLES_SHOWN:

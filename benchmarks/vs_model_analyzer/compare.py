@@ -237,6 +237,19 @@ def _serving_text(serving: dict[str, Any]) -> str:
     )
 
 
+def placement_note(data: dict[str, Any]) -> str:
+    """Where the stored re-measurement has no CPU placement and no process term: that its
+    server shared the CPUs with perf_analyzer and its intervals are not widened (issue 36
+    audit: the block quoted as if at the shipped engine's precision); '' otherwise."""
+    if "cpu_split" in data or "process_term" in data:
+        return ""
+    return (
+        " This re-measurement stored no CPU placement and no process term: measured before "
+        "tritonlab had either, the server shared the CPUs with perf_analyzer and no interval "
+        "here is widened, so its intervals are not those of the engine as it ships."
+    )
+
+
 def markdown(data: dict[str, Any]) -> str:
     m = data["machine"]
     lines = [
@@ -247,7 +260,7 @@ def markdown(data: dict[str, Any]) -> str:
         + ": tritonserver 2.51.0 and perf_analyzer 2.51.0 for both tools; the demo MLP "
         "(256 -> 1024 -> 10), gRPC, batch 1. Model Analyzer: 2000 ms windows, stability 25%; "
         "tune: its default block engine (short cells, the window set from a warm-up). Command: "
-        "`make ma-bench` (`benchmarks/vs_model_analyzer/compare.py`).",
+        "`make ma-bench` (`benchmarks/vs_model_analyzer/compare.py`)." + placement_note(data),
         "",
         "## The searches",
         "",
@@ -424,7 +437,7 @@ def readme_block(data: dict[str, Any]) -> str:
             + (f", commit {data['commit']}" if data.get("commit") else "")
             + "; picks re-measured by the block engine in "
             f"{data['rounds']} shuffled rounds ([benchmarks/results/vs_model_analyzer.md]"
-            "(benchmarks/results/vs_model_analyzer.md)).",
+            "(benchmarks/results/vs_model_analyzer.md))." + placement_note(data),
             "",
             *md[start:end],
             "",

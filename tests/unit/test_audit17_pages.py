@@ -80,8 +80,8 @@ def test_each_tune_pick_is_quoted_with_its_stop_reason(compare: ModuleType) -> N
 def test_the_committed_pages_are_the_render(compare: ModuleType) -> None:
     data = _stored("vs_model_analyzer.json")
     assert (RESULTS / "vs_model_analyzer.md").read_text() == compare.markdown(data)
-    pages = load_script("scripts/results_pages.py")
-    quoted = pages._from_docs(compare.readme_block(data))
+    blocks = load_script("scripts/results_benchmarks.py")
+    quoted = blocks._from_docs(compare.readme_block(data))
     assert quoted in (ROOT / "docs" / "results.md").read_text()
 
 

@@ -423,13 +423,13 @@ def test_docs_tune_and_sweeps_state_the_conditions_the_search_and_picker_hold() 
 def test_an_execution_miss_beside_a_batch_miss_is_priced_at_the_batch_formed() -> None:
     log = (ROOT / "examples/simple_mlp_sweep_blocks/docs/experiment_log.md").read_text()
     assert (
-        "an execution cost 976 µs, not 295 µs (at the measured 6.9 requests the model gives "
-        "717 µs, still off by more than 25%: not shown by these figures" in log
+        "an execution cost 586 µs, not 394 µs (at the measured 2.6 requests the model gives "
+        "454 µs, still off by more than 25%: not shown by these figures" in log
     )
     classic = (ROOT / "examples/simple_mlp_sweep/docs/experiment_log.md").read_text()
     assert (
-        "an execution cost 509 µs, not 291 µs, from the batch it formed: at the measured 2.9 "
-        "requests the model gives 588 µs, within 25%" in classic
+        "an execution cost 433 µs, not 343 µs, from the batch it formed: at the measured 1.5 "
+        "requests the model gives 371 µs, within 25%" in classic
     )
     alone = _slow_execution(in_flight=16.0, measured_batch=8.0)  # batch as predicted
     assert "at the measured" not in alone

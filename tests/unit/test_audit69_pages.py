@@ -152,3 +152,94 @@ def test_docs_measuring_quotes_the_loaded_demo_runs_as_stored() -> None:
 
     assert "none of those runs trusted its verdicts" in text
     assert not any(RunTrust.from_dict(r["trust"]).trusted for r in loaded)
+
+
+def test_docs_tune_says_the_budget_allowance_steers_the_search_until_the_race_decides() -> None:
+    from tritonlab.decisions.search_space import MIN_RACE_ROUNDS, NEAR_BUDGET_PCT
+
+    tune = " ".join((ROOT / "docs" / "tune.md").read_text().split())
+    assert MIN_RACE_ROUNDS == 2  # "twice more": a ramp point and two race cells is three
+    assert (
+        f'"within" allows its median p99 up to {NEAR_BUDGET_PCT:g}% over the budget' in tune
+        and "the incumbent the moves start from, can be a single figure up to" in tune
+    )
+
+
+# --- audits 73-76 (at 3894fce) -------------------------------------------------------------------
+
+
+def test_a_row_above_even_its_timing_at_the_batch_it_formed_says_so() -> None:
+    backends = _log("resnet18_cnn_backends")
+    assert (
+        "'batching (0 ms, count=1), openvino bf16' served 11.9 infer/s, above even its engine's "
+        "timing at the batch it formed (11.5)" in backends
+    )
+    assert "so the served figure or the timing is off too" in backends
+    bert = _log("bert_encoder")  # above its ceiling, not above its timing at its batch
+    assert "Above what its own ceiling allows" in bert and "above even its" not in bert
+
+
+def test_the_operators_paragraph_prices_only_its_own_engines_rows() -> None:
+    backends = _log("resnet18_cnn_backends")
+    formed = backends.split("At the batches Triton formed (", 1)[1].split(") against", 1)[0]
+    assert "onnxruntime at `grpc_b1_c8`" in formed and "openvino" not in formed
+    assert "the rows served by openvino bf16 and openvino f32 are not priced by them" in backends
+
+
+def test_a_run_readme_says_what_the_model_is_and_what_its_client_checked() -> None:
+    tune = (EXAMPLES / "resnet18_pipeline_tune" / "README.md").read_text()
+    assert tune.count("An ensemble (`pipeline`") == 1 and "An ONNX model" not in tune
+    assert "validates shapes and dtypes (no expected values were given" in tune
+    assert "`config.pbtxt` + `1/model.onnx`" not in tune
+    bls = (EXAMPLES / "resnet18_pipeline_bls" / "README.md").read_text()
+    assert "A Python BLS model (`pipeline_bls`" in bls and "validates shapes and values" in bls
+    demo = (EXAMPLES / "simple_mlp_demo" / "README.md").read_text()
+    assert "An ONNX model (`simple_mlp`)" in demo and "`config.pbtxt` + `1/model.onnx`" in demo
+
+
+def test_a_tune_readme_carries_its_doubts_and_names_its_pick() -> None:
+    tune = (EXAMPLES / "resnet18_pipeline_tune" / "README.md").read_text()
+    key = tune.split("## Key results", 1)[1]
+    assert key.index("no A/A control was measured in this run") < key.index("Load point")
+    assert "raises the chance of a false higher or lower" in key
+    assert "tune's pick: 1 instance, dynamic batching (delay 0, max batch 16)" in key
+    assert "reference at this load (the run's baseline has no cell here)" in key
+
+
+def test_a_tunes_conditions_say_how_many_rounds_its_race_ran() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert "the contenders raced in 4 rounds at most (the limit 12)" in readme
+    assert "raced in up to 12 rounds" not in readme
+
+
+def test_a_tune_table_names_its_reference_where_it_is_not_the_baseline() -> None:
+    results = (ROOT / "docs" / "results.md").read_text()
+    assert "| throughput vs the first row | p99 vs the first row |" in results
+    assert "| the reference (not the run's baseline) | the reference |" in results
+    assert "against the first row of their table, at the same load" in results
+    readme = (ROOT / "README.md").read_text()  # the demo's table: its first row is the baseline
+    assert "vs the first row" not in readme.split("<!-- results: end -->")[0]
+
+
+def test_points_perf_analyzer_did_not_keep_up_are_not_counted_as_cost_model_misses() -> None:
+    sweep = _log("simple_mlp_sweep_blocks")
+    assert "Not counted (9): batching (0 µs, count=1) at grpc_b1_p80" in sweep
+    fails = sweep.split("Where the model fails", 1)[1].split("\n\n", 2)[1]
+    assert "grpc_b1_p80" not in fails and "grpc_b1_p50" not in fails
+    assert "Not counted" not in _log("simple_mlp_demo")  # no open-loop point fell behind
+
+
+def test_the_stop_reasons_open_count_says_what_it_counted() -> None:
+    resolution = (ROOT / "benchmarks" / "results" / "resolution.md").read_text()
+    assert (
+        "with 2 verdict(s) still open (counted when it stopped, over every verdict the rule "
+        "watches: against the baseline, against the row each is explained from and the A/A "
+        "control's; of the verdicts listed above, against the baseline only, 0 are undecided)"
+        in resolution
+    )
+
+
+def test_a_benchmark_measured_before_the_cpu_split_says_so() -> None:
+    for page in ("docs/results.md", "benchmarks/results/vs_model_analyzer.md"):
+        text = (ROOT / page).read_text()
+        assert "This re-measurement stored no CPU placement and no process term" in text, page

@@ -27,7 +27,7 @@ def test_resolution_figures_are_the_benchmark_files() -> None:
     (`python benchmarks/resolution.py --readme` rewrites both)."""
     resolution = _bench("resolution")
     report = json.loads((RESULTS / "resolution.json").read_text())
-    block = _pages()._from_docs(resolution.readme_block(report))
+    block = load_script("scripts/results_benchmarks.py")._from_docs(resolution.readme_block(report))
     assert block in (ROOT / "docs" / "results.md").read_text()
     assert (RESULTS / "resolution.md").read_text() == resolution.render_md(report) + "\n"
     assert "/work/" not in (RESULTS / "resolution.json").read_text()  # no machine paths
@@ -45,7 +45,7 @@ def test_model_analyzer_figures_are_the_benchmark_files() -> None:
     data = json.loads((RESULTS / "vs_model_analyzer.json").read_text())
     assert data["targets"] == compare.targets(data)
     assert (
-        _pages()._from_docs(compare.readme_block(data))
+        load_script("scripts/results_benchmarks.py")._from_docs(compare.readme_block(data))
         in (ROOT / "docs" / "results.md").read_text()
     )
     assert (RESULTS / "vs_model_analyzer.md").read_text() == compare.markdown(data)

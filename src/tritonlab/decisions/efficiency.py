@@ -47,6 +47,18 @@ class Efficiency:
             return None
         return self.ceiling.instances * base * 1e6 / us
 
+    def timed_rate_at_batch(self) -> float | None:
+        """The ceiling's parallelism at the timing of the batch it formed (infer/s): the
+        shortest per-sample time of the timings at (or beside) its mean batch, or the
+        ceiling's own batch without batching; None where no timing of its parallelism says."""
+        if self.mean_batch is None or self.mean_batch <= self.ceiling.batch_size:
+            return self.timed_rate()
+        if self.ceiling.threads != 1 or not self.timings_us:
+            return None
+        around = points_around(dict(self.timings_us), self.mean_batch)
+        fastest = min((t / b for b, t in around if t > 0), default=None)
+        return self.ceiling.instances * 1e6 / fastest if fastest else None
+
     def allowance(self) -> float | None:
         """The most served / ceiling this row's batching can reach: the ceiling's time per
         sample over the shortest of the timings at (or beside) the mean batch Triton formed, at

@@ -318,6 +318,7 @@ class CostModel(Record):
             in_flight_requests=float(st.concurrency)
             if st.request_rate_per_s is None and st.concurrency
             else None,
+            rate_not_kept=s.load_generator_fell_behind,
         )
 
     def _closed_loop(

@@ -56,6 +56,9 @@ class Prediction(Record):
     in_flight_requests: float | None = later(None)
     # the model's execution cost at the measured batch (None without one)
     execution_at_measured_us: float | None = later(None)
+    # perf_analyzer did not keep up the offered rate in a repeat: the measured figures are of
+    # a lighter load than the one predicted, so no miss is counted against the model
+    rate_not_kept: bool = later(False)
 
     @property
     def throughput_error_pct(self) -> float | None:

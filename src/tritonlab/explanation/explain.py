@@ -8,7 +8,7 @@ Sentences come from measured figures and the named rules in ``rules.py``, never 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated
 
 from pydantic import Field
@@ -475,6 +475,7 @@ def analyse(
     for s in summaries:
         by_load.setdefault(s.load_key, []).append(s)
     at = {f.load_key: f for f in floors}
+    baseline = summaries[0].variant.name if summaries else None
     out = []
     for load_key, group in by_load.items():
         reports = [
@@ -483,5 +484,14 @@ def analyse(
             )
             for i, s in enumerate(group)
         ]
+        if reports and group[0].variant.name != baseline:
+            # a load the run's baseline was not measured at (a tune's): its first row is the
+            # reference there, not the baseline (issue 36 audit: "baseline" on such a row)
+            reports[0] = replace(
+                reports[0],
+                note="reference at this load (the run's baseline has no cell here)",
+                action="Nothing changed: this is the reference every other row at this load is "
+                "compared with (the run's baseline has no cell at this load).",
+            )
         out.append(Analysis(load_key, cores, reports))
     return out

@@ -198,9 +198,14 @@ def _operators_section(
     profile, timings = operators.profile, operators.in_process_us_per_execution
     first_load = [r.summary for a in analyses[:1] for r in a.reports]
     # one load's batches (the first), named with it: they differ at other loads (issue 36 audit)
+    # onnxruntime's timings price onnxruntime's rows only: another engine's rows have their own
+    # (issue 36 audit: openvino rows priced at onnxruntime's 84,005 µs per sample)
     mean_batches = {
-        f"{s.variant.description} at `{s.load_key}`": s.mean_batch.median or 0.0 for s in first_load
+        f"{s.variant.description} at `{s.load_key}`": s.mean_batch.median or 0.0
+        for s in first_load
+        if s.variant.engine == "onnxruntime"
     }
+    others = sorted({s.variant.engine for s in first_load} - {"onnxruntime"})
     lines = ["## Operators and batching", ""]
     if model is not None:
         share1, share8 = model.serving_share(1), model.serving_share(8)
@@ -229,8 +234,14 @@ def _operators_section(
             ),
             "",
         ]
+    paragraph = operator_paragraph(profile, mean_batches, timings)
+    if others and operators.engines_in_process_us_per_execution:
+        paragraph += (
+            f" These timings are onnxruntime's: the rows served by {' and '.join(others)} are "
+            "not priced by them (their own in-process times are in the engines' table below)."
+        )
     lines += [
-        operator_paragraph(profile, mean_batches, timings),
+        paragraph,
         "",
         "In-process onnxruntime (one thread, hot loop, no Triton) for the same model:",
         "",

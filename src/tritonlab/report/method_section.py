@@ -122,6 +122,15 @@ def stopping_note(
     return " ".join(f"{n[0].upper()}{n[1:]}." for n in notes)
 
 
+def page_trust_note(run: RunData) -> str:
+    """What a page quoting the run carries: its trust's page note and, for a tune, its race's
+    stopping rule as its log's method states it ('' for a quiet, controlled run)."""
+    note = run.trust.page_note()
+    if run.tune is not None and (race := stopping_note(False, [], None, run.tune)):
+        note = f"{note} {race}".strip()
+    return note
+
+
 def run_stopping_note(run: RunData) -> str:
     """``stopping_note`` of a loaded run."""
     return stopping_note(

@@ -30,22 +30,30 @@ def _doubt(report: VariantReport, figure: str) -> str:
     return f" ({FLOOR_NOTE})" if figure in report.floor_figures else ""
 
 
-def compact_table(analysis: Analysis, step: str | None = None) -> list[str]:
+def compact_table(
+    analysis: Analysis, step: str | None = None, baseline: str | None = None
+) -> list[str]:
     """One load's configurations: median (range) infer/s and p99, queue, batch, verdicts; with
-    ``step`` (the step a pipeline's configurations change), that step's queue and batch."""
+    ``step`` (the step a pipeline's configurations change), that step's queue and batch. The
+    verdicts are against the load's first row; where that is not the run's ``baseline`` (a
+    tune's load its start never reached) the columns say so (issue 36 audit: "vs baseline"
+    over a column whose reference was another configuration)."""
     summaries = [r.summary for r in analysis.reports]
     tput = column_digits([s.throughput for s in summaries])
     p99 = column_digits([s.latency_p99 for s in summaries])
     where = f"step `{step}` " if step else ""
+    first = summaries[0].variant.name if summaries else None
+    other = baseline is not None and first != baseline
+    against = "the first row" if other else "baseline"
     lines = [
         f"| config | infer/s | p99 µs | {where}queue µs | {where}mean batch | throughput vs "
-        "baseline | p99 vs baseline |",
+        f"{against} | p99 vs {against} |",
         "|---|---|---|---|---|---|---|",
     ]
     for i, r in enumerate(analysis.reports):
         s = r.summary
         verdicts = (
-            "— | —"
+            ("the reference (not the run's baseline) | the reference" if other else "— | —")
             if i == 0
             else f"{_phrase(r, 'throughput')}{_doubt(r, 'throughput')} | "
             f"{_phrase(r, 'latency_p99')}{_doubt(r, 'latency_p99')}"

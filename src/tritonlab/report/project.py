@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tritonlab import gateway
+from tritonlab.client.infer import SHAPES_ONLY
 from tritonlab.models.source import RepositorySource
 from tritonlab.paths import portable_path
 from tritonlab.perf.locate import PerfAnalyzerInstall
 from tritonlab.perf.settings import PerfSettings
 from tritonlab.report.conditions_text import uneven_repeats_note
+from tritonlab.report.method_section import page_trust_note
 from tritonlab.run_layout import RunLayout
 from tritonlab.server.locate import ServerInstall
 from tritonlab.stats.aggregate import VariantSummary
@@ -221,13 +223,14 @@ def project_readme(run: RunData) -> str:
     """The run folder's ``README.md`` as markdown text: what was measured and how to rerun it."""
     manifest, analyses = run.manifest, run.analyses
     model, machine = manifest.model.name, manifest.machine
+    kind = str((manifest.model.repository or {}).get("kind") or "onnx")
     lines = [
         f"# {model} on NVIDIA Triton Inference Server",
         "",
         "## What this is",
         "",
-        f"An ONNX model (`{model}`) deployed on a real Triton {manifest.server.version}, "
-        "called by a client that validates shapes and values, measured with a fixed "
+        f"{_model_words(kind, model)} deployed on a real Triton {manifest.server.version}, "
+        f"called by a client that {_checked_words(run)}, measured with a fixed "
         "perf_analyzer baseline, and compared across serving configurations (dynamic batching, "
         "instance count). Every number below was measured by tritonlab on "
         f"{machine.cpu_model} ({machine.cpu_affinity_count} cores) on "
@@ -236,7 +239,13 @@ def project_readme(run: RunData) -> str:
         "## Layout",
         "",
         "- `models/` the Triton model repository: one folder per configuration "
-        "(`config.pbtxt` + `1/model.onnx`).",
+        + (
+            "(`config.pbtxt` + `1/model.onnx`)."
+            if kind == "onnx"
+            else "of the model measured (and of the step its configurations change), beside "
+            "the models it calls as given (`config.pbtxt` and each model's own files, as in "
+            "the repository given)."
+        ),
         "- `scripts/start_server.sh` starts Triton on it; `scripts/run_perf.sh [MODEL]` runs the "
         "baseline perf_analyzer command; `scripts/export_model.py` rebuilds the model/repository.",
         "- `client/infer_client.py` sends one validated request.",
@@ -258,8 +267,17 @@ def project_readme(run: RunData) -> str:
         "",
         "## Key results",
         "",
-        *([note, ""] if (note := run.trust.note()) else []),
+        # the run's doubts travel with its verdicts, a tune's race rule too (issue 36 audit: a
+        # tune's README quoted its verdicts without its log's two caveats, or its pick)
+        *([note, ""] if (note := page_trust_note(run)) else []),
     ]
+    if run.tune is not None and (pick := run.tune.pick) is not None:
+        lines += [
+            f"tune's pick: {pick.description} at concurrency {pick.concurrency} (its figures "
+            f"and the race's verdicts: `docs/experiment_log.md`, Tune). Why the search "
+            f"stopped: {run.tune.stop_reason}.",
+            "",
+        ]
     cached = [r.summary for a in analyses for r in a.reports if r.summary.cache_hits]
     if cached:  # issue 36 audit: +768% quoted as if the cache helped any traffic
         hits = sum(s.cache_hits for s in cached)
@@ -287,6 +305,31 @@ def project_readme(run: RunData) -> str:
         lines.append("")
     lines += ["Why each number moved is explained in `docs/experiment_log.md`.", ""]
     return "\n".join(lines)
+
+
+# What a repository's model is, for the README's first line (issue 36 audit: an ensemble with
+# Python steps called "an ONNX model" with a `1/model.onnx` layout).
+_KIND_WORDS = {
+    "ensemble": "An ensemble (`{model}`: Triton's ensemble scheduler calling the repository's "
+    "steps)",
+    "bls": "A Python BLS model (`{model}`, calling the repository's models from its Python code)",
+    "python": "A Python model (`{model}`)",
+}
+
+
+def _model_words(kind: str, model: str) -> str:
+    """'An ONNX model (`m`)', or what a repository's model is."""
+    return _KIND_WORDS.get(kind, "An ONNX model (`{model}`)").format(model=model)
+
+
+def _checked_words(run: RunData) -> str:
+    """What the client's check compared: shapes and values against a reference, or only shapes
+    and dtypes where nothing gave expected values (issue 36 audit: "validates shapes and values"
+    where the check recorded "shapes and dtypes only")."""
+    checks = run.infer_checks
+    if checks and all(c.reference == SHAPES_ONLY for c in checks):
+        return "validates shapes and dtypes (no expected values were given, so none were checked)"
+    return "validates shapes and values"
 
 
 def _figures(s: VariantSummary, note: str) -> str:
