@@ -30,6 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from tritonlab.stats.process_term import predates_note
 from tritonlab.stats.robust import HALF_WIDTH_MEANING
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -140,16 +141,13 @@ def _interval(figure: dict[str, Any]) -> str:
 
 
 def _placement_note(report: dict[str, Any]) -> str:
-    """Where the stored run has no CPU placement and no process term: that its server shared
-    the CPUs with perf_analyzer and its intervals are not widened, so its half-widths are not
-    the shipped engine's (issue 36 audit: the page quoted as the floor of today's engine)."""
-    if "cpu_split" in report or "process_term" in report:
-        return ""
+    """Where the stored runs predate the CPU split and the process term, that they do, so
+    their half-widths are not the shipped engine's (issue 36 audit: the page quoted as the
+    floor of today's engine), with where the shipped engine's error rates are."""
+    note = predates_note(report, "These runs")
     return (
-        " These runs stored no CPU placement and no process term: measured before tritonlab "
-        "had either, the server shared the CPUs with perf_analyzer and no interval here is "
-        "widened, so the half-widths are not those of the engine as it ships (its measured "
-        "error rates: [calibration.md](calibration.md))."
+        note
+        and f"{note} The shipped engine's measured error rates: [calibration.md](calibration.md)."
     )
 
 

@@ -29,6 +29,7 @@ from tritonlab.report.page_tables import (
     blocks_note,
     called_steps_caption,
     compact_table,
+    pairs_caption,
 )
 from tritonlab.report.run_data import RunData, changed_step, load_run
 from tritonlab.report.text_format import num
@@ -285,19 +286,9 @@ def _headline_sentences(run: RunData) -> list[str]:
 
         return [summary_line(run.recommendations)]
     if run.tune is not None and run.tune.pick is not None:
-        from tritonlab.report.tune_section import load_ties_note, race_points_note, tie_notes
+        from tritonlab.report.tune_section import pick_sentence
 
-        pick = run.tune.pick
-        notes = [
-            race_points_note(run.tune),
-            *tie_notes(run.tune),
-            load_ties_note(run.tune, run.summaries),
-        ]
-        said = "".join(f" Note: {n}." for n in notes if n)
-        return [
-            f"tune's pick: {pick.description} at concurrency {pick.concurrency}. "
-            f"Why the search stopped: {run.tune.stop_reason}.{said}{trust_note(run)}"
-        ]
+        return [pick_sentence(run.tune, run.summaries) + trust_note(run)]
     return []
 
 
@@ -332,6 +323,8 @@ def example_section(example: Example, run: RunData) -> list[str]:
         ]
         if caution := blocks_note(analysis, run.tune is not None).strip():
             lines += [caution, ""]
+        if few := pairs_caption(analysis):
+            lines += [few, ""]
         if step is not None:
             lines += [
                 f"The queue and mean batch columns are step `{step}`'s own (Triton's statistics "

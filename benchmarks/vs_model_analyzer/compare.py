@@ -238,16 +238,10 @@ def _serving_text(serving: dict[str, Any]) -> str:
 
 
 def placement_note(data: dict[str, Any]) -> str:
-    """Where the stored re-measurement has no CPU placement and no process term: that its
-    server shared the CPUs with perf_analyzer and its intervals are not widened (issue 36
-    audit: the block quoted as if at the shipped engine's precision); '' otherwise."""
-    if "cpu_split" in data or "process_term" in data:
-        return ""
-    return (
-        " This re-measurement stored no CPU placement and no process term: measured before "
-        "tritonlab had either, the server shared the CPUs with perf_analyzer and no interval "
-        "here is widened, so its intervals are not those of the engine as it ships."
-    )
+    """Where the re-measurement predates the CPU split and the process term, that it does."""
+    from tritonlab.stats.process_term import predates_note
+
+    return predates_note(data, "This re-measurement")
 
 
 def markdown(data: dict[str, Any]) -> str:

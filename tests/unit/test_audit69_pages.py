@@ -7,6 +7,7 @@ docs sentences that left out a condition the code holds. Each on both sides."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from scipy.stats import binomtest
@@ -243,3 +244,93 @@ def test_a_benchmark_measured_before_the_cpu_split_says_so() -> None:
     for page in ("docs/results.md", "benchmarks/results/vs_model_analyzer.md"):
         text = (ROOT / page).read_text()
         assert "This re-measurement stored no CPU placement and no process term" in text, page
+
+
+# --- audits 77-80 (at e1b266c) -------------------------------------------------------------------
+
+
+def test_docs_scaling_models_and_tune_state_what_the_code_holds() -> None:
+    import inspect
+
+    from tritonlab.decisions import capacity, search
+    from tritonlab.experiments import plan
+
+    scaling = " ".join((ROOT / "docs" / "scaling.md").read_text().split())
+    assert "(`decisions.capacity`)" in scaling and "`analysis.capacity`" not in scaling
+    assert "a replica carries *at least* this much" in scaling
+    assert "at_least" in inspect.getsource(capacity)
+    models = " ".join((ROOT / "docs" / "models.md").read_text().split())
+    assert "N = the cores this process may use, at least 2" in models
+    assert "n = max(2, cores)" in inspect.getsource(plan.compute_plan)
+    tune = " ".join((ROOT / "docs" / "tune.md").read_text().split())
+    assert "the best concurrency of the configuration it was proposed from" in tune
+    assert "Moves are tried only before the race has measured any cell" in tune
+    source = inspect.getsource(search.next_step)
+    assert 'return Step("move", reason, move.knobs, base.concurrency)' in source
+    assert "if not any(o.repeat >= 1 for o in observations)" in source
+
+
+def test_the_serving_path_names_the_backend_the_bundled_server_runs() -> None:
+    log = _log("simple_mlp")
+    assert "Triton and the `onnxruntime` backend, in this bundled server a Python-based" in log
+    assert "the Python backend and its adapter" not in log
+
+
+def test_a_stored_did_not_beat_reason_says_it_means_by_the_noise_margin() -> None:
+    tune = _log("resnet18_cnn_tune")
+    assert '"did not beat" means not by more than the 5% noise margin' in tune
+    from dataclasses import replace
+
+    from tritonlab.decisions.tune_record import TuneRecord
+    from tritonlab.report.tune_section import beat_note
+    from tritonlab.result_files import load_record
+
+    record = load_record(EXAMPLES / "resnet18_cnn_tune" / "results" / "tune.json", TuneRecord)
+    assert record is not None and beat_note(record)
+    margin = r"did not beat \1 by more than the 5% noise margin ("
+    new = [replace(s, reason=re.sub(r"did not beat (\d+) \(", margin, s.reason))
+           for s in record.steps]  # fmt: skip
+    assert beat_note(replace(record, steps=new)) == ""  # the new wording says it itself
+
+
+def test_pages_quoting_runs_from_before_the_cpu_split_say_so() -> None:
+    from tritonlab.stats.process_term import predates_note
+
+    text = "stored no CPU placement and no process term"
+    for page in ("resolution.md", "aa_floor.md", "vs_model_analyzer.md"):
+        assert text in (ROOT / "benchmarks" / "results" / page).read_text(), page
+    results = (ROOT / "docs" / "results.md").read_text()
+    assert results.count(f"These runs {text}") == 1  # the resolution block
+    assert predates_note({"cpu_split": {}}, "These runs") == ""
+
+
+def test_a_table_over_few_pairs_says_which_interval_it_shows() -> None:
+    results = (ROOT / "docs" / "results.md").read_text()
+    tune = results.split("## ", 1)[1]
+    assert "Verdicts in this table over 4 pairs: below 6 pairs the interval is the mean" in results
+    demo = results.split("Load `grpc_b1_c8`:", 1)[1].split("\n\n", 2)[1]  # the demo's table
+    assert "Verdicts in this table" not in demo and tune
+
+
+def test_a_tune_readme_carries_what_its_race_left_open() -> None:
+    tune = (EXAMPLES / "resnet18_pipeline_tune" / "README.md").read_text()
+    assert "the race did not separate the pick from the runner-up on throughput" in tune
+    assert "compared across serving configurations (dynamic_batching, instance_group count, " in (
+        tune
+    )
+    assert "max_batch_size), at more than one concurrency and protocol." in tune
+    sweep = (EXAMPLES / "bert_encoder_sweep" / "README.md").read_text()
+    assert "at more than one input shape." in sweep
+
+
+def test_the_knee_table_states_when_a_block_is_set_apart() -> None:
+    from tritonlab.stats.load_drift import MIN_CONFIGS, MIN_SHIFT_PCT
+
+    sweep = _log("simple_mlp_sweep_blocks")
+    assert (
+        f"at least {MIN_CONFIGS} configurations were measured there in it, all on one side of "
+        f"their own medians, by a median shift of {MIN_SHIFT_PCT:g}% or more" in sweep
+    )
+    docs = " ".join((ROOT / "docs" / "sweeps.md").read_text().split())
+    assert f"by a median shift of {MIN_SHIFT_PCT:g}% or more" in docs
+    assert "by a median shift" not in _log("simple_mlp_demo")  # no block set apart there

@@ -231,8 +231,9 @@ def _instance_moves(
             moves.append(
                 Move(
                     replace(k, instances=middle),
-                    f"{more} instances did not beat {k.instances} ({rung_text} against "
-                    f"{best:,.{digits}f}); the count between them is tried once",
+                    f"{more} instances did not beat {k.instances} by more than the "
+                    f"{NOISE_PCT:g}% noise margin ({rung_text} against {best:,.{digits}f}); "
+                    "the count between them is tried once",
                 )
             )
     return moves

@@ -36,9 +36,9 @@ def _misses_lines(predictions: list[Prediction]) -> list[str]:
         listed = ", ".join(f"{p.description} at {p.load_key}" for p in apart)
         lines += [
             f"Not counted ({len(apart)}): {listed}. perf_analyzer did not keep up the offered "
-            "rate in a repeat there, so the measured figures are of a lighter load than the one "
-            "predicted (the log leaves these points out of its picks too); their rows above are "
-            "no test of the model.",
+            "rate in a repeat there (it sent some requests late), so the load measured is not "
+            "the one predicted (the log leaves these points out of its picks too); their rows "
+            "above are no test of the model.",
             "",
         ]
     if failures:

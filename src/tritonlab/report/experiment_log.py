@@ -192,9 +192,13 @@ def _variant_section(r: VariantReport, step_line: str = "") -> list[str]:
 
 
 def _operators_section(
-    operators: OperatorsRecord, analyses: list[Analysis], model: CostModel | None
+    operators: OperatorsRecord,
+    analyses: list[Analysis],
+    model: CostModel | None,
+    bundled: bool = True,
 ) -> list[str]:
-    """Serving behaviour next to the operators' arithmetic intensity and in-process timings."""
+    """Serving behaviour next to the operators' arithmetic intensity and in-process timings;
+    ``bundled``: the run's server was the bundled tritonserver (its backends Python-based)."""
     profile, timings = operators.profile, operators.in_process_us_per_execution
     first_load = [r.summary for a in analyses[:1] for r in a.reports]
     # one load's batches (the first), named with it: they differ at other loads (issue 36 audit)
@@ -207,14 +211,23 @@ def _operators_section(
     }
     others = sorted({s.variant.engine for s in first_load} - {"onnxruntime"})
     lines = ["## Operators and batching", ""]
+    # which backend the serving path is: the bundled server runs ONNX models through tritonlab's
+    # Python-based backend folders (issue 36 audit: "the Python backend" read as a mistake
+    # where every config says `backend: "onnxruntime"`)
+    path = (
+        "Triton and the `onnxruntime` backend, in this bundled server a Python-based backend "
+        "folder running tritonlab's adapter (no native C++ backend here)"
+        if bundled
+        else "Triton and the model's backend"
+    )
     if model is not None:
         share1, share8 = model.serving_share(1), model.serving_share(8)
         lines += [
             (
                 f"Which cost does batching spread? By the cost model above, one execution of "
                 f"one request costs {model.execution_us(1):,.0f} µs, of which "
-                f"{model.serving_us(1):,.0f} µs ({share1:.0%}) is the serving path (Triton and "
-                f"the Python backend and its adapter, measured on the null model) and "
+                f"{model.serving_us(1):,.0f} µs ({share1:.0%}) is the serving path ({path}, "
+                "measured on the null model) and "
                 f"{model.model_us(1):,.1f} µs the model itself (the in-process fit less the "
                 "null model's own in-process call, which the serving path holds); at 8 requests "
                 f"per execution the serving path is still {share8:.0%}. "
@@ -412,7 +425,8 @@ def render_experiment_log(run: RunData) -> str:
         stateful=manifest.plan.measurement.requests_per_sequence is not None,
     )
     if operators and analyses:
-        lines += _operators_section(operators, analyses, cost_model)
+        bundled = manifest.server.source.startswith("bundled")
+        lines += _operators_section(operators, analyses, cost_model, bundled)
     lines += method_lines(
         count_verdicts(analyses),
         run_stopping_note(run),

@@ -16,6 +16,7 @@ from tritonlab.explanation.explain import FLOOR_NOTE, Analysis, VariantReport
 from tritonlab.report.conditions_text import uneven_repeats_note
 from tritonlab.report.text_format import num
 from tritonlab.stats.aggregate import VariantSummary
+from tritonlab.stats.robust import MIN_BLOCKS
 from tritonlab.stats.summary import Summary, column_digits
 
 
@@ -66,6 +67,27 @@ def compact_table(
             f"{verdicts} |"
         )
     return lines
+
+
+def pairs_caption(analysis: Analysis) -> str:
+    """Where a table's verdicts rest on fewer than ``MIN_BLOCKS`` pairs, on how many and by
+    which interval ('' where none does; issue 36 audit: a tune's 4-pair t-intervals quoted
+    under a page that describes only the signed-rank one)."""
+    pairs = sorted(
+        {
+            v.pairs
+            for r in analysis.reports[1:]
+            for f in ("throughput", "latency_p99")
+            if (v := r.verdicts.get(f)) is not None and v.has_interval and v.pairs < MIN_BLOCKS
+        }
+    )
+    if not pairs:
+        return ""
+    span = f"{pairs[0]}" if len(pairs) == 1 else f"{pairs[0]} to {pairs[-1]}"
+    return (
+        f"Verdicts in this table over {span} pairs: below {MIN_BLOCKS} pairs the interval is the "
+        "mean log-ratio's Student-t interval, not the signed-rank one."
+    )
 
 
 # a mean batch is quoted bare where at least this share of executions held within one request of

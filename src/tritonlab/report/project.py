@@ -19,6 +19,7 @@ from tritonlab.perf.locate import PerfAnalyzerInstall
 from tritonlab.perf.settings import PerfSettings
 from tritonlab.report.conditions_text import uneven_repeats_note
 from tritonlab.report.method_section import page_trust_note
+from tritonlab.report.tune_section import pick_sentence
 from tritonlab.run_layout import RunLayout
 from tritonlab.server.locate import ServerInstall
 from tritonlab.stats.aggregate import VariantSummary
@@ -231,8 +232,8 @@ def project_readme(run: RunData) -> str:
         "",
         f"{_model_words(kind, model)} deployed on a real Triton {manifest.server.version}, "
         f"called by a client that {_checked_words(run)}, measured with a fixed "
-        "perf_analyzer baseline, and compared across serving configurations (dynamic batching, "
-        "instance count). Every number below was measured by tritonlab on "
+        f"perf_analyzer baseline, and compared across {_compared_words(run)}. Every number "
+        "below was measured by tritonlab on "
         f"{machine.cpu_model} ({machine.cpu_affinity_count} cores) on "
         f"{manifest.created_utc[:10]}.",
         "",
@@ -271,13 +272,8 @@ def project_readme(run: RunData) -> str:
         # tune's README quoted its verdicts without its log's two caveats, or its pick)
         *([note, ""] if (note := page_trust_note(run)) else []),
     ]
-    if run.tune is not None and (pick := run.tune.pick) is not None:
-        lines += [
-            f"tune's pick: {pick.description} at concurrency {pick.concurrency} (its figures "
-            f"and the race's verdicts: `docs/experiment_log.md`, Tune). Why the search "
-            f"stopped: {run.tune.stop_reason}.",
-            "",
-        ]
+    if run.tune is not None and (said := pick_sentence(run.tune, run.summaries)):
+        lines += [said + " (Its figures and the race's verdicts: `docs/experiment_log.md`.)", ""]
     cached = [r.summary for a in analyses for r in a.reports if r.summary.cache_hits]
     if cached:  # issue 36 audit: +768% quoted as if the cache helped any traffic
         hits = sum(s.cache_hits for s in cached)
@@ -320,6 +316,35 @@ _KIND_WORDS = {
 def _model_words(kind: str, model: str) -> str:
     """'An ONNX model (`m`)', or what a repository's model is."""
     return _KIND_WORDS.get(kind, "An ONNX model (`{model}`)").format(model=model)
+
+
+def _compared_words(run: RunData) -> str:
+    """What the run varied: the knobs its configurations changed against the baseline, and
+    the loads' dimensions that took more than one value (issue 36 audit: "dynamic batching,
+    instance count" said of a tune that varied max batch size, protocol and concurrency)."""
+    from tritonlab.explanation.rule_support import raw_changed_fields
+    from tritonlab.repository.knobs import KNOB_LABELS
+
+    variants = [v for v in run.manifest.plan.variants if not v.control]
+    fields = dict.fromkeys(
+        f for v in variants[1:] for f in raw_changed_fields(variants[0], v) if f in KNOB_LABELS
+    )
+    knobs = ", ".join(KNOB_LABELS[f] for f in fields) or "none"
+    settings = [s.settings for s in run.summaries]
+    loads = [
+        name
+        for name, values in (
+            ("concurrency", {x.concurrency for x in settings}),
+            ("request rate", {x.request_rate_per_s for x in settings}),
+            ("protocol", {x.protocol for x in settings}),
+            ("client batch size", {x.batch_size for x in settings}),
+            ("input shape", {str(sorted(x.input_shapes.items())) for x in settings}),
+        )
+        if len(values) > 1
+    ]
+    listed = " and ".join(loads) if len(loads) < 3 else ", ".join(loads[:-1]) + f" and {loads[-1]}"
+    where = f", at more than one {listed}" if loads else ""
+    return f"serving configurations ({knobs}){where}"
 
 
 def _checked_words(run: RunData) -> str:

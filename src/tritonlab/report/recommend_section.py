@@ -25,7 +25,7 @@ from tritonlab.report.recommend_summary_text import RULES, saturation_text, summ
 from tritonlab.report.recommend_text import decided_by, exclusion_note, justification
 from tritonlab.stats.aggregate import VariantSummary
 from tritonlab.stats.config_key import ConfigKey
-from tritonlab.stats.load_drift import disturbed_blocks
+from tritonlab.stats.load_drift import MIN_CONFIGS, MIN_SHIFT_PCT, disturbed_blocks
 from tritonlab.stats.summary import SHOWN_GAP, span_digits
 
 
@@ -170,6 +170,14 @@ def _knees_lines(recs: Recommendations, summaries: list[VariantSummary]) -> list
             " Each step compares one configuration at two loads, served by one server process, "
             "so its interval holds no process term."
             if any(s.throughput.process_sd_log > 0 for s in summaries)
+            else ""
+        )
+        + (
+            " A block is one where every configuration at a load read off its own median when "
+            f"at least {MIN_CONFIGS} configurations were measured there in it, all on one side "
+            f"of their own medians, by a median shift of {MIN_SHIFT_PCT:g}% or more; smaller "
+            "shared shifts are not set apart."
+            if disturbed
             else ""
         ),
         "",

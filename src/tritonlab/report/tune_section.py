@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from tritonlab.decisions.search_space import NOISE_PCT
 from tritonlab.stats.aggregate import VariantSummary
 from tritonlab.stats.error_rates import process_sd_log
 from tritonlab.stats.summary import span_digits, span_text
@@ -138,11 +139,13 @@ def tune_section(
             if settings.fixed_load
             else "ramp: concurrency doubled while throughput rose more than the noise margin"
         )
-        + "; move: a neighbour the figures argue for; race: interleaved repeats of the close "
-        "contenders, which with each one's search-phase cell decide the pick: the median "
-        "of every repeat at the point). The why column is the search's own reason, stored in "
-        "`results/tune.json` when it took the step: it read only the figures measured by then."
+        + "; move: a neighbour the figures argue for; race: the close contenders measured "
+        "again one cell at a time, the one with the fewest race cells next, whose repeats with "
+        "each one's search-phase cell decide the pick: the median of every repeat at the "
+        "point). The why column is the search's own reason, stored in `results/tune.json` when "
+        "it took the step: it read only the figures measured by then."
         + batch_compute_note(tune)
+        + beat_note(tune)
         + (
             f" In this pipeline the path's queue, compute and batch figures are step "
             f"`{pipeline_step}`'s own, which steer the search; the results tables below hold "
@@ -185,6 +188,42 @@ def batch_compute_note(tune: TuneRecord) -> str:
         f"({'batching points' if len(rows) > 1 else 'a batching point'}), the "
         "reason's \"compute each\" is Triton's compute per request, which counts every request "
         "of a batch the batch's whole execution: per batch, not per inference."
+    )
+
+
+OLD_BEAT = "instances did not beat"
+
+
+def beat_note(tune: TuneRecord) -> str:
+    """Where a stored reason says "4 instances did not beat 2 (21 against 20)" (the wording
+    before issue 36's audit), that it means by more than the noise margin: the figure it
+    quotes first may be the higher one; '' where no such reason is stored."""
+    rows = [
+        str(i)
+        for i, step in enumerate(tune.steps, 1)
+        if OLD_BEAT in step.reason and "noise margin" not in step.reason
+    ]
+    if not rows:
+        return ""
+    return (
+        f' In row{"s" if len(rows) > 1 else ""} {", ".join(rows)}, "did not beat" means not '
+        f"by more than the {NOISE_PCT:g}% noise margin: the figure it quotes first may be the "
+        "higher one."
+    )
+
+
+def pick_sentence(tune: TuneRecord, summaries: Sequence[VariantSummary]) -> str:
+    """'tune's pick: ... Why the search stopped: ... Note: ...': the pick as a page quotes it,
+    with what its race left open (issue 36 audit: a run README named the pick without the
+    runner-up the race did not separate from it)."""
+    pick = tune.pick
+    if pick is None:
+        return ""
+    notes = [race_points_note(tune), *tie_notes(tune), load_ties_note(tune, summaries)]
+    said = "".join(f" Note: {n}." for n in notes if n)
+    return (
+        f"tune's pick: {pick.description} at concurrency {pick.concurrency}. "
+        f"Why the search stopped: {tune.stop_reason}.{said}"
     )
 
 

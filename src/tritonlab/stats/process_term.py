@@ -94,3 +94,17 @@ def widened(
         estimate - math.hypot(estimate - low, z * sd_log),
         estimate + math.hypot(high - estimate, z * sd_log),
     )
+
+
+def predates_note(record: dict[str, object], subject: str) -> str:
+    """' {subject} stored no CPU placement and no process term: ...' where a stored benchmark
+    record (JSON) has neither, so a page quoting its intervals says they are not the shipped
+    engine's (issue 36 audits: the aa_floor, Model Analyzer and resolution pages); ''
+    otherwise."""
+    if "cpu_split" in record or "process_term" in record:
+        return ""
+    return (
+        f" {subject} stored no CPU placement and no process term: measured before tritonlab "
+        "had either, the server shared the CPUs with perf_analyzer and no interval here is "
+        "widened, so its intervals are not those of the engine as it ships."
+    )
