@@ -163,16 +163,18 @@ def _term_lines(report: dict[str, Any]) -> list[str]:
 
 def _floored(report: dict[str, Any], figure: str, words: str) -> str:
     """' (floored at zero: ...)' where the re-estimated term of ``figure`` was floored at zero
-    (``calibration_report.term_parts``): the A/A means' spread is smaller than what the blocks'
-    own noise gives, so ±0.0% says the offsets cannot be told from that noise, not that there
-    are none (issue 34 audit); '' otherwise or where the report predates the parts."""
+    (``calibration_report.term_parts``): the mean square of the A/A estimates is smaller than
+    what the blocks' own noise gives (issue 36 audit: these mean squares called "spreads"), so
+    ±0.0% says the offsets cannot be told from that noise, not that there are none (issue 34
+    audit); '' otherwise or where the report predates the parts."""
     parts = (report.get("process_term_parts") or {}).get(figure)
     if not parts or not parts["floored"]:
         return ""
     spread, noise = _apart_figures(parts["mean_square_log"], parts["within_blocks_log"])
     return (
-        f" (floored at zero: the A/A means' spread, {spread}, is smaller than what the blocks' "
-        f"own noise gives, {noise}, so per-process offsets cannot be told from {words}'s noise)"
+        f" (floored at zero: the mean square of the A/A estimates' log-ratios, {spread}, is "
+        f"smaller than what the blocks' own noise gives, {noise} (mean squares in log units, "
+        f"not spreads in %), so per-process offsets cannot be told from {words}'s noise)"
     )
 
 

@@ -117,8 +117,9 @@ def test_the_page_says_a_floored_term_in_words_with_its_parts() -> None:
     assert page._floored(report, "throughput", "throughput") == ""
     assert page._floored({}, "latency_p99", "p99") == ""  # a report from before the parts
     assert page._floored(report, "latency_p99", "p99") == (
-        " (floored at zero: the A/A means' spread, 0.001234, is smaller than what the blocks' "
-        "own noise gives, 0.001235, so per-process offsets cannot be told from p99's noise)"
+        " (floored at zero: the mean square of the A/A estimates' log-ratios, 0.001234, is "
+        "smaller than what the blocks' own noise gives, 0.001235 (mean squares in log units, "
+        "not spreads in %), so per-process offsets cannot be told from p99's noise)"
     )
 
 

@@ -328,9 +328,59 @@ def test_the_knee_table_states_when_a_block_is_set_apart() -> None:
 
     sweep = _log("simple_mlp_sweep_blocks")
     assert (
-        f"at least {MIN_CONFIGS} configurations were measured there in it, all on one side of "
-        f"their own medians, by a median shift of {MIN_SHIFT_PCT:g}% or more" in sweep
+        f"at least {MIN_CONFIGS} configurations (the A/A control not counted) were measured "
+        f"there in it, all on one side of their own medians, by a median shift of "
+        f"{MIN_SHIFT_PCT:g}% or more" in sweep
     )
     docs = " ".join((ROOT / "docs" / "sweeps.md").read_text().split())
     assert f"by a median shift of {MIN_SHIFT_PCT:g}% or more" in docs
+    assert "the A/A control not counted" in docs
+    assert "and the control's at the pick's load, get another block" in docs
     assert "by a median shift" not in _log("simple_mlp_demo")  # no block set apart there
+
+
+# --- audits 81-84 (at 551cc9c) -------------------------------------------------------------------
+
+
+def test_a_readme_names_a_config_override_it_compared() -> None:
+    warmup = (EXAMPLES / "simple_mlp_warmup" / "README.md").read_text()
+    assert "compared across serving configurations (config.pbtxt model_warmup)" in warmup
+    assert "(none)" not in warmup
+
+
+def test_the_operators_split_carries_the_cost_models_misses() -> None:
+    warmup = _log("simple_mlp_warmup")
+    assert "By the cost model above (which misses 2 of its 4 points by more than 25%" in warmup
+    assert "take this split as the model's, not as measured" in warmup
+    cnn = _log("resnet18_cnn")  # a model that misses no point of its run says no such thing
+    assert "Which cost does batching spread? By the cost model above, one execution" in cnn
+    assert "0 miss by more than 25%" in cnn
+
+
+def test_the_calibration_floor_names_its_figures_mean_squares() -> None:
+    page = (ROOT / "benchmarks" / "results" / "calibration.md").read_text()
+    assert "the mean square of the A/A estimates' log-ratios, 0.0038" in page
+    assert "(mean squares in log units, not spreads in %)" in page
+    assert "the A/A means' spread" not in page
+
+
+def test_the_readme_does_not_call_the_resolution_runs_this_machines() -> None:
+    import json
+
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "resolves differences on this shared machine" not in readme
+    assert "(runs on another machine, from before the CPU split and the process term)" in readme
+    resolution = json.loads((ROOT / "benchmarks/results/resolution.json").read_text())
+    demo = json.loads((EXAMPLES / "simple_mlp_demo/results/manifest.json").read_text())
+    assert resolution["machine"] != demo["machine"]["cpu_model"]
+    assert "cpu_split" not in resolution and "process_term" not in resolution
+
+
+def test_a_row_whose_word_turns_on_blocks_set_apart_at_its_load_says_so() -> None:
+    sweep = _log("simple_mlp_sweep_blocks")
+    assert (
+        "and a row's throughput word against the first row turns on them: 'batching (0 µs, "
+        "count=1)' lower (-4%, CI -9% to -1%) without them, no clear difference (-3%, CI -7% to "
+        "+10%) with them; the other 4 rows' words are the same without them." in sweep
+    )
+    assert "turns on them" not in _log("simple_mlp_demo")  # set-apart blocks turn no word there

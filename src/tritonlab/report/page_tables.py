@@ -16,8 +16,10 @@ from tritonlab.explanation.explain import FLOOR_NOTE, Analysis, VariantReport
 from tritonlab.report.conditions_text import uneven_repeats_note
 from tritonlab.report.text_format import num
 from tritonlab.stats.aggregate import VariantSummary
+from tritonlab.stats.load_drift import blocks_words, disturbed_blocks, within_load
 from tritonlab.stats.robust import MIN_BLOCKS
 from tritonlab.stats.summary import Summary, column_digits
+from tritonlab.stats.verdicts import compare
 
 
 def _phrase(report: VariantReport, figure: str) -> str:
@@ -174,6 +176,48 @@ def called_steps_caption(manifest: Manifest, analysis: Analysis) -> str:
     return (
         f"The queue and mean batch columns are the BLS model `{repository.get('model')}`'s own "
         f"counters{called} (the log's Pipeline steps table)."
+    )
+
+
+def drift_note(analysis: Analysis, summaries: list[VariantSummary]) -> str:
+    """Where blocks set apart at this load (every configuration off its own median,
+    ``stats.load_drift``) are among a row's pairs and its throughput word against the first
+    row differs without them, that row's verdict both ways (issue 36 audit: the knee table
+    alone said so, while a row at the load read "no clear difference" that without them read
+    "lower"); '' where no row's word turns on those blocks."""
+    disturbed = disturbed_blocks(summaries, "throughput")
+    if not analysis.reports:
+        return ""
+    first = analysis.reports[0].summary
+    parts, dropped, stands = [], set(), 0
+    for r in analysis.reports[1:]:
+        hit, without = within_load(first, r.summary, "throughput", disturbed)
+        if not hit:
+            continue
+        dropped |= set(hit)
+        stated = compare("throughput", first.throughput, r.summary.throughput)
+        if without is None or without.word == stated.word:
+            stands += 1
+            continue
+        parts.append(
+            f"'{r.summary.variant.description}' {without.phrase()} without "
+            f"{'it' if len(hit) == 1 else 'them'}, {stated.phrase()} with "
+            f"{'it' if len(hit) == 1 else 'them'}"
+        )
+    if not parts:
+        return ""
+    others = (
+        f"; the other {stands} row{'s' if stands != 1 else ''}' words are the same without "
+        f"{'it' if len(dropped) == 1 else 'them'}"
+        if stands
+        else ""
+    )
+    blocks = blocks_words(list(dropped))
+    return (
+        f" {blocks[0].upper()}{blocks[1:]} read every configuration at this load off its own "
+        "median (the knee table's rule); pairing at one load cancels only the part of such a "
+        "shift every configuration shares, and a row's throughput word against the first row "
+        f"turns on {'it' if len(dropped) == 1 else 'them'}: " + "; ".join(parts) + others + "."
     )
 
 

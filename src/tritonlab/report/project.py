@@ -326,10 +326,16 @@ def _compared_words(run: RunData) -> str:
     from tritonlab.repository.knobs import KNOB_LABELS
 
     variants = [v for v in run.manifest.plan.variants if not v.control]
-    fields = dict.fromkeys(
-        f for v in variants[1:] for f in raw_changed_fields(variants[0], v) if f in KNOB_LABELS
+    fields = dict.fromkeys(f for v in variants[1:] for f in raw_changed_fields(variants[0], v))
+    # a config.pbtxt override is named by what it set (issue 36 audit: a warm-up run's
+    # README said it compared "(none)")
+    overrides = dict.fromkeys(k for v in variants for k in (v.config_overrides or {}))
+    knobs = ", ".join(
+        f"config.pbtxt {', '.join(overrides) or 'overrides'}"
+        if f == "config_overrides"
+        else KNOB_LABELS.get(f, f)
+        for f in fields
     )
-    knobs = ", ".join(KNOB_LABELS[f] for f in fields) or "none"
     settings = [s.settings for s in run.summaries]
     loads = [
         name
@@ -344,7 +350,7 @@ def _compared_words(run: RunData) -> str:
     ]
     listed = " and ".join(loads) if len(loads) < 3 else ", ".join(loads[:-1]) + f" and {loads[-1]}"
     where = f", at more than one {listed}" if loads else ""
-    return f"serving configurations ({knobs}){where}"
+    return f"serving configurations ({knobs or 'the same configuration only'}){where}"
 
 
 def _checked_words(run: RunData) -> str:

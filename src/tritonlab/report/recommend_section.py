@@ -174,9 +174,9 @@ def _knees_lines(recs: Recommendations, summaries: list[VariantSummary]) -> list
         )
         + (
             " A block is one where every configuration at a load read off its own median when "
-            f"at least {MIN_CONFIGS} configurations were measured there in it, all on one side "
-            f"of their own medians, by a median shift of {MIN_SHIFT_PCT:g}% or more; smaller "
-            "shared shifts are not set apart."
+            f"at least {MIN_CONFIGS} configurations (the A/A control not counted) were "
+            "measured there in it, all on one side of their own medians, by a median shift of "
+            f"{MIN_SHIFT_PCT:g}% or more; smaller shared shifts are not set apart."
             if disturbed
             else ""
         ),
