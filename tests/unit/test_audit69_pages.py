@@ -121,7 +121,8 @@ def test_docs_state_the_conditions_the_code_holds() -> None:
     backends = " ".join((ROOT / "docs" / "backends.md").read_text().split())
     low, high = min(GEMM_SIZES), max(GEMM_SIZES)
     assert f"({low}³ to {high}³, 2·n³ FLOP per run)" in backends
-    assert f"the fastest size's best of {REPEATS} runs" in backends
+    assert f"each size run at least {REPEATS} times" in backends
+    assert "the fastest size's best run" in backends
     assert f"best of {len(GEMM_SIZES)} sizes" == "best of 5 sizes" and "best of five sizes" in (
         backends
     )
@@ -315,8 +316,9 @@ def test_a_table_over_few_pairs_says_which_interval_it_shows() -> None:
 def test_a_tune_readme_carries_what_its_race_left_open() -> None:
     tune = (EXAMPLES / "resnet18_pipeline_tune" / "README.md").read_text()
     assert "the race did not separate the pick from the runner-up on throughput" in tune
-    assert "compared across serving configurations (dynamic_batching, instance_group count, " in (
-        tune
+    assert (
+        "compared across serving configurations of step `cnn` (dynamic_batching, "
+        "instance_group count, " in tune
     )
     assert "max_batch_size), at more than one concurrency and protocol." in tune
     sweep = (EXAMPLES / "bert_encoder_sweep" / "README.md").read_text()
@@ -384,3 +386,42 @@ def test_a_row_whose_word_turns_on_blocks_set_apart_at_its_load_says_so() -> Non
         "+10%) with them; the other 4 rows' words are the same without them." in sweep
     )
     assert "turns on them" not in _log("simple_mlp_demo")  # set-apart blocks turn no word there
+
+
+# --- audits 85-88 (at bf0312b) -------------------------------------------------------------------
+
+
+def test_docs_state_what_the_examples_and_the_code_hold() -> None:
+    import inspect
+    import json
+
+    from tritonlab.experiments import plan_file, repository_plan
+    from tritonlab.perf.machine import MIN_SECONDS_PER_SIZE
+
+    reliability = " ".join((ROOT / "docs" / "reliability.md").read_text().split())
+    assert "(the committed examples are such files)" not in reliability
+    assert "some files of the 7 older classic examples are such files" in reliability
+    bare = {
+        p.relative_to(EXAMPLES).parts[0]
+        for p in EXAMPLES.glob("*/results/**/*.json")
+        if "schema_version" not in json.loads(p.read_text() or "{}")
+    }
+    assert len(bare) == 7  # the older classic examples, as the page says
+    backends = " ".join((ROOT / "docs" / "backends.md").read_text().split())
+    assert f"at least 7 times and for at least {MIN_SECONDS_PER_SIZE:g} s" in backends
+    assert "a sixth configuration that changes nothing" in backends
+    assert "aa_control(variants[0])" in inspect.getsource(plan_file.with_engine_controls)
+    assert "(in throughput or in a term)" in backends
+    repositories = " ".join((ROOT / "docs" / "repositories.md").read_text().split())
+    assert "both only where the user's `max_batch_size` is above 0" in repositories
+    assert "if baseline.max_batch_size > 0:" in inspect.getsource(repository_plan)
+
+
+def test_a_pipeline_readme_names_the_step_it_changed_and_small_rates_keep_a_decimal() -> None:
+    pipeline = (EXAMPLES / "resnet18_pipeline" / "README.md").read_text()
+    assert "compared across serving configurations of step `cnn` (" in pipeline
+    demo = (EXAMPLES / "simple_mlp_demo" / "README.md").read_text()
+    assert "serving configurations of step" not in demo  # the model measured is the one changed
+    backends = (EXAMPLES / "resnet18_cnn_backends" / "README.md").read_text()
+    assert "**openvino f32 (no batching, count=1)**: 11.5 infer/s" in backends
+    assert "**batching (0 ms, count=1), openvino f32**: 11.4 infer/s" in backends

@@ -350,7 +350,12 @@ def _compared_words(run: RunData) -> str:
     ]
     listed = " and ".join(loads) if len(loads) < 3 else ", ".join(loads[:-1]) + f" and {loads[-1]}"
     where = f", at more than one {listed}" if loads else ""
-    return f"serving configurations ({knobs or 'the same configuration only'}){where}"
+    # a pipeline's configurations change one step, not the measured model's own config.pbtxt
+    # (issue 36 audit: an ensemble's README read as if its own config had been varied)
+    repository = run.manifest.model.repository or {}
+    step = repository.get("tuned")
+    of = f" of step `{step}`" if step and step != run.manifest.model.name else ""
+    return f"serving configurations{of} ({knobs or 'the same configuration only'}){where}"
 
 
 def _checked_words(run: RunData) -> str:
@@ -369,7 +374,8 @@ def _figures(s: VariantSummary, note: str) -> str:
     unstable, with no p99)."""
     tput, p99 = s.throughput.median, s.latency_p99.median
     if tput is not None and p99 is not None:
-        return f"{tput:,.0f} infer/s, p99 {p99:,.0f} µs ({note})"
+        # one decimal under 100 infer/s: 11.5 and 11.4 must not read 12 and 11 (issue 36 audit)
+        return f"{tput:,.{1 if tput < 100 else 0}f} infer/s, p99 {p99:,.0f} µs ({note})"
     if not s.cells:
         return "not measured"
     unstable = sum(not c.perf.stable for c in s.cells)
