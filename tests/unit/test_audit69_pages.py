@@ -56,14 +56,14 @@ def test_a_batching_row_above_what_its_timings_save_says_its_ceiling_read_low() 
     assert "10.4 infer/s for openvino bf16 (1 x 1 thread) against 12.0 from its timing" in backends
     # a fixed cost per execution batching shares: 1.3x allowed at batch 4, 1.2 is within it
     saving = {1: 10_000.0, 4: 4 * 7_700.0, 8: 8 * 7_600.0}
-    assert above_ceiling_note([_efficiency(1.2, 4.0, saving)], []) == ""
-    over = above_ceiling_note([_efficiency(1.4, 4.0, saving)], [])
+    assert above_ceiling_note([_efficiency(1.2, 4.0, saving)]) == ""
+    over = above_ceiling_note([_efficiency(1.4, 4.0, saving)])
     assert "batching allows at most 1.30x the ceiling" in over
     assert "10,000 at batch 1" in over and "100.0 infer/s for onnxruntime" in over
     # without batching a ceiling bounds the row outright; without timings nothing is set beside
-    plain = above_ceiling_note([_efficiency(1.05, None, {})], [])
+    plain = above_ceiling_note([_efficiency(1.05, None, {})])
     assert "(no batching)" in plain and "or the served figure is off" in plain
-    assert above_ceiling_note([_efficiency(0.95, None, {})], []) == ""
+    assert above_ceiling_note([_efficiency(0.95, None, {})]) == ""
 
 
 def test_a_page_quoting_verdicts_over_few_pairs_says_so() -> None:

@@ -47,32 +47,36 @@ class Efficiency:
             return None
         return self.ceiling.instances * base * 1e6 / us
 
-    def timed_rate_at_batch(self) -> float | None:
-        """The ceiling's parallelism at the timing of the batch it formed (infer/s): the
-        shortest per-sample time of the timings at (or beside) its mean batch, or the
-        ceiling's own batch without batching; None where no timing of its parallelism says."""
+    def fastest_per_sample_us(self) -> float | None:
+        """The shortest per-sample time (µs) of the timings at (or beside) the mean batch
+        Triton formed; None without batching past the ceiling's batch, or without timings of
+        the ceiling's parallelism (one thread)."""
         if self.mean_batch is None or self.mean_batch <= self.ceiling.batch_size:
-            return self.timed_rate()
+            return None
         if self.ceiling.threads != 1 or not self.timings_us:
             return None
         around = points_around(dict(self.timings_us), self.mean_batch)
-        fastest = min((t / b for b, t in around if t > 0), default=None)
+        return min((t / b for b, t in around if t > 0), default=None)
+
+    def timed_rate_at_batch(self) -> float | None:
+        """The ceiling's parallelism at the timing of the batch it formed (infer/s), or at the
+        ceiling's own batch without batching past it; None where no timing of its parallelism
+        says."""
+        if self.mean_batch is None or self.mean_batch <= self.ceiling.batch_size:
+            return self.timed_rate()
+        fastest = self.fastest_per_sample_us()
         return self.ceiling.instances * 1e6 / fastest if fastest else None
 
     def allowance(self) -> float | None:
         """The most served / ceiling this row's batching can reach: the ceiling's time per
-        sample over the shortest of the timings at (or beside) the mean batch Triton formed, at
-        least 1; 1 where it formed no larger batch than the ceiling's; None where no timing of
-        its parallelism says."""
+        sample over ``fastest_per_sample_us``, at least 1; 1 where it formed no larger batch
+        than the ceiling's; None where no timing of its parallelism says."""
         base = self.ceiling.batch_size
         if self.mean_batch is None or self.mean_batch <= base:
             return 1.0
         us = dict(self.timings_us).get(base)
-        if not us or self.ceiling.threads != 1:
-            return None
-        around = points_around(dict(self.timings_us), self.mean_batch)
-        fastest = min((t / b for b, t in around if t > 0), default=None)
-        return max(1.0, us / base / fastest) if fastest else None
+        fastest = self.fastest_per_sample_us()
+        return max(1.0, us / base / fastest) if us and fastest else None
 
 
 def parse_ceilings(operators: OperatorsRecord | None) -> list[Ceiling]:

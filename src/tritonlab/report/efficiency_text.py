@@ -116,19 +116,18 @@ def efficiency_section(
     lines.append("")
     if summaries:
         lines += [best_line(efficiencies, summaries, trust), ""]
-        if note := above_ceiling_note(efficiencies, summaries):
+        if note := above_ceiling_note(efficiencies):
             lines += [note, ""]
     return lines
 
 
-def above_ceiling_note(efficiencies: list[Efficiency], summaries: list[VariantSummary]) -> str:
+def above_ceiling_note(efficiencies: list[Efficiency]) -> str:
     """Rows that served above what their own ceiling allows, and that the ceiling is no bound
     there ('' where none did): without batching a ceiling bounds a row outright (issue 36
     audit: 1.05 and 1.04 of a ceiling); with it, by no more than the same log's in-process
     timings save per sample at the mean batch Triton formed (issue 36 audit: a bf16 row at 1.15
     whose timings save nothing per sample). Where the timings are of the ceiling's parallelism,
     the ceiling is set beside the rate they give."""
-    del summaries  # the rows carry their batching (mean batch) and timings themselves
     over = [
         (e, allowed)
         for e in efficiencies
